@@ -1,0 +1,98 @@
+"""Where the lab's stand-ins listen, and how that is written to ``DIR/lab.env``.
+
+``lab up`` writes one ``lab.env`` (``KEY=VALUE`` lines) and one kubeconfig; the
+worker, the CLI and the tests read them back with :func:`LabEndpoints.load`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+KUBE_CONTEXTS = ("hub", "worker", "tenant-cluster")
+LDAP_BASE_DN = "dc=auth,dc=example,dc=internal"
+LDAP_BIND_DN = f"cn=ldap-bind,ou=users,{LDAP_BASE_DN}"
+
+
+class LabEndpoints(BaseModel):
+    """Every address and credential of a running lab."""
+
+    state_dir: Path
+    kubeconfig: Path
+    kube_urls: dict[str, str]
+    authentik_url: str
+    authentik_token: str
+    weka_url: str
+    weka_username: str
+    weka_password: str
+    weka_org: str = "Root"
+    ldap_url: str
+    ldap_base_dn: str = LDAP_BASE_DN
+    ldap_bind_dn: str = LDAP_BIND_DN
+    ldap_bind_password: str
+    slurm_conf: Path
+
+    def to_env(self) -> dict[str, str]:
+        env = {
+            "TENANTFLOW_LAB_DIR": str(self.state_dir),
+            "TENANTFLOW_KUBECONFIG": str(self.kubeconfig),
+            "AUTHENTIK_URL": self.authentik_url,
+            "AUTHENTIK_TOKEN": self.authentik_token,
+            "WEKA_URL": self.weka_url,
+            "WEKA_USERNAME": self.weka_username,
+            "WEKA_PASSWORD": self.weka_password,
+            "WEKA_ORG": self.weka_org,
+            "LDAP_URL": self.ldap_url,
+            "LDAP_BASE_DN": self.ldap_base_dn,
+            "LDAP_BIND_DN": self.ldap_bind_dn,
+            "LDAP_BIND_PASSWORD": self.ldap_bind_password,
+            "SLURM_CONF": str(self.slurm_conf),
+        }
+        for context, url in self.kube_urls.items():
+            env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url
+        return env
+
+    def write(self) -> Path:
+        path = self.state_dir / "lab.env"
+        lines = [f"{key}={value}" for key, value in sorted(self.to_env().items())]
+        path.write_text("\n".join(lines) + "\n")
+        path.chmod(0o600)
+        return path
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LabEndpoints:
+        env = read_env_file(state_dir / "lab.env")
+        kube_urls = {
+            context: env[f"KUBE_URL_{context.upper().replace('-', '_')}"]
+            for context in KUBE_CONTEXTS
+            if f"KUBE_URL_{context.upper().replace('-', '_')}" in env
+        }
+        return cls(
+            state_dir=Path(env["TENANTFLOW_LAB_DIR"]),
+            kubeconfig=Path(env["TENANTFLOW_KUBECONFIG"]),
+            kube_urls=kube_urls,
+            authentik_url=env["AUTHENTIK_URL"],
+            authentik_token=env["AUTHENTIK_TOKEN"],
+            weka_url=env["WEKA_URL"],
+            weka_username=env["WEKA_USERNAME"],
+            weka_password=env["WEKA_PASSWORD"],
+            weka_org=env.get("WEKA_ORG", "Root"),
+            ldap_url=env["LDAP_URL"],
+            ldap_base_dn=env.get("LDAP_BASE_DN", LDAP_BASE_DN),
+            ldap_bind_dn=env.get("LDAP_BIND_DN", LDAP_BIND_DN),
+            ldap_bind_password=env["LDAP_BIND_PASSWORD"],
+            slurm_conf=Path(env["SLURM_CONF"]),
+        )
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse ``KEY=VALUE`` lines, ignoring blanks and ``#`` comments."""
+    env: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        env[key.strip()] = value.strip()
+    return env

@@ -1,0 +1,213 @@
+"""Shared plumbing for every HTTP stand-in in the lab.
+
+Each emulator is an aiohttp application built with :func:`make_app`, which adds:
+
+* a request journal (``GET /_lab/requests``, reset with ``DELETE``) so tests can
+  count the writes a workflow made ("a second run makes zero writes");
+* fault injection (``GET/PUT/DELETE /_lab/faults``): per-route latency, error
+  rates (5xx or 429 with ``Retry-After``) and dropped connections, switchable at
+  run time by reliability tests;
+* an optional snapshot hook (``GET /_lab/snapshot``) returning the emulator's
+  whole state, used to prove a rollback leaves the world as it was.
+
+Routes under ``/_lab/`` are never faulted nor journaled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, Field
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+SnapshotFn = Callable[[], Any]
+
+CONTROL_PREFIX = "/_lab/"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class FaultRule(BaseModel):
+    """One fault rule; the first rule whose method and path match applies."""
+
+    path: str = Field(".*", description="regular expression searched in the request path")
+    methods: list[str] = Field(default_factory=list, description="empty means every method")
+    latency_ms: int = Field(0, ge=0, le=60_000)
+    error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    error_status: int = Field(503, ge=400, le=599)
+    retry_after_s: int | None = Field(None, ge=0, le=3600)
+    drop_rate: float = Field(0.0, ge=0.0, le=1.0, description="close the connection without a response")
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.methods and method.upper() not in {m.upper() for m in self.methods}:
+            return False
+        return re.search(self.path, path) is not None
+
+
+class FaultConfig(BaseModel):
+    rules: list[FaultRule] = Field(default_factory=list)
+    seed: int | None = None
+
+
+@dataclass
+class JournalEntry:
+    method: str
+    path: str
+    query: str
+    status: int
+    at: float
+    injected: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "status": self.status,
+            "at": self.at,
+            "injected": self.injected,
+        }
+
+
+@dataclass
+class LabHTTPState:
+    """Mutable per-app state: the journal, fault rules and counters."""
+
+    name: str
+    journal: list[JournalEntry] = field(default_factory=list)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    rng: random.Random = field(default_factory=random.Random)
+    injected: dict[str, int] = field(default_factory=dict)
+
+    def set_faults(self, config: FaultConfig) -> None:
+        self.faults = config
+        self.rng = random.Random(config.seed)
+
+    def rule_for(self, method: str, path: str) -> FaultRule | None:
+        return next((r for r in self.faults.rules if r.matches(method, path)), None)
+
+    def count_injected(self, kind: str) -> None:
+        self.injected[kind] = self.injected.get(kind, 0) + 1
+
+
+STATE_KEY = web.AppKey("lab_http_state", LabHTTPState)
+
+
+async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamResponse | str | None:
+    """Return a response (or ``"drop"``) when a fault fires, else ``None``."""
+    rule = state.rule_for(request.method, request.path)
+    if rule is None:
+        return None
+    if rule.latency_ms:
+        state.count_injected("latency")
+        await asyncio.sleep(rule.latency_ms / 1000)
+    if rule.drop_rate and state.rng.random() < rule.drop_rate:
+        state.count_injected("drop")
+        return "drop"
+    if rule.error_rate and state.rng.random() < rule.error_rate:
+        state.count_injected(str(rule.error_status))
+        headers = {}
+        if rule.retry_after_s is not None:
+            headers["Retry-After"] = str(rule.retry_after_s)
+        return web.json_response(
+            {"kind": "Status", "status": "Failure", "message": f"lab fault injected ({state.name})",
+             "reason": "InjectedFault", "code": rule.error_status, "detail": "lab fault injected"},
+            status=rule.error_status,
+            headers=headers,
+        )
+    return None
+
+
+@web.middleware
+async def lab_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    state = request.app[STATE_KEY]
+    if request.path.startswith(CONTROL_PREFIX):
+        return await handler(request)
+    fault = await _apply_fault(state, request)
+    if fault == "drop":
+        state.journal.append(JournalEntry(request.method, request.path, request.query_string, 0,
+                                          time.time(), "drop"))
+        transport = request.transport
+        if transport is not None:
+            transport.abort()
+        raise asyncio.CancelledError
+    if isinstance(fault, web.StreamResponse):
+        state.journal.append(JournalEntry(request.method, request.path, request.query_string,
+                                          fault.status, time.time(), "error"))
+        return fault
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        state.journal.append(JournalEntry(request.method, request.path, request.query_string,
+                                          exc.status, time.time()))
+        raise
+    state.journal.append(JournalEntry(request.method, request.path, request.query_string,
+                                      response.status, time.time()))
+    return response
+
+
+def _control_routes(state: LabHTTPState, snapshot: SnapshotFn | None) -> list[web.RouteDef]:
+    async def get_requests(_: web.Request) -> web.Response:
+        entries = [e.as_dict() for e in state.journal]
+        writes = sum(1 for e in state.journal if e.method in WRITE_METHODS and e.injected is None)
+        return web.json_response({"service": state.name, "requests": entries, "writes": writes,
+                                  "injected": state.injected})
+
+    async def reset_requests(_: web.Request) -> web.Response:
+        state.journal.clear()
+        state.injected.clear()
+        return web.json_response({"service": state.name, "reset": True})
+
+    async def get_faults(_: web.Request) -> web.Response:
+        return web.json_response(state.faults.model_dump())
+
+    async def put_faults(request: web.Request) -> web.Response:
+        try:
+            config = FaultConfig.model_validate(await request.json())
+        except ValueError as exc:
+            return web.json_response({"error": str(exc)}, status=422)
+        state.set_faults(config)
+        return web.json_response(config.model_dump())
+
+    async def clear_faults(_: web.Request) -> web.Response:
+        state.set_faults(FaultConfig())
+        return web.json_response({"rules": []})
+
+    async def get_snapshot(_: web.Request) -> web.Response:
+        assert snapshot is not None
+        return web.json_response(snapshot())
+
+    routes = [
+        web.get(CONTROL_PREFIX + "requests", get_requests),
+        web.delete(CONTROL_PREFIX + "requests", reset_requests),
+        web.get(CONTROL_PREFIX + "faults", get_faults),
+        web.put(CONTROL_PREFIX + "faults", put_faults),
+        web.delete(CONTROL_PREFIX + "faults", clear_faults),
+    ]
+    if snapshot is not None:
+        routes.append(web.get(CONTROL_PREFIX + "snapshot", get_snapshot))
+    return routes
+
+
+def make_app(name: str, snapshot: SnapshotFn | None = None,
+             middlewares: list[Any] | None = None) -> web.Application:
+    """Build an aiohttp app with the lab's journal, fault and snapshot endpoints.
+
+    Add the emulator's own routes to the returned app. ``middlewares`` run after
+    the lab middleware (so injected faults short-circuit them).
+    """
+    app = web.Application(middlewares=[lab_middleware, *(middlewares or [])], client_max_size=64 * 2**20)
+    state = LabHTTPState(name=name)
+    app[STATE_KEY] = state
+    app.add_routes(_control_routes(state, snapshot))
+    return app
+
+
+def lab_state(app: web.Application) -> LabHTTPState:
+    return app[STATE_KEY]
