@@ -1,0 +1,1 @@
+"""Real daemons for the lab: slapd as the Authentik LDAP outpost, and the Slurm accounting stack."""
