@@ -1,0 +1,44 @@
+"""Where the external services are and how to authenticate: read from the worker's environment.
+
+Secrets (tokens, passwords) live only here, in the worker process; workflow
+inputs, histories and query results carry references such as Secret names.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    """Endpoints and credentials, from environment variables (see ``lab.env``)."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    authentik_url: str = Field("https://auth.example.internal", alias="AUTHENTIK_URL")
+    authentik_token: SecretStr = Field(SecretStr(""), alias="AUTHENTIK_TOKEN")
+    authentik_parent_group: str = Field("tenants", alias="AUTHENTIK_PARENT_GROUP")
+    weka_url: str = Field("https://weka-api.example.internal:14000", alias="WEKA_URL")
+    weka_username: str = Field("admin", alias="WEKA_USERNAME")
+    weka_password: SecretStr = Field(SecretStr(""), alias="WEKA_PASSWORD")
+    weka_org: str = Field("Root", alias="WEKA_ORG")
+    ldap_url: str = Field("ldap://localhost:3389", alias="LDAP_URL")
+    ldap_base_dn: str = Field("dc=auth,dc=example,dc=internal", alias="LDAP_BASE_DN")
+    ldap_bind_dn: str = Field("cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal", alias="LDAP_BIND_DN")
+    ldap_bind_password: SecretStr = Field(SecretStr(""), alias="LDAP_BIND_PASSWORD")
+    ldap_bind_secret: str = Field("ldap-bind-creds", alias="LDAP_BIND_SECRET",
+                                  description="Secret holding the bind password, in the auth namespace")
+    ldap_bind_secret_namespace: str = Field("auth", alias="LDAP_BIND_SECRET_NAMESPACE")
+    ldap_outpost_uri: str = Field("ldaps://authentik-ldap-outpost.auth.svc:636", alias="LDAP_OUTPOST_URI")
+    slurm_namespace: str = Field("slurm-control", alias="SLURM_NAMESPACE")
+    slurm_controller: str = Field("slurmctld", alias="SLURM_CONTROLLER_DEPLOYMENT")
+    slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
+    poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
+
+
+@lru_cache(maxsize=1)
+def settings() -> ServiceSettings:
+    return ServiceSettings()

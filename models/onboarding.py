@@ -1,0 +1,93 @@
+"""Inputs, step payloads and results of the onboarding and offboarding workflows.
+
+Every apply step of onboarding is one activity named ``<layer>.<step>`` that takes
+a :class:`StepInput` and returns a :class:`StepResult`. Facts learned on the way
+(chosen nodes, group gid, Weka uids) travel in :class:`Facts`, never secrets.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from models.base import Strict
+from models.plan import Plan
+from models.results import EnsureResult, Finding
+from models.tenant import TenantContract
+
+
+class UserFacts(Strict):
+    pk: int
+    uid_number: int
+    gid_number: int
+
+
+class Facts(Strict):
+    """What earlier steps learned, for later steps. References only: no tokens or passwords."""
+
+    nodes: list[str] = Field(default_factory=list)
+    group_pk: str | None = None
+    group_gid: int | None = None
+    users: dict[str, UserFacts] = Field(default_factory=dict)
+    weka_org_uid: str | None = None
+    weka_filesystems: dict[str, str] = Field(default_factory=dict, description="role (home/scratch) -> fs uid")
+    csi_secret: str | None = None
+    smoke: dict[str, str] = Field(default_factory=dict)
+
+
+class StepInput(Strict):
+    contract: TenantContract
+    facts: Facts = Facts()
+    run_id: str = Field("", description="workflow id of the run, for idempotency keys and annotations")
+
+
+class StepResult(Strict):
+    results: list[EnsureResult] = Field(default_factory=list)
+    facts: Facts = Facts()
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class UndoInput(Strict):
+    """Compensation of one applied step: remove what it created, release what it adopted."""
+
+    contract: TenantContract
+    facts: Facts
+    step: str
+    results: list[EnsureResult]
+
+
+class Preflight(Strict):
+    nodes: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if not f.ok and f.severity == "error"]
+
+
+class OnboardingInput(Strict):
+    contract: TenantContract
+    approval_escalate_after_s: int = Field(3600, ge=1, description="after this a waiting gate escalates")
+    approval_expire_after_s: int = Field(7 * 24 * 3600, ge=1, description="after this the run gives up")
+
+
+class Handover(Strict):
+    markdown: str
+    sheet: dict[str, object]
+    capacity_contract: dict[str, object]
+
+
+class OnboardingResult(Strict):
+    slug: str
+    status: str = Field(..., description="completed, rejected, preflight-failed, rolled-back")
+    plan_hash: str | None = None
+    plan: Plan | None = None
+    applied: list[EnsureResult] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    handover: Handover | None = None
+    message: str = ""
+
+
+class OffboardingInput(Strict):
+    contract: TenantContract
+    purge_data: bool = Field(False, description="also delete Weka filesystems; needs the confirm_purge gate")
+    approval_escalate_after_s: int = Field(3600, ge=1)

@@ -1,0 +1,32 @@
+"""What the ``status`` query of every run answers: stage, plan, gates, steps, findings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from models.base import Strict
+from models.gates import GateState
+from models.plan import Plan
+from models.results import Finding
+
+
+class StepRecord(Strict):
+    name: str
+    state: str = Field(..., description="running, done, failed, undone")
+    started_at: datetime
+    finished_at: datetime | None = None
+    summary: str = ""
+
+
+class RunStatus(Strict):
+    workflow: str
+    target: str
+    stage: str
+    plan_hash: str | None = None
+    plan: Plan | None = None
+    gates: list[GateState] = Field(default_factory=list)
+    steps: list[StepRecord] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    message: str = ""

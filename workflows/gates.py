@@ -1,0 +1,66 @@
+"""Human gates: named waits that an operator answers by update or signal.
+
+A gate is opened with a description and the exact commands that answer it; the
+run's current details and ``status`` query show both. Waiting is a durable
+``wait_condition``: after ``escalate_after`` the gate escalates (a warning in the
+log and the ``Stage`` search attribute ends in ``-escalated``) and keeps
+waiting; after ``expire_after`` the run fails with ``GateExpired``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from models.gates import GateAnswer, GateState
+
+from workflows.search import STAGE
+
+
+class Gates:
+    """The open gates of one run and the answers received."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, GateState] = {}
+        self.answers: dict[str, GateAnswer] = {}
+        self.stage = "starting"
+
+    def set_stage(self, stage: str, details: str) -> None:
+        self.stage = stage
+        workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        workflow.set_current_details(details)
+
+    def answer(self, name: str, answer: GateAnswer) -> None:
+        self.answers[name] = answer
+        self.open.pop(name, None)
+
+    def require_open(self, name: str) -> None:
+        """Validator helper: refuse an answer to a gate that is not waiting."""
+        if name not in self.open:
+            waiting = ", ".join(sorted(self.open)) or "none"
+            raise ValueError(f"gate {name!r} is not open (stage {self.stage!r}; open gates: {waiting})")
+
+    async def wait(self, name: str, description: str, how_to_answer: list[str], *,
+                   escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
+        self.open[name] = GateState(name=name, description=description, opened_at=workflow.now(),
+                                    how_to_answer=how_to_answer)
+        self.set_stage(f"gate:{name}", f"Waiting for {name}: {description}\n" + "\n".join(how_to_answer))
+        try:
+            await workflow.wait_condition(lambda: name in self.answers, timeout=escalate_after)
+        except TimeoutError:
+            workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
+            self.open[name] = self.open[name].model_copy(update={"escalated": True})
+            self.set_stage(f"gate:{name}-escalated",
+                           f"ESCALATED: still waiting for {name}: {description}\n" + "\n".join(how_to_answer))
+            remaining = expire_after - escalate_after
+            try:
+                await workflow.wait_condition(lambda: name in self.answers,
+                                              timeout=max(remaining, timedelta(seconds=1)))
+            except TimeoutError:
+                self.open.pop(name, None)
+                raise ApplicationError(f"gate {name} expired after {expire_after} without an answer",
+                                       type="GateExpired", non_retryable=True) from None
+        return self.answers[name]

@@ -1,0 +1,228 @@
+"""``TenantOnboarding``: the tenant-onboarding runbook as a durable, gated workflow.
+
+Preflight reads every layer and fails before any write; the plan is published
+and waits for ``approve_plan`` with its exact hash; then each runbook step runs
+as an idempotent ``<layer>.<step>`` activity whose results go on the saga. Any
+failure or cancel after approval unwinds the saga in the runbook's rollback
+order. Smoke tests, end-to-end validation and the handover sheet finish the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from models.gates import ApprovePlan, GateAnswer, RejectPlan
+    from models.onboarding import (
+        Facts,
+        Handover,
+        OnboardingInput,
+        OnboardingResult,
+        StepInput,
+        StepResult,
+    )
+    from models.plan import Plan, PlanStep
+    from models.results import EnsureResult, Finding
+    from models.status import RunStatus
+
+from workflows.gates import Gates
+from workflows.saga import Saga
+from workflows.search import TENANT_SLUG
+from workflows.steps import StepTracker
+
+PREFLIGHT_LAYERS = ("capacity", "identity", "kube", "slurm", "storage")
+PLAN_LAYERS = ("capacity", "identity", "kube", "slurm", "storage", "login")
+APPLY_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("capacity", "reservation", "create the Reservation of the chosen nodes"),
+    ("capacity", "wait_reservation", "wait until the operator labels exactly the chosen nodes"),
+    ("identity", "group", "create the Authentik group"),
+    ("identity", "users", "create the Authentik users with SSH keys"),
+    ("identity", "verify_ldap", "verify every user through the LDAP outpost"),
+    ("kube", "namespace", "create the namespace with pod-security labels"),
+    ("kube", "quota", "create the ResourceQuota and LimitRange"),
+    ("kube", "binding", "create the ReservationBinding"),
+    ("kube", "network_policy", "create the deny-all and allow NetworkPolicies"),
+    ("kube", "rbac", "bind the tenant admins group"),
+    ("slurm", "accounts", "add the Slurm account hierarchy"),
+    ("slurm", "users", "add the per-user associations"),
+    ("slurm", "qos", "add the QoS and bind them to the account"),
+    ("slurm", "partition", "add the partition and reconfigure slurmctld"),
+    ("storage", "filesystems", "create the Weka org and filesystems or tenant directories"),
+    ("storage", "quotas", "set the /home and /scratch quotas"),
+    ("storage", "csi", "create the CSI Secret, StorageClass and PVC"),
+    ("login", "release", "deploy the login pod release"),
+    ("login", "verify", "check getent, authorized_keys and sinfo on the login pod"),
+)
+SMOKE_STEPS = (
+    ("smoke", "single_node", "single-node GPU job sees exactly one GPU"),
+    ("smoke", "nccl", "2-node NCCL all-reduce reaches the tier busbw"),
+    ("smoke", "storage", "write and read /scratch on the Weka mount"),
+)
+LONG_STEPS = {"capacity.wait_reservation", "login.release", "smoke.single_node", "smoke.nccl",
+              "smoke.storage"}
+
+
+@workflow.defn(name="TenantOnboarding")
+class TenantOnboarding:
+    def __init__(self) -> None:
+        self._gates = Gates()
+        self._steps = StepTracker()
+        self._saga = Saga()
+        self._plan: Plan | None = None
+        self._findings: list[Finding] = []
+        self._rejected: RejectPlan | None = None
+        self._slug = ""
+        self._facts = Facts()
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        contract = params.contract
+        self._slug = contract.slug
+        workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
+
+        self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
+        facts = self._facts = await self._preflight(
+            StepInput(contract=contract, run_id=workflow.info().workflow_id))
+        if self._errors():
+            self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
+            raise ApplicationError(
+                "preflight failed, nothing was written: "
+                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "")
+                            for f in self._errors()),
+                [f.model_dump(mode="json") for f in self._errors()],
+                type="PreflightFailed", non_retryable=True)
+
+        step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
+        plan = await self._build_plan(step_input)
+        approval = await self._approve(plan, params)
+        if approval is None:
+            self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
+            reason = self._rejected.reason if self._rejected else ""
+            return OnboardingResult(slug=contract.slug, status="rejected", plan_hash=plan.plan_hash, plan=plan,
+                                    message=f"plan rejected: {reason}")
+
+        applied: list[EnsureResult] = []
+        try:
+            facts = await self._apply(step_input, applied)
+            handover = await self._finish(StepInput(contract=contract, facts=facts, run_id=step_input.run_id))
+        except (ActivityError, ApplicationError, asyncio.CancelledError) as err:
+            self._gates.set_stage("rolling-back", f"Rolling back after: {err}")
+            await self._saga.unwind(contract, self._facts)
+            self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
+            raise
+        self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
+        return OnboardingResult(slug=contract.slug, status="completed", plan_hash=plan.plan_hash, plan=plan,
+                                applied=applied, findings=self._findings, handover=handover)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        facts = step_input.facts
+        for layer in PREFLIGHT_LAYERS:
+            result = await self._steps.run(f"{layer}.preflight", step_input, StepResult,
+                                           summary=f"{layer}: read-only preflight")
+            self._findings.extend(result.findings)
+            if layer == "capacity":
+                facts = result.facts
+                step_input = step_input.model_copy(update={"facts": facts})
+        return facts
+
+    async def _build_plan(self, step_input: StepInput) -> Plan:
+        self._gates.set_stage("planning", "Computing the plan")
+        steps: list[PlanStep] = []
+        for layer in PLAN_LAYERS:
+            steps.extend(await self._steps.run(f"{layer}.plan", step_input, list[PlanStep],
+                                               summary=f"{layer}: plan"))
+        contract = step_input.contract
+        self._plan = Plan(title=f"Onboard {contract.slug}", steps=steps,
+                          notes=[f"nodes: {', '.join(step_input.facts.nodes)}"])
+        return self._plan
+
+    async def _approve(self, plan: Plan, params: OnboardingInput) -> GateAnswer | None:
+        wid = workflow.info().workflow_id
+        answer = await self._gates.wait(
+            "approve_plan", f"approve plan {plan.plan_hash} ({len(plan.writes())} writes)",
+            [f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
+             f"tenantflow reject {wid} --reason '...'",
+             f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
+            escalate_after=timedelta(seconds=params.approval_escalate_after_s),
+            expire_after=timedelta(seconds=params.approval_expire_after_s))
+        return None if self._rejected is not None else answer
+
+    async def _apply(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
+        facts = step_input.facts
+        for layer, step, summary in APPLY_STEPS:
+            name = f"{layer}.{step}"
+            self._gates.set_stage(f"apply:{name}", f"Applying {name}: {summary}")
+            result = await self._steps.run(
+                name, step_input.model_copy(update={"facts": facts}), StepResult,
+                summary=f"{layer}: {summary}",
+                timeout=timedelta(minutes=15) if name in LONG_STEPS else timedelta(minutes=5),
+                heartbeat=timedelta(seconds=60) if name in LONG_STEPS else None)
+            self._saga.push(layer, step, result.results)
+            applied.extend(result.results)
+            self._findings.extend(result.findings)
+            facts = self._facts = result.facts
+        return facts
+
+    async def _finish(self, step_input: StepInput) -> Handover:
+        facts = step_input.facts
+        for layer, step, summary in SMOKE_STEPS:
+            self._gates.set_stage(f"smoke:{step}", f"Smoke test: {summary}")
+            result = await self._steps.run(f"{layer}.{step}", step_input.model_copy(update={"facts": facts}),
+                                           StepResult, summary=f"smoke: {summary}",
+                                           timeout=timedelta(minutes=30), heartbeat=timedelta(seconds=60))
+            self._findings.extend(result.findings)
+            facts = result.facts
+        final = step_input.model_copy(update={"facts": facts})
+        self._gates.set_stage("validate", "End-to-end validation: what done looks like")
+        validation = await self._steps.run("validate.all", final, StepResult, summary="validate every layer")
+        self._findings.extend(validation.findings)
+        failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        if failed:
+            raise ApplicationError("validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+                                   type="ValidationFailed", non_retryable=True)
+        self._gates.set_stage("handover", "Rendering the handover sheet")
+        return await self._steps.run("handover.render", final, Handover, summary="render the handover sheet")
+
+    def _errors(self) -> list[Finding]:
+        return [f for f in self._findings if not f.ok and f.severity == "error"]
+
+    @workflow.update(name="approve_plan", description="Approve the published plan by its hash")
+    async def approve_plan(self, approval: ApprovePlan) -> str:
+        self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+        return f"plan {approval.plan_hash} approved by {approval.approver}"
+
+    @approve_plan.validator
+    def _validate_approve(self, approval: ApprovePlan) -> None:
+        self._gates.require_open("approve_plan")
+        assert self._plan is not None
+        if approval.plan_hash != self._plan.plan_hash:
+            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}; the current plan is "
+                             f"{self._plan.plan_hash} (see `tenantflow status`)")
+
+    @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
+    async def reject_plan(self, rejection: RejectPlan) -> str:
+        self._rejected = rejection
+        self._gates.answer("approve_plan", GateAnswer(approver=rejection.approver, comment=rejection.reason))
+        return f"plan rejected by {rejection.approver}"
+
+    @reject_plan.validator
+    def _validate_reject(self, rejection: RejectPlan) -> None:
+        self._gates.require_open("approve_plan")
+
+    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (hash checked)")
+    def approve_plan_signal(self, approval: ApprovePlan) -> None:
+        if "approve_plan" in self._gates.open and self._plan and approval.plan_hash == self._plan.plan_hash:
+            self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+        else:
+            workflow.logger.warning("ignored approve_plan signal with hash %s", approval.plan_hash)
+
+    @workflow.query(name="status", description="Stage, plan, open gates, steps and findings")
+    def status(self) -> RunStatus:
+        return RunStatus(workflow="TenantOnboarding", target=self._slug, stage=self._gates.stage,
+                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
+                         gates=list(self._gates.open.values()), steps=self._steps.records,
+                         findings=self._findings)

@@ -1,0 +1,44 @@
+"""Running activities as named, recorded steps: the progress every ``status`` query shows."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from models.status import StepRecord
+
+T = TypeVar("T")
+
+NON_RETRYABLE = ["PreflightFailed", "Invalid", "Forbidden", "Conflict", "NotFound", "ValidationError",
+                 "InvariantBroken", "AdoptionRefused", "GateExpired"]
+STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
+                         maximum_interval=timedelta(seconds=30), maximum_attempts=10,
+                         non_retryable_error_types=NON_RETRYABLE)
+
+
+class StepTracker:
+    """Keeps one :class:`StepRecord` per executed step."""
+
+    def __init__(self) -> None:
+        self.records: list[StepRecord] = []
+
+    async def run(self, name: str, arg: Any, result_type: type[T], *, summary: str,
+                  timeout: timedelta = timedelta(minutes=5),
+                  heartbeat: timedelta | None = None) -> T:
+        index = len(self.records)
+        self.records.append(StepRecord(name=name, state="running", started_at=workflow.now(), summary=summary))
+        try:
+            result = await workflow.execute_activity(
+                name, arg, result_type=result_type, start_to_close_timeout=timeout,
+                heartbeat_timeout=heartbeat, retry_policy=STEP_RETRY, summary=summary)
+        except BaseException:
+            self.records[index] = self.records[index].model_copy(
+                update={"state": "failed", "finished_at": workflow.now()})
+            raise
+        self.records[index] = self.records[index].model_copy(
+            update={"state": "done", "finished_at": workflow.now()})
+        return result
