@@ -1,0 +1,42 @@
+"""What the lab's in-process controllers and exec handlers are given when the lab starts.
+
+A controller module exposes ``async def run(ctx: LabContext) -> None`` (a task
+that lives as long as the lab) and reacts to the emulated API through
+``ctx.stores[context].subscribe(...)``. Pods that answer ``kubectl exec`` are
+registered with ``ctx.register_exec(context, namespace, pod_prefix, handler)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lab.kubeapi.store import Store
+
+ExecFn = Callable[[str, str, str | None, list[str], bytes], Awaitable[tuple[str, str, int]]]
+"""(namespace, pod, container, argv, stdin) -> (stdout, stderr, exit code)."""
+
+
+@dataclass
+class LabContext:
+    state_dir: Path
+    stores: dict[str, Store]
+    slurm_env: dict[str, str] = field(default_factory=dict)
+    """Environment (SLURM_CONF...) under which Slurm commands run on the host."""
+    partitions_file: Path | None = None
+    ldap_url: str = ""
+    ldap_bind_dn: str = ""
+    ldap_bind_password: str = ""
+    ldap_base_dn: str = "dc=auth,dc=example,dc=internal"
+    exec_handlers: dict[tuple[str, str, str], ExecFn] = field(default_factory=dict)
+
+    def register_exec(self, context: str, namespace: str, pod_prefix: str, handler: ExecFn) -> None:
+        self.exec_handlers[(context, namespace, pod_prefix)] = handler
+
+    def exec_handler_for(self, context: str, namespace: str, pod: str) -> ExecFn | None:
+        matches = [(len(prefix), fn) for (ctx, ns, prefix), fn in self.exec_handlers.items()
+                   if ctx == context and ns == namespace and pod.startswith(prefix)]
+        return max(matches, key=lambda item: item[0])[1] if matches else None
