@@ -1,0 +1,45 @@
+"""Build the Authentik stand-in as an aiohttp app (lab journal, faults and snapshot included)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from lab.authentik.api import SERVICE_KEY, AuthentikService, authentik_middleware, routes
+from lab.authentik.directory import DirectorySink, DirectorySync, LdapSettings
+from lab.authentik.store import AuthentikStore
+from lab.endpoints import LDAP_BASE_DN
+from lab.httpbase import make_app
+
+SYNC_KEY = web.AppKey("authentik_directory_sync", DirectorySync)
+
+
+def build_app(token: str, directory: DirectorySink | None = None,
+              ldap: LdapSettings | None = None, install_id: str | None = None) -> web.Application:
+    """The Authentik API v3 stand-in.
+
+    ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
+    given, receives the LDAP outpost projection after every write (a full push happens at start-up).
+    ``ldap`` sets the LDAP provider's base DN and uid/gid start numbers (defaults: the lab's base DN,
+    2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default).
+    """
+    store = AuthentikStore(install_id or str(uuid.uuid4()))
+    settings = ldap or LdapSettings(base_dn=LDAP_BASE_DN)
+
+    def snapshot() -> dict[str, Any]:
+        return store.snapshot()
+
+    app = make_app("authentik", snapshot=snapshot, middlewares=[authentik_middleware])
+    sync = DirectorySync(store, settings, directory) if directory is not None else None
+    app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync)
+    if sync is not None:
+        app[SYNC_KEY] = sync
+
+        async def initial_push(_: web.Application) -> None:
+            await sync.resync()
+
+        app.on_startup.append(initial_push)
+    app.add_routes(routes())
+    return app
