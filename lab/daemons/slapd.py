@@ -1,6 +1,6 @@
 """Run a real OpenLDAP slapd shaped like the Authentik LDAP outpost, with all state in one folder.
 
-:func:`start_slapd` renders ``slapd.conf`` from ``slapd.conf.template`` (stock core, cosine,
+:func:`start_slapd` renders ``slapd.conf`` from ``slapd.template.conf`` (stock core, cosine,
 inetorgperson and nis schemas plus ``authentik-outpost.schema``, an mdb database, the memberof
 overlay with refint), starts slapd on ``ldap://127.0.0.1:<port>`` and ``ldapi://<state>/ldap/ldapi``,
 and seeds the tree (base, ``ou=users``, ``ou=groups``, ``ou=virtual-groups``) and the bind user
@@ -25,7 +25,7 @@ from lab.daemons.process import Daemon, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
 SCHEMA_FILE = HERE / "authentik-outpost.schema"
-CONFIG_TEMPLATE = HERE / "slapd.conf.template"
+CONFIG_TEMPLATE = HERE / "slapd.template.conf"
 ROOT_DN = f"cn=admin,{ldap_tree.BASE_DN}"
 BIND_DN = ldap_tree.user_dn(ldap_tree.BIND_USERNAME)
 BIND_UID_NUMBER = ldap_tree.UID_START_NUMBER + 1
