@@ -8,8 +8,11 @@ to it. The GPU nodes are ``State=CLOUD`` with ``Gres=gpu:<n>`` and need no slurm
 them ``idle~``); tenant partitions are rendered into ``partitions.conf`` (pulled in by ``Include``)
 and applied with :meth:`SlurmHandle.reconfigure`, as the runbook's step 4d does through the
 Slurm operator. ``slurmd_nodes`` additionally runs a real slurmd for some nodes so jobs execute:
-each listens on its own loopback address (``NodeAddr=127.0.1.<i>`` with
-``CommunicationParameters=NoInAddrAny``) and sees fake GPU device files from ``gres.conf``.
+Debian's Slurm runs several slurmd per host when each node has its own ``Port`` (every node gets
+``NodeAddr=127.0.0.1 Port=<free port>``; ``slurmd -N <node>``), and ``gres.conf`` points each node's
+GPUs at fake character devices (``dev/<node>/nvidia[0-7]``, copies of /dev/null) so ``--gres=gpu:N``
+allocates and sets ``CUDA_VISIBLE_DEVICES``. Jobs scheduled on a node without slurmd stay in
+CONFIGURING until ``ResumeTimeout`` and then fail, so smoke jobs belong on ``slurmd_nodes``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import warnings
 from collections.abc import Sequence
@@ -51,7 +55,7 @@ class SlurmPorts:
     mysql: int
     slurmdbd: int
     slurmctld: int
-    slurmd: int
+    slurmd: dict[str, int]
 
 
 @dataclass
@@ -118,11 +122,6 @@ def apply_loopback_quickack() -> bool:
     return True
 
 
-def node_address(index: int) -> str:
-    """The loopback address of the ``index``-th node (0-based): 127.0.1.1, 127.0.1.2, ..."""
-    return f"127.0.{1 + index // 254}.{1 + index % 254}"
-
-
 def _render(template: Path, target: Path, **values: object) -> Path:
     target.write_text(Template(template.read_text()).substitute(values))
     target.chmod(0o600)
@@ -136,22 +135,25 @@ def _secret(path: Path, nbytes: int = 24) -> str:
     return path.read_text().strip()
 
 
-def _node_lines(nodes: Sequence[str], gpus_per_node: int) -> str:
+def _node_lines(slurmd_ports: dict[str, int], gpus_per_node: int) -> str:
     return "\n".join(
-        f"NodeName={name} NodeAddr={node_address(i)} NodeHostname={name} CPUs={NODE_CPUS} "
+        f"NodeName={name} NodeAddr=127.0.0.1 NodeHostname={name} Port={port} CPUs={NODE_CPUS} "
         f"RealMemory={NODE_MEMORY_MB} Gres=gpu:{gpus_per_node} State=CLOUD"
-        for i, name in enumerate(nodes)
+        for name, port in slurmd_ports.items()
     )
 
 
 def _gres_conf(slurm_dir: Path, nodes: Sequence[str], gpus_per_node: int) -> Path:
-    """``gres.conf`` with one fake device file per GPU (``dev/<node>/nvidia<i>``)."""
+    """``gres.conf`` with one fake GPU per device file ``dev/<node>/nvidia<i>`` (char device 1:3)."""
+    null = os.stat("/dev/null")
     lines = []
     for name in nodes:
         dev_dir = slurm_dir / "dev" / name
         dev_dir.mkdir(parents=True, exist_ok=True)
         for i in range(gpus_per_node):
-            (dev_dir / f"nvidia{i}").touch()
+            device = dev_dir / f"nvidia{i}"
+            if not device.exists():
+                os.mknod(device, stat.S_IFCHR | 0o666, null.st_rdev)
         lines.append(f"NodeName={name} Name=gpu File={dev_dir}/nvidia[0-{gpus_per_node - 1}]")
     path = slurm_dir / "gres.conf"
     path.write_text("\n".join(lines) + "\n")
@@ -243,7 +245,6 @@ def start_slurm(
     mysql_port: int | None = None,
     slurmdbd_port: int | None = None,
     slurmctld_port: int | None = None,
-    slurmd_port: int | None = None,
 ) -> SlurmHandle:
     """Start munged, MariaDB, slurmdbd and slurmctld (and slurmd for ``slurmd_nodes``) under
     ``state_dir/slurm``; ports default to free ones. Must run as root (``SlurmUser=root``)."""
@@ -258,7 +259,7 @@ def start_slurm(
         mysql=mysql_port or free_port(),
         slurmdbd=slurmdbd_port or free_port(),
         slurmctld=slurmctld_port or free_port(),
-        slurmd=slurmd_port or free_port(),
+        slurmd={name: free_port() for name in nodes},
     )
     partitions_conf = slurm_dir / "partitions.conf"
     if not partitions_conf.exists():
@@ -303,9 +304,8 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
         cluster=handle.cluster,
         hostname=socket.gethostname().split(".")[0],
         slurmctld_port=ports.slurmctld,
-        slurmd_port=ports.slurmd,
         max_node_count=len(handle.nodes) + SPARE_NODE_SLOTS,
-        node_lines=_node_lines(handle.nodes, gpus_per_node),
+        node_lines=_node_lines(ports.slurmd, gpus_per_node),
         partitions_conf=handle.partitions_conf,
         **common,
     ).chmod(0o644)
@@ -337,11 +337,11 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
 
 def _start_slurmd(state_dir: Path, handle: SlurmHandle, name: str) -> Daemon:
     (handle.slurm_dir / "spool" / name).mkdir(parents=True, exist_ok=True)
-    address = node_address(handle.nodes.index(name))
+    listening = port_open(handle.ports.slurmd[name])
 
     def registered() -> bool:
-        out = handle.run("sinfo", "-h", "-n", name, "-o", "%t", check=False).stdout.strip()
-        return port_open(handle.ports.slurmd, address)() and out in {"idle", "alloc", "mix"}
+        state = handle.run("sinfo", "-h", "-n", name, "-o", "%t", check=False).stdout.strip()
+        return listening() and state in {"idle", "alloc", "mix"}
 
     return start_daemon(
         state_dir,
