@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -14,18 +15,27 @@ from lab.endpoints import LDAP_BASE_DN
 from lab.httpbase import make_app
 
 SYNC_KEY = web.AppKey("authentik_directory_sync", DirectorySync)
+LDAP_BIND_ACCOUNT: Mapping[str, Any] = {
+    "username": "ldap-bind", "name": "LDAP bind service account", "type": "service_account",
+    "path": "goauthentik.io/service-accounts",
+}
 
 
 def build_app(token: str, directory: DirectorySink | None = None,
-              ldap: LdapSettings | None = None, install_id: str | None = None) -> web.Application:
+              ldap: LdapSettings | None = None, install_id: str | None = None,
+              seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,)) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
     given, receives the LDAP outpost projection after every write (a full push happens at start-up).
     ``ldap`` sets the LDAP provider's base DN and uid/gid start numbers (defaults: the lab's base DN,
-    2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default).
+    2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default). ``seed_users`` are
+    created first (pk 1, 2, ...): by default the outpost's bind service account ``ldap-bind`` (pk 1, so
+    uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers.
     """
     store = AuthentikStore(install_id or str(uuid.uuid4()))
+    for user in seed_users:
+        store.create_user(dict(user))
     settings = ldap or LdapSettings(base_dn=LDAP_BASE_DN)
 
     def snapshot() -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Weka REST API v2 stand-in: login tokens, organizations, filesystems with capacity, directory quotas."""

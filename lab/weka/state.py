@@ -1,0 +1,257 @@
+"""State of the Weka stand-in: organizations, users, filesystems, directories and directory quotas.
+
+Capacity model (as in real Weka): the cluster has a provisionable capacity; each filesystem reserves
+its ``total_capacity`` from it, so ``GET /cluster`` reports ``capacity.unprovisioned_bytes`` = total -
+sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) caps the budgets of its
+filesystems. Directories exist only when seeded or created with the lab's ``mkdir`` hook (real Weka
+creates them through a mount, never through the REST API).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT_ORG = "Root"
+ROLE_CLUSTER_ADMIN = "ClusterAdmin"
+ROLE_ORG_ADMIN = "OrgAdmin"
+ROLE_CSI = "CSI"
+ROOT_INODE = 1
+
+
+class WekaError(Exception):
+    """An API error: HTTP status and Weka's ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Organization:
+    id: int
+    name: str
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    ssd_quota: int = 0
+    total_quota: int = 0
+
+
+@dataclass
+class WekaUser:
+    username: str
+    password: str
+    org_id: int
+    role: str
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+@dataclass
+class Quota:
+    inode_id: int
+    path: str
+    hard_limit_bytes: int
+    soft_limit_bytes: int
+    grace_seconds: int
+    owner: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"inode_id": self.inode_id, "path": self.path, "total_bytes": 0,
+                "hard_limit_bytes": self.hard_limit_bytes, "soft_limit_bytes": self.soft_limit_bytes,
+                "grace_seconds": self.grace_seconds, "owner": self.owner, "status": "ACTIVE"}
+
+
+@dataclass
+class FileSystem:
+    id: int
+    name: str
+    group_name: str
+    org_id: int
+    total_capacity: int
+    ssd_capacity: int
+    used_bytes: int = 0
+    encrypted: bool = False
+    auth_required: bool = False
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    directories: dict[str, int] = field(default_factory=lambda: {"/": ROOT_INODE})
+    quotas: dict[int, Quota] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        free = self.total_capacity - self.used_bytes
+        return {
+            "uid": self.uid, "id": f"FSId<{self.id}>", "name": self.name, "group_name": self.group_name,
+            "group_id": "FSGroupId<0>", "is_creating": False, "is_ready": True, "is_removing": False,
+            "status": "READY", "is_encrypted": self.encrypted, "auth_required": self.auth_required,
+            "total_budget": self.total_capacity, "ssd_budget": self.ssd_capacity, "metadata_budget": 0,
+            "used_total": self.used_bytes, "used_total_data": self.used_bytes, "used_ssd": self.used_bytes,
+            "used_ssd_data": self.used_bytes, "used_ssd_metadata": 0, "free_total": free,
+            "available_total": free, "free_ssd": self.ssd_capacity - self.used_bytes,
+            "available_ssd": self.ssd_capacity - self.used_bytes, "available_ssd_metadata": 0,
+            "obs_buckets": [],
+        }
+
+    def mkdir(self, path: str) -> int:
+        """Create ``path`` and its parents (like ``mkdir -p``); returns the inode id."""
+        clean = normalise_path(path)
+        if clean in self.directories:
+            return self.directories[clean]
+        parent = posixpath.dirname(clean)
+        self.mkdir(parent)
+        inode = max(self.directories.values()) + 1
+        self.directories[clean] = inode
+        return inode
+
+    def path_of(self, inode_id: int) -> str | None:
+        return next((p for p, i in self.directories.items() if i == inode_id), None)
+
+
+def normalise_path(path: str) -> str:
+    if not path.startswith("/"):
+        raise WekaError(400, f"Path must be absolute: {path}")
+    return posixpath.normpath(path).replace("//", "/")
+
+
+@dataclass
+class ClusterState:
+    """The whole emulated cluster."""
+
+    name: str
+    total_bytes: int
+    orgs: dict[int, Organization] = field(default_factory=dict)
+    users: list[WekaUser] = field(default_factory=list)
+    filesystems: dict[str, FileSystem] = field(default_factory=dict)
+    guid: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    # -- organizations ---------------------------------------------------------------------------
+
+    def org(self, uid: str) -> Organization:
+        found = next((o for o in self.orgs.values() if o.uid == uid), None)
+        if found is None:
+            raise WekaError(404, f"Organization {uid} not found")
+        return found
+
+    def org_by_name(self, name: str) -> Organization | None:
+        return next((o for o in self.orgs.values() if o.name == name), None)
+
+    def org_allocated(self, org_id: int) -> tuple[int, int]:
+        owned = [f for f in self.filesystems.values() if f.org_id == org_id]
+        return sum(f.ssd_capacity for f in owned), sum(f.total_capacity for f in owned)
+
+    def org_dict(self, org: Organization) -> dict[str, Any]:
+        ssd_allocated, total_allocated = self.org_allocated(org.id)
+        return {"uid": org.uid, "id": org.id, "name": org.name, "ssd_quota": org.ssd_quota,
+                "total_quota": org.total_quota, "ssd_allocated": ssd_allocated,
+                "total_allocated": total_allocated}
+
+    def create_org(self, name: str, username: str, password: str, ssd_quota: int, total_quota: int
+                   ) -> Organization:
+        if self.org_by_name(name) is not None:
+            raise WekaError(409, f"Organization {name} already exists")
+        if any(u.username == username for u in self.users):
+            raise WekaError(409, f"User {username} already exists")
+        org = Organization(id=max(self.orgs, default=-1) + 1, name=name, ssd_quota=ssd_quota,
+                           total_quota=total_quota)
+        self.orgs[org.id] = org
+        self.users.append(WekaUser(username=username, password=password, org_id=org.id, role=ROLE_ORG_ADMIN))
+        return org
+
+    def set_org_limits(self, org: Organization, ssd_quota: int | None, total_quota: int | None) -> None:
+        ssd_allocated, total_allocated = self.org_allocated(org.id)
+        if total_quota is not None and 0 < total_quota < total_allocated:
+            raise WekaError(400, f"Total quota {total_quota} is below the allocated {total_allocated}")
+        if ssd_quota is not None and 0 < ssd_quota < ssd_allocated:
+            raise WekaError(400, f"SSD quota {ssd_quota} is below the allocated {ssd_allocated}")
+        if ssd_quota is not None:
+            org.ssd_quota = ssd_quota
+        if total_quota is not None:
+            org.total_quota = total_quota
+
+    def delete_org(self, org: Organization) -> None:
+        if org.name == ROOT_ORG:
+            raise WekaError(400, "The Root organization cannot be deleted")
+        if any(f.org_id == org.id for f in self.filesystems.values()):
+            raise WekaError(409, f"Organization {org.name} still owns filesystems")
+        del self.orgs[org.id]
+        self.users = [u for u in self.users if u.org_id != org.id]
+
+    # -- capacity and filesystems ----------------------------------------------------------------
+
+    def provisioned_bytes(self) -> int:
+        return sum(f.total_capacity for f in self.filesystems.values())
+
+    def cluster_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "guid": self.guid, "release": "4.4.0", "init_stage": "STABLE",
+                "status": "OK", "io_status": "STARTED",
+                "capacity": {"total_bytes": self.total_bytes, "hot_spare_bytes": 0,
+                             "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes()}}
+
+    def filesystem(self, uid: str, org_id: int) -> FileSystem:
+        found = self.filesystems.get(uid)
+        if found is None or found.org_id != org_id:
+            raise WekaError(404, f"Filesystem {uid} not found")
+        return found
+
+    def _check_budget(self, org_id: int, extra_total: int) -> None:
+        if extra_total <= 0:
+            return
+        unprovisioned = self.total_bytes - self.provisioned_bytes()
+        if extra_total > unprovisioned:
+            raise WekaError(400, f"Not enough free capacity: requested {extra_total}, "
+                                 f"unprovisioned {unprovisioned}")
+        org = self.orgs[org_id]
+        _, allocated = self.org_allocated(org_id)
+        if org.total_quota and allocated + extra_total > org.total_quota:
+            raise WekaError(400, f"Organization {org.name} total quota {org.total_quota} exceeded")
+
+    def create_filesystem(self, org_id: int, name: str, group_name: str, total_capacity: int,
+                          ssd_capacity: int | None, encrypted: bool, auth_required: bool) -> FileSystem:
+        if any(f.name == name for f in self.filesystems.values()):
+            raise WekaError(409, f"Filesystem {name} already exists")
+        if total_capacity <= 0:
+            raise WekaError(400, "total_capacity must be positive")
+        self._check_budget(org_id, total_capacity)
+        fs = FileSystem(id=max((f.id for f in self.filesystems.values()), default=-1) + 1, name=name,
+                        group_name=group_name, org_id=org_id, total_capacity=total_capacity,
+                        ssd_capacity=ssd_capacity if ssd_capacity is not None else total_capacity,
+                        encrypted=encrypted, auth_required=auth_required)
+        self.filesystems[fs.uid] = fs
+        return fs
+
+    def update_filesystem(self, fs: FileSystem, new_name: str | None, total_capacity: int | None,
+                          ssd_capacity: int | None) -> None:
+        if new_name is not None and new_name != fs.name:
+            if any(f.name == new_name for f in self.filesystems.values()):
+                raise WekaError(409, f"Filesystem {new_name} already exists")
+            fs.name = new_name
+        if total_capacity is not None:
+            if total_capacity < fs.used_bytes:
+                raise WekaError(400, "total_capacity is below the used capacity")
+            self._check_budget(fs.org_id, total_capacity - fs.total_capacity)
+            fs.total_capacity = total_capacity
+        if ssd_capacity is not None:
+            fs.ssd_capacity = ssd_capacity
+
+    # -- snapshot --------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Whole state in stable order, without generated ids or secrets."""
+        def org_name(org_id: int) -> str:
+            return self.orgs[org_id].name
+
+        return {
+            "cluster": {"total_bytes": self.total_bytes,
+                        "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes()},
+            "organizations": sorted(({"name": o.name, "ssd_quota": o.ssd_quota, "total_quota": o.total_quota}
+                                     for o in self.orgs.values()), key=lambda o: str(o["name"])),
+            "users": sorted(({"org": org_name(u.org_id), "username": u.username, "role": u.role}
+                             for u in self.users), key=lambda u: (u["org"], u["username"])),
+            "filesystems": sorted((
+                {"name": f.name, "org": org_name(f.org_id), "group_name": f.group_name,
+                 "total_capacity": f.total_capacity, "ssd_capacity": f.ssd_capacity,
+                 "directories": sorted(f.directories),
+                 "quotas": [{k: v for k, v in q.as_dict().items() if k != "inode_id"}
+                            for q in sorted(f.quotas.values(), key=lambda q: q.path)]}
+                for f in self.filesystems.values()), key=lambda f: str(f["name"])),
+        }
