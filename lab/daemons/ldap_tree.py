@@ -133,9 +133,7 @@ def user_gid_number(pk: int, attributes: Mapping[str, Any], uid_start: int = UID
     return int(value) if isinstance(value, str) else user_uid_number(pk, attributes, uid_start)
 
 
-def group_gid_number(
-    group_uuid: str, attributes: Mapping[str, Any], gid_start: int = GID_START_NUMBER
-) -> int:
+def group_gid_number(group_uuid: str, attributes: Mapping[str, Any], gid_start: int = GID_START_NUMBER) -> int:
     value = attributes.get("gidNumber")
     return int(value) if isinstance(value, str) else gid_start + num_pk(group_uuid)
 

@@ -80,9 +80,7 @@ class SlurmHandle:
 
     def run(self, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """Run a Slurm client (``sacctmgr``, ``scontrol``, ...) against this stack."""
-        result = subprocess.run(
-            list(argv), env=self.env, capture_output=True, text=True, timeout=timeout, check=False
-        )
+        result = subprocess.run(list(argv), env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
         if check and result.returncode != 0:
             output = result.stderr.strip() or result.stdout.strip()
             raise SlurmCommandError(f"{' '.join(argv)} exited {result.returncode}: {output}")
