@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm, tmux).
+# Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm, tmux;
+# iproute2 for the loopback quickack route that keeps Slurm RPCs fast).
 #
 # Idempotent; run as root on Debian 12. No daemon is started: a policy-rc.d denies every
 # invoke-rc.d call for the duration of the install, and the previous policy-rc.d (if any) is
@@ -8,7 +9,7 @@ set -euo pipefail
 
 PACKAGES=(
   slapd ldap-utils munge mariadb-server slurmdbd slurmctld slurmd slurm-client
-  slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd tmux
+  slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd tmux iproute2
 )
 POLICY=/usr/sbin/policy-rc.d
 BACKUP="$POLICY.tenantflow-saved"

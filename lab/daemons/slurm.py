@@ -13,6 +13,10 @@ Debian's Slurm runs several slurmd per host when each node has its own ``Port`` 
 GPUs at fake character devices (``dev/<node>/nvidia[0-7]``, copies of /dev/null) so ``--gres=gpu:N``
 allocates and sets ``CUDA_VISIBLE_DEVICES``. Jobs scheduled on a node without slurmd stay in
 CONFIGURING until ``ResumeTimeout`` and then fail, so smoke jobs belong on ``slurmd_nodes``.
+Jobs run on this host as the submitting user: ``hostname`` prints the host's name (``$SLURMD_NODENAME``
+is the node), ``sbatch --wrap`` scripts run under /bin/sh (dash: no ``set -o pipefail``), and an
+``OverSubscribe=EXCLUSIVE`` partition hands a job all of a node's GPUs even for ``--gres=gpu:1``.
+A restart on the same state folder keeps the accounting database and Slurm state.
 """
 
 from __future__ import annotations
