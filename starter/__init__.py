@@ -1,1 +1,1 @@
-"""starter package."""
+"""The CLI (``tenantflow``) and the Python API (``starter.client``) other services call."""

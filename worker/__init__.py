@@ -1,1 +1,1 @@
-"""worker package."""
+"""The worker process: config from env, registration, logging, metrics, graceful shutdown."""

@@ -1,0 +1,106 @@
+"""The Python API other services call to start runs and answer gates.
+
+Example::
+
+    api = await TenantflowClient.connect()
+    handle = await api.start_onboarding(contract)
+    status = await api.status(handle.id)
+    await api.approve(handle.id, status.plan_hash)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecution, WorkflowHandle
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from models.gates import ApprovePlan, GateAnswer, RejectPlan
+from models.onboarding import OnboardingInput, OnboardingResult
+from models.status import RunStatus
+from models.tenant import TenantContract
+from worker.config import TemporalSettings
+from worker.temporal import connect
+from workflows.search import STAGE, TENANT_SLUG
+
+
+class RunAlreadyActive(RuntimeError):
+    """A run for the same target is already in progress."""
+
+
+def onboarding_id(slug: str) -> str:
+    return f"tenant/{slug}"
+
+
+class TenantflowClient:
+    """Thin, typed operations on tenantflow runs."""
+
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self.client = client
+        self.task_queue = task_queue
+
+    @classmethod
+    async def connect(cls, settings: TemporalSettings | None = None) -> TenantflowClient:
+        settings = settings or TemporalSettings()
+        return cls(await connect(settings), settings.task_queue)
+
+    async def _start(self, workflow: str, arg: Any, workflow_id: str, attributes: TypedSearchAttributes,
+                     result_type: type) -> WorkflowHandle[Any, Any]:
+        try:
+            return await self.client.start_workflow(
+                workflow, arg, id=workflow_id, task_queue=self.task_queue, result_type=result_type,
+                search_attributes=attributes,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+        except WorkflowAlreadyStartedError:
+            raise RunAlreadyActive(f"a run with id {workflow_id} is already in progress; see "
+                                   f"`tenantflow status {workflow_id}` or cancel it first") from None
+
+    async def start_onboarding(self, contract: TenantContract, **options: Any) -> WorkflowHandle[Any, Any]:
+        attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
+                                            SearchAttributePair(STAGE, "starting")])
+        return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
+                                 onboarding_id(contract.slug), attributes, OnboardingResult)
+
+    def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
+        return self.client.get_workflow_handle(workflow_id)
+
+    async def status(self, workflow_id: str) -> RunStatus:
+        result: RunStatus = await self.handle(workflow_id).query("status", result_type=RunStatus)
+        return result
+
+    async def approve(self, workflow_id: str, plan_hash: str, approver: str = "operator",
+                      comment: str = "") -> str:
+        answer: str = await self.handle(workflow_id).execute_update(
+            "approve_plan", ApprovePlan(plan_hash=plan_hash, approver=approver, comment=comment),
+            result_type=str)
+        return answer
+
+    async def reject(self, workflow_id: str, reason: str, approver: str = "operator") -> str:
+        answer: str = await self.handle(workflow_id).execute_update(
+            "reject_plan", RejectPlan(reason=reason, approver=approver), result_type=str)
+        return answer
+
+    async def answer_gate(self, workflow_id: str, gate: str, approver: str = "operator",
+                          comment: str = "") -> str:
+        answer: str = await self.handle(workflow_id).execute_update(
+            gate, GateAnswer(approver=approver, comment=comment), result_type=str)
+        return answer
+
+    async def cancel(self, workflow_id: str) -> None:
+        await self.handle(workflow_id).cancel()
+
+    async def result(self, workflow_id: str, result_type: type = OnboardingResult) -> Any:
+        return await self.client.get_workflow_handle(workflow_id, result_type=result_type).result()
+
+    async def list_runs(self, query: str = "", limit: int = 100) -> list[WorkflowExecution]:
+        runs: list[WorkflowExecution] = []
+        async for execution in self.client.list_workflows(query or None, limit=limit):
+            runs.append(execution)
+        return runs

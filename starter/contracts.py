@@ -1,0 +1,72 @@
+"""Loading contract files (YAML or JSON) into models, with errors that name the field and the fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from models.enrollment import WorkerEnrollment
+from models.tenant import TenantContract
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ContractError(ValueError):
+    """A contract file that cannot be used; ``str()`` lists every problem, one per line."""
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: {exc.error_count()} problem(s):"]
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown field; remove it or check the spelling"
+        elif error["type"] == "string_pattern_mismatch":
+            message = f"{message} (got {error.get('input')!r})"
+        lines.append(f"  - {where}: {message}")
+    return "\n".join(lines)
+
+
+def _fill_kubeconfig(data: dict[str, Any], keys: tuple[str, ...], kubeconfig: str | None) -> None:
+    default = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
+    for key in keys:
+        target = data.get(key)
+        if isinstance(target, dict) and not target.get("kubeconfig"):
+            if default is None:
+                raise ContractError(f"{key}.kubeconfig is missing; set it in the file, pass --kubeconfig or "
+                                    "export TENANTFLOW_KUBECONFIG")
+            target["kubeconfig"] = str(Path(default).resolve())
+
+
+def parse_contract(model: type[M], data: Any, source: str, kubeconfig: str | None = None) -> M:
+    if not isinstance(data, dict):
+        raise ContractError(f"{source}: expected a mapping at the top level")
+    keys = ("cluster",) if model is TenantContract else ("hub", "worker")
+    _fill_kubeconfig(data, keys, kubeconfig)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(format_validation_error(source, exc)) from None
+
+
+def load_contract(model: type[M], path: Path, kubeconfig: str | None = None) -> M:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ContractError(f"{path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{path}: not valid YAML: {exc}") from None
+    return parse_contract(model, data, str(path), kubeconfig)
+
+
+def load_tenant(path: Path, kubeconfig: str | None = None) -> TenantContract:
+    return load_contract(TenantContract, path, kubeconfig)
+
+
+def load_enrollment(path: Path, kubeconfig: str | None = None) -> WorkerEnrollment:
+    return load_contract(WorkerEnrollment, path, kubeconfig)

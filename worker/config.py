@@ -1,0 +1,30 @@
+"""Worker and client configuration from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+TASK_QUEUE = "tenantflow"
+
+
+class TemporalSettings(BaseSettings):
+    """How to reach Temporal; shared by the worker, the CLI and the Python API."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    address: str = Field("localhost:7233", alias="TEMPORAL_ADDRESS")
+    namespace: str = Field("default", alias="TEMPORAL_NAMESPACE")
+    task_queue: str = Field(TASK_QUEUE, alias="TENANTFLOW_TASK_QUEUE")
+    codec_key_file: Path | None = Field(None, alias="TENANTFLOW_CODEC_KEY_FILE")
+
+
+class WorkerSettings(TemporalSettings):
+    log_format: str = Field("console", alias="TENANTFLOW_LOG_FORMAT", pattern="^(json|console)$")
+    log_level: str = Field("INFO", alias="TENANTFLOW_LOG_LEVEL")
+    max_concurrent_activities: int = Field(32, alias="TENANTFLOW_MAX_ACTIVITIES", ge=1, le=1000)
+    metrics_port: int | None = Field(None, alias="TENANTFLOW_METRICS_PORT")
+    env_file: Path | None = Field(None, alias="TENANTFLOW_ENV_FILE",
+                                  description="KEY=VALUE file (e.g. the lab's lab.env) loaded at start")
