@@ -43,7 +43,7 @@ class WekaService:
 
 
 SERVICE_KEY = web.AppKey("weka_service", WekaService)
-SESSION_KEY = "weka_session"
+SESSION_KEY = web.RequestKey("weka_session", Session)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -70,8 +70,7 @@ def _service(request: web.Request) -> WekaService:
 
 
 def _session(request: web.Request) -> Session:
-    session: Session = request[SESSION_KEY]
-    return session
+    return request[SESSION_KEY]
 
 
 def _require_role(request: web.Request, roles: frozenset[str]) -> Session:
