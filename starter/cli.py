@@ -242,3 +242,34 @@ def list_runs(
                  "started": str(r.start_time)} for r in await api.list_runs(query)]
         emit(rows, output)
     run(go())
+
+
+lab_app = typer.Typer(help="The lab: local stand-ins for every system the workflows drive.")
+app.add_typer(lab_app, name="lab")
+StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, logs and pids")]
+
+
+@lab_app.command("up")
+def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text") -> None:
+    """Start every stand-in on loopback; writes DIR/kubeconfig and DIR/lab.env."""
+    from lab.supervisor import up
+
+    endpoints = up(state_dir)
+    if output == "json":
+        emit(endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
+             output)
+        return
+    console.print(f"lab up in {endpoints.state_dir}")
+    console.print(f"  kubeconfig: {endpoints.kubeconfig} (contexts {', '.join(endpoints.kube_urls)})")
+    console.print(f"  authentik:  {endpoints.authentik_url}\n  weka:       {endpoints.weka_url}")
+    console.print(f"  ldap:       {endpoints.ldap_url}\n  slurm:      SLURM_CONF={endpoints.slurm_conf}")
+    console.print(f"  env:        {endpoints.state_dir / 'lab.env'}")
+
+
+@lab_app.command("down")
+def lab_down(state_dir: StateDirOpt = Path(".state/lab")) -> None:
+    """Stop every lab process recorded in DIR."""
+    from lab.supervisor import down
+
+    stopped = down(state_dir)
+    console.print(f"stopped {len(stopped)} process(es): {', '.join(stopped) or 'none'}")

@@ -1,0 +1,42 @@
+"""The lab's start-up configuration (``DIR/lab.json``), written by ``lab up`` and read by ``lab serve``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from lab.endpoints import KUBE_CONTEXTS
+
+
+class LabConfig(BaseModel):
+    state_dir: Path
+    kube_ports: dict[str, int]
+    authentik_port: int
+    authentik_token: str
+    weka_port: int
+    weka_username: str = "admin"
+    weka_password: str
+    ldap_url: str
+    ldap_admin_dn: str
+    ldap_admin_password: str
+    ldap_bind_dn: str
+    ldap_bind_password: str
+    slurm_conf: Path
+    partitions_file: Path
+    kube_tokens: dict[str, str]
+
+    @property
+    def path(self) -> Path:
+        return self.state_dir / "lab.json"
+
+    def write(self) -> None:
+        self.path.write_text(self.model_dump_json(indent=2))
+        self.path.chmod(0o600)
+
+    @classmethod
+    def read(cls, state_dir: Path) -> LabConfig:
+        return cls.model_validate_json((state_dir / "lab.json").read_text())
+
+    def contexts(self) -> tuple[str, ...]:
+        return tuple(c for c in KUBE_CONTEXTS if c in self.kube_ports)

@@ -1,0 +1,108 @@
+"""``python -m lab.serve DIR``: every HTTP stand-in and controller of the lab in one process.
+
+Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
+tokens), the Authentik API (projecting into the real slapd) and the Weka API;
+runs the controllers against the emulated clusters; writes ``DIR/kubeconfig``
+and ``DIR/lab.env`` once everything listens; stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from lab import controllers
+from lab.authentik.app import build_app as build_authentik
+from lab.authentik.slapd_sink import SlapdSink
+from lab.config import LabConfig
+from lab.context import LabContext
+from lab.endpoints import LabEndpoints
+from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from lab.kubeapi.podexec import ExecHandler, ExecResult
+from lab.kubeapi.server import build_app as build_kube
+from lab.kubeapi.server import start_kube_api
+from lab.kubeapi.store import Store
+from lab.kubeapi.tls import self_signed
+from lab.seed import seed_cluster
+from lab.weka.app import build_app as build_weka
+
+
+def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
+    """Route ``pods/exec`` of one cluster to the handler registered for the pod."""
+    async def handler(namespace: str, pod: str, container: str, argv: list[str], stdin: bytes) -> ExecResult:
+        target = ctx.exec_handler_for(context, namespace, pod)
+        if target is None:
+            return ExecResult(stderr=f"lab: no exec handler for {context}:{namespace}/{pod}\n", exit_code=126)
+        stdout, stderr, code = await target(namespace, pod, container, argv, stdin)
+        return ExecResult(stdout=stdout, stderr=stderr, exit_code=code)
+    return handler
+
+
+async def start_site(app: web.Application, port: int) -> web.AppRunner:
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner
+
+
+async def serve(config: LabConfig, stop: asyncio.Event) -> None:
+    stores = {context: Store() for context in config.contexts()}
+    ctx = LabContext(state_dir=config.state_dir, stores=stores, slurm_env={"SLURM_CONF": str(config.slurm_conf)},
+                     partitions_file=config.partitions_file, ldap_url=config.ldap_url,
+                     ldap_bind_dn=config.ldap_bind_dn, ldap_bind_password=config.ldap_bind_password)
+    for context, store in stores.items():
+        seed_cluster(store, context)
+    cert = self_signed()
+    ca_file = config.state_dir / "kube-ca.pem"
+    ca_file.write_bytes(cert.cert_pem)
+    runners: list[web.AppRunner] = []
+    kube_contexts: list[KubeContext] = []
+    for context, store in stores.items():
+        app = build_kube(store, name=f"kube-{context}", exec_handler=dispatch_exec(ctx, context))
+        runner, url = await start_kube_api(app, port=config.kube_ports[context], ssl_context=cert.server_context())
+        runners.append(runner)
+        kube_contexts.append(KubeContext(name=context, server=url, token=config.kube_tokens[context],
+                                         ca_pem=cert.cert_pem))
+    sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
+    runners.append(await start_site(build_authentik(config.authentik_token, sink), config.authentik_port))
+    runners.append(await start_site(build_weka(config.weka_username, config.weka_password), config.weka_port))
+    tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]
+
+    kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
+    LabEndpoints(
+        state_dir=config.state_dir, kubeconfig=kubeconfig,
+        kube_urls={c.name: c.server for c in kube_contexts},
+        authentik_url=f"http://127.0.0.1:{config.authentik_port}", authentik_token=config.authentik_token,
+        weka_url=f"http://127.0.0.1:{config.weka_port}", weka_username=config.weka_username,
+        weka_password=config.weka_password, ldap_url=config.ldap_url, ldap_bind_password=config.ldap_bind_password,
+        slurm_conf=config.slurm_conf,
+    ).write()
+    try:
+        await stop.wait()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for runner in reversed(runners):
+            await runner.cleanup()
+        sink.close()
+
+
+async def main_async(state_dir: Path) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await serve(LabConfig.read(state_dir), stop)
+
+
+def main() -> None:
+    asyncio.run(main_async(Path(sys.argv[1]).resolve()))
+
+
+if __name__ == "__main__":
+    main()
