@@ -1,0 +1,351 @@
+"""Talking to Slurm's command-line tools: argv builders, output parsers and the exec runner.
+
+Every command is an argv list (never a shell string) whose values are validated
+first (:func:`word`, :func:`text`). Parsers turn ``sacctmgr show ... -P -n``
+(pipe-separated, no header), ``scontrol show ...`` (``Key=Value`` tokens) and
+``sinfo`` output into pydantic models. Durations are compared in minutes and node
+lists through Slurm's compressed hostlist form (``gpu-[01-08]``), both of which
+Slurm normalises on output. :class:`SlurmCtl` runs commands in the slurmctld pod
+of a tenant cluster (like ``kubectl -n slurm-control exec deploy/slurmctld --``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+from temporalio.exceptions import ApplicationError
+
+from activities import kubeclient
+from activities.errors import fail
+from activities.settings import settings
+from models.targets import KubeTarget
+
+SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
+RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
+"""Set by the Slurm operator on the partitions ConfigMap once its data is rendered into slurm.conf."""
+RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
+UNAVAILABLE_PATTERNS = re.compile(
+    r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
+    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint",
+    re.IGNORECASE)
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
+_TEXT = re.compile(r"^[^\x00-\x1f\"'`|,=\\$;]{1,200}$")
+_HOST = re.compile(r"^([A-Za-z][A-Za-z0-9-]*?)(\d*)$")
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def word(value: str | int) -> str:
+    """A name or number safe as one Slurm argument value (no spaces, separators or quotes)."""
+    text_value = str(value)
+    if not _WORD.match(text_value):
+        raise fail("Invalid", f"{text_value!r} is not a valid Slurm name or value")
+    return text_value
+
+
+def text(value: str) -> str:
+    """Free text (a Description) safe as one argument: no quotes, pipes, commas, '=' or control characters."""
+    if not _TEXT.match(value):
+        raise fail("Invalid", f"{value!r} cannot be used as a Slurm description")
+    return value
+
+
+def words(values: Iterable[str]) -> str:
+    return ",".join(word(v) for v in values)
+
+
+# ---------------------------------------------------------------- hostlists
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """``gpu-[01-03,07],cpu-1`` -> ``[gpu-01, gpu-02, gpu-03, gpu-07, cpu-1]``."""
+    names: list[str] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", expr.strip()):
+        match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
+        if match is None:
+            names.append(part)
+            continue
+        prefix, ranges, suffix = match.groups()
+        for item in ranges.split(","):
+            low, _, high = item.partition("-")
+            width = len(low)
+            for number in range(int(low), int(high or low) + 1):
+                names.append(f"{prefix}{number:0{width}d}{suffix}")
+    return names
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """``[gpu-01 .. gpu-08, gpu-10]`` -> ``gpu-[01-08,10]`` (Slurm's form: sorted, ranges per prefix)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    for name in sorted(set(names)):
+        match = _HOST.match(name)
+        if match is None or not match.group(2):
+            plain.append(name)
+            continue
+        prefix, digits = match.groups()
+        groups.setdefault((prefix, len(digits)), []).append(int(digits))
+    parts = list(plain)
+    for (prefix, width), numbers in sorted(groups.items()):
+        numbers.sort()
+        ranges: list[str] = []
+        start = prev = numbers[0]
+        for number in [*numbers[1:], None]:
+            if number is not None and number == prev + 1:
+                prev = number
+                continue
+            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+            if number is not None:
+                start = prev = number
+        single = len(numbers) == 1
+        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+# ---------------------------------------------------------------- durations
+
+
+def duration_minutes(value: str) -> int | None:
+    """Slurm time (``24:00:00``, ``1-00:00:00``, ``90``, ``UNLIMITED``) in minutes; None for unlimited."""
+    value = value.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", ""):
+        return None
+    match = _DURATION.match(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a Slurm duration")
+    days, first, second, third = (int(g) if g is not None else None for g in match.groups())
+    assert first is not None
+    if days is not None:
+        hours, minutes, seconds = first, second or 0, third or 0
+    elif third is not None:
+        hours, minutes, seconds = first, second or 0, third
+    elif second is not None:
+        hours, minutes, seconds = 0, first, second
+    else:
+        hours, minutes, seconds = 0, first, 0
+    return ((days or 0) * 24 + hours) * 60 + minutes + (1 if seconds else 0)
+
+
+def same_duration(a: str, b: str) -> bool:
+    return duration_minutes(a) == duration_minutes(b)
+
+
+# ---------------------------------------------------------------- parsed records
+
+
+class Assoc(BaseModel):
+    """One row of ``sacctmgr show assoc format=ASSOC_FORMAT -P -n``."""
+
+    cluster: str
+    account: str
+    user: str = ""
+    parent: str = ""
+    fairshare: str = ""
+    grptres: str = ""
+    grpjobs: str = ""
+    maxjobs: str = ""
+    grptresmins: str = ""
+    qos: list[str] = Field(default_factory=list)
+    defaultqos: str = ""
+
+
+class AccountRecord(BaseModel):
+    account: str
+    description: str = ""
+    organization: str = ""
+
+
+class QosRecord(BaseModel):
+    name: str
+    priority: str = ""
+    grptres: str = ""
+    maxwall: str = ""
+    flags: list[str] = Field(default_factory=list)
+    preemptmode: str = ""
+
+
+class UserRecord(BaseModel):
+    user: str
+    defaultaccount: str = ""
+
+
+class Partition(BaseModel):
+    """``scontrol show partition <name>`` as a key/value map with the fields we compare."""
+
+    name: str
+    fields: dict[str, str]
+
+    def get(self, key: str) -> str:
+        return self.fields.get(key, "")
+
+    @property
+    def nodes(self) -> list[str]:
+        value = self.get("Nodes")
+        return [] if value in ("", "(null)") else expand_hostlist(value)
+
+
+class NodeState(BaseModel):
+    node: str
+    state: str
+
+    @property
+    def usable(self) -> bool:
+        """Up and answering: not powered down (``~``), down, drained or not responding (``*``)."""
+        base = self.state.rstrip("*~#%!$@^-")
+        return self.state == base and base in ("idle", "mix", "alloc", "completing")
+
+
+ASSOC_FORMAT = ("cluster", "account", "user", "parentname", "fairshare", "grptres", "grpjobs", "maxjobs",
+                "grptresmins", "qos", "defaultqos")
+ACCOUNT_FORMAT = ("account", "description", "organization")
+QOS_FORMAT = ("name", "priority", "grptres", "maxwall", "flags", "preemptmode")
+
+
+def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
+    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields."""
+    names = list(columns)
+    rows = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        values = line.split("|")
+        if len(values) != len(names):
+            raise ValueError(f"unexpected sacctmgr line {line!r}: {len(values)} fields, expected {len(names)}")
+        rows.append(dict(zip(names, values, strict=True)))
+    return rows
+
+
+def _list(value: str) -> list[str]:
+    return sorted(v for v in value.split(",") if v)
+
+
+def parse_assocs(output: str) -> list[Assoc]:
+    rows = parse_pipe(output, ASSOC_FORMAT)
+    return [Assoc(**{k if k != "parentname" else "parent": v for k, v in row.items() if k != "qos"},
+                  qos=_list(row["qos"])) for row in rows]
+
+
+def parse_accounts(output: str) -> list[AccountRecord]:
+    return [AccountRecord(**row) for row in parse_pipe(output, ACCOUNT_FORMAT)]
+
+
+def parse_qos(output: str) -> list[QosRecord]:
+    return [QosRecord(**{k: v for k, v in row.items() if k != "flags"}, flags=_list(row["flags"]))
+            for row in parse_pipe(output, QOS_FORMAT)]
+
+
+def parse_users(output: str) -> list[UserRecord]:
+    return [UserRecord(**row) for row in parse_pipe(output, ("user", "defaultaccount"))]
+
+
+def parse_keyvalues(output: str) -> dict[str, str]:
+    """``Key=Value`` tokens of ``scontrol show ...`` (values may contain '=' but no spaces)."""
+    result: dict[str, str] = {}
+    for token in output.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            result[key] = value
+    return result
+
+
+def parse_partition(output: str) -> Partition | None:
+    fields = parse_keyvalues(output)
+    name = fields.get("PartitionName")
+    return Partition(name=name, fields=fields) if name else None
+
+
+def parse_node_states(output: str) -> list[NodeState]:
+    """``sinfo -h -N -p P -o '%N|%t'`` rows."""
+    return [NodeState(node=row["node"], state=row["state"]) for row in parse_pipe(output, ("node", "state"))]
+
+
+def parse_sbatch(output: str) -> int:
+    """The job id from ``sbatch --parsable`` (``123`` or ``123;cluster``)."""
+    first = output.strip().split(";")[0]
+    if not first.isdigit():
+        raise ValueError(f"sbatch did not print a job id: {output.strip()!r}")
+    return int(first)
+
+
+def partitions_hash(data: Mapping[str, str] | None) -> str:
+    """Content hash of the partitions ConfigMap data; the operator annotates it once rendered."""
+    body = json.dumps(dict(sorted((data or {}).items())), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def render_partitions(data: Mapping[str, str] | None) -> str:
+    """The ``partitions.conf`` text for the ConfigMap data: one ``<slug>.conf`` key per partition."""
+    lines = ["# rendered from ConfigMap slurm-partitions; do not edit"]
+    lines += [value.strip() for key, value in sorted((data or {}).items()) if key.endswith(".conf")]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- argv builders
+
+
+def sacctmgr_show(entity: str, where: Mapping[str, str], columns: Iterable[str]) -> list[str]:
+    conditions = [f"{k}={v}" for k, v in where.items()]
+    return ["sacctmgr", "-P", "-n", "show", entity, *(["where", *conditions] if conditions else []),
+            f"format={','.join(columns)}"]
+
+
+def sacctmgr_write(verb: str, entity: str, name: str, *settings_args: str, where: Mapping[str, str] | None = None,
+                   set_mode: bool = False) -> list[str]:
+    """``sacctmgr -i <verb> <entity> <name> [where k=v ...] [set] k=v ...``."""
+    argv = ["sacctmgr", "-i", verb, entity, word(name) if name else ""]
+    argv = [a for a in argv if a]
+    if where:
+        argv += ["where", *(f"{k}={v}" for k, v in where.items())]
+    if set_mode and settings_args:
+        argv.append("set")
+    return argv + list(settings_args)
+
+
+def is_write(argv: list[str]) -> bool:
+    """True for sacctmgr commands that change accounting and for scontrol reconfigure/create/update/delete."""
+    if not argv:
+        return False
+    if argv[0] == "sacctmgr":
+        return any(a in SACCTMGR_WRITE_VERBS for a in argv[1:4])
+    return argv[0] == "scontrol" and len(argv) > 1 and argv[1] in ("reconfigure", "create", "update", "delete")
+
+
+# ---------------------------------------------------------------- running in the slurmctld pod
+
+
+@dataclass
+class SlurmCtl:
+    """Runs Slurm commands in the slurmctld pod of ``target`` and remembers which of them wrote."""
+
+    target: KubeTarget
+    pod: str = ""
+    writes: list[list[str]] = field(default_factory=list)
+
+    @classmethod
+    def connect(cls, target: KubeTarget) -> SlurmCtl:
+        cfg = settings()
+        return cls(target=target, pod=kubeclient.deployment_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
+
+    def run(self, argv: list[str], *, check: bool = True, timeout_s: int = 120) -> kubeclient.ExecOutput:
+        if is_write(argv):
+            self.writes.append(argv)
+        out = kubeclient.exec_in(self.target, settings().slurm_namespace, self.pod, argv, timeout_s=timeout_s)
+        if check and out.exit_code != 0:
+            raise command_error(argv, out)
+        return out
+
+    def show(self, entity: str, where: Mapping[str, str], columns: Iterable[str]) -> str:
+        return self.run(sacctmgr_show(entity, where, columns)).stdout
+
+
+def command_error(argv: list[str], out: kubeclient.ExecOutput) -> ApplicationError:
+    """Retryable when Slurm or slurmdbd is unreachable, non-retryable otherwise; the message names the command."""
+    detail = (out.stderr.strip() or out.stdout.strip() or f"exit code {out.exit_code}")[-600:]
+    message = f"`{' '.join(argv[:5])}` failed in the slurmctld pod: {detail}"
+    if UNAVAILABLE_PATTERNS.search(detail):
+        return ApplicationError(message, type="Unavailable")
+    return fail("SlurmCommandFailed", message)
