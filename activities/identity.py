@@ -1,0 +1,399 @@
+"""Identity layer (runbook step 2): the tenant's Authentik group and users, checked through the LDAP outpost.
+
+The group ``<slug>`` hangs under the platform group ``tenants`` (settings ``authentik_parent_group``;
+it is platform state, so a missing parent fails preflight instead of being created) and carries
+``{"tenant_slug": slug, "gidNumber": "<gid>"}``. The gid is explicit, as a string (the outpost ignores
+non-string numbers): ``gid_start_number + num_pk`` of the group, moved up past any gid or uid already
+in use. Every tenant user gets ``attributes.gidNumber`` = that gid (one primary gid for the tenant),
+``attributes.ssh_keys`` (one key per line) and membership of the group. Undo deactivates users and
+removes them from the group, never deletes them; the group is deleted only when empty.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import ldap_check
+from activities.authentik_client import AuthentikClient, Group, LdapProvider, User
+from activities.errors import fail
+from activities.settings import settings
+from models.onboarding import StepInput, StepResult, UndoInput, UserFacts
+from models.plan import Action, PlanStep
+from models.results import EnsureResult, Finding, Outcome, Severity
+from models.tenant import TenantContract, TenantUser
+
+LAYER = "identity"
+VERIFY_ATTEMPTS = 6
+PROPERTY_MAPPING_HINT = ("If gidNumber is 0 or missing, the property mapping is broken — fix that before "
+                         "continuing or every file the tenant writes will be owned by nobody:nogroup")
+
+
+# -- numbers as the outpost computes them --------------------------------------------------------
+
+def _string_number(attributes: dict[str, Any], key: str) -> int | None:
+    value = attributes.get(key)
+    return int(value) if isinstance(value, str) and value.isdigit() and int(value) > 0 else None
+
+
+def group_gid(group: Group, provider: LdapProvider) -> int:
+    return _string_number(group.attributes, "gidNumber") or provider.gid_start_number + group.num_pk
+
+
+def user_uid(user: User, provider: LdapProvider) -> int:
+    return _string_number(user.attributes, "uidNumber") or provider.uid_start_number + user.pk
+
+
+def _taken_numbers(ak: AuthentikClient, provider: LdapProvider, group_pk: str) -> set[int]:
+    """gidNumbers of every other group and of every user's own (virtual) group, i.e. their uidNumbers."""
+    taken = {group_gid(g, provider) for g in ak.groups(include_users="false") if g.pk != group_pk}
+    return taken | {user_uid(u, provider) for u in ak.users(include_groups="false")}
+
+
+def _choose_gid(ak: AuthentikClient, provider: LdapProvider, group: Group) -> int:
+    """The group's explicit gid if it is free, else ``gid_start + num_pk`` moved past every taken number."""
+    taken = _taken_numbers(ak, provider, group.pk)
+    explicit = _string_number(group.attributes, "gidNumber")
+    if explicit is not None and explicit not in taken:
+        return explicit
+    gid = provider.gid_start_number + group.num_pk
+    while gid in taken:
+        gid += 1
+    return gid
+
+
+def _provider(ak: AuthentikClient) -> LdapProvider:
+    providers = ak.ldap_providers()
+    if not providers:
+        raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
+    return providers[0]
+
+
+def _other_tenant(user: User, slug: str) -> str | None:
+    """The tenant_slug of another tenant's group the user belongs to, if any."""
+    for group in user.groups_obj or []:
+        owner = group.attributes.get("tenant_slug")
+        if owner and owner != slug:
+            return str(owner)
+    return None
+
+
+# -- desired state -------------------------------------------------------------------------------
+
+def _desired_user(user: TenantUser, gid: int) -> dict[str, Any]:
+    return {"name": user.name, "email": user.email,
+            "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}}
+
+
+def _user_patch(existing: User, desired: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The PATCH body that brings ``existing`` to ``desired`` and the previous values it overwrites."""
+    patch: dict[str, Any] = {}
+    previous: dict[str, Any] = {}
+    for key in ("name", "email"):
+        if getattr(existing, key) != desired[key]:
+            patch[key], previous[key] = desired[key], getattr(existing, key)
+    if not existing.is_active:
+        patch["is_active"], previous["is_active"] = True, False
+    attributes = {**existing.attributes, **desired["attributes"]}
+    if attributes != existing.attributes:
+        patch["attributes"], previous["attributes"] = attributes, existing.attributes
+    return patch, previous
+
+
+def _require_group(ak: AuthentikClient, slug: str, provider: LdapProvider) -> tuple[Group, int]:
+    group = ak.group_by_name(slug)
+    gid = _string_number(group.attributes, "gidNumber") if group else None
+    if group is None or gid is None:
+        raise fail("NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; "
+                   "run identity.group first")
+    return group, gid
+
+
+# -- preflight and plan --------------------------------------------------------------------------
+
+def _finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
+    if problem is None:
+        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
+    return Finding(check=check, ok=False, message=problem, fix=fix)
+
+
+def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
+    slug, parent_name = contract.slug, settings().authentik_parent_group
+    providers = ak.ldap_providers()
+    findings = [_finding("identity.ldap_provider", None if providers else "Authentik has no LDAP provider",
+                         f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
+                         "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants")]
+    parent = ak.group_by_name(parent_name)
+    findings.append(_finding(
+        "identity.parent_group", None if parent else f"the platform group {parent_name!r} does not exist",
+        f"parent group {parent_name} exists",
+        f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run"))
+    group = ak.group_by_name(slug)
+    owner = group.attributes.get("tenant_slug") if group else None
+    problem = None
+    if group is not None and owner != slug:
+        problem = (f"Authentik group {slug} already exists with tenant_slug={owner!r}" if owner else
+                   f"Authentik group {slug} already exists and is not marked as a tenant group")
+    findings.append(_finding(
+        "identity.group", problem, f"group {slug} is free or already ours",
+        f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it"))
+    for user in contract.users:
+        existing = ak.user_by_username(user.username)
+        other = _other_tenant(existing, slug) if existing else None
+        findings.append(_finding(
+            "identity.username", f"username {user.username} is taken by a user of tenant {other}" if other else None,
+            f"username {user.username} is free or already ours",
+            f"choose another username than {user.username} in the contract"))
+    return findings
+
+
+def _ldap_finding() -> Finding:
+    try:
+        entries = ldap_check.probe()
+    except ApplicationError as err:
+        return _finding("identity.ldap_outpost", f"the LDAP outpost does not answer a bind and search: {err}", "",
+                        "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
+                        f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}")
+    return _finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
+
+
+@activity.defn(name="identity.preflight")
+def preflight(inp: StepInput) -> StepResult:
+    """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
+    findings = [_ldap_finding()]
+    try:
+        with AuthentikClient.from_settings() as ak:
+            findings.extend(_authentik_findings(ak, inp.contract))
+    except ApplicationError as err:
+        findings.append(_finding("identity.authentik", f"Authentik API is not usable: {err}", "",
+                                 "check AUTHENTIK_URL and that the API token is valid and may read users, "
+                                 "groups and providers"))
+    return StepResult(facts=inp.facts, findings=findings)
+
+
+@activity.defn(name="identity.plan")
+def plan(inp: StepInput) -> list[PlanStep]:
+    """The group and one step per user, with the action a run would take now."""
+    contract = inp.contract
+    with AuthentikClient.from_settings() as ak:
+        provider = _provider(ak)
+        group = ak.group_by_name(contract.slug)
+        gid = _choose_gid(ak, provider, group) if group else None
+        group_action = Action.create
+        if group is not None:
+            same = (_string_number(group.attributes, "gidNumber") == gid and
+                    group.attributes.get("tenant_slug") == contract.slug)
+            group_action = Action.unchanged if same else Action.update
+        steps = [PlanStep(layer=LAYER, kind="Group", name=contract.slug, action=group_action, detail={
+            "parent": settings().authentik_parent_group, "tenant_slug": contract.slug,
+            "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken"})]
+        for user in contract.users:
+            existing = ak.user_by_username(user.username)
+            action = Action.create
+            if existing is not None:
+                member = group is not None and group.pk in existing.groups
+                in_sync = gid is not None and member and not _user_patch(existing, _desired_user(user, gid))[0]
+                action = Action.unchanged if in_sync else Action.update
+            steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail={
+                "email": user.email, "name": user.name, "ssh_keys": len(user.ssh_keys), "group": contract.slug}))
+    return steps
+
+
+# -- apply ---------------------------------------------------------------------------------------
+
+@activity.defn(name="identity.group")
+def ensure_group(inp: StepInput) -> StepResult:
+    """Group ``<slug>`` under the parent group with tenant_slug and an explicit, collision-free gidNumber."""
+    slug = inp.contract.slug
+    with AuthentikClient.from_settings() as ak:
+        provider = _provider(ak)
+        parent = ak.group_by_name(settings().authentik_parent_group)
+        if parent is None:
+            raise fail("NotFound", f"the platform group {settings().authentik_parent_group!r} does not exist; "
+                       "create it in Authentik and re-run")
+        group = ak.group_by_name(slug)
+        previous: dict[str, Any] = {}
+        if group is None:
+            group = ak.create_group({"name": slug, "parents": [parent.pk], "attributes": {"tenant_slug": slug}})
+            outcome = Outcome.created
+        else:
+            if group.attributes.get("tenant_slug") != slug:
+                raise fail("Conflict", f"Authentik group {slug} exists with tenant_slug="
+                           f"{group.attributes.get('tenant_slug')!r}; it belongs to someone else")
+            outcome = Outcome.unchanged
+        gid = _choose_gid(ak, provider, group)
+        patch: dict[str, Any] = {}
+        if parent.pk not in group.parents:
+            patch["parents"], previous["parents"] = [*group.parents, parent.pk], group.parents
+        if group.attributes.get("gidNumber") != str(gid):
+            patch["attributes"] = {**group.attributes, "gidNumber": str(gid)}
+            previous["attributes"] = group.attributes
+        if patch:
+            group = ak.patch_group(group.pk, patch)
+            if outcome is Outcome.unchanged:
+                outcome = Outcome.updated
+        activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
+    data: dict[str, Any] = {"pk": group.pk, "gid": gid}
+    if outcome is Outcome.updated:
+        data["previous"] = previous
+    result = EnsureResult(layer=LAYER, kind="Group", name=slug, outcome=outcome, data=data)
+    return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
+
+
+def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
+                 slug: str) -> tuple[User, EnsureResult]:
+    desired = _desired_user(user, gid)
+    existing = ak.user_by_username(user.username)
+    data: dict[str, Any] = {"group_pk": group.pk}
+    if existing is None:
+        created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
+        return created, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=Outcome.created,
+                                     data={**data, "pk": created.pk})
+    other = _other_tenant(existing, slug)
+    if other:
+        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    patch, previous = _user_patch(existing, desired)
+    current = ak.patch_user(existing.pk, patch) if patch else existing
+    added = group.pk not in existing.groups
+    if added:
+        ak.add_user(group.pk, existing.pk)
+    outcome = Outcome.updated if patch or added else Outcome.unchanged
+    if outcome is Outcome.updated:
+        data.update(previous=previous, added_to_group=added)
+    return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome,
+                                 data={**data, "pk": existing.pk})
+
+
+@activity.defn(name="identity.users")
+def ensure_users(inp: StepInput) -> StepResult:
+    """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group."""
+    contract = inp.contract
+    results: list[EnsureResult] = []
+    users: dict[str, UserFacts] = dict(inp.facts.users)
+    with AuthentikClient.from_settings() as ak:
+        provider = _provider(ak)
+        group, gid = _require_group(ak, contract.slug, provider)
+        for user in contract.users:
+            record, result = _ensure_user(ak, user, group, gid, contract.slug)
+            results.append(result)
+            users[user.username] = UserFacts(pk=record.pk, uid_number=user_uid(record, provider), gid_number=gid)
+            activity.heartbeat(user.username)
+    activity.logger.info("identity.users %s: %s", contract.slug,
+                         ", ".join(f"{r.name}={r.outcome.value}" for r in results))
+    return StepResult(results=results, facts=inp.facts.model_copy(update={"users": users}))
+
+
+def ldap_problems(contract: TenantContract, gid: int) -> list[str]:
+    """What is wrong with the tenant as the LDAP outpost serves it (empty when consistent)."""
+    group_dn = ldap_check.group_dn(contract.slug).lower()
+    entries = ldap_check.lookup_users(contract.usernames)
+    problems: list[str] = []
+    seen: dict[int, str] = {}
+    for username, entry in entries.items():
+        if entry is None:
+            problems.append(f"{username} does not resolve through the LDAP outpost")
+            continue
+        if not entry.uid_number:
+            problems.append(f"{username} has uidNumber 0 or missing")
+        elif entry.uid_number in seen:
+            problems.append(f"{username} shares uidNumber {entry.uid_number} with {seen[entry.uid_number]}")
+        else:
+            seen[entry.uid_number] = username
+        if not entry.gid_number:
+            problems.append(f"{username} has gidNumber 0 or missing")
+        elif entry.gid_number != gid:
+            problems.append(f"{username} has gidNumber {entry.gid_number}, not the tenant gid {gid}")
+        if group_dn not in {dn.lower() for dn in entry.member_of}:
+            problems.append(f"{username} is not memberOf {ldap_check.group_dn(contract.slug)}")
+    group = ldap_check.lookup_group(contract.slug)
+    if group is None or group.gid_number != gid:
+        problems.append(f"group {contract.slug} has gidNumber {group.gid_number if group else 'missing'}, "
+                        f"not {gid}")
+    return problems
+
+
+@activity.defn(name="identity.verify_ldap")
+def verify_ldap(inp: StepInput) -> StepResult:
+    """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
+    contract = inp.contract
+    gid = inp.facts.group_gid
+    if gid is None:
+        with AuthentikClient.from_settings() as ak:
+            _, gid = _require_group(ak, contract.slug, _provider(ak))
+    delay = settings().poll_interval_s
+    problems = ldap_problems(contract, gid)
+    for attempt in range(1, VERIFY_ATTEMPTS):
+        if not problems:
+            break
+        activity.heartbeat(f"attempt {attempt}: {len(problems)} problems")
+        time.sleep(delay)
+        delay = min(delay * 2, 10.0)
+        problems = ldap_problems(contract, gid)
+    if problems:
+        raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
+                   f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
+                   f"uidNumbers. {PROPERTY_MAPPING_HINT}")
+    finding = Finding(check="identity.ldap", ok=True, severity=Severity.info,
+                      message=f"{len(contract.users)} users resolve through LDAP with gidNumber {gid}")
+    return StepResult(facts=inp.facts, findings=[finding])
+
+
+# -- undo ----------------------------------------------------------------------------------------
+
+def _undo_user(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
+    """Created users: deactivate and leave the group. Updated users: restore what we changed."""
+    user = ak.user_by_username(result.name)
+    group_pk = str(result.data.get("group_pk", ""))
+    if user is None:
+        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
+    if result.outcome is Outcome.created:
+        patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
+        leave = group_pk in user.groups
+    else:
+        previous: dict[str, Any] = result.data.get("previous", {})
+        patch = {key: value for key, value in previous.items() if getattr(user, key) != value}
+        leave = bool(result.data.get("added_to_group")) and group_pk in user.groups
+    if patch:
+        ak.patch_user(user.pk, patch)
+    if leave:
+        ak.remove_user(group_pk, user.pk)
+    changed = bool(patch or leave)
+    return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent,
+                                     "data": {"restored": sorted(patch), "left_group": leave}})
+
+
+def _undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
+    """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
+    group = ak.group(str(result.data.get("pk", "")))
+    if group is None:
+        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
+    if result.outcome is Outcome.created:
+        if group.users:
+            return result.model_copy(update={"outcome": Outcome.unchanged,
+                                             "data": {"kept": f"still has {len(group.users)} members"}})
+        ak.delete_group(group.pk)
+        return result.model_copy(update={"outcome": Outcome.deleted, "data": {}})
+    previous: dict[str, Any] = result.data.get("previous", {})
+    patch = {key: value for key, value in previous.items() if getattr(group, key) != value}
+    if patch:
+        ak.patch_group(group.pk, patch)
+    return result.model_copy(update={"outcome": Outcome.updated if patch else Outcome.absent,
+                                     "data": {"restored": sorted(patch)}})
+
+
+@activity.defn(name="identity.undo")
+def undo(inp: UndoInput) -> list[EnsureResult]:
+    """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
+    undoers = {"users": ("User", _undo_user), "group": ("Group", _undo_group)}
+    if inp.step not in undoers:
+        return []
+    kind, undo_one = undoers[inp.step]
+    with AuthentikClient.from_settings() as ak:
+        return [undo_one(ak, r) for r in inp.results
+                if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)]
+
+
+ACTIVITIES = [preflight, plan, ensure_group, ensure_users, verify_ldap, undo]

@@ -1,0 +1,171 @@
+"""Identity activities against the Authentik stand-in (real HTTP) and the real slapd it syncs into."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import IdentityLab, make_contract, run_activity
+from temporalio.exceptions import ApplicationError
+
+from activities import identity
+from models.onboarding import StepInput, StepResult, UndoInput
+from models.results import Outcome
+
+pytestmark = pytest.mark.ldap
+
+
+async def apply_identity(inp: StepInput) -> tuple[StepResult, StepResult, StepResult]:
+    group = await run_activity(identity.ensure_group, inp)
+    users = await run_activity(identity.ensure_users, inp.model_copy(update={"facts": group.facts}))
+    verified = await run_activity(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
+    return group, users, verified
+
+
+async def test_group_and_users_created_and_resolve_through_ldap(with_parent: IdentityLab) -> None:
+    contract = make_contract()
+    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    preflight = await run_activity(identity.preflight, inp)
+    assert [f.message for f in preflight.findings if not f.ok] == []
+    assert await with_parent.writes() == 0
+
+    group, users, verified = await apply_identity(inp)
+    assert [r.outcome for r in group.results] == [Outcome.created]
+    assert [r.outcome for r in users.results] == [Outcome.created] * 3
+
+    ak_group = await with_parent.group("tenant-foo")
+    assert ak_group is not None
+    parent = await with_parent.group("tenants")
+    assert parent is not None and ak_group["parents"] == [parent["pk"]]
+    gid = group.facts.group_gid
+    assert gid == 4000 + ak_group["num_pk"]
+    assert ak_group["attributes"] == {"tenant_slug": "tenant-foo", "gidNumber": str(gid)}
+    assert sorted(u["username"] for u in ak_group["users_obj"]) == ["alice", "bob", "carol"]
+    for user in contract.users:
+        record = await with_parent.user(user.username)
+        assert record["attributes"] == {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}
+        assert (record["name"], record["email"], record["is_active"]) == (user.name, user.email, True)
+
+    facts = verified.facts
+    assert facts.group_pk == ak_group["pk"]
+    assert {u.gid_number for u in facts.users.values()} == {gid}
+    assert len({u.uid_number for u in facts.users.values()}) == 3
+    assert verified.findings[0].ok
+
+
+async def test_second_run_makes_zero_writes(with_parent: IdentityLab) -> None:
+    inp = StepInput(contract=make_contract(), run_id="tenant/tenant-foo")
+    first = await apply_identity(inp)
+    await with_parent.reset_journal()
+    second = await apply_identity(inp)
+    assert [r.outcome for step in second for r in step.results] == [Outcome.unchanged] * 4
+    assert second[2].facts == first[2].facts
+    plan = await run_activity(identity.plan, inp)
+    assert {s.action.value for s in plan} == {"unchanged"}
+    assert await with_parent.writes() == 0
+
+
+async def test_verify_fails_clearly_when_a_gid_is_broken(with_parent: IdentityLab) -> None:
+    inp = StepInput(contract=make_contract(), run_id="tenant/tenant-foo")
+    _, users, _ = await apply_identity(inp)
+    bob = await with_parent.user("bob")
+    await with_parent.patch(f"/core/users/{bob['pk']}/", {"attributes": {"ssh_keys": "x"}})
+    with pytest.raises(ApplicationError) as caught:
+        await run_activity(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
+    err = caught.value
+    assert err.type == "InvariantBroken" and err.non_retryable
+    assert f"bob has gidNumber {2000 + bob['pk']}, not the tenant gid {users.facts.group_gid}" in err.message
+    assert "property mapping is broken" in err.message
+    assert "alice" not in err.message
+
+
+async def test_undo_deactivates_users_and_removes_the_empty_group(with_parent: IdentityLab) -> None:
+    contract = make_contract()
+    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    group, users, _ = await apply_identity(inp)
+    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
+                                                         results=users.results))
+    assert [r.outcome for r in undone] == [Outcome.updated] * 3
+    for name in contract.usernames:
+        record = await with_parent.user(name)
+        assert record["is_active"] is False and record["groups"] == []
+    undone_group = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts,
+                                                               step="group", results=group.results))
+    assert [r.outcome for r in undone_group] == [Outcome.deleted]
+    assert await with_parent.group("tenant-foo") is None
+
+    await with_parent.reset_journal()
+    again = [await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step=step,
+                                                         results=result.results))
+             for step, result in (("users", users), ("group", group))]
+    assert {r.outcome for batch in again for r in batch} == {Outcome.absent}
+    assert await with_parent.writes() == 0
+
+
+async def test_undo_keeps_a_created_group_that_has_other_members(with_parent: IdentityLab) -> None:
+    contract = make_contract(usernames=("alice",))
+    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    group, _, _ = await apply_identity(inp)
+    dave = await with_parent.post("/core/users/", {"username": "dave", "name": "Dave"})
+    await with_parent.post(f"/core/groups/{group.facts.group_pk}/add_user/", {"pk": dave["pk"]})
+    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=group.facts, step="group",
+                                                         results=group.results))
+    assert undone[0].outcome is Outcome.unchanged
+    assert await with_parent.group("tenant-foo") is not None
+
+
+async def test_existing_user_is_patched_and_restored_by_undo(with_parent: IdentityLab) -> None:
+    contract = make_contract(usernames=("alice",))
+    before = await with_parent.post("/core/users/", {"username": "alice", "name": "Old Name",
+                                                     "attributes": {"department": "ml"}})
+    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    _, users, _ = await apply_identity(inp)
+    assert users.results[0].outcome is Outcome.updated
+    patched = await with_parent.user("alice")
+    assert patched["name"] == "Alice Researcher" and patched["attributes"]["department"] == "ml"
+    await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
+                                                results=users.results))
+    restored = await with_parent.user("alice")
+    assert (restored["name"], restored["attributes"], restored["groups"], restored["is_active"]) == (
+        before["name"], before["attributes"], [], True)
+
+
+async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
+    parent = await with_parent.group("tenants")
+    assert parent is not None
+    ours = await with_parent.post("/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]],
+                                                    "attributes": {"tenant_slug": "tenant-foo"}})
+    default_gid = 4000 + ours["num_pk"]
+    await with_parent.post("/core/groups/", {"name": "tenant-bar", "attributes": {
+        "tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}})
+    result = await run_activity(identity.ensure_group, StepInput(contract=make_contract(), run_id="r"))
+    assert result.results[0].outcome is Outcome.updated
+    assert result.facts.group_gid == default_gid + 1
+    assert (await with_parent.group("tenant-foo") or {})["attributes"]["gidNumber"] == str(default_gid + 1)
+
+
+async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: IdentityLab) -> None:
+    await identity_lab.post("/core/groups/", {"name": "tenant-foo", "attributes": {"tenant_slug": "tenant-bar"}})
+    bar = await identity_lab.post("/core/groups/", {"name": "tenant-bar", "attributes": {"tenant_slug": "tenant-bar"}})
+    await identity_lab.post("/core/users/", {"username": "bob", "name": "Bob", "groups": [bar["pk"]]})
+    await identity_lab.reset_journal()
+    result = await run_activity(identity.preflight, StepInput(contract=make_contract()))
+    failed = {f.check: f for f in result.findings if not f.ok}
+    assert set(failed) == {"identity.parent_group", "identity.group", "identity.username"}
+    assert "'tenants' does not exist" in failed["identity.parent_group"].message
+    assert "tenant_slug='tenant-bar'" in failed["identity.group"].message
+    assert failed["identity.username"].message == "username bob is taken by a user of tenant tenant-bar"
+    assert all(f.fix for f in failed.values())
+    assert await identity_lab.writes() == 0
+
+
+async def test_preflight_reports_a_bad_token_and_a_dead_outpost(identity_lab: IdentityLab,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from activities.settings import settings
+
+    monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")
+    monkeypatch.setenv("LDAP_BIND_PASSWORD", "wrong")
+    settings.cache_clear()
+    result = await run_activity(identity.preflight, StepInput(contract=make_contract()))
+    failed = {f.check: f.message for f in result.findings if not f.ok}
+    assert "HTTP 403" in failed["identity.authentik"]
+    assert "refused the bind" in failed["identity.ldap_outpost"]
+    assert "wrong" not in " ".join(failed.values())
