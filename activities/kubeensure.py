@@ -1,0 +1,302 @@
+"""Idempotent ensure, plan and undo of Kubernetes objects rendered by :mod:`activities.manifests`.
+
+:class:`KubeObjects` reads and writes one kind at a time on an explicit target:
+typed clients for built-in kinds, ``CustomObjectsApi`` for custom resources; all
+patches are JSON merge patches. :func:`ensure` reads the object, compares the
+fields we own (everything the manifest sets, except the name), and creates,
+patches (``updated``; ``adopted`` when the object was not ours yet) or leaves it
+(``unchanged``). Updated and adopted results keep the previous values of the owned
+fields in ``data["before"]`` so :func:`undo` can put them back; created objects
+are deleted only while they still carry our owner labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kubernetes import client
+
+from activities import kubeclient
+from activities.errors import fail
+from activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
+from models.plan import Action, PlanStep
+from models.results import EnsureResult, Outcome
+from models.targets import KubeTarget
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How to address one kind: its API group/version, plural, scope and typed-client method stem."""
+
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    typed: tuple[type[Any], str] | None = None
+    """(typed API class, snake-case stem) for built-ins, e.g. ``(CoreV1Api, "resource_quota")``."""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+KINDS: dict[str, Kind] = {k.kind: k for k in (
+    Kind("Namespace", "v1", "namespaces", False, (client.CoreV1Api, "namespace")),
+    Kind("Node", "v1", "nodes", False, (client.CoreV1Api, "node")),
+    Kind("Pod", "v1", "pods", True, (client.CoreV1Api, "pod")),
+    Kind("Secret", "v1", "secrets", True, (client.CoreV1Api, "secret")),
+    Kind("ResourceQuota", "v1", "resourcequotas", True, (client.CoreV1Api, "resource_quota")),
+    Kind("LimitRange", "v1", "limitranges", True, (client.CoreV1Api, "limit_range")),
+    Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True,
+         (client.NetworkingV1Api, "network_policy")),
+    Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True,
+         (client.RbacAuthorizationV1Api, "role_binding")),
+    Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False,
+         (client.RbacAuthorizationV1Api, "cluster_role")),
+    Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
+    Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
+    Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
+)}
+
+
+class KubeObjects:
+    """Plain-dict CRUD of the kinds in :data:`KINDS` on one explicit target."""
+
+    def __init__(self, target: KubeTarget) -> None:
+        self.target = target
+        self._api = kubeclient.api_client(target)
+
+    def _typed(self, kind: Kind, verb: str) -> tuple[Callable[..., Any], bool]:
+        assert kind.typed is not None
+        api_cls, stem = kind.typed
+        scoped = "namespaced_" if kind.namespaced else ""
+        name = f"{verb}_{scoped}{stem}" if verb != "list" or kind.namespaced else f"list_{stem}"
+        return getattr(api_cls(self._api), name), kind.namespaced
+
+    def _dict(self, obj: Any) -> Manifest:
+        return dict(self._api.sanitize_for_serialization(obj))
+
+    def _custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self._api)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
+        k = KINDS[kind]
+        if k.typed:
+            fn, scoped = self._typed(k, "read")
+            obj = kubeclient.get_or_none(self.target, fn, name, *((namespace,) if scoped else ()))
+            return None if obj is None else self._dict(obj)
+        custom = self._custom()
+        if k.namespaced:
+            found = kubeclient.get_or_none(self.target, custom.get_namespaced_custom_object, k.group,
+                                           k.version, namespace, k.plural, name)
+        else:
+            found = kubeclient.get_or_none(self.target, custom.get_cluster_custom_object, k.group, k.version,
+                                           k.plural, name)
+        return None if found is None else dict(cast(Manifest, found))
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        k = KINDS[kind]
+        selector = {"label_selector": label_selector} if label_selector else {}
+        if k.typed:
+            fn, scoped = self._typed(k, "list")
+            items = kubeclient.call(self.target, fn, *((namespace,) if scoped else ()), **selector).items
+            return [self._dict(item) for item in items]
+        custom = self._custom()
+        if k.namespaced and namespace:
+            found = kubeclient.call(self.target, custom.list_namespaced_custom_object, k.group, k.version,
+                                    namespace, k.plural, **selector)
+        else:
+            found = kubeclient.call(self.target, custom.list_cluster_custom_object, k.group, k.version,
+                                    k.plural, **selector)
+        return [dict(item) for item in cast(Manifest, found).get("items", [])]
+
+    def create(self, body: Manifest) -> None:
+        k = KINDS[body["kind"]]
+        namespace = body["metadata"].get("namespace")
+        if k.typed:
+            fn, scoped = self._typed(k, "create")
+            kubeclient.call(self.target, fn, *((namespace,) if scoped else ()), body)
+        elif k.namespaced:
+            kubeclient.call(self.target, self._custom().create_namespaced_custom_object, k.group, k.version,
+                            namespace, k.plural, body)
+        else:
+            kubeclient.call(self.target, self._custom().create_cluster_custom_object, k.group, k.version,
+                            k.plural, body)
+
+    def patch(self, kind: str, name: str, namespace: str | None, body: Manifest) -> None:
+        """A JSON merge patch (``None`` removes a key)."""
+        k = KINDS[kind]
+        if k.typed:
+            fn, scoped = self._typed(k, "patch")
+            kubeclient.call(self.target, fn, name, *((namespace,) if scoped else ()), body,
+                            _content_type=MERGE_PATCH)
+        elif k.namespaced:
+            kubeclient.call(self.target, self._custom().patch_namespaced_custom_object, k.group, k.version,
+                            namespace, k.plural, name, body, _content_type=MERGE_PATCH)
+        else:
+            kubeclient.call(self.target, self._custom().patch_cluster_custom_object, k.group, k.version,
+                            k.plural, name, body, _content_type=MERGE_PATCH)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete; False when it was already gone."""
+        k = KINDS[kind]
+        if k.typed:
+            fn, scoped = self._typed(k, "delete")
+            done = kubeclient.get_or_none(self.target, fn, name, *((namespace,) if scoped else ()))
+        elif k.namespaced:
+            done = kubeclient.get_or_none(self.target, self._custom().delete_namespaced_custom_object, k.group,
+                                          k.version, namespace, k.plural, name)
+        else:
+            done = kubeclient.get_or_none(self.target, self._custom().delete_cluster_custom_object, k.group,
+                                          k.version, k.plural, name)
+        return done is not None
+
+
+# ---------------------------------------------------------------- comparing owned fields
+def owned(desired: Manifest) -> Manifest:
+    """The fields of a manifest we own: labels, annotations and everything outside metadata."""
+    meta = desired.get("metadata", {})
+    out: Manifest = {k: v for k, v in desired.items() if k not in ("metadata", "apiVersion", "kind")}
+    picked = {key: meta[key] for key in ("labels", "annotations") if meta.get(key)}
+    if picked:
+        out["metadata"] = picked
+    return out
+
+
+def matches(want: Any, have: Any) -> bool:
+    """True when every key of ``want`` (recursively, lists compared whole) has the same value in ``have``."""
+    if isinstance(want, dict):
+        if not want:
+            return have in (None, {})
+        return isinstance(have, dict) and all(matches(v, have.get(k)) for k, v in want.items())
+    return bool(want == have)
+
+
+def before_values(want: Manifest, have: Manifest) -> Manifest:
+    """The current values at every leaf path of ``want`` (``None`` where absent): a merge patch to go back."""
+    out: Manifest = {}
+    for key, value in want.items():
+        current = have.get(key) if isinstance(have, dict) else None
+        if isinstance(value, dict) and value:
+            out[key] = before_values(value, current if isinstance(current, dict) else {})
+        else:
+            out[key] = current
+    return out
+
+
+def is_ours(obj: Manifest, slug: str) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(MANAGED_BY) == MANAGER and labels.get(TENANT_LABEL) == slug
+
+
+def foreign_owner(obj: Manifest, slug: str) -> str | None:
+    """The other tenant an object belongs to, from our tenant label or the namespace ``tenant`` label."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for key in (TENANT_LABEL, "tenant"):
+        if labels.get(key) and labels[key] != slug:
+            return str(labels[key])
+    return None
+
+
+def _ref(desired: Manifest) -> tuple[str, str, str | None]:
+    meta = desired["metadata"]
+    return desired["kind"], meta["name"], meta.get("namespace")
+
+
+def describe(kind: str, name: str, namespace: str | None) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def plan_action(existing: Manifest | None, desired: Manifest, slug: str) -> Action:
+    if existing is None:
+        return Action.create
+    if not is_ours(existing, slug):
+        return Action.adopt
+    return Action.unchanged if matches(owned(desired), existing) else Action.update
+
+
+def plan_step(objs: KubeObjects, layer: str, desired: Manifest, slug: str,
+              detail: dict[str, Any] | None = None) -> PlanStep:
+    kind, name, namespace = _ref(desired)
+    existing = objs.get(kind, name, namespace)
+    return PlanStep(layer=layer, kind=kind, name=name, namespace=namespace,
+                    action=plan_action(existing, desired, slug), detail=detail or {})
+
+
+def ensure(objs: KubeObjects, layer: str, desired: Manifest, slug: str, run_id: str,
+           claimed_by: Callable[[Manifest], str | None] | None = None) -> EnsureResult:
+    """Read, compare the owned fields, then create, patch or leave the object."""
+    kind, name, namespace = _ref(desired)
+    existing = objs.get(kind, name, namespace)
+    result = EnsureResult(layer=layer, kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
+    stamp = {"metadata": {"annotations": {RUN_ANNOTATION: run_id}}} if run_id else {}
+    if existing is None:
+        objs.create(_merge(desired, stamp))
+        return result.model_copy(update={"outcome": Outcome.created})
+    other = (claimed_by or (lambda obj: foreign_owner(obj, slug)))(existing)
+    if other is not None:
+        raise fail("Conflict", f"{describe(kind, name, namespace)} already exists and belongs to {other}; "
+                               "pick another tenant slug or remove the other object")
+    want = owned(desired)
+    if is_ours(existing, slug) and matches(want, existing):
+        return result
+    outcome = Outcome.updated if is_ours(existing, slug) else Outcome.adopted
+    if outcome is Outcome.adopted and stamp:
+        want = _merge(want, stamp)
+    before = before_values(want, existing)
+    objs.patch(kind, name, namespace, want)
+    return result.model_copy(update={"outcome": outcome, "data": {"before": before}})
+
+
+def _merge(base: Manifest, extra: Manifest) -> Manifest:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) -> list[EnsureResult]:
+    """Delete what was created (while still ours), put back what was updated or adopted; latest first."""
+    done: list[EnsureResult] = []
+    for res in reversed(results):
+        if res.kind not in KINDS or res.outcome not in (Outcome.created, Outcome.updated, Outcome.adopted):
+            continue
+        existing = objs.get(res.kind, res.name, res.namespace)
+        base = EnsureResult(layer=layer, kind=res.kind, name=res.name, namespace=res.namespace,
+                            outcome=Outcome.absent)
+        if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
+            done.append(base)
+        elif res.outcome is Outcome.created:
+            if not is_ours(existing, slug):
+                done.append(base.model_copy(update={"outcome": Outcome.unchanged}))
+                continue
+            gone = objs.delete(res.kind, res.name, res.namespace)
+            done.append(base.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
+        else:
+            before = res.data.get("before") or {}
+            if matches_before(before, existing):
+                done.append(base.model_copy(update={"outcome": Outcome.unchanged}))
+                continue
+            objs.patch(res.kind, res.name, res.namespace, before)
+            done.append(base.model_copy(update={"outcome": Outcome.updated}))
+    return done
+
+
+def matches_before(before: Manifest, have: Any) -> bool:
+    """True when ``have`` already holds the ``before`` values (``None`` meaning absent)."""
+    for key, value in before.items():
+        current = have.get(key) if isinstance(have, dict) else None
+        if isinstance(value, dict):
+            if not matches_before(value, current if isinstance(current, dict) else {}):
+                return False
+        elif value != current:
+            return False
+    return True

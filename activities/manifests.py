@@ -1,0 +1,224 @@
+"""The runbook's Kubernetes objects for one tenant, rendered as plain dicts (pure functions, no I/O).
+
+Plan and apply both render from here, so the plan shows exactly what apply writes.
+Every object carries the labels that identify tenantflow and the tenant
+(:func:`owner_labels`); the run that created it is stamped by the ensure helper.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from models.tenant import StorageIsolation, TenantContract
+
+Manifest = dict[str, Any]
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "tenantflow"
+TENANT_LABEL = "tenantflow.io/tenant"
+RUN_ANNOTATION = "tenantflow.io/run"
+RESERVED_LABEL = "reserved.tenant"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+HARDWARE_POOL_LABEL = "hardware-pool"
+GPU_RESOURCE = "nvidia.com/gpu"
+POD_SECURITY_MODES = ("enforce", "audit", "warn")
+SCHEDULING_API = "scheduling.example.io/v1alpha1"
+HELM_API = "helm.example.io/v1"
+LOGIN_CHART = "sunk-login"
+WORKLOAD_LABEL = MANAGED_BY
+"""The label every tenant workload carries (value: the slug), selected by the ReservationBinding."""
+ALLOWED_PEER_NAMESPACES = ("slurm-control",)
+EGRESS_NAMESPACES = ("slurm-control", "auth", "kube-system")
+EGRESS_PORTS = ((53, "UDP"), (636, "TCP"), (443, "TCP"))
+
+
+def owner_labels(slug: str) -> dict[str, str]:
+    return {MANAGED_BY: MANAGER, TENANT_LABEL: slug}
+
+
+def _meta(name: str, slug: str, namespace: str | None = None, labels: dict[str, str] | None = None,
+          annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **owner_labels(slug)}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def reservation(contract: TenantContract, nodes: list[str]) -> Manifest:
+    """Runbook step 1: the cluster-scoped Reservation of the chosen nodes."""
+    return {
+        "apiVersion": SCHEDULING_API,
+        "kind": "Reservation",
+        "metadata": _meta(contract.reservation_name, contract.slug),
+        "spec": {
+            "tenant": contract.slug,
+            "nodeSelector": {"matchLabels": {HARDWARE_POOL_LABEL: contract.capacity.hardware_pool}},
+            "reservedNodes": sorted(nodes),
+            "applyTaint": True,
+            "taintEffect": "NoSchedule",
+            "evictOnRelease": contract.capacity.evict_on_release,
+        },
+    }
+
+
+def namespace(contract: TenantContract) -> Manifest:
+    """Runbook step 3a: the namespace with the tenant and pod-security ``restricted`` labels."""
+    labels = {"tenant": contract.slug}
+    labels.update({f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY_MODES})
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(contract.namespace, contract.slug,
+                                                                      labels=labels)}
+
+
+def resource_quota(contract: TenantContract) -> Manifest:
+    """Runbook step 3b: the ResourceQuota (GPUs from the contract's capacity)."""
+    quota = contract.kube_quota
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": _meta(f"{contract.slug}-quota", contract.slug, contract.namespace),
+        "spec": {"hard": {
+            f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
+            "requests.cpu": quota.requests_cpu,
+            "requests.memory": quota.requests_memory,
+            "limits.memory": quota.limits_memory,
+            "persistentvolumeclaims": str(quota.persistentvolumeclaims),
+            "requests.storage": quota.requests_storage,
+        }},
+    }
+
+
+def limit_range(contract: TenantContract) -> Manifest:
+    """Runbook step 3b: the container defaults."""
+    quota = contract.kube_quota
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": _meta(f"{contract.slug}-defaults", contract.slug, contract.namespace),
+        "spec": {"limits": [{
+            "type": "Container",
+            "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
+            "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
+        }]},
+    }
+
+
+def reservation_binding(contract: TenantContract) -> Manifest:
+    """Runbook step 3c: tenant pods (``app.kubernetes.io/managed-by: <slug>``) go to the Reservation."""
+    return {
+        "apiVersion": SCHEDULING_API,
+        "kind": "ReservationBinding",
+        "metadata": _meta(f"{contract.slug}-binding", contract.slug, contract.namespace),
+        "spec": {
+            "reservationName": contract.reservation_name,
+            "podSelector": {"matchLabels": {WORKLOAD_LABEL: contract.slug}},
+            "injectAffinity": True,
+            "injectToleration": True,
+        },
+    }
+
+
+def _namespace_peer(name: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+
+
+def deny_all_policy(contract: TenantContract) -> Manifest:
+    """Runbook step 3d: deny every ingress and egress by default."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(f"{contract.slug}-deny-all", contract.slug, contract.namespace),
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+
+
+def allow_policy(contract: TenantContract) -> Manifest:
+    """Runbook step 3d: tenant-internal traffic, Slurm, LDAP (636), DNS (53) and HTTPS (443)."""
+    slug = contract.namespace
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(f"{contract.slug}-allow", contract.slug, contract.namespace),
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}],
+            "egress": [{
+                "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
+                "ports": [{"port": port, "protocol": protocol} for port, protocol in EGRESS_PORTS],
+            }],
+        },
+    }
+
+
+def admins_role_binding(contract: TenantContract) -> Manifest:
+    """Runbook step 3e: the ``<slug>-admins`` group gets ClusterRole ``edit`` in the namespace only."""
+    group = f"{contract.slug}-admins"
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(group, contract.slug, contract.namespace),
+        "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
+        "roleRef": {"kind": "ClusterRole", "name": "edit", "apiGroup": "rbac.authorization.k8s.io"},
+    }
+
+
+def authorized_keys_secret_name(contract: TenantContract) -> str:
+    return f"{contract.slug}-authorized-keys"
+
+
+def authorized_keys_secret(contract: TenantContract) -> Manifest:
+    """The Secret projected to ``/etc/ssh/authorized_keys.d/``: one key per username (public keys only)."""
+    data = {user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode()
+            for user in contract.users}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(authorized_keys_secret_name(contract), contract.slug, contract.namespace),
+        "type": "Opaque",
+        "data": data,
+    }
+
+
+def login_release_name(contract: TenantContract) -> str:
+    return f"login-{contract.slug}"
+
+
+def login_pod_names(contract: TenantContract) -> list[str]:
+    return [f"{login_release_name(contract)}-{i}" for i in range(contract.login.replicas)]
+
+
+def weka_mount_filesystem(contract: TenantContract, role: str) -> str:
+    """The Weka path a login mount uses: the tenant's own filesystem, or its directory in the shared one."""
+    if contract.storage.isolation is StorageIsolation.strict_org:
+        return f"{contract.slug}-{role}"
+    return f"{role}/{contract.slug}"
+
+
+def login_release(contract: TenantContract, *, ldap_uri: str, ldap_base_dn: str, ldap_bind_dn: str,
+                  bind_password_secret: str, slurm_controller_host: str) -> Manifest:
+    """Runbook step 5a: the login pod chart release; the bind password only by Secret name."""
+    return {
+        "apiVersion": HELM_API,
+        "kind": "HelmRelease",
+        "metadata": _meta(login_release_name(contract), contract.slug, contract.namespace),
+        "spec": {
+            "chart": {"name": LOGIN_CHART, "version": contract.login.chart_version},
+            "values": {
+                "tenant": contract.slug,
+                "replicas": contract.login.replicas,
+                "ldap": {"uri": ldap_uri, "baseDN": ldap_base_dn, "bindDN": ldap_bind_dn,
+                         "bindPasswordSecret": bind_password_secret},
+                "slurm": {"controllerHost": slurm_controller_host},
+                "sshKeysSecret": authorized_keys_secret_name(contract),
+                "homeMount": {"type": "weka", "path": "/home",
+                              "filesystem": weka_mount_filesystem(contract, "home")},
+                "scratchMount": {"type": "weka", "path": "/scratch",
+                                 "filesystem": weka_mount_filesystem(contract, "scratch")},
+                "service": {"type": "LoadBalancer", "annotations": {
+                    "external-dns.alpha.kubernetes.io/hostname": contract.login_hostname}},
+            },
+        },
+    }
