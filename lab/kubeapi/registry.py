@@ -33,6 +33,7 @@ class ResourceType:
                               "watch")
     categories: tuple[str, ...] = ()
     custom: bool = False
+    delete_returns_object: bool = False
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -64,15 +65,17 @@ def _rt(group: str, kind: str, plural: str, namespaced: bool, short: tuple[str, 
 
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
-    _rt("", "Namespace", "namespaces", False, ("ns",), True, verbs=NO_COLLECTION),
+    _rt("", "Namespace", "namespaces", False, ("ns",), True, verbs=NO_COLLECTION, delete_returns_object=True),
     _rt("", "Node", "nodes", False, ("no",), True),
-    _rt("", "Pod", "pods", True, ("po",), True, subresources=("exec", "log"), categories=("all",)),
-    _rt("", "Service", "services", True, ("svc",), True, verbs=NO_COLLECTION, categories=("all",)),
+    _rt("", "Pod", "pods", True, ("po",), True, subresources=("exec", "log"), categories=("all",),
+        delete_returns_object=True),
+    _rt("", "Service", "services", True, ("svc",), True, verbs=NO_COLLECTION, categories=("all",),
+        delete_returns_object=True),
     _rt("", "Secret", "secrets", True),
     _rt("", "ConfigMap", "configmaps", True, ("cm",)),
-    _rt("", "ServiceAccount", "serviceaccounts", True, ("sa",)),
-    _rt("", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), True),
-    _rt("", "ResourceQuota", "resourcequotas", True, ("quota",), True),
+    _rt("", "ServiceAccount", "serviceaccounts", True, ("sa",), delete_returns_object=True),
+    _rt("", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), True, delete_returns_object=True),
+    _rt("", "ResourceQuota", "resourcequotas", True, ("quota",), True, delete_returns_object=True),
     _rt("", "LimitRange", "limitranges", True, ("limits",)),
     _rt("", "Event", "events", True, ("ev",)),
     _rt("apps", "Deployment", "deployments", True, ("deploy",), True, categories=("all",)),
@@ -83,7 +86,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", False),
     _rt("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", False),
     _rt("networking.k8s.io", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
-    _rt("storage.k8s.io", "StorageClass", "storageclasses", False, ("sc",)),
+    _rt("storage.k8s.io", "StorageClass", "storageclasses", False, ("sc",), delete_returns_object=True),
     _rt("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
         verbs=("create",)),
     _rt("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False,
@@ -104,7 +107,7 @@ def resource_type_from_crd(crd: dict[str, Any]) -> ResourceType:
         plural=names["plural"], namespaced=spec.get("scope", "Namespaced") == "Namespaced",
         singular=names.get("singular") or names["kind"].lower(),
         short_names=tuple(names.get("shortNames") or ()), status_subresource=status,
-        categories=tuple(names.get("categories") or ()), custom=True, schemas=schemas,
+        categories=tuple(names.get("categories") or ()), custom=True, delete_returns_object=True, schemas=schemas,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from typing import Any
 
 import yaml
@@ -227,7 +228,7 @@ class KubeApi:
                                   "metadata": {}, "items": [t.present(g) for g in gone]})
         obj = self.store.delete(rt.group, rt.plural, t.name, t.namespace or None, dry_run=dry,
                                 precondition_rv=pre.get("resourceVersion"), precondition_uid=pre.get("uid"))
-        if rt.custom or rt.key == ("", "namespaces") or obj["metadata"].get("finalizers"):
+        if rt.delete_returns_object or obj["metadata"].get("finalizers"):
             return json_response(t.present(obj))
         details = {"name": t.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
         if rt.group:
@@ -284,17 +285,21 @@ def build_app(store: Store, *, name: str, exec_handler: ExecHandler | None = Non
     return app
 
 
-async def start_kube_api(app: web.Application, host: str = "127.0.0.1",
-                         port: int = 0) -> tuple[web.AppRunner, str]:
-    """Start ``app`` on ``host:port`` (0 = any free port); returns the runner and ``http://host:port``."""
+async def start_kube_api(app: web.Application, host: str = "127.0.0.1", port: int = 0,
+                         ssl_context: ssl.SSLContext | None = None) -> tuple[web.AppRunner, str]:
+    """Start ``app`` on ``host:port`` (0 = any free port); returns the runner and its base URL.
+
+    Plain HTTP by default; pass ``ssl_context`` (see :mod:`lab.kubeapi.tls`) for
+    HTTPS, which kubectl needs before it sends a bearer token.
+    """
     runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     server = site._server
     assert server is not None and server.sockets  # type: ignore[attr-defined]
     bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    return runner, f"http://{host}:{bound}"
+    return runner, f"{'https' if ssl_context else 'http'}://{host}:{bound}"
 
 
 
