@@ -140,7 +140,7 @@ def onboard(
         if not wait:
             emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
             return
-        status = await wait_for_plan(api, handle.id)
+        status = await api.wait_for_plan(handle.id)
         if output == "json":
             emit(status.model_dump(mode="json"), output)
             return
@@ -148,22 +148,6 @@ def onboard(
             print_plan(console, status.plan)
         console.print(status_view(handle.id, status))
     run(go())
-
-
-async def wait_for_plan(api: TenantflowClient, workflow_id: str, timeout_s: float = 300) -> Any:
-    """Poll the status query until the plan is published or the run ends."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        status = await api.status(workflow_id)
-        if status.plan_hash or status.stage.startswith(("preflight-failed", "completed", "rolled-back")):
-            return status
-        described = await api.handle(workflow_id).describe()
-        if described.status is not None and described.status.name != "RUNNING":
-            await api.result(workflow_id)
-        if loop.time() > deadline:
-            raise TimeoutError(f"no plan from {workflow_id} after {timeout_s}s")
-        await asyncio.sleep(0.2)
 
 
 @app.command()
@@ -242,6 +226,16 @@ def list_runs(
                  "started": str(r.start_time)} for r in await api.list_runs(query)]
         emit(rows, output)
     run(go())
+
+
+@app.command()
+def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
+    """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""
+    from starter.demo import demo as run_demo
+
+    outcome = run(run_demo(state_dir.resolve(), console))
+    if outcome.status != "completed":
+        raise typer.Exit(EXIT_RUN_FAILED)
 
 
 lab_app = typer.Typer(help="The lab: local stand-ins for every system the workflows drive.")

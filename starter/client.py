@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecution, WorkflowHandle
@@ -74,6 +75,22 @@ class TenantflowClient:
     async def status(self, workflow_id: str) -> RunStatus:
         result: RunStatus = await self.handle(workflow_id).query("status", result_type=RunStatus)
         return result
+
+    async def wait_for_plan(self, workflow_id: str, timeout_s: float = 300) -> RunStatus:
+        """Poll ``status`` until the plan is published; raise the run's failure if it ends first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            status = await self.status(workflow_id)
+            if status.plan_hash:
+                return status
+            described = await self.handle(workflow_id).describe()
+            if described.status is not None and described.status.name != "RUNNING":
+                await self.result(workflow_id)
+                return status
+            if loop.time() > deadline:
+                raise TimeoutError(f"no plan from {workflow_id} after {timeout_s}s")
+            await asyncio.sleep(0.2)
 
     async def approve(self, workflow_id: str, plan_hash: str, approver: str = "operator",
                       comment: str = "") -> str:

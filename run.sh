@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The two commands of tenantflow, from nothing:
+#   ./run.sh demo   install what is needed, start the Temporal dev server and the lab,
+#                   onboard examples/tenant-foo.yaml end to end, print the handover sheet
+#   ./run.sh test   install what is needed, then lint, type-check and run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+
+setup() {
+  if [ "$(id -u)" = 0 ]; then
+    bash scripts/install-system-packages.sh >/dev/null
+  fi
+  local py
+  py=$(command -v python3.11 || command -v python3)
+  [ -x .venv/bin/python ] || "$py" -m venv .venv
+  local stamp=.venv/.tenantflow-installed
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+    touch "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  demo)
+    setup
+    exec .venv/bin/tenantflow demo "${@:2}"
+    ;;
+  test)
+    setup
+    .venv/bin/ruff check .
+    .venv/bin/mypy
+    exec .venv/bin/pytest "${@:2}"
+    ;;
+  *)
+    echo "usage: $0 demo|test [args...]" >&2
+    exit 2
+    ;;
+esac
