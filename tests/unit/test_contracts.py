@@ -82,7 +82,7 @@ def test_bad_tenant_contracts_name_the_field(label: str, data: dict[str, Any], e
 
 def test_missing_kubeconfig_is_explained(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TENANTFLOW_KUBECONFIG", raising=False)
-    with pytest.raises(ContractError, match="cluster.kubeconfig is missing; set it in the file, pass --kubeconfig"):
+    with pytest.raises(ContractError, match=r"cluster\.kubeconfig is missing; set it in the file, pass --kubeconfig"):
         parse_contract(TenantContract, tenant_data(), "tenant-foo.yaml")
 
 
