@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import structlog
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 from lab.endpoints import read_env_file
@@ -28,17 +29,18 @@ def load_env_file(settings: WorkerSettings) -> None:
         os.environ.setdefault(key, value)
 
 
-async def run_worker(settings: WorkerSettings, stop: asyncio.Event | None = None) -> None:
-    load_env_file(settings)
-    runtime = runtime_with_metrics(settings.metrics_port) if settings.metrics_port else None
-    client = await connect(settings, runtime)
-    stop = stop or asyncio.Event()
+def stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            break
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Client | None = None) -> None:
+    """Poll ``settings.task_queue`` until ``stop`` is set, then drain in-flight tasks."""
+    load_env_file(settings)
+    if client is None:
+        runtime = runtime_with_metrics(settings.metrics_port) if settings.metrics_port else None
+        client = await connect(settings, runtime)
     with ThreadPoolExecutor(max_workers=settings.max_concurrent_activities) as pool:
         worker = Worker(client, task_queue=settings.task_queue, workflows=WORKFLOWS, activities=ACTIVITIES,
                         activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
@@ -54,4 +56,10 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event | None = None
 def main() -> None:
     settings = WorkerSettings()
     worker_logging.configure(settings.log_format, settings.log_level)
-    asyncio.run(run_worker(settings))
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        stop_on_signals(stop)
+        await run_worker(settings, stop)
+
+    asyncio.run(serve())

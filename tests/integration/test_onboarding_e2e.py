@@ -1,0 +1,62 @@
+"""The main job against the lab and the real Temporal dev server: onboard tenant-foo end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from temporalio.testing import WorkflowEnvironment
+
+from lab.endpoints import LabEndpoints
+from models.onboarding import OnboardingResult
+from starter.contracts import load_tenant
+from tests.labfixture import journal_writes, lab_worker, reset_journals
+from tests.workflow.contract import EXAMPLES
+
+
+def sh(lab: LabEndpoints, *argv: str) -> str:
+    done = subprocess.run(list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True,
+                          timeout=60, check=True)
+    return done.stdout
+
+
+async def onboard(api: object, contract: object) -> OnboardingResult:
+    from starter.client import TenantflowClient
+
+    assert isinstance(api, TenantflowClient)
+    handle = await api.start_onboarding(contract)  # type: ignore[arg-type]
+    status = await api.wait_for_plan(handle.id)
+    assert status.plan_hash, status
+    await api.approve(handle.id, status.plan_hash)
+    result: OnboardingResult = await handle.result()
+    return result
+
+
+async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
+        dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    async with lab_worker(dev_env.client, lab) as api:
+        result = await onboard(api, contract)
+        assert result.status == "completed", result.message
+        assert result.handover is not None
+        assert "Login host: login.tenant-foo.example.internal (port 22)" in result.handover.markdown
+        assert "Slurm account:    ml-team-foo" in result.handover.markdown
+
+        kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster"]
+        nodes = sh(lab, *kubectl, "get", "nodes", "-l", "reserved.tenant=tenant-foo", "-o", "name").split()
+        assert len(nodes) == 8
+        labels = sh(lab, *kubectl, "get", "namespace", "tenant-foo", "-o",
+                    "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}")
+        assert labels == "restricted"
+        ldap = sh(lab, "ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w",
+                  lab.ldap_bind_password, "-b", lab.ldap_base_dn, "(uid=alice)", "uidNumber", "gidNumber", "memberOf")
+        assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
+        assoc = sh(lab, "sacctmgr", "show", "assoc", "account=tenant-foo", "format=account,user,fairshare,grptres,grpjobs",
+                   "-P", "-n")
+        assert "tenant-foo||300|gres/gpu=64|200" in assoc
+
+        reset_journals(lab)
+        again = await onboard(api, contract)
+        assert again.status == "completed"
+        assert all(not r.wrote for r in again.applied), [r for r in again.applied if r.wrote]
+        assert sum(journal_writes(lab).values()) == 0, journal_writes(lab)

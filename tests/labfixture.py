@@ -1,0 +1,80 @@
+"""The whole lab and a real worker for integration tests: started once per session, stopped by PID."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+
+from activities.settings import settings as service_settings
+from lab.endpoints import LabEndpoints
+from starter.client import TenantflowClient
+from worker.config import WorkerSettings
+from worker.run import run_worker
+
+
+def lab_services(lab: LabEndpoints) -> dict[str, str]:
+    """Base URL of every HTTP stand-in, by name."""
+    urls = {f"kube-{context}": url for context, url in lab.kube_urls.items()}
+    return urls | {"authentik": lab.authentik_url, "weka": lab.weka_url}
+
+
+def _client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, verify=False, timeout=10)
+
+
+def journal_writes(lab: LabEndpoints) -> dict[str, int]:
+    """Successful writes each stand-in has seen since the last reset."""
+    counts: dict[str, int] = {}
+    for name, url in lab_services(lab).items():
+        with _client(url) as http:
+            entries = http.get("/_lab/requests").json()["requests"]
+        counts[name] = sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
+                           and e["injected"] is None and 200 <= e["status"] < 300)
+    return counts
+
+
+def reset_journals(lab: LabEndpoints) -> None:
+    for url in lab_services(lab).values():
+        with _client(url) as http:
+            http.delete("/_lab/requests")
+
+
+def snapshot(lab: LabEndpoints) -> dict[str, Any]:
+    """The state of every HTTP stand-in."""
+    result: dict[str, Any] = {}
+    for name, url in lab_services(lab).items():
+        with _client(url) as http:
+            result[name] = http.get("/_lab/snapshot").json()
+    return result
+
+
+def use_lab_env(lab: LabEndpoints) -> None:
+    os.environ.update(lab.to_env())
+    service_settings.cache_clear()
+
+
+@asynccontextmanager
+async def lab_worker(client: Client, lab: LabEndpoints) -> AsyncIterator[TenantflowClient]:
+    """A real worker (every workflow and activity) on a private task queue, pointed at the lab."""
+    use_lab_env(lab)
+    queue = f"it-{uuid.uuid4().hex[:8]}"
+    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_worker(settings, stop, client=client))
+    try:
+        yield TenantflowClient(client, queue)
+    finally:
+        stop.set()
+        await task
+
+
+def lab_dir(base: Path) -> Path:
+    return base / "lab"
