@@ -55,7 +55,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
                      partitions_file=config.partitions_file, ldap_url=config.ldap_url,
                      ldap_bind_dn=config.ldap_bind_dn, ldap_bind_password=config.ldap_bind_password)
     for context, store in stores.items():
-        seed_cluster(store, context)
+        seed_cluster(store, context, ldap_bind_password=config.ldap_bind_password)
     cert = self_signed()
     ca_file = config.state_dir / "kube-ca.pem"
     ca_file.write_bytes(cert.cert_pem)

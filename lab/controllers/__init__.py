@@ -9,5 +9,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from lab.context import LabContext
+from lab.controllers import login, reservation, slurm
 
-CONTROLLERS: list[Callable[[LabContext], Awaitable[None]]] = []
+CONTROLLERS: list[Callable[[LabContext], Awaitable[None]]] = [reservation.run, login.run, slurm.run]
