@@ -97,7 +97,7 @@ def census(nodes: list[dict[str, Any]], reservations: list[dict[str, Any]],
         labels = node["metadata"].get("labels") or {}
         out.gpus[name] = _gpu_capacity(node)
         holder = labels.get(manifests.RESERVED_LABEL)
-        if name in own_nodes:
+        if name in own_nodes and (name not in claims or holder == contract.slug):
             out.ours.append(name)
         elif name in claims:
             out.reserved[name] = claims[name]
@@ -124,6 +124,11 @@ def _choose(contract: TenantContract, found: NodeCensus, own: dict[str, Any] | N
     need = cap.node_count
     if own is not None:
         chosen = sorted((own.get("spec") or {}).get("reservedNodes") or [])
+        held = [_error("capacity.nodes", f"node {node} of Reservation {contract.reservation_name} is also held by "
+                       f"{found.reserved[node]}", "release it from the other Reservation, or offboard this tenant "
+                       "and re-run with other nodes") for node in chosen if node in found.reserved]
+        if held:
+            return chosen, held
         if cap.nodes is not None and sorted(cap.nodes) != chosen:
             return chosen, [_error("capacity.nodes", f"Reservation {contract.reservation_name} already holds "
                                    f"{', '.join(chosen)}, not the contract's {', '.join(sorted(cap.nodes))}",

@@ -43,7 +43,11 @@ def gpu_node(name: str, *, ready: bool = True, cordoned: bool = False, sku: str 
             "allocatable": {"cpu": "126", "memory": "2000Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
             "conditions": [{"type": "Ready", "status": "True" if ready else "False",
                             "reason": "KubeletReady" if ready else "KubeletNotReady"}],
-            "nodeInfo": {"kubeletVersion": "v1.30.4+rke2r1"},
+            "nodeInfo": {"architecture": "amd64", "bootID": f"boot-{name}", "machineID": f"machine-{name}",
+                         "systemUUID": f"uuid-{name}", "containerRuntimeVersion": "containerd://1.7.17-k3s1",
+                         "kernelVersion": "6.8.0-45-generic", "kubeProxyVersion": "v1.30.4+rke2r1",
+                         "kubeletVersion": "v1.30.4+rke2r1", "operatingSystem": "linux",
+                         "osImage": "Ubuntu 24.04.1 LTS"},
         },
     }
     return node

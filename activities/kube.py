@@ -1,0 +1,120 @@
+"""Kubernetes layer (runbook step 3): namespace, quota and limits, ReservationBinding, NetworkPolicy, RBAC.
+
+Each apply step ensures the objects of :mod:`activities.manifests` for its runbook
+sub-step; ``kube.undo`` removes what a step created (deleting the namespace deletes
+its contents, and the saga undoes the namespace step last) and puts back what it
+changed or adopted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import activity
+
+from activities import kubeensure, manifests
+from activities.kubeensure import KubeObjects, describe
+from activities.manifests import Manifest
+from activities.settings import settings
+from models.onboarding import StepInput, StepResult, UndoInput
+from models.plan import PlanStep
+from models.results import EnsureResult, Finding, Severity
+from models.tenant import TenantContract
+
+LAYER = "kube"
+
+
+def step_manifests(contract: TenantContract) -> dict[str, list[Manifest]]:
+    """The objects of each apply step, in the order they are written."""
+    return {
+        "namespace": [manifests.namespace(contract)],
+        "quota": [manifests.resource_quota(contract), manifests.limit_range(contract)],
+        "binding": [manifests.reservation_binding(contract)],
+        "network_policy": [manifests.deny_all_policy(contract), manifests.allow_policy(contract)],
+        "rbac": [manifests.admins_role_binding(contract)] if contract.admins_group else [],
+    }
+
+
+def _detail(obj: Manifest) -> dict[str, object]:
+    kind = obj["kind"]
+    if kind == "Namespace":
+        return {"labels": obj["metadata"]["labels"]}
+    if kind == "ResourceQuota":
+        return {"hard": obj["spec"]["hard"]}
+    if kind == "LimitRange":
+        return {"limits": obj["spec"]["limits"]}
+    if kind == "RoleBinding":
+        return {"group": obj["subjects"][0]["name"], "clusterRole": obj["roleRef"]["name"]}
+    return dict(obj.get("spec") or {})
+
+
+def _error(check: str, message: str, fix: str) -> Finding:
+    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
+
+
+@activity.defn(name="kube.preflight")
+def preflight(inp: StepInput) -> StepResult:
+    """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    findings: list[Finding] = []
+    namespace_exists = objs.get("Namespace", contract.namespace) is not None
+    for step, objects in step_manifests(contract).items():
+        for obj in objects:
+            if step == "namespace" or not namespace_exists:
+                continue
+            meta = obj["metadata"]
+            existing = objs.get(obj["kind"], meta["name"], meta.get("namespace"))
+            other = kubeensure.foreign_owner(existing, contract.slug) if existing else None
+            if other:
+                findings.append(_error(f"kube.{step}", f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
+                                       f"already exists and belongs to {other}", "remove it or choose another slug"))
+    for ns in sorted({*manifests.EGRESS_NAMESPACES, *manifests.ALLOWED_PEER_NAMESPACES}):
+        if objs.get("Namespace", ns) is None:
+            findings.append(_error("kube.namespaces", f"namespace {ns} does not exist, so the tenant NetworkPolicy "
+                                   f"would allow traffic to nothing there", f"create the platform namespace {ns}"))
+    cfg = settings()
+    if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
+        findings.append(_error("kube.ldap_bind_secret", f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
+                               f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
+                               "'ldap_simple_bind: Invalid credentials'",
+                               "create it in the auth namespace or set LDAP_BIND_SECRET[_NAMESPACE]; never put the "
+                               "password in chart values"))
+    if contract.admins_group and objs.get("ClusterRole", "edit") is None:
+        findings.append(_error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
+    return StepResult(facts=inp.facts, findings=findings)
+
+
+@activity.defn(name="kube.plan")
+def plan(inp: StepInput) -> list[PlanStep]:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    return [kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(obj))
+            for objects in step_manifests(contract).values() for obj in objects]
+
+
+def _apply(step: str) -> Callable[[StepInput], StepResult]:
+    def apply(inp: StepInput) -> StepResult:
+        contract = inp.contract
+        objs = KubeObjects(contract.cluster)
+        results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id)
+                   for obj in step_manifests(contract)[step]]
+        return StepResult(results=results, facts=inp.facts)
+    apply.__name__ = step
+    apply.__doc__ = f"Ensure the objects of the {step} step (see :func:`step_manifests`)."
+    return apply
+
+
+namespace = activity.defn(name="kube.namespace")(_apply("namespace"))
+quota = activity.defn(name="kube.quota")(_apply("quota"))
+binding = activity.defn(name="kube.binding")(_apply("binding"))
+network_policy = activity.defn(name="kube.network_policy")(_apply("network_policy"))
+rbac = activity.defn(name="kube.rbac")(_apply("rbac"))
+
+
+@activity.defn(name="kube.undo")
+def undo(inp: UndoInput) -> list[EnsureResult]:
+    return kubeensure.undo(KubeObjects(inp.contract.cluster), LAYER, inp.results, inp.contract.slug)
+
+
+ACTIVITIES = [preflight, plan, namespace, quota, binding, network_policy, rbac, undo]

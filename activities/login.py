@@ -1,0 +1,199 @@
+"""Login layer (runbook step 5): the SSH keys Secret, the login pod release, and its identity checks.
+
+``login.release`` ensures the ``<slug>-authorized-keys`` Secret (one key per username,
+public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password by Secret
+name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
+and Ready. ``login.verify`` execs into ``login-<slug>-0`` as runbook 5b does: ``getent
+passwd`` for every user (pre-warming nslcd's cache; uid/gid must match what identity
+learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import kubeclient, kubeensure, manifests
+from activities.errors import fail
+from activities.kubeensure import KubeObjects
+from activities.manifests import Manifest
+from activities.settings import settings
+from models.onboarding import StepInput, StepResult, UndoInput
+from models.plan import PlanStep
+from models.results import EnsureResult, Finding, Severity
+from models.tenant import TenantContract
+
+LAYER = "login"
+MAX_POLL_S = 5.0
+KEYS_DIR = "/etc/ssh/authorized_keys.d/"
+
+
+def release_manifest(contract: TenantContract) -> Manifest:
+    cfg = settings()
+    return manifests.login_release(
+        contract, ldap_uri=cfg.ldap_outpost_uri, ldap_base_dn=cfg.ldap_base_dn, ldap_bind_dn=cfg.ldap_bind_dn,
+        bind_password_secret=cfg.ldap_bind_secret,
+        slurm_controller_host=f"{cfg.slurm_controller}.{cfg.slurm_namespace}.svc")
+
+
+def _objects(contract: TenantContract) -> list[Manifest]:
+    return [manifests.authorized_keys_secret(contract), release_manifest(contract)]
+
+
+@activity.defn(name="login.plan")
+def plan(inp: StepInput) -> list[PlanStep]:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    secret, release = _objects(contract)
+    values = release["spec"]["values"]
+    return [
+        kubeensure.plan_step(objs, LAYER, secret, contract.slug, {"users": sorted(secret["data"])}),
+        kubeensure.plan_step(objs, LAYER, release, contract.slug, {
+            "chart": release["spec"]["chart"], "replicas": values["replicas"], "hostname": contract.login_hostname,
+            "bindPasswordSecret": values["ldap"]["bindPasswordSecret"], "sshKeysSecret": values["sshKeysSecret"],
+            "slurmControllerHost": values["slurm"]["controllerHost"]}),
+    ]
+
+
+def _ready(pod: Manifest) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
+    states: dict[str, bool] = {}
+    for name in manifests.login_pod_names(contract):
+        pod = objs.get("Pod", name, contract.namespace)
+        states[name] = pod is not None and _ready(pod)
+    return states
+
+
+@activity.defn(name="login.release")
+def release(inp: StepInput) -> StepResult:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(contract)]
+    delay = settings().poll_interval_s
+    while not all((states := _pod_states(objs, contract)).values()):
+        activity.heartbeat({"pods": states})
+        time.sleep(delay)
+        delay = min(delay * 1.5, MAX_POLL_S)
+    return StepResult(results=results, facts=inp.facts)
+
+
+def _exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, argv)
+
+
+def _error(check: str, message: str, fix: str) -> Finding:
+    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
+
+
+def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
+    contract = inp.contract
+    findings: list[Finding] = []
+    for user in contract.usernames:
+        out = _exec(contract, pod, ["getent", "passwd", user])
+        fields = out.stdout.strip().split(":")
+        if out.exit_code != 0 or len(fields) < 7:
+            findings.append(_error("login.getent_passwd", f"getent passwd {user} on {pod} found nothing "
+                                   f"(exit {out.exit_code})", "check the LDAP outpost and nslcd on the login pod; "
+                                   "if only some users fail, raise the nslcd cache TTL (outpost rate limit)"))
+            continue
+        known = inp.facts.users.get(user)
+        if known and (fields[2], fields[3]) != (str(known.uid_number), str(known.gid_number)):
+            findings.append(_error("login.getent_passwd", f"{user} is uid {fields[2]} gid {fields[3]} on {pod} but "
+                                   f"{known.uid_number}/{known.gid_number} in LDAP",
+                                   "restart nslcd on the login pod (pkill -HUP nslcd): its cache or property "
+                                   "mapping differs"))
+    return findings
+
+
+def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
+    contract = inp.contract
+    out = _exec(contract, pod, ["getent", "group", contract.slug])
+    fields = out.stdout.strip().split(":")
+    if out.exit_code != 0 or len(fields) < 4:
+        return [_error("login.getent_group", f"getent group {contract.slug} on {pod} found nothing",
+                       "check the Authentik group and the outpost's group search base")]
+    findings: list[Finding] = []
+    if inp.facts.group_gid is not None and fields[2] != str(inp.facts.group_gid):
+        findings.append(_error("login.getent_group", f"group {contract.slug} has gid {fields[2]} on {pod} but "
+                               f"{inp.facts.group_gid} in Authentik", "fix the gidNumber property mapping"))
+    missing = sorted(set(contract.usernames) - set(filter(None, fields[3].split(","))))
+    if missing:
+        findings.append(_error("login.getent_group", f"group {contract.slug} on {pod} lacks {', '.join(missing)}",
+                               "add the users to the Authentik group"))
+    return findings
+
+
+def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
+    out = _exec(contract, pod, ["ls", KEYS_DIR])
+    listed = set(out.stdout.split())
+    if out.exit_code != 0 or not listed:
+        return [_error("login.authorized_keys", f"authorized_keys is empty on {pod} ({KEYS_DIR} lists nothing)",
+                       f"sync the Secret {manifests.authorized_keys_secret_name(contract)} from Authentik's ssh_keys, "
+                       "check it, then restart the login pod to refresh the projected volume")]
+    missing = sorted(set(contract.usernames) - listed)
+    return [_error("login.authorized_keys", f"no authorized_keys on {pod} for {', '.join(missing)}",
+                   f"add their keys to the Secret {manifests.authorized_keys_secret_name(contract)} and restart "
+                   "the login pod")] if missing else []
+
+
+def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
+    out = _exec(contract, pod, ["sinfo", "-p", contract.slug])
+    if out.exit_code != 0 or contract.slug not in out.stdout:
+        detail = out.stderr.strip() or out.stdout.strip() or f"exit {out.exit_code}"
+        return [_error("login.sinfo", f"sinfo -p {contract.slug} on {pod} failed: {detail}",
+                       "check that slurmctld is reachable from the tenant namespace and the partition exists")]
+    return []
+
+
+def checks(inp: StepInput) -> list[Finding]:
+    """Runbook 5b on the first login pod; an ok finding when everything passed."""
+    contract = inp.contract
+    pod = manifests.login_pod_names(contract)[0]
+    findings = (_passwd_findings(inp, pod) + _group_findings(inp, pod) + _keys_findings(contract, pod)
+                + _sinfo_findings(contract, pod))
+    if not findings:
+        findings.append(Finding(check="login.verify", ok=True, severity=Severity.info,
+                                message=f"{pod}: {len(contract.users)} users resolve, group {contract.slug}, "
+                                        "authorized_keys present, sinfo answers"))
+    return findings
+
+
+@activity.defn(name="login.verify")
+def verify(inp: StepInput) -> StepResult:
+    findings = checks(inp)
+    errors = [f for f in findings if not f.ok]
+    if errors:
+        raise fail("VerificationFailed", "login pod checks failed: " + "; ".join(
+            f"{f.message} (fix: {f.fix})" for f in errors))
+    return StepResult(facts=inp.facts, findings=findings)
+
+
+@activity.defn(name="login.undo")
+def undo(inp: UndoInput) -> list[EnsureResult]:
+    """Delete the release and Secret we created; wait until the chart's pods are gone."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
+    if inp.step != "release" or objs.get("HelmRelease", manifests.login_release_name(contract),
+                                         contract.namespace) is not None:
+        return done
+    delay = settings().poll_interval_s
+    for _ in range(20):
+        left = [name for name in manifests.login_pod_names(contract)
+                if objs.get("Pod", name, contract.namespace) is not None]
+        if not left:
+            return done
+        activity.heartbeat({"pods_left": left})
+        time.sleep(delay)
+        delay = min(delay * 1.5, MAX_POLL_S)
+    raise ApplicationError(f"login pods {', '.join(left)} are still there", type="Unavailable")
+
+
+ACTIVITIES = [plan, release, verify, undo]

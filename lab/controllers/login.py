@@ -1,0 +1,216 @@
+"""The lab's stand-in for the ``sunk-login`` chart controller: HelmRelease ``login-*`` -> login pods.
+
+On a HelmRelease named ``login-<slug>`` it creates the pods ``login-<slug>-0..replicas-1``
+(Running and Ready, labelled ``app=login`` and ``app.kubernetes.io/managed-by=<tenant>``)
+and a LoadBalancer Service carrying the chart's annotations, marks the release Deployed,
+and registers an exec handler for the pods. When the release goes, so do they.
+
+The exec handler is a documented stand-in for the login pod's userland, answering only:
+
+* ``getent passwd <user>`` / ``getent group <name>`` from the real slapd (what nslcd does),
+  formatted like getent; exit 2 when the key is not found;
+* ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
+  release's ``sshKeysSecret`` (what the projected volume shows);
+* ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+from typing import Any
+
+from ldap3 import SUBTREE
+from ldap3.utils.conv import escape_filter_chars
+
+from lab.context import LabContext
+from lab.daemons import ldap_tree
+from lab.kubeapi.errors import ApiError
+from lab.kubeapi.store import ObjectKey, Store
+
+CONTEXT = "tenant-cluster"
+GROUP = "helm.example.io"
+PREFIX = "login-"
+KEYS_DIR = "/etc/ssh/authorized_keys.d"
+MERGE = "application/merge-patch+json"
+Obj = dict[str, Any]
+ExecReply = tuple[str, str, int]
+
+
+def _pod(release: Obj, index: int) -> Obj:
+    values = release["spec"].get("values") or {}
+    name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{name}-{index}", "namespace": ns, "labels": {
+            "app": "login", "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/managed-by": str(values.get("tenant", ns))}},
+        "spec": {"hostname": f"{name}-{index}", "containers": [
+            {"name": "sshd", "image": "sunk-login", "ports": [{"containerPort": 22}]}]},
+    }
+
+
+def _service(release: Obj) -> Obj:
+    values = release["spec"].get("values") or {}
+    service = values.get("service") or {}
+    name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": ns, "annotations": dict(service.get("annotations") or {})},
+            "spec": {"type": service.get("type", "LoadBalancer"), "selector": {"app.kubernetes.io/instance": name},
+                     "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}]}}
+
+
+class LoginReleases:
+    """Keeps the login pods and Service of every ``login-*`` HelmRelease."""
+
+    def __init__(self, ctx: LabContext) -> None:
+        self.ctx = ctx
+        self.store: Store = ctx.stores[CONTEXT]
+
+    def reconcile(self, release: Obj) -> None:
+        ns = release["metadata"]["namespace"]
+        replicas = int((release["spec"].get("values") or {}).get("replicas", 1))
+        wanted = {_pod(release, i)["metadata"]["name"]: _pod(release, i) for i in range(replicas)}
+        prefix = f"{release['metadata']['name']}-"
+        for pod in self.store.list("", "pods", ns, label_selector=f"app.kubernetes.io/instance="
+                                   f"{release['metadata']['name']}"):
+            if pod["metadata"]["name"] not in wanted:
+                self.store.delete("", "pods", pod["metadata"]["name"], ns)
+        for name, pod in wanted.items():
+            if not self._exists("", "pods", name, ns):
+                self.store.create(pod)
+                self.store.patch("", "pods", name, {"status": {
+                    "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}, MERGE,
+                    namespace=ns, subresource="status")
+        if not self._exists("", "services", release["metadata"]["name"], ns):
+            self.store.create(_service(release))
+        self.ctx.register_exec(CONTEXT, ns, prefix, self.exec)
+        status = {"phase": "Deployed", "readyReplicas": replicas,
+                  "observedGeneration": release["metadata"].get("generation", 1)}
+        if release.get("status") != status:
+            self.store.patch(GROUP, "helmreleases", release["metadata"]["name"], {"status": status}, MERGE,
+                             namespace=ns, subresource="status")
+
+    def remove(self, release: Obj) -> None:
+        name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
+        for pod in self.store.list("", "pods", ns, label_selector=f"app.kubernetes.io/instance={name}"):
+            self._delete("", "pods", pod["metadata"]["name"], ns)
+        self._delete("", "services", name, ns)
+
+    def _exists(self, group: str, resource: str, name: str, ns: str) -> bool:
+        try:
+            self.store.get(group, resource, name, ns)
+        except ApiError:
+            return False
+        return True
+
+    def _delete(self, group: str, resource: str, name: str, ns: str) -> None:
+        with contextlib.suppress(ApiError):
+            self.store.delete(group, resource, name, ns)
+
+    def _release_for(self, namespace: str, pod: str) -> Obj | None:
+        for release in self.store.list(GROUP, "helmreleases", namespace):
+            if pod.startswith(f"{release['metadata']['name']}-"):
+                return release
+        return None
+
+    async def exec(self, namespace: str, pod: str, container: str | None, argv: list[str],
+                   stdin: bytes) -> ExecReply:
+        release = self._release_for(namespace, pod)
+        if release is None or not self._exists("", "pods", pod, namespace):
+            return "", f"pods \"{pod}\" not found\n", 1
+        values = release["spec"].get("values") or {}
+        match argv:
+            case ["getent", "passwd", user]:
+                return await asyncio.to_thread(self._getent_passwd, user)
+            case ["getent", "group", name]:
+                return await asyncio.to_thread(self._getent_group, name)
+            case ["ls", path] if path.rstrip("/") == KEYS_DIR:
+                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                return "".join(f"{user}\n" for user in sorted(keys)), "", 0
+            case ["cat", path] if path.startswith(KEYS_DIR + "/"):
+                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                user = path.removeprefix(KEYS_DIR + "/")
+                if user not in keys:
+                    return "", f"cat: {path}: No such file or directory\n", 1
+                return keys[user], "", 0
+            case ["sinfo", *_]:
+                return await self._sinfo(argv)
+        return "", f"{argv[0] if argv else 'sh'}: command not found (lab login pod stand-in)\n", 127
+
+    def _keys(self, namespace: str, secret: str) -> dict[str, str]:
+        try:
+            data = self.store.get("", "secrets", secret, namespace).get("data") or {}
+        except ApiError:
+            return {}
+        return {key: base64.b64decode(value).decode() for key, value in data.items()}
+
+    def _search(self, base: str, query: str, attributes: list[str]) -> list[Any]:
+        if not self.ctx.ldap_url:
+            raise ConnectionError("no LDAP outpost configured in the lab")
+        with ldap_tree.connect(self.ctx.ldap_url, self.ctx.ldap_bind_dn, self.ctx.ldap_bind_password) as conn:
+            conn.search(base, query, search_scope=SUBTREE, attributes=attributes)
+            return list(conn.entries)
+
+    def _getent_passwd(self, user: str) -> ExecReply:
+        try:
+            query = f"(&(objectClass=posixAccount)(uid={escape_filter_chars(user)}))"
+            entries = self._search(ldap_tree.USERS_DN, query,
+                                   ["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"])
+        except Exception as exc:  # nslcd reports any LDAP failure as "not found" plus a log line
+            return "", f"nslcd: {exc}\n", 2
+        if not entries:
+            return "", "", 2
+        e = entries[0]
+        return (f"{e.uid.value}:x:{e.uidNumber.value}:{e.gidNumber.value}:{e.displayName.value or ''}:"
+                f"{e.homeDirectory.value}:/bin/bash\n", "", 0)
+
+    def _getent_group(self, name: str) -> ExecReply:
+        try:
+            query = f"(&(objectClass=posixGroup)(cn={escape_filter_chars(name)}))"
+            entries = self._search(ldap_tree.BASE_DN, query, ["cn", "gidNumber", "member"])
+        except Exception as exc:
+            return "", f"nslcd: {exc}\n", 2
+        if not entries:
+            return "", "", 2
+        e = entries[0]
+        members = [str(dn).split(",", 1)[0].split("=", 1)[1] for dn in e.member.values]
+        return f"{e.cn.value}:*:{e.gidNumber.value}:{','.join(members)}\n", "", 0
+
+    async def _sinfo(self, argv: list[str]) -> ExecReply:
+        if not self.ctx.slurm_env:
+            return "", "sinfo: error: Slurm is not running in this lab (no SLURM_CONF)\n", 1
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE,
+                                                    env={**os.environ, **self.ctx.slurm_env})
+        out, err = await proc.communicate()
+        return out.decode(), err.decode(), proc.returncode or 0
+
+
+async def run(ctx: LabContext) -> None:
+    """Follow HelmRelease events on the tenant cluster."""
+    store = ctx.stores[CONTEXT]
+    releases = LoginReleases(ctx)
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
+
+    def on_event(event_type: str, key: ObjectKey, obj: Obj) -> None:
+        if (key.group, key.resource) == (GROUP, "helmreleases") and key.name.startswith(PREFIX):
+            loop.call_soon_threadsafe(queue.put_nowait, (event_type, obj))
+
+    unsubscribe = store.subscribe(on_event, replay=True)
+    try:
+        while True:
+            event_type, obj = await queue.get()
+            try:
+                if event_type == "DELETED":
+                    releases.remove(obj)
+                elif not obj["metadata"].get("deletionTimestamp"):
+                    releases.reconcile(store.get(GROUP, "helmreleases", obj["metadata"]["name"],
+                                                 obj["metadata"]["namespace"]))
+            except ApiError:
+                continue
+    finally:
+        unsubscribe()
