@@ -1,0 +1,206 @@
+"""The lab's Konduktor Hub: one-shot redemption, WorkerCluster conditions, cordon and MultiKueue-style dispatch.
+
+* :func:`redeem` checks a blob's Ed25519 signature against the BootstrapEnrollment's
+  ``spec.publicKey``, refuses a blob already used (``status.usedAt`` set), sets
+  ``usedAt`` and creates the WorkerCluster (uncordoned, like the real Hub).
+* The reconciler computes the four Kueue-style conditions of every WorkerCluster
+  from what the worker agent reports over the "tunnel" (annotations
+  :data:`HEARTBEAT` and :data:`CONFIG_REPORT`): ``Registered`` (enrollment
+  redeemed), ``Connected`` (heartbeat seen), ``WorkerConfigured`` (the agent applied
+  the current generation), ``DispatchReady`` (connected, configured, not cordoned).
+* JobSets created on the Hub with a ``kueue.x-k8s.io/queue-name`` label are
+  dispatched to a DispatchReady worker of their namespace (copied there with
+  ``kueue.x-k8s.io/multikueue-origin=hub``) and their status is synced back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from lab.context import LabContext
+from lab.kubeapi.errors import ApiError
+from lab.kubeapi.store import Store, now
+from models.enrollment_run import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
+
+HUB_CONTEXT = "hub"
+TRAINY = "trainy.ai"
+HEARTBEAT = "trainy.ai/agent-heartbeat"
+CONFIG_REPORT = "trainy.ai/worker-config"
+LAB_CONTEXT = "trainy.ai/lab-context"
+ORIGIN = "hub"
+Obj = dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+class RedeemRefused(Exception):
+    """The Hub refused a blob (bad signature, unknown enrollment, already redeemed)."""
+
+
+def decode_blob(blob: str) -> dict[str, str]:
+    try:
+        data = json.loads(base64.b64decode(blob, validate=True))
+    except ValueError as exc:
+        raise RedeemRefused(f"malformed enrollment blob: {exc}") from None
+    if not isinstance(data, dict):
+        raise RedeemRefused("malformed enrollment blob")
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def redeem(store: Store, blob: str) -> Obj:
+    """Redeem ``blob`` once; return the new WorkerCluster or raise :class:`RedeemRefused`."""
+    data = decode_blob(blob)
+    signature = data.pop("signature", "")
+    ns, worker = data.get("namespace", ""), data.get("worker", "")
+    try:
+        enrollment = store.get(TRAINY, "bootstrapenrollments", worker, ns)
+    except ApiError:
+        raise RedeemRefused(f"no BootstrapEnrollment {ns}/{worker} on the Hub") from None
+    try:
+        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(enrollment["spec"]["publicKey"]))
+        key.verify(base64.b64decode(signature), signed_claims(data))
+    except (InvalidSignature, ValueError):
+        raise RedeemRefused(f"signature of the blob for {ns}/{worker} does not verify") from None
+    if data.get("enrollmentId") != enrollment["spec"].get("enrollmentId"):
+        raise RedeemRefused("the blob belongs to another enrollment")
+    used = (enrollment.get("status") or {}).get("usedAt")
+    if used:
+        raise RedeemRefused(f"enrollment {ns}/{worker} was already redeemed at {used}; create a new one")
+    enrollment["status"] = {**(enrollment.get("status") or {}), "usedAt": now(), "workerCluster": worker}
+    store.update_status(enrollment)
+    spec = enrollment["spec"]
+    return store.create({
+        "apiVersion": "trainy.ai/v1alpha1", "kind": "WorkerCluster",
+        "metadata": {"name": worker, "namespace": ns,
+                     "labels": {WORKER_LABEL: label_value(f"{len(ns)}-{ns}-{worker}")}},
+        "spec": {"cordoned": False, "enrollment": worker, "workloadNamespaces": spec.get("workloadNamespaces", []),
+                 "scheduling": {"preset": spec.get("schedulingPreset", "gke-dws")}}})
+
+
+def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -> Obj:
+    return {"type": kind, "status": "True" if ok else "False", "reason": reason, "message": message,
+            "observedGeneration": generation}
+
+
+class HubController:
+    """Reconciles WorkerCluster conditions and dispatch on the Hub store."""
+
+    def __init__(self, hub: Store, stores: dict[str, Store]) -> None:
+        self.hub = hub
+        self.stores = stores
+
+    def reconcile(self) -> None:
+        for wc in self.hub.list(TRAINY, "workerclusters"):
+            self._conditions(wc)
+        self._dispatch()
+
+    def _conditions(self, wc: Obj) -> None:
+        meta, spec = wc["metadata"], wc.get("spec") or {}
+        gen = int(meta.get("generation", 1))
+        annotations = meta.get("annotations") or {}
+        try:
+            enrollment = self.hub.get(TRAINY, "bootstrapenrollments", spec.get("enrollment", ""), meta["namespace"])
+            used = (enrollment.get("status") or {}).get("usedAt", "")
+        except ApiError:
+            used = "decommissioned"
+        registered = condition("Registered", bool(used), "Redeemed" if used else "NotRedeemed",
+                               f"one-shot enrollment redeemed at {used}" if used else "status.usedAt is empty", gen)
+        beat = annotations.get(HEARTBEAT)
+        connected = condition("Connected", bool(beat), "HeartbeatCurrent" if beat else "NoHeartbeat",
+                              f"worker tunnel heartbeat at {beat}" if beat else "the worker agent has not connected",
+                              gen)
+        report = json.loads(annotations.get(CONFIG_REPORT) or "{}")
+        current = report.get("generation") == gen
+        configured = condition(
+            "WorkerConfigured", bool(report.get("ok")) and current,
+            report.get("reason", "Pending") if current else "Pending",
+            report.get("message", "") if current else f"waiting for the worker agent to apply generation {gen}", gen)
+        cordoned = bool(spec.get("cordoned"))
+        ready = connected["status"] == configured["status"] == "True" and not cordoned
+        why = ("Cordoned" if cordoned else "NotConnected" if connected["status"] != "True"
+               else "NotConfigured" if configured["status"] != "True" else "Active")
+        dispatch = condition("DispatchReady", ready, why,
+                             "MultiKueueCluster Active, AdmissionCheck Active, ClusterQueue Ready" if ready
+                             else f"no new dispatch: {why}", gen)
+        wanted = [registered, connected, configured, dispatch]
+        old = {c["type"]: c for c in (wc.get("status") or {}).get("conditions") or []}
+        stamped = [{**c, "lastTransitionTime": old[c["type"]].get("lastTransitionTime", now())
+                    if c["type"] in old and old[c["type"]]["status"] == c["status"] else now()} for c in wanted]
+        strip = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in old.values()]
+        if strip != wanted:
+            new = copy.deepcopy(wc)
+            new["status"] = {**(wc.get("status") or {}), "conditions": stamped}
+            self.hub.update_status(new)
+
+    def _ready_worker(self, namespace: str) -> Store | None:
+        for wc in self.hub.list(TRAINY, "workerclusters", namespace):
+            conds = {c["type"]: c["status"] for c in (wc.get("status") or {}).get("conditions") or []}
+            target = (wc["metadata"].get("annotations") or {}).get(LAB_CONTEXT, "")
+            if conds.get("DispatchReady") == "True" and target in self.stores:
+                return self.stores[target]
+        return None
+
+    def _dispatch(self) -> None:
+        for job in self.hub.list("jobset.x-k8s.io", "jobsets", label_selector=QUEUE_LABEL):
+            meta, status = job["metadata"], job.get("status") or {}
+            remote_store = self.stores.get(status.get("clusterContext", ""))
+            if remote_store is None:
+                worker = self._ready_worker(meta["namespace"])
+                if worker is None:
+                    continue
+                remote = {"apiVersion": job["apiVersion"], "kind": "JobSet",
+                          "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                                       "labels": {**meta.get("labels", {}), ORIGIN_LABEL: ORIGIN}},
+                          "spec": job.get("spec") or {}}
+                worker.create(remote)
+                context = next(name for name, store in self.stores.items() if store is worker)
+                self.hub.update_status({**job, "status": {**status, "clusterContext": context}})
+                continue
+            try:
+                remote_status = remote_store.get("jobset.x-k8s.io", "jobsets", meta["name"],
+                                                 meta["namespace"]).get("status") or {}
+            except ApiError:
+                continue
+            if remote_status.get("conditions") and remote_status["conditions"] != status.get("conditions"):
+                self.hub.update_status({**job, "status": {**status, "conditions": remote_status["conditions"]}})
+
+
+async def reconcile_on_events(stores: list[Store], reconcile: Callable[[], None], period_s: float = 1.0) -> None:
+    """Run ``reconcile`` after every batch of store events (and every ``period_s``) until cancelled."""
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def on_event(*_: object) -> None:
+        loop.call_soon_threadsafe(wake.set)
+
+    unsubscribe = [store.subscribe(on_event) for store in stores]
+    try:
+        while True:
+            wake.clear()
+            try:
+                reconcile()
+            except ApiError as exc:
+                log.warning("reconcile failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=period_s)
+            await asyncio.sleep(0.02)
+    finally:
+        for stop in unsubscribe:
+            stop()
+
+
+async def run(ctx: LabContext) -> None:
+    hub = ctx.stores.get(HUB_CONTEXT)
+    if hub is None:
+        return
+    controller = HubController(hub, ctx.stores)
+    await reconcile_on_events(list(ctx.stores.values()), controller.reconcile)

@@ -1,0 +1,183 @@
+"""The lab's Trainy worker agent: redeems the bootstrap blob, heartbeats, upgrades Kueue/JobSet, applies the preset.
+
+It acts on every non-Hub store whose ``trainy-system/trainy-worker-agent``
+Deployment exists (so it stops when reset removes it):
+
+1. the ``trainy-bootstrap`` Secret's blob is redeemed on the Hub once; the
+   outcome is written on the Secret (``trainy.ai/redeemed`` or
+   ``trainy.ai/redeem-refused``);
+2. it reports a heartbeat and its lab context on the WorkerCluster (the tunnel);
+3. it upgrades the Kueue and JobSet Deployments in place to the organization's
+   images (creating them on a greenfield worker); running work is never touched;
+4. it applies the WorkerCluster's scheduling preset: absent objects are created
+   with the ownership labels, objects carrying this WorkerCluster's labels are
+   updated in place, any other object is refused
+   (:data:`models.enrollment_run.ADOPTION_REFUSAL`), and reports the outcome
+   for the WorkerCluster's generation.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+from lab.context import LabContext
+from lab.controllers.hub import (
+    CONFIG_REPORT,
+    HEARTBEAT,
+    HUB_CONTEXT,
+    LAB_CONTEXT,
+    RedeemRefused,
+    reconcile_on_events,
+    redeem,
+)
+from lab.enrollment_seed import deployment
+from lab.kubeapi.errors import ApiError
+from lab.kubeapi.store import Store, now
+from models.enrollment_run import (
+    ADOPTION_REFUSAL,
+    AGENT,
+    AGENT_NAMESPACE,
+    BOOTSTRAP_SECRET,
+    DEPENDENCIES,
+    MANAGED_BY,
+    SCHEDULING_MANAGER,
+    WORKER_LABEL,
+    label_value,
+    preset_objects,
+)
+
+REDEEMED = "trainy.ai/redeemed"
+REFUSED = "trainy.ai/redeem-refused"
+MERGE = "application/merge-patch+json"
+Obj = dict[str, Any]
+
+
+def _get(store: Store, group: str, resource: str, name: str, namespace: str | None = None) -> Obj | None:
+    try:
+        return store.get(group, resource, name, namespace)
+    except ApiError:
+        return None
+
+
+class WorkerAgent:
+    """One worker cluster's agent, talking to the Hub store as its tunnel."""
+
+    def __init__(self, context: str, worker: Store, hub: Store) -> None:
+        self.context = context
+        self.worker = worker
+        self.hub = hub
+
+    def reconcile(self) -> None:
+        if _get(self.worker, "apps", "deployments", AGENT, AGENT_NAMESPACE) is None:
+            return
+        secret = _get(self.worker, "", "secrets", BOOTSTRAP_SECRET, AGENT_NAMESPACE)
+        if secret is None:
+            return
+        annotations = secret["metadata"].get("annotations") or {}
+        if REFUSED in annotations:
+            return
+        if REDEEMED not in annotations:
+            self._redeem(secret)
+            return
+        ns, name = annotations[REDEEMED].split("/", 1)
+        wc = _get(self.hub, "trainy.ai", "workerclusters", name, ns)
+        if wc is None:
+            return
+        self._heartbeat(wc)
+        if self._upgrade_dependencies():
+            self._apply_preset(wc)
+
+    def _redeem(self, secret: Obj) -> None:
+        blob = base64.b64decode((secret.get("data") or {}).get("blob", "")).decode()
+        try:
+            wc = redeem(self.hub, blob)
+            mark = {REDEEMED: f"{wc['metadata']['namespace']}/{wc['metadata']['name']}"}
+        except RedeemRefused as exc:
+            mark = {REFUSED: str(exc)}
+        self.worker.patch("", "secrets", BOOTSTRAP_SECRET, {"metadata": {"annotations": mark}}, MERGE,
+                          AGENT_NAMESPACE)
+
+    def _heartbeat(self, wc: Obj) -> None:
+        annotations = wc["metadata"].get("annotations") or {}
+        if HEARTBEAT not in annotations:
+            self.hub.patch("trainy.ai", "workerclusters", wc["metadata"]["name"],
+                           {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}}, MERGE,
+                           wc["metadata"]["namespace"])
+
+    def _upgrade_dependencies(self) -> bool:
+        """Move one Deployment toward the organization image per pass; True when all match."""
+        for namespace, name, image in DEPENDENCIES:
+            current = _get(self.worker, "apps", "deployments", name, namespace)
+            if current is None:
+                if _get(self.worker, "", "namespaces", namespace) is None:
+                    self.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+                self.worker.create(deployment(namespace, name, image))
+                return False
+            containers = current["spec"]["template"]["spec"]["containers"]
+            if containers[0]["image"] != image:
+                new = copy.deepcopy(current)
+                new["spec"]["template"]["spec"]["containers"][0]["image"] = image
+                self.worker.replace("apps", "deployments", name, new, namespace)
+                return False
+        return True
+
+    def _apply_preset(self, wc: Obj) -> None:
+        meta, spec = wc["metadata"], wc.get("spec") or {}
+        identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
+        objs = preset_objects((spec.get("scheduling") or {}).get("preset", "gke-dws"),
+                              spec.get("workloadNamespaces") or [])
+        refused = [self._check_owner(obj, identity) for obj in objs]
+        problems = [p for p in refused if p]
+        if problems:
+            report = {"ok": False, "reason": "AdoptionRefused", "message": "; ".join(problems)}
+        else:
+            for obj in objs:
+                self._ensure(obj, identity)
+            report = {"ok": True, "reason": "Applied", "message": "scheduling preset applied"}
+        report["generation"] = meta.get("generation", 1)
+        text = json.dumps(report, sort_keys=True)
+        if (meta.get("annotations") or {}).get(CONFIG_REPORT) != text:
+            self.hub.patch("trainy.ai", "workerclusters", meta["name"],
+                           {"metadata": {"annotations": {CONFIG_REPORT: text}}}, MERGE, meta["namespace"])
+
+    def _check_owner(self, obj: Obj, identity: str) -> str:
+        rt = self.worker.registry.for_object(obj)
+        meta = obj["metadata"]
+        current = _get(self.worker, rt.group, rt.plural, meta["name"], meta.get("namespace"))
+        if current is None:
+            return ""
+        labels = current["metadata"].get("labels") or {}
+        owner = labels.get(WORKER_LABEL)
+        where = f"{obj['kind']}/{meta.get('namespace', '') + '/' if meta.get('namespace') else ''}{meta['name']}"
+        if owner == identity and labels.get(MANAGED_BY) == SCHEDULING_MANAGER:
+            return ""
+        if owner:
+            return f"{ADOPTION_REFUSAL}: {where} is owned by WorkerCluster {owner}"
+        return f"{ADOPTION_REFUSAL}: {where}"
+
+    def _ensure(self, obj: Obj, identity: str) -> None:
+        rt = self.worker.registry.for_object(obj)
+        meta = obj["metadata"]
+        labels = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
+        current = _get(self.worker, rt.group, rt.plural, meta["name"], meta.get("namespace"))
+        if current is None:
+            self.worker.create({**obj, "metadata": {**meta, "labels": labels}})
+        elif current.get("spec") != obj["spec"]:
+            self.worker.replace(rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]},
+                                meta.get("namespace"))
+
+
+async def run(ctx: LabContext) -> None:
+    hub = ctx.stores.get(HUB_CONTEXT)
+    if hub is None:
+        return
+    agents = [WorkerAgent(name, store, hub) for name, store in ctx.stores.items() if name != HUB_CONTEXT]
+
+    def reconcile() -> None:
+        for agent in agents:
+            agent.reconcile()
+
+    await reconcile_on_events(list(ctx.stores.values()), reconcile)

@@ -1,0 +1,186 @@
+"""Inputs, facts and results of the ``WorkerEnrollment`` and ``WorkerDecommission`` workflows.
+
+Also the pure data both sides agree on: the names of what bootstrap installs,
+the ownership labels, and the objects of the ``gke-dws`` scheduling preset.
+Facts carry references only (Secret names, public keys), never a private key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from pydantic import Field
+
+from models.base import Strict
+from models.enrollment import LABEL_VALUE, WorkerEnrollment
+from models.plan import Plan
+from models.results import EnsureResult, Finding
+
+CONDITIONS = ("Registered", "Connected", "WorkerConfigured", "DispatchReady")
+INSTALLED_BY = "trainy.ai/installed-by"
+INSTALLER = "tenantflow"
+MANAGED_BY = "trainy.ai/managed-by"
+SCHEDULING_MANAGER = "worker-scheduling"
+WORKER_LABEL = "trainy.ai/worker-cluster"
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+AGENT_NAMESPACE = "trainy-system"
+BYOC_NAMESPACE = "trainy-byoc-system"
+AGENT = "trainy-worker-agent"
+BOOTSTRAP_SECRET = "trainy-bootstrap"
+ADOPTION_REFUSAL = "refuse to adopt existing object not owned by this WorkerCluster"
+KUEUE_IMAGE = "registry.k8s.io/kueue/kueue:v0.16.1"
+JOBSET_IMAGE = "registry.k8s.io/jobset/jobset:v0.8.1"
+DEPENDENCIES = (("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
+                ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE))
+
+Obj = dict[str, Any]
+
+
+def label_value(identity: str) -> str:
+    """``identity`` if it is a valid label value, else a stable hashed form that is."""
+    if len(identity) <= 63 and re.fullmatch(LABEL_VALUE, identity):
+        return identity
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    return f"{identity[:52].rstrip('-_.')}-{digest}"
+
+
+def preset_objects(preset: str, workload_namespaces: list[str]) -> list[Obj]:
+    """The Kueue objects a scheduling preset manages on the worker (specs only, no labels)."""
+    kueue = "kueue.x-k8s.io/v1beta2"
+    cq_spec: Obj = {"namespaceSelector": {}, "resourceGroups": [{
+        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+        "flavors": [{"name": "default-flavor", "resources": [
+            {"name": "cpu", "nominalQuota": 10000}, {"name": "memory", "nominalQuota": "10000Gi"},
+            {"name": "nvidia.com/gpu", "nominalQuota": 64}]}]}],
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
+    objs: list[Obj] = [{"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"},
+                        "spec": {}}]
+    if preset == "gke-dws":
+        cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": "dws-prov"}]}
+        objs += [
+            {"apiVersion": kueue, "kind": "AdmissionCheck", "metadata": {"name": "dws-prov"},
+             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
+                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                                     "name": "dws-config"}}},
+            {"apiVersion": kueue, "kind": "ProvisioningRequestConfig", "metadata": {"name": "dws-config"},
+             "spec": {"provisioningClassName": "queued-provisioning.gke.io",
+                      "managedResources": ["nvidia.com/gpu"]}}]
+    objs.insert(1, {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
+                    "spec": cq_spec})
+    objs += [{"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
+              "spec": {"clusterQueue": "cluster-queue"}} for ns in workload_namespaces]
+    return objs
+
+
+class ObjectRef(Strict):
+    kind: str
+    name: str
+    namespace: str | None = None
+    uid: str = ""
+    state: str = ""
+    image: str = ""
+
+    def key(self) -> str:
+        return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+class Invariants(Strict):
+    """Running work and dependency Deployments recorded before a brownfield enrollment."""
+
+    workloads: list[ObjectRef] = Field(default_factory=list)
+    deployments: list[ObjectRef] = Field(default_factory=list)
+
+
+class EnrollmentFacts(Strict):
+    """What earlier steps learned. The key is referenced by Secret name; only the public key travels."""
+
+    enrollment_id: str = ""
+    key_secret: str | None = None
+    public_key: str | None = None
+    installed: list[EnsureResult] = Field(default_factory=list)
+    invariants: Invariants | None = None
+    adoption: list[ObjectRef] = Field(default_factory=list)
+
+
+class EnrollmentStep(Strict):
+    contract: WorkerEnrollment
+    facts: EnrollmentFacts = EnrollmentFacts()
+
+
+class ConditionWait(Strict):
+    contract: WorkerEnrollment
+    conditions: list[str]
+    budget_s: float = Field(120.0, gt=0)
+    poll_s: float = Field(0.5, gt=0)
+    invariants: Invariants | None = None
+    stop_on_refusal: bool = Field(True, description="return early when WorkerConfigured refuses adoption")
+
+
+class Condition(Strict):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    observed_generation: int = 0
+
+
+class ConditionReport(Strict):
+    generation: int = 0
+    conditions: dict[str, Condition] = Field(default_factory=dict)
+    converged: bool = False
+
+    def true(self, name: str) -> bool:
+        cond = self.conditions.get(name)
+        return bool(cond and cond.status == "True" and cond.observed_generation == self.generation)
+
+
+class AdoptionDiff(Strict):
+    """The preset objects found on the worker, each compared with the preset."""
+
+    objects: list[ObjectRef] = Field(default_factory=list)
+    differences: dict[str, list[str]] = Field(default_factory=dict)
+    foreign: dict[str, str] = Field(default_factory=dict, description="object -> owning worker-cluster label")
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class EnrollmentInput(Strict):
+    contract: WorkerEnrollment
+    gate_escalate_after_s: int = Field(3600, ge=1)
+    gate_expire_after_s: int = Field(7 * 24 * 3600, ge=1)
+    condition_budget_s: float = Field(300.0, gt=0, description="how long each condition may take to converge")
+
+
+class EnrollmentResult(Strict):
+    worker: str
+    status: str = Field(..., description="completed, rejected, failed")
+    plan_hash: str | None = None
+    conditions: dict[str, Condition] = Field(default_factory=dict)
+    installed: list[EnsureResult] = Field(default_factory=list)
+    adopted: list[ObjectRef] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    message: str = ""
+
+
+class DecommissionInput(Strict):
+    contract: WorkerEnrollment
+    gate_escalate_after_s: int = Field(3600, ge=1)
+    gate_expire_after_s: int = Field(7 * 24 * 3600, ge=1)
+    drain_budget_s: float = Field(600.0, gt=0)
+
+
+class DecommissionResult(Strict):
+    worker: str
+    status: str
+    plan_hash: str | None = None
+    plan: Plan | None = None
+    removed: list[EnsureResult] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+def signed_claims(claims: dict[str, str]) -> bytes:
+    """The exact bytes an enrollment signature covers: canonical JSON of the blob's claims."""
+    return json.dumps(claims, sort_keys=True, separators=(",", ":")).encode()
