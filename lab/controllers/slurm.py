@@ -1,0 +1,160 @@
+"""The lab's Slurm side: the Slurm-operator stand-in and the exec handler of the slurmctld pod.
+
+Operator: the ConfigMap ``slurm-control/slurm-partitions`` (one ``<slug>.conf`` key
+per partition line, created empty if missing) is rendered into
+``ctx.partitions_file`` (pulled into slurm.conf by ``Include``); then the ConfigMap
+is annotated with ``slurm.tenantflow.io/rendered-hash`` = the hash of the data it
+rendered, so a client knows when its change is live and may ``scontrol
+reconfigure``. Data that is not a ``PartitionName=`` line is refused with
+``slurm.tenantflow.io/render-error`` and nothing is rendered.
+
+Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` run
+for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
+only for an allow-list of Slurm clients plus ``getent`` and ``cat`` (``cat`` only
+below the lab's job directory, where smoke-test jobs write their output). The
+working directory is that job directory and ``lab/bin`` (stand-in ``nvidia-smi``
+and ``all_reduce_perf``, since the lab has no GPU) leads ``PATH``, which ``sbatch``
+exports to the jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from activities.slurm_cli import RENDER_ERROR_ANNOTATION, RENDERED_ANNOTATION, partitions_hash, render_partitions
+from lab.context import LabContext
+from lab.kubeapi.errors import ApiError
+from lab.kubeapi.store import ObjectKey, Store
+
+log = logging.getLogger(__name__)
+
+CONTEXT = "tenant-cluster"
+NAMESPACE = "slurm-control"
+CONFIGMAP = "slurm-partitions"
+LAB_BIN = Path(__file__).resolve().parent.parent / "bin"
+ALLOWED_COMMANDS = frozenset({"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun",
+                              "getent", "cat"})
+EXEC_TIMEOUT_S = 120.0
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def job_dir(ctx: LabContext) -> Path:
+    """Where commands run and smoke jobs write their output (world-writable, sticky, like /tmp)."""
+    path = ctx.state_dir / "slurm" / "jobs"
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o1777)
+    return path
+
+
+def exec_env(ctx: LabContext) -> dict[str, str]:
+    env = {**os.environ, **ctx.slurm_env}
+    env["PATH"] = f"{LAB_BIN}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+class SlurmExec:
+    """Runs allow-listed commands of the slurmctld/slurmd pods on the host; remembers every argv."""
+
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+        self.env = env
+        self.workdir = workdir
+        self.history: list[list[str]] = []
+
+    def _refuse(self, argv: list[str]) -> str | None:
+        if not argv or argv[0] not in ALLOWED_COMMANDS:
+            return f"lab slurmctld pod: {argv[0] if argv else '(empty)'} is not available here\n"
+        if argv[0] == "cat":
+            paths = [Path(a).resolve() for a in argv[1:]]
+            if not paths or any(a.startswith("-") for a in argv[1:]) or any(
+                    not p.is_relative_to(self.workdir) for p in paths):
+                return f"lab slurmctld pod: cat only reads files below {self.workdir}\n"
+        return None
+
+    async def __call__(self, namespace: str, pod: str, container: str | None, argv: list[str],
+                       stdin: bytes) -> tuple[str, str, int]:
+        refused = self._refuse(argv)
+        if refused:
+            return "", refused, 126
+        self.history.append(list(argv))
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=self.workdir, env=self.env, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(stdin), EXEC_TIMEOUT_S)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return "", f"lab: {argv[0]} timed out after {EXEC_TIMEOUT_S:.0f} s\n", 124
+        return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode or 0
+
+
+class PartitionsOperator:
+    """Renders the partitions ConfigMap into the partitions file and annotates what it rendered."""
+
+    def __init__(self, store: Store, partitions_file: Path) -> None:
+        self.store = store
+        self.partitions_file = partitions_file
+
+    def ensure_configmap(self) -> None:
+        try:
+            self.store.get("", "configmaps", CONFIGMAP, NAMESPACE)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            self.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE,
+                                            "labels": {"app.kubernetes.io/managed-by": "slurm-operator"}},
+                               "data": {}}, NAMESPACE)
+
+    def on_event(self, event_type: str, key: ObjectKey, obj: dict[str, Any]) -> None:
+        if key.resource != "configmaps" or key.namespace != NAMESPACE or key.name != CONFIGMAP:
+            return
+        data = {} if event_type == "DELETED" else dict(obj.get("data") or {})
+        bad = sorted(k for k, v in data.items() if not k.endswith(".conf") or not _partition_line(v))
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if bad:
+            message = f"refused keys {', '.join(bad)}: each <name>.conf must be one PartitionName= line"
+            if annotations.get(RENDER_ERROR_ANNOTATION) != message:
+                self._annotate({RENDER_ERROR_ANNOTATION: message})
+            return
+        digest = partitions_hash(data)
+        text = render_partitions(data)
+        if not self.partitions_file.exists() or self.partitions_file.read_text() != text:
+            tmp = self.partitions_file.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(self.partitions_file)
+        if event_type != "DELETED" and (annotations.get(RENDERED_ANNOTATION) != digest
+                                        or RENDER_ERROR_ANNOTATION in annotations):
+            self._annotate({RENDERED_ANNOTATION: digest, RENDER_ERROR_ANNOTATION: None})
+
+    def _annotate(self, annotations: dict[str, str | None]) -> None:
+        try:
+            self.store.patch("", "configmaps", CONFIGMAP, {"metadata": {"annotations": annotations}},
+                             MERGE_PATCH, namespace=NAMESPACE)
+        except ApiError as exc:
+            log.warning("slurm operator: could not annotate %s/%s: %s", NAMESPACE, CONFIGMAP, exc)
+
+
+def _partition_line(value: str) -> bool:
+    line = value.strip()
+    return line.startswith("PartitionName=") and "\n" not in line and "Include" not in line
+
+
+async def run(ctx: LabContext) -> None:
+    store = ctx.stores[CONTEXT]
+    handler = SlurmExec(exec_env(ctx), job_dir(ctx))
+    for prefix in ("slurmctld-", "slurmd-"):
+        ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
+    if ctx.partitions_file is None:
+        return
+    operator = PartitionsOperator(store, ctx.partitions_file)
+    operator.ensure_configmap()
+    unsubscribe = store.subscribe(operator.on_event, replay=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        unsubscribe()

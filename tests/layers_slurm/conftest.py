@@ -1,0 +1,125 @@
+"""Fixtures: real Slurm daemons (slurmd for gpu-01/gpu-02) behind the kube emulator's slurmctld pod.
+
+``slurm`` (session) starts munged, MariaDB, slurmdbd, slurmctld and two slurmd via
+:func:`lab.daemons.slurm.start_slurm`. ``lab`` (session) serves a seeded tenant
+cluster with the kube emulator on a background loop and runs
+:mod:`lab.controllers.slurm` (partitions operator + exec handler) against it, so
+``exec deploy/slurmctld -- sacctmgr ...`` reaches the real daemons. ``contract``
+gives each test its own tenant slug so tests share the daemons without sharing state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.slurm_cli import SlurmCtl
+from lab.context import LabContext
+from lab.controllers import slurm as slurm_controller
+from lab.daemons.process import stop_all
+from lab.daemons.slurm import SlurmHandle, start_slurm
+from lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from lab.seed import seed_tenant_cluster
+from lab.serve import dispatch_exec
+from models.onboarding import Facts, StepInput
+from models.targets import KubeTarget
+from models.tenant import TenantContract
+
+CONTEXT = "tenant-cluster"
+SLURMD_NODES = ["gpu-01", "gpu-02"]
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L t@lab"
+
+
+@dataclass
+class SlurmLab:
+    store: Store
+    target: KubeTarget
+    ctx: LabContext
+    slurm: SlurmHandle
+    exec_handler: slurm_controller.SlurmExec
+
+    def sacctmgr_writes(self) -> list[list[str]]:
+        return [a for a in self.exec_handler.history if a[0] == "sacctmgr" and "-i" in a]
+
+    def sh(self, *argv: str) -> str:
+        return self.slurm.run(*argv).stdout
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmHandle]:
+    if os.geteuid() != 0 or shutil.which("slurmctld") is None:
+        pytest.skip("the real Slurm daemons need root and the Debian slurm packages")
+    state_dir = tmp_path_factory.mktemp("slurm")
+    handle = start_slurm(state_dir, slurmd_nodes=SLURMD_NODES)
+    yield handle
+    stop_all(state_dir)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory, slurm: SlurmHandle) -> Iterator[SlurmLab]:
+    tmp = tmp_path_factory.mktemp("lab")
+    store = Store()
+    seed_tenant_cluster(store, ldap_bind_password="unused")
+    ctx = LabContext(state_dir=slurm.slurm_dir.parent, stores={CONTEXT: store},
+                     slurm_env={"SLURM_CONF": str(slurm.slurm_conf)}, partitions_file=slurm.partitions_conf)
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        app = build_app(store, name=f"kube-{CONTEXT}", exec_handler=dispatch_exec(ctx, CONTEXT))
+        runner, url = loop.run_until_complete(start_kube_api(app))
+        box.update(url=url, task=loop.create_task(slurm_controller.run(ctx)))
+        started.set()
+        loop.run_forever()
+        box["task"].cancel()
+        loop.run_until_complete(asyncio.gather(box["task"], return_exceptions=True))
+        loop.run_until_complete(runner.cleanup())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert started.wait(10)
+    kubeconfig = write_kubeconfig(tmp / "kubeconfig", [KubeContext(CONTEXT, box["url"], "admin-token")])
+    deadline = time.monotonic() + 10
+    while (handler := ctx.exec_handler_for(CONTEXT, "slurm-control", "slurmctld-0")) is None:
+        assert time.monotonic() < deadline, "the slurm controller did not register its exec handler"
+        time.sleep(0.05)
+    assert isinstance(handler, slurm_controller.SlurmExec)
+    yield SlurmLab(store, KubeTarget(kubeconfig=str(kubeconfig), context=CONTEXT), ctx, slurm, handler)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def make_contract(target: KubeTarget, users: tuple[str, ...] = ("alice", "bob"), **slurm: Any) -> TenantContract:
+    slug = f"tenant-t{secrets.token_hex(3)}"
+    return TenantContract.model_validate({
+        "slug": slug, "display_name": f"Test {slug[-6:]}",
+        "cluster": {"kubeconfig": target.kubeconfig, "context": target.context},
+        "capacity": {"sku": "h100-8x", "gpus": 16, "nodes": SLURMD_NODES},
+        "users": [{"username": u, "email": f"{u}@example.org", "name": u.title(), "ssh_keys": [KEY]} for u in users],
+        "slurm": {"budget_gpu_minutes_total": 480_000, **slurm},
+    })
+
+
+def step_input(contract: TenantContract, nodes: list[str] | None = None) -> StepInput:
+    return StepInput(contract=contract, facts=Facts(nodes=nodes or list(SLURMD_NODES)), run_id=f"tenant/{contract.slug}")
+
+
+@pytest.fixture
+def contract(lab: SlurmLab) -> TenantContract:
+    return make_contract(lab.target)
+
+
+def ctl(lab: SlurmLab) -> SlurmCtl:
+    return SlurmCtl.connect(lab.target)
