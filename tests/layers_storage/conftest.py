@@ -1,0 +1,106 @@
+"""Fixtures: the Weka stand-in and the Kubernetes API stand-in on real sockets, settings pointed at them.
+
+Activities are sync and talk HTTP to servers in this event loop, so tests run them in a thread via
+:func:`run_activity`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from aiohttp import web
+from temporalio.testing import ActivityEnvironment
+
+from activities.settings import settings
+from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from lab.kubeapi.server import build_app as build_kube_app
+from lab.kubeapi.server import start_kube_api
+from lab.kubeapi.store import Store
+from lab.weka.app import TiB
+from lab.weka.app import build_app as build_weka_app
+from models.targets import KubeTarget
+from models.tenant import Storage, StorageIsolation, TenantContract, TenantUser
+
+T = TypeVar("T")
+USERNAME, PASSWORD = "admin", "weka-platform-password"
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
+
+
+async def run_activity(fn: Callable[..., T], *args: Any) -> T:
+    return await asyncio.to_thread(ActivityEnvironment().run, fn, *args)
+
+
+@dataclass
+class StorageLab:
+    weka_url: str
+    kube_url: str
+    kubeconfig: Path
+    store: Store
+    api: httpx.AsyncClient
+
+    def contract(self, isolation: StorageIsolation = StorageIsolation.strict_org, **storage: Any) -> TenantContract:
+        users = [TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
+                 for n in ("alice", "bob")]
+        return TenantContract(slug="tenant-foo", display_name="Foo", users=users,
+                              storage=Storage(isolation=isolation, **storage),
+                              cluster=KubeTarget(kubeconfig=str(self.kubeconfig), context="tenant-cluster"))
+
+    async def writes(self) -> int:
+        """Weka writes, not counting ``POST /login`` (a session, not a change of state)."""
+        entries = (await self.api.get(self.weka_url + "/_lab/requests")).json()["requests"]
+        return sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
+                   and not e["path"].startswith("/api/v2/login"))
+
+    async def kube_writes(self) -> int:
+        return int((await self.api.get(self.kube_url + "/_lab/requests")).json()["writes"])
+
+    async def reset(self) -> None:
+        for url in (self.weka_url, self.kube_url):
+            await self.api.delete(url + "/_lab/requests")
+
+    async def snapshot(self) -> Any:
+        return (await self.api.get(self.weka_url + "/_lab/snapshot")).json()
+
+    async def kube_snapshot(self) -> Any:
+        return (await self.api.get(self.kube_url + "/_lab/snapshot")).json()
+
+
+async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+@pytest.fixture
+def weka_total_bytes() -> int:
+    return 2048 * TiB
+
+
+@pytest.fixture
+async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                      weka_total_bytes: int) -> AsyncIterator[StorageLab]:
+    weka_runner, weka_url = await _serve(build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes))
+    store = Store()
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-foo"}})
+    kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
+    for key, value in {"WEKA_URL": weka_url, "WEKA_USERNAME": USERNAME, "WEKA_PASSWORD": PASSWORD,
+                       "WEKA_ORG": "Root"}.items():
+        monkeypatch.setenv(key, value)
+    settings.cache_clear()
+    api = httpx.AsyncClient()
+    try:
+        yield StorageLab(weka_url, kube_url, kubeconfig, store, api)
+    finally:
+        await api.aclose()
+        await weka_runner.cleanup()
+        await kube_runner.cleanup()
+        settings.cache_clear()
