@@ -28,6 +28,7 @@ from models.tenant import TenantContract
 LAYER = "login"
 MAX_POLL_S = 5.0
 KEYS_DIR = "/etc/ssh/authorized_keys.d/"
+GETENT_ATTEMPTS = 3
 
 
 def release_manifest(contract: TenantContract) -> Manifest:
@@ -88,6 +89,16 @@ def _exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.Exe
     return kubeclient.exec_in(contract.cluster, contract.namespace, pod, argv)
 
 
+def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
+    for _ in range(GETENT_ATTEMPTS - 1):
+        out = _exec(contract, pod, argv)
+        if out.exit_code != 2:
+            return out
+        time.sleep(settings().poll_interval_s)
+    return _exec(contract, pod, argv)
+
+
 def _error(check: str, message: str, fix: str) -> Finding:
     return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
 
@@ -96,7 +107,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
     findings: list[Finding] = []
     for user in contract.usernames:
-        out = _exec(contract, pod, ["getent", "passwd", user])
+        out = _getent_warm(contract, pod, ["getent", "passwd", user])
         fields = out.stdout.strip().split(":")
         if out.exit_code != 0 or len(fields) < 7:
             findings.append(_error("login.getent_passwd", f"getent passwd {user} on {pod} found nothing "
@@ -114,7 +125,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
 
 def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
-    out = _exec(contract, pod, ["getent", "group", contract.slug])
+    out = _getent_warm(contract, pod, ["getent", "group", contract.slug])
     fields = out.stdout.strip().split(":")
     if out.exit_code != 0 or len(fields) < 4:
         return [_error("login.getent_group", f"getent group {contract.slug} on {pod} found nothing",

@@ -47,8 +47,10 @@ class ReservationOperator:
             items = self.store.list(GROUP, "reservations")
         except ApiError:
             return []
-        for res in items:
-            self._order.setdefault(res["metadata"]["name"], len(self._order))
+        names = [res["metadata"]["name"] for res in items]
+        self._order = {name: rank for name, rank in self._order.items() if name in names}
+        for name in names:
+            self._order.setdefault(name, max(self._order.values(), default=-1) + 1)
         return [r for r in items if not r["metadata"].get("deletionTimestamp")]
 
     def reconcile(self) -> None:

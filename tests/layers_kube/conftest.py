@@ -10,8 +10,8 @@ does, and writes a kubeconfig whose ``tenant-cluster`` context points at it.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +25,9 @@ from lab.context import LabContext
 from lab.controllers import login as login_controller
 from lab.controllers import reservation as reservation_controller
 from lab.daemons import ldap_tree
+from lab.daemons.process import free_port, stop_all
 from lab.daemons.slapd import SlapdHandle, start_slapd
+from lab.daemons.slurm import SlurmHandle, start_slurm
 from lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
 from lab.seed import seed_tenant_cluster
 from lab.serve import dispatch_exec
@@ -56,19 +58,13 @@ class Lab:
                 if label in n["metadata"].get("labels", {})}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def slapd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlapdHandle | None]:
     """A real slapd holding tenant-foo's users and group, or None when slapd is not installed."""
     if shutil.which("slapd") is None and not Path("/usr/sbin/slapd").exists():
         yield None
         return
-    handle = start_slapd(tmp_path_factory.mktemp("slapd"), _free_port())
+    handle = start_slapd(tmp_path_factory.mktemp("slapd"), free_port())
     with handle.connect_admin() as conn:
         for pk, name in enumerate(("alice", "bob", "carol"), start=147):
             ldap_tree.upsert_user(conn, ldap_tree.LdapUser(username=name, name=f"{name.title()} Researcher",
@@ -77,6 +73,20 @@ def slapd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlapdHandle | No
                                                          members=("alice", "bob", "carol")))
     yield handle
     handle.stop()
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmHandle]:
+    """The real Slurm stack with partition tenant-foo on gpu-[01-08] (skipped when not installed)."""
+    missing = [b for b in ("munged", "mariadbd", "slurmdbd", "slurmctld", "sinfo") if shutil.which(b) is None]
+    if missing or os.geteuid() != 0:
+        pytest.skip(f"the real Slurm daemons need root and {', '.join(missing) or 'nothing else'}")
+    state_dir = tmp_path_factory.mktemp("slurm")
+    handle = start_slurm(state_dir)
+    handle.write_partitions("PartitionName=tenant-foo Nodes=gpu-[01-08] State=UP MaxTime=24:00:00\n")
+    handle.reconfigure()
+    yield handle
+    stop_all(state_dir)
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import capacity, kube, login
 from lab.daemons.slapd import SlapdHandle
-from models.onboarding import Facts, StepInput, StepResult, UndoInput
+from lab.daemons.slurm import SlurmHandle
+from models.onboarding import Facts, StepInput, StepResult, UndoInput, UserFacts
 from models.results import EnsureResult, Outcome
 from models.tenant import TenantContract
 from tests.layers_kube.conftest import Lab
@@ -208,3 +212,92 @@ def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle |
                     c.slug)
     messages = [f.message for f in login.checks(inp) if f.check == "login.authorized_keys"]
     assert messages == ["authorized_keys is empty on login-tenant-foo-0 (/etc/ssh/authorized_keys.d/ lists nothing)"]
+
+
+def reservation_status(lab: Lab, name: str, phase: str) -> dict[str, Any]:
+    """The Reservation's status once the operator has set ``phase`` (it reconciles asynchronously)."""
+    deadline = time.monotonic() + 10
+    while True:
+        status: dict[str, Any] = lab.store.get("scheduling.example.io", "reservations", name).get("status") or {}
+        if status.get("phase") == phase or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
+
+
+def kubectl(lab: Lab, *args: str) -> str:
+    env = {**os.environ, "KUBECONFIG": lab.target.kubeconfig, "KUBECACHEDIR": str(Path(lab.target.kubeconfig).parent)}
+    return subprocess.run(["kubectl", "--context", lab.target.context, *args], capture_output=True, text=True,
+                          env=env, check=True, timeout=30).stdout
+
+
+def test_runbook_kubectl_view_of_the_reservation(lab: Lab) -> None:
+    c = contract(lab)
+    reserve(lab, c)
+    names = kubectl(lab, "get", "nodes", "-l", f"reserved.tenant={c.slug}", "-o", "name").split()
+    assert names == [f"node/{n}" for n in HEALTHY[:8]]
+    assert kubectl(lab, "get", "reservation", c.reservation_name, "-o", "jsonpath={.status.phase}") == "Ready"
+
+
+def test_released_nodes_go_to_the_waiting_reservation(lab: Lab) -> None:
+    c = contract(lab)
+    inp, created = reserve(lab, c)
+    other = contract(lab).model_copy(update={"slug": "tenant-bar"})
+    run(capacity.reservation, StepInput(contract=other, facts=Facts(nodes=["gpu-03"]), run_id="x"))
+    bar = reservation_status(lab, "tenant-bar-reservation", "Conflict")
+    assert bar["phase"] == "Conflict" and bar["conflicts"][0]["node"] == "gpu-03"
+    run(capacity.undo, UndoInput(contract=c, facts=inp.facts, step="reservation", results=created))
+    bar = reservation_status(lab, "tenant-bar-reservation", "Ready")
+    assert bar["phase"] == "Ready" and bar["reservedNodes"] == ["gpu-03"]
+    assert lab.node_labels() == {"gpu-03": "tenant-bar"}
+
+
+def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(kube.quota, inp)
+    lab.store.patch("", "resourcequotas", f"{c.slug}-quota", {"spec": {"hard": {"requests.cpu": "8"}}},
+                    "application/merge-patch+json", c.slug)
+    assert [s.action.value for s in run(kube.plan, inp)][1] == "update"
+    results = run(kube.quota, inp).results
+    assert [r.outcome for r in results] == [Outcome.updated, Outcome.unchanged]
+    hard = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
+    assert hard["requests.cpu"] == "1024"
+    run(kube.undo, UndoInput(contract=c, facts=inp.facts, step="quota", results=results))
+    hard = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
+    assert hard["requests.cpu"] == "8"
+
+
+@pytest.mark.ldap
+def test_login_pod_resolves_users_from_slapd(lab: Lab, slapd: SlapdHandle | None) -> None:
+    if slapd is None:
+        pytest.skip("slapd is not installed")
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "getent", "passwd", "alice")
+    assert out == "alice:x:2147:4099:Alice Researcher:/home/alice:/bin/bash\n"
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "getent", "group", c.slug)
+    assert out == "tenant-foo:*:4099:alice,bob,carol\n"
+    wrong = inp.model_copy(update={"facts": Facts(users={"bob": UserFacts(pk=1, uid_number=2999, gid_number=4099)},
+                                                  group_gid=4099)})
+    messages = [f.message for f in login.checks(wrong) if f.check.startswith("login.getent")]
+    assert messages == ["bob is uid 2148 gid 4099 on login-tenant-foo-0 but 2999/4099 in LDAP"]
+
+
+@pytest.mark.slurm
+@pytest.mark.ldap
+def test_login_verify_passes_against_real_slapd_and_slurm(lab: Lab, slapd: SlapdHandle | None,
+                                                          slurm: SlurmHandle) -> None:
+    if slapd is None:
+        pytest.skip("slapd is not installed")
+    lab.ctx.slurm_env = {"SLURM_CONF": str(slurm.slurm_conf)}
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    result = run(login.verify, inp)
+    assert [(f.check, f.ok) for f in result.findings] == [("login.verify", True)]
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "sinfo", "-h", "-p", c.slug, "-o", "%P %N")
+    assert out.split() == ["tenant-foo", "gpu-[01-08]"]
