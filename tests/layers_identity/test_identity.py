@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import IdentityLab, make_contract, run_activity
+from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 
 from activities import identity

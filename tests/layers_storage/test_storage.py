@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from conftest import StorageLab, run_activity
+from storage_harness import StorageLab, run_activity
 
 from activities import storage
 from lab.weka.app import TiB
