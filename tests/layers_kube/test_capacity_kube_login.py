@@ -67,6 +67,7 @@ def test_preflight_fails_clearly_when_too_few(lab: Lab) -> None:
     assert "need 15 healthy unreserved nodes" in message and "only 14 are available" in message
     assert "1 NotReady, 1 cordoned" in message
     assert result.facts.nodes == []
+    assert lab.writes() == []
 
 
 def test_preflight_unknown_sku_and_explicit_node_problems(lab: Lab) -> None:
@@ -74,12 +75,21 @@ def test_preflight_unknown_sku_and_explicit_node_problems(lab: Lab) -> None:
     nodes = [*HEALTHY[:6], "gpu-14", "gpu-15"]
     messages = errors(preflight(contract(lab, gpus=64, nodes=nodes)))
     assert messages == ["node gpu-14 is NotReady", "node gpu-15 is cordoned (SchedulingDisabled)"]
+    other = contract(lab).model_copy(update={"slug": "tenant-bar"})
+    run(capacity.reservation, StepInput(contract=other, facts=Facts(nodes=["gpu-02"]), run_id="x"))
+    lab.reset_journal()
+    messages = errors(preflight(contract(lab, gpus=64, nodes=HEALTHY[:8])))
+    assert messages == ["node gpu-02 is reserved by tenant tenant-bar (Reservation tenant-bar-reservation)"]
+    assert lab.writes() == []
 
 
 def test_reservation_labels_exactly_the_nodes_and_reruns_are_idempotent(lab: Lab) -> None:
     c = contract(lab)
+    [planned] = run(capacity.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8])))
+    assert planned.action.value == "create" and planned.detail["nodes"] == HEALTHY[:8]
     inp, created = reserve(lab, c)
     assert [r.outcome for r in created] == [Outcome.created]
+    assert [s.action.value for s in run(capacity.plan, inp)] == ["unchanged"]
     assert lab.node_labels() == {n: c.slug for n in HEALTHY[:8]}
     node = lab.store.get("", "nodes", "gpu-01")
     assert {"key": "reserved.tenant", "value": c.slug, "effect": "NoSchedule"} in node["spec"]["taints"]
