@@ -61,6 +61,9 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmHandle]:
         pytest.skip("the real Slurm daemons need root and the Debian slurm packages")
     state_dir = tmp_path_factory.mktemp("slurm")
     handle = start_slurm(state_dir, slurmd_nodes=SLURMD_NODES)
+    for parent in (state_dir, *state_dir.parents):  # smoke jobs run as user daemon and write below it
+        if parent != Path("/"):
+            parent.chmod(parent.stat().st_mode | 0o001)
     yield handle
     stop_all(state_dir)
 
@@ -113,7 +116,8 @@ def make_contract(target: KubeTarget, users: tuple[str, ...] = ("alice", "bob"),
 
 
 def step_input(contract: TenantContract, nodes: list[str] | None = None) -> StepInput:
-    return StepInput(contract=contract, facts=Facts(nodes=nodes or list(SLURMD_NODES)), run_id=f"tenant/{contract.slug}")
+    return StepInput(contract=contract, facts=Facts(nodes=nodes or list(SLURMD_NODES)),
+                     run_id=f"tenant/{contract.slug}")
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from temporalio.exceptions import ApplicationError
+
 from activities import slurm
 from models.results import Outcome
 from models.tenant import TenantContract
@@ -96,15 +99,12 @@ def test_preflight_flags_foreign_account_and_unknown_nodes(lab: SlurmLab) -> Non
 
 
 def test_users_before_qos_fails_clearly(lab: SlurmLab, contract: TenantContract) -> None:
-    import pytest
-    from temporalio.exceptions import ApplicationError
-
-    with pytest.raises(ApplicationError, match="slurm.qos must run before slurm.users"):
+    with pytest.raises(ApplicationError, match=r"slurm\.qos must run before slurm\.users"):
         slurm.users(step_input(contract))
 
 
 def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
-    contract = make_contract(lab.target, gpus_nodes=None) if False else make_contract(lab.target)
+    contract = make_contract(lab.target)
     inp = step_input(contract, nodes=list(SLURMD_NODES))
     res = slurm.partition(inp)
     try:
