@@ -184,3 +184,9 @@ class DecommissionResult(Strict):
 def signed_claims(claims: dict[str, str]) -> bytes:
     """The exact bytes an enrollment signature covers: canonical JSON of the blob's claims."""
     return json.dumps(claims, sort_keys=True, separators=(",", ":")).encode()
+
+
+class Cordon(Strict):
+    contract: WorkerEnrollment
+    cordoned: bool
+    reason: str = Field("", max_length=200)
