@@ -82,7 +82,8 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     labels = dep.spec.selector.match_labels or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     pods = call(target, core.list_namespaced_pod, namespace, label_selector=selector)
-    running = [p.metadata.name for p in pods.items if (p.status and p.status.phase) == "Running"]
+    running = [str(p.metadata.name) for p in pods.items
+               if p.metadata is not None and p.status is not None and p.status.phase == "Running"]
     if not running:
         raise http_error(f"kubernetes {target.context}", 503,
                          f"deployment {namespace}/{deployment} has no running pod")

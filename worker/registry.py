@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from activities import capacity, handover, identity, kube, login, slurm, smoke, storage, validate
@@ -10,14 +11,6 @@ from workflows.onboarding import TenantOnboarding
 
 WORKFLOWS: list[type] = [TenantOnboarding]
 
-ACTIVITIES: list[Callable[..., Any]] = [
-    *capacity.ACTIVITIES,
-    *identity.ACTIVITIES,
-    *kube.ACTIVITIES,
-    *slurm.ACTIVITIES,
-    *storage.ACTIVITIES,
-    *login.ACTIVITIES,
-    *smoke.ACTIVITIES,
-    *validate.ACTIVITIES,
-    *handover.ACTIVITIES,
-]
+ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
+                                            handover)
+ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]

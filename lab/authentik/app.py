@@ -21,21 +21,28 @@ LDAP_BIND_ACCOUNT: Mapping[str, Any] = {
 }
 
 
+PLATFORM_TENANTS_GROUP: Mapping[str, Any] = {"name": "tenants", "attributes": {"platform": True}}
+"""The platform's parent of every tenant group (runbook 2a: ``Parent: tenants``)."""
+
+
 def build_app(token: str, directory: DirectorySink | None = None,
               ldap: LdapSettings | None = None, install_id: str | None = None,
-              seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,)) -> web.Application:
+              seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
+              seed_groups: Sequence[Mapping[str, Any]] = (PLATFORM_TENANTS_GROUP,)) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
     given, receives the LDAP outpost projection after every write (a full push happens at start-up).
     ``ldap`` sets the LDAP provider's base DN and uid/gid start numbers (defaults: the lab's base DN,
     2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default). ``seed_users`` are
-    created first (pk 1, 2, ...): by default the outpost's bind service account ``ldap-bind`` (pk 1, so
+    created first (pk 1, 2, ...); ``seed_groups`` (default: the platform group ``tenants``) next. They are: by default the outpost's bind service account ``ldap-bind`` (pk 1, so
     uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers.
     """
     store = AuthentikStore(install_id or str(uuid.uuid4()))
     for user in seed_users:
         store.create_user(dict(user))
+    for group in seed_groups:
+        store.create_group(dict(group))
     settings = ldap or LdapSettings(base_dn=LDAP_BASE_DN)
 
     def snapshot() -> dict[str, Any]:

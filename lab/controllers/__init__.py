@@ -6,9 +6,10 @@ starts them all as tasks.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from lab.context import LabContext
 from lab.controllers import login, reservation, slurm
 
-CONTROLLERS: list[Callable[[LabContext], Awaitable[None]]] = [reservation.run, login.run, slurm.run]
+CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [reservation.run, login.run, slurm.run]

@@ -51,7 +51,7 @@ async def test_rejected_plan_ends_cleanly_without_writes(dev_env: WorkflowEnviro
 
 
 async def test_failure_unwinds_in_runbook_rollback_order(dev_env: WorkflowEnvironment) -> None:
-    world = FakeWorld(fail_at="slurm.qos")
+    world = FakeWorld(fail_at="slurm.users")
     async with fake_worker(dev_env, world) as api:
         handle = await api.start_onboarding(example_tenant(unique_slug()))
         status = await wait_for_stage(api, handle, "gate:approve_plan")
@@ -62,7 +62,7 @@ async def test_failure_unwinds_in_runbook_rollback_order(dev_env: WorkflowEnviro
         final = await api.status(handle.id)
     undone = [c.split(":")[1] and c for c in world.calls if ".undo:" in c]
     assert undone == [
-        "slurm.undo:users", "slurm.undo:accounts",
+        "slurm.undo:qos", "slurm.undo:accounts",
         "kube.undo:rbac", "kube.undo:network_policy", "kube.undo:binding", "kube.undo:quota", "kube.undo:namespace",
         "capacity.undo:wait_reservation", "capacity.undo:reservation",
         "identity.undo:verify_ldap", "identity.undo:users", "identity.undo:group",
