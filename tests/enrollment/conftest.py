@@ -25,7 +25,7 @@ from lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kub
 from lab.kubeapi.tls import self_signed
 from models.enrollment import WorkerEnrollment
 from models.targets import KubeTarget
-from workflows import enrollment
+from workflows import decommission, enrollment
 
 
 @dataclass
@@ -93,7 +93,7 @@ def brownfield(tmp_path: Path) -> Iterator[Lab]:
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=enrollment.WORKFLOWS,
+    async with Worker(env.client, task_queue=queue, workflows=enrollment.WORKFLOWS + decommission.WORKFLOWS,
                       activities=hub_activities.ACTIVITIES + workercluster.ACTIVITIES,
                       activity_executor=ThreadPoolExecutor(8)):
         yield env.client, queue
