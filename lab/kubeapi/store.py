@@ -490,6 +490,8 @@ class Store:
         return copy.deepcopy(current)
 
     def _finish_namespace(self, key: ObjectKey, ns: Obj) -> None:
+        if key not in self._objects:
+            return
         if any(k.namespace == key.name for k in self._objects) or ns["metadata"].get("finalizers"):
             return
         self._remove(key, ns)

@@ -287,6 +287,18 @@ def test_namespace_deletion_and_finalizers(cluster: Cluster) -> None:
     assert exc.value.status == 404
 
 
+def test_namespace_deletion_with_contents_is_immediate(cluster: Cluster) -> None:
+    core = client.CoreV1Api(cluster.api())
+    ns = cluster.namespace()
+    core.create_namespaced_config_map(ns, _cm("one"))
+    core.create_namespaced_config_map(ns, _cm("two"))
+    core.delete_namespace(ns)
+    with pytest.raises(ApiException) as exc:
+        core.read_namespace(ns)
+    assert exc.value.status == 404
+    assert not core.list_namespaced_config_map(ns).items
+
+
 def test_subscription_and_snapshot(cluster: Cluster) -> None:
     events: list[tuple[str, str]] = []
     unsubscribe = cluster.store.subscribe(lambda t, key, obj: events.append((t, key.name)))
