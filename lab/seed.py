@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from lab.enrollment_seed import seed_hub, seed_worker
 from lab.kubeapi.store import Store
 
 CRD_DIR = Path(__file__).parent / "crds"
@@ -94,9 +95,10 @@ def seed_tenant_cluster(store: Store, *, ldap_bind_password: str = "", node_coun
 
 
 def seed_cluster(store: Store, context: str, *, ldap_bind_password: str = "") -> None:
-    """Seed one emulated cluster by context name; contexts other than ``tenant-cluster`` get namespaces only."""
+    """Seed one emulated cluster by context name: the tenant cluster, the Hub or the (greenfield) worker."""
     if context == "tenant-cluster":
         seed_tenant_cluster(store, ldap_bind_password=ldap_bind_password)
+    elif context == "hub":
+        seed_hub(store)
     else:
-        store.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                    for ns in ("default", "kube-system")])
+        seed_worker(store)

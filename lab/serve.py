@@ -21,6 +21,8 @@ from lab.authentik.slapd_sink import SlapdSink
 from lab.config import LabConfig
 from lab.context import LabContext
 from lab.endpoints import LabEndpoints
+from lab.enrollment_seed import hub_policies
+from lab.kubeapi.auth import parse_policies
 from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
 from lab.kubeapi.podexec import ExecHandler, ExecResult
 from lab.kubeapi.server import build_app as build_kube
@@ -62,11 +64,12 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     runners: list[web.AppRunner] = []
     kube_contexts: list[KubeContext] = []
     for context, store in stores.items():
-        app = build_kube(store, name=f"kube-{context}", exec_handler=dispatch_exec(ctx, context))
+        policies = parse_policies(hub_policies(config.kube_tokens["hub-org-admin"])) if context == "hub" else None
+        app = build_kube(store, name=f"kube-{context}", exec_handler=dispatch_exec(ctx, context), policies=policies)
         runner, url = await start_kube_api(app, port=config.kube_ports[context], ssl_context=cert.server_context())
         runners.append(runner)
-        kube_contexts.append(KubeContext(name=context, server=url, token=config.kube_tokens[context],
-                                         ca_pem=cert.cert_pem))
+        token = config.kube_tokens["hub-org-admin" if context == "hub" else context]
+        kube_contexts.append(KubeContext(name=context, server=url, token=token, ca_pem=cert.cert_pem))
     sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
     runners.append(await start_site(build_authentik(config.authentik_token, sink), config.authentik_port))
     runners.append(await start_site(build_weka(config.weka_username, config.weka_password), config.weka_port))

@@ -53,7 +53,7 @@ def up(state_dir: Path, timeout_s: float = 90.0) -> LabEndpoints:
             ldap_url=slapd.url, ldap_admin_dn=slapd.admin_dn, ldap_admin_password=slapd.admin_password,
             ldap_bind_dn=slapd.bind_dn, ldap_bind_password=slapd.bind_password,
             slurm_conf=slurm.slurm_conf, partitions_file=slurm.partitions_conf,
-            kube_tokens={c: secrets.token_urlsafe(24) for c in KUBE_CONTEXTS})
+            kube_tokens={c: secrets.token_urlsafe(24) for c in (*KUBE_CONTEXTS, "hub-org-admin")})
         config.write()
         (state_dir / "lab.env").unlink(missing_ok=True)
         env_file = state_dir / "lab.env"

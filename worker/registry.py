@@ -6,11 +6,24 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from activities import capacity, handover, identity, kube, login, slurm, smoke, storage, validate
+from activities import (
+    capacity,
+    handover,
+    hub,
+    identity,
+    kube,
+    login,
+    slurm,
+    smoke,
+    storage,
+    validate,
+    workercluster,
+)
+from workflows import decommission, enrollment
 from workflows.onboarding import TenantOnboarding
 
-WORKFLOWS: list[type] = [TenantOnboarding]
+WORKFLOWS: list[type] = [TenantOnboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover)
+                                            handover, hub, workercluster)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]

@@ -35,8 +35,9 @@ def build_app(token: str, directory: DirectorySink | None = None,
     given, receives the LDAP outpost projection after every write (a full push happens at start-up).
     ``ldap`` sets the LDAP provider's base DN and uid/gid start numbers (defaults: the lab's base DN,
     2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default). ``seed_users`` are
-    created first (pk 1, 2, ...); ``seed_groups`` (default: the platform group ``tenants``) next. They are: by default the outpost's bind service account ``ldap-bind`` (pk 1, so
-    uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers.
+    created first (pk 1, 2, ...): by default the outpost's bind service account ``ldap-bind`` (pk 1, so
+    uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers. ``seed_groups``
+    come next: by default the platform group ``tenants``, parent of every tenant group.
     """
     store = AuthentikStore(install_id or str(uuid.uuid4()))
     for user in seed_users:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from lab.context import LabContext
-from lab.controllers import login, reservation, slurm
+from lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
 
-CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [reservation.run, login.run, slurm.run]
+CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
+    reservation.run, login.run, slurm.run, hub.run, worker_agent.run, kueue.run]

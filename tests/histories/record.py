@@ -7,6 +7,7 @@ change; commit the JSON files it writes beside this file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from temporalio.client import WorkflowFailureError
@@ -29,10 +30,8 @@ async def record(name: str, world: FakeWorld, approve: bool) -> None:
                 await api.approve(handle.id, status.plan_hash)
             else:
                 await api.reject(handle.id, "recorded rejection")
-            try:
+            with contextlib.suppress(WorkflowFailureError):
                 await handle.result()
-            except WorkflowFailureError:
-                pass
             history = await handle.fetch_history()
         (HERE / f"onboarding-{name}.json").write_text(history.to_json())
     finally:
