@@ -16,6 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from lab import controllers
+from lab.authentik.app import PLATFORM_TENANTS_GROUP
 from lab.authentik.app import build_app as build_authentik
 from lab.authentik.slapd_sink import SlapdSink
 from lab.config import LabConfig
@@ -71,7 +72,8 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         token = config.kube_tokens["hub-org-admin" if context == "hub" else context]
         kube_contexts.append(KubeContext(name=context, server=url, token=token, ca_pem=cert.cert_pem))
     sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
-    runners.append(await start_site(build_authentik(config.authentik_token, sink), config.authentik_port))
+    authentik = build_authentik(config.authentik_token, sink, seed_groups=(PLATFORM_TENANTS_GROUP,))
+    runners.append(await start_site(authentik, config.authentik_port))
     runners.append(await start_site(build_weka(config.weka_username, config.weka_password), config.weka_port))
     tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 

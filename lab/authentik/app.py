@@ -28,7 +28,7 @@ PLATFORM_TENANTS_GROUP: Mapping[str, Any] = {"name": "tenants", "attributes": {"
 def build_app(token: str, directory: DirectorySink | None = None,
               ldap: LdapSettings | None = None, install_id: str | None = None,
               seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
-              seed_groups: Sequence[Mapping[str, Any]] = (PLATFORM_TENANTS_GROUP,)) -> web.Application:
+              seed_groups: Sequence[Mapping[str, Any]] = ()) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
@@ -37,7 +37,7 @@ def build_app(token: str, directory: DirectorySink | None = None,
     2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default). ``seed_users`` are
     created first (pk 1, 2, ...): by default the outpost's bind service account ``ldap-bind`` (pk 1, so
     uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers. ``seed_groups``
-    come next: by default the platform group ``tenants``, parent of every tenant group.
+    come next (the lab passes :data:`PLATFORM_TENANTS_GROUP`, parent of every tenant group).
     """
     store = AuthentikStore(install_id or str(uuid.uuid4()))
     for user in seed_users:
