@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from models.hostlist import hostlist
+from models.hostlist import compress_hostlist
 from models.onboarding import Handover, StepInput
 from models.sku import lookup_sku
 from models.tenant import TenantContract
@@ -24,7 +24,7 @@ def capacity_contract(contract: TenantContract, nodes: list[str]) -> dict[str, o
         "GrpTRES": f"gres/gpu={contract.capacity.gpus}",
         "GrpJobs": contract.slurm.grp_jobs,
         "partition": contract.slug,
-        "partition_nodes": hostlist(nodes),
+        "partition_nodes": compress_hostlist(nodes),
         "scratch_quota": contract.storage.scratch.hard,
         "home_quota_per_user": contract.storage.home_per_user.hard,
         "user_budget_gpu_minutes": contract.user_budget_gpu_minutes,
@@ -94,7 +94,7 @@ def render(inp: StepInput) -> Handover:
         "slurm": {"partition": contract.slug, "account": contract.user_account,
                   "default_qos": contract.normal_qos_name, "interactive_qos": contract.interactive_qos_name},
         "gpu_pool": {"nodes": len(nodes), "gpu_model": lookup_sku(contract.capacity.sku).gpu_model,
-                     "gpus": contract.capacity.gpus, "node_list": hostlist(nodes)},
+                     "gpus": contract.capacity.gpus, "node_list": compress_hostlist(nodes)},
         "filesystems": {"/home/<user>": contract.storage.home_per_user.hard,
                         f"/scratch/{contract.slug}": contract.storage.scratch.hard},
     }

@@ -34,8 +34,6 @@ from activities.slurm_cli import (
     RENDERED_ANNOTATION,
     Assoc,
     SlurmCtl,
-    compress_hostlist,
-    expand_hostlist,
     parse_accounts,
     parse_assocs,
     parse_node_states,
@@ -48,6 +46,7 @@ from activities.slurm_cli import (
     word,
     words,
 )
+from models.hostlist import compress_hostlist, expand_hostlist
 from models.onboarding import StepInput, StepResult, UndoInput
 from models.plan import Action, PlanStep
 from models.results import EnsureResult, Finding, Outcome

@@ -18,7 +18,7 @@ from activities.manifests import RESERVED_LABEL, login_pod_names
 from activities.settings import settings
 from activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
 from activities.weka_client import WekaClient
-from models.hostlist import hostlist
+from models.hostlist import compress_hostlist
 from models.onboarding import StepInput, StepResult
 from models.results import Finding, Severity
 from models.tenant import TenantContract
@@ -44,8 +44,9 @@ def reservation_matches_partition(inp: StepInput) -> Finding:
     in_partition = sorted(partition_nodes(contract))
     ok = labelled == in_partition == sorted(inp.facts.nodes)
     return finding("reservation.partition_nodes", ok,
-                   f"Reservation nodes {hostlist(labelled)}, partition nodes {hostlist(in_partition)}, "
-                   f"contract nodes {hostlist(inp.facts.nodes)}",
+                   f"Reservation nodes {compress_hostlist(labelled)}, "
+                   f"partition nodes {compress_hostlist(in_partition)}, "
+                   f"contract nodes {compress_hostlist(inp.facts.nodes)}",
                    "re-run the partition step so the partition's Nodes equal the Reservation")
 
 
