@@ -19,7 +19,6 @@ from starter.client import TenantflowClient
 from worker.config import WorkerSettings
 from worker.run import run_worker
 
-
 SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""
 
