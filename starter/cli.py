@@ -95,6 +95,25 @@ def dev_server(
     console.print(f"Temporal dev server pid {pid} on {server.address}{ui}; log {server.log_file}")
 
 
+@app.command("codec-server")
+def codec_server(
+    port: int = 8081, host: str = "127.0.0.1",
+    cors_origin: Annotated[list[str] | None, typer.Option(help="the Temporal UI origin(s) allowed to call")] = None,
+) -> None:
+    """Serve the payload codec (/encode, /decode) for the Temporal UI (--ui-codec-endpoint http://HOST:PORT)."""
+    from aiohttp import web
+
+    from worker.codec import EncryptionCodec, KeyRing, codec_app
+    from worker.config import TemporalSettings
+
+    ring = KeyRing.from_env(TemporalSettings().codec_key_file)
+    if ring is None:
+        errors.print("[red]no codec keys: set TENANTFLOW_CODEC_KEY_FILE or TENANTFLOW_CODEC_KEYS[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    origins = cors_origin or ["http://localhost:8233", "http://127.0.0.1:8233"]
+    console.print(f"codec server on http://{host}:{port} (key {ring.current[0]}; CORS {', '.join(origins)})")
+    web.run_app(codec_app(EncryptionCodec(ring), origins), host=host, port=port, print=None)
+
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option(help="write one <Name>.schema.json per model here")] = None,

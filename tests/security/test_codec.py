@@ -1,0 +1,151 @@
+"""The encrypting payload codec: round trip, rotation, tampering, the UI codec endpoint, and no plaintext in history."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+from aiohttp.test_utils import TestServer
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflow.contract import example_tenant
+from tests.workflow.fakes import FakeWorld
+from tests.workflow.harness import fake_worker, wait_for_stage
+from worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
+from worker.config import TemporalSettings
+from worker.temporal import connect
+
+UI = "http://localhost:8233"
+
+
+def ring(*ids: str) -> KeyRing:
+    return KeyRing.parse([new_key_entry(key_id) for key_id in ids])
+
+
+def payload(text: str) -> Payload:
+    return Payload(metadata={"encoding": b"json/plain"}, data=text.encode())
+
+
+async def test_round_trip_hides_the_plaintext() -> None:
+    codec = EncryptionCodec(ring("k1"))
+    original = payload('{"email": "alice@tenant-foo.example"}')
+    [sealed] = await codec.encode([original])
+    assert b"alice" not in sealed.SerializeToString()
+    assert sealed.metadata[KEY_ID] == b"k1"
+    assert await codec.decode([sealed]) == [original]
+    [again] = await codec.encode([original])
+    assert again.data != sealed.data, "a fresh nonce for every payload"
+
+
+async def test_rotation_decrypts_old_keys_and_encrypts_with_the_newest() -> None:
+    old = ring("2024-01")
+    [sealed_old] = await EncryptionCodec(old).encode([payload("old")])
+    rotated = KeyRing(old.keys + ring("2025-01").keys)
+    codec = EncryptionCodec(rotated)
+    assert await codec.decode([sealed_old]) == [payload("old")]
+    [sealed_new] = await codec.encode([payload("new")])
+    assert sealed_new.metadata[KEY_ID] == b"2025-01"
+    with pytest.raises(CodecError, match="unknown codec key id '2025-01'"):
+        await EncryptionCodec(old).decode([sealed_new])
+
+
+async def test_tampering_and_wrong_keys_are_refused() -> None:
+    codec = EncryptionCodec(ring("k1"))
+    [sealed] = await codec.encode([payload("secret")])
+    flipped = Payload(metadata=dict(sealed.metadata), data=sealed.data[:-1] + bytes([sealed.data[-1] ^ 1]))
+    with pytest.raises(CodecError, match="failed authentication"):
+        await codec.decode([flipped])
+    relabelled = Payload(metadata={**sealed.metadata, KEY_ID: b"k2"}, data=sealed.data)
+    with pytest.raises(CodecError, match="failed authentication"):
+        await EncryptionCodec(KeyRing(codec.ring.keys + ring("k2").keys)).decode([relabelled])
+    same_id_other_key = EncryptionCodec(ring("k1"))
+    with pytest.raises(CodecError, match="failed authentication"):
+        await same_id_other_key.decode([sealed])
+
+
+def test_bad_key_material_is_refused() -> None:
+    with pytest.raises(CodecError, match="32 bytes"):
+        KeyRing.parse([f"k1:{base64.b64encode(b'short').decode()}"])
+    with pytest.raises(CodecError, match="unique"):
+        KeyRing.parse([new_key_entry("k1"), new_key_entry("k1")])
+    with pytest.raises(CodecError, match="KEY_ID:BASE64_KEY"):
+        KeyRing.parse(["no-separator"])
+    with pytest.raises(CodecError, match="empty"):
+        KeyRing.parse(["# only a comment"])
+
+
+def test_keys_from_file_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key_file = tmp_path / "codec.keys"
+    key_file.write_text(f"# rotated yearly\n{new_key_entry('a')}\n{new_key_entry('b')}\n")
+    assert KeyRing.from_env(key_file).current[0] == "b"  # type: ignore[union-attr]
+    monkeypatch.delenv("TENANTFLOW_CODEC_KEYS", raising=False)
+    assert KeyRing.from_env(None) is None
+    monkeypatch.setenv("TENANTFLOW_CODEC_KEYS", f"{new_key_entry('x')},{new_key_entry('y')}")
+    assert KeyRing.from_env(None).current[0] == "y"  # type: ignore[union-attr]
+
+
+async def test_codec_endpoint_speaks_the_remote_codec_protocol_with_cors() -> None:
+    codec = EncryptionCodec(ring("ui"))
+    async with TestServer(codec_app(codec, [UI])) as server:
+        base = str(server.make_url("/"))
+        body = json_format.MessageToJson(Payloads(payloads=[payload('"hello"')]))
+        async with httpx.AsyncClient(base_url=base) as http:
+            pre = await http.options("/decode", headers={"Origin": UI, "Access-Control-Request-Method": "POST"})
+            assert pre.status_code == 200 and pre.headers["Access-Control-Allow-Origin"] == UI
+            assert "X-Namespace" in pre.headers["Access-Control-Allow-Headers"]
+            foreign = await http.options("/decode", headers={"Origin": "http://evil.example"})
+            assert foreign.status_code == 403 and "Access-Control-Allow-Origin" not in foreign.headers
+            encoded = await http.post("/encode", content=body, headers={"Origin": UI, "X-Namespace": "default"})
+            assert encoded.status_code == 200, encoded.text
+            assert encoded.headers["Access-Control-Allow-Origin"] == UI
+            sealed = encoded.json()["payloads"][0]
+            assert base64.b64decode(sealed["metadata"]["encoding"]) == b"binary/encrypted"
+            decoded = await http.post("/decode", json=encoded.json(), headers={"Origin": UI})
+            assert base64.b64decode(decoded.json()["payloads"][0]["data"]) == b'"hello"'
+            sealed["data"] = base64.b64encode(b"\0" * 40).decode()
+            tampered = await http.post("/decode", json={"payloads": [sealed]}, headers={"Origin": UI})
+            assert tampered.status_code == 400 and "failed authentication" in tampered.json()["error"]
+
+
+def payload_texts(history_json: str) -> str:
+    """The raw history plus every base64 field in it decoded."""
+    parts = [history_json]
+    for value in re.findall(r'"(?:data|payload)": "([A-Za-z0-9+/=]+)"', history_json):
+        parts.append(base64.b64decode(value).decode(errors="replace"))
+    return "\n".join(parts)
+
+
+async def test_history_recorded_with_the_codec_has_no_plaintext_input(
+        dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key_file = tmp_path / "codec.keys"
+    key_file.write_text(new_key_entry("test") + "\n")
+    address = dev_env.client.service_client.config.target_host
+    monkeypatch.setenv("TENANTFLOW_CODEC_KEY_FILE", str(key_file))
+    settings = TemporalSettings(TEMPORAL_ADDRESS=address)
+    encrypted = await connect(settings)
+    assert isinstance(encrypted.data_converter.payload_codec, EncryptionCodec)
+    env = WorkflowEnvironment.from_client(encrypted)
+    contract = example_tenant("tenant-sealed")
+    email = contract.users[0].email
+    ssh_key = contract.users[0].ssh_keys[0].split()[1]
+    async with fake_worker(env, FakeWorld()) as api:
+        handle = await api.start_onboarding(contract)
+        status = await wait_for_stage(api, handle, "gate:approve_plan")
+        assert status.plan_hash
+        await api.approve(handle.id, status.plan_hash)
+        result = await handle.result()
+    assert result.status == "completed"
+    history = await encrypted.get_workflow_handle(handle.id).fetch_history()
+    raw = payload_texts(history.to_json())
+    assert "tenant-sealed" in raw, "the search attribute stays readable (it is not a payload)"
+    assert email not in raw and ssh_key not in raw
+    sealed = [p for e in history.events if e.HasField("workflow_execution_started_event_attributes")
+              for p in e.workflow_execution_started_event_attributes.input.payloads]
+    assert sealed and all(p.metadata["encoding"] == b"binary/encrypted" for p in sealed)
+    [opened] = await EncryptionCodec(KeyRing.load(key_file)).decode(sealed)
+    assert email in opened.data.decode()
