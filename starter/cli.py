@@ -1,8 +1,15 @@
 """``tenantflow``: the operator's command line (typer + rich).
 
-Exit codes scripts can rely on: 0 success, 1 unexpected error, 2 bad input
-(contract or arguments), 3 the run failed or was rejected, 4 refused (a run is
-already active, a stale plan hash, a gate that is not open).
+Exit codes scripts can rely on (``--output json`` on every command prints
+machine-readable output on stdout; messages go to stderr):
+
+* 0 success
+* 1 unexpected error (Temporal or a service unreachable, a bug)
+* 2 bad input: a contract or argument that cannot be used, or a preflight with errors (``plan``)
+* 3 the run failed, was rejected or rolled back
+* 4 refused: a run for the target is already active, a stale plan hash, a gate that is not open,
+  a run that has not finished (``handover``)
+* 5 no such run
 """
 
 from __future__ import annotations
@@ -16,22 +23,27 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.service import RPCError
+from temporalio.common import TypedSearchAttributes
+from temporalio.service import RPCError, RPCStatusCode
 
 from models.enrollment import WorkerEnrollment
-from models.onboarding import OnboardingInput, OnboardingResult
+from models.onboarding import OnboardingInput
 from models.tenant import TenantContract
-from starter.client import RunAlreadyActive, TenantflowClient
+from starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient, onboarding_id
 from starter.contracts import ContractError, load_enrollment, load_tenant
 from starter.devserver import DevServer
-from starter.render import print_plan, status_view
+from starter.render import findings_table, plan_diff, print_plan, status_view, wait_with_progress, watch_status
+from workflows.search import STAGE
 
 T = TypeVar("T")
 
+EXIT_ERROR = 1
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 3
 EXIT_REFUSED = 4
+EXIT_NOT_FOUND = 5
 
 app = typer.Typer(help="Durable, human-gated GPU-cluster runbooks on Temporal.", no_args_is_help=True)
 console = Console()
@@ -39,6 +51,11 @@ errors = Console(stderr=True)
 
 OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json")]
 KubeconfigOpt = Annotated[str | None, typer.Option(help="kubeconfig for targets the file leaves out")]
+ApproverOpt = Annotated[str, typer.Option(help="who answers (recorded in the run)")]
+
+
+class Refused(RuntimeError):
+    """The request makes no sense in the run's current state (exit 4)."""
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -48,7 +65,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    except RunAlreadyActive as exc:
+    except (RunAlreadyActive, Refused) as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
     except WorkflowUpdateFailedError as exc:
@@ -61,7 +78,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise typer.Exit(EXIT_RUN_FAILED) from None
     except RPCError as exc:
         errors.print(f"[red]temporal: {exc.message}[/red]")
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_NOT_FOUND if exc.status == RPCStatusCode.NOT_FOUND else EXIT_ERROR) from None
 
 
 def emit(data: Any, output: str) -> None:
@@ -146,6 +163,47 @@ def validate(
 
 
 @app.command()
+def plan(
+    file: Path, kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+) -> None:
+    """Read-only preflight and plan of a tenant contract, without starting a run; exit 2 on preflight errors."""
+    from starter.plan import preflight_and_plan, use_configured_services
+
+    try:
+        contract = load_tenant(file, kubeconfig)
+    except ContractError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    use_configured_services()
+    report = preflight_and_plan(contract)
+    if output == "json":
+        emit(report.model_dump(mode="json") | {"plan_hash": report.plan.plan_hash if report.plan else None,
+                                               "ok": not report.errors}, output)
+    else:
+        problems = [f for f in report.findings if not f.ok]
+        if problems:
+            console.print(findings_table(problems))
+        if report.plan is not None:
+            console.print(plan_diff(report.plan))
+            console.print(f"\nNothing was written. Start the run with: tenantflow onboard {file}")
+    if report.errors:
+        errors.print(f"[red]preflight failed with {len(report.errors)} error(s); nothing was written[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+async def show_plan(api: TenantflowClient, workflow_id: str, output: str) -> None:
+    """Wait (with a spinner) for a freshly started run's plan and print it with the approve command."""
+    with errors.status(f"waiting for the plan of {workflow_id} (preflight and plan run first)"):
+        current = await api.wait_for_plan(workflow_id)
+    if output == "json":
+        emit(current.model_dump(mode="json"), output)
+        return
+    if current.plan is not None:
+        print_plan(console, current.plan)
+    console.print(status_view(workflow_id, current))
+
+
+@app.command()
 def onboard(
     file: Path, kubeconfig: KubeconfigOpt = None,
     wait: Annotated[bool, typer.Option(help="wait for the plan and print it")] = True,
@@ -159,91 +217,211 @@ def onboard(
         if not wait:
             emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
             return
-        status = await api.wait_for_plan(handle.id)
-        if output == "json":
-            emit(status.model_dump(mode="json"), output)
-            return
-        if status.plan is not None:
-            print_plan(console, status.plan)
-        console.print(status_view(handle.id, status))
+        await show_plan(api, handle.id, output)
     run(go())
 
 
 @app.command()
-def status(workflow_id: str, output: OutputOpt = "text") -> None:
+def enroll(
+    file: Path, kubeconfig: KubeconfigOpt = None,
+    wait: Annotated[bool, typer.Option(help="wait for the bootstrap plan and print it")] = True,
+    output: OutputOpt = "text",
+) -> None:
+    """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
+    async def go() -> None:
+        contract = load_enrollment(file, kubeconfig)
+        api = await TenantflowClient.connect()
+        handle = await api.start_enrollment(contract)
+        if not wait:
+            emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
+            return
+        await show_plan(api, handle.id, output)
+    run(go())
+
+
+@app.command()
+def decommission(
+    namespace: str, worker_name: str,
+    contract: Annotated[Path | None, typer.Option(
+        help="the enrollment contract; default: the input of the latest enroll/NS/WORKER run")] = None,
+    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+) -> None:
+    """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        enrollment = (load_enrollment(contract, kubeconfig) if contract is not None
+                      else await api.enrolled_contract(namespace, worker_name))
+        if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
+            raise ContractError(f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "
+                                f"not {namespace}/{worker_name}")
+        handle = await api.start_decommission(enrollment)
+        emit({"workflow_id": handle.id, "run_id": handle.result_run_id} if output == "json"
+             else f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+    run(go())
+
+
+@app.command()
+def status(
+    workflow_id: str, output: OutputOpt = "text",
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until the run ends")] = False,
+) -> None:
     """Show a run: stage, steps with durations, the gate it waits on and how to answer it."""
     async def go() -> None:
         api = await TenantflowClient.connect()
+        if watch and output != "json":
+            await watch_status(console, api, workflow_id)
+            return
         current = await api.status(workflow_id)
-        if output == "json":
-            emit(current.model_dump(mode="json"), output)
-        else:
-            console.print(status_view(workflow_id, current))
+        emit(current.model_dump(mode="json"), output) if output == "json" else console.print(
+            status_view(workflow_id, current))
+        while watch and await api.running(workflow_id):
+            await asyncio.sleep(1)
+            latest = await api.status(workflow_id)
+            if latest != current:
+                current = latest
+                sys.stdout.write(current.model_dump_json() + "\n")
+                sys.stdout.flush()
     run(go())
+
+
+def stage_of(attributes: TypedSearchAttributes) -> str:
+    return attributes.get(STAGE) or ""
+
+
+def answered(workflow_id: str, answer: str, output: str) -> None:
+    emit({"workflow_id": workflow_id, "answer": answer} if output == "json" else answer, output)
 
 
 @app.command()
 def approve(
     workflow_id: str,
     plan_hash: Annotated[str, typer.Option("--plan-hash", help="the hash `status` shows")],
-    approver: str = "operator", comment: str = "",
+    approver: ApproverOpt = "operator", comment: str = "", output: OutputOpt = "text",
 ) -> None:
-    """Approve a published plan by its exact hash."""
+    """Approve a published plan (onboarding, enrollment or reset) by its exact hash."""
     async def go() -> None:
         api = await TenantflowClient.connect()
-        console.print(await api.approve(workflow_id, plan_hash, approver, comment))
+        answered(workflow_id, await api.approve(workflow_id, plan_hash, approver, comment), output)
     run(go())
 
 
 @app.command()
-def reject(workflow_id: str, reason: Annotated[str, typer.Option()], approver: str = "operator") -> None:
-    """Reject a published plan: the run ends and nothing is written."""
+def reject(workflow_id: str, reason: Annotated[str, typer.Option()], approver: ApproverOpt = "operator",
+           output: OutputOpt = "text") -> None:
+    """Reject a published onboarding plan: the run ends and nothing is written."""
     async def go() -> None:
         api = await TenantflowClient.connect()
-        console.print(await api.reject(workflow_id, reason, approver))
+        answered(workflow_id, await api.reject(workflow_id, reason, approver), output)
     run(go())
 
 
+def gate_command(gate: str, help_text: str) -> None:
+    """Register ``tenantflow <gate-with-dashes> ID``: answer one of the enrollment's yes/no gates."""
+    def answer(workflow_id: str, approver: ApproverOpt = "operator", comment: str = "",
+               output: OutputOpt = "text") -> None:
+        async def go() -> None:
+            api = await TenantflowClient.connect()
+            answered(workflow_id, await api.answer_gate(workflow_id, gate, approver, comment), output)
+        run(go())
+
+    answer.__doc__ = help_text
+    app.command(gate.replace("_", "-"))(answer)
+
+
+GATE_HELP = {
+    "submissions_paused": "Confirm every Hub submission path of the organization is paused (brownfield).",
+    "approve_adoption": "Approve adopting the preset objects whose diff is empty (brownfield).",
+    "uncordon": "Recorded work is verified: enable Hub dispatch to the worker.",
+    "resume_submissions": "The canary passed: resume the organization's submission paths.",
+}
+for _gate in ENROLLMENT_GATES:
+    gate_command(_gate, GATE_HELP[_gate])
+
+
 @app.command()
-def cancel(workflow_id: str) -> None:
+def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
     """Cancel a run; what it applied is rolled back."""
     async def go() -> None:
         api = await TenantflowClient.connect()
         await api.cancel(workflow_id)
-        console.print(f"cancel requested for {workflow_id}")
+        answered(workflow_id, f"cancel requested for {workflow_id}", output)
     run(go())
+
+
+def total_steps(workflow_type: str) -> int | None:
+    """How many steps a successful run executes, for the progress bar (known for onboarding only)."""
+    if workflow_type != "TenantOnboarding":
+        return None
+    from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+
+    return len(PREFLIGHT_LAYERS) + len(PLAN_LAYERS) + len(APPLY_STEPS) + len(SMOKE_STEPS) + 2
+
+
+def print_outcome(outcome: Any, output: str) -> None:
+    if output == "json":
+        emit(outcome.model_dump(mode="json"), output)
+    elif getattr(outcome, "handover", None) is not None:
+        console.print(outcome.handover.markdown, markup=False, highlight=False)
+    else:
+        console.print(f"{outcome.status}: {getattr(outcome, 'message', '')}")
+    if outcome.status != "completed":
+        raise typer.Exit(EXIT_RUN_FAILED)
 
 
 @app.command()
 def result(workflow_id: str, output: OutputOpt = "text") -> None:
-    """Wait for a run's result; prints the handover sheet of an onboarding."""
-    async def go() -> None:
+    """Wait for a run's result (progress bar on stderr); prints the handover sheet of an onboarding."""
+    async def go() -> Any:
         api = await TenantflowClient.connect()
-        outcome: OnboardingResult = await api.result(workflow_id)
-        if output == "json":
-            emit(outcome.model_dump(mode="json"), output)
-        elif outcome.handover is not None:
-            console.print(outcome.handover.markdown, markup=False, highlight=False)
-        else:
-            console.print(f"{outcome.status}: {outcome.message}")
-        if outcome.status != "completed":
-            raise typer.Exit(EXIT_RUN_FAILED)
-    run(go())
+        described = await api.handle(workflow_id).describe()
+        if output == "json" or not errors.is_terminal:
+            return await api.result(workflow_id)
+        return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+    print_outcome(run(go()), output)
+
+
+@app.command()
+def handover(slug: str, output: OutputOpt = "text") -> None:
+    """Print the handover sheet of a finished onboarding (exit 4 while it still runs)."""
+    async def go() -> Any:
+        api = await TenantflowClient.connect()
+        workflow_id = onboarding_id(slug)
+        if await api.running(workflow_id):
+            current = await api.status(workflow_id)
+            raise Refused(f"{workflow_id} has not finished (stage {current.stage}); "
+                          f"see `tenantflow status {workflow_id} --watch`")
+        return await api.result(workflow_id)
+    print_outcome(run(go()), output)
 
 
 @app.command("list")
 def list_runs(
-    tenant: str | None = None, stage: str | None = None, output: OutputOpt = "text",
+    tenant: Annotated[str | None, typer.Option(help="tenant slug")] = None,
+    worker_cluster: Annotated[str | None, typer.Option("--worker", help="worker cluster name")] = None,
+    stage: Annotated[str | None, typer.Option(help="stage, e.g. gate:approve_plan")] = None,
+    running: Annotated[bool, typer.Option(help="only runs still in progress")] = False,
+    limit: int = 100, output: OutputOpt = "text",
 ) -> None:
-    """List runs, filtered by tenant or stage through search attributes."""
-    clauses = [f"TenantSlug = '{tenant}'" if tenant else "", f"Stage = '{stage}'" if stage else ""]
+    """List runs, filtered by tenant, worker cluster or stage through search attributes."""
+    clauses = [f"TenantSlug = '{tenant}'" if tenant else "",
+               f"WorkerCluster = '{worker_cluster}'" if worker_cluster else "",
+               f"Stage = '{stage}'" if stage else "", "ExecutionStatus = 'Running'" if running else ""]
     query = " AND ".join(c for c in clauses if c)
 
     async def go() -> None:
         api = await TenantflowClient.connect()
         rows = [{"id": r.id, "type": r.workflow_type, "status": r.status.name if r.status else "",
-                 "started": str(r.start_time)} for r in await api.list_runs(query)]
-        emit(rows, output)
+                 "stage": stage_of(r.typed_search_attributes), "started": str(r.start_time),
+                 "closed": str(r.close_time or "")} for r in await api.list_runs(query, limit)]
+        if output == "json":
+            emit(rows, output)
+            return
+        table = Table(title=f"runs{' where ' + query if query else ''}")
+        for column in ("id", "type", "status", "stage", "started"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(row[c] for c in ("id", "type", "status", "stage", "started")))
+        console.print(table)
     run(go())
 
 

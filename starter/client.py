@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecution, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
     SearchAttributePair,
     TypedSearchAttributes,
@@ -22,13 +22,19 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from models.enrollment import WorkerEnrollment
+from models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
 from models.gates import ApprovePlan, GateAnswer, RejectPlan
 from models.onboarding import OnboardingInput, OnboardingResult
 from models.status import RunStatus
 from models.tenant import TenantContract
 from worker.config import TemporalSettings
 from worker.temporal import connect
-from workflows.search import STAGE, TENANT_SLUG
+from workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
+
+RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "WorkerEnrollment": EnrollmentResult,
+                                 "WorkerDecommission": DecommissionResult}
+ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 
 
 class RunAlreadyActive(RuntimeError):
@@ -37,6 +43,14 @@ class RunAlreadyActive(RuntimeError):
 
 def onboarding_id(slug: str) -> str:
     return f"tenant/{slug}"
+
+
+def enrollment_id(namespace: str, worker: str) -> str:
+    return f"enroll/{namespace}/{worker}"
+
+
+def decommission_id(namespace: str, worker: str) -> str:
+    return f"decommission/{namespace}/{worker}"
 
 
 class TenantflowClient:
@@ -69,12 +83,39 @@ class TenantflowClient:
         return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
                                  onboarding_id(contract.slug), attributes, OnboardingResult)
 
+    def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:
+        return TypedSearchAttributes([SearchAttributePair(WORKER_CLUSTER, contract.worker_name),
+                                      SearchAttributePair(STAGE, "starting")])
+
+    async def start_enrollment(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
+        return await self._start("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
+                                 enrollment_id(contract.tenant_namespace, contract.worker_name),
+                                 self._worker_attributes(contract), EnrollmentResult)
+
+    async def start_decommission(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
+        return await self._start("WorkerDecommission", DecommissionInput(contract=contract, **options),
+                                 decommission_id(contract.tenant_namespace, contract.worker_name),
+                                 self._worker_attributes(contract), DecommissionResult)
+
+    async def enrolled_contract(self, namespace: str, worker: str) -> WorkerEnrollment:
+        """The contract the latest enrollment run of ``namespace/worker`` was started with."""
+        history = await self.handle(enrollment_id(namespace, worker)).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        converter = self.client.data_converter
+        [params] = await converter.decode(started.input.payloads, [EnrollmentInput])
+        contract: WorkerEnrollment = params.contract
+        return contract
+
     def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(workflow_id)
 
     async def status(self, workflow_id: str) -> RunStatus:
         result: RunStatus = await self.handle(workflow_id).query("status", result_type=RunStatus)
         return result
+
+    async def running(self, workflow_id: str) -> bool:
+        described = await self.handle(workflow_id).describe()
+        return described.status == WorkflowExecutionStatus.RUNNING
 
     async def wait_for_plan(self, workflow_id: str, timeout_s: float = 300) -> RunStatus:
         """Poll ``status`` until the plan is published; raise the run's failure if it ends first."""
@@ -84,8 +125,7 @@ class TenantflowClient:
             status = await self.status(workflow_id)
             if status.plan_hash:
                 return status
-            described = await self.handle(workflow_id).describe()
-            if described.status is not None and described.status.name != "RUNNING":
+            if not await self.running(workflow_id):
                 await self.result(workflow_id)
                 return status
             if loop.time() > deadline:
@@ -106,14 +146,19 @@ class TenantflowClient:
 
     async def answer_gate(self, workflow_id: str, gate: str, approver: str = "operator",
                           comment: str = "") -> str:
+        """Answer one of the enrollment's yes/no gates (``ENROLLMENT_GATES``) through ``answer_gate``."""
         answer: str = await self.handle(workflow_id).execute_update(
-            gate, GateAnswer(approver=approver, comment=comment), result_type=str)
+            "answer_gate", args=[gate, GateAnswer(approver=approver, comment=comment)], result_type=str)
         return answer
 
     async def cancel(self, workflow_id: str) -> None:
         await self.handle(workflow_id).cancel()
 
-    async def result(self, workflow_id: str, result_type: type = OnboardingResult) -> Any:
+    async def result(self, workflow_id: str, result_type: type | None = None) -> Any:
+        """Wait for a run's result, decoded as its workflow type's result model."""
+        if result_type is None:
+            described = await self.handle(workflow_id).describe()
+            result_type = RESULT_TYPES.get(described.workflow_type, OnboardingResult)
         return await self.client.get_workflow_handle(workflow_id, result_type=result_type).result()
 
     async def list_runs(self, query: str = "", limit: int = 100) -> list[WorkflowExecution]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 import structlog
 from temporalio.client import Client
@@ -15,8 +18,10 @@ from temporalio.worker import Worker
 from lab.endpoints import read_env_file
 from worker import logging as worker_logging
 from worker.config import WorkerSettings
+from worker.interceptors import StepObservability
+from worker.metrics import sdk_runtime, serve_metrics
 from worker.registry import ACTIVITIES, WORKFLOWS
-from worker.temporal import connect, runtime_with_metrics
+from worker.temporal import connect
 
 log = structlog.get_logger("tenantflow.worker")
 
@@ -35,18 +40,30 @@ def stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Client | None = None) -> None:
-    """Poll ``settings.task_queue`` until ``stop`` is set, then drain in-flight tasks."""
+async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Client | None = None, *,
+                     workflows: Sequence[type] = WORKFLOWS,
+                     activities: Sequence[Callable[..., Any]] = ACTIVITIES) -> None:
+    """Poll ``settings.task_queue`` until ``stop`` is set, then drain in-flight tasks.
+
+    With ``TENANTFLOW_METRICS_PORT`` set, ``/metrics`` there serves the step metrics and (when this
+    function makes the client) the Temporal SDK's metrics.
+    """
     load_env_file(settings)
+    sdk_metrics: str | None = None
     if client is None:
-        runtime = runtime_with_metrics(settings.metrics_port) if settings.metrics_port else None
+        runtime = None
+        if settings.metrics_port:
+            runtime, sdk_metrics = sdk_runtime()
         client = await connect(settings, runtime)
-    with ThreadPoolExecutor(max_workers=settings.max_concurrent_activities) as pool:
-        worker = Worker(client, task_queue=settings.task_queue, workflows=WORKFLOWS, activities=ACTIVITIES,
+    async with contextlib.AsyncExitStack() as stack:
+        if settings.metrics_port:
+            await stack.enter_async_context(serve_metrics(settings.metrics_port, sdk_metrics))
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=settings.max_concurrent_activities))
+        worker = Worker(client, task_queue=settings.task_queue, workflows=workflows, activities=activities,
                         activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
-                        graceful_shutdown_timeout=timedelta(seconds=30))
+                        interceptors=[StepObservability()], graceful_shutdown_timeout=timedelta(seconds=30))
         log.info("worker started", address=settings.address, task_queue=settings.task_queue,
-                 workflows=len(WORKFLOWS), activities=len(ACTIVITIES))
+                 workflows=len(workflows), activities=len(activities), metrics_port=settings.metrics_port)
         async with worker:
             await stop.wait()
             log.info("worker stopping: draining in-flight tasks")
