@@ -41,7 +41,7 @@ class WorkerDecommissionWorkflow:
     @workflow.run
     async def run(self, params: DecommissionInput) -> DecommissionResult:
         c = params.contract
-        self._target = f"{c.tenant_namespace}/{c.worker_name}"
+        self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
         workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
         step = EnrollmentStep(contract=c)
         self._gates.set_stage("cordon", "Stopping new Hub dispatch")
@@ -56,7 +56,9 @@ class WorkerDecommissionWorkflow:
         steps = await self._steps.run("worker.reset_plan", step, list[PlanStep], summary="worker reset --dry-run")
         self._plan = Plan(title=f"worker reset {self._target}", steps=steps)
         await self._gates.wait("approve_plan", f"approve reset plan {self._plan.plan_hash}",
-                               [f"Update 'approve_plan' with {{\"plan_hash\": \"{self._plan.plan_hash}\"}}"],
+                               [f"tenantflow approve {workflow.info().workflow_id} --plan-hash {self._plan.plan_hash}",
+                                f"Temporal UI: Update 'approve_plan' with "
+                                f"{{\"plan_hash\": \"{self._plan.plan_hash}\"}}"],
                                escalate_after=timedelta(seconds=params.gate_escalate_after_s),
                                expire_after=timedelta(seconds=params.gate_expire_after_s))
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
@@ -65,10 +67,15 @@ class WorkerDecommissionWorkflow:
         return DecommissionResult(worker=self._target, status="completed", plan_hash=self._plan.plan_hash,
                                   plan=self._plan, removed=removed)
 
-    @workflow.update(name="approve_plan")
+    @workflow.update(name="approve_plan", description="Approve the worker reset plan by its exact hash "
+                     "(payload {\"plan_hash\": \"...\"}); the reset runs")
     async def approve_plan(self, approval: ApprovePlan) -> str:
         self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
         return f"reset plan {approval.plan_hash} approved"
+
+    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (a stale hash is ignored)")
+    def approve_plan_signal(self, approval: ApprovePlan) -> None:
+        self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
 
     @approve_plan.validator
     def _validate_plan(self, approval: ApprovePlan) -> None:
@@ -76,7 +83,7 @@ class WorkerDecommissionWorkflow:
         if self._plan is None or approval.plan_hash != self._plan.plan_hash:
             raise ValueError(f"stale or unknown plan hash {approval.plan_hash}")
 
-    @workflow.query(name="status")
+    @workflow.query(name="status", description="Stage, reset plan, open gate with how to answer, steps")
     def status(self) -> RunStatus:
         return RunStatus(workflow="WorkerDecommission", target=self._target, stage=self._gates.stage,
                          plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,

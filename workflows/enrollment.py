@@ -87,7 +87,7 @@ class WorkerEnrollmentWorkflow:
     async def run(self, params: EnrollmentInput) -> EnrollmentResult:
         c = params.contract
         self._params = params
-        self._target = f"{c.tenant_namespace}/{c.worker_name}"
+        self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
         workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
         step = EnrollmentStep(contract=c, facts=EnrollmentFacts(enrollment_id=workflow.info().workflow_id))
 
@@ -110,8 +110,10 @@ class WorkerEnrollmentWorkflow:
         steps = await self._steps.run("worker.plan", step, list[PlanStep], summary="bootstrap plan")
         self._plan = Plan(title=f"Enroll {self._target}", steps=steps,
                           notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
+        wid = workflow.info().workflow_id
         await self._gate("approve_plan", f"approve plan {self._plan.plan_hash}",
-                         [f"Update 'approve_plan' with {{\"plan_hash\": \"{self._plan.plan_hash}\"}}"])
+                         [f"tenantflow approve {wid} --plan-hash {self._plan.plan_hash}",
+                          f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{self._plan.plan_hash}\"}}"])
         if c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
 
@@ -213,14 +215,21 @@ class WorkerEnrollmentWorkflow:
 
     async def _gate(self, name: str, description: str, how: list[str] | None = None) -> GateAnswer:
         wid = workflow.info().workflow_id
-        return await self._gates.wait(name, description, how or [f"Update '{name}' on {wid}"],
+        default = [f"tenantflow {name.replace('_', '-')} {wid}",
+                   f"Temporal UI: Update 'answer_gate' with [\"{name}\", {{\"approver\": \"you\"}}]"]
+        return await self._gates.wait(name, description, how or default,
                                       escalate_after=timedelta(seconds=self._params.gate_escalate_after_s),
                                       expire_after=timedelta(seconds=self._params.gate_expire_after_s))
 
-    @workflow.update(name="approve_plan")
+    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash "
+                     "(payload {\"plan_hash\": \"...\"}); the one-shot enrollment is created")
     async def approve_plan(self, approval: ApprovePlan) -> str:
         self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
         return f"plan {approval.plan_hash} approved"
+
+    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (a stale hash is ignored)")
+    def approve_plan_signal(self, approval: ApprovePlan) -> None:
+        self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
 
     @approve_plan.validator
     def _validate_plan(self, approval: ApprovePlan) -> None:
@@ -228,7 +237,8 @@ class WorkerEnrollmentWorkflow:
         if self._plan is None or approval.plan_hash != self._plan.plan_hash:
             raise ValueError(f"stale or unknown plan hash {approval.plan_hash}")
 
-    @workflow.update(name="answer_gate")
+    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
+                     "with gate one of submissions_paused, approve_adoption, uncordon, resume_submissions")
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:
         self._gates.answer(name, answer)
         return f"{name} answered by {answer.approver}"
@@ -239,14 +249,14 @@ class WorkerEnrollmentWorkflow:
             raise ValueError(f"unknown gate {name!r}; gates: {', '.join(YES_NO_GATES)}")
         self._gates.require_open(name)
 
-    @workflow.signal(name="answer_gate_signal")
+    @workflow.signal(name="answer_gate_signal", description="Signal form of answer_gate (ignored unless open)")
     def answer_gate_signal(self, name: str, answer: GateAnswer) -> None:
         if name in YES_NO_GATES and name in self._gates.open:
             self._gates.answer(name, answer)
         else:
             workflow.logger.warning("ignored signal for gate %s that is not open", name)
 
-    @workflow.query(name="status")
+    @workflow.query(name="status", description="Stage, plan, open gates with how to answer, steps and findings")
     def status(self) -> RunStatus:
         return RunStatus(workflow="WorkerEnrollment", target=self._target, stage=self._gates.stage,
                          plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,

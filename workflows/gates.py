@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.gates import GateAnswer, GateState
+    from models.gates import ApprovePlan, GateAnswer, GateState
 
 from workflows.search import STAGE
 
@@ -36,6 +36,13 @@ class Gates:
     def answer(self, name: str, answer: GateAnswer) -> None:
         self.answers[name] = answer
         self.open.pop(name, None)
+
+    def approve_by_signal(self, plan_hash: str | None, approval: ApprovePlan) -> None:
+        """The signal form of ``approve_plan``: answer only an open gate with the current hash, else warn."""
+        if "approve_plan" in self.open and plan_hash is not None and approval.plan_hash == plan_hash:
+            self.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+        else:
+            workflow.logger.warning("ignored approve_plan signal with hash %s", approval.plan_hash)
 
     def require_open(self, name: str) -> None:
         """Validator helper: refuse an answer to a gate that is not waiting."""

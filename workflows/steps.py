@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.workflow import ActivityCancellationType
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -25,16 +26,21 @@ class StepTracker:
 
     def __init__(self) -> None:
         self.records: list[StepRecord] = []
+        self.target = ""
+        """What the run is about (tenant slug, ns/worker): named in every activity summary for the UI."""
 
     async def run(self, name: str, arg: Any, result_type: type[T], *, summary: str,
                   timeout: timedelta = timedelta(minutes=5),
-                  heartbeat: timedelta | None = None) -> T:
+                  heartbeat: timedelta | None = None, wait_for_cancel: bool = False) -> T:
+        """Run activity ``name``; with ``wait_for_cancel`` a cancel waits until the activity has ended, so
+        compensation never races a step that is still writing."""
         index = len(self.records)
         self.records.append(StepRecord(name=name, state="running", started_at=workflow.now(), summary=summary))
         try:
             result = await workflow.execute_activity(
                 name, arg, result_type=result_type, start_to_close_timeout=timeout,
-                heartbeat_timeout=heartbeat, retry_policy=STEP_RETRY, summary=summary)
+                heartbeat_timeout=heartbeat, retry_policy=STEP_RETRY,
+                summary=f"{name} [{self.target}]: {summary}" if self.target else f"{name}: {summary}")
         except BaseException:
             self.records[index] = self.records[index].model_copy(
                 update={"state": "failed", "finished_at": workflow.now()})
