@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.workflow import ActivityCancellationType
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -31,9 +30,7 @@ class StepTracker:
 
     async def run(self, name: str, arg: Any, result_type: type[T], *, summary: str,
                   timeout: timedelta = timedelta(minutes=5),
-                  heartbeat: timedelta | None = None, wait_for_cancel: bool = False) -> T:
-        """Run activity ``name``; with ``wait_for_cancel`` a cancel waits until the activity has ended, so
-        compensation never races a step that is still writing."""
+                  heartbeat: timedelta | None = None) -> T:
         index = len(self.records)
         self.records.append(StepRecord(name=name, state="running", started_at=workflow.now(), summary=summary))
         try:
