@@ -3,6 +3,11 @@
 Unwinding follows the runbook's rollback order, not plain reverse order: Slurm
 first (cheap), then Kubernetes, the Reservation, Weka, and Authentik last (most
 disruptive). Inside one layer, later steps are undone first.
+
+A step's entry also lists the plan's ``create`` entries for it: they count as
+created by this run even when the step failed before returning (a crash after
+its writes) or an earlier attempt made them (the result then says unchanged).
+Every undo looks objects up by name and leaves absent ones alone.
 """
 
 from __future__ import annotations
@@ -15,12 +20,25 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from models.onboarding import Facts, UndoInput
-    from models.results import EnsureResult
+    from models.plan import PlanStep
+    from models.results import EnsureResult, Outcome
     from models.tenant import TenantContract
 
 ROLLBACK_ORDER = ("smoke", "login", "slurm", "kube", "capacity", "storage", "identity")
 UNDO_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=30), maximum_attempts=20)
+
+
+def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
+    """``results`` with every planned creation marked created, adding those the step did not report."""
+    creates = {(p.kind, p.name, p.namespace): p for p in planned}
+    merged = [r.model_copy(update={"outcome": Outcome.created})
+              if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged else r
+              for r in results]
+    reported = {(r.kind, r.name, r.namespace) for r in results}
+    merged += [EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)
+               for key, p in creates.items() if key not in reported]
+    return merged
 
 
 class Saga:
@@ -29,9 +47,10 @@ class Saga:
     def __init__(self) -> None:
         self._done: list[tuple[str, str, list[EnsureResult]]] = []
 
-    def push(self, layer: str, step: str, results: list[EnsureResult]) -> None:
-        if any(r.wrote for r in results):
-            self._done.append((layer, step, results))
+    def push(self, layer: str, step: str, results: list[EnsureResult], planned: list[PlanStep] | None = None) -> None:
+        merged = with_planned(results, planned or [])
+        if any(r.wrote for r in merged):
+            self._done.append((layer, step, merged))
 
     def __len__(self) -> int:
         return len(self._done)

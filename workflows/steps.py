@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from models.status import StepRecord
@@ -30,13 +31,17 @@ class StepTracker:
 
     async def run(self, name: str, arg: Any, result_type: type[T], *, summary: str,
                   timeout: timedelta = timedelta(minutes=5),
-                  heartbeat: timedelta | None = None) -> T:
+                  heartbeat: timedelta | None = None, wait_for_cancel: bool = False) -> T:
+        """Run activity ``name``; with ``wait_for_cancel`` a cancel waits until the activity has ended, so
+        compensation never races a step that is still writing."""
         index = len(self.records)
         self.records.append(StepRecord(name=name, state="running", started_at=workflow.now(), summary=summary))
         try:
             result = await workflow.execute_activity(
                 name, arg, result_type=result_type, start_to_close_timeout=timeout,
                 heartbeat_timeout=heartbeat, retry_policy=STEP_RETRY,
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if wait_for_cancel
+                else ActivityCancellationType.TRY_CANCEL,
                 summary=f"{name} [{self.target}]: {summary}" if self.target else f"{name}: {summary}")
         except BaseException:
             self.records[index] = self.records[index].model_copy(
