@@ -1,0 +1,48 @@
+"""Greenfield enrollment of examples/worker-forecasting-us.yaml against the running lab (its own Hub and worker
+API servers, the Hub's org-admin RBAC, the Hub and worker-agent controllers)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+from temporalio.testing import WorkflowEnvironment
+
+from lab.endpoints import LabEndpoints
+from models.enrollment_run import EnrollmentInput, EnrollmentResult
+from models.gates import ApprovePlan
+from starter.contracts import load_enrollment
+from tests.labfixture import lab_worker
+from tests.workflow.contract import EXAMPLES
+from tests.workflow.harness import wait_for_stage
+
+
+def kubectl(lab: LabEndpoints, context: str, *args: str) -> str:
+    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", context, *args],
+                          env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or done.stderr.strip()
+
+
+async def test_example_worker_enrolls_with_all_four_conditions(dev_env: WorkflowEnvironment,
+                                                               lab: LabEndpoints) -> None:
+    can_enroll = kubectl(lab, "hub", "-n", "forecasting", "auth", "can-i", "create", "bootstrapenrollments.trainy.ai")
+    assert can_enroll == "yes"
+    assert kubectl(lab, "hub", "auth", "can-i", "create", "organizations.trainy.ai").startswith("no")
+    contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml", kubeconfig=str(lab.kubeconfig))
+    async with lab_worker(dev_env.client, lab) as api:
+        handle = await dev_env.client.start_workflow(
+            "WorkerEnrollment", EnrollmentInput(contract=contract, condition_budget_s=30),
+            id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}", task_queue=api.task_queue,
+            result_type=EnrollmentResult)
+        status = await wait_for_stage(api, handle, "gate:approve_plan")
+        assert status.plan_hash
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash))
+        result: EnrollmentResult = await handle.result()
+    assert {name: c.status for name, c in result.conditions.items()} == {
+        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True"}
+    used_at = kubectl(lab, "hub", "-n", "forecasting", "get", "bootstrapenrollment", "forecasting-us", "-o",
+                      "jsonpath={.status.usedAt}")
+    assert used_at
+    assert kubectl(lab, "worker", "-n", "trainy-system", "get", "deploy", "trainy-worker-agent", "-o",
+                   "jsonpath={.metadata.name}") == "trainy-worker-agent"
