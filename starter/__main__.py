@@ -1,0 +1,5 @@
+"""``python -m starter``: the tenantflow CLI."""
+
+from starter.cli import app
+
+app()
