@@ -1,0 +1,65 @@
+"""The lab's shared HTTP plumbing: per-route faults switchable at run time, the request journal, snapshots."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from lab.httpbase import make_app
+
+State = dict[str, int]
+
+
+@pytest_asyncio.fixture
+async def server() -> AsyncIterator[str]:
+    state: State = {"items": 0}
+
+    async def create(_: web.Request) -> web.Response:
+        state["items"] += 1
+        return web.json_response({"items": state["items"]}, status=201)
+
+    async def read(_: web.Request) -> web.Response:
+        return web.json_response(state)
+
+    app = make_app("demo", snapshot=lambda: dict(state))
+    app.add_routes([web.post("/items", create), web.get("/items", read)])
+    async with TestServer(app) as test_server:
+        yield str(test_server.make_url(""))
+
+
+async def test_faults_are_per_route_switchable_and_journaled(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server) as http:
+        rules = {"seed": 1, "rules": [{"path": "^/items$", "methods": ["POST"], "error_rate": 1.0,
+                                       "error_status": 429, "retry_after_s": 7}]}
+        assert (await http.put("/_lab/faults", json=rules)).status_code == 200
+        refused = await http.post("/items")
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "7"
+        assert (await http.get("/items")).json() == {"items": 0}
+        await http.delete("/_lab/faults")
+        assert (await http.post("/items")).status_code == 201
+        journal = (await http.get("/_lab/requests")).json()
+        assert journal["writes"] == 1
+        assert journal["injected"] == {"429": 1}
+        assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [
+            ("POST", 429, "error"), ("GET", 200, None), ("POST", 201, None)]
+        assert (await http.get("/_lab/snapshot")).json() == {"items": 1}
+        await http.delete("/_lab/requests")
+        assert (await http.get("/_lab/requests")).json()["requests"] == []
+
+
+async def test_latency_and_dropped_connections(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server) as http:
+        await http.put("/_lab/faults", json={"rules": [{"path": "^/items$", "methods": ["GET"], "latency_ms": 300}]})
+        started = time.monotonic()
+        assert (await http.get("/items")).status_code == 200
+        assert time.monotonic() - started >= 0.3
+        await http.put("/_lab/faults", json={"rules": [{"path": "^/items$", "drop_rate": 1.0}]})
+        with pytest.raises(httpx.TransportError):
+            await http.post("/items")
+        assert (await http.put("/_lab/faults", json={"rules": [{"error_rate": 2}]})).status_code == 422
