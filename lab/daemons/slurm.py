@@ -192,6 +192,7 @@ def _mysql_args(mysql_dir: Path, port: int) -> list[str]:
         f"--datadir={mysql_dir / 'data'}",
         f"--socket={mysql_dir / 'mysqld.sock'}",
         f"--pid-file={mysql_dir / 'mysqld.pid'}",
+        f"--tmpdir={mysql_dir / 'tmp'}",
         f"--port={port}",
         "--bind-address=127.0.0.1",
         "--user=root",
@@ -206,7 +207,7 @@ def _mysql_args(mysql_dir: Path, port: int) -> list[str]:
 
 def _start_mysql(state_dir: Path, slurm_dir: Path, port: int, password: str) -> Daemon:
     mysql_dir = slurm_dir / "mysql"
-    mysql_dir.mkdir(parents=True, exist_ok=True)
+    (mysql_dir / "tmp").mkdir(parents=True, exist_ok=True)
     args = _mysql_args(mysql_dir, port)
     if not (mysql_dir / "data" / "mysql").is_dir():
         install = subprocess.run(
