@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import traceback
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -45,7 +47,32 @@ EXIT_RUN_FAILED = 3
 EXIT_REFUSED = 4
 EXIT_NOT_FOUND = 5
 
-app = typer.Typer(help="Durable, human-gated GPU-cluster runbooks on Temporal.", no_args_is_help=True)
+
+
+class Tenantflow(typer.Typer):
+    """The CLI app; as a program it ends with ``os._exit`` once output is flushed.
+
+    The Temporal client's native threads can crash interpreter finalization of a short-lived
+    process (temporalio/sdk-python#300: "PyGILState_Release: thread state ... must be current");
+    skipping finalization keeps exit codes reliable for scripts.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        code = 0
+        try:
+            super().__call__(*args, **kwargs)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = EXIT_ERROR
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+
+app = Tenantflow(help="Durable, human-gated GPU-cluster runbooks on Temporal.", no_args_is_help=True)
 console = Console()
 errors = Console(stderr=True)
 
