@@ -20,9 +20,10 @@ from activities import (
     workercluster,
 )
 from workflows import decommission, enrollment
+from workflows.offboarding import TenantOffboarding
 from workflows.onboarding import TenantOnboarding
 
-WORKFLOWS: list[type] = [TenantOnboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
+WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
                                             handover, hub, workercluster)

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from models.onboarding import Handover, StepInput, StepResult, UndoInput
 from models.plan import Action, PlanStep
 from models.results import EnsureResult, Finding, Outcome
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS, STEP_KINDS
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
 
@@ -25,6 +25,8 @@ NODES = [f"gpu-0{i}" for i in range(1, 9)]
 class FakeWorld:
     fail_at: str | None = None
     preflight_error: str | None = None
+    present: bool = False
+    """Plans report every object as existing (unchanged), as for a finished tenant."""
     calls: list[str] = field(default_factory=list)
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -57,7 +59,10 @@ class FakeWorld:
         @activity.defn(name=f"{layer}.plan")
         async def plan(inp: StepInput) -> list[PlanStep]:
             self.calls.append(f"{layer}.plan")
-            return [PlanStep(layer=layer, kind="Thing", name=f"{inp.contract.slug}-{layer}", action=Action.create)]
+            action = Action.unchanged if self.present else Action.create
+            return [PlanStep(layer=layer, kind=kinds[0], name=f"{inp.contract.slug}-{step.split('.')[1]}",
+                             action=action)
+                    for step, kinds in STEP_KINDS.items() if step.startswith(f"{layer}.")]
         return plan
 
     def _apply(self, layer: str, step: str) -> Callable[..., Any]:

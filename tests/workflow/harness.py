@@ -15,13 +15,14 @@ from temporalio.worker import Worker
 from models.status import RunStatus
 from starter.client import TenantflowClient
 from tests.workflow.fakes import FakeWorld
+from workflows.offboarding import TenantOffboarding
 from workflows.onboarding import TenantOnboarding
 
 
 @asynccontextmanager
 async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterator[TenantflowClient]:
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding], activities=world.activities()):
+    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()):
         yield TenantflowClient(env.client, queue)
 
 

@@ -1,0 +1,108 @@
+"""The handlers every gated run shares: approve or reject its plan by hash, answer yes/no gates, ``status``.
+
+A workflow class inherits :class:`GatedRun`, sets ``WORKFLOW`` and ``YES_NO_GATES``
+and calls :meth:`GatedRun._init_gated` in ``__init__``; Temporal collects the
+handlers from the base class.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import ClassVar
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.gates import ApprovePlan, GateAnswer, RejectPlan
+    from models.plan import Plan
+    from models.results import Finding
+    from models.status import RunStatus
+
+from workflows.gates import Gates
+from workflows.steps import StepTracker
+
+
+class GatedRun:
+    WORKFLOW: ClassVar[str]
+    YES_NO_GATES: ClassVar[tuple[str, ...]] = ()
+
+    def _init_gated(self) -> None:
+        self._gates = Gates()
+        self._steps = StepTracker()
+        self._plan: Plan | None = None
+        self._findings: list[Finding] = []
+        self._rejected: RejectPlan | None = None
+        self._target = ""
+
+    async def _wait_plan_approval(self, plan: Plan, escalate_after: timedelta,
+                                  expire_after: timedelta) -> bool:
+        """Publish ``plan`` and wait for approve_plan or reject_plan; True when approved."""
+        self._plan = plan
+        wid = workflow.info().workflow_id
+        await self._gates.wait(
+            "approve_plan", f"approve plan {plan.plan_hash} ({len(plan.writes())} writes)",
+            [f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
+             f"tenantflow reject {wid} --reason '...'",
+             f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
+            escalate_after=escalate_after, expire_after=expire_after)
+        return self._rejected is None
+
+    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
+                         expire_after: timedelta) -> GateAnswer:
+        wid = workflow.info().workflow_id
+        how = [f"tenantflow {name.replace('_', '-')} {wid}",
+               f"Temporal UI: Update 'answer_gate' with [\"{name}\", {{\"approver\": \"you\"}}]"]
+        return await self._gates.wait(name, description, how, escalate_after=escalate_after,
+                                      expire_after=expire_after)
+
+    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash "
+                     "(payload {\"plan_hash\": \"...\"})")
+    async def approve_plan(self, approval: ApprovePlan) -> str:
+        self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+        return f"plan {approval.plan_hash} approved by {approval.approver}"
+
+    @approve_plan.validator
+    def _validate_approve(self, approval: ApprovePlan) -> None:
+        self._gates.require_open("approve_plan")
+        current = self._plan.plan_hash if self._plan else None
+        if approval.plan_hash != current:
+            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}; the current plan is {current} "
+                             "(see `tenantflow status`)")
+
+    @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
+    async def reject_plan(self, rejection: RejectPlan) -> str:
+        self._rejected = rejection
+        self._gates.answer("approve_plan", GateAnswer(approver=rejection.approver, comment=rejection.reason))
+        return f"plan rejected by {rejection.approver}"
+
+    @reject_plan.validator
+    def _validate_reject(self, rejection: RejectPlan) -> None:
+        self._gates.require_open("approve_plan")
+
+    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (a stale hash is ignored)")
+    def approve_plan_signal(self, approval: ApprovePlan) -> None:
+        self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
+
+    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}]")
+    async def answer_gate(self, name: str, answer: GateAnswer) -> str:
+        self._gates.answer(name, answer)
+        return f"{name} answered by {answer.approver}"
+
+    @answer_gate.validator
+    def _validate_gate(self, name: str, answer: GateAnswer) -> None:
+        if name not in self.YES_NO_GATES:
+            raise ValueError(f"unknown gate {name!r}; gates: {', '.join(self.YES_NO_GATES) or 'none'}")
+        self._gates.require_open(name)
+
+    @workflow.signal(name="answer_gate_signal", description="Signal form of answer_gate (ignored unless open)")
+    def answer_gate_signal(self, name: str, answer: GateAnswer) -> None:
+        if name in self.YES_NO_GATES and name in self._gates.open:
+            self._gates.answer(name, answer)
+        else:
+            workflow.logger.warning("ignored signal for gate %s that is not open", name)
+
+    @workflow.query(name="status", description="Stage, plan, open gates with how to answer, steps and findings")
+    def status(self) -> RunStatus:
+        return RunStatus(workflow=self.WORKFLOW, target=self._target, stage=self._gates.stage,
+                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
+                         gates=list(self._gates.open.values()), steps=self._steps.records, findings=self._findings)

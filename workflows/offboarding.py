@@ -1,0 +1,91 @@
+"""``TenantOffboarding``: tear a finished tenant down the way a failed onboarding is rolled back.
+
+It reads every layer (the onboarding plan of the tenant: what exists is
+``unchanged``), publishes a teardown plan and waits for ``approve_plan``. Weka
+data (organization, filesystems, quotas) is kept unless ``purge_data`` is set and
+confirmed at the ``confirm_purge`` gate. The teardown then runs the layers'
+``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
+Reservation, Weka, Authentik last; users are deactivated, not deleted).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.offboarding import OffboardingResult
+    from models.onboarding import OffboardingInput, StepInput, StepResult
+    from models.plan import Action, Plan, PlanStep
+
+from workflows.gated import GatedRun
+from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, STEP_KINDS
+from workflows.saga import Saga
+from workflows.search import TENANT_SLUG
+
+DATA_STEPS = frozenset({"storage.filesystems", "storage.quotas"})
+"""Steps whose objects hold the tenant's data: kept unless purge_data is confirmed."""
+PRESENT = (Action.unchanged, Action.update)
+
+
+def offboarding_id(slug: str) -> str:
+    return f"offboard/{slug}"
+
+
+def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) -> Plan:
+    """Every existing object of the tenant, marked delete, or leave for data kept."""
+    steps: list[PlanStep] = []
+    for layer, step, _ in APPLY_STEPS:
+        name = f"{layer}.{step}"
+        keep = name in DATA_STEPS and not purge_data
+        for entry in onboarding_plan:
+            if entry.layer == layer and entry.kind in STEP_KINDS.get(name, ()) and entry.action in PRESENT:
+                steps.append(entry.model_copy(update={"action": Action.leave if keep else Action.delete,
+                                                      "detail": {**entry.detail, "step": name}}))
+    notes = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
+    return Plan(title=f"Offboard {slug}", steps=steps, notes=notes)
+
+
+@workflow.defn(name="TenantOffboarding")
+class TenantOffboarding(GatedRun):
+    WORKFLOW = "TenantOffboarding"
+    YES_NO_GATES = ("confirm_purge",)
+
+    def __init__(self) -> None:
+        self._init_gated()
+
+    @workflow.run
+    async def run(self, params: OffboardingInput) -> OffboardingResult:
+        contract = params.contract
+        self._target = contract.slug
+        workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
+        escalate = timedelta(seconds=params.approval_escalate_after_s)
+        expire = timedelta(days=7)
+
+        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
+        step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
+        census = await self._steps.run("capacity.preflight", step_input, StepResult,
+                                       summary="capacity: find the tenant's nodes")
+        step_input = step_input.model_copy(update={"facts": census.facts})
+        present: list[PlanStep] = []
+        for layer in PLAN_LAYERS:
+            present += await self._steps.run(f"{layer}.plan", step_input, list[PlanStep], summary=f"{layer}: read")
+        plan = teardown_plan(contract.slug, present, params.purge_data)
+        if not await self._wait_plan_approval(plan, escalate, expire):
+            self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
+            return OffboardingResult(slug=contract.slug, status="rejected", plan=plan,
+                                     message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+        if params.purge_data:
+            await self._wait_gate("confirm_purge", f"permanently delete the Weka data of {contract.slug}",
+                                  escalate, expire)
+
+        saga = Saga()
+        for layer, step, _ in APPLY_STEPS:
+            entries = [p for p in plan.steps if p.detail.get("step") == f"{layer}.{step}" and p.action is Action.delete]
+            saga.push(layer, step, [], entries)
+        self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
+        removed = await saga.unwind(contract, step_input.facts)
+        self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
+        return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
+                                 kept=[p for p in plan.steps if p.action is Action.leave])
