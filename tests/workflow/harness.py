@@ -22,7 +22,8 @@ from workflows.onboarding import TenantOnboarding
 @asynccontextmanager
 async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterator[TenantflowClient]:
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()):
+    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding],
+                      activities=world.activities()):
         yield TenantflowClient(env.client, queue)
 
 
