@@ -452,6 +452,28 @@ def list_runs(
     run(go())
 
 
+@app.command("serve-api")
+def serve_api(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8088,
+) -> None:
+    """Serve the HTTP API (POST /runs/onboarding, GET /runs/ID, POST /runs/ID/gates/GATE) with a bearer token."""
+    from aiohttp import web
+
+    from starter.http_api import api_token, make_api_app
+
+    try:
+        token = api_token()
+    except ValueError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+    async def app_factory() -> web.Application:
+        return make_api_app(await TenantflowClient.connect(), token)
+
+    web.run_app(app_factory(), host=host, port=port)
+
+
 @app.command()
 def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
     """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""

@@ -1,0 +1,120 @@
+"""``tenantflow serve-api``: a small authenticated HTTP endpoint to start runs and answer gates.
+
+Every request needs ``Authorization: Bearer <token>``; the token comes from
+``TENANTFLOW_API_TOKEN`` or the file named by ``TENANTFLOW_API_TOKEN_FILE``.
+
+* ``POST /runs/onboarding`` body: a TenantContract (JSON) or ``{"contract": {...}, ...}`` (OnboardingInput);
+  201 with ``{"workflow_id", "run_id"}``, 409 when a run for the tenant is active, 422 on a bad contract.
+* ``GET /runs/{id}``: the run's ``status`` query (404 if unknown).
+* ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
+  (``{"reason": ...}``) or an enrollment yes/no gate; 200 with the answer, 409 when refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from pydantic import ValidationError
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from models.gates import ApprovePlan, GateAnswer, RejectPlan
+from models.onboarding import OnboardingInput
+from starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from starter.contracts import format_validation_error
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
+
+
+def api_token() -> str:
+    """The bearer token from ``TENANTFLOW_API_TOKEN`` or ``TENANTFLOW_API_TOKEN_FILE``; refuse to run without."""
+    token = os.environ.get("TENANTFLOW_API_TOKEN", "")
+    if not token and os.environ.get("TENANTFLOW_API_TOKEN_FILE"):
+        token = Path(os.environ["TENANTFLOW_API_TOKEN_FILE"]).read_text().strip()
+    if not token:
+        raise ValueError("set TENANTFLOW_API_TOKEN or TENANTFLOW_API_TOKEN_FILE")
+    return token
+
+
+def bearer_auth(token: str) -> Middleware:
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not given or not hmac.compare_digest(given.encode(), token.encode()):
+            return web.json_response({"error": "missing or wrong bearer token"}, status=401,
+                                     headers={"WWW-Authenticate": "Bearer"})
+        return await handler(request)
+    return check
+
+
+def problem(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def body_of(request: web.Request) -> dict[str, Any]:
+    data = await request.json() if request.can_read_body else {}
+    if not isinstance(data, dict):
+        raise web.HTTPUnprocessableEntity(text='{"error": "expected a JSON object"}', content_type="application/json")
+    return data
+
+
+async def start_onboarding(request: web.Request) -> web.Response:
+    data = await body_of(request)
+    try:
+        params = OnboardingInput.model_validate(data if "contract" in data else {"contract": data})
+    except ValidationError as exc:
+        return problem(422, format_validation_error("request body", exc))
+    api = request.app[API_KEY]
+    try:
+        handle = await api.start_onboarding(params.contract, **params.model_dump(exclude={"contract"}))
+    except RunAlreadyActive as exc:
+        return problem(409, str(exc))
+    return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
+
+
+async def run_status(request: web.Request) -> web.Response:
+    try:
+        status = await request.app[API_KEY].status(request.match_info["id"])
+    except RPCError as exc:
+        return problem(404 if exc.status == RPCStatusCode.NOT_FOUND else 502, exc.message)
+    return web.json_response(text=status.model_dump_json())
+
+
+async def answer_gate(request: web.Request) -> web.Response:
+    api, workflow_id, gate = request.app[API_KEY], request.match_info["id"], request.match_info["gate"]
+    data = await body_of(request)
+    try:
+        if gate == "approve_plan":
+            approval = ApprovePlan.model_validate(data)
+            answer = await api.approve(workflow_id, approval.plan_hash, approval.approver, approval.comment)
+        elif gate == "reject_plan":
+            rejection = RejectPlan.model_validate(data)
+            answer = await api.reject(workflow_id, rejection.reason, rejection.approver)
+        elif gate in ENROLLMENT_GATES:
+            yes = GateAnswer.model_validate(data)
+            answer = await api.answer_gate(workflow_id, gate, yes.approver, yes.comment)
+        else:
+            return problem(404, f"unknown gate {gate!r}")
+    except ValidationError as exc:
+        return problem(422, format_validation_error("request body", exc))
+    except WorkflowUpdateFailedError as exc:
+        return problem(409, str(getattr(exc.cause, "message", None) or exc.cause or exc))
+    except RPCError as exc:
+        return problem(404 if exc.status == RPCStatusCode.NOT_FOUND else 502, exc.message)
+    return web.json_response({"workflow_id": workflow_id, "gate": gate, "answer": answer})
+
+
+def make_api_app(api: TenantflowClient, token: str) -> web.Application:
+    app = web.Application(middlewares=[bearer_auth(token)])
+    app[API_KEY] = api
+    app.router.add_post("/runs/onboarding", start_onboarding)
+    app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)
+    app.router.add_get(r"/runs/{id:.+}", run_status)
+    return app
