@@ -48,7 +48,9 @@ class _Inbound(ActivityInboundInterceptor):
         outcome = "ok"
         with structlog.contextvars.bound_contextvars(**context):
             try:
-                return await super().execute_activity(input)
+                result = await super().execute_activity(input)
+                log.info("activity attempt finished", seconds=round(time.perf_counter() - started, 3))
+                return result
             except BaseException as exc:
                 outcome = "failed"
                 error = str(getattr(exc, "type", None) or type(exc).__name__)
