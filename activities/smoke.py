@@ -1,18 +1,37 @@
 """Smoke tests of runbook step 7: real sbatch jobs in the tenant partition, output checked.
 
-Each test submits a job through the slurmctld pod as the tenant's first user
-(``sbatch --uid``), on nodes of the partition that are up, waits for it with
-backoff and heartbeats (``scontrol show job``), reads its output file and
-checks it: exactly one GPU visible (7a), all-reduce busbw at 4 GB against the
-SKU tier (7b), ``/scratch/<slug>`` on a Weka mount, not the root filesystem
-(7c). A check that fails is returned as an error finding, never as success.
+Each test submits a job through the slurmctld pod as the tenant's first user, as
+that user would from the login pod: ``sbatch --uid --gid --chdir`` with the uid,
+primary gid and home the Slurm nodes resolve (``getent passwd`` in the slurmctld
+pod; a user they cannot resolve is an error finding). The job runs on nodes of
+the partition that are up, is waited for with backoff and heartbeats
+(``scontrol show job -d``), and its ``smoke-<test>-<id>.out`` in the home is read
+and checked:
+
+* 7a: the GPUs the job sees (``nvidia-smi -L``) must be exactly the GPUs Slurm
+  allocated to it (``JOB_GRES`` of ``scontrol show job -d``). The runbook expects
+  1 for ``--gres=gpu:1``; that holds on a shared partition, but on an
+  ``OverSubscribe=EXCLUSIVE`` partition Slurm allocates every GPU of the whole
+  node, so the job rightly sees all of them. More visible than allocated means
+  the device cgroup does not constrain the job (``ConstrainDevices=yes`` missing).
+* 7b: all-reduce busbw at 4 GB against the SKU tier.
+* 7c: write and read back ``write_mb`` MiB under ``<scratch_root>/<slug>`` and
+  ``df -PT`` it: it must be a Weka mount (``wekafs``), not the root filesystem.
+  ``write_mb`` and ``scratch_root`` come from :class:`SmokeSettings` (runbook:
+  10 GiB under ``/scratch``; the lab sets a small size and its mount root).
+
+A check that fails is returned as an error finding, never as success.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
+from functools import lru_cache
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import activity
 
 from activities.errors import fail
@@ -31,6 +50,39 @@ FOUR_GB = 4 * 1024**3
 WEKA_FS_TYPES = ("wekafs",)
 
 
+class SmokeSettings(BaseSettings):
+    """Where the tenant scratch is mounted on the Slurm nodes and how much 7c writes."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    scratch_root: str = Field("/scratch", alias="TENANTFLOW_SMOKE_SCRATCH_ROOT")
+    write_mb: int = Field(10240, alias="TENANTFLOW_SMOKE_WRITE_MB", ge=1)
+
+
+@lru_cache(maxsize=1)
+def smoke_settings() -> SmokeSettings:
+    return SmokeSettings()
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """A finished (or abandoned) smoke job: final state, output text, ``scontrol show job -d`` fields."""
+
+    state: str
+    output: str
+    info: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Account:
+    """The submitting user as the Slurm nodes resolve it (``getent passwd``)."""
+
+    name: str
+    uid: str
+    gid: str
+    home: str
+
+
 def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
     return Finding(check=f"smoke.{check}", ok=ok, message=message, fix=fix)
 
@@ -44,35 +96,57 @@ def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
     return usable[:count]
 
 
-def run_job(ctl: SlurmCtl, c: TenantContract, name: str, script: str, nodes: list[str],
-            extra: list[str]) -> tuple[str, str]:
-    """Submit, wait, and return (final state, output text)."""
-    user = c.usernames[0]
-    argv = ["sbatch", "--parsable", f"--uid={word(user)}", f"--partition={word(c.slug)}",
-            f"--account={word(c.user_account)}", f"--job-name=smoke-{name}", f"--nodelist={','.join(nodes)}",
-            f"--output=smoke-{name}-%j.out", "--time=00:05:00", *extra, "--wrap", script]
+def resolve_user(ctl: SlurmCtl, user: str) -> Account | None:
+    """``getent passwd <user>`` on the Slurm side; None when the nodes do not know the user."""
+    out = ctl.run(["getent", "passwd", word(user)], check=False)
+    fields = out.stdout.strip().split(":")
+    if out.exit_code != 0 or len(fields) < 7:
+        return None
+    return Account(fields[0], fields[2], fields[3], fields[5])
+
+
+def run_job(ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str],
+            extra: list[str]) -> JobRun:
+    """Submit as ``account`` from its home, wait, and return the finished job."""
+    argv = ["sbatch", "--parsable", f"--uid={account.uid}", f"--gid={account.gid}", f"--chdir={account.home}",
+            f"--partition={word(c.slug)}", f"--account={word(c.user_account)}", f"--job-name=smoke-{name}",
+            f"--nodelist={','.join(nodes)}", f"--output=smoke-{name}-%j.out", "--time=00:05:00", *extra,
+            "--wrap", script]
     job = parse_sbatch(ctl.run(argv).stdout)
     deadline, delay = time.monotonic() + JOB_TIMEOUT_S, 0.5
     while True:
-        info = parse_keyvalues(ctl.run(["scontrol", "show", "job", str(job)]).stdout)
+        info = parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout)
         state = info.get("JobState", "")
         if state in FINISHED:
             break
         if time.monotonic() > deadline:
             ctl.run(["scancel", str(job)], check=False)
-            return "TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) after {JOB_TIMEOUT_S:.0f} s"
+            return JobRun("TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) "
+                                     f"after {JOB_TIMEOUT_S:.0f} s", info)
         if activity.in_activity():
             activity.heartbeat(f"job {job} {state}")
         time.sleep(delay)
         delay = min(delay * 1.5, 10.0)
     out = ctl.run(["cat", info.get("StdOut", "")], check=False)
-    return state, out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
+    text = out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
+    return JobRun(state, text, info)
 
 
-def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]) -> tuple[str, str]:
+def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]) -> JobRun | Finding:
+    """Run the job, or the finding that the first user does not resolve on the Slurm nodes."""
     c = inp.contract
     ctl = SlurmCtl.connect(c.cluster)
-    return run_job(ctl, c, name, script, up_nodes(ctl, c, nodes), extra)
+    user = c.usernames[0]
+    account = resolve_user(ctl, user)
+    if account is None:
+        return _finding(name, False, f"getent passwd {user} finds nothing on the Slurm nodes: jobs cannot run as "
+                                     f"{user}", "point nslcd/nsscache of the slurmd pods at the LDAP outpost")
+    return run_job(ctl, c, account, name, script, up_nodes(ctl, c, nodes), extra)
+
+
+def _result(inp: StepInput, key: str, value: str, finding: Finding) -> StepResult:
+    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, key: value}})
+    return StepResult(facts=facts, findings=[finding])
 
 
 SINGLE_NODE = """set -eu
@@ -83,16 +157,37 @@ echo "GPUS=$(nvidia-smi -L | wc -l)"
 """
 
 
+def allocated_gpus(info: dict[str, str]) -> int | None:
+    """GPUs Slurm allocated to the job: ``JOB_GRES=gpu:8`` or ``gpu:h100:8`` of ``scontrol show job -d``."""
+    match = re.search(r"(?:^|,)gpu(?::[^:,]+)?:(\d+)", info.get("JOB_GRES", ""))
+    return int(match.group(1)) if match else None
+
+
+def gpu_finding(job: JobRun, requested: int) -> Finding:
+    """7a: the GPUs the job sees must be exactly the GPUs Slurm allocated to it."""
+    seen = re.search(r"^GPUS=(\d+)$", job.output, re.M)
+    visible = int(seen.group(1)) if seen else None
+    allocated = allocated_gpus(job.info)
+    first = job.output.splitlines()[0] if job.output else ""
+    if job.state != "COMPLETED" or visible is None or allocated is None:
+        return _finding("single_node", False, f"job {job.state}; GPUs visible: {visible if seen else 'unknown'}, "
+                                              f"allocated: {allocated}; output: {job.output.strip()[-300:]}",
+                        "read the job's slurmd log; check the partition, GRES config and the user's home")
+    if visible != allocated:
+        return _finding("single_node", False, f"job on {first} sees {visible} GPU(s) but Slurm allocated "
+                                              f"{allocated}: the device cgroup does not constrain jobs",
+                        "set ConstrainDevices=yes in cgroup.conf (SUNK chart)")
+    whole_node = (f"; --gres=gpu:{requested} got the whole node's {allocated} GPUs (OverSubscribe=EXCLUSIVE "
+                  "partition)" if allocated > requested else "")
+    return _finding("single_node", True, f"job on {first} sees exactly its {allocated} allocated GPU(s){whole_node}")
+
+
 @activity.defn(name="smoke.single_node")
 def single_node(inp: StepInput) -> StepResult:
-    state, out = _submit(inp, "gpu", SINGLE_NODE, 1, ["--gres=gpu:1"])
-    gpus = re.search(r"^GPUS=(\d+)$", out, re.M)
-    ok = state == "COMPLETED" and gpus is not None and gpus.group(1) == "1"
-    message = (f"job saw exactly one GPU ({out.splitlines()[0] if out else ''})" if ok else
-               f"job {state}; GPUs visible: {gpus.group(1) if gpus else 'unknown'}; output: {out.strip()[-300:]}")
-    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, "single_node": state}})
-    return StepResult(facts=facts, findings=[_finding(
-        "single_node", ok, message, "" if ok else "set ConstrainDevices=yes in cgroup.conf (SUNK chart)")])
+    job = _submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
+    if isinstance(job, Finding):
+        return _result(inp, "single_node", "NOUSER", job)
+    return _result(inp, "single_node", job.state, gpu_finding(job, 1))
 
 
 def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
@@ -109,34 +204,46 @@ def nccl(inp: StepInput) -> StepResult:
     c = inp.contract
     per_node = c.capacity.gpus_per_node
     script = "set -eu\nsrun all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
-    state, out = _submit(inp, "nccl", script, 2,
-                         ["--nodes=2", f"--ntasks-per-node={per_node}", f"--gres=gpu:{per_node}"])
+    job = _submit(inp, "nccl", script, 2, ["--nodes=2", f"--ntasks-per-node={per_node}", f"--gres=gpu:{per_node}"])
+    if isinstance(job, Finding):
+        return _result(inp, "nccl_busbw_gbps", "None", job)
     tier = lookup_sku(c.capacity.sku).tier_busbw_gbps
-    busbw = parse_busbw(out)
-    ok = state == "COMPLETED" and busbw is not None and busbw >= BUSBW_TOO_LOW * tier
+    busbw = parse_busbw(job.output)
+    ok = job.state == "COMPLETED" and busbw is not None and busbw >= BUSBW_TOO_LOW * tier
     message = (f"busbw {busbw} GB/s at 4 GB (tier {tier} GB/s)" if busbw is not None
-               else f"job {state}; no 4 GB row in output: {out.strip()[-300:]}")
-    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, "nccl_busbw_gbps": str(busbw)}})
-    return StepResult(facts=facts, findings=[_finding(
-        "nccl", ok, message, "" if ok else "run network validation (ACS, IB plane, MTU) before handover")])
+               else f"job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}")
+    return _result(inp, "nccl_busbw_gbps", str(busbw), _finding(
+        "nccl", ok, message, "" if ok else "run network validation (ACS, IB plane, MTU) before handover"))
+
+
+def storage_script(path: str, write_mb: int) -> str:
+    return (f"set -eu\ncd {path}\n"
+            f"dd if=/dev/urandom of=smoke.$SLURM_JOB_ID bs=1M count={write_mb} status=none\n"
+            f"dd if=smoke.$SLURM_JOB_ID of=/dev/null bs=1M status=none\nrm smoke.$SLURM_JOB_ID\n"
+            f"echo WROTE_MB={write_mb}\ndf -PT {path}\n")
+
+
+def storage_finding(job: JobRun, path: str) -> Finding:
+    """7c: the data went through ``path`` and ``df -PT`` shows a Weka mount, not the root filesystem."""
+    rows = [line.split() for line in job.output.splitlines() if len(line.split()) == 7]
+    fstype, mount = (rows[-1][1], rows[-1][6]) if rows and rows[-1][0] != "Filesystem" else ("?", "?")
+    wrote = re.search(r"^WROTE_MB=(\d+)$", job.output, re.M)
+    if job.state == "COMPLETED" and wrote and fstype in WEKA_FS_TYPES and mount != "/":
+        return _finding("storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} "
+                                         f"mounted at {mount}")
+    return _finding("storage", False, f"job {job.state}; {path} is on {fstype} mounted at {mount}, not a Weka "
+                                      f"mount: {job.output.strip()[-300:]}",
+                    "add the Weka /scratch volumeMount to the SUNK NodeSet template")
 
 
 @activity.defn(name="smoke.storage")
 def storage(inp: StepInput) -> StepResult:
-    c = inp.contract
-    path = f"/scratch/{word(c.slug)}"
-    script = (f"set -eu\ncd {path}\ndd if=/dev/urandom of=smoke.$SLURM_JOB_ID bs=1M count=64 status=none\n"
-              f"dd if=smoke.$SLURM_JOB_ID of=/dev/null bs=1M status=none\nrm smoke.$SLURM_JOB_ID\n"
-              f"echo FSTYPE=$(stat -f -c %T {path})\ndf -P {path}\n")
-    state, out = _submit(inp, "storage", script, 1, [])
-    fstype = re.search(r"^FSTYPE=(\S+)$", out, re.M)
-    mount = out.strip().splitlines()[-1].split()[-1] if out.strip() else ""
-    ok = state == "COMPLETED" and fstype is not None and fstype.group(1) in WEKA_FS_TYPES and mount != "/"
-    message = (f"{path} written and read on {fstype.group(1) if fstype else '?'} mounted at {mount}" if ok else
-               f"job {state}; {path} is not on a Weka mount: {out.strip()[-300:]}")
-    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, "storage": state}})
-    return StepResult(facts=facts, findings=[_finding(
-        "storage", ok, message, "" if ok else "add the Weka /scratch volumeMount to the SUNK NodeSet template")])
+    conf = smoke_settings()
+    path = f"{conf.scratch_root.rstrip('/')}/{word(inp.contract.slug)}"
+    job = _submit(inp, "storage", storage_script(path, conf.write_mb), 1, [])
+    if isinstance(job, Finding):
+        return _result(inp, "storage", "NOUSER", job)
+    return _result(inp, "storage", job.state, storage_finding(job, path))
 
 
 ACTIVITIES = [single_node, nccl, storage]

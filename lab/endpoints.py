@@ -10,9 +10,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from lab.daemons.weka_mounts import mount_root
+
 KUBE_CONTEXTS = ("hub", "worker", "tenant-cluster")
 LDAP_BASE_DN = "dc=auth,dc=example,dc=internal"
 LDAP_BIND_DN = f"cn=ldap-bind,ou=users,{LDAP_BASE_DN}"
+LAB_SMOKE_WRITE_MB = 16
+"""Smoke 7c writes 16 MiB in the lab (the runbook's 10 GiB in production)."""
 
 
 class LabEndpoints(BaseModel):
@@ -48,6 +52,8 @@ class LabEndpoints(BaseModel):
             "LDAP_BIND_DN": self.ldap_bind_dn,
             "LDAP_BIND_PASSWORD": self.ldap_bind_password,
             "SLURM_CONF": str(self.slurm_conf),
+            "TENANTFLOW_SMOKE_SCRATCH_ROOT": str(mount_root(self.state_dir) / "scratch"),
+            "TENANTFLOW_SMOKE_WRITE_MB": str(LAB_SMOKE_WRITE_MB),
         }
         for context, url in self.kube_urls.items():
             env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url

@@ -11,10 +11,19 @@ reconfigure``. Data that is not a ``PartitionName=`` line is refused with
 Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` run
 for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
 only for an allow-list of Slurm clients plus ``getent`` and ``cat`` (``cat`` only
-below the lab's job directory, where smoke-test jobs write their output). The
-working directory is that job directory and ``lab/bin`` (stand-in ``nvidia-smi``
-and ``all_reduce_perf``, since the lab has no GPU) leads ``PATH``, which ``sbatch``
-exports to the jobs.
+below the lab's job directory, the lab's home root, or the home of the file's owner:
+where jobs write their output).
+The working directory is that job directory; ``lab/bin`` (stand-in ``nvidia-smi``,
+``all_reduce_perf`` and ``df``, since the lab has no GPU and no Weka client) leads
+``PATH`` and ``LAB_MOUNT_TABLE`` names the stand-in Weka mounts; ``sbatch`` exports
+both to the jobs.
+
+The pods' userland: like SUNK's nsscache sidecar, :mod:`lab.daemons.host_users` keeps
+the lab's extrausers files (and the host's) in step with the lab's LDAP outpost;
+commands run in slurmctld's mount namespace (``nsenter``), where those files are
+``/var/lib/extrausers``, so ``getent``, ``sbatch --uid`` and slurmd resolve tenant
+users with the login pod's uid/gid and a home under ``<state>/home``; :mod:`lab.daemons.weka_mounts` keeps the
+stand-in ``/scratch/<slug>`` mounts in step with the Weka emulator.
 """
 
 from __future__ import annotations
@@ -22,11 +31,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pwd
 from pathlib import Path
 from typing import Any
 
 from activities.slurm_cli import RENDER_ERROR_ANNOTATION, RENDERED_ANNOTATION, partitions_hash, render_partitions
+from lab.config import LabConfig
 from lab.context import LabContext
+from lab.daemons import host_users, weka_mounts
+from lab.daemons.process import is_running, pids_dir, recorded
 from lab.kubeapi.errors import ApiError
 from lab.kubeapi.store import ObjectKey, Store
 
@@ -53,15 +66,19 @@ def job_dir(ctx: LabContext) -> Path:
 def exec_env(ctx: LabContext) -> dict[str, str]:
     env = {**os.environ, **ctx.slurm_env}
     env["PATH"] = f"{LAB_BIN}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+    env["LAB_MOUNT_TABLE"] = str(weka_mounts.mount_table(ctx.state_dir))
     return env
 
 
 class SlurmExec:
     """Runs allow-listed commands of the slurmctld/slurmd pods on the host; remembers every argv."""
 
-    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+    def __init__(self, env: dict[str, str], workdir: Path, readable: tuple[Path, ...] = (),
+                 state_dir: Path | None = None) -> None:
         self.env = env
         self.workdir = workdir
+        self.state_dir = state_dir
+        self.readable = (workdir, *readable)
         self.history: list[list[str]] = []
 
     def _refuse(self, argv: list[str]) -> str | None:
@@ -69,10 +86,24 @@ class SlurmExec:
             return f"lab slurmctld pod: {argv[0] if argv else '(empty)'} is not available here\n"
         if argv[0] == "cat":
             paths = [Path(a).resolve() for a in argv[1:]]
-            if not paths or any(a.startswith("-") for a in argv[1:]) or any(
-                    not p.is_relative_to(self.workdir) for p in paths):
-                return f"lab slurmctld pod: cat only reads files below {self.workdir}\n"
+            if not paths or any(a.startswith("-") for a in argv[1:]) or not all(map(self._readable, paths)):
+                return f"lab slurmctld pod: cat only reads files below {', '.join(map(str, self.readable))}\n"
         return None
+
+    def _readable(self, path: Path) -> bool:
+        if any(path.is_relative_to(root) for root in self.readable):
+            return True
+        try:
+            owner = path.stat().st_uid
+            return owner >= host_users.MIN_ID and path.is_relative_to(pwd.getpwuid(owner).pw_dir)
+        except (OSError, KeyError):
+            return False
+
+    def _in_pod(self, argv: list[str]) -> list[str]:
+        """Enter slurmctld's mount namespace (its view of the users), when the lab recorded it."""
+        daemons = recorded(self.state_dir) if self.state_dir and pids_dir(self.state_dir).is_dir() else []
+        ctld = next((d for d in daemons if d.name == "slurmctld" and is_running(d)), None)
+        return argv if ctld is None else ["nsenter", f"--mount=/proc/{ctld.pid}/ns/mnt", "--", *argv]
 
     async def __call__(self, namespace: str, pod: str, container: str | None, argv: list[str],
                        stdin: bytes) -> tuple[str, str, int]:
@@ -81,7 +112,7 @@ class SlurmExec:
             return "", refused, 126
         self.history.append(list(argv))
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=self.workdir, env=self.env, stdin=asyncio.subprocess.PIPE,
+            *self._in_pod(argv), cwd=self.workdir, env=self.env, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin), EXEC_TIMEOUT_S)
@@ -144,17 +175,34 @@ def _partition_line(value: str) -> bool:
     return line.startswith("PartitionName=") and "\n" not in line and "Include" not in line
 
 
+def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
+    """nsscache from the LDAP outpost and the Weka mounts, when the lab has them."""
+    tasks = []
+    if ctx.ldap_url:
+        tasks.append(asyncio.create_task(host_users.sync_loop(
+            ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir), name="host-users"))
+    if (ctx.state_dir / "lab.json").exists():
+        weka_url = f"http://127.0.0.1:{LabConfig.read(ctx.state_dir).weka_port}"
+        tasks.append(asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir), name="weka-mounts"))
+    return tasks
+
+
 async def run(ctx: LabContext) -> None:
     store = ctx.stores[CONTEXT]
-    handler = SlurmExec(exec_env(ctx), job_dir(ctx))
+    handler = SlurmExec(exec_env(ctx), job_dir(ctx), (host_users.home_root(ctx.state_dir),), ctx.state_dir)
     for prefix in ("slurmctld-", "slurmd-"):
         ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
-    if ctx.partitions_file is None:
-        return
-    operator = PartitionsOperator(store, ctx.partitions_file)
-    operator.ensure_configmap()
-    unsubscribe = store.subscribe(operator.on_event, replay=True)
+    sidecars = _sidecars(ctx)
+    unsubscribe = None
+    if ctx.partitions_file is not None:
+        operator = PartitionsOperator(store, ctx.partitions_file)
+        operator.ensure_configmap()
+        unsubscribe = store.subscribe(operator.on_event, replay=True)
     try:
         await asyncio.Event().wait()
     finally:
-        unsubscribe()
+        if unsubscribe is not None:
+            unsubscribe()
+        for task in sidecars:
+            task.cancel()
+        await asyncio.gather(*sidecars, return_exceptions=True)

@@ -16,6 +16,10 @@ CONFIGURING until ``ResumeTimeout`` and then fail, so smoke jobs belong on ``slu
 Jobs run on this host as the submitting user: ``hostname`` prints the host's name (``$SLURMD_NODENAME``
 is the node), ``sbatch --wrap`` scripts run under /bin/sh (dash: no ``set -o pipefail``), and an
 ``OverSubscribe=EXCLUSIVE`` partition hands a job all of a node's GPUs even for ``--gres=gpu:1``.
+slurmctld and every slurmd run in a private mount namespace that sees the lab's own user files as
+``/var/lib/extrausers`` (:func:`lab.daemons.host_users.in_lab_namespace`), so tenant users resolve
+there as on SUNK's slurmd pods; jobs run as the user with ``--gid`` and a writable ``--chdir`` (a job
+whose working directory or output path the user cannot reach dies at launch with ``ExitCode=0:53``).
 A restart on the same state folder keeps the accounting database and Slurm state.
 """
 
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
+from lab.daemons.host_users import in_lab_namespace
 from lab.daemons.process import Daemon, command_succeeds, free_port, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
@@ -328,7 +333,7 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
         start_daemon(
             state_dir,
             "slurmctld",
-            ["slurmctld", "-D", "-i", "-f", str(handle.slurm_conf)],
+            in_lab_namespace(state_dir, ["slurmctld", "-D", "-i", "-f", str(handle.slurm_conf)]),
             command_succeeds(["scontrol", "ping"], env),
             env=env,
             timeout=60,
@@ -349,7 +354,7 @@ def _start_slurmd(state_dir: Path, handle: SlurmHandle, name: str) -> Daemon:
     return start_daemon(
         state_dir,
         f"slurmd-{name}",
-        ["slurmd", "-D", "-N", name, "-f", str(handle.slurm_conf)],
+        in_lab_namespace(state_dir, ["slurmd", "-D", "-N", name, "-f", str(handle.slurm_conf)]),
         registered,
         env=handle.env,
         timeout=60,
