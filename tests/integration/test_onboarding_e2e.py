@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lab.endpoints import LabEndpoints
@@ -33,9 +32,6 @@ async def onboard(api: object, contract: object) -> OnboardingResult:
     return result
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "blocked: the lab's smoke jobs cannot run as the tenant's LDAP users (no nslcd on the host, "
-    "non-root slurmstepd dies); smoke.single_node fails with `sbatch --uid=alice: Invalid --uid`"))
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
@@ -43,6 +39,9 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         result = await onboard(api, contract)
         assert result.status == "completed", result.message
         assert result.handover is not None
+        smoke = {f.check: f for f in result.findings if f.check.startswith("smoke.")}
+        assert sorted(smoke) == ["smoke.nccl", "smoke.single_node", "smoke.storage"], result.findings
+        assert all(f.ok for f in smoke.values()), smoke
         assert "Login host: login.tenant-foo.example.internal (port 22)" in result.handover.markdown
         assert "Slurm account:    ml-team-foo" in result.handover.markdown
 
