@@ -475,6 +475,59 @@ def serve_api(
 
 
 @app.command()
+def bench(
+    tenants: Annotated[int, typer.Option(help="concurrent onboardings for figure (b)")] = 100,
+    latency_ms: Annotated[float, typer.Option(help="latency of each simulated activity")] = 10.0,
+    lab_dir: Annotated[Path | None, typer.Option(
+        help="a running lab (`tenantflow lab up`): (a) and (c) then use the real activities against it")] = None,
+    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+) -> None:
+    """Print the five benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS)."""
+    from bench.figures import lab_figures, simulated_figures
+    from lab.endpoints import LabEndpoints
+    from worker.config import TemporalSettings
+    from worker.temporal import connect
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
+
+    async def go() -> dict[str, Any]:
+        client = await connect(TemporalSettings())
+        lab = LabEndpoints.load(lab_dir) if lab_dir else None
+        template = load_tenant(example, kubeconfig or (str(lab.kubeconfig) if lab else "/nonexistent/kubeconfig"))
+        with errors.status(f"running {tenants} concurrent simulated onboardings"):
+            figures = await simulated_figures(client, template, tenants, latency_ms / 1000)
+        report: dict[str, Any] = figures.model_dump()
+        if lab is not None:
+            with errors.status("one onboarding against the lab, then the same activities called directly"):
+                timing, calls, direct = await lab_figures(client, lab, template)
+            report |= {"mode": "lab for (a) and (c); simulated for (b), (d), (e)", "one_run_s": timing.seconds,
+                       "lab_run_ok": timing.ok, "api_calls": calls, "direct_s": direct,
+                       "durability_tax": timing.seconds / direct if direct else 0.0}
+        return report
+
+    report = run(go())
+    if output == "json":
+        emit(report, output)
+        return
+    table = Table(title=f"tenantflow bench ({report['mode']})")
+    for column in ("figure", "value", "target"):
+        table.add_column(column)
+    table.add_row("(a) one onboarding, wall time", f"{report['one_run_s']:.2f} s", "")
+    for name, count in report["api_calls"].items():
+        table.add_row(f"(a) API calls: {name}", str(count), "")
+    table.add_row(f"(b) {report['concurrent']} concurrent: throughput", f"{report['throughput_per_s']:.2f} runs/s", "")
+    table.add_row("(b) time to complete p50 / p95", f"{report['p50_s']:.2f} s / {report['p95_s']:.2f} s", "")
+    table.add_row("(b) failures", str(report["failures"]), "0")
+    table.add_row("(c) durability tax (Temporal / direct)",
+                  f"{report['durability_tax']:.2f} ({report['one_run_s']:.2f} s / {report['direct_s']:.2f} s)",
+                  "<= 1.5")
+    table.add_row("(d) history events per onboarding", str(report["history_events"]), "<= 600")
+    table.add_row("(e) gate latency p50 (update -> next activity start)", f"{report['gate_latency_p50_ms']:.0f} ms",
+                  "<= 250 ms")
+    console.print(table)
+
+
+@app.command()
 def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
     """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""
     from starter.demo import demo as run_demo

@@ -1,0 +1,52 @@
+"""``tenantflow plan`` against the lab: every object per layer, and not one write to any stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from lab.endpoints import LabEndpoints
+from tests.cli.conftest import CLI
+from tests.integration.conftest import lab  # noqa: F401  (the session lab fixture)
+from tests.labfixture import journal_writes, reset_journals
+from tests.workflow.contract import EXAMPLES
+from workflows.onboarding import PLAN_LAYERS
+
+
+def plan(lab_env: LabEndpoints, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TENANTFLOW_ENV_FILE": str(lab_env.state_dir / "lab.env")}
+    return subprocess.run([CLI, "plan", str(EXAMPLES / "tenant-foo.yaml"), "--kubeconfig", str(lab_env.kubeconfig),
+                           *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints) -> None:  # noqa: F811
+    reset_journals(lab)
+    done = plan(lab, "--output", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["plan_hash"]
+    steps = report["plan"]["steps"]
+    assert {s["layer"] for s in steps} == set(PLAN_LAYERS)
+    kinds = {(s["layer"], s["kind"], s["name"]) for s in steps}
+    assert ("kube", "Namespace", "tenant-foo") in kinds
+    assert ("capacity", "Reservation", "tenant-foo-reservation") in kinds
+    assert {("identity", "User", user) for user in ("alice", "bob", "carol")} <= kinds
+
+    text = plan(lab)
+    assert text.returncode == 0, text.stderr
+    for layer in PLAN_LAYERS:
+        assert f"# {layer}" in text.stdout
+    assert "+ Namespace tenant-foo" in text.stdout and "Nothing was written" in text.stdout
+    assert set(journal_writes(lab).values()) == {0}, journal_writes(lab)
+
+
+def test_plan_exits_2_on_preflight_errors(lab: LabEndpoints, tmp_path: Path) -> None:  # noqa: F811
+    contract = (EXAMPLES / "tenant-foo.yaml").read_text().replace("gpus: 64", "gpus: 640")
+    (tmp_path / "big.yaml").write_text(contract)
+    env = {**os.environ, "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env")}
+    done = subprocess.run([CLI, "plan", str(tmp_path / "big.yaml"), "--kubeconfig", str(lab.kubeconfig)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "preflight failed" in done.stderr
