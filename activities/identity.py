@@ -12,6 +12,7 @@ removes them from the group, never deletes them; the group is deleted only when 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
@@ -343,10 +344,14 @@ def verify_ldap(inp: StepInput) -> StepResult:
 
 # -- undo ----------------------------------------------------------------------------------------
 
-def _undo_user(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
-    """Created users: deactivate and leave the group. Updated users: restore what we changed."""
+def _undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
+    """Created users: deactivate and leave the group. Updated users: restore what we changed.
+
+    A result without data (a planned creation whose step failed before returning) finds the group by name.
+    """
     user = ak.user_by_username(result.name)
-    group_pk = str(result.data.get("group_pk", ""))
+    group = None if result.data.get("group_pk") else ak.group_by_name(slug)
+    group_pk = str(result.data.get("group_pk") or (group.pk if group else ""))
     if user is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
     if result.outcome is Outcome.created:
@@ -367,7 +372,7 @@ def _undo_user(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
 
 def _undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
     """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
-    group = ak.group(str(result.data.get("pk", "")))
+    group = ak.group(str(result.data["pk"])) if result.data.get("pk") else ak.group_by_name(result.name)
     if group is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
     if result.outcome is Outcome.created:
@@ -387,7 +392,8 @@ def _undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
 @activity.defn(name="identity.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
-    undoers = {"users": ("User", _undo_user), "group": ("Group", _undo_group)}
+    undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
+        "users": ("User", lambda ak, r: _undo_user(ak, r, inp.contract.slug)), "group": ("Group", _undo_group)}
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]

@@ -289,7 +289,8 @@ class Ensurer:
         return self.results
 
 
-def undo_results(ctl: SlurmCtl, results: list[EnsureResult]) -> list[EnsureResult]:
+def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
+                 before_delete: Callable[[EnsureResult], None] | None = None) -> list[EnsureResult]:
     """Delete what was created and put back what was updated, newest first."""
     done: list[EnsureResult] = []
     for res in results:
@@ -297,6 +298,8 @@ def undo_results(ctl: SlurmCtl, results: list[EnsureResult]) -> list[EnsureResul
         if kind == "partition":
             continue
         if res.outcome == Outcome.created:
+            if before_delete is not None:
+                before_delete(res)
             out = ctl.run(delete_argv(kind, res.name, data), check=False)
             gone = out.exit_code == 0 and "Nothing deleted" not in out.stdout + out.stderr
             if out.exit_code != 0 and "Nothing deleted" not in out.stdout + out.stderr:
@@ -317,6 +320,22 @@ def undo_results(ctl: SlurmCtl, results: list[EnsureResult]) -> list[EnsureResul
         else:
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
     return done
+
+
+def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
+    """Before deleting a QoS this run created, drop it from the tenant account's QOS and DefaultQOS.
+
+    Only this run can have referenced a QoS it created; when ``slurm.qos`` failed before returning,
+    the saga does not know the account-qos change, and sacctmgr refuses to delete a default QoS.
+    """
+    acc = read_world(ctl, c).account(c.slug) if res.kind == "qos" else None
+    if acc is None:
+        return
+    values = {"QOS": ",".join(q for q in acc.qos if q != res.name)} if res.name in acc.qos else {}
+    if acc.defaultqos == res.name:
+        values["DefaultQOS"] = "-1"
+    for argv in modify_argvs(want_account_qos(c), list(values), values):
+        ctl.run(argv)
 
 
 def _undo_error(kind: str, name: str, detail: str) -> Exception:
@@ -561,7 +580,9 @@ def _restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -
 def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)
-    done = undo_results(ctl, list(reversed(inp.results)))
+    where = {"cluster": c.slurm.cluster, "account": c.user_account}
+    done = undo_results(ctl, [r.model_copy(update={"data": where | r.data}) for r in reversed(inp.results)],
+                        before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue

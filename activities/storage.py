@@ -438,9 +438,11 @@ def _undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     if result.kind == "Secret":
         with WekaClient.from_settings() as weka:
             org = weka.organization(contract.slug)
-            token_uid = str(result.data.get("token_uid"))
-            revoked = (org is not None and token_uid in {t.uid for t in weka.org_tokens(org.uid)}
-                       and weka.revoke_org_token(org.uid, token_uid))
+            tokens = weka.org_tokens(org.uid) if org is not None else []
+            token_uid = result.data.get("token_uid")
+            stale = [t.uid for t in tokens if (t.uid == token_uid if token_uid
+                                               else t.description == _token_description(contract))]
+            revoked = org is not None and any([weka.revoke_org_token(org.uid, uid) for uid in stale])
         if result.outcome is Outcome.updated:
             return result.model_copy(update={"outcome": Outcome.updated if revoked else Outcome.absent})
         found = _delete_if_present(target, core.read_namespaced_secret, core.delete_namespaced_secret,
@@ -453,6 +455,18 @@ def _undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
         return result.model_copy(update={"outcome": Outcome.unchanged, "data": {"kept": "PVCs cannot shrink"}})
     return _deleted(_delete_if_present(target, core.read_namespaced_persistent_volume_claim,
                                        core.delete_namespaced_persistent_volume_claim, result.name, ns), result)
+
+
+def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
+    """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
+    if "inode_id" in result.data:
+        return result
+    target = next((t for t in quota_targets(contract) if t.label == result.name), None)
+    fs = next((f for f in weka.filesystems() if target and f.name == target.filesystem), None)
+    inode = weka.resolve_path(fs.uid, target.path) if fs and target else None
+    if fs is None or target is None or inode is None:
+        return None
+    return result.model_copy(update={"data": {"filesystem_uid": fs.uid, "inode_id": inode, "path": target.path}})
 
 
 def _undo_quota(weka: WekaClient, present: dict[str, dict[int, Quota]], result: EnsureResult) -> EnsureResult:
@@ -480,18 +494,20 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
         undone.extend(_deleted(False, r) for r in fs_results)
     else:
         with tenant:
-            present = {f.uid for f in tenant.filesystems()}
+            by_name = {f.name: f.uid for f in tenant.filesystems()}
+            present = set(by_name.values())
             for r in reversed(fs_results):
-                uid = str(r.data["uid"])
+                uid = str(r.data.get("uid") or by_name.get(r.name, ""))
                 if uid in present:
                     tenant.delete_filesystem(uid)
                 undone.append(_deleted(uid in present, r))
     with WekaClient.from_settings() as weka:
         for r in org_results:
             org = weka.organization(contract.slug)
-            if org is not None and org.uid == r.data.get("uid"):
+            ours = org is not None and org.uid == r.data.get("uid", org.uid)
+            if org is not None and ours:
                 weka.delete_organization(org.uid)
-            undone.append(_deleted(org is not None and org.uid == r.data.get("uid"), r))
+            undone.append(_deleted(ours, r))
     return undone
 
 
@@ -508,7 +524,8 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
             return [_deleted(False, r) for r in changed]
         with weka:
             present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
-            return [_undo_quota(weka, present, r) for r in changed]
+            located = [(r, _locate_quota(weka, contract, r)) for r in changed]
+            return [_undo_quota(weka, present, found) if found else _deleted(False, r) for r, found in located]
     if inp.step == "filesystems":
         return _undo_filesystems(contract, changed)
     return []

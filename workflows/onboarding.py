@@ -4,7 +4,11 @@ Preflight reads every layer and fails before any write; the plan is published
 and waits for ``approve_plan`` with its exact hash; then each runbook step runs
 as an idempotent ``<layer>.<step>`` activity whose results go on the saga. Any
 failure or cancel after approval unwinds the saga in the runbook's rollback
-order. Smoke tests, end-to-end validation and the handover sheet finish the run.
+order. A step that fails (or is cancelled) goes on the saga too: its undo gets
+the objects the approved plan said the step would create, found by their
+deterministic names, because a step can crash after its writes but before its
+result is recorded; the same holds for objects an earlier attempt of a step
+created. Smoke tests, end-to-end validation and the handover sheet finish the run.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
         StepInput,
         StepResult,
     )
-    from models.plan import Plan, PlanStep
+    from models.plan import Action, Plan, PlanStep
     from models.results import EnsureResult, Finding
     from models.status import RunStatus
 
@@ -62,6 +66,27 @@ SMOKE_STEPS = (
     ("smoke", "nccl", "2-node NCCL all-reduce reaches the tier busbw"),
     ("smoke", "storage", "write and read /scratch on the Weka mount"),
 )
+STEP_KINDS: dict[str, tuple[str, ...]] = {
+    "capacity.reservation": ("Reservation",),
+    "identity.group": ("Group",),
+    "identity.users": ("User",),
+    "kube.namespace": ("Namespace",),
+    "kube.quota": ("ResourceQuota", "LimitRange"),
+    "kube.binding": ("ReservationBinding",),
+    "kube.network_policy": ("NetworkPolicy",),
+    "kube.rbac": ("RoleBinding",),
+    "slurm.accounts": ("account",),
+    "slurm.qos": ("qos", "account-qos"),
+    "slurm.users": ("user",),
+    "slurm.partition": ("partition",),
+    "storage.filesystems": ("WekaOrganization", "WekaFilesystem"),
+    "storage.quotas": ("WekaQuota",),
+    "storage.csi": ("Secret", "StorageClass", "PersistentVolumeClaim"),
+    "login.release": ("Secret", "HelmRelease"),
+}
+"""The plan kinds each apply step writes (steps not listed write nothing)."""
+UNDO_PLANNED_PATCH = "undo-planned-creates"
+"""Histories recorded before failed steps were compensated replay without it."""
 LONG_STEPS = {"capacity.wait_reservation", "login.release", "smoke.single_node", "smoke.nccl",
               "smoke.storage"}
 
@@ -156,16 +181,29 @@ class TenantOnboarding:
         for layer, step, summary in APPLY_STEPS:
             name = f"{layer}.{step}"
             self._gates.set_stage(f"apply:{name}", f"Applying {name}: {summary}")
-            result = await self._steps.run(
-                name, step_input.model_copy(update={"facts": facts}), StepResult,
-                summary=f"{layer}: {summary}",
-                timeout=timedelta(minutes=15) if name in LONG_STEPS else timedelta(minutes=5),
-                heartbeat=timedelta(seconds=60) if name in LONG_STEPS else None)
-            self._saga.push(layer, step, result.results)
+            planned = self._planned_creates(name) if workflow.patched(UNDO_PLANNED_PATCH) else []
+            try:
+                result = await self._steps.run(
+                    name, step_input.model_copy(update={"facts": facts}), StepResult,
+                    summary=f"{layer}: {summary}",
+                    timeout=timedelta(minutes=15) if name in LONG_STEPS else timedelta(minutes=5),
+                    heartbeat=timedelta(seconds=60) if name in LONG_STEPS else None,
+                    wait_for_cancel=bool(planned))
+            except BaseException:
+                self._saga.push(layer, step, [], planned)
+                raise
+            self._saga.push(layer, step, result.results, planned)
             applied.extend(result.results)
             self._findings.extend(result.findings)
             facts = self._facts = result.facts
         return facts
+
+    def _planned_creates(self, name: str) -> list[PlanStep]:
+        """The plan's ``create`` entries this step writes: whatever of them exists later was made by this run."""
+        assert self._plan is not None
+        layer = name.split(".")[0]
+        return [p for p in self._plan.steps if p.layer == layer and p.kind in STEP_KINDS.get(name, ())
+                and p.action is Action.create]
 
     async def _finish(self, step_input: StepInput) -> Handover:
         facts = step_input.facts
