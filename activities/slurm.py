@@ -22,6 +22,7 @@ from typing import Any
 
 from kubernetes import client
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities import kubeclient
 from activities.errors import fail
@@ -439,12 +440,19 @@ def _ctl(c: TenantContract) -> SlurmCtl:
 @activity.defn(name="slurm.preflight")
 def preflight(inp: StepInput) -> StepResult:
     c = inp.contract
-    ctl = _ctl(c)
     findings: list[Finding] = []
 
     def check(name: str, ok: bool, message: str, fix: str = "", severity: str = "error") -> None:
         findings.append(Finding(check=f"slurm.{name}", ok=ok, message=message, fix=fix, severity=severity))
 
+    try:
+        ctl = _ctl(c)
+    except ApplicationError as err:
+        cfg = settings()
+        check("controller", False, f"the slurmctld deployment {cfg.slurm_namespace}/{cfg.slurm_controller} has no "
+              f"pod to run commands in: {err.message}", "check that slurmctld runs there, or set "
+              "SLURM_NAMESPACE / SLURM_CONTROLLER_DEPLOYMENT to where it runs")
+        return StepResult(facts=inp.facts, findings=findings)
     ping = ctl.run(["scontrol", "ping"], check=False)
     check("controller", ping.exit_code == 0 and "UP" in ping.stdout,
           "slurmctld answers" if ping.exit_code == 0 else f"slurmctld is not reachable: {ping.stderr.strip()}",
