@@ -1,8 +1,9 @@
 """Login layer (runbook step 5): the SSH keys Secret, the login pod release, and its identity checks.
 
-``login.release`` ensures the ``<slug>-authorized-keys`` Secret (one key per username,
-public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password by Secret
-name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
+``login.release`` ensures a copy of the platform's LDAP bind Secret in the tenant
+namespace (where the chart looks it up), the ``<slug>-authorized-keys`` Secret (one key
+per username, public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password
+by Secret name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
 and Ready. ``login.verify`` execs into ``login-<slug>-0`` as runbook 5b does: ``getent
 passwd`` for every user (pre-warming nslcd's cache; uid/gid must match what identity
 learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
@@ -39,17 +40,30 @@ def release_manifest(contract: TenantContract) -> Manifest:
         slurm_controller_host=f"{cfg.slurm_controller}.{cfg.slurm_namespace}.svc")
 
 
-def _objects(contract: TenantContract) -> list[Manifest]:
-    return [manifests.authorized_keys_secret(contract), release_manifest(contract)]
+def bind_secret(objs: KubeObjects, contract: TenantContract) -> Manifest:
+    """The platform's LDAP bind Secret (in ``auth``) as a copy in the tenant namespace."""
+    cfg = settings()
+    source = objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace)
+    if source is None:
+        raise fail("NotFound", f"LDAP bind Secret {cfg.ldap_bind_secret_namespace}/{cfg.ldap_bind_secret} not "
+                               "found; create it from the outpost's bind account before onboarding")
+    return manifests.bind_secret_copy(contract, cfg.ldap_bind_secret, source.get("data") or {})
+
+
+def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
+    return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
 
 
 @activity.defn(name="login.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    secret, release = _objects(contract)
+    bind, secret, release = _objects(objs, contract)
     values = release["spec"]["values"]
+    cfg = settings()
     return [
+        kubeensure.plan_step(objs, LAYER, bind, contract.slug, {
+            "copied_from": f"{cfg.ldap_bind_secret_namespace}/{cfg.ldap_bind_secret}", "keys": sorted(bind["data"])}),
         kubeensure.plan_step(objs, LAYER, secret, contract.slug, {"users": sorted(secret["data"])}),
         kubeensure.plan_step(objs, LAYER, release, contract.slug, {
             "chart": release["spec"]["chart"], "replicas": values["replicas"], "hostname": contract.login_hostname,
@@ -76,7 +90,7 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(contract)]
+    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
     delay = settings().poll_interval_s
     while not all((states := _pod_states(objs, contract)).values()):
         activity.heartbeat({"pods": states})

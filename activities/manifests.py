@@ -182,6 +182,18 @@ def authorized_keys_secret(contract: TenantContract) -> Manifest:
     }
 
 
+def bind_secret_copy(contract: TenantContract, name: str, data: dict[str, str]) -> Manifest:
+    """The LDAP bind Secret copied into the tenant namespace, where the login chart looks it up
+    (runbook: "LDAP bind credentials in the wrong namespace"); ``data`` is copied as it is, never logged."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(name, contract.slug, contract.namespace),
+        "type": "Opaque",
+        "data": dict(data),
+    }
+
+
 def login_release_name(contract: TenantContract) -> str:
     return f"login-{contract.slug}"
 

@@ -70,14 +70,14 @@ def quota_targets(contract: TenantContract) -> list[QuotaTarget]:
     return targets
 
 
-def _tenant_credentials(contract: TenantContract) -> Credentials | None:
+def tenant_credentials(contract: TenantContract) -> Credentials | None:
     """Who owns the tenant's filesystems: the org admin (strict) or the platform user (shared)."""
     return org_admin_credentials(contract.slug) if _strict(contract) else None
 
 
 def _tenant_session(contract: TenantContract) -> WekaClient | None:
     """A logged-in session owning the tenant's filesystems; None when the tenant org is already gone."""
-    weka = WekaClient.from_settings(_tenant_credentials(contract))
+    weka = WekaClient.from_settings(tenant_credentials(contract))
     try:
         weka.login()
     except ApplicationError as err:
@@ -170,7 +170,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     filesystems: dict[str, Filesystem] = {}
     quotas: dict[str, dict[int, Any]] = {}
     if org_exists or not _strict(contract):
-        with WekaClient.from_settings(_tenant_credentials(contract)) as tenant:
+        with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
             filesystems = {f.name: f for f in tenant.filesystems()}
             quotas = {f.uid: tenant.quotas(f.uid) for f in filesystems.values()}
             paths = {t.label: tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
@@ -247,7 +247,7 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
                 results.append(_result("WekaOrganization", contract.slug, Outcome.unchanged, uid=org.uid))
             org_uid = org.uid
     filesystems: dict[str, Filesystem] = {}
-    with WekaClient.from_settings(_tenant_credentials(contract)) as tenant:
+    with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
         existing = {f.name: f for f in tenant.filesystems()}
         for role, name in filesystem_names(contract).items():
             fs = existing.get(name)
@@ -274,7 +274,7 @@ def ensure_quotas(inp: StepInput) -> StepResult:
     """Hard/soft quota on every ``/home/<user>`` and on ``/scratch/<slug>``; compare before writing."""
     contract = inp.contract
     results: list[EnsureResult] = []
-    with WekaClient.from_settings(_tenant_credentials(contract)) as weka:
+    with WekaClient.from_settings(tenant_credentials(contract)) as weka:
         filesystems = {f.name: f for f in weka.filesystems()}
         current_quotas = {f.uid: weka.quotas(f.uid) for f in filesystems.values()
                           if f.name in filesystem_names(contract).values()}

@@ -17,6 +17,7 @@ from activities.kubeensure import KubeObjects
 from activities.manifests import RESERVED_LABEL, login_pod_names
 from activities.settings import settings
 from activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
+from activities.storage import tenant_credentials
 from activities.weka_client import WekaClient
 from models.hostlist import compress_hostlist
 from models.onboarding import StepInput, StepResult
@@ -74,7 +75,7 @@ def identity_consistent(inp: StepInput) -> Finding:
 
 def quotas_live(inp: StepInput) -> Finding:
     contract = inp.contract
-    with WekaClient.from_settings() as weka:
+    with WekaClient.from_settings(tenant_credentials(contract)) as weka:
         paths = {q.path.rstrip("/") for uid in inp.facts.weka_filesystems.values() for q in weka.quotas(uid).values()
                  if q.status == "ACTIVE"}
     wanted = {f"/{user}" for user in contract.usernames} | {f"/{contract.slug}"}

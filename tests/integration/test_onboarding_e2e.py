@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from lab.endpoints import LabEndpoints
@@ -33,9 +32,6 @@ async def onboard(api: object, contract: object) -> OnboardingResult:
     return result
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "blocked after smoke (which now passes): validate.all's storage.quotas check asks the Weka API with the "
-    "cluster-admin login for quotas of the tenant org's filesystems and gets HTTP 404 (activities/validate.py)"))
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))

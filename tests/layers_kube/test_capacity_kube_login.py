@@ -192,9 +192,12 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
     c = contract(lab)
     inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
     run(kube.namespace, inp)
-    assert [s.action.value for s in run(login.plan, inp)] == ["create", "create"]
+    assert [s.action.value for s in run(login.plan, inp)] == ["create", "create", "create"]
     released = run(login.release, inp).results
-    assert [r.kind for r in released] == ["Secret", "HelmRelease"]
+    assert [(r.kind, r.name) for r in released] == [
+        ("Secret", "ldap-bind-creds"), ("Secret", f"{c.slug}-authorized-keys"), ("HelmRelease", f"login-{c.slug}")]
+    copied = lab.store.get("", "secrets", "ldap-bind-creds", c.slug)["data"]
+    assert copied == lab.store.get("", "secrets", "ldap-bind-creds", "auth")["data"]
     pods = {p["metadata"]["name"] for p in lab.store.list("", "pods", c.slug)}
     assert pods == {"login-tenant-foo-0", "login-tenant-foo-1"}
     values = lab.store.get("helm.example.io", "helmreleases", "login-tenant-foo", c.slug)["spec"]["values"]
@@ -209,8 +212,9 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
         failed -= {"login.getent_passwd", "login.getent_group"}
     assert failed == ({"login.sinfo"} if not lab.ctx.slurm_env else set())
     undone = run(login.undo, UndoInput(contract=c, facts=inp.facts, step="release", results=released))
-    assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted]
+    assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted, Outcome.deleted]
     assert lab.store.list("", "pods", c.slug) == []
+    assert lab.store.get("", "secrets", "ldap-bind-creds", "auth")
 
 
 def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle | None) -> None:
