@@ -1,0 +1,144 @@
+"""Chaos fixtures: one lab and one restartable Temporal dev server (SQLite file) for the session, and the summary table.
+
+Every test here is marked ``chaos``; the table of scenarios, crashes, faults and
+lost/duplicated objects is printed at the end of the pytest run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from _pytest.terminal import TerminalReporter
+from temporalio.client import WorkflowFailureError
+
+from lab.endpoints import LabEndpoints
+from lab.supervisor import down, up
+from models.onboarding import OnboardingResult
+from models.tenant import TenantContract
+from starter.client import TenantflowClient
+from starter.contracts import load_tenant
+from starter.devserver import DevServer, free_port
+from tests.chaos.kit import STATS, WorkerProcess, settings, world
+from tests.workflow.contract import EXAMPLES
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.chaos)
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    if not STATS.scenarios:
+        return
+    terminalreporter.section("chaos summary")
+    for label, value in STATS.rows():
+        terminalreporter.write_line(f"  {label:<45} {value:>5}")
+    for note in STATS.notes:
+        terminalreporter.write_line(f"  - {note}")
+
+
+@pytest.fixture(scope="session")
+def chaos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
+    if os.geteuid() != 0:
+        pytest.skip("the lab's real slapd and Slurm need root")
+    state = Path(tmp_path_factory.mktemp("chaos-lab", numbered=True))
+    try:
+        yield up(state)
+    finally:
+        down(state)
+
+
+@pytest.fixture(scope="session")
+def chaos_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A dev server with its SQLite file in tmp, so a test can stop and restart it with every run intact."""
+    server = DevServer(state_dir=Path(tmp_path_factory.mktemp("chaos-temporal")), port=free_port())
+    server.start(headless=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Rig:
+    """A worker process on a private queue and a client for it."""
+
+    api: TenantflowClient
+    worker: WorkerProcess
+    log: Path
+
+
+@pytest_asyncio.fixture
+async def rig(chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path: Path) -> AsyncIterator[Rig]:
+    queue = f"chaos-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "worker.log"
+    worker = WorkerProcess(chaos_server.address, queue, chaos_lab, log)
+    worker.start()
+    try:
+        yield Rig(await TenantflowClient.connect(settings(chaos_server.address, queue)), worker, log)
+    finally:
+        worker.stop()
+
+
+def tenant(lab: LabEndpoints, slug: str = "tenant-foo", **updates: Any) -> TenantContract:
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    return contract.model_copy(update={"slug": slug, **updates})
+
+
+async def approve_and_wait(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
+    """Approve the published plan and wait for the end: (``completed``/``failed``, message)."""
+    status = await api.wait_for_plan(workflow_id)
+    assert status.plan_hash, status
+    await api.approve(workflow_id, status.plan_hash)
+    return await outcome(api, workflow_id)
+
+
+async def outcome(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
+    try:
+        result: OnboardingResult = await api.result(workflow_id)
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        while getattr(cause, "cause", None) is not None:
+            cause = cause.cause  # type: ignore[union-attr]
+        return "failed", str(getattr(cause, "message", cause))
+    return result.status, result.message
+
+
+@dataclass
+class Baseline:
+    """The undisturbed onboarding of tenant-foo: how it ended and the world it left."""
+
+    before: dict[str, Any]
+    end: tuple[str, str]
+    after: dict[str, Any]
+
+
+@pytest_asyncio.fixture(scope="session")
+async def baseline(chaos_server: DevServer, chaos_lab: LabEndpoints,
+                   tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Baseline]:
+    queue = f"chaos-base-{uuid.uuid4().hex[:8]}"
+    worker = WorkerProcess(chaos_server.address, queue, chaos_lab,
+                           Path(tmp_path_factory.mktemp("baseline")) / "worker.log")
+    worker.start()
+    try:
+        api = await TenantflowClient.connect(settings(chaos_server.address, queue))
+        before = world(chaos_lab)
+        handle = await api.start_onboarding(tenant(chaos_lab))
+        end = await approve_and_wait(api, handle.id)
+        after = world(chaos_lab)
+        with contextlib.suppress(Exception):
+            await api.client.get_workflow_handle(handle.id).terminate()
+    finally:
+        worker.stop()
+    STATS.notes.append(f"undisturbed onboarding of tenant-foo ended {end[0]}: {end[1][:120]}")
+    yield Baseline(before, end, after)

@@ -1,0 +1,196 @@
+"""Chaos tooling: a worker as a separate process to SIGKILL, world snapshots to compare, and the session's tally."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.client import WorkflowHandle
+
+from lab.endpoints import LabEndpoints
+from models.status import RunStatus, StepRecord
+from starter.client import TenantflowClient
+from tests.labfixture import lab_services, snapshot
+from worker.config import TemporalSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+VOLATILE = frozenset({"pk", "uuid", "num_pk"})
+
+
+@dataclass
+class ChaosStats:
+    """What the chaos session did; printed as a table at the end of the run."""
+
+    scenarios: int = 0
+    crashes: int = 0
+    server_restarts: int = 0
+    faults: int = 0
+    runs_completed: int = 0
+    runs_failed_as_expected: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, int]]:
+        return [("scenarios run", self.scenarios), ("worker crashes injected (SIGKILL)", self.crashes),
+                ("dev server restarts", self.server_restarts), ("dependency faults injected", self.faults),
+                ("runs reaching their expected end state", self.runs_completed),
+                ("runs refused or failed fast as expected", self.runs_failed_as_expected),
+                ("objects lost", self.lost), ("objects duplicated", self.duplicated)]
+
+
+STATS = ChaosStats()
+
+
+class WorkerProcess:
+    """``python -m worker`` against the lab on a private task queue, started and SIGKILLed at will."""
+
+    def __init__(self, address: str, queue: str, lab: LabEndpoints, log: Path, **env: str) -> None:
+        self.env = {**os.environ, "TEMPORAL_ADDRESS": address, "TENANTFLOW_TASK_QUEUE": queue,
+                    "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env"), "TENANTFLOW_LOG_FORMAT": "json",
+                    "PYTHONPATH": str(ROOT), **env}
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 60) -> None:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "worker"], env=self.env, cwd=ROOT, stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout_s
+        while "worker started" not in self.log.read_text(errors="replace")[offset:]:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker did not start within {timeout_s}s")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: no drain, no goodbye, in-flight activities are simply gone."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        STATS.crashes += 1
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def restart_after_crash(self) -> None:
+        self.kill()
+        self.start()
+
+
+def settings(address: str, queue: str) -> TemporalSettings:
+    return TemporalSettings(TEMPORAL_ADDRESS=address, TENANTFLOW_TASK_QUEUE=queue)
+
+
+def normalized(value: Any) -> Any:
+    """Drop generated ids (Authentik pk/uuid) and secret values, which differ between otherwise equal worlds."""
+    if isinstance(value, dict):
+        if value.get("kind") == "Secret":
+            return {**{k: normalized(v) for k, v in value.items() if k not in ("data", "stringData")},
+                    "keys": sorted({**value.get("data", {}), **value.get("stringData", {})})}
+        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def slurm_dump(lab: LabEndpoints) -> dict[str, list[str]]:
+    """Associations, QoS and partitions from the real slurmdbd/slurmctld."""
+    env = {**os.environ, "SLURM_CONF": str(lab.slurm_conf)}
+    commands = {
+        "assoc": ["sacctmgr", "-n", "-P", "show", "assoc",
+                  "format=cluster,account,user,parentname,fairshare,grptres,grpjobs,maxjobs,qos,defaultqos"],
+        "qos": ["sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,maxwall,grptres,flags"],
+        "partitions": ["scontrol", "show", "partition", "-o"],
+    }
+    return {name: sorted(subprocess.run(argv, env=env, capture_output=True, text=True, check=True,
+                                        timeout=60).stdout.splitlines())
+            for name, argv in commands.items()}
+
+
+def world(lab: LabEndpoints) -> dict[str, Any]:
+    """Every stand-in's state plus the Slurm accounting, normalized for comparison."""
+    return {"http": normalized(snapshot(lab)), "slurm": slurm_dump(lab)}
+
+
+def object_keys(state: dict[str, Any]) -> list[str]:
+    """One key per object in a world snapshot; a key seen twice is a duplicate."""
+    keys: list[str] = []
+    for service, snap in state["http"].items():
+        for obj in snap.get("objects", []):
+            keys.append(f"{service}/{obj['group']}/{obj['resource']}/{obj['namespace']}/{obj['name']}")
+        keys += [f"{service}/user/{u['username']}" for u in snap.get("users", [])]
+        keys += [f"{service}/group/{g['name']}" for g in snap.get("groups", [])]
+    for kind, lines in state["slurm"].items():
+        keys += [f"slurm/{kind}/{line.split('|')[0] if kind == 'qos' else line}" for line in lines]
+    return keys
+
+
+def compare_worlds(expected: dict[str, Any], actual: dict[str, Any]) -> None:
+    """Count lost and duplicated objects into STATS and assert the two worlds are equal."""
+    want, have = object_keys(expected), object_keys(actual)
+    lost = sorted(set(want) - set(have))
+    duplicated = sorted({k for k in have if have.count(k) > max(1, want.count(k))} | (set(have) - set(want)))
+    STATS.lost += len(lost)
+    STATS.duplicated += len(duplicated)
+    assert not lost and not duplicated, f"lost {lost}, duplicated or extra {duplicated}"
+    assert actual == expected
+
+
+def set_faults(lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7,
+               services: list[str] | None = None) -> None:
+    for name, url in lab_services(lab).items():
+        if services is None or name in services:
+            with httpx.Client(base_url=url, verify=False, timeout=10) as http:
+                http.put("/_lab/faults", json={"rules": rules, "seed": seed}).raise_for_status()
+
+
+def clear_faults(lab: LabEndpoints) -> int:
+    """Remove every fault rule; return how many faults fired (and add them to STATS)."""
+    fired = 0
+    for url in lab_services(lab).values():
+        with httpx.Client(base_url=url, verify=False, timeout=10) as http:
+            http.delete("/_lab/faults").raise_for_status()
+            fired += sum(http.get("/_lab/requests").json()["injected"].get(k, 0)
+                         for k in ("drop", "429", "500", "502", "503", "504"))
+            http.delete("/_lab/requests").raise_for_status()
+    STATS.faults += fired
+    return fired
+
+
+def step(status: RunStatus, name: str) -> StepRecord | None:
+    """The latest record of step ``name`` (a step may run again during a rollback or retry)."""
+    return next((s for s in reversed(status.steps) if s.name == name), None)
+
+
+async def wait_until(api: TenantflowClient, handle: WorkflowHandle[Any, Any],
+                     ready: Callable[[RunStatus], bool], timeout_s: float = 120, what: str = "") -> RunStatus:
+    """Poll the status query until ``ready``; fail with the stage reached if it never comes."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status = await api.status(handle.id)
+        if ready(status):
+            return status
+        described = await handle.describe()
+        if described.status is not None and described.status.name != "RUNNING":
+            raise AssertionError(f"run ended ({described.status.name}) at {status.stage} before {what}")
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"never reached {what}; stage {status.stage}")
+        await asyncio.sleep(0.05)

@@ -1,0 +1,141 @@
+"""SIGKILL the worker process between activities and inside long activities; the runs end as undisturbed ones do.
+
+Kills between activities happen while the run waits at a gate (no task in
+flight); kills inside an activity hit the heartbeating ones, whose heartbeat
+timeout lets the server retry them on the new worker. (A kill inside a short,
+non-heartbeating step stalls the run for that step's whole start-to-close
+timeout, 5 minutes: too slow for this suite, reported as a gap.)
+
+Onboarding is compared with the session's undisturbed run of the same tenant
+(the whole lab world, Slurm included: nothing lost, nothing duplicated);
+brownfield enrollment with an undisturbed run on a second fresh lab (same
+objects, running work untouched, presets adopted in place).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowHandle
+
+from lab.endpoints import LabEndpoints
+from models.enrollment_run import WORKER_LABEL, EnrollmentInput, EnrollmentResult
+from models.gates import ApprovePlan, GateAnswer
+from models.status import RunStatus
+from starter.client import TenantflowClient
+from tests.chaos.conftest import Baseline, Rig, outcome, tenant
+from tests.chaos.kit import (
+    STATS,
+    WorkerProcess,
+    clear_faults,
+    compare_worlds,
+    set_faults,
+    step,
+    wait_until,
+    world,
+)
+from tests.enrollment.conftest import Lab, start_lab
+from tests.enrollment.test_brownfield import PRESET, uids
+
+
+def running(name: str) -> Any:
+    return lambda s: (r := step(s, name)) is not None and r.state == "running"
+
+
+async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
+        rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
+    STATS.scenarios += 1
+    assert world(chaos_lab) == baseline.after, "the undisturbed run must leave the lab as this run finds it"
+    api = rig.api
+    handle = await api.start_onboarding(tenant(chaos_lab))
+
+    status = await api.wait_for_plan(handle.id)
+    assert status.plan_hash
+    rig.worker.restart_after_crash()
+    await api.approve(handle.id, status.plan_hash)
+
+    set_faults(chaos_lab, [{"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500}],
+               services=["kube-tenant-cluster"])
+    await wait_until(api, handle, running("login.release"), what="login.release running")
+    await asyncio.sleep(1.0)
+    rig.worker.kill()
+    clear_faults(chaos_lab)
+    rig.worker.start()
+
+    end = await outcome(api, handle.id)
+    assert end == baseline.end
+    compare_worlds(baseline.after, world(chaos_lab))
+    STATS.runs_completed += 1
+
+
+@pytest.fixture
+def brownfield_labs(tmp_path: Path) -> Iterator[tuple[Lab, Lab]]:
+    for name in ("undisturbed", "crashed"):
+        (tmp_path / name).mkdir()
+    undisturbed = start_lab(tmp_path / "undisturbed", brownfield=True)
+    crashed = start_lab(tmp_path / "crashed", brownfield=True)
+    yield next(undisturbed), next(crashed)
+    for gen in (undisturbed, crashed):
+        next(gen, None)
+
+
+async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str,
+                 crash: WorkerProcess | None) -> EnrollmentResult:
+    """A brownfield enrollment answering every gate; with ``crash``, SIGKILL the worker at three points."""
+    handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
+        "WorkerEnrollment", EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30),
+        id=workflow_id, task_queue=api.task_queue, result_type=EnrollmentResult)
+
+    async def gate(name: str) -> RunStatus:
+        return await wait_until(api, handle, lambda s: s.stage == f"gate:{name}", what=f"gate {name}")
+
+    status = await gate("approve_plan")
+    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    await gate("submissions_paused")
+    if crash:
+        crash.restart_after_crash()
+    await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])
+    if crash:
+        await wait_until(api, handle, running("worker.wait_convergence"), what="convergence wait")
+        crash.restart_after_crash()
+    await gate("approve_adoption")
+    if crash:
+        crash.restart_after_crash()
+    await handle.execute_update("answer_gate", args=["approve_adoption", GateAnswer()])
+    await gate("uncordon")
+    await handle.execute_update("answer_gate", args=["uncordon", GateAnswer()])
+    await gate("resume_submissions")
+    await handle.execute_update("answer_gate", args=["resume_submissions", GateAnswer()])
+    result: EnrollmentResult = await handle.result()
+    return result
+
+
+def keys(lab: Lab) -> list[str]:
+    return [f"{side}/{o['group']}/{o['resource']}/{o['namespace']}/{o['name']}"
+            for side, store in (("hub", lab.hub), ("worker", lab.worker)) for o in store.snapshot()["objects"]]
+
+
+async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs: tuple[Lab, Lab]) -> None:
+    STATS.scenarios += 1
+    undisturbed, crashed = brownfield_labs
+    before = uids(crashed)
+    calm = await enroll(rig.api, undisturbed, "enroll/forecasting/chaos-calm", None)
+    stormy = await enroll(rig.api, crashed, "enroll/forecasting/chaos-crash", rig.worker)
+    assert stormy.status == calm.status == "completed"
+    assert len(stormy.adopted) == len(calm.adopted) == 5
+    want, have = keys(undisturbed), keys(crashed)
+    lost, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+    duplicated = sorted({k for k in have if have.count(k) > 1})
+    STATS.lost += len(lost)
+    STATS.duplicated += len(extra) + len(duplicated)
+    assert not lost and not extra and not duplicated, (lost, extra, duplicated)
+    after = uids(crashed)
+    assert {k: after[k] for k in before} == before, "running work was recreated"
+    for resource, name, namespace in PRESET:
+        labels = crashed.worker.get("kueue.x-k8s.io", resource, name, namespace)["metadata"]["labels"]
+        assert labels[WORKER_LABEL] == "11-forecasting-forecasting-us"
+    STATS.runs_completed += 2
