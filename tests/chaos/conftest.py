@@ -109,7 +109,7 @@ async def outcome(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
     except WorkflowFailureError as exc:
         cause = exc.cause
         while getattr(cause, "cause", None) is not None:
-            cause = cause.cause  # type: ignore[union-attr]
+            cause = getattr(cause, "cause", None)
         return "failed", str(getattr(cause, "message", cause))
     return result.status, result.message
 
