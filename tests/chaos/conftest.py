@@ -107,7 +107,7 @@ async def outcome(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
     try:
         result: OnboardingResult = await api.result(workflow_id)
     except WorkflowFailureError as exc:
-        cause = exc.cause
+        cause: Any = exc.cause
         while getattr(cause, "cause", None) is not None:
             cause = getattr(cause, "cause", None)
         return "failed", str(getattr(cause, "message", cause))
