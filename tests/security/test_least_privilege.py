@@ -1,0 +1,71 @@
+"""Multi-tenant least privilege in what onboarding emits: restricted pod security, deny-all first, namespaced RBAC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities import kube, manifests
+from models.tenant import TenantContract
+from tests.workflow.contract import example_tenant
+from workflows.onboarding import APPLY_STEPS
+
+CLUSTER_WIDE_RBAC = {"ClusterRole", "ClusterRoleBinding"}
+TOO_STRONG_ROLES = {"cluster-admin", "admin"}
+
+
+def emitted(contract: TenantContract) -> list[dict[str, Any]]:
+    """Every Kubernetes object the kube layer and the login release write, in write order."""
+    objects = [obj for step in kube.step_manifests(contract).values() for obj in step]
+    objects.append(manifests.authorized_keys_secret(contract))
+    return objects
+
+
+@pytest.fixture(params=["tenant-foo", "tenant-bar"])
+def contract(request: pytest.FixtureRequest) -> TenantContract:
+    return example_tenant(request.param)
+
+
+def test_namespace_enforces_restricted_pod_security(contract: TenantContract) -> None:
+    labels = manifests.namespace(contract)["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+
+
+def test_deny_all_network_policy_comes_first_and_denies_everything(contract: TenantContract) -> None:
+    policies = [o for o in emitted(contract) if o["kind"] == "NetworkPolicy"]
+    deny, *allows = policies
+    assert deny["metadata"]["name"].endswith("-deny-all")
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    for allow in allows:
+        for rule in allow["spec"].get("ingress", []) + allow["spec"].get("egress", []):
+            peers = rule.get("from", []) + rule.get("to", [])
+            assert peers, f"an allow rule without peers opens everything: {rule}"
+            assert all("ipBlock" not in p for p in peers), rule
+        ports = {(p["port"], p["protocol"]) for r in allow["spec"].get("egress", []) for p in r.get("ports", [])}
+        assert ports <= {(53, "UDP"), (636, "TCP"), (443, "TCP")}
+    order = [f"{layer}.{step}" for layer, step, _ in APPLY_STEPS]
+    assert order.index("kube.network_policy") < order.index("login.release"), "pods start before the deny-all"
+    assert order.index("kube.namespace") < order.index("kube.network_policy")
+
+
+def test_rbac_is_namespace_scoped_and_bounded(contract: TenantContract) -> None:
+    objects = emitted(contract)
+    assert not [o for o in objects if o["kind"] in CLUSTER_WIDE_RBAC]
+    bindings = [o for o in objects if o["kind"] == "RoleBinding"]
+    assert bindings, "the admins group is bound"
+    for binding in bindings:
+        assert binding["metadata"]["namespace"] == contract.namespace
+        assert binding["roleRef"]["name"] not in TOO_STRONG_ROLES
+        assert binding["subjects"] == [{"kind": "Group", "name": f"{contract.slug}-admins",
+                                        "apiGroup": "rbac.authorization.k8s.io"}]
+
+
+def test_every_namespaced_object_stays_in_the_tenant_namespace(contract: TenantContract) -> None:
+    other = "tenant-bar" if contract.slug == "tenant-foo" else "tenant-foo"
+    for obj in emitted(contract):
+        if obj["kind"] != "Namespace":
+            assert obj["metadata"]["namespace"] == contract.namespace, obj["metadata"]
+        assert obj["metadata"]["labels"][manifests.TENANT_LABEL] == contract.slug
+        assert other not in str(obj), f"{obj['kind']} of {contract.slug} names {other}"
