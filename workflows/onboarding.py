@@ -181,18 +181,23 @@ class TenantOnboarding:
         for layer, step, summary in APPLY_STEPS:
             name = f"{layer}.{step}"
             self._gates.set_stage(f"apply:{name}", f"Applying {name}: {summary}")
-            planned = self._planned_creates(name) if workflow.patched(UNDO_PLANNED_PATCH) else []
+            patched = workflow.patched(UNDO_PLANNED_PATCH)
+            planned = self._planned_creates(name) if patched else []
             try:
                 result = await self._steps.run(
                     name, step_input.model_copy(update={"facts": facts}), StepResult,
                     summary=f"{layer}: {summary}",
                     timeout=timedelta(minutes=15) if name in LONG_STEPS else timedelta(minutes=5),
                     heartbeat=timedelta(seconds=60) if name in LONG_STEPS else None,
-                    wait_for_cancel=bool(planned))
+                    wait_for_cancel=patched)
             except BaseException:
                 self._saga.push(layer, step, [], planned)
                 raise
             self._saga.push(layer, step, result.results, planned)
+            if patched and workflow.cancellation_reason() is not None:
+                # a cancel that arrived while the step ran waited for it to finish, and its result swallows
+                # the CancelledError (temporalio/sdk-python#620): honour it now, with the step on the saga
+                raise asyncio.CancelledError(f"cancelled while {name} ran")
             applied.extend(result.results)
             self._findings.extend(result.findings)
             facts = self._facts = result.facts
