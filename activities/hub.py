@@ -2,7 +2,11 @@
 
 All calls go to the explicit Hub target of the contract through :class:`Rest`, a
 small JSON client over the ``kubernetes`` client's transport (custom kinds need
-no generated models). Waits poll with heartbeats and backoff.
+no generated models). Waits poll with heartbeats and backoff. Every cordon this
+module sets records who set it (:data:`CORDONED_BY`, the run's workflow id) and
+why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
+members of the tenant's pool for an exact-routing canary and releases only the
+members this run cordoned.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from temporalio import activity
 from activities import enrollment_keys
 from activities.errors import fail, http_error
 from activities.kubeclient import api_client
+from models.enrollment import WorkerEnrollment
 from models.enrollment_run import (
     ADOPTION_REFUSAL,
     QUEUE_LABEL,
@@ -32,6 +37,8 @@ from models.targets import KubeTarget
 
 TRAINY = "/apis/trainy.ai/v1alpha1"
 MERGE = "application/merge-patch+json"
+CORDONED_BY = "trainy.ai/cordoned-by"
+CORDON_REASON = "trainy.ai/cordon-reason"
 Obj = dict[str, Any]
 
 
@@ -158,15 +165,29 @@ def create_enrollment(step: EnrollmentStep) -> EnrollmentFacts:
 
 @activity.defn(name="hub.destroy_key")
 def destroy_key(step: EnrollmentStep) -> bool:
-    if not step.facts.key_secret:
-        return False
-    return enrollment_keys.destroy_key(Rest(step.contract.hub), step.contract.tenant_namespace, step.facts.key_secret)
+    """Delete the key Secret; its name follows from the worker, so a half-done create_enrollment is covered too."""
+    c = step.contract
+    secret = step.facts.key_secret or enrollment_keys.key_secret_name(c.worker_name)
+    return enrollment_keys.destroy_key(Rest(c.hub), c.tenant_namespace, secret)
 
 
-def _report(rest: Rest, step_contract: Any) -> ConditionReport | None:
+def _unregistered(rest: Rest, c: WorkerEnrollment) -> ConditionReport:
+    """No WorkerCluster yet: Registered=False, explained by the BootstrapEnrollment's ``status.usedAt``."""
+    enrollment = rest.get(trainy_path(c.tenant_namespace, "bootstrapenrollments", c.worker_name))
+    if enrollment is None:
+        message = f"no BootstrapEnrollment {c.tenant_namespace}/{c.worker_name} and no WorkerCluster"
+    else:
+        used = (enrollment.get("status") or {}).get("usedAt") or ""
+        message = (f"BootstrapEnrollment status.usedAt is {used or 'empty'}; "
+                   f"no WorkerCluster {c.tenant_namespace}/{c.worker_name} yet")
+    return ConditionReport(conditions={"Registered": Condition(type="Registered", status="False",
+                                                               reason="NotRedeemed", message=message)})
+
+
+def _report(rest: Rest, step_contract: WorkerEnrollment) -> ConditionReport:
     wc = rest.get(trainy_path(step_contract.tenant_namespace, "workerclusters", step_contract.worker_name))
     if wc is None:
-        return None
+        return _unregistered(rest, step_contract)
     conds = {c["type"]: Condition(type=c["type"], status=c["status"], reason=c.get("reason", ""),
                                   message=c.get("message", ""), observed_generation=c.get("observedGeneration", 0))
              for c in (wc.get("status") or {}).get("conditions") or []}
@@ -181,7 +202,7 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
     delay = wait.poll_s
     report = ConditionReport()
     while True:
-        report = _report(rest, wait.contract) or ConditionReport()
+        report = _report(rest, wait.contract)
         activity.heartbeat(report.model_dump(mode="json"))
         if all(report.true(name) for name in wait.conditions):
             return report.model_copy(update={"converged": True})
@@ -208,6 +229,13 @@ def wait_workercluster(wait: ConditionWait) -> bool:
     return True
 
 
+def _set_cordon(rest: Rest, path: str, cordoned: bool, reason: str) -> None:
+    """Cordon (recording who and why) or uncordon (clearing the record) one WorkerCluster."""
+    who = f"tenantflow {activity.info().workflow_id}" if cordoned else None
+    rest.patch(path, {"spec": {"cordoned": cordoned},
+                      "metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}})
+
+
 @activity.defn(name="hub.cordon")
 def cordon(request: Cordon) -> EnsureResult:
     c = request.contract
@@ -220,11 +248,51 @@ def cordon(request: Cordon) -> EnsureResult:
     if bool((wc.get("spec") or {}).get("cordoned")) == request.cordoned:
         outcome = Outcome.unchanged
     else:
-        rest.patch(path, {"spec": {"cordoned": request.cordoned},
-                          "metadata": {"annotations": {"trainy.ai/cordon-reason": request.reason}}})
+        _set_cordon(rest, path, request.cordoned, request.reason)
         outcome = Outcome.updated
     return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
                         outcome=outcome, data={"cordoned": request.cordoned})
+
+
+def _dispatch_ready(wc: Obj) -> bool:
+    return any(cond["type"] == "DispatchReady" and cond["status"] == "True"
+               for cond in (wc.get("status") or {}).get("conditions") or [])
+
+
+@activity.defn(name="hub.cordon_pool")
+def cordon_pool(request: Cordon) -> list[EnsureResult]:
+    """Exact routing: cordon every other dispatch-ready member of the tenant's pool and wait until none is
+    DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
+    c = request.contract
+    rest = Rest(c.hub)
+    base = trainy_path(c.tenant_namespace, "workerclusters")
+    me = f"tenantflow {activity.info().workflow_id}"
+    results = []
+    for wc in rest.list(base):
+        name = wc["metadata"]["name"]
+        annotations = wc["metadata"].get("annotations") or {}
+        if name == c.worker_name:
+            continue
+        if request.cordoned and _dispatch_ready(wc) and not (wc.get("spec") or {}).get("cordoned"):
+            _set_cordon(rest, f"{base}/{name}", True, request.reason)
+        elif request.cordoned or annotations.get(CORDONED_BY) != me:
+            continue
+        else:
+            _set_cordon(rest, f"{base}/{name}", False, "")
+        results.append(EnsureResult(layer="hub", kind="WorkerCluster", name=name, namespace=c.tenant_namespace,
+                                    outcome=Outcome.updated, data={"cordoned": request.cordoned}))
+    held = {r.name for r in results} if request.cordoned else set()
+    deadline = time.monotonic() + 60
+    while held:
+        still = [wc["metadata"]["name"] for wc in rest.list(base) if wc["metadata"]["name"] in held
+                 and _dispatch_ready(wc)]
+        activity.heartbeat(still)
+        if not still:
+            break
+        if time.monotonic() > deadline:
+            raise fail("CordonTimeout", f"pool members still DispatchReady after cordon: {', '.join(still)}")
+        time.sleep(0.2)
+    return results
 
 
 @activity.defn(name="hub.select_preset")
@@ -274,5 +342,5 @@ def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     return results
 
 
-ACTIVITIES = [preflight, create_enrollment, destroy_key, wait_conditions, wait_workercluster, cordon, select_preset,
-              canary, remove_enrollment]
+ACTIVITIES = [preflight, create_enrollment, destroy_key, wait_conditions, wait_workercluster, cordon, cordon_pool,
+              select_preset, canary, remove_enrollment]

@@ -173,9 +173,11 @@ def _remove(rest: Rest, refs: list[tuple[str, str, str | None]]) -> list[EnsureR
 
 @activity.defn(name="worker.uninstall")
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
-    """Compensation: remove what this run created; objects that existed before stay."""
+    """Compensation: remove what this run created and release preset objects labelled for this worker;
+    objects that existed before stay."""
+    rest = Rest(step.contract.worker)
     created = [(r.kind, r.name, r.namespace) for r in step.facts.installed if r.outcome == Outcome.created]
-    return _remove(Rest(step.contract.worker), created)
+    return _remove(rest, created) + _release_preset(rest, step)
 
 
 def _state(obj: Obj) -> str:
@@ -307,10 +309,13 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
 
 @activity.defn(name="worker.adopt")
 def adopt(step: EnrollmentStep) -> list[ObjectRef]:
-    """Label the reviewed objects as ours without recreating them; verify every UID is unchanged."""
+    """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
+    UID is unchanged."""
     c = step.contract
     rest = Rest(c.worker)
     identity = label_value(c.worker_identity)
+    if step.facts.invariants is not None:
+        _verify(rest, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
         obj = rest.patch(path(ref.kind, ref.namespace, ref.name),
@@ -393,17 +398,22 @@ def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     return steps
 
 
-@activity.defn(name="worker.reset")
-def reset(step: EnrollmentStep) -> list[EnsureResult]:
-    """Remove what tenantflow and the agent installed (by label); release preset objects; leave the rest."""
-    rest = Rest(step.contract.worker)
-    results = _remove(rest, _installed_refs(rest))
+def _release_preset(rest: Rest, step: EnrollmentStep) -> list[EnsureResult]:
+    """Drop the ownership labels from the preset objects this WorkerCluster owns; the objects stay."""
+    results = []
     for ref in _owned_preset(rest, step):
         rest.patch(path(ref.kind, ref.namespace, ref.name),
                    {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
         results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
                                     outcome=Outcome.updated, data={"released": True}))
     return results
+
+
+@activity.defn(name="worker.reset")
+def reset(step: EnrollmentStep) -> list[EnsureResult]:
+    """Remove what tenantflow and the agent installed (by label); release preset objects; leave the rest."""
+    rest = Rest(step.contract.worker)
+    return _remove(rest, _installed_refs(rest)) + _release_preset(rest, step)
 
 
 ACTIVITIES = [plan, install, uninstall, record_invariants, check_invariants, wait_convergence, adoption_diff, adopt,

@@ -6,19 +6,23 @@ namespaces ``forecasting`` and ``kube-system`` and the ``forecasting`` Organizat
 ``forecasting``, ``kube-system``, cert-manager and a shared VictoriaMetrics operator;
 with ``brownfield=True`` also Kueue v0.14.8 and JobSet v0.7.2 Deployments, the five
 unlabelled ``gke-dws`` objects (matching the preset) and a running JobSet with its
-Job and admitted Workload in ``forecasting``. :func:`hub_policies` is the data the
-lab launcher passes to the Hub emulator's ``policies``.
+Job and admitted Workload in ``forecasting``. :func:`seed_pool_member` adds an
+already enrolled, dispatch-ready second WorkerCluster of the tenant (its Hub objects
+and its own worker store), so canaries can be routed across a pool.
+:func:`hub_policies` is the data the lab launcher passes to the Hub emulator's ``policies``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from lab.kubeapi.store import Store
-from models.enrollment_run import preset_objects
+from lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
+from lab.kubeapi.store import Store, now
+from models.enrollment_run import MANAGED_BY, SCHEDULING_MANAGER, WORKER_LABEL, label_value, preset_objects
 
 CRD_DIR = Path(__file__).parent / "crds_enrollment"
 TENANT_NS = "forecasting"
@@ -102,3 +106,26 @@ def seed_worker(store: Store, brownfield: bool = False) -> None:
                 deployment("jobset-system", "jobset-controller-manager", OLD_JOBSET)])
     store.seed(preset_objects("gke-dws", [TENANT_NS]))
     store.seed(_running_work(TENANT_NS, "train-llm") + _running_work(TENANT_NS, "eval-sweep"))
+
+
+def seed_pool_member(hub: Store, worker: Store, name: str, context: str, namespace: str = TENANT_NS) -> None:
+    """WorkerCluster ``name`` (lab context ``context``): redeemed, connected, configured at generation 1, with
+    the ``gke-dws`` preset objects it owns on ``worker``; the Hub controller makes it DispatchReady."""
+    identity = label_value(f"{len(namespace)}-{namespace}-{name}")
+    seed_worker(worker)
+    owned = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
+    worker.seed([{**obj, "metadata": {**obj["metadata"], "labels": owned}}
+                 for obj in preset_objects("gke-dws", [namespace])])
+    report = json.dumps({"ok": True, "reason": "Applied", "message": "scheduling preset applied", "generation": 1},
+                        sort_keys=True)
+    hub.seed([
+        {"apiVersion": "trainy.ai/v1alpha1", "kind": "BootstrapEnrollment",
+         "metadata": {"name": name, "namespace": namespace},
+         "spec": {"workerName": name, "publicKey": "", "enrollmentId": f"enroll/{namespace}/{name}",
+                  "schedulingPreset": "gke-dws", "workloadNamespaces": [namespace]},
+         "status": {"usedAt": now(), "workerCluster": name}},
+        {"apiVersion": "trainy.ai/v1alpha1", "kind": "WorkerCluster",
+         "metadata": {"name": name, "namespace": namespace, "labels": {WORKER_LABEL: identity},
+                      "annotations": {HEARTBEAT: now(), LAB_CONTEXT: context, CONFIG_REPORT: report}},
+         "spec": {"cordoned": False, "enrollment": name, "workloadNamespaces": [namespace],
+                  "scheduling": {"preset": "gke-dws"}}}])

@@ -8,8 +8,12 @@ the four conditions are awaited with durable polling, and each one that does not
 converge yields the runbook's troubleshooting finding. Brownfield adds the
 invariants, ``submissions_paused``, an immediate cordon, convergence with
 invariant checks, the adoption diff and ``approve_adoption``, ``uncordon``, a
-canary and ``resume_submissions``. A failure before readiness removes what the
-run installed and the enrollment record; a broken invariant keeps the worker cordoned.
+canary (with ``canary_exact_routing`` the other dispatch-ready pool members are
+cordoned for it and uncordoned right after) and ``resume_submissions``. A failure
+removes what the run installed (every planned create, even when bootstrap stopped
+half-way) and the enrollment record; a broken invariant (found by the
+``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
+and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
 """
 
 from __future__ import annotations
@@ -33,14 +37,12 @@ with workflow.unsafe.imports_passed_through():
         Invariants,
         ObjectRef,
     )
-    from models.gates import ApprovePlan, GateAnswer
-    from models.plan import Plan, PlanStep
-    from models.results import EnsureResult, Finding
-    from models.status import RunStatus
+    from models.gates import GateAnswer
+    from models.plan import Action, Plan, PlanStep
+    from models.results import EnsureResult, Finding, Outcome
 
-from workflows.gates import Gates
+from workflows.gated import GatedRun
 from workflows.search import WORKER_CLUSTER
-from workflows.steps import StepTracker
 
 WAIT = timedelta(minutes=30)
 BEAT = timedelta(seconds=30)
@@ -73,13 +75,19 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
 
 
 @workflow.defn(name="WorkerEnrollment")
-class WorkerEnrollmentWorkflow:
+class WorkerEnrollmentWorkflow(GatedRun):
+    WORKFLOW = "WorkerEnrollment"
+    YES_NO_GATES = YES_NO_GATES
+    PLAN_APPROVED = "plan {plan_hash} approved"
+    DESCRIPTIONS = {
+        "approve_plan": "Approve the bootstrap plan by its exact hash (payload {\"plan_hash\": \"...\"}); "
+                        "the one-shot enrollment is created",
+        "answer_gate": "Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] with gate one of "
+                       + ", ".join(YES_NO_GATES),
+    }
+
     def __init__(self) -> None:
-        self._gates = Gates()
-        self._steps = StepTracker()
-        self._plan: Plan | None = None
-        self._findings: list[Finding] = []
-        self._target = ""
+        self._init_gated()
         self._report = ConditionReport()
         self._diff: AdoptionDiff | None = None
 
@@ -100,7 +108,6 @@ class WorkerEnrollmentWorkflow:
                                    + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
                                    type="PreflightFailed", non_retryable=True)
 
-        invariants: Invariants | None = None
         if c.brownfield:
             invariants = await self._steps.run("worker.record_invariants", step, Invariants,
                                                summary="record running workload invariants")
@@ -108,32 +115,42 @@ class WorkerEnrollmentWorkflow:
 
         self._gates.set_stage("planning", "Computing the bootstrap plan")
         steps = await self._steps.run("worker.plan", step, list[PlanStep], summary="bootstrap plan")
-        self._plan = Plan(title=f"Enroll {self._target}", steps=steps,
-                          notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
-        wid = workflow.info().workflow_id
-        await self._gate("approve_plan", f"approve plan {self._plan.plan_hash}",
-                         [f"tenantflow approve {wid} --plan-hash {self._plan.plan_hash}",
-                          f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{self._plan.plan_hash}\"}}"])
+        plan = Plan(title=f"Enroll {self._target}", steps=steps,
+                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
+        if not await self._wait_plan_approval(plan, *self._gate_times()):
+            self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
+            return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
+                                    findings=self._findings,
+                                    message=f"rejected: {self._rejected.reason if self._rejected else ''}")
         if c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
 
+        self._step = step
         try:
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
-            if "InvariantBroken" in str(err) or _cause_type(err) == "InvariantBroken":
+            if failure_type(err) == "InvariantBroken":
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {err}")
                 raise
-            self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-            await self._steps.run("hub.destroy_key", step, bool, summary="destroy the signing key")
-            await self._steps.run("worker.uninstall", step, list[EnsureResult], summary="remove installed objects")
-            await self._steps.run("hub.remove_enrollment", step, list[EnsureResult],
-                                  summary="remove the enrollment record")
-            self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
+            await self._compensate(plan, err)
             raise
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
-        return EnrollmentResult(worker=self._target, status="completed", plan_hash=self._plan.plan_hash,
+        return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                 conditions=self._report.conditions, installed=step.facts.installed,
                                 adopted=step.facts.adoption, findings=self._findings)
+
+    async def _compensate(self, plan: Plan, err: BaseException) -> None:
+        """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
+        self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
+        planned = [EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace,
+                                outcome=Outcome.created)
+                   for s in plan.steps if s.layer == "worker" and s.action == Action.create]
+        step = self._with(self._step, installed=planned)
+        await self._steps.run("hub.destroy_key", step, bool, summary="destroy the signing key")
+        await self._steps.run("worker.uninstall", step, list[EnsureResult], summary="remove installed objects")
+        await self._steps.run("hub.remove_enrollment", step, list[EnsureResult],
+                              summary="remove the enrollment record")
+        self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
 
     def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
         return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
@@ -143,11 +160,11 @@ class WorkerEnrollmentWorkflow:
         self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
         facts = await self._steps.run("hub.create_enrollment", step, EnrollmentFacts,
                                       summary="BootstrapEnrollment + signed blob")
-        step = step.model_copy(update={"facts": facts})
+        step = self._step = step.model_copy(update={"facts": facts})
         try:
             self._gates.set_stage("bootstrap", "Installing the worker agent, tunnel, log and metrics agents")
             installed = await self._steps.run("worker.install", step, list[EnsureResult], summary="bootstrap")
-            step = self._with(step, installed=installed)
+            step = self._step = self._with(step, installed=installed)
             if c.brownfield:
                 await self._steps.run("hub.wait_workercluster", self._wait(step, []), bool, timeout=WAIT,
                                       heartbeat=BEAT, summary="wait for the WorkerCluster")
@@ -160,7 +177,6 @@ class WorkerEnrollmentWorkflow:
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
-
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
         return ConditionWait(contract=step.contract, conditions=conditions,
                              budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
@@ -207,70 +223,48 @@ class WorkerEnrollmentWorkflow:
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
         await self._conditions(step, ["Registered", "Connected", "WorkerConfigured", "DispatchReady"])
-        self._gates.set_stage("canary", "Running a canary JobSet through user-queue")
-        self._findings.append(await self._steps.run("hub.canary", step, Finding, timeout=timedelta(minutes=5),
-                                                    heartbeat=BEAT, summary="canary"))
+        await self._canary(step)
         await self._gate("resume_submissions", "resume the organization's submission paths")
         return step
 
-    async def _gate(self, name: str, description: str, how: list[str] | None = None) -> GateAnswer:
-        wid = workflow.info().workflow_id
-        default = [f"tenantflow {name.replace('_', '-')} {wid}",
-                   f"Temporal UI: Update 'answer_gate' with [\"{name}\", {{\"approver\": \"you\"}}]"]
-        return await self._gates.wait(name, description, how or default,
-                                      escalate_after=timedelta(seconds=self._params.gate_escalate_after_s),
-                                      expire_after=timedelta(seconds=self._params.gate_expire_after_s))
+    def _gate_times(self) -> tuple[timedelta, timedelta]:
+        return (timedelta(seconds=self._params.gate_escalate_after_s),
+                timedelta(seconds=self._params.gate_expire_after_s))
 
-    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash "
-                     "(payload {\"plan_hash\": \"...\"}); the one-shot enrollment is created")
-    async def approve_plan(self, approval: ApprovePlan) -> str:
-        self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
-        return f"plan {approval.plan_hash} approved"
+    async def _canary(self, step: EnrollmentStep) -> None:
+        """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
+        c = step.contract
+        exact = c.canary_exact_routing
+        self._gates.set_stage("canary", "Running a canary JobSet through user-queue"
+                              + (" with the other pool members cordoned" if exact else ""))
+        hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
+        if exact:
+            await self._steps.run("hub.cordon_pool", hold, list[EnsureResult], timeout=timedelta(minutes=2),
+                                  heartbeat=BEAT, summary="cordon the other pool members")
+        try:
+            self._findings.append(await self._steps.run("hub.canary", step, Finding, timeout=timedelta(minutes=5),
+                                                        heartbeat=BEAT, summary="canary"))
+        finally:
+            if exact:
+                await self._steps.run("hub.cordon_pool", hold.model_copy(update={"cordoned": False}),
+                                      list[EnsureResult], timeout=timedelta(minutes=2), heartbeat=BEAT,
+                                      summary="uncordon the other pool members")
 
-    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (a stale hash is ignored)")
-    def approve_plan_signal(self, approval: ApprovePlan) -> None:
-        self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
-
-    @approve_plan.validator
-    def _validate_plan(self, approval: ApprovePlan) -> None:
-        self._gates.require_open("approve_plan")
-        if self._plan is None or approval.plan_hash != self._plan.plan_hash:
-            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}")
-
-    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
-                     "with gate one of submissions_paused, approve_adoption, uncordon, resume_submissions")
-    async def answer_gate(self, name: str, answer: GateAnswer) -> str:
-        self._gates.answer(name, answer)
-        return f"{name} answered by {answer.approver}"
-
-    @answer_gate.validator
-    def _validate_gate(self, name: str, answer: GateAnswer) -> None:
-        if name not in YES_NO_GATES:
-            raise ValueError(f"unknown gate {name!r}; gates: {', '.join(YES_NO_GATES)}")
-        self._gates.require_open(name)
-
-    @workflow.signal(name="answer_gate_signal", description="Signal form of answer_gate (ignored unless open)")
-    def answer_gate_signal(self, name: str, answer: GateAnswer) -> None:
-        if name in YES_NO_GATES and name in self._gates.open:
-            self._gates.answer(name, answer)
-        else:
-            workflow.logger.warning("ignored signal for gate %s that is not open", name)
-
-    @workflow.query(name="status", description="Stage, plan, open gates with how to answer, steps and findings")
-    def status(self) -> RunStatus:
-        return RunStatus(workflow="WorkerEnrollment", target=self._target, stage=self._gates.stage,
-                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
-                         gates=list(self._gates.open.values()), steps=self._steps.records,
-                         findings=self._findings)
+    async def _gate(self, name: str, description: str) -> GateAnswer:
+        return await self._wait_gate(name, description, *self._gate_times())
 
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:
         return self._diff
 
 
-def _cause_type(err: BaseException) -> str:
-    cause = err.__cause__
-    return str(getattr(cause, "type", "")) if cause is not None else ""
+def failure_type(err: BaseException | None) -> str:
+    """The type of the first ApplicationError in ``err``'s cause chain (activity failures wrap it)."""
+    while err is not None:
+        if isinstance(err, ApplicationError) and err.type:
+            return err.type
+        err = err.__cause__
+    return ""
 
 
 WORKFLOWS = [WorkerEnrollmentWorkflow]

@@ -2,13 +2,16 @@
 
 A workflow class inherits :class:`GatedRun`, sets ``WORKFLOW`` and ``YES_NO_GATES``
 and calls :meth:`GatedRun._init_gated` in ``__init__``; Temporal collects the
-handlers from the base class.
+handlers from the base class. ``DESCRIPTIONS`` gives a handler a workflow-specific
+description (what the UI shows) and ``PLAN_APPROVED`` the approve_plan answer, so a
+workflow moved onto this class keeps the handlers it had.
 """
 
 from __future__ import annotations
 
+import types
 from datetime import timedelta
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from temporalio import workflow
 
@@ -22,9 +25,37 @@ from workflows.gates import Gates
 from workflows.steps import StepTracker
 
 
+def _described(handler: Any, description: str) -> Any:
+    """A copy of the Temporal handler ``handler`` (same name, validator and code) with another description."""
+    fn = types.FunctionType(handler.__code__, handler.__globals__, handler.__name__, handler.__defaults__,
+                            handler.__closure__)
+    fn.__annotations__ = dict(handler.__annotations__)
+    fn.__qualname__ = handler.__qualname__
+    update = getattr(handler, "_defn", None)
+    if update is not None:
+        copied = workflow.update(name=update.name, description=description)(fn)
+        if update.validator is not None:
+            copied.validator(update.validator)
+        return copied
+    query = getattr(handler, "__temporal_query_definition", None)
+    if query is not None:
+        return workflow.query(name=query.name, description=description)(fn)
+    signal = handler.__temporal_signal_definition
+    return workflow.signal(name=signal.name, description=description)(fn)
+
+
 class GatedRun:
     WORKFLOW: ClassVar[str]
     YES_NO_GATES: ClassVar[tuple[str, ...]] = ()
+    DESCRIPTIONS: ClassVar[dict[str, str]] = {}
+    """Handler attribute name -> the description this workflow shows instead of the shared one."""
+    PLAN_APPROVED: ClassVar[str] = "plan {plan_hash} approved by {approver}"
+    """What approve_plan answers (``str.format`` with ``plan_hash`` and ``approver``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr, description in cls.DESCRIPTIONS.items():
+            setattr(cls, attr, _described(getattr(GatedRun, attr), description))
 
     def _init_gated(self) -> None:
         self._gates = Gates()
@@ -59,7 +90,7 @@ class GatedRun:
                      "(payload {\"plan_hash\": \"...\"})")
     async def approve_plan(self, approval: ApprovePlan) -> str:
         self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
-        return f"plan {approval.plan_hash} approved by {approval.approver}"
+        return self.PLAN_APPROVED.format(plan_hash=approval.plan_hash, approver=approval.approver)
 
     @approve_plan.validator
     def _validate_approve(self, approval: ApprovePlan) -> None:
