@@ -209,9 +209,10 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
         configured = report.conditions.get("WorkerConfigured")
         if wait.stop_on_refusal and configured and ADOPTION_REFUSAL in configured.message:
             return report
-        if time.monotonic() > deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             return report
-        time.sleep(delay)
+        time.sleep(min(delay, left))
         delay = min(delay * 1.5, 5.0)
 
 

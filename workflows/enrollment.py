@@ -129,8 +129,12 @@ class WorkerEnrollmentWorkflow(GatedRun):
         try:
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
-            if failure_type(err) == "InvariantBroken":
-                self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {err}")
+            cause = application_error(err)
+            if cause is not None and cause.type == "InvariantBroken":
+                self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
+                                              fix="the worker stays cordoned and nothing was adopted; find out "
+                                                  "what changed the recorded work before enrolling again"))
+                self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._compensate(plan, err)
             raise
@@ -258,13 +262,13 @@ class WorkerEnrollmentWorkflow(GatedRun):
         return self._diff
 
 
-def failure_type(err: BaseException | None) -> str:
-    """The type of the first ApplicationError in ``err``'s cause chain (activity failures wrap it)."""
+def application_error(err: BaseException | None) -> ApplicationError | None:
+    """The first ApplicationError with a type in ``err``'s cause chain (an activity failure wraps it)."""
     while err is not None:
         if isinstance(err, ApplicationError) and err.type:
-            return err.type
+            return err
         err = err.__cause__
-    return ""
+    return None
 
 
 WORKFLOWS = [WorkerEnrollmentWorkflow]

@@ -1,18 +1,29 @@
-"""Fixtures: Hub and worker kube emulators (HTTPS) with the enrollment seeds and lab controllers on one thread."""
+"""Fixtures: Hub and worker kube emulators (HTTPS) with the enrollment seeds and lab controllers on one thread.
+
+Besides the org-admin (``hub``) and cluster-admin (``worker``) contexts the kubeconfig
+has ``hub-viewer`` and ``worker-viewer`` (read-only tokens) for preflight refusals.
+``start_lab(..., agent=False)`` runs no worker agent (a stopped agent);
+``pool=True`` seeds a second dispatch-ready WorkerCluster ``forecasting-eu`` with its
+own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` over HTTP.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import ssl
 import threading
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -20,12 +31,21 @@ from activities import hub as hub_activities
 from activities import workercluster
 from lab.context import LabContext
 from lab.controllers import hub, kueue, worker_agent
-from lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_worker
+from lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
 from lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from lab.kubeapi.tls import self_signed
 from models.enrollment import WorkerEnrollment
+from models.enrollment_run import EnrollmentInput, EnrollmentResult
+from models.gates import ApprovePlan
+from models.status import RunStatus
 from models.targets import KubeTarget
 from workflows import decommission, enrollment
+from workflows.enrollment import application_error
+
+VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
+POLICIES = {"hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},
+            "worker": {"worker-viewer-token": {"user": "worker-viewer", **VIEWER}}}
+POOL_MEMBER, POOL_CONTEXT = "forecasting-eu", "worker-eu"
 
 
 @dataclass
@@ -33,34 +53,49 @@ class Lab:
     hub: Store
     worker: Store
     kubeconfig: Path
+    urls: dict[str, str]
+    ca_pem: bytes
+    stores: dict[str, Store]
 
-    def contract(self, **overrides: object) -> WorkerEnrollment:
-        return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context="hub"),
-                                worker=KubeTarget(kubeconfig=str(self.kubeconfig), context="worker"),
+    def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
+        return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
+                                worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
                                 tenant_namespace="forecasting", worker_name="forecasting-us",
                                 workload_namespaces=["forecasting"], **overrides)
 
+    def fault(self, context: str, rules: list[dict[str, object]]) -> None:
+        """``PUT /_lab/faults`` on the ``context`` API server (over its HTTPS socket)."""
+        request = urllib.request.Request(f"{self.urls[context]}/_lab/faults", method="PUT",
+                                         data=json.dumps({"rules": rules}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        tls = ssl.create_default_context(cadata=self.ca_pem.decode())
+        with urllib.request.urlopen(request, context=tls) as response:
+            assert response.status == 200
 
-def start_lab(tmp: Path, brownfield: bool) -> Iterator[Lab]:
+
+def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False) -> Iterator[Lab]:
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
     seed_worker(stores["worker"], brownfield)
+    if pool:
+        stores[POOL_CONTEXT] = Store()
+        seed_pool_member(stores["hub"], stores[POOL_CONTEXT], POOL_MEMBER, POOL_CONTEXT)
     cert = self_signed()
     loop = asyncio.new_event_loop()
     urls: dict[str, str] = {}
     started = threading.Event()
     ctx = LabContext(state_dir=tmp, stores=stores)
+    controllers = (hub, worker_agent, kueue) if agent else (hub, kueue)
 
     def run() -> None:
         asyncio.set_event_loop(loop)
         runners = []
         for name, store in stores.items():
-            policies = parse_policies(hub_policies()) if name == "hub" else {}
-            app = build_app(store, name=name, policies=policies)
+            app = build_app(store, name=name, policies=parse_policies(POLICIES.get(name, {})))
             runner, url = loop.run_until_complete(start_kube_api(app, ssl_context=cert.server_context()))
             runners.append(runner)
             urls[name] = url
-        tasks = [loop.create_task(m.run(ctx)) for m in (hub, worker_agent, kueue)]
+        tasks = [loop.create_task(m.run(ctx)) for m in controllers]
         started.set()
         loop.run_forever()
         for task in tasks:
@@ -74,8 +109,10 @@ def start_lab(tmp: Path, brownfield: bool) -> Iterator[Lab]:
     assert started.wait(10)
     path = write_kubeconfig(tmp / "kubeconfig", [
         KubeContext("hub", urls["hub"], ORG_ADMIN_TOKEN, ca_pem=cert.cert_pem),
-        KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem)])
-    yield Lab(stores["hub"], stores["worker"], path)
+        KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
+        KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
+        KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
+    yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 
@@ -90,10 +127,56 @@ def brownfield(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path, brownfield=True)
 
 
+@pytest.fixture
+def no_agent(tmp_path: Path) -> Iterator[Lab]:
+    yield from start_lab(tmp_path, brownfield=False, agent=False)
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[Lab]:
+    yield from start_lab(tmp_path, brownfield=True, pool=True)
+
+
+def world(lab: Lab) -> dict[str, dict[tuple[str, str, str, str], dict[str, object]]]:
+    """Every object of every store (uid and resourceVersion included), keyed by group/resource/ns/name."""
+    return {name: {(o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
+                   for o in store.snapshot(include_volatile=True)["objects"]}
+            for name, store in lab.stores.items()}
+
+
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=enrollment.WORKFLOWS + decommission.WORKFLOWS,
-                      activities=hub_activities.ACTIVITIES + workercluster.ACTIVITIES,
+    async with Worker(env.client, task_queue=queue, workflows=[*enrollment.WORKFLOWS, *decommission.WORKFLOWS],
+                      activities=[*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES],
                       activity_executor=ThreadPoolExecutor(8)):
         yield env.client, queue
+
+
+async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 20) -> RunStatus:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status = await handle.query("status", result_type=RunStatus)
+        if status.stage.startswith(prefix):
+            return status
+        assert asyncio.get_running_loop().time() < deadline, f"stuck at {status.stage}"
+        await asyncio.sleep(0.1)
+
+
+async def start_approved(client: Client, queue: str, contract: WorkerEnrollment,
+                         **options: object) -> WorkflowHandle[Any, EnrollmentResult]:
+    """Start a WorkerEnrollment (unique id) and approve its plan."""
+    handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
+                                         id=f"enroll/forecasting/{contract.worker_name}-{uuid.uuid4().hex[:6]}",
+                                         task_queue=queue, result_type=EnrollmentResult)
+    status = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    return handle
+
+
+async def failure(handle: WorkflowHandle[Any, Any]) -> tuple[str, RunStatus]:
+    """Wait for the run to fail; return the type of its ApplicationError and the final status."""
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    cause = application_error(info.value)
+    return (cause.type or "" if cause else ""), await handle.query("status", result_type=RunStatus)

@@ -13,8 +13,7 @@ from lab.controllers.hub import RedeemRefused, redeem
 from models.enrollment_run import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from models.gates import ApprovePlan, GateAnswer
 from models.status import RunStatus
-from tests.enrollment.conftest import Lab, enrollment_worker
-from tests.enrollment.test_greenfield import wait_stage
+from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 PRESET = [("resourceflavors", "default-flavor", None), ("clusterqueues", "cluster-queue", None),
           ("admissionchecks", "dws-prov", None), ("provisioningrequestconfigs", "dws-config", None),

@@ -6,8 +6,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
 from models.gates import ApprovePlan
-from tests.enrollment.conftest import Lab, enrollment_worker
-from tests.enrollment.test_greenfield import wait_stage
+from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 
 async def test_decommission_and_reset(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:

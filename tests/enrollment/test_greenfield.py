@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
-from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from models.enrollment_run import EnrollmentInput, EnrollmentResult
 from models.gates import ApprovePlan
-from models.status import RunStatus
-from tests.enrollment.conftest import Lab, enrollment_worker
-
-
-async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 20) -> RunStatus:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        status = await handle.query("status", result_type=RunStatus)
-        if status.stage.startswith(prefix):
-            return status
-        assert asyncio.get_running_loop().time() < deadline, f"stuck at {status.stage}"
-        await asyncio.sleep(0.1)
+from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 
 async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
