@@ -70,6 +70,7 @@ async def _fails_and_restores(api: TenantflowClient, lab: LabEndpoints, tag: str
     handle = await start_approved(api, contract)
     cause = await failure_of(handle)
     assert_world_restored(before, world_snapshot(lab), contract.usernames)
+    assert (await api.status(handle.id)).stage == "rolled-back"
     return cause
 
 
