@@ -1,12 +1,18 @@
-"""Simulated onboarding activities (real names and types, a fixed latency each) for orchestration benchmarks.
+"""Simulated onboarding activities (real names and types, a latency each) for orchestration benchmarks.
 
-They measure Temporal and the worker, not the external systems: each returns
-what the workflow needs after sleeping ``latency_s``, like an API round trip.
+They measure Temporal and the worker, not the external systems: each sleeps
+for its latency, like a blocking API round trip, and returns what the workflow
+needs. They are plain functions, so the worker runs them in its activity
+thread pool exactly like the real (synchronous) activities.
+
+``LAB_SECONDS`` are the latencies one onboarding measured against the lab
+(``tenantflow bench --lab-dir``, figure (a) on 2 loaded cores); a bench with a
+lab uses the latencies it has just measured instead.
 """
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,49 +24,60 @@ from models.results import EnsureResult, Outcome
 from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
+LAB_SECONDS: dict[str, float] = {
+    "capacity.preflight": 0.934, "identity.preflight": 1.174, "kube.preflight": 0.305, "slurm.preflight": 4.41,
+    "storage.preflight": 0.261, "capacity.plan": 0.112, "identity.plan": 0.475, "kube.plan": 0.142,
+    "slurm.plan": 0.685, "storage.plan": 1.648, "login.plan": 0.029, "capacity.reservation": 0.141,
+    "capacity.wait_reservation": 0.228, "identity.group": 0.309, "identity.users": 0.721,
+    "identity.verify_ldap": 0.326, "kube.namespace": 0.041, "kube.quota": 0.085, "kube.binding": 0.023,
+    "kube.network_policy": 0.05, "kube.rbac": 0.029, "slurm.accounts": 1.294, "slurm.qos": 1.266,
+    "slurm.users": 1.543, "slurm.partition": 0.678, "storage.filesystems": 1.033, "storage.quotas": 0.721,
+    "storage.csi": 1.281, "login.release": 0.158, "login.verify": 1.431, "smoke.single_node": 2.027,
+    "smoke.nccl": 3.509, "smoke.storage": 2.408, "validate.all": 2.732, "handover.render": 0.016,
+}
 
 
-def simulated_activities(latency_s: float = 0.01) -> dict[str, Callable[..., Any]]:
-    """Every activity an onboarding calls, by name, as plain async functions (not yet ``activity.defn``)."""
-    async def pause() -> None:
-        await asyncio.sleep(latency_s)
+def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> dict[str, Callable[..., Any]]:
+    """Every activity an onboarding calls, by name, as plain functions sleeping ``seconds[name]`` (else default)."""
+    def pause(name: str) -> None:
+        time.sleep(seconds.get(name, default_s))
 
     def preflight(layer: str) -> Callable[..., Any]:
-        async def run(inp: StepInput) -> StepResult:
-            await pause()
+        def run(inp: StepInput) -> StepResult:
+            pause(f"{layer}.preflight")
             return StepResult(facts=inp.facts.model_copy(update={"nodes": NODES}) if layer == "capacity"
                               else inp.facts)
         return run
 
     def plan(layer: str) -> Callable[..., Any]:
-        async def run(inp: StepInput) -> list[PlanStep]:
-            await pause()
+        def run(inp: StepInput) -> list[PlanStep]:
+            pause(f"{layer}.plan")
             return [PlanStep(layer=layer, kind="Object", name=f"{inp.contract.slug}-{layer}", action=Action.create)]
         return run
 
     def apply(layer: str, step: str) -> Callable[..., Any]:
-        async def run(inp: StepInput) -> StepResult:
-            await pause()
+        def run(inp: StepInput) -> StepResult:
+            pause(f"{layer}.{step}")
             made = EnsureResult(layer=layer, kind="Object", name=f"{inp.contract.slug}-{step}",
                                 outcome=Outcome.created)
             return StepResult(results=[made], facts=inp.facts)
         return run
 
-    def undo() -> Callable[..., Any]:
-        async def run(inp: UndoInput) -> list[EnsureResult]:
-            await pause()
+    def undo(layer: str) -> Callable[..., Any]:
+        def run(inp: UndoInput) -> list[EnsureResult]:
+            pause(f"{layer}.undo")
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
         return run
 
-    async def render(inp: StepInput) -> Handover:
-        await pause()
+    def render(inp: StepInput) -> Handover:
+        pause("handover.render")
         return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
 
     made: dict[str, Callable[..., Any]] = {}
     made.update({f"{layer}.preflight": preflight(layer) for layer in PREFLIGHT_LAYERS})
     made.update({f"{layer}.plan": plan(layer) for layer in PLAN_LAYERS})
     made.update({f"{layer}.{step}": apply(layer, step) for layer, step, _ in (*APPLY_STEPS, *SMOKE_STEPS)})
-    made.update({f"{layer}.undo": undo() for layer in {layer for layer, _, _ in APPLY_STEPS} | {"smoke"}})
+    made.update({f"{layer}.undo": undo(layer) for layer in {layer for layer, _, _ in APPLY_STEPS} | {"smoke"}})
     made["validate.all"] = apply("validate", "all")
     made["handover.render"] = render
     return made

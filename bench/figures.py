@@ -1,189 +1,177 @@
-"""The five benchmark figures of issue 7, measured against a Temporal server.
+"""The five benchmark figures of issue 7.
 
 (a) one onboarding end to end with auto-approval: wall time, and with a lab the
-    API calls each HTTP stand-in saw (its request journal);
-(b) N concurrent onboardings of distinct tenants on one worker: throughput,
-    p50/p95 time-to-complete, failures (simulated activities: see README);
-(c) the durability tax: the same onboarding through Temporal versus the same
-    activity functions called directly in one process, as a ratio;
+    API calls per layer (:mod:`bench.apicalls`);
+(b) N concurrent onboardings of distinct tenants on one worker process:
+    throughput, p50/p95 time-to-complete, failures. The activities are simulated
+    (:mod:`bench.fakes`) with the latencies measured against the lab: the lab has
+    16 GPU nodes and one Slurm, room for two tenants, not a hundred;
+(c) the durability tax against the lab: the same onboarding through Temporal
+    versus the same activity functions called directly in one process (:mod:`bench.lab`);
 (d) history events per onboarding;
-(e) gate latency: from the ``approve_plan`` update to the next activity start, p50.
+(e) gate latency from the accepted ``approve_plan`` update to the next activity
+    start, p50 over a few onboardings on an otherwise idle worker (and, for
+    information, under the load of (b)).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import json
 import os
+import signal
 import statistics
+import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
-import httpx
 from pydantic import BaseModel
-from temporalio import activity
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHistory
-from temporalio.testing import ActivityEnvironment
-from temporalio.worker import Worker
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
 
-from activities.settings import settings as service_settings
-from bench.fakes import as_activities, simulated_activities
+from bench.fakes import LAB_SECONDS
+from bench.history import gate_latency
+from bench.lab import LabFigures, lab_figures
+from bench.runs import RunTiming, onboard_once
 from lab.endpoints import LabEndpoints
-from models.onboarding import StepInput
 from models.tenant import TenantContract
 from starter.client import TenantflowClient
-from worker.config import WorkerSettings
-from worker.registry import ACTIVITIES
-from worker.run import run_worker
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS, TenantOnboarding
+
+REPO = Path(__file__).resolve().parents[1]
 
 
-class RunTiming(BaseModel):
-    workflow_id: str
-    seconds: float
-    ok: bool
-    events: int = 0
-    gate_latency_s: float | None = None
+class Batch(BaseModel):
+    """Onboardings started together: how each went, the wall time of all, what their histories say."""
+
+    runs: list[RunTiming]
+    wall_s: float
+    events: list[int]
+    gate_latencies_s: list[float]
+
+    @property
+    def done(self) -> list[float]:
+        return [r.seconds for r in self.runs if r.ok]
+
+    @property
+    def failures(self) -> list[RunTiming]:
+        return [r for r in self.runs if not r.ok]
 
 
 class Figures(BaseModel):
-    mode: str
-    one_run_s: float
-    api_calls: dict[str, int] = {}
-    concurrent: int
-    throughput_per_s: float
-    p50_s: float
-    p95_s: float
-    failures: int
-    direct_s: float
-    durability_tax: float
-    history_events: int
-    gate_latency_p50_ms: float
+    latencies: str
+    activity_slots: int
+    logs: Path
+    solo: RunTiming
+    gate: Batch
+    load: Batch
+    lab: LabFigures | None = None
 
+    @property
+    def gate_p50_ms(self) -> float:
+        return 1000 * statistics.median(self.gate.gate_latencies_s) if self.gate.gate_latencies_s else 0.0
 
-def gate_latency(history: WorkflowHistory) -> float | None:
-    """Seconds from the accepted ``approve_plan`` update to the next activity start."""
-    accepted = None
-    for event in history.events:
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            accepted = event.event_time.ToDatetime()
-        elif accepted is not None and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            return (event.event_time.ToDatetime() - accepted).total_seconds()
-    return None
+    @property
+    def load_gate_p50_ms(self) -> float:
+        return 1000 * statistics.median(self.load.gate_latencies_s) if self.load.gate_latencies_s else 0.0
 
+    @property
+    def history_events(self) -> int:
+        return self.lab.history_events if self.lab else max(self.gate.events, default=0)
 
-async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTiming:
-    """Start, approve the plan as soon as it is published, wait for the end; time it and read its history."""
-    started = time.perf_counter()
-    handle = await api.start_onboarding(contract)
-    ok = True
-    try:
-        status = await api.wait_for_plan(handle.id, timeout_s=600)
-        assert status.plan_hash is not None
-        await api.approve(handle.id, status.plan_hash, approver="bench")
-        ok = (await api.result(handle.id)).status == "completed"
-    except Exception:
-        ok = False
-    seconds = time.perf_counter() - started
-    history = await handle.fetch_history()
-    return RunTiming(workflow_id=handle.id, seconds=seconds, ok=ok, events=len(history.events),
-                     gate_latency_s=gate_latency(history))
-
-
-async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> float:
-    """The same onboarding as plain calls of the activity functions, in order, in one process."""
-    async def call(name: str, arg: StepInput) -> Any:
-        result = functions[name](arg)
-        return await result if asyncio.iscoroutine(result) else result
-
-    started = time.perf_counter()
-    step = StepInput(contract=contract, run_id=f"direct/{contract.slug}")
-    for layer in PREFLIGHT_LAYERS:
-        outcome = await call(f"{layer}.preflight", step)
-        if layer == "capacity":
-            step = step.model_copy(update={"facts": outcome.facts})
-    for layer in PLAN_LAYERS:
-        await call(f"{layer}.plan", step)
-    for layer, name, _ in (*APPLY_STEPS, *SMOKE_STEPS):
-        step = step.model_copy(update={"facts": (await call(f"{layer}.{name}", step)).facts})
-    await call("validate.all", step)
-    await call("handover.render", step)
-    return time.perf_counter() - started
+    @property
+    def durability_tax(self) -> float | None:
+        return self.lab.run.seconds / self.lab.direct_s if self.lab and self.lab.direct_s else None
 
 
 def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
-async def simulated_figures(client: Client, template: TenantContract, tenants: int = 100,
-                            latency_s: float = 0.01, max_activities: int = 200) -> Figures:
-    """All five figures against simulated activities on one worker (this process)."""
-    functions = simulated_activities(latency_s)
+@asynccontextmanager
+async def simulated_worker(client: Client, seconds: dict[str, float], max_activities: int,
+                           log: Path) -> AsyncIterator[TenantflowClient]:
+    """A ``bench.simworker`` process on a fresh task queue; stopped with SIGTERM (it drains) on exit."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
-    run_tag = uuid.uuid4().hex[:4]
-    async with Worker(client, task_queue=queue, workflows=[TenantOnboarding], activities=as_activities(functions),
-                      max_concurrent_activities=max_activities, max_concurrent_workflow_tasks=100):
-        api = TenantflowClient(client, queue)
-        single = await onboard_once(api, template.model_copy(update={"slug": f"tenant-b{run_tag}-solo"}))
-        direct = await direct_once(functions, template)
-        started = time.perf_counter()
-        runs = await asyncio.gather(*(onboard_once(api, template.model_copy(
-            update={"slug": f"tenant-b{run_tag}-{i:04d}"})) for i in range(tenants)))
-        elapsed = time.perf_counter() - started
-    done = [r.seconds for r in runs if r.ok]
-    latencies = [r.gate_latency_s for r in runs if r.gate_latency_s is not None]
-    return Figures(mode=f"simulated activities ({latency_s * 1000:.0f} ms each)", one_run_s=single.seconds,
-                   concurrent=tenants, throughput_per_s=len(done) / elapsed, p50_s=percentile(done, 0.5),
-                   p95_s=percentile(done, 0.95), failures=sum(1 for r in runs if not r.ok), direct_s=direct,
-                   durability_tax=single.seconds / direct if direct else 0.0, history_events=single.events,
-                   gate_latency_p50_ms=1000 * statistics.median(latencies) if latencies else 0.0)
-
-
-def journal_counts(lab: LabEndpoints) -> dict[str, int]:
-    """Requests each HTTP stand-in of the lab has journalled (API calls), by stand-in."""
-    urls = {f"kube-{context}": url for context, url in lab.kube_urls.items()}
-    urls |= {"authentik": lab.authentik_url, "weka": lab.weka_url}
-    counts = {}
-    for name, url in urls.items():
-        with httpx.Client(base_url=url, verify=False, timeout=10) as http:
-            counts[name] = len(http.get("/_lab/requests").json()["requests"])
-    return counts
-
-
-def lab_functions() -> dict[str, Callable[..., Any]]:
-    """The real activity functions by name, each run inside an activity context (heartbeats allowed)."""
-    env = ActivityEnvironment()
-    return {activity_name(fn): functools.partial(env.run, fn) for fn in ACTIVITIES}
-
-
-def activity_name(fn: Callable[..., Any]) -> str:
-    definition = activity._Definition.must_from_callable(fn)
-    return str(definition.name)
-
-
-async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContract) -> tuple[RunTiming, dict[str, int],
-                                                                                              float]:
-    """(a) and (c) against the lab: one real onboarding through a real worker, then the same work called directly.
-
-    The direct run onboards a second tenant (slug ``<slug>-direct``) so both find the same empty world.
-    """
-    os.environ.update(lab.to_env())
-    service_settings.cache_clear()
-    settings = WorkerSettings(TEMPORAL_ADDRESS=client.service_client.config.target_host,
-                              TENANTFLOW_TASK_QUEUE=f"bench-lab-{uuid.uuid4().hex[:6]}")
-    before = journal_counts(lab)
-    stop = asyncio.Event()
-    worker = asyncio.create_task(run_worker(settings, stop, client=client))
+    table = log.with_suffix(".json")
+    table.write_text(json.dumps(seconds))
+    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+           "TEMPORAL_NAMESPACE": client.namespace, "TENANTFLOW_TASK_QUEUE": queue,
+           "TENANTFLOW_MAX_ACTIVITIES": str(max_activities), "TENANTFLOW_LOG_FORMAT": "json"}
+    with log.open("ab") as out:
+        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.simworker", str(table),
+                                                       cwd=REPO, env=env, stdout=out, stderr=out)
     try:
-        timing = await onboard_once(TenantflowClient(client, settings.task_queue), template)
+        await wait_for_poller(client, queue, process)
+        yield TenantflowClient(client, queue)
     finally:
-        stop.set()
-        await worker
-    after = journal_counts(lab)
-    calls = {name: after[name] - before.get(name, 0) for name in after}
-    direct = await direct_once(lab_functions(), template.model_copy(update={"slug": f"{template.slug}-direct"}))
-    return timing, calls, direct
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), timeout=60)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+async def wait_for_poller(client: Client, queue: str, process: asyncio.subprocess.Process,
+                          timeout_s: float = 120) -> None:
+    """Wait until the worker process polls ``queue``, so its start-up is not timed as part of a run."""
+    request = DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue),
+                                       task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    deadline = time.monotonic() + timeout_s
+    while not (await client.workflow_service.describe_task_queue(request)).pollers:
+        if process.returncode is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the bench worker never polled {queue} (exit code {process.returncode})")
+        await asyncio.sleep(0.2)
+
+
+async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract]) -> Batch:
+    """Onboard ``contracts`` all at once; histories are read after the last one ends, not while they run."""
+    started = time.perf_counter()
+    runs = await asyncio.gather(*(onboard_once(api, c) for c in contracts))
+    wall = time.perf_counter() - started
+    reading = asyncio.Semaphore(8)
+
+    async def history(run: RunTiming) -> tuple[int, float | None]:
+        async with reading:
+            events = (await api.handle(run.workflow_id).fetch_history()).events
+        return len(events), gate_latency(events)
+
+    read = await asyncio.gather(*(history(r) for r in runs))
+    return Batch(runs=runs, wall_s=wall, events=[n for n, _ in read],
+                 gate_latencies_s=[s for _, s in read if s is not None])
+
+
+async def bench(client: Client, template: TenantContract, tenants: int = 100, gate_runs: int = 5,
+                latency_s: float | None = None, max_activities: int | None = None,
+                lab: LabEndpoints | None = None, log_dir: Path | None = None) -> Figures:
+    """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
+
+    ``latency_s`` replaces the per-activity latencies by one value (quick runs, tests).
+    """
+    logs = Path(log_dir or tempfile.mkdtemp(prefix="tenantflow-bench-"))
+    tag = uuid.uuid4().hex[:5]
+    measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log") if lab else None
+    seconds = ({"*": latency_s} if latency_s is not None
+               else measured.activity_seconds if measured else LAB_SECONDS)
+    described = (f"every activity {latency_s * 1000:g} ms" if latency_s is not None else
+                 "latencies measured against the lab in this run" if measured
+                 else "latencies measured against the lab (bench.fakes.LAB_SECONDS)")
+
+    def tenant(n: str) -> TenantContract:
+        return template.model_copy(update={"slug": f"tenant-s{tag}-{n}"})
+
+    slots = max_activities or max(tenants, 32)
+    async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as api:
+        solo = await onboard_once(api, tenant("solo"))
+        gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])
+        load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)])
+    return Figures(latencies=described, activity_slots=slots, logs=logs, solo=solo, gate=gate, load=load,
+                   lab=measured)

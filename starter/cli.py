@@ -477,54 +477,49 @@ def serve_api(
 @app.command()
 def bench(
     tenants: Annotated[int, typer.Option(help="concurrent onboardings for figure (b)")] = 100,
-    latency_ms: Annotated[float, typer.Option(help="latency of each simulated activity")] = 10.0,
+    gate_runs: Annotated[int, typer.Option(help="onboardings on an idle worker for figure (e)")] = 5,
+    latency_ms: Annotated[float | None, typer.Option(
+        help="one latency for every simulated activity (default: the latencies measured against the lab)")] = None,
+    max_activities: Annotated[int | None, typer.Option(
+        help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)")] = None,
     lab_dir: Annotated[Path | None, typer.Option(
-        help="a running lab (`tenantflow lab up`): (a) and (c) then use the real activities against it")] = None,
+        help="a running lab (`tenantflow lab up`): (a), (c) and (d) then use the real activities against it")] = None,
+    log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
     kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
 ) -> None:
-    """Print the five benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS)."""
-    from bench.figures import lab_figures, simulated_figures
+    """Print the five benchmark figures of issue 7 (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
+
+    Exit code 3 when an onboarding failed or the lab could not be cleaned up.
+    """
+    from bench.figures import bench as measure
+    from bench.report import report_rows, summary
     from lab.endpoints import LabEndpoints
     from worker.config import TemporalSettings
     from worker.temporal import connect
 
     example = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
+    lab = LabEndpoints.load(lab_dir) if lab_dir else None
+    template = load_tenant(example, kubeconfig or (str(lab.kubeconfig) if lab else "/nonexistent/kubeconfig"))
 
-    async def go() -> dict[str, Any]:
+    async def go() -> Any:
         client = await connect(TemporalSettings())
-        lab = LabEndpoints.load(lab_dir) if lab_dir else None
-        template = load_tenant(example, kubeconfig or (str(lab.kubeconfig) if lab else "/nonexistent/kubeconfig"))
-        with errors.status(f"running {tenants} concurrent simulated onboardings"):
-            figures = await simulated_figures(client, template, tenants, latency_ms / 1000)
-        report: dict[str, Any] = figures.model_dump()
-        if lab is not None:
-            with errors.status("one onboarding against the lab, then the same activities called directly"):
-                timing, calls, direct = await lab_figures(client, lab, template)
-            report |= {"mode": "lab for (a) and (c); simulated for (b), (d), (e)", "one_run_s": timing.seconds,
-                       "lab_run_ok": timing.ok, "api_calls": calls, "direct_s": direct,
-                       "durability_tax": timing.seconds / direct if direct else 0.0}
-        return report
+        with errors.status(f"benchmarking: {'lab runs, then ' if lab else ''}{tenants} concurrent onboardings"):
+            return await measure(client, template, tenants, gate_runs,
+                                 latency_ms / 1000 if latency_ms is not None else None, max_activities, lab, log_dir)
 
-    report = run(go())
+    figures = run(go())
+    facts = summary(figures)
     if output == "json":
-        emit(report, output)
-        return
-    table = Table(title=f"tenantflow bench ({report['mode']})")
-    for column in ("figure", "value", "target"):
-        table.add_column(column)
-    table.add_row("(a) one onboarding, wall time", f"{report['one_run_s']:.2f} s", "")
-    for name, count in report["api_calls"].items():
-        table.add_row(f"(a) API calls: {name}", str(count), "")
-    table.add_row(f"(b) {report['concurrent']} concurrent: throughput", f"{report['throughput_per_s']:.2f} runs/s", "")
-    table.add_row("(b) time to complete p50 / p95", f"{report['p50_s']:.2f} s / {report['p95_s']:.2f} s", "")
-    table.add_row("(b) failures", str(report["failures"]), "0")
-    table.add_row("(c) durability tax (Temporal / direct)",
-                  f"{report['durability_tax']:.2f} ({report['one_run_s']:.2f} s / {report['direct_s']:.2f} s)",
-                  "<= 1.5")
-    table.add_row("(d) history events per onboarding", str(report["history_events"]), "<= 600")
-    table.add_row("(e) gate latency p50 (update -> next activity start)", f"{report['gate_latency_p50_ms']:.0f} ms",
-                  "<= 250 ms")
-    console.print(table)
+        emit(facts, output)
+    else:
+        table = Table(title="tenantflow bench")
+        for column in ("figure", "value", "target"):
+            table.add_column(column)
+        for row in report_rows(figures):
+            table.add_row(*row)
+        console.print(table)
+    if not facts["ok"]:
+        raise typer.Exit(EXIT_RUN_FAILED)
 
 
 @app.command()

@@ -1,0 +1,103 @@
+"""What a run's history says: when a stage was entered, how many events, gate latency, when each activity ran.
+
+Everything here reads server-side event times, so the figures do not depend on
+how quickly the bench process notices things.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHandle
+
+from workflows.search import STAGE
+
+CLOSE_EVENTS = frozenset({
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW})
+
+
+class RunEndedError(RuntimeError):
+    """The run closed before reaching the stage the bench waited for."""
+
+
+class ActivitySpan(BaseModel):
+    """One activity attempt sequence: its type and when it started and closed (epoch seconds, server clock)."""
+
+    name: str
+    started: float
+    ended: float
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+
+def stage_set(event: HistoryEvent) -> str | None:
+    """The ``Stage`` search attribute value an upsert event sets, if it sets one."""
+    if event.event_type != EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+        return None
+    fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+    if STAGE.name not in fields:
+        return None
+    value: Any = json.loads(fields[STAGE.name].data)
+    return str(value)
+
+
+async def wait_for_stage(handle: WorkflowHandle[Any, Any], stage: str) -> None:
+    """Follow the history (server long poll, no queries to the worker) until ``stage`` is entered."""
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if stage_set(event) == stage:
+            return
+        if event.event_type in CLOSE_EVENTS:
+            raise RunEndedError(f"{handle.id} ended before stage {stage}")
+    raise RunEndedError(f"{handle.id} ended before stage {stage}")
+
+
+def seconds(event: HistoryEvent) -> float:
+    return float(event.event_time.ToNanoseconds()) / 1e9
+
+
+def gate_latency(events: Sequence[HistoryEvent]) -> float | None:
+    """Seconds from the accepted ``approve_plan`` update to the start of the next activity."""
+    accepted = None
+    for event in events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            accepted = seconds(event)
+        elif accepted is not None and event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            return seconds(event) - accepted
+    return None
+
+
+def activity_spans(events: Sequence[HistoryEvent]) -> list[ActivitySpan]:
+    """Every activity of the run with its last start and its close, in scheduling order."""
+    names: dict[int, str] = {}
+    started: dict[int, float] = {}
+    spans: list[ActivitySpan] = []
+    for event in events:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started[event.activity_task_started_event_attributes.scheduled_event_id] = seconds(event)
+        else:
+            scheduled = closed_activity(event)
+            if scheduled is not None and scheduled in started:
+                spans.append(ActivitySpan(name=names[scheduled], started=started[scheduled], ended=seconds(event)))
+    return spans
+
+
+def closed_activity(event: HistoryEvent) -> int | None:
+    """The scheduled event id of the activity a completed/failed/timed-out/canceled event closes."""
+    for attributes in ("activity_task_completed_event_attributes", "activity_task_failed_event_attributes",
+                       "activity_task_timed_out_event_attributes", "activity_task_canceled_event_attributes"):
+        if event.HasField(attributes):
+            scheduled: int = getattr(event, attributes).scheduled_event_id
+            return scheduled
+    return None

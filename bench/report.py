@@ -1,0 +1,72 @@
+"""The bench's figures as table rows (what ``tenantflow bench`` prints) and as a JSON summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.figures import Figures, percentile
+
+NEEDS_LAB = "n/a: needs a lab (--lab-dir), real activities only"
+
+
+def layer_calls(systems: dict[str, int]) -> str:
+    return f"{sum(systems.values())} ({', '.join(f'{name} {n}' for name, n in systems.items())})"
+
+
+def report_rows(f: Figures) -> list[tuple[str, str, str]]:
+    """``(figure, value, target)`` rows, one or more per figure (a) to (e)."""
+    rows: list[tuple[str, str, str]] = []
+    if f.lab:
+        outcome = "completed" if f.lab.run.ok else f"FAILED: {f.lab.run.message}"
+        rows.append(("(a) one onboarding, lab, wall time", f"{f.lab.run.seconds:.2f} s ({outcome})", ""))
+        for layer, systems in f.lab.api_calls.items():
+            rows.append((f"(a) API calls: {layer}", layer_calls(systems), ""))
+        total = sum(n for systems in f.lab.api_calls.values() for n in systems.values())
+        rows.append(("(a) API calls: all layers", str(total), ""))
+    else:
+        rows.append(("(a) one onboarding, simulated, wall time", f"{f.solo.seconds:.2f} s ({f.latencies})", ""))
+        rows.append(("(a) API calls per layer", NEEDS_LAB, ""))
+    load = f.load
+    rows += [
+        (f"(b) {len(load.runs)} concurrent onboardings, one worker: throughput",
+         f"{len(load.done) / load.wall_s:.2f} onboardings/s ({len(load.done)} in {load.wall_s:.1f} s)", ""),
+        ("(b) time to complete p50 / p95",
+         f"{percentile(load.done, 0.5):.2f} s / {percentile(load.done, 0.95):.2f} s", ""),
+        ("(b) failures", str(len(load.failures)), "0"),
+        ("(b) activities", f"simulated, {f.latencies}; {f.activity_slots} activity slots", ""),
+    ]
+    tax = f.durability_tax
+    rows.append(("(c) durability tax (Temporal / direct)",
+                 f"{tax:.2f} ({f.lab.run.seconds:.2f} s / {f.lab.direct_s:.2f} s, lab)" if f.lab and tax
+                 else NEEDS_LAB, "<= 1.5"))
+    rows.append(("(d) history events per onboarding",
+                 f"{f.history_events} ({'lab run' if f.lab else 'simulated run'})", "<= 600"))
+    rows.append((f"(e) gate latency p50 (update -> next activity start), {len(f.gate.gate_latencies_s)} runs",
+                 f"{f.gate_p50_ms:.0f} ms", "<= 250 ms"))
+    rows.append((f"(e) gate latency p50 under the load of (b), {len(load.gate_latencies_s)} runs",
+                 f"{f.load_gate_p50_ms:.0f} ms", ""))
+    if f.lab:
+        rows.append(("lab left clean", f"{'yes' if f.lab.cleaned_up else 'NO'}: {', '.join(f.lab.tenants)} "
+                     "offboarded, data purged (deactivated users kept)", ""))
+    rows.append(("worker logs", str(f.logs), ""))
+    return rows
+
+
+def summary(f: Figures) -> dict[str, Any]:
+    """Machine-readable figures; ``ok`` is false when an onboarding failed or the lab was not cleaned up."""
+    load = f.load
+    failures = [r.model_dump() for r in (*load.failures, *f.gate.failures)]
+    lab: dict[str, Any] = {}
+    if f.lab:
+        lab = {"lab_run": f.lab.run.model_dump(), "api_calls": f.lab.api_calls, "direct_s": f.lab.direct_s,
+               "lab_tenants": f.lab.tenants, "lab_cleaned_up": f.lab.cleaned_up,
+               "activity_seconds": f.lab.activity_seconds}
+    return {
+        "ok": not failures and f.solo.ok and (f.lab is None or (f.lab.run.ok and f.lab.cleaned_up)),
+        "latencies": f.latencies, "activity_slots": f.activity_slots, "logs": str(f.logs),
+        "one_run_s": f.lab.run.seconds if f.lab else f.solo.seconds,
+        "concurrent": len(load.runs), "throughput_per_s": len(load.done) / load.wall_s, "wall_s": load.wall_s,
+        "p50_s": percentile(load.done, 0.5), "p95_s": percentile(load.done, 0.95), "failures": failures,
+        "durability_tax": f.durability_tax, "history_events": f.history_events,
+        "gate_latency_p50_ms": f.gate_p50_ms, "gate_latency_under_load_p50_ms": f.load_gate_p50_ms, **lab,
+    }
