@@ -1,12 +1,17 @@
-"""Session-wide fixtures: the Temporal dev server and the time-skipping test server."""
+"""Session-wide fixtures: the Temporal dev server, the time-skipping test server and the whole lab."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
+import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
+from lab.endpoints import LabEndpoints
+from lab.supervisor import down, up
 from tests.temporal_env import start_dev_server, start_time_skipping
 
 
@@ -22,3 +27,16 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await start_time_skipping()
     yield env
     await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
+    """One whole lab (``lab up``) for the session; tests leave it as they found it."""
+    if os.geteuid() != 0:
+        pytest.skip("the lab's real slapd and Slurm need root")
+    state = Path(tmp_path_factory.mktemp("lab", numbered=True))
+    endpoints = up(state)
+    try:
+        yield endpoints
+    finally:
+        down(state)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from lab.endpoints import LabEndpoints
 from tests.cli.conftest import CLI
-from tests.integration.conftest import lab  # noqa: F401  (the session lab fixture)
 from tests.labfixture import journal_writes, reset_journals
 from tests.workflow.contract import EXAMPLES
 from workflows.onboarding import PLAN_LAYERS
@@ -21,7 +20,7 @@ def plan(lab_env: LabEndpoints, *args: str) -> subprocess.CompletedProcess[str]:
                            *args], env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints) -> None:  # noqa: F811
+def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints) -> None:
     reset_journals(lab)
     done = plan(lab, "--output", "json")
     assert done.returncode == 0, done.stderr
@@ -42,7 +41,7 @@ def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints)
     assert set(journal_writes(lab).values()) == {0}, journal_writes(lab)
 
 
-def test_plan_exits_2_on_preflight_errors(lab: LabEndpoints, tmp_path: Path) -> None:  # noqa: F811
+def test_plan_exits_2_on_preflight_errors(lab: LabEndpoints, tmp_path: Path) -> None:
     contract = (EXAMPLES / "tenant-foo.yaml").read_text().replace("gpus: 64", "gpus: 640")
     (tmp_path / "big.yaml").write_text(contract)
     env = {**os.environ, "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env")}

@@ -6,16 +6,12 @@ from __future__ import annotations
 from temporalio.testing import WorkflowEnvironment
 
 from lab.endpoints import LabEndpoints
-from models.offboarding import OffboardingResult
-from models.onboarding import OffboardingInput, OnboardingResult
 from models.tenant import TenantContract
-from starter.client import TenantflowClient
 from starter.contracts import load_tenant
+from tests.integration.runs import offboard, onboard
 from tests.integration.world import diff, world_snapshot
 from tests.labfixture import lab_worker
 from tests.workflow.contract import EXAMPLES
-from tests.workflow.harness import wait_for_stage
-from workflows.offboarding import offboarding_id
 
 USERS = ("dora", "emil")
 
@@ -31,29 +27,11 @@ def small_tenant(lab: LabEndpoints) -> TenantContract:
         "login": foo.login.model_copy(update={"hostname": None})})
 
 
-async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:
-    handle = await api.client.start_workflow(
-        "TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge), id=offboarding_id(contract.slug),
-        task_queue=api.task_queue, result_type=OffboardingResult)
-    status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
-    assert status.plan_hash
-    await api.approve(handle.id, status.plan_hash)
-    if purge:
-        await wait_for_stage(api, handle, "gate:confirm_purge")
-        await api.answer_gate(handle.id, "confirm_purge")
-    result: OffboardingResult = await handle.result()
-    return result
-
-
 async def test_offboarding_keeps_data_until_purged(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
     contract = small_tenant(lab)
     before = world_snapshot(lab)
     async with lab_worker(dev_env.client, lab) as api:
-        handle = await api.start_onboarding(contract)
-        status = await api.wait_for_plan(handle.id)
-        assert status.plan_hash
-        await api.approve(handle.id, status.plan_hash)
-        onboarded: OnboardingResult = await handle.result()
+        onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
 
         kept = await offboard(api, contract, purge=False)

@@ -1,4 +1,7 @@
-"""The main job against the lab and the real Temporal dev server: onboard tenant-foo end to end."""
+"""The main job against the lab and the real Temporal dev server: onboard tenant-foo end to end.
+
+The tenant is offboarded (data purged) at the end, so the session's lab is left as it was found.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from lab.endpoints import LabEndpoints
 from models.onboarding import OnboardingResult
+from models.tenant import TenantContract
+from starter.client import TenantflowClient
 from starter.contracts import load_tenant
+from tests.integration.runs import offboard, onboard
 from tests.labfixture import journal_writes, lab_worker, reset_journals
 from tests.workflow.contract import EXAMPLES
 
@@ -20,16 +26,36 @@ def sh(lab: LabEndpoints, *argv: str) -> str:
     return done.stdout
 
 
-async def onboard(api: object, contract: object) -> OnboardingResult:
-    from starter.client import TenantflowClient
+def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
+    """What the runbook's own commands show after onboarding (kubectl, ldapsearch, sacctmgr)."""
+    assert result.status == "completed", result.message
+    assert result.handover is not None
+    smoke = {f.check: f for f in result.findings if f.check.startswith("smoke.")}
+    assert sorted(smoke) == ["smoke.nccl", "smoke.single_node", "smoke.storage"], result.findings
+    assert all(f.ok for f in smoke.values()), smoke
+    assert "Login host: login.tenant-foo.example.internal (port 22)" in result.handover.markdown
+    assert "Slurm account:    ml-team-foo" in result.handover.markdown
 
-    assert isinstance(api, TenantflowClient)
-    handle = await api.start_onboarding(contract)  # type: ignore[arg-type]
-    status = await api.wait_for_plan(handle.id)
-    assert status.plan_hash, status
-    await api.approve(handle.id, status.plan_hash)
-    result: OnboardingResult = await handle.result()
-    return result
+    kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster"]
+    nodes = sh(lab, *kubectl, "get", "nodes", "-l", "reserved.tenant=tenant-foo", "-o", "name").split()
+    assert len(nodes) == 8
+    labels = sh(lab, *kubectl, "get", "namespace", "tenant-foo", "-o",
+                "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}")
+    assert labels == "restricted"
+    ldap = sh(lab, "ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w",
+              lab.ldap_bind_password, "-b", lab.ldap_base_dn, "(uid=alice)", "uidNumber", "gidNumber", "memberOf")
+    assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
+    assoc = sh(lab, "sacctmgr", "show", "assoc", "account=tenant-foo",
+               "format=account,user,fairshare,grptres,grpjobs", "-P", "-n")
+    assert "tenant-foo||300|gres/gpu=64|200" in assoc
+
+
+async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract) -> None:
+    reset_journals(lab)
+    again = await onboard(api, contract)
+    assert again.status == "completed"
+    assert all(not r.wrote for r in again.applied), [r for r in again.applied if r.wrote]
+    assert sum(journal_writes(lab).values()) == 0, journal_writes(lab)
 
 
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
@@ -37,29 +63,8 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
     async with lab_worker(dev_env.client, lab) as api:
         result = await onboard(api, contract)
-        assert result.status == "completed", result.message
-        assert result.handover is not None
-        smoke = {f.check: f for f in result.findings if f.check.startswith("smoke.")}
-        assert sorted(smoke) == ["smoke.nccl", "smoke.single_node", "smoke.storage"], result.findings
-        assert all(f.ok for f in smoke.values()), smoke
-        assert "Login host: login.tenant-foo.example.internal (port 22)" in result.handover.markdown
-        assert "Slurm account:    ml-team-foo" in result.handover.markdown
-
-        kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster"]
-        nodes = sh(lab, *kubectl, "get", "nodes", "-l", "reserved.tenant=tenant-foo", "-o", "name").split()
-        assert len(nodes) == 8
-        labels = sh(lab, *kubectl, "get", "namespace", "tenant-foo", "-o",
-                    "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}")
-        assert labels == "restricted"
-        ldap = sh(lab, "ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w",
-                  lab.ldap_bind_password, "-b", lab.ldap_base_dn, "(uid=alice)", "uidNumber", "gidNumber", "memberOf")
-        assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
-        assoc = sh(lab, "sacctmgr", "show", "assoc", "account=tenant-foo",
-                   "format=account,user,fairshare,grptres,grpjobs", "-P", "-n")
-        assert "tenant-foo||300|gres/gpu=64|200" in assoc
-
-        reset_journals(lab)
-        again = await onboard(api, contract)
-        assert again.status == "completed"
-        assert all(not r.wrote for r in again.applied), [r for r in again.applied if r.wrote]
-        assert sum(journal_writes(lab).values()) == 0, journal_writes(lab)
+        try:
+            check_runbook_objects(lab, result)
+            await check_rerun_writes_nothing(api, lab, contract)
+        finally:
+            await offboard(api, contract, purge=True)
