@@ -188,7 +188,6 @@ class TenantOnboarding:
                     name, step_input.model_copy(update={"facts": facts}), StepResult,
                     summary=f"{layer}: {summary}",
                     timeout=timedelta(minutes=15) if name in LONG_STEPS else timedelta(minutes=5),
-                    heartbeat=timedelta(seconds=60) if name in LONG_STEPS else None,
                     wait_for_cancel=patched)
             except BaseException:
                 self._saga.push(layer, step, [], planned)
@@ -216,7 +215,7 @@ class TenantOnboarding:
             self._gates.set_stage(f"smoke:{step}", f"Smoke test: {summary}")
             result = await self._steps.run(f"{layer}.{step}", step_input.model_copy(update={"facts": facts}),
                                            StepResult, summary=f"smoke: {summary}",
-                                           timeout=timedelta(minutes=30), heartbeat=timedelta(seconds=60))
+                                           timeout=timedelta(minutes=30))
             self._findings.extend(result.findings)
             facts = result.facts
         final = step_input.model_copy(update={"facts": facts})

@@ -16,6 +16,9 @@ T = TypeVar("T")
 
 NON_RETRYABLE = ["PreflightFailed", "Invalid", "Forbidden", "Conflict", "NotFound", "ValidationError",
                  "InvariantBroken", "AdoptionRefused", "GateExpired"]
+DEFAULT_HEARTBEAT = timedelta(seconds=60)
+"""Every step has a heartbeat timeout, so a crashed worker's step is retried within a minute rather than at its
+start-to-close timeout; steps that run longer heartbeat."""
 STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=30), maximum_attempts=10,
                          non_retryable_error_types=NON_RETRYABLE)
@@ -31,7 +34,7 @@ class StepTracker:
 
     async def run(self, name: str, arg: Any, result_type: type[T], *, summary: str,
                   timeout: timedelta = timedelta(minutes=5),
-                  heartbeat: timedelta | None = None, wait_for_cancel: bool = False) -> T:
+                  heartbeat: timedelta = DEFAULT_HEARTBEAT, wait_for_cancel: bool = False) -> T:
         """Run activity ``name``; with ``wait_for_cancel`` a cancel waits until the activity has ended, so
         compensation never races a step that is still writing."""
         index = len(self.records)
