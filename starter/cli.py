@@ -363,6 +363,28 @@ GATE_HELP = {
 }
 for _gate in ENROLLMENT_GATES:
     gate_command(_gate, GATE_HELP[_gate])
+gate_command("confirm_purge", "Confirm that offboarding deletes the tenant's Weka data (purge_data runs).")
+
+
+@app.command()
+def offboard(
+    slug: str,
+    contract: Annotated[Path | None, typer.Option(
+        help="the tenant contract; default: the input of the latest tenant/SLUG onboarding run")] = None,
+    purge_data: Annotated[bool, typer.Option(help="also delete the Weka org, filesystems and quotas "
+                                                  "(asks for confirm-purge)")] = False,
+    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+) -> None:
+    """Offboard a tenant: a gated teardown in rollback order; data is kept unless --purge-data."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        tenant = load_tenant(contract, kubeconfig) if contract is not None else await api.onboarded_contract(slug)
+        if tenant.slug != slug:
+            raise ContractError(f"{contract}: is the contract of {tenant.slug}, not {slug}")
+        handle = await api.start_offboarding(tenant, purge_data)
+        emit({"workflow_id": handle.id, "run_id": handle.result_run_id} if output == "json"
+             else f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+    run(go())
 
 
 @app.command()

@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
@@ -25,12 +25,16 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from models.enrollment import WorkerEnrollment
 from models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
 from models.gates import ApprovePlan, GateAnswer, RejectPlan
-from models.onboarding import OnboardingInput, OnboardingResult
+from models.offboarding import OffboardingResult
+from models.onboarding import OffboardingInput, OnboardingInput, OnboardingResult
 from models.status import RunStatus
 from models.tenant import TenantContract
 from worker.config import TemporalSettings
 from worker.temporal import connect
+from workflows.offboarding import offboarding_id
 from workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
+
+T = TypeVar("T")
 
 RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "WorkerEnrollment": EnrollmentResult,
                                  "WorkerDecommission": DecommissionResult}
@@ -83,6 +87,12 @@ class TenantflowClient:
         return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
                                  onboarding_id(contract.slug), attributes, OnboardingResult)
 
+    async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
+        attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
+                                            SearchAttributePair(STAGE, "starting")])
+        return await self._start("TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge_data),
+                                 offboarding_id(contract.slug), attributes, OffboardingResult)
+
     def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:
         return TypedSearchAttributes([SearchAttributePair(WORKER_CLUSTER, contract.worker_name),
                                       SearchAttributePair(STAGE, "starting")])
@@ -97,14 +107,21 @@ class TenantflowClient:
                                  decommission_id(contract.tenant_namespace, contract.worker_name),
                                  self._worker_attributes(contract), DecommissionResult)
 
+    async def _started_input(self, workflow_id: str, input_type: type[T]) -> T:
+        """The input the latest run of ``workflow_id`` was started with."""
+        history = await self.handle(workflow_id).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        [params] = await self.client.data_converter.decode(started.input.payloads, [input_type])
+        decoded: T = params
+        return decoded
+
     async def enrolled_contract(self, namespace: str, worker: str) -> WorkerEnrollment:
         """The contract the latest enrollment run of ``namespace/worker`` was started with."""
-        history = await self.handle(enrollment_id(namespace, worker)).fetch_history()
-        started = history.events[0].workflow_execution_started_event_attributes
-        converter = self.client.data_converter
-        [params] = await converter.decode(started.input.payloads, [EnrollmentInput])
-        contract: WorkerEnrollment = params.contract
-        return contract
+        return (await self._started_input(enrollment_id(namespace, worker), EnrollmentInput)).contract
+
+    async def onboarded_contract(self, slug: str) -> TenantContract:
+        """The contract the latest onboarding run of ``slug`` was started with."""
+        return (await self._started_input(onboarding_id(slug), OnboardingInput)).contract
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(workflow_id)
