@@ -15,7 +15,7 @@ from models.enrollment_run import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
 from models.results import Finding
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, world
 
-BUDGET = 2.5
+BUDGET = 1.5
 
 
 def failed_conditions(findings: list[Finding]) -> dict[str, Finding]:
