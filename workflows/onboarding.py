@@ -20,7 +20,6 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.gates import ApprovePlan, GateAnswer, RejectPlan
     from models.onboarding import (
         Facts,
         Handover,
@@ -31,12 +30,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from models.plan import Action, Plan, PlanStep
     from models.results import EnsureResult, Finding
-    from models.status import RunStatus
 
-from workflows.gates import Gates
+from workflows.gated import GatedRun
 from workflows.saga import Saga
 from workflows.search import TENANT_SLUG
-from workflows.steps import StepTracker
 
 PREFLIGHT_LAYERS = ("capacity", "identity", "kube", "slurm", "storage")
 PLAN_LAYERS = ("capacity", "identity", "kube", "slurm", "storage", "login")
@@ -92,21 +89,24 @@ LONG_STEPS = {"capacity.wait_reservation", "login.release", "smoke.single_node",
 
 
 @workflow.defn(name="TenantOnboarding")
-class TenantOnboarding:
+class TenantOnboarding(GatedRun):
+    WORKFLOW = "TenantOnboarding"
+    DESCRIPTIONS = {
+        "approve_plan": "Approve the published plan by its exact hash (payload {\"plan_hash\": \"...\", "
+                        "\"approver\": \"...\"}); the apply steps start",
+        "approve_plan_signal": "Signal form of approve_plan (same payload; a stale hash is ignored with a warning, "
+                               "prefer the update which refuses it)",
+    }
+
     def __init__(self) -> None:
-        self._gates = Gates()
-        self._steps = StepTracker()
+        self._init_gated()
         self._saga = Saga()
-        self._plan: Plan | None = None
-        self._findings: list[Finding] = []
-        self._rejected: RejectPlan | None = None
-        self._slug = ""
         self._facts = Facts()
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
         contract = params.contract
-        self._slug = self._steps.target = contract.slug
+        self._target = self._steps.target = contract.slug
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
 
         self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
@@ -123,8 +123,9 @@ class TenantOnboarding:
 
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
         plan = await self._build_plan(step_input)
-        approval = await self._approve(plan, params)
-        if approval is None:
+        approved = await self._wait_plan_approval(plan, timedelta(seconds=params.approval_escalate_after_s),
+                                                  timedelta(seconds=params.approval_expire_after_s))
+        if not approved:
             self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = self._rejected.reason if self._rejected else ""
             return OnboardingResult(slug=contract.slug, status="rejected", plan_hash=plan.plan_hash, plan=plan,
@@ -164,17 +165,6 @@ class TenantOnboarding:
         self._plan = Plan(title=f"Onboard {contract.slug}", steps=steps,
                           notes=[f"nodes: {', '.join(step_input.facts.nodes)}"])
         return self._plan
-
-    async def _approve(self, plan: Plan, params: OnboardingInput) -> GateAnswer | None:
-        wid = workflow.info().workflow_id
-        answer = await self._gates.wait(
-            "approve_plan", f"approve plan {plan.plan_hash} ({len(plan.writes())} writes)",
-            [f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
-             f"tenantflow reject {wid} --reason '...'",
-             f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
-            escalate_after=timedelta(seconds=params.approval_escalate_after_s),
-            expire_after=timedelta(seconds=params.approval_expire_after_s))
-        return None if self._rejected is not None else answer
 
     async def _apply(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
         facts = step_input.facts
@@ -231,39 +221,3 @@ class TenantOnboarding:
 
     def _errors(self) -> list[Finding]:
         return [f for f in self._findings if not f.ok and f.severity == "error"]
-
-    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash "
-                     "(payload {\"plan_hash\": \"...\", \"approver\": \"...\"}); the apply steps start")
-    async def approve_plan(self, approval: ApprovePlan) -> str:
-        self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
-        return f"plan {approval.plan_hash} approved by {approval.approver}"
-
-    @approve_plan.validator
-    def _validate_approve(self, approval: ApprovePlan) -> None:
-        self._gates.require_open("approve_plan")
-        assert self._plan is not None
-        if approval.plan_hash != self._plan.plan_hash:
-            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}; the current plan is "
-                             f"{self._plan.plan_hash} (see `tenantflow status`)")
-
-    @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
-    async def reject_plan(self, rejection: RejectPlan) -> str:
-        self._rejected = rejection
-        self._gates.answer("approve_plan", GateAnswer(approver=rejection.approver, comment=rejection.reason))
-        return f"plan rejected by {rejection.approver}"
-
-    @reject_plan.validator
-    def _validate_reject(self, rejection: RejectPlan) -> None:
-        self._gates.require_open("approve_plan")
-
-    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (same payload; a stale "
-                     "hash is ignored with a warning, prefer the update which refuses it)")
-    def approve_plan_signal(self, approval: ApprovePlan) -> None:
-        self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
-
-    @workflow.query(name="status", description="Stage, plan, open gates, steps and findings")
-    def status(self) -> RunStatus:
-        return RunStatus(workflow="TenantOnboarding", target=self._slug, stage=self._gates.stage,
-                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
-                         gates=list(self._gates.open.values()), steps=self._steps.records,
-                         findings=self._findings)
