@@ -137,7 +137,10 @@ def pool(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path, brownfield=True, pool=True)
 
 
-def world(lab: Lab) -> dict[str, dict[tuple[str, str, str, str], dict[str, object]]]:
+World = dict[str, dict[tuple[str, str, str, str], dict[str, object]]]
+
+
+def world(lab: Lab) -> World:
     """Every object of every store (uid and resourceVersion included), keyed by group/resource/ns/name."""
     return {name: {(o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
                    for o in store.snapshot(include_volatile=True)["objects"]}
@@ -147,8 +150,9 @@ def world(lab: Lab) -> dict[str, dict[tuple[str, str, str, str], dict[str, objec
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=[*enrollment.WORKFLOWS, *decommission.WORKFLOWS],
-                      activities=[*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES],
+    activities: list[Any] = [*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES]
+    workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
+    async with Worker(env.client, task_queue=queue, workflows=workflows, activities=activities,
                       activity_executor=ThreadPoolExecutor(8)):
         yield env.client, queue
 

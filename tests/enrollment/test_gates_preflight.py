@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
@@ -25,9 +26,10 @@ async def test_answers_out_of_turn_are_refused_and_reject_writes_nothing(dev_env
                                              id=f"enroll/forecasting/gates-{uuid.uuid4().hex[:6]}", task_queue=queue,
                                              result_type=EnrollmentResult)
         status = await wait_stage(handle, "gate:approve_plan")
-        refusals = [("answer_gate", ["uncordon", GateAnswer()], "gate 'uncordon' is not open"),
-                    ("answer_gate", ["drain_everything", GateAnswer()], "unknown gate 'drain_everything'"),
-                    ("approve_plan", [ApprovePlan(plan_hash="0" * 16)], "stale or unknown plan hash")]
+        refusals: list[tuple[str, list[Any], str]] = [
+            ("answer_gate", ["uncordon", GateAnswer()], "gate 'uncordon' is not open"),
+            ("answer_gate", ["drain_everything", GateAnswer()], "unknown gate 'drain_everything'"),
+            ("approve_plan", [ApprovePlan(plan_hash="0" * 16)], "stale or unknown plan hash")]
         for update, args, message in refusals:
             with pytest.raises(WorkflowUpdateFailedError) as info:
                 await handle.execute_update(update, args=args)

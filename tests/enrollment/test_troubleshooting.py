@@ -13,7 +13,7 @@ from lab.kubeapi.errors import ApiError
 from lab.kubeapi.store import ObjectKey
 from models.enrollment_run import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
 from models.results import Finding
-from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, world
+from tests.enrollment.conftest import Lab, World, enrollment_worker, failure, start_approved, world
 
 BUDGET = 1.5
 
@@ -35,7 +35,7 @@ async def enroll_and_fail(dev_env: WorkflowEnvironment, lab: Lab) -> dict[str, F
     return failed_conditions(status.findings)
 
 
-def untouched(before: dict[str, dict[ObjectKey, object]], lab: Lab) -> None:
+def untouched(before: World, lab: Lab) -> None:
     after = world(lab)
     for store, objects in before.items():
         assert {key: after[store].get(key) for key in objects} == objects, f"pre-existing {store} objects changed"
