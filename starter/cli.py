@@ -26,7 +26,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -230,6 +230,16 @@ async def show_plan(api: TenantflowClient, workflow_id: str, output: str) -> Non
     console.print(status_view(workflow_id, current))
 
 
+async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str) -> None:
+    """After a start: wait for the plan and show it, or say how to follow the run."""
+    if wait:
+        await show_plan(api, handle.id, output)
+    elif output == "json":
+        emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
+    else:
+        emit(f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+
+
 @app.command()
 def onboard(
     file: Path, kubeconfig: KubeconfigOpt = None,
@@ -240,11 +250,7 @@ def onboard(
     async def go() -> None:
         contract = load_tenant(file, kubeconfig)
         api = await TenantflowClient.connect()
-        handle = await api.start_onboarding(contract)
-        if not wait:
-            emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
-            return
-        await show_plan(api, handle.id, output)
+        await follow_start(api, await api.start_onboarding(contract), wait, output)
     run(go())
 
 
@@ -258,11 +264,7 @@ def enroll(
     async def go() -> None:
         contract = load_enrollment(file, kubeconfig)
         api = await TenantflowClient.connect()
-        handle = await api.start_enrollment(contract)
-        if not wait:
-            emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
-            return
-        await show_plan(api, handle.id, output)
+        await follow_start(api, await api.start_enrollment(contract), wait, output)
     run(go())
 
 
@@ -281,9 +283,7 @@ def decommission(
         if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
             raise ContractError(f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "
                                 f"not {namespace}/{worker_name}")
-        handle = await api.start_decommission(enrollment)
-        emit({"workflow_id": handle.id, "run_id": handle.result_run_id} if output == "json"
-             else f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+        await follow_start(api, await api.start_decommission(enrollment), False, output)
     run(go())
 
 
@@ -381,9 +381,7 @@ def offboard(
         tenant = load_tenant(contract, kubeconfig) if contract is not None else await api.onboarded_contract(slug)
         if tenant.slug != slug:
             raise ContractError(f"{contract}: is the contract of {tenant.slug}, not {slug}")
-        handle = await api.start_offboarding(tenant, purge_data)
-        emit({"workflow_id": handle.id, "run_id": handle.result_run_id} if output == "json"
-             else f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+        await follow_start(api, await api.start_offboarding(tenant, purge_data), False, output)
     run(go())
 
 
@@ -506,6 +504,8 @@ def bench(
         help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)")] = None,
     lab_dir: Annotated[Path | None, typer.Option(
         help="a running lab (`tenantflow lab up`): (a), (c) and (d) then use the real activities against it")] = None,
+    tax_pairs: Annotated[int, typer.Option(
+        help="with --lab-dir: onboardings through Temporal and direct for (c), in A-B-B-A order")] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
     kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
 ) -> None:
@@ -527,7 +527,8 @@ def bench(
         client = await connect(TemporalSettings())
         with errors.status(f"benchmarking: {'lab runs, then ' if lab else ''}{tenants} concurrent onboardings"):
             return await measure(client, template, tenants, gate_runs,
-                                 latency_ms / 1000 if latency_ms is not None else None, max_activities, lab, log_dir)
+                                 latency_ms / 1000 if latency_ms is not None else None, max_activities, lab, tax_pairs,
+                                 log_dir)
 
     figures = run(go())
     facts = summary(figures)
