@@ -86,7 +86,7 @@ class Figures(BaseModel):
 
     @property
     def durability_tax(self) -> float | None:
-        return self.lab.run.seconds / self.lab.direct_s if self.lab and self.lab.direct_s else None
+        return self.lab.durability_tax if self.lab else None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -150,15 +150,16 @@ async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract]) 
 
 
 async def bench(client: Client, template: TenantContract, tenants: int = 100, gate_runs: int = 5,
-                latency_s: float | None = None, max_activities: int | None = None,
-                lab: LabEndpoints | None = None, log_dir: Path | None = None) -> Figures:
+                latency_s: float | None = None, max_activities: int | None = None, lab: LabEndpoints | None = None,
+                tax_pairs: int = 2, log_dir: Path | None = None) -> Figures:
     """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
 
     ``latency_s`` replaces the per-activity latencies by one value (quick runs, tests).
     """
     logs = Path(log_dir or tempfile.mkdtemp(prefix="tenantflow-bench-"))
     tag = uuid.uuid4().hex[:5]
-    measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log") if lab else None
+    measured = (await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab
+                else None)
     seconds = ({"*": latency_s} if latency_s is not None
                else measured.activity_seconds if measured else LAB_SECONDS)
     described = (f"every activity {latency_s * 1000:g} ms" if latency_s is not None else

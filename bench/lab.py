@@ -28,7 +28,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.settings import settings as service_settings
 from bench.apicalls import calls_per_layer, journals
-from bench.history import activity_spans
+from bench.history import ActivitySpan, activity_spans
 from bench.runs import RunTiming, offboard, onboard_once
 from lab.endpoints import LabEndpoints
 from models.onboarding import StepInput
@@ -47,9 +47,23 @@ class LabFigures(BaseModel):
     history_events: int
     activity_seconds: dict[str, float]
     """How long each activity took against the lab: the latencies the simulated activities reuse."""
-    direct_s: float
+    durable_s: list[float]
+    durable_activity_s: list[float]
+    """Time spent inside activities of each run through Temporal; the rest is orchestration."""
+    direct_s: list[float]
+    direct_activity_seconds: list[dict[str, float]]
     tenants: list[str]
     cleaned_up: bool
+
+    @property
+    def durability_tax(self) -> float:
+        """Total time through Temporal over total time direct, over every pair."""
+        return sum(self.durable_s) / sum(self.direct_s)
+
+    @property
+    def orchestration_s(self) -> float:
+        """Mean time per run through Temporal outside any activity: scheduling, history, the plan gate."""
+        return (sum(self.durable_s) - sum(self.durable_activity_s)) / len(self.durable_s)
 
 
 def bench_tenant(template: TenantContract, tag: str) -> TenantContract:
@@ -99,11 +113,21 @@ def lab_functions() -> dict[str, Callable[..., Any]]:
     return {activity_name(fn): functools.partial(env.run, fn) for fn in ACTIVITIES}
 
 
-async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> float:
-    """The onboarding's activities as plain calls, in the workflow's order, in this process; seconds taken."""
+class DirectRun(BaseModel):
+    seconds: float
+    activity_seconds: dict[str, float]
+
+
+async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> DirectRun:
+    """The onboarding's activities as plain calls, in the workflow's order, in this process; timed."""
+    timings: dict[str, float] = {}
+
     async def call(name: str, arg: StepInput) -> Any:
+        began = time.perf_counter()
         result = functions[name](arg)
-        return await result if asyncio.iscoroutine(result) else result
+        outcome = await result if asyncio.iscoroutine(result) else result
+        timings[name] = round(time.perf_counter() - began, 3)
+        return outcome
 
     started = time.perf_counter()
     step = StepInput(contract=contract, run_id=f"direct/{contract.slug}")
@@ -117,27 +141,58 @@ async def direct_once(functions: dict[str, Callable[..., Any]], contract: Tenant
         step = step.model_copy(update={"facts": (await call(f"{layer}.{name}", step)).facts})
     await call("validate.all", step)
     await call("handover.render", step)
-    return time.perf_counter() - started
+    return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings)
 
 
-async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContract, log: Path) -> LabFigures:
-    """One onboarding through Temporal and one direct, each offboarded afterwards; worker logs go to ``log``."""
+class DurableRun(BaseModel):
+    run: RunTiming
+    spans: list[ActivitySpan]
+    events: int
+
+    @property
+    def activity_s(self) -> float:
+        return sum(s.seconds for s in self.spans)
+
+
+async def durable_once(api: TenantflowClient, contract: TenantContract) -> DurableRun:
+    run = await onboard_once(api, contract)
+    history = await api.handle(run.workflow_id).fetch_history()
+    return DurableRun(run=run, spans=activity_spans(history.events), events=len(history.events))
+
+
+async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContract, log: Path,
+                      pairs: int = 2) -> LabFigures:
+    """``pairs`` onboardings through Temporal and as many direct, alternating which goes first (T D, D T, ...)
+    so warm caches and drift favour neither; each tenant is offboarded right after its run.
+
+    (a) and (d) come from the first run through Temporal; worker logs go to ``log``.
+    """
     tag = f"b{uuid.uuid4().hex[:5]}"
-    durable, direct = bench_tenant(template, tag), bench_tenant(template, f"{tag}d")
+    durable: list[DurableRun] = []
+    direct: list[DirectRun] = []
+    tenants: list[str] = []
+    cleaned = True
+    calls: dict[str, dict[str, int]] = {}
     async with lab_worker(client, lab, log) as api:
-        since = time.time()
-        try:
-            run = await onboard_once(api, durable)
-        finally:
-            cleaned = (await offboard(api, durable)).status == "completed"
-        history = await api.handle(run.workflow_id).fetch_history()
-        spans = activity_spans(history.events)
-        calls = calls_per_layer(journals(lab), spans, since, spans[-1].ended if spans else time.time(),
-                                service_settings().slurm_namespace)
-        try:
-            direct_s = await direct_once(lab_functions(), direct)
-        finally:
-            cleaned = (await offboard(api, direct)).status == "completed" and cleaned
-    return LabFigures(run=run, api_calls=calls, history_events=len(history.events),
-                      activity_seconds={s.name: round(s.seconds, 3) for s in spans}, direct_s=direct_s,
-                      tenants=[durable.slug, direct.slug], cleaned_up=cleaned)
+        for index in range(2 * pairs):
+            through_temporal = (index % 2 == 0) == (index // 2 % 2 == 0)
+            contract = bench_tenant(template, f"{tag}{'t' if through_temporal else 'd'}{index}")
+            tenants.append(contract.slug)
+            since = time.time()
+            try:
+                if through_temporal:
+                    durable.append(await durable_once(api, contract))
+                else:
+                    direct.append(await direct_once(lab_functions(), contract))
+            finally:
+                cleaned = (await offboard(api, contract)).status == "completed" and cleaned
+            if through_temporal and not calls:
+                spans = durable[-1].spans
+                calls = calls_per_layer(journals(lab), spans, since, spans[-1].ended if spans else time.time(),
+                                        service_settings().slurm_namespace)
+    first = durable[0]
+    return LabFigures(run=first.run, api_calls=calls, history_events=first.events,
+                      activity_seconds={s.name: round(s.seconds, 3) for s in first.spans},
+                      durable_s=[d.run.seconds for d in durable], durable_activity_s=[d.activity_s for d in durable],
+                      direct_s=[d.seconds for d in direct],
+                      direct_activity_seconds=[d.activity_seconds for d in direct], tenants=tenants, cleaned_up=cleaned)
