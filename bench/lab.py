@@ -1,11 +1,12 @@
 """Figures (a), (c) and (d) against a running lab with the real activities, leaving the lab as it was.
 
-Two bench tenants with fresh slugs and user names (``tenant-b<tag>``,
-``alice-b<tag>``): the first is onboarded through Temporal by a real worker
-(every workflow and activity, the production worker set-up) and offboarded; the
-second gets the same activity functions called directly, in order, in this
-process, and is offboarded through the worker too. Offboarding purges the data;
-only the deactivated Authentik users the runbook keeps remain.
+Every bench tenant has a fresh slug and user names (``tenant-b<tag>``,
+``alice-b<tag>``). Half are onboarded through Temporal by a real worker (every
+workflow and activity, the production worker set-up), half get the same activity
+functions called directly, in the workflow's order, in this process; the two kinds
+alternate A-B-B-A so neither profits from warm caches or drift. Each tenant is
+offboarded through the worker right after its run, data purged: only the
+deactivated Authentik users the runbook keeps remain.
 """
 
 from __future__ import annotations
@@ -52,13 +53,15 @@ class LabFigures(BaseModel):
     """Time spent inside activities of each run through Temporal; the rest is orchestration."""
     direct_s: list[float]
     direct_activity_seconds: list[dict[str, float]]
+    failures: list[str]
+    """Runs (through Temporal or direct) that did not complete: no durability tax then."""
     tenants: list[str]
     cleaned_up: bool
 
     @property
-    def durability_tax(self) -> float:
-        """Total time through Temporal over total time direct, over every pair."""
-        return sum(self.durable_s) / sum(self.direct_s)
+    def durability_tax(self) -> float | None:
+        """Total time through Temporal over total time direct, over every pair; None if a run failed."""
+        return None if self.failures else sum(self.durable_s) / sum(self.direct_s)
 
     @property
     def orchestration_s(self) -> float:
@@ -116,6 +119,8 @@ def lab_functions() -> dict[str, Callable[..., Any]]:
 class DirectRun(BaseModel):
     seconds: float
     activity_seconds: dict[str, float]
+    ok: bool = True
+    message: str = ""
 
 
 async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> DirectRun:
@@ -131,16 +136,20 @@ async def direct_once(functions: dict[str, Callable[..., Any]], contract: Tenant
 
     started = time.perf_counter()
     step = StepInput(contract=contract, run_id=f"direct/{contract.slug}")
-    for layer in PREFLIGHT_LAYERS:
-        outcome = await call(f"{layer}.preflight", step)
-        if layer == "capacity":
-            step = step.model_copy(update={"facts": outcome.facts})
-    for layer in PLAN_LAYERS:
-        await call(f"{layer}.plan", step)
-    for layer, name, _ in (*APPLY_STEPS, *SMOKE_STEPS):
-        step = step.model_copy(update={"facts": (await call(f"{layer}.{name}", step)).facts})
-    await call("validate.all", step)
-    await call("handover.render", step)
+    try:
+        for layer in PREFLIGHT_LAYERS:
+            outcome = await call(f"{layer}.preflight", step)
+            if layer == "capacity":
+                step = step.model_copy(update={"facts": outcome.facts})
+        for layer in PLAN_LAYERS:
+            await call(f"{layer}.plan", step)
+        for layer, name, _ in (*APPLY_STEPS, *SMOKE_STEPS):
+            step = step.model_copy(update={"facts": (await call(f"{layer}.{name}", step)).facts})
+        await call("validate.all", step)
+        await call("handover.render", step)
+    except Exception as exc:  # reported like a failed run through Temporal, and the tenant is still offboarded
+        return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings, ok=False,
+                         message=f"{type(exc).__name__}: {exc}")
     return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings)
 
 
@@ -195,4 +204,7 @@ async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContrac
                       activity_seconds={s.name: round(s.seconds, 3) for s in first.spans},
                       durable_s=[d.run.seconds for d in durable], durable_activity_s=[d.activity_s for d in durable],
                       direct_s=[d.seconds for d in direct],
-                      direct_activity_seconds=[d.activity_seconds for d in direct], tenants=tenants, cleaned_up=cleaned)
+                      direct_activity_seconds=[d.activity_seconds for d in direct],
+                      failures=[f"{d.run.workflow_id}: {d.run.message}" for d in durable if not d.run.ok]
+                      + [f"direct run {i + 1}: {d.message}" for i, d in enumerate(direct) if not d.ok],
+                      tenants=tenants, cleaned_up=cleaned)
