@@ -51,8 +51,8 @@ async def test_bench_against_the_lab_counts_calls_per_layer_and_leaves_the_lab_c
         dev_env: WorkflowEnvironment, bench_lab: LabEndpoints, tmp_path: Path) -> None:
     lab = bench_lab
     before = world_snapshot(lab)
-    done = run_bench(dev_env, "--tenants", "2", "--gate-runs", "1", "--latency-ms", "1", "--tax-pairs", "1", "--lab-dir",
-                     str(lab.state_dir), "--log-dir", str(tmp_path), "--output", "json")
+    done = run_bench(dev_env, "--tenants", "2", "--gate-runs", "1", "--latency-ms", "1", "--tax-pairs", "1",
+                     "--lab-dir", str(lab.state_dir), "--log-dir", str(tmp_path), "--output", "json")
     assert done.returncode == 0, done.stderr + done.stdout
     figures = json.loads(done.stdout)
     assert figures["lab_run"]["ok"] and figures["lab_cleaned_up"] and figures["failures"] == []
