@@ -33,9 +33,10 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.errors import fail
-from activities.slurm_cli import SlurmCtl, parse_keyvalues, parse_node_states, parse_sbatch, word
+from activities.slurm_cli import SlurmCtl, command_error, parse_keyvalues, parse_node_states, parse_sbatch, word
 from models.onboarding import StepInput, StepResult
 from models.results import Finding
 from models.sku import lookup_sku
@@ -48,6 +49,8 @@ BUSBW_TOO_LOW = 0.8
 """A busbw below this fraction of the tier expectation is a finding (runbook: 'dramatically below')."""
 FOUR_GB = 4 * 1024**3
 WEKA_FS_TYPES = ("wekafs",)
+ASSOCIATION_LAG = re.compile(r"Invalid account or account/partition combination", re.IGNORECASE)
+"""sbatch's answer while slurmctld has not yet loaded an association or partition made moments ago."""
 
 
 class SmokeSettings(BaseSettings):
@@ -112,7 +115,14 @@ def run_job(ctl: SlurmCtl, c: TenantContract, account: Account, name: str, scrip
             f"--partition={word(c.slug)}", f"--account={word(c.user_account)}", f"--job-name=smoke-{name}",
             f"--nodelist={','.join(nodes)}", f"--output=smoke-{name}-%j.out", "--time=00:05:00", *extra,
             "--wrap", script]
-    job = parse_sbatch(ctl.run(argv).stdout)
+    submitted = ctl.run(argv, check=False)
+    if submitted.exit_code != 0 and ASSOCIATION_LAG.search(submitted.stderr):
+        raise ApplicationError(f"sbatch refused the account {c.user_account} on partition {c.slug}: "
+                               f"{submitted.stderr.strip()} (slurmctld may not have loaded the new association "
+                               "or partition yet; retried)", type="Unavailable")
+    if submitted.exit_code != 0:
+        raise command_error(argv, submitted)
+    job = parse_sbatch(submitted.stdout)
     deadline, delay = time.monotonic() + JOB_TIMEOUT_S, 0.5
     while True:
         info = parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout)
