@@ -15,6 +15,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from activities.errors import http_error
+from activities.httpretry import send
 from activities.settings import settings
 
 SERVICE = "authentik"
@@ -102,7 +103,7 @@ class AuthentikClient:
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            return self._http.request(method, path, **kwargs)
+            return send(self._http, method, path, **kwargs)
         except httpx.TransportError as exc:
             raise http_error(SERVICE, 503,
                              f"{method} {path} did not complete: {type(exc).__name__}") from None

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import ldap_check
 from activities.authentik_client import AuthentikClient, Group, LdapProvider, User
-from activities.errors import fail
+from activities.errors import TRANSIENT, fail
 from activities.settings import settings
 from models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from models.plan import Action, PlanStep
@@ -169,6 +169,8 @@ def preflight(inp: StepInput) -> StepResult:
         with AuthentikClient.from_settings() as ak:
             findings.extend(_authentik_findings(ak, inp.contract))
     except ApplicationError as err:
+        if err.type == TRANSIENT:
+            raise
         findings.append(_finding("identity.authentik", f"Authentik API is not usable: {err}", "",
                                  "check AUTHENTIK_URL and that the API token is valid and may read users, "
                                  "groups and providers"))

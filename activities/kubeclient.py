@@ -1,9 +1,10 @@
 """Kubernetes clients for an explicit target (kubeconfig + context), never the current context.
 
 ``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for
-one context. ``call`` runs a client call and maps ``ApiException`` to Temporal
-errors; ``get_or_none`` treats 404 as absence. ``exec_in`` runs a command in a
-pod (or the first pod of a Deployment) over the exec websocket.
+one context, whose reads retry transient failures in place (:mod:`activities.httpretry`).
+``call`` runs a client call and maps ``ApiException`` to Temporal errors;
+``get_or_none`` treats 404 as absence. ``exec_in`` runs a command in a pod (or the first
+pod of a Deployment) over the exec websocket.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.stream import stream
 from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
 
 from activities.errors import http_error
+from activities.httpretry import kube_retries
 from models.targets import KubeTarget
 
 T = TypeVar("T")
@@ -28,13 +31,19 @@ _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
 
 
+def _new_client(target: KubeTarget) -> client.ApiClient:
+    conf = client.Configuration()
+    config.load_kube_config(config_file=target.kubeconfig, context=target.context, client_configuration=conf)
+    conf.retries = kube_retries()
+    return client.ApiClient(configuration=conf)
+
+
 def api_client(target: KubeTarget) -> client.ApiClient:
     key = (target.kubeconfig, target.context)
     with _lock:
         cached = _clients.get(key)
         if cached is None:
-            cached = config.new_client_from_config(config_file=target.kubeconfig, context=target.context)
-            _clients[key] = cached
+            cached = _clients[key] = _new_client(target)
         return cached
 
 
@@ -85,25 +94,30 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     running = [str(p.metadata.name) for p in pods.items
                if p.metadata is not None and p.status is not None and p.status.phase == "Running"]
     if not running:
-        raise http_error(f"kubernetes {target.context}", 503,
-                         f"deployment {namespace}/{deployment} has no running pod")
+        raise ApplicationError(f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod",
+                               type="NoRunningPod")
     return sorted(running)[0]
 
 
 def exec_in(target: KubeTarget, namespace: str, pod: str, argv: list[str],
             container: str | None = None, timeout_s: int = 120) -> ExecOutput:
-    """Run ``argv`` in a pod; return stdout, stderr and the exit code."""
-    core = client.CoreV1Api(api_client(target))
+    """Run ``argv`` in a pod; return stdout, stderr and the exit code.
+
+    The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
+    websocket call while it runs, so on the shared client a concurrent request from another activity thread
+    went out as a websocket handshake ("Handshake status 200 OK"), and two overlapping execs could leave the
+    shared client patched for good."""
     kwargs: dict[str, Any] = {"command": argv, "stderr": True, "stdin": False, "stdout": True, "tty": False,
                               "_preload_content": False}
     if container:
         kwargs["container"] = container
-    resp = call(target, stream, core.connect_get_namespaced_pod_exec, pod, namespace, **kwargs)
-    try:
-        resp.run_forever(timeout=timeout_s)
-        stdout = resp.read_stdout() if resp.peek_stdout() else ""
-        stderr = resp.read_stderr() if resp.peek_stderr() else ""
-        code = resp.returncode
-    finally:
-        resp.close()
+    with _new_client(target) as api:
+        resp = call(target, stream, client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, **kwargs)
+        try:
+            resp.run_forever(timeout=timeout_s)
+            stdout = resp.read_stdout() if resp.peek_stdout() else ""
+            stderr = resp.read_stderr() if resp.peek_stderr() else ""
+            code = resp.returncode
+        finally:
+            resp.close()
     return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code if code is not None else -1))

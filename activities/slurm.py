@@ -25,7 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import kubeclient
-from activities.errors import fail
+from activities.errors import TRANSIENT, fail
 from activities.settings import settings
 from activities.slurm_cli import (
     ACCOUNT_FORMAT,
@@ -448,6 +448,8 @@ def preflight(inp: StepInput) -> StepResult:
     try:
         ctl = _ctl(c)
     except ApplicationError as err:
+        if err.type == TRANSIENT:
+            raise
         cfg = settings()
         check("controller", False, f"the slurmctld deployment {cfg.slurm_namespace}/{cfg.slurm_controller} has no "
               f"pod to run commands in: {err.message}", "check that slurmctld runs there, or set "

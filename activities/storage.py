@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import kubeclient
-from activities.errors import fail
+from activities.errors import TRANSIENT, fail
 from activities.settings import settings
 from activities.weka_client import Credentials, Filesystem, Quota, WekaClient, org_admin_credentials
 from models.onboarding import StepInput, StepResult, UndoInput
@@ -106,7 +106,9 @@ def _org_is_ours(contract: TenantContract) -> bool:
     try:
         with WekaClient.from_settings(org_admin_credentials(contract.slug)) as org:
             org.login()
-    except ApplicationError:
+    except ApplicationError as err:
+        if err.type == TRANSIENT:
+            raise
         return False
     return True
 
@@ -148,6 +150,8 @@ def preflight(inp: StepInput) -> StepResult:
         with WekaClient.from_settings() as weka:
             findings = _weka_findings(weka, inp.contract)
     except ApplicationError as err:
+        if err.type == TRANSIENT:
+            raise
         findings = [Finding(check="storage.weka", ok=False, message=f"Weka API is not usable: {err}",
                             fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)")]
     return StepResult(facts=inp.facts, findings=findings)

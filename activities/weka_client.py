@@ -19,6 +19,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from activities.errors import http_error
+from activities.httpretry import send
 from activities.settings import settings
 
 SERVICE = "weka"
@@ -130,7 +131,7 @@ class WekaClient:
     def _send(self, method: str, path: str, *, auth: bool = True, **kwargs: Any) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self._access}"} if auth and self._access else {}
         try:
-            return self._http.request(method, path, headers=headers, **kwargs)
+            return send(self._http, method, path, headers=headers, **kwargs)
         except httpx.TransportError as exc:
             raise http_error(SERVICE, 503,
                              f"{method} {path} did not complete: {type(exc).__name__}") from None

@@ -1,0 +1,59 @@
+"""Retrying idempotent reads in place: a 429, a 5xx or a dropped connection on a GET is tried again a few times
+inside the same activity attempt (honouring ``Retry-After``) before the failure goes to the activity's retry policy.
+
+Without this, one activity that makes many reads fails whole as soon as any single read hits a transient fault,
+so a dependency failing a modest share of its requests exhausts the step's attempts. Writes are never retried
+here: a write whose answer was lost may have happened, and only the activity (which reads before it writes) can
+tell. A ``Retry-After`` longer than :data:`MAX_IN_PLACE_WAIT_S` is left to the activity retry, which honours it
+through ``next_retry_delay``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+from urllib3.util.retry import Retry
+
+from activities.errors import retry_after_seconds
+
+READ_METHODS = frozenset({"GET", "HEAD"})
+TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+READ_ATTEMPTS = 4
+BACKOFF_S = 0.2
+MAX_IN_PLACE_WAIT_S = 10.0
+
+
+def _wait_s(attempt: int, retry_after: str | None) -> float | None:
+    """Seconds to wait before the next try, or None when the server asks for longer than we wait in place."""
+    asked = retry_after_seconds(retry_after)
+    if asked is None:
+        return BACKOFF_S * 2 ** attempt
+    return asked if asked <= MAX_IN_PLACE_WAIT_S else None
+
+
+def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """``http.request``; a read is retried in place on a transient answer or transport error."""
+    tries = READ_ATTEMPTS if method.upper() in READ_METHODS else 1
+    for attempt in range(1, tries):
+        try:
+            response = http.request(method, path, **kwargs)
+        except httpx.TransportError:
+            time.sleep(BACKOFF_S * 2 ** attempt)
+            continue
+        if response.status_code not in TRANSIENT_STATUS:
+            return response
+        wait = _wait_s(attempt, response.headers.get("Retry-After"))
+        if wait is None:
+            return response
+        time.sleep(wait)
+    return http.request(method, path, **kwargs)
+
+
+def kube_retries() -> Retry:
+    """The same policy for the kubernetes client's urllib3 pool: reads only, the last answer is returned (not
+    raised) so the status and ``Retry-After`` reach :func:`activities.errors.http_error`."""
+    return Retry(total=READ_ATTEMPTS - 1, backoff_factor=BACKOFF_S, status_forcelist=TRANSIENT_STATUS,
+                 allowed_methods=READ_METHODS, respect_retry_after_header=True, raise_on_status=False,
+                 raise_on_redirect=False)
