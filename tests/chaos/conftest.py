@@ -1,4 +1,4 @@
-"""Chaos fixtures: one lab and one restartable Temporal dev server (SQLite file) for the session, and the summary table.
+"""Chaos fixtures: the session lab, one restartable Temporal dev server (SQLite file) and the summary table.
 
 Every test here is marked ``chaos``; the table of scenarios, crashes, faults and
 lost/duplicated objects is printed at the end of the pytest run.
@@ -7,7 +7,6 @@ lost/duplicated objects is printed at the end of the pytest run.
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,13 +19,13 @@ from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
 from lab.endpoints import LabEndpoints
-from lab.supervisor import down, up
 from models.onboarding import OnboardingResult
 from models.tenant import TenantContract
 from starter.client import TenantflowClient
 from starter.contracts import load_tenant
 from starter.devserver import DevServer, free_port
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
+from tests.integration.runs import offboard
 from tests.workflow.contract import EXAMPLES
 
 
@@ -48,14 +47,10 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def chaos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
-    if os.geteuid() != 0:
-        pytest.skip("the lab's real slapd and Slurm need root")
-    state = Path(tmp_path_factory.mktemp("chaos-lab", numbered=True))
-    try:
-        yield up(state)
-    finally:
-        down(state)
+def chaos_lab(lab: LabEndpoints) -> LabEndpoints:
+    """The session's one lab (tests/conftest.py): chaos tests leave it as the baseline left it, and the
+    baseline offboards tenant-foo (purge) at the end of the session."""
+    return lab
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +88,19 @@ async def rig(chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path: Path) 
 def tenant(lab: LabEndpoints, slug: str = "tenant-foo", **updates: Any) -> TenantContract:
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
     return contract.model_copy(update={"slug": slug, **updates})
+
+
+def small_tenant(lab: LabEndpoints, slug: str, usernames: tuple[str, str], nodes: list[str] | None = None
+                 ) -> TenantContract:
+    """A two-node, two-user tenant with names of its own (users, team account, no login hostname)."""
+    foo = tenant(lab)
+    users = [u.model_copy(update={"username": name, "email": f"{name}@{slug}.example"})
+             for u, name in zip(foo.users, usernames, strict=False)]
+    return foo.model_copy(update={
+        "slug": slug, "display_name": slug.title(), "users": users,
+        "capacity": foo.capacity.model_copy(update={"gpus": 16, "nodes": nodes}),
+        "slurm": foo.slurm.model_copy(update={"team_account": f"ml-team-{slug.removeprefix('tenant-')}"}),
+        "login": foo.login.model_copy(update={"hostname": None})})
 
 
 async def approve_and_wait(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
@@ -142,3 +150,9 @@ async def baseline(chaos_server: DevServer, chaos_lab: LabEndpoints,
         worker.stop()
     STATS.notes.append(f"undisturbed onboarding of tenant-foo ended {end[0]}: {end[1][:120]}")
     yield Baseline(before, end, after)
+    worker.start()
+    try:
+        gone = await offboard(api, tenant(chaos_lab), purge=True)
+    finally:
+        worker.stop()
+    assert gone.status == "completed", gone.message

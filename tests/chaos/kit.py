@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from temporalio.client import WorkflowHandle
 from lab.endpoints import LabEndpoints
 from models.status import RunStatus, StepRecord
 from starter.client import TenantflowClient
+from tests.integration.world import describe_diff
 from tests.labfixture import lab_services, snapshot
 from worker.config import TemporalSettings
 
@@ -34,6 +36,7 @@ class ChaosStats:
     crashes: int = 0
     server_restarts: int = 0
     faults: int = 0
+    slowed: int = 0
     runs_completed: int = 0
     runs_failed_as_expected: int = 0
     lost: int = 0
@@ -42,7 +45,9 @@ class ChaosStats:
 
     def rows(self) -> list[tuple[str, int]]:
         return [("scenarios run", self.scenarios), ("worker crashes injected (SIGKILL)", self.crashes),
-                ("dev server restarts", self.server_restarts), ("dependency faults injected", self.faults),
+                ("dev server restarts", self.server_restarts),
+                ("dependency faults injected (errors, drops)", self.faults),
+                ("requests slowed down (latency faults)", self.slowed),
                 ("runs reaching their expected end state", self.runs_completed),
                 ("runs refused or failed fast as expected", self.runs_failed_as_expected),
                 ("objects lost", self.lost), ("objects duplicated", self.duplicated)]
@@ -143,15 +148,17 @@ def object_keys(state: dict[str, Any]) -> list[str]:
     return keys
 
 
-def compare_worlds(expected: dict[str, Any], actual: dict[str, Any]) -> None:
-    """Count lost and duplicated objects into STATS and assert the two worlds are equal."""
+def compare_worlds(expected: dict[str, Any], actual: dict[str, Any],
+                   view: Callable[[dict[str, Any]], Any] = dict) -> None:
+    """Count lost and duplicated objects into STATS and assert the two worlds are equal (as seen through
+    ``view``, which may leave out what legitimately differs)."""
     want, have = object_keys(expected), object_keys(actual)
     lost = sorted(set(want) - set(have))
     duplicated = sorted({k for k in have if have.count(k) > max(1, want.count(k))} | (set(have) - set(want)))
     STATS.lost += len(lost)
     STATS.duplicated += len(duplicated)
     assert not lost and not duplicated, f"lost {lost}, duplicated or extra {duplicated}"
-    assert actual == expected
+    assert view(actual) == view(expected), describe_diff(view(expected), view(actual))
 
 
 def set_faults(lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7,
@@ -163,16 +170,25 @@ def set_faults(lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7,
 
 
 def clear_faults(lab: LabEndpoints) -> int:
-    """Remove every fault rule; return how many faults fired (and add them to STATS)."""
+    """Remove every fault rule and reset the journals; return how many faults fired (errors and dropped
+    connections; added to STATS, as are the slowed-down requests)."""
     fired = 0
     for url in lab_services(lab).values():
         with httpx.Client(base_url=url, verify=False, timeout=10) as http:
             http.delete("/_lab/faults").raise_for_status()
-            fired += sum(http.get("/_lab/requests").json()["injected"].get(k, 0)
-                         for k in ("drop", "429", "500", "502", "503", "504"))
+            injected: dict[str, int] = http.get("/_lab/requests").json()["injected"]
+            fired += sum(n for kind, n in injected.items() if kind != "latency")
+            STATS.slowed += injected.get("latency", 0)
             http.delete("/_lab/requests").raise_for_status()
     STATS.faults += fired
     return fired
+
+
+def faulted_requests(lab: LabEndpoints, service: str, method: str, path: str) -> list[dict[str, Any]]:
+    """Journal entries of ``service`` for ``method`` on paths matching ``path`` that got an injected fault."""
+    with httpx.Client(base_url=lab_services(lab)[service], verify=False, timeout=10) as http:
+        entries: list[dict[str, Any]] = http.get("/_lab/requests").json()["requests"]
+    return [e for e in entries if e["injected"] and e["method"] == method and re.search(path, e["path"])]
 
 
 def step(status: RunStatus, name: str) -> StepRecord | None:

@@ -1,10 +1,10 @@
 """SIGKILL the worker process between activities and inside long activities; the runs end as undisturbed ones do.
 
 Kills between activities happen while the run waits at a gate (no task in
-flight); kills inside an activity hit the heartbeating ones, whose heartbeat
-timeout lets the server retry them on the new worker. (A kill inside a short,
-non-heartbeating step stalls the run for that step's whole start-to-close
-timeout, 5 minutes: too slow for this suite, reported as a gap.)
+flight); a kill inside an activity is noticed by the server at the step's
+heartbeat timeout (60 s for every step, short ones included), which then
+retries it on the new worker. Each such kill costs that minute, so the suite
+makes one per workflow (login.release, made slow by a latency fault).
 
 Onboarding is compared with the session's undisturbed run of the same tenant
 (the whole lab world, Slurm included: nothing lost, nothing duplicated);

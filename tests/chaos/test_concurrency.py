@@ -1,0 +1,80 @@
+"""Two tenants started at the same time ask for the same two nodes: exactly one gets them.
+
+Both pass preflight (no Reservation exists yet) and are approved at the same moment, so they race at the
+Reservation: the reservation operator grants the nodes to one and reports the other's conflict, whose run fails
+naming the node and the holder and rolls back. Nothing of the loser is left in any layer (world diff); the
+winner is offboarded with purge, leaving only the deactivated user records the runbook keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+
+from lab.endpoints import LabEndpoints
+from models.tenant import TenantContract
+from starter.client import TenantflowClient
+from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant
+from tests.chaos.kit import STATS
+from tests.integration.runs import offboard
+from tests.integration.world import diff, world_snapshot
+
+USERS = {"tenant-ra": ("ria", "rob"), "tenant-rb": ("rue", "rex")}
+
+
+def free_nodes(lab: LabEndpoints) -> list[str]:
+    """Ready, schedulable GPU nodes no tenant holds, by name (what ``kubectl get nodes`` shows)."""
+    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", "get",
+                           "nodes", "-l", "!reserved.tenant,node.kubernetes.io/instance-type", "-o", "json"],
+                          env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60,
+                          check=True)
+    return sorted(n["metadata"]["name"] for n in json.loads(done.stdout)["items"]
+                  if not n["spec"].get("unschedulable")
+                  and {"type": "Ready", "status": "True"}.items() <= next(
+                      (c for c in n["status"]["conditions"] if c["type"] == "Ready"), {}).items())
+
+
+async def race(api: TenantflowClient, contracts: list[TenantContract]) -> list[tuple[str, str]]:
+    """Start both, approve both plans together, and return how each ended."""
+    handles = await asyncio.gather(*(api.start_onboarding(c) for c in contracts))
+    plans = await asyncio.gather(*(api.wait_for_plan(h.id) for h in handles))
+    await asyncio.gather(*(api.approve(h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True)))
+    return list(await asyncio.gather(*(outcome(api, h.id) for h in handles)))
+
+
+def mentioning(lines: list[str], words: tuple[str, ...]) -> list[str]:
+    return [line for line in lines if any(word in line for word in words)]
+
+
+async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
+    STATS.scenarios += 1
+    assert baseline.end[0] == "completed"
+    nodes = free_nodes(chaos_lab)[:2]
+    assert len(nodes) == 2, nodes
+    contracts = [small_tenant(chaos_lab, slug, users, nodes) for slug, users in USERS.items()]
+    before = world_snapshot(chaos_lab)
+    ends = await race(rig.api, contracts)
+
+    won = [c for c, end in zip(contracts, ends, strict=True) if end[0] == "completed"]
+    assert len(won) == 1, ends
+    winner = won[0]
+    loser, (state, message) = next((c, e) for c, e in zip(contracts, ends, strict=True) if c is not winner)
+    assert state == "failed", message
+    assert f"Reservation {loser.reservation_name} conflicts" in message, message
+    assert all(f"node {n} is already in Reservation {winner.reservation_name} of tenant {winner.slug}" in message
+               for n in nodes), message
+    STATS.runs_completed += 1
+    STATS.runs_failed_as_expected += 1
+    STATS.notes.append(f"race for {', '.join(nodes)}: {winner.slug} won; {loser.slug}: {message[:100]}")
+
+    left = diff(before, world_snapshot(chaos_lab))
+    assert not mentioning(left, (loser.slug, *USERS[loser.slug])), "\n".join(left)
+    assert left, "the winner wrote nothing"
+
+    gone = await offboard(rig.api, winner, purge=True)
+    assert gone.status == "completed", gone.message
+    residue = diff(before, world_snapshot(chaos_lab))
+    assert all(line.startswith("+ ") for line in residue), "\n".join(residue)
+    assert mentioning(residue, USERS[winner.slug]) == residue, "\n".join(residue)
