@@ -36,8 +36,8 @@ from workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 
 T = TypeVar("T")
 
-RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "WorkerEnrollment": EnrollmentResult,
-                                 "WorkerDecommission": DecommissionResult}
+RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "TenantOffboarding": OffboardingResult,
+                                 "WorkerEnrollment": EnrollmentResult, "WorkerDecommission": DecommissionResult}
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 
 
