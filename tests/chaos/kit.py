@@ -131,8 +131,13 @@ def slurm_dump(lab: LabEndpoints) -> dict[str, list[str]]:
 
 
 def world(lab: LabEndpoints) -> dict[str, Any]:
-    """Every stand-in's state plus the Slurm accounting, normalized for comparison."""
-    return {"http": normalized(snapshot(lab)), "slurm": slurm_dump(lab)}
+    """Every stand-in's state plus the Slurm accounting, normalized for comparison.
+
+    Deactivated Authentik users are left out: offboarding keeps them by design (the runbook keeps user
+    records), so the session's earlier tests leave some; a user a run wrongly deactivates shows as lost."""
+    http = normalized(snapshot(lab))
+    http["authentik"]["users"] = [u for u in http["authentik"]["users"] if u.get("is_active", True)]
+    return {"http": http, "slurm": slurm_dump(lab)}
 
 
 def object_keys(state: dict[str, Any]) -> list[str]:

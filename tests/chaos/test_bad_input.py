@@ -88,7 +88,7 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
         ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "Failed decoding arguments"),
         ("approve_plan", {"plan_hash": status.plan_hash, "sneaky": True}, "Failed decoding arguments"),
         ("approve_plan", {"plan_hash": status.plan_hash * 1000}, "Failed decoding arguments"),
-        ("answer_gate", GateAnswer(), "answer_gate"),
+        ("answer_gate", GateAnswer(), "answer"),  # a gate answer without its gate name
     ]
     for update, payload, message in refusals:
         with pytest.raises(WorkflowUpdateFailedError) as refused:

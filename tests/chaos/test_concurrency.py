@@ -19,9 +19,9 @@ from starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant
 from tests.chaos.kit import STATS
 from tests.integration.runs import offboard
-from tests.integration.world import diff, world_snapshot
+from tests.integration.world import World, diff, world_snapshot
 
-USERS = {"tenant-ra": ("ria", "rob"), "tenant-rb": ("rue", "rex")}
+USERS = {"tenant-ra": ("racer-a1", "racer-a2"), "tenant-rb": ("racer-b1", "racer-b2")}
 
 
 def free_nodes(lab: LabEndpoints) -> list[str]:
@@ -56,10 +56,22 @@ async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEnd
     contracts = [small_tenant(chaos_lab, slug, users, nodes) for slug, users in USERS.items()]
     before = world_snapshot(chaos_lab)
     ends = await race(rig.api, contracts)
-
     won = [c for c, end in zip(contracts, ends, strict=True) if end[0] == "completed"]
-    assert len(won) == 1, ends
-    winner = won[0]
+    try:
+        assert len(won) == 1, ends
+        check_race(before, world_snapshot(chaos_lab), nodes, won[0], ends, contracts)
+    finally:
+        for contract in won:
+            gone = await offboard(rig.api, contract, purge=True)
+            assert gone.status == "completed", gone.message
+    residue = diff(before, world_snapshot(chaos_lab))
+    assert all(line.startswith("+ ") for line in residue), "\n".join(residue)
+    assert mentioning(residue, USERS[won[0].slug]) == residue, "\n".join(residue)
+
+
+def check_race(before: World, after: World, nodes: list[str], winner: TenantContract,
+               ends: list[tuple[str, str]], contracts: list[TenantContract]) -> None:
+    """The loser failed naming the nodes and their holder, and left nothing anywhere."""
     loser, (state, message) = next((c, e) for c, e in zip(contracts, ends, strict=True) if c is not winner)
     assert state == "failed", message
     assert f"Reservation {loser.reservation_name} conflicts" in message, message
@@ -68,13 +80,6 @@ async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEnd
     STATS.runs_completed += 1
     STATS.runs_failed_as_expected += 1
     STATS.notes.append(f"race for {', '.join(nodes)}: {winner.slug} won; {loser.slug}: {message[:100]}")
-
-    left = diff(before, world_snapshot(chaos_lab))
+    left = diff(before, after)
     assert not mentioning(left, (loser.slug, *USERS[loser.slug])), "\n".join(left)
     assert left, "the winner wrote nothing"
-
-    gone = await offboard(rig.api, winner, purge=True)
-    assert gone.status == "completed", gone.message
-    residue = diff(before, world_snapshot(chaos_lab))
-    assert all(line.startswith("+ ") for line in residue), "\n".join(residue)
-    assert mentioning(residue, USERS[winner.slug]) == residue, "\n".join(residue)
