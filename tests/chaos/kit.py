@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -138,6 +139,32 @@ def world(lab: LabEndpoints) -> dict[str, Any]:
     http = normalized(snapshot(lab))
     http["authentik"]["users"] = [u for u in http["authentik"]["users"] if u.get("is_active", True)]
     return {"http": http, "slurm": slurm_dump(lab)}
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+RECREATED = frozenset({"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime",
+                       "gidNumber"})
+"""What recreating an object changes by itself: kube identity, versions and condition times, and the tenant
+group's gidNumber (Authentik's num_pk of the new group, copied to its users)."""
+
+
+def comparable(state: Any) -> Any:
+    """A world without generated UUIDs (kube uids, Weka object and token uids, Authentik group pks) and
+    :data:`RECREATED` keys, its objects keyed by name so that a difference names the object."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in RECREATED}
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            keys = [next((str(v[k]) for k in ("name", "username", "path") if k in v), "") for v in value]
+            if "group" in value[0] and "resource" in value[0]:
+                keys = [f"{v['group']}/{v['resource']}/{v['namespace']}/{v['name']}" for v in value]
+            if all(keys) and len(set(keys)) == len(keys):
+                return {key: strip(v) for key, v in zip(keys, value, strict=True)}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads(UUID.sub("<uuid>", json.dumps(state))))
 
 
 def object_keys(state: dict[str, Any]) -> list[str]:

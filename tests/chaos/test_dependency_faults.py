@@ -12,15 +12,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from itertools import pairwise
 from typing import Any
 
 from lab.endpoints import LabEndpoints
 from starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, tenant
-from tests.chaos.kit import STATS, clear_faults, compare_worlds, faulted_requests, set_faults, world
+from tests.chaos.kit import STATS, clear_faults, comparable, compare_worlds, faulted_requests, set_faults, world
 from tests.integration.runs import offboard, onboard
 from tests.labfixture import journal_writes, reset_journals
 
@@ -36,32 +34,6 @@ def storm(read_status: int) -> list[dict[str, Any]]:
         {"methods": ["GET"], "error_rate": 0.3, "error_status": read_status, "drop_rate": 0.05, "latency_ms": 20},
         {"error_rate": 0.1, "error_status": 429, "retry_after_s": 1, "drop_rate": 0.03, "latency_ms": 20},
     ]
-
-
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-RECREATED = frozenset({"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime",
-                       "gidNumber"})
-"""What recreating an object changes by itself: kube identity, versions and condition times, and the tenant
-group's gidNumber (Authentik's num_pk of the new group, copied to its users)."""
-
-
-def comparable(state: Any) -> Any:
-    """A world without generated UUIDs (kube uids, Weka object and token uids, Authentik group pks) and
-    :data:`RECREATED` keys, its objects keyed by name so that a difference names the object."""
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in RECREATED}
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            keys = [next((str(v[k]) for k in ("name", "username", "path") if k in v), "") for v in value]
-            if "group" in value[0] and "resource" in value[0]:
-                keys = [f"{v['group']}/{v['resource']}/{v['namespace']}/{v['name']}" for v in value]
-            if all(keys) and len(set(keys)) == len(keys):
-                return {key: strip(v) for key, v in zip(keys, value, strict=True)}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return strip(json.loads(UUID.sub("<uuid>", json.dumps(state))))
 
 
 async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: LabEndpoints,
