@@ -1,4 +1,4 @@
-"""Chaos fixtures: the session lab, one restartable Temporal dev server (SQLite file) and the summary table.
+"""Chaos fixtures: a lab of their own, one restartable Temporal dev server (SQLite file) and the summary table.
 
 Every test here is marked ``chaos``; the table of scenarios, crashes, faults and
 lost/duplicated objects is printed at the end of the pytest run.
@@ -7,6 +7,7 @@ lost/duplicated objects is printed at the end of the pytest run.
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
 from lab.endpoints import LabEndpoints
+from lab.supervisor import down, up
 from models.onboarding import OnboardingResult
 from models.tenant import TenantContract
 from starter.client import TenantflowClient
@@ -47,10 +49,17 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def chaos_lab(lab: LabEndpoints) -> LabEndpoints:
-    """The session's one lab (tests/conftest.py): chaos tests leave it as the baseline left it, and the
-    baseline offboards tenant-foo (purge) at the end of the session."""
-    return lab
+def chaos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
+    """A lab of the chaos suite's own: its baseline keeps tenant-foo onboarded for the whole session (offboarded
+    at the end), which the integration tests sharing the session ``lab`` must not see."""
+    if os.geteuid() != 0:
+        pytest.skip("the lab's real slapd and Slurm need root")
+    state = Path(tmp_path_factory.mktemp("chaoslab", numbered=True))
+    endpoints = up(state)
+    try:
+        yield endpoints
+    finally:
+        down(state)
 
 
 @pytest.fixture(scope="session")
