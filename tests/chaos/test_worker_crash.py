@@ -102,7 +102,9 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str,
         crash.restart_after_crash()
     await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])
     if crash:
-        await wait_until(api, handle, running("worker.wait_convergence"), what="convergence wait")
+        await wait_until(api, handle, lambda s: running("worker.wait_convergence")(s)
+                         or s.stage.startswith("gate:approve_adoption"),
+                         what="convergence wait (or the adoption gate when convergence was quicker than a poll)")
         crash.restart_after_crash()
     await gate("approve_adoption")
     if crash:

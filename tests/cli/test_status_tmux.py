@@ -47,7 +47,7 @@ async def test_status_watch_shows_gate_and_approve_command(fake_api: TenantflowC
                                      "stage=gate:approve_plan"])
         await fake_api.approve(handle.id, waiting.plan_hash)
         await handle.result()
-        final = await screen_until(session, ["stage=completed", "EXIT=0"])
+        final = await screen_until(session, ["stage=completed", "EXIT=0"], timeout_s=240)
         assert "waiting on gate" not in final
     finally:
         await tmux("kill-session", "-t", session)
