@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from lab.endpoints import LabEndpoints
-from lab.supervisor import down, up
+from tests.labfixture import whole_lab
 from tests.temporal_env import start_dev_server, start_time_skipping
 
 
@@ -32,11 +30,4 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
     """One whole lab (``lab up``) for the session; tests leave it as they found it."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab's real slapd and Slurm need root")
-    state = Path(tmp_path_factory.mktemp("lab", numbered=True))
-    endpoints = up(state)
-    try:
-        yield endpoints
-    finally:
-        down(state)
+    yield from whole_lab(tmp_path_factory, "lab")

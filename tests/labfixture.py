@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from temporalio.client import Client
 
 from activities.settings import settings as service_settings
 from lab.endpoints import LabEndpoints
+from lab.supervisor import down, up
 from starter.client import TenantflowClient
 from worker.config import WorkerSettings
 from worker.run import run_worker
@@ -82,3 +84,14 @@ async def lab_worker(client: Client, lab: LabEndpoints) -> AsyncIterator[Tenantf
 
 def lab_dir(base: Path) -> Path:
     return base / "lab"
+
+
+def whole_lab(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[LabEndpoints]:
+    """A whole lab (``lab up``) in a fresh numbered folder, stopped by PID afterwards; skips without root."""
+    if os.geteuid() != 0:
+        pytest.skip("the lab's real slapd and Slurm need root")
+    state = Path(tmp_path_factory.mktemp(name, numbered=True))
+    try:
+        yield up(state)
+    finally:
+        down(state)

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from lab.endpoints import LabEndpoints
-from lab.supervisor import down, up
+from tests.labfixture import whole_lab
 
 
 @pytest.fixture(scope="session")
 def bench_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
-    if os.geteuid() != 0:
-        pytest.skip("the lab's real slapd and Slurm need root")
-    state = Path(tmp_path_factory.mktemp("bench-lab", numbered=True))
-    try:
-        yield up(state)
-    finally:
-        down(state)
+    """The bench tests' own lab."""
+    yield from whole_lab(tmp_path_factory, "bench-lab")

@@ -7,7 +7,6 @@ lost/duplicated objects is printed at the end of the pytest run.
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
 from lab.endpoints import LabEndpoints
-from lab.supervisor import down, up
 from models.onboarding import OnboardingResult
 from models.tenant import TenantContract
 from starter.client import TenantflowClient
@@ -28,6 +26,7 @@ from starter.contracts import load_tenant
 from starter.devserver import DevServer, free_port
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
 from tests.integration.runs import offboard
+from tests.labfixture import whole_lab
 from tests.workflow.contract import EXAMPLES
 
 
@@ -52,14 +51,7 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
 def chaos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
     """A lab of the chaos suite's own: its baseline keeps tenant-foo onboarded for the whole session (offboarded
     at the end), which the integration tests sharing the session ``lab`` must not see."""
-    if os.geteuid() != 0:
-        pytest.skip("the lab's real slapd and Slurm need root")
-    state = Path(tmp_path_factory.mktemp("chaoslab", numbered=True))
-    endpoints = up(state)
-    try:
-        yield endpoints
-    finally:
-        down(state)
+    yield from whole_lab(tmp_path_factory, "chaoslab")
 
 
 @pytest.fixture(scope="session")
