@@ -25,6 +25,8 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.settings import settings as service_settings
@@ -40,6 +42,7 @@ from worker.config import WorkerSettings
 from worker.registry import ACTIVITIES
 from worker.run import run_worker
 from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+from workflows.steps import STEP_RETRY
 
 
 class LabFigures(BaseModel):
@@ -123,14 +126,40 @@ class DirectRun(BaseModel):
     message: str = ""
 
 
+def retryable(exc: Exception, policy: RetryPolicy) -> bool:
+    """Whether Temporal would retry ``exc`` under ``policy``: any error but a non-retryable application error."""
+    if isinstance(exc, ApplicationError):
+        return not exc.non_retryable and exc.type not in (policy.non_retryable_error_types or [])
+    return True
+
+
+async def retried(fn: Callable[..., Any], arg: Any, policy: RetryPolicy) -> Any:
+    """``fn(arg)`` retried as the workflow's activity options would, so a direct run meets the same transient
+    refusals (a slurmctld still loading a new association) with the same patience as a durable one."""
+    delay = policy.initial_interval.total_seconds()
+    ceiling = policy.maximum_interval.total_seconds() if policy.maximum_interval else delay * 100
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            result = fn(arg)
+            return await result if asyncio.iscoroutine(result) else result
+        except Exception as exc:
+            if attempt >= policy.maximum_attempts > 0 or not retryable(exc, policy):
+                raise
+            pause = exc.next_retry_delay if isinstance(exc, ApplicationError) and exc.next_retry_delay else None
+            await asyncio.sleep(pause.total_seconds() if pause else delay)
+            delay = min(delay * policy.backoff_coefficient, ceiling)
+
+
 async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> DirectRun:
-    """The onboarding's activities as plain calls, in the workflow's order, in this process; timed."""
+    """The onboarding's activities as plain calls, in the workflow's order and with its retry policy, in this
+    process; timed."""
     timings: dict[str, float] = {}
 
     async def call(name: str, arg: StepInput) -> Any:
         began = time.perf_counter()
-        result = functions[name](arg)
-        outcome = await result if asyncio.iscoroutine(result) else result
+        outcome = await retried(functions[name], arg, STEP_RETRY)
         timings[name] = round(time.perf_counter() - began, 3)
         return outcome
 
