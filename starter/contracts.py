@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from models.enrollment import WorkerEnrollment
+from models.explain import format_validation_error
 from models.tenant import TenantContract
 
 M = TypeVar("M", bound=BaseModel)
@@ -17,19 +18,6 @@ M = TypeVar("M", bound=BaseModel)
 
 class ContractError(ValueError):
     """A contract file that cannot be used; ``str()`` lists every problem, one per line."""
-
-
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    lines = [f"{source}: {exc.error_count()} problem(s):"]
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown field; remove it or check the spelling"
-        elif error["type"] == "string_pattern_mismatch":
-            message = f"{message} (got {error.get('input')!r})"
-        lines.append(f"  - {where}: {message}")
-    return "\n".join(lines)
 
 
 def _fill_kubeconfig(data: dict[str, Any], keys: tuple[str, ...], kubeconfig: str | None) -> None:

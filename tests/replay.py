@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from worker.codec import PLAIN
 from worker.registry import WORKFLOWS
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
@@ -20,4 +20,4 @@ def recorded_histories() -> list[Path]:
 async def replay(path: Path) -> None:
     """Replay one history JSON file; raises on non-determinism."""
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    await Replayer(workflows=WORKFLOWS, data_converter=pydantic_data_converter).replay_workflow(history)
+    await Replayer(workflows=WORKFLOWS, data_converter=PLAIN).replay_workflow(history)

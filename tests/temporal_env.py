@@ -7,23 +7,23 @@ from collections.abc import Sequence
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.common import SearchAttributeKey
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from starter.devserver import binary, free_port
+from worker.codec import PLAIN
 from workflows.search import ALL
 
 
 async def start_dev_server(database: str | None = None, port: int | None = None) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=binary("temporal"), port=port or free_port(), ui=False,
-        search_attributes=ALL, data_converter=pydantic_data_converter,
+        search_attributes=ALL, data_converter=PLAIN,
         dev_server_database_filename=database)
 
 
 async def start_time_skipping(attributes: Sequence[SearchAttributeKey] = ALL) -> WorkflowEnvironment:
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=binary("temporal-test-server"), data_converter=pydantic_data_converter)
+        test_server_existing_path=binary("temporal-test-server"), data_converter=PLAIN)
     await env.client.operator_service.add_search_attributes(AddSearchAttributesRequest(
         namespace=env.client.namespace,
         search_attributes={key.name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for key in attributes}))

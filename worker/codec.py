@@ -33,8 +33,9 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
+
+from worker.converter import ExplainingPayloadConverter
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
@@ -143,11 +144,15 @@ class EncryptionCodec(PayloadCodec):
         return original
 
 
+PLAIN = DataConverter(payload_converter_class=ExplainingPayloadConverter)
+"""The project's pydantic converter without encryption (tests, replay)."""
+
+
 def data_converter(ring: KeyRing | None) -> DataConverter:
     """The project's pydantic converter, encrypting when a key ring is configured."""
     if ring is None:
-        return pydantic_data_converter
-    return replace(pydantic_data_converter, payload_codec=EncryptionCodec(ring))
+        return PLAIN
+    return replace(PLAIN, payload_codec=EncryptionCodec(ring))
 
 
 def codec_app(codec: PayloadCodec, cors_origins: Sequence[str]) -> web.Application:

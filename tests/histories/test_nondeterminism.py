@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
     from models.enrollment_run import EnrollmentInput, EnrollmentResult
     from models.onboarding import OnboardingInput, OnboardingResult, StepInput
+    from worker.codec import PLAIN
     from workflows.enrollment import WorkerEnrollmentWorkflow
     from workflows.onboarding import TenantOnboarding
 
@@ -48,6 +48,6 @@ class EnrollmentWithTimer(WorkerEnrollmentWorkflow):
 async def test_changed_workflow_fails_replay(name: str, variant: type) -> None:
     path = HISTORIES / f"{name}.json"
     history = WorkflowHistory.from_json(name, path.read_text())
-    replayer = Replayer(workflows=[variant], data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=[variant], data_converter=PLAIN)
     with pytest.raises(NondeterminismError):
         await replayer.replay_workflow(history)
