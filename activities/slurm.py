@@ -47,10 +47,11 @@ from activities.slurm_cli import (
     word,
     words,
 )
+from activities.slurm_users import ensure_uids, wait_resolved
 from models.hostlist import compress_hostlist, expand_hostlist
 from models.onboarding import StepInput, StepResult, UndoInput
 from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome
+from models.results import EnsureResult, Finding, Outcome, Severity
 from models.tenant import Qos, TenantContract
 
 LAYER = "slurm"
@@ -551,7 +552,17 @@ def users(inp: StepInput) -> StepResult:
     missing = sorted({c.normal_qos_name, c.interactive_qos_name} - known)
     if missing:
         raise fail("NotFound", f"QoS {', '.join(missing)} do not exist yet: slurm.qos must run before slurm.users")
-    return StepResult(results=Ensurer(ctl, c).run(want_users(c)), facts=inp.facts)
+    wait_resolved(ctl, c.usernames)
+    results = Ensurer(ctl, c).run(want_users(c))
+    try:
+        reconfigured = ensure_uids(ctl, c.usernames)
+    except Exception:
+        undo_results(ctl, list(reversed(results)))
+        raise
+    findings = [Finding(check="slurm.user_uids", ok=True, severity=Severity.info,
+                        message="slurmctld had recorded new users without a uid (its NSS had not synced them "
+                                "yet); scontrol reconfigure looked them up again")] if reconfigured else []
+    return StepResult(results=results, facts=inp.facts, findings=findings)
 
 
 @activity.defn(name="slurm.partition")

@@ -37,6 +37,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.errors import fail
 from activities.slurm_cli import SlurmCtl, command_error, parse_keyvalues, parse_node_states, parse_sbatch, word
+from activities.slurm_users import Account, resolve_user
 from models.onboarding import StepInput, StepResult
 from models.results import Finding
 from models.sku import lookup_sku
@@ -76,16 +77,6 @@ class JobRun:
     info: dict[str, str]
 
 
-@dataclass(frozen=True)
-class Account:
-    """The submitting user as the Slurm nodes resolve it (``getent passwd``)."""
-
-    name: str
-    uid: str
-    gid: str
-    home: str
-
-
 def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
     return Finding(check=f"smoke.{check}", ok=ok, message=message, fix=fix)
 
@@ -97,15 +88,6 @@ def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
         raise fail("SmokeFailed", f"partition {c.slug} has {len(usable)} responding node(s), the test needs "
                                   f"{count}: {', '.join(f'{s.node}={s.state}' for s in states)}")
     return usable[:count]
-
-
-def resolve_user(ctl: SlurmCtl, user: str) -> Account | None:
-    """``getent passwd <user>`` on the Slurm side; None when the nodes do not know the user."""
-    out = ctl.run(["getent", "passwd", word(user)], check=False)
-    fields = out.stdout.strip().split(":")
-    if out.exit_code != 0 or len(fields) < 7:
-        return None
-    return Account(fields[0], fields[2], fields[3], fields[5])
 
 
 def run_job(ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str],

@@ -17,6 +17,7 @@ from activities.kubeensure import KubeObjects
 from activities.manifests import RESERVED_LABEL, login_pod_names
 from activities.settings import settings
 from activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
+from activities.slurm_users import uidless
 from activities.storage import tenant_credentials
 from activities.weka_client import WekaClient
 from models.hostlist import compress_hostlist
@@ -153,9 +154,19 @@ def authorized_keys_present(inp: StepInput) -> Finding:
                    "trigger the ssh_keys sync, check the Secret, restart the login pod")
 
 
+def associations_have_uids(inp: StepInput) -> Finding:
+    contract = inp.contract
+    missing = uidless(SlurmCtl.connect(contract.cluster), contract.usernames)
+    return finding("slurm.user_uids", not missing,
+                   "slurmctld holds every user's association with a uid" if not missing
+                   else f"slurmctld holds the associations of {', '.join(missing)} without a uid: their jobs are "
+                        "refused with 'Invalid account or account/partition combination'",
+                   "make the slurmctld pod resolve the users (nsscache/nslcd), then run scontrol reconfigure")
+
+
 CHECKS: tuple[Check, ...] = (reservation_matches_partition, identity_consistent, quotas_live, group_members,
                              binding_selects_tenant_pods, partition_max_time, evict_on_release_off,
-                             bind_secret_in_namespace, authorized_keys_present)
+                             bind_secret_in_namespace, authorized_keys_present, associations_have_uids)
 
 
 @activity.defn(name="validate.all")

@@ -17,7 +17,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import pytest
 from activities.slurm_cli import SlurmCtl
 from lab.context import LabContext
 from lab.controllers import slurm as slurm_controller
+from lab.daemons import host_users
 from lab.daemons.process import stop_all
 from lab.daemons.slurm import SlurmHandle, start_slurm
 from lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
@@ -47,6 +48,14 @@ class SlurmLab:
     ctx: LabContext
     slurm: SlurmHandle
     exec_handler: slurm_controller.SlurmExec
+    known: dict[str, host_users.PasswdEntry] = field(default_factory=dict)
+
+    def resolve(self, *users: str) -> None:
+        """What nsscache does for the slurmctld pod: make ``users`` resolve there (uids from 3000, in order)."""
+        for name in users:
+            self.known.setdefault(name, host_users.PasswdEntry(name, 3000 + len(self.known), 3000, name,
+                                                               "/nonexistent"))
+        host_users.publish(self.ctx.state_dir, list(self.known.values()), [])
 
     def sacctmgr_writes(self) -> list[list[str]]:
         return [a for a in self.exec_handler.history if a[0] == "sacctmgr" and "-i" in a]
@@ -100,6 +109,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, slurm: SlurmHandle) -> Iterato
         time.sleep(0.05)
     assert isinstance(handler, slurm_controller.SlurmExec)
     yield SlurmLab(store, KubeTarget(kubeconfig=str(kubeconfig), context=CONTEXT), ctx, slurm, handler)
+    host_users.withdraw(ctx.state_dir)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
 
@@ -122,7 +132,9 @@ def step_input(contract: TenantContract, nodes: list[str] | None = None) -> Step
 
 @pytest.fixture
 def contract(lab: SlurmLab) -> TenantContract:
-    return make_contract(lab.target)
+    made = make_contract(lab.target)
+    lab.resolve(*made.usernames)
+    return made
 
 
 def ctl(lab: SlurmLab) -> SlurmCtl:
