@@ -23,7 +23,7 @@ from lab.kubeapi import discovery
 from lab.kubeapi.auth import Attributes, User, access_review, authorize, user_for
 from lab.kubeapi.errors import ApiError, bad_request
 from lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
-from lab.kubeapi.protowire import decode_access_review
+from lab.kubeapi.protowire import UnsupportedKind, decode_object
 from lab.kubeapi.registry import ResourceType
 from lab.kubeapi.selectors import field_selector, label_selector
 from lab.kubeapi.store import ObjectKey, Store
@@ -98,10 +98,14 @@ async def _body(request: web.Request) -> Any:
     if not raw:
         return {}
     try:
+        if "protobuf" in request.content_type:
+            return decode_object(raw)
         if "yaml" in request.content_type:
             return yaml.safe_load(raw)
         return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as exc:
+    except UnsupportedKind as exc:
+        raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
+    except (ValueError, IndexError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
 
 
@@ -154,9 +158,7 @@ class KubeApi:
         if target.rt.key == SSAR:
             if request.method != "POST":
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
-            review = (decode_access_review(await request.read()) if "protobuf" in request.content_type
-                      else await _body(request))
-            return json_response(access_review(user, review), 201)
+            return json_response(access_review(user, await _body(request)), 201)
         authorize(user, target.attributes(_verb(request, target)))
         return await self._resource(request, target)
 

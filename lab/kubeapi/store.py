@@ -315,6 +315,8 @@ class Store:
             obj.setdefault("status", {}).setdefault("phase", "Active")
         elif rt.key == ("", "pods"):
             obj.setdefault("status", {}).setdefault("phase", "Pending")
+        elif rt.key == ("", "secrets") and not obj.get("type"):
+            obj["type"] = "Opaque"
         elif rt.key == CRD_KEY:
             names = obj.get("spec", {}).get("names", {})
             obj["status"] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import threading
@@ -101,6 +102,28 @@ def test_label_patch_delete(cluster: Cluster) -> None:
     cluster.kubectl("label", "node", "gpu-05", "reserved.tenant-")
     assert "deleted" in cluster.kubectl("delete", "configmap", "cm", "-n", ns).stdout
     assert cluster.kubectl("get", "configmap", "cm", "-n", ns, check=False).returncode == 1
+
+
+def test_imperative_create_sends_protobuf_and_is_understood(cluster: Cluster) -> None:
+    """The runbook's ``kubectl create namespace`` + ``label``, and the other objects kubectl creates
+    imperatively, arrive as protobuf; the emulator stores what kubectl sent."""
+    ns = f"imp-{cluster.namespace()}"
+    assert f"namespace/{ns} created" in cluster.kubectl("create", "namespace", ns).stdout
+    cluster.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted", "tenant=foo")
+    cluster.kubectl("create", "configmap", "cm", "-n", ns, "--from-literal=a=b", "--from-literal=c=d")
+    cluster.kubectl("create", "secret", "generic", "creds", "-n", ns, "--from-literal=token=s3cr=t")
+    cluster.kubectl("create", "serviceaccount", "runner", "-n", ns)
+    namespace = cluster.store.get("", "namespaces", ns)
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert namespace["metadata"]["labels"]["tenant"] == "foo"
+    assert cluster.store.get("", "configmaps", "cm", ns)["data"] == {"a": "b", "c": "d"}
+    secret = cluster.store.get("", "secrets", "creds", ns)
+    assert secret["type"] == "Opaque" and base64.b64decode(secret["data"]["token"]) == b"s3cr=t"
+    assert cluster.store.get("", "serviceaccounts", "runner", ns)["metadata"]["namespace"] == ns
+    again = cluster.kubectl("create", "namespace", ns, check=False)
+    assert again.returncode != 0 and "AlreadyExists" in again.stderr
+    quota = cluster.kubectl("create", "quota", "q", "-n", ns, "--hard=pods=4", check=False)
+    assert quota.returncode != 0 and "not ResourceQuota" in quota.stderr and "kubectl apply" in quota.stderr
 
 
 def _trainy_crd(kind: str, plural: str, scope: str) -> dict:
