@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -23,6 +25,18 @@ from worker.run import run_worker
 from workflows.onboarding import TenantOnboarding
 
 
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """Puts the root logger's handlers back after the test, so no later test writes through a handler bound
+    to this test's captured (then closed) stderr."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_logging")
 async def test_log_context_and_metrics_after_a_run(dev_env: WorkflowEnvironment,
                                                    capfd: pytest.CaptureFixture[str]) -> None:
     worker_logging.configure("json", "INFO")
