@@ -145,7 +145,7 @@ class EncryptionCodec(PayloadCodec):
 
 
 PLAIN = DataConverter(payload_converter_class=ExplainingPayloadConverter)
-"""The project's pydantic converter without encryption (tests, replay)."""
+"""The project's pydantic converter, unencrypted (no key ring configured; tests and replay)."""
 
 
 def data_converter(ring: KeyRing | None) -> DataConverter:

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 MAGIC = b"k8s\x00"
 
 Field: TypeAlias = str | tuple[str, "Schema"]
-"""A leaf kind (``string``, ``bytes``, ``bool``, ``int``, ``strings``, ``map``, ``bytesmap``), ``("message",
+"""A leaf kind (``string``, ``bool``, ``strings``, ``map``, ``bytesmap``), ``("message",
 schema)`` for a nested message or ``("messages", schema)`` for a repeated one."""
 Schema: TypeAlias = Mapping[int, tuple[str, Field]]
 
@@ -107,8 +107,8 @@ def decode(data: bytes, schema: Schema) -> dict[str, Any]:
                 out.setdefault(name, []).append(message)
             else:
                 out[name] = message
-        elif kind == "bool" or kind == "int":
-            out[name] = bool(value) if kind == "bool" else value
+        elif kind == "bool":
+            out[name] = bool(value)
         elif not isinstance(value, bytes):
             raise ValueError(f"field {name} should be length-delimited")
         elif kind == "strings":
@@ -117,8 +117,8 @@ def decode(data: bytes, schema: Schema) -> dict[str, Any]:
             key, item = _entry(value)
             out.setdefault(name, {})[key] = (item.decode() if kind == "map"
                                              else base64.b64encode(item).decode())
-        elif value:  # an empty scalar is Go's zero value, which the JSON form omits
-            out[name] = value.decode() if kind == "string" else base64.b64encode(value).decode()
+        elif value:  # an empty string is Go's zero value, which the JSON form omits
+            out[name] = value.decode()
     return out
 
 

@@ -105,7 +105,7 @@ async def _body(request: web.Request) -> Any:
         return json.loads(raw)
     except UnsupportedKind as exc:
         raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
-    except (ValueError, IndexError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (ValueError, IndexError, yaml.YAMLError) as exc:
         raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
 
 
