@@ -18,6 +18,15 @@ setup() {
     .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
     touch "$stamp"
   fi
+  typecheck_tree
+}
+
+# mypy names modules by folder: it checks the tenantflow.* namespace through links to the top-level folders
+typecheck_tree() {
+  mkdir -p build/typecheck/tenantflow
+  for pkg in models workflows activities worker starter lab bench; do
+    ln -sfn "../../../$pkg" "build/typecheck/tenantflow/$pkg"
+  done
 }
 
 case "${1:-}" in
@@ -29,6 +38,7 @@ case "${1:-}" in
     setup
     .venv/bin/ruff check .
     .venv/bin/mypy
+    .venv/bin/lint-imports
     exec .venv/bin/pytest "${@:2}"
     ;;
   *)

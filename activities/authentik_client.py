@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.errors import http_error
-from activities.httpretry import send
-from activities.settings import settings
+from tenantflow.activities.errors import http_error
+from tenantflow.activities.httpretry import send
+from tenantflow.activities.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100

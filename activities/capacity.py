@@ -17,15 +17,15 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import kubeensure, manifests
-from activities.errors import fail
-from activities.kubeensure import KubeObjects
-from activities.settings import settings
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.plan import PlanStep
-from models.results import EnsureResult, Finding, Outcome, Severity
-from models.sku import SKUS
-from models.tenant import TenantContract
+from tenantflow.activities import kubeensure, manifests
+from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.settings import settings
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.sku import SKUS
+from tenantflow.models.tenant import TenantContract
 
 LAYER = "capacity"
 MAX_POLL_S = 5.0

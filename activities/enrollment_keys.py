@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
-from models.enrollment_run import INSTALLED_BY, INSTALLER, signed_claims
+from tenantflow.models.enrollment_run import INSTALLED_BY, INSTALLER, signed_claims
 
 if TYPE_CHECKING:
-    from activities.hub import Rest
+    from tenantflow.activities.hub import Rest
 
 PRIVATE_KEY = "ed25519.key"
 BLOB = "blob"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from models.hostlist import compress_hostlist
-from models.onboarding import Handover, StepInput
-from models.sku import lookup_sku
-from models.tenant import TenantContract
-from models.units import parse_size
+from tenantflow.models.hostlist import compress_hostlist
+from tenantflow.models.onboarding import Handover, StepInput
+from tenantflow.models.sku import lookup_sku
+from tenantflow.models.tenant import TenantContract
+from tenantflow.models.units import parse_size
 
 
 def _wall(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from urllib3.util.retry import Retry
 
-from activities.errors import retry_after_seconds
+from tenantflow.activities.errors import retry_after_seconds
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})

@@ -18,11 +18,11 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
-from activities import enrollment_keys
-from activities.errors import fail, http_error
-from activities.kubeclient import api_client
-from models.enrollment import WorkerEnrollment
-from models.enrollment_run import (
+from tenantflow.activities import enrollment_keys
+from tenantflow.activities.errors import fail, http_error
+from tenantflow.activities.kubeclient import api_client
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_run import (
     ADOPTION_REFUSAL,
     QUEUE_LABEL,
     Condition,
@@ -32,8 +32,8 @@ from models.enrollment_run import (
     EnrollmentFacts,
     EnrollmentStep,
 )
-from models.results import EnsureResult, Finding, Outcome
-from models.targets import KubeTarget
+from tenantflow.models.results import EnsureResult, Finding, Outcome
+from tenantflow.models.targets import KubeTarget
 
 TRAINY = "/apis/trainy.ai/v1alpha1"
 MERGE = "application/merge-patch+json"

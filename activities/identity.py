@@ -18,14 +18,14 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import ldap_check
-from activities.authentik_client import AuthentikClient, Group, LdapProvider, User
-from activities.errors import TRANSIENT, fail
-from activities.settings import settings
-from models.onboarding import StepInput, StepResult, UndoInput, UserFacts
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome, Severity
-from models.tenant import TenantContract, TenantUser
+from tenantflow.activities import ldap_check
+from tenantflow.activities.authentik_client import AuthentikClient, Group, LdapProvider, User
+from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.settings import settings
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
 VERIFY_ATTEMPTS = 6

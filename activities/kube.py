@@ -12,14 +12,14 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from activities import kubeensure, manifests
-from activities.kubeensure import KubeObjects, describe
-from activities.manifests import Manifest
-from activities.settings import settings
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.plan import PlanStep
-from models.results import EnsureResult, Finding, Severity
-from models.tenant import TenantContract
+from tenantflow.activities import kubeensure, manifests
+from tenantflow.activities.kubeensure import KubeObjects, describe
+from tenantflow.activities.manifests import Manifest
+from tenantflow.activities.settings import settings
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.tenant import TenantContract
 
 LAYER = "kube"
 

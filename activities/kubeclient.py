@@ -21,9 +21,9 @@ from kubernetes.stream import stream
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import http_error
-from activities.httpretry import kube_retries
-from models.targets import KubeTarget
+from tenantflow.activities.errors import http_error
+from tenantflow.activities.httpretry import kube_retries
+from tenantflow.models.targets import KubeTarget
 
 T = TypeVar("T")
 

@@ -18,12 +18,12 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from activities import kubeclient
-from activities.errors import fail
-from activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Outcome
-from models.targets import KubeTarget
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import fail
+from tenantflow.activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.targets import KubeTarget
 
 MERGE_PATCH = "application/merge-patch+json"
 

@@ -23,8 +23,8 @@ from ldap3.utils.conv import escape_filter_chars
 from pydantic import BaseModel, Field
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import fail
-from activities.settings import settings
+from tenantflow.activities.errors import fail
+from tenantflow.activities.settings import settings
 
 SERVICE = "LDAP outpost"
 

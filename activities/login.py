@@ -16,15 +16,15 @@ import time
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import kubeclient, kubeensure, manifests
-from activities.errors import fail
-from activities.kubeensure import KubeObjects
-from activities.manifests import Manifest
-from activities.settings import settings
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.plan import PlanStep
-from models.results import EnsureResult, Finding, Severity
-from models.tenant import TenantContract
+from tenantflow.activities import kubeclient, kubeensure, manifests
+from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.manifests import Manifest
+from tenantflow.activities.settings import settings
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.tenant import TenantContract
 
 LAYER = "login"
 MAX_POLL_S = 5.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from models.tenant import StorageIsolation, TenantContract
+from tenantflow.models.tenant import StorageIsolation, TenantContract
 
 Manifest = dict[str, Any]
 

@@ -24,10 +24,10 @@ from kubernetes import client
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import kubeclient
-from activities.errors import TRANSIENT, fail
-from activities.settings import settings
-from activities.slurm_cli import (
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.settings import settings
+from tenantflow.activities.slurm_cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
     QOS_FORMAT,
@@ -47,12 +47,12 @@ from activities.slurm_cli import (
     word,
     words,
 )
-from activities.slurm_users import ensure_uids, wait_resolved
-from models.hostlist import compress_hostlist, expand_hostlist
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome, Severity
-from models.tenant import Qos, TenantContract
+from tenantflow.activities.slurm_users import ensure_uids, wait_resolved
+from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.tenant import Qos, TenantContract
 
 LAYER = "slurm"
 RENDER_TIMEOUT_S = 120.0

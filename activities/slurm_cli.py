@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 from temporalio.exceptions import ApplicationError
 
-from activities import kubeclient
-from activities.errors import fail
-from activities.settings import settings
-from models.hostlist import expand_hostlist
-from models.targets import KubeTarget
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import fail
+from tenantflow.activities.settings import settings
+from tenantflow.models.hostlist import expand_hostlist
+from tenantflow.models.targets import KubeTarget
 
 SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import TRANSIENT
-from activities.settings import settings
-from activities.slurm_cli import SlurmCtl, word, words
+from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.settings import settings
+from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"
 """Slurm's NO_VAL: the uid slurmctld records for a user name it could not resolve."""

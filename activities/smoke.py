@@ -35,13 +35,20 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import fail
-from activities.slurm_cli import SlurmCtl, command_error, parse_keyvalues, parse_node_states, parse_sbatch, word
-from activities.slurm_users import Account, resolve_user
-from models.onboarding import StepInput, StepResult
-from models.results import Finding
-from models.sku import lookup_sku
-from models.tenant import TenantContract
+from tenantflow.activities.errors import fail
+from tenantflow.activities.slurm_cli import (
+    SlurmCtl,
+    command_error,
+    parse_keyvalues,
+    parse_node_states,
+    parse_sbatch,
+    word,
+)
+from tenantflow.activities.slurm_users import Account, resolve_user
+from tenantflow.models.onboarding import StepInput, StepResult
+from tenantflow.models.results import Finding
+from tenantflow.models.sku import lookup_sku
+from tenantflow.models.tenant import TenantContract
 
 JOB_TIMEOUT_S = 600.0
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",

@@ -20,16 +20,16 @@ from kubernetes import client
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import kubeclient
-from activities.errors import TRANSIENT, fail
-from activities.settings import settings
-from activities.weka_client import Credentials, Filesystem, Quota, WekaClient, org_admin_credentials
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome, Severity
-from models.targets import KubeTarget
-from models.tenant import StorageIsolation, TenantContract
-from models.units import format_kube_quantity, parse_size
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.settings import settings
+from tenantflow.activities.weka_client import Credentials, Filesystem, Quota, WekaClient, org_admin_credentials
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import StorageIsolation, TenantContract
+from tenantflow.models.units import format_kube_quantity, parse_size
 
 LAYER = "storage"
 BUFFER = 1.2

@@ -11,19 +11,19 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from activities import kubeclient
-from activities.authentik_client import AuthentikClient
-from activities.kubeensure import KubeObjects
-from activities.manifests import RESERVED_LABEL, login_pod_names
-from activities.settings import settings
-from activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
-from activities.slurm_users import uidless
-from activities.storage import tenant_credentials
-from activities.weka_client import WekaClient
-from models.hostlist import compress_hostlist
-from models.onboarding import StepInput, StepResult
-from models.results import Finding, Severity
-from models.tenant import TenantContract
+from tenantflow.activities import kubeclient
+from tenantflow.activities.authentik_client import AuthentikClient
+from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.manifests import RESERVED_LABEL, login_pod_names
+from tenantflow.activities.settings import settings
+from tenantflow.activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
+from tenantflow.activities.slurm_users import uidless
+from tenantflow.activities.storage import tenant_credentials
+from tenantflow.activities.weka_client import WekaClient
+from tenantflow.models.hostlist import compress_hostlist
+from tenantflow.models.onboarding import StepInput, StepResult
+from tenantflow.models.results import Finding, Severity
+from tenantflow.models.tenant import TenantContract
 
 Check = Callable[[StepInput], Finding]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import enrollment_keys
-from activities.errors import fail
-from activities.hub import Rest
-from models.enrollment_run import (
+from tenantflow.activities import enrollment_keys
+from tenantflow.activities.errors import fail
+from tenantflow.activities.hub import Rest
+from tenantflow.models.enrollment_run import (
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
@@ -41,8 +41,8 @@ from models.enrollment_run import (
     label_value,
     preset_objects,
 )
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome
 
 Obj = dict[str, Any]
 PLURALS = {"Namespace": "namespaces", "Secret": "secrets", "ServiceAccount": "serviceaccounts",

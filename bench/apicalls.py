@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from bench.history import ActivitySpan
-from lab.endpoints import LabEndpoints
+from tenantflow.bench.history import ActivitySpan
+from tenantflow.lab.endpoints import LabEndpoints
 
 OUTSIDE = "(before the first activity)"
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from temporalio import activity
 
-from models.onboarding import Handover, StepInput, StepResult, UndoInput
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Outcome
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
 LAB_SECONDS: dict[str, float] = {

@@ -35,13 +35,13 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from bench.fakes import LAB_SECONDS
-from bench.history import gate_latency
-from bench.lab import LabFigures, lab_figures
-from bench.runs import RunTiming, onboard_once
-from lab.endpoints import LabEndpoints
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
+from tenantflow.bench.fakes import LAB_SECONDS
+from tenantflow.bench.history import gate_latency
+from tenantflow.bench.lab import LabFigures, lab_figures
+from tenantflow.bench.runs import RunTiming, onboard_once
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ async def simulated_worker(client: Client, seconds: dict[str, float], max_activi
            "TEMPORAL_NAMESPACE": client.namespace, "TENANTFLOW_TASK_QUEUE": queue,
            "TENANTFLOW_MAX_ACTIVITIES": str(max_activities), "TENANTFLOW_LOG_FORMAT": "json"}
     with log.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.simworker", str(table),
+        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "tenantflow.bench.simworker", str(table),
                                                        cwd=REPO, env=env, stdout=out, stderr=out)
     try:
         await wait_for_poller(client, queue, process)

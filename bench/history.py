@@ -15,7 +15,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 
-from workflows.search import STAGE
+from tenantflow.workflows.search import STAGE
 
 CLOSE_EVENTS = frozenset({
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,

@@ -29,20 +29,20 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.settings import settings as service_settings
-from bench.apicalls import calls_per_layer, journals
-from bench.history import ActivitySpan, activity_spans
-from bench.runs import RunTiming, offboard, onboard_once
-from lab.endpoints import LabEndpoints
-from models.onboarding import StepInput
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
-from worker import logging as worker_logging
-from worker.config import WorkerSettings
-from worker.registry import ACTIVITIES
-from worker.run import run_worker
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
-from workflows.steps import STEP_RETRY
+from tenantflow.activities.settings import settings as service_settings
+from tenantflow.bench.apicalls import calls_per_layer, journals
+from tenantflow.bench.history import ActivitySpan, activity_spans
+from tenantflow.bench.runs import RunTiming, offboard, onboard_once
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import StepInput
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.registry import ACTIVITIES
+from tenantflow.worker.run import run_worker
+from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+from tenantflow.workflows.steps import STEP_RETRY
 
 
 class LabFigures(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.figures import Figures, percentile
+from tenantflow.bench.figures import Figures, percentile
 
 NEEDS_LAB = "n/a: needs a lab (--lab-dir), real activities only"
 

@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio.client import WorkflowHandle
 
-from bench.history import wait_for_stage
-from models.offboarding import OffboardingResult
-from models.onboarding import OffboardingInput, OnboardingResult
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
-from workflows.offboarding import offboarding_id
+from tenantflow.bench.history import wait_for_stage
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.models.onboarding import OffboardingInput, OnboardingResult
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import offboarding_id
 
 PLAN_GATE = "gate:approve_plan"
 

@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from bench.fakes import as_activities, simulated_activities
-from worker import logging as worker_logging
-from worker.config import WorkerSettings
-from worker.run import run_worker, stop_on_signals
+from tenantflow.bench.fakes import as_activities, simulated_activities
+from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import run_worker, stop_on_signals
 
 
 def main() -> None:

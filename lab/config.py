@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from lab.endpoints import KUBE_CONTEXTS
+from tenantflow.lab.endpoints import KUBE_CONTEXTS
 
 
 class LabConfig(BaseModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lab.kubeapi.store import Store
+    from tenantflow.lab.kubeapi.store import Store
 
 ExecFn = Callable[[str, str, str | None, list[str], bytes], Awaitable[tuple[str, str, int]]]
 """(namespace, pod, container, argv, stdin) -> (stdout, stderr, exit code)."""

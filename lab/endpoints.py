@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from lab.daemons.weka_mounts import mount_root
+from tenantflow.lab.daemons.weka_mounts import mount_root
 
 KUBE_CONTEXTS = ("hub", "worker", "tenant-cluster")
 LDAP_BASE_DN = "dc=auth,dc=example,dc=internal"

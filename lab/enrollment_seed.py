@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
-from lab.kubeapi.store import Store, now
-from models.enrollment_run import MANAGED_BY, SCHEDULING_MANAGER, WORKER_LABEL, label_value, preset_objects
+from tenantflow.lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
+from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.models.enrollment_run import MANAGED_BY, SCHEDULING_MANAGER, WORKER_LABEL, label_value, preset_objects
 
 CRD_DIR = Path(__file__).parent / "crds_enrollment"
 TENANT_NS = "forecasting"

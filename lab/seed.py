@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from lab.enrollment_seed import seed_hub, seed_worker
-from lab.kubeapi.store import Store
+from tenantflow.lab.enrollment_seed import seed_hub, seed_worker
+from tenantflow.lab.kubeapi.store import Store
 
 CRD_DIR = Path(__file__).parent / "crds"
 NOT_READY = ("gpu-14",)

@@ -15,23 +15,23 @@ from pathlib import Path
 
 from aiohttp import web
 
-from lab import controllers
-from lab.authentik.app import PLATFORM_TENANTS_GROUP
-from lab.authentik.app import build_app as build_authentik
-from lab.authentik.slapd_sink import SlapdSink
-from lab.config import LabConfig
-from lab.context import LabContext
-from lab.endpoints import LabEndpoints
-from lab.enrollment_seed import hub_policies
-from lab.kubeapi.auth import parse_policies
-from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
-from lab.kubeapi.podexec import ExecHandler, ExecResult
-from lab.kubeapi.server import build_app as build_kube
-from lab.kubeapi.server import start_kube_api
-from lab.kubeapi.store import Store
-from lab.kubeapi.tls import self_signed
-from lab.seed import seed_cluster
-from lab.weka.app import build_app as build_weka
+from tenantflow.lab import controllers
+from tenantflow.lab.authentik.app import PLATFORM_TENANTS_GROUP
+from tenantflow.lab.authentik.app import build_app as build_authentik
+from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.config import LabConfig
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.enrollment_seed import hub_policies
+from tenantflow.lab.kubeapi.auth import parse_policies
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
+from tenantflow.lab.kubeapi.server import build_app as build_kube
+from tenantflow.lab.kubeapi.server import start_kube_api
+from tenantflow.lab.kubeapi.store import Store
+from tenantflow.lab.kubeapi.tls import self_signed
+from tenantflow.lab.seed import seed_cluster
+from tenantflow.lab.weka.app import build_app as build_weka
 
 
 def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:

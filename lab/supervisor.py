@@ -15,11 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab.config import LabConfig
-from lab.daemons.process import free_port, port_open, recorded, start_daemon, stop_all
-from lab.daemons.slapd import start_slapd
-from lab.daemons.slurm import DEFAULT_NODES, start_slurm
-from lab.endpoints import KUBE_CONTEXTS, LabEndpoints
+from tenantflow.lab.config import LabConfig
+from tenantflow.lab.daemons.process import free_port, port_open, recorded, start_daemon, stop_all
+from tenantflow.lab.daemons.slapd import start_slapd
+from tenantflow.lab.daemons.slurm import DEFAULT_NODES, start_slurm
+from tenantflow.lab.endpoints import KUBE_CONTEXTS, LabEndpoints
 
 INSTALL_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install-system-packages.sh"
 
@@ -57,7 +57,7 @@ def up(state_dir: Path, timeout_s: float = 90.0) -> LabEndpoints:
         config.write()
         (state_dir / "lab.env").unlink(missing_ok=True)
         env_file = state_dir / "lab.env"
-        start_daemon(state_dir, "lab-serve", [sys.executable, "-m", "lab.serve", str(state_dir)],
+        start_daemon(state_dir, "lab-serve", [sys.executable, "-m", "tenantflow.lab.serve", str(state_dir)],
                      lambda: env_file.exists() and all(port_open(p)() for p in config.kube_ports.values()),
                      env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
                      timeout=timeout_s)

@@ -6,8 +6,8 @@ from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 
-from models.base import Strict
-from models.targets import KubeTarget
+from tenantflow.models.base import Strict
+from tenantflow.models.targets import KubeTarget
 
 DNS_LABEL = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 LABEL_VALUE = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import Field
 
-from models.base import Strict
-from models.enrollment import LABEL_VALUE, WorkerEnrollment
-from models.plan import Plan
-from models.results import EnsureResult, Finding
+from tenantflow.models.base import Strict
+from tenantflow.models.enrollment import LABEL_VALUE, WorkerEnrollment
+from tenantflow.models.plan import Plan
+from tenantflow.models.results import EnsureResult, Finding
 
 CONDITIONS = ("Registered", "Connected", "WorkerConfigured", "DispatchReady")
 INSTALLED_BY = "trainy.ai/installed-by"

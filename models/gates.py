@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from models.base import Strict
+from tenantflow.models.base import Strict
 
 
 class ApprovePlan(Strict):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from models.base import Strict
-from models.plan import Plan, PlanStep
-from models.results import EnsureResult
+from tenantflow.models.base import Strict
+from tenantflow.models.plan import Plan, PlanStep
+from tenantflow.models.results import EnsureResult
 
 
 class OffboardingResult(Strict):

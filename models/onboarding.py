@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from models.base import Strict
-from models.plan import Plan
-from models.results import EnsureResult, Finding
-from models.tenant import TenantContract
+from tenantflow.models.base import Strict
+from tenantflow.models.plan import Plan
+from tenantflow.models.results import EnsureResult, Finding
+from tenantflow.models.tenant import TenantContract
 
 
 class UserFacts(Strict):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from models.base import Strict
+from tenantflow.models.base import Strict
 
 
 class Action(StrEnum):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from models.base import Strict
+from tenantflow.models.base import Strict
 
 
 class Sku(Strict):

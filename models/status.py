@@ -6,10 +6,10 @@ from datetime import datetime
 
 from pydantic import Field
 
-from models.base import Strict
-from models.gates import GateState
-from models.plan import Plan
-from models.results import Finding
+from tenantflow.models.base import Strict
+from tenantflow.models.gates import GateState
+from tenantflow.models.plan import Plan
+from tenantflow.models.results import Finding
 
 
 class StepRecord(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from models.base import Strict
+from tenantflow.models.base import Strict
 
 
 class KubeTarget(Strict):

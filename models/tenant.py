@@ -14,10 +14,10 @@ from typing import Annotated, Self
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from models.base import Strict
-from models.sku import lookup_sku
-from models.targets import KubeTarget
-from models.units import Size, parse_size
+from tenantflow.models.base import Strict
+from tenantflow.models.sku import lookup_sku
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.units import Size, parse_size
 
 SLUG_PATTERN = r"^tenant-[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$"
 USERNAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"

@@ -1,5 +1,5 @@
 """``python -m starter``: the tenantflow CLI."""
 
-from starter.cli import app
+from tenantflow.starter.cli import app
 
 app()

@@ -30,14 +30,21 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpda
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from models.enrollment import WorkerEnrollment
-from models.onboarding import OnboardingInput
-from models.tenant import TenantContract
-from starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient, onboarding_id
-from starter.contracts import ContractError, load_enrollment, load_tenant
-from starter.devserver import DevServer
-from starter.render import findings_table, plan_diff, print_plan, status_view, wait_with_progress, watch_status
-from workflows.search import STAGE
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient, onboarding_id
+from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
+from tenantflow.starter.devserver import DevServer
+from tenantflow.starter.render import (
+    findings_table,
+    plan_diff,
+    print_plan,
+    status_view,
+    wait_with_progress,
+    watch_status,
+)
+from tenantflow.workflows.search import STAGE
 
 T = TypeVar("T")
 
@@ -118,7 +125,7 @@ def emit(data: Any, output: str) -> None:
 @app.command()
 def worker() -> None:
     """Run the worker (TEMPORAL_ADDRESS, TENANTFLOW_ENV_FILE, ... from the environment)."""
-    from worker.run import main
+    from tenantflow.worker.run import main
 
     main()
 
@@ -147,8 +154,8 @@ def codec_server(
     """Serve the payload codec (/encode, /decode) for the Temporal UI (--ui-codec-endpoint http://HOST:PORT)."""
     from aiohttp import web
 
-    from worker.codec import EncryptionCodec, KeyRing, codec_app
-    from worker.config import TemporalSettings
+    from tenantflow.worker.codec import EncryptionCodec, KeyRing, codec_app
+    from tenantflow.worker.config import TemporalSettings
 
     ring = KeyRing.from_env(TemporalSettings().codec_key_file)
     if ring is None:
@@ -194,7 +201,7 @@ def plan(
     file: Path, kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
 ) -> None:
     """Read-only preflight and plan of a tenant contract, without starting a run; exit 2 on preflight errors."""
-    from starter.plan import preflight_and_plan, use_configured_services
+    from tenantflow.starter.plan import preflight_and_plan, use_configured_services
 
     try:
         contract = load_tenant(file, kubeconfig)
@@ -399,7 +406,7 @@ def total_steps(workflow_type: str) -> int | None:
     """How many steps a successful run executes, for the progress bar (known for onboarding only)."""
     if workflow_type != "TenantOnboarding":
         return None
-    from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+    from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
 
     return len(PREFLIGHT_LAYERS) + len(PLAN_LAYERS) + len(APPLY_STEPS) + len(SMOKE_STEPS) + 2
 
@@ -480,7 +487,7 @@ def serve_api(
     """Serve the HTTP API (POST /runs/onboarding, GET /runs/ID, POST /runs/ID/gates/GATE) with a bearer token."""
     from aiohttp import web
 
-    from starter.http_api import api_token, make_api_app
+    from tenantflow.starter.http_api import api_token, make_api_app
 
     try:
         token = api_token()
@@ -513,11 +520,11 @@ def bench(
 
     Exit code 3 when an onboarding failed or the lab could not be cleaned up.
     """
-    from bench.figures import bench as measure
-    from bench.report import report_rows, summary
-    from lab.endpoints import LabEndpoints
-    from worker.config import TemporalSettings
-    from worker.temporal import connect
+    from tenantflow.bench.figures import bench as measure
+    from tenantflow.bench.report import report_rows, summary
+    from tenantflow.lab.endpoints import LabEndpoints
+    from tenantflow.worker.config import TemporalSettings
+    from tenantflow.worker.temporal import connect
 
     example = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
     lab = LabEndpoints.load(lab_dir) if lab_dir else None
@@ -548,7 +555,7 @@ def bench(
 @app.command()
 def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
     """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""
-    from starter.demo import demo as run_demo
+    from tenantflow.starter.demo import demo as run_demo
 
     outcome = run(run_demo(state_dir.resolve(), console))
     if outcome.status != "completed":
@@ -563,7 +570,7 @@ StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, 
 @lab_app.command("up")
 def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text") -> None:
     """Start every stand-in on loopback; writes DIR/kubeconfig and DIR/lab.env."""
-    from lab.supervisor import up
+    from tenantflow.lab.supervisor import up
 
     endpoints = up(state_dir)
     if output == "json":
@@ -580,7 +587,7 @@ def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "tex
 @lab_app.command("down")
 def lab_down(state_dir: StateDirOpt = Path(".state/lab")) -> None:
     """Stop every lab process recorded in DIR."""
-    from lab.supervisor import down
+    from tenantflow.lab.supervisor import down
 
     stopped = down(state_dir)
     console.print(f"stopped {len(stopped)} process(es): {', '.join(stopped) or 'none'}")

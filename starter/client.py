@@ -22,17 +22,17 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from models.enrollment import WorkerEnrollment
-from models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan, GateAnswer, RejectPlan
-from models.offboarding import OffboardingResult
-from models.onboarding import OffboardingInput, OnboardingInput, OnboardingResult
-from models.status import RunStatus
-from models.tenant import TenantContract
-from worker.config import TemporalSettings
-from worker.temporal import connect
-from workflows.offboarding import offboarding_id
-from workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.models.onboarding import OffboardingInput, OnboardingInput, OnboardingResult
+from tenantflow.models.status import RunStatus
+from tenantflow.models.tenant import TenantContract
+from tenantflow.worker.config import TemporalSettings
+from tenantflow.worker.temporal import connect
+from tenantflow.workflows.offboarding import offboarding_id
+from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 
 T = TypeVar("T")
 

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from models.enrollment import WorkerEnrollment
-from models.explain import format_validation_error
-from models.tenant import TenantContract
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.explain import format_validation_error
+from tenantflow.models.tenant import TenantContract
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -17,15 +17,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
-from lab.endpoints import LabEndpoints
-from lab.supervisor import up
-from models.onboarding import OnboardingResult
-from starter.client import TenantflowClient
-from starter.contracts import load_tenant
-from starter.devserver import DevServer
-from starter.render import print_plan, status_view
-from worker.config import WorkerSettings
-from worker.run import run_worker
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.supervisor import up
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import load_tenant
+from tenantflow.starter.devserver import DevServer
+from tenantflow.starter.render import print_plan, status_view
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import run_worker
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
 

@@ -24,10 +24,10 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from models.explain import format_validation_error
-from models.gates import ApprovePlan, GateAnswer, RejectPlan
-from models.onboarding import OnboardingInput
-from starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.models.explain import format_validation_error
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)

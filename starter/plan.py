@@ -15,16 +15,16 @@ from typing import Any
 from pydantic import Field
 from temporalio.testing import ActivityEnvironment
 
-from activities import capacity, identity, kube, login, slurm, storage
-from activities.settings import settings as service_settings
-from models.base import Strict
-from models.onboarding import StepInput, StepResult
-from models.plan import Plan, PlanStep
-from models.results import Finding
-from models.tenant import TenantContract
-from worker.config import WorkerSettings
-from worker.run import load_env_file
-from workflows.onboarding import PLAN_LAYERS, PREFLIGHT_LAYERS
+from tenantflow.activities import capacity, identity, kube, login, slurm, storage
+from tenantflow.activities.settings import settings as service_settings
+from tenantflow.models.base import Strict
+from tenantflow.models.onboarding import StepInput, StepResult
+from tenantflow.models.plan import Plan, PlanStep
+from tenantflow.models.results import Finding
+from tenantflow.models.tenant import TenantContract
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import load_env_file
+from tenantflow.workflows.onboarding import PLAN_LAYERS, PREFLIGHT_LAYERS
 
 LAYER_MODULES = {module.__name__.rsplit(".", 1)[-1]: module
                  for module in (capacity, identity, kube, slurm, storage, login)}

@@ -12,12 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 from rich.text import Text
 
-from models.plan import Action, Plan
-from models.results import Finding
-from models.status import RunStatus
+from tenantflow.models.plan import Action, Plan
+from tenantflow.models.results import Finding
+from tenantflow.models.status import RunStatus
 
 if TYPE_CHECKING:
-    from starter.client import TenantflowClient
+    from tenantflow.starter.client import TenantflowClient
 
 ACTION_STYLE = {Action.create: "green", Action.adopt: "cyan", Action.update: "yellow",
                 Action.unchanged: "dim", Action.delete: "red", Action.leave: "dim"}

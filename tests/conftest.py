@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints
 from tests.labfixture import whole_lab
 from tests.temporal_env import start_dev_server, start_time_skipping
 

@@ -14,12 +14,12 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from activities.settings import settings as service_settings
-from lab.endpoints import LabEndpoints
-from lab.supervisor import down, up
-from starter.client import TenantflowClient
-from worker.config import WorkerSettings
-from worker.run import run_worker
+from tenantflow.activities.settings import settings as service_settings
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.supervisor import down, up
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import run_worker
 
 SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""

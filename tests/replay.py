@@ -7,8 +7,8 @@ from pathlib import Path
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from worker.codec import PLAIN
-from worker.registry import WORKFLOWS
+from tenantflow.worker.codec import PLAIN
+from tenantflow.worker.registry import WORKFLOWS
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
 

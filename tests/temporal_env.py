@@ -9,9 +9,9 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 
-from starter.devserver import binary, free_port
-from worker.codec import PLAIN
-from workflows.search import ALL
+from tenantflow.starter.devserver import binary, free_port
+from tenantflow.worker.codec import PLAIN
+from tenantflow.workflows.search import ALL
 
 
 async def start_dev_server(database: str | None = None, port: int | None = None) -> WorkflowEnvironment:

@@ -1,5 +1,5 @@
 """``python -m worker``: start the tenantflow worker."""
 
-from worker.run import main
+from tenantflow.worker.run import main
 
 main()

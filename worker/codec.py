@@ -35,7 +35,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import DataConverter, PayloadCodec
 
-from worker.converter import ExplainingPayloadConverter
+from tenantflow.worker.converter import ExplainingPayloadConverter
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"

@@ -18,7 +18,7 @@ from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import CompositePayloadConverter, DefaultPayloadConverter, JSONPlainPayloadConverter
 from temporalio.exceptions import ApplicationError
 
-from models.explain import format_validation_error
+from tenantflow.models.explain import format_validation_error
 
 
 class ExplainingJSONConverter(PydanticJSONPlainPayloadConverter):

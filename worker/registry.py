@@ -6,7 +6,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from activities import (
+from tenantflow.activities import (
     capacity,
     handover,
     hub,
@@ -19,9 +19,9 @@ from activities import (
     validate,
     workercluster,
 )
-from workflows import decommission, enrollment
-from workflows.offboarding import TenantOffboarding
-from workflows.onboarding import TenantOnboarding
+from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.offboarding import TenantOffboarding
+from tenantflow.workflows.onboarding import TenantOnboarding
 
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 

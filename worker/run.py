@@ -15,13 +15,13 @@ import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from lab.endpoints import read_env_file
-from worker import logging as worker_logging
-from worker.config import WorkerSettings
-from worker.interceptors import StepObservability
-from worker.metrics import sdk_runtime, serve_metrics
-from worker.registry import ACTIVITIES, WORKFLOWS
-from worker.temporal import connect
+from tenantflow.lab.endpoints import read_env_file
+from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.interceptors import StepObservability
+from tenantflow.worker.metrics import sdk_runtime, serve_metrics
+from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
+from tenantflow.worker.temporal import connect
 
 log = structlog.get_logger("tenantflow.worker")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 
-from worker.codec import KeyRing, data_converter
-from worker.config import TemporalSettings
+from tenantflow.worker.codec import KeyRing, data_converter
+from tenantflow.worker.config import TemporalSettings
 
 
 async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:

@@ -13,18 +13,18 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.enrollment_run import (
+    from tenantflow.models.enrollment_run import (
         ConditionWait,
         Cordon,
         DecommissionInput,
         DecommissionResult,
         EnrollmentStep,
     )
-    from models.plan import Plan, PlanStep
-    from models.results import EnsureResult
+    from tenantflow.models.plan import Plan, PlanStep
+    from tenantflow.models.results import EnsureResult
 
-from workflows.gated import GatedRun
-from workflows.search import WORKER_CLUSTER
+from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.search import WORKER_CLUSTER
 
 
 @workflow.defn(name="WorkerDecommission")

@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.enrollment_run import (
+    from tenantflow.models.enrollment_run import (
         ADOPTION_REFUSAL,
         AdoptionDiff,
         ConditionReport,
@@ -37,12 +37,12 @@ with workflow.unsafe.imports_passed_through():
         Invariants,
         ObjectRef,
     )
-    from models.gates import GateAnswer
-    from models.plan import Action, Plan, PlanStep
-    from models.results import EnsureResult, Finding, Outcome
+    from tenantflow.models.gates import GateAnswer
+    from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.results import EnsureResult, Finding, Outcome
 
-from workflows.gated import GatedRun
-from workflows.search import WORKER_CLUSTER
+from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.search import WORKER_CLUSTER
 
 WAIT = timedelta(minutes=30)
 BEAT = timedelta(seconds=30)

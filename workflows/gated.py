@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.gates import ApprovePlan, GateAnswer, RejectPlan
-    from models.plan import Plan
-    from models.results import Finding
-    from models.status import RunStatus
+    from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.results import Finding
+    from tenantflow.models.status import RunStatus
 
-from workflows.gates import Gates
-from workflows.steps import StepTracker
+from tenantflow.workflows.gates import Gates
+from tenantflow.workflows.steps import StepTracker
 
 
 def _described(handler: Any, description: str) -> Any:

@@ -15,9 +15,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.gates import ApprovePlan, GateAnswer, GateState
+    from tenantflow.models.gates import ApprovePlan, GateAnswer, GateState
 
-from workflows.search import STAGE
+from tenantflow.workflows.search import STAGE
 
 
 class Gates:

@@ -15,14 +15,14 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.offboarding import OffboardingResult
-    from models.onboarding import OffboardingInput, StepInput, StepResult
-    from models.plan import Action, Plan, PlanStep
+    from tenantflow.models.offboarding import OffboardingResult
+    from tenantflow.models.onboarding import OffboardingInput, StepInput, StepResult
+    from tenantflow.models.plan import Action, Plan, PlanStep
 
-from workflows.gated import GatedRun
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, STEP_KINDS
-from workflows.saga import Saga
-from workflows.search import TENANT_SLUG
+from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, STEP_KINDS
+from tenantflow.workflows.saga import Saga
+from tenantflow.workflows.search import TENANT_SLUG
 
 DATA_STEPS = frozenset({"storage.filesystems", "storage.quotas"})
 """Steps whose objects hold the tenant's data: kept unless purge_data is confirmed."""

@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.onboarding import (
+    from tenantflow.models.onboarding import (
         Facts,
         Handover,
         OnboardingInput,
@@ -28,12 +28,12 @@ with workflow.unsafe.imports_passed_through():
         StepInput,
         StepResult,
     )
-    from models.plan import Action, Plan, PlanStep
-    from models.results import EnsureResult, Finding
+    from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.results import EnsureResult, Finding
 
-from workflows.gated import GatedRun
-from workflows.saga import Saga
-from workflows.search import TENANT_SLUG
+from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.saga import Saga
+from tenantflow.workflows.search import TENANT_SLUG
 
 PREFLIGHT_LAYERS = ("capacity", "identity", "kube", "slurm", "storage")
 PLAN_LAYERS = ("capacity", "identity", "kube", "slurm", "storage", "login")

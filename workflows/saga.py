@@ -19,10 +19,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from models.onboarding import Facts, UndoInput
-    from models.plan import PlanStep
-    from models.results import EnsureResult, Outcome
-    from models.tenant import TenantContract
+    from tenantflow.models.onboarding import Facts, UndoInput
+    from tenantflow.models.plan import PlanStep
+    from tenantflow.models.results import EnsureResult, Outcome
+    from tenantflow.models.tenant import TenantContract
 
 ROLLBACK_ORDER = ("smoke", "login", "slurm", "kube", "capacity", "storage", "identity")
 UNDO_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,

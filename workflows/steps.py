@@ -10,7 +10,7 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from models.status import StepRecord
+    from tenantflow.models.status import StepRecord
 
 T = TypeVar("T")
 

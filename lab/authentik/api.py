@@ -15,9 +15,9 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.authentik import query, serialize
-from lab.authentik.directory import DirectorySync, LdapSettings
-from lab.authentik.store import ApiValidationError, AuthentikStore, NotFoundError
+from tenantflow.lab.authentik import query, serialize
+from tenantflow.lab.authentik.directory import DirectorySync, LdapSettings
+from tenantflow.lab.authentik.store import ApiValidationError, AuthentikStore, NotFoundError
 
 PREFIX = "/api/v3"
 ANONYMOUS_PATHS = frozenset({f"{PREFIX}/root/config/"})

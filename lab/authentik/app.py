@@ -8,11 +8,11 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.authentik.api import SERVICE_KEY, AuthentikService, authentik_middleware, routes
-from lab.authentik.directory import DirectorySink, DirectorySync, LdapSettings
-from lab.authentik.store import AuthentikStore
-from lab.endpoints import LDAP_BASE_DN
-from lab.httpbase import make_app
+from tenantflow.lab.authentik.api import SERVICE_KEY, AuthentikService, authentik_middleware, routes
+from tenantflow.lab.authentik.directory import DirectorySink, DirectorySync, LdapSettings
+from tenantflow.lab.authentik.store import AuthentikStore
+from tenantflow.lab.endpoints import LDAP_BASE_DN
+from tenantflow.lab.httpbase import make_app
 
 SYNC_KEY = web.AppKey("authentik_directory_sync", DirectorySync)
 LDAP_BIND_ACCOUNT: Mapping[str, Any] = {

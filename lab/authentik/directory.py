@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lab.authentik.store import AuthentikStore, Group, User
+from tenantflow.lab.authentik.store import AuthentikStore, Group, User
 
 log = logging.getLogger(__name__)
 

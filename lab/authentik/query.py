@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from multidict import MultiMapping
 
-from lab.authentik.store import ApiValidationError, AuthentikStore, Group, NotFoundError, User
+from tenantflow.lab.authentik.store import ApiValidationError, AuthentikStore, Group, NotFoundError, User
 
 T = TypeVar("T")
 

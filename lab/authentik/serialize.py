@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.authentik.store import AuthentikStore, Group, User
+from tenantflow.lab.authentik.store import AuthentikStore, Group, User
 
 DEFAULT_AVATAR = "/static/dist/assets/images/user_default.png"
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from ldap3 import Connection
 
-from lab.authentik.directory import DirectoryGroup, DirectoryUser
-from lab.daemons import ldap_tree
+from tenantflow.lab.authentik.directory import DirectoryGroup, DirectoryUser
+from tenantflow.lab.daemons import ldap_tree
 
 
 class SlapdSink:

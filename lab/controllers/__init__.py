@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from lab.context import LabContext
-from lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
 
 CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
     reservation.run, login.run, slurm.run, hub.run, worker_agent.run, kueue.run]

@@ -27,10 +27,10 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from lab.context import LabContext
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import Store, now
-from models.enrollment_run import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.models.enrollment_run import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
 
 HUB_CONTEXT = "hub"
 TRAINY = "trainy.ai"

@@ -25,10 +25,10 @@ from typing import Any
 from ldap3 import SUBTREE
 from ldap3.utils.conv import escape_filter_chars
 
-from lab.context import LabContext
-from lab.daemons import ldap_tree
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import ObjectKey, Store
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.daemons import ldap_tree
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 CONTEXT = "tenant-cluster"
 GROUP = "helm.example.io"

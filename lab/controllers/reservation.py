@@ -22,9 +22,9 @@ import copy
 import logging
 from typing import Any
 
-from lab.context import LabContext
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import ObjectKey, Store, now
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import ObjectKey, Store, now
 
 CONTEXT = "tenant-cluster"
 GROUP = "scheduling.example.io"

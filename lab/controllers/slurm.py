@@ -35,13 +35,18 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from activities.slurm_cli import RENDER_ERROR_ANNOTATION, RENDERED_ANNOTATION, partitions_hash, render_partitions
-from lab.config import LabConfig
-from lab.context import LabContext
-from lab.daemons import host_users, weka_mounts
-from lab.daemons.process import is_running, pids_dir, recorded
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import ObjectKey, Store
+from tenantflow.activities.slurm_cli import (
+    RENDER_ERROR_ANNOTATION,
+    RENDERED_ANNOTATION,
+    partitions_hash,
+    render_partitions,
+)
+from tenantflow.lab.config import LabConfig
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.daemons import host_users, weka_mounts
+from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ import copy
 import json
 from typing import Any
 
-from lab.context import LabContext
-from lab.controllers.hub import (
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers.hub import (
     CONFIG_REPORT,
     HEARTBEAT,
     HUB_CONTEXT,
@@ -33,10 +33,10 @@ from lab.controllers.hub import (
     reconcile_on_events,
     redeem,
 )
-from lab.enrollment_seed import deployment
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import Store, now
-from models.enrollment_run import (
+from tenantflow.lab.enrollment_seed import deployment
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.models.enrollment_run import (
     ADOPTION_REFUSAL,
     AGENT,
     AGENT_NAMESPACE,

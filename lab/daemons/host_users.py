@@ -45,8 +45,8 @@ from typing import Any
 
 from ldap3 import SUBTREE
 
-from lab.daemons import ldap_tree
-from lab.daemons.process import proc_start_time
+from tenantflow.lab.daemons import ldap_tree
+from tenantflow.lab.daemons.process import proc_start_time
 
 log = logging.getLogger(__name__)
 

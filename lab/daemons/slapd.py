@@ -20,8 +20,8 @@ from string import Template
 
 from ldap3 import Connection
 
-from lab.daemons import ldap_tree
-from lab.daemons.process import Daemon, port_open, start_daemon, stop
+from tenantflow.lab.daemons import ldap_tree
+from tenantflow.lab.daemons.process import Daemon, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
 SCHEMA_FILE = HERE / "authentik-outpost.schema"

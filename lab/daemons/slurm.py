@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from lab.daemons.host_users import in_lab_namespace
-from lab.daemons.process import Daemon, command_succeeds, free_port, port_open, start_daemon, stop
+from tenantflow.lab.daemons.host_users import in_lab_namespace
+from tenantflow.lab.daemons.process import Daemon, command_succeeds, free_port, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
 SLURM_TEMPLATE = HERE / "slurm.template.conf"

@@ -4,12 +4,12 @@ See :mod:`lab.kubeapi.store` for the store and subscription contract and
 :mod:`lab.kubeapi.server` for the HTTP app.
 """
 
-from lab.kubeapi.auth import PolicyRule, User, parse_policies
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
-from lab.kubeapi.podexec import ExecHandler, ExecResult
-from lab.kubeapi.server import build_app, start_kube_api
-from lab.kubeapi.store import ObjectKey, Store
+from tenantflow.lab.kubeapi.auth import PolicyRule, User, parse_policies
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 __all__ = ["ApiError", "ExecHandler", "ExecResult", "KubeContext", "ObjectKey", "PolicyRule", "Store",
            "User", "build_app", "parse_policies", "start_kube_api", "write_kubeconfig"]

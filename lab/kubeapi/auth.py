@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lab.kubeapi.errors import ApiError, forbidden
+from tenantflow.lab.kubeapi.errors import ApiError, forbidden
 
 
 class PolicyRule(BaseModel):

@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any
 
-from lab.kubeapi.registry import Registry, ResourceType
+from tenantflow.lab.kubeapi.registry import Registry, ResourceType
 
 KUBERNETES_VERSION_INFO = {
     "major": "1", "minor": "32", "gitVersion": "v1.32.4-lab", "gitCommit": "0" * 40,

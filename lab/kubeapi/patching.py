@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.lab.kubeapi.errors import ApiError, bad_request
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.kubeapi.errors import ApiError, not_found
+from tenantflow.lab.kubeapi.errors import ApiError, not_found
 
 
 @dataclass(frozen=True)

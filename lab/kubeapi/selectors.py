@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from lab.kubeapi.errors import bad_request
+from tenantflow.lab.kubeapi.errors import bad_request
 
 Predicate = Callable[[dict[str, Any]], bool]
 

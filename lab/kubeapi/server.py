@@ -18,15 +18,15 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from lab.httpbase import make_app
-from lab.kubeapi import discovery
-from lab.kubeapi.auth import Attributes, User, access_review, authorize, user_for
-from lab.kubeapi.errors import ApiError, bad_request
-from lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
-from lab.kubeapi.protowire import UnsupportedKind, decode_object
-from lab.kubeapi.registry import ResourceType
-from lab.kubeapi.selectors import field_selector, label_selector
-from lab.kubeapi.store import ObjectKey, Store
+from tenantflow.lab.httpbase import make_app
+from tenantflow.lab.kubeapi import discovery
+from tenantflow.lab.kubeapi.auth import Attributes, User, access_review, authorize, user_for
+from tenantflow.lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
+from tenantflow.lab.kubeapi.protowire import UnsupportedKind, decode_object
+from tenantflow.lab.kubeapi.registry import ResourceType
+from tenantflow.lab.kubeapi.selectors import field_selector, label_selector
+from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 STORE_KEY = web.AppKey("kube_store", Store)
 TRUE = ("1", "true", "True")

@@ -61,11 +61,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from lab.kubeapi import errors, selectors
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.patching import apply_patch
-from lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
-from lab.kubeapi.validation import check, dotted, drop_fields
+from tenantflow.lab.kubeapi import errors, selectors
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.patching import apply_patch
+from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
+from tenantflow.lab.kubeapi.validation import check, dotted, drop_fields
 
 log = logging.getLogger(__name__)
 

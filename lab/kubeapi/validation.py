@@ -23,7 +23,7 @@ import jsonschema
 import referencing
 from kubernetes_validate import utils as kv
 
-from lab.kubeapi.registry import ResourceType
+from tenantflow.lab.kubeapi.registry import ResourceType
 
 KUBERNETES_VERSION = "1.32"
 

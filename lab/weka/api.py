@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.weka.state import (
+from tenantflow.lab.weka.state import (
     ROLE_CLUSTER_ADMIN,
     ROLE_CSI,
     ROLE_ORG_ADMIN,
@@ -22,7 +22,7 @@ from lab.weka.state import (
     WekaError,
     normalise_path,
 )
-from lab.weka.tokens import API_TOKEN_TTL, Session, TokenStore
+from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Session, TokenStore
 
 PREFIX = "/api/v2"
 PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})

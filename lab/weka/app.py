@@ -14,10 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.httpbase import CONTROL_PREFIX, make_app
-from lab.weka.api import SERVICE_KEY, WekaService, routes, weka_middleware
-from lab.weka.state import ROLE_CLUSTER_ADMIN, ROOT_ORG, ClusterState, Organization, WekaError, WekaUser
-from lab.weka.tokens import Clock, TokenStore
+from tenantflow.lab.httpbase import CONTROL_PREFIX, make_app
+from tenantflow.lab.weka.api import SERVICE_KEY, WekaService, routes, weka_middleware
+from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROOT_ORG, ClusterState, Organization, WekaError, WekaUser
+from tenantflow.lab.weka.tokens import Clock, TokenStore
 
 TiB = 2**40
 DEFAULT_FILESYSTEMS: Mapping[str, int] = {"home": 100 * TiB, "scratch": 500 * TiB}

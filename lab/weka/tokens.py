@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.weka.state import WekaError
+from tenantflow.lab.weka.state import WekaError
 
 Clock = Callable[[], float]
 REFRESH_TTL = 365 * 24 * 3600

@@ -17,9 +17,9 @@ from openapi_core.templating.responses.exceptions import ResponseNotFound
 from openapi_core.testing import MockRequest, MockResponse
 from openapi_core.validation.request.exceptions import SecurityValidationError
 
-import lab.authentik
+import tenantflow.lab.authentik
 
-SCHEMA_PATH = Path(lab.authentik.__file__).parent / "schema.yaml"
+SCHEMA_PATH = Path(tenantflow.lab.authentik.__file__).parent / "schema.yaml"
 TOKEN = "lab-admin-token"
 
 

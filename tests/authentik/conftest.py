@@ -11,8 +11,8 @@ from authentik_harness import TOKEN, AuthentikLab, Recorder, load_spec, start_se
 from openapi_core import OpenAPI
 from openapi_core.exceptions import OpenAPIError
 
-from lab.authentik.app import build_app
-from lab.authentik.directory import DirectorySink
+from tenantflow.lab.authentik.app import build_app
+from tenantflow.lab.authentik.directory import DirectorySink
 
 
 @pytest.fixture(scope="session")

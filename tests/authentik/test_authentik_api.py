@@ -11,7 +11,7 @@ from authentik_harness import AuthentikLab, tampered, validate_exchange
 from openapi_core import OpenAPI
 from openapi_core.exceptions import OpenAPIError
 
-from lab.authentik.store import num_pk_of
+from tenantflow.lab.authentik.store import num_pk_of
 
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
 

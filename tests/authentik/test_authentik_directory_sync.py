@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 from authentik_harness import AuthentikLab
 
-from lab.authentik.directory import DirectoryGroup, DirectoryUser
+from tenantflow.lab.authentik.directory import DirectoryGroup, DirectoryUser
 
 
 @dataclass

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from authentik_harness import AuthentikLab
 
-from lab.authentik.slapd_sink import SlapdSink
-from lab.daemons.process import free_port, stop_all
-from lab.daemons.slapd import SlapdHandle, start_slapd
+from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.daemons.process import free_port, stop_all
+from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
 
 pytestmark = pytest.mark.ldap
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"

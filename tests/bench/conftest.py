@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints
 from tests.labfixture import whole_lab
 
 

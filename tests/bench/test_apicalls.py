@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench.apicalls import OUTSIDE, calls_per_layer
-from bench.history import ActivitySpan
+from tenantflow.bench.apicalls import OUTSIDE, calls_per_layer
+from tenantflow.bench.history import ActivitySpan
 
 SPANS = [ActivitySpan(name="kube.namespace", started=10.0, ended=11.0),
          ActivitySpan(name="slurm.accounts", started=11.2, ended=12.0)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints
 from tests.integration.world import diff, world_snapshot
 
 TENANTFLOW = Path(sys.executable).parent / "tenantflow"

@@ -8,7 +8,7 @@ import pytest
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from bench.lab import retried
+from tenantflow.bench.lab import retried
 
 POLICY = RetryPolicy(initial_interval=timedelta(milliseconds=1), backoff_coefficient=2.0,
                      maximum_interval=timedelta(milliseconds=4), maximum_attempts=4,

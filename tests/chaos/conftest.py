@@ -18,12 +18,12 @@ import pytest_asyncio
 from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
-from lab.endpoints import LabEndpoints
-from models.onboarding import OnboardingResult
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
-from starter.contracts import load_tenant
-from starter.devserver import DevServer, free_port
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import load_tenant
+from tenantflow.starter.devserver import DevServer, free_port
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
 from tests.integration.runs import offboard
 from tests.labfixture import whole_lab

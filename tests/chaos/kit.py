@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 from temporalio.client import WorkflowHandle
 
-from lab.endpoints import LabEndpoints
-from models.status import RunStatus, StepRecord
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.status import RunStatus, StepRecord
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker.config import TemporalSettings
 from tests.integration.world import describe_diff
 from tests.labfixture import lab_services, snapshot
-from worker.config import TemporalSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLATILE = frozenset({"pk", "uuid", "num_pk"})
@@ -70,8 +70,8 @@ class WorkerProcess:
     def start(self, timeout_s: float = 60) -> None:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "worker"], env=self.env, cwd=ROOT, stdout=out,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen([sys.executable, "-m", "tenantflow.worker"], env=self.env, cwd=ROOT,
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout_s
         while "worker started" not in self.log.read_text(errors="replace")[offset:]:
             if self.proc.poll() is not None:

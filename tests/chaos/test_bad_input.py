@@ -9,11 +9,11 @@ import pytest
 import yaml
 from temporalio.client import WorkflowUpdateFailedError
 
-from lab.endpoints import LabEndpoints
-from models.gates import ApprovePlan, GateAnswer
-from models.tenant import TenantContract
-from starter.client import RunAlreadyActive
-from starter.contracts import ContractError, parse_contract
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import RunAlreadyActive
+from tenantflow.starter.contracts import ContractError, parse_contract
 from tests.chaos.conftest import Rig, tenant
 from tests.chaos.kit import STATS
 from tests.labfixture import journal_writes, reset_journals

@@ -13,9 +13,9 @@ import json
 import os
 import subprocess
 
-from lab.endpoints import LabEndpoints
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant
 from tests.chaos.kit import STATS
 from tests.integration.runs import offboard

@@ -15,8 +15,8 @@ import asyncio
 from itertools import pairwise
 from typing import Any
 
-from lab.endpoints import LabEndpoints
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, tenant
 from tests.chaos.kit import STATS, clear_faults, comparable, compare_worlds, faulted_requests, set_faults, world
 from tests.integration.runs import offboard, onboard

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lab.endpoints import LabEndpoints
-from starter.devserver import DevServer
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.starter.devserver import DevServer
 from tests.chaos.conftest import Baseline, Rig, approve_and_wait, tenant
 from tests.chaos.kit import STATS
 

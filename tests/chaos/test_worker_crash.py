@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle
 
-from lab.endpoints import LabEndpoints
-from models.enrollment_run import WORKER_LABEL, EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan, GateAnswer
-from models.status import RunStatus
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.enrollment_run import WORKER_LABEL, EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.status import RunStatus
+from tenantflow.starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, tenant
 from tests.chaos.kit import (
     STATS,

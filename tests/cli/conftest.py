@@ -14,7 +14,7 @@ from typing import Any
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from starter.client import TenantflowClient
+from tenantflow.starter.client import TenantflowClient
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from starter.client import TenantflowClient
+from tenantflow.starter.client import TenantflowClient
 from tests.cli.conftest import tenantflow, tenantflow_json, unique_slug
 from tests.workflow.contract import example_tenant
 from tests.workflow.harness import wait_for_stage

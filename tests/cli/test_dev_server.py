@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from starter.cli import app
-from starter.devserver import DevServer, binary, free_port
+from tenantflow.starter.cli import app
+from tenantflow.starter.devserver import DevServer, binary, free_port
 
 
 def test_dev_server_serves_ui_and_registers_search_attributes(tmp_path: Path) -> None:

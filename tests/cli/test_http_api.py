@@ -8,9 +8,9 @@ import httpx
 import pytest_asyncio
 from aiohttp import web
 
-from starter.client import TenantflowClient
-from starter.devserver import free_port
-from starter.http_api import make_api_app
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.devserver import free_port
+from tenantflow.starter.http_api import make_api_app
 from tests.cli.conftest import unique_slug
 from tests.workflow.contract import example_tenant
 from tests.workflow.harness import wait_for_stage

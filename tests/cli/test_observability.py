@@ -13,16 +13,16 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from starter.client import TenantflowClient
-from starter.devserver import free_port
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.devserver import free_port
+from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import run_worker
+from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.cli.conftest import unique_slug
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import wait_for_stage
-from worker import logging as worker_logging
-from worker.config import WorkerSettings
-from worker.run import run_worker
-from workflows.onboarding import TenantOnboarding
 
 
 @pytest.fixture

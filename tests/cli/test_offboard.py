@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.offboarding import OffboardingResult
+from tenantflow.models.offboarding import OffboardingResult
 from tests.cli.conftest import tenantflow, tenantflow_json, unique_slug
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld

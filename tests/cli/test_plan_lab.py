@@ -7,11 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.workflows.onboarding import PLAN_LAYERS
 from tests.cli.conftest import CLI
 from tests.labfixture import journal_writes, reset_journals
 from tests.workflow.contract import EXAMPLES
-from workflows.onboarding import PLAN_LAYERS
 
 
 def plan(lab_env: LabEndpoints, *args: str) -> subprocess.CompletedProcess[str]:

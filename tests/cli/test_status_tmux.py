@@ -6,7 +6,7 @@ import asyncio
 import shlex
 import uuid
 
-from starter.client import TenantflowClient
+from tenantflow.starter.client import TenantflowClient
 from tests.cli.conftest import CLI, cli_env, unique_slug
 from tests.workflow.contract import example_tenant
 from tests.workflow.harness import wait_for_stage

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from models.onboarding import OnboardingInput
-from starter.client import TenantflowClient
-from starter.devserver import binary
+from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.devserver import binary
 from tests.cli.conftest import unique_slug
 from tests.workflow.contract import example_tenant
 

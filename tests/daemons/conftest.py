@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.daemons.process import free_port, is_running, recorded, stop_all
-from lab.daemons.slapd import SlapdHandle, start_slapd
-from lab.daemons.slurm import SlurmHandle, start_slurm
+from tenantflow.lab.daemons.process import free_port, is_running, recorded, stop_all
+from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
+from tenantflow.lab.daemons.slurm import SlurmHandle, start_slurm
 
 SLURMD_NODES = ["gpu-01", "gpu-02"]
 

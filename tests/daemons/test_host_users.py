@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.daemons import host_users, weka_mounts
-from lab.daemons.host_users import GroupEntry, PasswdEntry
+from tenantflow.lab.daemons import host_users, weka_mounts
+from tenantflow.lab.daemons.host_users import GroupEntry, PasswdEntry
 
 LAB_BIN = Path(__file__).resolve().parents[2] / "lab" / "bin"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from ldap3.core.exceptions import LDAPInsufficientAccessRightsResult, LDAPInvalidCredentialsResult
 
-from lab.daemons import ldap_tree as tree
-from lab.daemons.process import free_port, is_running, recorded, stop_all
-from lab.daemons.slapd import SlapdHandle, start_slapd
+from tenantflow.lab.daemons import ldap_tree as tree
+from tenantflow.lab.daemons.process import free_port, is_running, recorded, stop_all
+from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
 
 pytestmark = pytest.mark.ldap
 

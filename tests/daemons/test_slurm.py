@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.daemons.slurm import SlurmCommandError, SlurmHandle
+from tenantflow.lab.daemons.slurm import SlurmCommandError, SlurmHandle
 
 pytestmark = pytest.mark.slurm
 

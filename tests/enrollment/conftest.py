@@ -27,20 +27,20 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities import hub as hub_activities
-from activities import workercluster
-from lab.context import LabContext
-from lab.controllers import hub, kueue, worker_agent
-from lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
-from lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
-from lab.kubeapi.tls import self_signed
-from models.enrollment import WorkerEnrollment
-from models.enrollment_run import EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan
-from models.status import RunStatus
-from models.targets import KubeTarget
-from workflows import decommission, enrollment
-from workflows.enrollment import application_error
+from tenantflow.activities import hub as hub_activities
+from tenantflow.activities import workercluster
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers import hub, kueue, worker_agent
+from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
+from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.tls import self_signed
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.status import RunStatus
+from tenantflow.models.targets import KubeTarget
+from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.enrollment import application_error
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
 POLICIES = {"hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},

@@ -9,10 +9,10 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from lab.controllers.hub import RedeemRefused, redeem
-from models.enrollment_run import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan, GateAnswer
-from models.status import RunStatus
+from tenantflow.lab.controllers.hub import RedeemRefused, redeem
+from tenantflow.models.enrollment_run import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.status import RunStatus
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 PRESET = [("resourceflavors", "default-flavor", None), ("clusterqueues", "cluster-queue", None),

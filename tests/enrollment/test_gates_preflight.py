@@ -11,11 +11,11 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from models.enrollment_run import EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan, GateAnswer, RejectPlan
-from starter.client import RunAlreadyActive, TenantflowClient
+from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.starter.client import RunAlreadyActive, TenantflowClient
+from tenantflow.workflows.search import STAGE
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, wait_stage, world
-from workflows.search import STAGE
 
 
 async def test_answers_out_of_turn_are_refused_and_reject_writes_nothing(dev_env: WorkflowEnvironment,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.enrollment_run import EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan
+from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from lab.kubeapi.store import ObjectKey, Store
-from models.enrollment_run import KUEUE_IMAGE, WORKER_LABEL
-from models.gates import GateAnswer
+from tenantflow.lab.kubeapi.store import ObjectKey, Store
+from tenantflow.models.enrollment_run import KUEUE_IMAGE, WORKER_LABEL
+from tenantflow.models.gates import GateAnswer
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, wait_stage
 
 MERGE = "application/merge-patch+json"

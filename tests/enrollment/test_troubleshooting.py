@@ -8,11 +8,11 @@ import base64
 
 from temporalio.testing import WorkflowEnvironment
 
-from lab.controllers.hub import redeem
-from lab.kubeapi.errors import ApiError
-from lab.kubeapi.store import ObjectKey
-from models.enrollment_run import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
-from models.results import Finding
+from tenantflow.lab.controllers.hub import redeem
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import ObjectKey
+from tenantflow.models.enrollment_run import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
+from tenantflow.models.results import Finding
 from tests.enrollment.conftest import Lab, World, enrollment_worker, failure, start_approved, world
 
 BUDGET = 1.5

@@ -15,8 +15,8 @@ from typing import Any
 
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 
-from models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tests.enrollment.conftest import enrollment_worker, start_lab
 from tests.enrollment.test_greenfield import wait_stage
 from tests.temporal_env import start_dev_server, start_time_skipping

@@ -12,11 +12,11 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
-    from models.enrollment_run import EnrollmentInput, EnrollmentResult
-    from models.onboarding import OnboardingInput, OnboardingResult, StepInput
-    from worker.codec import PLAIN
-    from workflows.enrollment import WorkerEnrollmentWorkflow
-    from workflows.onboarding import TenantOnboarding
+    from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+    from tenantflow.models.onboarding import OnboardingInput, OnboardingResult, StepInput
+    from tenantflow.worker.codec import PLAIN
+    from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+    from tenantflow.workflows.onboarding import TenantOnboarding
 
 HISTORIES = Path(__file__).parent
 

@@ -25,13 +25,13 @@ from temporalio.worker import (
     Worker,
 )
 
-from lab.endpoints import LabEndpoints
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
 from tests.integration.world import World, describe_diff
 from tests.labfixture import use_lab_env
 from tests.workflow.contract import example_tenant
-from worker.registry import ACTIVITIES, WORKFLOWS
 
 INJECTED = "InjectedFailure"
 

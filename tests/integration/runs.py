@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from models.offboarding import OffboardingResult
-from models.onboarding import OffboardingInput, OnboardingResult
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.models.onboarding import OffboardingInput, OnboardingResult
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflow.harness import wait_for_stage
-from workflows.offboarding import offboarding_id
 
 
 async def onboard(api: TenantflowClient, contract: TenantContract) -> OnboardingResult:

@@ -9,10 +9,10 @@ import uuid
 
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
-from models.enrollment_run import EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan
-from starter.contracts import load_enrollment
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan
+from tenantflow.starter.contracts import load_enrollment
 from tests.labfixture import lab_worker
 from tests.workflow.contract import EXAMPLES
 from tests.workflow.harness import wait_for_stage

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
-from models.tenant import TenantContract
-from starter.contracts import load_tenant
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
 from tests.integration.world import diff, world_snapshot
 from tests.labfixture import lab_worker

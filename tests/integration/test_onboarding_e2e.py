@@ -10,11 +10,11 @@ import subprocess
 
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
-from models.onboarding import OnboardingResult
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
-from starter.contracts import load_tenant
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
 from tests.labfixture import journal_writes, lab_worker, reset_journals
 from tests.workflow.contract import EXAMPLES

@@ -18,12 +18,12 @@ import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.authentik_client import AuthentikClient
-from activities.settings import settings as service_settings
-from activities.weka_client import WekaClient, org_admin_credentials
-from lab.endpoints import LabEndpoints
-from models.tenant import TenantContract
-from starter.client import TenantflowClient
+from tenantflow.activities.authentik_client import AuthentikClient
+from tenantflow.activities.settings import settings as service_settings
+from tenantflow.activities.weka_client import WekaClient, org_admin_credentials
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
 from tests.integration.rollback_rig import failure_of, tenant
 from tests.integration.world import describe_diff, world_snapshot
 from tests.labfixture import journal_writes, lab_worker, reset_journals

@@ -19,8 +19,9 @@ import pytest_asyncio
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
-from starter.client import TenantflowClient
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.integration.rollback_rig import (
     INJECTED,
     Injection,
@@ -31,7 +32,6 @@ from tests.integration.rollback_rig import (
     tenant,
 )
 from tests.integration.world import world_snapshot
-from workflows.onboarding import APPLY_STEPS
 
 STEPS = [f"{layer}.{step}" for layer, step, _ in APPLY_STEPS]
 FAULTS = {

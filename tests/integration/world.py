@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints
 
 World = dict[str, Any]
 

@@ -15,8 +15,16 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from lab.kubeapi import ExecResult, KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
-from lab.kubeapi.tls import self_signed
+from tenantflow.lab.kubeapi import (
+    ExecResult,
+    KubeContext,
+    Store,
+    build_app,
+    parse_policies,
+    start_kube_api,
+    write_kubeconfig,
+)
+from tenantflow.lab.kubeapi.tls import self_signed
 
 RESTRICTED = {"restricted-token": {"user": "alice", "rules": [
     {"verbs": ["*"], "apiGroups": ["trainy.ai"], "resources": ["bootstrapenrollments"],

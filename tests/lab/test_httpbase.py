@@ -11,7 +11,7 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from lab.httpbase import make_app
+from tenantflow.lab.httpbase import make_app
 
 State = dict[str, int]
 

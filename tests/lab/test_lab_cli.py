@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab.daemons.process import is_running, recorded
-from lab.endpoints import LabEndpoints
+from tenantflow.lab.daemons.process import is_running, recorded
+from tenantflow.lab.endpoints import LabEndpoints
 
 RESOURCE_QUOTA = """
 apiVersion: v1
@@ -43,8 +43,8 @@ spec:
 
 
 def tenantflow(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "starter", *args], capture_output=True, text=True, timeout=180,
-                          check=False)
+    return subprocess.run([sys.executable, "-m", "tenantflow.starter", *args], capture_output=True, text=True,
+                          timeout=180, check=False)
 
 
 def run(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:

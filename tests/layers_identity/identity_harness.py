@@ -21,13 +21,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.testing import ActivityEnvironment
 
-from activities.settings import settings
-from lab.authentik.app import build_app
-from lab.authentik.slapd_sink import SlapdSink
-from lab.daemons.process import free_port, stop_all
-from lab.daemons.slapd import SlapdHandle, start_slapd
-from models.targets import KubeTarget
-from models.tenant import TenantContract, TenantUser
+from tenantflow.activities.settings import settings
+from tenantflow.lab.authentik.app import build_app
+from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.daemons.process import free_port, stop_all
+from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import TenantContract, TenantUser
 
 T = TypeVar("T")
 TOKEN = "identity-test-token"

@@ -6,9 +6,9 @@ import pytest
 from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 
-from activities import identity
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.results import Outcome
+from tenantflow.activities import identity
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.results import Outcome
 
 pytestmark = pytest.mark.ldap
 
@@ -159,7 +159,7 @@ async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: Ide
 
 async def test_preflight_reports_a_bad_token_and_a_dead_outpost(identity_lab: IdentityLab,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from activities.settings import settings
+    from tenantflow.activities.settings import settings
 
     monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")
     monkeypatch.setenv("LDAP_BIND_PASSWORD", "wrong")

@@ -21,17 +21,17 @@ from typing import Any
 import httpx
 import pytest
 
-from lab.context import LabContext
-from lab.controllers import login as login_controller
-from lab.controllers import reservation as reservation_controller
-from lab.daemons import ldap_tree
-from lab.daemons.process import free_port, stop_all
-from lab.daemons.slapd import SlapdHandle, start_slapd
-from lab.daemons.slurm import SlurmHandle, start_slurm
-from lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
-from lab.seed import seed_tenant_cluster
-from lab.serve import dispatch_exec
-from models.targets import KubeTarget
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers import login as login_controller
+from tenantflow.lab.controllers import reservation as reservation_controller
+from tenantflow.lab.daemons import ldap_tree
+from tenantflow.lab.daemons.process import free_port, stop_all
+from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
+from tenantflow.lab.daemons.slurm import SlurmHandle, start_slurm
+from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from tenantflow.lab.seed import seed_tenant_cluster
+from tenantflow.lab.serve import dispatch_exec
+from tenantflow.models.targets import KubeTarget
 
 CONTEXT = "tenant-cluster"
 

@@ -13,12 +13,12 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import capacity, kube, login
-from lab.daemons.slapd import SlapdHandle
-from lab.daemons.slurm import SlurmHandle
-from models.onboarding import Facts, StepInput, StepResult, UndoInput, UserFacts
-from models.results import EnsureResult, Outcome
-from models.tenant import TenantContract
+from tenantflow.activities import capacity, kube, login
+from tenantflow.lab.daemons.slapd import SlapdHandle
+from tenantflow.lab.daemons.slurm import SlurmHandle
+from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput, UserFacts
+from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.tenant import TenantContract
 from tests.layers_kube.conftest import Lab
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tenant-foo.yaml"

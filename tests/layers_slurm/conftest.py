@@ -23,18 +23,18 @@ from typing import Any
 
 import pytest
 
-from activities.slurm_cli import SlurmCtl
-from lab.context import LabContext
-from lab.controllers import slurm as slurm_controller
-from lab.daemons import host_users
-from lab.daemons.process import stop_all
-from lab.daemons.slurm import SlurmHandle, start_slurm
-from lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
-from lab.seed import seed_tenant_cluster
-from lab.serve import dispatch_exec
-from models.onboarding import Facts, StepInput
-from models.targets import KubeTarget
-from models.tenant import TenantContract
+from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers import slurm as slurm_controller
+from tenantflow.lab.daemons import host_users
+from tenantflow.lab.daemons.process import stop_all
+from tenantflow.lab.daemons.slurm import SlurmHandle, start_slurm
+from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from tenantflow.lab.seed import seed_tenant_cluster
+from tenantflow.lab.serve import dispatch_exec
+from tenantflow.models.onboarding import Facts, StepInput
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import TenantContract
 
 CONTEXT = "tenant-cluster"
 SLURMD_NODES = ["gpu-01", "gpu-02"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities import slurm
-from models.results import Outcome
-from models.tenant import TenantContract
+from tenantflow.activities import slurm
+from tenantflow.models.results import Outcome
+from tenantflow.models.tenant import TenantContract
 from tests.layers_slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 
 ASSOC = "format=account,user,parentname,fairshare,grptres,grpjobs,maxjobs,grptresmins,qos,defaultqos"

@@ -6,8 +6,8 @@ tests/integration/test_onboarding_e2e.py.
 
 from __future__ import annotations
 
-from activities import smoke
-from activities.smoke import JobRun
+from tenantflow.activities import smoke
+from tenantflow.activities.smoke import JobRun
 
 GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\nGPUS={n}\n"
 

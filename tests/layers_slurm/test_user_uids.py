@@ -15,8 +15,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities import slurm, slurm_users
-from activities.slurm_cli import SlurmCtl
+from tenantflow.activities import slurm, slurm_users
+from tenantflow.activities.slurm_cli import SlurmCtl
 from tests.layers_slurm.conftest import SlurmLab, make_contract, step_input
 
 

@@ -17,15 +17,15 @@ import pytest
 from aiohttp import web
 from temporalio.testing import ActivityEnvironment
 
-from activities.settings import settings
-from lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
-from lab.kubeapi.server import build_app as build_kube_app
-from lab.kubeapi.server import start_kube_api
-from lab.kubeapi.store import Store
-from lab.weka.app import TiB
-from lab.weka.app import build_app as build_weka_app
-from models.targets import KubeTarget
-from models.tenant import Storage, StorageIsolation, TenantContract, TenantUser
+from tenantflow.activities.settings import settings
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app as build_kube_app
+from tenantflow.lab.kubeapi.server import start_kube_api
+from tenantflow.lab.kubeapi.store import Store
+from tenantflow.lab.weka.app import TiB
+from tenantflow.lab.weka.app import build_app as build_weka_app
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import Storage, StorageIsolation, TenantContract, TenantUser
 
 T = TypeVar("T")
 USERNAME, PASSWORD = "admin", "weka-platform-password"

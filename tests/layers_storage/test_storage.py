@@ -9,11 +9,11 @@ import logging
 import pytest
 from storage_harness import StorageLab, run_activity
 
-from activities import storage
-from lab.weka.app import TiB
-from models.onboarding import StepInput, StepResult, UndoInput
-from models.results import Outcome
-from models.tenant import StorageIsolation
+from tenantflow.activities import storage
+from tenantflow.lab.weka.app import TiB
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.results import Outcome
+from tenantflow.models.tenant import StorageIsolation
 
 STEPS = ("filesystems", "quotas", "csi")
 

@@ -13,12 +13,12 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
+from tenantflow.worker.config import TemporalSettings
+from tenantflow.worker.temporal import connect
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage
-from worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
-from worker.config import TemporalSettings
-from worker.temporal import connect
 
 UI = "http://localhost:8233"
 

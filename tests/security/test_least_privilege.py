@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from activities import kube, manifests
-from models.tenant import TenantContract
+from tenantflow.activities import kube, manifests
+from tenantflow.models.tenant import TenantContract
+from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.workflow.contract import example_tenant
-from workflows.onboarding import APPLY_STEPS
 
 CLUSTER_WIDE_RBAC = {"ClusterRole", "ClusterRoleBinding"}
 TOO_STRONG_ROLES = {"cluster-admin", "admin"}

@@ -29,17 +29,17 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from lab.endpoints import LabEndpoints
-from models.enrollment_run import EnrollmentInput, EnrollmentResult
-from models.gates import ApprovePlan
-from models.tenant import TenantContract
-from starter.client import TenantflowClient, onboarding_id
-from starter.contracts import load_tenant
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.starter.contracts import load_tenant
+from tenantflow.workflows.offboarding import offboarding_id
 from tests.chaos.kit import ROOT, WorkerProcess, settings
 from tests.enrollment.conftest import Lab, start_lab
 from tests.integration.runs import offboard, onboard
 from tests.workflow.contract import EXAMPLES
-from workflows.offboarding import offboarding_id
 
 SLUG, USERS = "tenant-sec", ("sia", "sol")
 

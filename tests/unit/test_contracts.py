@@ -12,10 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from models.enrollment import WorkerEnrollment
-from models.tenant import TenantContract
-from starter.cli import app
-from starter.contracts import ContractError, load_enrollment, parse_contract
+from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.cli import app
+from tenantflow.starter.contracts import ContractError, load_enrollment, parse_contract
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KUBECONFIG = "/etc/tenantflow/kubeconfig"

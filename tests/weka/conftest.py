@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from weka_harness import PASSWORD, USERNAME, FakeClock, WekaLab
 
-from lab.weka.app import TiB, build_app
+from tenantflow.lab.weka.app import TiB, build_app
 
 
 @pytest.fixture

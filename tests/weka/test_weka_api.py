@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from weka_harness import PASSWORD, WekaLab
 
-from lab.weka.app import TiB
+from tenantflow.lab.weka.app import TiB
 
 
 async def unprovisioned(client: httpx.AsyncClient) -> int:

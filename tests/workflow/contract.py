@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models.tenant import TenantContract
-from starter.contracts import load_tenant
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.contracts import load_tenant
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -13,10 +13,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from models.onboarding import Handover, StepInput, StepResult, UndoInput
-from models.plan import Action, PlanStep
-from models.results import EnsureResult, Finding, Outcome
-from workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS, STEP_KINDS
+from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Outcome
+from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS, STEP_KINDS
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
 

@@ -12,11 +12,11 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from models.status import RunStatus
-from starter.client import TenantflowClient
+from tenantflow.models.status import RunStatus
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import TenantOffboarding
+from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.workflow.fakes import FakeWorld
-from workflows.offboarding import TenantOffboarding
-from workflows.onboarding import TenantOnboarding
 
 
 @asynccontextmanager

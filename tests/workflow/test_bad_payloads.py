@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from models.onboarding import OnboardingResult
+from tenantflow.models.onboarding import OnboardingResult
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage

@@ -8,14 +8,14 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from models.gates import ApprovePlan, GateAnswer
-from models.offboarding import OffboardingResult
-from models.onboarding import OffboardingInput
-from models.plan import Action
+from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.models.onboarding import OffboardingInput
+from tenantflow.models.plan import Action
+from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage
-from workflows.offboarding import offboarding_id
 
 
 async def offboard(dev_env: WorkflowEnvironment, world: FakeWorld, purge: bool) -> OffboardingResult:

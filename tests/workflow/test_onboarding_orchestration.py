@@ -8,12 +8,12 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from models.onboarding import OnboardingResult
-from starter.client import RunAlreadyActive
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.starter.client import RunAlreadyActive
+from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage
-from workflows.onboarding import APPLY_STEPS
 
 
 def unique_slug() -> str:
