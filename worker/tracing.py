@@ -13,13 +13,13 @@ The OpenTelemetry packages come with the ``[otel]`` extra; they are imported onl
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
@@ -54,7 +54,7 @@ def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:
     return exporter
 
 
-def _interceptor(exporters: Sequence[SpanExporter], *, batch: bool) -> TracingInterceptor:
+def _traced(exporters: Sequence[SpanExporter], *, batch: bool) -> tuple[TracerProvider, TracingInterceptor]:
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -68,13 +68,17 @@ def _interceptor(exporters: Sequence[SpanExporter], *, batch: bool) -> TracingIn
     provider = TracerProvider(resource=resource)
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
-    return TracingInterceptor(provider.get_tracer("tenantflow"))
+    return provider, TracingInterceptor(provider.get_tracer("tenantflow"))
 
 
-@functools.cache
-def _from_environment(otel: tuple[tuple[str, str], ...]) -> TracingInterceptor:
-    environ = dict(otel)
-    return _interceptor([_exporter(name, environ) for name in exporter_names(environ)], batch=True)
+_FROM_ENVIRONMENT: dict[tuple[tuple[str, str], ...], tuple[TracerProvider, TracingInterceptor]] = {}
+
+
+def shutdown_tracing() -> None:
+    """Export the spans still buffered and stop every tracer provider made from the environment (done at exit too)."""
+    while _FROM_ENVIRONMENT:
+        provider, _ = _FROM_ENVIRONMENT.popitem()[1]
+        provider.shutdown()
 
 
 def tracing_interceptors(environ: Mapping[str, str] | None = None, *,
@@ -88,5 +92,8 @@ def tracing_interceptors(environ: Mapping[str, str] | None = None, *,
     if not exporter_names(env):
         return []
     if exporter is not None:
-        return [_interceptor([exporter], batch=False)]
-    return [_from_environment(tuple(sorted((k, v) for k, v in env.items() if k.startswith("OTEL_"))))]
+        return [_traced([exporter], batch=False)[1]]
+    otel = tuple(sorted((k, v) for k, v in env.items() if k.startswith("OTEL_")))
+    if otel not in _FROM_ENVIRONMENT:
+        _FROM_ENVIRONMENT[otel] = _traced([_exporter(name, env) for name in exporter_names(env)], batch=True)
+    return [_FROM_ENVIRONMENT[otel][1]]

@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,28 +21,17 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.worker.temporal import TemporalConnectError
-from tenantflow.workflows.offboarding import TenantOffboarding
-from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.deploy.grpc_proxy import GrpcProxy, grpc_proxy
+from tests.deploy.harness import TEMPORAL_VARIABLES, configure, onboard_with_worker
 from tests.deploy.pki import CertificateAuthority, Issued
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import wait_for_stage
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
                                 reason="nginx not installed (scripts/install-system-packages.sh installs it)")
 
 CLI = str(Path(sys.executable).parent / "tenantflow")
-TEMPORAL_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS",
-                      "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH",
-                      "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_PROFILE",
-                      "TEMPORAL_CONFIG_FILE")
-
-
 @dataclass(frozen=True)
 class Stand:
     proxy: GrpcProxy
@@ -76,35 +64,21 @@ def stand(dev_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
                     foreign.issue("intruder", server=False), root / "nginx" / "access.log")
 
 
-def configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variables: dict[str, str]) -> None:
-    """Exactly ``variables`` among the temporal CLI's; no config file (a developer's own stays out)."""
-    for name in TEMPORAL_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(tmp_path / "absent.toml"))
-    for name, value in variables.items():
-        monkeypatch.setenv(name, value)
+async def tenantflow(variables: dict[str, str], *args: str) -> tuple[int | None, str, str]:
+    """The CLI as a subprocess with exactly ``variables`` among the temporal CLI's."""
+    env = {name: value for name, value in os.environ.items() if name not in TEMPORAL_VARIABLES} | variables
+    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_worker_and_cli_through_the_proxy_run_an_onboarding(
         stand: Stand, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     configure(monkeypatch, tmp_path, stand.variables())
-    queue = f"tls-{uuid.uuid4().hex[:8]}"
-    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue)
-    stop = asyncio.Event()
-    worker = asyncio.create_task(run_worker(settings, stop, workflows=[TenantOnboarding, TenantOffboarding],
-                                            activities=FakeWorld().activities()))
-    try:
-        api = await TenantflowClient.connect(settings)
-        assert api.client.service_client.config.target_host == stand.proxy.address
-        handle = await api.start_onboarding(example_tenant("tenant-tls"))
-        status = await wait_for_stage(api, handle, "gate:approve_plan")
-        assert status.plan_hash
-        await api.approve(handle.id, status.plan_hash)
-        result = await handle.result()
-    finally:
-        stop.set()
-        await worker
-    assert result.status == "completed"
+    run = await onboard_with_worker("tenant-tls")
+    assert run.address == stand.proxy.address
+    assert run.result.status == "completed"
     calls = stand.access_log.read_text()
     assert "WorkflowService/PollWorkflowTaskQueue" in calls, "the worker polled through the proxy"
     assert "WorkflowService/RespondActivityTaskCompleted" in calls, "the activities completed through the proxy"
@@ -113,12 +87,10 @@ async def test_worker_and_cli_through_the_proxy_run_an_onboarding(
     profile.write_text(f'[profile.tls-proxy]\naddress = "{stand.proxy.address}"\napi_key = "{stand.api_key}"\n'
                        f'[profile.tls-proxy.tls]\nserver_ca_cert_path = "{stand.ca}"\n'
                        f'client_cert_path = "{stand.client.cert}"\nclient_key_path = "{stand.client.key}"\n')
-    env = {name: value for name, value in os.environ.items() if name not in TEMPORAL_VARIABLES}
-    env |= {"TEMPORAL_CONFIG_FILE": str(profile), "TEMPORAL_PROFILE": "tls-proxy", "TENANTFLOW_TASK_QUEUE": queue}
-    proc = await asyncio.create_subprocess_exec(CLI, "result", handle.id, "--output", "json", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
+    code, out, err = await tenantflow({"TEMPORAL_CONFIG_FILE": str(profile), "TEMPORAL_PROFILE": "tls-proxy",
+                                       "TENANTFLOW_TASK_QUEUE": run.task_queue},
+                                      "result", run.workflow_id, "--output", "json")
+    assert code == 0, err
     assert json.loads(out)["status"] == "completed"
 
 
@@ -159,10 +131,8 @@ async def test_a_misconfigured_worker_fails_at_start_naming_the_setting(
 
 
 async def test_the_cli_names_the_setting_when_the_api_key_is_wrong(stand: Stand, tmp_path: Path) -> None:
-    env = {name: value for name, value in os.environ.items() if name not in TEMPORAL_VARIABLES}
-    env |= stand.variables() | {"TEMPORAL_API_KEY": "wrong-key", "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent")}
-    proc = await asyncio.create_subprocess_exec(CLI, "status", "onboard/tenant-tls", env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    _, err = await proc.communicate()
-    assert proc.returncode == 1
-    assert "TEMPORAL_API_KEY: the server refused the API key" in " ".join(err.decode().split())
+    code, _, err = await tenantflow(stand.variables() | {"TEMPORAL_API_KEY": "wrong-key",
+                                                         "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent.toml")},
+                                    "status", "tenant/tenant-tls")
+    assert code == 1
+    assert "TEMPORAL_API_KEY: the server refused the API key" in " ".join(err.split())
