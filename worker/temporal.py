@@ -42,9 +42,11 @@ class TemporalConnectError(RPCError):
 def _file_setting(tls: ClientConfigTLS | None, filename: object) -> str:
     """The variable that names the certificate or key file ``filename``."""
     if tls is not None:
-        for setting, source in (("TEMPORAL_TLS_CLIENT_CERT_PATH", tls.client_cert),
-                                ("TEMPORAL_TLS_CLIENT_KEY_PATH", tls.client_private_key),
-                                ("TEMPORAL_TLS_SERVER_CA_CERT_PATH", tls.server_root_ca_cert)):
+        for setting, source in (
+            ("TEMPORAL_TLS_CLIENT_CERT_PATH", tls.client_cert),
+            ("TEMPORAL_TLS_CLIENT_KEY_PATH", tls.client_private_key),
+            ("TEMPORAL_TLS_SERVER_CA_CERT_PATH", tls.server_root_ca_cert),
+        ):
             if isinstance(source, Path) and str(source) == str(filename):
                 return setting
     return "TEMPORAL_TLS_*_PATH"
@@ -59,8 +61,9 @@ def connect_config(settings: TemporalSettings) -> ClientConnectConfig:
     try:
         config = profile.to_client_connect_config()
     except OSError as exc:
-        raise TemporalConnectError(f"{_file_setting(profile.tls, exc.filename)}: cannot read {exc.filename}: "
-                                   f"{exc.strerror}") from None
+        raise TemporalConnectError(
+            f"{_file_setting(profile.tls, exc.filename)}: cannot read {exc.filename}: {exc.strerror}"
+        ) from None
     explicit = settings.model_fields_set
     if "address" in explicit or "target_host" not in config:
         config["target_host"] = settings.address
@@ -81,5 +84,6 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         return await Client.connect(**config, data_converter=converter, interceptors=interceptors, runtime=runtime)
     except RuntimeError as exc:
         setting, status = diagnose(str(exc), tls=tls is not False, api_key=api_key, client_cert=client_cert)
-        raise TemporalConnectError(f"{setting} (connecting to {address}, namespace {namespace}); "
-                                   f"the client said: {exc}", status) from None
+        raise TemporalConnectError(
+            f"{setting} (connecting to {address}, namespace {namespace}); the client said: {exc}", status
+        ) from None

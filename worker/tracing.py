@@ -48,8 +48,9 @@ def _entry_point_name(name: str, environ: Mapping[str, str]) -> str:
 def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:
     registered = entry_points(group=EXPORTER_GROUP, name=_entry_point_name(name, environ))
     if not registered:
-        raise RuntimeError(f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed "
-                           "(pip install 'tenantflow[otel]' for otlp)")
+        raise RuntimeError(
+            f"OTEL_TRACES_EXPORTER: no trace exporter {name!r} is installed (pip install 'tenantflow[otel]' for otlp)"
+        )
     exporter: SpanExporter = next(iter(registered)).load()()
     return exporter
 
@@ -81,8 +82,9 @@ def shutdown_tracing() -> None:
         provider.shutdown()
 
 
-def tracing_interceptors(environ: Mapping[str, str] | None = None, *,
-                         exporter: SpanExporter | None = None) -> list[TracingInterceptor]:
+def tracing_interceptors(
+    environ: Mapping[str, str] | None = None, *, exporter: SpanExporter | None = None
+) -> list[TracingInterceptor]:
     """The tracing interceptor for ``Client.connect`` when the environment asks for traces, else nothing.
 
     One tracer provider per distinct ``OTEL_*`` environment per process, exporting in batches (flushed at exit).

@@ -6,6 +6,7 @@ manager; nothing outside that directory is read or written.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -59,19 +60,34 @@ class GrpcProxy:
 
 
 @contextmanager
-def grpc_proxy(directory: Path, *, upstream: str, server_cert: Path, server_key: Path, client_ca: Path,
-               api_key: str) -> Iterator[GrpcProxy]:
+def grpc_proxy(
+    directory: Path, *, upstream: str, server_cert: Path, server_key: Path, client_ca: Path, api_key: str
+) -> Iterator[GrpcProxy]:
     """nginx on a free loopback port passing gRPC to ``upstream`` for clients with a ``client_ca`` cert and the key."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    nginx = shutil.which("nginx", path=f"{os.environ.get('PATH', '')}:/usr/sbin")
+    if nginx is None:
+        raise FileNotFoundError("nginx not found: scripts/install-system-packages.sh installs it (as root)")
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     conf = directory / "nginx.conf"
-    conf.write_text(CONFIG.format(dir=directory, port=port, upstream=upstream, server_cert=server_cert,
-                                  server_key=server_key, client_ca=client_ca, api_key=api_key))
+    conf.write_text(
+        CONFIG.format(
+            dir=directory,
+            port=port,
+            upstream=upstream,
+            server_cert=server_cert,
+            server_key=server_key,
+            client_ca=client_ca,
+            api_key=api_key,
+        )
+    )
     conf.chmod(0o600)
     log = directory / "error.log"
-    proc = subprocess.Popen([nginx, "-p", str(directory), "-c", str(conf), "-e", str(log)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [nginx, "-p", str(directory), "-c", str(conf), "-e", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 10
         while not port_open("127.0.0.1", port):

@@ -19,10 +19,18 @@ from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import wait_for_stage
 
-TEMPORAL_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS",
-                      "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH",
-                      "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_PROFILE",
-                      "TEMPORAL_CONFIG_FILE")
+TEMPORAL_VARIABLES = (
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
+    "TEMPORAL_API_KEY",
+    "TEMPORAL_TLS",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    "TEMPORAL_TLS_SERVER_NAME",
+    "TEMPORAL_PROFILE",
+    "TEMPORAL_CONFIG_FILE",
+)
 
 
 def configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variables: dict[str, str]) -> None:
@@ -47,8 +55,9 @@ async def onboard_with_worker(slug: str) -> Run:
     """Start the worker on a fresh task queue, onboard ``slug`` through its plan gate, stop the worker."""
     settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=f"deploy-{uuid.uuid4().hex[:8]}")
     stop = asyncio.Event()
-    worker = asyncio.create_task(run_worker(settings, stop, workflows=[TenantOnboarding, TenantOffboarding],
-                                            activities=FakeWorld().activities()))
+    worker = asyncio.create_task(
+        run_worker(settings, stop, workflows=[TenantOnboarding, TenantOffboarding], activities=FakeWorld().activities())
+    )
     try:
         api = await TenantflowClient.connect(settings)
         handle = await api.start_onboarding(example_tenant(slug))

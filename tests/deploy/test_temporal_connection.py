@@ -73,8 +73,14 @@ def test_a_missing_profile_is_named(profiles: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_an_unreadable_certificate_file_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    configure(monkeypatch, tmp_path, {"TEMPORAL_TLS_CLIENT_CERT_PATH": str(tmp_path / "client.pem"),
-                                      "TEMPORAL_TLS_CLIENT_KEY_PATH": str(tmp_path / "client.key")})
+    configure(
+        monkeypatch,
+        tmp_path,
+        {
+            "TEMPORAL_TLS_CLIENT_CERT_PATH": str(tmp_path / "client.pem"),
+            "TEMPORAL_TLS_CLIENT_KEY_PATH": str(tmp_path / "client.key"),
+        },
+    )
     (tmp_path / "client.pem").write_text("not read: the key is missing")
     with pytest.raises(TemporalConnectError, match=r"^TEMPORAL_TLS_CLIENT_KEY_PATH: cannot read .*client\.key"):
         connect_config(TemporalSettings())
@@ -86,14 +92,20 @@ async def test_no_server_at_the_address_is_named(monkeypatch: pytest.MonkeyPatch
         await connect(TemporalSettings())
 
 
-@pytest.mark.parametrize(("error", "tls", "setting"), [
-    ("Status { code: Unauthenticated, message: \"Request unauthorized\" }", True, "TEMPORAL_API_KEY"),
-    ("ConnectError(Custom { kind: InvalidData, error: AlertReceived(CertificateRequired) })", True,
-     "TEMPORAL_TLS_CLIENT_CERT_PATH"),
-    ("InvalidCertificate(NotValidForNameContext { expected: DnsName(\"x\") })", True, "TEMPORAL_TLS_SERVER_NAME"),
-    ("ConnectError(Custom { kind: InvalidData, error: InvalidContentType })", True, "TEMPORAL_TLS"),
-    ("something nobody has seen", False, "TEMPORAL_ADDRESS / TEMPORAL_TLS_*"),
-])
+@pytest.mark.parametrize(
+    ("error", "tls", "setting"),
+    [
+        ('Status { code: Unauthenticated, message: "Request unauthorized" }', True, "TEMPORAL_API_KEY"),
+        (
+            "ConnectError(Custom { kind: InvalidData, error: AlertReceived(CertificateRequired) })",
+            True,
+            "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        ),
+        ('InvalidCertificate(NotValidForNameContext { expected: DnsName("x") })', True, "TEMPORAL_TLS_SERVER_NAME"),
+        ("ConnectError(Custom { kind: InvalidData, error: InvalidContentType })", True, "TEMPORAL_TLS"),
+        ("something nobody has seen", False, "TEMPORAL_ADDRESS / TEMPORAL_TLS_*"),
+    ],
+)
 def test_errors_of_a_real_tls_server_name_the_setting(error: str, tls: bool, setting: str) -> None:
     message, _ = diagnose(error, tls=tls, api_key=True, client_cert=False)
     assert message.startswith(f"{setting}:")

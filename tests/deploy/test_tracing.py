@@ -21,15 +21,18 @@ from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage
 
 
-@pytest.mark.parametrize(("environ", "names"), [
-    ({}, []),
-    ({"OTEL_SERVICE_NAME": "tenantflow"}, []),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, ["otlp"]),
-    ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, ["otlp"]),
-    ({"OTEL_TRACES_EXPORTER": "console,otlp"}, ["console", "otlp"]),
-    ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, []),
-    ({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, []),
-])
+@pytest.mark.parametrize(
+    ("environ", "names"),
+    [
+        ({}, []),
+        ({"OTEL_SERVICE_NAME": "tenantflow"}, []),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, ["otlp"]),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, ["otlp"]),
+        ({"OTEL_TRACES_EXPORTER": "console,otlp"}, ["console", "otlp"]),
+        ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, []),
+        ({"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, []),
+    ],
+)
 def test_the_otel_variables_decide(environ: dict[str, str], names: list[str]) -> None:
     assert exporter_names(environ) == names
 
@@ -40,8 +43,9 @@ def test_an_exporter_that_is_not_installed_is_named() -> None:
 
 
 @pytest.mark.parametrize("environ", [{"OTEL_TRACES_EXPORTER": "otlp"}, {}])
-async def test_activities_produce_spans_only_when_tracing_is_on(dev_env: WorkflowEnvironment,
-                                                                environ: dict[str, str]) -> None:
+async def test_activities_produce_spans_only_when_tracing_is_on(
+    dev_env: WorkflowEnvironment, environ: dict[str, str]
+) -> None:
     exported = InMemorySpanExporter()
     client = Client(**dev_env.client.config() | {"interceptors": tracing_interceptors(environ, exporter=exported)})
     async with fake_worker(WorkflowEnvironment.from_client(client), FakeWorld()) as api:
@@ -74,8 +78,10 @@ async def collector() -> AsyncIterator[tuple[str, list[ExportTraceServiceRequest
 
 
 async def test_the_worker_exports_spans_over_otlp_when_the_endpoint_is_set(
-        dev_env: WorkflowEnvironment, collector: tuple[str, list[ExportTraceServiceRequest]],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    dev_env: WorkflowEnvironment,
+    collector: tuple[str, list[ExportTraceServiceRequest]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     endpoint, received = collector
     monkeypatch.setenv("TEMPORAL_ADDRESS", dev_env.client.service_client.config.target_host)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
@@ -84,10 +90,20 @@ async def test_the_worker_exports_spans_over_otlp_when_the_endpoint_is_set(
     finally:
         await asyncio.to_thread(shutdown_tracing)
     assert run.result.status == "completed"
-    names = {span.name for request in received for spans in request.resource_spans
-             for scope in spans.scope_spans for span in scope.spans}
+    names = {
+        span.name
+        for request in received
+        for spans in request.resource_spans
+        for scope in spans.scope_spans
+        for span in scope.spans
+    }
     assert {"StartWorkflow:TenantOnboarding", "RunWorkflow:TenantOnboarding"} <= names
     assert {"RunActivity:capacity.preflight", "RunActivity:handover.render"} <= names
-    services = {attribute.value.string_value for request in received for spans in request.resource_spans
-                for attribute in spans.resource.attributes if attribute.key == "service.name"}
+    services = {
+        attribute.value.string_value
+        for request in received
+        for spans in request.resource_spans
+        for attribute in spans.resource.attributes
+        if attribute.key == "service.name"
+    }
     assert services == {"tenantflow"}
