@@ -41,7 +41,7 @@ def test_list_items_are_addressed_by_index() -> None:
 
 def test_value_errors_lose_pydantics_prefix() -> None:
     text = problems(storage__pvc_size="lots")
-    assert "  - storage.pvc_size: 'lots' is not a size; write a number and a unit" in text
+    assert "  - storage.pvc_size: 'lots' is not a size; write a Kubernetes quantity" in text
     assert "Value error" not in text
 
 
