@@ -30,7 +30,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpda
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
-from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient, onboarding_id
@@ -406,9 +406,9 @@ def total_steps(workflow_type: str) -> int | None:
     """How many steps a successful run executes, for the progress bar (known for onboarding only)."""
     if workflow_type != "TenantOnboarding":
         return None
-    from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+    from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, SMOKE
 
-    return len(PREFLIGHT_LAYERS) + len(PLAN_LAYERS) + len(APPLY_STEPS) + len(SMOKE_STEPS) + 2
+    return len(PREFLIGHT) + len(PLAN) + len(APPLY) + len(SMOKE) + 2
 
 
 def print_outcome(outcome: Any, output: str) -> None:

@@ -12,7 +12,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+    from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
     from tenantflow.models.onboarding import OnboardingInput, OnboardingResult, StepInput
     from tenantflow.worker.codec import PLAIN
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
