@@ -6,7 +6,8 @@ handlers from the base class. A workflow that shows another description for a
 handler (what the UI shows) declares that handler itself with the same name and
 ``workflow.update``/``signal``/``query``'s ``description=``, delegating to the
 shared method (``_approve``, ``_answer``, ``_run_status`` ...) and, for an update,
-reusing the shared validator; ``PLAN_APPROVED`` is the approve_plan answer.
+reusing the shared validator (an update's type names its class, hence the
+``type: ignore[override]`` there); ``PLAN_APPROVED`` is the approve_plan answer.
 """
 
 from __future__ import annotations

@@ -26,10 +26,11 @@ STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coeffici
 async def execute(step: Step[I, R], arg: I, *, retry_policy: RetryPolicy, summary: str,
                   cancellation_type: ActivityCancellationType = ActivityCancellationType.TRY_CANCEL) -> R:
     """Run ``step`` once as an activity with the catalogue's timeouts; its result decoded as the step's type."""
-    return await workflow.execute_activity(
+    result: R = await workflow.execute_activity(
         step.name, arg, result_type=step.result, start_to_close_timeout=step.timeout,
         heartbeat_timeout=step.heartbeat, retry_policy=retry_policy, cancellation_type=cancellation_type,
         summary=summary)
+    return result
 
 
 class StepTracker:
