@@ -1,10 +1,10 @@
 """``tenantflow plan``: the onboarding's read-only preflight and plan, run in-process without a workflow.
 
-The same preflight and plan steps of the catalogue (``models/runbook.py``) the
-workflow runs are called here, in the same order, as their registered activity functions through
-``temporalio.testing.ActivityEnvironment`` (they read the services configured
-by the environment or ``TENANTFLOW_ENV_FILE``). Nothing is written: these
-activities only read.
+The catalogue's preflight and plan steps (``models/runbook.py``), the ones the
+workflow runs, are called here in the same order: each step's registered activity
+function through ``temporalio.testing.ActivityEnvironment`` (they read the
+services configured by the environment or ``TENANTFLOW_ENV_FILE``). Nothing is
+written: these activities only read.
 """
 
 from __future__ import annotations
