@@ -1,4 +1,5 @@
-"""The step catalogue agrees with the activities the worker registers: names, input and result types, undo."""
+"""The step catalogue agrees with the activities the worker registers (names, input and result types) and orders
+the saga's undo."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import Any, get_type_hints
 
 import pytest
 
+from tenantflow.models.results import EnsureResult, Outcome
 from tenantflow.models.runbook import APPLY, CATALOGUE, ENROLLMENT, ONBOARDING, ROLLBACK, SMOKE, Step
 from tenantflow.worker.registry import ACTIVITIES, BY_NAME
+from tenantflow.workflows.saga import Saga
 
 STEPS = list(CATALOGUE.values())
 
@@ -47,3 +50,14 @@ def test_every_apply_step_is_undone_by_its_own_layer_in_rollback_order() -> None
     assert [u.layer for u in ROLLBACK] == ["login", "slurm", "kube", "capacity", "storage", "identity"]
     assert all(step.undo is None for step in SMOKE), "smoke tests write nothing to undo"
 
+
+
+def test_the_saga_unwinds_in_the_catalogues_rollback_order() -> None:
+    saga = Saga()
+    for step in APPLY:
+        saga.push(step, [EnsureResult(layer=step.layer, kind="Thing", name=step.short, outcome=Outcome.created)])
+    assert [step.name for step, _ in saga.ordered()] == [
+        "login.verify", "login.release", "slurm.partition", "slurm.users", "slurm.qos", "slurm.accounts",
+        "kube.rbac", "kube.network_policy", "kube.binding", "kube.quota", "kube.namespace",
+        "capacity.wait_reservation", "capacity.reservation", "storage.csi", "storage.quotas", "storage.filesystems",
+        "identity.verify_ldap", "identity.users", "identity.group"]
