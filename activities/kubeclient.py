@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic import DynamicClient
 from kubernetes.stream import stream
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
@@ -45,10 +44,6 @@ def api_client(target: KubeTarget) -> client.ApiClient:
         if cached is None:
             cached = _clients[key] = _new_client(target)
         return cached
-
-
-def dynamic(target: KubeTarget) -> DynamicClient:
-    return DynamicClient(api_client(target))
 
 
 def _message(exc: ApiException) -> str:

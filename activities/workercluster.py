@@ -21,8 +21,9 @@ from temporalio import activity
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail
 from tenantflow.activities.hub import Rest
+from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
+from tenantflow.activities.workercluster_objects import VM_OPERATOR, install_objects, namespace_of, path
 from tenantflow.models.enrollment_run import (
-    AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
     BYOC_NAMESPACE,
@@ -44,80 +45,13 @@ from tenantflow.models.enrollment_run import (
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 
-Obj = dict[str, Any]
-PLURALS = {"Namespace": "namespaces", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
-           "Deployment": "deployments", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
-           "ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "AdmissionCheck": "admissionchecks",
-           "ProvisioningRequestConfig": "provisioningrequestconfigs", "LocalQueue": "localqueues",
-           "JobSet": "jobsets", "Job": "jobs", "Workload": "workloads"}
-API_VERSIONS = {"Namespace": "v1", "Secret": "v1", "ServiceAccount": "v1", "Deployment": "apps/v1",
-                "ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
-                "JobSet": "jobset.x-k8s.io/v1alpha2", "Job": "batch/v1", "Workload": "kueue.x-k8s.io/v1beta2",
-                **{k: "kueue.x-k8s.io/v1beta2" for k in ("ResourceFlavor", "ClusterQueue", "AdmissionCheck",
-                                                         "ProvisioningRequestConfig", "LocalQueue")}}
-VM_OPERATOR = ("victoria-metrics", "victoria-metrics-operator")
-
-
-def path(kind: str, namespace: str | None = None, name: str = "") -> str:
-    version = API_VERSIONS[kind]
-    root = f"/api/{version}" if version == "v1" else f"/apis/{version}"
-    where = f"/namespaces/{namespace}" if namespace else ""
-    return f"{root}{where}/{PLURALS[kind]}" + (f"/{name}" if name else "")
-
-
-def _labels(step: EnrollmentStep, component: str) -> dict[str, str]:
-    return {INSTALLED_BY: INSTALLER, "trainy.ai/component": component,
-            WORKER_LABEL: label_value(step.contract.worker_identity)}
-
-
-def _deployment(namespace: str, name: str, image: str, labels: dict[str, str]) -> Obj:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"serviceAccountName": AGENT,
-                                           "containers": [{"name": name, "image": image}]}}}}
-
-
-def install_objects(step: EnrollmentStep) -> list[Obj]:
-    """What bootstrap installs, in order, without secret values."""
-    def labels(component: str) -> dict[str, str]:
-        return _labels(step, component)
-
-    def meta(name: str, component: str, namespace: str | None = None) -> Obj:
-        return {"name": name, **({"namespace": namespace} if namespace else {}), "labels": labels(component)}
-
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(AGENT_NAMESPACE, "agent")},
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(BYOC_NAMESPACE, "observability")},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(AGENT, "agent", AGENT_NAMESPACE)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(AGENT, "rbac"),
-         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(AGENT, "rbac"),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT},
-         "subjects": [{"kind": "ServiceAccount", "name": AGENT, "namespace": AGENT_NAMESPACE}]},
-        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-         "metadata": meta("trainy-tunnel-credentials", "tunnel", AGENT_NAMESPACE)},
-        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-         "metadata": meta(BOOTSTRAP_SECRET, "bootstrap", AGENT_NAMESPACE)},
-        _deployment(AGENT_NAMESPACE, AGENT, "ghcr.io/trainy-ai/worker-agent:v1", labels("agent")),
-        _deployment(BYOC_NAMESPACE, "trainy-log-collector", "ghcr.io/trainy-ai/log-collector:v1",
-                    labels("log-collector")),
-        _deployment(BYOC_NAMESPACE, "trainy-metrics-agent", "ghcr.io/trainy-ai/vmagent:v1",
-                    labels("metrics-agent")),
-    ]
-
-
-def _ns(obj: Obj) -> str | None:
-    return obj["metadata"].get("namespace")
-
 
 @activity.defn(name="worker.plan")
 def plan(step: EnrollmentStep) -> list[PlanStep]:
     rest = Rest(step.contract.worker)
     steps = []
     for obj in install_objects(step):
-        kind, name, namespace = obj["kind"], obj["metadata"]["name"], _ns(obj)
+        kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
         existing = rest.get(path(kind, namespace, name))
         action = Action.create if existing is None else Action.unchanged
         steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action,
@@ -141,7 +75,7 @@ def install(step: EnrollmentStep) -> list[EnsureResult]:
         raise fail("Invalid", "install needs the enrollment key Secret reference")
     results = []
     for obj in install_objects(step):
-        kind, name, namespace = obj["kind"], obj["metadata"]["name"], _ns(obj)
+        kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
         if rest.get(path(kind, namespace, name)) is not None:
             results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
                                         outcome=Outcome.unchanged))
@@ -180,71 +114,16 @@ def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     return _remove(rest, created) + _release_preset(rest, step)
 
 
-def _state(obj: Obj) -> str:
-    status = obj.get("status") or {}
-    conds = {c["type"]: c["status"] for c in status.get("conditions") or []}
-    for terminal in ("Finished", "Completed", "Failed"):
-        if conds.get(terminal) == "True":
-            return terminal
-    if obj["kind"] == "Workload":
-        return "Admitted" if conds.get("Admitted") == "True" else "Pending"
-    if obj["kind"] == "Job":
-        return "Running" if status.get("active") and status.get("ready") else "NotReady"
-    return "Running"
-
-
-def _invariants(rest: Rest, namespaces: list[str]) -> Invariants:
-    work = []
-    for ns in sorted(set(namespaces) | {"default"}):
-        for kind in ("JobSet", "Job", "Workload"):
-            for obj in rest.list(path(kind, ns)):
-                if _state(obj) in ("Finished", "Completed", "Failed"):
-                    continue
-                work.append(ObjectRef(kind=kind, name=obj["metadata"]["name"], namespace=ns,
-                                      uid=obj["metadata"]["uid"], state=_state(obj)))
-    deps = []
-    for ns, name, _ in DEPENDENCIES:
-        dep = rest.get(path("Deployment", ns, name))
-        if dep is not None:
-            deps.append(ObjectRef(kind="Deployment", name=name, namespace=ns, uid=dep["metadata"]["uid"],
-                                  image=dep["spec"]["template"]["spec"]["containers"][0]["image"],
-                                  state=str((dep.get("status") or {}).get("readyReplicas", 0))))
-    return Invariants(workloads=work, deployments=deps)
-
 
 @activity.defn(name="worker.record_invariants")
 def record_invariants(step: EnrollmentStep) -> Invariants:
-    return _invariants(Rest(step.contract.worker), step.contract.workload_namespaces)
-
-
-def _compare(recorded: Invariants, now: Invariants) -> list[str]:
-    current = {ref.key(): ref for ref in now.workloads}
-    changes = []
-    for ref in recorded.workloads:
-        seen = current.get(ref.key())
-        if seen is None:
-            changes.append(f"{ref.key()} disappeared")
-        elif (seen.uid, seen.state) != (ref.uid, ref.state):
-            changes.append(f"{ref.key()} changed: uid {ref.uid}->{seen.uid}, state {ref.state}->{seen.state}")
-    deps = {ref.key(): ref for ref in now.deployments}
-    changes += [f"{ref.key()} was recreated (uid {ref.uid} -> {deps[ref.key()].uid})"
-                for ref in recorded.deployments if ref.key() in deps and deps[ref.key()].uid != ref.uid]
-    return changes
-
-
-def _verify(rest: Rest, step_namespaces: list[str], recorded: Invariants) -> Invariants:
-    now = _invariants(rest, step_namespaces)
-    changes = _compare(recorded, now)
-    if changes:
-        raise fail("InvariantBroken", "running work changed during enrollment; the worker stays cordoned: "
-                   + "; ".join(changes))
-    return now
+    return invariants(Rest(step.contract.worker), step.contract.workload_namespaces)
 
 
 @activity.defn(name="worker.check_invariants")
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
-    _verify(Rest(step.contract.worker), step.contract.workload_namespaces, recorded)
+    verify_invariants(Rest(step.contract.worker), step.contract.workload_namespaces, recorded)
     return [Finding(check="invariants", ok=True, severity="info",
                     message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status")]
 
@@ -256,7 +135,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     recorded = wait.invariants or Invariants()
     deadline = time.monotonic() + wait.budget_s
     while True:
-        now = _verify(rest, wait.contract.workload_namespaces, recorded)
+        now = verify_invariants(rest, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
         pending = [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
                    if images.get(f"Deployment/{ns}/{name}") != image]
@@ -286,7 +165,7 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     identity = label_value(c.worker_identity)
     objects, diffs, foreign = [], {}, {}
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
-        kind, name, ns = want["kind"], want["metadata"]["name"], _ns(want)
+        kind, name, ns = want["kind"], want["metadata"]["name"], namespace_of(want)
         have = rest.get(path(kind, ns, name))
         if have is None:
             continue
@@ -315,7 +194,7 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     rest = Rest(c.worker)
     identity = label_value(c.worker_identity)
     if step.facts.invariants is not None:
-        _verify(rest, c.workload_namespaces, step.facts.invariants)
+        verify_invariants(rest, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
         obj = rest.patch(path(ref.kind, ref.namespace, ref.name),
@@ -349,7 +228,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
         active = [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
                   for ns in wait.contract.workload_namespaces
                   for o in rest.list(path("Workload", ns), ORIGIN_LABEL)
-                  if _state(o) == "Admitted"]
+                  if work_state(o) == "Admitted"]
         activity.heartbeat(active)
         if not active:
             return True
@@ -376,7 +255,7 @@ def _owned_preset(rest: Rest, step: EnrollmentStep) -> list[ObjectRef]:
     selector = f"{MANAGED_BY}={SCHEDULING_MANAGER},{WORKER_LABEL}={label_value(c.worker_identity)}"
     refs = []
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
-        kind, ns = want["kind"], _ns(want)
+        kind, ns = want["kind"], namespace_of(want)
         refs += [ObjectRef(kind=kind, name=o["metadata"]["name"], namespace=ns, uid=o["metadata"]["uid"])
                  for o in rest.list(path(kind, ns), selector) if o["metadata"]["name"] == want["metadata"]["name"]]
     return refs

@@ -6,6 +6,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import slurm
+from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.slurm_partition import partition_problems
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
 from tests.layers_slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
@@ -109,6 +111,6 @@ def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
     res = slurm.partition(inp)
     try:
         assert res.results[0].data["nodes"] == "gpu-[01-02]"
-        assert slurm.partition_problems(slurm.SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
+        assert partition_problems(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
     finally:
         slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))

@@ -1,0 +1,119 @@
+"""The tenant's Slurm partition through the Slurm operator's ConfigMap ``slurm-partitions``.
+
+One ``<slug>.conf`` key per tenant, never ``scontrol create``: a write waits for the
+operator's rendered-hash annotation, then ``scontrol reconfigure``, and
+:func:`partition_problems` checks the live partition (``scontrol show partition``)
+against the contract. The partition's ``AllowAccounts`` lists the tenant account
+and its team sub-account, because Slurm matches job accounts exactly and users
+submit under the sub-account.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes import client
+from temporalio import activity
+
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import fail
+from tenantflow.activities.settings import settings
+from tenantflow.activities.slurm_cli import (
+    RENDER_ERROR_ANNOTATION,
+    RENDERED_ANNOTATION,
+    SlurmCtl,
+    parse_partition,
+    partitions_hash,
+    same_duration,
+    word,
+)
+from tenantflow.activities.slurm_wants import allow_accounts
+from tenantflow.models.hostlist import compress_hostlist
+from tenantflow.models.tenant import TenantContract
+
+RENDER_TIMEOUT_S = 120.0
+
+
+def _core(c: TenantContract) -> client.CoreV1Api:
+    return client.CoreV1Api(kubeclient.api_client(c.cluster))
+
+
+def read_partition_key(c: TenantContract) -> tuple[dict[str, str], str | None]:
+    cfg = settings()
+    cm = kubeclient.get_or_none(c.cluster, _core(c).read_namespaced_config_map, cfg.slurm_partitions_configmap,
+                                cfg.slurm_namespace)
+    data = dict((cm.data or {}) if cm is not None else {})
+    return data, data.get(f"{c.slug}.conf")
+
+
+def write_partition_key(c: TenantContract, line: str | None) -> None:
+    """Set (or with None remove) the tenant's key in the partitions ConfigMap."""
+    cfg = settings()
+    core = _core(c)
+    key = f"{c.slug}.conf"
+    cm = kubeclient.get_or_none(c.cluster, core.read_namespaced_config_map, cfg.slurm_partitions_configmap,
+                                cfg.slurm_namespace)
+    if cm is None:
+        if line is None:
+            return
+        body = {"metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace},
+                "data": {key: line}}
+        kubeclient.call(c.cluster, core.create_namespaced_config_map, cfg.slurm_namespace, body)
+        return
+    kubeclient.call(c.cluster, core.patch_namespaced_config_map, cfg.slurm_partitions_configmap,
+                    cfg.slurm_namespace, {"data": {key: line}})
+
+
+def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> None:
+    """Poll (with backoff, heartbeating) until the operator annotated the hash of the current data."""
+    cfg = settings()
+    core = _core(c)
+    deadline = time.monotonic() + timeout_s
+    delay = cfg.poll_interval_s
+    while True:
+        cm = kubeclient.call(c.cluster, core.read_namespaced_config_map, cfg.slurm_partitions_configmap,
+                             cfg.slurm_namespace)
+        annotations = (cm.metadata.annotations if cm.metadata else None) or {}
+        if annotations.get(RENDER_ERROR_ANNOTATION):
+            raise fail("Invalid", f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
+                                  f"{annotations[RENDER_ERROR_ANNOTATION]}")
+        if annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.data):
+            return
+        if time.monotonic() > deadline:
+            raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
+                                  f"within {timeout_s:.0f} s; check the operator's logs")
+        _heartbeat(f"waiting for the Slurm operator to render {c.slug}.conf")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 5.0)
+
+
+def _heartbeat(detail: str) -> None:
+    if activity.in_activity():
+        activity.heartbeat(detail)
+
+
+def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> list[str]:
+    """How the live partition differs from the contract (empty when it matches)."""
+    out = ctl.run(["scontrol", "show", "partition", word(c.slug)], check=False)
+    part = parse_partition(out.stdout) if out.exit_code == 0 else None
+    if part is None:
+        return [f"partition {c.slug} is not known to slurmctld"]
+    problems = []
+    if sorted(part.nodes) != sorted(nodes):
+        problems.append(f"Nodes={part.get('Nodes')} but the Reservation holds {compress_hostlist(nodes)}")
+    checks = {"AllowAccounts": ",".join(allow_accounts(c)), "Default": "NO", "State": "UP",
+              "PreemptMode": "OFF", "OverSubscribe": c.slurm.oversubscribe.value}
+    problems += [f"{k}={part.get(k)}, want {v}" for k, v in checks.items()
+                 if sorted(part.get(k).split(",")) != sorted(v.split(","))]
+    for key, want in (("MaxTime", c.slurm.partition_max_time), ("DefaultTime", c.slurm.partition_default_time)):
+        if not same_duration(want, part.get(key)):
+            problems.append(f"{key}={part.get(key)}, want {want}")
+    return problems
+
+
+
+def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> None:
+    write_partition_key(c, previous)
+    wait_rendered(c)
+    ctl.run(["scontrol", "reconfigure"])
+

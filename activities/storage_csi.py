@@ -1,0 +1,204 @@
+"""The CSI objects of a strictly isolated tenant (runbook 6c): org token Secret, StorageClass and PVC.
+
+The org API token goes only into Secret ``weka-<slug>-creds`` in the tenant namespace (created here,
+written there, never returned or logged), followed by StorageClass ``weka-<slug>`` (Retain) and the
+tenant PVC. :func:`undo_csi` revokes the token and deletes what a run created.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import fail
+from tenantflow.activities.settings import settings
+from tenantflow.activities.storage_layout import (
+    LAYER,
+    deleted,
+    filesystem_names,
+    plan_action,
+    storage_result,
+)
+from tenantflow.activities.weka_client import WekaClient
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import TenantContract
+from tenantflow.models.units import format_kube_quantity, parse_size
+
+TOKEN_UID_ANNOTATION = "tenantflow.io/weka-token-uid"
+
+
+def _plain(contract: TenantContract, obj: object) -> dict[str, Any]:
+    """A kubernetes model as its JSON dict ({} for None)."""
+    if obj is None:
+        return {}
+    plain: dict[str, Any] = kubeclient.api_client(contract.cluster).sanitize_for_serialization(obj)
+    return plain
+
+
+
+def csi_plan(contract: TenantContract) -> list[PlanStep]:
+    target, ns = contract.cluster, contract.namespace
+    core, storage = client.CoreV1Api(kubeclient.api_client(target)), client.StorageV1Api(kubeclient.api_client(target))
+    secret = kubeclient.get_or_none(target, core.read_namespaced_secret, csi_secret_name(contract), ns)
+    sc = kubeclient.get_or_none(target, storage.read_storage_class, storage_class_name(contract))
+    pvc = kubeclient.get_or_none(target, core.read_namespaced_persistent_volume_claim,
+                                 contract.storage.pvc_name, ns)
+    return [
+        PlanStep(layer=LAYER, kind="Secret", name=csi_secret_name(contract), namespace=ns,
+                 action=plan_action(secret is not None), detail={"keys": ["endpoint", "org", "token"]}),
+        PlanStep(layer=LAYER, kind="StorageClass", name=storage_class_name(contract),
+                 action=plan_action(sc is not None),
+                 detail={"parameters": storage_class_parameters(contract), "reclaimPolicy": "Retain"}),
+        PlanStep(layer=LAYER, kind="PersistentVolumeClaim", name=contract.storage.pvc_name, namespace=ns,
+                 action=plan_action(pvc is not None), detail={"size": contract.storage.pvc_size}),
+    ]
+
+
+
+def csi_secret_name(contract: TenantContract) -> str:
+    return f"weka-{contract.slug}-creds"
+
+
+def storage_class_name(contract: TenantContract) -> str:
+    return f"weka-{contract.slug}"
+
+
+def storage_class_parameters(contract: TenantContract) -> dict[str, str]:
+    return {
+        "filesystemName": filesystem_names(contract)["scratch"],
+        "capacity": format_kube_quantity(parse_size(contract.storage.pvc_size)),
+        "csi.storage.k8s.io/provisioner-secret-name": csi_secret_name(contract),
+        "csi.storage.k8s.io/provisioner-secret-namespace": contract.namespace,
+    }
+
+
+def _b64(values: dict[str, str]) -> dict[str, str]:
+    return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
+
+
+def _token_description(contract: TenantContract) -> str:
+    return f"{contract.slug} CSI"
+
+
+def _ensure_secret(contract: TenantContract, core: client.CoreV1Api) -> EnsureResult:
+    """The org API token lives only in the Secret: created here, written there, never returned or logged."""
+    target, ns, name = contract.cluster, contract.namespace, csi_secret_name(contract)
+    secret = _plain(contract, kubeclient.get_or_none(target, core.read_namespaced_secret, name, ns))
+    recorded = secret.get("metadata", {}).get("annotations", {}).get(TOKEN_UID_ANNOTATION)
+    with WekaClient.from_settings() as weka:
+        org = weka.organization(contract.slug)
+        if org is None:
+            raise fail("NotFound", f"Weka organization {contract.slug} is missing; run storage.filesystems first")
+        ours = [t for t in weka.org_tokens(org.uid) if t.description == _token_description(contract)]
+        complete = {"endpoint", "org", "token"} <= set(secret.get("data", {}))
+        if complete and recorded in {t.uid for t in ours}:
+            return storage_result("Secret", name, Outcome.unchanged, ns, token_uid=recorded)
+        token = weka.create_org_token(org.uid, _token_description(contract))
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug},
+                             "annotations": {TOKEN_UID_ANNOTATION: token.uid}},
+                "data": _b64({"endpoint": settings().weka_url, "org": contract.slug,
+                              "token": token.access_token.get_secret_value()})}
+        if not secret:
+            kubeclient.call(target, core.create_namespaced_secret, ns, body)
+        else:
+            kubeclient.call(target, core.replace_namespaced_secret, name, ns, body)
+        for stale in ours:
+            weka.revoke_org_token(org.uid, stale.uid)
+    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns,
+                   token_uid=token.uid)
+
+
+def _storage_class_body(contract: TenantContract) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": storage_class_name(contract), "labels": {"tenant": contract.slug}},
+            "provisioner": "csi.weka.io", "parameters": storage_class_parameters(contract),
+            "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}
+
+
+def _ensure_storage_class(contract: TenantContract, storage: client.StorageV1Api) -> EnsureResult:
+    target, name = contract.cluster, storage_class_name(contract)
+    body = _storage_class_body(contract)
+    sc = kubeclient.get_or_none(target, storage.read_storage_class, name)
+    if sc is None:
+        kubeclient.call(target, storage.create_storage_class, body)
+        return storage_result("StorageClass", name, Outcome.created)
+    actual = (sc.provisioner, sc.parameters or {}, sc.reclaim_policy, sc.volume_binding_mode,
+              sc.allow_volume_expansion)
+    wanted = (body["provisioner"], body["parameters"], body["reclaimPolicy"], body["volumeBindingMode"],
+              body["allowVolumeExpansion"])
+    if actual != wanted:
+        raise fail("Conflict", f"StorageClass {name} exists with other settings (StorageClass parameters are "
+                   f"immutable); compare it with {wanted} and delete it if it is stale")
+    return storage_result("StorageClass", name, Outcome.unchanged)
+
+
+def _ensure_pvc(contract: TenantContract, core: client.CoreV1Api) -> EnsureResult:
+    target, ns, name = contract.cluster, contract.namespace, contract.storage.pvc_name
+    size = format_kube_quantity(parse_size(contract.storage.pvc_size))
+    pvc = _plain(contract, kubeclient.get_or_none(target, core.read_namespaced_persistent_volume_claim, name, ns))
+    if not pvc:
+        kubeclient.call(target, core.create_namespaced_persistent_volume_claim, ns, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug}},
+            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class_name(contract),
+                     "resources": {"requests": {"storage": size}}}})
+        return storage_result("PersistentVolumeClaim", name, Outcome.created, ns)
+    spec = pvc.get("spec", {})
+    if spec.get("storageClassName") != storage_class_name(contract):
+        raise fail("Conflict", f"PVC {ns}/{name} exists with storageClassName {spec.get('storageClassName')}")
+    current = str(spec.get("resources", {}).get("requests", {}).get("storage", "1"))
+    if parse_size(current) >= parse_size(size):
+        return storage_result("PersistentVolumeClaim", name, Outcome.unchanged, ns)
+    kubeclient.call(target, core.patch_namespaced_persistent_volume_claim, name, ns,
+                    {"spec": {"resources": {"requests": {"storage": size}}}})
+    return storage_result("PersistentVolumeClaim", name, Outcome.updated, ns, previous_size=current)
+
+
+def ensure_csi_objects(contract: TenantContract) -> list[EnsureResult]:
+    """Token Secret, StorageClass ``weka-<slug>`` (Retain) and the tenant PVC, in that order."""
+    api = kubeclient.api_client(contract.cluster)
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    return [_ensure_secret(contract, core), _ensure_storage_class(contract, storage), _ensure_pvc(contract, core)]
+
+
+def _delete_if_present(target: KubeTarget, read: Callable[..., object], delete: Callable[..., object],
+                       *args: str) -> bool:
+    """Read first, so an undo that finds nothing makes no write."""
+    if kubeclient.get_or_none(target, read, *args) is None:
+        return False
+    kubeclient.get_or_none(target, delete, *args)
+    return True
+
+
+def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
+    target, ns = contract.cluster, contract.namespace
+    api = kubeclient.api_client(target)
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    if result.kind == "Secret":
+        with WekaClient.from_settings() as weka:
+            org = weka.organization(contract.slug)
+            tokens = weka.org_tokens(org.uid) if org is not None else []
+            token_uid = result.data.get("token_uid")
+            stale = [t.uid for t in tokens if (t.uid == token_uid if token_uid
+                                               else t.description == _token_description(contract))]
+            revoked = org is not None and any([weka.revoke_org_token(org.uid, uid) for uid in stale])
+        if result.outcome is Outcome.updated:
+            return result.model_copy(update={"outcome": Outcome.updated if revoked else Outcome.absent})
+        found = _delete_if_present(target, core.read_namespaced_secret, core.delete_namespaced_secret,
+                                   result.name, ns)
+        return deleted(found or revoked, result)
+    if result.kind == "StorageClass":
+        return deleted(_delete_if_present(target, storage.read_storage_class, storage.delete_storage_class,
+                                           result.name), result)
+    if result.outcome is Outcome.updated:
+        return result.model_copy(update={"outcome": Outcome.unchanged, "data": {"kept": "PVCs cannot shrink"}})
+    return deleted(_delete_if_present(target, core.read_namespaced_persistent_volume_claim,
+                                       core.delete_namespaced_persistent_volume_claim, result.name, ns), result)
+
