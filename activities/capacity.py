@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeensure, manifests
 from tenantflow.activities.errors import fail
-from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient, kubeensure, manifests
 from tenantflow.activities.errors import fail
-from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
@@ -99,18 +99,19 @@ def release(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-def _exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
-    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, argv)
+def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    """Run ``argv`` in the login container (setting ``login_container``) of one of the tenant's login pods."""
+    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, settings().login_container, argv)
 
 
 def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
     """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
     for _ in range(GETENT_ATTEMPTS - 1):
-        out = _exec(contract, pod, argv)
+        out = login_exec(contract, pod, argv)
         if out.exit_code != 2:
             return out
         time.sleep(settings().poll_interval_s)
-    return _exec(contract, pod, argv)
+    return login_exec(contract, pod, argv)
 
 
 def _error(check: str, message: str, fix: str) -> Finding:
@@ -156,7 +157,7 @@ def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
 
 
 def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
-    out = _exec(contract, pod, ["ls", KEYS_DIR])
+    out = login_exec(contract, pod, ["ls", KEYS_DIR])
     listed = set(out.stdout.split())
     if out.exit_code != 0 or not listed:
         return [_error("login.authorized_keys", f"authorized_keys is empty on {pod} ({KEYS_DIR} lists nothing)",
@@ -169,7 +170,7 @@ def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
 
 
 def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
-    out = _exec(contract, pod, ["sinfo", "-p", contract.slug])
+    out = login_exec(contract, pod, ["sinfo", "-p", contract.slug])
     if out.exit_code != 0 or contract.slug not in out.stdout:
         detail = out.stderr.strip() or out.stdout.strip() or f"exit {out.exit_code}"
         return [_error("login.sinfo", f"sinfo -p {contract.slug} on {pod} failed: {detail}",

@@ -276,7 +276,9 @@ class SlurmCtl:
     def run(self, argv: list[str], *, check: bool = True, timeout_s: int = 120) -> kubeclient.ExecOutput:
         if is_write(argv):
             self.writes.append(argv)
-        out = kubeclient.exec_in(self.target, settings().slurm_namespace, self.pod, argv, timeout_s=timeout_s)
+        cfg = settings()
+        out = kubeclient.exec_in(self.target, cfg.slurm_namespace, self.pod, cfg.slurm_controller_container, argv,
+                                 timeout_s=timeout_s)
         if check and out.exit_code != 0:
             raise command_error(argv, out)
         return out

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import time
 
-from kubernetes import client
 from temporalio import activity
 
-from tenantflow.activities import kubeclient
 from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import (
     RENDER_ERROR_ANNOTATION,
@@ -34,50 +33,44 @@ from tenantflow.models.tenant import TenantContract
 RENDER_TIMEOUT_S = 120.0
 
 
-def _core(c: TenantContract) -> client.CoreV1Api:
-    return client.CoreV1Api(kubeclient.api_client(c.cluster))
+def _configmap(c: TenantContract) -> Manifest | None:
+    cfg = settings()
+    return KubeObjects(c.cluster).get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace)
 
 
 def read_partition_key(c: TenantContract) -> tuple[dict[str, str], str | None]:
-    cfg = settings()
-    cm = kubeclient.get_or_none(c.cluster, _core(c).read_namespaced_config_map, cfg.slurm_partitions_configmap,
-                                cfg.slurm_namespace)
-    data = dict((cm.data or {}) if cm is not None else {})
+    data = dict((_configmap(c) or {}).get("data") or {})
     return data, data.get(f"{c.slug}.conf")
 
 
 def write_partition_key(c: TenantContract, line: str | None) -> None:
     """Set (or with None remove) the tenant's key in the partitions ConfigMap."""
     cfg = settings()
-    core = _core(c)
     key = f"{c.slug}.conf"
-    cm = kubeclient.get_or_none(c.cluster, core.read_namespaced_config_map, cfg.slurm_partitions_configmap,
-                                cfg.slurm_namespace)
-    if cm is None:
+    objs = KubeObjects(c.cluster)
+    if objs.get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace) is None:
         if line is None:
             return
-        body = {"metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace},
-                "data": {key: line}}
-        kubeclient.call(c.cluster, core.create_namespaced_config_map, cfg.slurm_namespace, body)
+        objs.create({"apiVersion": "v1", "kind": "ConfigMap", "data": {key: line},
+                     "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace}})
         return
-    kubeclient.call(c.cluster, core.patch_namespaced_config_map, cfg.slurm_partitions_configmap,
-                    cfg.slurm_namespace, {"data": {key: line}})
+    objs.patch("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace, {"data": {key: line}})
 
 
 def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> None:
     """Poll (with backoff, heartbeating) until the operator annotated the hash of the current data."""
     cfg = settings()
-    core = _core(c)
     deadline = time.monotonic() + timeout_s
     delay = cfg.poll_interval_s
     while True:
-        cm = kubeclient.call(c.cluster, core.read_namespaced_config_map, cfg.slurm_partitions_configmap,
-                             cfg.slurm_namespace)
-        annotations = (cm.metadata.annotations if cm.metadata else None) or {}
+        cm = _configmap(c)
+        if cm is None:
+            raise fail("NotFound", f"ConfigMap {cfg.slurm_namespace}/{cfg.slurm_partitions_configmap} is gone")
+        annotations = (cm.get("metadata") or {}).get("annotations") or {}
         if annotations.get(RENDER_ERROR_ANNOTATION):
             raise fail("Invalid", f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
                                   f"{annotations[RENDER_ERROR_ANNOTATION]}")
-        if annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.data):
+        if annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")):
             return
         if time.monotonic() > deadline:
             raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "

@@ -8,13 +8,10 @@ tenant PVC. :func:`undo_csi` revokes the token and deletes what a run created.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client
-
-from tenantflow.activities import kubeclient
 from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_layout import (
     LAYER,
@@ -26,29 +23,17 @@ from tenantflow.activities.storage_layout import (
 from tenantflow.activities.weka_client import WekaClient
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import format_kube_quantity, parse_size
 
 TOKEN_UID_ANNOTATION = "tenantflow.io/weka-token-uid"
 
 
-def _plain(contract: TenantContract, obj: object) -> dict[str, Any]:
-    """A kubernetes model as its JSON dict ({} for None)."""
-    if obj is None:
-        return {}
-    plain: dict[str, Any] = kubeclient.api_client(contract.cluster).sanitize_for_serialization(obj)
-    return plain
-
-
-
 def csi_plan(contract: TenantContract) -> list[PlanStep]:
-    target, ns = contract.cluster, contract.namespace
-    core, storage = client.CoreV1Api(kubeclient.api_client(target)), client.StorageV1Api(kubeclient.api_client(target))
-    secret = kubeclient.get_or_none(target, core.read_namespaced_secret, csi_secret_name(contract), ns)
-    sc = kubeclient.get_or_none(target, storage.read_storage_class, storage_class_name(contract))
-    pvc = kubeclient.get_or_none(target, core.read_namespaced_persistent_volume_claim,
-                                 contract.storage.pvc_name, ns)
+    objs, ns = KubeObjects(contract.cluster), contract.namespace
+    secret = objs.get("Secret", csi_secret_name(contract), ns)
+    sc = objs.get("StorageClass", storage_class_name(contract))
+    pvc = objs.get("PersistentVolumeClaim", contract.storage.pvc_name, ns)
     return [
         PlanStep(layer=LAYER, kind="Secret", name=csi_secret_name(contract), namespace=ns,
                  action=plan_action(secret is not None), detail={"keys": ["endpoint", "org", "token"]}),
@@ -58,7 +43,6 @@ def csi_plan(contract: TenantContract) -> list[PlanStep]:
         PlanStep(layer=LAYER, kind="PersistentVolumeClaim", name=contract.storage.pvc_name, namespace=ns,
                  action=plan_action(pvc is not None), detail={"size": contract.storage.pvc_size}),
     ]
-
 
 
 def csi_secret_name(contract: TenantContract) -> str:
@@ -86,10 +70,10 @@ def _token_description(contract: TenantContract) -> str:
     return f"{contract.slug} CSI"
 
 
-def _ensure_secret(contract: TenantContract, core: client.CoreV1Api) -> EnsureResult:
+def _ensure_secret(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
     """The org API token lives only in the Secret: created here, written there, never returned or logged."""
-    target, ns, name = contract.cluster, contract.namespace, csi_secret_name(contract)
-    secret = _plain(contract, kubeclient.get_or_none(target, core.read_namespaced_secret, name, ns))
+    ns, name = contract.namespace, csi_secret_name(contract)
+    secret = objs.get("Secret", name, ns) or {}
     recorded = secret.get("metadata", {}).get("annotations", {}).get(TOKEN_UID_ANNOTATION)
     with WekaClient.from_settings() as weka:
         org = weka.organization(contract.slug)
@@ -106,13 +90,12 @@ def _ensure_secret(contract: TenantContract, core: client.CoreV1Api) -> EnsureRe
                 "data": _b64({"endpoint": settings().weka_url, "org": contract.slug,
                               "token": token.access_token.get_secret_value()})}
         if not secret:
-            kubeclient.call(target, core.create_namespaced_secret, ns, body)
+            objs.create(body)
         else:
-            kubeclient.call(target, core.replace_namespaced_secret, name, ns, body)
+            objs.replace(body)
         for stale in ours:
             weka.revoke_org_token(org.uid, stale.uid)
-    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns,
-                   token_uid=token.uid)
+    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns, token_uid=token.uid)
 
 
 def _storage_class_body(contract: TenantContract) -> dict[str, Any]:
@@ -122,15 +105,15 @@ def _storage_class_body(contract: TenantContract) -> dict[str, Any]:
             "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}
 
 
-def _ensure_storage_class(contract: TenantContract, storage: client.StorageV1Api) -> EnsureResult:
-    target, name = contract.cluster, storage_class_name(contract)
+def _ensure_storage_class(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
+    name = storage_class_name(contract)
     body = _storage_class_body(contract)
-    sc = kubeclient.get_or_none(target, storage.read_storage_class, name)
+    sc = objs.get("StorageClass", name)
     if sc is None:
-        kubeclient.call(target, storage.create_storage_class, body)
+        objs.create(body)
         return storage_result("StorageClass", name, Outcome.created)
-    actual = (sc.provisioner, sc.parameters or {}, sc.reclaim_policy, sc.volume_binding_mode,
-              sc.allow_volume_expansion)
+    actual = (sc.get("provisioner"), sc.get("parameters") or {}, sc.get("reclaimPolicy"), sc.get("volumeBindingMode"),
+              sc.get("allowVolumeExpansion"))
     wanted = (body["provisioner"], body["parameters"], body["reclaimPolicy"], body["volumeBindingMode"],
               body["allowVolumeExpansion"])
     if actual != wanted:
@@ -139,12 +122,12 @@ def _ensure_storage_class(contract: TenantContract, storage: client.StorageV1Api
     return storage_result("StorageClass", name, Outcome.unchanged)
 
 
-def _ensure_pvc(contract: TenantContract, core: client.CoreV1Api) -> EnsureResult:
-    target, ns, name = contract.cluster, contract.namespace, contract.storage.pvc_name
+def _ensure_pvc(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
+    ns, name = contract.namespace, contract.storage.pvc_name
     size = format_kube_quantity(parse_size(contract.storage.pvc_size))
-    pvc = _plain(contract, kubeclient.get_or_none(target, core.read_namespaced_persistent_volume_claim, name, ns))
+    pvc = objs.get("PersistentVolumeClaim", name, ns)
     if not pvc:
-        kubeclient.call(target, core.create_namespaced_persistent_volume_claim, ns, {
+        objs.create({
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug}},
             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class_name(contract),
@@ -156,31 +139,18 @@ def _ensure_pvc(contract: TenantContract, core: client.CoreV1Api) -> EnsureResul
     current = str(spec.get("resources", {}).get("requests", {}).get("storage", "1"))
     if parse_size(current) >= parse_size(size):
         return storage_result("PersistentVolumeClaim", name, Outcome.unchanged, ns)
-    kubeclient.call(target, core.patch_namespaced_persistent_volume_claim, name, ns,
-                    {"spec": {"resources": {"requests": {"storage": size}}}})
+    objs.patch("PersistentVolumeClaim", name, ns, {"spec": {"resources": {"requests": {"storage": size}}}})
     return storage_result("PersistentVolumeClaim", name, Outcome.updated, ns, previous_size=current)
 
 
 def ensure_csi_objects(contract: TenantContract) -> list[EnsureResult]:
     """Token Secret, StorageClass ``weka-<slug>`` (Retain) and the tenant PVC, in that order."""
-    api = kubeclient.api_client(contract.cluster)
-    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
-    return [_ensure_secret(contract, core), _ensure_storage_class(contract, storage), _ensure_pvc(contract, core)]
-
-
-def _delete_if_present(target: KubeTarget, read: Callable[..., object], delete: Callable[..., object],
-                       *args: str) -> bool:
-    """Read first, so an undo that finds nothing makes no write."""
-    if kubeclient.get_or_none(target, read, *args) is None:
-        return False
-    kubeclient.get_or_none(target, delete, *args)
-    return True
+    objs = KubeObjects(contract.cluster)
+    return [_ensure_secret(contract, objs), _ensure_storage_class(contract, objs), _ensure_pvc(contract, objs)]
 
 
 def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
-    target, ns = contract.cluster, contract.namespace
-    api = kubeclient.api_client(target)
-    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    objs, ns = KubeObjects(contract.cluster), contract.namespace
     if result.kind == "Secret":
         with WekaClient.from_settings() as weka:
             org = weka.organization(contract.slug)
@@ -191,14 +161,11 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
             revoked = org is not None and any([weka.revoke_org_token(org.uid, uid) for uid in stale])
         if result.outcome is Outcome.updated:
             return result.model_copy(update={"outcome": Outcome.updated if revoked else Outcome.absent})
-        found = _delete_if_present(target, core.read_namespaced_secret, core.delete_namespaced_secret,
-                                   result.name, ns)
+        found = objs.delete_if_present("Secret", result.name, ns)
         return deleted(found or revoked, result)
     if result.kind == "StorageClass":
-        return deleted(_delete_if_present(target, storage.read_storage_class, storage.delete_storage_class,
-                                           result.name), result)
+        return deleted(objs.delete_if_present("StorageClass", result.name), result)
     if result.outcome is Outcome.updated:
         return result.model_copy(update={"outcome": Outcome.unchanged, "data": {"kept": "PVCs cannot shrink"}})
-    return deleted(_delete_if_present(target, core.read_namespaced_persistent_volume_claim,
-                                       core.delete_namespaced_persistent_volume_claim, result.name, ns), result)
+    return deleted(objs.delete_if_present("PersistentVolumeClaim", result.name, ns), result)
 

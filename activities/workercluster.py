@@ -20,9 +20,9 @@ from temporalio import activity
 
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail
-from tenantflow.activities.hub import Rest
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
-from tenantflow.activities.workercluster_objects import VM_OPERATOR, install_objects, namespace_of, path
+from tenantflow.activities.workercluster_objects import VM_OPERATOR, install_objects, namespace_of
 from tenantflow.models.enrollment_run import (
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
@@ -48,15 +48,15 @@ from tenantflow.models.results import EnsureResult, Finding, Outcome
 
 @activity.defn(name="worker.plan")
 def plan(step: EnrollmentStep) -> list[PlanStep]:
-    rest = Rest(step.contract.worker)
+    objs = KubeObjects(step.contract.worker)
     steps = []
     for obj in install_objects(step):
         kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
-        existing = rest.get(path(kind, namespace, name))
+        existing = objs.get(kind, name, namespace)
         action = Action.create if existing is None else Action.unchanged
         steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action,
                               detail={"component": obj["metadata"]["labels"]["trainy.ai/component"]}))
-    vm = rest.get(path("Deployment", *VM_OPERATOR))
+    vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
     if vm is not None:
         steps.append(PlanStep(layer="worker", kind="Deployment", name=VM_OPERATOR[1], namespace=VM_OPERATOR[0],
                               action=Action.leave, detail={"reason": "shared VictoriaMetrics operator is preserved"}))
@@ -70,36 +70,36 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
 def install(step: EnrollmentStep) -> list[EnsureResult]:
     """Create every bootstrap object that is absent; secrets get their values here, never in history."""
     c = step.contract
-    rest = Rest(c.worker)
+    objs = KubeObjects(c.worker)
     if not step.facts.key_secret:
         raise fail("Invalid", "install needs the enrollment key Secret reference")
     results = []
     for obj in install_objects(step):
         kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
-        if rest.get(path(kind, namespace, name)) is not None:
+        if objs.get(kind, name, namespace) is not None:
             results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
                                         outcome=Outcome.unchanged))
             continue
         if name == BOOTSTRAP_SECRET:
-            blob = enrollment_keys.read_blob(Rest(c.hub), c.tenant_namespace, step.facts.key_secret)
+            blob = enrollment_keys.read_blob(KubeObjects(c.hub), c.tenant_namespace, step.facts.key_secret)
             obj = {**obj, "data": {"blob": base64.b64encode(blob.encode()).decode()}}
         elif kind == "Secret":
             obj = {**obj, "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()}}
-        rest.create(path(kind, namespace), obj)
+        objs.create(obj)
         results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
                                     outcome=Outcome.created))
     return results
 
 
-def _remove(rest: Rest, refs: list[tuple[str, str, str | None]]) -> list[EnsureResult]:
+def _remove(objs: KubeObjects, refs: list[tuple[str, str, str | None]]) -> list[EnsureResult]:
     """Delete objects that still carry our installed-by label; namespaces last."""
     results = []
     ordered = sorted(refs, key=lambda r: r[0] == "Namespace")
     for kind, name, namespace in ordered:
-        current = rest.get(path(kind, namespace, name))
+        current = objs.get(kind, name, namespace)
         if current is None or (current["metadata"].get("labels") or {}).get(INSTALLED_BY) != INSTALLER:
             continue
-        rest.delete(path(kind, namespace, name))
+        objs.delete(kind, name, namespace)
         results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
                                     outcome=Outcome.deleted))
     return results
@@ -109,21 +109,21 @@ def _remove(rest: Rest, refs: list[tuple[str, str, str | None]]) -> list[EnsureR
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: remove what this run created and release preset objects labelled for this worker;
     objects that existed before stay."""
-    rest = Rest(step.contract.worker)
+    objs = KubeObjects(step.contract.worker)
     created = [(r.kind, r.name, r.namespace) for r in step.facts.installed if r.outcome == Outcome.created]
-    return _remove(rest, created) + _release_preset(rest, step)
+    return _remove(objs, created) + _release_preset(objs, step)
 
 
 
 @activity.defn(name="worker.record_invariants")
 def record_invariants(step: EnrollmentStep) -> Invariants:
-    return invariants(Rest(step.contract.worker), step.contract.workload_namespaces)
+    return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
 
 
 @activity.defn(name="worker.check_invariants")
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
-    verify_invariants(Rest(step.contract.worker), step.contract.workload_namespaces, recorded)
+    verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
     return [Finding(check="invariants", ok=True, severity="info",
                     message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status")]
 
@@ -131,11 +131,11 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
 @activity.defn(name="worker.wait_convergence")
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
-    rest = Rest(wait.contract.worker)
+    objs = KubeObjects(wait.contract.worker)
     recorded = wait.invariants or Invariants()
     deadline = time.monotonic() + wait.budget_s
     while True:
-        now = verify_invariants(rest, wait.contract.workload_namespaces, recorded)
+        now = verify_invariants(objs, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
         pending = [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
                    if images.get(f"Deployment/{ns}/{name}") != image]
@@ -161,12 +161,12 @@ def _spec_diff(want: Any, have: Any, where: str = "spec") -> list[str]:
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     """Compare every preset object found on the worker with the preset; note foreign owners."""
     c = step.contract
-    rest = Rest(c.worker)
+    objs = KubeObjects(c.worker)
     identity = label_value(c.worker_identity)
     objects, diffs, foreign = [], {}, {}
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
         kind, name, ns = want["kind"], want["metadata"]["name"], namespace_of(want)
-        have = rest.get(path(kind, ns, name))
+        have = objs.get(kind, name, ns)
         if have is None:
             continue
         ref = ObjectRef(kind=kind, name=name, namespace=ns, uid=have["metadata"]["uid"])
@@ -191,13 +191,13 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
     c = step.contract
-    rest = Rest(c.worker)
+    objs = KubeObjects(c.worker)
     identity = label_value(c.worker_identity)
     if step.facts.invariants is not None:
-        verify_invariants(rest, c.workload_namespaces, step.facts.invariants)
+        verify_invariants(objs, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
-        obj = rest.patch(path(ref.kind, ref.namespace, ref.name),
+        obj = objs.patch(ref.kind, ref.name, ref.namespace,
                          {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}})
         if obj["metadata"]["uid"] != ref.uid:
             raise fail("AdoptionRefused", f"{ref.key()} was recreated: uid {ref.uid} -> {obj['metadata']['uid']}")
@@ -207,10 +207,10 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
 
 @activity.defn(name="worker.verify_uids")
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
-    rest = Rest(step.contract.worker)
+    objs = KubeObjects(step.contract.worker)
     findings = []
     for ref in step.facts.adoption:
-        obj = rest.get(path(ref.kind, ref.namespace, ref.name))
+        obj = objs.get(ref.kind, ref.name, ref.namespace)
         uid = obj["metadata"]["uid"] if obj else "absent"
         findings.append(Finding(check="adoption.uid", ok=uid == ref.uid, message=f"{ref.key()} uid {uid}"))
     if not all(f.ok for f in findings):
@@ -222,12 +222,12 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
 @activity.defn(name="worker.wait_no_remote_work")
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
-    rest = Rest(wait.contract.worker)
+    objs = KubeObjects(wait.contract.worker)
     deadline = time.monotonic() + wait.budget_s
     while True:
         active = [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
                   for ns in wait.contract.workload_namespaces
-                  for o in rest.list(path("Workload", ns), ORIGIN_LABEL)
+                  for o in objs.list("Workload", ns, ORIGIN_LABEL)
                   if work_state(o) == "Admitted"]
         activity.heartbeat(active)
         if not active:
@@ -237,51 +237,51 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
         time.sleep(wait.poll_s)
 
 
-def _installed_refs(rest: Rest) -> list[tuple[str, str, str | None]]:
+def _installed_refs(objs: KubeObjects) -> list[tuple[str, str, str | None]]:
     refs: list[tuple[str, str, str | None]] = []
     selector = f"{INSTALLED_BY}={INSTALLER}"
     for ns in (AGENT_NAMESPACE, BYOC_NAMESPACE):
-        if rest.get(path("Namespace", None, ns)) is None:
+        if objs.get("Namespace", ns) is None:
             continue
         for kind in ("Deployment", "Secret", "ServiceAccount"):
-            refs += [(kind, o["metadata"]["name"], ns) for o in rest.list(path(kind, ns), selector)]
+            refs += [(kind, o["metadata"]["name"], ns) for o in objs.list(kind, ns, selector)]
     for kind in ("ClusterRoleBinding", "ClusterRole", "Namespace"):
-        refs += [(kind, o["metadata"]["name"], None) for o in rest.list(path(kind), selector)]
+        refs += [(kind, o["metadata"]["name"], None) for o in objs.list(kind, None, selector)]
     return refs
 
 
-def _owned_preset(rest: Rest, step: EnrollmentStep) -> list[ObjectRef]:
+def _owned_preset(objs: KubeObjects, step: EnrollmentStep) -> list[ObjectRef]:
     c = step.contract
     selector = f"{MANAGED_BY}={SCHEDULING_MANAGER},{WORKER_LABEL}={label_value(c.worker_identity)}"
     refs = []
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
         kind, ns = want["kind"], namespace_of(want)
         refs += [ObjectRef(kind=kind, name=o["metadata"]["name"], namespace=ns, uid=o["metadata"]["uid"])
-                 for o in rest.list(path(kind, ns), selector) if o["metadata"]["name"] == want["metadata"]["name"]]
+                 for o in objs.list(kind, ns, selector) if o["metadata"]["name"] == want["metadata"]["name"]]
     return refs
 
 
 @activity.defn(name="worker.reset_plan")
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``worker reset --dry-run``: what reset deletes, releases and leaves."""
-    rest = Rest(step.contract.worker)
+    objs = KubeObjects(step.contract.worker)
     steps = [PlanStep(layer="worker", kind=k, name=n, namespace=ns, action=Action.delete)
-             for k, n, ns in _installed_refs(rest)]
+             for k, n, ns in _installed_refs(objs)]
     steps += [PlanStep(layer="worker", kind=r.kind, name=r.name, namespace=r.namespace, action=Action.update,
                        detail={"release": "remove trainy.ai ownership labels; the object stays"})
-              for r in _owned_preset(rest, step)]
-    vm = rest.get(path("Deployment", *VM_OPERATOR))
+              for r in _owned_preset(objs, step)]
+    vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
     if vm is not None:
         steps.append(PlanStep(layer="worker", kind="Deployment", name=VM_OPERATOR[1], namespace=VM_OPERATOR[0],
                               action=Action.leave, detail={"reason": "shared VictoriaMetrics operator"}))
     return steps
 
 
-def _release_preset(rest: Rest, step: EnrollmentStep) -> list[EnsureResult]:
+def _release_preset(objs: KubeObjects, step: EnrollmentStep) -> list[EnsureResult]:
     """Drop the ownership labels from the preset objects this WorkerCluster owns; the objects stay."""
     results = []
-    for ref in _owned_preset(rest, step):
-        rest.patch(path(ref.kind, ref.namespace, ref.name),
+    for ref in _owned_preset(objs, step):
+        objs.patch(ref.kind, ref.name, ref.namespace,
                    {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
         results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
                                     outcome=Outcome.updated, data={"released": True}))
@@ -290,9 +290,9 @@ def _release_preset(rest: Rest, step: EnrollmentStep) -> list[EnsureResult]:
 
 @activity.defn(name="worker.reset")
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
-    """Remove what tenantflow and the agent installed (by label); release preset objects; leave the rest."""
-    rest = Rest(step.contract.worker)
-    return _remove(rest, _installed_refs(rest)) + _release_preset(rest, step)
+    """Remove what tenantflow and the agent installed (by label); release preset objects; leave the objs."""
+    objs = KubeObjects(step.contract.worker)
+    return _remove(objs, _installed_refs(objs)) + _release_preset(objs, step)
 
 
 ACTIVITIES = [plan, install, uninstall, record_invariants, check_invariants, wait_convergence, adoption_diff, adopt,

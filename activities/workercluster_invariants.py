@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tenantflow.activities.errors import fail
-from tenantflow.activities.hub import Rest
-from tenantflow.activities.workercluster_objects import Obj, path
+from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.workercluster_objects import Obj
 from tenantflow.models.enrollment_run import DEPENDENCIES, Invariants, ObjectRef
 
 
@@ -21,18 +21,18 @@ def work_state(obj: Obj) -> str:
     return "Running"
 
 
-def invariants(rest: Rest, namespaces: list[str]) -> Invariants:
+def invariants(objs: KubeObjects, namespaces: list[str]) -> Invariants:
     work = []
     for ns in sorted(set(namespaces) | {"default"}):
         for kind in ("JobSet", "Job", "Workload"):
-            for obj in rest.list(path(kind, ns)):
+            for obj in objs.list(kind, ns):
                 if work_state(obj) in ("Finished", "Completed", "Failed"):
                     continue
                 work.append(ObjectRef(kind=kind, name=obj["metadata"]["name"], namespace=ns,
                                       uid=obj["metadata"]["uid"], state=work_state(obj)))
     deps = []
     for ns, name, _ in DEPENDENCIES:
-        dep = rest.get(path("Deployment", ns, name))
+        dep = objs.get("Deployment", name, ns)
         if dep is not None:
             deps.append(ObjectRef(kind="Deployment", name=name, namespace=ns, uid=dep["metadata"]["uid"],
                                   image=dep["spec"]["template"]["spec"]["containers"][0]["image"],
@@ -55,8 +55,8 @@ def _compare(recorded: Invariants, now: Invariants) -> list[str]:
     return changes
 
 
-def verify_invariants(rest: Rest, step_namespaces: list[str], recorded: Invariants) -> Invariants:
-    now = invariants(rest, step_namespaces)
+def verify_invariants(objs: KubeObjects, step_namespaces: list[str], recorded: Invariants) -> Invariants:
+    now = invariants(objs, step_namespaces)
     changes = _compare(recorded, now)
     if changes:
         raise fail("InvariantBroken", "running work changed during enrollment; the worker stays cordoned: "

@@ -21,24 +21,7 @@ from tenantflow.models.enrollment_run import (
 )
 
 Obj = dict[str, Any]
-PLURALS = {"Namespace": "namespaces", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
-           "Deployment": "deployments", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
-           "ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "AdmissionCheck": "admissionchecks",
-           "ProvisioningRequestConfig": "provisioningrequestconfigs", "LocalQueue": "localqueues",
-           "JobSet": "jobsets", "Job": "jobs", "Workload": "workloads"}
-API_VERSIONS = {"Namespace": "v1", "Secret": "v1", "ServiceAccount": "v1", "Deployment": "apps/v1",
-                "ClusterRole": "rbac.authorization.k8s.io/v1", "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
-                "JobSet": "jobset.x-k8s.io/v1alpha2", "Job": "batch/v1", "Workload": "kueue.x-k8s.io/v1beta2",
-                **{k: "kueue.x-k8s.io/v1beta2" for k in ("ResourceFlavor", "ClusterQueue", "AdmissionCheck",
-                                                         "ProvisioningRequestConfig", "LocalQueue")}}
 VM_OPERATOR = ("victoria-metrics", "victoria-metrics-operator")
-
-
-def path(kind: str, namespace: str | None = None, name: str = "") -> str:
-    version = API_VERSIONS[kind]
-    root = f"/api/{version}" if version == "v1" else f"/apis/{version}"
-    where = f"/namespaces/{namespace}" if namespace else ""
-    return f"{root}{where}/{PLURALS[kind]}" + (f"/{name}" if name else "")
 
 
 def _labels(step: EnrollmentStep, component: str) -> dict[str, str]:
