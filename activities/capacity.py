@@ -9,7 +9,6 @@ release the nodes.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -29,6 +29,7 @@ from tenantflow.models.tenant import TenantContract
 
 LAYER = "capacity"
 MAX_POLL_S = 5.0
+RELEASE_ATTEMPTS = 20
 
 
 @dataclass
@@ -249,6 +250,10 @@ def _conflict_message(contract: TenantContract, conflicts: list[dict[str, Any]])
             + "; release those nodes or choose others, then re-run")
 
 
+def _backoff() -> Backoff:
+    return Backoff(settings().poll_interval_s, 1.5, MAX_POLL_S)
+
+
 def _labelled(objs: KubeObjects, slug: str) -> list[str]:
     return sorted(n["metadata"]["name"] for n in
                   objs.list("Node", label_selector=f"{manifests.RESERVED_LABEL}={slug}"))
@@ -259,8 +264,8 @@ def wait_reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     want = sorted(inp.facts.nodes)
-    delay = settings().poll_interval_s
-    while True:
+
+    def labelled() -> list[str]:
         res = objs.get("Reservation", contract.reservation_name)
         if res is None:
             raise fail("NotFound", f"Reservation {contract.reservation_name} does not exist; run "
@@ -268,15 +273,14 @@ def wait_reservation(inp: StepInput) -> StepResult:
         conflicts = (res.get("status") or {}).get("conflicts") or []
         if conflicts:
             raise fail("Conflict", _conflict_message(contract, conflicts))
-        have = _labelled(objs, contract.slug)
-        if have == want:
-            return StepResult(facts=inp.facts, results=[EnsureResult(
-                layer=LAYER, kind="Reservation", name=contract.reservation_name, outcome=Outcome.unchanged,
-                data={"labelled": have})])
-        activity.heartbeat({"labelled": have, "missing": sorted(set(want) - set(have)),
-                            "unexpected": sorted(set(have) - set(want))})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
+        return _labelled(objs, contract.slug)
+
+    have = poll_until(labelled, lambda have: have == want, every=_backoff(),
+                      detail=lambda have: {"labelled": have, "missing": sorted(set(want) - set(have)),
+                                           "unexpected": sorted(set(have) - set(want))}).value
+    return StepResult(facts=inp.facts, results=[EnsureResult(
+        layer=LAYER, kind="Reservation", name=contract.reservation_name, outcome=Outcome.unchanged,
+        data={"labelled": have})])
 
 
 @activity.defn(name="capacity.undo")
@@ -287,15 +291,12 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
     if inp.step != "reservation" or objs.get("Reservation", contract.reservation_name) is not None:
         return done
-    delay = settings().poll_interval_s
-    for _ in range(20):
-        held = _labelled(objs, contract.slug)
-        if not held:
-            return done
-        activity.heartbeat({"still_labelled": held})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
-    raise ApplicationError(f"the reservation operator has not released {', '.join(held)} yet", type="Unavailable")
+    released = poll_until(lambda: _labelled(objs, contract.slug), lambda held: not held, every=_backoff(),
+                          attempts=RELEASE_ATTEMPTS, detail=lambda held: {"still_labelled": held})
+    if not released.done:
+        raise ApplicationError(f"the reservation operator has not released {', '.join(released.value)} yet",
+                               type="Unavailable")
+    return done
 
 
 ACTIVITIES = [preflight, plan, reservation, wait_reservation, undo]

@@ -10,7 +10,6 @@ members this run cordoned.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from temporalio import activity
@@ -18,6 +17,7 @@ from temporalio import activity
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KINDS, KubeObjects
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.models.enrollment import WorkerEnrollment
 from tenantflow.models.enrollment_run import (
     ADOPTION_REFUSAL,
@@ -33,6 +33,8 @@ from tenantflow.models.results import EnsureResult, Finding, Outcome
 
 CORDONED_BY = "trainy.ai/cordoned-by"
 CORDON_REASON = "trainy.ai/cordon-reason"
+CORDON_BUDGET_S = 60.0
+CANARY_BUDGET_S = 120.0
 Obj = dict[str, Any]
 
 
@@ -130,35 +132,26 @@ def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionRepor
 def wait_conditions(wait: ConditionWait) -> ConditionReport:
     """Poll the WorkerCluster (heartbeat, backoff) until the conditions are True or the budget is spent."""
     hub = KubeObjects(wait.contract.hub)
-    deadline = time.monotonic() + wait.budget_s
-    delay = wait.poll_s
-    report = ConditionReport()
-    while True:
-        report = _report(hub, wait.contract)
-        activity.heartbeat(report.model_dump(mode="json"))
-        if all(report.true(name) for name in wait.conditions):
-            return report.model_copy(update={"converged": True})
+
+    def converged(report: ConditionReport) -> bool:
+        return all(report.true(name) for name in wait.conditions)
+
+    def refused(report: ConditionReport) -> bool:
         configured = report.conditions.get("WorkerConfigured")
-        if wait.stop_on_refusal and configured and ADOPTION_REFUSAL in configured.message:
-            return report
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return report
-        time.sleep(min(delay, left))
-        delay = min(delay * 1.5, 5.0)
+        return wait.stop_on_refusal and configured is not None and ADOPTION_REFUSAL in configured.message
+
+    report = poll_until(lambda: _report(hub, wait.contract), lambda r: converged(r) or refused(r),
+                        every=Backoff(wait.poll_s, 1.5, 5.0), budget_s=wait.budget_s,
+                        detail=lambda r: r.model_dump(mode="json")).value
+    return report.model_copy(update={"converged": True}) if converged(report) else report
 
 
 @activity.defn(name="hub.wait_workercluster")
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
-    hub = KubeObjects(wait.contract.hub)
-    deadline = time.monotonic() + wait.budget_s
-    while hub.get("WorkerCluster", wait.contract.worker_name, wait.contract.tenant_namespace) is None:
-        activity.heartbeat()
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    hub, c = KubeObjects(wait.contract.hub), wait.contract
+    return poll_until(lambda: hub.get("WorkerCluster", c.worker_name, c.tenant_namespace), lambda wc: wc is not None,
+                      every=Backoff(0.1), budget_s=wait.budget_s).done
 
 
 def _set_cordon(hub: KubeObjects, namespace: str, name: str, cordoned: bool, reason: str) -> None:
@@ -183,6 +176,10 @@ def cordon(request: Cordon) -> EnsureResult:
         outcome = Outcome.updated
     return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
                         outcome=outcome, data={"cordoned": request.cordoned})
+
+
+def _completed(status: Obj) -> bool:
+    return any(x["type"] == "Completed" and x["status"] == "True" for x in status.get("conditions") or [])
 
 
 def _dispatch_ready(wc: Obj) -> bool:
@@ -212,17 +209,13 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
         results.append(EnsureResult(layer="hub", kind="WorkerCluster", name=name, namespace=c.tenant_namespace,
                                     outcome=Outcome.updated, data={"cordoned": request.cordoned}))
     held = {r.name for r in results} if request.cordoned else set()
-    deadline = time.monotonic() + 60
-    while held:
-        still = [wc["metadata"]["name"] for wc in hub.list("WorkerCluster", c.tenant_namespace)
-                 if wc["metadata"]["name"] in held
-                 and _dispatch_ready(wc)]
-        activity.heartbeat(still)
-        if not still:
-            break
-        if time.monotonic() > deadline:
-            raise fail("CordonTimeout", f"pool members still DispatchReady after cordon: {', '.join(still)}")
-        time.sleep(0.2)
+    if not held:
+        return results
+    quiet = poll_until(lambda: [wc["metadata"]["name"] for wc in hub.list("WorkerCluster", c.tenant_namespace)
+                                if wc["metadata"]["name"] in held and _dispatch_ready(wc)],
+                       lambda still: not still, every=Backoff(0.2), budget_s=CORDON_BUDGET_S, detail=list)
+    if not quiet.done:
+        raise fail("CordonTimeout", f"pool members still DispatchReady after cordon: {', '.join(quiet.value)}")
     return results
 
 
@@ -246,17 +239,12 @@ def canary(step: EnrollmentStep) -> Finding:
         hub.create({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                            "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: "user-queue"}},
                            "spec": {"replicatedJobs": [{"name": "canary", "replicas": 1, "template": {"spec": {}}}]}})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        job = hub.get("JobSet", name, ns) or {}
-        status = job.get("status") or {}
-        done = [x for x in status.get("conditions") or [] if x["type"] == "Completed" and x["status"] == "True"]
-        activity.heartbeat(status)
-        if done:
-            hub.delete("JobSet", name, ns)
-            return _finding("canary", True, f"canary {ns}/{name} completed on {status.get('clusterContext')}")
-        time.sleep(0.3)
-    raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within 120 s")
+    run = poll_until(lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}), _completed,
+                     every=Backoff(0.3), budget_s=CANARY_BUDGET_S, detail=dict)
+    if not run.done:
+        raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
+    hub.delete("JobSet", name, ns)
+    return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
 @activity.defn(name="hub.remove_enrollment")

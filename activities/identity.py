@@ -11,7 +11,7 @@ removes them from the group, never deletes them; the group is deleted only when 
 
 from __future__ import annotations
 
-import time
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +32,7 @@ from tenantflow.activities.identity_numbers import (
     user_uid,
 )
 from tenantflow.activities.identity_undo import undo_group, undo_user
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
@@ -257,15 +258,10 @@ def verify_ldap(inp: StepInput) -> StepResult:
     if gid is None:
         with AuthentikClient.from_settings() as ak:
             _, gid = require_group(ak, contract.slug, ldap_provider(ak))
-    delay = settings().poll_interval_s
-    problems = ldap_problems(contract, gid)
-    for attempt in range(1, VERIFY_ATTEMPTS):
-        if not problems:
-            break
-        activity.heartbeat(f"attempt {attempt}: {len(problems)} problems")
-        time.sleep(delay)
-        delay = min(delay * 2, 10.0)
-        problems = ldap_problems(contract, gid)
+    attempt = itertools.count(1)
+    problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
+                          every=Backoff(settings().poll_interval_s, 2, 10.0), attempts=VERIFY_ATTEMPTS,
+                          detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
     if problems:
         raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
                    f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "

@@ -11,8 +11,6 @@ learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinf
 
 from __future__ import annotations
 
-import time
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -20,6 +18,7 @@ from tenantflow.activities import kubeclient, kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -30,6 +29,7 @@ LAYER = "login"
 MAX_POLL_S = 5.0
 KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
+GONE_ATTEMPTS = 20
 
 
 def release_manifest(contract: TenantContract) -> Manifest:
@@ -72,6 +72,10 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
+def _backoff() -> Backoff:
+    return Backoff(settings().poll_interval_s, 1.5, MAX_POLL_S)
+
+
 def _ready(pod: Manifest) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
@@ -91,11 +95,8 @@ def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
-    delay = settings().poll_interval_s
-    while not all((states := _pod_states(objs, contract)).values()):
-        activity.heartbeat({"pods": states})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
+    poll_until(lambda: _pod_states(objs, contract), lambda states: all(states.values()), every=_backoff(),
+               detail=lambda states: {"pods": states})
     return StepResult(results=results, facts=inp.facts)
 
 
@@ -106,12 +107,8 @@ def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclien
 
 def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
     """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
-    for _ in range(GETENT_ATTEMPTS - 1):
-        out = login_exec(contract, pod, argv)
-        if out.exit_code != 2:
-            return out
-        time.sleep(settings().poll_interval_s)
-    return login_exec(contract, pod, argv)
+    return poll_until(lambda: login_exec(contract, pod, argv), lambda out: out.exit_code != 2,
+                      every=Backoff(settings().poll_interval_s), attempts=GETENT_ATTEMPTS).value
 
 
 def _error(check: str, message: str, fix: str) -> Finding:
@@ -210,16 +207,13 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     if inp.step != "release" or objs.get("HelmRelease", manifests.login_release_name(contract),
                                          contract.namespace) is not None:
         return done
-    delay = settings().poll_interval_s
-    for _ in range(20):
-        left = [name for name in manifests.login_pod_names(contract)
-                if objs.get("Pod", name, contract.namespace) is not None]
-        if not left:
-            return done
-        activity.heartbeat({"pods_left": left})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
-    raise ApplicationError(f"login pods {', '.join(left)} are still there", type="Unavailable")
+    gone = poll_until(lambda: [name for name in manifests.login_pod_names(contract)
+                               if objs.get("Pod", name, contract.namespace) is not None],
+                      lambda left: not left, every=_backoff(), attempts=GONE_ATTEMPTS,
+                      detail=lambda left: {"pods_left": left})
+    if not gone.done:
+        raise ApplicationError(f"login pods {', '.join(gone.value)} are still there", type="Unavailable")
+    return done
 
 
 ACTIVITIES = [plan, release, verify, undo]

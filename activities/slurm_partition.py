@@ -10,12 +10,9 @@ submit under the sub-account.
 
 from __future__ import annotations
 
-import time
-
-from temporalio import activity
-
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects, Manifest
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import (
     RENDER_ERROR_ANNOTATION,
@@ -60,9 +57,8 @@ def write_partition_key(c: TenantContract, line: str | None) -> None:
 def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> None:
     """Poll (with backoff, heartbeating) until the operator annotated the hash of the current data."""
     cfg = settings()
-    deadline = time.monotonic() + timeout_s
-    delay = cfg.poll_interval_s
-    while True:
+
+    def rendered() -> bool:
         cm = _configmap(c)
         if cm is None:
             raise fail("NotFound", f"ConfigMap {cfg.slurm_namespace}/{cfg.slurm_partitions_configmap} is gone")
@@ -70,19 +66,13 @@ def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> Non
         if annotations.get(RENDER_ERROR_ANNOTATION):
             raise fail("Invalid", f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
                                   f"{annotations[RENDER_ERROR_ANNOTATION]}")
-        if annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")):
-            return
-        if time.monotonic() > deadline:
-            raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
-                                  f"within {timeout_s:.0f} s; check the operator's logs")
-        _heartbeat(f"waiting for the Slurm operator to render {c.slug}.conf")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 5.0)
+        return bool(annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")))
 
-
-def _heartbeat(detail: str) -> None:
-    if activity.in_activity():
-        activity.heartbeat(detail)
+    waited = poll_until(rendered, bool, every=Backoff(cfg.poll_interval_s, 1.5, 5.0), budget_s=timeout_s,
+                        detail=lambda _: f"waiting for the Slurm operator to render {c.slug}.conf")
+    if not waited.done:
+        raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
+                              f"within {timeout_s:.0f} s; check the operator's logs")
 
 
 def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-import time
 from typing import Any
 
 from temporalio import activity
@@ -21,6 +20,7 @@ from temporalio import activity
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster_objects import VM_OPERATOR, install_objects, namespace_of
 from tenantflow.models.enrollment_run import (
@@ -133,19 +133,20 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
     recorded = wait.invariants or Invariants()
-    deadline = time.monotonic() + wait.budget_s
-    while True:
+
+    def pending() -> tuple[Invariants, list[str]]:
         now = verify_invariants(objs, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
-        pending = [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
-                   if images.get(f"Deployment/{ns}/{name}") != image]
-        activity.heartbeat(pending)
-        if not pending:
-            return now.deployments
-        if time.monotonic() > deadline:
-            raise fail("ConvergenceTimeout", f"Kueue/JobSet did not converge: {', '.join(pending)} "
-                       "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)")
-        time.sleep(wait.poll_s)
+        return now, [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
+                     if images.get(f"Deployment/{ns}/{name}") != image]
+
+    polled = poll_until(pending, lambda seen: not seen[1], every=Backoff(wait.poll_s), budget_s=wait.budget_s,
+                        detail=lambda seen: seen[1])
+    now, left = polled.value
+    if not polled.done:
+        raise fail("ConvergenceTimeout", f"Kueue/JobSet did not converge: {', '.join(left)} "
+                   "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)")
+    return now.deployments
 
 
 def _spec_diff(want: Any, have: Any, where: str = "spec") -> list[str]:
@@ -223,18 +224,14 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     objs = KubeObjects(wait.contract.worker)
-    deadline = time.monotonic() + wait.budget_s
-    while True:
-        active = [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
-                  for ns in wait.contract.workload_namespaces
-                  for o in objs.list("Workload", ns, ORIGIN_LABEL)
-                  if work_state(o) == "Admitted"]
-        activity.heartbeat(active)
-        if not active:
-            return True
-        if time.monotonic() > deadline:
-            raise fail("DrainTimeout", f"remote workloads still admitted: {', '.join(active)}")
-        time.sleep(wait.poll_s)
+    drained = poll_until(lambda: [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+                                  for ns in wait.contract.workload_namespaces
+                                  for o in objs.list("Workload", ns, ORIGIN_LABEL)
+                                  if work_state(o) == "Admitted"],
+                         lambda active: not active, every=Backoff(wait.poll_s), budget_s=wait.budget_s, detail=list)
+    if not drained.done:
+        raise fail("DrainTimeout", f"remote workloads still admitted: {', '.join(drained.value)}")
+    return True
 
 
 def _installed_refs(objs: KubeObjects) -> list[tuple[str, str, str | None]]:
