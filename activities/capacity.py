@@ -23,7 +23,7 @@ from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import EnsureResult, Finding, LabelledNodes, Outcome, Severity
 from tenantflow.models.sku import SKUS
 from tenantflow.models.tenant import TenantContract
 
@@ -280,7 +280,7 @@ def wait_reservation(inp: StepInput) -> StepResult:
                                            "unexpected": sorted(set(have) - set(want))}).value
     return StepResult(facts=inp.facts, results=[EnsureResult(
         layer=LAYER, kind="Reservation", name=contract.reservation_name, outcome=Outcome.unchanged,
-        data={"labelled": have})])
+        data=LabelledNodes(labelled=have))])
 
 
 @activity.defn(name="capacity.undo")

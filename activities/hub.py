@@ -29,7 +29,7 @@ from tenantflow.models.enrollment_run import (
     EnrollmentFacts,
     EnrollmentStep,
 )
-from tenantflow.models.results import EnsureResult, Finding, Outcome
+from tenantflow.models.results import CordonState, EnsureResult, Finding, Outcome, PresetChoice
 
 CORDONED_BY = "trainy.ai/cordoned-by"
 CORDON_REASON = "trainy.ai/cordon-reason"
@@ -175,7 +175,7 @@ def cordon(request: Cordon) -> EnsureResult:
         _set_cordon(hub, c.tenant_namespace, c.worker_name, request.cordoned, request.reason)
         outcome = Outcome.updated
     return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
-                        outcome=outcome, data={"cordoned": request.cordoned})
+                        outcome=outcome, data=CordonState(cordoned=request.cordoned))
 
 
 def _completed(status: Obj) -> bool:
@@ -207,7 +207,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
         else:
             _set_cordon(hub, c.tenant_namespace, name, False, "")
         results.append(EnsureResult(layer="hub", kind="WorkerCluster", name=name, namespace=c.tenant_namespace,
-                                    outcome=Outcome.updated, data={"cordoned": request.cordoned}))
+                                    outcome=Outcome.updated, data=CordonState(cordoned=request.cordoned)))
     held = {r.name for r in results} if request.cordoned else set()
     if not held:
         return results
@@ -225,7 +225,7 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
     KubeObjects(c.hub).patch("WorkerCluster", c.worker_name, c.tenant_namespace,
                              {"spec": {"scheduling": {"preset": c.scheduling_preset}}})
     return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
-                        outcome=Outcome.updated, data={"preset": c.scheduling_preset})
+                        outcome=Outcome.updated, data=PresetChoice(preset=c.scheduling_preset))
 
 
 @activity.defn(name="hub.canary")

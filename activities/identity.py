@@ -36,7 +36,7 @@ from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
@@ -171,9 +171,8 @@ def ensure_group(inp: StepInput) -> StepResult:
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
         activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
-    data: dict[str, Any] = {"pk": group.pk, "gid": gid}
-    if outcome is Outcome.updated:
-        data["previous"] = previous
+    data = (AuthentikGroup(pk=group.pk, gid=gid, previous=previous) if outcome is Outcome.updated
+            else AuthentikGroup(pk=group.pk, gid=gid))
     result = EnsureResult(layer=LAYER, kind="Group", name=slug, outcome=outcome, data=data)
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
@@ -182,11 +181,10 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
                  slug: str) -> tuple[User, EnsureResult]:
     desired = desired_user(user, gid)
     existing = ak.user_by_username(user.username)
-    data: dict[str, Any] = {"group_pk": group.pk}
     if existing is None:
         created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
         return created, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=Outcome.created,
-                                     data={**data, "pk": created.pk})
+                                     data=AuthentikUser(group_pk=group.pk, pk=created.pk))
     other = other_tenant(existing, slug)
     if other:
         raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
@@ -196,10 +194,9 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
     if added:
         ak.add_user(group.pk, existing.pk)
     outcome = Outcome.updated if patch or added else Outcome.unchanged
-    if outcome is Outcome.updated:
-        data.update(previous=previous, added_to_group=added)
-    return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome,
-                                 data={**data, "pk": existing.pk})
+    data = (AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
+            if outcome is Outcome.updated else AuthentikUser(group_pk=group.pk, pk=existing.pk))
+    return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
 @activity.defn(name="identity.users")

@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import (
+    AuthentikGroup,
+    AuthentikUser,
+    EnsureResult,
+    Kept,
+    NoUndoData,
+    Outcome,
+    Restored,
+)
 
 
 def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
@@ -17,42 +25,42 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
 
     A result without data (a planned creation whose step failed before returning) finds the group by name.
     """
+    data = result.data_as(AuthentikUser)
     user = ak.user_by_username(result.name)
-    group = None if result.data.get("group_pk") else ak.group_by_name(slug)
-    group_pk = str(result.data.get("group_pk") or (group.pk if group else ""))
+    group = None if data.group_pk else ak.group_by_name(slug)
+    group_pk = str(data.group_pk or (group.pk if group else ""))
     if user is None:
-        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
+        return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
         patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
         leave = group_pk in user.groups
     else:
-        previous: dict[str, Any] = result.data.get("previous", {})
-        patch = {key: value for key, value in previous.items() if getattr(user, key) != value}
-        leave = bool(result.data.get("added_to_group")) and group_pk in user.groups
+        patch = {key: value for key, value in (data.previous or {}).items() if getattr(user, key) != value}
+        leave = bool(data.added_to_group) and group_pk in user.groups
     if patch:
         ak.patch_user(user.pk, patch)
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
     return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent,
-                                     "data": {"restored": sorted(patch), "left_group": leave}})
+                                     "data": Restored(restored=sorted(patch), left_group=leave)})
 
 
 def undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
     """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
-    group = ak.group(str(result.data["pk"])) if result.data.get("pk") else ak.group_by_name(result.name)
+    data = result.data_as(AuthentikGroup)
+    group = ak.group(str(data.pk)) if data.pk else ak.group_by_name(result.name)
     if group is None:
-        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
+        return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
         if group.users:
             return result.model_copy(update={"outcome": Outcome.unchanged,
-                                             "data": {"kept": f"still has {len(group.users)} members"}})
+                                             "data": Kept(kept=f"still has {len(group.users)} members")})
         ak.delete_group(group.pk)
-        return result.model_copy(update={"outcome": Outcome.deleted, "data": {}})
-    previous: dict[str, Any] = result.data.get("previous", {})
-    patch = {key: value for key, value in previous.items() if getattr(group, key) != value}
+        return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
+    patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
     if patch:
         ak.patch_group(group.pk, patch)
     return result.model_copy(update={"outcome": Outcome.updated if patch else Outcome.absent,
-                                     "data": {"restored": sorted(patch)}})
+                                     "data": Restored(restored=sorted(patch))})
 

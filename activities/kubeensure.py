@@ -18,7 +18,7 @@ from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
 
 
 # ---------------------------------------------------------------- comparing owned fields
@@ -114,7 +114,7 @@ def ensure(objs: KubeObjects, layer: str, desired: Manifest, slug: str, run_id: 
         want = _merge(want, stamp)
     before = before_values(want, existing)
     objs.patch(kind, name, namespace, want)
-    return result.model_copy(update={"outcome": outcome, "data": {"before": before}})
+    return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
 
 
 def _merge(base: Manifest, extra: Manifest) -> Manifest:
@@ -142,7 +142,7 @@ def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) 
             gone = objs.delete(res.kind, res.name, res.namespace)
             done.append(base.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         else:
-            before = res.data.get("before") or {}
+            before = res.data_as(KubeBefore).before
             if matches_before(before, existing):
                 done.append(base.model_copy(update={"outcome": Outcome.unchanged}))
                 continue

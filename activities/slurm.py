@@ -43,7 +43,7 @@ from tenantflow.activities.slurm_wants import (
 from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
@@ -209,7 +209,8 @@ def partition(inp: StepInput) -> StepResult:
             restore_partition(ctl, c, current)
         raise
     result = EnsureResult(layer=LAYER, kind="partition", name=c.slug, namespace=settings().slurm_namespace,
-                          outcome=outcome, data={"line": line, "previous": current, "nodes": compress_hostlist(nodes)})
+                          outcome=outcome,
+                          data=SlurmPartition(line=line, previous=current, nodes=compress_hostlist(nodes)))
     return StepResult(results=[result], facts=inp.facts)
 
 
@@ -218,13 +219,14 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)
     where = {"cluster": c.slurm.cluster, "account": c.user_account}
-    done = undo_results(ctl, [r.model_copy(update={"data": where | r.data}) for r in reversed(inp.results)],
-                        before_delete=lambda res: release_qos(ctl, c, res))
+    accounting = [r.model_copy(update={"data": SlurmObject.model_validate(where | r.data_as(SlurmObject).model_dump())})
+                  for r in reversed(inp.results) if r.kind != "partition"]
+    done = undo_results(ctl, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue
         _, current = read_partition_key(c)
-        previous = res.data.get("previous")
+        previous = res.data_as(SlurmPartition).previous
         if current == previous:
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
             continue

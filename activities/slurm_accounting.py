@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from tenantflow.activities.errors import fail
 from tenantflow.activities.slurm_cli import (
@@ -31,7 +30,7 @@ from tenantflow.activities.slurm_cli import (
     words,
 )
 from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, want_account_qos
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
@@ -151,10 +150,10 @@ def modify_argvs(want: Want, keys: list[str], values: dict[str, str]) -> list[li
     return argvs
 
 
-def delete_argv(kind: str, name: str, data: dict[str, Any]) -> list[str]:
+def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     if kind == "user":
-        return sacctmgr_write("delete", "user", "", where={"name": word(name), "account": word(data["account"]),
-                                                           "cluster": word(data["cluster"])})
+        return sacctmgr_write("delete", "user", "", where={"name": word(name), "account": word(data.account or ""),
+                                                           "cluster": word(data.cluster or "")})
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
@@ -168,8 +167,8 @@ class Ensurer:
 
     def ensure(self, want: Want, world: World) -> None:
         have = current_values(world, want)
-        data: dict[str, Any] = {"values": want.values, "cluster": self.contract.slurm.cluster,
-                                "account": want.where.get("Account", "")}
+        data = SlurmObject(values=want.values, cluster=self.contract.slurm.cluster,
+                           account=want.where.get("Account", ""))
         if have is None:
             if want.kind == "account-qos":
                 raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
@@ -182,7 +181,7 @@ class Ensurer:
             if changed:
                 for argv in modify_argvs(want, list(changed), want.values):
                     self.ctl.run(argv)
-                data["previous"] = changed
+                data = SlurmObject(values=data.values, cluster=data.cluster, account=data.account, previous=changed)
             outcome = Outcome.updated if changed else Outcome.unchanged
         self.results.append(EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=outcome, data=data))
 
@@ -202,9 +201,7 @@ def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
     """Delete what was created and put back what was updated, newest first."""
     done: list[EnsureResult] = []
     for res in results:
-        kind, data = res.kind, res.data
-        if kind == "partition":
-            continue
+        kind, data = res.kind, res.data_as(SlurmObject)
         if res.outcome == Outcome.created:
             if before_delete is not None:
                 before_delete(res)
@@ -213,10 +210,10 @@ def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
             if out.exit_code != 0 and "Nothing deleted" not in out.stdout + out.stderr:
                 raise _undo_error(kind, res.name, out.stderr or out.stdout)
             done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
-        elif res.outcome == Outcome.updated and data.get("previous"):
-            previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data["previous"].items()}
-            want = Want(kind, res.name, data["values"], {"Cluster": data["cluster"]} | (
-                {"Account": data["account"]} if kind == "user" else {}))
+        elif res.outcome == Outcome.updated and data.previous:
+            previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
+            want = Want(kind, res.name, data.values or {}, {"Cluster": data.cluster or ""} | (
+                {"Account": data.account or ""} if kind == "user" else {}))
             outcome = Outcome.absent
             for argv in modify_argvs(want, [k for k in previous if k.lower() in CLEARED or previous[k]], previous):
                 out = ctl.run(argv, check=False)

@@ -34,7 +34,17 @@ from tenantflow.activities.storage_layout import (
 from tenantflow.activities.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import (
+    EnsureResult,
+    Finding,
+    Kept,
+    Outcome,
+    QuotaLimits,
+    Severity,
+    WekaDirectory,
+    WekaObject,
+    WekaQuota,
+)
 from tenantflow.models.tenant import TenantContract
 
 BUFFER = 1.2
@@ -138,7 +148,7 @@ def _ensure_directories(weka: WekaClient, contract: TenantContract,
         if not exists:
             weka.make_directory(fs.name, target.path)
         results.append(storage_result("WekaDirectory", target.label, Outcome.unchanged if exists else Outcome.created,
-                               filesystem=fs.name, path=target.path))
+                               data=WekaDirectory(filesystem=fs.name, path=target.path)))
     return results
 
 
@@ -154,11 +164,13 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
             org = weka.organization(contract.slug)
             if org is None:
                 org = weka.create_organization(contract.slug, org_admin_credentials(contract.slug))
-                results.append(storage_result("WekaOrganization", contract.slug, Outcome.created, uid=org.uid))
+                results.append(storage_result("WekaOrganization", contract.slug, Outcome.created,
+                                              data=WekaObject(uid=org.uid)))
             elif not org_is_ours(contract):
                 raise fail("Conflict", f"Weka organization {contract.slug} exists and is not this tenant's")
             else:
-                results.append(storage_result("WekaOrganization", contract.slug, Outcome.unchanged, uid=org.uid))
+                results.append(storage_result("WekaOrganization", contract.slug, Outcome.unchanged,
+                                              data=WekaObject(uid=org.uid)))
             org_uid = org.uid
     filesystems: dict[str, Filesystem] = {}
     with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
@@ -169,9 +181,9 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
                 raise fail("NotFound", f"shared Weka filesystem {name} does not exist")
             if fs is None:
                 fs = tenant.create_filesystem(name, filesystem_capacities(contract)[role])
-                results.append(storage_result("WekaFilesystem", name, Outcome.created, uid=fs.uid))
+                results.append(storage_result("WekaFilesystem", name, Outcome.created, data=WekaObject(uid=fs.uid)))
             elif is_strict(contract):
-                results.append(storage_result("WekaFilesystem", name, Outcome.unchanged, uid=fs.uid))
+                results.append(storage_result("WekaFilesystem", name, Outcome.unchanged, data=WekaObject(uid=fs.uid)))
             filesystems[role] = fs
         results.extend(_ensure_directories(tenant, contract, filesystems))
     facts = inp.facts.model_copy(update={"weka_org_uid": org_uid,
@@ -199,17 +211,19 @@ def ensure_quotas(inp: StepInput) -> StepResult:
                 raise fail("NotFound", f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
                            "does not exist; run storage.filesystems first")
             current = current_quotas[fs.uid].get(inode)
-            data: dict[str, Any] = {"filesystem_uid": fs.uid, "inode_id": inode, "path": target.path}
+            data = WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)
             if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard,
                                                                                                  target.soft):
-                results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, **data))
+                results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, data=data))
                 continue
             weka.set_quota(fs.uid, inode, target.path, target.hard, target.soft)
             if current is None:
-                results.append(storage_result("WekaQuota", target.label, Outcome.created, **data))
+                results.append(storage_result("WekaQuota", target.label, Outcome.created, data=data))
             else:
-                results.append(storage_result("WekaQuota", target.label, Outcome.updated, previous={
-                    "hard": current.hard_limit_bytes, "soft": current.soft_limit_bytes}, **data))
+                previous = QuotaLimits(hard=current.hard_limit_bytes, soft=current.soft_limit_bytes)
+                results.append(storage_result("WekaQuota", target.label, Outcome.updated,
+                                              data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode,
+                                                             path=target.path)))
     return StepResult(results=results, facts=inp.facts)
 
 
@@ -229,26 +243,28 @@ def ensure_csi(inp: StepInput) -> StepResult:
 
 def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
     """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
-    if "inode_id" in result.data:
+    if result.data_as(WekaQuota).inode_id is not None:
         return result
     target = next((t for t in quota_targets(contract) if t.label == result.name), None)
     fs = next((f for f in weka.filesystems() if target and f.name == target.filesystem), None)
     inode = weka.resolve_path(fs.uid, target.path) if fs and target else None
     if fs is None or target is None or inode is None:
         return None
-    return result.model_copy(update={"data": {"filesystem_uid": fs.uid, "inode_id": inode, "path": target.path}})
+    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)})
 
 
 def _undo_quota(weka: WekaClient, present: dict[str, dict[int, Quota]], result: EnsureResult) -> EnsureResult:
-    fs_uid, inode = str(result.data["filesystem_uid"]), int(result.data["inode_id"])
+    """Delete a quota this run created, or put back the limits it had (results located by :func:`_locate_quota`)."""
+    data = result.data_as(WekaQuota)
+    fs_uid, inode = str(data.filesystem_uid), int(data.inode_id or 0)
     current = present.get(fs_uid, {}).get(inode)
     if result.outcome is Outcome.created:
         return deleted(current is not None and weka.delete_quota(fs_uid, inode), result)
-    previous = result.data["previous"]
-    if fs_uid not in present or (current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
-            int(previous["hard"]), int(previous["soft"]))):
+    previous = data.previous
+    if fs_uid not in present or previous is None or (current is not None and (
+            current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)):
         return result.model_copy(update={"outcome": Outcome.absent})
-    weka.set_quota(fs_uid, inode, str(result.data["path"]), int(previous["hard"]), int(previous["soft"]))
+    weka.set_quota(fs_uid, inode, str(data.path), previous.hard, previous.soft)
     return result.model_copy(update={"outcome": Outcome.updated})
 
 
@@ -257,8 +273,8 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
     created = [r for r in results if r.outcome is Outcome.created]
     fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     org_results = [r for r in created if r.kind == "WekaOrganization"]
-    undone.extend(r.model_copy(update={"outcome": Outcome.unchanged, "data": {
-        "kept": "Weka's REST API cannot remove directories"}}) for r in created if r.kind == "WekaDirectory")
+    undone.extend(r.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(
+        kept="Weka's REST API cannot remove directories")}) for r in created if r.kind == "WekaDirectory")
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
         undone.extend(deleted(False, r) for r in fs_results)
@@ -267,14 +283,15 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
             by_name = {f.name: f.uid for f in tenant.filesystems()}
             present = set(by_name.values())
             for r in reversed(fs_results):
-                uid = str(r.data.get("uid") or by_name.get(r.name, ""))
+                uid = str(r.data_as(WekaObject).uid or by_name.get(r.name, ""))
                 if uid in present:
                     tenant.delete_filesystem(uid)
                 undone.append(deleted(uid in present, r))
     with WekaClient.from_settings() as weka:
         for r in org_results:
             org = weka.organization(contract.slug)
-            ours = org is not None and org.uid == r.data.get("uid", org.uid)
+            recorded = r.data_as(WekaObject).uid
+            ours = org is not None and org.uid == (org.uid if recorded is None else recorded)
             if org is not None and ours:
                 weka.delete_organization(org.uid)
             undone.append(deleted(ours, r))

@@ -22,7 +22,7 @@ from tenantflow.activities.storage_layout import (
 )
 from tenantflow.activities.weka_client import WekaClient
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, Kept, Outcome, PvcSize, TokenRef
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import format_kube_quantity, parse_size
 
@@ -82,7 +82,7 @@ def _ensure_secret(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
         ours = [t for t in weka.org_tokens(org.uid) if t.description == _token_description(contract)]
         complete = {"endpoint", "org", "token"} <= set(secret.get("data", {}))
         if complete and recorded in {t.uid for t in ours}:
-            return storage_result("Secret", name, Outcome.unchanged, ns, token_uid=recorded)
+            return storage_result("Secret", name, Outcome.unchanged, ns, data=TokenRef(token_uid=recorded))
         token = weka.create_org_token(org.uid, _token_description(contract))
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug},
@@ -95,7 +95,8 @@ def _ensure_secret(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
             objs.replace(body)
         for stale in ours:
             weka.revoke_org_token(org.uid, stale.uid)
-    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns, token_uid=token.uid)
+    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns,
+                          data=TokenRef(token_uid=token.uid))
 
 
 def _storage_class_body(contract: TenantContract) -> dict[str, Any]:
@@ -140,7 +141,7 @@ def _ensure_pvc(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
     if parse_size(current) >= parse_size(size):
         return storage_result("PersistentVolumeClaim", name, Outcome.unchanged, ns)
     objs.patch("PersistentVolumeClaim", name, ns, {"spec": {"resources": {"requests": {"storage": size}}}})
-    return storage_result("PersistentVolumeClaim", name, Outcome.updated, ns, previous_size=current)
+    return storage_result("PersistentVolumeClaim", name, Outcome.updated, ns, data=PvcSize(previous_size=current))
 
 
 def ensure_csi_objects(contract: TenantContract) -> list[EnsureResult]:
@@ -155,7 +156,7 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
         with WekaClient.from_settings() as weka:
             org = weka.organization(contract.slug)
             tokens = weka.org_tokens(org.uid) if org is not None else []
-            token_uid = result.data.get("token_uid")
+            token_uid = result.data_as(TokenRef).token_uid
             stale = [t.uid for t in tokens if (t.uid == token_uid if token_uid
                                                else t.description == _token_description(contract))]
             revoked = org is not None and any([weka.revoke_org_token(org.uid, uid) for uid in stale])
@@ -166,6 +167,6 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     if result.kind == "StorageClass":
         return deleted(objs.delete_if_present("StorageClass", result.name), result)
     if result.outcome is Outcome.updated:
-        return result.model_copy(update={"outcome": Outcome.unchanged, "data": {"kept": "PVCs cannot shrink"}})
+        return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept="PVCs cannot shrink")})
     return deleted(objs.delete_if_present("PersistentVolumeClaim", result.name, ns), result)
 

@@ -10,14 +10,13 @@ contract's hard/soft quotas (4e).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, UndoRecord
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 from tenantflow.models.units import parse_size
 
@@ -77,8 +76,10 @@ def tenant_session(contract: TenantContract) -> WekaClient | None:
 
 
 
-def storage_result(kind: str, name: str, outcome: Outcome, namespace: str | None = None, **data: Any) -> EnsureResult:
-    return EnsureResult(layer=LAYER, kind=kind, name=name, namespace=namespace, outcome=outcome, data=data)
+def storage_result(kind: str, name: str, outcome: Outcome, namespace: str | None = None,
+                   data: UndoRecord | None = None) -> EnsureResult:
+    return EnsureResult(layer=LAYER, kind=kind, name=name, namespace=namespace, outcome=outcome,
+                        data=data or NoUndoData())
 
 
 def org_is_ours(contract: TenantContract) -> bool:

@@ -43,7 +43,7 @@ from tenantflow.models.enrollment_run import (
     preset_objects,
 )
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome
+from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRelease
 
 
 @activity.defn(name="worker.plan")
@@ -281,7 +281,7 @@ def _release_preset(objs: KubeObjects, step: EnrollmentStep) -> list[EnsureResul
         objs.patch(ref.kind, ref.name, ref.namespace,
                    {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
         results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
-                                    outcome=Outcome.updated, data={"released": True}))
+                                    outcome=Outcome.updated, data=PresetRelease(released=True)))
     return results
 
 
