@@ -19,8 +19,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.polling import Backoff, poll_until
-from tenantflow.activities.settings import settings
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, LabelledNodes, Outcome, Severity
@@ -28,7 +27,6 @@ from tenantflow.models.sku import SKUS
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "capacity"
-MAX_POLL_S = 5.0
 RELEASE_ATTEMPTS = 20
 
 
@@ -250,10 +248,6 @@ def _conflict_message(contract: TenantContract, conflicts: list[dict[str, Any]])
             + "; release those nodes or choose others, then re-run")
 
 
-def _backoff() -> Backoff:
-    return Backoff(settings().poll_interval_s, 1.5, MAX_POLL_S)
-
-
 def _labelled(objs: KubeObjects, slug: str) -> list[str]:
     return sorted(n["metadata"]["name"] for n in
                   objs.list("Node", label_selector=f"{manifests.RESERVED_LABEL}={slug}"))
@@ -275,7 +269,7 @@ def wait_reservation(inp: StepInput) -> StepResult:
             raise fail("Conflict", _conflict_message(contract, conflicts))
         return _labelled(objs, contract.slug)
 
-    have = poll_until(labelled, lambda have: have == want, every=_backoff(),
+    have = poll_until(labelled, lambda have: have == want, every=from_poll_interval(),
                       detail=lambda have: {"labelled": have, "missing": sorted(set(want) - set(have)),
                                            "unexpected": sorted(set(have) - set(want))}).value
     return StepResult(facts=inp.facts, results=[EnsureResult(
@@ -291,7 +285,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
     if inp.step != "reservation" or objs.get("Reservation", contract.reservation_name) is not None:
         return done
-    released = poll_until(lambda: _labelled(objs, contract.slug), lambda held: not held, every=_backoff(),
+    released = poll_until(lambda: _labelled(objs, contract.slug), lambda held: not held, every=from_poll_interval(),
                           attempts=RELEASE_ATTEMPTS, detail=lambda held: {"still_labelled": held})
     if not released.done:
         raise ApplicationError(f"the reservation operator has not released {', '.join(released.value)} yet",

@@ -32,7 +32,7 @@ from tenantflow.activities.identity_numbers import (
     user_uid,
 )
 from tenantflow.activities.identity_undo import undo_group, undo_user
-from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
@@ -257,7 +257,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
             _, gid = require_group(ak, contract.slug, ldap_provider(ak))
     attempt = itertools.count(1)
     problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
-                          every=Backoff(settings().poll_interval_s, 2, 10.0), attempts=VERIFY_ATTEMPTS,
+                          every=from_poll_interval(2, 10.0), attempts=VERIFY_ATTEMPTS,
                           detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
     if problems:
         raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "

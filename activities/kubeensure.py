@@ -5,8 +5,10 @@ Objects are read and written through :class:`activities.kubeobjects.KubeObjects`
 fields we own (everything the manifest sets, except the name), and creates,
 patches (``updated``; ``adopted`` when the object was not ours yet) or leaves it
 (``unchanged``). Updated and adopted results keep the previous values of the owned
-fields in ``data["before"]`` so :func:`undo` can put them back; created objects
-are deleted only while they still carry our owner labels.
+fields as :class:`models.results.KubeBefore` so :func:`undo` can put them back;
+created objects are deleted only while they still carry our owner labels. The
+comparisons (:func:`owned`, :func:`matches`, :func:`before_values`,
+:func:`plan_action`) are pure functions of the manifests.
 """
 
 from __future__ import annotations

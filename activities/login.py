@@ -18,7 +18,7 @@ from tenantflow.activities import kubeclient, kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
-from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -26,7 +26,6 @@ from tenantflow.models.results import EnsureResult, Finding, Severity
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "login"
-MAX_POLL_S = 5.0
 KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
 GONE_ATTEMPTS = 20
@@ -72,10 +71,6 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-def _backoff() -> Backoff:
-    return Backoff(settings().poll_interval_s, 1.5, MAX_POLL_S)
-
-
 def _ready(pod: Manifest) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
@@ -95,7 +90,7 @@ def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
-    poll_until(lambda: _pod_states(objs, contract), lambda states: all(states.values()), every=_backoff(),
+    poll_until(lambda: _pod_states(objs, contract), lambda states: all(states.values()), every=from_poll_interval(),
                detail=lambda states: {"pods": states})
     return StepResult(results=results, facts=inp.facts)
 
@@ -108,7 +103,7 @@ def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclien
 def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
     """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
     return poll_until(lambda: login_exec(contract, pod, argv), lambda out: out.exit_code != 2,
-                      every=Backoff(settings().poll_interval_s), attempts=GETENT_ATTEMPTS).value
+                      every=from_poll_interval(1), attempts=GETENT_ATTEMPTS).value
 
 
 def _error(check: str, message: str, fix: str) -> Finding:
@@ -209,7 +204,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         return done
     gone = poll_until(lambda: [name for name in manifests.login_pod_names(contract)
                                if objs.get("Pod", name, contract.namespace) is not None],
-                      lambda left: not left, every=_backoff(), attempts=GONE_ATTEMPTS,
+                      lambda left: not left, every=from_poll_interval(), attempts=GONE_ATTEMPTS,
                       detail=lambda left: {"pods_left": left})
     if not gone.done:
         raise ApplicationError(f"login pods {', '.join(gone.value)} are still there", type="Unavailable")

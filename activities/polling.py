@@ -18,6 +18,8 @@ from typing import Generic, TypeVar
 
 from temporalio import activity
 
+from tenantflow.activities.settings import settings
+
 T = TypeVar("T")
 
 
@@ -31,6 +33,11 @@ class Backoff:
 
     def next(self, delay: float) -> float:
         return min(delay * self.factor, self.max_s)
+
+
+def from_poll_interval(factor: float = 1.5, max_s: float = 5.0) -> Backoff:
+    """A backoff starting at the configured poll interval (``TENANTFLOW_POLL_INTERVAL``)."""
+    return Backoff(settings().poll_interval_s, factor, max_s)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects, Manifest
-from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import (
     RENDER_ERROR_ANNOTATION,
@@ -68,7 +68,7 @@ def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> Non
                                   f"{annotations[RENDER_ERROR_ANNOTATION]}")
         return bool(annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")))
 
-    waited = poll_until(rendered, bool, every=Backoff(cfg.poll_interval_s, 1.5, 5.0), budget_s=timeout_s,
+    waited = poll_until(rendered, bool, every=from_poll_interval(), budget_s=timeout_s,
                         detail=lambda _: f"waiting for the Slurm operator to render {c.slug}.conf")
     if not waited.done:
         raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "

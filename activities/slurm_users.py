@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
-from tenantflow.activities.polling import Backoff, poll_until
-from tenantflow.activities.settings import settings
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"
@@ -65,7 +64,7 @@ def uidless(ctl: SlurmCtl, users: list[str]) -> list[str]:
 def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUDGET_S) -> None:
     """Poll (heartbeating) until slurmctld resolves every user; a retryable error when the budget runs out."""
     waited = poll_until(lambda: unresolved(ctl, users), lambda missing: not missing,
-                        every=Backoff(settings().poll_interval_s, 2, 5.0), budget_s=budget_s,
+                        every=from_poll_interval(2), budget_s=budget_s,
                         detail=lambda missing: {"unresolved": missing})
     if not waited.done:
         raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(waited.value)} after {budget_s:.0f} s; "
