@@ -13,7 +13,8 @@ from collections.abc import Callable
 from temporalio import activity
 
 from tenantflow.activities import kubeensure, manifests
-from tenantflow.activities.kubeensure import KubeObjects, describe
+from tenantflow.activities.kubeensure import describe
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
