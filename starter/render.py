@@ -46,18 +46,23 @@ PLAN_COUNT = {Action.create: "to create", Action.adopt: "to adopt", Action.updat
               Action.unchanged: "unchanged", Action.delete: "to delete", Action.leave: "left in place"}
 
 
-def _plan_rows(plan: Plan) -> Table:
-    """One line per object; the details (and, in a very narrow terminal, long names) cut with an ellipsis."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("", no_wrap=True, min_width=1)
-    for column in ("layer", "kind", "object"):
-        table.add_column(column, no_wrap=True, overflow="ellipsis")
-    table.add_column("details", style="dim", ratio=1)
+def _plan_rows(plan: Plan) -> list[Text]:
+    """One line per object: action, layer and kind aligned, then the object's name and as much of its details
+    as the rest of the terminal line holds (cut with an ellipsis, like every line that does not fit)."""
+    layer_width = max([len("layer"), *(len(step.layer) for step in plan.steps)])
+    kind_width = max([len("kind"), *(len(step.kind) for step in plan.steps)])
+    lines = [Text(f"  {'layer':<{layer_width}}  {'kind':<{kind_width}}  object  ", style="bold", no_wrap=True,
+                  overflow="ellipsis") + Text("details", style="bold dim")]
     for step in plan.steps:
         style = ACTION_STYLE[step.action]
-        table.add_row(Text(ACTION_MARK[step.action], style=style), step.layer, step.kind,
-                      Text(_object(step), style=style), Text(_details(step), no_wrap=True, overflow="ellipsis"))
-    return table
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(ACTION_MARK[step.action], style=style)
+        line.append(f" {step.layer:<{layer_width}}  {step.kind:<{kind_width}}  ")
+        line.append(_object(step), style=style)
+        if step.detail:
+            line.append("  " + _details(step), style="dim")
+        lines.append(line)
+    return lines
 
 
 def _plan_blocks(plan: Plan) -> list[Text]:
@@ -75,7 +80,7 @@ def plan_view(plan: Plan, wide: bool = False) -> Group:
     counts and notes; ``wide`` shows every detail of every object instead (``-o json`` has every field)."""
     counts = [(action, sum(1 for s in plan.steps if s.action == action)) for action in Action]
     summary = "Plan: " + ", ".join(f"{ACTION_MARK[a]} {n} {PLAN_COUNT[a]}" for a, n in counts if n)
-    body = _plan_blocks(plan) if wide else [_plan_rows(plan)]
+    body = _plan_blocks(plan) if wide else _plan_rows(plan)
     return Group(Text(f"{plan.title}  (plan hash {plan.plan_hash})", style="bold"), *body,
                  Text(summary, style="bold"), *(Text(note, style="dim") for note in plan.notes))
 

@@ -53,12 +53,13 @@ class Gates:
     @staticmethod
     def details(headline: str, how_to_answer: list[str]) -> str:
         """Current details in Markdown that the UI shows verbatim: each command, and each payload after its
-        "... with", in a fenced code block (plain Markdown turns ``--`` into a dash and quotes into curly ones)."""
+        "... with", in a fenced code block and the 'name' it goes to as a code span (plain Markdown turns ``--``
+        into a dash and quotes into curly ones)."""
         lines = [headline, "", "Answer with one of:"]
         for how in how_to_answer:
             lead, sep, payload = how.partition(" with ")
             if sep and payload[:1] in "{[":
-                lines += ["", lead + sep.rstrip() + ":", "", "```", payload, "```"]
+                lines += ["", lead.replace("'", "`") + sep.rstrip() + ":", "", "```", payload, "```"]
             else:
                 lines += ["", "```", how, "```"]
         return "\n".join(lines)

@@ -33,6 +33,7 @@ async def approve_in_ui(browser: Browser, temporal_ui: DevServer, api: Tenantflo
         assert "Onboard tenant-foo: 64 GPUs h100-8x, 3 users" in shown.summary
         assert f"started by: {api.identity}" in shown.details
         assert f"tenantflow approve {workflow_id} --plan-hash " in shown.current_details, shown.current_details
+        assert "Temporal UI: Update approve_plan with:" in shown.current_details
         payload = shown.payload()
         assert payload == {"plan_hash": (await api.status(workflow_id)).plan_hash}
         await ui.send_update("approve_plan", json.dumps(payload))
