@@ -1,4 +1,4 @@
-"""Rich renderings for the terminal: plans and plan diffs, run status, live views and progress bars."""
+"""Rich renderings for the terminal: plans (one line per object, or --wide), run status, live views, progress."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _details(step: PlanStep) -> str:
-    return ", ".join(f"{key}={_value(value)}" for key, value in step.detail.items())
+def _pairs(step: PlanStep) -> list[str]:
+    return [f"{key}={_value(value)}" for key, value in step.detail.items()]
 
 
 PLAN_COUNT = {Action.create: "to create", Action.adopt: "to adopt", Action.update: "to update",
@@ -60,7 +60,7 @@ def _plan_rows(plan: Plan) -> list[Text]:
         line.append(f" {step.layer:<{layer_width}}  {step.kind:<{kind_width}}  ")
         line.append(_object(step), style=style)
         if step.detail:
-            line.append("  " + _details(step), style="dim")
+            line.append("  " + ", ".join(_pairs(step)), style="dim")
         lines.append(line)
     return lines
 
@@ -71,7 +71,7 @@ def _plan_blocks(plan: Plan) -> list[Text]:
     for step in plan.steps:
         style = ACTION_STYLE[step.action]
         lines.append(Text(f"{ACTION_MARK[step.action]} {step.layer} {step.kind} {_object(step)}", style=style))
-        lines.extend(Text(f"    {key}={_value(value)}", style="dim") for key, value in step.detail.items())
+        lines.extend(Text(f"    {pair}", style="dim") for pair in _pairs(step))
     return lines
 
 
