@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities import directory_ids
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
@@ -69,11 +70,26 @@ def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUD
     delay = settings().poll_interval_s
     while missing := unresolved(ctl, users):
         if time.monotonic() > deadline:
-            raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s; "
-                                   f"{NSS_HINT}", type=TRANSIENT)
+            raise unresolved_error(missing, budget_s)
         activity.heartbeat({"unresolved": missing})
         time.sleep(delay)
         delay = min(delay * 2, 5.0)
+
+
+def unresolved_error(missing: list[str], budget_s: float) -> ApplicationError:
+    """Why slurmctld still does not resolve ``missing``, as far as the directory shows: a uid collision fails
+    the step (it does not heal by waiting), a user missing from the directory or nothing visible is retried."""
+    text = f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s"
+    try:
+        causes = directory_ids.unresolved_causes(missing)
+    except ApplicationError as err:
+        causes, text = [], f"{text} (the LDAP outpost could not be asked why: {err})"
+    if not causes:
+        return ApplicationError(f"{text}; {NSS_HINT}", type=TRANSIENT)
+    detail = "; ".join(f"{c.message} (fix: {c.fix})" for c in causes)
+    collided = any(c.check == directory_ids.CHECK for c in causes)
+    return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
+                            type=directory_ids.COLLISION if collided else TRANSIENT, non_retryable=collided)
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:
