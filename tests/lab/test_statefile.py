@@ -18,7 +18,6 @@ import yaml
 from aiohttp import web
 
 from tenantflow import lab
-
 from tenantflow.lab.authentik.api import SERVICE_KEY as AUTHENTIK_SERVICE
 from tenantflow.lab.authentik.app import build_app as build_authentik
 from tenantflow.lab.authentik.store import AuthentikStore
