@@ -34,7 +34,7 @@ from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
 from tenantflow.lab.kubeapi.server import build_app as build_kube
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
-from tenantflow.lab.kubeapi.tls import self_signed
+from tenantflow.lab.kubeapi.tls import kept_cert
 from tenantflow.lab.seed import seed_cluster
 from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
 from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
@@ -85,9 +85,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     ctx = LabContext(state_dir=config.state_dir, stores=stores, slurm_env={"SLURM_CONF": str(config.slurm_conf)},
                      partitions_file=config.partitions_file, ldap_url=config.ldap_url,
                      ldap_bind_dn=config.ldap_bind_dn, ldap_bind_password=config.ldap_bind_password)
-    cert = self_signed()
-    ca_file = config.state_dir / "kube-ca.pem"
-    ca_file.write_bytes(cert.cert_pem)
+    cert = kept_cert(config.state_dir / "kube-ca.pem", config.state_dir / "kube-ca.key")
     runners: list[web.AppRunner] = []
     kube_contexts: list[KubeContext] = []
     for context, store in stores.items():
