@@ -5,6 +5,7 @@ lab's real slapd (``ldapadd``, in a tree of its own) holding a number a tenant e
   at ``identity.verify_ldap`` with a non-retryable ``IdentityCollision`` whose finding names both entries
   and the fix; the saga unwinds identity and nothing reaches Slurm or Weka.
 * At plan time the stale entry holds the uidNumber of a user the run would adopt: preflight refuses.
+* ``slurm.users``' wait for slurmctld to resolve users, when it gives up, names what the directory shows.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import httpx
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.slurm_users import unresolved_error
 from tenantflow.lab.endpoints import LabEndpoints
 from tests.integration.rollback_rig import assert_world_restored, failure_of, start_approved, tenant
 from tests.integration.world import world_snapshot
-from tests.labfixture import journal_writes, lab_worker, reset_journals
+from tests.labfixture import journal_writes, lab_worker, reset_journals, use_lab_env
 
 
 def _authentik(lab: LabEndpoints) -> httpx.Client:
@@ -111,3 +113,17 @@ async def test_preflight_refuses_an_adopted_user_whose_uid_a_stale_entry_holds(d
     user_dn = f"cn={user.username},ou=users,{lab.ldap_base_dn}"
     assert f"identity.unique_ids: uidNumber {uid} of {user_dn} is also held by {stale}" in cause.message, cause.message
     assert sum(writes.values()) == 0, writes
+
+
+def test_a_stuck_resolve_wait_names_the_cause_the_directory_shows(lab: LabEndpoints) -> None:
+    use_lab_env(lab)
+    missing = unresolved_error(["nobody-here"], 60)
+    assert missing.type == "Unavailable" and not missing.non_retryable, repr(missing)
+    assert "does not resolve user(s) nobody-here after 60 s: nobody-here is missing from the directory" in \
+        missing.message, missing.message
+    bind_dn = f"cn=ldap-bind,ou=users,{lab.ldap_base_dn}"
+    uid = uid_of_pk(lab, 1)
+    with stale_entry(lab, "olduser-bind", uid) as stale:
+        collided = unresolved_error(["ldap-bind"], 60)
+    assert collided.type == "IdentityCollision" and collided.non_retryable, repr(collided)
+    assert f"uidNumber {uid} of {bind_dn} is also held by {stale}" in collided.message, collided.message

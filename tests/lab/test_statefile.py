@@ -24,6 +24,7 @@ from tenantflow.lab.authentik.store import AuthentikStore
 from tenantflow.lab.daemons.process import free_port
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store
+from tenantflow.lab.kubeapi.tls import kept_cert
 from tenantflow.lab.serve import start_site
 from tenantflow.lab.statefile import Saved, load, state_file, write_atomic
 from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
@@ -132,3 +133,12 @@ def test_kube_store_keeps_objects_crds_and_resource_versions(tmp_path: Path) -> 
     with pytest.raises(ApiError) as gone:
         restored.subscribe(lambda *_: None, since=store.resource_version - 1)
     assert gone.value.code == 410, "watch history does not survive a restart: an old version is Gone"
+
+
+def test_the_kube_serving_certificate_is_kept_across_restarts(tmp_path: Path) -> None:
+    cert, key = tmp_path / "kube-ca.pem", tmp_path / "kube-ca.key"
+    first = kept_cert(cert, key)
+    assert kept_cert(cert, key) == first, "clients that trust the first run's CA keep trusting the next"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    key.unlink()
+    assert kept_cert(cert, key).cert_pem != first.cert_pem
