@@ -1,20 +1,16 @@
 """The in-memory object store of one emulated cluster, and its subscription API.
 
-Objects are dicts keyed by :class:`lab.kubeapi.objects.ObjectKey`. The store fills server
-metadata (uid, resourceVersion from one global counter bumped on every write,
-generation bumped when anything outside metadata/status changes,
-creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
-stale resourceVersion / Invalid (schema validation) / namespace existence, keeps
-status-subresource semantics, finalizers (delete sets deletionTimestamp; the
-object goes when its finalizers are emptied), namespace deletion (contents go
-too) and CRD registration (creating a CRD serves its kind at once).
+Objects are dicts keyed by :class:`lab.kubeapi.objects.ObjectKey`. The store fills server metadata (uid,
+resourceVersion from one global counter bumped on every write, generation bumped when anything outside
+metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
+stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
+semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
+namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
+It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers
+from any thread or loop.
 
-Threading: the store is **thread-safe** (one re-entrant lock); the HTTP server
-calls it from its event loop and controllers may call it from any thread or loop.
-
-Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes
-``dry_run`` and ``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or
-``"Ignore"``; all raise :class:`lab.kubeapi.errors.ApiError`)::
+Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes ``dry_run`` and
+``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"``; all raise ``ApiError``)::
 
     store.create(obj, namespace=None)                        -> stored copy
     store.get(group, resource, name, namespace=None)         -> copy
@@ -25,16 +21,13 @@ Reading and writing (``subresource`` is ``None`` or ``"status"``; every write ta
     store.update_status(obj)                                 # replace(..., subresource="status")
     store.seed(objs)      # start-up objects, stored as given (status kept, no validation)
     store.snapshot()      # JSON-able dump, stable order, volatile metadata stripped
+    store.dump()          # the whole state for a restart: server metadata and the version counter too
+    Store.restore(dump)   # that state again: CRDs served, no watch history (an older version is 410 Gone)
 
 ``group`` is ``""`` for core; ``store.registry.for_object(obj)`` finds a manifest's type.
 
-Subscriptions, for in-process controllers (contract in :mod:`lab.kubeapi.events`)::
-
-    unsubscribe = store.subscribe(on_event, replay=True)
-
-Persistence: ``store.dump()`` is the whole state with server metadata and the resourceVersion counter;
-``Store.restore(dump)`` rebuilds it (CRDs served again, no history: a watch from an older version gets
-410 Gone, as after an etcd compaction).
+Subscriptions, for in-process controllers: ``store.subscribe(on_event, replay=True)`` returns the function
+that unsubscribes (the contract is in :mod:`lab.kubeapi.events`).
 """
 
 from __future__ import annotations
