@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
-from tenantflow.starter.output import EXIT_ERROR, OutputOpt, console, emit
+from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
 PLUGIN_GROUP = "tenantflow.commands"
 """Entry point group of commands from other packages: ``name = "module:function"``, a typer command function."""
