@@ -82,9 +82,11 @@ def unresolved_error(missing: list[str], budget_s: float) -> ApplicationError:
     if not causes:
         return ApplicationError(f"{text}; {NSS_HINT}", type=TRANSIENT)
     detail = "; ".join(f"{c.message} (fix: {c.fix})" for c in causes)
-    collided = any(c.check == directory_ids.CHECK for c in causes)
-    return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
-                            type=directory_ids.COLLISION if collided else TRANSIENT, non_retryable=collided)
+    if any(c.check == directory_ids.CHECK for c in causes):
+        return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
+                                type=directory_ids.COLLISION, non_retryable=True)
+    return ApplicationError(f"{text}: {detail}; {NSS_HINT}", *[c.model_dump(mode="json") for c in causes],
+                            type=TRANSIENT)
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:
