@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
-from tenantflow.starter.output import EXIT_ERROR, OutputOpt, console, emit
+from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
 PLUGIN_GROUP = "tenantflow.commands"
 """Entry point group of commands from other packages: ``name = "module:function"``, a typer command function."""
@@ -88,11 +88,16 @@ StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, 
 
 
 @lab_app.command("up")
-def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text") -> None:
-    """Start every stand-in on loopback; writes DIR/kubeconfig and DIR/lab.env."""
-    from tenantflow.lab.supervisor import up
+def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text",
+           reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False) -> None:
+    """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
+    from tenantflow.lab.supervisor import LabStateError, up
 
-    endpoints = up(state_dir)
+    try:
+        endpoints = up(state_dir, reset=reset)
+    except LabStateError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_REFUSED) from None
     if output == "json":
         emit(endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
              output)
