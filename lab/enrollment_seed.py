@@ -60,15 +60,6 @@ def _ns(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def deployment(namespace: str, name: str, image: str, labels: dict[str, str] | None = None) -> Obj:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": name, "image": image}]}}},
-            "status": {"replicas": 1, "readyReplicas": 1}}
-
-
 def seed_hub(store: Store) -> None:
     store.seed(crds(("trainy.ai", "kueue.x-k8s.io", "jobset.x-k8s.io")))
     store.seed([_ns(TENANT_NS), _ns("kube-system"),
