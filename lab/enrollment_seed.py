@@ -22,6 +22,7 @@ import yaml
 
 from tenantflow.lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
 from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.workloads import deployment
 from tenantflow.models.enrollment_workflows import (
     MANAGED_BY,
     SCHEDULING_MANAGER,
