@@ -36,6 +36,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient, onboarding_id
 from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
 from tenantflow.starter.devserver import DevServer
+from tenantflow.starter.extras import require_extra
 from tenantflow.starter.render import (
     findings_table,
     plan_diff,
@@ -69,6 +70,8 @@ class Tenantflow(typer.Typer):
         try:
             super().__call__(*args, **kwargs)
         except SystemExit as exc:
+            if exc.code is not None and not isinstance(exc.code, int):
+                sys.stderr.write(f"{exc.code}\n")  # as the interpreter does for sys.exit("message")
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:
             traceback.print_exc()
@@ -520,6 +523,7 @@ def bench(
 
     Exit code 3 when an onboarding failed or the lab could not be cleaned up.
     """
+    require_extra("lab", "tenantflow bench")
     from tenantflow.bench.figures import bench as measure
     from tenantflow.bench.report import report_rows, summary
     from tenantflow.lab.endpoints import LabEndpoints
@@ -555,6 +559,7 @@ def bench(
 @app.command()
 def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
     """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""
+    require_extra("lab", "tenantflow demo")
     from tenantflow.starter.demo import demo as run_demo
 
     outcome = run(run_demo(state_dir.resolve(), console))
@@ -565,6 +570,11 @@ def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temp
 lab_app = typer.Typer(help="The lab: local stand-ins for every system the workflows drive.")
 app.add_typer(lab_app, name="lab")
 StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, logs and pids")]
+
+
+@lab_app.callback()
+def lab_needs_its_extra() -> None:
+    require_extra("lab", "tenantflow lab")
 
 
 @lab_app.command("up")
