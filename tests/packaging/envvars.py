@@ -1,5 +1,6 @@
 """The environment variables the worker reads, found in its source: settings fields' aliases and ``os.environ`` /
-``os.getenv`` reads of literal names (or module constants), in the packages the worker process runs."""
+``os.getenv`` reads of literal names, of module constants or of loop variables over module-level tuples of names,
+in the packages the worker process runs."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_PACKAGES = ("models", "workflows", "activities", "worker")
-# temporalio.envconfig reads these itself (the temporal CLI's variables), once the worker connects through it
+# temporalio.envconfig reads these itself (the temporal CLI's variables, as far as the Python SDK applies them), once
+# the worker connects through it; TEMPORAL_GRPC_META_<NAME> is a family, documented by its prefix
 ENVCONFIG = frozenset({
     "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH",
     "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_CLIENT_KEY_DATA",
     "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_SERVER_NAME",
-    "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE",
+    "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE",
 })
 
 
@@ -23,12 +25,27 @@ def _constants(tree: ast.Module) -> dict[str, str]:
             for target in node.targets if isinstance(target, ast.Name)}
 
 
-def _name(node: ast.expr, constants: dict[str, str]) -> str | None:
+def _tuples(tree: ast.Module) -> dict[str, list[str]]:
+    """Module-level tuples of strings, by name (``ENDPOINTS = ("A", "B")``)."""
+    return {target.id: [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _loop_values(tree: ast.Module) -> dict[str, list[str]]:
+    """Loop variables that run over a module-level tuple of strings (``for var in ENDPOINTS``)."""
+    tuples = _tuples(tree)
+    loops: list[ast.comprehension | ast.For] = [n for n in ast.walk(tree) if isinstance(n, ast.comprehension | ast.For)]
+    return {loop.target.id: tuples[loop.iter.id] for loop in loops if isinstance(loop.target, ast.Name)
+            and isinstance(loop.iter, ast.Name) and loop.iter.id in tuples}
+
+
+def _names(node: ast.expr, constants: dict[str, str], loops: dict[str, list[str]]) -> list[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
+        return [node.value]
     if isinstance(node, ast.Name):
-        return constants.get(node.id)
-    return None
+        return [constants[node.id]] if node.id in constants else loops.get(node.id, [])
+    return []
 
 
 def _is_environ(node: ast.expr) -> bool:
@@ -48,7 +65,7 @@ def _settings_aliases(tree: ast.Module) -> set[str]:
 
 
 def _environ_reads(tree: ast.Module) -> set[str]:
-    constants = _constants(tree)
+    constants, loops = _constants(tree), _loop_values(tree)
     found: set[str] = set()
     for node in ast.walk(tree):
         key: ast.expr | None = None
@@ -57,9 +74,8 @@ def _environ_reads(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
                 (node.func.attr == "get" and _is_environ(node.func.value)) or node.func.attr == "getenv"):
             key = node.args[0]
-        name = _name(key, constants) if key is not None else None
-        if name is not None:
-            found.add(name)
+        if key is not None:
+            found.update(_names(key, constants, loops))
     return found
 
 
