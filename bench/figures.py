@@ -1,4 +1,4 @@
-"""The five benchmark figures of issue 7.
+"""The five benchmark figures.
 
 (a) one onboarding end to end with auto-approval: wall time, and with a lab the
     API calls per layer (:mod:`bench.apicalls`);

@@ -1,13 +1,16 @@
 """Where the lab's stand-ins listen, and how that is written to ``DIR/lab.env``.
 
-``lab up`` writes one ``lab.env`` (``KEY=VALUE`` lines) and one kubeconfig; the
-worker, the CLI and the tests read them back with :func:`LabEndpoints.load`.
+``lab up`` writes one ``lab.env`` and one kubeconfig. ``lab.env`` is a dotenv file (``KEY=VALUE``
+lines), the format of the worker's ``TENANTFLOW_ENV_FILE`` (see ``worker/config.py``): a worker
+started with ``TENANTFLOW_ENV_FILE=DIR/lab.env`` drives the lab. The CLI, the bench and the tests
+read it back with :func:`LabEndpoints.load`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from dotenv import dotenv_values
 from pydantic import BaseModel
 
 from tenantflow.lab.daemons.weka_mounts import mount_root
@@ -68,7 +71,8 @@ class LabEndpoints(BaseModel):
 
     @classmethod
     def load(cls, state_dir: Path) -> LabEndpoints:
-        env = read_env_file(state_dir / "lab.env")
+        with (state_dir / "lab.env").open() as stream:
+            env = {key: value or "" for key, value in dotenv_values(stream=stream).items()}
         kube_urls = {
             context: env[f"KUBE_URL_{context.upper().replace('-', '_')}"]
             for context in KUBE_CONTEXTS
@@ -91,14 +95,3 @@ class LabEndpoints(BaseModel):
             slurm_conf=Path(env["SLURM_CONF"]),
         )
 
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """Parse ``KEY=VALUE`` lines, ignoring blanks and ``#`` comments."""
-    env: dict[str, str] = {}
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        env[key.strip()] = value.strip()
-    return env

@@ -207,7 +207,3 @@ def make_app(name: str, snapshot: SnapshotFn | None = None,
     app[STATE_KEY] = state
     app.add_routes(_control_routes(state, snapshot))
     return app
-
-
-def lab_state(app: web.Application) -> LabHTTPState:
-    return app[STATE_KEY]

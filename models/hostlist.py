@@ -1,53 +1,39 @@
-"""Slurm hostlist expressions: ``gpu-[01-08]`` and back."""
+"""Slurm hostlist expressions (``gpu-[01-08]``) expanded to node names and compressed back, as Slurm does.
+
+Both directions use the ``python-hostlist`` library. Compression is restricted to Slurm's own rule: only a
+name's trailing number is ranged (``rack1-gpu[01-02],rack2-gpu[01-02]``, never the library's
+``rack[1-2]-gpu[01-02]``), so every expression produced here is one Slurm 22.05 reads, while the library
+alone writes ``n[9-10]-ib0``, which ``scontrol`` refuses. tests/unit/models/test_hostlist.py proves both
+directions equal to ``scontrol show hostnames`` and ``scontrol show hostlist`` on a recorded table.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import groupby
 
-_HOST = re.compile(r"^([A-Za-z][A-Za-z0-9-]*?)(\d*)$")
+import hostlist
+
+_TRAILING_NUMBER = re.compile(r"\d+$")
 
 
 def expand_hostlist(expr: str) -> list[str]:
-    """``gpu-[01-03,07],cpu-1`` -> ``[gpu-01, gpu-02, gpu-03, gpu-07, cpu-1]``."""
-    names: list[str] = []
-    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", expr.strip()):
-        match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
-        if match is None:
-            names.append(part)
-            continue
-        prefix, ranges, suffix = match.groups()
-        for item in ranges.split(","):
-            low, _, high = item.partition("-")
-            width = len(low)
-            for number in range(int(low), int(high or low) + 1):
-                names.append(f"{prefix}{number:0{width}d}{suffix}")
+    """``gpu-[01-03,07],cpu-1`` -> ``[gpu-01, gpu-02, gpu-03, gpu-07, cpu-1]`` (in order, without duplicates)."""
+    try:
+        names: list[str] = hostlist.expand_hostlist(expr.strip())
+    except hostlist.BadHostlist as exc:
+        raise ValueError(f"{expr!r} is not a Slurm hostlist: {exc}") from None
     return names
 
 
 def compress_hostlist(names: Iterable[str]) -> str:
-    """``[gpu-01 .. gpu-08, gpu-10]`` -> ``gpu-[01-08,10]`` (Slurm's form: sorted, ranges per prefix)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    plain: list[str] = []
-    for name in sorted(set(names)):
-        match = _HOST.match(name)
-        if match is None or not match.group(2):
-            plain.append(name)
-            continue
-        prefix, digits = match.groups()
-        groups.setdefault((prefix, len(digits)), []).append(int(digits))
-    parts = list(plain)
-    for (prefix, width), numbers in sorted(groups.items()):
-        numbers.sort()
-        ranges: list[str] = []
-        start = prev = numbers[0]
-        for number in [*numbers[1:], None]:
-            if number is not None and number == prev + 1:
-                prev = number
-                continue
-            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
-            if number is not None:
-                start = prev = number
-        single = len(numbers) == 1
-        parts.append(f"{prefix}{ranges[0]}" if single else f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
+    """``[gpu-02, gpu-01, gpu-10, cpu-1]`` -> ``cpu-1,gpu-[01-02,10]``: what ``scontrol show hostlist`` prints
+    for the names in numeric order, duplicates dropped (each run of names differing only in their trailing
+    number is ranged by the library)."""
+    ordered = hostlist.numerically_sorted(sorted(set(names)))
+    runs = [list(run) for _, run in groupby(ordered, key=lambda name: _TRAILING_NUMBER.sub("", name))]
+    try:
+        return ",".join(hostlist.collect_hostlist(run) for run in runs)
+    except hostlist.BadHostlist as exc:
+        raise ValueError(f"cannot write {sorted(set(names))} as a Slurm hostlist: {exc}") from None

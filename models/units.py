@@ -1,36 +1,65 @@
-"""Byte sizes as operators write them (Weka's decimal ``5TB``, Kubernetes' ``10Ti``)."""
+"""Byte sizes as operators write them: Kubernetes quantities (``10Ti``, ``500G``) and Weka's byte units (``5TB``).
+
+A size without a trailing ``B`` is a Kubernetes quantity with Kubernetes' semantics: the suffix is
+case-sensitive and ``m`` is milli, so ``100m`` is a tenth of a byte (refused here, never read as 100 MB).
+Its grammar is the one ``k8s.io/apimachinery/pkg/api/resource`` documents for ``Quantity`` and its value
+comes from the Kubernetes client's own parser (``kubernetes.utils.quantity.parse_quantity``). A size
+ending in ``B`` is in Weka's byte units: decimal ``KB MB GB TB PB EB`` or binary ``KiB ... EiB``.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Annotated, cast
 
+from kubernetes.utils.quantity import parse_quantity as _untyped_parse_quantity
 from pydantic import AfterValidator
 
-_UNITS: dict[str, int] = {
-    "": 1,
+parse_quantity = cast(Callable[[str], Decimal], _untyped_parse_quantity)
+"""The Kubernetes client's quantity parser (untyped upstream), which returns a Decimal."""
+
+KUBE_QUANTITY = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,2}|[KMGTPE]i|[numkMGTPE])?$")
+"""``<signedNumber><suffix>`` of apimachinery's Quantity: binary ``Ki..Ei``, decimal ``n u m k M G T P E``
+(lower-case ``k`` only) or an ``e``/``E`` exponent (two digits at most here: no size needs more)."""
+MAX_BYTES = 2**64
+BYTE_UNITS: dict[str, int] = {
     "B": 1,
-    "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
-    "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-    "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40, "PI": 2**50,
-    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50,
+    **{f"{prefix}B": 1000 ** (power + 1) for power, prefix in enumerate("KMGTPE")},
+    **{f"{prefix}iB": 1024 ** (power + 1) for power, prefix in enumerate("KMGTPE")},
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_BYTES = re.compile(r"^([+-]?\d+(?:\.\d+)?)([KMGTPE]?i?B)$")
+_UNIT = re.compile(r"^[+-]?[\d.]+([A-Za-z]+)$")
+_SPACE_BEFORE_UNIT = re.compile(r"(?<=[\d.])\s+(?=[A-Za-z])")
+EXAMPLES = "a Kubernetes quantity such as 10Ti or 500G, or bytes such as 100GB or 5TB"
+
+
+def _bytes(text: str) -> Decimal:
+    match = _BYTES.match(text)
+    if match is not None and match.group(2) in BYTE_UNITS:
+        return Decimal(match.group(1)) * BYTE_UNITS[match.group(2)]
+    if not KUBE_QUANTITY.match(text):
+        unit = _UNIT.match(text)
+        if unit is not None:
+            raise ValueError(f"unknown size unit {unit.group(1)!r} in {text!r}; write {EXAMPLES}")
+        raise ValueError(f"{text!r} is not a size; write {EXAMPLES}")
+    return parse_quantity(text)
 
 
 def parse_size(text: str) -> int:
-    """Return the number of bytes in ``text`` (``"100GB"``, ``"10Ti"``, ``"5 TB"``)."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"{text!r} is not a size; write a number and a unit such as 100GB, 5TB or 10Ti")
-    number, unit = match.groups()
-    factor = _UNITS.get(unit.upper())
-    if factor is None:
-        raise ValueError(f"unknown size unit {unit!r} in {text!r}; use B, GB, TB, Gi or Ti")
-    value = int(float(number) * factor)
+    """Return the number of bytes in ``text`` (``"100GB"``, ``"10Ti"``, ``"5 TB"``, ``"500G"``)."""
+    value = _bytes(_SPACE_BEFORE_UNIT.sub("", text.strip()))
     if value <= 0:
         raise ValueError(f"size {text!r} must be larger than zero")
-    return value
+    if value > MAX_BYTES:
+        raise ValueError(f"size {text!r} is larger than 16 EiB")
+    if value != value.to_integral_value():
+        raise ValueError(
+            f"size {text!r} is {value} bytes, not a whole number (in Kubernetes m means milli, "
+            "M is 10^6 and Mi 2^20); write " + EXAMPLES
+        )
+    return int(value)
 
 
 def _check_size(text: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tenantflow.starter.extras import BINARIES, MissingExtra
+from tenantflow.worker.ports import free_port as free_port  # re-exported: tests pick dev server ports with it
 
 SEARCH_ATTRIBUTES = ("TenantSlug=Keyword", "WorkerCluster=Keyword", "Stage=Keyword")
 
@@ -36,12 +37,6 @@ def port_open(host: str, port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.2)
         return sock.connect_ex((host, port)) == 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _alive(pid: int) -> bool:

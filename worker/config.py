@@ -1,9 +1,16 @@
-"""Worker and client configuration from the environment."""
+"""Worker and client configuration from the environment, and the env file the worker loads at start.
+
+``TENANTFLOW_ENV_FILE`` names a dotenv file (``KEY=VALUE`` lines; blank lines and ``#`` comments
+ignored; values may be quoted), read with python-dotenv. Its variables are exported to the
+worker's environment unless already set there, so the activities' settings see them. The lab's
+``lab.env`` is such a file; a production deployment can write one from its secret store.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from dotenv import load_dotenv
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -27,4 +34,13 @@ class WorkerSettings(TemporalSettings):
     max_concurrent_activities: int = Field(32, alias="TENANTFLOW_MAX_ACTIVITIES", ge=1, le=1000)
     metrics_port: int | None = Field(None, alias="TENANTFLOW_METRICS_PORT")
     env_file: Path | None = Field(None, alias="TENANTFLOW_ENV_FILE",
-                                  description="KEY=VALUE file (e.g. the lab's lab.env) loaded at start")
+                                  description="dotenv file (e.g. the lab's lab.env) loaded at start")
+
+
+def load_env_file(settings: WorkerSettings) -> None:
+    """Export the dotenv file named by ``TENANTFLOW_ENV_FILE`` without overriding the environment."""
+    if settings.env_file is None:
+        return
+    if not settings.env_file.is_file():
+        raise FileNotFoundError(f"TENANTFLOW_ENV_FILE={settings.env_file}: no such file")
+    load_dotenv(settings.env_file, override=False)

@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-from tenantflow.starter.devserver import free_port
+from tenantflow.worker.ports import free_port
 
 
 def sdk_runtime() -> tuple[Runtime, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,9 +14,8 @@ import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from tenantflow.lab.endpoints import read_env_file
 from tenantflow.worker import logging as worker_logging
-from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
@@ -25,14 +23,6 @@ from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
 from tenantflow.worker.temporal import connect
 
 log = structlog.get_logger("tenantflow.worker")
-
-
-def load_env_file(settings: WorkerSettings) -> None:
-    """Export the KEY=VALUE file named by TENANTFLOW_ENV_FILE without overriding the environment."""
-    if settings.env_file is None:
-        return
-    for key, value in read_env_file(settings.env_file).items():
-        os.environ.setdefault(key, value)
 
 
 def stop_on_signals(stop: asyncio.Event) -> None:

@@ -29,18 +29,15 @@ stand-in ``/scratch/<slug>`` mounts in step with the Weka emulator.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
 import pwd
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tenantflow.activities.slurm_cli import (
-    RENDER_ERROR_ANNOTATION,
-    RENDERED_ANNOTATION,
-    partitions_hash,
-    render_partitions,
-)
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import host_users, weka_mounts
@@ -58,6 +55,8 @@ ALLOWED_COMMANDS = frozenset({"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch
                               "getent", "cat"})
 EXEC_TIMEOUT_S = 120.0
 MERGE_PATCH = "application/merge-patch+json"
+RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
+RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
 
 
 def job_dir(ctx: LabContext) -> Path:
@@ -157,8 +156,8 @@ class PartitionsOperator:
             if annotations.get(RENDER_ERROR_ANNOTATION) != message:
                 self._annotate({RENDER_ERROR_ANNOTATION: message})
             return
-        digest = partitions_hash(data)
-        text = render_partitions(data)
+        digest = rendered_hash(data)
+        text = partitions_conf(data)
         if not self.partitions_file.exists() or self.partitions_file.read_text() != text:
             tmp = self.partitions_file.with_suffix(".tmp")
             tmp.write_text(text)
@@ -173,6 +172,20 @@ class PartitionsOperator:
                              MERGE_PATCH, namespace=NAMESPACE)
         except ApiError as exc:
             log.warning("slurm operator: could not annotate %s/%s: %s", NAMESPACE, CONFIGMAP, exc)
+
+
+def rendered_hash(data: Mapping[str, str]) -> str:
+    """The operator's digest of what it rendered: the first 32 hex digits of the SHA-256 of the data as
+    compact JSON with sorted keys."""
+    body = json.dumps(dict(data), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def partitions_conf(data: Mapping[str, str]) -> str:
+    """The ``partitions.conf`` the operator renders: a header, then each ``<name>.conf`` value in key order."""
+    lines = ["# rendered from ConfigMap slurm-partitions; do not edit"]
+    lines += [data[key].strip() for key in sorted(data) if key.endswith(".conf")]
+    return "\n".join(lines) + "\n"
 
 
 def _partition_line(value: str) -> bool:

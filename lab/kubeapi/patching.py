@@ -21,7 +21,6 @@ from tenantflow.lab.kubeapi.errors import ApiError, bad_request
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 LIST_MERGE_KEYS: dict[str, tuple[str, ...]] = {
     "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),

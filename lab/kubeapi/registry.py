@@ -53,7 +53,6 @@ class ResourceType:
         return (("status",) if self.status_subresource else ()) + self.subresources
 
 
-CRUD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 

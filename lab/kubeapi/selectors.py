@@ -68,19 +68,6 @@ def label_selector(selector: str | None) -> Predicate:
     return match
 
 
-def match_labels_selector(selector: dict[str, Any] | None) -> str:
-    """Render a ``LabelSelector`` object (matchLabels/matchExpressions) as a query string."""
-    selector = selector or {}
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        op, key, values = expr["operator"], expr["key"], expr.get("values") or []
-        if op in ("In", "NotIn"):
-            parts.append(f"{key} {op.lower()} ({','.join(values)})")
-        else:
-            parts.append(key if op == "Exists" else f"!{key}")
-    return ",".join(parts)
-
-
 def field_value(obj: dict[str, Any], path: str) -> str:
     current: Any = obj
     for part in path.split("."):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
@@ -59,7 +60,10 @@ async def test_bench_against_the_lab_counts_calls_per_layer_and_leaves_the_lab_c
     calls = figures["api_calls"]
     assert calls["slurm"]["slurm"] > 0 and calls["identity"]["authentik"] > 0 and calls["storage"]["weka"] > 0
     assert calls["kube"]["kube-tenant-cluster"] > 0 and "slurm" not in calls["kube"]
-    assert figures["durability_tax"] > 1 and figures["history_events"] > 100
+    durable, direct = figures["durable_s"], figures["direct_s"]
+    assert len(durable) == len(direct) == 1 and min(durable + direct) > 0
+    assert figures["durability_tax"] == pytest.approx(sum(durable) / sum(direct))
+    assert figures["history_events"] > 100
     tags = [slug.removeprefix("tenant-") for slug in figures["lab_tenants"]]
     residue = diff(before, world_snapshot(lab))
     assert all(line.startswith("+ ") and any(tag in line for tag in tags) for line in residue), "\n".join(residue)

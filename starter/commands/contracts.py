@@ -1,0 +1,88 @@
+"""Commands that read contracts without starting a run: the JSON Schemas, validation, and the read-only plan."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
+from tenantflow.starter.output import EXIT_BAD_INPUT, KubeconfigOpt, OutputOpt, console, emit, errors
+from tenantflow.starter.render import findings_table, plan_diff
+
+
+def workflow_inputs() -> list[type[BaseModel]]:
+    """The input model of every workflow the worker registers: the parameter of its ``@workflow.run`` method."""
+    from tenantflow.worker.registry import WORKFLOWS
+
+    inputs: list[type[BaseModel]] = []
+    for workflow_class in WORKFLOWS:
+        hints = typing.get_type_hints(inspect.getattr_static(workflow_class, "run"))
+        hints.pop("return", None)
+        inputs.append(next(iter(hints.values())))
+    return inputs
+
+
+def schema(
+    out: Annotated[Path | None, typer.Option(help="write one <Name>.schema.json per model here")] = None,
+) -> None:
+    """Print the JSON Schema of every workflow input, for services in other languages."""
+    models: list[type[BaseModel]] = [TenantContract, WorkerEnrollment, *workflow_inputs()]
+    schemas = {model.__name__: model.model_json_schema() for model in models}
+    if out is None:
+        sys.stdout.write(json.dumps(schemas, indent=2) + "\n")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, body in schemas.items():
+        (out / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n")
+    console.print(f"wrote {len(schemas)} schemas to {out}")
+
+
+def validate(
+    file: Path,
+    kind: Annotated[str, typer.Option(help="tenant or worker")] = "tenant",
+    kubeconfig: KubeconfigOpt = None,
+) -> None:
+    """Check a contract file without touching anything; exit 2 with every problem listed."""
+    try:
+        model = load_tenant(file, kubeconfig) if kind == "tenant" else load_enrollment(file, kubeconfig)
+    except ContractError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    console.print(f"[green]{file}: valid {type(model).__name__}[/green]")
+
+
+def plan(
+    file: Path, kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+) -> None:
+    """Read-only preflight and plan of a tenant contract, without starting a run; exit 2 on preflight errors."""
+    from tenantflow.starter.plan import preflight_and_plan, use_configured_services
+
+    try:
+        contract = load_tenant(file, kubeconfig)
+    except ContractError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    use_configured_services()
+    report = preflight_and_plan(contract)
+    if output == "json":
+        emit(report.model_dump(mode="json") | {"plan_hash": report.plan.plan_hash if report.plan else None,
+                                               "ok": not report.errors}, output)
+    else:
+        problems = [f for f in report.findings if not f.ok]
+        if problems:
+            console.print(findings_table(problems))
+        if report.plan is not None:
+            console.print(plan_diff(report.plan))
+            console.print(f"\nNothing was written. Start the run with: tenantflow onboard {file}")
+    if report.errors:
+        errors.print(f"[red]preflight failed with {len(report.errors)} error(s); nothing was written[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT)

@@ -1,0 +1,160 @@
+"""Commands on a run of any type: follow it, answer its gates, cancel it, wait for its result, list runs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from temporalio.client import WorkflowHandle
+from temporalio.common import TypedSearchAttributes
+
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.output import ApproverOpt, OutputOpt, answered, console, emit, errors, print_outcome, run
+from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
+from tenantflow.workflows.search import STAGE
+
+
+async def show_plan(api: TenantflowClient, workflow_id: str, output: str) -> None:
+    """Wait (with a spinner) for a freshly started run's plan and print it with the approve command."""
+    with errors.status(f"waiting for the plan of {workflow_id} (preflight and plan run first)"):
+        current = await api.wait_for_plan(workflow_id)
+    if output == "json":
+        emit(current.model_dump(mode="json"), output)
+        return
+    if current.plan is not None:
+        print_plan(console, current.plan)
+    console.print(status_view(workflow_id, current))
+
+
+async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str) -> None:
+    """After a start: wait for the plan and show it, or say how to follow the run."""
+    if wait:
+        await show_plan(api, handle.id, output)
+    elif output == "json":
+        emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
+    else:
+        emit(f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+
+
+def status(
+    workflow_id: str, output: OutputOpt = "text",
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until the run ends")] = False,
+) -> None:
+    """Show a run: stage, steps with durations, the gate it waits on and how to answer it."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        if watch and output != "json":
+            await watch_status(console, api, workflow_id)
+            return
+        current = await api.status(workflow_id)
+        emit(current.model_dump(mode="json"), output) if output == "json" else console.print(
+            status_view(workflow_id, current))
+        while watch and await api.running(workflow_id):
+            await asyncio.sleep(1)
+            latest = await api.status(workflow_id)
+            if latest != current:
+                current = latest
+                sys.stdout.write(current.model_dump_json() + "\n")
+                sys.stdout.flush()
+    run(go())
+
+
+def approve(
+    workflow_id: str,
+    plan_hash: Annotated[str, typer.Option("--plan-hash", help="the hash `status` shows")],
+    approver: ApproverOpt = "operator", comment: str = "", output: OutputOpt = "text",
+) -> None:
+    """Approve a published plan (onboarding, enrollment or reset) by its exact hash."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        answered(workflow_id, await api.approve(workflow_id, plan_hash, approver, comment), output)
+    run(go())
+
+
+def reject(workflow_id: str, reason: Annotated[str, typer.Option()], approver: ApproverOpt = "operator",
+           output: OutputOpt = "text") -> None:
+    """Reject a published onboarding plan: the run ends and nothing is written."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        answered(workflow_id, await api.reject(workflow_id, reason, approver), output)
+    run(go())
+
+
+def gate_command(gate: str, help_text: str) -> Callable[..., None]:
+    """The command ``tenantflow <gate-with-dashes> ID``: answer one of a run's yes/no gates."""
+    def answer(workflow_id: str, approver: ApproverOpt = "operator", comment: str = "",
+               output: OutputOpt = "text") -> None:
+        async def go() -> None:
+            api = await TenantflowClient.connect()
+            answered(workflow_id, await api.answer_gate(workflow_id, gate, approver, comment), output)
+        run(go())
+
+    answer.__doc__ = help_text
+    return answer
+
+
+def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
+    """Cancel a run; what it applied is rolled back."""
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        await api.cancel(workflow_id)
+        answered(workflow_id, f"cancel requested for {workflow_id}", output)
+    run(go())
+
+
+def total_steps(workflow_type: str) -> int | None:
+    """How many steps a successful run executes, for the progress bar (known for onboarding only)."""
+    if workflow_type != "TenantOnboarding":
+        return None
+    from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, SMOKE
+
+    return len(PREFLIGHT) + len(PLAN) + len(APPLY) + len(SMOKE) + 2
+
+
+def result(workflow_id: str, output: OutputOpt = "text") -> None:
+    """Wait for a run's result (progress bar on stderr); prints the handover sheet of an onboarding."""
+    async def go() -> Any:
+        api = await TenantflowClient.connect()
+        described = await api.handle(workflow_id).describe()
+        if output == "json" or not errors.is_terminal:
+            return await api.result(workflow_id)
+        return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+    print_outcome(run(go()), output)
+
+
+def stage_of(attributes: TypedSearchAttributes) -> str:
+    return attributes.get(STAGE) or ""
+
+
+def list_runs(
+    tenant: Annotated[str | None, typer.Option(help="tenant slug")] = None,
+    worker_cluster: Annotated[str | None, typer.Option("--worker", help="worker cluster name")] = None,
+    stage: Annotated[str | None, typer.Option(help="stage, e.g. gate:approve_plan")] = None,
+    running: Annotated[bool, typer.Option(help="only runs still in progress")] = False,
+    limit: int = 100, output: OutputOpt = "text",
+) -> None:
+    """List runs, filtered by tenant, worker cluster or stage through search attributes."""
+    clauses = [f"TenantSlug = '{tenant}'" if tenant else "",
+               f"WorkerCluster = '{worker_cluster}'" if worker_cluster else "",
+               f"Stage = '{stage}'" if stage else "", "ExecutionStatus = 'Running'" if running else ""]
+    query = " AND ".join(c for c in clauses if c)
+
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        rows = [{"id": r.id, "type": r.workflow_type, "status": r.status.name if r.status else "",
+                 "stage": stage_of(r.typed_search_attributes), "started": str(r.start_time),
+                 "closed": str(r.close_time or "")} for r in await api.list_runs(query, limit)]
+        if output == "json":
+            emit(rows, output)
+            return
+        table = Table(title=f"runs{' where ' + query if query else ''}")
+        for column in ("id", "type", "status", "stage", "started"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(row[c] for c in ("id", "type", "status", "stage", "started")))
+        console.print(table)
+    run(go())

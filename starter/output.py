@@ -1,0 +1,93 @@
+"""How the ``tenantflow`` CLI answers: text or JSON on stdout, messages on stderr, and exit codes.
+
+Exit codes scripts can rely on (``--output json`` on every command prints
+machine-readable output on stdout; messages go to stderr):
+
+* 0 success
+* 1 unexpected error (Temporal or a service unreachable, a bug)
+* 2 bad input: a contract or argument that cannot be used, or a preflight with errors (``plan``)
+* 3 the run failed, was rejected or rolled back
+* 4 refused: a run for the target is already active, a stale plan hash, a gate that is not open,
+  a run that has not finished (``handover``)
+* 5 no such run
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from tenantflow.starter.client import RunAlreadyActive
+from tenantflow.starter.contracts import ContractError
+
+T = TypeVar("T")
+
+EXIT_ERROR = 1
+EXIT_BAD_INPUT = 2
+EXIT_RUN_FAILED = 3
+EXIT_REFUSED = 4
+EXIT_NOT_FOUND = 5
+
+console = Console()
+errors = Console(stderr=True)
+
+OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json")]
+KubeconfigOpt = Annotated[str | None, typer.Option(help="kubeconfig for targets the file leaves out")]
+ApproverOpt = Annotated[str, typer.Option(help="who answers (recorded in the run)")]
+
+
+class Refused(RuntimeError):
+    """The request makes no sense in the run's current state (exit 4)."""
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine, turning known failures into messages and exit codes."""
+    try:
+        return asyncio.run(coro)
+    except ContractError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except (RunAlreadyActive, Refused) as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_REFUSED) from None
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        errors.print(f"[red]refused: {getattr(cause, 'message', None) or cause or exc}[/red]")
+        raise typer.Exit(EXIT_REFUSED) from None
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        errors.print(f"[red]run failed: {getattr(cause, 'message', None) or cause}[/red]")
+        raise typer.Exit(EXIT_RUN_FAILED) from None
+    except RPCError as exc:
+        errors.print(f"[red]temporal: {exc.message}[/red]")
+        raise typer.Exit(EXIT_NOT_FOUND if exc.status == RPCStatusCode.NOT_FOUND else EXIT_ERROR) from None
+
+
+def emit(data: Any, output: str) -> None:
+    if output == "json":
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    else:
+        console.print(data)
+
+
+def answered(workflow_id: str, answer: str, output: str) -> None:
+    emit({"workflow_id": workflow_id, "answer": answer} if output == "json" else answer, output)
+
+
+def print_outcome(outcome: Any, output: str) -> None:
+    if output == "json":
+        emit(outcome.model_dump(mode="json"), output)
+    elif getattr(outcome, "handover", None) is not None:
+        console.print(outcome.handover.markdown, markup=False, highlight=False)
+    else:
+        console.print(f"{outcome.status}: {getattr(outcome, 'message', '')}")
+    if outcome.status != "completed":
+        raise typer.Exit(EXIT_RUN_FAILED)

@@ -1,0 +1,168 @@
+"""activities/manifests.py: the Kubernetes objects rendered for a contract (labels, quotas, policies).
+
+The built-in kinds are also checked against Kubernetes 1.32's strict schemas (``kubernetes-validate``), so a
+misspelt field fails here rather than at the apiserver.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from tenantflow.activities import manifests
+from tenantflow.models.tenant import TenantContract
+from tests.unit.tenants import tenant
+
+Render = Callable[[TenantContract], manifests.Manifest]
+BUILTIN_KINDS: list[Render] = [
+    manifests.namespace,
+    manifests.resource_quota,
+    manifests.limit_range,
+    manifests.deny_all_policy,
+    manifests.allow_policy,
+    manifests.admins_role_binding,
+    manifests.authorized_keys_secret,
+]
+EVERY_KIND = [*BUILTIN_KINDS, manifests.reservation_binding, lambda c: manifests.reservation(c, ["gpu-02", "gpu-01"])]
+
+
+@pytest.mark.parametrize("render", BUILTIN_KINDS)
+def test_builtin_kinds_pass_the_strict_kubernetes_schema(render: Render) -> None:
+    try:
+        kubernetes_validate.validate(render(tenant()), "1.32", strict=True)
+    except kubernetes_validate.ValidationError as error:
+        pytest.fail(f"{render.__name__}: {error.message} at {list(error.absolute_path)}")
+
+
+@pytest.mark.parametrize("render", EVERY_KIND)
+def test_every_object_carries_the_owner_labels(render: Render) -> None:
+    labels = render(tenant())["metadata"]["labels"]
+    assert labels[manifests.MANAGED_BY] == "tenantflow"
+    assert labels[manifests.TENANT_LABEL] == "tenant-foo"
+
+
+def test_namespace_enforces_restricted_pod_security_in_every_mode() -> None:
+    labels = manifests.namespace(tenant())["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("pod-security.kubernetes.io/")} == {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+    assert labels["tenant"] == "tenant-foo"
+
+
+def test_resource_quota_takes_gpus_from_capacity_and_the_rest_from_the_contract() -> None:
+    contract = tenant(capacity__gpus=16, kube_quota__requests_memory="2Ti", kube_quota__persistentvolumeclaims=7)
+    quota = manifests.resource_quota(contract)
+    assert quota["metadata"]["namespace"] == "tenant-foo"
+    assert quota["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "16",
+        "requests.cpu": "1024",
+        "requests.memory": "2Ti",
+        "limits.memory": "10Ti",
+        "persistentvolumeclaims": "7",
+        "requests.storage": "100Ti",
+    }
+
+
+def test_limit_range_sets_container_defaults() -> None:
+    (limit,) = manifests.limit_range(tenant())["spec"]["limits"]
+    assert limit == {
+        "type": "Container",
+        "default": {"cpu": "4", "memory": "16Gi"},
+        "defaultRequest": {"cpu": "1", "memory": "4Gi"},
+    }
+
+
+def test_deny_all_selects_every_pod_in_both_directions_with_no_rules() -> None:
+    spec = manifests.deny_all_policy(tenant())["spec"]
+    assert spec == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def peer_namespaces(peers: list[dict[str, Any]]) -> set[str]:
+    names = set()
+    for peer in peers:
+        assert set(peer) == {"namespaceSelector"}, f"peer must select namespaces only: {peer}"
+        names.add(peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"])
+    return names
+
+
+def test_allow_policy_admits_the_tenant_itself_and_slurm_and_reaches_dns_and_ldap() -> None:
+    policy = manifests.allow_policy(tenant())
+    spec = policy["spec"]
+    assert policy["metadata"]["name"] == "tenant-foo-allow"
+    assert spec["podSelector"] == {} and spec["policyTypes"] == ["Ingress", "Egress"]
+    (ingress,) = spec["ingress"]
+    assert {"tenant-foo", "slurm-control"} <= peer_namespaces(ingress["from"])
+    (egress,) = spec["egress"]
+    assert {"tenant-foo", "slurm-control", "auth", "kube-system"} <= peer_namespaces(egress["to"])
+    ports = {(p["port"], p["protocol"]) for p in egress["ports"]}
+    assert {(53, "UDP"), (636, "TCP")} <= ports
+
+
+def test_reservation_binding_selects_the_tenants_workloads() -> None:
+    spec = manifests.reservation_binding(tenant())["spec"]
+    assert spec["reservationName"] == "tenant-foo-reservation"
+    assert spec["podSelector"] == {"matchLabels": {manifests.WORKLOAD_LABEL: "tenant-foo"}}
+
+
+def test_reservation_lists_nodes_sorted_and_never_evicts_by_default() -> None:
+    spec = manifests.reservation(tenant(), ["gpu-03", "gpu-01", "gpu-02"])["spec"]
+    assert spec["reservedNodes"] == ["gpu-01", "gpu-02", "gpu-03"]
+    assert spec["evictOnRelease"] is False
+    assert spec["nodeSelector"] == {"matchLabels": {"hardware-pool": "gpu-h100-rack-a"}}
+
+
+def test_admins_get_edit_in_the_namespace_only() -> None:
+    binding = manifests.admins_role_binding(tenant())
+    assert binding["kind"] == "RoleBinding" and binding["metadata"]["namespace"] == "tenant-foo"
+    assert binding["subjects"] == [
+        {"kind": "Group", "name": "tenant-foo-admins", "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert binding["roleRef"]["kind"] == "ClusterRole" and binding["roleRef"]["name"] == "edit"
+
+
+def test_authorized_keys_hold_each_users_public_keys_one_per_line() -> None:
+    contract = tenant()
+    data = manifests.authorized_keys_secret(contract)["data"]
+    assert set(data) == {"alice", "bob", "carol"}
+    alice = base64.b64decode(data["alice"]).decode()
+    assert alice == contract.users[0].ssh_keys[0] + "\n"
+    assert "PRIVATE" not in alice
+
+
+def test_login_release_points_at_secrets_by_name_and_mounts_the_tenants_storage() -> None:
+    release = manifests.login_release(
+        tenant(),
+        ldap_uri="ldaps://ldap.auth:636",
+        ldap_base_dn="dc=example",
+        ldap_bind_dn="cn=bind",
+        bind_password_secret="ldap-bind",
+        slurm_controller_host="slurmctld.slurm-control",
+    )
+    values = release["spec"]["values"]
+    assert values["ldap"]["bindPasswordSecret"] == "ldap-bind"
+    assert values["sshKeysSecret"] == "tenant-foo-authorized-keys"
+    assert values["homeMount"]["filesystem"] == "tenant-foo-home"
+    assert values["scratchMount"]["filesystem"] == "tenant-foo-scratch"
+    shared = manifests.login_release(
+        tenant(storage__isolation="shared-org"),
+        ldap_uri="",
+        ldap_base_dn="",
+        ldap_bind_dn="",
+        bind_password_secret="",
+        slurm_controller_host="",
+    )
+    assert shared["spec"]["values"]["homeMount"]["filesystem"] == "home/tenant-foo"
+
+
+def test_login_pod_names_follow_the_replicas() -> None:
+    assert manifests.login_pod_names(tenant(login__replicas=3)) == [
+        "login-tenant-foo-0",
+        "login-tenant-foo-1",
+        "login-tenant-foo-2",
+    ]

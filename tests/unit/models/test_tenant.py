@@ -1,0 +1,84 @@
+"""models/tenant.py: the names every layer derives from a contract, and bad input refused naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tenantflow.models.tenant import TenantContract
+from tests.unit.tenants import tenant, tenant_data
+
+
+def test_derived_names_follow_the_runbook() -> None:
+    contract = tenant()
+    assert (contract.short, contract.namespace) == ("foo", "tenant-foo")
+    assert (contract.team_account, contract.user_account) == ("ml-team-foo", "ml-team-foo")
+    assert (contract.normal_qos_name, contract.interactive_qos_name) == ("normal-foo", "interactive-foo")
+    assert contract.reservation_name == "tenant-foo-reservation"
+    assert contract.usernames == ["alice", "bob", "carol"]
+    assert contract.capacity.node_count == 8
+    assert contract.storage.requested_bytes == 5 * 10**12 + 50 * 10**12
+
+
+def test_team_account_defaults_from_the_slug() -> None:
+    assert tenant(slurm__team_account=None).team_account == "ml-team-foo"
+    assert tenant(slurm__team_account="ml-research").user_account == "ml-research"
+
+
+def test_login_hostname_defaults_from_the_slug() -> None:
+    assert tenant(login__hostname=None).login_hostname == "login.tenant-foo.example.internal"
+
+
+def test_budget_is_split_evenly_across_users_rounding_down() -> None:
+    assert tenant(slurm__budget_gpu_minutes_total=1000).user_budget_gpu_minutes == 333
+
+
+def errors_of(**changes: Any) -> list[tuple[str, str]]:
+    with pytest.raises(ValidationError) as error:
+        TenantContract.model_validate(tenant_data(**changes))
+    return [(".".join(str(p) for p in e["loc"]), e["msg"]) for e in error.value.errors()]
+
+
+BAD_INPUTS = [
+    ({"capacity__nodes": ["gpu-01"]}, "capacity", "nodes lists 1 names but gpus=64 needs 8 h100-8x nodes"),
+    ({"network__isolation": "pkey"}, "network", "isolation=pkey needs pkey"),
+    (
+        {"storage__home_per_user": {"hard": "90GB", "soft": "100GB"}},
+        "storage.home_per_user",
+        "soft quota 100GB is above hard quota 90GB",
+    ),
+    ({"storage__pvc_size": "10Xi"}, "storage.pvc_size", "unknown size unit 'Xi'"),
+    ({"slurm__partition_max_time": "one day"}, "slurm.partition_max_time", "String should match pattern"),
+    (
+        {"slurm__interactive_qos": {"priority": 1, "grp_gpus": 72, "max_wall": "01:00:00"}},
+        "",
+        "slurm.interactive_qos.grp_gpus=72 exceeds capacity.gpus=64",
+    ),
+    ({"slurm__budget_gpu_minutes_total": 2}, "", "budget_gpu_minutes_total is smaller than the number of users"),
+    ({"capacity__gpus": 10, "capacity__sku": "l40s-4x"}, "capacity", "ask for 8 or 12"),
+]
+
+
+@pytest.mark.parametrize(("changes", "field", "message"), BAD_INPUTS)
+def test_bad_input_names_the_field(changes: dict[str, Any], field: str, message: str) -> None:
+    assert any(loc == field and message in msg for loc, msg in errors_of(**changes)), errors_of(**changes)
+
+
+def test_gpus_must_fill_whole_nodes_of_the_sku() -> None:
+    assert tenant(capacity__gpus=12, capacity__sku="l40s-4x").capacity.node_count == 3
+
+
+def test_a_user_problem_names_the_user_by_index() -> None:
+    users = tenant_data()["users"]
+    users[2]["email"] = "carol at tenant-foo"
+    assert [loc for loc, _ in errors_of(users=users)] == ["users.2.email"]
+
+
+def test_a_username_given_twice_is_refused() -> None:
+    users = tenant_data()["users"]
+    users[2]["username"] = "alice"
+    assert errors_of(users=users) == [
+        ("users", "Value error, users[2].username 'alice' appears twice; usernames must be unique")
+    ]
