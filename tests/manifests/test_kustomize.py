@@ -17,7 +17,9 @@ from tests.packaging.envvars import listed
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "deploy" / "overlays" / "example"
 KUBERNETES_MINOR = "1.32"
-SECRETS = {"AUTHENTIK_TOKEN", "WEKA_PASSWORD", "LDAP_BIND_PASSWORD", "TENANTFLOW_CODEC_KEYS"}
+SECRETS = {"AUTHENTIK_TOKEN", "WEKA_PASSWORD", "LDAP_BIND_PASSWORD", "TEMPORAL_API_KEY", "TENANTFLOW_CODEC_KEYS",
+           "TEMPORAL_TLS_CLIENT_KEY_DATA"}
+FILE_SECRETS = {"TENANTFLOW_CODEC_KEYS": "codec-keys", "TEMPORAL_TLS_CLIENT_KEY_DATA": "temporal-tls"}
 LONGEST_HEARTBEAT_TIMEOUT_S = 60
 # kinds the lab's apiserver does not serve (lab/kubeapi/registry.py): applying them is refused, reported here
 NOT_SERVED_BY_THE_LAB = {"PodDisruptionBudget"}
@@ -89,11 +91,13 @@ def test_credentials_come_only_from_secret_references(objects: list[dict[str, An
     assert set(config["data"]) <= listed(ROOT / "worker.env.example")
     worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
     env = {e["name"]: e for e in worker["containers"][0]["env"]}
-    for name in SECRETS - {"TENANTFLOW_CODEC_KEYS"}:
+    for name in SECRETS - set(FILE_SECRETS):
         assert env[name]["valueFrom"]["secretKeyRef"]["name"] == "tenantflow-credentials"
     volumes = {v["name"]: v for v in worker["volumes"]}
-    assert volumes["codec-keys"]["secret"]["secretName"] == "tenantflow-codec-keys"
+    for volume in FILE_SECRETS.values():
+        assert volumes[volume]["secret"]["secretName"] == f"tenantflow-{volume}"
     assert config["data"]["TENANTFLOW_CODEC_KEY_FILE"].startswith("/etc/tenantflow/codec/")
+    assert config["data"]["TEMPORAL_TLS_CLIENT_KEY_PATH"].startswith("/etc/tenantflow/tls/")
 
 
 def test_rbac_is_bounded(objects: list[dict[str, Any]]) -> None:
