@@ -3,9 +3,9 @@
 # ...). Rules, checked by tests/packaging/test_dockerfile.py and hadolint:
 # - two stages: the builder builds the wheel and installs it with its runtime dependencies into /opt/tenantflow;
 #   the final stage is the same python slim base with that virtualenv copied in and nothing else;
-# - the final stage has no compiler, build tool or pip, and only the product: no lab, tests, examples or Temporal
-#   binaries (those are the [lab] and [dev] extras, never installed here). The bench's modules stay (the CLI
-#   registers `tenantflow bench`), inert without the lab: the command names the [lab] extra;
+# - the final stage has no compiler, build tool or pip, and only the product with its [otel] extra (tracing, off
+#   unless OTEL_* ask for it): no lab, tests, examples or Temporal binaries (the [lab] and [dev] extras). The
+#   bench's modules stay (the CLI registers `tenantflow bench`), inert without the lab: it names the [lab] extra;
 # - it runs as the unprivileged user 10001 (numeric, so Kubernetes' runAsNonRoot can check it);
 # - HEALTHCHECK asks the worker's /livez (worker/health.py); Kubernetes probes /livez and /readyz instead.
 # Ports: 9464 Prometheus /metrics, 9465 /livez and /readyz, 8081 when run as `tenantflow codec-server`.
@@ -27,7 +27,7 @@ COPY lab/ lab/
 COPY bench/ bench/
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
     && python -m venv /opt/tenantflow \
-    && /opt/tenantflow/bin/pip install /wheels/tenantflow-0.1.0-py3-none-any.whl \
+    && /opt/tenantflow/bin/pip install "/wheels/tenantflow-0.1.0-py3-none-any.whl[otel]" \
     && site="$(/opt/tenantflow/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
     && rm -r "$site/tenantflow/lab" \
     && /opt/tenantflow/bin/pip uninstall --yes pip

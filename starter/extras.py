@@ -20,7 +20,6 @@ class MissingExtra(SystemExit):
 
     def __init__(self, extra: str, needed: str, feature: str) -> None:
         super().__init__(f"{feature} needs {needed} from the [{extra}] extra: pip install 'tenantflow[{extra}]'")
-        self.extra = extra
 
 
 def require_extra(extra: str, feature: str) -> None:

@@ -69,7 +69,8 @@ def test_builder_copies_sources_and_drops_the_lab_from_the_virtualenv() -> None:
     assert copied == PRODUCT | {"pyproject.toml", "lab/", "bench/"}
     (build,) = builder.args("RUN")
     assert 'rm -r "$site/tenantflow/lab"' in build
-    assert "[lab" not in build and "[dev" not in build, "no extra is installed into the image"
+    assert "tenantflow-0.1.0-py3-none-any.whl[otel]" in build, "the product with tracing, no other extra"
+    assert "[lab" not in build and "[dev" not in build
 
 
 def test_dockerignore_lets_in_only_what_the_wheel_is_built_from() -> None:
