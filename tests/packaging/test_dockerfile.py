@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,8 @@ def test_builder_copies_sources_and_drops_the_lab_from_the_virtualenv() -> None:
     assert copied == PRODUCT | {"pyproject.toml", "lab/", "bench/"}
     (build,) = builder.args("RUN")
     assert 'rm -r "$site/tenantflow/lab"' in build
-    assert "tenantflow-0.1.0-py3-none-any.whl[otel]" in build, "the product with tracing, no other extra"
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert f"/wheels/tenantflow-{version}-py3-none-any.whl[otel]" in build, "this version, with tracing, no other extra"
     assert "[lab" not in build and "[dev" not in build
 
 
