@@ -27,4 +27,3 @@ def require_extra(extra: str, feature: str) -> None:
     for module in MODULES[extra]:
         if importlib.util.find_spec(module) is None:
             raise MissingExtra(extra, f"the Python package {module!r}", feature)
-

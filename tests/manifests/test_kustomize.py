@@ -17,8 +17,14 @@ from tests.packaging.envvars import listed
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAY = ROOT / "deploy" / "overlays" / "example"
 KUBERNETES_MINOR = "1.32"
-SECRETS = {"AUTHENTIK_TOKEN", "WEKA_PASSWORD", "LDAP_BIND_PASSWORD", "TEMPORAL_API_KEY", "TENANTFLOW_CODEC_KEYS",
-           "TEMPORAL_TLS_CLIENT_KEY_DATA"}
+SECRETS = {
+    "AUTHENTIK_TOKEN",
+    "WEKA_PASSWORD",
+    "LDAP_BIND_PASSWORD",
+    "TEMPORAL_API_KEY",
+    "TENANTFLOW_CODEC_KEYS",
+    "TEMPORAL_TLS_CLIENT_KEY_DATA",
+}
 FILE_SECRETS = {"TENANTFLOW_CODEC_KEYS": "codec-keys", "TEMPORAL_TLS_CLIENT_KEY_DATA": "temporal-tls"}
 LONGEST_HEARTBEAT_TIMEOUT_S = 60
 # kinds the lab's apiserver does not serve (lab/kubeapi/registry.py): applying them is refused, reported here
@@ -44,14 +50,19 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any
 
 def test_passes_strict_validation_for_the_target_minor(rendered: Path, objects: list[dict[str, Any]]) -> None:
     validate = Path(sys.executable).parent / "kubernetes-validate"
-    proc = subprocess.run([str(validate), "--strict", "--kubernetes-version", KUBERNETES_MINOR, str(rendered)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(validate), "--strict", "--kubernetes-version", KUBERNETES_MINOR, str(rendered)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("passed for resource") == len(objects)
 
 
-def test_the_lab_apiserver_accepts_every_kind_it_serves(cluster: Cluster,  # noqa: F811
-                                                       objects: list[dict[str, Any]]) -> None:
+def test_the_lab_apiserver_accepts_every_kind_it_serves(
+    cluster: Cluster,  # noqa: F811
+    objects: list[dict[str, Any]],
+) -> None:
     served = [obj for obj in objects if obj["kind"] not in NOT_SERVED_BY_THE_LAB]
     applied = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(served))
     assert applied.stdout.count(" created") + applied.stdout.count(" configured") == len(served), applied.stdout
@@ -61,8 +72,10 @@ def test_the_lab_apiserver_accepts_every_kind_it_serves(cluster: Cluster,  # noq
     assert yaml.safe_load(worker)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
 
 
-def test_the_lab_apiserver_refuses_the_kinds_it_does_not_serve(cluster: Cluster,  # noqa: F811
-                                                              objects: list[dict[str, Any]]) -> None:
+def test_the_lab_apiserver_refuses_the_kinds_it_does_not_serve(
+    cluster: Cluster,  # noqa: F811
+    objects: list[dict[str, Any]],
+) -> None:
     for obj in objects:
         if obj["kind"] in NOT_SERVED_BY_THE_LAB:
             refused = cluster.kubectl("apply", "-f", "-", check=False, stdin=yaml.safe_dump(obj))
@@ -101,8 +114,9 @@ def test_credentials_come_only_from_secret_references(objects: list[dict[str, An
 
 
 def test_rbac_is_bounded(objects: list[dict[str, Any]]) -> None:
-    rules = [rule for kind in ("ClusterRole", "Role") for role in by_kind(objects, kind).values()
-             for rule in role["rules"]]
+    rules = [
+        rule for kind in ("ClusterRole", "Role") for role in by_kind(objects, kind).values() for rule in role["rules"]
+    ]
     for rule in rules:
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert not {"escalate", "impersonate", "watch"} & set(rule["verbs"]), rule
@@ -112,8 +126,9 @@ def test_rbac_is_bounded(objects: list[dict[str, Any]]) -> None:
             assert rule["resourceNames"] == ["edit"], "bind only the role the tenant RoleBinding names"
     bindings = by_kind(objects, "ClusterRoleBinding") | by_kind(objects, "RoleBinding")
     for binding in bindings.values():
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "tenantflow-worker",
-                                        "namespace": "tenantflow"}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "tenantflow-worker", "namespace": "tenantflow"}
+        ]
 
 
 def test_a_disruption_budget_and_a_metrics_service_select_the_worker(objects: list[dict[str, Any]]) -> None:

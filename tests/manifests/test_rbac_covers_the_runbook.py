@@ -20,10 +20,19 @@ ENSURE = {"get", "create", "patch", "delete"}
 
 def written(contract: TenantContract) -> list[dict[str, Any]]:
     objects = [obj for step in kube.step_manifests(contract).values() for obj in step]
-    objects += [manifests.reservation(contract, ["gpu-01"]), manifests.authorized_keys_secret(contract),
-                manifests.bind_secret_copy(contract, "ldap-bind", {"password": "x"}),
-                manifests.login_release(contract, ldap_uri="ldaps://ldap", ldap_base_dn="dc=x", ldap_bind_dn="cn=x",
-                                        bind_password_secret="ldap-bind", slurm_controller_host="slurmctld")]
+    objects += [
+        manifests.reservation(contract, ["gpu-01"]),
+        manifests.authorized_keys_secret(contract),
+        manifests.bind_secret_copy(contract, "ldap-bind", {"password": "x"}),
+        manifests.login_release(
+            contract,
+            ldap_uri="ldaps://ldap",
+            ldap_base_dn="dc=x",
+            ldap_bind_dn="cn=x",
+            bind_password_secret="ldap-bind",
+            slurm_controller_host="slurmctld",
+        ),
+    ]
     return objects
 
 
@@ -35,8 +44,11 @@ def plural(kind: str) -> str:
 def granted(rules: list[dict[str, Any]], group: str, resource: str, name: str | None = None) -> set[str]:
     verbs: set[str] = set()
     for rule in rules:
-        if group in rule["apiGroups"] and resource in rule["resources"] and (
-                "resourceNames" not in rule or name in rule["resourceNames"]):
+        if (
+            group in rule["apiGroups"]
+            and resource in rule["resources"]
+            and ("resourceNames" not in rule or name in rule["resourceNames"])
+        ):
             verbs |= set(rule["verbs"])
     return verbs
 

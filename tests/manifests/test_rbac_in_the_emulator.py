@@ -31,8 +31,16 @@ def policy_rules(rbac: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if role["kind"] not in {"ClusterRole", "Role"}:
             continue
         namespaces = ["*"] if role["kind"] == "ClusterRole" else [role["metadata"]["namespace"]]
-        rules += [{"verbs": rule["verbs"], "apiGroups": rule["apiGroups"], "resources": rule["resources"],
-                   "namespaces": namespaces} for rule in role["rules"] if "resourceNames" not in rule]
+        rules += [
+            {
+                "verbs": rule["verbs"],
+                "apiGroups": rule["apiGroups"],
+                "resources": rule["resources"],
+                "namespaces": namespaces,
+            }
+            for rule in role["rules"]
+            if "resourceNames" not in rule
+        ]
     return rules
 
 
@@ -49,16 +57,24 @@ async def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     store = Store()
     store.seed([yaml.safe_load(path.read_text()) for path in sorted(CRDS.glob("*.yaml"))])
     rules = policy_rules(list(yaml.safe_load_all(RBAC.read_text())))
-    policies = parse_policies({
-        "worker-token": {"user": "system:serviceaccount:tenantflow:tenantflow-worker", "rules": rules},
-        "no-delete-token": {"user": "trimmed", "rules": without(rules, "networkpolicies", "delete")},
-        "no-create-token": {"user": "trimmed", "rules": without(rules, "limitranges", "create")}})
+    policies = parse_policies(
+        {
+            "worker-token": {"user": "system:serviceaccount:tenantflow:tenantflow-worker", "rules": rules},
+            "no-delete-token": {"user": "trimmed", "rules": without(rules, "networkpolicies", "delete")},
+            "no-create-token": {"user": "trimmed", "rules": without(rules, "limitranges", "create")},
+        }
+    )
     cert = self_signed()
-    runner, url = await start_kube_api(build_app(store, name="rbac", policies=policies),
-                                       ssl_context=cert.server_context())
-    path = write_kubeconfig(tmp_path_factory.mktemp("rbac") / "kubeconfig", [
-        KubeContext(name, url, f"{name}-token", ca_pem=cert.cert_pem)
-        for name in ("worker", "no-delete", "no-create")])
+    runner, url = await start_kube_api(
+        build_app(store, name="rbac", policies=policies), ssl_context=cert.server_context()
+    )
+    path = write_kubeconfig(
+        tmp_path_factory.mktemp("rbac") / "kubeconfig",
+        [
+            KubeContext(name, url, f"{name}-token", ca_pem=cert.cert_pem)
+            for name in ("worker", "no-delete", "no-create")
+        ],
+    )
     yield path
     await runner.cleanup()
 
@@ -66,8 +82,15 @@ async def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def kubectl(kubeconfig: Path, context: str, *args: str, stdin: str = "") -> tuple[int, str]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(kubeconfig.parent / "cache")}
     proc = await asyncio.create_subprocess_exec(
-        "kubectl", "--context", context, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, env=env)
+        "kubectl",
+        "--context",
+        context,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
     out, _ = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout=60)
     assert proc.returncode is not None
     return proc.returncode, out.decode()
@@ -83,8 +106,9 @@ async def test_the_worker_ensures_and_removes_every_runbook_object(kubeconfig: P
     assert code == 0 and out.count(" created") == len(objects), out
     code, out = await kubectl(kubeconfig, "worker", "apply", "-f", "-", stdin=documents("tenant-foo"))
     assert code == 0 and out.count(" unchanged") == len(objects), out
-    code, out = await kubectl(kubeconfig, "worker", "delete", "--wait=false", "-f", "-",
-                              stdin=yaml.safe_dump_all(list(reversed(objects))))
+    code, out = await kubectl(
+        kubeconfig, "worker", "delete", "--wait=false", "-f", "-", stdin=yaml.safe_dump_all(list(reversed(objects)))
+    )
     assert code == 0 and out.count(" deleted") == len(objects), out
 
 
@@ -96,6 +120,7 @@ async def test_without_create_on_limitranges_the_apply_is_refused(kubeconfig: Pa
 async def test_without_delete_on_networkpolicies_the_removal_is_refused(kubeconfig: Path) -> None:
     code, out = await kubectl(kubeconfig, "worker", "apply", "-f", "-", stdin=documents("tenant-no-delete"))
     assert code == 0, out
-    code, out = await kubectl(kubeconfig, "no-delete", "delete", "--wait=false", "-f", "-",
-                              stdin=documents("tenant-no-delete"))
+    code, out = await kubectl(
+        kubeconfig, "no-delete", "delete", "--wait=false", "-f", "-", stdin=documents("tenant-no-delete")
+    )
     assert code != 0 and "forbidden" in out.lower() and "networkpolicies" in out, out

@@ -11,33 +11,55 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_PACKAGES = ("models", "workflows", "activities", "worker")
 # temporalio.envconfig reads these itself (the temporal CLI's variables, as far as the Python SDK applies them), once
 # the worker connects through it; TEMPORAL_GRPC_META_<NAME> is a family, documented by its prefix
-ENVCONFIG = frozenset({
-    "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH",
-    "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_CLIENT_KEY_DATA",
-    "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_SERVER_NAME",
-    "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE",
-})
+ENVCONFIG = frozenset(
+    {
+        "TEMPORAL_ADDRESS",
+        "TEMPORAL_NAMESPACE",
+        "TEMPORAL_API_KEY",
+        "TEMPORAL_TLS",
+        "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        "TEMPORAL_TLS_CLIENT_CERT_DATA",
+        "TEMPORAL_TLS_CLIENT_KEY_PATH",
+        "TEMPORAL_TLS_CLIENT_KEY_DATA",
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+        "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+        "TEMPORAL_TLS_SERVER_NAME",
+        "TEMPORAL_PROFILE",
+        "TEMPORAL_CONFIG_FILE",
+    }
+)
 
 
 def _constants(tree: ast.Module) -> dict[str, str]:
-    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-            for target in node.targets if isinstance(target, ast.Name)}
+    return {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _tuples(tree: ast.Module) -> dict[str, list[str]]:
     """Module-level tuples of strings, by name (``ENDPOINTS = ("A", "B")``)."""
-    return {target.id: [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
-            for target in node.targets if isinstance(target, ast.Name)}
+    return {
+        target.id: [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _loop_values(tree: ast.Module) -> dict[str, list[str]]:
     """Loop variables that run over a module-level tuple of strings (``for var in ENDPOINTS``)."""
     tuples = _tuples(tree)
     loops: list[ast.comprehension | ast.For] = [n for n in ast.walk(tree) if isinstance(n, ast.comprehension | ast.For)]
-    return {loop.target.id: tuples[loop.iter.id] for loop in loops if isinstance(loop.target, ast.Name)
-            and isinstance(loop.iter, ast.Name) and loop.iter.id in tuples}
+    return {
+        loop.target.id: tuples[loop.iter.id]
+        for loop in loops
+        if isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Name) and loop.iter.id in tuples
+    }
 
 
 def _names(node: ast.expr, constants: dict[str, str], loops: dict[str, list[str]]) -> list[str]:
@@ -50,7 +72,8 @@ def _names(node: ast.expr, constants: dict[str, str], loops: dict[str, list[str]
 
 def _is_environ(node: ast.expr) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-        isinstance(node, ast.Name) and node.id == "environ")
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def _settings_aliases(tree: ast.Module) -> set[str]:
@@ -59,8 +82,11 @@ def _settings_aliases(tree: ast.Module) -> set[str]:
         if not any(isinstance(b, ast.Name) and b.id.endswith("Settings") for b in cls.bases):
             continue
         for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call)):
-            found |= {kw.value.value for kw in call.keywords if kw.arg == "alias"
-                      and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)}
+            found |= {
+                kw.value.value
+                for kw in call.keywords
+                if kw.arg == "alias" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
+            }
     return found
 
 
@@ -71,8 +97,12 @@ def _environ_reads(tree: ast.Module) -> set[str]:
         key: ast.expr | None = None
         if isinstance(node, ast.Subscript) and _is_environ(node.value):
             key = node.slice
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and (
-                (node.func.attr == "get" and _is_environ(node.func.value)) or node.func.attr == "getenv"):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.func, ast.Attribute)
+            and ((node.func.attr == "get" and _is_environ(node.func.value)) or node.func.attr == "getenv")
+        ):
             key = node.args[0]
         if key is not None:
             found.update(_names(key, constants, loops))

@@ -67,14 +67,15 @@ def test_every_dependency_waits_for_a_condition(services: dict[str, dict[str, An
 
 
 def test_temporal_is_the_maintained_server_on_an_explicit_schema_and_retention(
-        services: dict[str, dict[str, Any]]) -> None:
+    services: dict[str, dict[str, Any]],
+) -> None:
     images = {name: service.get("image", "") for name, service in services.items()}
     assert not [image for image in images.values() if "auto-setup" in image]
     assert images["temporal"].startswith("temporalio/server:")
     assert images["temporal-schema"].startswith("temporalio/admin-tools:")
     schema_script = services["temporal-schema"]["command"][0]
     for step in ("create", "setup-schema -v 0.0", "update-schema -d"):
-        assert f"temporal-sql-tool --db \"$$db\" {step}" in schema_script
+        assert f'temporal-sql-tool --db "$$db" {step}' in schema_script
     namespace = services["temporal-namespace"]
     assert namespace["environment"]["RETENTION"] == "${TEMPORAL_RETENTION:-720h}"
     assert '--retention "$$RETENTION"' in namespace["command"][0]

