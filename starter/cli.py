@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
+from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
 PLUGIN_GROUP = "tenantflow.commands"
@@ -37,6 +38,8 @@ class Tenantflow(typer.Typer):
         try:
             super().__call__(*args, **kwargs)
         except SystemExit as exc:
+            if exc.code is not None and not isinstance(exc.code, int):
+                sys.stderr.write(f"{exc.code}\n")  # as the interpreter does for sys.exit("message")
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:
             traceback.print_exc()
@@ -85,6 +88,11 @@ for _name, _command in COMMANDS:
 lab_app = typer.Typer(help="The lab: local stand-ins for every system the workflows drive.")
 app.add_typer(lab_app, name="lab")
 StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, logs and pids")]
+
+
+@lab_app.callback()
+def lab_needs_its_extra() -> None:
+    require_extra("lab", "tenantflow lab")
 
 
 @lab_app.command("up")
