@@ -60,7 +60,7 @@ with workflow.unsafe.imports_passed_through():
         WORKER_WAIT_CONVERGENCE,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
@@ -104,8 +104,18 @@ class WorkerEnrollmentWorkflow(GatedRun):
 
     approve_plan.validator(GatedRun._validate_approve)
 
-    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
-                     "with gate one of " + ", ".join(YES_NO_GATES))
+    submissions_paused, submissions_paused_signal = yes_no_gate(
+        "submissions_paused", "Confirm every Hub submission path of the organization is paused (brownfield); the "
+        "worker is cordoned next")
+    approve_adoption, approve_adoption_signal = yes_no_gate(
+        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)")
+    uncordon, uncordon_signal = yes_no_gate(
+        "uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
+    resume_submissions, resume_submissions_signal = yes_no_gate(
+        "resume_submissions", "The canary passed: resume the organization's submission paths")
+
+    @workflow.update(name="answer_gate", description="Older form of the gate updates: args [gate, {\"approver\": "
+                     "\"...\"}] with gate one of " + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate")
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
 

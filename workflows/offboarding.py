@@ -5,7 +5,9 @@ It reads every layer (the onboarding plan of the tenant: what exists is
 data (organization, filesystems, quotas) is kept unless ``purge_data`` is set and
 confirmed at the ``confirm_purge`` gate. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
-Reservation, Weka, Authentik last; users are deactivated, not deleted).
+Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
+that keeps failing stops the teardown at the ``retry_rollback`` gate with the
+objects left in ``status`` (``workflows/rollback.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import yes_no_gate
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -45,9 +48,11 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
 
 
 @workflow.defn(name="TenantOffboarding")
-class TenantOffboarding(GatedRun):
+class TenantOffboarding(SagaRun):
     WORKFLOW = "TenantOffboarding"
-    YES_NO_GATES = ("confirm_purge",)
+    YES_NO_GATES = ("confirm_purge", RETRY_ROLLBACK)
+    confirm_purge, confirm_purge_signal = yes_no_gate(
+        "confirm_purge", "Confirm permanently deleting the tenant's Weka organization, filesystems and quotas")
 
     def __init__(self) -> None:
         self._init_gated()
@@ -81,7 +86,7 @@ class TenantOffboarding(GatedRun):
             saga.push(step, [], [p for p in plan.steps if p.detail.get("step") == step.name
                                  and p.action is Action.delete])
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
-        removed = await saga.unwind(contract, step_input.facts)
+        removed = await self._roll_back(saga, contract, step_input.facts, escalate, expire)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
                                  kept=[p for p in plan.steps if p.action is Action.leave])
