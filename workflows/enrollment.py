@@ -14,10 +14,18 @@ removes what the run installed (every planned create, even when bootstrap stoppe
 half-way) and the enrollment record; a broken invariant (found by the
 ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
 and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+
+Failure paths (``workflows/enrollment_failures.py``): once the worker has been
+uncordoned it may run work, so a later failure, an expired gate or a cancel never
+tears it down: it is cordoned again (unless its canary passed) and the run ends
+leaving it enrolled, with a finding that says what to do. Before that, a cancel
+rolls back like a failure, and the rollback keeps going past a failing step and
+lists what it left in ``status``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -36,8 +44,8 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentStep,
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
-    from tenantflow.models.plan import Action, Plan
-    from tenantflow.models.results import EnsureResult, Finding, Outcome
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.results import Finding
     from tenantflow.models.runbook import (
         HUB_CANARY,
         HUB_CORDON,
@@ -45,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
         HUB_CREATE_ENROLLMENT,
         HUB_DESTROY_KEY,
         HUB_PREFLIGHT,
-        HUB_REMOVE_ENROLLMENT,
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
@@ -55,11 +62,11 @@ with workflow.unsafe.imports_passed_through():
         WORKER_INSTALL,
         WORKER_PLAN,
         WORKER_RECORD_INVARIANTS,
-        WORKER_UNINSTALL,
         WORKER_VERIFY_UIDS,
         WORKER_WAIT_CONVERGENCE,
     )
 
+from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
 from tenantflow.workflows.search import WORKER_CLUSTER
 
@@ -92,7 +99,7 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
 
 
 @workflow.defn(name="WorkerEnrollment")
-class WorkerEnrollmentWorkflow(GatedRun):
+class WorkerEnrollmentWorkflow(EnrollmentFailures):
     WORKFLOW = "WorkerEnrollment"
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
@@ -170,27 +177,16 @@ class WorkerEnrollmentWorkflow(GatedRun):
                                                   "what changed the recorded work before enrolling again"))
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
-            await self._compensate(plan, err)
+            await self._after_failure(plan, err)
+            raise
+        except asyncio.CancelledError as err:
+            if self._cancel_compensates():
+                await self._after_failure(plan, err)
             raise
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                 conditions=self._report.conditions, installed=step.facts.installed,
                                 adopted=step.facts.adoption, findings=self._findings)
-
-    async def _compensate(self, plan: Plan, err: BaseException) -> None:
-        """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
-        self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-        planned = [EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace,
-                                outcome=Outcome.created)
-                   for s in plan.steps if s.layer == "worker" and s.action == Action.create]
-        step = self._with(self._step, installed=planned)
-        await self._steps.run(HUB_DESTROY_KEY, step)
-        await self._steps.run(WORKER_UNINSTALL, step)
-        await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
-        self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
-
-    def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
-        return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
@@ -251,8 +247,10 @@ class WorkerEnrollmentWorkflow(GatedRun):
         self._findings += await self._steps.run(WORKER_CHECK_INVARIANTS, step)
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
+        self._live = "uncordoned"
         await self._conditions(step, ["Registered", "Connected", "WorkerConfigured", "DispatchReady"])
         await self._canary(step)
+        self._live = CANARY_PASSED
         await self._gate("resume_submissions", "resume the organization's submission paths")
         return step
 
@@ -282,15 +280,6 @@ class WorkerEnrollmentWorkflow(GatedRun):
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:
         return self._diff
-
-
-def application_error(err: BaseException | None) -> ApplicationError | None:
-    """The first ApplicationError with a type in ``err``'s cause chain (an activity failure wraps it)."""
-    while err is not None:
-        if isinstance(err, ApplicationError) and err.type:
-            return err
-        err = err.__cause__
-    return None
 
 
 WORKFLOWS = [WorkerEnrollmentWorkflow]
