@@ -7,6 +7,7 @@ two planning rounds. Integration with the real systems is tested elsewhere.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,8 @@ class FakeWorld:
     """Plans report every object as existing (unchanged), as for a finished tenant."""
     undo_failures: dict[str, int] = field(default_factory=dict)
     """``layer.undo:step`` -> how many more times that undo fails (non-retryably, as a refusal does)."""
+    hang_at: str | None = None
+    """An apply step that heartbeats until it is cancelled (to cancel a run mid-apply)."""
     appeared: list[PlanStep] = field(default_factory=list)
     """Objects the plan activities of the same layer also report (something made by hand after planning)."""
     calls: list[str] = field(default_factory=list)
@@ -82,6 +85,9 @@ class FakeWorld:
             self.calls.append(step.name)
             if self.fail_at == step.name:
                 raise ApplicationError(f"injected failure at {step.name}", type="Invalid", non_retryable=True)
+            while self.hang_at == step.name:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
             result = EnsureResult(layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}",
                                   outcome=Outcome.created)
             return StepResult(results=[result], facts=inp.facts)
