@@ -65,11 +65,10 @@ class GatedRun:
         return self._rejected is None
 
     async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
-                         expire_after: timedelta, cli: bool = True) -> GateAnswer:
-        """Wait for the yes/no gate ``name``; ``cli`` when ``tenantflow <gate-with-dashes>`` answers it."""
+                         expire_after: timedelta) -> GateAnswer:
         wid = workflow.info().workflow_id
-        how = [f"tenantflow {name.replace('_', '-')} {wid}"] if cli else []
-        how += [f"temporal workflow update execute --workflow-id {wid} --name {name} "
+        how = [f"tenantflow {name.replace('_', '-')} {wid}",
+               f"temporal workflow update execute --workflow-id {wid} --name {name} "
                 "--input '{\"approver\": \"you\"}'",
                 f"Temporal UI: Update '{name}' with {{\"approver\": \"you\"}}"]
         return await self._gates.wait(name, description, how, escalate_after=escalate_after,

@@ -44,7 +44,7 @@ class SagaRun(GatedRun):
             left = "; ".join(item.describe() for item in self._leftovers)
             try:
                 await self._wait_gate(RETRY_ROLLBACK, f"{len(self._leftovers)} objects left by a failed undo: "
-                                      f"{left}", escalate_after, expire_after, cli=False)
+                                      f"{left}", escalate_after, expire_after)
             except ApplicationError:
                 self._gates.set_stage("rollback-incomplete", f"Rollback incomplete; left: {left}")
                 raise ApplicationError(f"rollback incomplete, objects left: {left}",

@@ -106,8 +106,8 @@ class OffboardingWithoutPurgeGate(TenantOffboarding):
     async def run(self, params: OffboardingInput) -> OffboardingResult:
         return await super().run(params)
 
-    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta,
-                         cli: bool = True) -> GateAnswer:
+    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
+                         expire_after: timedelta) -> GateAnswer:
         return GateAnswer()
 
 
