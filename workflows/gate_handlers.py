@@ -16,7 +16,7 @@ reusing the shared validator (an update's type names its class, hence the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -24,13 +24,16 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
-    from tenantflow.models.plan import Plan
+    from tenantflow.models.plan import Plan, plan_changes
     from tenantflow.models.results import Finding
     from tenantflow.models.rollback import Leftover
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_waits import Gates
 from tenantflow.workflows.steps import StepTracker
+
+REPLAN_PATCH = "replan-before-apply"
+"""Histories recorded before approval was bound to a fresh read-only plan replay without it."""
 
 
 class GatedRun:
@@ -63,6 +66,20 @@ class GatedRun:
              f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
             escalate_after=escalate_after, expire_after=expire_after)
         return self._rejected is None
+
+    async def _reapprove_if_changed(self, plan: Plan, replan: Callable[[], Awaitable[Plan]],
+                                    escalate_after: timedelta, expire_after: timedelta) -> tuple[bool, Plan]:
+        """Right before the first write, plan again (read-only): while the plan differs from the approved one,
+        ``approve_plan`` opens again with the new plan and what changed. (approved, the plan to apply)."""
+        approved = True
+        while approved and workflow.patched(REPLAN_PATCH):
+            current = await replan()
+            if current.plan_hash == plan.plan_hash:
+                break
+            approved = await self._wait_plan_approval(current, escalate_after, expire_after,
+                                                      plan_changes(plan, current))
+            plan = current
+        return approved, plan
 
     async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
                          expire_after: timedelta) -> GateAnswer:

@@ -3,7 +3,9 @@
 It reads every layer (the onboarding plan of the tenant: what exists is
 ``unchanged``), publishes a teardown plan and waits for ``approve_plan``. Weka
 data (organization, filesystems, quotas) is kept unless ``purge_data`` is set and
-confirmed at the ``confirm_purge`` gate. The teardown then runs the layers'
+confirmed at the ``confirm_purge`` gate. Right before the first removal every layer
+is read again; if the teardown plan changed, ``approve_plan`` opens again with
+the new plan and what changed. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
 Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
@@ -65,21 +67,19 @@ class TenantOffboarding(SagaRun):
         escalate = timedelta(seconds=params.approval_escalate_after_s)
         expire = timedelta(days=7)
 
-        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
-        step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
-        step_input = step_input.model_copy(update={"facts": census.facts})
-        present: list[PlanStep] = []
-        for read in PLAN:
-            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
-        plan = teardown_plan(contract.slug, present, params.purge_data)
-        if not await self._wait_plan_approval(plan, escalate, expire):
+        self._params = params
+        plan = await self._read()
+        approved = await self._wait_plan_approval(plan, escalate, expire)
+        if approved and params.purge_data:
+            await self._wait_gate("confirm_purge", f"permanently delete the Weka data of {contract.slug}",
+                                  escalate, expire)
+        if approved:
+            approved, plan = await self._reapprove_if_changed(plan, self._read, escalate, expire)
+        if not approved:
             self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
             return OffboardingResult(slug=contract.slug, status="rejected", plan=plan,
                                      message=f"rejected: {self._rejected.reason if self._rejected else ''}")
-        if params.purge_data:
-            await self._wait_gate("confirm_purge", f"permanently delete the Weka data of {contract.slug}",
-                                  escalate, expire)
+        step_input = self._step_input
 
         saga = Saga()
         for step in APPLY:
@@ -90,3 +90,15 @@ class TenantOffboarding(SagaRun):
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
                                  kept=[p for p in plan.steps if p.action is Action.leave])
+
+    async def _read(self) -> Plan:
+        """Read every layer of the tenant (nothing is written) and make the teardown plan of what exists."""
+        contract = self._params.contract
+        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
+        step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
+        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
+        step_input = self._step_input = step_input.model_copy(update={"facts": census.facts})
+        present: list[PlanStep] = []
+        for read in PLAN:
+            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
+        return teardown_plan(contract.slug, present, self._params.purge_data)

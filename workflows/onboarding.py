@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         StepInput,
         StepResult,
     )
-    from tenantflow.models.plan import Action, Plan, PlanStep, plan_changes
+    from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.results import EnsureResult, Finding
     from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
 
@@ -46,8 +46,6 @@ from tenantflow.workflows.search import TENANT_SLUG
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
-REPLAN_PATCH = "replan-before-apply"
-"""Histories recorded before approval was bound to a fresh read-only plan replay without it."""
 
 
 @workflow.defn(name="TenantOnboarding")
@@ -95,12 +93,9 @@ class TenantOnboarding(SagaRun):
         expire = timedelta(seconds=params.approval_expire_after_s)
         plan = await self._build_plan(step_input)
         approved = await self._wait_plan_approval(plan, escalate, expire)
-        while approved and workflow.patched(REPLAN_PATCH):
-            current = await self._build_plan(step_input)
-            if current.plan_hash == plan.plan_hash:
-                break
-            approved = await self._wait_plan_approval(current, escalate, expire, plan_changes(plan, current))
-            plan = current
+        if approved:
+            approved, plan = await self._reapprove_if_changed(plan, lambda: self._build_plan(step_input), escalate,
+                                                              expire)
         if not approved:
             self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = self._rejected.reason if self._rejected else ""
