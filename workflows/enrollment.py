@@ -1,7 +1,8 @@
 """``WorkerEnrollment``: the enroll-worker-cluster runbook (greenfield and brownfield) as a gated workflow.
 
 Preflight (endpoints, the three permission checks, unique name) fails before any
-write; the install plan waits for ``approve_plan`` with its hash; the one-shot
+write; the install plan waits for ``approve_plan`` with its hash (planned again
+right before the first write: a changed plan opens the gate again); the one-shot
 BootstrapEnrollment and blob are created (the signing key stays in a Hub Secret,
 destroyed after redemption or on failure); bootstrap installs the worker side;
 the four conditions are awaited with durable polling, and each one that does not
@@ -154,17 +155,19 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
             step = self._with(step, invariants=invariants)
 
-        self._gates.set_stage("planning", "Computing the bootstrap plan")
-        steps = await self._steps.run(WORKER_PLAN, step)
-        plan = Plan(title=f"Enroll {self._target}", steps=steps,
-                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
-        if not await self._wait_plan_approval(plan, *self._gate_times()):
+        planned = step
+        plan = await self._bootstrap_plan(planned)
+        approved = await self._wait_plan_approval(plan, *self._gate_times())
+        if approved and c.brownfield:
+            await self._gate("submissions_paused", "pause every Hub submission path for the organization")
+        if approved:
+            approved, plan = await self._reapprove_if_changed(plan, lambda: self._bootstrap_plan(planned),
+                                                              *self._gate_times())
+        if not approved:
             self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
             return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
                                     findings=self._findings,
                                     message=f"rejected: {self._rejected.reason if self._rejected else ''}")
-        if c.brownfield:
-            await self._gate("submissions_paused", "pause every Hub submission path for the organization")
 
         self._step = step
         try:
@@ -208,6 +211,11 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+    async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
+        self._gates.set_stage("planning", "Computing the bootstrap plan")
+        return Plan(title=f"Enroll {self._target}", steps=await self._steps.run(WORKER_PLAN, step),
+                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
+
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
         return ConditionWait(contract=step.contract, conditions=conditions,
                              budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
