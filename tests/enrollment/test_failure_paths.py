@@ -83,3 +83,21 @@ async def test_rollback_goes_past_a_failing_step_and_lists_what_is_left(dev_env:
     assert not greenfield.hub.list("trainy.ai", "bootstrapenrollments", "forecasting"), "nothing left redeemable"
     assert status.leftovers and {item.step for item in status.leftovers} == {"worker.uninstall"}
     assert ("Namespace", "trainy-system") in {(item.kind, item.name) for item in status.leftovers}
+
+
+async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(dev_env: WorkflowEnvironment,
+                                                                                 brownfield: Lab) -> None:
+    async with enrollment_worker(dev_env) as (client, queue):
+        handle = await brownfield_until(client, queue, brownfield, ("submissions_paused", "approve_adoption"),
+                                        "uncordon")
+        brownfield.fault("hub", [{"path": r"/namespaces/forecasting/jobsets$", "methods": ["POST"],
+                                  "error_rate": 1.0, "error_status": 422}])
+        await handle.execute_update("uncordon", GateAnswer())
+        kind, status = await failure(handle)
+    assert kind == "Invalid"
+    assert status.stage == "stopped-enrolled"
+    wc = brownfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
+    assert wc["spec"]["cordoned"] is True, "a worker whose canary failed gets no new work"
+    assert brownfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
+    stopped = [f for f in status.findings if f.check == "enrollment.stopped"]
+    assert len(stopped) == 1 and "uncordon it" in stopped[0].fix and "decommission" in stopped[0].fix
