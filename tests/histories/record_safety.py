@@ -1,17 +1,18 @@
 """Record the histories of the failure and teardown paths for the replay tests, once.
 
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, a
-failed rollback resumed at ``retry_rollback`` and one left to expire, enrollment
-compensation that goes past a failing step, a cancelled enrollment, an expired
-``resume_submissions`` and a gated decommission. Run ``python -m
-tests.histories.record_safety`` (as root, for the in-process kube emulators) only
-for a new path; commit the JSON files it writes beside this file and never record
-them again.
+failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
+and an enrollment whose plan changed after approval, enrollment compensation that
+goes past a failing step, a cancelled enrollment, an expired ``resume_submissions``
+and a gated decommission. Run ``python -m tests.histories.record_safety NAME...``
+(as root, for the in-process kube emulators) only for a new path; commit the JSON
+files it writes beside this file and never record them again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -47,13 +48,13 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
             if name == "replanned":
                 world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
             await api.approve(handle.id, status.plan_hash or "")
-            await finish_onboarding(name, api, handle, status.plan_hash)
+            await after_approval(name, api, handle, status.plan_hash)
             await save(handle, f"onboarding-{name}")
     finally:
         await server.shutdown()
 
 
-async def finish_onboarding(name: str, api: TenantflowClient, handle: WorkflowHandle[Any, Any],
+async def after_approval(name: str, api: TenantflowClient, handle: WorkflowHandle[Any, Any],
                             first_hash: str | None) -> None:
     if name == "cancelled":
         await wait_for_stage(api, handle, "apply:kube.quota")
@@ -68,19 +69,25 @@ async def finish_onboarding(name: str, api: TenantflowClient, handle: WorkflowHa
         await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
 
 
-async def offboarding_purged() -> None:
+async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> None:
+    """Record ``offboarding-<name>``; ``replanned``: an object appears between approval and teardown."""
     server = await start_dev_server()
-    contract = example_tenant("tenant-offboarded")
+    contract = example_tenant(slug)
     try:
-        async with fake_worker(server, FakeWorld(present=True)) as api:
+        async with fake_worker(server, world) as api:
             handle = await server.client.start_workflow(
-                "TenantOffboarding", OffboardingInput(contract=contract, purge_data=True),
+                "TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge),
                 id=offboarding_id(contract.slug), task_queue=api.task_queue, result_type=OffboardingResult)
             status = await wait_for_stage(api, handle, "gate:approve_plan")
+            if name == "replanned":
+                world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.unchanged)]
             await api.approve(handle.id, status.plan_hash or "")
-            await wait_for_stage(api, handle, "gate:confirm_purge")
-            await handle.execute_update("confirm_purge", GateAnswer(approver="ops"))
-            await save(handle, "offboarding-purged")
+            if purge:
+                await wait_for_stage(api, handle, "gate:confirm_purge")
+                await handle.execute_update("confirm_purge", GateAnswer(approver="ops"))
+            if name == "replanned":
+                await after_approval(name, api, handle, status.plan_hash)
+            await save(handle, f"offboarding-{name}")
     finally:
         await server.shutdown()
 
@@ -123,6 +130,20 @@ async def resume_expired(client: Client, queue: str, lab: Lab) -> WorkflowHandle
                                   "resume_submissions")
 
 
+async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    handle = await client.start_workflow("WorkerEnrollment", {"contract": lab.contract().model_dump(mode="json"),
+                                                              "condition_budget_s": 20},
+                                         id="enroll/forecasting/forecasting-us", task_queue=queue)
+    first = await wait_stage(handle, "gate:approve_plan")
+    lab.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy-byoc-system"}})
+    await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
+    again = await wait_stage(handle, "gate:approve_plan")
+    while again.plan_hash == first.plan_hash:
+        again = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", {"plan_hash": again.plan_hash})
+    return handle
+
+
 async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
     enroll = await client.start_workflow("WorkerEnrollment", {"contract": lab.contract().model_dump(mode="json"),
                                                               "condition_budget_s": 20},
@@ -138,18 +159,34 @@ async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[A
     return dec
 
 
-async def main() -> None:
-    await onboarding("cancelled", FakeWorld(hang_at="kube.quota"))
-    await onboarding("replanned", FakeWorld())
-    await onboarding("rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1}))
-    await onboarding("rollback-incomplete", FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),
-                     start_time_skipping, approval_escalate_after_s=3600, approval_expire_after_s=2 * 24 * 3600)
-    await offboarding_purged()
-    await with_lab("enrollment-compensation-incomplete", False, start_dev_server, compensation)
-    await with_lab("enrollment-cancelled", True, start_dev_server, cancelled)
-    await with_lab("enrollment-resume-expired", True, start_time_skipping, resume_expired)
-    await with_lab("decommission-gated", False, start_dev_server, decommission)
+RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
+    "onboarding-cancelled": lambda: onboarding("cancelled", FakeWorld(hang_at="kube.quota")),
+    "onboarding-replanned": lambda: onboarding("replanned", FakeWorld()),
+    "onboarding-rollback-retried": lambda: onboarding(
+        "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})),
+    "onboarding-rollback-incomplete": lambda: onboarding(
+        "rollback-incomplete", FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),
+        start_time_skipping, approval_escalate_after_s=3600, approval_expire_after_s=2 * 24 * 3600),
+    "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
+    "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
+    "enrollment-compensation-incomplete": lambda: with_lab("enrollment-compensation-incomplete", False,
+                                                           start_dev_server, compensation),
+    "enrollment-cancelled": lambda: with_lab("enrollment-cancelled", True, start_dev_server, cancelled),
+    "enrollment-resume-expired": lambda: with_lab("enrollment-resume-expired", True, start_time_skipping,
+                                                  resume_expired),
+    "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
+    "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
+}
+"""Each history this module records, by file name (without .json)."""
+
+
+async def main(names: list[str]) -> None:
+    unknown = set(names) - set(RECORDINGS)
+    if not names or unknown:
+        raise SystemExit(f"name the histories to record (never again once committed): {', '.join(RECORDINGS)}")
+    for name in names:
+        await RECORDINGS[name]()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

@@ -172,11 +172,12 @@ class EnrollmentWithOtherBudget(WorkerEnrollmentWorkflow):
 ROLLBACKS = ("onboarding-rolledback", "onboarding-cancelled", "onboarding-rollback-retried",
              "onboarding-rollback-incomplete")
 ENROLLMENTS = ("enrollment-greenfield", "enrollment-brownfield", "enrollment-cancelled",
-               "enrollment-compensation-incomplete", "enrollment-resume-expired")
+               "enrollment-compensation-incomplete", "enrollment-resume-expired", "enrollment-replanned")
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
-    ("offboarding-purged", OffboardingWithExtraStep, NondeterminismError),
+    *[(name, OffboardingWithExtraStep, NondeterminismError) for name in ("offboarding-purged",
+                                                                          "offboarding-replanned")],
     *[(name, OnboardingWithoutAPreflight, NondeterminismError) for name in ("onboarding-completed",
                                                                              "onboarding-replanned", *ROLLBACKS)],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
