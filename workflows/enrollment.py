@@ -27,7 +27,6 @@ lists what it left in ``status``.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -261,10 +260,6 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         self._live = CANARY_PASSED
         await self._gate("resume_submissions", "resume the organization's submission paths")
         return step
-
-    def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
 
     async def _canary(self, step: EnrollmentStep) -> None:
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""

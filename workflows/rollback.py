@@ -29,10 +29,15 @@ RETRY_ROLLBACK_PATCH = "retry-rollback-gate"
 RETRY_ROLLBACK = "retry_rollback"
 
 
-class SagaRun(GatedRun):
+class RetryRollbackGate(GatedRun):
+    """Declares the ``retry_rollback`` update and signal (the runs that roll back share them)."""
+
     retry_rollback, retry_rollback_signal = yes_no_gate(
         RETRY_ROLLBACK, "Undo again the steps whose undo failed (status lists the objects left); fix their cause "
         "first")
+
+
+class SagaRun(RetryRollbackGate):
 
     async def _roll_back(self, saga: Saga, contract: TenantContract, facts: Facts, escalate_after: timedelta,
                          expire_after: timedelta) -> list[EnsureResult]:

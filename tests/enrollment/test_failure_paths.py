@@ -63,8 +63,8 @@ async def test_cancel_before_uncordon_rolls_back(dev_env: WorkflowEnvironment, b
     assert not brownfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 
 
-async def test_rollback_goes_past_a_failing_step_and_lists_what_is_left(dev_env: WorkflowEnvironment,
-                                                                        greenfield: Lab) -> None:
+async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(dev_env: WorkflowEnvironment,
+                                                                                 greenfield: Lab) -> None:
     greenfield.fault("worker", [
         {"path": r"/namespaces/trainy-system/deployments$", "methods": ["POST"], "error_rate": 1.0,
          "error_status": 422},
@@ -76,13 +76,18 @@ async def test_rollback_goes_past_a_failing_step_and_lists_what_is_left(dev_env:
                                              result_type=EnrollmentResult)
         status = await wait_stage(handle, "gate:approve_plan")
         await handle.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+        status = await wait_stage(handle, "gate:retry_rollback")
+        assert {s.name: s.state for s in status.steps}["hub.remove_enrollment"] == "done", "it went past the failure"
+        assert not greenfield.hub.list("trainy.ai", "bootstrapenrollments", "forecasting"), "nothing left redeemable"
+        assert status.leftovers and {item.step for item in status.leftovers} == {"worker.uninstall"}
+        assert ("Namespace", "trainy-system") in {(item.kind, item.name) for item in status.leftovers}
+        assert greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
+        greenfield.fault("worker", [])
+        await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
         kind, status = await failure(handle)
-    assert kind == "RollbackIncomplete"
-    assert status.stage == "rollback-incomplete"
-    assert {s.name: s.state for s in status.steps}["hub.remove_enrollment"] == "done", "it went past the failure"
-    assert not greenfield.hub.list("trainy.ai", "bootstrapenrollments", "forecasting"), "nothing left redeemable"
-    assert status.leftovers and {item.step for item in status.leftovers} == {"worker.uninstall"}
-    assert ("Namespace", "trainy-system") in {(item.kind, item.name) for item in status.leftovers}
+    assert kind == "Invalid", "the run ends with the failure that started the rollback"
+    assert status.stage == "rolled-back" and not status.leftovers
+    assert not greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 
 
 async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(dev_env: WorkflowEnvironment,

@@ -3,10 +3,11 @@
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, a
 failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
-goes past a failing step, a cancelled enrollment, an expired ``resume_submissions``
-and a gated decommission. Run ``python -m tests.histories.record_safety NAME...``
-(as root, for the in-process kube emulators) only for a new path; commit the JSON
-files it writes beside this file and never record them again.
+goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
+cancelled enrollment, an expired ``resume_submissions`` and a gated decommission.
+Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
+in-process kube emulators) only for a new path; commit the JSON files it writes
+beside this file and never record them again.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ async def compensation(client: Client, queue: str, lab: Lab) -> WorkflowHandle[A
     return handle
 
 
+async def compensation_retried(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    handle = await compensation(client, queue, lab)
+    await wait_stage(handle, "gate:retry_rollback")
+    lab.fault("worker", [])
+    await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
+    return handle
+
+
 async def cancelled(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
     handle = await brownfield_until(client, queue, lab, ("submissions_paused",), "approve_adoption")
     await handle.cancel()
@@ -171,6 +180,8 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
     "enrollment-compensation-incomplete": lambda: with_lab("enrollment-compensation-incomplete", False,
                                                            start_dev_server, compensation),
+    "enrollment-rollback-retried": lambda: with_lab("enrollment-rollback-retried", False, start_dev_server,
+                                                    compensation_retried),
     "enrollment-cancelled": lambda: with_lab("enrollment-cancelled", True, start_dev_server, cancelled),
     "enrollment-resume-expired": lambda: with_lab("enrollment-resume-expired", True, start_time_skipping,
                                                   resume_expired),

@@ -172,7 +172,8 @@ class EnrollmentWithOtherBudget(WorkerEnrollmentWorkflow):
 ROLLBACKS = ("onboarding-rolledback", "onboarding-cancelled", "onboarding-rollback-retried",
              "onboarding-rollback-incomplete")
 ENROLLMENTS = ("enrollment-greenfield", "enrollment-brownfield", "enrollment-cancelled",
-               "enrollment-compensation-incomplete", "enrollment-resume-expired", "enrollment-replanned")
+               "enrollment-compensation-incomplete", "enrollment-resume-expired", "enrollment-replanned",
+               "enrollment-rollback-retried")
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
@@ -186,7 +187,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
                                                                            "decommission-gated")],
     *[(name, OnboardingWithOtherRunId, ArgumentsChanged) for name in ("onboarding-completed", *ROLLBACKS)],
     *[(name, EnrollmentWithOtherBudget, ArgumentsChanged) for name in ENROLLMENTS
-      if name != "enrollment-compensation-incomplete"],  # install failed before any condition wait
+      if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")],  # no condition wait
 ]
 
 
