@@ -44,6 +44,8 @@ T = TypeVar("T")
 RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "TenantOffboarding": OffboardingResult,
                                  "WorkerEnrollment": EnrollmentResult, "WorkerDecommission": DecommissionResult}
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*ENROLLMENT_GATES, "confirm_purge", "retry_rollback")
+"""Every yes/no gate of any workflow: each is answered by the update of its own name."""
 
 
 class RunAlreadyActive(RuntimeError):
