@@ -13,14 +13,13 @@ associations makes sure none is left without a uid.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities import directory_ids
 from tenantflow.activities.errors import TRANSIENT
-from tenantflow.activities.settings import settings
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"
@@ -65,15 +64,29 @@ def uidless(ctl: SlurmCtl, users: list[str]) -> list[str]:
 
 def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUDGET_S) -> None:
     """Poll (heartbeating) until slurmctld resolves every user; a retryable error when the budget runs out."""
-    deadline = time.monotonic() + budget_s
-    delay = settings().poll_interval_s
-    while missing := unresolved(ctl, users):
-        if time.monotonic() > deadline:
-            raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s; "
-                                   f"{NSS_HINT}", type=TRANSIENT)
-        activity.heartbeat({"unresolved": missing})
-        time.sleep(delay)
-        delay = min(delay * 2, 5.0)
+    waited = poll_until(lambda: unresolved(ctl, users), lambda missing: not missing,
+                        every=from_poll_interval(2), budget_s=budget_s,
+                        detail=lambda missing: {"unresolved": missing})
+    if not waited.done:
+        raise unresolved_error(waited.value, budget_s)
+
+
+def unresolved_error(missing: list[str], budget_s: float) -> ApplicationError:
+    """Why slurmctld still does not resolve ``missing``, as far as the directory shows: a uid collision fails
+    the step (it does not heal by waiting), a user missing from the directory or nothing visible is retried."""
+    text = f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s"
+    try:
+        causes = directory_ids.unresolved_causes(missing)
+    except ApplicationError as err:
+        causes, text = [], f"{text} (the LDAP outpost could not be asked why: {err})"
+    if not causes:
+        return ApplicationError(f"{text}; {NSS_HINT}", type=TRANSIENT)
+    detail = "; ".join(f"{c.message} (fix: {c.fix})" for c in causes)
+    if any(c.check == directory_ids.CHECK for c in causes):
+        return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
+                                type=directory_ids.COLLISION, non_retryable=True)
+    return ApplicationError(f"{text}: {detail}; {NSS_HINT}", *[c.model_dump(mode="json") for c in causes],
+                            type=TRANSIENT)
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 
 from tenantflow.worker import logging as worker_logging
 from tenantflow.worker.config import WorkerSettings, load_env_file
+from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
@@ -52,6 +53,7 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Clie
         worker = Worker(client, task_queue=settings.task_queue, workflows=workflows, activities=activities,
                         activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
                         interceptors=[StepObservability()], graceful_shutdown_timeout=timedelta(seconds=30))
+        await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
         log.info("worker started", address=settings.address, task_queue=settings.task_queue,
                  workflows=len(workflows), activities=len(activities), metrics_port=settings.metrics_port)
         async with worker:
