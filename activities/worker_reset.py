@@ -12,30 +12,30 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from tenantflow.activities.hub import Rest
-from tenantflow.activities.workercluster import _installed_refs, _owned_preset, _remove, path
+from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.workercluster import _installed_refs, _owned_preset, _remove
 from tenantflow.models.enrollment_workflows import MANAGED_BY, WORKER_LABEL, ApprovedReset, EnrollmentStep
 from tenantflow.models.plan import Action
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, Outcome, PresetRelease
 
 
 @activity.defn(name="worker.reset_approved")
 def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     """Delete the approved deletes (ours only, namespaces last); release the approved preset objects we still own."""
-    rest = Rest(reset.contract.worker)
+    objs = KubeObjects(reset.contract.worker)
     deletes = {(s.kind, s.name, s.namespace) for s in reset.steps if s.action is Action.delete}
-    unlisted = {ns for ref in _installed_refs(rest) if ref not in deletes for ns in (ref[2],) if ns}
+    unlisted = {ns for ref in _installed_refs(objs) if ref not in deletes for ns in (ref[2],) if ns}
     kept = {ref for ref in deletes if ref[0] == "Namespace" and ref[1] in unlisted}
-    results = _remove(rest, sorted(deletes - kept, key=str))
+    results = _remove(objs, sorted(deletes - kept, key=str))
     results += [EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
                 for kind, name, namespace in sorted(kept)]
     approved = {(s.kind, s.name, s.namespace) for s in reset.steps if s.action is Action.update}
-    for ref in _owned_preset(rest, EnrollmentStep(contract=reset.contract)):
+    for ref in _owned_preset(objs, EnrollmentStep(contract=reset.contract)):
         if (ref.kind, ref.name, ref.namespace) in approved:
-            rest.patch(path(ref.kind, ref.namespace, ref.name),
+            objs.patch(ref.kind, ref.name, ref.namespace,
                        {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
             results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
-                                        outcome=Outcome.updated, data={"released": True}))
+                                        outcome=Outcome.updated, data=PresetRelease(released=True)))
     return results
 
 
