@@ -61,3 +61,19 @@ async def test_unanswered_retry_rollback_ends_with_every_object_left(ts_env: Wor
         ("identity", "User", f"{slug}-users"), ("identity", "Thing", f"{slug}-users")}
     assert all("injected undo failure" in item.why for item in left)
     assert final.stage == "rollback-incomplete" and final.leftovers == left
+
+
+async def test_offboarding_teardown_waits_at_retry_rollback_answered_by_signal(dev_env: WorkflowEnvironment) -> None:
+    world = FakeWorld(present=True, undo_failures={"kube.undo:namespace": 1})
+    async with fake_worker(dev_env, world) as api:
+        handle = await api.start_offboarding(example_tenant(f"tenant-s{uuid.uuid4().hex[:8]}"))
+        status = await wait_for_stage(api, handle, "gate:approve_plan")
+        await api.approve(handle.id, status.plan_hash or "")
+        status = await wait_for_stage(api, handle, "gate:retry_rollback")
+        assert {(item.kind, item.step) for item in status.leftovers} == {("Namespace", "kube.namespace")}
+        assert "identity.undo:group" in world.calls, "the teardown went on past the failed undo"
+        await handle.signal("retry_rollback_signal", GateAnswer(approver="ops"))
+        result = await handle.result()
+    assert result.status == "completed"
+    assert world.calls.count("kube.undo:namespace") == 2 and world.calls.count("identity.undo:group") == 1
+    assert "tenant-s" in next(r.name for r in result.removed if r.kind == "Namespace")
