@@ -68,9 +68,11 @@ with workflow.unsafe.imports_passed_through():
 
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
+from tenantflow.workflows.rollback import RETRY_ROLLBACK
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 TROUBLESHOOTING = {
     "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
                    "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
@@ -210,6 +212,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+
     async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
         self._gates.set_stage("planning", "Computing the bootstrap plan")
         return Plan(title=f"Enroll {self._target}", steps=await self._steps.run(WORKER_PLAN, step),

@@ -142,10 +142,13 @@ class GatedRun:
 
     @workflow.signal(name="answer_gate_signal", description="Signal form of answer_gate (ignored unless open)")
     def answer_gate_signal(self, name: str, answer: GateAnswer) -> None:
-        self._answer_by_signal(name, answer)
+        if name in self.YES_NO_GATES:
+            self._answer_by_signal(name, answer)
+        else:
+            workflow.logger.warning("ignored signal for %s, not a yes/no gate", name)
 
     def _answer_by_signal(self, name: str, answer: GateAnswer) -> None:
-        if name in self.YES_NO_GATES and name in self._gates.open:
+        if name in self._gates.open:
             self._gates.answer(name, answer)
         else:
             workflow.logger.warning("ignored signal for gate %s that is not open", name)

@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult, EnrollmentInput
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
-from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+from tenantflow.workflows.enrollment import BROWNFIELD_GATES
 from tests.cli.test_temporal_cli import temporal
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
@@ -29,7 +29,7 @@ async def test_every_enrollment_and_decommission_gate_answers_by_name(dev_env: W
             id=f"enroll/forecasting/cli-{uuid.uuid4().hex[:6]}", task_queue=queue)
         status = await wait_stage(handle, "gate:approve_plan")
         await answer(api, handle.id, "approve_plan", {"plan_hash": status.plan_hash or ""})
-        for gate in WorkerEnrollmentWorkflow.YES_NO_GATES:
+        for gate in BROWNFIELD_GATES:
             status = await wait_stage(handle, f"gate:{gate}", timeout_s=60)
             assert any(f"--name {gate} " in how for g in status.gates for how in g.how_to_answer)
             assert f"{gate} answered by ops" in await answer(api, handle.id, gate, {"approver": "ops"})
