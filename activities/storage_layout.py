@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
-from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, UndoRecord
+from tenantflow.models.results import EnsureResult, Kept, NoUndoData, Outcome, UndoRecord, WekaObject
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 from tenantflow.models.units import parse_size
 
@@ -92,6 +92,19 @@ def org_is_ours(contract: TenantContract) -> bool:
         return False
     return True
 
+
+
+NOT_PROVEN = "no uid recorded at create time: not provably this run's"
+
+
+def recorded_uid(result: EnsureResult) -> str | None:
+    """The uid a create recorded (Weka object or Kubernetes object), None when nothing was recorded."""
+    return (result.data.uid or None) if isinstance(result.data, WekaObject) else None
+
+
+def left_alone(result: EnsureResult, why: str) -> EnsureResult:
+    """An undo that did not touch the object, and why."""
+    return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept=why)})
 
 
 def deleted(found: bool, result: EnsureResult) -> EnsureResult:

@@ -20,6 +20,7 @@ from tenantflow.lab.weka.state import (
     Organization,
     Quota,
     WekaError,
+    WekaUser,
     normalise_path,
 )
 from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Clock, Session, TokenStore
@@ -249,6 +250,45 @@ async def delete_org_token(request: web.Request) -> web.Response:
     return data(None)
 
 
+# -- users of the caller's organization --------------------------------------------------------
+
+USER_ADMINS = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN})
+
+
+def _user_dict(user: WekaUser) -> dict[str, Any]:
+    return {"uid": user.uid, "username": user.username, "role": user.role, "org_id": user.org_id,
+            "source": "Internal"}
+
+
+async def list_users(request: web.Request) -> web.Response:
+    session = _require_role(request, USER_ADMINS)
+    return data([_user_dict(u) for u in _service(request).cluster.users if u.org_id == session.org_id])
+
+
+async def create_user(request: web.Request) -> web.Response:
+    """``weka user add <username> <role> <password>``: a user of the caller's organization."""
+    session = _require_role(request, USER_ADMINS)
+    body = await _body(request)
+    username, password, role = _str(body, "username"), _str(body, "password"), _str(body, "role")
+    assert username is not None and password is not None and role is not None
+    user = _service(request).cluster.create_user(session.org_id, username, password, role)
+    return data(_user_dict(user), status=201)
+
+
+async def delete_user(request: web.Request) -> web.Response:
+    session = _require_role(request, USER_ADMINS)
+    service = _service(request)
+    user = next((u for u in service.cluster.users
+                 if u.uid == request.match_info["uid"] and u.org_id == session.org_id), None)
+    if user is None:
+        raise WekaError(404, f"User {request.match_info['uid']} not found")
+    if user.username == session.username:
+        raise WekaError(400, "A user cannot delete itself")
+    service.cluster.users.remove(user)
+    service.tokens.drop_user(user.username, user.org_id)
+    return data(None)
+
+
 # -- filesystems ---------------------------------------------------------------------------------
 
 def _fs(request: web.Request) -> FileSystem:
@@ -295,7 +335,12 @@ async def delete_filesystem(request: web.Request) -> web.Response:
 
 async def resolve_path(request: web.Request) -> web.Response:
     fs = _fs(request)
-    path = normalise_path(request.query.get("path", ""))
+    raw = request.query.get("path")
+    if raw is None:
+        raise WekaError(400, "Missing required query parameter: path")
+    path = normalise_path(raw)
+    if path != raw.rstrip("/") and raw != "/":
+        raise WekaError(400, f"Path {raw} is not normalised")
     inode = fs.directories.get(path)
     if inode is None:
         raise WekaError(400, f"PATH_NOT_FOUND: {path} does not exist on filesystem {fs.name}")
@@ -385,6 +430,9 @@ def routes() -> list[web.RouteDef]:
         web.get(org + "/tokens", list_org_tokens),
         web.post(org + "/tokens", create_org_token),
         web.delete(org + "/tokens/{token_uid}", delete_org_token),
+        web.get(f"{PREFIX}/users", list_users),
+        web.post(f"{PREFIX}/users", create_user),
+        web.delete(f"{PREFIX}/users/{{uid}}", delete_user),
         web.get(f"{PREFIX}/fileSystems", list_filesystems),
         web.post(f"{PREFIX}/fileSystems", create_filesystem),
         web.get(fs, get_filesystem),

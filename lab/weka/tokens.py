@@ -87,6 +87,12 @@ class TokenStore:
         self.api_tokens.remove(token)
         self.access.pop(token.secret, None)
 
+    def drop_user(self, username: str, org_id: int) -> None:
+        """Invalidate the sessions of a deleted user."""
+        for table in (self.access, self.refresh):
+            for key in [k for k, s in table.items() if s.username == username and s.org_id == org_id]:
+                del table[key]
+
     def drop_org(self, org_id: int) -> None:
         """Invalidate every token of a deleted organization."""
         self.api_tokens = [t for t in self.api_tokens if t.org_id != org_id]
