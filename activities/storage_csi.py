@@ -35,6 +35,7 @@ from tenantflow.activities.storage_layout import (
     plan_action,
     recorded_uid,
     storage_result,
+    tenant_session,
 )
 from tenantflow.activities.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.models.plan import PlanStep
@@ -219,7 +220,10 @@ def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     recorded = recorded_uid(result)
     if not recorded:
         return left_alone(result, NOT_PROVEN)
-    with WekaClient.from_settings(org_admin_credentials(contract.slug)) as org:
+    org = tenant_session(contract)
+    if org is None:
+        return deleted(False, result)
+    with org:
         user = next((u for u in org.users() if u.uid == recorded), None)
         return deleted(user is not None and org.delete_user(user.uid), result)
 
