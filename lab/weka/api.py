@@ -23,7 +23,7 @@ from tenantflow.lab.weka.state import (
     WekaUser,
     normalise_path,
 )
-from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Clock, Session, TokenStore
+from tenantflow.lab.weka.tokens import Clock, Session, TokenStore
 
 PREFIX = "/api/v2"
 PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})
@@ -36,11 +36,7 @@ class WekaService:
     tokens: TokenStore
 
     def snapshot(self) -> dict[str, Any]:
-        state = self.cluster.snapshot()
-        state["api_tokens"] = sorted(
-            ({"org": self.cluster.orgs[t.org_id].name, "description": t.description}
-             for t in self.tokens.api_tokens), key=lambda t: (t["org"], t["description"]))
-        return state
+        return self.cluster.snapshot()
 
     def dump(self) -> dict[str, Any]:
         """The cluster and every token, for :meth:`restore` after a restart of the lab."""
@@ -229,27 +225,6 @@ async def delete_org(request: web.Request) -> web.Response:
     return data(None)
 
 
-async def create_org_token(request: web.Request) -> web.Response:
-    org = _org(request)
-    body = await _body(request)
-    description = _str(body, "description", required=False) or ""
-    timeout = _int(body, "access_token_timeout") or API_TOKEN_TTL
-    token = _service(request).tokens.create_api_token(org.id, description, timeout, ROLE_CSI)
-    return data(TokenStore.token_dict(token, with_secret=True) | {"expires_in": timeout}, status=201)
-
-
-async def list_org_tokens(request: web.Request) -> web.Response:
-    org = _org(request)
-    tokens = [t for t in _service(request).tokens.api_tokens if t.org_id == org.id]
-    return data([TokenStore.token_dict(t, with_secret=False) for t in tokens])
-
-
-async def delete_org_token(request: web.Request) -> web.Response:
-    org = _org(request)
-    _service(request).tokens.revoke_api_token(org.id, request.match_info["token_uid"])
-    return data(None)
-
-
 # -- users of the caller's organization --------------------------------------------------------
 
 USER_ADMINS = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN})
@@ -427,9 +402,6 @@ def routes() -> list[web.RouteDef]:
         web.put(org, update_org),
         web.delete(org, delete_org),
         web.put(org + "/limits", set_org_limits),
-        web.get(org + "/tokens", list_org_tokens),
-        web.post(org + "/tokens", create_org_token),
-        web.delete(org + "/tokens/{token_uid}", delete_org_token),
         web.get(f"{PREFIX}/users", list_users),
         web.post(f"{PREFIX}/users", create_user),
         web.delete(f"{PREFIX}/users/{{uid}}", delete_user),
