@@ -35,6 +35,7 @@ from tenantflow.activities.storage_layout import (
     filesystem_capacities,
     filesystem_names,
     is_strict,
+    is_teardown,
     left_alone,
     org_is_ours,
     plan_action,
@@ -326,31 +327,34 @@ def _undo_quota(weka: WekaClient, contract: TenantContract, present: dict[str, d
 
 
 def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
-    """Delete the filesystems and the org whose uid this run recorded; directories always stay."""
+    """Delete the filesystems and the org whose uid this run recorded (in the tenant's teardown: the tenant
+    org's, found through its admin); directories always stay."""
     undone: list[EnsureResult] = []
     created = [r for r in results if r.outcome is Outcome.created]
-    fs_results = [r for r in created if r.kind == "WekaFilesystem"]
-    org_results = [r for r in created if r.kind == "WekaOrganization"]
     undone.extend(left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
                   for r in created if r.kind == "WekaDirectory")
-    undone.extend(left_alone(r, NOT_PROVEN) for r in fs_results + org_results if not recorded_uid(r))
-    fs_results = [r for r in fs_results if recorded_uid(r)]
+    proven = [r for r in created if r.kind in ("WekaFilesystem", "WekaOrganization")
+              and (recorded_uid(r) or is_teardown())]
+    undone.extend(left_alone(r, NOT_PROVEN) for r in created
+                  if r.kind in ("WekaFilesystem", "WekaOrganization") and r not in proven)
+    fs_results = [r for r in proven if r.kind == "WekaFilesystem"]
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
         undone.extend(deleted(False, r) for r in fs_results)
     else:
         with tenant:
-            present = {f.uid for f in tenant.filesystems()}
+            by_name = {f.name: f.uid for f in tenant.filesystems()}
             for r in reversed(fs_results):
                 heartbeat(f"storage.undo filesystem {r.name}")
-                uid = str(recorded_uid(r))
-                if uid in present:
+                uid = recorded_uid(r) or by_name.get(r.name, "")
+                if uid in by_name.values():
                     tenant.delete_filesystem(uid)
-                undone.append(deleted(uid in present, r))
+                undone.append(deleted(uid in by_name.values(), r))
+    org_results = [r for r in proven if r.kind == "WekaOrganization"]
     with WekaClient.from_settings() as weka:
-        for r in (r for r in org_results if recorded_uid(r)):
+        for r in org_results:
             org = weka.organization(contract.slug)
-            ours = org is not None and org.uid == recorded_uid(r)
+            ours = org is not None and (org.uid == recorded_uid(r) if recorded_uid(r) else org_is_ours(contract))
             if org is not None and ours:
                 weka.delete_organization(org.uid)
             undone.append(deleted(ours, r) if org is None or ours else left_alone(r, "the org's uid differs"))

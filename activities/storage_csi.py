@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio import activity
-
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.kubeobjects import KubeObjects
@@ -31,11 +29,13 @@ from tenantflow.activities.storage_layout import (
     NOT_PROVEN,
     deleted,
     filesystem_names,
+    is_teardown,
     left_alone,
     plan_action,
     recorded_uid,
     storage_result,
     tenant_session,
+    this_run,
 )
 from tenantflow.activities.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.models.plan import PlanStep
@@ -202,29 +202,29 @@ def ensure_csi_objects(contract: TenantContract, run_id: str = "") -> list[Ensur
     return results
 
 
-def _this_run() -> str:
-    return (activity.info().workflow_id or "") if activity.in_activity() else ""
-
-
 def _provably_ours(obj: dict[str, Any], result: EnsureResult, slug: str) -> bool:
-    """The object this run created: its recorded uid, or (nothing recorded) our labels and this run's annotation."""
+    """The object this run created: its recorded uid, or (nothing recorded) our labels and this run's annotation;
+    in the tenant's approved teardown, our labels for this tenant."""
     meta = obj.get("metadata") or {}
     recorded = recorded_uid(result)
     if recorded:
         return meta.get("uid") == recorded
-    run = _this_run()
+    if is_teardown():
+        return is_ours(obj, slug)
+    run = this_run()
     return is_ours(obj, slug) and bool(run) and (meta.get("annotations") or {}).get(RUN_ANNOTATION) == run
 
 
 def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     recorded = recorded_uid(result)
-    if not recorded:
+    if not recorded and not is_teardown():
         return left_alone(result, NOT_PROVEN)
     org = tenant_session(contract)
     if org is None:
         return deleted(False, result)
     with org:
-        user = next((u for u in org.users() if u.uid == recorded), None)
+        user = next((u for u in org.users() if (u.uid == recorded if recorded else u.username == result.name)),
+                    None)
         return deleted(user is not None and org.delete_user(user.uid), result)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
@@ -95,6 +96,18 @@ def org_is_ours(contract: TenantContract) -> bool:
 
 
 NOT_PROVEN = "no uid recorded at create time: not provably this run's"
+TEARDOWN_WORKFLOW = "TenantOffboarding"
+"""The workflow type whose undo is an approved teardown of the tenant: there the tenant's own markers (labels,
+quota owner, the org admin's login) prove an object is the tenant's; in a rollback only this run's record does."""
+
+
+def is_teardown() -> bool:
+    return activity.in_activity() and activity.info().workflow_type == TEARDOWN_WORKFLOW
+
+
+def this_run() -> str:
+    """The workflow id of the run undoing (the run annotation it wrote at create time), "" outside an activity."""
+    return (activity.info().workflow_id or "") if activity.in_activity() else ""
 
 
 def recorded_uid(result: EnsureResult) -> str | None:

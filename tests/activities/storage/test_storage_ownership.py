@@ -24,9 +24,9 @@ def planned(result: EnsureResult) -> EnsureResult:
                         outcome=Outcome.created)
 
 
-def as_run(workflow_id: str) -> ActivityEnvironment:
+def as_run(workflow_id: str, workflow_type: str = "TenantOnboarding") -> ActivityEnvironment:
     env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id=workflow_id)
+    env.info = dataclasses.replace(env.info, workflow_id=workflow_id, workflow_type=workflow_type)
     return env
 
 
@@ -82,3 +82,20 @@ async def test_shared_org_rollback_keeps_another_tenants_quota(storage_lab: Stor
     assert await storage_lab.snapshot() == before
     assert [r.outcome for r in undone] == [Outcome.unchanged]
     assert "tenantflow:tenant-foo" in undone[0].data_as(Kept).kept
+
+
+async def test_the_tenants_teardown_removes_what_carries_its_markers(storage_lab: StorageLab) -> None:
+    contract = storage_lab.contract()
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id=RUN)
+    done = {}
+    for name, step in (("filesystems", storage.ensure_filesystems), ("quotas", storage.ensure_quotas),
+                       ("csi", storage.ensure_csi)):
+        done[name] = await run_activity(step, inp)
+        inp = inp.model_copy(update={"facts": done[name].facts})
+    teardown = as_run("offboard/tenant-foo", "TenantOffboarding")
+    for name in ("csi", "quotas", "filesystems"):
+        await run_activity(storage.undo, UndoInput(contract=contract, facts=inp.facts, step=name, results=[
+            planned(r) for r in done[name].results if r.kind != "WekaDirectory"]), env=teardown)
+    snap = await storage_lab.snapshot()
+    assert [o["name"] for o in snap["organizations"]] == ["Root"]
+    assert storage_lab.store.list("", "secrets", "tenant-foo") == []
