@@ -367,7 +367,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     contract = inp.contract
     changed = [r for r in inp.results if r.outcome in (Outcome.created, Outcome.updated)]
     if inp.step == "csi":
-        return [undo_csi(contract, r) for r in reversed(changed)]
+        return [undone for r in reversed(changed) for undone in undo_csi(contract, r)]
     if inp.step == "quotas":
         weka = tenant_session(contract) if changed else None
         if weka is None:

@@ -228,18 +228,34 @@ def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
         return deleted(user is not None and org.delete_user(user.uid), result)
 
 
-def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
-    """Remove what this run provably created; a grown PVC and a rewritten Secret stay (reported)."""
+def _release_volume(objs: KubeObjects, pvc: dict[str, Any], result: EnsureResult) -> list[EnsureResult]:
+    """The PersistentVolume csi-wekafs provisioned for a PVC we deleted (its claimRef names that PVC's uid): its
+    object goes too; with reclaimPolicy Retain the directory and its data stay on Weka."""
+    name = (pvc.get("spec") or {}).get("volumeName")
+    pv = objs.get("PersistentVolume", name) if name else None
+    claim = ((pv or {}).get("spec") or {}).get("claimRef") or {}
+    if pv is None or claim.get("uid") != pvc["metadata"].get("uid") or (pv["spec"].get("csi") or {}).get(
+            "driver") != DRIVER:
+        return []
+    gone = result.model_copy(update={"kind": "PersistentVolume", "name": name, "namespace": None,
+                                     "outcome": Outcome.created})
+    return [deleted(objs.delete("PersistentVolume", str(name)), gone)]
+
+
+def undo_csi(contract: TenantContract, result: EnsureResult) -> list[EnsureResult]:
+    """Remove what this run provably created (with a PVC, the volume object bound to it); a grown PVC and a
+    rewritten Secret stay (reported)."""
     objs, ns = KubeObjects(contract.cluster), contract.namespace
     if result.kind == "WekaUser":
-        return _undo_user(contract, result)
+        return [_undo_user(contract, result)]
     if result.outcome is Outcome.updated:
         why = "PVCs cannot shrink" if result.kind == "PersistentVolumeClaim" else "the earlier content is not kept"
-        return left_alone(result, why)
+        return [left_alone(result, why)]
     namespace = None if result.kind == "StorageClass" else ns
     obj = objs.get(result.kind, result.name, namespace)
     if obj is None:
-        return deleted(False, result)
+        return [deleted(False, result)]
     if not _provably_ours(obj, result, contract.slug):
-        return left_alone(result, "not provably made by this run (uid or run annotation differ)")
-    return deleted(objs.delete(result.kind, result.name, namespace), result)
+        return [left_alone(result, "not provably made by this run (uid or run annotation differ)")]
+    done = [deleted(objs.delete(result.kind, result.name, namespace), result)]
+    return done + (_release_volume(objs, obj, result) if result.kind == "PersistentVolumeClaim" else [])

@@ -66,7 +66,8 @@ async def test_undo_leaves_alone_what_another_run_made(storage_lab: StorageLab) 
                                                      results=[planned(r) for r in done["csi"].results
                                                               if r.kind != "WekaUser"]), env=as_run(RUN))
     assert {r.kind: r.outcome for r in own} == {"Secret": Outcome.deleted, "StorageClass": Outcome.deleted,
-                                                "PersistentVolumeClaim": Outcome.deleted}
+                                                "PersistentVolumeClaim": Outcome.deleted,
+                                                "PersistentVolume": Outcome.deleted}
 
 
 async def test_shared_org_rollback_keeps_another_tenants_quota(storage_lab: StorageLab) -> None:
