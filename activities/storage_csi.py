@@ -39,7 +39,7 @@ from tenantflow.activities.storage_layout import (
 )
 from tenantflow.activities.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Outcome, PvcSize, WekaObject
+from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, PvcSize, WekaObject
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import format_kube_quantity, parse_size
 from tenantflow.models.weka_mount import DRIVER, REQUIRED_SECRET_KEYS, secret_parameters
@@ -228,22 +228,28 @@ def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
         return deleted(user is not None and org.delete_user(user.uid), result)
 
 
-def _release_volume(objs: KubeObjects, pvc: dict[str, Any], result: EnsureResult) -> list[EnsureResult]:
-    """The PersistentVolume csi-wekafs provisioned for a PVC we deleted (its claimRef names that PVC's uid): its
-    object goes too; with reclaimPolicy Retain the directory and its data stay on Weka."""
-    name = (pvc.get("spec") or {}).get("volumeName")
-    pv = objs.get("PersistentVolume", name) if name else None
-    claim = ((pv or {}).get("spec") or {}).get("claimRef") or {}
-    if pv is None or claim.get("uid") != pvc["metadata"].get("uid") or (pv["spec"].get("csi") or {}).get(
-            "driver") != DRIVER:
-        return []
-    gone = result.model_copy(update={"kind": "PersistentVolume", "name": name, "namespace": None,
-                                     "outcome": Outcome.created})
-    return [deleted(objs.delete("PersistentVolume", str(name)), gone)]
+def _release_volumes(objs: KubeObjects, contract: TenantContract, claim_uid: str | None,
+                     result: EnsureResult) -> list[EnsureResult]:
+    """The PersistentVolumes csi-wekafs provisioned for the tenant PVC (claimRef: that PVC, of this run's uid, or
+    any of the tenant's in its teardown); with reclaimPolicy Retain they outlive the PVC (also when the namespace
+    went first), so their objects go here. The directory and its data stay on Weka."""
+    ns, claim = contract.namespace, contract.storage.pvc_name
+    done = []
+    for pv in objs.list("PersistentVolume"):
+        spec = pv.get("spec") or {}
+        ref = spec.get("claimRef") or {}
+        ours = (ref.get("namespace"), ref.get("name"), (spec.get("csi") or {}).get("driver"),
+                spec.get("storageClassName")) == (ns, claim, DRIVER, storage_class_name(contract))
+        if ours and (ref.get("uid") == claim_uid if claim_uid else is_teardown()):
+            name = str(pv["metadata"]["name"])
+            gone = result.model_copy(update={"kind": "PersistentVolume", "name": name, "namespace": None,
+                                             "outcome": Outcome.created, "data": NoUndoData()})
+            done.append(deleted(objs.delete("PersistentVolume", name), gone))
+    return done
 
 
 def undo_csi(contract: TenantContract, result: EnsureResult) -> list[EnsureResult]:
-    """Remove what this run provably created (with a PVC, the volume object bound to it); a grown PVC and a
+    """Remove what this run provably created (with the PVC, the volumes bound to it); a grown PVC and a
     rewritten Secret stay (reported)."""
     objs, ns = KubeObjects(contract.cluster), contract.namespace
     if result.kind == "WekaUser":
@@ -253,9 +259,10 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> list[EnsureResul
         return [left_alone(result, why)]
     namespace = None if result.kind == "StorageClass" else ns
     obj = objs.get(result.kind, result.name, namespace)
-    if obj is None:
-        return [deleted(False, result)]
-    if not _provably_ours(obj, result, contract.slug):
+    if obj is not None and not _provably_ours(obj, result, contract.slug):
         return [left_alone(result, "not provably made by this run (uid or run annotation differ)")]
-    done = [deleted(objs.delete(result.kind, result.name, namespace), result)]
-    return done + (_release_volume(objs, obj, result) if result.kind == "PersistentVolumeClaim" else [])
+    done = [deleted(obj is not None and objs.delete(result.kind, result.name, namespace), result)]
+    if result.kind != "PersistentVolumeClaim":
+        return done
+    claim_uid = str((obj or {}).get("metadata", {}).get("uid") or "") or recorded_uid(result)
+    return done + _release_volumes(objs, contract, claim_uid, result)
