@@ -126,8 +126,11 @@ def plan(inp: StepInput) -> list[PlanStep]:
         with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
             filesystems = {f.name: f for f in tenant.filesystems()}
             quotas = {f.uid: tenant.quotas(f.uid) for f in filesystems.values()}
-            paths = {t.label: tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
-                     for t in quota_targets(contract) if t.filesystem in filesystems}
+            paths = {}
+            for t in quota_targets(contract):
+                heartbeat(f"storage.plan: {t.label}")
+                if t.filesystem in filesystems:
+                    paths[t.label] = tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
     else:
         paths = {}
     if is_strict(contract):
@@ -293,6 +296,7 @@ def ensure_csi(inp: StepInput) -> StepResult:
 
 def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
     """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
+    heartbeat(f"storage.undo: locate {result.name}")
     if result.data_as(WekaQuota).inode_id is not None:
         return result
     target = next((t for t in quota_targets(contract) if t.label == result.name), None)

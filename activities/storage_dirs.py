@@ -34,7 +34,8 @@ from tenantflow.models.weka_mount import DRIVER, MOUNT_PATH, DirectorySpec, dire
 
 HELPER_LABEL = "tenantflow.io/helper"
 HELPER = "weka-directories"
-JOB_BUDGET_S = 300.0
+JOB_BUDGET_S = 120.0
+"""Per Job (one per filesystem, two at most), so a step stays inside its 5-minute start-to-close timeout."""
 CONTAINER = "mkdir"
 
 

@@ -3,8 +3,9 @@
 Capacity model (as in real Weka): the cluster has a provisionable capacity; each filesystem reserves
 its ``total_capacity`` from it, so ``GET /cluster`` reports ``capacity.unprovisioned_bytes`` = total -
 sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) caps the budgets of its
-filesystems. Directories exist only when seeded or created with the lab's ``mkdir`` hook (real Weka
-creates them through a mount, never through the REST API). :meth:`ClusterState.dump` and
+filesystems. Directories exist only when seeded, made on a mount by the csi-wekafs stand-in
+(:mod:`lab.controllers.csi`, with their uid, gid and mode) or by the tests' ``/_lab/mkdir`` hook: real Weka
+creates them through a mount, never through the REST API. :meth:`ClusterState.dump` and
 :meth:`ClusterState.restore` carry the whole cluster across a restart of the lab.
 """
 
