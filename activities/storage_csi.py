@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.errors import fail
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import RUN_ANNOTATION, owner_labels
@@ -107,8 +109,14 @@ def _ensure_csi_user(contract: TenantContract) -> EnsureResult:
         if user is None:
             made = org.create_user(creds.username, creds.password, CSI_ROLE)
             return storage_result("WekaUser", creds.username, Outcome.created, data=WekaObject(uid=made.uid))
-    with WekaClient.from_settings(creds) as csi:
-        csi.login()
+    try:
+        with WekaClient.from_settings(creds) as csi:
+            csi.login()
+    except ApplicationError as err:
+        if err.type == TRANSIENT:
+            raise
+        raise fail("Conflict", f"Weka user {creds.username} exists in organization {contract.slug} and does not "
+                   "accept this tenant's derived password; remove it or rename it") from None
     return storage_result("WekaUser", creds.username, Outcome.unchanged)
 
 

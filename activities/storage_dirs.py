@@ -1,7 +1,9 @@
 """Tenant directories on Weka, made on a csi-wekafs mount by a short-lived Kubernetes Job (Weka's REST API has
 no mkdir).
 
-For one filesystem the helper creates, in the tenant namespace, an API Secret in csi-wekafs's format (the
+For one filesystem the helper creates, in the platform namespace ``WEKA_HELPER_NAMESPACE`` (the Job runs as
+root to ``chown``, which the tenant namespace's pod-security ``restricted`` forbids; the platform namespace
+must allow ``baseline``), an API Secret in csi-wekafs's format (the
 login of the filesystem's owner: the tenant org admin, or the platform user for the shared filesystems), a
 static PersistentVolume ``weka/v2/<filesystem>`` with a PVC bound to it (csi-wekafs
 ``examples/static_volume/static_filesystem``), and a Job that mounts it at ``/weka`` and runs ``mkdir -p``,
@@ -49,14 +51,23 @@ def api_secret_data(credentials: Credentials) -> dict[str, str]:
     return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
 
 
+def helper_namespace(objs: KubeObjects) -> str:
+    """The platform namespace of the helper; it must exist (a platform prerequisite, like slurm-control)."""
+    ns = settings().weka_helper_namespace
+    if objs.get("Namespace", ns) is None:
+        raise fail("NotFound", f"namespace {ns} (WEKA_HELPER_NAMESPACE) is missing: create it with pod-security "
+                   "baseline; the Weka directory Job runs there as root to chown the tenant's directories")
+    return ns
+
+
 def helper_name(contract: TenantContract, filesystem: str) -> str:
     digest = hashlib.sha256(f"{contract.namespace}/{filesystem}".encode()).hexdigest()[:10]
     return f"tenantflow-weka-dirs-{digest}"
 
 
-def _manifests(contract: TenantContract, filesystem: str, credentials: Credentials,
+def _manifests(contract: TenantContract, ns: str, filesystem: str, credentials: Credentials,
                specs: list[DirectorySpec]) -> list[dict[str, Any]]:
-    ns, name = contract.namespace, helper_name(contract, filesystem)
+    name = helper_name(contract, filesystem)
     meta = {"name": name, "labels": {**owner_labels(contract.slug), HELPER_LABEL: HELPER}}
     ref = {"name": name, "namespace": ns}
     return [
@@ -77,7 +88,7 @@ def _manifests(contract: TenantContract, filesystem: str, credentials: Credentia
                 "restartPolicy": "Never",
                 "containers": [{"name": CONTAINER, "image": settings().weka_helper_image,
                                 "command": directory_command(specs),
-                                "securityContext": {"runAsUser": 0},
+                                "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
                                 "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}]}],
                 "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": name}}]}}}},
     ]
@@ -128,8 +139,9 @@ def make_directories(contract: TenantContract, filesystem: str, credentials: Cre
     """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails."""
     if not specs:
         return
-    objs, ns = KubeObjects(contract.cluster), contract.namespace
-    bodies = _manifests(contract, filesystem, credentials, specs)
+    objs = KubeObjects(contract.cluster)
+    ns = helper_namespace(objs)
+    bodies = _manifests(contract, ns, filesystem, credentials, specs)
     name = bodies[0]["metadata"]["name"]
     with _helper_objects(objs, bodies, contract.slug):
         polled = poll_until(lambda: _job_state(objs.get("Job", name, ns)), lambda state: bool(state[0]),

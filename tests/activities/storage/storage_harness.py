@@ -107,7 +107,7 @@ async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     weka_app = build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes)
     weka_runner, weka_url = await _serve(weka_app)
     store = Store()
-    for ns in ("tenant-foo", "tenant-bar"):
+    for ns in ("tenant-foo", "tenant-bar", "tenantflow-system"):
         store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])

@@ -50,6 +50,7 @@ async def test_directories_are_made_and_owned_by_a_job_on_a_csi_mount(storage_la
     assert {r.name: r.outcome.value for r in done.results} == {
         "/home/alice": "created", "/home/bob": "created", "/scratch/tenant-foo": "created"}
     assert len(jobs) == 2, "one directory Job per filesystem"
+    assert {j["metadata"]["namespace"] for j in jobs} == {"tenantflow-system"}, "root may not run in the tenant's"
     pod = jobs[0]["spec"]["template"]["spec"]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == jobs[0]["metadata"]["name"]
     assert pod["containers"][0]["command"][:2] == ["/bin/sh", "-ec"]
@@ -106,3 +107,10 @@ async def test_a_pvc_that_stays_pending_fails_naming_the_event(storage_lab: Stor
     assert failed.value.type == "PvcPending"
     assert "training-scratch stays Pending" in message and "ProvisioningFailed" in message
     assert "role ReadOnly" in message
+
+
+async def test_a_missing_helper_namespace_is_named(storage_lab: StorageLab) -> None:
+    storage_lab.store.delete("", "namespaces", "tenantflow-system")
+    contract = storage_lab.contract(StorageIsolation.shared_org)
+    with pytest.raises(ApplicationError, match="WEKA_HELPER_NAMESPACE"):
+        await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
