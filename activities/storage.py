@@ -30,12 +30,10 @@ from tenantflow.activities.storage_csi import csi_plan, csi_secret_name, ensure_
 from tenantflow.activities.storage_dirs import make_directories
 from tenantflow.activities.storage_layout import (
     LAYER,
-    NOT_PROVEN,
     deleted,
     filesystem_capacities,
     filesystem_names,
     is_strict,
-    is_teardown,
     left_alone,
     org_is_ours,
     plan_action,
@@ -331,17 +329,14 @@ def _undo_quota(weka: WekaClient, contract: TenantContract, present: dict[str, d
 
 
 def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
-    """Delete the filesystems and the org whose uid this run recorded (in the tenant's teardown: the tenant
-    org's, found through its admin); directories always stay."""
+    """Delete the filesystems and the org this run created: by the uid it recorded, or (the step never returned)
+    the tenant org that accepts the admin's derived password, the marker only tenantflow can write, and the
+    filesystems that org owns by name. Directories always stay."""
     undone: list[EnsureResult] = []
     created = [r for r in results if r.outcome is Outcome.created]
     undone.extend(left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
                   for r in created if r.kind == "WekaDirectory")
-    proven = [r for r in created if r.kind in ("WekaFilesystem", "WekaOrganization")
-              and (recorded_uid(r) or is_teardown())]
-    undone.extend(left_alone(r, NOT_PROVEN) for r in created
-                  if r.kind in ("WekaFilesystem", "WekaOrganization") and r not in proven)
-    fs_results = [r for r in proven if r.kind == "WekaFilesystem"]
+    fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
         undone.extend(deleted(False, r) for r in fs_results)
@@ -354,7 +349,7 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
                 if uid in by_name.values():
                     tenant.delete_filesystem(uid)
                 undone.append(deleted(uid in by_name.values(), r))
-    org_results = [r for r in proven if r.kind == "WekaOrganization"]
+    org_results = [r for r in created if r.kind == "WekaOrganization"]
     with WekaClient.from_settings() as weka:
         for r in org_results:
             org = weka.organization(contract.slug)

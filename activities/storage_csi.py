@@ -28,7 +28,6 @@ from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_dirs import api_secret_data
 from tenantflow.activities.storage_layout import (
     LAYER,
-    NOT_PROVEN,
     deleted,
     filesystem_names,
     is_teardown,
@@ -224,9 +223,8 @@ def _provably_ours(obj: dict[str, Any], result: EnsureResult, slug: str) -> bool
 
 
 def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
+    """By the recorded uid, else by name in the tenant org (reached only with the admin's derived password)."""
     recorded = recorded_uid(result)
-    if not recorded and not is_teardown():
-        return left_alone(result, NOT_PROVEN)
     org = tenant_session(contract)
     if org is None:
         return deleted(False, result)
@@ -238,9 +236,9 @@ def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
 
 def _release_volumes(objs: KubeObjects, contract: TenantContract, claim_uid: str | None,
                      result: EnsureResult) -> list[EnsureResult]:
-    """The PersistentVolumes csi-wekafs provisioned for the tenant PVC (claimRef: that PVC, of this run's uid, or
-    any of the tenant's in its teardown); with reclaimPolicy Retain they outlive the PVC (also when the namespace
-    went first), so their objects go here. The directory and its data stay on Weka."""
+    """The PersistentVolumes csi-wekafs provisioned for the tenant PVC through the tenant's StorageClass (claimRef:
+    that PVC, of the uid it had when known); with reclaimPolicy Retain they outlive the PVC (also when the
+    namespace went first), so their objects go here. The directory and its data stay on Weka."""
     ns, claim = contract.namespace, contract.storage.pvc_name
     done = []
     for pv in objs.list("PersistentVolume"):
@@ -248,7 +246,7 @@ def _release_volumes(objs: KubeObjects, contract: TenantContract, claim_uid: str
         ref = spec.get("claimRef") or {}
         ours = (ref.get("namespace"), ref.get("name"), (spec.get("csi") or {}).get("driver"),
                 spec.get("storageClassName")) == (ns, claim, DRIVER, storage_class_name(contract))
-        if ours and (ref.get("uid") == claim_uid if claim_uid else is_teardown()):
+        if ours and (claim_uid is None or ref.get("uid") == claim_uid):
             name = str(pv["metadata"]["name"])
             gone = result.model_copy(update={"kind": "PersistentVolume", "name": name, "namespace": None,
                                              "outcome": Outcome.created, "data": NoUndoData()})

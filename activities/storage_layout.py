@@ -95,7 +95,6 @@ def org_is_ours(contract: TenantContract) -> bool:
 
 
 
-NOT_PROVEN = "no uid recorded at create time: not provably this run's"
 TEARDOWN_WORKFLOW = "TenantOffboarding"
 """The workflow type whose undo is an approved teardown of the tenant: there the tenant's own markers (labels,
 quota owner, the org admin's login) prove an object is the tenant's; in a rollback only this run's record does."""

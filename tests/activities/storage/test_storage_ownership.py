@@ -52,15 +52,17 @@ async def test_undo_leaves_alone_what_another_run_made(storage_lab: StorageLab) 
         done[name] = await run_activity(step, inp)
         inp = inp.model_copy(update={"facts": done[name].facts})
     weka_before, kube_before = await storage_lab.snapshot(), await storage_lab.kube_snapshot()
-    undone = []
-    for name in ("csi", "filesystems"):
-        undone += await run_activity(storage.undo, UndoInput(
-            contract=contract, facts=inp.facts, step=name,
-            results=[planned(r) for r in done[name].results]), env=as_run("tenant/someone-else"))
+    undone = await run_activity(storage.undo, UndoInput(
+        contract=contract, facts=inp.facts, step="csi",
+        results=[planned(r) for r in done["csi"].results if r.kind != "WekaUser"]), env=as_run("tenant/someone-else"))
     assert await storage_lab.snapshot() == weka_before
     assert await storage_lab.kube_snapshot() == kube_before
     assert {r.outcome for r in undone} == {Outcome.unchanged}
     assert all(isinstance(r.data, Kept) and r.data.kept for r in undone)
+    kept = await run_activity(storage.undo, UndoInput(contract=contract, facts=inp.facts, step="filesystems",
+                                                      results=[r for r in done["filesystems"].results
+                                                               if r.kind == "WekaDirectory"]))
+    assert {r.data_as(Kept).kept.split(":")[0] for r in kept} == {"directories stay"}
 
     own = await run_activity(storage.undo, UndoInput(contract=contract, facts=inp.facts, step="csi",
                                                      results=[planned(r) for r in done["csi"].results
