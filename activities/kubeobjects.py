@@ -47,6 +47,8 @@ KINDS: dict[str, Kind] = {k.kind: k for k in (
     Kind("ConfigMap", "v1", "configmaps", True),
     Kind("ServiceAccount", "v1", "serviceaccounts", True),
     Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
+    Kind("PersistentVolume", "v1", "persistentvolumes", False),
+    Kind("Event", "v1", "events", True),
     Kind("ResourceQuota", "v1", "resourcequotas", True),
     Kind("LimitRange", "v1", "limitranges", True),
     Kind("Deployment", "apps/v1", "deployments", True),

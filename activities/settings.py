@@ -24,6 +24,11 @@ class ServiceSettings(BaseSettings):
     weka_username: str = Field("admin", alias="WEKA_USERNAME")
     weka_password: SecretStr = Field(SecretStr(""), alias="WEKA_PASSWORD")
     weka_org: str = Field("Root", alias="WEKA_ORG")
+    weka_helper_image: str = Field("busybox:1.36", alias="WEKA_HELPER_IMAGE",
+                                   description="image of the Job that makes tenant directories on a Weka mount")
+    weka_helper_namespace: str = Field("tenantflow-system", alias="WEKA_HELPER_NAMESPACE",
+                                       description="platform namespace (pod-security baseline at most) where that "
+                                                   "Job runs as root to chown; tenant namespaces are restricted")
     ldap_url: str = Field("ldap://localhost:3389", alias="LDAP_URL")
     ldap_base_dn: str = Field("dc=auth,dc=example,dc=internal", alias="LDAP_BASE_DN")
     ldap_bind_dn: str = Field("cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal", alias="LDAP_BIND_DN")
