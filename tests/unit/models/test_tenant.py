@@ -58,7 +58,22 @@ BAD_INPUTS = [
     ),
     ({"slurm__budget_gpu_minutes_total": 2}, "", "budget_gpu_minutes_total is smaller than the number of users"),
     ({"capacity__gpus": 10, "capacity__sku": "l40s-4x"}, "capacity", "ask for 8 or 12"),
+    ({"display_name": "Acme, Inc."}, "display_name", "contains ',', which sacctmgr cannot store"),
+    ({"display_name": "O'Brien Labs"}, "display_name", "write it without them, e.g. 'O Brien Labs'"),
+    ({"display_name": "Acme=Labs"}, "display_name", "contains '='"),
+    ({"capacity__nodes": ["gpu-01,gpu-02", *(f"gpu-{i:02d}" for i in range(3, 10))]}, "capacity.nodes.0",
+     "String should match pattern"),
+    ({"login__hostname": "login..example.internal"}, "login.hostname", "is not a DNS name"),
+    ({"login__hostname": f"{'a' * 64}.example.internal"}, "login.hostname", "is not a DNS name"),
 ]
+
+
+def test_a_display_name_sacctmgr_can_store_is_kept() -> None:
+    assert tenant(display_name="Acme Inc. (EU) - Research").display_name == "Acme Inc. (EU) - Research"
+
+
+def test_adopt_existing_defaults_to_false() -> None:
+    assert not any(user.adopt_existing for user in tenant().users)
 
 
 @pytest.mark.parametrize(("changes", "field", "message"), BAD_INPUTS)
