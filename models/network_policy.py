@@ -119,7 +119,7 @@ class RequiredPath(Strict):
     direction: Direction
     peer: Annotated[str, Field(description="what is at the other end, for messages")]
     peer_namespace: str | None = Field(None, description="None: outside the cluster (any address)")
-    service: str | None = Field(None, description="the Service in peer_namespace whose selector gives the peer's labels")
+    service: str | None = Field(None, description="the Service in peer_namespace whose selector gives its labels")
     peer_labels: dict[str, str] = Field(default_factory=dict, description="used when the Service is not found")
     port: int
     protocol: Protocol

@@ -55,7 +55,7 @@ def _check_display_name(value: str) -> str:
         shown = " ".join(repr(c) for c in bad)
         cleaned = " ".join("".join(" " if c in bad else c for c in value).split())
         raise ValueError(f"display_name {value!r} contains {shown}, which sacctmgr cannot store in an account's "
-                         f"Description (it splits values at commas and takes quotes as quoting); write it without them, "
+                         f"Description (it splits values at commas and strips quotes); write it without them, "
                          f"e.g. {cleaned!r}")
     return value
 
