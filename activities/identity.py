@@ -22,12 +22,15 @@ from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.identity_numbers import (
+    CREATED_BY,
     choose_gid,
     desired_user,
     ldap_provider,
     other_tenant,
     require_group,
     string_number,
+    tenant_of,
+    this_workflow,
     user_patch,
     user_uid,
 )
@@ -74,13 +77,36 @@ def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[F
         "identity.group", problem, f"group {slug} is free or already ours",
         f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it"))
     for user in contract.users:
-        existing = ak.user_by_username(user.username)
-        other = other_tenant(existing, slug) if existing else None
-        findings.append(_finding(
-            "identity.username", f"username {user.username} is taken by a user of tenant {other}" if other else None,
-            f"username {user.username} is free or already ours",
-            f"choose another username than {user.username} in the contract"))
+        findings.extend(_username_findings(ak.user_by_username(user.username), user, slug))
     return findings
+
+
+def _account_state(existing: User) -> str:
+    return f"{'active' if existing.is_active else 'inactive'}, pk {existing.pk}"
+
+
+def _username_findings(existing: User | None, user: TenantUser, slug: str) -> list[Finding]:
+    """A username Authentik already knows is refused unless it is this tenant's or ``adopt_existing`` says so."""
+    name = user.username
+    if existing is None or tenant_of(existing, slug):
+        return [_finding("identity.username", None, f"username {name} is free or already ours")]
+    other = other_tenant(existing, slug)
+    if other:
+        return [_finding("identity.username", f"username {name} is taken by a user of tenant {other}", "",
+                         f"choose another username than {name} in the contract (adopt_existing never takes a "
+                         "user from another tenant)")]
+    if not user.adopt_existing:
+        return [_finding("identity.username", f"username {name} is already an Authentik account "
+                         f"({_account_state(existing)}, in no tenant); tenantflow does not take it over", "",
+                         f"set adopt_existing: true for {name} in the contract if that account is this person's, "
+                         "or choose another username")]
+    return [_finding("identity.username", None, f"username {name}: the existing Authentik account "
+                     f"({_account_state(existing)}) is adopted (adopt_existing: true)"),
+            Finding(check="identity.adopted_home", ok=False, severity=Severity.warning,
+                    message=f"{name} reuses an existing Authentik account and keeps its uid; a home directory "
+                    f"/home/{name} left by an earlier tenant must not be handed over",
+                    fix=f"storage: create /home/{name} afresh for {slug} (never reuse another tenant's), or "
+                    "archive the old one first")]
 
 
 def _ldap_finding() -> Finding:
@@ -123,17 +149,22 @@ def plan(inp: StepInput) -> list[PlanStep]:
                     group.attributes.get("tenant_slug") == contract.slug)
             group_action = Action.unchanged if same else Action.update
         steps = [PlanStep(layer=LAYER, kind="Group", name=contract.slug, action=group_action, detail={
-            "parent": settings().authentik_parent_group, "tenant_slug": contract.slug,
+            "parent": settings().authentik_parent_group, "nested_by": "parent" if ak.single_parent() else "parents",
+            "tenant_slug": contract.slug,
             "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken"})]
         for user in contract.users:
             existing = ak.user_by_username(user.username)
             action = Action.create
-            if existing is not None:
+            detail: dict[str, object] = {"email": user.email, "name": user.name, "ssh_keys": len(user.ssh_keys),
+                                         "group": contract.slug}
+            if existing is not None and not tenant_of(existing, contract.slug):
+                action = Action.adopt
+                detail["adopt_existing"] = f"{user.adopt_existing} (existing account: {_account_state(existing)})"
+            elif existing is not None:
                 member = group is not None and group.pk in existing.groups
                 in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
                 action = Action.unchanged if in_sync else Action.update
-            steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail={
-                "email": user.email, "name": user.name, "ssh_keys": len(user.ssh_keys), "group": contract.slug}))
+            steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail=detail))
     return steps
 
 
@@ -149,10 +180,12 @@ def ensure_group(inp: StepInput) -> StepResult:
         if parent is None:
             raise fail("NotFound", f"the platform group {settings().authentik_parent_group!r} does not exist; "
                        "create it in Authentik and re-run")
+        field = "parent" if ak.single_parent() else "parents"
         group = ak.group_by_name(slug)
         previous: dict[str, Any] = {}
         if group is None:
-            group = ak.create_group({"name": slug, "parents": [parent.pk], "attributes": {"tenant_slug": slug}})
+            group = ak.create_group({"name": slug, field: parent.pk if field == "parent" else [parent.pk],
+                                     "attributes": {"tenant_slug": slug, CREATED_BY: this_workflow()}})
             outcome = Outcome.created
         else:
             if group.attributes.get("tenant_slug") != slug:
@@ -161,8 +194,9 @@ def ensure_group(inp: StepInput) -> StepResult:
             outcome = Outcome.unchanged
         gid = choose_gid(ak, provider, group)
         patch: dict[str, Any] = {}
-        if parent.pk not in group.parents:
-            patch["parents"], previous["parents"] = [*group.parents, parent.pk], group.parents
+        if parent.pk not in group.parent_pks:
+            patch[field] = parent.pk if field == "parent" else [*group.parents, parent.pk]
+            previous[field] = group.parent if field == "parent" else group.parents
         if group.attributes.get("gidNumber") != str(gid):
             patch["attributes"] = {**group.attributes, "gidNumber": str(gid)}
             previous["attributes"] = group.attributes
@@ -170,6 +204,9 @@ def ensure_group(inp: StepInput) -> StepResult:
             group = ak.patch_group(group.pk, patch)
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
+        if parent.pk not in group.parent_pks:
+            raise fail("Unsupported", f"Authentik did not nest group {slug} under {parent.name} through "
+                       f"{field!r}; check the server version (GET /api/v3/admin/version/)")
         activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
     data = (AuthentikGroup(pk=group.pk, gid=gid, previous=previous) if outcome is Outcome.updated
             else AuthentikGroup(pk=group.pk, gid=gid))
@@ -182,12 +219,18 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
     desired = desired_user(user, gid)
     existing = ak.user_by_username(user.username)
     if existing is None:
-        created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
+        attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
+        created = ak.create_user({"username": user.username, **desired, "attributes": attributes, "is_active": True,
+                                  "groups": [group.pk]})
         return created, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=Outcome.created,
                                      data=AuthentikUser(group_pk=group.pk, pk=created.pk))
     other = other_tenant(existing, slug)
     if other:
         raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    if not tenant_of(existing, slug) and not user.adopt_existing:
+        raise fail("Conflict", f"Authentik user {user.username} appeared after the plan ({_account_state(existing)}) "
+                   "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
+                   "person's account")
     patch, previous = user_patch(existing, desired)
     current = ak.patch_user(existing.pk, patch) if patch else existing
     added = group.pk not in existing.groups
