@@ -43,7 +43,6 @@ from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResul
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
-VERIFY_ATTEMPTS = 6
 PROPERTY_MAPPING_HINT = ("If gidNumber is 0 or missing, the property mapping is broken — fix that before "
                          "continuing or every file the tenant writes will be owned by nobody:nogroup")
 
@@ -122,7 +121,7 @@ def _ldap_finding() -> Finding:
 @activity.defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [_ldap_finding(), *directory_ids.preflight_findings(inp.contract)]
+    findings = [_ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
     try:
         with AuthentikClient.from_settings() as ak:
             findings.extend(_authentik_findings(ak, inp.contract))
@@ -290,6 +289,13 @@ def ldap_problems(contract: TenantContract, gid: int) -> list[str]:
     return problems
 
 
+def verify_budget_s() -> float:
+    """``LDAP_VERIFY_BUDGET_S``, kept 30 s inside the attempt's start-to-close timeout."""
+    timeout = activity.info().start_to_close_timeout
+    budget = settings().ldap_verify_budget_s
+    return min(budget, timeout.total_seconds() - 30) if timeout and timeout.total_seconds() > 60 else budget
+
+
 @activity.defn(name="identity.verify_ldap")
 def verify_ldap(inp: StepInput) -> StepResult:
     """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
@@ -299,12 +305,14 @@ def verify_ldap(inp: StepInput) -> StepResult:
         with AuthentikClient.from_settings() as ak:
             _, gid = require_group(ak, contract.slug, ldap_provider(ak))
     attempt = itertools.count(1)
+    budget = verify_budget_s()
     problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
-                          every=from_poll_interval(2, 10.0), attempts=VERIFY_ATTEMPTS,
+                          every=from_poll_interval(2, 10.0), budget_s=budget,
                           detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
     directory_ids.fail_on_collisions(contract)
     if problems:
-        raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
+        raise fail("InvariantBroken", f"LDAP check of {contract.slug} still failed after {budget:.0f} s "
+                   f"(LDAP_VERIFY_BUDGET_S): {'; '.join(problems)}. Every user "
                    f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
                    f"uidNumbers. {PROPERTY_MAPPING_HINT}")
     finding = Finding(check="identity.ldap", ok=True, severity=Severity.info,

@@ -118,7 +118,8 @@ async def identity_lab(slapd: SlapdHandle, monkeypatch: pytest.MonkeyPatch,
     url = f"http://127.0.0.1:{runner.addresses[0][1]}"
     for key, value in {"AUTHENTIK_URL": url, "AUTHENTIK_TOKEN": TOKEN, "LDAP_URL": slapd.url,
                        "LDAP_BASE_DN": slapd.base_dn, "LDAP_BIND_DN": slapd.bind_dn,
-                       "LDAP_BIND_PASSWORD": slapd.bind_password, "TENANTFLOW_POLL_INTERVAL": "0.05"}.items():
+                       "LDAP_BIND_PASSWORD": slapd.bind_password, "TENANTFLOW_POLL_INTERVAL": "0.05",
+                       "LDAP_VERIFY_BUDGET_S": "2"}.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()
     api = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities import identity
 from tenantflow.activities.identity_numbers import CREATED_BY
@@ -75,6 +78,7 @@ async def test_verify_fails_clearly_when_a_gid_is_broken(with_parent: IdentityLa
         await run_activity(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
     err = caught.value
     assert err.type == "InvariantBroken" and err.non_retryable
+    assert "still failed after 2 s (LDAP_VERIFY_BUDGET_S)" in err.message
     assert f"bob has gidNumber {2000 + bob['pk']}, not the tenant gid {users.facts.group_gid}" in err.message
     assert "property mapping is broken" in err.message
     assert "alice" not in err.message
@@ -240,3 +244,37 @@ async def test_authentik_2024_10_nests_the_group_through_its_single_parent(with_
     assert await with_parent.writes() == 0
     plan = await run_activity(identity.plan, inp)
     assert plan[0].detail["nested_by"] == "parent"
+
+
+async def test_verify_waits_heartbeating_for_an_outpost_that_serves_the_fix_late(with_parent: IdentityLab) -> None:
+    """A cached outpost serves changes late: verify keeps probing within its budget instead of failing."""
+    inp = StepInput(contract=make_contract(usernames=("alice", "bob")))
+    _, users, _ = await apply_identity(inp)
+    bob = await with_parent.user("bob")
+    good = bob["attributes"]
+    await with_parent.patch(f"/core/users/{bob['pk']}/", {"attributes": {"ssh_keys": "x"}})
+    heartbeats: list[object] = []
+
+    def verify() -> StepResult:
+        env = ActivityEnvironment()
+        env.on_heartbeat = lambda *details: heartbeats.append(details)
+        result: StepResult = env.run(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
+        return result
+
+    task = asyncio.create_task(asyncio.to_thread(verify))
+    while not heartbeats:
+        await asyncio.sleep(0.05)
+    await with_parent.patch(f"/core/users/{bob['pk']}/", {"attributes": good})
+    verified = await task
+    assert verified.findings[0].ok
+    assert "problems" in str(heartbeats[0])
+
+
+def test_the_default_verify_budget_outlasts_an_outpost_cache_refresh() -> None:
+    from tenantflow.activities.settings import ServiceSettings
+    from tenantflow.models.runbook import ONBOARDING
+
+    budget = ServiceSettings().ldap_verify_budget_s
+    assert budget >= 300
+    [step] = [s for s in ONBOARDING if s.name == "identity.verify_ldap"]
+    assert step.timeout.total_seconds() > budget
