@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from tenantflow.activities import kube
+from tenantflow.activities import kube, login
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
@@ -151,3 +151,18 @@ def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) ->
     messages = [f.message for f in run(kube.preflight, StepInput(contract=c)).findings
                 if f.check == "kube.network_policy" and not f.ok]
     assert len(messages) == 3 and "hand-made" not in messages[0]
+
+
+def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
+    """With the runbook's verbatim allow policy in place (applied by hand), the lab's login pod cannot reach
+    slurmctld, as on a real cluster; with ours it can."""
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    for fn in (kube.namespace, kube.network_policy, login.release):
+        run(fn, inp)
+    ours = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
+    assert not any("NetworkPolicy" in m for m in ours), ours
+    lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
+    lab.store.create(yaml.safe_load(RUNBOOK_ALLOW_POLICY))
+    [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
+    assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
