@@ -324,7 +324,8 @@ def verify_ldap(inp: StepInput) -> StepResult:
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)), "group": ("Group", undo_group)}
+        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
+        "group": ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug))}
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]

@@ -68,8 +68,18 @@ def this_workflow() -> str:
     return workflow_id
 
 
+OFFBOARDING = "TenantOffboarding"
+"""The workflow type that tears a tenant down after an approved plan: it may undo the tenant's own objects."""
+
+
 def made_by_this_workflow(attributes: dict[str, Any]) -> bool:
     return attributes.get(CREATED_BY) == this_workflow()
+
+
+def may_undo(attributes: dict[str, Any], of_tenant: bool) -> bool:
+    """An undo's proof of ownership: this workflow made the object, or this is the tenant's approved
+    offboarding and the object is the tenant's (its group, or a member of it)."""
+    return made_by_this_workflow(attributes) or (of_tenant and activity.info().workflow_type == OFFBOARDING)
 
 
 def tenant_of(user: User, slug: str) -> bool:

@@ -2,9 +2,10 @@
 
 Undo deactivates users and removes them from the group, never deletes them; the group is deleted
 only when empty. It touches only what it can prove this workflow made or changed: a created user or
-group must carry :data:`~activities.identity_numbers.CREATED_BY` with this workflow's id (and the pk
-the step recorded, when it recorded one); an updated one must be the pk the step recorded. Anything
-else, such as a same-named user another tenant created meanwhile, is left alone and reported as kept.
+group must carry :data:`~activities.identity_numbers.CREATED_BY` with this workflow's id (the tenant's
+offboarding may also undo the tenant's group and its members); an updated one must be the pk the
+step recorded. Anything else, such as a same-named user another tenant created meanwhile, is left
+alone and reported as kept.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.identity_numbers import CREATED_BY, made_by_this_workflow
+from tenantflow.activities.identity_numbers import CREATED_BY, may_undo
 from tenantflow.models.results import (
     AuthentikGroup,
     AuthentikUser,
@@ -41,7 +42,8 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
     if user is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
-        if not made_by_this_workflow(user.attributes):
+        of_tenant = any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or [])
+        if not may_undo(user.attributes, of_tenant):
             return _kept(result, f"user {user.username} (pk {user.pk}) was not created by this run "
                          f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone")
         patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
@@ -60,14 +62,14 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
                                      "data": Restored(restored=sorted(patch), left_group=leave)})
 
 
-def undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
+def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
     """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
     data = result.data_as(AuthentikGroup)
     group = ak.group(str(data.pk)) if data.pk else ak.group_by_name(result.name)
     if group is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
-        if not made_by_this_workflow(group.attributes):
+        if not may_undo(group.attributes, group.attributes.get("tenant_slug") == slug):
             return _kept(result, f"group {group.name} was not created by this run "
                          f"({CREATED_BY}={group.attributes.get(CREATED_BY)!r}); left alone")
         if group.users:

@@ -50,10 +50,11 @@ def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice
                           cluster=KubeTarget(kubeconfig="/nonexistent/kubeconfig", context="tenant-cluster"))
 
 
-async def run_activity(fn: Callable[..., T], *args: Any, workflow_id: str = "test") -> T:
-    """Run a sync activity in a worker thread, as the worker's thread pool would, for workflow ``workflow_id``."""
+async def run_activity(fn: Callable[..., T], *args: Any, workflow_id: str = "test",
+                       workflow_type: str = "TenantOnboarding") -> T:
+    """Run a sync activity in a worker thread, as the worker's thread pool would, for a workflow."""
     env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id=workflow_id)
+    env.info = dataclasses.replace(env.info, workflow_id=workflow_id, workflow_type=workflow_type)
     return await asyncio.to_thread(env.run, fn, *args)
 
 

@@ -229,6 +229,23 @@ async def test_undo_of_a_planned_creation_undoes_what_this_workflow_made(with_pa
     assert (await with_parent.user("alice"))["is_active"] is False
 
 
+async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_parent: IdentityLab) -> None:
+    contract, other = make_contract(usernames=("alice", "bob")), make_contract("tenant-bar", ("carol",))
+    for c in (contract, other):
+        inp = StepInput(contract=c)
+        await run_activity(identity.ensure_group, inp, workflow_id=f"onboard/{c.slug}")
+        await run_activity(identity.ensure_users, inp, workflow_id=f"onboard/{c.slug}")
+    teardown = [EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created)
+                for name in ("alice", "bob", "carol")]
+    for step, results in (("users", teardown),
+                          ("group", [EnsureResult(layer="identity", kind="Group", name=contract.slug,
+                                                  outcome=Outcome.created)])):
+        await run_activity(identity.undo, UndoInput(contract=contract, facts=Facts(), step=step, results=results),
+                           workflow_id="offboard/tenant-foo", workflow_type="TenantOffboarding")
+    assert [(await with_parent.user(n))["is_active"] for n in ("alice", "bob", "carol")] == [False, False, True]
+    assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
+
+
 @pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10])
 async def test_authentik_2024_10_nests_the_group_through_its_single_parent(with_parent: IdentityLab) -> None:
     inp = StepInput(contract=make_contract(usernames=("alice",)))
