@@ -15,6 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from tenantflow.activities.settings import settings as service_settings
+from tenantflow.activities.smoke import smoke_settings
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.supervisor import down, up
 from tenantflow.starter.client import TenantflowClient
@@ -65,6 +66,7 @@ def snapshot(lab: LabEndpoints) -> dict[str, Any]:
 def use_lab_env(lab: LabEndpoints) -> None:
     os.environ.update(lab.to_env())
     service_settings.cache_clear()
+    smoke_settings.cache_clear()
 
 
 @asynccontextmanager
