@@ -76,7 +76,7 @@ def server() -> Server:
     unless ``LDAP_TLS_INSECURE`` (labs only) turns verification off."""
     conf = settings()
     tls = Tls(validate=ssl.CERT_NONE if conf.ldap_tls_insecure else ssl.CERT_REQUIRED,
-              ca_certs_file=conf.ldap_ca_file, version=ssl.PROTOCOL_TLS_CLIENT)
+              ca_certs_file=conf.ldap_ca_file or None, version=ssl.PROTOCOL_TLS_CLIENT)
     return Server(conf.ldap_url, use_ssl=conf.ldap_url.lower().startswith("ldaps://"), tls=tls, connect_timeout=5)
 
 
