@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 from authentik_harness import TOKEN, AuthentikLab, start_server
+from typer.testing import CliRunner
 
 from tenantflow.lab.authentik.app import build_app
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
+from tenantflow.starter.cli import EXIT_REFUSED, app
 
 
 @pytest.fixture
@@ -44,3 +47,9 @@ async def test_2024_10_mode_nests_by_parent_and_ignores_parents(authentik_2024: 
     assert cleared["parent"] is None
     bad = await authentik_2024.post("/core/groups/", json={"name": "c", "parent": "not-a-group"})
     assert bad.status_code == 400
+
+
+def test_lab_up_refuses_an_unknown_authentik_mode_before_starting_anything(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["lab", "up", "--state-dir", str(tmp_path / "lab"), "--authentik", "2023.1"])
+    assert result.exit_code == EXIT_REFUSED, result.output
+    assert "2024.10, current" in result.output and not (tmp_path / "lab").exists()
