@@ -9,12 +9,47 @@ Only the fields whose meaning Kubernetes documents for NetworkPolicy are modelle
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tenantflow.models.base import Strict
+
+LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def _label_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
+        raise ValueError(f"{key!r} is not a Kubernetes label key: [prefix/]name, the name at most 63 letters, "
+                         "digits, '-', '_' or '.' starting and ending alphanumeric, the prefix a DNS subdomain")
+    return key
+
+
+def _label_value(value: str) -> str:
+    if value and not LABEL_NAME.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
+                         "starting and ending alphanumeric")
+    return value
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a CIDR such as 203.0.113.0/24 ({exc})") from None
+    return value
+
+
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+PortName = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$", description="an IANA service name")]
 
 
 class Protocol(StrEnum):
@@ -24,15 +59,15 @@ class Protocol(StrEnum):
 
 
 class Requirement(Strict):
-    key: str
+    key: LabelKey
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] = Field(default_factory=list)
+    values: list[LabelValue] = Field(default_factory=list)
 
 
 class LabelSelector(Strict):
     """A Kubernetes label selector; the empty selector selects everything."""
 
-    match_labels: dict[str, str] = Field(default_factory=dict, alias="matchLabels")
+    match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="matchLabels")
     match_expressions: list[Requirement] = Field(default_factory=list, alias="matchExpressions")
 
     def matches(self, labels: dict[str, str]) -> bool:
@@ -52,8 +87,8 @@ class LabelSelector(Strict):
 
 
 class IpBlock(Strict):
-    cidr: str
-    except_: list[str] = Field(default_factory=list, alias="except")
+    cidr: Cidr
+    except_: list[Cidr] = Field(default_factory=list, alias="except")
 
 
 class Peer(Strict):
@@ -64,8 +99,8 @@ class Peer(Strict):
 
 class PolicyPort(Strict):
     protocol: Protocol = Protocol.tcp
-    port: int | str | None = None
-    end_port: int | None = Field(None, alias="endPort")
+    port: PortNumber | PortName | None = None
+    end_port: int | None = Field(None, ge=1, le=65535, alias="endPort")
 
 
 class IngressRule(Strict):
