@@ -7,6 +7,13 @@ non-string numbers): ``gid_start_number + num_pk`` of the group, moved up past a
 in use. Every tenant user gets ``attributes.gidNumber`` = that gid (one primary gid for the tenant),
 ``attributes.ssh_keys`` (one key per line) and membership of the group. Undo deactivates users and
 removes them from the group, never deletes them; the group is deleted only when empty.
+
+The group is nested through ``parent`` on Authentik 2024.x and ``parents`` from 2025 on (read from
+``GET /api/v3/admin/version/``). Users and groups this layer creates carry the attribute
+``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
+(:mod:`activities.identity_undo`). A username Authentik already knows (active or not) that is not this
+tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
+of another tenant is never taken.
 """
 
 from __future__ import annotations
