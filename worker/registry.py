@@ -19,6 +19,7 @@ from tenantflow.activities import (
     smoke,
     storage,
     validate,
+    worker_reset,
     workercluster,
 )
 from tenantflow.models.runbook import Step
@@ -32,7 +33,7 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster)
+                                            handover, hub, workercluster, worker_reset)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 
