@@ -106,8 +106,10 @@ class TenantUser(Strict):
     name: str = Field(..., min_length=1, max_length=150, pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
                       description="full name; no control or shell characters")
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
-    adopt_existing: bool = Field(False, description="take over an Authentik account that already has this "
-                                 "username (active or not, outside this tenant); shown in the plan")
+    adopt_existing: bool = Field(False, exclude_if=lambda adopt: not adopt,
+                                 description="take over an Authentik account that already has this username "
+                                 "(active or not, outside this tenant); shown in the plan. Left out of the "
+                                 "serialized contract when false, so recorded histories keep their arguments")
 
 
 class Capacity(Strict):
@@ -216,8 +218,10 @@ class Network(Strict):
     isolation: NetworkIsolation = NetworkIsolation.network_policy
     pkey: str | None = Field(None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
     policies: list[NetworkPolicy] | None = Field(
-        None, max_length=50, description="the tenant's own NetworkPolicies instead of the generated allow and SSH "
-        "policies (the deny-all is always written); refused at plan time if the login pod loses a path it needs")
+        None, max_length=50, exclude_if=lambda policies: policies is None,
+        description="the tenant's own NetworkPolicies instead of the generated allow and SSH policies (the deny-all "
+        "is always written); refused at plan time if the login pod loses a path it needs. Left out of the "
+        "serialized contract when absent, so recorded histories keep their arguments")
 
     @model_validator(mode="after")
     def _pkey_given(self) -> Self:
