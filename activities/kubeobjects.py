@@ -44,6 +44,7 @@ KINDS: dict[str, Kind] = {k.kind: k for k in (
     Kind("Node", "v1", "nodes", False),
     Kind("Pod", "v1", "pods", True),
     Kind("Secret", "v1", "secrets", True),
+    Kind("Service", "v1", "services", True),
     Kind("ConfigMap", "v1", "configmaps", True),
     Kind("ServiceAccount", "v1", "serviceaccounts", True),
     Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),

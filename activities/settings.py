@@ -36,6 +36,15 @@ class ServiceSettings(BaseSettings):
     ldap_bind_secret: str = Field("ldap-bind-creds", alias="LDAP_BIND_SECRET",
                                   description="Secret holding the bind password, in the auth namespace")
     ldap_bind_secret_namespace: str = Field("auth", alias="LDAP_BIND_SECRET_NAMESPACE")
+    ldap_ca_file: str | None = Field(None, alias="LDAP_CA_FILE",
+                                     description="PEM CA bundle that signed the outpost's certificate (ldaps); "
+                                     "default: the system's trust store")
+    ldap_tls_insecure: bool = Field(False, alias="LDAP_TLS_INSECURE",
+                                    description="labs only: do not verify the outpost's certificate (reported "
+                                    "as a finding on every run)")
+    ldap_verify_budget_s: float = Field(360.0, ge=1, alias="LDAP_VERIFY_BUDGET_S",
+                                        description="how long identity.verify_ldap waits for the outpost to serve "
+                                        "new users; a cached outpost refreshes every few minutes")
     ldap_outpost_uri: str = Field("ldaps://authentik-ldap-outpost.auth.svc:636", alias="LDAP_OUTPOST_URI")
     slurm_namespace: str = Field("slurm-control", alias="SLURM_NAMESPACE")
     slurm_controller: str = Field("slurmctld", alias="SLURM_CONTROLLER_DEPLOYMENT")

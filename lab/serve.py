@@ -98,7 +98,8 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
     saved_authentik = load(state_file(config.state_dir, "authentik"))
     authentik = build_authentik(config.authentik_token, sink, seed_groups=(PLATFORM_TENANTS_GROUP,),
-                                store=AuthentikStore.restore(saved_authentik) if saved_authentik else None)
+                                store=AuthentikStore.restore(saved_authentik) if saved_authentik else None,
+                                version=config.authentik_version)
     runners.append(await start_site(authentik, config.authentik_port))
     weka = build_weka(config.weka_username, config.weka_password,
                       restored=load(state_file(config.state_dir, "weka")))

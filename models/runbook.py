@@ -115,7 +115,7 @@ APPLY: tuple[Step[StepInput, StepResult], ...] = (
            timeout=LONG_TIMEOUT),
     _apply("identity.group", "create the Authentik group", ("Group",)),
     _apply("identity.users", "create the Authentik users with SSH keys", ("User",)),
-    _apply("identity.verify_ldap", "verify every user through the LDAP outpost"),
+    _apply("identity.verify_ldap", "verify every user through the LDAP outpost", timeout=LONG_TIMEOUT),
     _apply("kube.namespace", "create the namespace with pod-security labels", ("Namespace",)),
     _apply("kube.quota", "create the ResourceQuota and LimitRange", ("ResourceQuota", "LimitRange")),
     _apply("kube.binding", "create the ReservationBinding", ("ReservationBinding",)),
