@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
-from tenantflow.models.enrollment_run import INSTALLED_BY, INSTALLER, signed_claims
+from tenantflow.models.enrollment_workflows import INSTALLED_BY, INSTALLER, signed_claims
 
 if TYPE_CHECKING:
     from tenantflow.activities.hub import Rest

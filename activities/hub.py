@@ -21,8 +21,8 @@ from temporalio import activity
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail, http_error
 from tenantflow.activities.kubeclient import api_client
-from tenantflow.models.enrollment import WorkerEnrollment
-from tenantflow.models.enrollment_run import (
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
     QUEUE_LABEL,
     Condition,

@@ -21,7 +21,7 @@ from temporalio import activity
 from tenantflow.activities import enrollment_keys
 from tenantflow.activities.errors import fail
 from tenantflow.activities.hub import Rest
-from tenantflow.models.enrollment_run import (
+from tenantflow.models.enrollment_workflows import (
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,

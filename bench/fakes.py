@@ -21,7 +21,7 @@ from temporalio import activity
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, ROLLBACK, SMOKE
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
 LAB_SECONDS: dict[str, float] = {
@@ -74,10 +74,10 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
         return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
 
     made: dict[str, Callable[..., Any]] = {}
-    made.update({f"{layer}.preflight": preflight(layer) for layer in PREFLIGHT_LAYERS})
-    made.update({f"{layer}.plan": plan(layer) for layer in PLAN_LAYERS})
-    made.update({f"{layer}.{step}": apply(layer, step) for layer, step, _ in (*APPLY_STEPS, *SMOKE_STEPS)})
-    made.update({f"{layer}.undo": undo(layer) for layer in {layer for layer, _, _ in APPLY_STEPS} | {"smoke"}})
+    made.update({s.name: preflight(s.layer) for s in PREFLIGHT})
+    made.update({s.name: plan(s.layer) for s in PLAN})
+    made.update({s.name: apply(s.layer, s.short) for s in (*APPLY, *SMOKE)})
+    made.update({s.name: undo(s.layer) for s in ROLLBACK})
     made["validate.all"] = apply("validate", "all")
     made["handover.render"] = render
     return made

@@ -20,10 +20,9 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from temporalio import activity
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
@@ -35,14 +34,16 @@ from tenantflow.bench.history import ActivitySpan, activity_spans
 from tenantflow.bench.runs import RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
+from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker import logging as worker_logging
 from tenantflow.worker.config import WorkerSettings
-from tenantflow.worker.registry import ACTIVITIES
+from tenantflow.worker.registry import BY_NAME
 from tenantflow.worker.run import run_worker
-from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
 from tenantflow.workflows.steps import STEP_RETRY
+
+R = TypeVar("R")
 
 
 class LabFigures(BaseModel):
@@ -108,15 +109,10 @@ async def lab_worker(client: Client, lab: LabEndpoints, log: Path) -> AsyncItera
         await worker
 
 
-def activity_name(fn: Callable[..., Any]) -> str:
-    definition = activity._Definition.must_from_callable(fn)
-    return str(definition.name)
-
-
 def lab_functions() -> dict[str, Callable[..., Any]]:
     """The real activity functions by name, each run inside an activity context (heartbeats allowed)."""
     env = ActivityEnvironment()
-    return {activity_name(fn): functools.partial(env.run, fn) for fn in ACTIVITIES}
+    return {name: functools.partial(env.run, fn) for name, fn in BY_NAME.items()}
 
 
 class DirectRun(BaseModel):
@@ -153,29 +149,29 @@ async def retried(fn: Callable[..., Any], arg: Any, policy: RetryPolicy) -> Any:
 
 
 async def direct_once(functions: dict[str, Callable[..., Any]], contract: TenantContract) -> DirectRun:
-    """The onboarding's activities as plain calls, in the workflow's order and with its retry policy, in this
+    """The onboarding's catalogue steps as plain calls, in the workflow's order and with its retry policy, in this
     process; timed."""
     timings: dict[str, float] = {}
 
-    async def call(name: str, arg: StepInput) -> Any:
+    async def call(step: Step[StepInput, R], arg: StepInput) -> R:
         began = time.perf_counter()
-        outcome = await retried(functions[name], arg, STEP_RETRY)
-        timings[name] = round(time.perf_counter() - began, 3)
+        outcome: R = await retried(functions[step.name], arg, STEP_RETRY)
+        timings[step.name] = round(time.perf_counter() - began, 3)
         return outcome
 
     started = time.perf_counter()
     step = StepInput(contract=contract, run_id=f"direct/{contract.slug}")
     try:
-        for layer in PREFLIGHT_LAYERS:
-            outcome = await call(f"{layer}.preflight", step)
-            if layer == "capacity":
+        for preflight in PREFLIGHT:
+            outcome = await call(preflight, step)
+            if preflight is CAPACITY_PREFLIGHT:
                 step = step.model_copy(update={"facts": outcome.facts})
-        for layer in PLAN_LAYERS:
-            await call(f"{layer}.plan", step)
-        for layer, name, _ in (*APPLY_STEPS, *SMOKE_STEPS):
-            step = step.model_copy(update={"facts": (await call(f"{layer}.{name}", step)).facts})
-        await call("validate.all", step)
-        await call("handover.render", step)
+        for read in PLAN:
+            await call(read, step)
+        for apply in (*APPLY, *SMOKE):
+            step = step.model_copy(update={"facts": (await call(apply, step)).facts})
+        await call(VALIDATE, step)
+        await call(HANDOVER, step)
     except Exception as exc:  # reported like a failed run through Temporal, and the tenant is still offboarded
         return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings, ok=False,
                          message=f"{type(exc).__name__}: {exc}")

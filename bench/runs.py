@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowHandle
 
 from tenantflow.bench.history import wait_for_stage
-from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.models.onboarding import OffboardingInput, OnboardingResult
+from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import offboarding_id

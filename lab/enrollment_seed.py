@@ -22,7 +22,13 @@ import yaml
 
 from tenantflow.lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_run import MANAGED_BY, SCHEDULING_MANAGER, WORKER_LABEL, label_value, preset_objects
+from tenantflow.models.enrollment_workflows import (
+    MANAGED_BY,
+    SCHEDULING_MANAGER,
+    WORKER_LABEL,
+    label_value,
+    preset_objects,
+)
 
 CRD_DIR = Path(__file__).parent / "crds_enrollment"
 TENANT_NS = "forecasting"

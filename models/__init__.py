@@ -1,6 +1,7 @@
-"""Pydantic v2 models only, no I/O: contracts, plans, gate payloads and results.
+"""Pydantic v2 models and the step catalogue, no I/O: contracts, plans, gate payloads, results, runbook steps.
 
 Everything that crosses a workflow boundary (inputs, activity arguments and
 results, update and signal payloads, query answers) is defined here so that it
-has one JSON Schema, shared by the worker, the CLI and other services.
+has one JSON Schema, shared by the worker, the CLI and other services. The
+catalogue (``runbook.py``) names every activity with its input and result types.
 """

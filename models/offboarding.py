@@ -1,4 +1,4 @@
-"""The result of ``TenantOffboarding``: what was removed and what was kept."""
+"""The input and result of ``TenantOffboarding``: what to tear down, what was removed and what was kept."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from pydantic import Field
 from tenantflow.models.base import Strict
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult
+from tenantflow.models.tenant import TenantContract
+
+
+class OffboardingInput(Strict):
+    contract: TenantContract
+    purge_data: bool = Field(False, description="also delete Weka filesystems; needs the confirm_purge gate")
+    approval_escalate_after_s: int = Field(3600, ge=1)
 
 
 class OffboardingResult(Strict):

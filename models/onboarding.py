@@ -1,4 +1,4 @@
-"""Inputs, step payloads and results of the onboarding and offboarding workflows.
+"""Inputs, step payloads and results of the onboarding workflow (offboarding reuses its step payloads).
 
 Every apply step of onboarding is one activity named ``<layer>.<step>`` that takes
 a :class:`StepInput` and returns a :class:`StepResult`. Facts learned on the way
@@ -55,15 +55,6 @@ class UndoInput(Strict):
     results: list[EnsureResult]
 
 
-class Preflight(Strict):
-    nodes: list[str] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if not f.ok and f.severity == "error"]
-
-
 class OnboardingInput(Strict):
     contract: TenantContract
     approval_escalate_after_s: int = Field(3600, ge=1, description="after this a waiting gate escalates")
@@ -85,9 +76,3 @@ class OnboardingResult(Strict):
     findings: list[Finding] = Field(default_factory=list)
     handover: Handover | None = None
     message: str = ""
-
-
-class OffboardingInput(Strict):
-    contract: TenantContract
-    purge_data: bool = Field(False, description="also delete Weka filesystems; needs the confirm_purge gate")
-    approval_escalate_after_s: int = Field(3600, ge=1)

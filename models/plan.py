@@ -33,10 +33,6 @@ class PlanStep(Strict):
     action: Action
     detail: dict[str, Any] = Field(default_factory=dict)
 
-    def ref(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.layer}:{self.kind}/{where}{self.name}"
-
 
 class Plan(Strict):
     title: str

@@ -10,11 +10,15 @@ ending in ``B`` is in Weka's byte units: decimal ``KB MB GB TB PB EB`` or binary
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, cast
 
-from kubernetes.utils.quantity import parse_quantity
+from kubernetes.utils.quantity import parse_quantity as _untyped_parse_quantity
 from pydantic import AfterValidator
+
+parse_quantity = cast(Callable[[str], Decimal], _untyped_parse_quantity)
+"""The Kubernetes client's quantity parser (untyped upstream), which returns a Decimal."""
 
 KUBE_QUANTITY = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,2}|[KMGTPE]i|[numkMGTPE])?$")
 """``<signedNumber><suffix>`` of apimachinery's Quantity: binary ``Ki..Ei``, decimal ``n u m k M G T P E``
@@ -40,7 +44,7 @@ def _bytes(text: str) -> Decimal:
         if unit is not None:
             raise ValueError(f"unknown size unit {unit.group(1)!r} in {text!r}; write {EXAMPLES}")
         raise ValueError(f"{text!r} is not a size; write {EXAMPLES}")
-    return Decimal(parse_quantity(text))
+    return parse_quantity(text)
 
 
 def parse_size(text: str) -> int:

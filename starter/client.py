@@ -22,11 +22,16 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from tenantflow.models.enrollment import WorkerEnrollment
-from tenantflow.models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.enrollment_workflows import (
+    DecommissionInput,
+    DecommissionResult,
+    EnrollmentInput,
+    EnrollmentResult,
+)
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
-from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.models.onboarding import OffboardingInput, OnboardingInput, OnboardingResult
+from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.worker.config import TemporalSettings

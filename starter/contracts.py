@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.tenant import TenantContract
 

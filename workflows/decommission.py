@@ -13,17 +13,25 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_run import (
+    from tenantflow.models.enrollment_workflows import (
         ConditionWait,
         Cordon,
         DecommissionInput,
         DecommissionResult,
         EnrollmentStep,
     )
-    from tenantflow.models.plan import Plan, PlanStep
-    from tenantflow.models.results import EnsureResult
+    from tenantflow.models.gates import ApprovePlan
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.runbook import (
+        HUB_CORDON,
+        HUB_REMOVE_ENROLLMENT,
+        WORKER_RESET,
+        WORKER_RESET_PLAN,
+        WORKER_WAIT_NO_REMOTE_WORK,
+    )
+    from tenantflow.models.status import RunStatus
 
-from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 
@@ -31,11 +39,17 @@ from tenantflow.workflows.search import WORKER_CLUSTER
 class WorkerDecommissionWorkflow(GatedRun):
     WORKFLOW = "WorkerDecommission"
     PLAN_APPROVED = "reset plan {plan_hash} approved"
-    DESCRIPTIONS = {
-        "approve_plan": "Approve the worker reset plan by its exact hash (payload {\"plan_hash\": \"...\"}); "
-                        "the reset runs",
-        "status": "Stage, reset plan, open gate with how to answer, steps",
-    }
+
+    @workflow.update(name="approve_plan", description="Approve the worker reset plan by its exact hash (payload "
+                     "{\"plan_hash\": \"...\"}); the reset runs")
+    async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
+        return self._approve(approval)
+
+    approve_plan.validator(GatedRun._validate_approve)
+
+    @workflow.query(name="status", description="Stage, reset plan, open gate with how to answer, steps")
+    def status(self) -> RunStatus:
+        return self._run_status()
 
     def __init__(self) -> None:
         self._init_gated()
@@ -47,15 +61,12 @@ class WorkerDecommissionWorkflow(GatedRun):
         workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
         step = EnrollmentStep(contract=c)
         self._gates.set_stage("cordon", "Stopping new Hub dispatch")
-        await self._steps.run("hub.cordon", Cordon(contract=c, cordoned=True, reason="decommission"), EnsureResult,
-                              summary="cordon")
+        await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
         self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run("worker.wait_no_remote_work",
-                              ConditionWait(contract=c, conditions=[], budget_s=params.drain_budget_s), bool,
-                              timeout=timedelta(minutes=30), heartbeat=timedelta(seconds=30), summary="drain")
-        removed = await self._steps.run("hub.remove_enrollment", step, list[EnsureResult],
-                                        summary="decommission on the Hub")
-        steps = await self._steps.run("worker.reset_plan", step, list[PlanStep], summary="worker reset --dry-run")
+        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK,
+                              ConditionWait(contract=c, conditions=[], budget_s=params.drain_budget_s))
+        removed = await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
+        steps = await self._steps.run(WORKER_RESET_PLAN, step)
         plan = Plan(title=f"worker reset {self._target}", steps=steps)
         if not await self._wait_plan_approval(plan, timedelta(seconds=params.gate_escalate_after_s),
                                               timedelta(seconds=params.gate_expire_after_s)):
@@ -63,7 +74,7 @@ class WorkerDecommissionWorkflow(GatedRun):
             return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan,
                                       removed=removed)
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
-        removed += await self._steps.run("worker.reset", step, list[EnsureResult], summary="worker reset")
+        removed += await self._steps.run(WORKER_RESET, step)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                   plan=plan, removed=removed)

@@ -24,7 +24,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_run import (
+    from tenantflow.models.enrollment_workflows import (
         ADOPTION_REFUSAL,
         AdoptionDiff,
         ConditionReport,
@@ -34,18 +34,35 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentInput,
         EnrollmentResult,
         EnrollmentStep,
-        Invariants,
-        ObjectRef,
     )
-    from tenantflow.models.gates import GateAnswer
-    from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.gates import ApprovePlan, GateAnswer
+    from tenantflow.models.plan import Action, Plan
     from tenantflow.models.results import EnsureResult, Finding, Outcome
+    from tenantflow.models.runbook import (
+        HUB_CANARY,
+        HUB_CORDON,
+        HUB_CORDON_POOL,
+        HUB_CREATE_ENROLLMENT,
+        HUB_DESTROY_KEY,
+        HUB_PREFLIGHT,
+        HUB_REMOVE_ENROLLMENT,
+        HUB_SELECT_PRESET,
+        HUB_WAIT_CONDITIONS,
+        HUB_WAIT_WORKERCLUSTER,
+        WORKER_ADOPT,
+        WORKER_ADOPTION_DIFF,
+        WORKER_CHECK_INVARIANTS,
+        WORKER_INSTALL,
+        WORKER_PLAN,
+        WORKER_RECORD_INVARIANTS,
+        WORKER_UNINSTALL,
+        WORKER_VERIFY_UIDS,
+        WORKER_WAIT_CONVERGENCE,
+    )
 
-from tenantflow.workflows.gated import GatedRun
+from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-WAIT = timedelta(minutes=30)
-BEAT = timedelta(seconds=30)
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 TROUBLESHOOTING = {
     "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
@@ -79,12 +96,20 @@ class WorkerEnrollmentWorkflow(GatedRun):
     WORKFLOW = "WorkerEnrollment"
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
-    DESCRIPTIONS = {
-        "approve_plan": "Approve the bootstrap plan by its exact hash (payload {\"plan_hash\": \"...\"}); "
-                        "the one-shot enrollment is created",
-        "answer_gate": "Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] with gate one of "
-                       + ", ".join(YES_NO_GATES),
-    }
+
+    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash (payload "
+                     "{\"plan_hash\": \"...\"}); the one-shot enrollment is created")
+    async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
+        return self._approve(approval)
+
+    approve_plan.validator(GatedRun._validate_approve)
+
+    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
+                     "with gate one of " + ", ".join(YES_NO_GATES))
+    async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
+        return self._answer(name, answer)
+
+    answer_gate.validator(GatedRun._validate_gate)
 
     def __init__(self) -> None:
         self._init_gated()
@@ -100,7 +125,7 @@ class WorkerEnrollmentWorkflow(GatedRun):
         step = EnrollmentStep(contract=c, facts=EnrollmentFacts(enrollment_id=workflow.info().workflow_id))
 
         self._gates.set_stage("preflight", "Checking both endpoints and permissions; nothing is written")
-        self._findings += await self._steps.run("hub.preflight", step, list[Finding], summary="preflight")
+        self._findings += await self._steps.run(HUB_PREFLIGHT, step)
         errors = [f for f in self._findings if not f.ok]
         if errors:
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
@@ -109,12 +134,11 @@ class WorkerEnrollmentWorkflow(GatedRun):
                                    type="PreflightFailed", non_retryable=True)
 
         if c.brownfield:
-            invariants = await self._steps.run("worker.record_invariants", step, Invariants,
-                                               summary="record running workload invariants")
+            invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
             step = self._with(step, invariants=invariants)
 
         self._gates.set_stage("planning", "Computing the bootstrap plan")
-        steps = await self._steps.run("worker.plan", step, list[PlanStep], summary="bootstrap plan")
+        steps = await self._steps.run(WORKER_PLAN, step)
         plan = Plan(title=f"Enroll {self._target}", steps=steps,
                     notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
         if not await self._wait_plan_approval(plan, *self._gate_times()):
@@ -150,10 +174,9 @@ class WorkerEnrollmentWorkflow(GatedRun):
                                 outcome=Outcome.created)
                    for s in plan.steps if s.layer == "worker" and s.action == Action.create]
         step = self._with(self._step, installed=planned)
-        await self._steps.run("hub.destroy_key", step, bool, summary="destroy the signing key")
-        await self._steps.run("worker.uninstall", step, list[EnsureResult], summary="remove installed objects")
-        await self._steps.run("hub.remove_enrollment", step, list[EnsureResult],
-                              summary="remove the enrollment record")
+        await self._steps.run(HUB_DESTROY_KEY, step)
+        await self._steps.run(WORKER_UNINSTALL, step)
+        await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
         self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
 
     def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
@@ -162,20 +185,18 @@ class WorkerEnrollmentWorkflow(GatedRun):
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
         self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
-        facts = await self._steps.run("hub.create_enrollment", step, EnrollmentFacts,
-                                      summary="BootstrapEnrollment + signed blob")
+        facts = await self._steps.run(HUB_CREATE_ENROLLMENT, step)
         step = self._step = step.model_copy(update={"facts": facts})
         try:
             self._gates.set_stage("bootstrap", "Installing the worker agent, tunnel, log and metrics agents")
-            installed = await self._steps.run("worker.install", step, list[EnsureResult], summary="bootstrap")
+            installed = await self._steps.run(WORKER_INSTALL, step)
             step = self._step = self._with(step, installed=installed)
             if c.brownfield:
-                await self._steps.run("hub.wait_workercluster", self._wait(step, []), bool, timeout=WAIT,
-                                      heartbeat=BEAT, summary="wait for the WorkerCluster")
+                await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
                 await self._cordon(step, True, "brownfield enrollment")
             await self._conditions(step, ["Registered", "Connected"])
         finally:
-            await self._steps.run("hub.destroy_key", step, bool, summary="destroy the signing key")
+            await self._steps.run(HUB_DESTROY_KEY, step)
         if c.brownfield:
             step = await self._brownfield(step)
         else:
@@ -188,8 +209,7 @@ class WorkerEnrollmentWorkflow(GatedRun):
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
         self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
         wait = self._wait(step, wanted).model_copy(update={"stop_on_refusal": stop_on_refusal})
-        self._report = await self._steps.run("hub.wait_conditions", wait, ConditionReport, timeout=WAIT,
-                                             heartbeat=BEAT, summary=f"wait for {', '.join(wanted)}")
+        self._report = await self._steps.run(HUB_WAIT_CONDITIONS, wait, summary=f"wait for {', '.join(wanted)}")
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
             self._findings += findings
@@ -197,33 +217,28 @@ class WorkerEnrollmentWorkflow(GatedRun):
                                    type="NotConverged", non_retryable=True)
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run("hub.cordon", Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                              EnsureResult, summary="cordon" if cordoned else "uncordon")
+        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+                              summary="cordon" if cordoned else "uncordon")
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
-        await self._steps.run("worker.wait_convergence", self._wait(step, []), list[ObjectRef], timeout=WAIT,
-                              heartbeat=BEAT, summary="Kueue/JobSet convergence")
+        await self._steps.run(WORKER_WAIT_CONVERGENCE, self._wait(step, []))
         await self._conditions(step, ["WorkerConfigured"], stop_on_refusal=True)
         configured = self._report.conditions.get("WorkerConfigured")
         if configured and ADOPTION_REFUSAL in configured.message:
-            diff = self._diff = await self._steps.run("worker.adoption_diff", step, AdoptionDiff,
-                                                      summary="diff the preset objects")
+            diff = self._diff = await self._steps.run(WORKER_ADOPTION_DIFF, step)
             self._findings += diff.findings
             if diff.foreign or diff.differences:
                 self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
                 raise ApplicationError("adoption blocked: " + "; ".join(f.message for f in diff.findings),
                                        type="AdoptionRefused", non_retryable=True)
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
-            adopted = await self._steps.run("worker.adopt", self._with(step, adoption=diff.objects), list[ObjectRef],
-                                            summary="label the preset objects")
+            adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
             step = self._with(step, adoption=adopted)
-            await self._steps.run("hub.select_preset", step, EnsureResult, summary="select the preset")
+            await self._steps.run(HUB_SELECT_PRESET, step)
             await self._conditions(step, ["WorkerConfigured"])
-            self._findings += await self._steps.run("worker.verify_uids", step, list[Finding],
-                                                    summary="verify adopted UIDs")
-        self._findings += await self._steps.run("worker.check_invariants", step, list[Finding],
-                                                summary="verify invariants")
+            self._findings += await self._steps.run(WORKER_VERIFY_UIDS, step)
+        self._findings += await self._steps.run(WORKER_CHECK_INVARIANTS, step)
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
         await self._conditions(step, ["Registered", "Connected", "WorkerConfigured", "DispatchReady"])
@@ -243,15 +258,12 @@ class WorkerEnrollmentWorkflow(GatedRun):
                               + (" with the other pool members cordoned" if exact else ""))
         hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
         if exact:
-            await self._steps.run("hub.cordon_pool", hold, list[EnsureResult], timeout=timedelta(minutes=2),
-                                  heartbeat=BEAT, summary="cordon the other pool members")
+            await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
         try:
-            self._findings.append(await self._steps.run("hub.canary", step, Finding, timeout=timedelta(minutes=5),
-                                                        heartbeat=BEAT, summary="canary"))
+            self._findings.append(await self._steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run("hub.cordon_pool", hold.model_copy(update={"cordoned": False}),
-                                      list[EnsureResult], timeout=timedelta(minutes=2), heartbeat=BEAT,
+                await self._steps.run(HUB_CORDON_POOL, hold.model_copy(update={"cordoned": False}),
                                       summary="uncordon the other pool members")
 
     async def _gate(self, name: str, description: str) -> GateAnswer:

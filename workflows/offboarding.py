@@ -15,17 +15,15 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.offboarding import OffboardingResult
-    from tenantflow.models.onboarding import OffboardingInput, StepInput, StepResult
+    from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+    from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
 
-from tenantflow.workflows.gated import GatedRun
-from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, STEP_KINDS
+from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
-DATA_STEPS = frozenset({"storage.filesystems", "storage.quotas"})
-"""Steps whose objects hold the tenant's data: kept unless purge_data is confirmed."""
 PRESENT = (Action.unchanged, Action.update)
 
 
@@ -36,13 +34,12 @@ def offboarding_id(slug: str) -> str:
 def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) -> Plan:
     """Every existing object of the tenant, marked delete, or leave for data kept."""
     steps: list[PlanStep] = []
-    for layer, step, _ in APPLY_STEPS:
-        name = f"{layer}.{step}"
-        keep = name in DATA_STEPS and not purge_data
+    for step in APPLY:
+        keep = step in DATA_STEPS and not purge_data
         for entry in onboarding_plan:
-            if entry.layer == layer and entry.kind in STEP_KINDS.get(name, ()) and entry.action in PRESENT:
+            if entry.layer == step.layer and entry.kind in step.kinds and entry.action in PRESENT:
                 steps.append(entry.model_copy(update={"action": Action.leave if keep else Action.delete,
-                                                      "detail": {**entry.detail, "step": name}}))
+                                                      "detail": {**entry.detail, "step": step.name}}))
     notes = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
     return Plan(title=f"Offboard {slug}", steps=steps, notes=notes)
 
@@ -65,12 +62,11 @@ class TenantOffboarding(GatedRun):
 
         self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
         step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        census = await self._steps.run("capacity.preflight", step_input, StepResult,
-                                       summary="capacity: find the tenant's nodes")
+        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
         step_input = step_input.model_copy(update={"facts": census.facts})
         present: list[PlanStep] = []
-        for layer in PLAN_LAYERS:
-            present += await self._steps.run(f"{layer}.plan", step_input, list[PlanStep], summary=f"{layer}: read")
+        for read in PLAN:
+            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
         plan = teardown_plan(contract.slug, present, params.purge_data)
         if not await self._wait_plan_approval(plan, escalate, expire):
             self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
@@ -81,9 +77,9 @@ class TenantOffboarding(GatedRun):
                                   escalate, expire)
 
         saga = Saga()
-        for layer, step, _ in APPLY_STEPS:
-            entries = [p for p in plan.steps if p.detail.get("step") == f"{layer}.{step}" and p.action is Action.delete]
-            saga.push(layer, step, [], entries)
+        for step in APPLY:
+            saga.push(step, [], [p for p in plan.steps if p.detail.get("step") == step.name
+                                 and p.action is Action.delete])
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
         removed = await saga.unwind(contract, step_input.facts)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")

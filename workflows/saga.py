@@ -1,8 +1,8 @@
 """The compensation stack of a run: each applied step records how to undo it.
 
-Unwinding follows the runbook's rollback order, not plain reverse order: Slurm
-first (cheap), then Kubernetes, the Reservation, Weka, and Authentik last (most
-disruptive). Inside one layer, later steps are undone first.
+Unwinding follows the runbook's rollback order (``runbook.ROLLBACK``), not plain
+reverse order: Slurm first (cheap), then Kubernetes, the Reservation, Weka, and
+Authentik last (most disruptive). Inside one layer, later steps are undone first.
 
 A step's entry also lists the plan's ``create`` entries for it: they count as
 created by this run even when the step failed before returning (a crash after
@@ -19,12 +19,15 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.onboarding import Facts, UndoInput
+    from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
     from tenantflow.models.plan import PlanStep
     from tenantflow.models.results import EnsureResult, Outcome
+    from tenantflow.models.runbook import ROLLBACK, Step
     from tenantflow.models.tenant import TenantContract
 
-ROLLBACK_ORDER = ("smoke", "login", "slurm", "kube", "capacity", "storage", "identity")
+from tenantflow.workflows.steps import execute
+
+ApplyStep = Step[StepInput, StepResult]
 UNDO_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=30), maximum_attempts=20)
 
@@ -41,41 +44,42 @@ def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[E
     return merged
 
 
+def undo_of(step: ApplyStep) -> Step[UndoInput, list[EnsureResult]]:
+    if step.undo is None:
+        raise ValueError(f"{step.name} has no undo in the catalogue; it cannot go on the saga")
+    return step.undo
+
+
 class Saga:
     """Records applied steps and undoes what they made."""
 
     def __init__(self) -> None:
-        self._done: list[tuple[str, str, list[EnsureResult]]] = []
+        self._done: list[tuple[ApplyStep, list[EnsureResult]]] = []
 
-    def push(self, layer: str, step: str, results: list[EnsureResult], planned: list[PlanStep] | None = None) -> None:
+    def push(self, step: ApplyStep, results: list[EnsureResult], planned: list[PlanStep] | None = None) -> None:
         merged = with_planned(results, planned or [])
         if any(r.wrote for r in merged):
-            self._done.append((layer, step, merged))
+            self._done.append((step, merged))
 
     def __len__(self) -> int:
         return len(self._done)
 
-    def ordered(self) -> list[tuple[str, str, list[EnsureResult]]]:
+    def ordered(self) -> list[tuple[ApplyStep, list[EnsureResult]]]:
         indexed = list(enumerate(self._done))
-        indexed.sort(key=lambda item: (ROLLBACK_ORDER.index(item[1][0]), -item[0]))
+        indexed.sort(key=lambda item: (ROLLBACK.index(undo_of(item[1][0])), -item[0]))
         return [entry for _, entry in indexed]
 
     async def unwind(self, contract: TenantContract, facts: Facts) -> list[EnsureResult]:
         """Undo every recorded step; keep going past a failed undo and report it at the end."""
         undone: list[EnsureResult] = []
         failures: list[str] = []
-        for layer, step, results in self.ordered():
+        for step, results in self.ordered():
             try:
-                undone.extend(await workflow.execute_activity(
-                    f"{layer}.undo",
-                    UndoInput(contract=contract, facts=facts, step=step, results=results),
-                    result_type=list[EnsureResult],
-                    start_to_close_timeout=timedelta(minutes=5),
-                    retry_policy=UNDO_RETRY,
-                    summary=f"undo {layer}.{step}",
-                ))
+                undone.extend(await execute(
+                    undo_of(step), UndoInput(contract=contract, facts=facts, step=step.short, results=results),
+                    retry_policy=UNDO_RETRY, summary=f"undo {step.name}"))
             except Exception as exc:  # an undo that keeps failing must not stop the others
-                failures.append(f"{layer}.{step}: {exc}")
+                failures.append(f"{step.name}: {exc}")
         self._done.clear()
         if failures:
             raise ApplicationError("rollback incomplete: " + "; ".join(failures),

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_run import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
+from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
 
 HUB_CONTEXT = "hub"
 TRAINY = "trainy.ai"

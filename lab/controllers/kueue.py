@@ -16,7 +16,7 @@ from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import HUB_CONTEXT, reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_run import QUEUE_LABEL
+from tenantflow.models.enrollment_workflows import QUEUE_LABEL
 
 KUEUE = "kueue.x-k8s.io"
 HELD = ("Hold", "HoldAndDrain")

@@ -12,7 +12,7 @@ Deployment exists (so it stops when reset removes it):
 4. it applies the WorkerCluster's scheduling preset: absent objects are created
    with the ownership labels, objects carrying this WorkerCluster's labels are
    updated in place, any other object is refused
-   (:data:`models.enrollment_run.ADOPTION_REFUSAL`), and reports the outcome
+   (:data:`models.enrollment_workflows.ADOPTION_REFUSAL`), and reports the outcome
    for the WorkerCluster's generation.
 """
 
@@ -36,7 +36,7 @@ from tenantflow.lab.controllers.hub import (
 from tenantflow.lab.enrollment_seed import deployment
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_run import (
+from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
     AGENT,
     AGENT_NAMESPACE,

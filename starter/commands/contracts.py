@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
 from tenantflow.starter.output import EXIT_BAD_INPUT, KubeconfigOpt, OutputOpt, console, emit, errors

@@ -110,9 +110,9 @@ def total_steps(workflow_type: str) -> int | None:
     """How many steps a successful run executes, for the progress bar (known for onboarding only)."""
     if workflow_type != "TenantOnboarding":
         return None
-    from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS
+    from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, SMOKE
 
-    return len(PREFLIGHT_LAYERS) + len(PLAN_LAYERS) + len(APPLY_STEPS) + len(SMOKE_STEPS) + 2
+    return len(PREFLIGHT) + len(PLAN) + len(APPLY) + len(SMOKE) + 2
 
 
 def result(workflow_id: str, output: OutputOpt = "text") -> None:

@@ -23,7 +23,7 @@ import pytest
 from temporalio.client import WorkflowHandle
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.enrollment_run import WORKER_LABEL, EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient

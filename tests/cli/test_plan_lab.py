@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.workflows.onboarding import PLAN_LAYERS
+from tenantflow.models.runbook import PLAN
 from tests.cli.conftest import CLI
 from tests.labfixture import journal_writes, reset_journals
 from tests.workflow.contract import EXAMPLES
@@ -27,7 +27,7 @@ def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints)
     report = json.loads(done.stdout)
     assert report["ok"] and report["plan_hash"]
     steps = report["plan"]["steps"]
-    assert {s["layer"] for s in steps} == set(PLAN_LAYERS)
+    assert {s["layer"] for s in steps} == {s.layer for s in PLAN}
     kinds = {(s["layer"], s["kind"], s["name"]) for s in steps}
     assert ("kube", "Namespace", "tenant-foo") in kinds
     assert ("capacity", "Reservation", "tenant-foo-reservation") in kinds
@@ -35,7 +35,7 @@ def test_plan_shows_every_object_per_layer_and_writes_nothing(lab: LabEndpoints)
 
     text = plan(lab)
     assert text.returncode == 0, text.stderr
-    for layer in PLAN_LAYERS:
+    for layer in (s.layer for s in PLAN):
         assert f"# {layer}" in text.stdout
     assert "+ Namespace tenant-foo" in text.stdout and "Nothing was written" in text.stdout
     assert set(journal_writes(lab).values()) == {0}, journal_writes(lab)

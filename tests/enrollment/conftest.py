@@ -34,8 +34,8 @@ from tenantflow.lab.controllers import hub, kueue, worker_agent
 from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
-from tenantflow.models.enrollment import WorkerEnrollment
-from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.status import RunStatus
 from tenantflow.models.targets import KubeTarget

@@ -10,7 +10,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.controllers.hub import RedeemRefused, redeem
-from tenantflow.models.enrollment_run import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage

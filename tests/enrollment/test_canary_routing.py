@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.hub import CORDON_REASON, CORDONED_BY
 from tenantflow.lab.kubeapi.store import ObjectKey
-from tenantflow.models.enrollment_run import ORIGIN_LABEL
+from tenantflow.models.enrollment_workflows import ORIGIN_LABEL
 from tenantflow.models.gates import GateAnswer
 from tests.enrollment.conftest import POOL_CONTEXT, POOL_MEMBER, Lab, enrollment_worker, start_approved, wait_stage
 

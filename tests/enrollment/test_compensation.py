@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.enrollment_run import INSTALLED_BY
+from tenantflow.models.enrollment_workflows import INSTALLED_BY
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, world
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import (
+    DecommissionInput,
+    DecommissionResult,
+    EnrollmentInput,
+    EnrollmentResult,
+)
 from tenantflow.models.gates import ApprovePlan
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 

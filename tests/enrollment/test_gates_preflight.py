@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.starter.client import RunAlreadyActive, TenantflowClient
 from tenantflow.workflows.search import STAGE

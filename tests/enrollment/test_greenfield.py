@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 

@@ -9,7 +9,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.enrollment_run import KUEUE_IMAGE, WORKER_LABEL
+from tenantflow.models.enrollment_workflows import KUEUE_IMAGE, WORKER_LABEL
 from tenantflow.models.gates import GateAnswer
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, wait_stage
 

@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.lab.controllers.hub import redeem
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey
-from tenantflow.models.enrollment_run import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
+from tenantflow.models.enrollment_workflows import ADOPTION_REFUSAL, INSTALLED_BY, preset_objects
 from tenantflow.models.results import Finding
 from tests.enrollment.conftest import Lab, World, enrollment_worker, failure, start_approved, world
 

@@ -15,7 +15,12 @@ from typing import Any
 
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 
-from tenantflow.models.enrollment_run import DecommissionInput, DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import (
+    DecommissionInput,
+    DecommissionResult,
+    EnrollmentInput,
+    EnrollmentResult,
+)
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tests.enrollment.conftest import enrollment_worker, start_lab
 from tests.enrollment.test_greenfield import wait_stage

@@ -12,8 +12,9 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+    from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
     from tenantflow.models.onboarding import OnboardingInput, OnboardingResult, StepInput
+    from tenantflow.models.runbook import CAPACITY_PREFLIGHT
     from tenantflow.worker.codec import PLAIN
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
     from tenantflow.workflows.onboarding import TenantOnboarding
@@ -27,7 +28,7 @@ class OnboardingWithExtraStep(TenantOnboarding):
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
-        await workflow.execute_activity("capacity.preflight", StepInput(contract=params.contract),
+        await workflow.execute_activity(CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract),
                                         start_to_close_timeout=timedelta(minutes=1))
         return await super().run(params)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.models.onboarding import OffboardingInput, OnboardingResult
+from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import offboarding_id

@@ -10,7 +10,7 @@ import uuid
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.starter.contracts import load_enrollment
 from tests.labfixture import lab_worker

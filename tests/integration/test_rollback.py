@@ -20,8 +20,8 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.runbook import APPLY
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.integration.rollback_rig import (
     INJECTED,
     Injection,
@@ -33,7 +33,7 @@ from tests.integration.rollback_rig import (
 )
 from tests.integration.world import world_snapshot
 
-STEPS = [f"{layer}.{step}" for layer, step, _ in APPLY_STEPS]
+STEPS = [s.name for s in APPLY]
 FAULTS = {
     # step: (service, method, path regex) of a write the step makes after an earlier write of its own
     "kube.quota": ("kube-tenant-cluster", "POST", r"/limitranges$"),

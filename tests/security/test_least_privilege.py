@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tenantflow.activities import kube, manifests
+from tenantflow.models.runbook import APPLY
 from tenantflow.models.tenant import TenantContract
-from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.workflow.contract import example_tenant
 
 CLUSTER_WIDE_RBAC = {"ClusterRole", "ClusterRoleBinding"}
@@ -45,7 +45,7 @@ def test_deny_all_network_policy_comes_first_and_denies_everything(contract: Ten
             assert all("ipBlock" not in p for p in peers), rule
         ports = {(p["port"], p["protocol"]) for r in allow["spec"].get("egress", []) for p in r.get("ports", [])}
         assert ports <= {(53, "UDP"), (636, "TCP"), (443, "TCP")}
-    order = [f"{layer}.{step}" for layer, step, _ in APPLY_STEPS]
+    order = [s.name for s in APPLY]
     assert order.index("kube.network_policy") < order.index("login.release"), "pods start before the deny-all"
     assert order.index("kube.namespace") < order.index("kube.network_policy")
 

@@ -30,7 +30,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.enrollment_run import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient, onboarding_id

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tenantflow.models.enrollment import WorkerEnrollment
+from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.cli import app
 from tenantflow.starter.contracts import ContractError, load_enrollment, parse_contract

@@ -1,4 +1,4 @@
-"""In-memory activities with the real names, for testing workflow orchestration alone.
+"""In-memory activities for the catalogue's onboarding steps (their names and types), for testing orchestration alone.
 
 They record every call so tests can assert order (apply, undo) and make a
 chosen step fail. Integration with the real systems is tested elsewhere.
@@ -6,7 +6,7 @@ chosen step fail. Integration with the real systems is tested elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,17 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome
-from tenantflow.workflows.onboarding import APPLY_STEPS, PLAN_LAYERS, PREFLIGHT_LAYERS, SMOKE_STEPS, STEP_KINDS
+from tenantflow.models.runbook import (
+    APPLY,
+    CAPACITY_PREFLIGHT,
+    HANDOVER,
+    PLAN,
+    PREFLIGHT,
+    ROLLBACK,
+    SMOKE,
+    VALIDATE,
+    Step,
+)
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
 
@@ -31,63 +41,56 @@ class FakeWorld:
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
-        for layer in PREFLIGHT_LAYERS:
-            made.append(self._preflight(layer))
-        for layer in PLAN_LAYERS:
-            made.append(self._plan(layer))
-        for layer, step, _ in (*APPLY_STEPS, *SMOKE_STEPS):
-            made.append(self._apply(layer, step))
-        for layer in {layer for layer, _, _ in APPLY_STEPS} | {"smoke"}:
-            made.append(self._undo(layer))
-        made.append(self._apply("validate", "all"))
-        made.append(self._handover())
+        made += [self._preflight(step) for step in PREFLIGHT]
+        made += [self._plan(step) for step in PLAN]
+        made += [self._apply(step) for step in (*APPLY, *SMOKE, VALIDATE)]
+        made += [self._undo(step) for step in ROLLBACK]
+        made.append(self._handover(HANDOVER))
         return made
 
-    def _preflight(self, layer: str) -> Callable[..., Any]:
-        @activity.defn(name=f"{layer}.preflight")
+    def _preflight(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
+        @activity.defn(name=step.name)
         async def preflight(inp: StepInput) -> StepResult:
-            self.calls.append(f"{layer}.preflight")
+            self.calls.append(step.name)
             findings = []
-            if self.preflight_error and layer == "capacity":
+            if self.preflight_error and step is CAPACITY_PREFLIGHT:
                 findings.append(Finding(check="capacity.nodes", ok=False, message=self.preflight_error,
                                         fix="free some nodes"))
-            facts = inp.facts.model_copy(update={"nodes": NODES}) if layer == "capacity" else inp.facts
+            facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY_PREFLIGHT else inp.facts
             return StepResult(findings=findings, facts=facts)
         return preflight
 
-    def _plan(self, layer: str) -> Callable[..., Any]:
-        @activity.defn(name=f"{layer}.plan")
+    def _plan(self, step: Step[StepInput, list[PlanStep]]) -> Callable[[StepInput], Awaitable[list[PlanStep]]]:
+        @activity.defn(name=step.name)
         async def plan(inp: StepInput) -> list[PlanStep]:
-            self.calls.append(f"{layer}.plan")
+            self.calls.append(step.name)
             action = Action.unchanged if self.present else Action.create
-            return [PlanStep(layer=layer, kind=kinds[0], name=f"{inp.contract.slug}-{step.split('.')[1]}",
+            return [PlanStep(layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}",
                              action=action)
-                    for step, kinds in STEP_KINDS.items() if step.startswith(f"{layer}.")]
+                    for apply in APPLY if apply.layer == step.layer and apply.kinds]
         return plan
 
-    def _apply(self, layer: str, step: str) -> Callable[..., Any]:
-        name = f"{layer}.{step}"
-
-        @activity.defn(name=name)
+    def _apply(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
+        @activity.defn(name=step.name)
         async def apply(inp: StepInput) -> StepResult:
-            self.calls.append(name)
-            if self.fail_at == name:
-                raise ApplicationError(f"injected failure at {name}", type="Invalid", non_retryable=True)
-            result = EnsureResult(layer=layer, kind="Thing", name=f"{inp.contract.slug}-{step}",
+            self.calls.append(step.name)
+            if self.fail_at == step.name:
+                raise ApplicationError(f"injected failure at {step.name}", type="Invalid", non_retryable=True)
+            result = EnsureResult(layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}",
                                   outcome=Outcome.created)
             return StepResult(results=[result], facts=inp.facts)
         return apply
 
-    def _undo(self, layer: str) -> Callable[..., Any]:
-        @activity.defn(name=f"{layer}.undo")
+    def _undo(self, step: Step[UndoInput, list[EnsureResult]]) -> Callable[[UndoInput], Awaitable[list[EnsureResult]]]:
+        @activity.defn(name=step.name)
         async def undo(inp: UndoInput) -> list[EnsureResult]:
-            self.calls.append(f"{layer}.undo:{inp.step}")
+            self.calls.append(f"{step.name}:{inp.step}")
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
         return undo
 
-    def _handover(self) -> Callable[..., Any]:
-        @activity.defn(name="handover.render")
+    def _handover(self, step: Step[StepInput, Handover]) -> Callable[[StepInput], Awaitable[Handover]]:
+        @activity.defn(name=step.name)
         async def render(inp: StepInput) -> Handover:
-            self.calls.append("handover.render")
+            self.calls.append(step.name)
             return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
         return render

@@ -9,8 +9,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.gates import ApprovePlan, GateAnswer
-from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.models.onboarding import OffboardingInput
+from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action
 from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflow.contract import example_tenant

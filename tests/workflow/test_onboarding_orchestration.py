@@ -9,8 +9,8 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.runbook import APPLY
 from tenantflow.starter.client import RunAlreadyActive
-from tenantflow.workflows.onboarding import APPLY_STEPS
 from tests.workflow.contract import example_tenant
 from tests.workflow.fakes import FakeWorld
 from tests.workflow.harness import fake_worker, wait_for_stage
@@ -26,14 +26,14 @@ async def test_approved_plan_applies_every_step_in_runbook_order(dev_env: Workfl
         handle = await api.start_onboarding(example_tenant(unique_slug()))
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan is not None and status.plan_hash == status.plan.plan_hash
-        assert not any("." in c and c.split(".")[1] in {s for _, s, _ in APPLY_STEPS} for c in world.calls)
+        assert not {c for c in world.calls} & {s.name for s in APPLY}
         with pytest.raises(WorkflowUpdateFailedError):
             await api.approve(handle.id, "0" * 16)
         await api.approve(handle.id, status.plan_hash)
         result: OnboardingResult = await handle.result()
     assert result.status == "completed"
-    applied = [c for c in world.calls if c in {f"{layer}.{step}" for layer, step, _ in APPLY_STEPS}]
-    assert applied == [f"{layer}.{step}" for layer, step, _ in APPLY_STEPS]
+    applied = [c for c in world.calls if c in {s.name for s in APPLY}]
+    assert applied == [s.name for s in APPLY]
     assert not [c for c in world.calls if ".undo" in c]
     assert result.handover is not None and result.handover.markdown.startswith("#")
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.workflows.saga import ROLLBACK_ORDER, Saga, with_planned
+from tenantflow.models.runbook import APPLY, ROLLBACK, Step
+from tenantflow.workflows.saga import Saga, with_planned
+
+STEP = {step.name: step for step in APPLY}
 
 
 def result(
@@ -17,69 +21,73 @@ def planned(layer: str, name: str, kind: str = "obj", namespace: str | None = No
     return PlanStep(layer=layer, kind=kind, name=name, namespace=namespace, action=Action.create)
 
 
+def push(saga: Saga, name: str, results: list[EnsureResult] | None = None) -> None:
+    step = STEP[name]
+    saga.push(step, [result(step.layer, step.short)] if results is None else results)
+
+
 def steps(saga: Saga) -> list[str]:
-    return [f"{layer}.{step}" for layer, step, _ in saga.ordered()]
+    return [step.name for step, _ in saga.ordered()]
 
 
 def test_rollback_runs_slurm_first_and_identity_last() -> None:
     saga = Saga()
-    for layer, step in (
-        ("identity", "groups"),
-        ("storage", "filesystems"),
-        ("capacity", "reservation"),
-        ("kube", "namespace"),
-        ("slurm", "accounts"),
-        ("login", "release"),
-        ("smoke", "job"),
-    ):
-        saga.push(layer, step, [result(layer, step)])
+    for name in ("identity.group", "storage.filesystems", "capacity.reservation", "kube.namespace",
+                 "slurm.accounts", "login.release"):
+        push(saga, name)
     assert steps(saga) == [
-        "smoke.job",
         "login.release",
         "slurm.accounts",
         "kube.namespace",
         "capacity.reservation",
         "storage.filesystems",
-        "identity.groups",
+        "identity.group",
     ]
-    assert [entry[0] for entry in saga.ordered()] == list(ROLLBACK_ORDER)
+    assert [step.undo for step, _ in saga.ordered()] == list(ROLLBACK)
+
+
+def test_a_step_without_an_undo_cannot_go_on_the_saga() -> None:
+    saga = Saga()
+    saga.push(Step("smoke.single_node", StepInput, StepResult), [result("smoke", "job")])
+    try:
+        saga.ordered()
+    except ValueError as exc:
+        assert "smoke.single_node has no undo" in str(exc)
+    else:
+        raise AssertionError("a step without an undo was ordered")
 
 
 def test_within_a_layer_later_steps_are_undone_first() -> None:
     saga = Saga()
-    saga.push("kube", "namespace", [result("kube", "ns")])
-    saga.push("slurm", "accounts", [result("slurm", "a")])
-    saga.push("kube", "quota", [result("kube", "q")])
-    saga.push("kube", "policies", [result("kube", "p")])
-    saga.push("slurm", "qos", [result("slurm", "q")])
-    assert steps(saga) == ["slurm.qos", "slurm.accounts", "kube.policies", "kube.quota", "kube.namespace"]
+    for name in ("kube.namespace", "slurm.accounts", "kube.quota", "kube.network_policy", "slurm.qos"):
+        push(saga, name)
+    assert steps(saga) == ["slurm.qos", "slurm.accounts", "kube.network_policy", "kube.quota", "kube.namespace"]
 
 
 def test_ordered_does_not_consume_the_stack() -> None:
     saga = Saga()
-    saga.push("kube", "namespace", [result("kube", "ns")])
+    push(saga, "kube.namespace")
     assert steps(saga) == steps(saga) == ["kube.namespace"]
     assert len(saga) == 1
 
 
 def test_a_step_that_wrote_nothing_is_not_recorded() -> None:
     saga = Saga()
-    saga.push("kube", "namespace", [result("kube", "ns", Outcome.unchanged), result("kube", "x", Outcome.absent)])
-    saga.push("kube", "quota", [])
+    push(saga, "kube.namespace", [result("kube", "ns", Outcome.unchanged), result("kube", "x", Outcome.absent)])
+    push(saga, "kube.quota", [])
     assert len(saga) == 0
-    saga.push("kube", "policies", [result("kube", "p", Outcome.unchanged), result("kube", "q", Outcome.updated)])
-    assert steps(saga) == ["kube.policies"]
+    push(saga, "kube.rbac", [result("kube", "p", Outcome.unchanged), result("kube", "q", Outcome.updated)])
+    assert steps(saga) == ["kube.rbac"]
 
 
 def test_a_planned_creation_is_recorded_even_when_the_step_reported_it_unchanged() -> None:
     saga = Saga()
     saga.push(
-        "kube",
-        "namespace",
+        STEP["kube.namespace"],
         [result("kube", "tenant-foo", Outcome.unchanged, kind="Namespace")],
         planned=[planned("kube", "tenant-foo", kind="Namespace")],
     )
-    ((_, _, results),) = saga.ordered()
+    ((_, results),) = saga.ordered()
     assert [(r.name, r.outcome) for r in results] == [("tenant-foo", Outcome.created)]
 
 

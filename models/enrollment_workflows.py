@@ -15,11 +15,10 @@ from typing import Any
 from pydantic import Field
 
 from tenantflow.models.base import Strict
-from tenantflow.models.enrollment import LABEL_VALUE, WorkerEnrollment
+from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
 from tenantflow.models.plan import Plan
 from tenantflow.models.results import EnsureResult, Finding
 
-CONDITIONS = ("Registered", "Connected", "WorkerConfigured", "DispatchReady")
 INSTALLED_BY = "trainy.ai/installed-by"
 INSTALLER = "tenantflow"
 MANAGED_BY = "trainy.ai/managed-by"

@@ -2,16 +2,18 @@
 
 A workflow class inherits :class:`GatedRun`, sets ``WORKFLOW`` and ``YES_NO_GATES``
 and calls :meth:`GatedRun._init_gated` in ``__init__``; Temporal collects the
-handlers from the base class. ``DESCRIPTIONS`` gives a handler a workflow-specific
-description (what the UI shows) and ``PLAN_APPROVED`` the approve_plan answer, so a
-workflow moved onto this class keeps the handlers it had.
+handlers from the base class. A workflow that shows another description for a
+handler (what the UI shows) declares that handler itself with the same name and
+``workflow.update``/``signal``/``query``'s ``description=``, delegating to the
+shared method (``_approve``, ``_answer``, ``_run_status`` ...) and, for an update,
+reusing the shared validator (an update's type names its class, hence the
+``type: ignore[override]`` there); ``PLAN_APPROVED`` is the approve_plan answer.
 """
 
 from __future__ import annotations
 
-import types
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from temporalio import workflow
 
@@ -21,41 +23,15 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import Finding
     from tenantflow.models.status import RunStatus
 
-from tenantflow.workflows.gates import Gates
+from tenantflow.workflows.gate_waits import Gates
 from tenantflow.workflows.steps import StepTracker
-
-
-def _described(handler: Any, description: str) -> Any:
-    """A copy of the Temporal handler ``handler`` (same name, validator and code) with another description."""
-    fn = types.FunctionType(handler.__code__, handler.__globals__, handler.__name__, handler.__defaults__,
-                            handler.__closure__)
-    fn.__annotations__ = dict(handler.__annotations__)
-    fn.__qualname__ = handler.__qualname__
-    update = getattr(handler, "_defn", None)
-    if update is not None:
-        copied = workflow.update(name=update.name, description=description)(fn)
-        if update.validator is not None:
-            copied.validator(update.validator)
-        return copied
-    query = getattr(handler, "__temporal_query_definition", None)
-    if query is not None:
-        return workflow.query(name=query.name, description=description)(fn)
-    signal = handler.__temporal_signal_definition
-    return workflow.signal(name=signal.name, description=description)(fn)
 
 
 class GatedRun:
     WORKFLOW: ClassVar[str]
     YES_NO_GATES: ClassVar[tuple[str, ...]] = ()
-    DESCRIPTIONS: ClassVar[dict[str, str]] = {}
-    """Handler attribute name -> the description this workflow shows instead of the shared one."""
     PLAN_APPROVED: ClassVar[str] = "plan {plan_hash} approved by {approver}"
     """What approve_plan answers (``str.format`` with ``plan_hash`` and ``approver``)."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for attr, description in cls.DESCRIPTIONS.items():
-            setattr(cls, attr, _described(getattr(GatedRun, attr), description))
 
     def _init_gated(self) -> None:
         self._gates = Gates()
@@ -89,6 +65,9 @@ class GatedRun:
     @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash "
                      "(payload {\"plan_hash\": \"...\"})")
     async def approve_plan(self, approval: ApprovePlan) -> str:
+        return self._approve(approval)
+
+    def _approve(self, approval: ApprovePlan) -> str:
         self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
         return self.PLAN_APPROVED.format(plan_hash=approval.plan_hash, approver=approval.approver)
 
@@ -112,10 +91,16 @@ class GatedRun:
 
     @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (a stale hash is ignored)")
     def approve_plan_signal(self, approval: ApprovePlan) -> None:
+        self._approve_by_signal(approval)
+
+    def _approve_by_signal(self, approval: ApprovePlan) -> None:
         self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
 
     @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}]")
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:
+        return self._answer(name, answer)
+
+    def _answer(self, name: str, answer: GateAnswer) -> str:
         self._gates.answer(name, answer)
         return f"{name} answered by {answer.approver}"
 
@@ -134,6 +119,9 @@ class GatedRun:
 
     @workflow.query(name="status", description="Stage, plan, open gates with how to answer, steps and findings")
     def status(self) -> RunStatus:
+        return self._run_status()
+
+    def _run_status(self) -> RunStatus:
         return RunStatus(workflow=self.WORKFLOW, target=self._target, stage=self._gates.stage,
                          plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
                          gates=list(self._gates.open.values()), steps=self._steps.records, findings=self._findings)

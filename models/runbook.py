@@ -1,0 +1,196 @@
+"""The step catalogue: every activity the workflows run, defined once, with its types and how to run it.
+
+A :class:`Step` names the activity exactly as Temporal records it (``kube.namespace``),
+carries its input and result types (so a workflow's call is checked by mypy, and
+``tests/unit/test_runbook_catalogue.py`` checks each entry against the registered
+activity function), its timeouts, the plan kinds it writes and the step that undoes
+it. The sequences (preflight, plan, apply, smoke, rollback order) are defined here
+too; the workflows, ``tenantflow plan``, the bench's direct run and the test fakes
+all drive these tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+from tenantflow.models.enrollment_workflows import (
+    AdoptionDiff,
+    ConditionReport,
+    ConditionWait,
+    Cordon,
+    EnrollmentFacts,
+    EnrollmentStep,
+    Invariants,
+    ObjectRef,
+)
+from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding
+
+I = TypeVar("I")  # noqa: E741 - the step's input type
+R = TypeVar("R", covariant=True)
+
+STEP_TIMEOUT = timedelta(minutes=5)
+HEARTBEAT = timedelta(seconds=60)
+"""Every step has a heartbeat timeout, so a crashed worker's step is retried within a minute rather than at its
+start-to-close timeout; steps that run longer heartbeat."""
+LONG_TIMEOUT = timedelta(minutes=15)
+SMOKE_TIMEOUT = timedelta(minutes=30)
+WAIT_TIMEOUT = timedelta(minutes=30)
+WAIT_HEARTBEAT = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class Step(Generic[I, R]):
+    """One activity: ``name`` is what Temporal records; it takes an ``I`` and returns an ``R``."""
+
+    name: str
+    input: type[I]
+    result: type[R]
+    summary: str = ""
+    """What the step does, in the runbook's words (onboarding's apply and smoke steps show it)."""
+    timeout: timedelta = STEP_TIMEOUT
+    """Start-to-close timeout of one attempt."""
+    heartbeat: timedelta | None = HEARTBEAT
+    """Heartbeat timeout; None schedules the activity without one."""
+    kinds: tuple[str, ...] = ()
+    """The plan kinds this step writes: the plan's ``create`` entries of these kinds are its own."""
+    undo: Step[UndoInput, list[EnsureResult]] | None = None
+    """The compensation of this step (called with the step's :attr:`short` name in ``UndoInput.step``)."""
+
+    @property
+    def layer(self) -> str:
+        """``kube`` of ``kube.namespace``: the layer whose activity module implements the step."""
+        return self.name.partition(".")[0]
+
+    @property
+    def short(self) -> str:
+        """``namespace`` of ``kube.namespace``: the step's name inside its layer."""
+        return self.name.partition(".")[2]
+
+
+def _preflight(layer: str) -> Step[StepInput, StepResult]:
+    return Step(f"{layer}.preflight", StepInput, StepResult, summary=f"{layer}: read-only preflight")
+
+
+def _plan(layer: str) -> Step[StepInput, list[PlanStep]]:
+    return Step(f"{layer}.plan", StepInput, list[PlanStep], summary=f"{layer}: plan")
+
+
+def _undo(layer: str) -> Step[UndoInput, list[EnsureResult]]:
+    return Step(f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step",
+                heartbeat=None)
+
+
+def _apply(name: str, summary: str, kinds: tuple[str, ...] = (),
+           timeout: timedelta = STEP_TIMEOUT) -> Step[StepInput, StepResult]:
+    undo = {u.layer: u for u in ROLLBACK}[name.partition(".")[0]]
+    return Step(name, StepInput, StepResult, summary=summary, timeout=timeout, kinds=kinds, undo=undo)
+
+
+def _smoke(name: str, summary: str) -> Step[StepInput, StepResult]:
+    return Step(name, StepInput, StepResult, summary=summary, timeout=SMOKE_TIMEOUT)
+
+
+# --- TenantOnboarding and TenantOffboarding ---------------------------------------------------------------------
+
+CAPACITY_PREFLIGHT = _preflight("capacity")
+"""The first preflight: it also chooses the nodes (``facts.nodes``) every later step uses."""
+PREFLIGHT: tuple[Step[StepInput, StepResult], ...] = (
+    CAPACITY_PREFLIGHT, _preflight("identity"), _preflight("kube"), _preflight("slurm"), _preflight("storage"))
+PLAN: tuple[Step[StepInput, list[PlanStep]], ...] = tuple(
+    _plan(layer) for layer in ("capacity", "identity", "kube", "slurm", "storage", "login"))
+
+ROLLBACK: tuple[Step[UndoInput, list[EnsureResult]], ...] = tuple(
+    _undo(layer) for layer in ("login", "slurm", "kube", "capacity", "storage", "identity"))
+"""The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
+Weka, and Authentik last (most disruptive)."""
+
+APPLY: tuple[Step[StepInput, StepResult], ...] = (
+    _apply("capacity.reservation", "create the Reservation of the chosen nodes", ("Reservation",)),
+    _apply("capacity.wait_reservation", "wait until the operator labels exactly the chosen nodes",
+           timeout=LONG_TIMEOUT),
+    _apply("identity.group", "create the Authentik group", ("Group",)),
+    _apply("identity.users", "create the Authentik users with SSH keys", ("User",)),
+    _apply("identity.verify_ldap", "verify every user through the LDAP outpost"),
+    _apply("kube.namespace", "create the namespace with pod-security labels", ("Namespace",)),
+    _apply("kube.quota", "create the ResourceQuota and LimitRange", ("ResourceQuota", "LimitRange")),
+    _apply("kube.binding", "create the ReservationBinding", ("ReservationBinding",)),
+    _apply("kube.network_policy", "create the deny-all and allow NetworkPolicies", ("NetworkPolicy",)),
+    _apply("kube.rbac", "bind the tenant admins group", ("RoleBinding",)),
+    _apply("slurm.accounts", "add the Slurm account hierarchy", ("account",)),
+    _apply("slurm.qos", "add the QoS and bind them to the account", ("qos", "account-qos")),
+    _apply("slurm.users", "add the per-user associations", ("user",)),
+    _apply("slurm.partition", "add the partition and reconfigure slurmctld", ("partition",)),
+    _apply("storage.filesystems", "create the Weka org and filesystems or tenant directories",
+           ("WekaOrganization", "WekaFilesystem")),
+    _apply("storage.quotas", "set the /home and /scratch quotas", ("WekaQuota",)),
+    _apply("storage.csi", "create the CSI Secret, StorageClass and PVC",
+           ("Secret", "StorageClass", "PersistentVolumeClaim")),
+    _apply("login.release", "deploy the login pod release", ("Secret", "HelmRelease"), timeout=LONG_TIMEOUT),
+    _apply("login.verify", "check getent, authorized_keys and sinfo on the login pod"),
+)
+"""The apply steps in runbook order; each one's results go on the saga."""
+DATA_STEPS = frozenset(step for step in APPLY if step.name in ("storage.filesystems", "storage.quotas"))
+"""Steps whose objects hold the tenant's data: offboarding keeps them unless purge_data is confirmed."""
+
+SMOKE: tuple[Step[StepInput, StepResult], ...] = (
+    _smoke("smoke.single_node", "single-node GPU job sees exactly one GPU"),
+    _smoke("smoke.nccl", "2-node NCCL all-reduce reaches the tier busbw"),
+    _smoke("smoke.storage", "write and read /scratch on the Weka mount"),
+)
+VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult,
+                                             summary="validate every layer")
+HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover,
+                                           summary="render the handover sheet")
+
+ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VALIDATE, HANDOVER, *ROLLBACK)
+"""Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
+
+# --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
+
+HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
+HUB_CREATE_ENROLLMENT = Step("hub.create_enrollment", EnrollmentStep, EnrollmentFacts,
+                             summary="BootstrapEnrollment + signed blob")
+HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
+HUB_WAIT_CONDITIONS = Step("hub.wait_conditions", ConditionWait, ConditionReport, timeout=WAIT_TIMEOUT,
+                           heartbeat=WAIT_HEARTBEAT, summary="wait for WorkerCluster conditions")
+HUB_WAIT_WORKERCLUSTER = Step("hub.wait_workercluster", ConditionWait, bool, timeout=WAIT_TIMEOUT,
+                              heartbeat=WAIT_HEARTBEAT, summary="wait for the WorkerCluster")
+HUB_CORDON = Step("hub.cordon", Cordon, EnsureResult, summary="cordon or uncordon")
+HUB_CORDON_POOL = Step("hub.cordon_pool", Cordon, list[EnsureResult], timeout=timedelta(minutes=2),
+                       heartbeat=WAIT_HEARTBEAT, summary="cordon or uncordon the other pool members")
+HUB_SELECT_PRESET = Step("hub.select_preset", EnrollmentStep, EnsureResult, summary="select the preset")
+HUB_CANARY = Step("hub.canary", EnrollmentStep, Finding, heartbeat=WAIT_HEARTBEAT, summary="canary")
+HUB_REMOVE_ENROLLMENT = Step("hub.remove_enrollment", EnrollmentStep, list[EnsureResult],
+                             summary="remove the enrollment record")
+
+WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
+WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
+WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
+WORKER_RECORD_INVARIANTS = Step("worker.record_invariants", EnrollmentStep, Invariants,
+                                summary="record running workload invariants")
+WORKER_CHECK_INVARIANTS = Step("worker.check_invariants", EnrollmentStep, list[Finding],
+                               summary="verify invariants")
+WORKER_WAIT_CONVERGENCE = Step("worker.wait_convergence", ConditionWait, list[ObjectRef], timeout=WAIT_TIMEOUT,
+                               heartbeat=WAIT_HEARTBEAT, summary="Kueue/JobSet convergence")
+WORKER_ADOPTION_DIFF = Step("worker.adoption_diff", EnrollmentStep, AdoptionDiff, summary="diff the preset objects")
+WORKER_ADOPT = Step("worker.adopt", EnrollmentStep, list[ObjectRef], summary="label the preset objects")
+WORKER_VERIFY_UIDS = Step("worker.verify_uids", EnrollmentStep, list[Finding], summary="verify adopted UIDs")
+WORKER_WAIT_NO_REMOTE_WORK = Step("worker.wait_no_remote_work", ConditionWait, bool, timeout=WAIT_TIMEOUT,
+                                  heartbeat=WAIT_HEARTBEAT, summary="drain")
+WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], summary="worker reset --dry-run")
+WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
+
+ENROLLMENT: tuple[Step[Any, Any], ...] = (
+    HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, HUB_WAIT_CONDITIONS, HUB_WAIT_WORKERCLUSTER, HUB_CORDON,
+    HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT, WORKER_PLAN, WORKER_INSTALL,
+    WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS, WORKER_WAIT_CONVERGENCE,
+    WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK, WORKER_RESET_PLAN,
+    WORKER_RESET)
+"""Every activity of WorkerEnrollment and WorkerDecommission."""
+
+CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}
+"""Every step by activity name: the worker registers exactly these activities."""

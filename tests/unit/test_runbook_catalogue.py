@@ -1,0 +1,63 @@
+"""The step catalogue agrees with the activities the worker registers (names, input and result types) and orders
+the saga's undo."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, get_type_hints
+
+import pytest
+
+from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.runbook import APPLY, CATALOGUE, ENROLLMENT, ONBOARDING, ROLLBACK, SMOKE, Step
+from tenantflow.worker.registry import ACTIVITIES, BY_NAME
+from tenantflow.workflows.saga import Saga
+
+STEPS = list(CATALOGUE.values())
+
+
+def signature_types(step: Step[Any, Any]) -> tuple[object, object]:
+    """The first parameter's and the return annotation of the function registered as ``step.name``."""
+    fn = BY_NAME[step.name]
+    hints = get_type_hints(fn)
+    first = next(iter(inspect.signature(fn).parameters))
+    return hints[first], hints["return"]
+
+
+def test_every_registered_activity_is_in_the_catalogue_once() -> None:
+    assert len(BY_NAME) == len(ACTIVITIES), "two activity functions share a name"
+    assert set(BY_NAME) == set(CATALOGUE)
+    assert len(CATALOGUE) == len(ONBOARDING) + len(ENROLLMENT), "a step name appears twice in the catalogue"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
+def test_step_types_match_the_activity_signature(step: Step[Any, Any]) -> None:
+    assert step.name in BY_NAME, f"no activity registered as {step.name}"
+    takes, returns = signature_types(step)
+    assert takes == step.input, f"{step.name} takes {takes}, the catalogue says {step.input}"
+    assert returns == step.result, f"{step.name} returns {returns}, the catalogue says {step.result}"
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
+def test_each_step_takes_exactly_one_argument(step: Step[Any, Any]) -> None:
+    assert len(inspect.signature(BY_NAME[step.name]).parameters) == 1
+
+
+def test_every_apply_step_is_undone_by_its_own_layer_in_rollback_order() -> None:
+    for step in APPLY:
+        assert step.undo is not None and step.undo in ROLLBACK, step.name
+        assert step.undo.layer == step.layer, step.name
+    assert [u.layer for u in ROLLBACK] == ["login", "slurm", "kube", "capacity", "storage", "identity"]
+    assert all(step.undo is None for step in SMOKE), "smoke tests write nothing to undo"
+
+
+
+def test_the_saga_unwinds_in_the_catalogues_rollback_order() -> None:
+    saga = Saga()
+    for step in APPLY:
+        saga.push(step, [EnsureResult(layer=step.layer, kind="Thing", name=step.short, outcome=Outcome.created)])
+    assert [step.name for step, _ in saga.ordered()] == [
+        "login.verify", "login.release", "slurm.partition", "slurm.users", "slurm.qos", "slurm.accounts",
+        "kube.rbac", "kube.network_policy", "kube.binding", "kube.quota", "kube.namespace",
+        "capacity.wait_reservation", "capacity.reservation", "storage.csi", "storage.quotas", "storage.filesystems",
+        "identity.verify_ldap", "identity.users", "identity.group"]
