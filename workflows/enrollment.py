@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Action, Plan
+    from tenantflow.models.records import WorkerRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
     from tenantflow.models.runbook import (
         HUB_CANARY,
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
@@ -63,6 +65,8 @@ with workflow.unsafe.imports_passed_through():
 from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
+RECORD_PATCH = "worker-record"
+"""Histories recorded before completed enrollments stored a worker record replay without it."""
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 TROUBLESHOOTING = {
     "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
@@ -162,6 +166,10 @@ class WorkerEnrollmentWorkflow(GatedRun):
                 raise
             await self._compensate(plan, err)
             raise
+        if workflow.patched(RECORD_PATCH):
+            await self._store_record(RECORD_WORKER, WorkerRecord(contract=c, run=self._run_stamp(),
+                                                                 installed=step.facts.installed,
+                                                                 adopted=step.facts.adoption))
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                 conditions=self._report.conditions, installed=step.facts.installed,

@@ -13,18 +13,23 @@ reusing the shared validator (an update's type names its class, hence the
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
     from tenantflow.models.plan import Plan
-    from tenantflow.models.results import Finding
+    from tenantflow.models.records import RunStamp, StoredRecord
+    from tenantflow.models.results import Finding, Severity
+    from tenantflow.models.runbook import Step
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_waits import Gates
 from tenantflow.workflows.steps import StepTracker
+
+I = TypeVar("I")  # noqa: E741 - the record step's input type
 
 
 class GatedRun:
@@ -53,6 +58,26 @@ class GatedRun:
              f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
             escalate_after=escalate_after, expire_after=expire_after)
         return self._rejected is None
+
+    def _run_stamp(self) -> RunStamp:
+        """This run, its approved plan and approver, now: the stamp on the record it stores when it completes."""
+        info = workflow.info()
+        answer = self._gates.answers.get("approve_plan")
+        return RunStamp(workflow_id=info.workflow_id, run_id=info.run_id,
+                        plan_hash=self._plan.plan_hash if self._plan else "",
+                        approver=answer.approver if answer else "", recorded_at=workflow.now())
+
+    async def _store_record(self, step: Step[I, StoredRecord], record: I) -> None:
+        """Store the run's record in the cluster, what the CLI reads once the history is gone; a record that cannot
+        be written leaves the run completed, with a warning finding."""
+        self._gates.set_stage("record", "Storing the record in the cluster")
+        try:
+            await self._steps.run(step, record)
+        except ActivityError as err:
+            self._findings.append(Finding(
+                check="record", ok=False, severity=Severity.warning,
+                message=f"the record was not stored: {err.cause or err}",
+                fix="until the history expires the CLI reads the contract from it; later pass --contract"))
 
     async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
                          expire_after: timedelta) -> GateAnswer:

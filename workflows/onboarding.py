@@ -30,8 +30,19 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+    from tenantflow.models.runbook import (
+        APPLY,
+        CAPACITY_PREFLIGHT,
+        HANDOVER,
+        PLAN,
+        PREFLIGHT,
+        RECORD_TENANT,
+        SMOKE,
+        VALIDATE,
+        Step,
+    )
 
 from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.saga import Saga
@@ -39,6 +50,8 @@ from tenantflow.workflows.search import TENANT_SLUG
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
+RECORD_PATCH = "tenant-record"
+"""Histories recorded before completed onboardings stored a tenant record replay without it."""
 
 
 @workflow.defn(name="TenantOnboarding")
@@ -99,6 +112,9 @@ class TenantOnboarding(GatedRun):
             await self._saga.unwind(contract, self._facts)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
+        if workflow.patched(RECORD_PATCH):
+            await self._store_record(RECORD_TENANT, TenantRecord(contract=contract, run=self._run_stamp(),
+                                                                 applied=applied, handover=handover))
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
         return OnboardingResult(slug=contract.slug, status="completed", plan_hash=plan.plan_hash, plan=plan,
                                 applied=applied, findings=self._findings, handover=handover)

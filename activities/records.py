@@ -1,0 +1,160 @@
+"""Writing and reading tenant and worker records (:mod:`models.records`) as versioned Secrets, as Helm stores releases.
+
+``records.tenant`` and ``records.worker`` write the next version of a record in the
+platform namespace (``TENANTFLOW_RECORDS_NAMESPACE``, created when missing). They
+are idempotent on retry: a version written by the same Temporal run id is found
+by its annotation and returned, so a retried attempt never writes a second one.
+Two writers racing for one version number meet a 409 and the loser takes the next.
+:func:`read_latest` and :func:`list_records` are what the CLI reads.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, TypeVar
+
+from kubernetes import client
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities import kubeclient
+from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.manifests import MANAGED_BY, MANAGER
+from tenantflow.activities.settings import settings
+from tenantflow.models.records import (
+    DATA_KEY,
+    RECORD_LABEL,
+    RUN_ID_ANNOTATION,
+    SECRET_TYPE,
+    VERSION_LABEL,
+    RecordKey,
+    RecordKind,
+    StoredRecord,
+    TenantRecord,
+    WorkerRecord,
+    decode_payload,
+    encode_payload,
+)
+from tenantflow.models.targets import KubeTarget
+
+M = TypeVar("M", bound=BaseModel)
+CREATE_ATTEMPTS = 5
+"""Versions tried before giving up when other writers keep taking the next number."""
+
+
+def _core(target: KubeTarget) -> client.CoreV1Api:
+    return client.CoreV1Api(kubeclient.api_client(target))
+
+
+def _version(secret: Any) -> int:
+    labels = secret.metadata.labels or {}
+    try:
+        return int(labels.get(VERSION_LABEL, "0"))
+    except ValueError:
+        return 0
+
+
+def _versions(key: RecordKey, namespace: str) -> list[Any]:
+    """Every stored version of ``key`` (Secrets of the record type), oldest first."""
+    found = kubeclient.call(key.target, _core(key.target).list_namespaced_secret, namespace,
+                            label_selector=key.selector)
+    return sorted((s for s in found.items if s.type == SECRET_TYPE and _version(s) > 0), key=_version)
+
+
+def _name(secret: Any) -> str:
+    return str(secret.metadata.name)
+
+
+def _payload(secret: Any) -> bytes:
+    return decode_payload(base64.b64decode(secret.data[DATA_KEY]).decode())
+
+
+def _stored(key: RecordKey, secret: Any, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
+    return StoredRecord(kind=key.kind, name=secret.metadata.name, namespace=secret.metadata.namespace,
+                        version=_version(secret), run=record.run, created=created)
+
+
+def _ensure_namespace(target: KubeTarget, namespace: str) -> None:
+    core = _core(target)
+    if kubeclient.get_or_none(target, core.read_namespace, namespace) is not None:
+        return
+    body = {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {MANAGED_BY: MANAGER}}}
+    try:
+        kubeclient.call(target, core.create_namespace, body, field_manager=MANAGER)
+    except ApplicationError as err:
+        if err.type != "Conflict":
+            raise
+
+
+def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerRecord) -> dict[str, Any]:
+    encoded = base64.b64encode(encode_payload(record).encode()).decode()
+    return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE, "immutable": True,
+            "metadata": {"name": key.secret_name(version), "namespace": namespace,
+                         "labels": {**key.labels, VERSION_LABEL: str(version), MANAGED_BY: MANAGER},
+                         "annotations": {RUN_ID_ANNOTATION: record.run.run_id}},
+            "data": {DATA_KEY: encoded}}
+
+
+def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
+    """Write the next version of ``record``'s record, or return the one its run already wrote."""
+    key = RecordKey.of(record)
+    _ensure_namespace(key.target, namespace)
+    for _ in range(CREATE_ATTEMPTS):
+        versions = _versions(key, namespace)
+        mine = [s for s in versions if (s.metadata.annotations or {}).get(RUN_ID_ANNOTATION) == record.run.run_id]
+        if mine:
+            return _stored(key, mine[-1], record, created=False)
+        version = _version(versions[-1]) + 1 if versions else 1
+        body = _secret(key, namespace, version, record)
+        try:
+            kubeclient.call(key.target, _core(key.target).create_namespaced_secret, namespace, body,
+                            field_manager=MANAGER)
+        except ApplicationError as err:
+            if err.type == "Conflict":
+                continue
+            raise
+        activity.logger.info("stored %s as %s/%s", key.stem, namespace, body["metadata"]["name"])
+        created = _core(key.target).read_namespaced_secret(body["metadata"]["name"], namespace)
+        return _stored(key, created, record, created=True)
+    raise ApplicationError(f"{key.stem}: other writers took {CREATE_ATTEMPTS} versions in a row", type=TRANSIENT)
+
+
+def read_latest(key: RecordKey, model: type[M], namespace: str | None = None) -> M | None:
+    """The highest version of ``key``'s record, decoded as ``model``; None when the cluster holds none."""
+    namespace = namespace or settings().records_namespace
+    versions = _versions(key, namespace)
+    return model.model_validate_json(_payload(versions[-1])) if versions else None
+
+
+def list_records(target: KubeTarget, kind: RecordKind,
+                 namespace: str | None = None) -> list[tuple[int, TenantRecord | WorkerRecord]]:
+    """The current (highest) version of every record of ``kind`` in the cluster, with its version number."""
+    namespace = namespace or settings().records_namespace
+    found = kubeclient.call(target, _core(target).list_namespaced_secret, namespace,
+                            label_selector=f"{RECORD_LABEL}={kind.value}")
+    model: type[TenantRecord | WorkerRecord] = TenantRecord if kind is RecordKind.tenant else WorkerRecord
+    latest: dict[str, Any] = {}
+    for secret in found.items:
+        if secret.type != SECRET_TYPE or _version(secret) == 0:
+            continue
+        stem = _name(secret).rpartition(".v")[0]
+        if stem not in latest or _version(secret) > _version(latest[stem]):
+            latest[stem] = secret
+    return [(_version(s), model.model_validate_json(_payload(s))) for _, s in sorted(latest.items())]
+
+
+@activity.defn(name="records.tenant")
+def record_tenant(record: TenantRecord) -> StoredRecord:
+    """Store the onboarded tenant's record in its cluster."""
+    return store(record, settings().records_namespace)
+
+
+@activity.defn(name="records.worker")
+def record_worker(record: WorkerRecord) -> StoredRecord:
+    """Store the enrolled worker's record in the worker cluster."""
+    return store(record, settings().records_namespace)
+
+
+ACTIVITIES = [record_tenant, record_worker]
