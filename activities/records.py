@@ -27,6 +27,7 @@ from tenantflow.models.records import (
     RECORD_LABEL,
     RUN_ID_ANNOTATION,
     SECRET_TYPE,
+    STATUS_LABEL,
     VERSION_LABEL,
     RecordKey,
     RecordKind,
@@ -72,7 +73,7 @@ def _payload(secret: Any) -> bytes:
 
 def _stored(key: RecordKey, secret: Any, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
     return StoredRecord(kind=key.kind, name=secret.metadata.name, namespace=secret.metadata.namespace,
-                        version=_version(secret), run=record.run, created=created)
+                        version=_version(secret), status=record.status, run=record.run, created=created)
 
 
 def _ensure_namespace(target: KubeTarget, namespace: str) -> None:
@@ -92,7 +93,8 @@ def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord |
     encoded = base64.b64encode(encode_payload(record).encode()).decode()
     return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE, "immutable": True,
             "metadata": {"name": key.secret_name(version), "namespace": namespace,
-                         "labels": {**key.labels, VERSION_LABEL: str(version), MANAGED_BY: MANAGER},
+                         "labels": {**key.labels, VERSION_LABEL: str(version), STATUS_LABEL: record.status.value,
+                                    MANAGED_BY: MANAGER},
                          "annotations": {RUN_ID_ANNOTATION: record.run.run_id}},
             "data": {DATA_KEY: encoded}}
 

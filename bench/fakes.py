@@ -78,7 +78,7 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
         pause("records.tenant")
         key = RecordKey.of(inp)
         return StoredRecord(kind=key.kind, name=key.secret_name(1), namespace="tenantflow-system", version=1,
-                            run=inp.run, created=True)
+                            status=inp.status, run=inp.run, created=True)
 
     made: dict[str, Callable[..., Any]] = {}
     made.update({s.name: preflight(s.layer) for s in PREFLIGHT})

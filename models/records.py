@@ -9,6 +9,8 @@ confined to the organization's namespace; ``worker reset`` leaves the record): n
 -l tenantflow.io/record=tenant`` lists them, the payload JSON gzipped and
 base64-encoded under the data key ``record``, as Helm stores a release. The highest
 version is the current one; ``offboard``, ``decommission`` and ``handover`` read it.
+A completed offboarding (decommission) writes a last version with the status
+``offboarded`` (``decommissioned``), as ``helm uninstall --keep-history`` does.
 """
 
 from __future__ import annotations
@@ -36,12 +38,20 @@ TENANT_LABEL = "tenantflow.io/tenant"
 HUB_NAMESPACE_LABEL = "tenantflow.io/hub-namespace"
 WORKER_LABEL = "tenantflow.io/worker"
 VERSION_LABEL = "tenantflow.io/version"
+STATUS_LABEL = "tenantflow.io/status"
 RUN_ID_ANNOTATION = "tenantflow.io/run-id"
 
 
 class RecordKind(StrEnum):
     tenant = "tenant"
     worker = "worker"
+
+
+class RecordStatus(StrEnum):
+    onboarded = "onboarded"
+    offboarded = "offboarded"
+    enrolled = "enrolled"
+    decommissioned = "decommissioned"
 
 
 class RunStamp(Strict):
@@ -59,6 +69,7 @@ class TenantRecord(Strict):
 
     contract: TenantContract
     run: RunStamp
+    status: RecordStatus = RecordStatus.onboarded
     applied: list[EnsureResult] = Field(default_factory=list)
     handover: Handover | None = None
 
@@ -68,6 +79,7 @@ class WorkerRecord(Strict):
 
     contract: WorkerEnrollment
     run: RunStamp
+    status: RecordStatus = RecordStatus.enrolled
     installed: list[EnsureResult] = Field(default_factory=list)
     adopted: list[ObjectRef] = Field(default_factory=list)
 
@@ -124,6 +136,7 @@ class StoredRecord(Strict):
     name: str
     namespace: str
     version: int = Field(..., ge=1)
+    status: RecordStatus
     run: RunStamp
     created: bool = Field(False, description="this call wrote it (False: a retry found it already written)")
 

@@ -3,7 +3,8 @@
 The reset plan (a dry run) is published and waits for ``approve_plan`` with its
 hash (or ``reject_plan``: the reset is skipped); reset removes only what tenantflow and the agent installed (by label),
 releases preset objects and leaves customer workloads, Kueue/JobSet objects,
-cert-manager and a shared VictoriaMetrics operator. It does not need the agent.
+cert-manager and a shared VictoriaMetrics operator. It does not need the agent. The
+worker's record gets a last version with the status ``decommissioned``.
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.plan import Plan
+    from tenantflow.models.records import RecordStatus, WorkerRecord
     from tenantflow.models.runbook import (
         HUB_CORDON,
         HUB_REMOVE_ENROLLMENT,
+        RECORD_WORKER,
         WORKER_RESET,
         WORKER_RESET_PLAN,
         WORKER_WAIT_NO_REMOTE_WORK,
     )
     from tenantflow.models.status import RunStatus
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import WORKER_RECORD_PATCH, GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 
@@ -75,6 +78,9 @@ class WorkerDecommissionWorkflow(GatedRun):
                                       removed=removed)
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
+        if workflow.patched(WORKER_RECORD_PATCH):
+            await self._store_record(RECORD_WORKER, WorkerRecord(contract=c, run=self._run_stamp(),
+                                                                 status=RecordStatus.decommissioned))
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                   plan=plan, removed=removed)

@@ -62,11 +62,9 @@ with workflow.unsafe.imports_passed_through():
         WORKER_WAIT_CONVERGENCE,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import WORKER_RECORD_PATCH, GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-RECORD_PATCH = "worker-record"
-"""Histories recorded before completed enrollments stored a worker record replay without it."""
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 TROUBLESHOOTING = {
     "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
@@ -166,7 +164,7 @@ class WorkerEnrollmentWorkflow(GatedRun):
                 raise
             await self._compensate(plan, err)
             raise
-        if workflow.patched(RECORD_PATCH):
+        if workflow.patched(WORKER_RECORD_PATCH):
             await self._store_record(RECORD_WORKER, WorkerRecord(contract=c, run=self._run_stamp(),
                                                                  installed=step.facts.installed,
                                                                  adopted=step.facts.adoption))

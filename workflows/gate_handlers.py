@@ -31,6 +31,11 @@ from tenantflow.workflows.steps import StepTracker
 
 I = TypeVar("I")  # noqa: E741 - the record step's input type
 
+TENANT_RECORD_PATCH = "tenant-record"
+"""Onboarding and offboarding histories recorded before completed runs stored a tenant record replay without it."""
+WORKER_RECORD_PATCH = "worker-record"
+"""Enrollment and decommission histories recorded before completed runs stored a worker record replay without it."""
+
 
 class GatedRun:
     WORKFLOW: ClassVar[str]

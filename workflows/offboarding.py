@@ -5,7 +5,8 @@ It reads every layer (the onboarding plan of the tenant: what exists is
 data (organization, filesystems, quotas) is kept unless ``purge_data`` is set and
 confirmed at the ``confirm_purge`` gate. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
-Reservation, Weka, Authentik last; users are deactivated, not deleted).
+Reservation, Weka, Authentik last; users are deactivated, not deleted). The tenant's
+record gets a last version with the status ``offboarded``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
+    from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import TENANT_RECORD_PATCH, GatedRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -82,6 +84,9 @@ class TenantOffboarding(GatedRun):
                                  and p.action is Action.delete])
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
         removed = await saga.unwind(contract, step_input.facts)
+        if workflow.patched(TENANT_RECORD_PATCH):
+            await self._store_record(RECORD_TENANT, TenantRecord(contract=contract, run=self._run_stamp(),
+                                                                 status=RecordStatus.offboarded))
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
                                  kept=[p for p in plan.steps if p.action is Action.leave])

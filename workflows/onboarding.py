@@ -8,7 +8,8 @@ order. A step that fails (or is cancelled) goes on the saga too: its undo gets
 the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
-created. Smoke tests, end-to-end validation and the handover sheet finish the run.
+created. Smoke tests, end-to-end validation and the handover sheet finish the run;
+the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them.
 """
 
 from __future__ import annotations
@@ -44,14 +45,12 @@ with workflow.unsafe.imports_passed_through():
         Step,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import TENANT_RECORD_PATCH, GatedRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
-RECORD_PATCH = "tenant-record"
-"""Histories recorded before completed onboardings stored a tenant record replay without it."""
 
 
 @workflow.defn(name="TenantOnboarding")
@@ -112,7 +111,7 @@ class TenantOnboarding(GatedRun):
             await self._saga.unwind(contract, self._facts)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
-        if workflow.patched(RECORD_PATCH):
+        if workflow.patched(TENANT_RECORD_PATCH):
             await self._store_record(RECORD_TENANT, TenantRecord(contract=contract, run=self._run_stamp(),
                                                                  applied=applied, handover=handover))
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")

@@ -107,5 +107,6 @@ class FakeWorld:
             self.records.append(inp)
             version = len([r for r in self.records if r.contract.slug == inp.contract.slug])
             return StoredRecord(kind=RecordKind.tenant, name=f"tenantflow.tenant.{inp.contract.slug}.v{version}",
-                                namespace="tenantflow-system", version=version, run=inp.run, created=True)
+                                namespace="tenantflow-system", version=version, status=inp.status, run=inp.run,
+                                created=True)
         return record
