@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 from kubernetes import config
 from temporalio.exceptions import ApplicationError
+from urllib3.exceptions import HTTPError
 
 from tenantflow.activities.records import list_records, read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
@@ -47,8 +48,9 @@ async def read_record(key: RecordKey, model: type[TenantRecord] | type[WorkerRec
     """The latest record of ``key``; None (with a warning on stderr) when the cluster cannot be read."""
     try:
         return await asyncio.to_thread(read_latest, key, model)
-    except ApplicationError as exc:
-        errors.print(f"[yellow]cannot read the record {key.stem} ({exc.message}); trying the run's history[/yellow]")
+    except (ApplicationError, HTTPError, OSError) as exc:
+        errors.print(f"cannot read the record {key.stem} from {key.target.describe()} ({exc}); trying the run's "
+                     "history", style="yellow", markup=False)
         return None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.records import DEFAULT_NAMESPACE as RECORDS_NAMESPACE
 
 World = dict[str, Any]
 
@@ -36,7 +37,9 @@ def _get_json(url: str, path: str) -> Any:
 
 
 def _kube(url: str) -> dict[str, Any]:
-    objects = _get_json(url, "/_lab/snapshot")["objects"]
+    """Every object but the run records (:mod:`models.records`), which completed runs keep on purpose."""
+    objects = [o for o in _get_json(url, "/_lab/snapshot")["objects"]
+               if RECORDS_NAMESPACE not in (o["namespace"], o["name"] if o["resource"] == "namespaces" else None)]
     return {f"{o['group'] or 'core'}/{o['resource']}/{o['namespace'] or '-'}/{o['name']}": o["object"]
             for o in objects}
 
