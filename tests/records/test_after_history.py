@@ -25,10 +25,12 @@ CONTEXT = ("--context", "tenant-cluster")
 
 
 async def delete_history(api: TenantflowClient, workflow_id: str) -> None:
-    """Delete the latest run of ``workflow_id`` and wait until the server no longer knows it."""
+    """Delete the latest run of ``workflow_id`` and wait until the server no longer knows it (the server deletes in
+    the background: an enrollment's history took up to a minute on the dev server)."""
     await api.client.workflow_service.delete_workflow_execution(DeleteWorkflowExecutionRequest(
         namespace=api.client.namespace, workflow_execution=WorkflowExecution(workflow_id=workflow_id)))
-    for _ in range(200):
+    deadline = asyncio.get_running_loop().time() + 120
+    while asyncio.get_running_loop().time() < deadline:
         try:
             await api.handle(workflow_id).describe()
         except RPCError as gone:
