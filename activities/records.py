@@ -3,7 +3,9 @@
 ``records.tenant`` and ``records.worker`` write the next version of a record in the
 platform namespace (``TENANTFLOW_RECORDS_NAMESPACE``, created when missing). They
 are idempotent on retry: a version written by the same Temporal run id is found
-by its annotation and returned, so a retried attempt never writes a second one.
+by its annotation and returned, so a retried attempt never writes a second one; a
+run that leaves the record as it was (same contract, same status: a re-run) keeps
+the current version, so a re-run writes nothing.
 Two writers racing for one version number meet a 409 and the loser takes the next.
 :func:`read_latest` and :func:`list_records` are what the CLI reads.
 """
@@ -76,6 +78,12 @@ def _stored(key: RecordKey, secret: Any, record: TenantRecord | WorkerRecord, cr
                         version=_version(secret), status=record.status, run=record.run, created=created)
 
 
+def _same_state(secret: Any, record: TenantRecord | WorkerRecord) -> bool:
+    """True when the stored version already says what ``record`` says: same contract, same status."""
+    stored = type(record).model_validate_json(_payload(secret))
+    return stored.contract == record.contract and stored.status is record.status
+
+
 def _ensure_namespace(target: KubeTarget, namespace: str) -> None:
     core = _core(target)
     if kubeclient.get_or_none(target, core.read_namespace, namespace) is not None:
@@ -100,7 +108,8 @@ def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord |
 
 
 def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
-    """Write the next version of ``record``'s record, or return the one its run already wrote."""
+    """Write the next version of ``record``'s record, or return the one its run already wrote (or that already
+    records the same contract and status)."""
     key = RecordKey.of(record)
     _ensure_namespace(key.target, namespace)
     for _ in range(CREATE_ATTEMPTS):
@@ -108,6 +117,9 @@ def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
         mine = [s for s in versions if (s.metadata.annotations or {}).get(RUN_ID_ANNOTATION) == record.run.run_id]
         if mine:
             return _stored(key, mine[-1], record, created=False)
+        if versions and _same_state(versions[-1], record):
+            return _stored(key, versions[-1], type(record).model_validate_json(_payload(versions[-1])),
+                           created=False)
         version = _version(versions[-1]) + 1 if versions else 1
         body = _secret(key, namespace, version, record)
         try:

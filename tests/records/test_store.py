@@ -62,11 +62,13 @@ def test_a_record_is_stored_as_helm_stores_a_release(cluster: Cluster) -> None:
     assert payload["contract"]["slug"] == slug and payload["run"]["approver"] == "dana"
 
 
-def test_a_retried_run_finds_its_version_and_a_new_run_writes_the_next(cluster: Cluster) -> None:
+def test_a_retried_run_finds_its_version_and_a_run_that_changed_the_record_writes_the_next(cluster: Cluster) -> None:
     first = tenant_record(cluster)
     store(first, DEFAULT_NAMESPACE)
     again = store(first, DEFAULT_NAMESPACE)
     assert (again.version, again.created) == (1, False)
+    rerun = store(first.model_copy(update={"run": stamp()}), DEFAULT_NAMESPACE)
+    assert (rerun.version, rerun.created, rerun.run) == (1, False, first.run), "a re-run that changed nothing"
 
     second = first.model_copy(update={"run": stamp(), "status": RecordStatus.offboarded})
     stored = store(second, DEFAULT_NAMESPACE)
@@ -80,7 +82,7 @@ def test_listing_gives_the_current_version_of_every_tenant(cluster: Cluster) -> 
     one, two = tenant_record(cluster), tenant_record(cluster)
     store(one, DEFAULT_NAMESPACE)
     store(two, DEFAULT_NAMESPACE)
-    newer = two.model_copy(update={"run": stamp()})
+    newer = two.model_copy(update={"run": stamp(), "status": RecordStatus.offboarded})
     store(newer, DEFAULT_NAMESPACE)
     listed = {r.contract.slug: (version, r) for version, r in
               list_records(one.contract.cluster, RecordKind.tenant, DEFAULT_NAMESPACE)}
