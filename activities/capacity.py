@@ -9,7 +9,6 @@ release the nodes.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,16 +18,16 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeensure, manifests
 from tenantflow.activities.errors import fail
-from tenantflow.activities.kubeensure import KubeObjects
-from tenantflow.activities.settings import settings
+from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import EnsureResult, Finding, LabelledNodes, Outcome, Severity
 from tenantflow.models.sku import SKUS
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "capacity"
-MAX_POLL_S = 5.0
+RELEASE_ATTEMPTS = 20
 
 
 @dataclass
@@ -259,8 +258,8 @@ def wait_reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     want = sorted(inp.facts.nodes)
-    delay = settings().poll_interval_s
-    while True:
+
+    def labelled() -> list[str]:
         res = objs.get("Reservation", contract.reservation_name)
         if res is None:
             raise fail("NotFound", f"Reservation {contract.reservation_name} does not exist; run "
@@ -268,15 +267,14 @@ def wait_reservation(inp: StepInput) -> StepResult:
         conflicts = (res.get("status") or {}).get("conflicts") or []
         if conflicts:
             raise fail("Conflict", _conflict_message(contract, conflicts))
-        have = _labelled(objs, contract.slug)
-        if have == want:
-            return StepResult(facts=inp.facts, results=[EnsureResult(
-                layer=LAYER, kind="Reservation", name=contract.reservation_name, outcome=Outcome.unchanged,
-                data={"labelled": have})])
-        activity.heartbeat({"labelled": have, "missing": sorted(set(want) - set(have)),
-                            "unexpected": sorted(set(have) - set(want))})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
+        return _labelled(objs, contract.slug)
+
+    have = poll_until(labelled, lambda have: have == want, every=from_poll_interval(),
+                      detail=lambda have: {"labelled": have, "missing": sorted(set(want) - set(have)),
+                                           "unexpected": sorted(set(have) - set(want))}).value
+    return StepResult(facts=inp.facts, results=[EnsureResult(
+        layer=LAYER, kind="Reservation", name=contract.reservation_name, outcome=Outcome.unchanged,
+        data=LabelledNodes(labelled=have))])
 
 
 @activity.defn(name="capacity.undo")
@@ -287,15 +285,12 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
     if inp.step != "reservation" or objs.get("Reservation", contract.reservation_name) is not None:
         return done
-    delay = settings().poll_interval_s
-    for _ in range(20):
-        held = _labelled(objs, contract.slug)
-        if not held:
-            return done
-        activity.heartbeat({"still_labelled": held})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
-    raise ApplicationError(f"the reservation operator has not released {', '.join(held)} yet", type="Unavailable")
+    released = poll_until(lambda: _labelled(objs, contract.slug), lambda held: not held, every=from_poll_interval(),
+                          attempts=RELEASE_ATTEMPTS, detail=lambda held: {"still_labelled": held})
+    if not released.done:
+        raise ApplicationError(f"the reservation operator has not released {', '.join(released.value)} yet",
+                               type="Unavailable")
+    return done
 
 
 ACTIVITIES = [preflight, plan, reservation, wait_reservation, undo]

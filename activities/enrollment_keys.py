@@ -12,36 +12,29 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.models.enrollment_workflows import INSTALLED_BY, INSTALLER, signed_claims
-
-if TYPE_CHECKING:
-    from tenantflow.activities.hub import Rest
 
 PRIVATE_KEY = "ed25519.key"
 BLOB = "blob"
-
-
-def secret_path(namespace: str, name: str = "") -> str:
-    return f"/api/v1/namespaces/{namespace}/secrets" + (f"/{name}" if name else "")
 
 
 def key_secret_name(worker: str) -> str:
     return f"enroll-{worker}-signing-key"
 
 
-def create_key(rest: Rest, namespace: str, worker: str) -> tuple[str, str]:
+def create_key(objs: KubeObjects, namespace: str, worker: str) -> tuple[str, str]:
     """Create (or reuse) the key Secret; return ``(secret name, base64 public key)``."""
     name = key_secret_name(worker)
-    existing = rest.get(secret_path(namespace, name))
+    existing = objs.get("Secret", name, namespace)
     if existing is None:
         key = Ed25519PrivateKey.generate()
         raw = key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        rest.create(secret_path(namespace), {
+        objs.create({
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": name, "namespace": namespace, "labels": {INSTALLED_BY: INSTALLER}},
             "data": {PRIVATE_KEY: base64.b64encode(raw).decode()}})
@@ -51,23 +44,23 @@ def create_key(rest: Rest, namespace: str, worker: str) -> tuple[str, str]:
     return name, base64.b64encode(public).decode()
 
 
-def sign_blob(rest: Rest, namespace: str, secret: str, claims: dict[str, str]) -> None:
+def sign_blob(objs: KubeObjects, namespace: str, secret: str, claims: dict[str, str]) -> None:
     """Sign ``claims`` with the key in ``secret`` and store the blob next to it."""
-    stored = rest.get(secret_path(namespace, secret))
+    stored = objs.get("Secret", secret, namespace)
     if stored is None:
         raise LookupError(f"signing key Secret {namespace}/{secret} is gone")
     key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(stored["data"][PRIVATE_KEY]))
     signature = base64.b64encode(key.sign(signed_claims(claims))).decode()
     blob = base64.b64encode(json.dumps({**claims, "signature": signature}).encode()).decode()
-    rest.patch(secret_path(namespace, secret), {"data": {BLOB: base64.b64encode(blob.encode()).decode()}})
+    objs.patch("Secret", secret, namespace, {"data": {BLOB: base64.b64encode(blob.encode()).decode()}})
 
 
-def read_blob(rest: Rest, namespace: str, secret: str) -> str:
-    stored = rest.get(secret_path(namespace, secret))
+def read_blob(objs: KubeObjects, namespace: str, secret: str) -> str:
+    stored = objs.get("Secret", secret, namespace)
     if stored is None or BLOB not in (stored.get("data") or {}):
         raise LookupError(f"enrollment blob Secret {namespace}/{secret} is gone")
     return base64.b64decode(stored["data"][BLOB]).decode()
 
 
-def destroy_key(rest: Rest, namespace: str, secret: str) -> bool:
-    return rest.delete(secret_path(namespace, secret))
+def destroy_key(objs: KubeObjects, namespace: str, secret: str) -> bool:
+    return objs.delete("Secret", secret, namespace)

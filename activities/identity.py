@@ -11,7 +11,7 @@ removes them from the group, never deletes them; the group is deleted only when 
 
 from __future__ import annotations
 
-import time
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,98 +19,30 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import ldap_check
-from tenantflow.activities.authentik_client import AuthentikClient, Group, LdapProvider, User
+from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.identity_numbers import (
+    choose_gid,
+    desired_user,
+    ldap_provider,
+    other_tenant,
+    require_group,
+    string_number,
+    user_patch,
+    user_uid,
+)
+from tenantflow.activities.identity_undo import undo_group, undo_user
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
 VERIFY_ATTEMPTS = 6
 PROPERTY_MAPPING_HINT = ("If gidNumber is 0 or missing, the property mapping is broken — fix that before "
                          "continuing or every file the tenant writes will be owned by nobody:nogroup")
-
-
-# -- numbers as the outpost computes them --------------------------------------------------------
-
-def _string_number(attributes: dict[str, Any], key: str) -> int | None:
-    value = attributes.get(key)
-    return int(value) if isinstance(value, str) and value.isdigit() and int(value) > 0 else None
-
-
-def group_gid(group: Group, provider: LdapProvider) -> int:
-    return _string_number(group.attributes, "gidNumber") or provider.gid_start_number + group.num_pk
-
-
-def user_uid(user: User, provider: LdapProvider) -> int:
-    return _string_number(user.attributes, "uidNumber") or provider.uid_start_number + user.pk
-
-
-def _taken_numbers(ak: AuthentikClient, provider: LdapProvider, group_pk: str) -> set[int]:
-    """gidNumbers of every other group and of every user's own (virtual) group, i.e. their uidNumbers."""
-    taken = {group_gid(g, provider) for g in ak.groups(include_users="false") if g.pk != group_pk}
-    return taken | {user_uid(u, provider) for u in ak.users(include_groups="false")}
-
-
-def _choose_gid(ak: AuthentikClient, provider: LdapProvider, group: Group) -> int:
-    """The group's explicit gid if it is free, else ``gid_start + num_pk`` moved past every taken number."""
-    taken = _taken_numbers(ak, provider, group.pk)
-    explicit = _string_number(group.attributes, "gidNumber")
-    if explicit is not None and explicit not in taken:
-        return explicit
-    gid = provider.gid_start_number + group.num_pk
-    while gid in taken:
-        gid += 1
-    return gid
-
-
-def _provider(ak: AuthentikClient) -> LdapProvider:
-    providers = ak.ldap_providers()
-    if not providers:
-        raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
-    return providers[0]
-
-
-def _other_tenant(user: User, slug: str) -> str | None:
-    """The tenant_slug of another tenant's group the user belongs to, if any."""
-    for group in user.groups_obj or []:
-        owner = group.attributes.get("tenant_slug")
-        if owner and owner != slug:
-            return str(owner)
-    return None
-
-
-# -- desired state -------------------------------------------------------------------------------
-
-def _desired_user(user: TenantUser, gid: int) -> dict[str, Any]:
-    return {"name": user.name, "email": user.email,
-            "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}}
-
-
-def _user_patch(existing: User, desired: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PATCH body that brings ``existing`` to ``desired`` and the previous values it overwrites."""
-    patch: dict[str, Any] = {}
-    previous: dict[str, Any] = {}
-    for key in ("name", "email"):
-        if getattr(existing, key) != desired[key]:
-            patch[key], previous[key] = desired[key], getattr(existing, key)
-    if not existing.is_active:
-        patch["is_active"], previous["is_active"] = True, False
-    attributes = {**existing.attributes, **desired["attributes"]}
-    if attributes != existing.attributes:
-        patch["attributes"], previous["attributes"] = attributes, existing.attributes
-    return patch, previous
-
-
-def _require_group(ak: AuthentikClient, slug: str, provider: LdapProvider) -> tuple[Group, int]:
-    group = ak.group_by_name(slug)
-    gid = _string_number(group.attributes, "gidNumber") if group else None
-    if group is None or gid is None:
-        raise fail("NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; "
-                   "run identity.group first")
-    return group, gid
 
 
 # -- preflight and plan --------------------------------------------------------------------------
@@ -143,7 +75,7 @@ def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[F
         f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it"))
     for user in contract.users:
         existing = ak.user_by_username(user.username)
-        other = _other_tenant(existing, slug) if existing else None
+        other = other_tenant(existing, slug) if existing else None
         findings.append(_finding(
             "identity.username", f"username {user.username} is taken by a user of tenant {other}" if other else None,
             f"username {user.username} is free or already ours",
@@ -182,12 +114,12 @@ def plan(inp: StepInput) -> list[PlanStep]:
     """The group and one step per user, with the action a run would take now."""
     contract = inp.contract
     with AuthentikClient.from_settings() as ak:
-        provider = _provider(ak)
+        provider = ldap_provider(ak)
         group = ak.group_by_name(contract.slug)
-        gid = _choose_gid(ak, provider, group) if group else None
+        gid = choose_gid(ak, provider, group) if group else None
         group_action = Action.create
         if group is not None:
-            same = (_string_number(group.attributes, "gidNumber") == gid and
+            same = (string_number(group.attributes, "gidNumber") == gid and
                     group.attributes.get("tenant_slug") == contract.slug)
             group_action = Action.unchanged if same else Action.update
         steps = [PlanStep(layer=LAYER, kind="Group", name=contract.slug, action=group_action, detail={
@@ -198,7 +130,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             action = Action.create
             if existing is not None:
                 member = group is not None and group.pk in existing.groups
-                in_sync = gid is not None and member and not _user_patch(existing, _desired_user(user, gid))[0]
+                in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
                 action = Action.unchanged if in_sync else Action.update
             steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail={
                 "email": user.email, "name": user.name, "ssh_keys": len(user.ssh_keys), "group": contract.slug}))
@@ -212,7 +144,7 @@ def ensure_group(inp: StepInput) -> StepResult:
     """Group ``<slug>`` under the parent group with tenant_slug and an explicit, collision-free gidNumber."""
     slug = inp.contract.slug
     with AuthentikClient.from_settings() as ak:
-        provider = _provider(ak)
+        provider = ldap_provider(ak)
         parent = ak.group_by_name(settings().authentik_parent_group)
         if parent is None:
             raise fail("NotFound", f"the platform group {settings().authentik_parent_group!r} does not exist; "
@@ -227,7 +159,7 @@ def ensure_group(inp: StepInput) -> StepResult:
                 raise fail("Conflict", f"Authentik group {slug} exists with tenant_slug="
                            f"{group.attributes.get('tenant_slug')!r}; it belongs to someone else")
             outcome = Outcome.unchanged
-        gid = _choose_gid(ak, provider, group)
+        gid = choose_gid(ak, provider, group)
         patch: dict[str, Any] = {}
         if parent.pk not in group.parents:
             patch["parents"], previous["parents"] = [*group.parents, parent.pk], group.parents
@@ -239,35 +171,32 @@ def ensure_group(inp: StepInput) -> StepResult:
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
         activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
-    data: dict[str, Any] = {"pk": group.pk, "gid": gid}
-    if outcome is Outcome.updated:
-        data["previous"] = previous
+    data = (AuthentikGroup(pk=group.pk, gid=gid, previous=previous) if outcome is Outcome.updated
+            else AuthentikGroup(pk=group.pk, gid=gid))
     result = EnsureResult(layer=LAYER, kind="Group", name=slug, outcome=outcome, data=data)
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
 def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
                  slug: str) -> tuple[User, EnsureResult]:
-    desired = _desired_user(user, gid)
+    desired = desired_user(user, gid)
     existing = ak.user_by_username(user.username)
-    data: dict[str, Any] = {"group_pk": group.pk}
     if existing is None:
         created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
         return created, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=Outcome.created,
-                                     data={**data, "pk": created.pk})
-    other = _other_tenant(existing, slug)
+                                     data=AuthentikUser(group_pk=group.pk, pk=created.pk))
+    other = other_tenant(existing, slug)
     if other:
         raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
-    patch, previous = _user_patch(existing, desired)
+    patch, previous = user_patch(existing, desired)
     current = ak.patch_user(existing.pk, patch) if patch else existing
     added = group.pk not in existing.groups
     if added:
         ak.add_user(group.pk, existing.pk)
     outcome = Outcome.updated if patch or added else Outcome.unchanged
-    if outcome is Outcome.updated:
-        data.update(previous=previous, added_to_group=added)
-    return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome,
-                                 data={**data, "pk": existing.pk})
+    data = (AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
+            if outcome is Outcome.updated else AuthentikUser(group_pk=group.pk, pk=existing.pk))
+    return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
 @activity.defn(name="identity.users")
@@ -277,8 +206,8 @@ def ensure_users(inp: StepInput) -> StepResult:
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
     with AuthentikClient.from_settings() as ak:
-        provider = _provider(ak)
-        group, gid = _require_group(ak, contract.slug, provider)
+        provider = ldap_provider(ak)
+        group, gid = require_group(ak, contract.slug, provider)
         for user in contract.users:
             record, result = _ensure_user(ak, user, group, gid, contract.slug)
             results.append(result)
@@ -325,16 +254,11 @@ def verify_ldap(inp: StepInput) -> StepResult:
     gid = inp.facts.group_gid
     if gid is None:
         with AuthentikClient.from_settings() as ak:
-            _, gid = _require_group(ak, contract.slug, _provider(ak))
-    delay = settings().poll_interval_s
-    problems = ldap_problems(contract, gid)
-    for attempt in range(1, VERIFY_ATTEMPTS):
-        if not problems:
-            break
-        activity.heartbeat(f"attempt {attempt}: {len(problems)} problems")
-        time.sleep(delay)
-        delay = min(delay * 2, 10.0)
-        problems = ldap_problems(contract, gid)
+            _, gid = require_group(ak, contract.slug, ldap_provider(ak))
+    attempt = itertools.count(1)
+    problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
+                          every=from_poll_interval(2, 10.0), attempts=VERIFY_ATTEMPTS,
+                          detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
     if problems:
         raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
                    f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
@@ -344,58 +268,11 @@ def verify_ldap(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[finding])
 
 
-# -- undo ----------------------------------------------------------------------------------------
-
-def _undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
-    """Created users: deactivate and leave the group. Updated users: restore what we changed.
-
-    A result without data (a planned creation whose step failed before returning) finds the group by name.
-    """
-    user = ak.user_by_username(result.name)
-    group = None if result.data.get("group_pk") else ak.group_by_name(slug)
-    group_pk = str(result.data.get("group_pk") or (group.pk if group else ""))
-    if user is None:
-        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
-    if result.outcome is Outcome.created:
-        patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
-        leave = group_pk in user.groups
-    else:
-        previous: dict[str, Any] = result.data.get("previous", {})
-        patch = {key: value for key, value in previous.items() if getattr(user, key) != value}
-        leave = bool(result.data.get("added_to_group")) and group_pk in user.groups
-    if patch:
-        ak.patch_user(user.pk, patch)
-    if leave:
-        ak.remove_user(group_pk, user.pk)
-    changed = bool(patch or leave)
-    return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent,
-                                     "data": {"restored": sorted(patch), "left_group": leave}})
-
-
-def _undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
-    """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
-    group = ak.group(str(result.data["pk"])) if result.data.get("pk") else ak.group_by_name(result.name)
-    if group is None:
-        return result.model_copy(update={"outcome": Outcome.absent, "data": {}})
-    if result.outcome is Outcome.created:
-        if group.users:
-            return result.model_copy(update={"outcome": Outcome.unchanged,
-                                             "data": {"kept": f"still has {len(group.users)} members"}})
-        ak.delete_group(group.pk)
-        return result.model_copy(update={"outcome": Outcome.deleted, "data": {}})
-    previous: dict[str, Any] = result.data.get("previous", {})
-    patch = {key: value for key, value in previous.items() if getattr(group, key) != value}
-    if patch:
-        ak.patch_group(group.pk, patch)
-    return result.model_copy(update={"outcome": Outcome.updated if patch else Outcome.absent,
-                                     "data": {"restored": sorted(patch)}})
-
-
 @activity.defn(name="identity.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        "users": ("User", lambda ak, r: _undo_user(ak, r, inp.contract.slug)), "group": ("Group", _undo_group)}
+        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)), "group": ("Group", undo_group)}
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]

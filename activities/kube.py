@@ -8,12 +8,11 @@ changed or adopted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from temporalio import activity
 
 from tenantflow.activities import kubeensure, manifests
-from tenantflow.activities.kubeensure import KubeObjects, describe
+from tenantflow.activities.kubeensure import describe
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
@@ -93,23 +92,42 @@ def plan(inp: StepInput) -> list[PlanStep]:
             for objects in step_manifests(contract).values() for obj in objects]
 
 
-def _apply(step: str) -> Callable[[StepInput], StepResult]:
-    def apply(inp: StepInput) -> StepResult:
-        contract = inp.contract
-        objs = KubeObjects(contract.cluster)
-        results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id)
-                   for obj in step_manifests(contract)[step]]
-        return StepResult(results=results, facts=inp.facts)
-    apply.__name__ = step
-    apply.__doc__ = f"Ensure the objects of the {step} step (see :func:`step_manifests`)."
-    return apply
+def _ensure(inp: StepInput, step: str) -> StepResult:
+    """Ensure the objects of one apply step (see :func:`step_manifests`)."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in step_manifests(contract)[step]]
+    return StepResult(results=results, facts=inp.facts)
 
 
-namespace = activity.defn(name="kube.namespace")(_apply("namespace"))
-quota = activity.defn(name="kube.quota")(_apply("quota"))
-binding = activity.defn(name="kube.binding")(_apply("binding"))
-network_policy = activity.defn(name="kube.network_policy")(_apply("network_policy"))
-rbac = activity.defn(name="kube.rbac")(_apply("rbac"))
+@activity.defn(name="kube.namespace")
+def namespace(inp: StepInput) -> StepResult:
+    """The tenant namespace with its pod-security labels."""
+    return _ensure(inp, "namespace")
+
+
+@activity.defn(name="kube.quota")
+def quota(inp: StepInput) -> StepResult:
+    """The ResourceQuota and LimitRange."""
+    return _ensure(inp, "quota")
+
+
+@activity.defn(name="kube.binding")
+def binding(inp: StepInput) -> StepResult:
+    """The ReservationBinding of the namespace to the tenant's Reservation."""
+    return _ensure(inp, "binding")
+
+
+@activity.defn(name="kube.network_policy")
+def network_policy(inp: StepInput) -> StepResult:
+    """The deny-all and allow NetworkPolicies."""
+    return _ensure(inp, "network_policy")
+
+
+@activity.defn(name="kube.rbac")
+def rbac(inp: StepInput) -> StepResult:
+    """The RoleBinding of the tenant admins group."""
+    return _ensure(inp, "rbac")
 
 
 @activity.defn(name="kube.undo")

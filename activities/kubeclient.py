@@ -1,22 +1,21 @@
-"""Kubernetes clients for an explicit target (kubeconfig + context), never the current context.
+"""The one way tenantflow reaches a Kubernetes API: an explicit target (kubeconfig + context), never the current one.
 
-``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for
-one context, whose reads retry transient failures in place (:mod:`activities.httpretry`).
-``call`` runs a client call and maps ``ApiException`` to Temporal errors;
-``get_or_none`` treats 404 as absence. ``exec_in`` runs a command in a pod (or the first
-pod of a Deployment) over the exec websocket.
+``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for one context, whose reads retry
+transient failures in place (:mod:`activities.httpretry`). ``request`` sends one JSON request over that client
+and maps HTTP failures to Temporal errors (:func:`activities.errors.http_error`); :mod:`activities.kubeobjects`
+builds every object read and write on it. ``exec_in`` runs a command in one named container of a pod over the
+exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
+``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
-from kubernetes.dynamic import DynamicClient
 from kubernetes.stream import stream
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
@@ -25,7 +24,7 @@ from tenantflow.activities.errors import http_error
 from tenantflow.activities.httpretry import kube_retries
 from tenantflow.models.targets import KubeTarget
 
-T = TypeVar("T")
+Json = dict[str, Any]
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
@@ -47,34 +46,35 @@ def api_client(target: KubeTarget) -> client.ApiClient:
         return cached
 
 
-def dynamic(target: KubeTarget) -> DynamicClient:
-    return DynamicClient(api_client(target))
-
-
-def _message(exc: ApiException) -> str:
+def _message(body: bytes | str | None, fallback: str) -> str:
     try:
-        body = json.loads(exc.body or "{}")
+        parsed = json.loads(body or "{}")
     except ValueError:
-        return str(exc.reason)
-    return str(body.get("message") or exc.reason)
+        return fallback
+    return str((parsed.get("message") if isinstance(parsed, dict) else None) or fallback)
 
 
-def call(target: KubeTarget, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: str,
+           headers: Any) -> ApplicationError:
+    retry_after = headers.get("Retry-After") if headers else None
+    return http_error(f"kubernetes {target.context}", status, _message(body, reason), retry_after)
+
+
+def request(target: KubeTarget, method: str, path: str, body: Any = None, content_type: str = "application/json",
+            query: list[tuple[str, str]] | None = None) -> Json:
+    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer."""
+    api = api_client(target)
+    headers = {"Content-Type": content_type, "Accept": "application/json"}
+    _, url, headers, body, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
+                                                   body=body, auth_settings=["BearerToken"])
     try:
-        return fn(*args, **kwargs)
+        response = api.call_api(method, url, headers, body)
+        response.read()
     except ApiException as exc:
-        retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
-        raise http_error(f"kubernetes {target.context}", exc.status or 0, _message(exc), retry_after) from None
-
-
-def get_or_none(target: KubeTarget, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
-    try:
-        return fn(*args, **kwargs)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
-        raise http_error(f"kubernetes {target.context}", exc.status or 0, _message(exc), retry_after) from None
+        raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
+    if response.status >= 400:
+        raise _error(target, response.status, response.data, str(response.reason), response.headers)
+    return dict(json.loads(response.data or b"{}"))
 
 
 class ExecOutput(BaseModel):
@@ -85,34 +85,33 @@ class ExecOutput(BaseModel):
 
 def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     """The name of a running pod of ``deployment`` (what ``kubectl exec deploy/NAME`` picks)."""
-    apps = client.AppsV1Api(api_client(target))
-    core = client.CoreV1Api(api_client(target))
-    dep = call(target, apps.read_namespaced_deployment, deployment, namespace)
-    labels = dep.spec.selector.match_labels or {}
+    dep = request(target, "GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}")
+    labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-    pods = call(target, core.list_namespaced_pod, namespace, label_selector=selector)
-    running = [str(p.metadata.name) for p in pods.items
-               if p.metadata is not None and p.status is not None and p.status.phase == "Running"]
+    pods = request(target, "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)])
+    running = [str(p["metadata"]["name"]) for p in pods.get("items") or []
+               if (p.get("status") or {}).get("phase") == "Running"]
     if not running:
         raise ApplicationError(f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod",
                                type="NoRunningPod")
     return sorted(running)[0]
 
 
-def exec_in(target: KubeTarget, namespace: str, pod: str, argv: list[str],
-            container: str | None = None, timeout_s: int = 120) -> ExecOutput:
-    """Run ``argv`` in a pod; return stdout, stderr and the exit code.
+def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str],
+            timeout_s: int = 120) -> ExecOutput:
+    """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code.
 
     The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
     websocket call while it runs, so on the shared client a concurrent request from another activity thread
     went out as a websocket handshake ("Handshake status 200 OK"), and two overlapping execs could leave the
     shared client patched for good."""
-    kwargs: dict[str, Any] = {"command": argv, "stderr": True, "stdin": False, "stdout": True, "tty": False,
-                              "_preload_content": False}
-    if container:
-        kwargs["container"] = container
     with _new_client(target) as api:
-        resp = call(target, stream, client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, **kwargs)
+        try:
+            resp = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, command=argv,
+                          container=container, stderr=True, stdin=False, stdout=True, tty=False,
+                          _preload_content=False)
+        except ApiException as exc:
+            raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
         try:
             resp.run_forever(timeout=timeout_s)
             stdout = resp.read_stdout() if resp.peek_stdout() else ""

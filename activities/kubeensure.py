@@ -1,163 +1,26 @@
 """Idempotent ensure, plan and undo of Kubernetes objects rendered by :mod:`activities.manifests`.
 
-:class:`KubeObjects` reads and writes one kind at a time on an explicit target:
-typed clients for built-in kinds, ``CustomObjectsApi`` for custom resources; all
-patches are JSON merge patches. :func:`ensure` reads the object, compares the
+Objects are read and written through :class:`activities.kubeobjects.KubeObjects`
+(JSON merge patches). :func:`ensure` reads the object, compares the
 fields we own (everything the manifest sets, except the name), and creates,
 patches (``updated``; ``adopted`` when the object was not ours yet) or leaves it
 (``unchanged``). Updated and adopted results keep the previous values of the owned
-fields in ``data["before"]`` so :func:`undo` can put them back; created objects
-are deleted only while they still carry our owner labels.
+fields as :class:`models.results.KubeBefore` so :func:`undo` can put them back;
+created objects are deleted only while they still carry our owner labels. The
+comparisons (:func:`owned`, :func:`matches`, :func:`before_values`,
+:func:`plan_action`) are pure functions of the manifests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from kubernetes import client
-
-from tenantflow.activities import kubeclient
 from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.targets import KubeTarget
-
-MERGE_PATCH = "application/merge-patch+json"
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How to address one kind: its API group/version, plural, scope and typed-client method stem."""
-
-    kind: str
-    api_version: str
-    plural: str
-    namespaced: bool
-    typed: tuple[type[Any], str] | None = None
-    """(typed API class, snake-case stem) for built-ins, e.g. ``(CoreV1Api, "resource_quota")``."""
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
-
-
-KINDS: dict[str, Kind] = {k.kind: k for k in (
-    Kind("Namespace", "v1", "namespaces", False, (client.CoreV1Api, "namespace")),
-    Kind("Node", "v1", "nodes", False, (client.CoreV1Api, "node")),
-    Kind("Pod", "v1", "pods", True, (client.CoreV1Api, "pod")),
-    Kind("Secret", "v1", "secrets", True, (client.CoreV1Api, "secret")),
-    Kind("ResourceQuota", "v1", "resourcequotas", True, (client.CoreV1Api, "resource_quota")),
-    Kind("LimitRange", "v1", "limitranges", True, (client.CoreV1Api, "limit_range")),
-    Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True,
-         (client.NetworkingV1Api, "network_policy")),
-    Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True,
-         (client.RbacAuthorizationV1Api, "role_binding")),
-    Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False,
-         (client.RbacAuthorizationV1Api, "cluster_role")),
-    Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
-    Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
-    Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
-)}
-
-
-class KubeObjects:
-    """Plain-dict CRUD of the kinds in :data:`KINDS` on one explicit target."""
-
-    def __init__(self, target: KubeTarget) -> None:
-        self.target = target
-        self._api = kubeclient.api_client(target)
-
-    def _typed(self, kind: Kind, verb: str) -> tuple[Callable[..., Any], bool]:
-        assert kind.typed is not None
-        api_cls, stem = kind.typed
-        scoped = "namespaced_" if kind.namespaced else ""
-        name = f"{verb}_{scoped}{stem}" if verb != "list" or kind.namespaced else f"list_{stem}"
-        return getattr(api_cls(self._api), name), kind.namespaced
-
-    def _dict(self, obj: Any) -> Manifest:
-        return dict(self._api.sanitize_for_serialization(obj))
-
-    def _custom(self) -> client.CustomObjectsApi:
-        return client.CustomObjectsApi(self._api)
-
-    def get(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
-        k = KINDS[kind]
-        if k.typed:
-            fn, scoped = self._typed(k, "read")
-            obj = kubeclient.get_or_none(self.target, fn, name, *((namespace,) if scoped else ()))
-            return None if obj is None else self._dict(obj)
-        custom = self._custom()
-        if k.namespaced:
-            found = kubeclient.get_or_none(self.target, custom.get_namespaced_custom_object, k.group,
-                                           k.version, namespace, k.plural, name)
-        else:
-            found = kubeclient.get_or_none(self.target, custom.get_cluster_custom_object, k.group, k.version,
-                                           k.plural, name)
-        return None if found is None else dict(cast(Manifest, found))
-
-    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Manifest]:
-        k = KINDS[kind]
-        selector = {"label_selector": label_selector} if label_selector else {}
-        if k.typed:
-            fn, scoped = self._typed(k, "list")
-            items = kubeclient.call(self.target, fn, *((namespace,) if scoped else ()), **selector).items
-            return [self._dict(item) for item in items]
-        custom = self._custom()
-        if k.namespaced and namespace:
-            found = kubeclient.call(self.target, custom.list_namespaced_custom_object, k.group, k.version,
-                                    namespace, k.plural, **selector)
-        else:
-            found = kubeclient.call(self.target, custom.list_cluster_custom_object, k.group, k.version,
-                                    k.plural, **selector)
-        return [dict(item) for item in cast(Manifest, found).get("items", [])]
-
-    def create(self, body: Manifest) -> None:
-        k = KINDS[body["kind"]]
-        namespace = body["metadata"].get("namespace")
-        if k.typed:
-            fn, scoped = self._typed(k, "create")
-            kubeclient.call(self.target, fn, *((namespace,) if scoped else ()), body)
-        elif k.namespaced:
-            kubeclient.call(self.target, self._custom().create_namespaced_custom_object, k.group, k.version,
-                            namespace, k.plural, body)
-        else:
-            kubeclient.call(self.target, self._custom().create_cluster_custom_object, k.group, k.version,
-                            k.plural, body)
-
-    def patch(self, kind: str, name: str, namespace: str | None, body: Manifest) -> None:
-        """A JSON merge patch (``None`` removes a key)."""
-        k = KINDS[kind]
-        if k.typed:
-            fn, scoped = self._typed(k, "patch")
-            kubeclient.call(self.target, fn, name, *((namespace,) if scoped else ()), body,
-                            _content_type=MERGE_PATCH)
-        elif k.namespaced:
-            kubeclient.call(self.target, self._custom().patch_namespaced_custom_object, k.group, k.version,
-                            namespace, k.plural, name, body, _content_type=MERGE_PATCH)
-        else:
-            kubeclient.call(self.target, self._custom().patch_cluster_custom_object, k.group, k.version,
-                            k.plural, name, body, _content_type=MERGE_PATCH)
-
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete; False when it was already gone."""
-        k = KINDS[kind]
-        if k.typed:
-            fn, scoped = self._typed(k, "delete")
-            done = kubeclient.get_or_none(self.target, fn, name, *((namespace,) if scoped else ()))
-        elif k.namespaced:
-            done = kubeclient.get_or_none(self.target, self._custom().delete_namespaced_custom_object, k.group,
-                                          k.version, namespace, k.plural, name)
-        else:
-            done = kubeclient.get_or_none(self.target, self._custom().delete_cluster_custom_object, k.group,
-                                          k.version, k.plural, name)
-        return done is not None
+from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
 
 
 # ---------------------------------------------------------------- comparing owned fields
@@ -253,7 +116,7 @@ def ensure(objs: KubeObjects, layer: str, desired: Manifest, slug: str, run_id: 
         want = _merge(want, stamp)
     before = before_values(want, existing)
     objs.patch(kind, name, namespace, want)
-    return result.model_copy(update={"outcome": outcome, "data": {"before": before}})
+    return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
 
 
 def _merge(base: Manifest, extra: Manifest) -> Manifest:
@@ -281,7 +144,7 @@ def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) 
             gone = objs.delete(res.kind, res.name, res.namespace)
             done.append(base.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         else:
-            before = res.data.get("before") or {}
+            before = res.data_as(KubeBefore).before
             if matches_before(before, existing):
                 done.append(base.model_copy(update={"outcome": Outcome.unchanged}))
                 continue

@@ -11,15 +11,14 @@ learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinf
 
 from __future__ import annotations
 
-import time
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient, kubeensure, manifests
 from tenantflow.activities.errors import fail
-from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -27,9 +26,9 @@ from tenantflow.models.results import EnsureResult, Finding, Severity
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "login"
-MAX_POLL_S = 5.0
 KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
+GONE_ATTEMPTS = 20
 
 
 def release_manifest(contract: TenantContract) -> Manifest:
@@ -91,26 +90,20 @@ def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
-    delay = settings().poll_interval_s
-    while not all((states := _pod_states(objs, contract)).values()):
-        activity.heartbeat({"pods": states})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
+    poll_until(lambda: _pod_states(objs, contract), lambda states: all(states.values()), every=from_poll_interval(),
+               detail=lambda states: {"pods": states})
     return StepResult(results=results, facts=inp.facts)
 
 
-def _exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
-    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, argv)
+def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    """Run ``argv`` in the login container (setting ``login_container``) of one of the tenant's login pods."""
+    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, settings().login_container, argv)
 
 
 def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
     """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
-    for _ in range(GETENT_ATTEMPTS - 1):
-        out = _exec(contract, pod, argv)
-        if out.exit_code != 2:
-            return out
-        time.sleep(settings().poll_interval_s)
-    return _exec(contract, pod, argv)
+    return poll_until(lambda: login_exec(contract, pod, argv), lambda out: out.exit_code != 2,
+                      every=from_poll_interval(1), attempts=GETENT_ATTEMPTS).value
 
 
 def _error(check: str, message: str, fix: str) -> Finding:
@@ -156,7 +149,7 @@ def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
 
 
 def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
-    out = _exec(contract, pod, ["ls", KEYS_DIR])
+    out = login_exec(contract, pod, ["ls", KEYS_DIR])
     listed = set(out.stdout.split())
     if out.exit_code != 0 or not listed:
         return [_error("login.authorized_keys", f"authorized_keys is empty on {pod} ({KEYS_DIR} lists nothing)",
@@ -169,7 +162,7 @@ def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
 
 
 def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
-    out = _exec(contract, pod, ["sinfo", "-p", contract.slug])
+    out = login_exec(contract, pod, ["sinfo", "-p", contract.slug])
     if out.exit_code != 0 or contract.slug not in out.stdout:
         detail = out.stderr.strip() or out.stdout.strip() or f"exit {out.exit_code}"
         return [_error("login.sinfo", f"sinfo -p {contract.slug} on {pod} failed: {detail}",
@@ -209,16 +202,13 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     if inp.step != "release" or objs.get("HelmRelease", manifests.login_release_name(contract),
                                          contract.namespace) is not None:
         return done
-    delay = settings().poll_interval_s
-    for _ in range(20):
-        left = [name for name in manifests.login_pod_names(contract)
-                if objs.get("Pod", name, contract.namespace) is not None]
-        if not left:
-            return done
-        activity.heartbeat({"pods_left": left})
-        time.sleep(delay)
-        delay = min(delay * 1.5, MAX_POLL_S)
-    raise ApplicationError(f"login pods {', '.join(left)} are still there", type="Unavailable")
+    gone = poll_until(lambda: [name for name in manifests.login_pod_names(contract)
+                               if objs.get("Pod", name, contract.namespace) is not None],
+                      lambda left: not left, every=from_poll_interval(), attempts=GONE_ATTEMPTS,
+                      detail=lambda left: {"pods_left": left})
+    if not gone.done:
+        raise ApplicationError(f"login pods {', '.join(gone.value)} are still there", type="Unavailable")
+    return done
 
 
 ACTIVITIES = [plan, release, verify, undo]

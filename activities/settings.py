@@ -36,6 +36,10 @@ class ServiceSettings(BaseSettings):
     ldap_outpost_uri: str = Field("ldaps://authentik-ldap-outpost.auth.svc:636", alias="LDAP_OUTPOST_URI")
     slurm_namespace: str = Field("slurm-control", alias="SLURM_NAMESPACE")
     slurm_controller: str = Field("slurmctld", alias="SLURM_CONTROLLER_DEPLOYMENT")
+    slurm_controller_container: str = Field("slurmctld", alias="SLURM_CONTROLLER_CONTAINER",
+                                            description="the container of the slurmctld pod that commands run in")
+    login_container: str = Field("sshd", alias="LOGIN_CONTAINER",
+                                 description="the container of a tenant login pod that checks run in")
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
     records_namespace: str = Field(RECORDS_NAMESPACE, alias="TENANTFLOW_RECORDS_NAMESPACE",
                                    pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",

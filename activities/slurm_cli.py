@@ -58,9 +58,6 @@ def words(values: Iterable[str]) -> str:
     return ",".join(word(v) for v in values)
 
 
-# ---------------------------------------------------------------- hostlists
-
-
 # ---------------------------------------------------------------- durations
 
 
@@ -121,11 +118,6 @@ class QosRecord(BaseModel):
     maxwall: str = ""
     flags: list[str] = Field(default_factory=list)
     preemptmode: str = ""
-
-
-class UserRecord(BaseModel):
-    user: str
-    defaultaccount: str = ""
 
 
 class Partition(BaseModel):
@@ -191,10 +183,6 @@ def parse_accounts(output: str) -> list[AccountRecord]:
 def parse_qos(output: str) -> list[QosRecord]:
     return [QosRecord(**{k: v for k, v in row.items() if k != "flags"}, flags=_list(row["flags"]))
             for row in parse_pipe(output, QOS_FORMAT)]
-
-
-def parse_users(output: str) -> list[UserRecord]:
-    return [UserRecord(**row) for row in parse_pipe(output, ("user", "defaultaccount"))]
 
 
 def parse_keyvalues(output: str) -> dict[str, str]:
@@ -288,7 +276,9 @@ class SlurmCtl:
     def run(self, argv: list[str], *, check: bool = True, timeout_s: int = 120) -> kubeclient.ExecOutput:
         if is_write(argv):
             self.writes.append(argv)
-        out = kubeclient.exec_in(self.target, settings().slurm_namespace, self.pod, argv, timeout_s=timeout_s)
+        cfg = settings()
+        out = kubeclient.exec_in(self.target, cfg.slurm_namespace, self.pod, cfg.slurm_controller_container, argv,
+                                 timeout_s=timeout_s)
         if check and out.exit_code != 0:
             raise command_error(argv, out)
         return out

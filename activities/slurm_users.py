@@ -13,14 +13,12 @@ associations makes sure none is left without a uid.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
-from tenantflow.activities.settings import settings
+from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"
@@ -65,15 +63,12 @@ def uidless(ctl: SlurmCtl, users: list[str]) -> list[str]:
 
 def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUDGET_S) -> None:
     """Poll (heartbeating) until slurmctld resolves every user; a retryable error when the budget runs out."""
-    deadline = time.monotonic() + budget_s
-    delay = settings().poll_interval_s
-    while missing := unresolved(ctl, users):
-        if time.monotonic() > deadline:
-            raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s; "
-                                   f"{NSS_HINT}", type=TRANSIENT)
-        activity.heartbeat({"unresolved": missing})
-        time.sleep(delay)
-        delay = min(delay * 2, 5.0)
+    waited = poll_until(lambda: unresolved(ctl, users), lambda missing: not missing,
+                        every=from_poll_interval(2), budget_s=budget_s,
+                        detail=lambda missing: {"unresolved": missing})
+    if not waited.done:
+        raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(waited.value)} after {budget_s:.0f} s; "
+                               f"{NSS_HINT}", type=TRANSIENT)
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:

@@ -26,7 +26,6 @@ A check that fails is returned as an error finding, never as success.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +35,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import fail
+from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.slurm_cli import (
     SlurmCtl,
     command_error,
@@ -112,20 +112,14 @@ def run_job(ctl: SlurmCtl, c: TenantContract, account: Account, name: str, scrip
     if submitted.exit_code != 0:
         raise command_error(argv, submitted)
     job = parse_sbatch(submitted.stdout)
-    deadline, delay = time.monotonic() + JOB_TIMEOUT_S, 0.5
-    while True:
-        info = parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout)
-        state = info.get("JobState", "")
-        if state in FINISHED:
-            break
-        if time.monotonic() > deadline:
-            ctl.run(["scancel", str(job)], check=False)
-            return JobRun("TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) "
-                                     f"after {JOB_TIMEOUT_S:.0f} s", info)
-        if activity.in_activity():
-            activity.heartbeat(f"job {job} {state}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 10.0)
+    ran = poll_until(lambda: parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout),
+                     lambda info: info.get("JobState", "") in FINISHED, every=Backoff(0.5, 1.5, 10.0),
+                     budget_s=JOB_TIMEOUT_S, detail=lambda info: f"job {job} {info.get('JobState', '')}")
+    info, state = ran.value, ran.value.get("JobState", "")
+    if not ran.done:
+        ctl.run(["scancel", str(job)], check=False)
+        return JobRun("TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) after {JOB_TIMEOUT_S:.0f} s",
+                      info)
     out = ctl.run(["cat", info.get("StdOut", "")], check=False)
     text = out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
     return JobRun(state, text, info)

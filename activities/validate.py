@@ -11,14 +11,15 @@ from collections.abc import Callable
 
 from temporalio import activity
 
-from tenantflow.activities import kubeclient
 from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.kubeensure import KubeObjects
+from tenantflow.activities.kubeclient import ExecOutput
+from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.login import login_exec
 from tenantflow.activities.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
 from tenantflow.activities.slurm_users import uidless
-from tenantflow.activities.storage import tenant_credentials
+from tenantflow.activities.storage_layout import tenant_credentials
 from tenantflow.activities.weka_client import WekaClient
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
@@ -52,20 +53,18 @@ def reservation_matches_partition(inp: StepInput) -> Finding:
                    "re-run the partition step so the partition's Nodes equal the Reservation")
 
 
-def _getent(contract: TenantContract, namespace: str, pod: str, user: str) -> str:
-    out = kubeclient.exec_in(contract.cluster, namespace, pod, ["getent", "passwd", user])
+def _getent(out: ExecOutput) -> str:
     return out.stdout.strip() if out.exit_code == 0 else ""
 
 
 def identity_consistent(inp: StepInput) -> Finding:
     contract = inp.contract
-    conf = settings()
-    slurm_pod = kubeclient.deployment_pod(contract.cluster, conf.slurm_namespace, conf.slurm_controller)
+    ctl = SlurmCtl.connect(contract.cluster)
     login_pod = login_pod_names(contract)[0]
     mismatched = []
     for user in contract.usernames:
-        login = _getent(contract, contract.namespace, login_pod, user).split(":")[2:4]
-        slurmd = _getent(contract, conf.slurm_namespace, slurm_pod, user).split(":")[2:4]
+        login = _getent(login_exec(contract, login_pod, ["getent", "passwd", user])).split(":")[2:4]
+        slurmd = _getent(ctl.run(["getent", "passwd", user], check=False)).split(":")[2:4]
         if not login or login != slurmd or "0" in login:
             mismatched.append(f"{user} login={':'.join(login) or 'missing'} slurm={':'.join(slurmd) or 'missing'}")
     return finding("identity.uid_gid", not mismatched,
@@ -145,8 +144,7 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
 
 def authorized_keys_present(inp: StepInput) -> Finding:
     contract = inp.contract
-    out = kubeclient.exec_in(contract.cluster, contract.namespace, login_pod_names(contract)[0],
-                             ["ls", "/etc/ssh/authorized_keys.d/"])
+    out = login_exec(contract, login_pod_names(contract)[0], ["ls", "/etc/ssh/authorized_keys.d/"])
     listed = set(out.stdout.split())
     missing = sorted(set(contract.usernames) - listed)
     return finding("login.authorized_keys", out.exit_code == 0 and not missing,

@@ -1,11 +1,17 @@
-"""Results of ensure activities, checks and whole runs."""
+"""Results of ensure activities, checks and whole runs, and the typed undo data each ensure records.
+
+An :class:`EnsureResult` carries in ``data`` what its undo needs, one model per kind of record
+(:data:`UndoData`). Recorded histories hold this data as plain JSON objects without a type tag, so
+the model is chosen from the keys the object has (:func:`undo_data_tag`) and each model writes back
+exactly the keys that were set: old histories decode, and new results encode, to the same JSON.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import Field
+from pydantic import Discriminator, Field, SerializerFunctionWrapHandler, Tag, model_serializer
 
 from tenantflow.models.base import Strict
 
@@ -19,6 +25,185 @@ class Outcome(StrEnum):
     absent = "absent"
 
 
+class UndoRecord(Strict):
+    """Base of the undo data models: serialises only the keys that were set, as the recorded JSON has them
+    (fields are declared in the order the recorded JSON has its keys)."""
+
+    tag: ClassVar[str] = "none"
+    keys: ClassVar[tuple[str, ...]] = ()
+    """Keys any of which identifies this model in untagged JSON (checked in :data:`UNDO_RECORDS` order)."""
+
+    @model_serializer(mode="wrap")
+    def _set_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {key: value for key, value in dumped.items() if key in self.model_fields_set}
+
+
+class NoUndoData(UndoRecord):
+    """Nothing recorded: a creation (undone by name), an unchanged object, or a planned creation."""
+
+
+class KubeBefore(UndoRecord):
+    """A Kubernetes object we patched (updated or adopted): the merge patch that puts the owned fields back."""
+
+    tag, keys = "kube-before", ("before",)
+    before: dict[str, Any] = Field(default_factory=dict)
+
+
+class LabelledNodes(UndoRecord):
+    """The nodes the reservation operator labelled for the tenant (``capacity.wait_reservation``)."""
+
+    tag, keys = "labelled-nodes", ("labelled",)
+    labelled: list[str] = Field(default_factory=list)
+
+
+class CordonState(UndoRecord):
+    """A WorkerCluster cordon this run set or cleared."""
+
+    tag, keys = "cordon", ("cordoned",)
+    cordoned: bool = False
+
+
+class PresetChoice(UndoRecord):
+    """The scheduling preset written to a WorkerCluster."""
+
+    tag, keys = "preset", ("preset",)
+    preset: str = ""
+
+
+class PresetRelease(UndoRecord):
+    """A preset object whose ownership labels were dropped (the object stays)."""
+
+    tag, keys = "released", ("released",)
+    released: bool = True
+
+
+class AuthentikUser(UndoRecord):
+    """An Authentik user we created or changed: its pk, the tenant group and what we overwrote."""
+
+    tag, keys = "authentik-user", ("group_pk",)
+    group_pk: str | None = None
+    previous: dict[str, Any] | None = None
+    added_to_group: bool | None = None
+    pk: int | None = None
+
+
+class AuthentikGroup(UndoRecord):
+    """The tenant's Authentik group: its pk, the gid we gave it and the parents/attributes we overwrote."""
+
+    tag, keys = "authentik-group", ("gid",)
+    pk: str | None = None
+    gid: int | None = None
+    previous: dict[str, Any] | None = None
+
+
+class Restored(UndoRecord):
+    """What an identity undo put back (field names) and whether the user left the group."""
+
+    tag, keys = "restored", ("restored",)
+    restored: list[str] = Field(default_factory=list)
+    left_group: bool | None = None
+
+
+class Kept(UndoRecord):
+    """Why an undo left an object in place."""
+
+    tag, keys = "kept", ("kept",)
+    kept: str = ""
+
+
+class SlurmObject(UndoRecord):
+    """A sacctmgr object (account, QoS, user association): the wanted values, where it lives, what it had."""
+
+    tag, keys = "slurm-object", ("values", "cluster", "account")
+    values: dict[str, str] | None = None
+    cluster: str | None = None
+    account: str | None = None
+    previous: dict[str, str] | None = None
+
+
+class SlurmPartition(UndoRecord):
+    """The tenant's line in the partitions ConfigMap and the line it replaced (None: there was none)."""
+
+    tag, keys = "slurm-partition", ("line",)
+    line: str = ""
+    previous: str | None = None
+    nodes: str = ""
+
+
+class QuotaLimits(Strict):
+    hard: int
+    soft: int
+
+
+class WekaQuota(UndoRecord):
+    """A Weka directory quota: where it is (filesystem uid, inode) and the limits it had before."""
+
+    tag, keys = "weka-quota", ("inode_id", "filesystem_uid")
+    previous: QuotaLimits | None = None
+    filesystem_uid: str | None = None
+    inode_id: int | None = None
+    path: str | None = None
+
+
+class WekaDirectory(UndoRecord):
+    """A directory on a Weka filesystem."""
+
+    tag, keys = "weka-directory", ("filesystem",)
+    filesystem: str = ""
+    path: str = ""
+
+
+class WekaObject(UndoRecord):
+    """A Weka organization or filesystem, by uid."""
+
+    tag, keys = "weka-object", ("uid",)
+    uid: str | None = None
+
+
+class TokenRef(UndoRecord):
+    """The Weka org token written into the CSI Secret."""
+
+    tag, keys = "token", ("token_uid",)
+    token_uid: str | None = None
+
+
+class PvcSize(UndoRecord):
+    """A PVC we grew: its size before."""
+
+    tag, keys = "pvc-size", ("previous_size",)
+    previous_size: str = ""
+
+
+UNDO_RECORDS: tuple[type[UndoRecord], ...] = (
+    AuthentikUser, AuthentikGroup, SlurmObject, SlurmPartition, WekaQuota, WekaDirectory, WekaObject, TokenRef,
+    PvcSize, KubeBefore, LabelledNodes, CordonState, PresetChoice, PresetRelease, Restored, Kept, NoUndoData)
+
+
+def undo_data_tag(value: Any) -> str:
+    """The model of a piece of undo data: its own for a model, else the first whose keys the JSON object has."""
+    if isinstance(value, UndoRecord):
+        return value.tag
+    present = set(value) if isinstance(value, dict) else set()
+    return next((record.tag for record in UNDO_RECORDS if present & set(record.keys)), NoUndoData.tag)
+
+
+UndoData = Annotated[
+    Annotated[AuthentikUser, Tag(AuthentikUser.tag)] | Annotated[AuthentikGroup, Tag(AuthentikGroup.tag)]
+    | Annotated[SlurmObject, Tag(SlurmObject.tag)] | Annotated[SlurmPartition, Tag(SlurmPartition.tag)]
+    | Annotated[WekaQuota, Tag(WekaQuota.tag)] | Annotated[WekaDirectory, Tag(WekaDirectory.tag)]
+    | Annotated[WekaObject, Tag(WekaObject.tag)] | Annotated[TokenRef, Tag(TokenRef.tag)]
+    | Annotated[PvcSize, Tag(PvcSize.tag)] | Annotated[KubeBefore, Tag(KubeBefore.tag)]
+    | Annotated[LabelledNodes, Tag(LabelledNodes.tag)] | Annotated[CordonState, Tag(CordonState.tag)]
+    | Annotated[PresetChoice, Tag(PresetChoice.tag)] | Annotated[PresetRelease, Tag(PresetRelease.tag)]
+    | Annotated[Restored, Tag(Restored.tag)] | Annotated[Kept, Tag(Kept.tag)]
+    | Annotated[NoUndoData, Tag(NoUndoData.tag)],
+    Discriminator(undo_data_tag)]
+"""What an undo needs, typed per kind of record; decoded from untagged JSON by :func:`undo_data_tag`."""
+
+D = TypeVar("D", bound=UndoRecord)
+
+
 class EnsureResult(Strict):
     """What one idempotent ensure did to one object."""
 
@@ -27,11 +212,20 @@ class EnsureResult(Strict):
     name: str
     namespace: str | None = None
     outcome: Outcome
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: UndoData = Field(default_factory=NoUndoData)
 
     @property
     def wrote(self) -> bool:
         return self.outcome not in (Outcome.unchanged, Outcome.absent)
+
+    def data_as(self, model: type[D]) -> D:
+        """The undo data as ``model``; an empty ``model`` when nothing was recorded (a planned creation)."""
+        if isinstance(self.data, model):
+            return self.data
+        if isinstance(self.data, NoUndoData):
+            return model()
+        raise TypeError(f"{self.layer} {self.kind} {self.name}: undo data is {type(self.data).__name__}, "
+                        f"not {model.__name__}")
 
 
 class Severity(StrEnum):

@@ -6,7 +6,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import slurm
-from tenantflow.models.results import Outcome
+from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.slurm_partition import partition_problems
+from tenantflow.models.results import Outcome, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 from tests.layers_slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 
@@ -79,7 +81,7 @@ def test_drift_is_updated_and_undo_reverts_it(lab: SlurmLab, contract: TenantCon
                "set", "MaxJobs=5")
         fixed = slurm.users(step_input(contract))
         assert [(r.name, r.outcome) for r in fixed.results] == [("alice", Outcome.updated), ("bob", Outcome.unchanged)]
-        assert fixed.results[0].data["previous"] == {"MaxJobs": "5"}
+        assert fixed.results[0].data_as(SlurmObject).previous == {"MaxJobs": "5"}
         assert "|alice||parent|||20|" in "\n".join(assocs(lab, contract))
     finally:
         undo_all(contract, results)
@@ -108,7 +110,7 @@ def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
     inp = step_input(contract, nodes=list(SLURMD_NODES))
     res = slurm.partition(inp)
     try:
-        assert res.results[0].data["nodes"] == "gpu-[01-02]"
-        assert slurm.partition_problems(slurm.SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
+        assert res.results[0].data_as(SlurmPartition).nodes == "gpu-[01-02]"
+        assert partition_problems(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
     finally:
         slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))

@@ -1,0 +1,248 @@
+"""Slurm accounting (sacctmgr): read the tenant's objects, compare with the wants, write and undo.
+
+:func:`read_world` reads ``sacctmgr show ... -P -n``; :func:`differences` compares
+with a :class:`~activities.slurm_wants.Want`; :class:`Ensurer` writes only what
+differs (re-runs make zero sacctmgr writes) and, when a step fails halfway,
+removes what it created before raising, so a retry or the saga never finds
+half-made debris. :func:`undo_results` deletes what was created and puts back
+what was updated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tenantflow.activities.errors import fail
+from tenantflow.activities.slurm_cli import (
+    ACCOUNT_FORMAT,
+    ASSOC_FORMAT,
+    QOS_FORMAT,
+    Assoc,
+    SlurmCtl,
+    parse_accounts,
+    parse_assocs,
+    parse_qos,
+    sacctmgr_write,
+    same_duration,
+    text,
+    word,
+    words,
+)
+from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, want_account_qos
+from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
+from tenantflow.models.tenant import TenantContract
+
+LAYER = "slurm"
+CLEARED = {"grptres": "gres/gpu=-1", "grpjobs": "-1", "maxjobs": "-1", "grptresmins": "gres/gpu=-1",
+           "priority": "0", "maxwall": "-1", "flags": "-1", "defaultqos": "-1", "qos": ""}
+
+
+
+@dataclass
+class World:
+    """What sacctmgr says about the tenant's objects."""
+
+    assocs: list[Assoc]
+    descriptions: dict[str, str]
+    organizations: dict[str, str]
+    qos: dict[str, dict[str, str]]
+
+    def account(self, name: str) -> Assoc | None:
+        return next((a for a in self.assocs if a.account == name and not a.user), None)
+
+    def user(self, name: str, account: str) -> Assoc | None:
+        return next((a for a in self.assocs if a.account == account and a.user == name), None)
+
+
+def read_world(ctl: SlurmCtl, c: TenantContract) -> World:
+    accounts = allow_accounts(c)
+    assocs = parse_assocs(ctl.show("assoc", {"cluster": word(c.slurm.cluster), "accounts": words(accounts)},
+                                   ASSOC_FORMAT))
+    records = parse_accounts(ctl.show("account", {"names": words(accounts)}, ACCOUNT_FORMAT))
+    qos_rows = parse_qos(ctl.show("qos", {"names": qos_list(c)}, QOS_FORMAT))
+    return World(
+        assocs=assocs,
+        descriptions={r.account: r.description for r in records},
+        organizations={r.account: r.organization for r in records},
+        qos={q.name: {"Priority": q.priority, "GrpTRES": q.grptres, "MaxWall": q.maxwall,
+                      "Flags": ",".join(q.flags), "PreemptMode": q.preemptmode} for q in qos_rows})
+
+
+def current_values(world: World, want: Want) -> dict[str, str] | None:
+    """The object's current values under the same keys as ``want.values``; None when it does not exist."""
+    if want.kind == "qos":
+        return world.qos.get(want.name)
+    if want.kind == "user":
+        assoc = world.user(want.name, want.where["Account"])
+        if assoc is None:
+            return None
+        return {"Account": assoc.account, "DefaultAccount": want.values["DefaultAccount"],
+                "Fairshare": assoc.fairshare, "MaxJobs": assoc.maxjobs, "GrpTRESMins": assoc.grptresmins,
+                "QOS": ",".join(assoc.qos), "DefaultQOS": assoc.defaultqos}
+    acc = world.account(want.name)
+    if acc is None:
+        return None
+    if want.kind == "account-qos":
+        return {"QOS": ",".join(acc.qos), "DefaultQOS": acc.defaultqos}
+    return {"Description": world.descriptions.get(want.name, ""),
+            "Organization": world.organizations.get(want.name, ""), "Parent": acc.parent,
+            "Fairshare": acc.fairshare, "GrpTRES": acc.grptres, "GrpJobs": acc.grpjobs}
+
+
+def _same(key: str, want: str, have: str) -> bool:
+    if key in ("Description", "Organization", "Flags"):
+        return sorted(want.lower().split(",")) == sorted(have.lower().split(","))
+    if key == "MaxWall":
+        return bool(have) and same_duration(want, have)
+    if key == "PreemptMode":
+        # Slurm 22.05 stores a QoS PreemptMode=OFF as 0 and prints it as "cluster" (the cluster's mode is OFF).
+        return want.lower() == have.lower() or (want.upper() == "OFF" and have.lower() in ("cluster", "off"))
+    if key == "GrpTRES":
+        return want in have.split(",")
+    return want == have
+
+
+def differences(want: Want, have: dict[str, str]) -> dict[str, str]:
+    """Keys whose current value differs, mapped to their current value."""
+    return {k: have.get(k, "") for k, v in want.values.items() if not _same(k, v, have.get(k, ""))}
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _kv(values: dict[str, str]) -> list[str]:
+    out = []
+    for key, value in values.items():
+        if key == "Flags" and not value:
+            out.append("Flags-=DenyOnLimit")
+        else:
+            out.append(f"{key}={text(value) if key == 'Description' else value}")
+    return out
+
+
+def add_argv(want: Want) -> list[str]:
+    values = dict(want.values)
+    entity = "account" if want.kind == "account" else want.kind
+    if want.kind == "account" and values.get("Parent") == "root":
+        values.pop("Parent")
+    if want.kind == "qos" and not values.get("Flags"):
+        values.pop("Flags")
+    return sacctmgr_write("add", entity, want.name, *_kv(values), *_kv(want.where))
+
+
+ACCOUNT_LEVEL = ("Description", "Organization")
+
+
+def modify_argvs(want: Want, keys: list[str], values: dict[str, str]) -> list[list[str]]:
+    """``modify ... where ... set ...`` commands: account-level fields without, limits with the cluster."""
+    entity = "account" if want.kind in ("account", "account-qos") else want.kind
+    where = {"name": word(want.name), **{k.lower(): word(v) for k, v in want.where.items()}}
+    groups = [[k for k in keys if k not in ACCOUNT_LEVEL]]
+    if entity == "account":
+        groups.append([k for k in keys if k in ACCOUNT_LEVEL])
+    argvs = []
+    for group in groups:
+        if group:
+            scope = {k: v for k, v in where.items() if k != "cluster"} if group[0] in ACCOUNT_LEVEL else where
+            argvs.append(sacctmgr_write("modify", entity, "", *_kv({k: values[k] for k in group}), where=scope,
+                                        set_mode=True))
+    return argvs
+
+
+def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
+    if kind == "user":
+        return sacctmgr_write("delete", "user", "", where={"name": word(name), "account": word(data.account or ""),
+                                                           "cluster": word(data.cluster or "")})
+    return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
+
+
+@dataclass
+class Ensurer:
+    """Applies wants one by one; on an error removes what it created in this attempt, then re-raises."""
+
+    ctl: SlurmCtl
+    contract: TenantContract
+    results: list[EnsureResult] = field(default_factory=list)
+
+    def ensure(self, want: Want, world: World) -> None:
+        have = current_values(world, want)
+        data = SlurmObject(values=want.values, cluster=self.contract.slurm.cluster,
+                           account=want.where.get("Account", ""))
+        if have is None:
+            if want.kind == "account-qos":
+                raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
+            self.ctl.run(add_argv(want))
+            outcome = Outcome.created
+        else:
+            changed = differences(want, have)
+            if changed and want.kind == "user" and "Account" in changed:
+                raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
+            if changed:
+                for argv in modify_argvs(want, list(changed), want.values):
+                    self.ctl.run(argv)
+                data = SlurmObject(values=data.values, cluster=data.cluster, account=data.account, previous=changed)
+            outcome = Outcome.updated if changed else Outcome.unchanged
+        self.results.append(EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=outcome, data=data))
+
+    def run(self, wants: list[Want]) -> list[EnsureResult]:
+        world = read_world(self.ctl, self.contract)
+        try:
+            for want in wants:
+                self.ensure(want, world)
+        except Exception:
+            undo_results(self.ctl, list(reversed(self.results)))
+            raise
+        return self.results
+
+
+def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
+                 before_delete: Callable[[EnsureResult], None] | None = None) -> list[EnsureResult]:
+    """Delete what was created and put back what was updated, newest first."""
+    done: list[EnsureResult] = []
+    for res in results:
+        kind, data = res.kind, res.data_as(SlurmObject)
+        if res.outcome == Outcome.created:
+            if before_delete is not None:
+                before_delete(res)
+            out = ctl.run(delete_argv(kind, res.name, data), check=False)
+            gone = out.exit_code == 0 and "Nothing deleted" not in out.stdout + out.stderr
+            if out.exit_code != 0 and "Nothing deleted" not in out.stdout + out.stderr:
+                raise _undo_error(kind, res.name, out.stderr or out.stdout)
+            done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
+        elif res.outcome == Outcome.updated and data.previous:
+            previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
+            want = Want(kind, res.name, data.values or {}, {"Cluster": data.cluster or ""} | (
+                {"Account": data.account or ""} if kind == "user" else {}))
+            outcome = Outcome.absent
+            for argv in modify_argvs(want, [k for k in previous if k.lower() in CLEARED or previous[k]], previous):
+                out = ctl.run(argv, check=False)
+                if out.exit_code == 0:
+                    outcome = Outcome.updated
+                elif "Nothing modified" not in out.stdout + out.stderr:
+                    raise _undo_error(kind, res.name, out.stderr or out.stdout)
+            done.append(res.model_copy(update={"outcome": outcome}))
+        else:
+            done.append(res.model_copy(update={"outcome": Outcome.absent}))
+    return done
+
+
+def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
+    """Before deleting a QoS this run created, drop it from the tenant account's QOS and DefaultQOS.
+
+    Only this run can have referenced a QoS it created; when ``slurm.qos`` failed before returning,
+    the saga does not know the account-qos change, and sacctmgr refuses to delete a default QoS.
+    """
+    acc = read_world(ctl, c).account(c.slug) if res.kind == "qos" else None
+    if acc is None:
+        return
+    values = {"QOS": ",".join(q for q in acc.qos if q != res.name)} if res.name in acc.qos else {}
+    if acc.defaultqos == res.name:
+        values["DefaultQOS"] = "-1"
+    for argv in modify_argvs(want_account_qos(c), list(values), values):
+        ctl.run(argv)
+
+
+def _undo_error(kind: str, name: str, detail: str) -> Exception:
+    return fail("SlurmCommandFailed", f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}")
+

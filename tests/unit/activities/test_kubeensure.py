@@ -1,0 +1,62 @@
+"""Ensure diffing without a cluster: owned fields, matching, the way back, the plan action, and API paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenantflow.activities.kubeensure import before_values, foreign_owner, matches, matches_before, owned, plan_action
+from tenantflow.activities.kubeobjects import KINDS
+from tenantflow.activities.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
+from tenantflow.models.plan import Action
+
+OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
+
+
+def quota(hard: dict[str, str], labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "q", "namespace": "tenant-a", "labels": labels or dict(OURS), **extra},
+            "spec": {"hard": hard}}
+
+
+def test_owned_keeps_labels_annotations_and_spec_but_not_name_or_type() -> None:
+    desired = quota({"cpu": "4"})
+    assert owned(desired) == {"metadata": {"labels": OURS}, "spec": {"hard": {"cpu": "4"}}}
+
+
+def test_matches_ignores_fields_we_do_not_own_and_compares_lists_whole() -> None:
+    want = {"spec": {"hard": {"cpu": "4"}, "ports": [1, 2]}}
+    assert matches(want, {"spec": {"hard": {"cpu": "4", "memory": "1Gi"}, "ports": [1, 2]}, "status": {}})
+    assert not matches(want, {"spec": {"hard": {"cpu": "8"}, "ports": [1, 2]}})
+    assert not matches(want, {"spec": {"hard": {"cpu": "4"}, "ports": [2, 1]}})
+    assert matches({"spec": {}}, {"spec": None})
+
+
+def test_before_values_is_a_merge_patch_back_with_none_for_what_was_absent() -> None:
+    want = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"hard": {"cpu": "4"}}}
+    have = {"metadata": {"labels": {"a": "0"}}, "spec": {"hard": {"cpu": "2", "memory": "1Gi"}}}
+    back = before_values(want, have)
+    assert back == {"metadata": {"labels": {"a": "0", "b": None}}, "spec": {"hard": {"cpu": "2"}}}
+    assert matches_before(back, have)
+    assert not matches_before(back, {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"hard": {"cpu": "4"}}})
+
+
+def test_plan_action_creates_adopts_updates_or_leaves() -> None:
+    desired = quota({"cpu": "4"})
+    assert plan_action(None, desired, "tenant-a") is Action.create
+    assert plan_action(quota({"cpu": "4"}, labels={"app": "x"}), desired, "tenant-a") is Action.adopt
+    assert plan_action(quota({"cpu": "2"}), desired, "tenant-a") is Action.update
+    assert plan_action(quota({"cpu": "4"}, annotations={"x": "y"}), desired, "tenant-a") is Action.unchanged
+
+
+def test_foreign_owner_reads_our_tenant_label_or_the_namespace_tenant_label() -> None:
+    assert foreign_owner(quota({}, labels={TENANT_LABEL: "tenant-b"}), "tenant-a") == "tenant-b"
+    assert foreign_owner(quota({}, labels={"tenant": "tenant-b"}), "tenant-a") == "tenant-b"
+    assert foreign_owner(quota({}), "tenant-a") is None
+
+
+def test_kind_paths_for_core_grouped_namespaced_and_cluster_scoped_kinds() -> None:
+    assert KINDS["Secret"].path("ns", "s") == "/api/v1/namespaces/ns/secrets/s"
+    assert KINDS["Deployment"].path("ns") == "/apis/apps/v1/namespaces/ns/deployments"
+    assert KINDS["Deployment"].path() == "/apis/apps/v1/deployments"
+    assert KINDS["Reservation"].path("ignored", "r") == "/apis/scheduling.example.io/v1alpha1/reservations/r"
+    assert KINDS["WorkerCluster"].path("t", "w") == "/apis/trainy.ai/v1alpha1/namespaces/t/workerclusters/w"
