@@ -13,15 +13,14 @@ Two writers racing for one version number meet a 409 and the loser takes the nex
 from __future__ import annotations
 
 import base64
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from kubernetes import client
 from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import kubeclient
 from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.manifests import MANAGED_BY, MANAGER
 from tenantflow.activities.settings import settings
 from tenantflow.models.records import (
@@ -46,58 +45,48 @@ CREATE_ATTEMPTS = 5
 """Versions tried before giving up when other writers keep taking the next number."""
 
 
-def _core(target: KubeTarget) -> client.CoreV1Api:
-    return client.CoreV1Api(kubeclient.api_client(target))
-
-
-def _version(secret: Any) -> int:
-    labels = secret.metadata.labels or {}
+def _version(secret: Manifest) -> int:
+    labels = secret["metadata"].get("labels") or {}
     try:
         return int(labels.get(VERSION_LABEL, "0"))
     except ValueError:
         return 0
 
 
-def _versions(key: RecordKey, namespace: str) -> list[Any]:
+def _versions(key: RecordKey, namespace: str) -> list[Manifest]:
     """Every stored version of ``key`` (Secrets of the record type), oldest first."""
-    found = kubeclient.call(key.target, _core(key.target).list_namespaced_secret, namespace,
-                            label_selector=key.selector)
-    return sorted((s for s in found.items if s.type == SECRET_TYPE and _version(s) > 0), key=_version)
+    found = KubeObjects(key.target).list("Secret", namespace, key.selector)
+    return sorted((s for s in found if s.get("type") == SECRET_TYPE and _version(s) > 0), key=_version)
 
 
-def _name(secret: Any) -> str:
-    return str(secret.metadata.name)
+def _payload(secret: Manifest) -> bytes:
+    return decode_payload(base64.b64decode(secret["data"][DATA_KEY]).decode())
 
 
-def _payload(secret: Any) -> bytes:
-    return decode_payload(base64.b64decode(secret.data[DATA_KEY]).decode())
+def _stored(key: RecordKey, secret: Manifest, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
+    meta = secret["metadata"]
+    return StoredRecord(kind=key.kind, name=meta["name"], namespace=meta["namespace"], version=_version(secret),
+                        status=record.status, run=record.run, created=created)
 
 
-def _stored(key: RecordKey, secret: Any, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
-    return StoredRecord(kind=key.kind, name=secret.metadata.name, namespace=secret.metadata.namespace,
-                        version=_version(secret), status=record.status, run=record.run, created=created)
-
-
-def _same_state(secret: Any, record: TenantRecord | WorkerRecord) -> bool:
+def _same_state(secret: Manifest, record: TenantRecord | WorkerRecord) -> bool:
     """True when the stored version already says what ``record`` says: same contract, same status."""
     stored = type(record).model_validate_json(_payload(secret))
     return stored.contract == record.contract and stored.status is record.status
 
 
-def _ensure_namespace(target: KubeTarget, namespace: str) -> None:
-    core = _core(target)
-    if kubeclient.get_or_none(target, core.read_namespace, namespace) is not None:
+def _ensure_namespace(objects: KubeObjects, namespace: str) -> None:
+    if objects.get("Namespace", namespace) is not None:
         return
-    body = {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": namespace, "labels": {MANAGED_BY: MANAGER}}}
     try:
-        kubeclient.call(target, core.create_namespace, body, field_manager=MANAGER)
+        objects.create({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": namespace, "labels": {MANAGED_BY: MANAGER}}})
     except ApplicationError as err:
         if err.type != "Conflict":
             raise
 
 
-def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerRecord) -> dict[str, Any]:
+def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerRecord) -> Manifest:
     encoded = base64.b64encode(encode_payload(record).encode()).decode()
     return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE, "immutable": True,
             "metadata": {"name": key.secret_name(version), "namespace": namespace,
@@ -111,10 +100,12 @@ def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
     """Write the next version of ``record``'s record, or return the one its run already wrote (or that already
     records the same contract and status)."""
     key = RecordKey.of(record)
-    _ensure_namespace(key.target, namespace)
+    objects = KubeObjects(key.target)
+    _ensure_namespace(objects, namespace)
     for _ in range(CREATE_ATTEMPTS):
         versions = _versions(key, namespace)
-        mine = [s for s in versions if (s.metadata.annotations or {}).get(RUN_ID_ANNOTATION) == record.run.run_id]
+        mine = [s for s in versions
+                if (s["metadata"].get("annotations") or {}).get(RUN_ID_ANNOTATION) == record.run.run_id]
         if mine:
             return _stored(key, mine[-1], record, created=False)
         if versions and _same_state(versions[-1], record):
@@ -123,14 +114,12 @@ def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
         version = _version(versions[-1]) + 1 if versions else 1
         body = _secret(key, namespace, version, record)
         try:
-            kubeclient.call(key.target, _core(key.target).create_namespaced_secret, namespace, body,
-                            field_manager=MANAGER)
+            created = objects.create(body)
         except ApplicationError as err:
             if err.type == "Conflict":
                 continue
             raise
         activity.logger.info("stored %s as %s/%s", key.stem, namespace, body["metadata"]["name"])
-        created = _core(key.target).read_namespaced_secret(body["metadata"]["name"], namespace)
         return _stored(key, created, record, created=True)
     raise ApplicationError(f"{key.stem}: other writers took {CREATE_ATTEMPTS} versions in a row", type=TRANSIENT)
 
@@ -146,14 +135,13 @@ def list_records(target: KubeTarget, kind: RecordKind,
                  namespace: str | None = None) -> list[tuple[int, TenantRecord | WorkerRecord]]:
     """The current (highest) version of every record of ``kind`` in the cluster, with its version number."""
     namespace = namespace or settings().records_namespace
-    found = kubeclient.call(target, _core(target).list_namespaced_secret, namespace,
-                            label_selector=f"{RECORD_LABEL}={kind.value}")
+    found = KubeObjects(target).list("Secret", namespace, f"{RECORD_LABEL}={kind.value}")
     model: type[TenantRecord | WorkerRecord] = TenantRecord if kind is RecordKind.tenant else WorkerRecord
-    latest: dict[str, Any] = {}
-    for secret in found.items:
-        if secret.type != SECRET_TYPE or _version(secret) == 0:
+    latest: dict[str, Manifest] = {}
+    for secret in found:
+        if secret.get("type") != SECRET_TYPE or _version(secret) == 0:
             continue
-        stem = _name(secret).rpartition(".v")[0]
+        stem = str(secret["metadata"]["name"]).rpartition(".v")[0]
         if stem not in latest or _version(secret) > _version(latest[stem]):
             latest[stem] = secret
     return [(_version(s), model.model_validate_json(_payload(s))) for _, s in sorted(latest.items())]

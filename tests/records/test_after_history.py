@@ -1,5 +1,6 @@
 """A tenant outlives its onboarding's history: onboard against the lab, delete the history, then the CLI's
-``handover``, ``offboard`` and ``tenants`` work from the record in the tenant's cluster."""
+``handover``, ``offboard`` and ``tenants`` work from the record in the tenant's cluster. The tenant's users are
+its own: offboarding keeps (deactivated) users, and the session's lab is shared."""
 
 from __future__ import annotations
 
@@ -42,7 +43,11 @@ async def delete_history(api: TenantflowClient, workflow_id: str) -> None:
 
 async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
-    contract = small_tenant(lab).model_copy(update={"slug": "tenant-kept"})
+    off = small_tenant(lab)
+    users = [u.model_copy(update={"username": name, "email": f"{name}@tenant-kept.example"})
+             for u, name in zip(off.users, ("kira", "lars"), strict=True)]
+    contract = off.model_copy(update={"slug": "tenant-kept", "display_name": "Tenant Kept", "users": users,
+                                      "slurm": off.slurm.model_copy(update={"team_account": "ml-team-kept"})})
     key = RecordKey.of_tenant(contract.cluster, contract.slug)
     async with lab_worker(dev_env.client, lab) as api:
         onboarded = await onboard(api, contract)
