@@ -15,7 +15,7 @@ setup() {
   [ -x .venv/bin/python ] || "$py" -m venv .venv
   local stamp=.venv/.tenantflow-installed
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+    .venv/bin/pip install --quiet --disable-pip-version-check -e '.[lab,dev]'
     touch "$stamp"
   fi
   typecheck_tree

@@ -33,9 +33,24 @@ def capacity_contract(contract: TenantContract, nodes: list[str]) -> dict[str, o
     }
 
 
+def ssh_snippet(contract: TenantContract, user: str) -> list[str]:
+    """The runbook's ``~/.ssh/config`` snippet (step 5c) for one user, as a fenced block."""
+    return [
+        "```",
+        f"# ~/.ssh/config snippet for {contract.slug}",
+        f"Host login-{contract.short}",
+        f"    HostName       {contract.login_hostname}",
+        "    Port           22",
+        f"    User           {user}",
+        "    IdentityFile   ~/.ssh/id_ed25519",
+        "    ServerAliveInterval 30",
+        "    ServerAliveCountMax 4",
+        "```",
+    ]
+
+
 def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
     sku = lookup_sku(contract.capacity.sku)
-    user = contract.usernames[0]
     scratch_tb = parse_size(contract.storage.scratch.hard) / 10**12
     lines = [
         f"# Connection sheet: {contract.slug}",
@@ -64,15 +79,12 @@ def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
         "",
         "## SSH config",
         "",
-        "```",
-        f"Host login-{contract.short}",
-        f"    HostName       {contract.login_hostname}",
-        "    Port           22",
-        f"    User           {user}",
-        "    IdentityFile   ~/.ssh/id_ed25519",
-        "    ServerAliveInterval 30",
-        "    ServerAliveCountMax 4",
-        "```",
+        f"Each user adds their snippet to `~/.ssh/config`, connects with `ssh login-{contract.short}` and lands "
+        "in their home directory.",
+    ]
+    for user in contract.usernames:
+        lines += ["", f"### {user}", "", *ssh_snippet(contract, user)]
+    lines += [
         "",
         "## Capacity contract",
         "",

@@ -18,7 +18,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import ldap_check
+from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.identity_numbers import (
@@ -96,7 +96,7 @@ def _ldap_finding() -> Finding:
 @activity.defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [_ldap_finding()]
+    findings = [_ldap_finding(), *directory_ids.preflight_findings(inp.contract)]
     try:
         with AuthentikClient.from_settings() as ak:
             findings.extend(_authentik_findings(ak, inp.contract))
@@ -259,6 +259,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
     problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
                           every=from_poll_interval(2, 10.0), attempts=VERIFY_ATTEMPTS,
                           detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
+    directory_ids.fail_on_collisions(contract)
     if problems:
         raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
                    f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities import directory_ids
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
@@ -67,8 +68,25 @@ def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUD
                         every=from_poll_interval(2), budget_s=budget_s,
                         detail=lambda missing: {"unresolved": missing})
     if not waited.done:
-        raise ApplicationError(f"slurmctld does not resolve user(s) {', '.join(waited.value)} after {budget_s:.0f} s; "
-                               f"{NSS_HINT}", type=TRANSIENT)
+        raise unresolved_error(waited.value, budget_s)
+
+
+def unresolved_error(missing: list[str], budget_s: float) -> ApplicationError:
+    """Why slurmctld still does not resolve ``missing``, as far as the directory shows: a uid collision fails
+    the step (it does not heal by waiting), a user missing from the directory or nothing visible is retried."""
+    text = f"slurmctld does not resolve user(s) {', '.join(missing)} after {budget_s:.0f} s"
+    try:
+        causes = directory_ids.unresolved_causes(missing)
+    except ApplicationError as err:
+        causes, text = [], f"{text} (the LDAP outpost could not be asked why: {err})"
+    if not causes:
+        return ApplicationError(f"{text}; {NSS_HINT}", type=TRANSIENT)
+    detail = "; ".join(f"{c.message} (fix: {c.fix})" for c in causes)
+    if any(c.check == directory_ids.CHECK for c in causes):
+        return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
+                                type=directory_ids.COLLISION, non_retryable=True)
+    return ApplicationError(f"{text}: {detail}; {NSS_HINT}", *[c.model_dump(mode="json") for c in causes],
+                            type=TRANSIENT)
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:

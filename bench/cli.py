@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from tenantflow.starter.contracts import load_tenant
+from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_RUN_FAILED, KubeconfigOpt, OutputOpt, console, emit, errors, run
 
 
@@ -33,6 +34,7 @@ def bench(
 
     Exit code 3 when an onboarding failed or the lab could not be cleaned up.
     """
+    require_extra("lab", "tenantflow bench")
     from tenantflow.bench.figures import bench as measure
     from tenantflow.bench.report import report_rows, summary
     from tenantflow.lab.endpoints import LabEndpoints

@@ -22,6 +22,7 @@ import yaml
 
 from tenantflow.lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
 from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.workloads import deployment
 from tenantflow.models.enrollment_workflows import (
     MANAGED_BY,
     SCHEDULING_MANAGER,
@@ -58,15 +59,6 @@ def hub_policies(token: str = ORG_ADMIN_TOKEN, namespace: str = TENANT_NS) -> di
 
 def _ns(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-def deployment(namespace: str, name: str, image: str, labels: dict[str, str] | None = None) -> Obj:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": name, "image": image}]}}},
-            "status": {"replicas": 1, "readyReplicas": 1}}
 
 
 def seed_hub(store: Store) -> None:

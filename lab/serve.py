@@ -3,7 +3,9 @@
 Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
 tokens), the Authentik API (projecting into the real slapd) and the Weka API;
 runs the controllers against the emulated clusters; writes ``DIR/kubeconfig``
-and ``DIR/lab.env`` once everything listens; stops on SIGTERM.
+and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from the state the
+last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
+and when they stop, so they agree with slapd and the Slurm database after a restart.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
 
 from tenantflow.lab import controllers
+from tenantflow.lab.authentik.api import SERVICE_KEY as AUTHENTIK_SERVICE
 from tenantflow.lab.authentik.app import PLATFORM_TENANTS_GROUP
 from tenantflow.lab.authentik.app import build_app as build_authentik
 from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.authentik.store import AuthentikStore
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.endpoints import LabEndpoints
@@ -29,8 +34,10 @@ from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
 from tenantflow.lab.kubeapi.server import build_app as build_kube
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
-from tenantflow.lab.kubeapi.tls import self_signed
+from tenantflow.lab.kubeapi.tls import kept_cert
 from tenantflow.lab.seed import seed_cluster
+from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
+from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
 from tenantflow.lab.weka.app import build_app as build_weka
 
 
@@ -52,16 +59,33 @@ async def start_site(app: web.Application, port: int) -> web.AppRunner:
     return runner
 
 
+def kube_store(config: LabConfig, context: str) -> Store:
+    """The cluster as the last run on the state folder left it, else freshly seeded."""
+    saved = load(state_file(config.state_dir, f"kube-{context}"))
+    if saved is not None:
+        return Store.restore(saved)
+    store = Store()
+    seed_cluster(store, context, ldap_bind_password=config.ldap_bind_password)
+    return store
+
+
+def saved_states(config: LabConfig, stores: dict[str, Store], authentik: web.Application,
+                 weka: web.Application) -> list[Saved]:
+    def version_of(store: Store) -> Callable[[], object]:
+        return lambda: store.resource_version
+
+    saved = [Saved(state_file(config.state_dir, f"kube-{context}"), store.dump, version_of(store))
+             for context, store in stores.items()]
+    return [*saved, Saved(state_file(config.state_dir, "authentik"), authentik[AUTHENTIK_SERVICE].store.dump),
+            Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump)]
+
+
 async def serve(config: LabConfig, stop: asyncio.Event) -> None:
-    stores = {context: Store() for context in config.contexts()}
+    stores = {context: kube_store(config, context) for context in config.contexts()}
     ctx = LabContext(state_dir=config.state_dir, stores=stores, slurm_env={"SLURM_CONF": str(config.slurm_conf)},
                      partitions_file=config.partitions_file, ldap_url=config.ldap_url,
                      ldap_bind_dn=config.ldap_bind_dn, ldap_bind_password=config.ldap_bind_password)
-    for context, store in stores.items():
-        seed_cluster(store, context, ldap_bind_password=config.ldap_bind_password)
-    cert = self_signed()
-    ca_file = config.state_dir / "kube-ca.pem"
-    ca_file.write_bytes(cert.cert_pem)
+    cert = kept_cert(config.state_dir / "kube-ca.pem", config.state_dir / "kube-ca.key")
     runners: list[web.AppRunner] = []
     kube_contexts: list[KubeContext] = []
     for context, store in stores.items():
@@ -72,9 +96,15 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         token = config.kube_tokens["hub-org-admin" if context == "hub" else context]
         kube_contexts.append(KubeContext(name=context, server=url, token=token, ca_pem=cert.cert_pem))
     sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
-    authentik = build_authentik(config.authentik_token, sink, seed_groups=(PLATFORM_TENANTS_GROUP,))
+    saved_authentik = load(state_file(config.state_dir, "authentik"))
+    authentik = build_authentik(config.authentik_token, sink, seed_groups=(PLATFORM_TENANTS_GROUP,),
+                                store=AuthentikStore.restore(saved_authentik) if saved_authentik else None)
     runners.append(await start_site(authentik, config.authentik_port))
-    runners.append(await start_site(build_weka(config.weka_username, config.weka_password), config.weka_port))
+    weka = build_weka(config.weka_username, config.weka_password,
+                      restored=load(state_file(config.state_dir, "weka")))
+    runners.append(await start_site(weka, config.weka_port))
+    saved = saved_states(config, stores, authentik, weka)
+    saver = asyncio.create_task(keep_saved(saved, stop))
     tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 
     kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
@@ -94,6 +124,9 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
         for runner in reversed(runners):
             await runner.cleanup()
+        await saver
+        for item in saved:
+            item.save_if_changed()
         sink.close()
 
 

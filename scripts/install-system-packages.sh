@@ -2,7 +2,8 @@
 # Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm, tmux;
 # iproute2 for the loopback quickack route that keeps Slurm RPCs fast; libnss-extrausers so the host
 # resolves the lab's LDAP users from /var/lib/extrausers, see lab/daemons/host_users.py; nginx as the
-# TLS-terminating gRPC proxy of tests/deploy/test_temporal_tls.py).
+# TLS-terminating gRPC proxy of tests/deploy/test_temporal_tls.py; chromium, the headless browser
+# tests/ui drives through playwright).
 #
 # Idempotent; run as root on Debian 12. No daemon is started: a policy-rc.d denies every
 # invoke-rc.d call for the duration of the install, and the previous policy-rc.d (if any) is
@@ -12,6 +13,7 @@ set -euo pipefail
 PACKAGES=(
   slapd ldap-utils munge mariadb-server slurmdbd slurmctld slurmd slurm-client
   slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd tmux iproute2 libnss-extrausers nginx
+  chromium
 )
 POLICY=/usr/sbin/policy-rc.d
 BACKUP="$POLICY.tenantflow-saved"

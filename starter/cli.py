@@ -18,7 +18,8 @@ from typing import Annotated, Any
 import typer
 
 from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
-from tenantflow.starter.output import EXIT_ERROR, OutputOpt, console, emit
+from tenantflow.starter.extras import require_extra
+from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
 PLUGIN_GROUP = "tenantflow.commands"
 """Entry point group of commands from other packages: ``name = "module:function"``, a typer command function."""
@@ -37,6 +38,8 @@ class Tenantflow(typer.Typer):
         try:
             super().__call__(*args, **kwargs)
         except SystemExit as exc:
+            if exc.code is not None and not isinstance(exc.code, int):
+                sys.stderr.write(f"{exc.code}\n")  # as the interpreter does for sys.exit("message")
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except BaseException:
             traceback.print_exc()
@@ -88,12 +91,22 @@ app.add_typer(lab_app, name="lab")
 StateDirOpt = Annotated[Path, typer.Option(help="where the lab keeps its state, logs and pids")]
 
 
-@lab_app.command("up")
-def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text") -> None:
-    """Start every stand-in on loopback; writes DIR/kubeconfig and DIR/lab.env."""
-    from tenantflow.lab.supervisor import up
+@lab_app.callback()
+def lab_needs_its_extra() -> None:
+    require_extra("lab", "tenantflow lab")
 
-    endpoints = up(state_dir)
+
+@lab_app.command("up")
+def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text",
+           reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False) -> None:
+    """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
+    from tenantflow.lab.supervisor import LabStateError, up
+
+    try:
+        endpoints = up(state_dir, reset=reset)
+    except LabStateError as exc:
+        errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_REFUSED) from None
     if output == "json":
         emit(endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
              output)

@@ -34,6 +34,8 @@ from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter import summaries
+from tenantflow.starter.summaries import RunDescription
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
 from tenantflow.workflows.offboarding import offboarding_id
@@ -74,12 +76,18 @@ class TenantflowClient:
         settings = settings or TemporalSettings()
         return cls(await connect(settings), settings.task_queue)
 
+    @property
+    def identity(self) -> str:
+        """Who starts runs and answers gates through this client (the Temporal client identity)."""
+        return self.client.identity
+
     async def _start(self, workflow: str, arg: Any, workflow_id: str, attributes: TypedSearchAttributes,
-                     result_type: type) -> WorkflowHandle[Any, Any]:
+                     result_type: type, description: RunDescription) -> WorkflowHandle[Any, Any]:
         try:
             return await self.client.start_workflow(
                 workflow, arg, id=workflow_id, task_queue=self.task_queue, result_type=result_type,
-                search_attributes=attributes,
+                search_attributes=attributes, static_summary=description.summary,
+                static_details=description.details,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
         except WorkflowAlreadyStartedError:
@@ -90,13 +98,15 @@ class TenantflowClient:
         attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
                                             SearchAttributePair(STAGE, "starting")])
         return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
-                                 onboarding_id(contract.slug), attributes, OnboardingResult)
+                                 onboarding_id(contract.slug), attributes, OnboardingResult,
+                                 summaries.onboarding(contract, self.identity))
 
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
         attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
                                             SearchAttributePair(STAGE, "starting")])
         return await self._start("TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge_data),
-                                 offboarding_id(contract.slug), attributes, OffboardingResult)
+                                 offboarding_id(contract.slug), attributes, OffboardingResult,
+                                 summaries.offboarding(contract, purge_data, self.identity))
 
     def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:
         return TypedSearchAttributes([SearchAttributePair(WORKER_CLUSTER, contract.worker_name),
@@ -105,12 +115,14 @@ class TenantflowClient:
     async def start_enrollment(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
         return await self._start("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
                                  enrollment_id(contract.tenant_namespace, contract.worker_name),
-                                 self._worker_attributes(contract), EnrollmentResult)
+                                 self._worker_attributes(contract), EnrollmentResult,
+                                 summaries.enrollment(contract, self.identity))
 
     async def start_decommission(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
         return await self._start("WorkerDecommission", DecommissionInput(contract=contract, **options),
                                  decommission_id(contract.tenant_namespace, contract.worker_name),
-                                 self._worker_attributes(contract), DecommissionResult)
+                                 self._worker_attributes(contract), DecommissionResult,
+                                 summaries.decommission(contract, self.identity))
 
     async def _started_input(self, workflow_id: str, input_type: type[T]) -> T:
         """The input the latest run of ``workflow_id`` was started with."""

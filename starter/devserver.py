@@ -16,19 +16,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tenantflow.starter.extras import BINARIES, MissingExtra
 from tenantflow.worker.ports import free_port as free_port  # re-exported: tests pick dev server ports with it
 
 SEARCH_ATTRIBUTES = ("TenantSlug=Keyword", "WorkerCluster=Keyword", "Stage=Keyword")
 
 
 def binary(name: str) -> str:
-    """A binary installed beside this interpreter (the venv), else on PATH."""
+    """A binary an extra installs beside this interpreter (the venv), else on PATH; MissingExtra names the extra."""
     beside = Path(sys.executable).parent / name
     if beside.exists():
         return str(beside)
     found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f"{name} not found; install the project (pip install -e .) to get it")
+        raise MissingExtra(BINARIES[name], f"the {name!r} binary", "this command")
     return found
 
 

@@ -1,12 +1,14 @@
 """How the ``tenantflow`` CLI answers: text or JSON on stdout, messages on stderr, and exit codes.
 
-Exit codes scripts can rely on (``--output json`` on every command prints
-machine-readable output on stdout; messages go to stderr):
+``--output``/``-o`` takes the formats of :data:`OutputFormat` (``json`` is machine-readable on every
+command); any other value is refused before the command runs (exit 2, naming the supported formats).
 
-* 0 success
+Exit codes scripts can rely on (the README's table compares them with terraform's and kubectl's):
+
+* 0 success; ``plan`` computed a plan, whatever it changes (no "changes present" code)
 * 1 unexpected error (Temporal or a service unreachable, a bug)
-* 2 bad input: a contract or argument that cannot be used, or a preflight with errors (``plan``)
-* 3 the run failed, was rejected or rolled back
+* 2 bad usage or input: an unknown option, an unsupported ``--output``, a contract that does not validate
+* 3 the run failed, was rejected or rolled back; ``plan`` found preflight errors (the run would fail there)
 * 4 refused: a run for the target is already active, a stale plan hash, a gate that is not open,
   a run that has not finished (``handover``)
 * 5 no such run
@@ -18,7 +20,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Coroutine
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -39,9 +41,11 @@ EXIT_NOT_FOUND = 5
 console = Console()
 errors = Console(stderr=True)
 
-OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json")]
+OutputFormat = Literal["text", "json"]
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text or json (machine-readable)")]
 KubeconfigOpt = Annotated[str | None, typer.Option(help="kubeconfig for targets the file leaves out")]
 ApproverOpt = Annotated[str, typer.Option(help="who answers (recorded in the run)")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="every detail of every planned object, not one line each")]
 
 
 class Refused(RuntimeError):

@@ -1,8 +1,9 @@
-"""Rich renderings for the terminal: plans and plan diffs, run status, live views and progress bars."""
+"""Rich renderings for the terminal: plans (one line per object, or --wide), run status, live views, progress."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -12,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 from rich.text import Text
 
-from tenantflow.models.plan import Action, Plan
+from tenantflow.models.plan import Action, Plan, PlanStep
 from tenantflow.models.results import Finding
 from tenantflow.models.status import RunStatus
 
@@ -25,19 +26,63 @@ ACTION_MARK = {Action.create: "+", Action.adopt: "&", Action.update: "~", Action
                Action.delete: "-", Action.leave: "."}
 
 
-def plan_table(plan: Plan) -> Table:
-    table = Table(title=f"{plan.title}  (plan hash {plan.plan_hash})", show_lines=False)
-    for column in ("", "layer", "kind", "object", "details"):
-        table.add_column(column)
+def _object(step: PlanStep) -> str:
+    return f"{step.namespace}/{step.name}" if step.namespace else step.name
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(_value(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"), default=str)
+    return str(value)
+
+
+def _pairs(step: PlanStep) -> list[str]:
+    return [f"{key}={_value(value)}" for key, value in step.detail.items()]
+
+
+PLAN_COUNT = {Action.create: "to create", Action.adopt: "to adopt", Action.update: "to update",
+              Action.unchanged: "unchanged", Action.delete: "to delete", Action.leave: "left in place"}
+
+
+def _plan_rows(plan: Plan) -> list[Text]:
+    """One line per object: action, layer and kind aligned, then the object's name and as much of its details
+    as the rest of the terminal line holds (cut with an ellipsis, like every line that does not fit)."""
+    layer_width = max([len("layer"), *(len(step.layer) for step in plan.steps)])
+    kind_width = max([len("kind"), *(len(step.kind) for step in plan.steps)])
+    lines = [Text(f"  {'layer':<{layer_width}}  {'kind':<{kind_width}}  object  ", style="bold", no_wrap=True,
+                  overflow="ellipsis") + Text("details", style="bold dim")]
     for step in plan.steps:
         style = ACTION_STYLE[step.action]
-        name = f"{step.namespace}/{step.name}" if step.namespace else step.name
-        details = ", ".join(f"{k}={v}" for k, v in step.detail.items())
-        table.add_row(Text(ACTION_MARK[step.action], style=style), step.layer, step.kind,
-                      Text(name, style=style), details)
-    counts = {a: sum(1 for s in plan.steps if s.action == a) for a in Action}
-    table.caption = "  ".join(f"{ACTION_MARK[a]} {a.value}: {n}" for a, n in counts.items() if n)
-    return table
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(ACTION_MARK[step.action], style=style)
+        line.append(f" {step.layer:<{layer_width}}  {step.kind:<{kind_width}}  ")
+        line.append(_object(step), style=style)
+        if step.detail:
+            line.append("  " + ", ".join(_pairs(step)), style="dim")
+        lines.append(line)
+    return lines
+
+
+def _plan_blocks(plan: Plan) -> list[Text]:
+    """Every object with every detail, one ``key=value`` per line."""
+    lines: list[Text] = []
+    for step in plan.steps:
+        style = ACTION_STYLE[step.action]
+        lines.append(Text(f"{ACTION_MARK[step.action]} {step.layer} {step.kind} {_object(step)}", style=style))
+        lines.extend(Text(f"    {pair}", style="dim") for pair in _pairs(step))
+    return lines
+
+
+def plan_view(plan: Plan, wide: bool = False) -> Group:
+    """The plan: one row per object (action, layer, kind, object, details cut to fit the terminal), then the
+    counts and notes; ``wide`` shows every detail of every object instead (``-o json`` has every field)."""
+    counts = [(action, sum(1 for s in plan.steps if s.action == action)) for action in Action]
+    summary = "Plan: " + ", ".join(f"{ACTION_MARK[a]} {n} {PLAN_COUNT[a]}" for a, n in counts if n)
+    body = _plan_blocks(plan) if wide else _plan_rows(plan)
+    return Group(Text(f"{plan.title}  (plan hash {plan.plan_hash})", style="bold"), *body,
+                 Text(summary, style="bold"), *(Text(note, style="dim") for note in plan.notes))
 
 
 def status_view(workflow_id: str, status: RunStatus) -> Group:
@@ -75,25 +120,8 @@ def findings_table(findings: list[Finding]) -> Table:
     return table
 
 
-def plan_diff(plan: Plan) -> Group:
-    """The plan as a per-layer diff, like ``terraform plan``: one colored line per object."""
-    lines: list[Text] = [Text(f"{plan.title}  (plan hash {plan.plan_hash})", style="bold")]
-    for layer, steps in plan.by_layer().items():
-        lines.append(Text(f"\n# {layer}", style="bold"))
-        for step in steps:
-            name = f"{step.namespace}/{step.name}" if step.namespace else step.name
-            line = Text(f"  {ACTION_MARK[step.action]} {step.kind} {name}", style=ACTION_STYLE[step.action])
-            if step.detail:
-                line.append("  " + ", ".join(f"{k}={v}" for k, v in step.detail.items()), style="dim")
-            lines.append(line)
-    counts = {a: sum(1 for s in plan.steps if s.action == a) for a in Action}
-    lines.append(Text("\nPlan: " + ", ".join(f"{n} to {a.value}" for a, n in counts.items() if n), style="bold"))
-    lines.extend(Text(note, style="dim") for note in plan.notes)
-    return Group(*lines)
-
-
-def print_plan(console: Console, plan: Plan) -> None:
-    console.print(plan_table(plan))
+def print_plan(console: Console, plan: Plan, wide: bool = False) -> None:
+    console.print(plan_view(plan, wide))
 
 
 async def watch_status(console: Console, api: TenantflowClient, workflow_id: str,

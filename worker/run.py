@@ -23,6 +23,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logging as worker_logging
 from tenantflow.worker.config import WorkerSettings, load_env_file
+from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
@@ -70,6 +71,7 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Clie
                         activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
                         interceptors=[StepObservability()], graceful_shutdown_timeout=timedelta(seconds=30),
                         deployment_config=versioning)
+        await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
         log.info("worker started", address=client.service_client.config.target_host,
                  namespace=client.namespace, task_queue=settings.task_queue, workflows=len(workflows),
                  activities=len(activities), metrics_port=settings.metrics_port,

@@ -50,18 +50,32 @@ class Gates:
             waiting = ", ".join(sorted(self.open)) or "none"
             raise ValueError(f"gate {name!r} is not open (stage {self.stage!r}; open gates: {waiting})")
 
+    @staticmethod
+    def details(headline: str, how_to_answer: list[str]) -> str:
+        """Current details in Markdown that the UI shows verbatim: each command, and each payload after its
+        "... with", in a fenced code block and the 'name' it goes to as a code span (plain Markdown turns ``--``
+        into a dash and quotes into curly ones)."""
+        lines = [headline, "", "Answer with one of:"]
+        for how in how_to_answer:
+            lead, sep, payload = how.partition(" with ")
+            if sep and payload[:1] in "{[":
+                lines += ["", lead.replace("'", "`") + sep.rstrip() + ":", "", "```", payload, "```"]
+            else:
+                lines += ["", "```", how, "```"]
+        return "\n".join(lines)
+
     async def wait(self, name: str, description: str, how_to_answer: list[str], *,
                    escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
         self.open[name] = GateState(name=name, description=description, opened_at=workflow.now(),
                                     how_to_answer=how_to_answer)
-        self.set_stage(f"gate:{name}", f"Waiting for {name}: {description}\n" + "\n".join(how_to_answer))
+        self.set_stage(f"gate:{name}", self.details(f"Waiting for `{name}`: {description}", how_to_answer))
         try:
             await workflow.wait_condition(lambda: name in self.answers, timeout=escalate_after)
         except TimeoutError:
             workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
             self.open[name] = self.open[name].model_copy(update={"escalated": True})
             self.set_stage(f"gate:{name}-escalated",
-                           f"ESCALATED: still waiting for {name}: {description}\n" + "\n".join(how_to_answer))
+                           self.details(f"**ESCALATED**: still waiting for `{name}`: {description}", how_to_answer))
             remaining = expire_after - escalate_after
             try:
                 await workflow.wait_condition(lambda: name in self.answers,

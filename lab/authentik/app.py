@@ -28,7 +28,8 @@ PLATFORM_TENANTS_GROUP: Mapping[str, Any] = {"name": "tenants", "attributes": {"
 def build_app(token: str, directory: DirectorySink | None = None,
               ldap: LdapSettings | None = None, install_id: str | None = None,
               seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
-              seed_groups: Sequence[Mapping[str, Any]] = ()) -> web.Application:
+              seed_groups: Sequence[Mapping[str, Any]] = (),
+              store: AuthentikStore | None = None) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
@@ -37,19 +38,18 @@ def build_app(token: str, directory: DirectorySink | None = None,
     2000, 4000). ``install_id`` seeds the users' ``uid`` hashes (random by default). ``seed_users`` are
     created first (pk 1, 2, ...): by default the outpost's bind service account ``ldap-bind`` (pk 1, so
     uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers. ``seed_groups``
-    come next (the lab passes :data:`PLATFORM_TENANTS_GROUP`, parent of every tenant group).
+    come next (the lab passes :data:`PLATFORM_TENANTS_GROUP`, parent of every tenant group). A ``store``
+    restored from an earlier run (:meth:`AuthentikStore.restore`) is served as it is, without seeds.
     """
-    store = AuthentikStore(install_id or str(uuid.uuid4()))
-    for user in seed_users:
-        store.create_user(dict(user))
-    for group in seed_groups:
-        store.create_group(dict(group))
+    if store is None:
+        store = AuthentikStore(install_id or str(uuid.uuid4()))
+        for user in seed_users:
+            store.create_user(dict(user))
+        for group in seed_groups:
+            store.create_group(dict(group))
     settings = ldap or LdapSettings(base_dn=LDAP_BASE_DN)
 
-    def snapshot() -> dict[str, Any]:
-        return store.snapshot()
-
-    app = make_app("authentik", snapshot=snapshot, middlewares=[authentik_middleware])
+    app = make_app("authentik", snapshot=store.snapshot, middlewares=[authentik_middleware])
     sync = DirectorySync(store, settings, directory) if directory is not None else None
     app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync)
     if sync is not None:

@@ -2,7 +2,9 @@
 
 Write operations validate like Authentik's DRF serializers and raise :class:`ApiValidationError`
 (field -> messages) or :class:`NotFoundError`; reads return the stored records. Rendering to the
-API's JSON shapes lives in :mod:`lab.authentik.serialize`.
+API's JSON shapes lives in :mod:`lab.authentik.serialize`. :meth:`AuthentikStore.dump` and
+:meth:`AuthentikStore.restore` carry the whole state, the user primary-key sequence included, across a
+restart of the lab (a pk is never handed out twice, as with Authentik's PostgreSQL sequence).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -326,3 +328,21 @@ class AuthentikStore:
             for g in sorted(self.groups.values(), key=lambda g: g.name)
         ]
         return {"users": users, "groups": groups}
+
+    def dump(self) -> dict[str, Any]:
+        """The whole state for :meth:`restore`, including secrets (password hashes) and the pk sequence."""
+        return {"install_id": self.install_id, "next_user_pk": self._next_user_pk,
+                "users": [asdict(u) for u in sorted(self.users.values(), key=lambda u: u.pk)],
+                "groups": [{**asdict(g), "users": sorted(g.users)} for g in self.groups.values()]}
+
+    @classmethod
+    def restore(cls, dump: dict[str, Any]) -> AuthentikStore:
+        store = cls(dump["install_id"])
+        store._next_user_pk = int(dump["next_user_pk"])
+        for raw in dump["users"]:
+            user = User(**raw)
+            store.users[user.pk] = user
+        for raw in dump["groups"]:
+            group = Group(**{**raw, "users": set(raw["users"])})
+            store.groups[group.pk] = group
+        return store

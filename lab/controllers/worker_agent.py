@@ -33,9 +33,9 @@ from tenantflow.lab.controllers.hub import (
     reconcile_on_events,
     redeem,
 )
-from tenantflow.lab.enrollment_seed import deployment
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.workloads import deployment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
     AGENT,

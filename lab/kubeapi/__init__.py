@@ -1,7 +1,7 @@
 """Kubernetes API emulator of the lab: a stateful in-memory apiserver over real HTTP.
 
-See :mod:`lab.kubeapi.store` for the store and subscription contract and
-:mod:`lab.kubeapi.server` for the HTTP app.
+See :mod:`lab.kubeapi.store` for the store (and its dump/restore across a lab restart),
+:mod:`lab.kubeapi.events` for the subscription contract and :mod:`lab.kubeapi.server` for the HTTP app.
 """
 
 from tenantflow.lab.kubeapi.auth import PolicyRule, User, parse_policies

@@ -1,22 +1,16 @@
 """The in-memory object store of one emulated cluster, and its subscription API.
 
-Objects are dicts keyed by :class:`ObjectKey` ``(group, resource, namespace, name)``
-where ``resource`` is the version-independent plural (``pods``, ``reservations``)
-and ``namespace`` is ``""`` for cluster-scoped objects. The store fills server
-metadata (uid, resourceVersion from one global counter bumped on every write,
-generation bumped when anything outside metadata/status changes,
-creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
-stale resourceVersion / Invalid (schema validation) / namespace existence, keeps
-status-subresource semantics, finalizers (delete sets deletionTimestamp; the
-object goes when its finalizers are emptied), namespace deletion (contents go
-too) and CRD registration (creating a CRD serves its kind at once).
+Objects are dicts keyed by :class:`lab.kubeapi.objects.ObjectKey`. The store fills server metadata (uid,
+resourceVersion from one global counter bumped on every write, generation bumped when anything outside
+metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
+stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
+semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
+namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
+It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers
+from any thread or loop.
 
-Threading: the store is **thread-safe** (one re-entrant lock); the HTTP server
-calls it from its event loop and controllers may call it from any thread or loop.
-
-Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes
-``dry_run`` and ``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or
-``"Ignore"``; all raise :class:`lab.kubeapi.errors.ApiError`)::
+Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes ``dry_run`` and
+``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"``; all raise ``ApiError``)::
 
     store.create(obj, namespace=None)                        -> stored copy
     store.get(group, resource, name, namespace=None)         -> copy
@@ -27,82 +21,43 @@ Reading and writing (``subresource`` is ``None`` or ``"status"``; every write ta
     store.update_status(obj)                                 # replace(..., subresource="status")
     store.seed(objs)      # start-up objects, stored as given (status kept, no validation)
     store.snapshot()      # JSON-able dump, stable order, volatile metadata stripped
+    store.dump()          # the whole state for a restart: server metadata and the version counter too
+    Store.restore(dump)   # that state again: CRDs served, no watch history (an older version is 410 Gone)
 
 ``group`` is ``""`` for core; ``store.registry.for_object(obj)`` finds a manifest's type.
 
-Subscriptions, for in-process controllers::
-
-    def on_event(event_type: str, key: ObjectKey, obj: dict) -> None: ...
-    unsubscribe = store.subscribe(on_event, replay=True)
-
-``event_type`` is ``"ADDED"``, ``"MODIFIED"`` or ``"DELETED"``; ``obj`` is the object
-after the write (for DELETED, its last state) and must not be mutated. With
-``replay=True`` the callback first receives ``ADDED`` for every existing object
-(like an informer's initial list); ``since=<resourceVersion>`` replays the
-retained history after that version instead (410 Gone if it is too old). Events
-arrive in resourceVersion order, each exactly once, after the write has
-committed, on the thread that made the write (or the thread already
-dispatching). Callbacks must be quick and must not block on other threads; they
-may write to the store (those events are delivered after the current one).
-Exceptions in a callback are logged and swallowed.
+Subscriptions, for in-process controllers: ``store.subscribe(on_event, replay=True)`` returns the function
+that unsubscribes (the contract is in :mod:`lab.kubeapi.events`).
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-import datetime as dt
-import logging
 import secrets
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from tenantflow.lab.kubeapi import errors, selectors
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.events import EventCallback, EventLog
+from tenantflow.lab.kubeapi.objects import (
+    CRD_KEY,
+    NAMESPACE_KEY,
+    VOLATILE_METADATA,
+    Obj,
+    ObjectKey,
+    apply_defaults,
+    content,
+    now,
+)
 from tenantflow.lab.kubeapi.patching import apply_patch
 from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
-from tenantflow.lab.kubeapi.validation import check, dotted, drop_fields
+from tenantflow.lab.kubeapi.validation import enforce
 
-log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-EventCallback = Callable[[str, "ObjectKey", Obj], None]
-CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-NAMESPACE_KEY = ("", "namespaces")
-VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
-
-
-class ObjectKey(NamedTuple):
-    group: str
-    resource: str
-    namespace: str
-    name: str
-
-
-@dataclass
-class _Event:
-    type: str
-    key: ObjectKey
-    obj: Obj
-    rv: int
-
-
-@dataclass
-class _Subscriber:
-    callback: EventCallback
-    start_rv: int
-
-
-def now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _content(obj: Obj) -> Obj:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+__all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 
 
 class Store:
@@ -113,10 +68,7 @@ class Store:
         self._objects: dict[ObjectKey, Obj] = {}
         self._rv = 1
         self._lock = threading.RLock()
-        self._history: deque[_Event] = deque(maxlen=history)
-        self._pending: deque[_Event] = deque()
-        self._subscribers: list[_Subscriber] = []
-        self._dispatching = False
+        self._events = EventLog(self._lock, history)
 
     # ---------------------------------------------------------------- subscriptions
     @property
@@ -128,50 +80,10 @@ class Store:
                   since: int | None = None) -> Callable[[], None]:
         """Register ``callback``; returns a function that unregisters it."""
         with self._lock:
-            if since is not None and since < self._rv:
-                oldest = self._history[0].rv if self._history else self._rv + 1
-                if since < oldest - 1:
-                    raise ApiError(410, "Expired", f"too old resource version: {since} ({oldest - 1})")
-                for event in self._history:
-                    if event.rv > since:
-                        callback(event.type, event.key, event.obj)
-            elif replay:
-                for key in sorted(self._objects):
-                    callback("ADDED", key, copy.deepcopy(self._objects[key]))
-            sub = _Subscriber(callback, self._rv)
-            self._subscribers.append(sub)
+            return self._events.subscribe(callback, self._rv, self._current, replay=replay, since=since)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                if sub in self._subscribers:
-                    self._subscribers.remove(sub)
-
-        return unsubscribe
-
-    def _emit(self, event_type: str, key: ObjectKey, obj: Obj) -> None:
-        event = _Event(event_type, key, copy.deepcopy(obj), self._rv)
-        self._history.append(event)
-        self._pending.append(event)
-
-    def _drain(self) -> None:
-        with self._lock:
-            if self._dispatching:
-                return
-            self._dispatching = True
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._dispatching = False
-                    return
-                event = self._pending.popleft()
-                subscribers = list(self._subscribers)
-            for sub in subscribers:
-                if event.rv <= sub.start_rv:
-                    continue
-                try:
-                    sub.callback(event.type, event.key, event.obj)
-                except Exception:
-                    log.exception("store subscriber failed on %s %s", event.type, event.key)
+    def _current(self) -> Iterable[tuple[ObjectKey, Obj]]:
+        return ((key, copy.deepcopy(self._objects[key])) for key in sorted(self._objects))
 
     # ---------------------------------------------------------------- helpers
     def _type(self, group: str, resource: str) -> ResourceType:
@@ -195,24 +107,6 @@ class Store:
     def _bump(self) -> str:
         self._rv += 1
         return str(self._rv)
-
-    def _validate(self, rt: ResourceType, obj: Obj, field_validation: str,
-                  warnings: builtins.list[str] | None) -> None:
-        version = (obj.get("apiVersion") or "").rpartition("/")[2]
-        findings = check(rt, obj, version)
-        name = (obj.get("metadata") or {}).get("name", "")
-        if findings.errors:
-            raise errors.invalid(rt.kind, rt.group, name, findings.errors)
-        if not findings.unknown:
-            return
-        fields = [dotted(p) for p in findings.unknown]
-        if field_validation == "Strict":
-            raise errors.bad_request(
-                f"{rt.kind} in version \"{version}\" cannot be handled as a {rt.kind}: strict decoding "
-                "error: " + ", ".join(f'unknown field "{f}"' for f in fields))
-        drop_fields(obj, findings.unknown)
-        if field_validation == "Warn" and warnings is not None:
-            warnings.extend(f'unknown field "{f}"' for f in fields)
 
     def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
         if not rt.namespaced:
@@ -285,7 +179,7 @@ class Store:
             obj.pop("status", None)
         for volatile in (*VOLATILE_METADATA, "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(volatile, None)
-        self._defaults(rt, obj)
+        apply_defaults(rt, obj)
         with self._lock:
             key = ObjectKey(rt.group, rt.plural, ns, meta["name"])
             self._check_namespace(rt, ns)
@@ -294,7 +188,7 @@ class Store:
             meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
             meta["resourceVersion"] = str(self._rv + 1)
             if validate:
-                self._validate(rt, obj, field_validation, warnings)
+                enforce(rt, obj, field_validation, warnings)
             if rt.key == CRD_KEY:
                 resource_type_from_crd(obj)
             if dry_run:
@@ -303,30 +197,10 @@ class Store:
             self._objects[key] = obj
             if rt.key == CRD_KEY:
                 self._register_crd(obj)
-            self._emit("ADDED", key, obj)
+            self._events.emit("ADDED", key, obj, self._rv)
             result = copy.deepcopy(obj)
-        self._drain()
+        self._events.drain()
         return result
-
-    def _defaults(self, rt: ResourceType, obj: Obj) -> None:
-        if rt.key == NAMESPACE_KEY:
-            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
-            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-            obj.setdefault("status", {}).setdefault("phase", "Active")
-        elif rt.key == ("", "pods"):
-            obj.setdefault("status", {}).setdefault("phase", "Pending")
-        elif rt.key == ("", "secrets") and not obj.get("type"):
-            obj["type"] = "Opaque"
-        elif rt.key == CRD_KEY:
-            names = obj.get("spec", {}).get("names", {})
-            obj["status"] = {
-                "acceptedNames": names, "storedVersions": [
-                    v["name"] for v in obj.get("spec", {}).get("versions", []) if v.get("storage")],
-                "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
-                                "lastTransitionTime": now()} for t, r, m in (
-                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"))],
-            }
 
     def _register_crd(self, crd: Obj) -> None:
         rt = resource_type_from_crd(crd)
@@ -345,7 +219,7 @@ class Store:
             if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
             result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
-        self._drain()
+        self._events.drain()
         return result
 
     def update_status(self, obj: Obj) -> Obj:
@@ -371,7 +245,7 @@ class Store:
             if new_rv and new_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
             result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
-        self._drain()
+        self._events.drain()
         return result
 
     def _update(self, rt: ResourceType, key: ObjectKey, current: Obj, new: Obj, subresource: str | None,
@@ -407,10 +281,10 @@ class Store:
                 meta.pop(fixed, None)
         meta["name"] = key.name
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        meta["generation"] = old_meta.get("generation", 1) + (_content(new) != _content(current))
+        meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
-        self._validate(rt, new, field_validation, warnings)
+        enforce(rt, new, field_validation, warnings)
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)
         if new == current or dry_run:
@@ -422,7 +296,7 @@ class Store:
         self._objects[key] = new
         if rt.key == CRD_KEY:
             self._register_crd(new)
-        self._emit("MODIFIED", key, new)
+        self._events.emit("MODIFIED", key, new, self._rv)
         return copy.deepcopy(new)
 
     def delete(self, group: str, resource: str, name: str, namespace: str | None = None, *,
@@ -441,7 +315,7 @@ class Store:
             if dry_run:
                 return copy.deepcopy(current)
             result = self._delete(key, current)
-        self._drain()
+        self._events.drain()
         return result
 
     def _delete(self, key: ObjectKey, current: Obj) -> Obj:
@@ -454,7 +328,7 @@ class Store:
                 marked["metadata"].update(deletionTimestamp=now(), deletionGracePeriodSeconds=0,
                                           resourceVersion=self._bump())
                 self._objects[key] = marked
-                self._emit("MODIFIED", key, marked)
+                self._events.emit("MODIFIED", key, marked, self._rv)
                 return copy.deepcopy(marked)
             return copy.deepcopy(current)
         self._remove(key, current)
@@ -464,7 +338,7 @@ class Store:
         gone = copy.deepcopy(last)
         gone["metadata"]["resourceVersion"] = self._bump()
         del self._objects[key]
-        self._emit("DELETED", key, gone)
+        self._events.emit("DELETED", key, gone, self._rv)
         if key[:2] == CRD_KEY:
             rt = resource_type_from_crd(last)
             for child in [k for k in self._objects if k[:2] == rt.key]:
@@ -483,7 +357,7 @@ class Store:
                                       resourceVersion=self._bump())
             marked.setdefault("status", {})["phase"] = "Terminating"
             self._objects[key] = marked
-            self._emit("MODIFIED", key, marked)
+            self._events.emit("MODIFIED", key, marked, self._rv)
             for child in [k for k in self._objects if k.namespace == key.name]:
                 if child in self._objects:
                     self._delete(child, self._objects[child])
@@ -512,3 +386,20 @@ class Store:
                                 "namespace": key.namespace, "name": key.name, "object": obj})
             return {"objects": objects}
 
+
+    def dump(self) -> dict[str, Any]:
+        """The whole state for :meth:`restore`: every object with its server metadata, and the version counter."""
+        with self._lock:
+            return {"resource_version": self._rv, **self.snapshot(include_volatile=True)}
+
+    @classmethod
+    def restore(cls, dump: dict[str, Any], *, history: int = 5000) -> Store:
+        """A store holding what :meth:`dump` returned, its CRDs served again; writes continue the version counter."""
+        store = cls(history=history)
+        for entry in dump["objects"]:
+            key = ObjectKey(entry["group"], entry["resource"], entry["namespace"], entry["name"])
+            store._objects[key] = entry["object"]
+            if key[:2] == CRD_KEY:
+                store._register_crd(entry["object"])
+        store._rv = int(dump["resource_version"])
+        return store

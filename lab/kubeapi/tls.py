@@ -4,7 +4,8 @@ kubectl (client-go) sends a kubeconfig's bearer token only over TLS, so any test
 of per-user policies through kubectl needs ``https://``. :func:`self_signed`
 makes a key and a certificate for ``127.0.0.1``/``localhost``; the PEM goes into
 the kubeconfig as ``certificate-authority-data`` and the context into
-:func:`lab.kubeapi.server.start_kube_api`.
+:func:`lab.kubeapi.server.start_kube_api`. :func:`kept_cert` serves the same certificate
+again after a restart of the lab, so clients that loaded the kubeconfig keep trusting it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tenantflow.lab.statefile import write_atomic
+
+RENEW_BEFORE = dt.timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -52,3 +57,17 @@ def self_signed(common_name: str = "lab-kube-apiserver", days: int = 30) -> Serv
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
         key_pem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption()))
+
+
+def kept_cert(cert_file: Path, key_file: Path) -> ServingCert:
+    """The certificate and key saved in these files unless they expire within a day, else new ones saved there
+    (the key mode 0600)."""
+    if cert_file.exists() and key_file.exists():
+        cert_pem, key_pem = cert_file.read_bytes(), key_file.read_bytes()
+        expires = x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+        if expires - dt.datetime.now(dt.UTC) > RENEW_BEFORE:
+            return ServingCert(cert_pem=cert_pem, key_pem=key_pem)
+    cert = self_signed()
+    write_atomic(key_file, cert.key_pem.decode())
+    write_atomic(cert_file, cert.cert_pem.decode())
+    return cert

@@ -23,6 +23,7 @@ import jsonschema
 import referencing
 from kubernetes_validate import utils as kv
 
+from tenantflow.lab.kubeapi import errors
 from tenantflow.lab.kubeapi.registry import ResourceType
 
 KUBERNETES_VERSION = "1.32"
@@ -143,3 +144,22 @@ def drop_fields(obj: dict[str, Any], paths: list[list[str | int]]) -> None:
         for part in path[:-1]:
             parent = parent[part]
         parent.pop(path[-1], None)
+
+
+def enforce(rt: ResourceType, obj: dict[str, Any], field_validation: str, warnings: list[str] | None) -> None:
+    """Raise Invalid on schema errors; apply ``fieldValidation`` (Strict, Warn, Ignore) to unknown fields."""
+    version = (obj.get("apiVersion") or "").rpartition("/")[2]
+    findings = check(rt, obj, version)
+    name = (obj.get("metadata") or {}).get("name", "")
+    if findings.errors:
+        raise errors.invalid(rt.kind, rt.group, name, findings.errors)
+    if not findings.unknown:
+        return
+    fields = [dotted(p) for p in findings.unknown]
+    if field_validation == "Strict":
+        raise errors.bad_request(
+            f"{rt.kind} in version \"{version}\" cannot be handled as a {rt.kind}: strict decoding "
+            "error: " + ", ".join(f'unknown field "{f}"' for f in fields))
+    drop_fields(obj, findings.unknown)
+    if field_validation == "Warn" and warnings is not None:
+        warnings.extend(f'unknown field "{f}"' for f in fields)

@@ -22,7 +22,7 @@ from tenantflow.lab.weka.state import (
     WekaError,
     normalise_path,
 )
-from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Session, TokenStore
+from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Clock, Session, TokenStore
 
 PREFIX = "/api/v2"
 PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})
@@ -40,6 +40,15 @@ class WekaService:
             ({"org": self.cluster.orgs[t.org_id].name, "description": t.description}
              for t in self.tokens.api_tokens), key=lambda t: (t["org"], t["description"]))
         return state
+
+    def dump(self) -> dict[str, Any]:
+        """The cluster and every token, for :meth:`restore` after a restart of the lab."""
+        return {"cluster": self.cluster.dump(), "tokens": self.tokens.dump()}
+
+    @classmethod
+    def restore(cls, dump: dict[str, Any], access_ttl: int, clock: Clock) -> WekaService:
+        return cls(cluster=ClusterState.restore(dump["cluster"]),
+                   tokens=TokenStore.restore(dump["tokens"], access_ttl, clock))
 
 
 SERVICE_KEY = web.AppKey("weka_service", WekaService)

@@ -40,19 +40,21 @@ def seed_cluster(username: str, password: str, total_bytes: int, filesystems: Ma
 def build_app(username: str, password: str, *, total_bytes: int = 2048 * TiB,
               filesystems: Mapping[str, int] = DEFAULT_FILESYSTEMS,
               directories: Mapping[str, Iterable[str]] | None = None,
-              access_ttl: int = 300, clock: Clock = time.time) -> web.Application:
+              access_ttl: int = 300, clock: Clock = time.time,
+              restored: dict[str, Any] | None = None) -> web.Application:
     """The Weka stand-in.
 
     ``username``/``password`` log in to org ``Root`` as ClusterAdmin. ``total_bytes`` is the cluster's
     provisionable capacity; ``filesystems`` maps the seeded Root filesystems to their capacity;
     ``directories`` maps a filesystem name to directories that already exist on it (e.g.
-    ``{"home": ["/alice"], "scratch": ["/tenant-foo"]}``). ``clock`` drives token expiry.
+    ``{"home": ["/alice"], "scratch": ["/tenant-foo"]}``). ``clock`` drives token expiry. ``restored``, a
+    :meth:`WekaService.dump` of an earlier run, is served instead of the seed.
     """
-    cluster = seed_cluster(username, password, total_bytes, filesystems, directories or {})
-    service = WekaService(cluster=cluster, tokens=TokenStore(access_ttl=access_ttl, clock=clock))
-
-    def snapshot() -> dict[str, Any]:
-        return service.snapshot()
+    if restored is not None:
+        service = WekaService.restore(restored, access_ttl, clock)
+    else:
+        cluster = seed_cluster(username, password, total_bytes, filesystems, directories or {})
+        service = WekaService(cluster=cluster, tokens=TokenStore(access_ttl=access_ttl, clock=clock))
 
     async def mkdir(request: web.Request) -> web.Response:
         body = await request.json()
@@ -66,7 +68,7 @@ def build_app(username: str, password: str, *, total_bytes: int = 2048 * TiB,
             return web.json_response({"message": exc.message}, status=exc.status)
         return web.json_response({"data": {"filesystem": fs.name, "inode_id": str(inode)}})
 
-    app = make_app("weka", snapshot=snapshot, middlewares=[weka_middleware])
+    app = make_app("weka", snapshot=service.snapshot, middlewares=[weka_middleware])
     app[SERVICE_KEY] = service
     app.add_routes([web.post(CONTROL_PREFIX + "mkdir", mkdir)])
     app.add_routes(routes())

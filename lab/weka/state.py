@@ -4,14 +4,15 @@ Capacity model (as in real Weka): the cluster has a provisionable capacity; each
 its ``total_capacity`` from it, so ``GET /cluster`` reports ``capacity.unprovisioned_bytes`` = total -
 sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) caps the budgets of its
 filesystems. Directories exist only when seeded or created with the lab's ``mkdir`` hook (real Weka
-creates them through a mount, never through the REST API).
+creates them through a mount, never through the REST API). :meth:`ClusterState.dump` and
+:meth:`ClusterState.restore` carry the whole cluster across a restart of the lab.
 """
 
 from __future__ import annotations
 
 import posixpath
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ROOT_ORG = "Root"
@@ -255,3 +256,23 @@ class ClusterState:
                             for q in sorted(f.quotas.values(), key=lambda q: q.path)]}
                 for f in self.filesystems.values()), key=lambda f: str(f["name"])),
         }
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """The whole cluster for :meth:`restore`, secrets included (the users' passwords)."""
+        return {"name": self.name, "total_bytes": self.total_bytes, "guid": self.guid,
+                "orgs": [asdict(o) for o in self.orgs.values()], "users": [asdict(u) for u in self.users],
+                "filesystems": [{**asdict(f), "quotas": [asdict(q) for q in f.quotas.values()]}
+                                for f in self.filesystems.values()]}
+
+    @classmethod
+    def restore(cls, dump: dict[str, Any]) -> ClusterState:
+        cluster = cls(name=dump["name"], total_bytes=dump["total_bytes"], guid=dump["guid"])
+        cluster.orgs = {raw["id"]: Organization(**raw) for raw in dump["orgs"]}
+        cluster.users = [WekaUser(**raw) for raw in dump["users"]]
+        for raw in dump["filesystems"]:
+            quotas = [Quota(**q) for q in raw["quotas"]]
+            fs = FileSystem(**{**raw, "quotas": {q.inode_id: q for q in quotas}})
+            cluster.filesystems[fs.uid] = fs
+        return cluster

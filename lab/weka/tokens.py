@@ -3,7 +3,8 @@
 Access tokens from ``POST /login`` live ``access_ttl`` seconds (300 like Weka), refresh tokens about a
 year. Org API tokens (what ``weka user generate-token`` gives, used here for the CSI driver) are access
 tokens with role CSI and their own timeout (30 days by default), listed per organization.
-Time comes from an injectable clock so tests can expire tokens without sleeping.
+Time comes from an injectable clock so tests can expire tokens without sleeping. Every token survives a
+restart of the lab (:meth:`TokenStore.dump`, :meth:`TokenStore.restore`), so a CSI Secret stays valid.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tenantflow.lab.weka.state import WekaError
@@ -100,3 +101,16 @@ class TokenStore:
         if with_secret:
             body.update({"access_token": token.secret, "token_type": "Bearer"})
         return body
+
+    def dump(self) -> dict[str, Any]:
+        """Every token with its secret, for :meth:`restore`."""
+        return {"access": {k: asdict(s) for k, s in self.access.items()},
+                "refresh": {k: asdict(s) for k, s in self.refresh.items()},
+                "api_tokens": [asdict(t) for t in self.api_tokens]}
+
+    @classmethod
+    def restore(cls, dump: dict[str, Any], access_ttl: int, clock: Clock) -> TokenStore:
+        return cls(access_ttl=access_ttl, clock=clock,
+                   access={k: Session(**s) for k, s in dump["access"].items()},
+                   refresh={k: Session(**s) for k, s in dump["refresh"].items()},
+                   api_tokens=[ApiToken(**t) for t in dump["api_tokens"]])

@@ -15,8 +15,17 @@ from pydantic import BaseModel
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
-from tenantflow.starter.output import EXIT_BAD_INPUT, KubeconfigOpt, OutputOpt, console, emit, errors
-from tenantflow.starter.render import findings_table, plan_diff
+from tenantflow.starter.output import (
+    EXIT_BAD_INPUT,
+    EXIT_RUN_FAILED,
+    KubeconfigOpt,
+    OutputOpt,
+    WideOpt,
+    console,
+    emit,
+    errors,
+)
+from tenantflow.starter.render import findings_table, print_plan
 
 
 def workflow_inputs() -> list[type[BaseModel]]:
@@ -61,9 +70,9 @@ def validate(
 
 
 def plan(
-    file: Path, kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+    file: Path, kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text", wide: WideOpt = False,
 ) -> None:
-    """Read-only preflight and plan of a tenant contract, without starting a run; exit 2 on preflight errors."""
+    """Read-only preflight and plan of a tenant contract, without starting a run; exit 3 on preflight errors."""
     from tenantflow.starter.plan import preflight_and_plan, use_configured_services
 
     try:
@@ -81,8 +90,8 @@ def plan(
         if problems:
             console.print(findings_table(problems))
         if report.plan is not None:
-            console.print(plan_diff(report.plan))
+            print_plan(console, report.plan, wide)
             console.print(f"\nNothing was written. Start the run with: tenantflow onboard {file}")
     if report.errors:
         errors.print(f"[red]preflight failed with {len(report.errors)} error(s); nothing was written[/red]")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_RUN_FAILED)

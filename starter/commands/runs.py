@@ -18,7 +18,7 @@ from tenantflow.starter.render import print_plan, status_view, wait_with_progres
 from tenantflow.workflows.search import STAGE
 
 
-async def show_plan(api: TenantflowClient, workflow_id: str, output: str) -> None:
+async def show_plan(api: TenantflowClient, workflow_id: str, output: str, wide: bool = False) -> None:
     """Wait (with a spinner) for a freshly started run's plan and print it with the approve command."""
     with errors.status(f"waiting for the plan of {workflow_id} (preflight and plan run first)"):
         current = await api.wait_for_plan(workflow_id)
@@ -26,14 +26,15 @@ async def show_plan(api: TenantflowClient, workflow_id: str, output: str) -> Non
         emit(current.model_dump(mode="json"), output)
         return
     if current.plan is not None:
-        print_plan(console, current.plan)
+        print_plan(console, current.plan, wide)
     console.print(status_view(workflow_id, current))
 
 
-async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str) -> None:
+async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str,
+                       wide: bool = False) -> None:
     """After a start: wait for the plan and show it, or say how to follow the run."""
     if wait:
-        await show_plan(api, handle.id, output)
+        await show_plan(api, handle.id, output, wide)
     elif output == "json":
         emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
     else:

@@ -10,6 +10,7 @@ import typer
 
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer
+from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_BAD_INPUT, EXIT_RUN_FAILED, console, errors, run
 
 
@@ -77,6 +78,7 @@ def serve_api(
 
 def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temporal")] = Path(".state")) -> None:
     """The main job: lab and Temporal up, onboard examples/tenant-foo.yaml, print the handover sheet."""
+    require_extra("lab", "tenantflow demo")
     from tenantflow.starter.demo import demo as run_demo
 
     outcome = run(run_demo(state_dir.resolve(), console))

@@ -16,20 +16,20 @@ from tenantflow.models.records import RecordStatus
 from tenantflow.starter.client import TenantflowClient, onboarding_id
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import KubeconfigOpt, OutputOpt, Refused, console, emit, print_outcome, run
+from tenantflow.starter.output import KubeconfigOpt, OutputOpt, Refused, WideOpt, console, emit, print_outcome, run
 from tenantflow.starter.records import ContextOpt, onboarded_contract, records_target, tenant_record, tenant_records
 
 
 def onboard(
     file: Path, kubeconfig: KubeconfigOpt = None,
     wait: Annotated[bool, typer.Option(help="wait for the plan and print it")] = True,
-    output: OutputOpt = "text",
+    output: OutputOpt = "text", wide: WideOpt = False,
 ) -> None:
     """Start onboarding a tenant; prints the plan and how to approve it."""
     async def go() -> None:
         contract = load_tenant(file, kubeconfig)
         api = await TenantflowClient.connect()
-        await follow_start(api, await api.start_onboarding(contract), wait, output)
+        await follow_start(api, await api.start_onboarding(contract), wait, output, wide)
     run(go())
 
 

@@ -11,7 +11,7 @@ import typer
 from tenantflow.starter.client import ENROLLMENT_GATES, TenantflowClient
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_enrollment
-from tenantflow.starter.output import KubeconfigOpt, OutputOpt, run
+from tenantflow.starter.output import KubeconfigOpt, OutputOpt, WideOpt, run
 from tenantflow.starter.records import ContextOpt, enrolled_contract, records_target
 
 GATE_HELP = {
@@ -27,13 +27,13 @@ GATE_COMMANDS: dict[str, Callable[..., None]] = {gate: gate_command(gate, GATE_H
 def enroll(
     file: Path, kubeconfig: KubeconfigOpt = None,
     wait: Annotated[bool, typer.Option(help="wait for the bootstrap plan and print it")] = True,
-    output: OutputOpt = "text",
+    output: OutputOpt = "text", wide: WideOpt = False,
 ) -> None:
     """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
     async def go() -> None:
         contract = load_enrollment(file, kubeconfig)
         api = await TenantflowClient.connect()
-        await follow_start(api, await api.start_enrollment(contract), wait, output)
+        await follow_start(api, await api.start_enrollment(contract), wait, output, wide)
     run(go())
 
 

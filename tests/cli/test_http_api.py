@@ -49,6 +49,10 @@ async def test_start_status_and_approve(http: httpx.AsyncClient, fake_api: Tenan
     assert started.status_code == 201, started.text
     workflow_id = started.json()["workflow_id"]
     assert workflow_id == f"tenant/{slug}"
+    described = await fake_api.handle(workflow_id).describe()
+    assert await described.static_summary() == f"Onboard {slug}: 64 GPUs h100-8x, 3 users"
+    details = await described.static_details()
+    assert details is not None and f"started by: `{fake_api.identity}`" in details
     assert (await http.post("/runs/onboarding", json=contract, headers=auth)).status_code == 409
     await wait_for_stage(fake_api, fake_api.handle(workflow_id), "gate:approve_plan")
 

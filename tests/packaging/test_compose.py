@@ -1,0 +1,116 @@
+"""docker-compose.yml against the Compose Specification's JSON schema, and the promises its header makes.
+
+compose_spec.json is the Compose Specification's schema as the ``docker-compose`` 1.29.2 wheel on PyPI ships it
+(``compose/config/compose_spec.json``, Apache-2.0; sha256 0dc04bd3...2bac), vendored unchanged: no Compose v2
+binary or newer copy of the schema is available from the registries this project uses, so features added to the
+specification after 2021 (``start_interval``, ``env_file`` objects ...) are deliberately not used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.packaging.envvars import listed, worker_variables
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = Path(__file__).with_name("compose_spec.json")
+ONE_SHOT = {"temporal-schema", "temporal-namespace"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = compose["services"]
+    return found
+
+
+def test_validates_against_the_compose_specification(compose: dict[str, Any]) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft201909Validator(schema, format_checker=jsonschema.FormatChecker())
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(compose)]
+    assert not errors, "\n".join(errors)
+
+
+def test_the_schema_rejects_what_compose_rejects(compose: dict[str, Any]) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    broken = json.loads(json.dumps(compose))
+    broken["services"]["worker"]["restart_policy"] = "always"
+    assert not jsonschema.Draft201909Validator(schema).is_valid(broken)
+
+
+def test_every_long_running_service_restarts_and_has_a_health_check(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        if name in ONE_SHOT:
+            assert service["restart"] == "no", name
+            continue
+        assert service["restart"] == "unless-stopped", name
+        assert service["healthcheck"]["test"][0] in {"CMD", "CMD-SHELL"}, name
+
+
+def test_every_dependency_waits_for_a_condition(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        for dependency, how in service.get("depends_on", {}).items():
+            assert dependency in services, (name, dependency)
+            expected = "service_completed_successfully" if dependency in ONE_SHOT else "service_healthy"
+            assert how == {"condition": expected}, (name, dependency)
+
+
+def test_temporal_is_the_maintained_server_on_an_explicit_schema_and_retention(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    images = {name: service.get("image", "") for name, service in services.items()}
+    assert not [image for image in images.values() if "auto-setup" in image]
+    assert images["temporal"].startswith("temporalio/server:")
+    assert images["temporal-schema"].startswith("temporalio/admin-tools:")
+    schema_script = services["temporal-schema"]["command"][0]
+    for step in ("create", "setup-schema -v 0.0", "update-schema -d"):
+        assert f'temporal-sql-tool --db "$$db" {step}' in schema_script
+    namespace = services["temporal-namespace"]
+    assert namespace["environment"]["RETENTION"] == "${TEMPORAL_RETENTION:-720h}"
+    assert '--retention "$$RETENTION"' in namespace["command"][0]
+    for attribute in ("TenantSlug", "WorkerCluster", "Stage"):
+        assert attribute in namespace["command"][0]
+
+
+def test_the_ui_decodes_through_the_codec_server(services: dict[str, dict[str, Any]]) -> None:
+    ui, codec = services["temporal-ui"], services["codec-server"]
+    assert ui["environment"]["TEMPORAL_CODEC_ENDPOINT"] == "http://localhost:8081"
+    assert "8081:8081" in codec["ports"]
+    command = codec["command"]
+    assert command[0] == "codec-server"
+    assert command[command.index("--cors-origin") + 1] == ui["environment"]["TEMPORAL_CORS_ORIGINS"]
+    assert codec["environment"]["TENANTFLOW_CODEC_KEY_FILE"] == "/run/secrets/codec_keys"
+
+
+def test_worker_runs_the_image_built_here(services: dict[str, dict[str, Any]]) -> None:
+    worker = services["worker"]
+    assert worker["build"] == "." and (ROOT / "Dockerfile").is_file()
+    assert worker["read_only"] is True and worker["env_file"] == ["worker.env"]
+    assert "command" not in worker and "volumes" in worker
+    assert all(volume.endswith(":ro") for volume in worker["volumes"])
+    assert "/readyz" in " ".join(worker["healthcheck"]["test"])
+    assert worker["stop_grace_period"] == "90s"
+
+
+def test_worker_env_example_lists_exactly_the_variables_the_worker_reads() -> None:
+    documented = listed(ROOT / "worker.env.example")
+    read = worker_variables()
+    assert not read - documented, f"read by the worker but not in worker.env.example: {sorted(read - documented)}"
+    assert not documented - read, f"in worker.env.example but read by no code: {sorted(documented - read)}"
+
+
+def test_the_variable_scan_finds_settings_and_environ_reads() -> None:
+    read = worker_variables()
+    assert {"TEMPORAL_ADDRESS", "AUTHENTIK_TOKEN", "TENANTFLOW_SMOKE_WRITE_MB", "TENANTFLOW_HEALTH_PORT"} <= read
+    assert "TENANTFLOW_CODEC_KEYS" in read, "os.environ.get(KEYS_ENV) in worker/codec.py, through the constant"
