@@ -1,13 +1,15 @@
 """Writing and reading tenant and worker records (:mod:`models.records`) as versioned Secrets, as Helm stores releases.
 
 ``records.tenant`` and ``records.worker`` write the next version of a record in the
-platform namespace (``TENANTFLOW_RECORDS_NAMESPACE``, created when missing). They
+platform namespace (``TENANTFLOW_RECORDS_NAMESPACE``, created when missing), finding
+the versions by name (v1, v2, ... up to the first missing: versions are never deleted). They
 are idempotent on retry: a version written by the same Temporal run id is found
 by its annotation and returned, so a retried attempt never writes a second one; a
 run that leaves the record as it was (same contract, same status: a re-run) keeps
 the current version, so a re-run writes nothing.
 Two writers racing for one version number meet a 409 and the loser takes the next.
-:func:`read_latest` and :func:`list_records` are what the CLI reads.
+:func:`read_latest` and :func:`list_records` (which lists, with the operator's credentials) are what the CLI
+reads.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.manifests import MANAGED_BY, MANAGER
 from tenantflow.activities.settings import settings
@@ -54,9 +56,16 @@ def _version(secret: Manifest) -> int:
 
 
 def _versions(key: RecordKey, namespace: str) -> list[Manifest]:
-    """Every stored version of ``key`` (Secrets of the record type), oldest first."""
-    found = KubeObjects(key.target).list("Secret", namespace, key.selector)
-    return sorted((s for s in found if s.get("type") == SECRET_TYPE and _version(s) > 0), key=_version)
+    """Every stored version of ``key``, oldest first, read by name from v1 up to the first missing one: the
+    worker's RBAC (deploy/base/rbac.yaml) lets it get and create Secrets, never list them."""
+    objects = KubeObjects(key.target)
+    found: list[Manifest] = []
+    while (secret := objects.get("Secret", key.secret_name(len(found) + 1), namespace)) is not None:
+        if secret.get("type") != SECRET_TYPE:
+            raise fail("Conflict", f"{namespace}/{secret['metadata']['name']} is not a tenantflow record "
+                                   f"(type {secret.get('type')!r}, expected {SECRET_TYPE})")
+        found.append(secret)
+    return found
 
 
 def _payload(secret: Manifest) -> bytes:
