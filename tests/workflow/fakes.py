@@ -104,6 +104,8 @@ class FakeWorld:
         @activity.defn(name=step.name)
         async def record(inp: TenantRecord) -> StoredRecord:
             self.calls.append(step.name)
+            if self.fail_at == step.name:
+                raise ApplicationError(f"injected failure at {step.name}", type="Forbidden", non_retryable=True)
             self.records.append(inp)
             version = len([r for r in self.records if r.contract.slug == inp.contract.slug])
             return StoredRecord(kind=RecordKind.tenant, name=f"tenantflow.tenant.{inp.contract.slug}.v{version}",
