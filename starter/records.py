@@ -26,6 +26,7 @@ from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, Worke
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import errors
 
 ContextOpt = Annotated[str | None, typer.Option(
@@ -37,9 +38,15 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:
         return None
-    if context is None:
-        _, active = config.list_kube_config_contexts(config_file=path)
-        context = str(active["name"])
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=path)
+    except (config.ConfigException, OSError) as exc:
+        raise ContractError(f"{path}: cannot read the kubeconfig to read records with: {exc}") from None
+    names = [str(c["name"]) for c in contexts]
+    context = context or (str(active["name"]) if active else None)
+    if context not in names:
+        raise ContractError(f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); "
+                            "pass --context")
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 

@@ -24,7 +24,8 @@ from tenantflow.models.records import (
     WorkerRecord,
 )
 from tenantflow.models.targets import KubeTarget
-from tenantflow.starter.contracts import load_enrollment
+from tenantflow.starter.contracts import ContractError, load_enrollment
+from tenantflow.starter.records import records_target
 from tests.kubeapi.conftest import Cluster
 from tests.workflow.contract import EXAMPLES, example_tenant
 
@@ -108,3 +109,12 @@ def test_a_user_without_rights_in_the_platform_namespace_is_refused(cluster: Clu
     with pytest.raises(ApplicationError) as refused:
         store(tenant_record(cluster, context="restricted"), DEFAULT_NAMESPACE)
     assert refused.value.type == "Forbidden" and refused.value.non_retryable
+
+
+def test_the_cli_reads_records_with_the_kubeconfigs_current_or_named_context(cluster: Cluster) -> None:
+    current = records_target(str(cluster.kubeconfig), None)
+    assert current is not None and current.context == "admin"
+    assert records_target(str(cluster.kubeconfig), "restricted") == KubeTarget(kubeconfig=str(cluster.kubeconfig),
+                                                                               context="restricted")
+    with pytest.raises(ContractError, match="no context 'nope'"):
+        records_target(str(cluster.kubeconfig), "nope")
