@@ -36,10 +36,15 @@ def _get_json(url: str, path: str) -> Any:
         return response.json()
 
 
+def is_record(obj: dict[str, Any]) -> bool:
+    """An object of a kube snapshot that belongs to the run records (:mod:`models.records`): completed runs keep
+    them on purpose, one version more each time, so world comparisons leave them out."""
+    return RECORDS_NAMESPACE in (obj["namespace"], obj["name"] if obj["resource"] == "namespaces" else None)
+
+
 def _kube(url: str) -> dict[str, Any]:
-    """Every object but the run records (:mod:`models.records`), which completed runs keep on purpose."""
-    objects = [o for o in _get_json(url, "/_lab/snapshot")["objects"]
-               if RECORDS_NAMESPACE not in (o["namespace"], o["name"] if o["resource"] == "namespaces" else None)]
+    """Every object but the run records."""
+    objects = [o for o in _get_json(url, "/_lab/snapshot")["objects"] if not is_record(o)]
     return {f"{o['group'] or 'core'}/{o['resource']}/{o['namespace'] or '-'}/{o['name']}": o["object"]
             for o in objects}
 
