@@ -2,7 +2,7 @@
 # Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm, tmux;
 # iproute2 for the loopback quickack route that keeps Slurm RPCs fast; libnss-extrausers so the host
 # resolves the lab's LDAP users from /var/lib/extrausers, see lab/daemons/host_users.py; nginx as the
-# TLS-terminating gRPC proxy of tests/deploy/test_temporal_tls.py; chromium, the headless browser
+# TLS-terminating gRPC proxy of tests/worker/test_temporal_tls.py; chromium, the headless browser
 # tests/ui drives through playwright).
 #
 # Idempotent; run as root on Debian 12. No daemon is started: a policy-rc.d denies every

@@ -20,6 +20,7 @@ from tenantflow.activities import (
     smoke,
     storage,
     validate,
+    worker_reset,
     workercluster,
 )
 from tenantflow.models.runbook import Step
@@ -33,7 +34,7 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster, records)
+                                            handover, hub, workercluster, worker_reset, records)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

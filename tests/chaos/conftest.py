@@ -27,7 +27,7 @@ from tenantflow.starter.devserver import DevServer, free_port
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
 from tests.integration.runs import offboard
 from tests.labfixture import whole_lab
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -17,7 +17,7 @@ from tenantflow.starter.contracts import ContractError, parse_contract
 from tests.chaos.conftest import Rig, tenant
 from tests.chaos.kit import STATS
 from tests.labfixture import journal_writes, reset_journals
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L alice@laptop"
 CONTRACT_CASES: list[tuple[str, str, Any, str]] = [

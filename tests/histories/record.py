@@ -13,9 +13,9 @@ from pathlib import Path
 from temporalio.client import WorkflowFailureError
 
 from tests.temporal_env import start_dev_server
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import fake_worker, wait_for_stage
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker, wait_for_stage
 
 HERE = Path(__file__).resolve().parent
 

@@ -25,9 +25,9 @@ from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tests.enrollment.conftest import enrollment_worker, start_lab
 from tests.enrollment.test_greenfield import wait_stage
 from tests.temporal_env import start_dev_server, start_time_skipping
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import fake_worker
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker
 
 HERE = Path(__file__).resolve().parent
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")

@@ -31,7 +31,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
 from tests.integration.world import World, describe_diff
 from tests.labfixture import use_lab_env
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 INJECTED = "InjectedFailure"
 

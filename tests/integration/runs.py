@@ -7,7 +7,7 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import offboarding_id
-from tests.workflow.harness import wait_for_stage
+from tests.workflows.harness import wait_for_stage
 
 
 async def onboard(api: TenantflowClient, contract: TenantContract) -> OnboardingResult:

@@ -14,8 +14,8 @@ from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentRe
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.starter.contracts import load_enrollment
 from tests.labfixture import lab_worker
-from tests.workflow.contract import EXAMPLES
-from tests.workflow.harness import wait_for_stage
+from tests.workflows.contract import EXAMPLES
+from tests.workflows.harness import wait_for_stage
 
 
 def kubectl(lab: LabEndpoints, context: str, *args: str) -> str:

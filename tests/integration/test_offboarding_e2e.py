@@ -11,7 +11,7 @@ from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
 from tests.integration.world import diff, world_snapshot
 from tests.labfixture import lab_worker
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 USERS = ("dora", "emil")
 

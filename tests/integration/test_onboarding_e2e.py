@@ -17,7 +17,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
 from tests.labfixture import journal_writes, lab_worker, reset_journals
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 
 def sh(lab: LabEndpoints, *argv: str) -> str:

@@ -25,7 +25,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import onboard
 from tests.labfixture import lab_worker
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab's real slapd and Slurm need root")
 

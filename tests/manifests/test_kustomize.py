@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.kubeapi.conftest import Cluster, cluster  # noqa: F401  (the emulator fixture, with its seed)
+from tests.lab.kubeapi.conftest import Cluster, cluster  # noqa: F401  (the emulator fixture, with its seed)
 from tests.packaging.envvars import listed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import yaml
 
 from tenantflow.activities import kube, manifests
 from tenantflow.models.tenant import TenantContract
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
 ENSURE = {"get", "create", "patch", "delete"}

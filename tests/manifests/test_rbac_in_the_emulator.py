@@ -19,7 +19,7 @@ import yaml
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
 from tests.manifests.test_rbac_covers_the_runbook import RBAC, written
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 CRDS = Path(__file__).resolve().parents[2] / "lab" / "crds"
 

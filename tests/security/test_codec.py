@@ -16,9 +16,9 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import fake_worker, wait_for_stage
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker, wait_for_stage
 
 UI = "http://localhost:8233"
 

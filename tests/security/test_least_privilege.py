@@ -9,7 +9,7 @@ import pytest
 from tenantflow.activities import kube, manifests
 from tenantflow.models.runbook import APPLY
 from tenantflow.models.tenant import TenantContract
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 CLUSTER_WIDE_RBAC = {"ClusterRole", "ClusterRoleBinding"}
 TOO_STRONG_ROLES = {"cluster-admin", "admin"}

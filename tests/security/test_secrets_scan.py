@@ -39,7 +39,7 @@ from tenantflow.workflows.offboarding import offboarding_id
 from tests.chaos.kit import ROOT, WorkerProcess, settings
 from tests.enrollment.conftest import Lab, start_lab
 from tests.integration.runs import offboard, onboard
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 SLUG, USERS = "tenant-sec", ("sia", "sol")
 

@@ -22,7 +22,7 @@ from tests.integration.runs import offboard
 from tests.labfixture import lab_worker
 from tests.ui.conftest import ARTIFACTS
 from tests.ui.temporal_ui import operator_session
-from tests.workflow.contract import EXAMPLES
+from tests.workflows.contract import EXAMPLES
 
 
 async def approve_in_ui(browser: Browser, temporal_ui: DevServer, api: TenantflowClient, workflow_id: str) -> None:

@@ -16,7 +16,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
-from tests.workflow.fakes import FakeWorld
+from tests.workflows.fakes import FakeWorld
 
 
 async def probe(port: int, path: str) -> httpx.Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tenantflow.activities.handover import render_markdown
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 
 def test_every_user_gets_an_ssh_snippet_with_their_name() -> None:

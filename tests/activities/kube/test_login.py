@@ -1,0 +1,88 @@
+"""Login activities (release, verify) against the kube emulator, the lab's login controller, real slapd and Slurm."""
+
+from __future__ import annotations
+
+import pytest
+
+from tenantflow.activities import kube, login
+from tenantflow.lab.daemons.slapd import SlapdHandle
+from tenantflow.lab.daemons.slurm import SlurmHandle
+from tenantflow.models.onboarding import Facts, StepInput, UndoInput, UserFacts
+from tenantflow.models.results import Outcome
+from tests.activities.kube.conftest import Lab
+from tests.activities.kube.layer import contract, kubectl, run
+
+
+def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> None:
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    assert [s.action.value for s in run(login.plan, inp)] == ["create", "create", "create"]
+    released = run(login.release, inp).results
+    assert [(r.kind, r.name) for r in released] == [
+        ("Secret", "ldap-bind-creds"), ("Secret", f"{c.slug}-authorized-keys"), ("HelmRelease", f"login-{c.slug}")]
+    copied = lab.store.get("", "secrets", "ldap-bind-creds", c.slug)["data"]
+    assert copied == lab.store.get("", "secrets", "ldap-bind-creds", "auth")["data"]
+    pods = {p["metadata"]["name"] for p in lab.store.list("", "pods", c.slug)}
+    assert pods == {"login-tenant-foo-0", "login-tenant-foo-1"}
+    values = lab.store.get("helm.example.io", "helmreleases", "login-tenant-foo", c.slug)["spec"]["values"]
+    assert values["ldap"]["bindPasswordSecret"] == "ldap-bind-creds" and "password" not in str(values["ldap"])
+    assert values["service"]["annotations"]["external-dns.alpha.kubernetes.io/hostname"] == c.login_hostname
+    lab.reset_journal()
+    assert {r.outcome for r in run(login.release, inp).results} == {Outcome.unchanged}
+    assert lab.writes() == []
+    findings = login.checks(inp)
+    failed = {f.check for f in findings if not f.ok}
+    if slapd is None:
+        failed -= {"login.getent_passwd", "login.getent_group"}
+    assert failed == ({"login.sinfo"} if not lab.ctx.slurm_env else set())
+    undone = run(login.undo, UndoInput(contract=c, facts=inp.facts, step="release", results=released))
+    assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted, Outcome.deleted]
+    assert lab.store.list("", "pods", c.slug) == []
+    assert lab.store.get("", "secrets", "ldap-bind-creds", "auth")
+
+
+def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle | None) -> None:
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    lab.store.patch("", "secrets", f"{c.slug}-authorized-keys", {"data": None}, "application/merge-patch+json",
+                    c.slug)
+    messages = [f.message for f in login.checks(inp) if f.check == "login.authorized_keys"]
+    assert messages == ["authorized_keys is empty on login-tenant-foo-0 (/etc/ssh/authorized_keys.d/ lists nothing)"]
+
+
+@pytest.mark.ldap
+def test_login_pod_resolves_users_from_slapd(lab: Lab, slapd: SlapdHandle | None) -> None:
+    if slapd is None:
+        pytest.skip("slapd is not installed")
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "getent", "passwd", "alice")
+    assert out == "alice:x:2147:4099:Alice Researcher:/home/alice:/bin/bash\n"
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "getent", "group", c.slug)
+    assert out == "tenant-foo:*:4099:alice,bob,carol\n"
+    wrong = inp.model_copy(update={"facts": Facts(users={"bob": UserFacts(pk=1, uid_number=2999, gid_number=4099)},
+                                                  group_gid=4099)})
+    messages = [f.message for f in login.checks(wrong) if f.check.startswith("login.getent")]
+    assert messages == ["bob is uid 2148 gid 4099 on login-tenant-foo-0 but 2999/4099 in LDAP"]
+
+
+@pytest.mark.slurm
+@pytest.mark.ldap
+def test_login_verify_passes_against_real_slapd_and_slurm(lab: Lab, slapd: SlapdHandle | None,
+                                                          slurm: SlurmHandle) -> None:
+    if slapd is None:
+        pytest.skip("slapd is not installed")
+    lab.ctx.slurm_env = {"SLURM_CONF": str(slurm.slurm_conf)}
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    result = run(login.verify, inp)
+    assert [(f.check, f.ok) for f in result.findings] == [("login.verify", True)]
+    out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "sinfo", "-h", "-p", c.slug, "-o", "%P %N")
+    assert out.split() == ["tenant-foo", "gpu-[01-08]"]

@@ -1,0 +1,82 @@
+"""Host user resolution files (lab/daemons/host_users.py) and the Weka mount stand-in with the df stand-in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tenantflow.lab.daemons import host_users, weka_mounts
+from tenantflow.lab.daemons.host_users import GroupEntry, PasswdEntry
+
+LAB_BIN = Path(__file__).resolve().parents[3] / "lab" / "bin"
+
+
+def test_nsswitch_gets_extrausers_after_files_once(tmp_path: Path) -> None:
+    conf = tmp_path / "nsswitch.conf"
+    conf.write_text("passwd:         files systemd\ngroup:          files\nshadow:         files\nhosts: dns\n")
+    assert host_users.ensure_nsswitch(conf)
+    assert conf.read_text().splitlines()[:3] == [
+        "passwd:         files extrausers systemd", "group:          files extrausers", "shadow:         files"]
+    assert not host_users.ensure_nsswitch(conf)
+
+
+def test_publish_merges_labs_in_order_and_never_shadows_host_users(tmp_path: Path) -> None:
+    root, lab_a, lab_b = tmp_path / "extrausers", tmp_path / "a", tmp_path / "b"
+    alice = PasswdEntry("alice", 2002, 4100, "Alice", str(lab_a / "home" / "alice"))
+    host_users.publish(lab_a, [alice, PasswdEntry("root", 2050, 2050, "", "/root"),
+                               PasswdEntry("low", 999, 999, "", "/x")],
+                       [GroupEntry("tenant-foo", 4100, ("alice",))], root)
+    assert (root / "passwd").read_text() == f"alice:x:2002:4100:Alice:{lab_a}/home/alice:/bin/bash\n"
+    assert (root / "group").read_text() == "tenant-foo:x:4100:alice\n"
+    bob = PasswdEntry("bob", 2002, 4200, "", str(lab_b / "home" / "bob"))
+    host_users.publish(lab_b, [PasswdEntry("alice", 3002, 4200, "", "/y"), bob], [], root)
+    assert (root / "passwd").read_text() == f"{alice.line()}\n", "the earlier lab keeps the name and the uid"
+    assert (lab_b / "nss" / "passwd").read_text() == f"alice:x:3002:4200::/y:/bin/bash\n{bob.line()}\n"
+    host_users.withdraw(lab_a, root)
+    assert (root / "passwd").read_text() == f"alice:x:3002:4200::/y:/bin/bash\n{bob.line()}\n"
+    host_users.withdraw(lab_b, root)
+    assert (root / "passwd").read_text() == "" and (root / "group").read_text() == ""
+
+
+def test_homes_belong_to_their_users_and_are_reachable(tmp_path: Path) -> None:
+    state = tmp_path / "private" / "lab"
+    state.mkdir(parents=True)
+    (tmp_path / "private").chmod(0o700)
+    user = PasswdEntry("alice", 2002, 4100, "", str(host_users.home_root(state) / "alice"))
+    host_users.ensure_homes(state, [user])
+    home = Path(user.home)
+    assert (home.stat().st_uid, home.stat().st_gid, home.stat().st_mode & 0o777) == (2002, 4100, 0o700)
+    assert (tmp_path / "private").stat().st_mode & 0o001
+
+
+def _df(table: Path, *args: str) -> str:
+    env = {**os.environ, "LAB_MOUNT_TABLE": str(table)}
+    return subprocess.run([str(LAB_BIN / "df"), *args], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_weka_directories_become_wekafs_mounts_and_other_paths_stay_on_their_fs(tmp_path: Path) -> None:
+    snapshot = {"filesystems": [
+        {"name": "tenant-foo-scratch", "total_capacity": 10**15, "directories": ["/", "/tenant-foo"],
+         "quotas": [{"path": "/tenant-foo", "hard_limit_bytes": 50 * 10**12}]},
+        {"name": "tenant-foo-home", "total_capacity": 10**13, "directories": ["/", "/alice"], "quotas": []}]}
+    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
+    scratch = weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo"
+    assert scratch.is_dir()
+    table = weka_mounts.mount_table(tmp_path)
+    assert table.read_text() == f"tenant-foo-scratch:/tenant-foo {scratch} wekafs {50 * 10**12}\n"
+    row = _df(table, "-PT", str(scratch / "sub")).splitlines()[1].split()
+    assert row[:2] == ["tenant-foo-scratch:/tenant-foo", "wekafs"] and row[-1] == str(scratch)
+    elsewhere = _df(table, "-PT", str(tmp_path)).splitlines()[1].split()
+    assert elsewhere[1] != "wekafs"
+    weka_mounts.apply(tmp_path, [])
+    assert not scratch.exists() and table.read_text() == ""
+
+
+@pytest.mark.parametrize("path", ["/", "/tmp"])
+def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
+    real = subprocess.run(["/bin/df", "-P", path], capture_output=True, text=True, check=True).stdout
+    assert subprocess.run([str(LAB_BIN / "df"), "-P", path], capture_output=True, text=True,
+                          check=True).stdout.splitlines()[1].split()[0] == real.splitlines()[1].split()[0]

@@ -1,0 +1,52 @@
+"""CLI test helpers: a fake-activity worker on the dev server and the CLI run as a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.starter.client import TenantflowClient
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker
+
+CLI = str(Path(sys.executable).parent / "tenantflow")
+
+
+def cli_env(api: TenantflowClient) -> dict[str, str]:
+    """The environment that points the ``tenantflow`` CLI at this dev server and task queue."""
+    target = api.client.service_client.config.target_host
+    return {**os.environ, "TEMPORAL_ADDRESS": target, "TENANTFLOW_TASK_QUEUE": api.task_queue}
+
+
+async def tenantflow(api: TenantflowClient, *args: str) -> tuple[int, str, str]:
+    """Run the CLI as a subprocess (it talks to the dev server over the network)."""
+    proc = await asyncio.create_subprocess_exec(CLI, *args, env=cli_env(api), stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def tenantflow_json(api: TenantflowClient, *args: str) -> Any:
+    code, out, err = await tenantflow(api, *args, "--output", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def unique_slug() -> str:
+    return f"tenant-c{uuid.uuid4().hex[:6]}"
+
+
+@pytest_asyncio.fixture
+async def fake_api(dev_env: WorkflowEnvironment) -> AsyncIterator[TenantflowClient]:
+    async with fake_worker(dev_env, FakeWorld()) as api:
+        yield api

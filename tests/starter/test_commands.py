@@ -1,0 +1,50 @@
+"""The CLI as scripts use it: ``--output json``, exit codes, gates and listing, against the dev server."""
+
+from __future__ import annotations
+
+from tenantflow.starter.client import TenantflowClient
+from tests.starter.conftest import tenantflow, tenantflow_json, unique_slug
+from tests.workflows.contract import example_tenant
+from tests.workflows.harness import wait_for_stage
+
+
+async def test_json_status_gates_list_and_exit_codes(fake_api: TenantflowClient) -> None:
+    slug = unique_slug()
+    handle = await fake_api.start_onboarding(example_tenant(slug))
+    await wait_for_stage(fake_api, handle, "gate:approve_plan")
+
+    status = await tenantflow_json(fake_api, "status", handle.id)
+    assert status["stage"] == "gate:approve_plan"
+    [gate] = status["gates"]
+    assert gate["name"] == "approve_plan"
+    assert f"tenantflow approve {handle.id} --plan-hash {status['plan_hash']}" in gate["how_to_answer"]
+
+    code, _, err = await tenantflow(fake_api, "approve", handle.id, "--plan-hash", "0123456789abcdef")
+    assert code == 4 and "stale or unknown plan hash" in err
+    code, _, err = await tenantflow(fake_api, "uncordon", handle.id)
+    assert code == 4, err
+    code, _, err = await tenantflow(fake_api, "status", "tenant/no-such-run")
+    assert code == 5, err
+    code, _, err = await tenantflow(fake_api, "handover", slug)
+    assert code == 4 and "has not finished" in err
+
+    rows = await tenantflow_json(fake_api, "list", "--tenant", slug)
+    assert [(r["id"], r["stage"]) for r in rows] == [(handle.id, "gate:approve_plan")]
+
+    answer = await tenantflow_json(fake_api, "approve", handle.id, "--plan-hash", status["plan_hash"])
+    assert answer["answer"].startswith(f"plan {status['plan_hash']} approved")
+    outcome = await tenantflow_json(fake_api, "result", handle.id)
+    assert outcome["status"] == "completed"
+    sheet = await tenantflow_json(fake_api, "handover", slug)
+    assert sheet["handover"]["markdown"].strip() == f"# {slug}"
+    code, out, _ = await tenantflow(fake_api, "handover", slug)
+    assert code == 0 and f"# {slug}" in out
+
+
+async def test_rejected_run_exits_3(fake_api: TenantflowClient) -> None:
+    handle = await fake_api.start_onboarding(example_tenant(unique_slug()))
+    await wait_for_stage(fake_api, handle, "gate:approve_plan")
+    code, _, err = await tenantflow(fake_api, "reject", handle.id, "--reason", "not today")
+    assert code == 0, err
+    code, out, _ = await tenantflow(fake_api, "result", handle.id)
+    assert code == 3 and "rejected" in out

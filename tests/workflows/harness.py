@@ -1,0 +1,39 @@
+"""Running the onboarding workflow against fake activities on a given Temporal environment."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from tenantflow.models.status import RunStatus
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import TenantOffboarding
+from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.workflows.fakes import FakeWorld
+
+
+@asynccontextmanager
+async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterator[TenantflowClient]:
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding],
+                      activities=world.activities()):
+        yield TenantflowClient(env.client, queue)
+
+
+async def wait_for_stage(api: TenantflowClient, handle: WorkflowHandle[Any, Any], prefix: str,
+                         timeout_s: float = 30) -> RunStatus:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        status = await api.status(handle.id)
+        if status.stage.startswith(prefix):
+            return status
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}")
+        await asyncio.sleep(0.05)
