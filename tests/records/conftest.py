@@ -4,6 +4,6 @@ enrollment lab (a Hub and a greenfield worker cluster)."""
 from __future__ import annotations
 
 from tests.enrollment.conftest import greenfield
-from tests.kubeapi.conftest import cluster
+from tests.lab.kubeapi.conftest import cluster
 
 __all__ = ["cluster", "greenfield"]

@@ -16,11 +16,11 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
 from tenantflow.starter.client import TenantflowClient, onboarding_id
-from tests.cli.conftest import tenantflow, tenantflow_json
 from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_worker
-from tests.workflow.harness import wait_for_stage
+from tests.starter.conftest import tenantflow, tenantflow_json
+from tests.workflows.harness import wait_for_stage
 
 CONTEXT = ("--context", "tenant-cluster")
 

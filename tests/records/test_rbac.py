@@ -12,7 +12,7 @@ from tenantflow.activities.records import read_latest, store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RunStamp, TenantRecord
 from tenantflow.models.targets import KubeTarget
 from tests.manifests.test_rbac_in_the_emulator import kubeconfig
-from tests.workflow.contract import example_tenant
+from tests.workflows.contract import example_tenant
 
 __all__ = ["kubeconfig"]
 

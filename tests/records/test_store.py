@@ -26,8 +26,8 @@ from tenantflow.models.records import (
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.contracts import ContractError, load_enrollment
 from tenantflow.starter.records import records_target
-from tests.kubeapi.conftest import Cluster
-from tests.workflow.contract import EXAMPLES, example_tenant
+from tests.lab.kubeapi.conftest import Cluster
+from tests.workflows.contract import EXAMPLES, example_tenant
 
 
 def stamp(run_id: str | None = None) -> RunStamp:

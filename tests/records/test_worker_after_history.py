@@ -9,9 +9,9 @@ from tenantflow.models.enrollment_workflows import DecommissionResult, Enrollmen
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordStatus, WorkerRecord
 from tenantflow.starter.client import TenantflowClient, enrollment_id
-from tests.cli.conftest import tenantflow_json
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 from tests.records.test_after_history import delete_history
+from tests.starter.conftest import tenantflow_json
 
 
 async def test_decommission_works_from_the_record_once_the_history_is_deleted(

@@ -11,9 +11,9 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.results import Severity
 from tenantflow.starter.client import TenantflowClient
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import fake_worker, wait_for_stage
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker, wait_for_stage
 
 
 async def onboard(api: TenantflowClient, slug: str, approver: str) -> tuple[OnboardingResult, str]:

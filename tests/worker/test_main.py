@@ -14,7 +14,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests.deploy.harness import TEMPORAL_VARIABLES
+from tests.worker.harness import TEMPORAL_VARIABLES
 
 CLI = str(Path(sys.executable).parent / "tenantflow")
 

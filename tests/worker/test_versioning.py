@@ -28,9 +28,9 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import deployment_config, run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
-from tests.workflow.contract import example_tenant
-from tests.workflow.fakes import FakeWorld
-from tests.workflow.harness import wait_for_stage
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import wait_for_stage
 
 
 @asynccontextmanager
