@@ -11,6 +11,8 @@ from functools import lru_cache
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tenantflow.models.records import DEFAULT_NAMESPACE as RECORDS_NAMESPACE
+
 
 class ServiceSettings(BaseSettings):
     """Endpoints and credentials, from environment variables (see ``lab.env``)."""
@@ -53,6 +55,9 @@ class ServiceSettings(BaseSettings):
     login_container: str = Field("sshd", alias="LOGIN_CONTAINER",
                                  description="the container of a tenant login pod that checks run in")
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    records_namespace: str = Field(RECORDS_NAMESPACE, alias="TENANTFLOW_RECORDS_NAMESPACE",
+                                   pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+                                   description="platform namespace of the tenant and worker records")
     http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
 

@@ -28,6 +28,7 @@ from tenantflow.models.enrollment_workflows import (
 )
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
+from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
 from tenantflow.models.results import EnsureResult, Finding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
@@ -147,7 +148,11 @@ VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResu
 HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover,
                                            summary="render the handover sheet")
 
-ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VALIDATE, HANDOVER, *ROLLBACK)
+RECORD_TENANT: Step[TenantRecord, StoredRecord] = Step("records.tenant", TenantRecord, StoredRecord,
+                                                      summary="store the tenant record in its cluster")
+
+ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VALIDATE, HANDOVER, RECORD_TENANT,
+                                          *ROLLBACK)
 """Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
 
 # --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
@@ -187,12 +192,15 @@ WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary=
 WORKER_RESET_APPROVED = Step("worker.reset_approved", ApprovedReset, list[EnsureResult],
                              summary="worker reset of exactly the approved dry run")
 
+RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step("records.worker", WorkerRecord, StoredRecord,
+                                                      summary="store the worker record in the worker cluster")
+
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, HUB_WAIT_CONDITIONS, HUB_WAIT_WORKERCLUSTER, HUB_CORDON,
     HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT, WORKER_PLAN, WORKER_INSTALL,
     WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS, WORKER_WAIT_CONVERGENCE,
     WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK, WORKER_RESET_PLAN,
-    WORKER_RESET, WORKER_RESET_APPROVED)
+    WORKER_RESET, WORKER_RESET_APPROVED, RECORD_WORKER)
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}

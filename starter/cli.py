@@ -75,6 +75,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),
+    ("tenants", tenants.tenants),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
     *plugin_commands(),

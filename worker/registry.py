@@ -15,6 +15,7 @@ from tenantflow.activities import (
     identity,
     kube,
     login,
+    records,
     slurm,
     smoke,
     storage,
@@ -33,7 +34,7 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster, worker_reset)
+                                            handover, hub, workercluster, worker_reset, records)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

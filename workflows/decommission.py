@@ -8,7 +8,8 @@ drained, the Hub enrollment removed and exactly the approved dry run applied
 installed (by label), releases preset objects and leaves customer workloads,
 Kueue/JobSet objects, cert-manager and a shared VictoriaMetrics operator. It does
 not need the agent. Runs recorded before the ``decommission-gate-first`` patch
-cordoned and removed the enrollment before the gate and recomputed the reset.
+cordoned and removed the enrollment before the gate and recomputed the reset. The
+worker's record gets a last version with the status ``decommissioned``.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import RecordStatus, WorkerRecord
     from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import (
         HUB_CORDON,
         HUB_REMOVE_ENROLLMENT,
+        RECORD_WORKER,
         WORKER_RESET,
         WORKER_RESET_APPROVED,
         WORKER_RESET_PLAN,
@@ -40,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
@@ -81,7 +85,7 @@ class WorkerDecommissionWorkflow(GatedRun):
                                       removed=removed)
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
-        return self._completed(plan, removed)
+        return await self._completed(plan, removed)
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
@@ -98,7 +102,7 @@ class WorkerDecommissionWorkflow(GatedRun):
         self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET_APPROVED, ApprovedReset(
             contract=c, steps=[s for s in plan.steps if s.layer == "worker"]))
-        return self._completed(plan, removed)
+        return await self._completed(plan, removed)
 
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
         """Cordon, wait until no admitted remote work remains, remove the WorkerCluster and its enrollment."""
@@ -114,7 +118,11 @@ class WorkerDecommissionWorkflow(GatedRun):
         return (timedelta(seconds=self._params.gate_escalate_after_s),
                 timedelta(seconds=self._params.gate_expire_after_s))
 
-    def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
+    async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(contract=self._params.contract, run=run_stamp(self),
+                                  status=RecordStatus.decommissioned)
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                   plan=plan, removed=removed)

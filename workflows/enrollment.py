@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Plan
+    from tenantflow.models.records import WorkerRecord
     from tenantflow.models.results import Finding
     from tenantflow.models.runbook import (
         HUB_CANARY,
@@ -56,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
@@ -68,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
 
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK
 from tenantflow.workflows.search import WORKER_CLUSTER
 
@@ -187,6 +190,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             if self._cancel_compensates():
                 await self._after_failure(plan, err)
             raise
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(contract=c, run=run_stamp(self), installed=step.facts.installed,
+                                  adopted=step.facts.adoption)
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                 conditions=self._report.conditions, installed=step.facts.installed,

@@ -9,7 +9,8 @@ the new plan and what changed. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
 Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
-objects left in ``status`` (``workflows/rollback.py``).
+objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
+last version with the status ``offboarded``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
+    from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
 from tenantflow.workflows.gate_handlers import yes_no_gate
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -87,6 +90,9 @@ class TenantOffboarding(SagaRun):
                                  and p.action is Action.delete])
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
         removed = await self._roll_back(saga, contract, step_input.facts, escalate, expire)
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), status=RecordStatus.offboarded)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
                                  kept=[p for p in plan.steps if p.action is Action.leave])

@@ -8,7 +8,8 @@ order. A step that fails (or is cancelled) goes on the saga too: its undo gets
 the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
-created. Smoke tests, end-to-end validation and the handover sheet finish the run.
+created. Smoke tests, end-to-end validation and the handover sheet finish the run;
+the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them.
 
 Approval binds what is applied: right after it the plan activities run again
 (read-only); if the plan's hash changed (an object appeared or changed while the
@@ -36,10 +37,22 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+    from tenantflow.models.runbook import (
+        APPLY,
+        CAPACITY_PREFLIGHT,
+        HANDOVER,
+        PLAN,
+        PREFLIGHT,
+        RECORD_TENANT,
+        SMOKE,
+        VALIDATE,
+        Step,
+    )
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -111,6 +124,9 @@ class TenantOnboarding(SagaRun):
             await self._roll_back(self._saga, contract, self._facts, escalate, expire)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
         return OnboardingResult(slug=contract.slug, status="completed", plan_hash=plan.plan_hash, plan=plan,
                                 applied=applied, findings=self._findings, handover=handover)

@@ -11,6 +11,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentResult,
 )
 from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.records import DEFAULT_NAMESPACE
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 
@@ -36,7 +37,7 @@ async def test_decommission_and_reset(dev_env: WorkflowEnvironment, greenfield: 
         await dec.result()
     namespaces = {n["metadata"]["name"] for n in greenfield.worker.list("", "namespaces")}
     assert namespaces == {"default", "forecasting", "kube-system", "cert-manager", "victoria-metrics",
-                          "kueue-system", "jobset-system"}
+                          "kueue-system", "jobset-system", DEFAULT_NAMESPACE}, "reset keeps the worker's record"
     deployments = {d["metadata"]["name"] for d in greenfield.worker.list("apps", "deployments")}
     assert deployments == {"cert-manager", "victoria-metrics-operator", "kueue-controller-manager",
                            "jobset-controller-manager"}

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.records import RecordKind, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
@@ -24,6 +25,7 @@ from tenantflow.models.runbook import (
     HANDOVER,
     PLAN,
     PREFLIGHT,
+    RECORD_TENANT,
     ROLLBACK,
     SMOKE,
     VALIDATE,
@@ -46,6 +48,8 @@ class FakeWorld:
     appeared: list[PlanStep] = field(default_factory=list)
     """Objects the plan activities of the same layer also report (something made by hand after planning)."""
     calls: list[str] = field(default_factory=list)
+    records: list[TenantRecord] = field(default_factory=list)
+    """The tenant records the runs stored, in order."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -54,6 +58,7 @@ class FakeWorld:
         made += [self._apply(step) for step in (*APPLY, *SMOKE, VALIDATE)]
         made += [self._undo(step) for step in ROLLBACK]
         made.append(self._handover(HANDOVER))
+        made.append(self._record(RECORD_TENANT))
         return made
 
     def _preflight(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -110,3 +115,16 @@ class FakeWorld:
             self.calls.append(step.name)
             return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
         return render
+
+    def _record(self, step: Step[TenantRecord, StoredRecord]) -> Callable[[TenantRecord], Awaitable[StoredRecord]]:
+        @activity.defn(name=step.name)
+        async def record(inp: TenantRecord) -> StoredRecord:
+            self.calls.append(step.name)
+            if self.fail_at == step.name:
+                raise ApplicationError(f"injected failure at {step.name}", type="Forbidden", non_retryable=True)
+            self.records.append(inp)
+            version = len([r for r in self.records if r.contract.slug == inp.contract.slug])
+            return StoredRecord(kind=RecordKind.tenant, name=f"tenantflow.tenant.{inp.contract.slug}.v{version}",
+                                namespace="tenantflow-system", version=version, status=inp.status, run=inp.run,
+                                created=True)
+        return record
