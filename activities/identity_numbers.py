@@ -63,8 +63,10 @@ def this_workflow() -> str:
     """The id of the workflow running this activity: what :data:`CREATED_BY` holds for its creations."""
     workflow_id = activity.info().workflow_id
     if not workflow_id:
-        raise fail("Unsupported", "identity activities mark what they create with their workflow's id; "
-                   "run them from a workflow")
+        raise fail(
+            "Unsupported",
+            "identity activities mark what they create with their workflow's id; run them from a workflow",
+        )
     return workflow_id
 
 
@@ -84,8 +86,9 @@ def may_undo(attributes: dict[str, Any], of_tenant: bool) -> bool:
 
 def tenant_of(user: User, slug: str) -> bool:
     """Whether the user is already this tenant's: a member of its group, or created by this workflow."""
-    return (any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or [])
-            or made_by_this_workflow(user.attributes))
+    return any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or []) or made_by_this_workflow(
+        user.attributes
+    )
 
 
 def other_tenant(user: User, slug: str) -> str | None:
@@ -99,9 +102,13 @@ def other_tenant(user: User, slug: str) -> str | None:
 
 # -- desired state -------------------------------------------------------------------------------
 
+
 def desired_user(user: TenantUser, gid: int) -> dict[str, Any]:
-    return {"name": user.name, "email": user.email,
-            "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}}
+    return {
+        "name": user.name,
+        "email": user.email,
+        "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)},
+    }
 
 
 def user_patch(existing: User, desired: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -123,7 +130,7 @@ def require_group(ak: AuthentikClient, slug: str, provider: LdapProvider) -> tup
     group = ak.group_by_name(slug)
     gid = string_number(group.attributes, "gidNumber") if group else None
     if group is None or gid is None:
-        raise fail("NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; "
-                   "run identity.group first")
+        raise fail(
+            "NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; run identity.group first"
+        )
     return group, gid
-

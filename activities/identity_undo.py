@@ -44,8 +44,11 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
     if result.outcome is Outcome.created:
         of_tenant = any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or [])
         if not may_undo(user.attributes, of_tenant):
-            return _kept(result, f"user {user.username} (pk {user.pk}) was not created by this run "
-                         f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone")
+            return _kept(
+                result,
+                f"user {user.username} (pk {user.pk}) was not created by this run "
+                f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone",
+            )
         patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
         leave = group_pk in user.groups
     elif not data.pk:
@@ -58,8 +61,12 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
-    return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent,
-                                     "data": Restored(restored=sorted(patch), left_group=leave)})
+    return result.model_copy(
+        update={
+            "outcome": Outcome.updated if changed else Outcome.absent,
+            "data": Restored(restored=sorted(patch), left_group=leave),
+        }
+    )
 
 
 def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
@@ -70,16 +77,20 @@ def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRe
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
         if not may_undo(group.attributes, group.attributes.get("tenant_slug") == slug):
-            return _kept(result, f"group {group.name} was not created by this run "
-                         f"({CREATED_BY}={group.attributes.get(CREATED_BY)!r}); left alone")
+            return _kept(
+                result,
+                f"group {group.name} was not created by this run "
+                f"({CREATED_BY}={group.attributes.get(CREATED_BY)!r}); left alone",
+            )
         if group.users:
-            return result.model_copy(update={"outcome": Outcome.unchanged,
-                                             "data": Kept(kept=f"still has {len(group.users)} members")})
+            return result.model_copy(
+                update={"outcome": Outcome.unchanged, "data": Kept(kept=f"still has {len(group.users)} members")}
+            )
         ak.delete_group(group.pk)
         return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
     patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
     if patch:
         ak.patch_group(group.pk, patch)
-    return result.model_copy(update={"outcome": Outcome.updated if patch else Outcome.absent,
-                                     "data": Restored(restored=sorted(patch))})
-
+    return result.model_copy(
+        update={"outcome": Outcome.updated if patch else Outcome.absent, "data": Restored(restored=sorted(patch))}
+    )

@@ -91,29 +91,49 @@ def _peers_match(peers: list[Peer], policy_ns: str, other: Endpoint, cluster: Cl
     return not peers or any(_peer_matches(p, policy_ns, other, cluster) for p in peers)
 
 
-def allows(policies: Iterable[NetworkPolicy], pod: Endpoint, other: Endpoint, port: int, protocol: str,
-           direction: str, cluster: Cluster) -> bool:
+def allows(
+    policies: Iterable[NetworkPolicy],
+    pod: Endpoint,
+    other: Endpoint,
+    port: int,
+    protocol: str,
+    direction: str,
+    cluster: Cluster,
+) -> bool:
     """Whether ``pod`` may open (egress) or accept (ingress) a connection with ``other`` on ``port``."""
     kind = "Egress" if direction == "egress" else "Ingress"
-    selecting = [p for p in policies if (p.metadata.namespace or pod.namespace) == pod.namespace
-                 and _selects(p.spec.pod_selector, pod.labels) and kind in p.spec.types()]
+    selecting = [
+        p
+        for p in policies
+        if (p.metadata.namespace or pod.namespace) == pod.namespace
+        and _selects(p.spec.pod_selector, pod.labels)
+        and kind in p.spec.types()
+    ]
     if not selecting:
         return True
     for policy in selecting:
         ns = policy.metadata.namespace or str(pod.namespace)
         if direction == "egress":
-            if any(_peers_match(rule.to, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
-                   for rule in policy.spec.egress or []):
+            if any(
+                _peers_match(rule.to, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
+                for rule in policy.spec.egress or []
+            ):
                 return True
-        elif any(_peers_match(rule.from_, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
-                 for rule in policy.spec.ingress or []):
+        elif any(
+            _peers_match(rule.from_, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
+            for rule in policy.spec.ingress or []
+        ):
             return True
     return False
 
 
-def unreachable(policies: Iterable[NetworkPolicy], login: Endpoint, cluster: Cluster,
-                peers: Mapping[str, Mapping[str, str]] | None = None,
-                paths: Iterable[RequiredPath] = REQUIRED_PATHS) -> list[RequiredPath]:
+def unreachable(
+    policies: Iterable[NetworkPolicy],
+    login: Endpoint,
+    cluster: Cluster,
+    peers: Mapping[str, Mapping[str, str]] | None = None,
+    paths: Iterable[RequiredPath] = REQUIRED_PATHS,
+) -> list[RequiredPath]:
     """The required paths the policies block; ``peers`` maps a Service name to its pods' labels."""
     policies = list(policies)
     found = peers or {}

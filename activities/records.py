@@ -62,8 +62,11 @@ def _versions(key: RecordKey, namespace: str) -> list[Manifest]:
     found: list[Manifest] = []
     while (secret := objects.get("Secret", key.secret_name(len(found) + 1), namespace)) is not None:
         if secret.get("type") != SECRET_TYPE:
-            raise fail("Conflict", f"{namespace}/{secret['metadata']['name']} is not a tenantflow record "
-                                   f"(type {secret.get('type')!r}, expected {SECRET_TYPE})")
+            raise fail(
+                "Conflict",
+                f"{namespace}/{secret['metadata']['name']} is not a tenantflow record "
+                f"(type {secret.get('type')!r}, expected {SECRET_TYPE})",
+            )
         found.append(secret)
     return found
 
@@ -74,8 +77,15 @@ def _payload(secret: Manifest) -> bytes:
 
 def _stored(key: RecordKey, secret: Manifest, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
     meta = secret["metadata"]
-    return StoredRecord(kind=key.kind, name=meta["name"], namespace=meta["namespace"], version=_version(secret),
-                        status=record.status, run=record.run, created=created)
+    return StoredRecord(
+        kind=key.kind,
+        name=meta["name"],
+        namespace=meta["namespace"],
+        version=_version(secret),
+        status=record.status,
+        run=record.run,
+        created=created,
+    )
 
 
 def _same_state(secret: Manifest, record: TenantRecord | WorkerRecord) -> bool:
@@ -88,8 +98,9 @@ def _ensure_namespace(objects: KubeObjects, namespace: str) -> None:
     if objects.get("Namespace", namespace) is not None:
         return
     try:
-        objects.create({"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": namespace, "labels": {MANAGED_BY: MANAGER}}})
+        objects.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": {MANAGED_BY: MANAGER}}}
+        )
     except ApplicationError as err:
         if err.type != "Conflict":
             raise
@@ -97,12 +108,24 @@ def _ensure_namespace(objects: KubeObjects, namespace: str) -> None:
 
 def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerRecord) -> Manifest:
     encoded = base64.b64encode(encode_payload(record).encode()).decode()
-    return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE, "immutable": True,
-            "metadata": {"name": key.secret_name(version), "namespace": namespace,
-                         "labels": {**key.labels, VERSION_LABEL: str(version), STATUS_LABEL: record.status.value,
-                                    MANAGED_BY: MANAGER},
-                         "annotations": {RUN_ID_ANNOTATION: record.run.run_id}},
-            "data": {DATA_KEY: encoded}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": SECRET_TYPE,
+        "immutable": True,
+        "metadata": {
+            "name": key.secret_name(version),
+            "namespace": namespace,
+            "labels": {
+                **key.labels,
+                VERSION_LABEL: str(version),
+                STATUS_LABEL: record.status.value,
+                MANAGED_BY: MANAGER,
+            },
+            "annotations": {RUN_ID_ANNOTATION: record.run.run_id},
+        },
+        "data": {DATA_KEY: encoded},
+    }
 
 
 def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
@@ -113,13 +136,13 @@ def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
     _ensure_namespace(objects, namespace)
     for _ in range(CREATE_ATTEMPTS):
         versions = _versions(key, namespace)
-        mine = [s for s in versions
-                if (s["metadata"].get("annotations") or {}).get(RUN_ID_ANNOTATION) == record.run.run_id]
+        mine = [
+            s for s in versions if (s["metadata"].get("annotations") or {}).get(RUN_ID_ANNOTATION) == record.run.run_id
+        ]
         if mine:
             return _stored(key, mine[-1], record, created=False)
         if versions and _same_state(versions[-1], record):
-            return _stored(key, versions[-1], type(record).model_validate_json(_payload(versions[-1])),
-                           created=False)
+            return _stored(key, versions[-1], type(record).model_validate_json(_payload(versions[-1])), created=False)
         version = _version(versions[-1]) + 1 if versions else 1
         body = _secret(key, namespace, version, record)
         try:
@@ -140,8 +163,9 @@ def read_latest(key: RecordKey, model: type[M], namespace: str | None = None) ->
     return model.model_validate_json(_payload(versions[-1])) if versions else None
 
 
-def list_records(target: KubeTarget, kind: RecordKind,
-                 namespace: str | None = None) -> list[tuple[int, TenantRecord | WorkerRecord]]:
+def list_records(
+    target: KubeTarget, kind: RecordKind, namespace: str | None = None
+) -> list[tuple[int, TenantRecord | WorkerRecord]]:
     """The current (highest) version of every record of ``kind`` in the cluster, with its version number."""
     namespace = namespace or settings().records_namespace
     found = KubeObjects(target).list("Secret", namespace, f"{RECORD_LABEL}={kind.value}")

@@ -64,33 +64,53 @@ BUFFER = 1.2
 
 # -- preflight and plan --------------------------------------------------------------------------
 
+
 def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     findings: list[Finding] = []
     needed = contract.storage.requested_bytes
     if is_strict(contract) and weka.organization(contract.slug) is not None:
         if not org_is_ours(contract):
-            findings.append(Finding(check="storage.org", ok=False,
-                                    message=f"Weka organization {contract.slug} exists and is not this tenant's",
-                                    fix=f"remove or rename the Weka organization {contract.slug}"))
+            findings.append(
+                Finding(
+                    check="storage.org",
+                    ok=False,
+                    message=f"Weka organization {contract.slug} exists and is not this tenant's",
+                    fix=f"remove or rename the Weka organization {contract.slug}",
+                )
+            )
             return findings
         with WekaClient.from_settings(org_admin_credentials(contract.slug)) as org:
-            needed -= sum(f.total_budget for f in org.filesystems()
-                          if f.name in filesystem_names(contract).values())
+            needed -= sum(f.total_budget for f in org.filesystems() if f.name in filesystem_names(contract).values())
     if not is_strict(contract):
         missing = [n for n in filesystem_names(contract).values() if weka.filesystem(n) is None]
         if missing:
-            findings.append(Finding(check="storage.shared_filesystems", ok=False,
-                                    message=f"shared Weka filesystems missing: {', '.join(missing)}",
-                                    fix="create the shared home and scratch filesystems in the platform org"))
+            findings.append(
+                Finding(
+                    check="storage.shared_filesystems",
+                    ok=False,
+                    message=f"shared Weka filesystems missing: {', '.join(missing)}",
+                    fix="create the shared home and scratch filesystems in the platform org",
+                )
+            )
     free = weka.cluster().capacity.unprovisioned_bytes
     required = math.ceil(max(needed, 0) * BUFFER)
     ok = free >= required
-    findings.append(Finding(
-        check="storage.capacity", ok=ok, severity=Severity.info if ok else Severity.error,
-        message=(f"Weka has {free} bytes free; the tenant needs {required} bytes "
-                 f"({max(needed, 0)} requested + 20%)"),
-        fix="" if ok else (f"free at least {required - free} bytes on Weka, or lower "
-                           "storage.home_filesystem_capacity / storage.scratch.hard in the contract")))
+    findings.append(
+        Finding(
+            check="storage.capacity",
+            ok=ok,
+            severity=Severity.info if ok else Severity.error,
+            message=(
+                f"Weka has {free} bytes free; the tenant needs {required} bytes ({max(needed, 0)} requested + 20%)"
+            ),
+            fix=""
+            if ok
+            else (
+                f"free at least {required - free} bytes on Weka, or lower "
+                "storage.home_filesystem_capacity / storage.scratch.hard in the contract"
+            ),
+        )
+    )
     return findings
 
 
@@ -103,8 +123,14 @@ def preflight(inp: StepInput) -> StepResult:
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
-        findings = [Finding(check="storage.weka", ok=False, message=f"Weka API is not usable: {err}",
-                            fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)")]
+        findings = [
+            Finding(
+                check="storage.weka",
+                ok=False,
+                message=f"Weka API is not usable: {err}",
+                fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)",
+            )
+        ]
     return StepResult(facts=inp.facts, findings=findings)
 
 
@@ -116,8 +142,15 @@ def plan(inp: StepInput) -> list[PlanStep]:
     with WekaClient.from_settings() as weka:
         org_exists = is_strict(contract) and weka.organization(contract.slug) is not None
         if is_strict(contract):
-            steps.append(PlanStep(layer=LAYER, kind="WekaOrganization", name=contract.slug,
-                                  action=plan_action(org_exists), detail={"admin": f"admin-{contract.short}"}))
+            steps.append(
+                PlanStep(
+                    layer=LAYER,
+                    kind="WekaOrganization",
+                    name=contract.slug,
+                    action=plan_action(org_exists),
+                    detail={"admin": f"admin-{contract.short}"},
+                )
+            )
     filesystems: dict[str, Filesystem] = {}
     quotas: dict[str, dict[int, Any]] = {}
     if org_exists or not is_strict(contract):
@@ -133,26 +166,39 @@ def plan(inp: StepInput) -> list[PlanStep]:
         paths = {}
     if is_strict(contract):
         for role, name in filesystem_names(contract).items():
-            steps.append(PlanStep(layer=LAYER, kind="WekaFilesystem", name=name,
-                                  action=plan_action(name in filesystems),
-                                  detail={"capacity_bytes": filesystem_capacities(contract)[role]}))
+            steps.append(
+                PlanStep(
+                    layer=LAYER,
+                    kind="WekaFilesystem",
+                    name=name,
+                    action=plan_action(name in filesystems),
+                    detail={"capacity_bytes": filesystem_capacities(contract)[role]},
+                )
+            )
     for target in quota_targets(contract):
         inode = paths.get(target.label)
         fs = filesystems.get(target.filesystem)
         current = quotas.get(fs.uid, {}).get(inode) if fs and inode is not None else None
-        same = current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard,
-                                                                                                target.soft)
-        steps.append(PlanStep(layer=LAYER, kind="WekaQuota", name=target.label,
-                              action=plan_action(current is not None, same),
-                              detail={"filesystem": target.filesystem, "hard_bytes": target.hard,
-                                      "soft_bytes": target.soft}))
+        same = current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
+            target.hard,
+            target.soft,
+        )
+        steps.append(
+            PlanStep(
+                layer=LAYER,
+                kind="WekaQuota",
+                name=target.label,
+                action=plan_action(current is not None, same),
+                detail={"filesystem": target.filesystem, "hard_bytes": target.hard, "soft_bytes": target.soft},
+            )
+        )
     if is_strict(contract):
         steps.extend(csi_plan(contract))
     return steps
 
 
-
 # -- filesystems and directories -----------------------------------------------------------------
+
 
 def quota_owner(contract: TenantContract) -> str:
     """The marker tenantflow writes into a quota's ``owner`` field and checks before removing it."""
@@ -174,12 +220,14 @@ def _directory_spec(contract: TenantContract, facts: Facts, role: str, path: str
 def _mount_credentials(contract: TenantContract) -> Credentials:
     """Who mounts the tenant's filesystems for the directory Job: the org admin, or the platform user."""
     conf = settings()
-    return tenant_credentials(contract) or Credentials(username=conf.weka_username, password=conf.weka_password,
-                                                       org=conf.weka_org)
+    return tenant_credentials(contract) or Credentials(
+        username=conf.weka_username, password=conf.weka_password, org=conf.weka_org
+    )
 
 
-def _ensure_directories(weka: WekaClient, contract: TenantContract, facts: Facts,
-                        filesystems: dict[str, Filesystem]) -> list[EnsureResult]:
+def _ensure_directories(
+    weka: WekaClient, contract: TenantContract, facts: Facts, filesystems: dict[str, Filesystem]
+) -> list[EnsureResult]:
     missing: dict[str, list[DirectorySpec]] = {}
     existed = set()
     for target in quota_targets(contract):
@@ -194,11 +242,18 @@ def _ensure_directories(weka: WekaClient, contract: TenantContract, facts: Facts
     for target in quota_targets(contract):
         fs = filesystems[target.role]
         if target.label not in existed and weka.resolve_path(fs.uid, target.path) is None:
-            raise fail("NotFound", f"{target.label} is still missing on Weka filesystem {fs.name} after the "
-                       "directory Job completed")
-        results.append(storage_result("WekaDirectory", target.label,
-                                      Outcome.unchanged if target.label in existed else Outcome.created,
-                                      data=WekaDirectory(filesystem=fs.name, path=target.path)))
+            raise fail(
+                "NotFound",
+                f"{target.label} is still missing on Weka filesystem {fs.name} after the directory Job completed",
+            )
+        results.append(
+            storage_result(
+                "WekaDirectory",
+                target.label,
+                Outcome.unchanged if target.label in existed else Outcome.created,
+                data=WekaDirectory(filesystem=fs.name, path=target.path),
+            )
+        )
     return results
 
 
@@ -214,8 +269,9 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
             org = weka.organization(contract.slug)
             if org is None:
                 org = weka.create_organization(contract.slug, org_admin_credentials(contract.slug))
-                results.append(storage_result("WekaOrganization", contract.slug, Outcome.created,
-                                              data=WekaObject(uid=org.uid)))
+                results.append(
+                    storage_result("WekaOrganization", contract.slug, Outcome.created, data=WekaObject(uid=org.uid))
+                )
             elif not org_is_ours(contract):
                 raise fail("Conflict", f"Weka organization {contract.slug} exists and is not this tenant's")
             else:
@@ -235,14 +291,17 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
                 results.append(storage_result("WekaFilesystem", name, Outcome.unchanged))
             filesystems[role] = fs
         results.extend(_ensure_directories(tenant, contract, inp.facts, filesystems))
-    facts = inp.facts.model_copy(update={"weka_org_uid": org_uid,
-                                         "weka_filesystems": {r: f.uid for r, f in filesystems.items()}})
-    activity.logger.info("storage.filesystems %s: %s", contract.slug,
-                         ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results))
+    facts = inp.facts.model_copy(
+        update={"weka_org_uid": org_uid, "weka_filesystems": {r: f.uid for r, f in filesystems.items()}}
+    )
+    activity.logger.info(
+        "storage.filesystems %s: %s", contract.slug, ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results)
+    )
     return StepResult(results=results, facts=facts)
 
 
 # -- quotas --------------------------------------------------------------------------------------
+
 
 @activity.defn(name="storage.quotas")
 def ensure_quotas(inp: StepInput) -> StepResult:
@@ -251,30 +310,47 @@ def ensure_quotas(inp: StepInput) -> StepResult:
     results: list[EnsureResult] = []
     with WekaClient.from_settings(tenant_credentials(contract)) as weka:
         filesystems = {f.name: f for f in weka.filesystems()}
-        current_quotas = {f.uid: weka.quotas(f.uid) for f in filesystems.values()
-                          if f.name in filesystem_names(contract).values()}
+        current_quotas = {
+            f.uid: weka.quotas(f.uid) for f in filesystems.values() if f.name in filesystem_names(contract).values()
+        }
         for target in quota_targets(contract):
             heartbeat(f"storage.quotas: {target.label}")
             fs = filesystems.get(target.filesystem)
             inode = weka.resolve_path(fs.uid, target.path) if fs else None
             if fs is None or inode is None:
-                raise fail("NotFound", f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
-                           "does not exist; run storage.filesystems first")
+                raise fail(
+                    "NotFound",
+                    f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
+                    "does not exist; run storage.filesystems first",
+                )
             current = current_quotas[fs.uid].get(inode)
             data = WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)
-            if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard,
-                                                                                                 target.soft):
+            if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
+                target.hard,
+                target.soft,
+            ):
                 results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, data=data))
                 continue
-            weka.set_quota(fs.uid, inode, target.path, target.hard, target.soft,
-                           quota_owner(contract) if current is None else current.owner)
+            weka.set_quota(
+                fs.uid,
+                inode,
+                target.path,
+                target.hard,
+                target.soft,
+                quota_owner(contract) if current is None else current.owner,
+            )
             if current is None:
                 results.append(storage_result("WekaQuota", target.label, Outcome.created, data=data))
             else:
                 previous = QuotaLimits(hard=current.hard_limit_bytes, soft=current.soft_limit_bytes)
-                results.append(storage_result("WekaQuota", target.label, Outcome.updated,
-                                              data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode,
-                                                             path=target.path)))
+                results.append(
+                    storage_result(
+                        "WekaQuota",
+                        target.label,
+                        Outcome.updated,
+                        data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode, path=target.path),
+                    )
+                )
     return StepResult(results=results, facts=inp.facts)
 
 
@@ -285,12 +361,14 @@ def ensure_csi(inp: StepInput) -> StepResult:
     if not is_strict(contract):
         return StepResult(facts=inp.facts)
     results = ensure_csi_objects(contract, inp.run_id)
-    activity.logger.info("storage.csi %s: %s", contract.slug,
-                         ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results))
+    activity.logger.info(
+        "storage.csi %s: %s", contract.slug, ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results)
+    )
     return StepResult(results=results, facts=inp.facts.model_copy(update={"csi_secret": csi_secret_name(contract)}))
 
 
 # -- undo ----------------------------------------------------------------------------------------
+
 
 def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
     """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
@@ -305,8 +383,9 @@ def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResu
     return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)})
 
 
-def _undo_quota(weka: WekaClient, contract: TenantContract, present: dict[str, dict[int, Quota]],
-                result: EnsureResult) -> EnsureResult:
+def _undo_quota(
+    weka: WekaClient, contract: TenantContract, present: dict[str, dict[int, Quota]], result: EnsureResult
+) -> EnsureResult:
     """Delete a quota this run created (our marker on the same directory), or put back the limits it had
     (results located by :func:`_locate_quota`)."""
     heartbeat(f"storage.undo quota {result.name}")
@@ -321,8 +400,14 @@ def _undo_quota(weka: WekaClient, contract: TenantContract, present: dict[str, d
             return left_alone(result, f"quota owner {current.owner!r} or its directory is not this tenant's")
         return deleted(weka.delete_quota(fs_uid, inode), result)
     previous = data.previous
-    if fs_uid not in present or previous is None or (current is not None and (
-            current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)):
+    if (
+        fs_uid not in present
+        or previous is None
+        or (
+            current is not None
+            and (current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)
+        )
+    ):
         return result.model_copy(update={"outcome": Outcome.absent})
     weka.set_quota(fs_uid, inode, str(data.path), previous.hard, previous.soft, current.owner if current else "")
     return result.model_copy(update={"outcome": Outcome.updated})
@@ -334,8 +419,11 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
     filesystems that org owns by name. Directories always stay."""
     undone: list[EnsureResult] = []
     created = [r for r in results if r.outcome is Outcome.created]
-    undone.extend(left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
-                  for r in created if r.kind == "WekaDirectory")
+    undone.extend(
+        left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
+        for r in created
+        if r.kind == "WekaDirectory"
+    )
     fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
@@ -374,8 +462,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         with weka:
             present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
             located = [(r, _locate_quota(weka, contract, r)) for r in changed]
-            return [_undo_quota(weka, contract, present, found) if found else deleted(False, r)
-                    for r, found in located]
+            return [_undo_quota(weka, contract, present, found) if found else deleted(False, r) for r, found in located]
     if inp.step == "filesystems":
         return _undo_filesystems(contract, changed)
     return []

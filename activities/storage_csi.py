@@ -59,9 +59,12 @@ def storage_class_name(contract: TenantContract) -> str:
 
 def storage_class_parameters(contract: TenantContract) -> dict[str, str]:
     """Directory-backed volumes on the tenant's scratch filesystem; the size is the PVC's request."""
-    return {"volumeType": "dir/v1", "filesystemName": filesystem_names(contract)["scratch"],
-            "capacityEnforcement": "HARD",
-            **secret_parameters(csi_secret_name(contract), contract.namespace)}
+    return {
+        "volumeType": "dir/v1",
+        "filesystemName": filesystem_names(contract)["scratch"],
+        "capacityEnforcement": "HARD",
+        **secret_parameters(csi_secret_name(contract), contract.namespace),
+    }
 
 
 def csi_plan(contract: TenantContract) -> list[PlanStep]:
@@ -70,20 +73,38 @@ def csi_plan(contract: TenantContract) -> list[PlanStep]:
     sc = objs.get("StorageClass", storage_class_name(contract))
     pvc = objs.get("PersistentVolumeClaim", contract.storage.pvc_name, ns)
     return [
-        PlanStep(layer=LAYER, kind="Secret", name=csi_secret_name(contract), namespace=ns,
-                 action=plan_action(secret is not None), detail={"keys": [*REQUIRED_SECRET_KEYS, "scheme"],
-                                                                 "user": csi_user_credentials(contract.slug).username}),
-        PlanStep(layer=LAYER, kind="StorageClass", name=storage_class_name(contract),
-                 action=plan_action(sc is not None),
-                 detail={"parameters": storage_class_parameters(contract), "reclaimPolicy": "Retain"}),
-        PlanStep(layer=LAYER, kind="PersistentVolumeClaim", name=contract.storage.pvc_name, namespace=ns,
-                 action=plan_action(pvc is not None), detail={"size": contract.storage.pvc_size}),
+        PlanStep(
+            layer=LAYER,
+            kind="Secret",
+            name=csi_secret_name(contract),
+            namespace=ns,
+            action=plan_action(secret is not None),
+            detail={"keys": [*REQUIRED_SECRET_KEYS, "scheme"], "user": csi_user_credentials(contract.slug).username},
+        ),
+        PlanStep(
+            layer=LAYER,
+            kind="StorageClass",
+            name=storage_class_name(contract),
+            action=plan_action(sc is not None),
+            detail={"parameters": storage_class_parameters(contract), "reclaimPolicy": "Retain"},
+        ),
+        PlanStep(
+            layer=LAYER,
+            kind="PersistentVolumeClaim",
+            name=contract.storage.pvc_name,
+            namespace=ns,
+            action=plan_action(pvc is not None),
+            detail={"size": contract.storage.pvc_size},
+        ),
     ]
 
 
 def _meta(contract: TenantContract, name: str, run_id: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": owner_labels(contract.slug),
-                            "annotations": {RUN_ANNOTATION: run_id} if run_id else {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "labels": owner_labels(contract.slug),
+        "annotations": {RUN_ANNOTATION: run_id} if run_id else {},
+    }
     return meta | ({"namespace": namespace} if namespace else {})
 
 
@@ -91,13 +112,15 @@ def _refuse_foreign(obj: dict[str, Any], contract: TenantContract, what: str) ->
     if not is_ours(obj, contract.slug):
         other = foreign_owner(obj, contract.slug)
         whose = f"belongs to {other}" if other else "no tenantflow labels"
-        raise fail("Conflict", f"{what} exists and is not this tenant's ({whose}); remove it or pick another "
-                   "tenant slug")
+        raise fail(
+            "Conflict", f"{what} exists and is not this tenant's ({whose}); remove it or pick another tenant slug"
+        )
 
 
 def _created(kind: str, name: str, obj: dict[str, Any], namespace: str | None = None) -> EnsureResult:
-    return storage_result(kind, name, Outcome.created, namespace,
-                          data=WekaObject(uid=str((obj.get("metadata") or {}).get("uid") or "")))
+    return storage_result(
+        kind, name, Outcome.created, namespace, data=WekaObject(uid=str((obj.get("metadata") or {}).get("uid") or ""))
+    )
 
 
 def _ensure_csi_user(contract: TenantContract) -> EnsureResult:
@@ -114,41 +137,57 @@ def _ensure_csi_user(contract: TenantContract) -> EnsureResult:
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
-        raise fail("Conflict", f"Weka user {creds.username} exists in organization {contract.slug} and does not "
-                   "accept this tenant's derived password; remove it or rename it") from None
+        raise fail(
+            "Conflict",
+            f"Weka user {creds.username} exists in organization {contract.slug} and does not "
+            "accept this tenant's derived password; remove it or rename it",
+        ) from None
     return storage_result("WekaUser", creds.username, Outcome.unchanged)
 
 
 def _ensure_secret(contract: TenantContract, objs: KubeObjects, run_id: str) -> EnsureResult:
     """The CSI user's login in csi-wekafs's keys: written here, never returned or logged."""
     ns, name = contract.namespace, csi_secret_name(contract)
-    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                            "metadata": _meta(contract, name, run_id, ns),
-                            "data": api_secret_data(csi_user_credentials(contract.slug))}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(contract, name, run_id, ns),
+        "data": api_secret_data(csi_user_credentials(contract.slug)),
+    }
     secret = objs.get("Secret", name, ns)
     if secret is None:
         return _created("Secret", name, objs.create(body), ns)
     _refuse_foreign(secret, contract, f"Secret {ns}/{name}")
     if secret.get("data") == body["data"]:
         return storage_result("Secret", name, Outcome.unchanged, ns)
-    objs.replace(body | {"metadata": body["metadata"] | {"resourceVersion": secret["metadata"].get(
-        "resourceVersion")}})
+    objs.replace(body | {"metadata": body["metadata"] | {"resourceVersion": secret["metadata"].get("resourceVersion")}})
     return storage_result("Secret", name, Outcome.updated, ns)
 
 
 def _ensure_storage_class(contract: TenantContract, objs: KubeObjects, run_id: str) -> EnsureResult:
     name = storage_class_name(contract)
-    body = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": _meta(contract, name, run_id),
-            "provisioner": DRIVER, "parameters": storage_class_parameters(contract),
-            "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}
+    body = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": _meta(contract, name, run_id),
+        "provisioner": DRIVER,
+        "parameters": storage_class_parameters(contract),
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": "Immediate",
+        "allowVolumeExpansion": True,
+    }
     sc = objs.get("StorageClass", name)
     if sc is None:
         return _created("StorageClass", name, objs.create(body))
     _refuse_foreign(sc, contract, f"StorageClass {name}")
     fields = ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode", "allowVolumeExpansion")
     if any(sc.get(f) != body[f] for f in fields):
-        raise fail("Conflict", f"StorageClass {name} exists with other settings (StorageClass parameters are "
-                   f"immutable); compare it with {[body[f] for f in fields]} and delete it if it is stale")
+        raise fail(
+            "Conflict",
+            f"StorageClass {name} exists with other settings (StorageClass parameters are "
+            f"immutable); compare it with {[body[f] for f in fields]} and delete it if it is stale",
+        )
     return storage_result("StorageClass", name, Outcome.unchanged)
 
 
@@ -157,10 +196,23 @@ def _ensure_pvc(contract: TenantContract, objs: KubeObjects, run_id: str) -> Ens
     size = format_kube_quantity(parse_size(contract.storage.pvc_size))
     pvc = objs.get("PersistentVolumeClaim", name, ns)
     if not pvc:
-        return _created("PersistentVolumeClaim", name, objs.create({
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(contract, name, run_id, ns),
-            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class_name(contract),
-                     "resources": {"requests": {"storage": size}}}}), ns)
+        return _created(
+            "PersistentVolumeClaim",
+            name,
+            objs.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": _meta(contract, name, run_id, ns),
+                    "spec": {
+                        "accessModes": ["ReadWriteMany"],
+                        "storageClassName": storage_class_name(contract),
+                        "resources": {"requests": {"storage": size}},
+                    },
+                }
+            ),
+            ns,
+        )
     _refuse_foreign(pvc, contract, f"PVC {ns}/{name}")
     spec = pvc.get("spec", {})
     if spec.get("storageClassName") != storage_class_name(contract):
@@ -175,8 +227,12 @@ def _ensure_pvc(contract: TenantContract, objs: KubeObjects, run_id: str) -> Ens
 def pending_reason(objs: KubeObjects, contract: TenantContract) -> str:
     """The newest event on the tenant PVC (reason: message), or a note that there is none."""
     ns, name = contract.namespace, contract.storage.pvc_name
-    events = [e for e in objs.list("Event", ns) if (e.get("involvedObject") or {}).get("name") == name
-              and (e.get("involvedObject") or {}).get("kind") == "PersistentVolumeClaim"]
+    events = [
+        e
+        for e in objs.list("Event", ns)
+        if (e.get("involvedObject") or {}).get("name") == name
+        and (e.get("involvedObject") or {}).get("kind") == "PersistentVolumeClaim"
+    ]
     if not events:
         return "no event on the PVC (is the csi-wekafs controller running?)"
     last = max(events, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
@@ -190,12 +246,20 @@ def wait_bound(contract: TenantContract, objs: KubeObjects) -> None:
     def phase() -> str:
         return str(((objs.get("PersistentVolumeClaim", name, ns) or {}).get("status") or {}).get("phase") or "Pending")
 
-    polled = poll_until(phase, lambda p: p == "Bound", every=Backoff(settings().poll_interval_s, 1.5, 5.0),
-                        budget_s=BIND_BUDGET_S, detail=lambda p: f"PVC {ns}/{name}: {p}")
+    polled = poll_until(
+        phase,
+        lambda p: p == "Bound",
+        every=Backoff(settings().poll_interval_s, 1.5, 5.0),
+        budget_s=BIND_BUDGET_S,
+        detail=lambda p: f"PVC {ns}/{name}: {p}",
+    )
     if not polled.done:
-        raise fail("PvcPending", f"PVC {ns}/{name} stays {polled.value} after {BIND_BUDGET_S:.0f} s: "
-                   f"{pending_reason(objs, contract)}; check the Secret {ns}/{csi_secret_name(contract)} "
-                   "(username, password, organization, endpoints) and the csi-wekafs controller logs")
+        raise fail(
+            "PvcPending",
+            f"PVC {ns}/{name} stays {polled.value} after {BIND_BUDGET_S:.0f} s: "
+            f"{pending_reason(objs, contract)}; check the Secret {ns}/{csi_secret_name(contract)} "
+            "(username, password, organization, endpoints) and the csi-wekafs controller logs",
+        )
 
 
 def ensure_csi_objects(contract: TenantContract, run_id: str = "") -> list[EnsureResult]:
@@ -229,13 +293,13 @@ def _undo_user(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     if org is None:
         return deleted(False, result)
     with org:
-        user = next((u for u in org.users() if (u.uid == recorded if recorded else u.username == result.name)),
-                    None)
+        user = next((u for u in org.users() if (u.uid == recorded if recorded else u.username == result.name)), None)
         return deleted(user is not None and org.delete_user(user.uid), result)
 
 
-def _release_volumes(objs: KubeObjects, contract: TenantContract, claim_uid: str | None,
-                     result: EnsureResult) -> list[EnsureResult]:
+def _release_volumes(
+    objs: KubeObjects, contract: TenantContract, claim_uid: str | None, result: EnsureResult
+) -> list[EnsureResult]:
     """The PersistentVolumes csi-wekafs provisioned for the tenant PVC through the tenant's StorageClass (claimRef:
     that PVC, of the uid it had when known); with reclaimPolicy Retain they outlive the PVC (also when the
     namespace went first), so their objects go here. The directory and its data stay on Weka."""
@@ -244,12 +308,23 @@ def _release_volumes(objs: KubeObjects, contract: TenantContract, claim_uid: str
     for pv in objs.list("PersistentVolume"):
         spec = pv.get("spec") or {}
         ref = spec.get("claimRef") or {}
-        ours = (ref.get("namespace"), ref.get("name"), (spec.get("csi") or {}).get("driver"),
-                spec.get("storageClassName")) == (ns, claim, DRIVER, storage_class_name(contract))
+        ours = (
+            ref.get("namespace"),
+            ref.get("name"),
+            (spec.get("csi") or {}).get("driver"),
+            spec.get("storageClassName"),
+        ) == (ns, claim, DRIVER, storage_class_name(contract))
         if ours and (claim_uid is None or ref.get("uid") == claim_uid):
             name = str(pv["metadata"]["name"])
-            gone = result.model_copy(update={"kind": "PersistentVolume", "name": name, "namespace": None,
-                                             "outcome": Outcome.created, "data": NoUndoData()})
+            gone = result.model_copy(
+                update={
+                    "kind": "PersistentVolume",
+                    "name": name,
+                    "namespace": None,
+                    "outcome": Outcome.created,
+                    "data": NoUndoData(),
+                }
+            )
             done.append(deleted(objs.delete("PersistentVolume", name), gone))
     return done
 

@@ -45,9 +45,13 @@ def api_secret_data(credentials: Credentials) -> dict[str, str]:
     """The csi-wekafs API Secret's ``data`` (base64): username, password, organization, endpoints, scheme."""
     url = urlsplit(settings().weka_url)
     port = url.port or (443 if url.scheme == "https" else 80)
-    values = {"username": credentials.username, "password": credentials.password.get_secret_value(),
-              "organization": credentials.org, "endpoints": f"{url.hostname}:{port}",
-              "scheme": url.scheme or "https"}
+    values = {
+        "username": credentials.username,
+        "password": credentials.password.get_secret_value(),
+        "organization": credentials.org,
+        "endpoints": f"{url.hostname}:{port}",
+        "scheme": url.scheme or "https",
+    }
     return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
 
 
@@ -55,8 +59,11 @@ def helper_namespace(objs: KubeObjects) -> str:
     """The platform namespace of the helper; it must exist (a platform prerequisite, like slurm-control)."""
     ns = settings().weka_helper_namespace
     if objs.get("Namespace", ns) is None:
-        raise fail("NotFound", f"namespace {ns} (WEKA_HELPER_NAMESPACE) is missing: create it with pod-security "
-                   "baseline; the Weka directory Job runs there as root to chown the tenant's directories")
+        raise fail(
+            "NotFound",
+            f"namespace {ns} (WEKA_HELPER_NAMESPACE) is missing: create it with pod-security "
+            "baseline; the Weka directory Job runs there as root to chown the tenant's directories",
+        )
     return ns
 
 
@@ -65,32 +72,76 @@ def helper_name(contract: TenantContract, filesystem: str) -> str:
     return f"tenantflow-weka-dirs-{digest}"
 
 
-def _manifests(contract: TenantContract, ns: str, filesystem: str, credentials: Credentials,
-               specs: list[DirectorySpec]) -> list[dict[str, Any]]:
+def _manifests(
+    contract: TenantContract, ns: str, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+) -> list[dict[str, Any]]:
     name = helper_name(contract, filesystem)
     meta = {"name": name, "labels": {**owner_labels(contract.slug), HELPER_LABEL: HELPER}}
     ref = {"name": name, "namespace": ns}
     return [
-        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {**meta, "namespace": ns},
-         "data": api_secret_data(credentials)},
-        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": {
-            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "volumeMode": "Filesystem",
-            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-            "claimRef": {"namespace": ns, "name": name},
-            "csi": {"driver": DRIVER, "volumeHandle": filesystem_handle(filesystem),
-                    "nodeStageSecretRef": ref, "nodePublishSecretRef": ref}}},
-        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {**meta, "namespace": ns}, "spec": {
-            "accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": name,
-            "resources": {"requests": {"storage": "1Gi"}}}},
-        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {**meta, "namespace": ns}, "spec": {
-            "backoffLimit": 0, "activeDeadlineSeconds": int(JOB_BUDGET_S), "ttlSecondsAfterFinished": 600,
-            "template": {"metadata": {"labels": {HELPER_LABEL: HELPER}}, "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": CONTAINER, "image": settings().weka_helper_image,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {**meta, "namespace": ns},
+            "data": api_secret_data(credentials),
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": meta,
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "volumeMode": "Filesystem",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": ns, "name": name},
+                "csi": {
+                    "driver": DRIVER,
+                    "volumeHandle": filesystem_handle(filesystem),
+                    "nodeStageSecretRef": ref,
+                    "nodePublishSecretRef": ref,
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {**meta, "namespace": ns},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": name,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {**meta, "namespace": ns},
+            "spec": {
+                "backoffLimit": 0,
+                "activeDeadlineSeconds": int(JOB_BUDGET_S),
+                "ttlSecondsAfterFinished": 600,
+                "template": {
+                    "metadata": {"labels": {HELPER_LABEL: HELPER}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": CONTAINER,
+                                "image": settings().weka_helper_image,
                                 "command": directory_command(specs),
                                 "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
-                                "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}]}],
-                "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": name}}]}}}},
+                                "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}],
+                            }
+                        ],
+                        "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": name}}],
+                    },
+                },
+            },
+        },
     ]
 
 
@@ -102,12 +153,17 @@ def _remove(objs: KubeObjects, body: dict[str, Any], slug: str) -> None:
         return
     labels = (existing.get("metadata") or {}).get("labels") or {}
     if not is_ours(existing, slug) or labels.get(HELPER_LABEL) != HELPER:
-        raise fail("Conflict", f"{kind} {meta['name']} exists and is not tenantflow's directory helper; "
-                               "remove or rename it")
+        raise fail(
+            "Conflict", f"{kind} {meta['name']} exists and is not tenantflow's directory helper; remove or rename it"
+        )
     path = KINDS[kind].path(meta.get("namespace"), meta["name"])
     try:
-        kubeclient.request(objs.target, "DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions",
-                                                          "propagationPolicy": "Background"})
+        kubeclient.request(
+            objs.target,
+            "DELETE",
+            path,
+            {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+        )
     except ApplicationError as err:
         if err.type != "NotFound":
             raise
@@ -134,8 +190,9 @@ def _job_state(job: dict[str, Any] | None) -> tuple[str, str]:
     return "", ""
 
 
-def make_directories(contract: TenantContract, filesystem: str, credentials: Credentials,
-                     specs: list[DirectorySpec]) -> None:
+def make_directories(
+    contract: TenantContract, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+) -> None:
     """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails."""
     if not specs:
         return
@@ -144,11 +201,18 @@ def make_directories(contract: TenantContract, filesystem: str, credentials: Cre
     bodies = _manifests(contract, ns, filesystem, credentials, specs)
     name = bodies[0]["metadata"]["name"]
     with _helper_objects(objs, bodies, contract.slug):
-        polled = poll_until(lambda: _job_state(objs.get("Job", name, ns)), lambda state: bool(state[0]),
-                            every=Backoff(settings().poll_interval_s, 1.5, 5.0), budget_s=JOB_BUDGET_S,
-                            detail=lambda state: f"weka directory Job {ns}/{name}: {state[0] or 'running'}")
+        polled = poll_until(
+            lambda: _job_state(objs.get("Job", name, ns)),
+            lambda state: bool(state[0]),
+            every=Backoff(settings().poll_interval_s, 1.5, 5.0),
+            budget_s=JOB_BUDGET_S,
+            detail=lambda state: f"weka directory Job {ns}/{name}: {state[0] or 'running'}",
+        )
     state, message = polled.value
     if state != "Complete":
         paths = ", ".join(s.path for s in specs)
-        raise fail("DirectoryJobFailed", f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
-                   f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}")
+        raise fail(
+            "DirectoryJobFailed",
+            f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
+            f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}",
+        )

@@ -95,14 +95,16 @@ def _derived_password(purpose: str) -> SecretStr:
 
 def org_admin_credentials(slug: str) -> Credentials:
     """The tenant org's admin ``admin-<short>`` (password derived, see :func:`_derived_password`)."""
-    return Credentials(username=f"admin-{slug.removeprefix('tenant-')}", password=_derived_password(
-        f"org-admin/{slug}"), org=slug)
+    return Credentials(
+        username=f"admin-{slug.removeprefix('tenant-')}", password=_derived_password(f"org-admin/{slug}"), org=slug
+    )
 
 
 def csi_user_credentials(slug: str) -> Credentials:
     """The tenant org's CSI user ``csi-<short>`` (role CSI), whose login goes into the csi-wekafs API Secret."""
-    return Credentials(username=f"csi-{slug.removeprefix('tenant-')}", password=_derived_password(
-        f"csi-user/{slug}"), org=slug)
+    return Credentials(
+        username=f"csi-{slug.removeprefix('tenant-')}", password=_derived_password(f"csi-user/{slug}"), org=slug
+    )
 
 
 def _message(response: httpx.Response) -> str:
@@ -119,16 +121,16 @@ class WekaClient:
     def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self._credentials = credentials
-        self._http = httpx.Client(base_url=self.url + "/api/v2", timeout=timeout_s,
-                                  headers={"Accept": "application/json"})
+        self._http = httpx.Client(
+            base_url=self.url + "/api/v2", timeout=timeout_s, headers={"Accept": "application/json"}
+        )
         self._access: str | None = None
         self._refresh: str | None = None
 
     @classmethod
     def from_settings(cls, credentials: Credentials | None = None) -> WekaClient:
         conf = settings()
-        creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password,
-                                           org=conf.weka_org)
+        creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password, org=conf.weka_org)
         return cls(conf.weka_url, creds, conf.http_timeout_s)
 
     def __enter__(self) -> WekaClient:
@@ -147,14 +149,17 @@ class WekaClient:
         try:
             return send(self._http, method, path, headers=headers, **kwargs)
         except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503,
-                             f"{method} {path} did not complete: {type(exc).__name__}") from None
+            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
 
     @staticmethod
     def _check(method: str, path: str, response: httpx.Response) -> None:
         if response.status_code >= 400:
-            raise http_error(SERVICE, response.status_code, f"{method} {path}: {_message(response)}",
-                             response.headers.get("Retry-After"))
+            raise http_error(
+                SERVICE,
+                response.status_code,
+                f"{method} {path}: {_message(response)}",
+                response.headers.get("Retry-After"),
+            )
 
     def _store_tokens(self, response: httpx.Response) -> None:
         tokens = response.json()["data"]
@@ -162,8 +167,12 @@ class WekaClient:
 
     def login(self) -> None:
         creds = self._credentials
-        response = self._send("POST", "/login", auth=False, json={
-            "username": creds.username, "password": creds.password.get_secret_value(), "org": creds.org})
+        response = self._send(
+            "POST",
+            "/login",
+            auth=False,
+            json={"username": creds.username, "password": creds.password.get_secret_value(), "org": creds.org},
+        )
         if response.status_code == 401:
             raise http_error(SERVICE, 401, f"login as {creds.username} in org {creds.org} was refused")
         self._check("POST", "/login", response)
@@ -178,8 +187,7 @@ class WekaClient:
                 return
         self.login()
 
-    def _request(self, method: str, path: str, *, tolerate: tuple[int, ...] = (), **kwargs: Any
-                 ) -> httpx.Response:
+    def _request(self, method: str, path: str, *, tolerate: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
         """Send with the access token (renewed once on 401); raise unless OK or in ``tolerate``."""
         if self._access is None:
             self.login()
@@ -206,8 +214,13 @@ class WekaClient:
         return next((o for o in self.organizations() if o.name == name), None)
 
     def create_organization(self, name: str, admin: Credentials) -> Organization:
-        return Organization.model_validate(self._data("POST", "/organizations", json={
-            "name": name, "username": admin.username, "password": admin.password.get_secret_value()}))
+        return Organization.model_validate(
+            self._data(
+                "POST",
+                "/organizations",
+                json={"name": name, "username": admin.username, "password": admin.password.get_secret_value()},
+            )
+        )
 
     def delete_organization(self, uid: str) -> None:
         self._request("DELETE", f"/organizations/{uid}")
@@ -220,8 +233,11 @@ class WekaClient:
 
     def create_user(self, username: str, password: SecretStr, role: str) -> WekaUser:
         """``weka user add``: a user of the session's organization."""
-        return WekaUser.model_validate(self._data("POST", "/users", json={
-            "username": username, "password": password.get_secret_value(), "role": role}))
+        return WekaUser.model_validate(
+            self._data(
+                "POST", "/users", json={"username": username, "password": password.get_secret_value(), "role": role}
+            )
+        )
 
     def delete_user(self, uid: str) -> bool:
         """Delete; False when the user was already gone."""
@@ -236,8 +252,11 @@ class WekaClient:
         return next((f for f in self.filesystems() if f.name == name), None)
 
     def create_filesystem(self, name: str, total_capacity: int, group_name: str = "default") -> Filesystem:
-        return Filesystem.model_validate(self._data("POST", "/fileSystems", json={
-            "name": name, "group_name": group_name, "total_capacity": total_capacity}))
+        return Filesystem.model_validate(
+            self._data(
+                "POST", "/fileSystems", json={"name": name, "group_name": group_name, "total_capacity": total_capacity}
+            )
+        )
 
     def delete_filesystem(self, uid: str) -> None:
         self._request("DELETE", f"/fileSystems/{uid}")

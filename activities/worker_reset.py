@@ -27,15 +27,26 @@ def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     unlisted = {ns for ref in _installed_refs(objs) if ref not in deletes for ns in (ref[2],) if ns}
     kept = {ref for ref in deletes if ref[0] == "Namespace" and ref[1] in unlisted}
     results = _remove(objs, sorted(deletes - kept, key=str))
-    results += [EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
-                for kind, name, namespace in sorted(kept)]
+    results += [
+        EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
+        for kind, name, namespace in sorted(kept)
+    ]
     approved = {(s.kind, s.name, s.namespace) for s in reset.steps if s.action is Action.update}
     for ref in _owned_preset(objs, EnrollmentStep(contract=reset.contract)):
         if (ref.kind, ref.name, ref.namespace) in approved:
-            objs.patch(ref.kind, ref.name, ref.namespace,
-                       {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
-            results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
-                                        outcome=Outcome.updated, data=PresetRelease(released=True)))
+            objs.patch(
+                ref.kind, ref.name, ref.namespace, {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}}
+            )
+            results.append(
+                EnsureResult(
+                    layer="worker",
+                    kind=ref.kind,
+                    name=ref.name,
+                    namespace=ref.namespace,
+                    outcome=Outcome.updated,
+                    data=PresetRelease(released=True),
+                )
+            )
     return results
 
 

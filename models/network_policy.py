@@ -25,15 +25,19 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 def _label_key(key: str) -> str:
     prefix, _, name = key.rpartition("/")
     if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
-        raise ValueError(f"{key!r} is not a Kubernetes label key: [prefix/]name, the name at most 63 letters, "
-                         "digits, '-', '_' or '.' starting and ending alphanumeric, the prefix a DNS subdomain")
+        raise ValueError(
+            f"{key!r} is not a Kubernetes label key: [prefix/]name, the name at most 63 letters, "
+            "digits, '-', '_' or '.' starting and ending alphanumeric, the prefix a DNS subdomain"
+        )
     return key
 
 
 def _label_value(value: str) -> str:
     if value and not LABEL_NAME.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
-                         "starting and ending alphanumeric")
+        raise ValueError(
+            f"{value!r} is not a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending alphanumeric"
+        )
     return value
 
 
@@ -174,18 +178,52 @@ LDAP_OUTPOST_LABELS = {"app": "authentik-ldap-outpost"}
 DNS_LABELS = {"k8s-app": "kube-dns"}
 
 REQUIRED_PATHS: tuple[RequiredPath, ...] = (
-    RequiredPath(direction="egress", peer="slurmctld", peer_namespace=SLURM_NAMESPACE, service="slurmctld",
-                 peer_labels=SLURMCTLD_LABELS,
-                 port=6817, protocol=Protocol.tcp, why="srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817"),
-    RequiredPath(direction="egress", peer="the LDAP outpost", peer_namespace=AUTH_NAMESPACE,
-                 service="authentik-ldap-outpost", peer_labels=LDAP_OUTPOST_LABELS, port=636, protocol=Protocol.tcp,
-                 why="sssd resolves users and groups over LDAPS (runbook 2c)"),
-    RequiredPath(direction="egress", peer="DNS", peer_namespace=DNS_NAMESPACE, service="kube-dns",
-                 peer_labels=DNS_LABELS, port=53,
-                 protocol=Protocol.udp, why="name resolution"),
-    RequiredPath(direction="egress", peer="DNS", peer_namespace=DNS_NAMESPACE, service="kube-dns",
-                 peer_labels=DNS_LABELS, port=53,
-                 protocol=Protocol.tcp, why="DNS falls back to TCP for answers over 512 bytes (RFC 7766)"),
-    RequiredPath(direction="ingress", peer="SSH clients", peer_namespace=None, port=22, protocol=Protocol.tcp,
-                 why="users log in over SSH through the login Service (LoadBalancer)"),
+    RequiredPath(
+        direction="egress",
+        peer="slurmctld",
+        peer_namespace=SLURM_NAMESPACE,
+        service="slurmctld",
+        peer_labels=SLURMCTLD_LABELS,
+        port=6817,
+        protocol=Protocol.tcp,
+        why="srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="the LDAP outpost",
+        peer_namespace=AUTH_NAMESPACE,
+        service="authentik-ldap-outpost",
+        peer_labels=LDAP_OUTPOST_LABELS,
+        port=636,
+        protocol=Protocol.tcp,
+        why="sssd resolves users and groups over LDAPS (runbook 2c)",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="DNS",
+        peer_namespace=DNS_NAMESPACE,
+        service="kube-dns",
+        peer_labels=DNS_LABELS,
+        port=53,
+        protocol=Protocol.udp,
+        why="name resolution",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="DNS",
+        peer_namespace=DNS_NAMESPACE,
+        service="kube-dns",
+        peer_labels=DNS_LABELS,
+        port=53,
+        protocol=Protocol.tcp,
+        why="DNS falls back to TCP for answers over 512 bytes (RFC 7766)",
+    ),
+    RequiredPath(
+        direction="ingress",
+        peer="SSH clients",
+        peer_namespace=None,
+        port=22,
+        protocol=Protocol.tcp,
+        why="users log in over SSH through the login Service (LoadBalancer)",
+    ),
 )

@@ -30,8 +30,8 @@ SECRET_PARAMETERS = ("provisioner", "controller-publish", "controller-expand", "
 MOUNT_PATH = "/weka"
 FS_HANDLE_PREFIX = "weka/v2/"
 DIRECTORY_SCRIPT = (
-    'cd "$0"; while [ $# -gt 0 ]; do mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; '
-    "shift 4; done")
+    'cd "$0"; while [ $# -gt 0 ]; do mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; shift 4; done'
+)
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
 
 
@@ -85,7 +85,6 @@ def parse_directory_command(command: list[str]) -> list[DirectorySpec] | None:
         return None
     args = command[4:]
     try:
-        return [DirectorySpec(args[i], int(args[i + 1]), int(args[i + 2]), args[i + 3])
-                for i in range(0, len(args), 4)]
+        return [DirectorySpec(args[i], int(args[i + 1]), int(args[i + 2]), args[i + 3]) for i in range(0, len(args), 4)]
     except ValueError:
         return None

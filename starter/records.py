@@ -29,8 +29,12 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import errors
 
-ContextOpt = Annotated[str | None, typer.Option(
-    help="kubeconfig context of the cluster holding the records (default: the kubeconfig's current context)")]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="kubeconfig context of the cluster holding the records (default: the kubeconfig's current context)"
+    ),
+]
 
 
 def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
@@ -45,19 +49,24 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     names = [str(c["name"]) for c in contexts]
     context = context or (str(active["name"]) if active else None)
     if context not in names:
-        raise ContractError(f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); "
-                            "pass --context")
+        raise ContractError(
+            f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); pass --context"
+        )
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 
-async def read_record(key: RecordKey, model: type[TenantRecord] | type[WorkerRecord]
-                      ) -> TenantRecord | WorkerRecord | None:
+async def read_record(
+    key: RecordKey, model: type[TenantRecord] | type[WorkerRecord]
+) -> TenantRecord | WorkerRecord | None:
     """The latest record of ``key``; None (with a warning on stderr) when the cluster cannot be read."""
     try:
         return await asyncio.to_thread(read_latest, key, model)
     except (ApplicationError, HTTPError, OSError) as exc:
-        errors.print(f"cannot read the record {key.stem} from {key.target.describe()} ({exc}); trying the run's "
-                     "history", style="yellow", markup=False)
+        errors.print(
+            f"cannot read the record {key.stem} from {key.target.describe()} ({exc}); trying the run's history",
+            style="yellow",
+            markup=False,
+        )
         return None
 
 
@@ -74,11 +83,11 @@ async def onboarded_contract(api: TenantflowClient, target: KubeTarget | None, s
     return record.contract if record is not None else await api.onboarded_contract(slug)
 
 
-async def enrolled_contract(api: TenantflowClient, target: KubeTarget | None, namespace: str,
-                            worker: str) -> WorkerEnrollment:
+async def enrolled_contract(
+    api: TenantflowClient, target: KubeTarget | None, namespace: str, worker: str
+) -> WorkerEnrollment:
     """The contract of ``namespace/worker``'s record in ``target`` (the worker cluster), else of its latest run."""
-    record = None if target is None else await read_record(RecordKey.of_worker(target, namespace, worker),
-                                                           WorkerRecord)
+    record = None if target is None else await read_record(RecordKey.of_worker(target, namespace, worker), WorkerRecord)
     if isinstance(record, WorkerRecord):
         return record.contract
     return await api.enrolled_contract(namespace, worker)

@@ -42,9 +42,14 @@ def journal_writes(lab: LabEndpoints) -> dict[str, int]:
     for name, url in lab_services(lab).items():
         with _client(url) as http:
             entries = http.get("/_lab/requests").json()["requests"]
-        counts[name] = sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
-                           and e["injected"] is None and 200 <= e["status"] < 300
-                           and not e["path"].endswith(SESSION_PATHS))
+        counts[name] = sum(
+            1
+            for e in entries
+            if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
+            and e["injected"] is None
+            and 200 <= e["status"] < 300
+            and not e["path"].endswith(SESSION_PATHS)
+        )
     return counts
 
 
@@ -88,8 +93,9 @@ def lab_dir(base: Path) -> Path:
     return base / "lab"
 
 
-def whole_lab(tmp_path_factory: pytest.TempPathFactory, name: str,
-              authentik_version: str | None = None) -> Iterator[LabEndpoints]:
+def whole_lab(
+    tmp_path_factory: pytest.TempPathFactory, name: str, authentik_version: str | None = None
+) -> Iterator[LabEndpoints]:
     """A whole lab (``lab up``) in a fresh numbered folder, stopped by PID afterwards; skips without root.
     ``authentik_version``: the Authentik release the lab plays (default current)."""
     if os.geteuid() != 0:

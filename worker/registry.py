@@ -33,8 +33,21 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
-ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster, worker_reset, records)
+ACTIVITY_MODULES: tuple[ModuleType, ...] = (
+    capacity,
+    identity,
+    kube,
+    slurm,
+    storage,
+    login,
+    smoke,
+    validate,
+    handover,
+    hub,
+    workercluster,
+    worker_reset,
+    records,
+)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

@@ -44,12 +44,19 @@ def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None
         return None
     return WorkerDeploymentConfig(
         version=WorkerDeploymentVersion(deployment_name=settings.deployment_name, build_id=settings.build_id),
-        use_worker_versioning=True, default_versioning_behavior=VersioningBehavior.PINNED)
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.PINNED,
+    )
 
 
-async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Client | None = None, *,
-                     workflows: Sequence[type] = WORKFLOWS,
-                     activities: Sequence[Callable[..., Any]] = ACTIVITIES) -> None:
+async def run_worker(
+    settings: WorkerSettings,
+    stop: asyncio.Event,
+    client: Client | None = None,
+    *,
+    workflows: Sequence[type] = WORKFLOWS,
+    activities: Sequence[Callable[..., Any]] = ACTIVITIES,
+) -> None:
     """Poll ``settings.task_queue`` until ``stop`` is set, then drain in-flight tasks.
 
     With ``TENANTFLOW_METRICS_PORT`` set, ``/metrics`` there serves the step metrics and (when this
@@ -67,15 +74,29 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Clie
             await stack.enter_async_context(serve_metrics(settings.metrics_port, sdk_metrics))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=settings.max_concurrent_activities))
         versioning = deployment_config(settings)
-        worker = Worker(client, task_queue=settings.task_queue, workflows=workflows, activities=activities,
-                        activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
-                        interceptors=[StepObservability()], graceful_shutdown_timeout=timedelta(seconds=30),
-                        deployment_config=versioning)
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=workflows,
+            activities=activities,
+            activity_executor=pool,
+            max_concurrent_activities=settings.max_concurrent_activities,
+            interceptors=[StepObservability()],
+            graceful_shutdown_timeout=timedelta(seconds=30),
+            deployment_config=versioning,
+        )
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
-        log.info("worker started", address=client.service_client.config.target_host,
-                 namespace=client.namespace, task_queue=settings.task_queue, workflows=len(workflows),
-                 activities=len(activities), metrics_port=settings.metrics_port,
-                 deployment=settings.deployment_name, build_id=settings.build_id)
+        log.info(
+            "worker started",
+            address=client.service_client.config.target_host,
+            namespace=client.namespace,
+            task_queue=settings.task_queue,
+            workflows=len(workflows),
+            activities=len(activities),
+            metrics_port=settings.metrics_port,
+            deployment=settings.deployment_name,
+            build_id=settings.build_id,
+        )
         async with worker:
             await stop.wait()
             log.info("worker stopping: draining in-flight tasks")

@@ -54,8 +54,11 @@ class WorkerDecommissionWorkflow(GatedRun):
     WORKFLOW = "WorkerDecommission"
     PLAN_APPROVED = "reset plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the decommission plan (Hub removal and worker reset) "
-                     "by its exact hash (payload {\"plan_hash\": \"...\"}); cordon, drain, removal and reset run")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the decommission plan (Hub removal and worker reset) "
+        'by its exact hash (payload {"plan_hash": "..."}); cordon, drain, removal and reset run',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
@@ -81,8 +84,9 @@ class WorkerDecommissionWorkflow(GatedRun):
         plan = Plan(title=f"worker reset {self._target}", steps=await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
-            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan,
-                                      removed=removed)
+            return DecommissionResult(
+                worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
+            )
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
         return await self._completed(plan, removed)
@@ -90,18 +94,29 @@ class WorkerDecommissionWorkflow(GatedRun):
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
         self._gates.set_stage("planning", "worker reset --dry-run; nothing is written before approval")
-        hub = [PlanStep(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
-                        action=Action.delete, detail=detail)
-               for kind, detail in (("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),
-                                    ("BootstrapEnrollment", {}))]
+        hub = [
+            PlanStep(
+                layer="hub",
+                kind=kind,
+                name=c.worker_name,
+                namespace=c.tenant_namespace,
+                action=Action.delete,
+                detail=detail,
+            )
+            for kind, detail in (
+                ("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),
+                ("BootstrapEnrollment", {}),
+            )
+        ]
         plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
             return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan)
         removed = await self._leave_hub(step)
         self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
-        removed += await self._steps.run(WORKER_RESET_APPROVED, ApprovedReset(
-            contract=c, steps=[s for s in plan.steps if s.layer == "worker"]))
+        removed += await self._steps.run(
+            WORKER_RESET_APPROVED, ApprovedReset(contract=c, steps=[s for s in plan.steps if s.layer == "worker"])
+        )
         return await self._completed(plan, removed)
 
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
@@ -110,22 +125,27 @@ class WorkerDecommissionWorkflow(GatedRun):
         self._gates.set_stage("cordon", "Stopping new Hub dispatch")
         await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
         self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK,
-                              ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s))
+        await self._steps.run(
+            WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s)
+        )
         return await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
 
     def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
 
     async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
         if workflow.patched(WORKER_RECORD_PATCH):
-            record = WorkerRecord(contract=self._params.contract, run=run_stamp(self),
-                                  status=RecordStatus.decommissioned)
+            record = WorkerRecord(
+                contract=self._params.contract, run=run_stamp(self), status=RecordStatus.decommissioned
+            )
             await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
-        return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                  plan=plan, removed=removed)
+        return DecommissionResult(
+            worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed
+        )
 
 
 WORKFLOWS = [WorkerDecommissionWorkflow]

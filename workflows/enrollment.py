@@ -77,16 +77,24 @@ from tenantflow.workflows.search import WORKER_CLUSTER
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 TROUBLESHOOTING = {
-    "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-                   "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-                   "and worker access to the Hub API"),
-    "Connected": ("the worker tunnel heartbeat is missing",
-                  "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-                  "to the Hub tunnel"),
-    "WorkerConfigured": ("the worker's Kueue configuration does not match the Hub",
-                         "read the condition message; an adoption refusal needs the adoption review"),
-    "DispatchReady": ("the Hub cannot dispatch to this worker",
-                      "confirm the worker is connected, configured at the current generation and not cordoned"),
+    "Registered": (
+        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
+        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
+        "and worker access to the Hub API",
+    ),
+    "Connected": (
+        "the worker tunnel heartbeat is missing",
+        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
+        "to the Hub tunnel",
+    ),
+    "WorkerConfigured": (
+        "the worker's Kueue configuration does not match the Hub",
+        "read the condition message; an adoption refusal needs the adoption review",
+    ),
+    "DispatchReady": (
+        "the Hub cannot dispatch to this worker",
+        "confirm the worker is connected, configured at the current generation and not cordoned",
+    ),
 }
 
 
@@ -98,8 +106,7 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         cond = report.conditions.get(name)
         detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
         what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}",
-                                fix=fix))
+        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
     return findings
 
 
@@ -109,25 +116,33 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\"}); the one-shot enrollment is created")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the bootstrap plan by its exact hash (payload "
+        '{"plan_hash": "..."}); the one-shot enrollment is created',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
     submissions_paused, submissions_paused_signal = yes_no_gate(
-        "submissions_paused", "Confirm every Hub submission path of the organization is paused (brownfield); the "
-        "worker is cordoned next")
+        "submissions_paused",
+        "Confirm every Hub submission path of the organization is paused (brownfield); the worker is cordoned next",
+    )
     approve_adoption, approve_adoption_signal = yes_no_gate(
-        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)")
-    uncordon, uncordon_signal = yes_no_gate(
-        "uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
+        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)"
+    )
+    uncordon, uncordon_signal = yes_no_gate("uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
     resume_submissions, resume_submissions_signal = yes_no_gate(
-        "resume_submissions", "The canary passed: resume the organization's submission paths")
+        "resume_submissions", "The canary passed: resume the organization's submission paths"
+    )
 
-    @workflow.update(name="answer_gate", description="Older form of the gate updates: args [gate, {\"approver\": "
-                     "\"...\"}] with gate one of " + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate")
+    @workflow.update(
+        name="answer_gate",
+        description='Older form of the gate updates: args [gate, {"approver": '
+        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate",
+    )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
 
@@ -151,9 +166,12 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         errors = [f for f in self._findings if not f.ok]
         if errors:
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError("preflight failed, nothing was written: "
-                                   + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
-                                   type="PreflightFailed", non_retryable=True)
+            raise ApplicationError(
+                "preflight failed, nothing was written: "
+                + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         if c.brownfield:
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
@@ -165,13 +183,18 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         if approved and c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
         if approved:
-            approved, plan = await self._reapprove_if_changed(plan, lambda: self._bootstrap_plan(planned),
-                                                              *self._gate_times())
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._bootstrap_plan(planned), *self._gate_times()
+            )
         if not approved:
             self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
-            return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
-                                    findings=self._findings,
-                                    message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+            return EnrollmentResult(
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                findings=self._findings,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
 
         self._step = step
         try:
@@ -179,9 +202,15 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         except (ActivityError, ApplicationError) as err:
             cause = application_error(err)
             if cause is not None and cause.type == "InvariantBroken":
-                self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
-                                              fix="the worker stays cordoned and nothing was adopted; find out "
-                                                  "what changed the recorded work before enrolling again"))
+                self._findings.append(
+                    Finding(
+                        check="invariants",
+                        ok=False,
+                        message=cause.message,
+                        fix="the worker stays cordoned and nothing was adopted; find out "
+                        "what changed the recorded work before enrolling again",
+                    )
+                )
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._after_failure(plan, err)
@@ -191,13 +220,20 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 await self._after_failure(plan, err)
             raise
         if workflow.patched(WORKER_RECORD_PATCH):
-            record = WorkerRecord(contract=c, run=run_stamp(self), installed=step.facts.installed,
-                                  adopted=step.facts.adoption)
+            record = WorkerRecord(
+                contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
+            )
             await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
-        return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                conditions=self._report.conditions, installed=step.facts.installed,
-                                adopted=step.facts.adoption, findings=self._findings)
+        return EnrollmentResult(
+            worker=self._target,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            conditions=self._report.conditions,
+            installed=step.facts.installed,
+            adopted=step.facts.adoption,
+            findings=self._findings,
+        )
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
@@ -222,12 +258,19 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
 
     async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
         self._gates.set_stage("planning", "Computing the bootstrap plan")
-        return Plan(title=f"Enroll {self._target}", steps=await self._steps.run(WORKER_PLAN, step),
-                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
+        return Plan(
+            title=f"Enroll {self._target}",
+            steps=await self._steps.run(WORKER_PLAN, step),
+            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
+        )
 
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
-        return ConditionWait(contract=step.contract, conditions=conditions,
-                             budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
+        return ConditionWait(
+            contract=step.contract,
+            conditions=conditions,
+            budget_s=self._params.condition_budget_s,
+            invariants=step.facts.invariants,
+        )
 
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
         self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
@@ -236,12 +279,18 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
             self._findings += findings
-            raise ApplicationError("conditions did not converge: " + "; ".join(f.message for f in findings),
-                                   type="NotConverged", non_retryable=True)
+            raise ApplicationError(
+                "conditions did not converge: " + "; ".join(f.message for f in findings),
+                type="NotConverged",
+                non_retryable=True,
+            )
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                              summary="cordon" if cordoned else "uncordon")
+        await self._steps.run(
+            HUB_CORDON,
+            Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+            summary="cordon" if cordoned else "uncordon",
+        )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
@@ -253,8 +302,11 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             self._findings += diff.findings
             if diff.foreign or diff.differences:
                 self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
-                raise ApplicationError("adoption blocked: " + "; ".join(f.message for f in diff.findings),
-                                       type="AdoptionRefused", non_retryable=True)
+                raise ApplicationError(
+                    "adoption blocked: " + "; ".join(f.message for f in diff.findings),
+                    type="AdoptionRefused",
+                    non_retryable=True,
+                )
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
             adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
             step = self._with(step, adoption=adopted)
@@ -275,8 +327,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
         c = step.contract
         exact = c.canary_exact_routing
-        self._gates.set_stage("canary", "Running a canary JobSet through user-queue"
-                              + (" with the other pool members cordoned" if exact else ""))
+        self._gates.set_stage(
+            "canary",
+            "Running a canary JobSet through user-queue" + (" with the other pool members cordoned" if exact else ""),
+        )
         hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
         if exact:
             await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
@@ -284,8 +338,11 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             self._findings.append(await self._steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run(HUB_CORDON_POOL, hold.model_copy(update={"cordoned": False}),
-                                      summary="uncordon the other pool members")
+                await self._steps.run(
+                    HUB_CORDON_POOL,
+                    hold.model_copy(update={"cordoned": False}),
+                    summary="uncordon the other pool members",
+                )
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self._wait_gate(name, description, *self._gate_times())

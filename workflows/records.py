@@ -31,9 +31,13 @@ def run_stamp(run: GatedRun) -> RunStamp:
     """This run, its approved plan and the plan's approver, now: the stamp on the record it stores."""
     info = workflow.info()
     answer = run._gates.answers.get("approve_plan")
-    return RunStamp(workflow_id=info.workflow_id, run_id=info.run_id,
-                    plan_hash=run._plan.plan_hash if run._plan else "",
-                    approver=answer.approver if answer else "", recorded_at=workflow.now())
+    return RunStamp(
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+        plan_hash=run._plan.plan_hash if run._plan else "",
+        approver=answer.approver if answer else "",
+        recorded_at=workflow.now(),
+    )
 
 
 async def store_record(run: GatedRun, step: Step[I, StoredRecord], record: I) -> None:
@@ -43,7 +47,12 @@ async def store_record(run: GatedRun, step: Step[I, StoredRecord], record: I) ->
     try:
         await run._steps.run(step, record)
     except ActivityError as err:
-        run._findings.append(Finding(
-            check="record", ok=False, severity=Severity.warning,
-            message=f"the record was not stored: {err.cause or err}",
-            fix="until the history expires the CLI reads the contract from it; later pass --contract"))
+        run._findings.append(
+            Finding(
+                check="record",
+                ok=False,
+                severity=Severity.warning,
+                message=f"the record was not stored: {err.cause or err}",
+                fix="until the history expires the CLI reads the contract from it; later pass --contract",
+            )
+        )

@@ -32,8 +32,9 @@ def group_write(version: str, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def group_fields(version: str, parents: list[str], parent_names: list[str], parents_obj: Any,
-                 children: list[str], children_obj: Any) -> dict[str, Any]:
+def group_fields(
+    version: str, parents: list[str], parent_names: list[str], parents_obj: Any, children: list[str], children_obj: Any
+) -> dict[str, Any]:
     """The parent/child fields of a serialized group in this release."""
     if single_parent(version):
         return {"parent": parents[0] if parents else None, "parent_name": parent_names[0] if parent_names else None}
@@ -42,5 +43,11 @@ def group_fields(version: str, parents: list[str], parent_names: list[str], pare
 
 def version_body(version: str) -> dict[str, Any]:
     """``GET /api/v3/admin/version/`` (schema ``Version``)."""
-    return {"version_current": version, "version_latest": version, "version_latest_valid": True,
-            "build_hash": "", "outdated": False, "outpost_outdated": False}
+    return {
+        "version_current": version,
+        "version_latest": version,
+        "version_latest_valid": True,
+        "build_hash": "",
+        "outdated": False,
+        "outpost_outdated": False,
+    }

@@ -32,8 +32,18 @@ from tenantflow.models.weka_mount import DRIVER, REQUIRED_SECRET_KEYS, handle_fi
 
 CONTEXT = "tenant-cluster"
 CSI_ROLES = frozenset({ROLE_CSI, ROLE_ORG_ADMIN, ROLE_CLUSTER_ADMIN})
-SIZES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "k": 10**3, "M": 10**6, "G": 10**9,
-         "T": 10**12, "P": 10**15}
+SIZES = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+}
 Obj = dict[str, Any]
 
 
@@ -68,19 +78,23 @@ class CsiWekafs:
             raise Refused(f"secret {namespace}/{name} holds data that is not base64 text") from None
         missing = [key for key in REQUIRED_SECRET_KEYS if not data.get(key)]
         if missing:
-            raise Refused(f"secret {namespace}/{name} lacks {', '.join(missing)}: failed to initialize the Weka "
-                          "API client")
+            raise Refused(
+                f"secret {namespace}/{name} lacks {', '.join(missing)}: failed to initialize the Weka API client"
+            )
         return data
 
     def _filesystem(self, secret: dict[str, str], fs_name: str) -> FileSystem:
         cluster = self.weka.cluster
         user = cluster.user_by_login(secret["organization"], secret["username"], secret["password"])
         if user is None:
-            raise Refused(f"failed to log in to the Weka API as {secret['username']} in organization "
-                          f"{secret['organization']}: Username or password are incorrect")
+            raise Refused(
+                f"failed to log in to the Weka API as {secret['username']} in organization "
+                f"{secret['organization']}: Username or password are incorrect"
+            )
         if user.role not in CSI_ROLES:
-            raise Refused(f"user {user.username} has role {user.role}; the CSI plugin needs CSI, OrgAdmin or "
-                          "ClusterAdmin")
+            raise Refused(
+                f"user {user.username} has role {user.role}; the CSI plugin needs CSI, OrgAdmin or ClusterAdmin"
+            )
         fs = next((f for f in cluster.filesystems.values() if f.name == fs_name and f.org_id == user.org_id), None)
         if fs is None:
             raise Refused(f"filesystem {fs_name} not found in organization {secret['organization']}")
@@ -96,43 +110,90 @@ class CsiWekafs:
             return
         except ApiError:
             pass
-        self.store.create({
-            "apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": reason, "message": message,
-            "metadata": {"name": name, "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-            "source": {"component": f"{DRIVER}_csi-wekafs-controller"}, "count": 1,
-            "firstTimestamp": now(), "lastTimestamp": now()})
+        self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "type": "Warning",
+                "reason": reason,
+                "message": message,
+                "metadata": {"name": name, "namespace": meta["namespace"]},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta.get("uid", ""),
+                },
+                "source": {"component": f"{DRIVER}_csi-wekafs-controller"},
+                "count": 1,
+                "firstTimestamp": now(),
+                "lastTimestamp": now(),
+            }
+        )
 
     def _bind(self, pvc: Obj, pv: Obj) -> None:
         self.store.update_status({**pv, "status": {"phase": "Bound"}})
         if pvc["spec"].get("volumeName") != pv["metadata"]["name"]:
             meta = pvc["metadata"]
-            pvc = self.store.patch("", "persistentvolumeclaims", meta["name"], {"spec": {
-                "volumeName": pv["metadata"]["name"]}}, "application/merge-patch+json", meta["namespace"])
-        self.store.update_status({**pvc, "status": {"phase": "Bound", "accessModes": pvc["spec"]["accessModes"],
-                                                    "capacity": pv["spec"]["capacity"]}})
+            pvc = self.store.patch(
+                "",
+                "persistentvolumeclaims",
+                meta["name"],
+                {"spec": {"volumeName": pv["metadata"]["name"]}},
+                "application/merge-patch+json",
+                meta["namespace"],
+            )
+        self.store.update_status(
+            {
+                **pvc,
+                "status": {
+                    "phase": "Bound",
+                    "accessModes": pvc["spec"]["accessModes"],
+                    "capacity": pv["spec"]["capacity"],
+                },
+            }
+        )
 
     def _provision(self, pvc: Obj, sc: Obj) -> None:
         params = sc.get("parameters") or {}
         if params.get("volumeType", "dir/v1") != "dir/v1" or not params.get("filesystemName"):
             raise Refused("the stand-in provisions only volumeType dir/v1 with a filesystemName")
-        secret = self._secret(params.get("csi.storage.k8s.io/provisioner-secret-name"),
-                              params.get("csi.storage.k8s.io/provisioner-secret-namespace"))
+        secret = self._secret(
+            params.get("csi.storage.k8s.io/provisioner-secret-name"),
+            params.get("csi.storage.k8s.io/provisioner-secret-namespace"),
+        )
         fs = self._filesystem(secret, params["filesystemName"])
         name = f"pvc-{pvc['metadata']['uid']}"
         size = str(pvc["spec"]["resources"]["requests"]["storage"])
         inode = fs.mkdir(f"/csi-volumes/{name}")
-        fs.quotas[inode] = Quota(inode_id=inode, path=f"/csi-volumes/{name}", hard_limit_bytes=_bytes(size),
-                                 soft_limit_bytes=_bytes(size), grace_seconds=0)
-        pv = self.store.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {
-            "name": name, "annotations": {"pv.kubernetes.io/provisioned-by": DRIVER}}, "spec": {
-            "capacity": {"storage": size}, "accessModes": pvc["spec"]["accessModes"],
-            "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
-            "storageClassName": sc["metadata"]["name"], "volumeMode": "Filesystem",
-            "claimRef": {"namespace": pvc["metadata"]["namespace"], "name": pvc["metadata"]["name"],
-                         "uid": pvc["metadata"]["uid"]},
-            "csi": {"driver": DRIVER, "volumeHandle": f"dir/v1/{fs.name}/csi-volumes/{name}"}}})
+        fs.quotas[inode] = Quota(
+            inode_id=inode,
+            path=f"/csi-volumes/{name}",
+            hard_limit_bytes=_bytes(size),
+            soft_limit_bytes=_bytes(size),
+            grace_seconds=0,
+        )
+        pv = self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": DRIVER}},
+                "spec": {
+                    "capacity": {"storage": size},
+                    "accessModes": pvc["spec"]["accessModes"],
+                    "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
+                    "storageClassName": sc["metadata"]["name"],
+                    "volumeMode": "Filesystem",
+                    "claimRef": {
+                        "namespace": pvc["metadata"]["namespace"],
+                        "name": pvc["metadata"]["name"],
+                        "uid": pvc["metadata"]["uid"],
+                    },
+                    "csi": {"driver": DRIVER, "volumeHandle": f"dir/v1/{fs.name}/csi-volumes/{name}"},
+                },
+            }
+        )
         self._bind(pvc, pv)
 
     def reconcile_pvc(self, pvc: Obj) -> None:
@@ -157,8 +218,12 @@ class CsiWekafs:
             self._provision(pvc, sc)
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
-            self._event(pvc, "ProvisioningFailed", f"failed to provision volume with StorageClass "
-                        f"\"{sc['metadata']['name']}\": rpc error: code = Internal desc = {message}")
+            self._event(
+                pvc,
+                "ProvisioningFailed",
+                f"failed to provision volume with StorageClass "
+                f'"{sc["metadata"]["name"]}": rpc error: code = Internal desc = {message}',
+            )
 
     # -- the directory helper Job ------------------------------------------------------------------
 
@@ -167,7 +232,7 @@ class CsiWekafs:
         try:
             pvc = self.store.get("", "persistentvolumeclaims", claim, namespace)
         except ApiError:
-            raise Refused(f"persistentvolumeclaim \"{claim}\" not found") from None
+            raise Refused(f'persistentvolumeclaim "{claim}" not found') from None
         if (pvc.get("status") or {}).get("phase") != "Bound":
             return None
         csi = self.store.get("", "persistentvolumes", pvc["spec"]["volumeName"])["spec"].get("csi") or {}
@@ -178,9 +243,19 @@ class CsiWekafs:
         return self._filesystem(self._secret(ref.get("name"), ref.get("namespace")), fs_name)
 
     def _finish(self, job: Obj, kind: str, message: str) -> None:
-        status = {"conditions": [{"type": kind, "status": "True", "reason": kind if kind == "Complete" else
-                                  "PodFailed", "message": message, "lastTransitionTime": now()}],
-                  "startTime": now(), ("succeeded" if kind == "Complete" else "failed"): 1}
+        status = {
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": kind if kind == "Complete" else "PodFailed",
+                    "message": message,
+                    "lastTransitionTime": now(),
+                }
+            ],
+            "startTime": now(),
+            ("succeeded" if kind == "Complete" else "failed"): 1,
+        }
         self.store.update_status({**job, "status": status})
 
     def reconcile_job(self, job: Obj) -> None:
@@ -191,8 +266,11 @@ class CsiWekafs:
         specs = parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
         if specs is None:
             return
-        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod.get("volumes") or []
-                  if v.get("persistentVolumeClaim")}
+        claims = {
+            v["name"]: v["persistentVolumeClaim"]["claimName"]
+            for v in pod.get("volumes") or []
+            if v.get("persistentVolumeClaim")
+        }
         mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == "/weka"]
         try:
             if len(mounts) != 1 or mounts[0]["name"] not in claims:
@@ -205,7 +283,7 @@ class CsiWekafs:
                 fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
-            self._finish(job, "Failed", f"MountVolume.SetUp failed for volume \"weka\": {message}")
+            self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')
             return
         self._finish(job, "Complete", f"made {len(specs)} directories on {fs.name}")
 

@@ -50,8 +50,12 @@ def _selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
             return False
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        ok = {"In": key in labels and labels[key] in values, "NotIn": not (key in labels and labels[key] in values),
-              "Exists": key in labels, "DoesNotExist": key not in labels}[op]
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": not (key in labels and labels[key] in values),
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
         if not ok:
             return False
     return True
@@ -94,8 +98,16 @@ def _port_ok(ports: list[Obj] | None, port: int, protocol: str) -> bool:
     return False
 
 
-def _side_allows(store: Store, ns: str, labels: dict[str, str], kind: str, other_ns: str,
-                 other_labels: dict[str, str], port: int, protocol: str) -> bool:
+def _side_allows(
+    store: Store,
+    ns: str,
+    labels: dict[str, str],
+    kind: str,
+    other_ns: str,
+    other_labels: dict[str, str],
+    port: int,
+    protocol: str,
+) -> bool:
     """Whether the pod (ns, labels) allows the connection in direction ``kind`` (Ingress or Egress)."""
     rules_key, peers_key = ("egress", "to") if kind == "Egress" else ("ingress", "from")
     isolated = False
@@ -106,8 +118,9 @@ def _side_allows(store: Store, ns: str, labels: dict[str, str], kind: str, other
         isolated = True
         for rule in spec.get(rules_key) or []:
             peers = rule.get(peers_key) or []
-            if (not peers or any(_peer_ok(store, p, ns, other_ns, other_labels) for p in peers)) \
-                    and _port_ok(rule.get("ports"), port, protocol):
+            if (not peers or any(_peer_ok(store, p, ns, other_ns, other_labels) for p in peers)) and _port_ok(
+                rule.get("ports"), port, protocol
+            ):
                 return True
     return not isolated
 
@@ -133,6 +146,8 @@ def probe_blocked(store: Store, namespace: str, pod: str, target: Target) -> str
         ingress = _side_allows(store, hop.namespace, hop_labels, "Ingress", namespace, labels, hop.port, hop.protocol)
         if not (egress and ingress):
             side = "egress" if not egress else "ingress"
-            return (f"NetworkPolicy drops {namespace}/{pod} -> {hop.service}.{hop.namespace}:{hop.port}/{hop.protocol} "
-                    f"({side})")
+            return (
+                f"NetworkPolicy drops {namespace}/{pod} -> {hop.service}.{hop.namespace}:{hop.port}/{hop.protocol} "
+                f"({side})"
+            )
     return None

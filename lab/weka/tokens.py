@@ -40,8 +40,7 @@ class TokenStore:
         now = self.clock()
         self.access[access] = Session(username, org_id, role, now + self.access_ttl)
         self.refresh[refresh] = Session(username, org_id, role, now + REFRESH_TTL)
-        return {"access_token": access, "token_type": "Bearer", "expires_in": self.access_ttl,
-                "refresh_token": refresh}
+        return {"access_token": access, "token_type": "Bearer", "expires_in": self.access_ttl, "refresh_token": refresh}
 
     def renew(self, refresh_token: str) -> dict[str, Any]:
         session = self.refresh.pop(refresh_token, None)
@@ -74,11 +73,16 @@ class TokenStore:
 
     def dump(self) -> dict[str, Any]:
         """Every token with its secret, for :meth:`restore`."""
-        return {"access": {k: asdict(s) for k, s in self.access.items()},
-                "refresh": {k: asdict(s) for k, s in self.refresh.items()}}
+        return {
+            "access": {k: asdict(s) for k, s in self.access.items()},
+            "refresh": {k: asdict(s) for k, s in self.refresh.items()},
+        }
 
     @classmethod
     def restore(cls, dump: dict[str, Any], access_ttl: int, clock: Clock) -> TokenStore:
-        return cls(access_ttl=access_ttl, clock=clock,
-                   access={k: Session(**s) for k, s in dump["access"].items()},
-                   refresh={k: Session(**s) for k, s in dump["refresh"].items()})
+        return cls(
+            access_ttl=access_ttl,
+            clock=clock,
+            access={k: Session(**s) for k, s in dump["access"].items()},
+            refresh={k: Session(**s) for k, s in dump["refresh"].items()},
+        )

@@ -20,9 +20,16 @@ __all__ = ["kubeconfig"]
 async def test_the_worker_role_stores_and_reads_records(kubeconfig: Path) -> None:
     target = KubeTarget(kubeconfig=str(kubeconfig), context="worker")
     contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}").model_copy(update={"cluster": target})
-    record = TenantRecord(contract=contract, run=RunStamp(
-        workflow_id=f"tenant/{contract.slug}", run_id=uuid.uuid4().hex, plan_hash="abc", approver="ida",
-        recorded_at=datetime(2026, 12, 3, tzinfo=UTC)))
+    record = TenantRecord(
+        contract=contract,
+        run=RunStamp(
+            workflow_id=f"tenant/{contract.slug}",
+            run_id=uuid.uuid4().hex,
+            plan_hash="abc",
+            approver="ida",
+            recorded_at=datetime(2026, 12, 3, tzinfo=UTC),
+        ),
+    )
     stored = await asyncio.to_thread(store, record, DEFAULT_NAMESPACE)
     assert (stored.version, stored.created) == (1, True)
     again = await asyncio.to_thread(store, record, DEFAULT_NAMESPACE)

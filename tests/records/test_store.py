@@ -31,14 +31,18 @@ from tests.workflows.contract import EXAMPLES, example_tenant
 
 
 def stamp(run_id: str | None = None) -> RunStamp:
-    return RunStamp(workflow_id="tenant/x", run_id=run_id or uuid.uuid4().hex, plan_hash="abc123", approver="dana",
-                    recorded_at=datetime(2026, 12, 3, 9, 30, tzinfo=UTC))
+    return RunStamp(
+        workflow_id="tenant/x",
+        run_id=run_id or uuid.uuid4().hex,
+        plan_hash="abc123",
+        approver="dana",
+        recorded_at=datetime(2026, 12, 3, 9, 30, tzinfo=UTC),
+    )
 
 
 def tenant_record(cluster: Cluster, context: str = "admin", run_id: str | None = None) -> TenantRecord:
     contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}", kubeconfig=str(cluster.kubeconfig))
-    contract = contract.model_copy(update={"cluster": KubeTarget(kubeconfig=str(cluster.kubeconfig),
-                                                                 context=context)})
+    contract = contract.model_copy(update={"cluster": KubeTarget(kubeconfig=str(cluster.kubeconfig), context=context)})
     return TenantRecord(contract=contract, run=stamp(run_id))
 
 
@@ -85,8 +89,10 @@ def test_listing_gives_the_current_version_of_every_tenant(cluster: Cluster) -> 
     store(two, DEFAULT_NAMESPACE)
     newer = two.model_copy(update={"run": stamp(), "status": RecordStatus.offboarded})
     store(newer, DEFAULT_NAMESPACE)
-    listed = {r.contract.slug: (version, r) for version, r in
-              list_records(one.contract.cluster, RecordKind.tenant, DEFAULT_NAMESPACE)}
+    listed = {
+        r.contract.slug: (version, r)
+        for version, r in list_records(one.contract.cluster, RecordKind.tenant, DEFAULT_NAMESPACE)
+    }
     assert listed[one.contract.slug] == (1, one)
     assert listed[two.contract.slug] == (2, newer)
 
@@ -94,15 +100,18 @@ def test_listing_gives_the_current_version_of_every_tenant(cluster: Cluster) -> 
 def test_a_worker_record_is_named_by_hub_namespace_and_worker(cluster: Cluster) -> None:
     contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml", kubeconfig=str(cluster.kubeconfig))
     worker = f"w{uuid.uuid4().hex[:6]}"
-    contract = contract.model_copy(update={
-        "worker_name": worker, "worker": KubeTarget(kubeconfig=str(cluster.kubeconfig), context="admin")})
+    contract = contract.model_copy(
+        update={"worker_name": worker, "worker": KubeTarget(kubeconfig=str(cluster.kubeconfig), context="admin")}
+    )
     record = WorkerRecord(contract=contract, run=stamp())
     stored = store(record, DEFAULT_NAMESPACE)
     assert stored.name == f"tenantflow.worker.forecasting.{worker}.v1"
     key = RecordKey.of_worker(contract.worker, "forecasting", worker)
     assert read_latest(key, WorkerRecord, DEFAULT_NAMESPACE) == record
-    assert read_latest(RecordKey.of_worker(contract.worker, "forecasting", "nobody"), WorkerRecord,
-                       DEFAULT_NAMESPACE) is None
+    assert (
+        read_latest(RecordKey.of_worker(contract.worker, "forecasting", "nobody"), WorkerRecord, DEFAULT_NAMESPACE)
+        is None
+    )
 
 
 def test_a_user_without_rights_in_the_platform_namespace_is_refused(cluster: Cluster) -> None:
@@ -114,7 +123,8 @@ def test_a_user_without_rights_in_the_platform_namespace_is_refused(cluster: Clu
 def test_the_cli_reads_records_with_the_kubeconfigs_current_or_named_context(cluster: Cluster) -> None:
     current = records_target(str(cluster.kubeconfig), None)
     assert current is not None and current.context == "admin"
-    assert records_target(str(cluster.kubeconfig), "restricted") == KubeTarget(kubeconfig=str(cluster.kubeconfig),
-                                                                               context="restricted")
+    assert records_target(str(cluster.kubeconfig), "restricted") == KubeTarget(
+        kubeconfig=str(cluster.kubeconfig), context="restricted"
+    )
     with pytest.raises(ContractError, match="no context 'nope'"):
         records_target(str(cluster.kubeconfig), "nope")

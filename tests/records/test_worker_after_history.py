@@ -15,15 +15,20 @@ from tests.starter.conftest import tenantflow_json
 
 
 async def test_decommission_works_from_the_record_once_the_history_is_deleted(
-        dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
     contract = greenfield.contract()
     key = RecordKey.of_worker(contract.worker, contract.tenant_namespace, contract.worker_name)
     async with enrollment_worker(dev_env) as (client, queue):
         api = TenantflowClient(client, queue)
         workflow_id = enrollment_id(contract.tenant_namespace, contract.worker_name)
-        handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=contract,
-                                                                                 condition_budget_s=20),
-                                             id=workflow_id, task_queue=queue, result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=contract, condition_budget_s=20),
+            id=workflow_id,
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_stage(handle, "gate:approve_plan")
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or "", approver="fay"))
         enrolled = await handle.result()
@@ -31,13 +36,22 @@ async def test_decommission_works_from_the_record_once_the_history_is_deleted(
         record = read_latest(key, WorkerRecord, DEFAULT_NAMESPACE)
         assert record is not None and record.status is RecordStatus.enrolled
         assert (record.contract, record.run.approver, record.installed) == (contract, "fay", enrolled.installed)
-        assert not greenfield.hub.list("", "namespaces", label_selector="app.kubernetes.io/managed-by=tenantflow"), \
+        assert not greenfield.hub.list("", "namespaces", label_selector="app.kubernetes.io/managed-by=tenantflow"), (
             "on the Hub tenantflow is an organization admin: the record is in the worker cluster"
+        )
 
         await delete_history(api, workflow_id)
         greenfield.worker.delete("apps", "deployments", "trainy-worker-agent", "trainy-system")
-        started = await tenantflow_json(api, "decommission", contract.tenant_namespace, contract.worker_name,
-                                        "--kubeconfig", str(greenfield.kubeconfig), "--context", "worker")
+        started = await tenantflow_json(
+            api,
+            "decommission",
+            contract.tenant_namespace,
+            contract.worker_name,
+            "--kubeconfig",
+            str(greenfield.kubeconfig),
+            "--context",
+            "worker",
+        )
         dec = api.handle(started["workflow_id"])
         status = await wait_stage(dec, "gate:approve_plan")
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or "", approver="gus"))

@@ -39,7 +39,8 @@ async def test_the_record_holds_what_the_run_applied_and_who_approved_it(dev_env
 
 
 async def test_a_record_that_cannot_be_written_leaves_the_run_completed_with_a_warning(
-        dev_env: WorkflowEnvironment) -> None:
+    dev_env: WorkflowEnvironment,
+) -> None:
     world = FakeWorld(fail_at="records.tenant")
     async with fake_worker(dev_env, world) as api:
         result, _ = await onboard(api, f"tenant-w{uuid.uuid4().hex[:6]}", "ivo")

@@ -22,8 +22,7 @@ CLI = str(Path(sys.executable).parent / "tenantflow")
 def worker_env(tmp_path: Path, **variables: str) -> dict[str, str]:
     """The environment without any temporal CLI variable of the developer's, plus ``variables``."""
     env = {k: v for k, v in os.environ.items() if k not in TEMPORAL_VARIABLES and not k.startswith("TENANTFLOW_")}
-    return {**env, "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent.toml"), "TENANTFLOW_LOG_FORMAT": "json",
-            **variables}
+    return {**env, "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent.toml"), "TENANTFLOW_LOG_FORMAT": "json", **variables}
 
 
 def refused_address() -> str:
@@ -35,8 +34,9 @@ def refused_address() -> str:
 
 async def test_a_failed_connection_exits_1_with_the_message_alone(tmp_path: Path) -> None:
     env = worker_env(tmp_path, TEMPORAL_ADDRESS=refused_address())
-    proc = await asyncio.create_subprocess_exec(CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     _, err = await proc.communicate()
     text = err.decode()
     assert proc.returncode == 1, text
@@ -44,15 +44,19 @@ async def test_a_failed_connection_exits_1_with_the_message_alone(tmp_path: Path
     assert "Traceback" not in text
 
 
-async def test_the_started_line_names_the_address_of_the_profile(dev_env: WorkflowEnvironment,
-                                                                 tmp_path: Path) -> None:
+async def test_the_started_line_names_the_address_of_the_profile(dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
     target = dev_env.client.service_client.config.target_host
     profile = tmp_path / "temporal.toml"
     profile.write_text(f'[profile.lab]\naddress = "{target}"\n')
-    env = worker_env(tmp_path, TEMPORAL_CONFIG_FILE=str(profile), TEMPORAL_PROFILE="lab",
-                     TENANTFLOW_TASK_QUEUE=f"main-{uuid.uuid4().hex[:8]}")
-    proc = await asyncio.create_subprocess_exec(CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+    env = worker_env(
+        tmp_path,
+        TEMPORAL_CONFIG_FILE=str(profile),
+        TEMPORAL_PROFILE="lab",
+        TENANTFLOW_TASK_QUEUE=f"main-{uuid.uuid4().hex[:8]}",
+    )
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     assert proc.stderr is not None
     try:
         started = None

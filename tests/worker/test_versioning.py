@@ -34,13 +34,18 @@ from tests.workflows.harness import wait_for_stage
 
 
 @asynccontextmanager
-async def versioned_worker(client: Client, queue: str, deployment: str, build_id: str,
-                           world: FakeWorld) -> AsyncIterator[None]:
-    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_DEPLOYMENT_NAME=deployment,
-                              TENANTFLOW_BUILD_ID=build_id)
+async def versioned_worker(
+    client: Client, queue: str, deployment: str, build_id: str, world: FakeWorld
+) -> AsyncIterator[None]:
+    settings = WorkerSettings(
+        TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_DEPLOYMENT_NAME=deployment, TENANTFLOW_BUILD_ID=build_id
+    )
     stop = asyncio.Event()
-    task = asyncio.create_task(run_worker(settings, stop, client, workflows=[TenantOnboarding, TenantOffboarding],
-                                          activities=world.activities()))
+    task = asyncio.create_task(
+        run_worker(
+            settings, stop, client, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()
+        )
+    )
     try:
         yield
     finally:
@@ -50,8 +55,9 @@ async def versioned_worker(client: Client, queue: str, deployment: str, build_id
 
 async def set_current(client: Client, deployment: str, build_id: str) -> None:
     """Make ``build_id`` the deployment's current version, once its worker has polled (the server knows it)."""
-    request = SetWorkerDeploymentCurrentVersionRequest(namespace=client.namespace, deployment_name=deployment,
-                                                       build_id=build_id, identity="tenantflow-test")
+    request = SetWorkerDeploymentCurrentVersionRequest(
+        namespace=client.namespace, deployment_name=deployment, build_id=build_id, identity="tenantflow-test"
+    )
     deadline = asyncio.get_running_loop().time() + 30
     while True:
         try:

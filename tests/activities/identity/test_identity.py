@@ -46,8 +46,7 @@ async def test_group_and_users_created_and_resolve_through_ldap(with_parent: Ide
     assert sorted(u["username"] for u in ak_group["users_obj"]) == ["alice", "bob", "carol"]
     for user in contract.users:
         record = await with_parent.user(user.username)
-        assert record["attributes"] == {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid),
-                                        CREATED_BY: "test"}
+        assert record["attributes"] == {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid), CREATED_BY: "test"}
         assert (record["name"], record["email"], record["is_active"]) == (user.name, user.email, True)
 
     facts = verified.facts
@@ -88,21 +87,26 @@ async def test_undo_deactivates_users_and_removes_the_empty_group(with_parent: I
     contract = make_contract()
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
     group, users, _ = await apply_identity(inp)
-    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
-                                                         results=users.results))
+    undone = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+    )
     assert [r.outcome for r in undone] == [Outcome.updated] * 3
     for name in contract.usernames:
         record = await with_parent.user(name)
         assert record["is_active"] is False and record["groups"] == []
-    undone_group = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts,
-                                                               step="group", results=group.results))
+    undone_group = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="group", results=group.results)
+    )
     assert [r.outcome for r in undone_group] == [Outcome.deleted]
     assert await with_parent.group("tenant-foo") is None
 
     await with_parent.reset_journal()
-    again = [await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step=step,
-                                                         results=result.results))
-             for step, result in (("users", users), ("group", group))]
+    again = [
+        await run_activity(
+            identity.undo, UndoInput(contract=contract, facts=users.facts, step=step, results=result.results)
+        )
+        for step, result in (("users", users), ("group", group))
+    ]
     assert {r.outcome for batch in again for r in batch} == {Outcome.absent}
     assert await with_parent.writes() == 0
 
@@ -113,36 +117,46 @@ async def test_undo_keeps_a_created_group_that_has_other_members(with_parent: Id
     group, _, _ = await apply_identity(inp)
     dave = await with_parent.post("/core/users/", {"username": "dave", "name": "Dave"})
     await with_parent.post(f"/core/groups/{group.facts.group_pk}/add_user/", {"pk": dave["pk"]})
-    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=group.facts, step="group",
-                                                         results=group.results))
+    undone = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=group.facts, step="group", results=group.results)
+    )
     assert undone[0].outcome is Outcome.unchanged
     assert await with_parent.group("tenant-foo") is not None
 
 
 async def test_existing_user_is_patched_and_restored_by_undo(with_parent: IdentityLab) -> None:
     contract = make_contract(usernames=("alice",), adopt=("alice",))
-    before = await with_parent.post("/core/users/", {"username": "alice", "name": "Old Name",
-                                                     "attributes": {"department": "ml"}})
+    before = await with_parent.post(
+        "/core/users/", {"username": "alice", "name": "Old Name", "attributes": {"department": "ml"}}
+    )
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
     _, users, _ = await apply_identity(inp)
     assert users.results[0].outcome is Outcome.updated
     patched = await with_parent.user("alice")
     assert patched["name"] == "Alice Researcher" and patched["attributes"]["department"] == "ml"
-    await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
-                                                results=users.results))
+    await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+    )
     restored = await with_parent.user("alice")
     assert (restored["name"], restored["attributes"], restored["groups"], restored["is_active"]) == (
-        before["name"], before["attributes"], [], True)
+        before["name"],
+        before["attributes"],
+        [],
+        True,
+    )
 
 
 async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
     parent = await with_parent.group("tenants")
     assert parent is not None
-    ours = await with_parent.post("/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]],
-                                                    "attributes": {"tenant_slug": "tenant-foo"}})
+    ours = await with_parent.post(
+        "/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]], "attributes": {"tenant_slug": "tenant-foo"}}
+    )
     default_gid = 4000 + ours["num_pk"]
-    await with_parent.post("/core/groups/", {"name": "tenant-bar", "attributes": {
-        "tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}})
+    await with_parent.post(
+        "/core/groups/",
+        {"name": "tenant-bar", "attributes": {"tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}},
+    )
     result = await run_activity(identity.ensure_group, StepInput(contract=make_contract(), run_id="r"))
     assert result.results[0].outcome is Outcome.updated
     assert result.facts.group_gid == default_gid + 1
@@ -164,8 +178,9 @@ async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: Ide
     assert await identity_lab.writes() == 0
 
 
-async def test_preflight_reports_a_bad_token_and_a_dead_outpost(identity_lab: IdentityLab,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
+    identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tenantflow.activities.settings import settings
 
     monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")
@@ -194,8 +209,7 @@ async def test_a_username_authentik_already_knows_is_refused_unless_adopted(with
     assert plan["alice"].action.value == "create"
 
 
-async def test_a_user_another_tenant_made_after_the_plan_is_never_touched_by_our_undo(
-        with_parent: IdentityLab) -> None:
+async def test_a_user_another_tenant_made_after_the_plan_is_never_touched_by_our_undo(with_parent: IdentityLab) -> None:
     """Issue 13: B plans alice as new; A creates alice; B's apply fails and B's undo leaves A's alice alone."""
     tenant_a, tenant_b = make_contract("tenant-a", ("alice",)), make_contract("tenant-b", ("alice", "bob"))
     plan_b = await run_activity(identity.plan, StepInput(contract=tenant_b), workflow_id="onboard/tenant-b")
@@ -208,10 +222,14 @@ async def test_a_user_another_tenant_made_after_the_plan_is_never_touched_by_our
         await run_activity(identity.ensure_users, StepInput(contract=tenant_b), workflow_id="onboard/tenant-b")
     assert caught.value.type == "Conflict" and "tenant tenant-a" in caught.value.message
 
-    planned = [EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created)
-               for name in tenant_b.usernames]
-    undone = await run_activity(identity.undo, UndoInput(contract=tenant_b, facts=Facts(), step="users",
-                                                         results=planned), workflow_id="onboard/tenant-b")
+    planned = [
+        EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created) for name in tenant_b.usernames
+    ]
+    undone = await run_activity(
+        identity.undo,
+        UndoInput(contract=tenant_b, facts=Facts(), step="users", results=planned),
+        workflow_id="onboard/tenant-b",
+    )
     assert [r.outcome for r in undone] == [Outcome.unchanged, Outcome.absent]
     assert "not created by this run" in str(undone[0].data)
     alice = await with_parent.user("alice")
@@ -224,8 +242,11 @@ async def test_undo_of_a_planned_creation_undoes_what_this_workflow_made(with_pa
     await run_activity(identity.ensure_group, StepInput(contract=contract), workflow_id="onboard/tenant-foo")
     await run_activity(identity.ensure_users, StepInput(contract=contract), workflow_id="onboard/tenant-foo")
     planned = [EnsureResult(layer="identity", kind="User", name="alice", outcome=Outcome.created)]
-    await run_activity(identity.undo, UndoInput(contract=contract, facts=Facts(), step="users", results=planned),
-                       workflow_id="onboard/tenant-foo")
+    await run_activity(
+        identity.undo,
+        UndoInput(contract=contract, facts=Facts(), step="users", results=planned),
+        workflow_id="onboard/tenant-foo",
+    )
     assert (await with_parent.user("alice"))["is_active"] is False
 
 
@@ -235,13 +256,20 @@ async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_pa
         inp = StepInput(contract=c)
         await run_activity(identity.ensure_group, inp, workflow_id=f"onboard/{c.slug}")
         await run_activity(identity.ensure_users, inp, workflow_id=f"onboard/{c.slug}")
-    teardown = [EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created)
-                for name in ("alice", "bob", "carol")]
-    for step, results in (("users", teardown),
-                          ("group", [EnsureResult(layer="identity", kind="Group", name=contract.slug,
-                                                  outcome=Outcome.created)])):
-        await run_activity(identity.undo, UndoInput(contract=contract, facts=Facts(), step=step, results=results),
-                           workflow_id="offboard/tenant-foo", workflow_type="TenantOffboarding")
+    teardown = [
+        EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created)
+        for name in ("alice", "bob", "carol")
+    ]
+    for step, results in (
+        ("users", teardown),
+        ("group", [EnsureResult(layer="identity", kind="Group", name=contract.slug, outcome=Outcome.created)]),
+    ):
+        await run_activity(
+            identity.undo,
+            UndoInput(contract=contract, facts=Facts(), step=step, results=results),
+            workflow_id="offboard/tenant-foo",
+            workflow_type="TenantOffboarding",
+        )
     assert [(await with_parent.user(n))["is_active"] for n in ("alice", "bob", "carol")] == [False, False, True]
     assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
 

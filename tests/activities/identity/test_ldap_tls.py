@@ -59,8 +59,9 @@ def _probe_error(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Applic
         settings.cache_clear()
 
 
-def test_an_untrusted_certificate_fails_fast_naming_the_fix(tls_listener: tuple[str, Path],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_untrusted_certificate_fails_fast_naming_the_fix(
+    tls_listener: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, _ = tls_listener
     error = _probe_error(monkeypatch, {"LDAP_URL": url})
     assert error.type == "TlsVerifyFailed" and error.non_retryable, error

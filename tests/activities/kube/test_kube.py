@@ -18,16 +18,28 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     inp = StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}")
     plan = run(kube.plan, inp)
     assert [(s.kind, s.action.value) for s in plan] == [
-        ("Namespace", "create"), ("ResourceQuota", "create"), ("LimitRange", "create"),
-        ("ReservationBinding", "create"), ("NetworkPolicy", "create"), ("NetworkPolicy", "create"),
-        ("NetworkPolicy", "create"), ("RoleBinding", "create")]
+        ("Namespace", "create"),
+        ("ResourceQuota", "create"),
+        ("LimitRange", "create"),
+        ("ReservationBinding", "create"),
+        ("NetworkPolicy", "create"),
+        ("NetworkPolicy", "create"),
+        ("NetworkPolicy", "create"),
+        ("RoleBinding", "create"),
+    ]
     applied = {fn.__name__: run(fn, inp).results for fn in KUBE_STEPS}
     ns = lab.store.get("", "namespaces", c.slug)["metadata"]["labels"]
     assert ns["tenant"] == c.slug
     assert all(ns[f"pod-security.kubernetes.io/{m}"] == "restricted" for m in ("enforce", "audit", "warn"))
     quota = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
-    assert quota == {"requests.nvidia.com/gpu": "64", "requests.cpu": "1024", "requests.memory": "8Ti",
-                     "limits.memory": "10Ti", "persistentvolumeclaims": "50", "requests.storage": "100Ti"}
+    assert quota == {
+        "requests.nvidia.com/gpu": "64",
+        "requests.cpu": "1024",
+        "requests.memory": "8Ti",
+        "limits.memory": "10Ti",
+        "persistentvolumeclaims": "50",
+        "requests.storage": "100Ti",
+    }
     limits = lab.store.get("", "limitranges", f"{c.slug}-defaults", c.slug)["spec"]["limits"][0]
     assert limits["default"] == {"cpu": "4", "memory": "16Gi"}
     binding = lab.store.get("scheduling.example.io", "reservationbindings", f"{c.slug}-binding", c.slug)["spec"]
@@ -38,10 +50,15 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     allow = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)["spec"]
     assert [p["port"] for p in allow["egress"][0]["ports"]] == [53, 636, 443]
     assert [(r["to"], r["ports"]) for r in allow["egress"][1:]] == [
-        ([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}],
-         [{"port": 6817, "protocol": "TCP"}]),
-        ([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
-         [{"port": 53, "protocol": "TCP"}])]
+        (
+            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}],
+            [{"port": 6817, "protocol": "TCP"}],
+        ),
+        (
+            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+            [{"port": 53, "protocol": "TCP"}],
+        ),
+    ]
     ssh = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-login-ssh", c.slug)["spec"]
     assert ssh["podSelector"] == {"matchLabels": {"app.kubernetes.io/instance": f"login-{c.slug}"}}
     assert ssh["ingress"][0]["ports"] == [{"port": 22, "protocol": "TCP"}]
@@ -53,8 +70,9 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     assert {s.action.value for s in run(kube.plan, inp)} == {"unchanged"}
     assert lab.writes() == []
     before = {(o["resource"], o["name"]) for o in lab.store.snapshot()["objects"]}
-    undone = run(kube.undo, UndoInput(contract=c, facts=inp.facts, step="network_policy",
-                                      results=applied["network_policy"]))
+    undone = run(
+        kube.undo, UndoInput(contract=c, facts=inp.facts, step="network_policy", results=applied["network_policy"])
+    )
     assert [r.outcome for r in undone] == [Outcome.deleted] * 3
     after = {(o["resource"], o["name"]) for o in lab.store.snapshot()["objects"]}
     assert before - after == {("networkpolicies", f"{c.slug}-{name}") for name in ("deny-all", "allow", "login-ssh")}
@@ -79,8 +97,14 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
     run(kube.namespace, inp)
     run(kube.quota, inp)
-    lab.store.patch("", "resourcequotas", f"{c.slug}-quota", {"spec": {"hard": {"requests.cpu": "8"}}},
-                    "application/merge-patch+json", c.slug)
+    lab.store.patch(
+        "",
+        "resourcequotas",
+        f"{c.slug}-quota",
+        {"spec": {"hard": {"requests.cpu": "8"}}},
+        "application/merge-patch+json",
+        c.slug,
+    )
     assert [s.action.value for s in run(kube.plan, inp)][1] == "update"
     results = run(kube.quota, inp).results
     assert [r.outcome for r in results] == [Outcome.updated, Outcome.unchanged]
@@ -148,8 +172,11 @@ def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) ->
     c = _with_policies(lab, [])
     lab.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": c.slug}})
     lab.store.create({**yaml.safe_load(RUNBOOK_ALLOW_POLICY), "metadata": {"name": "hand-made", "namespace": c.slug}})
-    messages = [f.message for f in run(kube.preflight, StepInput(contract=c)).findings
-                if f.check == "kube.network_policy" and not f.ok]
+    messages = [
+        f.message
+        for f in run(kube.preflight, StepInput(contract=c)).findings
+        if f.check == "kube.network_policy" and not f.ok
+    ]
     assert len(messages) == 3 and "hand-made" not in messages[0]
 
 

@@ -47,8 +47,12 @@ async def run_activity(fn: Callable[..., T], *args: Any, env: ActivityEnvironmen
 
 def identity_facts(usernames: tuple[str, ...] = ("alice", "bob")) -> Facts:
     """What identity.group and identity.users would have learned (the owners of the new directories)."""
-    return Facts(group_gid=GROUP_GID, users={u: UserFacts(pk=i, uid_number=UIDS.get(u, 10100 + i),
-                                                          gid_number=GROUP_GID) for i, u in enumerate(usernames)})
+    return Facts(
+        group_gid=GROUP_GID,
+        users={
+            u: UserFacts(pk=i, uid_number=UIDS.get(u, 10100 + i), gid_number=GROUP_GID) for i, u in enumerate(usernames)
+        },
+    )
 
 
 @dataclass
@@ -60,19 +64,29 @@ class StorageLab:
     api: httpx.AsyncClient
     weka: WekaService
 
-    def contract(self, isolation: StorageIsolation = StorageIsolation.strict_org, slug: str = "tenant-foo",
-                 **storage: Any) -> TenantContract:
-        users = [TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
-                 for n in ("alice", "bob")]
-        return TenantContract(slug=slug, display_name="Foo", users=users,
-                              storage=Storage(isolation=isolation, **storage),
-                              cluster=KubeTarget(kubeconfig=str(self.kubeconfig), context="tenant-cluster"))
+    def contract(
+        self, isolation: StorageIsolation = StorageIsolation.strict_org, slug: str = "tenant-foo", **storage: Any
+    ) -> TenantContract:
+        users = [
+            TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
+            for n in ("alice", "bob")
+        ]
+        return TenantContract(
+            slug=slug,
+            display_name="Foo",
+            users=users,
+            storage=Storage(isolation=isolation, **storage),
+            cluster=KubeTarget(kubeconfig=str(self.kubeconfig), context="tenant-cluster"),
+        )
 
     async def writes(self) -> int:
         """Weka writes, not counting ``POST /login`` (a session, not a change of state)."""
         entries = (await self.api.get(self.weka_url + "/_lab/requests")).json()["requests"]
-        return sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
-                   and not e["path"].startswith("/api/v2/login"))
+        return sum(
+            1
+            for e in entries
+            if e["method"] in {"POST", "PUT", "PATCH", "DELETE"} and not e["path"].startswith("/api/v2/login")
+        )
 
     async def kube_writes(self) -> int:
         return int((await self.api.get(self.kube_url + "/_lab/requests")).json()["writes"])
@@ -102,8 +116,9 @@ def weka_total_bytes() -> int:
 
 
 @pytest.fixture
-async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                      weka_total_bytes: int) -> AsyncIterator[StorageLab]:
+async def storage_lab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weka_total_bytes: int
+) -> AsyncIterator[StorageLab]:
     weka_app = build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes)
     weka_runner, weka_url = await _serve(weka_app)
     store = Store()
@@ -111,13 +126,18 @@ async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
-    for key, value in {"WEKA_URL": weka_url, "WEKA_USERNAME": USERNAME, "WEKA_PASSWORD": PASSWORD,
-                       "WEKA_ORG": "Root"}.items():
+    for key, value in {
+        "WEKA_URL": weka_url,
+        "WEKA_USERNAME": USERNAME,
+        "WEKA_PASSWORD": PASSWORD,
+        "WEKA_ORG": "Root",
+    }.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()
     api = httpx.AsyncClient()
-    csi = asyncio.create_task(reconcile_on_events([store], CsiWekafs(store, weka_app[SERVICE_KEY]).reconcile,
-                                                  period_s=0.2))
+    csi = asyncio.create_task(
+        reconcile_on_events([store], CsiWekafs(store, weka_app[SERVICE_KEY]).reconcile, period_s=0.2)
+    )
     try:
         yield StorageLab(weka_url, kube_url, kubeconfig, store, api, weka_app[SERVICE_KEY])
     finally:

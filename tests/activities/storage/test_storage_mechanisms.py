@@ -22,9 +22,13 @@ HELPER_KINDS = ("secrets", "persistentvolumes", "persistentvolumeclaims", "jobs"
 
 
 def test_the_product_reaches_no_lab_route() -> None:
-    hits = [f"{path.relative_to(ROOT)}:{n}" for folder in ("activities", "workflows", "worker", "starter", "models")
-            for path in sorted((ROOT / folder).rglob("*.py"))
-            for n, line in enumerate(path.read_text().splitlines(), 1) if re.search(r"/_lab\b", line)]
+    hits = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("activities", "workflows", "worker", "starter", "models")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"/_lab\b", line)
+    ]
     assert hits == []
 
 
@@ -34,13 +38,17 @@ def _jobs_seen(lab: StorageLab) -> list[dict[str, Any]]:
     def on_event(kind: str, key: Any, obj: dict[str, Any]) -> None:
         if kind == "ADDED" and obj.get("kind") == "Job":
             seen.append(obj)
+
     lab.store.subscribe(on_event)
     return seen
 
 
 def _helpers_left(lab: StorageLab) -> list[str]:
-    return [f"{o['resource']}/{o['name']}" for o in lab.store.snapshot()["objects"]
-            if o["resource"] in HELPER_KINDS and o["name"].startswith("tenantflow-weka-dirs-")]
+    return [
+        f"{o['resource']}/{o['name']}"
+        for o in lab.store.snapshot()["objects"]
+        if o["resource"] in HELPER_KINDS and o["name"].startswith("tenantflow-weka-dirs-")
+    ]
 
 
 async def test_directories_are_made_and_owned_by_a_job_on_a_csi_mount(storage_lab: StorageLab) -> None:
@@ -48,26 +56,33 @@ async def test_directories_are_made_and_owned_by_a_job_on_a_csi_mount(storage_la
     contract = storage_lab.contract(StorageIsolation.shared_org)
     done = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
     assert {r.name: r.outcome.value for r in done.results} == {
-        "/home/alice": "created", "/home/bob": "created", "/scratch/tenant-foo": "created"}
+        "/home/alice": "created",
+        "/home/bob": "created",
+        "/scratch/tenant-foo": "created",
+    }
     assert len(jobs) == 2, "one directory Job per filesystem"
     assert {j["metadata"]["namespace"] for j in jobs} == {"tenantflow-system"}, "root may not run in the tenant's"
     pod = jobs[0]["spec"]["template"]["spec"]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == jobs[0]["metadata"]["name"]
     assert pod["containers"][0]["command"][:2] == ["/bin/sh", "-ec"]
     filesystems = {f.name: f for f in storage_lab.weka.cluster.filesystems.values()}
-    assert filesystems["home"].owners == {"/alice": [UIDS["alice"], GROUP_GID, 0o700],
-                                          "/bob": [UIDS["bob"], GROUP_GID, 0o700]}
+    assert filesystems["home"].owners == {
+        "/alice": [UIDS["alice"], GROUP_GID, 0o700],
+        "/bob": [UIDS["bob"], GROUP_GID, 0o700],
+    }
     assert filesystems["scratch"].owners == {"/tenant-foo": [0, GROUP_GID, 0o2770]}
     assert _helpers_left(storage_lab) == []
     again = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
     assert {r.outcome.value for r in again.results} == {"unchanged"} and len(jobs) == 2
 
 
-async def test_a_refused_mount_fails_the_step_naming_it(storage_lab: StorageLab,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_refused_mount_fails_the_step_naming_it(
+    storage_lab: StorageLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = storage_dirs.api_secret_data
-    monkeypatch.setattr(storage_dirs, "api_secret_data",
-                        lambda creds: {k: v for k, v in real(creds).items() if k != "organization"})
+    monkeypatch.setattr(
+        storage_dirs, "api_secret_data", lambda creds: {k: v for k, v in real(creds).items() if k != "organization"}
+    )
     contract = storage_lab.contract(StorageIsolation.shared_org)
     with pytest.raises(ApplicationError) as failed:
         await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
@@ -89,8 +104,9 @@ async def test_quota_loops_heartbeat_per_directory(storage_lab: StorageLab) -> N
     assert all(label in labels for label in ("/home/alice", "/home/bob", "/scratch/tenant-foo"))
 
 
-async def test_a_pvc_that_stays_pending_fails_naming_the_event(storage_lab: StorageLab,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_pvc_that_stays_pending_fails_naming_the_event(
+    storage_lab: StorageLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(storage_csi, "BIND_BUDGET_S", 1.5)
     contract = storage_lab.contract()
     inp = StepInput(contract=contract, facts=identity_facts(), run_id="tenant/tenant-foo")

@@ -47,15 +47,28 @@ def store() -> Store:
     store = Store()
     seed_tenant_cluster(store, node_count=1)
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": POD, "namespace": NS, "labels": {
-        "app": "login", "app.kubernetes.io/instance": "login-tenant-foo"}},
-        "spec": {"containers": [{"name": "sshd", "image": "sunk-login"}]}})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": POD,
+                "namespace": NS,
+                "labels": {"app": "login", "app.kubernetes.io/instance": "login-tenant-foo"},
+            },
+            "spec": {"containers": [{"name": "sshd", "image": "sunk-login"}]},
+        }
+    )
     return store
 
 
 def policy(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def test_without_policies_every_probe_passes(store: Store) -> None:
@@ -78,19 +91,43 @@ def test_deny_all_egress_drops_dns_first(store: Store) -> None:
 
 
 def test_the_targets_ingress_policy_counts_too(store: Store) -> None:
-    store.create(policy("only-controllers", "auth", {
-        "podSelector": {"matchLabels": {"app": "authentik-ldap-outpost"}},
-        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "login"}}}]}]}))
+    store.create(
+        policy(
+            "only-controllers",
+            "auth",
+            {
+                "podSelector": {"matchLabels": {"app": "authentik-ldap-outpost"}},
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "login"}}}]}],
+            },
+        )
+    )
     blocked = probe_blocked(store, NS, POD, LDAP_OUTPOST)
     assert blocked is not None and "(ingress)" in blocked
-    store.create(policy("tenants", "auth", {
-        "podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {
-            "matchExpressions": [{"key": "app", "operator": "In", "values": ["login"]}]}}],
-            "ports": [{"port": 636}]}]}))
+    store.create(
+        policy(
+            "tenants",
+            "auth",
+            {
+                "podSelector": {},
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {},
+                                "podSelector": {
+                                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["login"]}]
+                                },
+                            }
+                        ],
+                        "ports": [{"port": 636}],
+                    }
+                ],
+            },
+        )
+    )
     assert probe_blocked(store, NS, POD, LDAP_OUTPOST) is None
 
 
 def test_a_policy_selecting_other_pods_leaves_the_login_pod_open(store: Store) -> None:
-    store.create(policy("workers", NS, {"podSelector": {"matchLabels": {"app": "worker"}},
-                                        "policyTypes": ["Egress"]}))
+    store.create(policy("workers", NS, {"podSelector": {"matchLabels": {"app": "worker"}}, "policyTypes": ["Egress"]}))
     assert probe_blocked(store, NS, POD, SLURMCTLD) is None

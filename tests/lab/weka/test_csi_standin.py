@@ -30,8 +30,9 @@ def lab() -> tuple[Store, CsiWekafs]:
 
 
 def secret(store: Store, name: str, values: dict[str, str]) -> None:
-    store.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
-                  "data": _b64(values)})
+    store.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS}, "data": _b64(values)}
+    )
 
 
 GOOD = {"username": USERNAME, "password": PASSWORD, "organization": "Root", "endpoints": "127.0.0.1:14000"}
@@ -39,13 +40,27 @@ RUNBOOK_SKETCH = {"endpoint": "https://weka:14000", "org": "Root", "token": "abc
 
 
 def pvc_of_class(store: Store, secret_name: str) -> dict[str, Any]:
-    store.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "weka"},
-                  "provisioner": "csi.weka.io", "parameters": {"volumeType": "dir/v1", "filesystemName": "scratch",
-                                                               **secret_parameters(secret_name, NS)}})
-    return store.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data",
-                                                                                        "namespace": NS},
-                         "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "weka",
-                                  "resources": {"requests": {"storage": "1Gi"}}}})
+    store.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "weka"},
+            "provisioner": "csi.weka.io",
+            "parameters": {"volumeType": "dir/v1", "filesystemName": "scratch", **secret_parameters(secret_name, NS)},
+        }
+    )
+    return store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": NS},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "weka",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
 
 
 def phase(store: Store) -> str:
@@ -90,18 +105,60 @@ def test_a_wrong_password_is_refused_like_a_failed_login() -> None:
 
 def directory_job(store: Store, secret_name: str, command: list[str]) -> dict[str, Any]:
     ref = {"name": secret_name, "namespace": NS}
-    store.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "root"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "",
-        "claimRef": {"name": "root", "namespace": NS},
-        "csi": {"driver": "csi.weka.io", "volumeHandle": filesystem_handle("scratch"), "nodePublishSecretRef": ref}}})
-    store.create({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "root", "namespace": NS},
-                  "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": "root",
-                           "resources": {"requests": {"storage": "1Gi"}}}})
-    return store.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "mkdir", "namespace": NS},
-                         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{
-                             "name": "mkdir", "image": "busybox", "command": command,
-                             "volumeMounts": [{"name": "weka", "mountPath": "/weka"}]}],
-                             "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": "root"}}]}}}})
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "root"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "claimRef": {"name": "root", "namespace": NS},
+                "csi": {
+                    "driver": "csi.weka.io",
+                    "volumeHandle": filesystem_handle("scratch"),
+                    "nodePublishSecretRef": ref,
+                },
+            },
+        }
+    )
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "root", "namespace": NS},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": "root",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
+    return store.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "mkdir", "namespace": NS},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": "mkdir",
+                                "image": "busybox",
+                                "command": command,
+                                "volumeMounts": [{"name": "weka", "mountPath": "/weka"}],
+                            }
+                        ],
+                        "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": "root"}}],
+                    }
+                }
+            },
+        }
+    )
 
 
 def job_condition(store: Store) -> tuple[str, str]:

@@ -19,8 +19,9 @@ def test_the_command_round_trips() -> None:
     assert parse_directory_command(directory_command(specs)) == specs
 
 
-@pytest.mark.parametrize("command", [["/bin/sh", "-c", "rm -rf /weka"],
-                                     directory_command([DirectorySpec("/a", 1, 1, "0700")])[:-1]])
+@pytest.mark.parametrize(
+    "command", [["/bin/sh", "-c", "rm -rf /weka"], directory_command([DirectorySpec("/a", 1, 1, "0700")])[:-1]]
+)
 def test_other_commands_are_not_the_helper(command: list[str]) -> None:
     assert parse_directory_command(command) is None
 
