@@ -28,6 +28,12 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.identity_checks import (
+    account_state,
+    authentik_findings,
+    finding,
+    ldap_finding,
+)
 from tenantflow.activities.identity_numbers import (
     CREATED_BY,
     choose_gid,
@@ -59,130 +65,18 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-def _finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
-    if problem is None:
-        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
-    return Finding(check=check, ok=False, message=problem, fix=fix)
-
-
-def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
-    slug, parent_name = contract.slug, settings().authentik_parent_group
-    providers = ak.ldap_providers()
-    findings = [
-        _finding(
-            "identity.ldap_provider",
-            None if providers else "Authentik has no LDAP provider",
-            f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
-            "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants",
-        )
-    ]
-    parent = ak.group_by_name(parent_name)
-    findings.append(
-        _finding(
-            "identity.parent_group",
-            None if parent else f"the platform group {parent_name!r} does not exist",
-            f"parent group {parent_name} exists",
-            f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run",
-        )
-    )
-    group = ak.group_by_name(slug)
-    owner = group.attributes.get("tenant_slug") if group else None
-    problem = None
-    if group is not None and owner != slug:
-        problem = (
-            f"Authentik group {slug} already exists with tenant_slug={owner!r}"
-            if owner
-            else f"Authentik group {slug} already exists and is not marked as a tenant group"
-        )
-    findings.append(
-        _finding(
-            "identity.group",
-            problem,
-            f"group {slug} is free or already ours",
-            f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
-        )
-    )
-    for user in contract.users:
-        findings.extend(_username_findings(ak.user_by_username(user.username), user, slug))
-    return findings
-
-
-def _account_state(existing: User) -> str:
-    return f"{'active' if existing.is_active else 'inactive'}, pk {existing.pk}"
-
-
-def _username_findings(existing: User | None, user: TenantUser, slug: str) -> list[Finding]:
-    """A username Authentik already knows is refused unless it is this tenant's or ``adopt_existing`` says so."""
-    name = user.username
-    if existing is None or tenant_of(existing, slug):
-        return [_finding("identity.username", None, f"username {name} is free or already ours")]
-    other = other_tenant(existing, slug)
-    if other:
-        return [
-            _finding(
-                "identity.username",
-                f"username {name} is taken by a user of tenant {other}",
-                "",
-                f"choose another username than {name} in the contract (adopt_existing never takes a "
-                "user from another tenant)",
-            )
-        ]
-    if not user.adopt_existing:
-        return [
-            _finding(
-                "identity.username",
-                f"username {name} is already an Authentik account "
-                f"({_account_state(existing)}, in no tenant); tenantflow does not take it over",
-                "",
-                f"set adopt_existing: true for {name} in the contract if that account is this person's, "
-                "or choose another username",
-            )
-        ]
-    return [
-        _finding(
-            "identity.username",
-            None,
-            f"username {name}: the existing Authentik account "
-            f"({_account_state(existing)}) is adopted (adopt_existing: true)",
-        ),
-        Finding(
-            check="identity.adopted_home",
-            ok=False,
-            severity=Severity.warning,
-            message=f"{name} reuses an existing Authentik account and keeps its uid; a home directory "
-            f"/home/{name} left by an earlier tenant must not be handed over",
-            fix=f"storage: create /home/{name} afresh for {slug} (never reuse another tenant's), or "
-            "archive the old one first",
-        ),
-    ]
-
-
-def _ldap_finding() -> Finding:
-    try:
-        entries = ldap_check.probe()
-    except ApplicationError as err:
-        return _finding(
-            "identity.ldap_outpost",
-            f"the LDAP outpost does not answer a bind and search: {err}",
-            "",
-            "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
-            f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
-        )
-    return _finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
-
-
 @activity.defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [_ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
+    findings = [ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
     try:
         with AuthentikClient.from_settings() as ak:
-            findings.extend(_authentik_findings(ak, inp.contract))
+            findings.extend(authentik_findings(ak, inp.contract))
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
         findings.append(
-            _finding(
+            finding(
                 "identity.authentik",
                 f"Authentik API is not usable: {err}",
                 "",
@@ -232,7 +126,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             }
             if existing is not None and not tenant_of(existing, contract.slug):
                 action = Action.adopt
-                detail["adopt_existing"] = f"{user.adopt_existing} (existing account: {_account_state(existing)})"
+                detail["adopt_existing"] = f"{user.adopt_existing} (existing account: {account_state(existing)})"
             elif existing is not None:
                 member = group is not None and group.pk in existing.groups
                 in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
@@ -326,7 +220,7 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
     if not tenant_of(existing, slug) and not user.adopt_existing:
         raise fail(
             "Conflict",
-            f"Authentik user {user.username} appeared after the plan ({_account_state(existing)}) "
+            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
             "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
             "person's account",
         )
