@@ -1,11 +1,14 @@
 """Every gate of every workflow is an update of its own name (one JSON argument) with a description, and a signal.
 
-The UI's Send an Update form lists what the ``__temporal_workflow_metadata``
-query reports, so each workflow is started (on a worker without activities: it
-waits at its first step) and asked. The gates are then answered by name with the
-plain ``temporal`` CLI: offboarding's ``approve_plan`` and ``confirm_purge`` here,
+The gates are enumerated from the code: every call that opens one, in each workflow
+class and its bases, must name a declared gate, and every declared gate must be
+opened somewhere. The UI's Send an Update form lists what the
+``__temporal_workflow_metadata`` query reports, so each workflow is started (on a
+worker without activities: it waits at its first step) and asked. The gates are then
+answered by name with the plain ``temporal`` CLI: offboarding's ``approve_plan`` and
+``confirm_purge`` here, onboarding's ``approve_plan`` in tests/starter/test_temporal_cli.py,
 every gate of an enrollment and of a decommission in tests/enrollment/test_gate_updates.py,
-``retry_rollback`` in test_rollback_gate.py.
+``retry_rollback`` in test_rollback_gate.py; tests/ui sends ``approve_plan`` from the UI.
 """
 
 from __future__ import annotations
