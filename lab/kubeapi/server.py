@@ -3,7 +3,8 @@
 :func:`build_app` serves a :class:`lab.kubeapi.store.Store` the way kube-apiserver
 does, for the ``kubernetes`` Python client and ``kubectl``: discovery, OpenAPI v3
 stubs, CRUD with list envelopes, PATCH (merge, strategic-merge, JSON patch),
-``?watch=1`` streams, ``dryRun=All``, ``fieldValidation``, SelfSubjectAccessReview,
+server-side apply (:mod:`lab.kubeapi.applying`), ``fieldManager`` and ``metadata.managedFields``
+(:mod:`lab.kubeapi.managedfields`), ``?watch=1`` streams, ``dryRun=All``, ``fieldValidation``, SelfSubjectAccessReview,
 ``pods/exec`` (websocket) and ``pods/log``. :func:`start_kube_api` runs it on
 loopback and returns the runner and base URL.
 """
@@ -22,6 +23,8 @@ from tenantflow.lab.httpbase import make_app
 from tenantflow.lab.kubeapi import discovery
 from tenantflow.lab.kubeapi.auth import Attributes, User, access_review, authorize, user_for
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.lab.kubeapi.managedfields import manager_from_user_agent, validate_options
+from tenantflow.lab.kubeapi.patching import APPLY_PATCH, PATCH_TYPES, unsupported_patch
 from tenantflow.lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
 from tenantflow.lab.kubeapi.protowire import UnsupportedKind, decode_object
 from tenantflow.lab.kubeapi.registry import ResourceType
@@ -122,6 +125,14 @@ def _write_options(request: web.Request) -> dict[str, Any]:
     }
 
 
+def _manager(request: web.Request, options_kind: str, *, apply: bool = False) -> str:
+    """The request's field manager, refused as the apiserver refuses it; a write naming none is recorded under its
+    User-Agent's product name."""
+    given = request.query.get("fieldManager", "")
+    validate_options(options_kind, given, apply=apply, force="force" in request.query)
+    return given or manager_from_user_agent(request.headers.get("User-Agent", ""))
+
+
 class KubeApi:
     """Request handlers bound to one store and its configuration."""
 
@@ -200,15 +211,30 @@ class KubeApi:
                 raise bad_request("the body must be an object")
             body.setdefault("apiVersion", rt.api_version(t.version))
             body.setdefault("kind", rt.kind)
-            created = store.create(body, t.namespace or None, warnings=warnings, **opts)
+            manager = _manager(request, "CreateOptions")
+            created = store.create(body, t.namespace or None, warnings=warnings, manager=manager, **opts)
             return json_response(t.present(created), 201, warnings)
         if method == "PUT" and t.name:
+            manager = _manager(request, "UpdateOptions")
             body = await _body(request)
             updated = store.replace(
-                rt.group, rt.plural, t.name, body, t.namespace or None, subresource=sub, warnings=warnings, **opts
+                rt.group,
+                rt.plural,
+                t.name,
+                body,
+                t.namespace or None,
+                subresource=sub,
+                warnings=warnings,
+                manager=manager,
+                **opts,
             )
             return json_response(t.present(updated), 200, warnings)
+        if method == "PATCH" and t.name and request.content_type == APPLY_PATCH:
+            return await self._apply(request, t, opts, warnings)
         if method == "PATCH" and t.name:
+            if request.content_type not in PATCH_TYPES:
+                raise unsupported_patch()
+            manager = _manager(request, "PatchOptions")
             body = await _body(request)
             patched = store.patch(
                 rt.group,
@@ -219,12 +245,32 @@ class KubeApi:
                 t.namespace or None,
                 subresource=sub,
                 warnings=warnings,
+                manager=manager,
                 **opts,
             )
             return json_response(t.present(patched), 200, warnings)
         if method == "DELETE":
             return await self._delete(request, t)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the resource")
+
+    async def _apply(self, request: web.Request, t: Target, opts: dict[str, Any], warnings: list[str]) -> web.Response:
+        """Server-side apply of the main resource (the lab applies to no subresource)."""
+        manager = _manager(request, "PatchOptions", apply=True)
+        if t.sub:
+            raise ApiError(405, "MethodNotAllowed", "the lab applies to main resources only, not to subresources")
+        config = await _body(request)
+        obj, created = self.store.apply(
+            t.rt.group,
+            t.rt.plural,
+            t.name,
+            config,
+            t.namespace or None,
+            manager=manager,
+            force=request.query.get("force") in TRUE,
+            warnings=warnings,
+            **opts,
+        )
+        return json_response(t.present(obj), 201 if created else 200, warnings)
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
         items, rv = self.store.list_with_version(

@@ -10,13 +10,15 @@ It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its e
 from any thread or loop.
 
 Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes ``dry_run`` and
-``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"``; all raise ``ApiError``)::
+``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"`` and ``manager``, the field manager
+:mod:`lab.kubeapi.managedfields` records; all raise ``ApiError``)::
 
     store.create(obj, namespace=None)                        -> stored copy
     store.get(group, resource, name, namespace=None)         -> copy
     store.list(group, resource, namespace=None, label_selector=None, field_selector=None)
     store.replace(group, resource, name, obj, namespace=None, subresource=None)
     store.patch(group, resource, name, body, content_type, namespace=None, subresource=None)
+    store.apply(group, resource, name, config, namespace=None, manager=..., force=False) -> (object, created)
     store.delete(group, resource, name, namespace=None)      -> object (gone or marked)
     store.update_status(obj)                                 # replace(..., subresource="status")
     store.seed(objs)      # start-up objects, stored as given (status kept, no validation)
@@ -40,9 +42,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tenantflow.lab.kubeapi import errors, selectors
+from tenantflow.lab.kubeapi import applying, errors, selectors
+from tenantflow.lab.kubeapi.applying import Record
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.events import EventCallback, EventLog
+from tenantflow.lab.kubeapi.managedfields import Writer, record_update
 from tenantflow.lab.kubeapi.objects import (
     CRD_KEY,
     NAMESPACE_KEY,
@@ -58,6 +62,13 @@ from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_typ
 from tenantflow.lab.kubeapi.validation import enforce
 
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
+LAB_MANAGER = "lab-controllers"
+"""The field manager of writes by the lab's in-process controllers."""
+
+
+def _updates(rt: ResourceType, manager: str, subresource: str | None = None) -> Record:
+    writer = Writer(manager, "Update", subresource or "")
+    return lambda before, after: record_update(before, after, writer, rt.status_subresource)
 
 
 class Store:
@@ -175,11 +186,18 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         with self._lock:
             rt = self.registry.for_object(obj)
         return self._create(
-            rt, copy.deepcopy(obj), namespace, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+            rt,
+            copy.deepcopy(obj),
+            namespace,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+            record=_updates(rt, manager),
         )
 
     def _create(
@@ -193,6 +211,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        record: Record | None = None,
     ) -> Obj:
         meta = obj.setdefault("metadata", {})
         if namespace and meta.get("namespace") and meta["namespace"] != namespace and rt.namespaced:
@@ -226,6 +245,7 @@ class Store:
             meta["resourceVersion"] = str(self._rv + 1)
             if validate:
                 enforce(rt, obj, field_validation, warnings)
+            (record or _updates(rt, LAB_MANAGER))(None, obj)
             if rt.key == CRD_KEY:
                 resource_type_from_crd(obj)
             if dry_run:
@@ -255,6 +275,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PUT: full replacement; 409 Conflict when ``metadata.resourceVersion`` is stale."""
         with self._lock:
@@ -265,7 +286,8 @@ class Store:
             sent_rv = (new.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = _updates(rt, manager, subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
 
@@ -296,6 +318,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PATCH with a merge, strategic-merge or JSON patch body (see :mod:`lab.kubeapi.patching`)."""
         with self._lock:
@@ -308,9 +331,37 @@ class Store:
             new_rv = (new.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = _updates(rt, manager, subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
+
+    def apply(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        config: Any,
+        namespace: str | None = None,
+        *,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> tuple[Obj, bool]:
+        """Server-side apply of ``config`` (see :mod:`lab.kubeapi.applying`); True when it created the object."""
+        with self._lock:
+            rt = self._type(group, resource)
+            key = self._key(rt, name, namespace)
+            current = self._objects.get(key)
+            plan = applying.plan(rt, name, current, config, manager, force)
+            if current is None:
+                opts = {"dry_run": dry_run, "field_validation": field_validation, "warnings": warnings}
+                return self._create(rt, plan.obj, namespace, record=plan.record, **opts), True
+            result = self._update(rt, key, current, plan.obj, None, dry_run, field_validation, warnings, plan.record)
+        self._events.drain()
+        return result, False
 
     def _update(
         self,
@@ -322,6 +373,7 @@ class Store:
         dry_run: bool,
         field_validation: str,
         warnings: builtins.list[str] | None,
+        record: Record,
     ) -> Obj:
         meta = new.setdefault("metadata", {})
         if meta.get("name", key.name) != key.name:
@@ -359,6 +411,7 @@ class Store:
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
         enforce(rt, new, field_validation, warnings)
+        record(current, new)
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)
         if new == current or dry_run:
