@@ -116,14 +116,14 @@ def plan(rt: ResourceType, name: str, current: Obj | None, config: Any, manager:
     if meta.get("managedFields"):
         raise errors.bad_request("metadata.managedFields must be nil")
     writer = Writer(manager, "Apply")
-    applied = managedfields.nodes(config, status_subresource=rt.status_subresource)
-    mine: FieldSet = managedfields.changed({}, applied)
+    config_nodes = managedfields.nodes(config, status_subresource=rt.status_subresource)
+    mine: FieldSet = managedfields.applied(config_nodes)
     owners = managedfields.entries(current)
     live = managedfields.nodes(current, status_subresource=rt.status_subresource)
     found = [
         (path, entry)
         for path in sorted(mine)
-        if applied[path] is not INNER and path in live and live[path] != applied[path]
+        if config_nodes[path] is not INNER and path in live and live[path] != config_nodes[path]
         for entry in owners
         if entry.key != (manager, "Apply", "") and path in entry.fields
     ]

@@ -12,8 +12,9 @@ A field set is a set of paths, each a tuple of FieldsV1 keys. Lists the emulator
 (:data:`lab.kubeapi.patching.LIST_MERGE_KEYS`) are associative (``k:``), ``finalizers`` is a set (``v:``), every
 other list is atomic (owned whole), as for untagged upstream fields. An inner node is a member of a set (``.``)
 when the write added it; ``metadata``, ``spec`` and ``status`` always exist in a Go object, so they never are.
-Below the top level the emulator cannot tell Go value structs (always present) from pointers, and counts every
-added map as added. An Update gives its manager the fields it added or changed, taking them from other managers;
+Below the top level the emulator cannot tell Go value structs and non-omitempty lists (always present) from
+pointers and omitempty fields, and counts every added map or list as added. An Apply owns the leaves and list
+items of its configuration. An Update gives its manager the fields it added or changed, taking them from other managers;
 fields that no longer exist leave every set; an entry left empty is dropped.
 """
 
@@ -143,6 +144,11 @@ def changed(before: dict[FieldPath, Any], after: dict[FieldPath, Any]) -> FieldS
         if (value is INNER and path not in before and path not in ALWAYS_PRESENT)
         or (value is not INNER and (path not in before or before[path] != value))
     )
+
+
+def applied(config: dict[FieldPath, Any]) -> FieldSet:
+    """The fields an applied configuration sets: its leaves and list items (an Apply owns no map as such)."""
+    return frozenset(path for path, value in config.items() if value is not INNER or path[-1][:2] in ("k:", "v:"))
 
 
 # ---------------------------------------------------------------- FieldsV1 encoding
