@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tenantflow.lab.kubeapi import errors, managedfields
 from tenantflow.lab.kubeapi.errors import ApiError
-from tenantflow.lab.kubeapi.managedfields import INNER, Entry, FieldPath, FieldSet, Writer
+from tenantflow.lab.kubeapi.managedfields import INNER, Entry, FieldPath, FieldSet, Record, Writer
 from tenantflow.lab.kubeapi.objects import Obj
 from tenantflow.lab.kubeapi.patching import APPLY_PATCH, strategic_merge
 from tenantflow.lab.kubeapi.registry import ResourceType
 
-Record = Callable[[Obj | None, Obj], None]
 __all__ = ["APPLY_PATCH", "Plan", "Record", "conflict_error", "dotted", "plan"]
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,10 @@ UNSET_METADATA = frozenset(
     }
 )
 ALWAYS_PRESENT = frozenset({("f:metadata",), ("f:spec",), ("f:status",)})
+LAB_MANAGER = "lab-controllers"
+"""The field manager of writes by the lab's in-process controllers."""
+Record = Callable[[Obj | None, Obj], None]
+"""Sets the managedFields of a written object, given the object before (``None`` on create) and after."""
 INNER = object()
 """The value of an inner node (a non-empty map or a keyed list item) in :func:`nodes`."""
 
@@ -265,3 +269,8 @@ def record_update(before: Obj | None, after: Obj, writer: Writer, status_subreso
     alive = nodes(after)
     result = transfer(entries(before), writer, after.get("apiVersion", ""), taken, alive)
     after.setdefault("metadata", {})["managedFields"] = [e.to_json() for e in result]
+
+
+def updates(writer: Writer, status_subresource: bool) -> Record:
+    """How an Update by ``writer`` records its fields."""
+    return lambda before, after: record_update(before, after, writer, status_subresource)
