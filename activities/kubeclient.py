@@ -3,11 +3,11 @@
 ``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for one context, whose reads retry
 transient failures in place (:mod:`activities.httpretry`). ``request`` sends one JSON request over that client
 and maps HTTP failures to Temporal errors (:func:`activities.errors.http_error`); :mod:`activities.kubeobjects`
-builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATCH``) names the field manager :data:`FIELD_MANAGER`
-through the documented ``fieldManager`` query parameter (Kubernetes API reference, "Server-Side Apply: Managers",
-https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so ``metadata.managedFields`` names
-tenantflow instead of the client's user agent (``OpenAPI-Generator``); ``DELETE`` takes no field manager
-(``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
+builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATCH``) names the field manager
+:data:`FIELD_MANAGER` through the documented ``fieldManager`` query parameter (Kubernetes documentation,
+"Server-Side Apply", Managers: https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so
+``metadata.managedFields`` names tenantflow instead of the client's User-Agent (``OpenAPI-Generator``); ``DELETE``
+takes no field manager (``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
 exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
 ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
 """
