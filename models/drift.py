@@ -58,7 +58,11 @@ class DriftItem(Strict):
         drift = DRIFT_OF_ACTION.get(step.action)
         if drift is None:
             return None
-        detail = "would be recreated" if drift is DriftKind.missing else f"the plan would {step.action.value} it"
+        detail = (
+            "not there: the plan would create it"
+            if drift is DriftKind.missing
+            else f"the plan would {step.action.value} it"
+        )
         return cls(
             layer=step.layer, kind=step.kind, name=step.name, namespace=step.namespace, drift=drift, detail=detail
         )
