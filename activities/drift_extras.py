@@ -27,6 +27,10 @@ from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.tenant import TenantContract
 
 
+def extra(layer: str, kind: str, name: str, detail: str, namespace: str | None = None) -> DriftItem:
+    return DriftItem(layer=layer, kind=kind, name=name, namespace=namespace, drift=DriftKind.extra, detail=detail)
+
+
 def identity_extras(contract: TenantContract) -> list[DriftItem]:
     """Members of the tenant's group the contract does not list."""
     with AuthentikClient.from_settings() as ak:
@@ -35,13 +39,7 @@ def identity_extras(contract: TenantContract) -> list[DriftItem]:
         return []
     wanted = set(contract.usernames)
     return [
-        DriftItem(
-            layer="identity",
-            kind="GroupMember",
-            name=member.username,
-            drift=DriftKind.extra,
-            detail=f"member of group {contract.slug}, not in the contract",
-        )
+        extra("identity", "GroupMember", member.username, f"member of group {contract.slug}, not in the contract")
         for member in sorted(group.users_obj or [], key=lambda u: u.username)
         if member.username not in wanted
     ]
@@ -52,13 +50,7 @@ def slurm_extras(contract: TenantContract) -> list[DriftItem]:
     world = read_world(SlurmCtl.connect(contract.cluster), contract)
     wanted = set(contract.usernames)
     return [
-        DriftItem(
-            layer="slurm",
-            kind="user",
-            name=assoc.user,
-            drift=DriftKind.extra,
-            detail=f"association in account {assoc.account}, not in the contract",
-        )
+        extra("slurm", "user", assoc.user, f"association in account {assoc.account}, not in the contract")
         for assoc in sorted(world.assocs, key=lambda a: (a.user, a.account))
         if assoc.user and assoc.user not in wanted
     ]
@@ -70,14 +62,7 @@ def kube_extras(contract: TenantContract) -> list[DriftItem]:
     found = KubeObjects(contract.cluster).list("NetworkPolicy", contract.namespace, selector)
     wanted = {obj["metadata"]["name"] for obj in step_manifests(contract)["network_policy"]}
     return [
-        DriftItem(
-            layer="kube",
-            kind="NetworkPolicy",
-            name=name,
-            namespace=contract.namespace,
-            drift=DriftKind.extra,
-            detail="labelled as this tenant's, not in the contract",
-        )
+        extra("kube", "NetworkPolicy", name, "labelled as this tenant's, not in the contract", contract.namespace)
         for name in sorted(str(obj["metadata"]["name"]) for obj in found)
         if name not in wanted
     ]

@@ -10,25 +10,18 @@ reported with the error; the others are still checked. The ``progress`` query sa
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import dataclasses
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.drift import DRIFT_WORKFLOW, DriftReport, DriftTarget, FleetDriftInput, FleetDriftReport
     from tenantflow.models.runbook import DRIFT_TENANT, DRIFT_TENANTS
 
-from tenantflow.workflows.steps import NON_RETRYABLE, execute
+from tenantflow.workflows.steps import STEP_RETRY, execute
 
-READ_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=3,
-    non_retryable_error_types=NON_RETRYABLE,
-)
+READ_RETRY = dataclasses.replace(STEP_RETRY, maximum_attempts=3)
 """A read is retried a few times; a tenant that still cannot be read is reported, and tomorrow's run tries again."""
 
 
