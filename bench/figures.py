@@ -11,7 +11,9 @@
 (d) history events per onboarding;
 (e) gate latency from the accepted ``approve_plan`` update to the next activity
     start, p50 over a few onboardings on an otherwise idle worker (and, for
-    information, under the load of (b)).
+    information, under the load of (b));
+(f) the drift check: one lab tenant with the real activities, and a fleet of simulated
+    tenants through the ``TenantDrift`` workflow (:mod:`bench.drift`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from tenantflow.bench.drift import FleetDrift, fleet_drift
 from tenantflow.bench.fakes import LAB_SECONDS
 from tenantflow.bench.history import gate_latency
 from tenantflow.bench.lab import LabFigures, lab_figures
@@ -44,6 +47,8 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 
 REPO = Path(__file__).resolve().parents[1]
+DRIFT_CONCURRENCY = 64
+"""Tenants the simulated fleet check runs at once (the most ``FleetDriftInput`` allows): checks wait on I/O."""
 
 
 class Batch(BaseModel):
@@ -70,6 +75,7 @@ class Figures(BaseModel):
     solo: RunTiming
     gate: Batch
     load: Batch
+    fleet_drift: FleetDrift
     lab: LabFigures | None = None
 
     @property
@@ -171,6 +177,7 @@ async def bench(
     lab: LabEndpoints | None = None,
     tax_pairs: int = 2,
     log_dir: Path | None = None,
+    drift_tenants: int = 1000,
 ) -> Figures:
     """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
 
@@ -180,6 +187,8 @@ async def bench(
     tag = uuid.uuid4().hex[:5]
     measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab else None
     seconds = {"*": latency_s} if latency_s is not None else measured.activity_seconds if measured else LAB_SECONDS
+    if latency_s is None and measured:
+        seconds = {**seconds, "drift.tenant": measured.drift.seconds if measured.drift else LAB_SECONDS["drift.tenant"]}
     described = (
         f"every activity {latency_s * 1000:g} ms"
         if latency_s is not None
@@ -196,4 +205,14 @@ async def bench(
         solo = await onboard_once(api, tenant("solo"))
         gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])
         load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)])
-    return Figures(latencies=described, activity_slots=slots, logs=logs, solo=solo, gate=gate, load=load, lab=measured)
+        fleet = await fleet_drift(api, template, drift_tenants, concurrency=min(DRIFT_CONCURRENCY, slots))
+    return Figures(
+        latencies=described,
+        activity_slots=slots,
+        logs=logs,
+        solo=solo,
+        gate=gate,
+        load=load,
+        fleet_drift=fleet,
+        lab=measured,
+    )

@@ -79,6 +79,7 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
             "",
         )
     )
+    rows += drift_rows(f)
     if f.lab:
         rows.append(
             (
@@ -89,6 +90,27 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
             )
         )
     rows.append(("worker logs", str(f.logs), ""))
+    return rows
+
+
+def drift_rows(f: Figures) -> list[tuple[str, str, str]]:
+    """Figure (f): the lab tenant's check (with a lab) and the simulated fleet's."""
+    fleet = f.fleet_drift
+    lab = f.lab.drift if f.lab else None
+    rows = [
+        (
+            "(f) drift check, one lab tenant",
+            f"{lab.seconds:.2f} s ({'clean' if lab.clean else 'NOT clean: ' + lab.message})" if lab else NEEDS_LAB,
+            "<= 2 s",
+        )
+    ]
+    rows.append(
+        (
+            f"(f) drift check, {fleet.tenants} simulated tenants, {fleet.concurrency} at a time",
+            f"{fleet.seconds:.1f} s ({fleet.checked} checked, {fleet.failed} failed)",
+            "<= 60 s",
+        )
+    )
     return rows
 
 
@@ -109,11 +131,16 @@ def summary(f: Figures) -> dict[str, Any]:
             "lab_failures": f.lab.failures,
             "lab_tenants": f.lab.tenants,
             "lab_cleaned_up": f.lab.cleaned_up,
+            "lab_drift": f.lab.drift.model_dump() if f.lab.drift else None,
             "activity_seconds": f.lab.activity_seconds,
             "direct_activity_seconds": f.lab.direct_activity_seconds,
         }
     return {
-        "ok": not failures and f.solo.ok and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
+        "ok": not failures
+        and f.solo.ok
+        and not f.fleet_drift.failed
+        and f.fleet_drift.checked == f.fleet_drift.tenants
+        and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
         "latencies": f.latencies,
         "activity_slots": f.activity_slots,
         "logs": str(f.logs),
@@ -128,5 +155,6 @@ def summary(f: Figures) -> dict[str, Any]:
         "history_events": f.history_events,
         "gate_latency_p50_ms": f.gate_p50_ms,
         "gate_latency_under_load_p50_ms": f.load_gate_p50_ms,
+        "fleet_drift": f.fleet_drift.model_dump(),
         **lab,
     }
