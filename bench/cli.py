@@ -23,7 +23,7 @@ def bench(
     ] = None,
     max_activities: Annotated[
         int | None,
-        typer.Option(help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)"),
+        typer.Option(help="activity slots of the bench worker (default: one per concurrent onboarding, at least 64)"),
     ] = None,
     lab_dir: Annotated[
         Path | None,

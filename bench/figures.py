@@ -200,7 +200,7 @@ async def bench(
     def tenant(n: str) -> TenantContract:
         return template.model_copy(update={"slug": f"tenant-s{tag}-{n}"})
 
-    slots = max_activities or max(tenants, 32)
+    slots = max_activities or max(tenants, DRIFT_CONCURRENCY)
     async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as api:
         solo = await onboard_once(api, tenant("solo"))
         gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])

@@ -33,6 +33,7 @@ from tenantflow.activities.settings import settings as service_settings
 from tenantflow.bench.apicalls import calls_per_layer, journals
 from tenantflow.bench.drift import LabDrift, lab_drift
 from tenantflow.bench.history import ActivitySpan, activity_spans
+from tenantflow.bench.noise import RatioInterval, ratio_interval
 from tenantflow.bench.runs import RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
@@ -70,6 +71,15 @@ class LabFigures(BaseModel):
     def durability_tax(self) -> float | None:
         """Total time through Temporal over total time direct, over every pair; None if a run failed."""
         return None if self.failures else sum(self.durable_s) / sum(self.direct_s)
+
+    @property
+    def tax_interval(self) -> RatioInterval | None:
+        """The per-pair ratios (Temporal / direct, pairs in A-B-B-A order), their mean and 95 % interval."""
+        return (
+            None
+            if self.failures
+            else ratio_interval([d / r for d, r in zip(self.durable_s, self.direct_s, strict=True)])
+        )
 
     @property
     def orchestration_s(self) -> float:

@@ -52,6 +52,9 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
                 "<= 1.5",
             )
         )
+        interval = f.lab.tax_interval
+        if interval is not None:
+            rows.append(("(c) durability tax, mean of A-B-B-A pairs", interval.describe(), "more pairs: --tax-pairs"))
     elif f.lab:
         rows.append(
             ("(c) durability tax (Temporal / direct, lab)", "n/a: a run failed: " + "; ".join(f.lab.failures), "<= 1.5")
@@ -132,6 +135,11 @@ def summary(f: Figures) -> dict[str, Any]:
             "lab_tenants": f.lab.tenants,
             "lab_cleaned_up": f.lab.cleaned_up,
             "lab_drift": f.lab.drift.model_dump() if f.lab.drift else None,
+            "durability_tax_interval": (
+                f.lab.tax_interval.model_dump() | {"within_noise": f.lab.tax_interval.within_noise}
+                if f.lab.tax_interval
+                else None
+            ),
             "activity_seconds": f.lab.activity_seconds,
             "direct_activity_seconds": f.lab.direct_activity_seconds,
         }

@@ -27,7 +27,7 @@ FIGURES = (
     "(d) history events",
     "(e) gate latency p50 (update -> next activity start), 2 runs",
     "(f) drift check, one lab tenant",
-    "(f) drift check, 20 simulated tenants, 32 at a time",
+    "(f) drift check, 20 simulated tenants, 64 at a time",
 )
 
 

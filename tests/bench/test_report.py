@@ -15,6 +15,7 @@ from tenantflow.bench.runs import RunTiming
 
 RUN = RunTiming(workflow_id="tenant/tenant-x", seconds=3.0, ok=True)
 BATCH = Batch(runs=[RUN], wall_s=3.0, events=[250], gate_latencies_s=[0.01])
+PAIRS = "(c) durability tax, mean of A-B-B-A pairs"
 FLEET = FleetDrift(tenants=1000, concurrency=64, seconds=41.5, checked=1000, failed=0)
 
 
@@ -73,3 +74,16 @@ def test_the_drift_figures_are_printed_with_their_goals_and_a_failed_check_is_no
     assert summary(f)["ok"] and summary(f)["fleet_drift"]["checked"] == 1000
     failed = f.model_copy(update={"fleet_drift": FLEET.model_copy(update={"checked": 999, "failed": 1})})
     assert summary(failed)["ok"] is False
+
+
+def test_the_tax_is_within_noise_unless_the_pairs_interval_excludes_one() -> None:
+    one_pair = figures(durable_s=[3.0], direct_s=[2.0], failures=[])
+    assert "within noise (no interval from one pair)" in dict((r[0], r[1]) for r in report_rows(one_pair))[PAIRS]
+    noisy = figures(durable_s=[2.2, 1.7, 2.1], direct_s=[2.0, 2.0, 2.0], failures=[])
+    assert summary(noisy)["durability_tax_interval"]["within_noise"] is True
+    steady = figures(durable_s=[3.0, 3.1, 2.9, 3.0], direct_s=[2.0, 2.0, 2.0, 2.0], failures=[])
+    interval = summary(steady)["durability_tax_interval"]
+    assert interval["within_noise"] is False and 1.0 < interval["low"] < 1.5 < interval["high"] < 1.6
+    assert dict((r[0], r[1]) for r in report_rows(steady))[PAIRS].endswith("over 4 pairs: above noise")
+    failed = figures(durable_s=[3.0], direct_s=[2.0], failures=["direct run 1: boom"])
+    assert summary(failed)["durability_tax_interval"] is None
