@@ -87,3 +87,12 @@ def test_the_tax_is_within_noise_unless_the_pairs_interval_excludes_one() -> Non
     assert dict((r[0], r[1]) for r in report_rows(steady))[PAIRS].endswith("over 4 pairs: above noise")
     failed = figures(durable_s=[3.0], direct_s=[2.0], failures=["direct run 1: boom"])
     assert summary(failed)["durability_tax_interval"] is None
+
+
+def test_the_floor_ratio_is_printed_or_named_as_unavailable() -> None:
+    f = figures(durable_s=[3.0], direct_s=[2.0], failures=[])
+    measured = f.model_copy(update={"load": BATCH.model_copy(update={"cpu_s": 1.2}), "floor_cpu_s": 0.8})
+    rows = {row[0]: row[1] for row in report_rows(measured)}
+    assert rows["(b) CPU per onboarding (worker + server) / floor"].startswith("1.20 s / 0.80 s = 1.50 ")
+    assert summary(measured)["floor_ratio"] == pytest.approx(1.5)
+    assert "n/a" in {row[0]: row[1] for row in report_rows(f)}["(b) CPU per onboarding (worker + server) / floor"]
