@@ -18,7 +18,7 @@ from tenantflow.activities import capacity, drift_extras, identity, kube, login,
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.records import list_records, read_latest
-from tenantflow.models.drift import DriftItem, DriftReport, DriftTarget, FleetDriftInput
+from tenantflow.models.drift import DriftItem, DriftKind, DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.records import RecordKey, RecordKind, RecordStatus, TenantRecord
@@ -66,7 +66,7 @@ def plan_drift(contract: TenantContract) -> list[DriftItem]:
         items.extend(item for step in plan(step_input) if (item := DriftItem.of_step(step)) is not None)
     return [
         item.model_copy(update={"detail": drift_extras.kube_changes(contract, item)})
-        if item.layer == "kube" and item.drift == "changed"
+        if item.layer == "kube" and item.drift is DriftKind.changed
         else item
         for item in items
     ]
