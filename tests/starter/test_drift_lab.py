@@ -28,7 +28,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
-from tests.labfixture import lab_worker
+from tests.labfixture import journal_writes, lab_worker, reset_journals
 from tests.starter.conftest import tenantflow
 from tests.starter.test_temporal_cli import temporal
 
@@ -95,8 +95,10 @@ async def test_drift_names_the_hand_edits_a_reonboard_repairs_them_and_the_sched
     async with lab_worker(dev_env.client, lab) as api:
         onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
+        reset_journals(lab)
         code, report = await drift(api, lab, contract.slug)
         assert (code, named(report, contract.slug)) == (0, set()), report
+        assert set(journal_writes(lab).values()) == {0}, "the drift check only reads"
 
         quota = await asyncio.to_thread(edit_by_hand, contract, intruder)
         code, report = await drift(api, lab, contract.slug)
@@ -139,9 +141,11 @@ async def scheduled_check_reports(api: TenantflowClient, lab: LabEndpoints, tena
     try:
         listed = await temporal(api, "schedule", "list")
         assert DRIFT_SCHEDULE_ID in listed, listed
+        reset_journals(lab)
         await handle.trigger()
         run = await triggered_run(api)
         report: FleetDriftReport = await run.result()
+        assert set(journal_writes(lab).values()) == {0}, "the scheduled drift check only reads"
         assert {t.slug for t in report.tenants} == tenants and not report.failed, report
     finally:
         await handle.delete()
