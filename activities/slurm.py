@@ -25,10 +25,10 @@ from tenantflow.activities.slurm_accounting import (
 )
 from tenantflow.activities.slurm_cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
 from tenantflow.activities.slurm_partition import (
+    confirm_partition,
     partition_problems,
     read_partition_key,
     restore_partition,
-    wait_rendered,
     write_partition_key,
 )
 from tenantflow.activities.slurm_users import ensure_uids, wait_resolved
@@ -199,8 +199,7 @@ def partition(inp: StepInput) -> StepResult:
         write_partition_key(c, line)
     try:
         if outcome != Outcome.unchanged or partition_problems(ctl, c, nodes):
-            wait_rendered(c)
-            ctl.run(["scontrol", "reconfigure"])
+            confirm_partition(ctl, c, nodes)
         problems = partition_problems(ctl, c, nodes)
         if problems:
             raise fail("Invalid", f"partition {c.slug} after reconfigure: " + "; ".join(problems))

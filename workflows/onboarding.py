@@ -164,8 +164,13 @@ class TenantOnboarding(GatedRun):
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        if workflow.patched("smoke-failures-stop"):
+            # a failed smoke test fails the run like a failed validation: never a "completed" handover
+            failed = [f for f in self._findings if f.check.startswith("smoke.") and not f.ok
+                      and f.severity == "error"] + failed
         if failed:
-            raise ApplicationError("validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+            raise ApplicationError("validation failed: " + "; ".join(
+                f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
                                    type="ValidationFailed", non_retryable=True)
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final)

@@ -25,6 +25,7 @@ from typing import Any
 from ldap3 import SUBTREE
 from ldap3.utils.conv import escape_filter_chars
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -128,10 +129,10 @@ class LoginReleases:
             case ["getent", "group", name]:
                 return await asyncio.to_thread(self._getent_group, name)
             case ["ls", path] if path.rstrip("/") == KEYS_DIR:
-                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
                 return "".join(f"{user}\n" for user in sorted(keys)), "", 0
             case ["cat", path] if path.startswith(KEYS_DIR + "/"):
-                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
                 user = path.removeprefix(KEYS_DIR + "/")
                 if user not in keys:
                     return "", f"cat: {path}: No such file or directory\n", 1
@@ -139,6 +140,12 @@ class LoginReleases:
             case ["sinfo", *_]:
                 return await self._sinfo(argv)
         return "", f"{argv[0] if argv else 'sh'}: command not found (lab login pod stand-in)\n", 127
+
+    def _synced_keys(self, namespace: str, secret: str) -> dict[str, str]:
+        """The projected keys; none while the ``keys_empty`` pitfall says the ssh_keys sync has not run."""
+        if pitfalls.is_on(self.ctx.state_dir, pitfalls.Pitfall.keys_empty):
+            return {}
+        return self._keys(namespace, secret)
 
     def _keys(self, namespace: str, secret: str) -> dict[str, str]:
         try:
