@@ -8,6 +8,8 @@ where it happens on a real cluster, never in tenantflow's code, which cannot rea
   different gidNumber property mapping on the Slurm side); the login pod's nslcd still reads the outpost.
 * ``wrong_node_labels``: the SUNK chart labels the tenant's NodeSet (slurmd) pods ``tenant=<slug>`` instead
   of ``app.kubernetes.io/managed-by=<slug>``, so the ReservationBinding does not select them.
+* ``no_constrain_devices``: cgroup.conf lacks ``ConstrainDevices=yes``: every job and step sees all 8 GPUs
+  (the ``nvidia-smi`` stand-in with ``LAB_CONSTRAIN_DEVICES=no``).
 * ``acs_on``: PCIe ACS left on: the nodes' all-reduce reaches a third of the tier (``LAB_NCCL_BUSBW_GBPS``).
 * ``scratch_missing``: the NodeSet template lacks the Weka volumeMount: jobs see no ``wekafs`` mount table.
 * ``short_max_time``: the Slurm chart's partition template forces ``MaxTime=12:00:00`` on every partition.
@@ -25,6 +27,7 @@ from pathlib import Path
 class Pitfall(StrEnum):
     gid_mismatch = "gid_mismatch"
     wrong_node_labels = "wrong_node_labels"
+    no_constrain_devices = "no_constrain_devices"
     acs_on = "acs_on"
     scratch_missing = "scratch_missing"
     short_max_time = "short_max_time"
@@ -35,6 +38,7 @@ class Pitfall(StrEnum):
 INJECTED: dict[Pitfall, str] = {
     Pitfall.gid_mismatch: "slurmd pods' nsscache publishes primary gid + 1 (another gidNumber mapping)",
     Pitfall.wrong_node_labels: "SUNK chart labels NodeSet pods tenant=<slug>, not app.kubernetes.io/managed-by",
+    Pitfall.no_constrain_devices: "no ConstrainDevices: nvidia-smi stand-in shows all 8 GPUs to a 1-GPU job",
     Pitfall.acs_on: "nodes' all_reduce_perf busbw = LAB_NCCL_BUSBW_GBPS 65 (ACS on: a third of 195)",
     Pitfall.scratch_missing: "NodeSet pods without the Weka volumeMount (no wekafs mount table in jobs)",
     Pitfall.short_max_time: "Slurm chart's partition template forces MaxTime=12:00:00",

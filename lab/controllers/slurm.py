@@ -13,7 +13,7 @@ operator labels the slurmd pods of each partition's nodes
 ``app.kubernetes.io/managed-by=<partition>`` (and drops the label when the node leaves).
 The pitfall switches (:mod:`lab.pitfalls`) act here: ``short_max_time`` renders every
 partition with ``MaxTime=12:00:00``, ``wrong_node_labels`` labels the pods ``tenant=<partition>``
-instead, ``acs_on`` and ``scratch_missing`` change the environment jobs run in.
+instead, ``acs_on``, ``no_constrain_devices`` and ``scratch_missing`` change the environment jobs run in.
 
 Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` run
 for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
@@ -91,6 +91,8 @@ def pitfall_env(state_dir: Path | None) -> dict[str, str]:
     """What the switched-on node pitfalls change in the environment of the commands and jobs."""
     on = pitfalls.active(state_dir)
     env = {"LAB_NCCL_BUSBW_GBPS": pitfalls.ACS_ON_BUSBW_GBPS} if pitfalls.Pitfall.acs_on in on else {}
+    if pitfalls.Pitfall.no_constrain_devices in on:
+        env["LAB_CONSTRAIN_DEVICES"] = "no"
     if pitfalls.Pitfall.scratch_missing in on:
         env["LAB_MOUNT_TABLE"] = "/nonexistent/lab-mounts"
     return env

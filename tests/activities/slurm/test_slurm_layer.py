@@ -8,6 +8,9 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import slurm
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm_partition import partition_problems
+from tenantflow.lab import pitfalls
+from tenantflow.lab.controllers import slurm as slurm_controller
+from tenantflow.lab.pitfalls import Pitfall
 from tenantflow.models.results import Outcome, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
@@ -114,3 +117,31 @@ def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
         assert partition_problems(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
     finally:
         slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
+
+
+def test_partition_is_confirmed_by_scontrol_without_any_annotation(lab: SlurmLab,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUNK's operator marks nothing on the ConfigMap: the step must trust what slurmctld reports."""
+    monkeypatch.setattr(slurm_controller.PartitionsOperator, "_annotate", lambda self, annotations: None)
+    contract = make_contract(lab.target)
+    inp = step_input(contract)
+    res = slurm.partition(inp)
+    try:
+        assert res.results[0].outcome is Outcome.created
+        assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
+    finally:
+        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition",
+                                            results=res.results))
+    assert [r.outcome for r in undone] == [Outcome.deleted]
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
+
+
+def test_a_partition_max_time_shorter_than_the_contract_fails_by_name_and_is_removed(lab: SlurmLab) -> None:
+    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, True)
+    try:
+        with pytest.raises(ApplicationError, match=r"slurm\.max_time: MaxTime=12:00:00.*MaxTime=UNLIMITED"):
+            slurm.partition(step_input(contract))
+    finally:
+        pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, False)
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
