@@ -192,7 +192,7 @@ def verify(inp: StepInput) -> StepResult:
     errors = [f for f in findings if not f.ok]
     if errors:
         raise fail("VerificationFailed", "login pod checks failed: " + "; ".join(
-            f"{f.message} (fix: {f.fix})" for f in errors))
+            f"{f.check}: {f.message} (fix: {f.fix})" for f in errors))
     return StepResult(facts=inp.facts, findings=findings)
 
 
