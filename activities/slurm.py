@@ -179,7 +179,7 @@ def users(inp: StepInput) -> StepResult:
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:
-        undo_results(ctl, list(reversed(results)))
+        undo_results(ctl, c.slug, list(reversed(results)))
         raise
     findings = [Finding(check="slurm.user_uids", ok=True, severity=Severity.info,
                         message="slurmctld had recorded new users without a uid (its NSS had not synced them "
@@ -220,7 +220,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     where = {"cluster": c.slurm.cluster, "account": c.user_account}
     accounting = [r.model_copy(update={"data": SlurmObject.model_validate(where | r.data_as(SlurmObject).model_dump())})
                   for r in reversed(inp.results) if r.kind != "partition"]
-    done = undo_results(ctl, accounting, before_delete=lambda res: release_qos(ctl, c, res))
+    done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue

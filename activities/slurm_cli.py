@@ -112,6 +112,7 @@ class AccountRecord(BaseModel):
 
 class QosRecord(BaseModel):
     name: str
+    description: str = ""
     priority: str = ""
     grptres: str = ""
     maxwall: str = ""
@@ -148,7 +149,7 @@ class NodeState(BaseModel):
 ASSOC_FORMAT = ("cluster", "account", "user", "parentname", "fairshare", "grptres", "grpjobs", "maxjobs",
                 "grptresmins", "qos", "defaultqos")
 ACCOUNT_FORMAT = ("account", "description", "organization")
-QOS_FORMAT = ("name", "priority", "grptres", "maxwall", "flags", "preemptmode")
+QOS_FORMAT = ("name", "description", "priority", "grptres", "maxwall", "flags", "preemptmode")
 
 
 def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:

@@ -4,7 +4,7 @@
 daemon reads it on each use, so a switch takes effect without restarting the lab). Each pitfall is injected
 where it happens on a real cluster, never in tenantflow's code, which cannot read this file:
 
-* ``gid_mismatch``: the slurmd pods' nsscache sidecar publishes every user with another primary gid (a
+* ``gid_mismatch``: the slurmd pods' nsscache sidecar publishes every user and group with another gid (a
   different gidNumber property mapping on the Slurm side); the login pod's nslcd still reads the outpost.
 * ``wrong_node_labels``: the SUNK chart labels the tenant's NodeSet (slurmd) pods ``tenant=<slug>`` instead
   of ``app.kubernetes.io/managed-by=<slug>``, so the ReservationBinding does not select them.
@@ -36,7 +36,7 @@ class Pitfall(StrEnum):
 
 
 INJECTED: dict[Pitfall, str] = {
-    Pitfall.gid_mismatch: "slurmd pods' nsscache publishes primary gid + 1 (another gidNumber mapping)",
+    Pitfall.gid_mismatch: "slurmd pods' nsscache publishes every gidNumber + 1 (another property mapping)",
     Pitfall.wrong_node_labels: "SUNK chart labels NodeSet pods tenant=<slug>, not app.kubernetes.io/managed-by",
     Pitfall.no_constrain_devices: "no ConstrainDevices: nvidia-smi stand-in shows all 8 GPUs to a 1-GPU job",
     Pitfall.acs_on: "nodes' all_reduce_perf busbw = LAB_NCCL_BUSBW_GBPS 65 (ACS on: a third of 195)",

@@ -270,6 +270,7 @@ def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path
     ensure_homes(state_dir, users)
     if pitfalls.is_on(state_dir, pitfalls.Pitfall.gid_mismatch):
         users = [replace(u, gid=u.gid + pitfalls.GID_DRIFT) for u in users]
+        groups = [replace(g, gid=g.gid + pitfalls.GID_DRIFT) for g in groups]
     publish(state_dir, users, groups, root)
 
 

@@ -11,7 +11,7 @@ from tenantflow.activities.slurm_partition import partition_problems
 from tenantflow.lab import pitfalls
 from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.pitfalls import Pitfall
-from tenantflow.models.results import Outcome, SlurmObject, SlurmPartition
+from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 
@@ -145,3 +145,50 @@ def test_a_partition_max_time_shorter_than_the_contract_fails_by_name_and_is_rem
     finally:
         pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, False)
     assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
+
+
+def test_accounts_and_qos_carry_the_ownership_marker(lab: SlurmLab, contract: TenantContract) -> None:
+    inp = step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp)]
+    try:
+        orgs = lab.sh("sacctmgr", "show", "account", f"{contract.slug},{contract.team_account}",
+                      "format=organization", "-P", "-n").split()
+        assert orgs == [contract.slug, contract.slug]
+        descriptions = lab.sh("sacctmgr", "show", "qos", f"names=normal-{contract.short},interactive-{contract.short}",
+                              "format=description", "-P", "-n").split()
+        assert descriptions == [f"tenantflow:{contract.slug}"] * 2
+    finally:
+        for step, res in (("qos", results[1]), ("accounts", results[0])):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
+
+
+def test_an_account_made_by_someone_else_after_the_plan_is_not_adopted(lab: SlurmLab) -> None:
+    contract = make_contract(lab.target)
+    lab.sh("sacctmgr", "-i", "add", "account", contract.slug, "Organization=someone-else", "Cluster=production")
+    try:
+        with pytest.raises(ApplicationError, match=r"not tenantflow's .*Organization=someone-else.*not adopted"):
+            slurm.accounts(step_input(contract))
+        assert "someone-else" in lab.sh("sacctmgr", "show", "account", contract.slug, "format=organization",
+                                        "-P", "-n")
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
+
+
+def test_undo_leaves_alone_an_account_and_qos_it_cannot_prove_it_made(lab: SlurmLab) -> None:
+    """The saga undoes planned creations by name: objects without our marker stay, reported as left alone."""
+    contract = make_contract(lab.target)
+    qos = f"normal-{contract.short}"
+    lab.sh("sacctmgr", "-i", "add", "account", contract.slug, "Organization=tenant-other", "Cluster=production")
+    lab.sh("sacctmgr", "-i", "add", "qos", qos, "Description=made by hand")
+    planned = [EnsureResult(layer="slurm", kind=kind, name=name, outcome=Outcome.created)
+               for kind, name in (("qos", qos), ("account", contract.slug))]
+    try:
+        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=step_input(contract).facts, step="accounts",
+                                            results=planned))
+        assert [r.outcome for r in undone] == [Outcome.unchanged, Outcome.unchanged]
+        assert all("left alone" in r.data_as(Kept).kept for r in undone)
+        assert qos in lab.sh("sacctmgr", "show", "qos", qos, "format=name", "-P", "-n")
+        assert contract.slug in lab.sh("sacctmgr", "show", "account", contract.slug, "format=account", "-P", "-n")
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
+        lab.sh("sacctmgr", "-i", "delete", "qos", qos)
