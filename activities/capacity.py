@@ -27,6 +27,8 @@ from tenantflow.models.sku import SKUS
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "capacity"
+EVICT_WARNING = ("removing a node from the Reservation (e.g. for an RMA) kills the tenant's running jobs on it "
+                 "at once; the runbook asks for evictOnRelease=false so the operator drains gracefully")
 RELEASE_ATTEMPTS = 20
 
 
@@ -211,6 +213,10 @@ def preflight(inp: StepInput) -> StepResult:
         findings.append(Finding(check="capacity.nodes", ok=True, severity=Severity.info,
                                 message=f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}"
                                         + (" (existing Reservation reused)" if own else "")))
+    if contract.capacity.evict_on_release:
+        findings.append(Finding(check="capacity.evict_on_release", ok=False, severity=Severity.warning,
+                                message=f"the contract asks for evictOnRelease=true: {EVICT_WARNING}",
+                                fix="set capacity.evict_on_release: false unless the tenant accepts it"))
     return StepResult(facts=inp.facts.model_copy(update={"nodes": chosen}), findings=findings)
 
 
@@ -228,7 +234,9 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return [kubeensure.plan_step(KubeObjects(contract.cluster), LAYER, desired, contract.slug, detail={
         "tenant": contract.slug, "nodes": desired["spec"]["reservedNodes"], "gpus": contract.capacity.gpus,
         "sku": contract.capacity.sku, "hardware_pool": contract.capacity.hardware_pool,
-        "taint": f"{manifests.RESERVED_LABEL}={contract.slug}:NoSchedule", "evictOnRelease": False})]
+        "taint": f"{manifests.RESERVED_LABEL}={contract.slug}:NoSchedule",
+        "evictOnRelease": contract.capacity.evict_on_release,
+        **({"warning": EVICT_WARNING} if contract.capacity.evict_on_release else {})})]
 
 
 @activity.defn(name="capacity.reservation")

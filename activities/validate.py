@@ -161,11 +161,17 @@ def partition_max_time(inp: StepInput) -> Finding:
 
 
 def evict_on_release_off(inp: StepInput) -> Finding:
+    """evictOnRelease is false, unless the contract asked for true (then a warning the plan showed)."""
     contract = inp.contract
     reservation = KubeObjects(contract.cluster).get("Reservation", contract.reservation_name) or {}
     evict = (reservation.get("spec") or {}).get("evictOnRelease")
+    if evict is True and contract.capacity.evict_on_release:
+        return Finding(check="capacity.evict_on_release", ok=False, severity=Severity.warning,
+                       message="Reservation evictOnRelease=True, as the contract asks (warned in the plan)",
+                       fix="tell the tenant that removing a node kills its running jobs")
     return finding("capacity.evict_on_release", evict is False, f"Reservation evictOnRelease={evict}",
-                   "set evictOnRelease: false so the operator drains gracefully")
+                   "set evictOnRelease=false so the operator drains gracefully; communicate before any "
+                   "reservation change")
 
 
 def bind_secret_in_namespace(inp: StepInput) -> Finding:

@@ -37,7 +37,7 @@ EXPECTED: dict[Pitfall, tuple[str, str]] = {
     Pitfall.no_constrain_devices: ("smoke.single_node", "ConstrainDevices=yes"),
     Pitfall.scratch_missing: ("smoke.storage", "volumeMount"),
     Pitfall.short_max_time: ("slurm.max_time", "MaxTime=UNLIMITED"),
-    Pitfall.evict_on_release: ("capacity.evict_on_release", "evictOnRelease: false"),
+    Pitfall.evict_on_release: ("capacity.evict_on_release", "evictOnRelease=false so the operator drains"),
     Pitfall.keys_empty: ("login.authorized_keys", "restart the login pod"),
 }
 TABLE: list[tuple[str, str, str]] = []
