@@ -26,6 +26,7 @@ from tenantflow.activities.slurm_accounting import (
 from tenantflow.activities.slurm_cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
 from tenantflow.activities.slurm_partition import (
     confirm_partition,
+    line_nodes,
     partition_problems,
     read_partition_key,
     restore_partition,
@@ -40,7 +41,7 @@ from tenantflow.activities.slurm_wants import (
     want_qos,
     want_users,
 )
-from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
+from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity, SlurmObject, SlurmPartition
@@ -115,7 +116,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str],
           else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
           "remove the partition from slurm.conf or choose another slug")
     taken = {n: key for key, line in data.items() if key != f"{c.slug}.conf"
-             for n in expand_hostlist(_field(line, "Nodes"))}
+             for n in line_nodes(line) or []}
     clash = sorted(n for n in nodes if n in taken)
     check("nodes_free", not clash, "no chosen node is in another partition" if not clash
           else "nodes already in other tenant partitions: " + ", ".join(f"{n} ({taken[n]})" for n in clash),
@@ -126,10 +127,6 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str],
     check("nodes_known", not missing, "Slurm knows every chosen node" if not missing
           else f"Slurm does not know nodes {compress_hostlist(missing)}",
           "add the nodes to slurm.conf (NodeName=...) before onboarding")
-
-
-def _field(line: str, key: str) -> str:
-    return next((t.split("=", 1)[1] for t in line.split() if t.startswith(f"{key}=")), "")
 
 
 @activity.defn(name="slurm.plan")

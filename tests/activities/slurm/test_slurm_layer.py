@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import slurm
+from tenantflow.activities import slurm, validate
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm_partition import partition_problems
 from tenantflow.lab import pitfalls
@@ -192,3 +192,18 @@ def test_undo_leaves_alone_an_account_and_qos_it_cannot_prove_it_made(lab: Slurm
     finally:
         lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
         lab.sh("sacctmgr", "-i", "delete", "qos", qos)
+
+
+def test_the_wall_limit_check_reads_the_qos_max_wall_too(lab: SlurmLab) -> None:
+    """An UNLIMITED partition does not help when the default QoS stops jobs at 24 h."""
+    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    lab.resolve(*contract.usernames)
+    inp = step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp), slurm.partition(inp)]
+    try:
+        found = validate.partition_max_time(inp)
+        assert not found.ok and "MaxTime=UNLIMITED" in found.message
+        assert f"QoS normal-{contract.short} MaxWall=1-00:00:00" in found.message and "QoS MaxWall" in found.fix
+    finally:
+        for step, res in reversed(list(zip(("accounts", "qos", "partition"), results, strict=True))):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
