@@ -56,7 +56,7 @@ def pitfall_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoin
 
 def render_table() -> str:
     rows = ["| pitfall | how injected | what tenantflow reported |", "|---|---|---|"]
-    rows += [f"| {name} | {how} | {said.replace('|', '/')} |" for name, how, said in TABLE]
+    rows += [f"| {name} | {how} | {' '.join(said.replace('|', '/').split())} |" for name, how, said in TABLE]
     return "\n".join(rows) + "\n"
 
 
@@ -124,3 +124,16 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     TABLE.append((pitfall.value, pitfalls.INJECTED[pitfall], f"exit {exit_code}: {message[:400]}"))
     assert check in message and fix in message, message
     assert exit_code == 3
+    assert_rolled_back(pitfall_lab, contract)
+
+
+def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
+    """The failed run's rollback left no Slurm account, QoS or partition of the tenant behind."""
+    env = {**os.environ, **lab.to_env()}
+    accounts = subprocess.run(["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"],
+                              env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    qos = subprocess.run(["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"],
+                         env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    partition = subprocess.run(["scontrol", "show", "partition", contract.slug], env=env, capture_output=True,
+                               text=True, timeout=60, check=False)
+    assert (accounts.strip(), qos.strip(), partition.returncode) == ("", "", 1), (accounts, qos, partition.stdout)
