@@ -231,7 +231,7 @@ def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
     """Delete what was created and put back what was updated, newest first; an object that does not carry
     tenantflow's marker for ``slug`` is left alone and reported so (outcome unchanged, :class:`Kept`)."""
     done: list[EnsureResult] = []
-    world = read_world_of(ctl, slug, results)
+    world = read_world_of(ctl, results)
     for res in results:
         kind, data = res.kind, res.data_as(SlurmObject)
         heartbeat({"undo": f"{kind} {res.name}"})
@@ -266,7 +266,7 @@ def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
     return done
 
 
-def read_world_of(ctl: SlurmCtl, slug: str, results: list[EnsureResult]) -> World:
+def read_world_of(ctl: SlurmCtl, results: list[EnsureResult]) -> World:
     """What sacctmgr says about the accounts and QoS named in ``results`` (their markers)."""
     accounts = sorted({r.name for r in results if r.kind in ("account", "account-qos")}
                       | {a for r in results if r.kind == "user" and (a := r.data_as(SlurmObject).account)})
