@@ -1,7 +1,8 @@
 """The runbook's "What could go wrong" items as lab switches, one each, read live by the lab's daemons.
 
-``<state_dir>/pitfalls.json`` lists the switched-on pitfalls (``lab pitfall`` and the tests write it; every
-daemon reads it on each use, so a switch takes effect without restarting the lab). Each pitfall is injected
+``<state_dir>/pitfalls.json`` lists the switched-on pitfalls (``python -m tenantflow.lab.pitfalls NAME on|off
+--state-dir DIR`` and the tests write it; every daemon reads it on each use, so a switch takes effect without
+restarting the lab). Each pitfall is injected
 where it happens on a real cluster, never in tenantflow's code, which cannot read this file:
 
 * ``gid_mismatch``: the slurmd pods' nsscache sidecar publishes every user and group with another gid (a
@@ -19,6 +20,7 @@ where it happens on a real cluster, never in tenantflow's code, which cannot rea
 
 from __future__ import annotations
 
+import argparse
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -71,3 +73,18 @@ def switch(state_dir: Path, pitfall: Pitfall, on: bool) -> None:
     tmp = path(state_dir).with_suffix(".tmp")
     tmp.write_text(json.dumps(sorted(names)))
     tmp.replace(path(state_dir))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Switch one pitfall of a running lab on or off and print the ones now on."""
+    parser = argparse.ArgumentParser(prog="python -m tenantflow.lab.pitfalls", description=__doc__.split("\n")[0])
+    parser.add_argument("pitfall", choices=[p.value for p in Pitfall])
+    parser.add_argument("state", choices=["on", "off"])
+    parser.add_argument("--state-dir", type=Path, default=Path(".state/lab"))
+    args = parser.parse_args(argv)
+    switch(args.state_dir, Pitfall(args.pitfall), args.state == "on")
+    print("on:", ", ".join(sorted(active(args.state_dir))) or "none")
+
+
+if __name__ == "__main__":
+    main()
