@@ -35,9 +35,17 @@ from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
-CLEARED = {"grptres": "gres/gpu=-1", "grpjobs": "-1", "maxjobs": "-1", "grptresmins": "gres/gpu=-1",
-           "priority": "0", "maxwall": "-1", "flags": "-1", "defaultqos": "-1", "qos": ""}
-
+CLEARED = {
+    "grptres": "gres/gpu=-1",
+    "grpjobs": "-1",
+    "maxjobs": "-1",
+    "grptresmins": "gres/gpu=-1",
+    "priority": "0",
+    "maxwall": "-1",
+    "flags": "-1",
+    "defaultqos": "-1",
+    "qos": "",
+}
 
 
 @dataclass
@@ -58,16 +66,27 @@ class World:
 
 def read_world(ctl: SlurmCtl, c: TenantContract) -> World:
     accounts = allow_accounts(c)
-    assocs = parse_assocs(ctl.show("assoc", {"cluster": word(c.slurm.cluster), "accounts": words(accounts)},
-                                   ASSOC_FORMAT))
+    assocs = parse_assocs(
+        ctl.show("assoc", {"cluster": word(c.slurm.cluster), "accounts": words(accounts)}, ASSOC_FORMAT)
+    )
     records = parse_accounts(ctl.show("account", {"names": words(accounts)}, ACCOUNT_FORMAT))
     qos_rows = parse_qos(ctl.show("qos", {"names": qos_list(c)}, QOS_FORMAT))
     return World(
         assocs=assocs,
         descriptions={r.account: r.description for r in records},
         organizations={r.account: r.organization for r in records},
-        qos={q.name: {"Description": q.description, "Priority": q.priority, "GrpTRES": q.grptres, "MaxWall": q.maxwall,
-                      "Flags": ",".join(q.flags), "PreemptMode": q.preemptmode} for q in qos_rows})
+        qos={
+            q.name: {
+                "Description": q.description,
+                "Priority": q.priority,
+                "GrpTRES": q.grptres,
+                "MaxWall": q.maxwall,
+                "Flags": ",".join(q.flags),
+                "PreemptMode": q.preemptmode,
+            }
+            for q in qos_rows
+        },
+    )
 
 
 def current_values(world: World, want: Want) -> dict[str, str] | None:
@@ -78,17 +97,28 @@ def current_values(world: World, want: Want) -> dict[str, str] | None:
         assoc = world.user(want.name, want.where["Account"])
         if assoc is None:
             return None
-        return {"Account": assoc.account, "DefaultAccount": want.values["DefaultAccount"],
-                "Fairshare": assoc.fairshare, "MaxJobs": assoc.maxjobs, "GrpTRESMins": assoc.grptresmins,
-                "QOS": ",".join(assoc.qos), "DefaultQOS": assoc.defaultqos}
+        return {
+            "Account": assoc.account,
+            "DefaultAccount": want.values["DefaultAccount"],
+            "Fairshare": assoc.fairshare,
+            "MaxJobs": assoc.maxjobs,
+            "GrpTRESMins": assoc.grptresmins,
+            "QOS": ",".join(assoc.qos),
+            "DefaultQOS": assoc.defaultqos,
+        }
     acc = world.account(want.name)
     if acc is None:
         return None
     if want.kind == "account-qos":
         return {"QOS": ",".join(acc.qos), "DefaultQOS": acc.defaultqos}
-    return {"Description": world.descriptions.get(want.name, ""),
-            "Organization": world.organizations.get(want.name, ""), "Parent": acc.parent,
-            "Fairshare": acc.fairshare, "GrpTRES": acc.grptres, "GrpJobs": acc.grpjobs}
+    return {
+        "Description": world.descriptions.get(want.name, ""),
+        "Organization": world.organizations.get(want.name, ""),
+        "Parent": acc.parent,
+        "Fairshare": acc.fairshare,
+        "GrpTRES": acc.grptres,
+        "GrpJobs": acc.grpjobs,
+    }
 
 
 def _same(key: str, want: str, have: str) -> bool:
@@ -161,15 +191,20 @@ def modify_argvs(want: Want, keys: list[str], values: dict[str, str]) -> list[li
     for group in groups:
         if group:
             scope = {k: v for k, v in where.items() if k != "cluster"} if group[0] in ACCOUNT_LEVEL else where
-            argvs.append(sacctmgr_write("modify", entity, "", *_kv({k: values[k] for k in group}), where=scope,
-                                        set_mode=True))
+            argvs.append(
+                sacctmgr_write("modify", entity, "", *_kv({k: values[k] for k in group}), where=scope, set_mode=True)
+            )
     return argvs
 
 
 def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     if kind == "user":
-        return sacctmgr_write("delete", "user", "", where={"name": word(name), "account": word(data.account or ""),
-                                                           "cluster": word(data.cluster or "")})
+        return sacctmgr_write(
+            "delete",
+            "user",
+            "",
+            where={"name": word(name), "account": word(data.account or ""), "cluster": word(data.cluster or "")},
+        )
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
@@ -183,8 +218,9 @@ class Ensurer:
 
     def ensure(self, want: Want, world: World) -> None:
         have = current_values(world, want)
-        data = SlurmObject(values=want.values, cluster=self.contract.slurm.cluster,
-                           account=want.where.get("Account", ""))
+        data = SlurmObject(
+            values=want.values, cluster=self.contract.slurm.cluster, account=want.where.get("Account", "")
+        )
         if have is None:
             if want.kind == "account-qos":
                 raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
@@ -193,9 +229,12 @@ class Ensurer:
         else:
             other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
             if other is not None and not self._legacy_qos(world, want):
-                raise fail("Conflict", f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
-                                       f"{self.contract.slug} ({other}); it is not adopted: pick another slug or "
-                                       "remove it by hand")
+                raise fail(
+                    "Conflict",
+                    f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
+                    f"{self.contract.slug} ({other}); it is not adopted: pick another slug or "
+                    "remove it by hand",
+                )
             changed = differences(want, have)
             if changed and want.kind == "user" and "Account" in changed:
                 raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
@@ -211,8 +250,13 @@ class Ensurer:
         the tenant account, which carries ours; it is adopted and gets the marker."""
         description = world.qos.get(want.name, {}).get("Description", "")
         account = world.account(self.contract.slug)
-        return (want.kind == "qos" and description in ("", want.name) and account is not None
-                and want.name in account.qos and foreign(world, self.contract.slug, "account", account.account) is None)
+        return (
+            want.kind == "qos"
+            and description in ("", want.name)
+            and account is not None
+            and want.name in account.qos
+            and foreign(world, self.contract.slug, "account", account.account) is None
+        )
 
     def run(self, wants: list[Want]) -> list[EnsureResult]:
         world = read_world(self.ctl, self.contract)
@@ -226,8 +270,9 @@ class Ensurer:
         return self.results
 
 
-def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
-                 before_delete: Callable[[EnsureResult], None] | None = None) -> list[EnsureResult]:
+def undo_results(
+    ctl: SlurmCtl, slug: str, results: list[EnsureResult], before_delete: Callable[[EnsureResult], None] | None = None
+) -> list[EnsureResult]:
     """Delete what was created and put back what was updated, newest first; an object that does not carry
     tenantflow's marker for ``slug`` is left alone and reported so (outcome unchanged, :class:`Kept`)."""
     done: list[EnsureResult] = []
@@ -235,11 +280,20 @@ def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
     for res in results:
         kind, data = res.kind, res.data_as(SlurmObject)
         heartbeat({"undo": f"{kind} {res.name}"})
-        other = foreign(world, slug, kind, res.name, data.account or "") if res.outcome in (
-            Outcome.created, Outcome.updated) else None
+        other = (
+            foreign(world, slug, kind, res.name, data.account or "")
+            if res.outcome in (Outcome.created, Outcome.updated)
+            else None
+        )
         if other is not None:
-            done.append(res.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(
-                kept=f"left alone: not provably made by tenantflow for {slug}: {other}")}))
+            done.append(
+                res.model_copy(
+                    update={
+                        "outcome": Outcome.unchanged,
+                        "data": Kept(kept=f"left alone: not provably made by tenantflow for {slug}: {other}"),
+                    }
+                )
+            )
             continue
         if res.outcome == Outcome.created:
             if before_delete is not None:
@@ -251,8 +305,12 @@ def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
             done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         elif res.outcome == Outcome.updated and data.previous:
             previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
-            want = Want(kind, res.name, data.values or {}, {"Cluster": data.cluster or ""} | (
-                {"Account": data.account or ""} if kind == "user" else {}))
+            want = Want(
+                kind,
+                res.name,
+                data.values or {},
+                {"Cluster": data.cluster or ""} | ({"Account": data.account or ""} if kind == "user" else {}),
+            )
             outcome = Outcome.absent
             for argv in modify_argvs(want, [k for k in previous if k.lower() in CLEARED or previous[k]], previous):
                 out = ctl.run(argv, check=False)
@@ -268,14 +326,19 @@ def undo_results(ctl: SlurmCtl, slug: str, results: list[EnsureResult],
 
 def read_world_of(ctl: SlurmCtl, results: list[EnsureResult]) -> World:
     """What sacctmgr says about the accounts and QoS named in ``results`` (their markers)."""
-    accounts = sorted({r.name for r in results if r.kind in ("account", "account-qos")}
-                      | {a for r in results if r.kind == "user" and (a := r.data_as(SlurmObject).account)})
+    accounts = sorted(
+        {r.name for r in results if r.kind in ("account", "account-qos")}
+        | {a for r in results if r.kind == "user" and (a := r.data_as(SlurmObject).account)}
+    )
     qos = sorted({r.name for r in results if r.kind == "qos"})
     records = parse_accounts(ctl.show("account", {"names": words(accounts)}, ACCOUNT_FORMAT)) if accounts else []
     rows = parse_qos(ctl.show("qos", {"names": words(qos)}, QOS_FORMAT)) if qos else []
-    return World(assocs=[], descriptions={r.account: r.description for r in records},
-                 organizations={r.account: r.organization for r in records},
-                 qos={q.name: {"Description": q.description} for q in rows})
+    return World(
+        assocs=[],
+        descriptions={r.account: r.description for r in records},
+        organizations={r.account: r.organization for r in records},
+        qos={q.name: {"Description": q.description} for q in rows},
+    )
 
 
 def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
@@ -296,4 +359,3 @@ def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
 
 def _undo_error(kind: str, name: str, detail: str) -> Exception:
     return fail("SlurmCommandFailed", f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}")
-

@@ -23,8 +23,10 @@ from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.tenant import TenantContract
 
 CONFIRM_BUDGET_S = 50.0
-MAX_TIME_FIX = ("set MaxTime=UNLIMITED (or at least the contract's wall limit) in the partition definition and "
-                "tell the tenant the wall limit at handover")
+MAX_TIME_FIX = (
+    "set MaxTime=UNLIMITED (or at least the contract's wall limit) in the partition definition and "
+    "tell the tenant the wall limit at handover"
+)
 
 
 def _configmap(c: TenantContract) -> Manifest | None:
@@ -45,8 +47,14 @@ def write_partition_key(c: TenantContract, line: str | None) -> None:
     if objs.get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace) is None:
         if line is None:
             return
-        objs.create({"apiVersion": "v1", "kind": "ConfigMap", "data": {key: line},
-                     "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace}})
+        objs.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "data": {key: line},
+                "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace},
+            }
+        )
         return
     objs.patch("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace, {"data": {key: line}})
 
@@ -65,8 +73,9 @@ def line_nodes(line: str | None) -> list[str] | None:
     return sorted(expand_hostlist(value)) if value else []
 
 
-def confirm_partition(ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None,
-                      budget_s: float = CONFIRM_BUDGET_S) -> Partition | None:
+def confirm_partition(
+    ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float = CONFIRM_BUDGET_S
+) -> Partition | None:
     """Reconfigure and read the partition back until slurmctld reports it with ``nodes`` (None: until it is
     gone); a timeout error naming what slurmctld still reports."""
     want = None if nodes is None else sorted(nodes)
@@ -78,14 +87,22 @@ def confirm_partition(ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None,
         ctl.run(["scontrol", "reconfigure"])
         return live_partition(ctl, c)
 
-    waited = poll_until(probe, loaded, every=from_poll_interval(), budget_s=budget_s,
-                        detail=lambda part: f"waiting for slurmctld to report partition {c.slug}")
+    waited = poll_until(
+        probe,
+        loaded,
+        every=from_poll_interval(),
+        budget_s=budget_s,
+        detail=lambda part: f"waiting for slurmctld to report partition {c.slug}",
+    )
     if not waited.done:
         seen = "no such partition" if waited.value is None else f"Nodes={waited.value.get('Nodes')}"
         target = "to be gone" if want is None else f"with Nodes={compress_hostlist(want)}"
-        raise fail("Timeout", f"slurmctld still reports {seen} for partition {c.slug} {budget_s:.0f} s after "
-                              f"ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); check "
-                              "that the Slurm operator renders the ConfigMap into slurm.conf and its logs")
+        raise fail(
+            "Timeout",
+            f"slurmctld still reports {seen} for partition {c.slug} {budget_s:.0f} s after "
+            f"ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); check "
+            "that the Slurm operator renders the ConfigMap into slurm.conf and its logs",
+        )
     return waited.value
 
 
@@ -97,19 +114,27 @@ def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> li
     problems = []
     if sorted(part.nodes) != sorted(nodes):
         problems.append(f"Nodes={part.get('Nodes')} but the Reservation holds {compress_hostlist(nodes)}")
-    checks = {"AllowAccounts": ",".join(allow_accounts(c)), "Default": "NO", "State": "UP",
-              "PreemptMode": "OFF", "OverSubscribe": c.slurm.oversubscribe.value}
-    problems += [f"{k}={part.get(k)}, want {v}" for k, v in checks.items()
-                 if sorted(part.get(k).split(",")) != sorted(v.split(","))]
+    checks = {
+        "AllowAccounts": ",".join(allow_accounts(c)),
+        "Default": "NO",
+        "State": "UP",
+        "PreemptMode": "OFF",
+        "OverSubscribe": c.slurm.oversubscribe.value,
+    }
+    problems += [
+        f"{k}={part.get(k)}, want {v}"
+        for k, v in checks.items()
+        if sorted(part.get(k).split(",")) != sorted(v.split(","))
+    ]
     if not same_duration(c.slurm.partition_default_time, part.get("DefaultTime")):
         problems.append(f"DefaultTime={part.get('DefaultTime')}, want {c.slurm.partition_default_time}")
     if not same_duration(c.slurm.partition_max_time, part.get("MaxTime")):
-        problems.append(f"slurm.max_time: MaxTime={part.get('MaxTime')}, want {c.slurm.partition_max_time} "
-                        f"(fix: {MAX_TIME_FIX})")
+        problems.append(
+            f"slurm.max_time: MaxTime={part.get('MaxTime')}, want {c.slurm.partition_max_time} (fix: {MAX_TIME_FIX})"
+        )
     return problems
 
 
 def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> None:
     write_partition_key(c, previous)
     confirm_partition(ctl, c, line_nodes(previous))
-

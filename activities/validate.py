@@ -38,8 +38,9 @@ Check = Callable[[StepInput], Finding]
 
 
 def finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(check=check, ok=ok, severity=Severity.info if ok else Severity.error, message=message,
-                   fix="" if ok else fix)
+    return Finding(
+        check=check, ok=ok, severity=Severity.info if ok else Severity.error, message=message, fix="" if ok else fix
+    )
 
 
 def partition_nodes(contract: TenantContract) -> list[str]:
@@ -50,15 +51,20 @@ def partition_nodes(contract: TenantContract) -> list[str]:
 
 def reservation_matches_partition(inp: StepInput) -> Finding:
     contract = inp.contract
-    labelled = sorted(n["metadata"]["name"] for n in KubeObjects(contract.cluster).list(
-        "Node", label_selector=f"{RESERVED_LABEL}={contract.slug}"))
+    labelled = sorted(
+        n["metadata"]["name"]
+        for n in KubeObjects(contract.cluster).list("Node", label_selector=f"{RESERVED_LABEL}={contract.slug}")
+    )
     in_partition = sorted(partition_nodes(contract))
     ok = labelled == in_partition == sorted(inp.facts.nodes)
-    return finding("reservation.partition_nodes", ok,
-                   f"Reservation nodes {compress_hostlist(labelled)}, "
-                   f"partition nodes {compress_hostlist(in_partition)}, "
-                   f"contract nodes {compress_hostlist(inp.facts.nodes)}",
-                   "re-run the partition step so the partition's Nodes equal the Reservation")
+    return finding(
+        "reservation.partition_nodes",
+        ok,
+        f"Reservation nodes {compress_hostlist(labelled)}, "
+        f"partition nodes {compress_hostlist(in_partition)}, "
+        f"contract nodes {compress_hostlist(inp.facts.nodes)}",
+        "re-run the partition step so the partition's Nodes equal the Reservation",
+    )
 
 
 def _getent(out: ExecOutput) -> str:
@@ -81,33 +87,49 @@ def identity_consistent(inp: StepInput) -> Finding:
         heartbeat({"getent": user})
         login |= _passwd_ids(login_exec(contract, login_pod, ["getent", "passwd", user]))
     pods = slurmd_pods(contract.cluster, inp.facts.nodes)
-    mismatched = [f"no slurmd pod runs on {compress_hostlist(sorted(set(inp.facts.nodes) - set(pods)))}"] if (
-        set(pods) != set(inp.facts.nodes)) else []
+    mismatched = (
+        [f"no slurmd pod runs on {compress_hostlist(sorted(set(inp.facts.nodes) - set(pods)))}"]
+        if (set(pods) != set(inp.facts.nodes))
+        else []
+    )
     for node, pod in pods.items():
         heartbeat({"slurmd": node})
         slurmd = _passwd_ids(ctl.on_slurmd(pod["metadata"]["name"], ["getent", "passwd", *contract.usernames]))
-        mismatched += [f"{user} login={login.get(user, 'missing')} {pod['metadata']['name']}="
-                       f"{slurmd.get(user, 'missing')}" for user in contract.usernames
-                       if user not in login or login[user] != slurmd.get(user) or ":0" in login[user]]
-    return finding("identity.uid_gid", not mismatched,
-                   "same uid/gid on the login pod and every slurmd pod for every user" if not mismatched
-                   else "gidNumber/uid mismatch between login pod and slurmd pods: " + "; ".join(mismatched[:10]),
-                   "ensure both pods read from the same LDAP outpost with the same property mapping; restart "
-                   f"nslcd on both sides (kubectl -n {contract.namespace} exec {login_pod} -- pkill -HUP nslcd; "
-                   f"kubectl -n {settings().slurm_namespace} exec <slurmd pod> -- pkill -HUP nslcd)")
+        mismatched += [
+            f"{user} login={login.get(user, 'missing')} {pod['metadata']['name']}={slurmd.get(user, 'missing')}"
+            for user in contract.usernames
+            if user not in login or login[user] != slurmd.get(user) or ":0" in login[user]
+        ]
+    return finding(
+        "identity.uid_gid",
+        not mismatched,
+        "same uid/gid on the login pod and every slurmd pod for every user"
+        if not mismatched
+        else "gidNumber/uid mismatch between login pod and slurmd pods: " + "; ".join(mismatched[:10]),
+        "ensure both pods read from the same LDAP outpost with the same property mapping; restart "
+        f"nslcd on both sides (kubectl -n {contract.namespace} exec {login_pod} -- pkill -HUP nslcd; "
+        f"kubectl -n {settings().slurm_namespace} exec <slurmd pod> -- pkill -HUP nslcd)",
+    )
 
 
 def quotas_live(inp: StepInput) -> Finding:
     contract = inp.contract
     with WekaClient.from_settings(tenant_credentials(contract)) as weka:
-        paths = {q.path.rstrip("/") for uid in inp.facts.weka_filesystems.values() for q in weka.quotas(uid).values()
-                 if q.status == "ACTIVE"}
+        paths = {
+            q.path.rstrip("/")
+            for uid in inp.facts.weka_filesystems.values()
+            for q in weka.quotas(uid).values()
+            if q.status == "ACTIVE"
+        }
     wanted = {f"/{user}" for user in contract.usernames} | {f"/{contract.slug}"}
     found = {p for p in paths if p.rsplit("/", 1)[-1] in {w.lstrip("/") for w in wanted}}
     missing = sorted(w for w in wanted if not any(p.endswith(w) for p in found))
-    return finding("storage.quotas", not missing,
-                   "home and scratch quotas are ACTIVE" if not missing else f"no active quota for {missing}",
-                   "re-run the storage quotas step")
+    return finding(
+        "storage.quotas",
+        not missing,
+        "home and scratch quotas are ACTIVE" if not missing else f"no active quota for {missing}",
+        "re-run the storage quotas step",
+    )
 
 
 def group_members(inp: StepInput) -> Finding:
@@ -116,8 +138,12 @@ def group_members(inp: StepInput) -> Finding:
         group = authentik.group_by_name(contract.slug)
     members = sorted(u.username for u in (group.users_obj or [])) if group else []
     ok = members == sorted(contract.usernames)
-    return finding("identity.group_members", ok, f"Authentik group {contract.slug} members: {members}",
-                   "add the missing users to the group, remove the others")
+    return finding(
+        "identity.group_members",
+        ok,
+        f"Authentik group {contract.slug} members: {members}",
+        "add the missing users to the group, remove the others",
+    )
 
 
 def binding_selects_tenant_pods(inp: StepInput) -> Finding:
@@ -129,16 +155,19 @@ def binding_selects_tenant_pods(inp: StepInput) -> Finding:
     login = [objs.get("Pod", name, contract.namespace) for name in login_pod_names(contract)]
     slurmd = slurmd_pods(contract.cluster, inp.facts.nodes)
     pods = [p for p in login if p is not None] + list(slurmd.values())
-    unmatched = [p["metadata"]["name"] for p in pods
-                 if not selector.items() <= (p["metadata"].get("labels") or {}).items()]
+    unmatched = [
+        p["metadata"]["name"] for p in pods if not selector.items() <= (p["metadata"].get("labels") or {}).items()
+    ]
     without = sorted(set(inp.facts.nodes) - set(slurmd))
     ok = bool(selector) and not unmatched and all(p is not None for p in login) and not without
-    return finding("kube.binding_selector", ok,
-                   f"ReservationBinding selects {selector}; pods not selected (jobs land on whatever toleration "
-                   f"matches): {unmatched or 'none'}" + (f"; no slurmd pod on {compress_hostlist(without)}"
-                                                          if without else ""),
-                   f"make the SUNK chart set app.kubernetes.io/managed-by: {contract.slug} on every pod template "
-                   "(login and the NodeSet), the label the ReservationBinding selects")
+    return finding(
+        "kube.binding_selector",
+        ok,
+        f"ReservationBinding selects {selector}; pods not selected (jobs land on whatever toleration "
+        f"matches): {unmatched or 'none'}" + (f"; no slurmd pod on {compress_hostlist(without)}" if without else ""),
+        f"make the SUNK chart set app.kubernetes.io/managed-by: {contract.slug} on every pod template "
+        "(login and the NodeSet), the label the ReservationBinding selects",
+    )
 
 
 def partition_max_time(inp: StepInput) -> Finding:
@@ -153,11 +182,14 @@ def partition_max_time(inp: StepInput) -> Finding:
     limits = [m for m in (duration_minutes(max_time), duration_minutes(max_wall)) if m is not None]
     have, want = min(limits, default=None), duration_minutes(contract.slurm.contract_wall_limit)
     ok = bool(max_time) and bool(qos) and (have is None or (want is not None and have >= want))
-    return finding("slurm.max_time", ok,
-                   f"partition MaxTime={max_time or 'unset'}, QoS {contract.normal_qos_name} "
-                   f"MaxWall={max_wall or 'unset'}, contract wall limit {contract.slurm.contract_wall_limit}",
-                   "set MaxTime=UNLIMITED (or longer) in the partition definition and the QoS MaxWall to at least "
-                   "the contract's wall limit; tell the tenant the wall limit at handover")
+    return finding(
+        "slurm.max_time",
+        ok,
+        f"partition MaxTime={max_time or 'unset'}, QoS {contract.normal_qos_name} "
+        f"MaxWall={max_wall or 'unset'}, contract wall limit {contract.slurm.contract_wall_limit}",
+        "set MaxTime=UNLIMITED (or longer) in the partition definition and the QoS MaxWall to at least "
+        "the contract's wall limit; tell the tenant the wall limit at handover",
+    )
 
 
 def evict_on_release_off(inp: StepInput) -> Finding:
@@ -166,12 +198,19 @@ def evict_on_release_off(inp: StepInput) -> Finding:
     reservation = KubeObjects(contract.cluster).get("Reservation", contract.reservation_name) or {}
     evict = (reservation.get("spec") or {}).get("evictOnRelease")
     if evict is True and contract.capacity.evict_on_release:
-        return Finding(check="capacity.evict_on_release", ok=False, severity=Severity.warning,
-                       message="Reservation evictOnRelease=True, as the contract asks (warned in the plan)",
-                       fix="tell the tenant that removing a node kills its running jobs")
-    return finding("capacity.evict_on_release", evict is False, f"Reservation evictOnRelease={evict}",
-                   "set evictOnRelease=false so the operator drains gracefully; communicate before any "
-                   "reservation change")
+        return Finding(
+            check="capacity.evict_on_release",
+            ok=False,
+            severity=Severity.warning,
+            message="Reservation evictOnRelease=True, as the contract asks (warned in the plan)",
+            fix="tell the tenant that removing a node kills its running jobs",
+        )
+    return finding(
+        "capacity.evict_on_release",
+        evict is False,
+        f"Reservation evictOnRelease={evict}",
+        "set evictOnRelease=false so the operator drains gracefully; communicate before any reservation change",
+    )
 
 
 def bind_secret_in_namespace(inp: StepInput) -> Finding:
@@ -180,10 +219,13 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
     release = objs.get("HelmRelease", f"login-{contract.slug}", contract.namespace) or {}
     name = (((release.get("spec") or {}).get("values") or {}).get("ldap") or {}).get("bindPasswordSecret")
     present = bool(name) and objs.get("Secret", str(name), contract.namespace) is not None
-    return finding("login.bind_secret", present,
-                   f"bindPasswordSecret {name!r} {'exists' if present else 'is missing'} in {contract.namespace}",
-                   f"copy the LDAP bind Secret from {settings().ldap_bind_secret_namespace} into "
-                   f"{contract.namespace}; never put the password in chart values")
+    return finding(
+        "login.bind_secret",
+        present,
+        f"bindPasswordSecret {name!r} {'exists' if present else 'is missing'} in {contract.namespace}",
+        f"copy the LDAP bind Secret from {settings().ldap_bind_secret_namespace} into "
+        f"{contract.namespace}; never put the password in chart values",
+    )
 
 
 def authorized_keys_present(inp: StepInput) -> Finding:
@@ -191,24 +233,40 @@ def authorized_keys_present(inp: StepInput) -> Finding:
     out = login_exec(contract, login_pod_names(contract)[0], ["ls", "/etc/ssh/authorized_keys.d/"])
     listed = set(out.stdout.split())
     missing = sorted(set(contract.usernames) - listed)
-    return finding("login.authorized_keys", out.exit_code == 0 and not missing,
-                   f"authorized_keys.d lists {sorted(listed)}" + (f"; missing {missing}" if missing else ""),
-                   "trigger the ssh_keys sync, check the Secret, restart the login pod")
+    return finding(
+        "login.authorized_keys",
+        out.exit_code == 0 and not missing,
+        f"authorized_keys.d lists {sorted(listed)}" + (f"; missing {missing}" if missing else ""),
+        "trigger the ssh_keys sync, check the Secret, restart the login pod",
+    )
 
 
 def associations_have_uids(inp: StepInput) -> Finding:
     contract = inp.contract
     missing = uidless(SlurmCtl.connect(contract.cluster), contract.usernames)
-    return finding("slurm.user_uids", not missing,
-                   "slurmctld holds every user's association with a uid" if not missing
-                   else f"slurmctld holds the associations of {', '.join(missing)} without a uid: their jobs are "
-                        "refused with 'Invalid account or account/partition combination'",
-                   "make the slurmctld pod resolve the users (nsscache/nslcd), then run scontrol reconfigure")
+    return finding(
+        "slurm.user_uids",
+        not missing,
+        "slurmctld holds every user's association with a uid"
+        if not missing
+        else f"slurmctld holds the associations of {', '.join(missing)} without a uid: their jobs are "
+        "refused with 'Invalid account or account/partition combination'",
+        "make the slurmctld pod resolve the users (nsscache/nslcd), then run scontrol reconfigure",
+    )
 
 
-CHECKS: tuple[Check, ...] = (reservation_matches_partition, identity_consistent, quotas_live, group_members,
-                             binding_selects_tenant_pods, partition_max_time, evict_on_release_off,
-                             bind_secret_in_namespace, authorized_keys_present, associations_have_uids)
+CHECKS: tuple[Check, ...] = (
+    reservation_matches_partition,
+    identity_consistent,
+    quotas_live,
+    group_members,
+    binding_selects_tenant_pods,
+    partition_max_time,
+    evict_on_release_off,
+    bind_secret_in_namespace,
+    authorized_keys_present,
+    associations_have_uids,
+)
 
 
 @activity.defn(name="validate.all")

@@ -15,10 +15,12 @@ from tenantflow.activities import (
     identity,
     kube,
     login,
+    records,
     slurm,
     smoke,
     storage,
     validate,
+    worker_reset,
     workercluster,
 )
 from tenantflow.models.runbook import Step
@@ -31,8 +33,21 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
-ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster)
+ACTIVITY_MODULES: tuple[ModuleType, ...] = (
+    capacity,
+    identity,
+    kube,
+    slurm,
+    storage,
+    login,
+    smoke,
+    validate,
+    handover,
+    hub,
+    workercluster,
+    worker_reset,
+    records,
+)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

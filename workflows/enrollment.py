@@ -1,7 +1,8 @@
 """``WorkerEnrollment``: the enroll-worker-cluster runbook (greenfield and brownfield) as a gated workflow.
 
 Preflight (endpoints, the three permission checks, unique name) fails before any
-write; the install plan waits for ``approve_plan`` with its hash; the one-shot
+write; the install plan waits for ``approve_plan`` with its hash (planned again
+right before the first write: a changed plan opens the gate again); the one-shot
 BootstrapEnrollment and blob are created (the signing key stays in a Hub Secret,
 destroyed after redemption or on failure); bootstrap installs the worker side;
 the four conditions are awaited with durable polling, and each one that does not
@@ -14,11 +15,18 @@ removes what the run installed (every planned create, even when bootstrap stoppe
 half-way) and the enrollment record; a broken invariant (found by the
 ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
 and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+
+Failure paths (``workflows/enrollment_failures.py``): once the worker has been
+uncordoned it may run work, so a later failure, an expired gate or a cancel never
+tears it down: it is cordoned again (unless its canary passed) and the run ends
+leaving it enrolled, with a finding that says what to do. Before that, a cancel
+rolls back like a failure, and the rollback keeps going past a failing step and
+lists what it left in ``status``.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -36,8 +44,9 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentStep,
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
-    from tenantflow.models.plan import Action, Plan
-    from tenantflow.models.results import EnsureResult, Finding, Outcome
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.records import WorkerRecord
+    from tenantflow.models.results import Finding
     from tenantflow.models.runbook import (
         HUB_CANARY,
         HUB_CORDON,
@@ -45,36 +54,47 @@ with workflow.unsafe.imports_passed_through():
         HUB_CREATE_ENROLLMENT,
         HUB_DESTROY_KEY,
         HUB_PREFLIGHT,
-        HUB_REMOVE_ENROLLMENT,
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
         WORKER_INSTALL,
         WORKER_PLAN,
         WORKER_RECORD_INVARIANTS,
-        WORKER_UNINSTALL,
         WORKER_VERIFY_UIDS,
         WORKER_WAIT_CONVERGENCE,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
+from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.rollback import RETRY_ROLLBACK
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 TROUBLESHOOTING = {
-    "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-                   "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-                   "and worker access to the Hub API"),
-    "Connected": ("the worker tunnel heartbeat is missing",
-                  "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-                  "to the Hub tunnel"),
-    "WorkerConfigured": ("the worker's Kueue configuration does not match the Hub",
-                         "read the condition message; an adoption refusal needs the adoption review"),
-    "DispatchReady": ("the Hub cannot dispatch to this worker",
-                      "confirm the worker is connected, configured at the current generation and not cordoned"),
+    "Registered": (
+        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
+        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
+        "and worker access to the Hub API",
+    ),
+    "Connected": (
+        "the worker tunnel heartbeat is missing",
+        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
+        "to the Hub tunnel",
+    ),
+    "WorkerConfigured": (
+        "the worker's Kueue configuration does not match the Hub",
+        "read the condition message; an adoption refusal needs the adoption review",
+    ),
+    "DispatchReady": (
+        "the Hub cannot dispatch to this worker",
+        "confirm the worker is connected, configured at the current generation and not cordoned",
+    ),
 }
 
 
@@ -86,26 +106,43 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         cond = report.conditions.get(name)
         detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
         what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}",
-                                fix=fix))
+        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
     return findings
 
 
 @workflow.defn(name="WorkerEnrollment")
-class WorkerEnrollmentWorkflow(GatedRun):
+class WorkerEnrollmentWorkflow(EnrollmentFailures):
     WORKFLOW = "WorkerEnrollment"
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\"}); the one-shot enrollment is created")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the bootstrap plan by its exact hash (payload "
+        '{"plan_hash": "..."}); the one-shot enrollment is created',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
-    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
-                     "with gate one of " + ", ".join(YES_NO_GATES))
+    submissions_paused, submissions_paused_signal = yes_no_gate(
+        "submissions_paused",
+        "Confirm every Hub submission path of the organization is paused (brownfield); the worker is cordoned next",
+    )
+    approve_adoption, approve_adoption_signal = yes_no_gate(
+        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)"
+    )
+    uncordon, uncordon_signal = yes_no_gate("uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
+    resume_submissions, resume_submissions_signal = yes_no_gate(
+        "resume_submissions", "The canary passed: resume the organization's submission paths"
+    )
+
+    @workflow.update(
+        name="answer_gate",
+        description='Older form of the gate updates: args [gate, {"approver": '
+        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate",
+    )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
 
@@ -129,25 +166,35 @@ class WorkerEnrollmentWorkflow(GatedRun):
         errors = [f for f in self._findings if not f.ok]
         if errors:
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError("preflight failed, nothing was written: "
-                                   + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
-                                   type="PreflightFailed", non_retryable=True)
+            raise ApplicationError(
+                "preflight failed, nothing was written: "
+                + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         if c.brownfield:
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
             step = self._with(step, invariants=invariants)
 
-        self._gates.set_stage("planning", "Computing the bootstrap plan")
-        steps = await self._steps.run(WORKER_PLAN, step)
-        plan = Plan(title=f"Enroll {self._target}", steps=steps,
-                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
-        if not await self._wait_plan_approval(plan, *self._gate_times()):
-            self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
-            return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
-                                    findings=self._findings,
-                                    message=f"rejected: {self._rejected.reason if self._rejected else ''}")
-        if c.brownfield:
+        planned = step
+        plan = await self._bootstrap_plan(planned)
+        approved = await self._wait_plan_approval(plan, *self._gate_times())
+        if approved and c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
+        if approved:
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._bootstrap_plan(planned), *self._gate_times()
+            )
+        if not approved:
+            self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
+            return EnrollmentResult(
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                findings=self._findings,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
 
         self._step = step
         try:
@@ -155,32 +202,38 @@ class WorkerEnrollmentWorkflow(GatedRun):
         except (ActivityError, ApplicationError) as err:
             cause = application_error(err)
             if cause is not None and cause.type == "InvariantBroken":
-                self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
-                                              fix="the worker stays cordoned and nothing was adopted; find out "
-                                                  "what changed the recorded work before enrolling again"))
+                self._findings.append(
+                    Finding(
+                        check="invariants",
+                        ok=False,
+                        message=cause.message,
+                        fix="the worker stays cordoned and nothing was adopted; find out "
+                        "what changed the recorded work before enrolling again",
+                    )
+                )
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
-            await self._compensate(plan, err)
+            await self._after_failure(plan, err)
             raise
+        except asyncio.CancelledError as err:
+            if self._cancel_compensates():
+                await self._after_failure(plan, err)
+            raise
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(
+                contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
+            )
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
-        return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                conditions=self._report.conditions, installed=step.facts.installed,
-                                adopted=step.facts.adoption, findings=self._findings)
-
-    async def _compensate(self, plan: Plan, err: BaseException) -> None:
-        """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
-        self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-        planned = [EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace,
-                                outcome=Outcome.created)
-                   for s in plan.steps if s.layer == "worker" and s.action == Action.create]
-        step = self._with(self._step, installed=planned)
-        await self._steps.run(HUB_DESTROY_KEY, step)
-        await self._steps.run(WORKER_UNINSTALL, step)
-        await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
-        self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
-
-    def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
-        return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
+        return EnrollmentResult(
+            worker=self._target,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            conditions=self._report.conditions,
+            installed=step.facts.installed,
+            adopted=step.facts.adoption,
+            findings=self._findings,
+        )
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
@@ -202,9 +255,22 @@ class WorkerEnrollmentWorkflow(GatedRun):
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+
+    async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
+        self._gates.set_stage("planning", "Computing the bootstrap plan")
+        return Plan(
+            title=f"Enroll {self._target}",
+            steps=await self._steps.run(WORKER_PLAN, step),
+            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
+        )
+
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
-        return ConditionWait(contract=step.contract, conditions=conditions,
-                             budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
+        return ConditionWait(
+            contract=step.contract,
+            conditions=conditions,
+            budget_s=self._params.condition_budget_s,
+            invariants=step.facts.invariants,
+        )
 
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
         self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
@@ -213,12 +279,18 @@ class WorkerEnrollmentWorkflow(GatedRun):
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
             self._findings += findings
-            raise ApplicationError("conditions did not converge: " + "; ".join(f.message for f in findings),
-                                   type="NotConverged", non_retryable=True)
+            raise ApplicationError(
+                "conditions did not converge: " + "; ".join(f.message for f in findings),
+                type="NotConverged",
+                non_retryable=True,
+            )
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                              summary="cordon" if cordoned else "uncordon")
+        await self._steps.run(
+            HUB_CORDON,
+            Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+            summary="cordon" if cordoned else "uncordon",
+        )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
@@ -230,8 +302,11 @@ class WorkerEnrollmentWorkflow(GatedRun):
             self._findings += diff.findings
             if diff.foreign or diff.differences:
                 self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
-                raise ApplicationError("adoption blocked: " + "; ".join(f.message for f in diff.findings),
-                                       type="AdoptionRefused", non_retryable=True)
+                raise ApplicationError(
+                    "adoption blocked: " + "; ".join(f.message for f in diff.findings),
+                    type="AdoptionRefused",
+                    non_retryable=True,
+                )
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
             adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
             step = self._with(step, adoption=adopted)
@@ -241,21 +316,21 @@ class WorkerEnrollmentWorkflow(GatedRun):
         self._findings += await self._steps.run(WORKER_CHECK_INVARIANTS, step)
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
+        self._live = "uncordoned"
         await self._conditions(step, ["Registered", "Connected", "WorkerConfigured", "DispatchReady"])
         await self._canary(step)
+        self._live = CANARY_PASSED
         await self._gate("resume_submissions", "resume the organization's submission paths")
         return step
-
-    def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
 
     async def _canary(self, step: EnrollmentStep) -> None:
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
         c = step.contract
         exact = c.canary_exact_routing
-        self._gates.set_stage("canary", "Running a canary JobSet through user-queue"
-                              + (" with the other pool members cordoned" if exact else ""))
+        self._gates.set_stage(
+            "canary",
+            "Running a canary JobSet through user-queue" + (" with the other pool members cordoned" if exact else ""),
+        )
         hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
         if exact:
             await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
@@ -263,8 +338,11 @@ class WorkerEnrollmentWorkflow(GatedRun):
             self._findings.append(await self._steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run(HUB_CORDON_POOL, hold.model_copy(update={"cordoned": False}),
-                                      summary="uncordon the other pool members")
+                await self._steps.run(
+                    HUB_CORDON_POOL,
+                    hold.model_copy(update={"cordoned": False}),
+                    summary="uncordon the other pool members",
+                )
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self._wait_gate(name, description, *self._gate_times())
@@ -272,15 +350,6 @@ class WorkerEnrollmentWorkflow(GatedRun):
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:
         return self._diff
-
-
-def application_error(err: BaseException | None) -> ApplicationError | None:
-    """The first ApplicationError with a type in ``err``'s cause chain (an activity failure wraps it)."""
-    while err is not None:
-        if isinstance(err, ApplicationError) and err.type:
-            return err
-        err = err.__cause__
-    return None
 
 
 WORKFLOWS = [WorkerEnrollmentWorkflow]

@@ -48,8 +48,13 @@ def test_the_operator_renders_and_annotates_the_digest_it_rendered(tmp_path: Pat
 
 def _operator(tmp_path: Path) -> tuple[Store, Path]:
     store, rendered = Store(), tmp_path / "partitions.conf"
-    store.seed([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-                slurmd_pod("gpu-001"), slurmd_pod("gpu-009")])
+    store.seed(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            slurmd_pod("gpu-001"),
+            slurmd_pod("gpu-009"),
+        ]
+    )
     operator = PartitionsOperator(store, rendered, tmp_path)
     operator.ensure_configmap()
     store.subscribe(operator.on_event, replay=True)

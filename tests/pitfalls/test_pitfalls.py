@@ -65,12 +65,16 @@ def contract_for(lab: LabEndpoints, tag: str) -> TenantContract:
     slug = f"tenant-{tag.replace('_', '-')}"[:30].rstrip("-")
     user = f"{tag.replace('_', '-')[:20].rstrip('-')}-u1"
     data = base.model_dump(mode="json")
-    data.update(slug=slug, display_name=f"Pitfall {tag.replace('_', ' ')}",
-                users=[{"username": user, "email": f"{user}@example.org", "name": "Pitfall User",
-                        "ssh_keys": [KEY]}])
+    data.update(
+        slug=slug,
+        display_name=f"Pitfall {tag.replace('_', ' ')}",
+        users=[{"username": user, "email": f"{user}@example.org", "name": "Pitfall User", "ssh_keys": [KEY]}],
+    )
     data["capacity"] |= {"gpus": 16}
-    data["slurm"] |= {"team_account": f"team-{slug.removeprefix('tenant-')}"[:30].rstrip("-"),
-                      "budget_gpu_minutes_total": 240000}
+    data["slurm"] |= {
+        "team_account": f"team-{slug.removeprefix('tenant-')}"[:30].rstrip("-"),
+        "budget_gpu_minutes_total": 240000,
+    }
     return TenantContract.model_validate(data)
 
 
@@ -86,10 +90,19 @@ def failure_text(error: BaseException) -> str:
 
 def handover_exit_code(dev_env: WorkflowEnvironment, api_queue: str, slug: str) -> int:
     """``tenantflow handover <slug>``, as an operator would ask after the run."""
-    env = {**os.environ, "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-           "TENANTFLOW_TASK_QUEUE": api_queue}
-    done = subprocess.run([str(Path(sys.executable).parent / "tenantflow"), "handover", slug], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "TENANTFLOW_TASK_QUEUE": api_queue,
+    }
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "tenantflow"), "handover", slug],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     return done.returncode
 
 
@@ -109,7 +122,8 @@ async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pit
 
 @pytest.mark.parametrize("pitfall", list(EXPECTED), ids=str)
 async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
-        dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints, pitfall: Pitfall) -> None:
+    dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints, pitfall: Pitfall
+) -> None:
     check, fix = EXPECTED[pitfall]
     contract = contract_for(pitfall_lab, pitfall.value)
     pitfalls.switch(pitfall_lab.state_dir, pitfall, True)
@@ -130,10 +144,28 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
 def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
     """The failed run's rollback left no Slurm account, QoS or partition of the tenant behind."""
     env = {**os.environ, **lab.to_env()}
-    accounts = subprocess.run(["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"],
-                              env=env, capture_output=True, text=True, timeout=60, check=True).stdout
-    qos = subprocess.run(["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"],
-                         env=env, capture_output=True, text=True, timeout=60, check=True).stdout
-    partition = subprocess.run(["scontrol", "show", "partition", contract.slug], env=env, capture_output=True,
-                               text=True, timeout=60, check=False)
+    accounts = subprocess.run(
+        ["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    qos = subprocess.run(
+        ["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    partition = subprocess.run(
+        ["scontrol", "show", "partition", contract.slug],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert (accounts.strip(), qos.strip(), partition.returncode) == ("", "", 1), (accounts, qos, partition.stdout)

@@ -18,8 +18,9 @@ from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input
 def test_every_exec_times_out_before_the_heartbeat_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     timeouts: list[int] = []
 
-    def fake_exec(target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str],
-                  timeout_s: int = 120) -> kubeclient.ExecOutput:
+    def fake_exec(
+        target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = 120
+    ) -> kubeclient.ExecOutput:
         timeouts.append(timeout_s)
         return kubeclient.ExecOutput(stdout="", stderr="", exit_code=0)
 

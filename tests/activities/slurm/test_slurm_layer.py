@@ -43,23 +43,36 @@ def test_preflight_ok_and_apply_creates_the_runbook_values(lab: SlurmLab, contra
     try:
         short, team = contract.short, contract.team_account
         qos = f"interactive-{short},normal-{short}"
-        assert assocs(lab, contract) == sorted([
-            f"{contract.slug}||root|300|gres/gpu=16|200|||{qos}|normal-{short}",
-            f"{team}||{contract.slug}|200|||||{qos}|normal-{short}",
-            f"{team}|alice||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
-            f"{team}|bob||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
-        ])
-        assert sorted(lab.sh("sacctmgr", "show", "qos", f"names={qos}", "format=name,priority,grptres,maxwall,flags",
-                             "-P", "-n").splitlines()) == [
-            f"interactive-{short}|200|gres/gpu=8|04:00:00|", f"normal-{short}|100|gres/gpu=16|1-00:00:00|DenyOnLimit"]
-        assert lab.sh("sacctmgr", "show", "account", contract.slug, "format=description,organization",
-                      "-P", "-n").strip() == f"{contract.display_name.lower()}|{contract.slug}"
+        assert assocs(lab, contract) == sorted(
+            [
+                f"{contract.slug}||root|300|gres/gpu=16|200|||{qos}|normal-{short}",
+                f"{team}||{contract.slug}|200|||||{qos}|normal-{short}",
+                f"{team}|alice||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
+                f"{team}|bob||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
+            ]
+        )
+        assert sorted(
+            lab.sh(
+                "sacctmgr", "show", "qos", f"names={qos}", "format=name,priority,grptres,maxwall,flags", "-P", "-n"
+            ).splitlines()
+        ) == [f"interactive-{short}|200|gres/gpu=8|04:00:00|", f"normal-{short}|100|gres/gpu=16|1-00:00:00|DenyOnLimit"]
+        assert (
+            lab.sh("sacctmgr", "show", "account", contract.slug, "format=description,organization", "-P", "-n").strip()
+            == f"{contract.display_name.lower()}|{contract.slug}"
+        )
         part = lab.sh("scontrol", "show", "partition", contract.slug)
-        for expected in ("Nodes=gpu-[01-02]", f"AllowAccounts={contract.slug},{team}", "Default=NO", "State=UP",
-                         "MaxTime=1-00:00:00", "DefaultTime=01:00:00", "PreemptMode=OFF", "OverSubscribe=EXCLUSIVE"):
+        for expected in (
+            "Nodes=gpu-[01-02]",
+            f"AllowAccounts={contract.slug},{team}",
+            "Default=NO",
+            "State=UP",
+            "MaxTime=1-00:00:00",
+            "DefaultTime=01:00:00",
+            "PreemptMode=OFF",
+            "OverSubscribe=EXCLUSIVE",
+        ):
             assert expected in part.split()
-        assert all(r.outcome == Outcome.created for res in results for r in res.results
-                   if r.kind != "account-qos")
+        assert all(r.outcome == Outcome.created for res in results for r in res.results if r.kind != "account-qos")
 
         before = len(lab.sacctmgr_writes())
         again = apply_all(contract)
@@ -72,16 +85,26 @@ def test_preflight_ok_and_apply_creates_the_runbook_values(lab: SlurmLab, contra
     assert assocs(lab, contract) == []
     assert lab.sh("sacctmgr", "show", "qos", f"names=normal-{contract.short}", "-P", "-n").strip() == ""
     assert contract.slug not in lab.sh("sinfo", "-h", "-o", "%P")
-    assert f"{contract.slug}.conf" not in (lab.store.get("", "configmaps", "slurm-partitions",
-                                                          "slurm-control").get("data") or {})
+    assert f"{contract.slug}.conf" not in (
+        lab.store.get("", "configmaps", "slurm-partitions", "slurm-control").get("data") or {}
+    )
     assert set(undo_all(contract, results)) <= {Outcome.absent, Outcome.updated}
 
 
 def test_drift_is_updated_and_undo_reverts_it(lab: SlurmLab, contract: TenantContract) -> None:
     results = apply_all(contract)
     try:
-        lab.sh("sacctmgr", "-i", "modify", "user", "where", "name=alice", f"account={contract.team_account}",
-               "set", "MaxJobs=5")
+        lab.sh(
+            "sacctmgr",
+            "-i",
+            "modify",
+            "user",
+            "where",
+            "name=alice",
+            f"account={contract.team_account}",
+            "set",
+            "MaxJobs=5",
+        )
         fixed = slurm.users(step_input(contract))
         assert [(r.name, r.outcome) for r in fixed.results] == [("alice", Outcome.updated), ("bob", Outcome.unchanged)]
         assert fixed.results[0].data_as(SlurmObject).previous == {"MaxJobs": "5"}
@@ -119,8 +142,9 @@ def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
         slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
 
 
-def test_partition_is_confirmed_by_scontrol_without_any_annotation(lab: SlurmLab,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_partition_is_confirmed_by_scontrol_without_any_annotation(
+    lab: SlurmLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SUNK's operator marks nothing on the ConfigMap: the step must trust what slurmctld reports."""
     monkeypatch.setattr(slurm_controller.PartitionsOperator, "_annotate", lambda self, annotations: None)
     contract = make_contract(lab.target)
@@ -130,8 +154,7 @@ def test_partition_is_confirmed_by_scontrol_without_any_annotation(lab: SlurmLab
         assert res.results[0].outcome is Outcome.created
         assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
     finally:
-        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition",
-                                            results=res.results))
+        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
     assert [r.outcome for r in undone] == [Outcome.deleted]
     assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
 
@@ -151,11 +174,19 @@ def test_accounts_and_qos_carry_the_ownership_marker(lab: SlurmLab, contract: Te
     inp = step_input(contract)
     results = [slurm.accounts(inp), slurm.qos(inp)]
     try:
-        orgs = lab.sh("sacctmgr", "show", "account", f"{contract.slug},{contract.team_account}",
-                      "format=organization", "-P", "-n").split()
+        orgs = lab.sh(
+            "sacctmgr", "show", "account", f"{contract.slug},{contract.team_account}", "format=organization", "-P", "-n"
+        ).split()
         assert orgs == [contract.slug, contract.slug]
-        descriptions = lab.sh("sacctmgr", "show", "qos", f"names=normal-{contract.short},interactive-{contract.short}",
-                              "format=description", "-P", "-n").split()
+        descriptions = lab.sh(
+            "sacctmgr",
+            "show",
+            "qos",
+            f"names=normal-{contract.short},interactive-{contract.short}",
+            "format=description",
+            "-P",
+            "-n",
+        ).split()
         assert descriptions == [f"tenantflow:{contract.slug}"] * 2
     finally:
         for step, res in (("qos", results[1]), ("accounts", results[0])):
@@ -168,8 +199,7 @@ def test_an_account_made_by_someone_else_after_the_plan_is_not_adopted(lab: Slur
     try:
         with pytest.raises(ApplicationError, match=r"not tenantflow's .*Organization=someone-else.*not adopted"):
             slurm.accounts(step_input(contract))
-        assert "someone-else" in lab.sh("sacctmgr", "show", "account", contract.slug, "format=organization",
-                                        "-P", "-n")
+        assert "someone-else" in lab.sh("sacctmgr", "show", "account", contract.slug, "format=organization", "-P", "-n")
     finally:
         lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
 
@@ -180,11 +210,14 @@ def test_undo_leaves_alone_an_account_and_qos_it_cannot_prove_it_made(lab: Slurm
     qos = f"normal-{contract.short}"
     lab.sh("sacctmgr", "-i", "add", "account", contract.slug, "Organization=tenant-other", "Cluster=production")
     lab.sh("sacctmgr", "-i", "add", "qos", qos, "Description=made by hand")
-    planned = [EnsureResult(layer="slurm", kind=kind, name=name, outcome=Outcome.created)
-               for kind, name in (("qos", qos), ("account", contract.slug))]
+    planned = [
+        EnsureResult(layer="slurm", kind=kind, name=name, outcome=Outcome.created)
+        for kind, name in (("qos", qos), ("account", contract.slug))
+    ]
     try:
-        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=step_input(contract).facts, step="accounts",
-                                            results=planned))
+        undone = slurm.undo(
+            slurm.UndoInput(contract=contract, facts=step_input(contract).facts, step="accounts", results=planned)
+        )
         assert [r.outcome for r in undone] == [Outcome.unchanged, Outcome.unchanged]
         assert all("left alone" in r.data_as(Kept).kept for r in undone)
         assert qos in lab.sh("sacctmgr", "show", "qos", qos, "format=name", "-P", "-n")
