@@ -144,28 +144,11 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
 def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
     """The failed run's rollback left no Slurm account, QoS or partition of the tenant behind."""
     env = {**os.environ, **lab.to_env()}
-    accounts = subprocess.run(
-        ["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    qos = subprocess.run(
-        ["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    partition = subprocess.run(
-        ["scontrol", "show", "partition", contract.slug],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+
+    def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=check)
+
+    accounts = run(["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"]).stdout
+    qos = run(["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"]).stdout
+    partition = run(["scontrol", "show", "partition", contract.slug], check=False)
     assert (accounts.strip(), qos.strip(), partition.returncode) == ("", "", 1), (accounts, qos, partition.stdout)
