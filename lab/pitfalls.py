@@ -16,6 +16,8 @@ where it happens on a real cluster, never in tenantflow's code, which cannot rea
 * ``short_max_time``: the Slurm chart's partition template forces ``MaxTime=12:00:00`` on every partition.
 * ``evict_on_release``: the reservation operator defaults ``evictOnRelease`` to true on every Reservation.
 * ``keys_empty``: the ssh_keys sync has not run: the login pod's ``authorized_keys.d`` is empty.
+* ``outpost_throttled``: the LDAP outpost throttles the login pod's nslcd: every lookup is answered busy, so
+  ``getent`` finds nothing (the runbook's first-wave rate limit, lasting).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Pitfall(StrEnum):
     short_max_time = "short_max_time"
     evict_on_release = "evict_on_release"
     keys_empty = "keys_empty"
+    outpost_throttled = "outpost_throttled"
 
 
 INJECTED: dict[Pitfall, str] = {
@@ -46,6 +49,7 @@ INJECTED: dict[Pitfall, str] = {
     Pitfall.short_max_time: "Slurm chart's partition template forces MaxTime=12:00:00",
     Pitfall.evict_on_release: "reservation operator defaults spec.evictOnRelease to true",
     Pitfall.keys_empty: "ssh_keys sync never ran: login pod's /etc/ssh/authorized_keys.d is empty",
+    Pitfall.outpost_throttled: "LDAP outpost answers the login pod's nslcd lookups busy (rate limit)",
 }
 ACS_ON_BUSBW_GBPS = "65.0"
 SHORT_MAX_TIME = "12:00:00"

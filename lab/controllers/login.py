@@ -8,7 +8,8 @@ and registers an exec handler for the pods. When the release goes, so do they.
 The exec handler is a documented stand-in for the login pod's userland, answering only:
 
 * ``getent passwd <user>`` / ``getent group <name>`` from the real slapd (what nslcd does),
-  formatted like getent; exit 2 when the key is not found;
+  formatted like getent; exit 2 when the key is not found (and for every lookup while the
+  ``outpost_throttled`` pitfall has the outpost answer busy);
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
 * ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it.
@@ -196,6 +197,8 @@ class LoginReleases:
     def _search(self, base: str, query: str, attributes: list[str]) -> list[Any]:
         if not self.ctx.ldap_url:
             raise ConnectionError("no LDAP outpost configured in the lab")
+        if pitfalls.is_on(self.ctx.state_dir, pitfalls.Pitfall.outpost_throttled):
+            raise ConnectionError("LDAP server busy (51): the outpost is rate-limiting lookups")
         with ldap_tree.connect(self.ctx.ldap_url, self.ctx.ldap_bind_dn, self.ctx.ldap_bind_password) as conn:
             conn.search(base, query, search_scope=SUBTREE, attributes=attributes)
             return list(conn.entries)

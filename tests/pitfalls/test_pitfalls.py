@@ -20,6 +20,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.lab import pitfalls
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.pitfalls import Pitfall
@@ -39,8 +40,10 @@ EXPECTED: dict[Pitfall, tuple[str, str]] = {
     Pitfall.short_max_time: ("slurm.max_time", "MaxTime=UNLIMITED"),
     Pitfall.evict_on_release: ("capacity.evict_on_release", "evictOnRelease=false so the operator drains"),
     Pitfall.keys_empty: ("login.authorized_keys", "restart the login pod"),
+    Pitfall.outpost_throttled: ("login.getent_passwd", "raise the nslcd cache TTL"),
 }
 TABLE: list[tuple[str, str, str]] = []
+BIND_SECRET = "ldap-bind-creds"
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +140,43 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     message = failure_text(failed.value)
     TABLE.append((pitfall.value, pitfalls.INJECTED[pitfall], f"exit {exit_code}: {message[:400]}"))
     assert check in message and fix in message, message
+    assert exit_code == 3
+    assert_rolled_back(pitfall_lab, contract)
+
+
+async def test_the_ldap_bind_secret_in_the_wrong_namespace_is_reported_by_name_with_the_fix(
+    dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints
+) -> None:
+    """Runbook: the bind Secret the chart reads is not where it should be. Injected as an operator misplaces it
+    (moved through the API from auth to slurm-control): preflight names it with the fix and nothing is written."""
+    contract = contract_for(pitfall_lab, "bind_secret")
+    objs = KubeObjects(contract.cluster)
+    secret = objs.get("Secret", BIND_SECRET, "auth")
+    assert secret is not None
+
+    def copy_to(namespace: str) -> None:
+        meta = {"name": BIND_SECRET, "namespace": namespace, "labels": secret["metadata"].get("labels") or {}}
+        objs.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": secret.get("data") or {}})
+
+    copy_to("slurm-control")
+    objs.delete("Secret", BIND_SECRET, "auth")
+    try:
+        async with lab_worker(dev_env.client, pitfall_lab) as api:
+            with pytest.raises(WorkflowFailureError) as failed:
+                await onboard(api, contract)
+            exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
+    finally:
+        copy_to("auth")
+        objs.delete("Secret", BIND_SECRET, "slurm-control")
+    message = failure_text(failed.value)
+    TABLE.append(
+        (
+            "bind_secret_namespace",
+            "Secret ldap-bind-creds moved from auth to slurm-control",
+            f"exit {exit_code}: {message[:400]}",
+        )
+    )
+    assert "kube.ldap_bind_secret" in message and "never put the password in chart values" in message, message
     assert exit_code == 3
     assert_rolled_back(pitfall_lab, contract)
 
