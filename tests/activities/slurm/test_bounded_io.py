@@ -10,35 +10,38 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from pydantic import ValidationError
 from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import kubeclient, login, slurm
+from tenantflow.activities import slurm
+from tenantflow.activities.settings import ServiceSettings, settings
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.models.runbook import HEARTBEAT
-from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input
 
 
-def test_every_exec_times_out_before_the_heartbeat_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    timeouts: list[int] = []
+def test_the_exec_timeout_stays_below_the_heartbeat_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TENANTFLOW_EXEC_TIMEOUT", str(int(HEARTBEAT.total_seconds())))
+    with pytest.raises(ValidationError, match="TENANTFLOW_EXEC_TIMEOUT"):
+        ServiceSettings()
 
-    def fake_exec(
-        target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = 120
-    ) -> kubeclient.ExecOutput:
-        timeouts.append(timeout_s)
-        return kubeclient.ExecOutput(stdout="", stderr="", exit_code=0)
 
-    monkeypatch.setattr(kubeclient, "exec_in", fake_exec)
-    target = KubeTarget(kubeconfig="/dev/null", context="x")
-    ctl = SlurmCtl(target=target, pod="slurmctld-0")
-    ctl.run(["scontrol", "ping"])
-    ctl.on_slurmd("slurmd-gpu-01", ["getent", "passwd", "alice"])
-    contract = make_contract(target)
-    login.login_exec(contract, "login-x-0", ["ls", "/etc/ssh/authorized_keys.d/"])
-    assert len(timeouts) == 3
-    assert all(t < HEARTBEAT.total_seconds() for t in timeouts), timeouts
+def test_a_hung_exec_is_cut_at_the_exec_timeout(lab: SlurmLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``squeue --iterate`` never ends: the slurmctld and slurmd execs are cut (no exit status) instead of
+    outliving the activity's heartbeat timeout."""
+    monkeypatch.setenv("TENANTFLOW_EXEC_TIMEOUT", "2")
+    settings.cache_clear()
+    try:
+        ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
+        cut = [
+            ctl.run(["squeue", "--iterate=1"], check=False),
+            ctl.on_slurmd("slurmd-gpu-01", ["squeue", "--iterate=1"]),
+        ]
+    finally:
+        settings.cache_clear()
+    assert [out.exit_code for out in cut] == [-1, -1], cut
 
 
 def test_a_cancel_during_the_exec_handshake_stays_a_cancel(lab: SlurmLab) -> None:
