@@ -123,6 +123,20 @@ async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pit
     TABLE.append(("(none)", "every switch off", "completed, no error finding, handover exit 0"))
 
 
+async def failed_run(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, contract: TenantContract, name: str, how: str
+) -> tuple[str, int]:
+    """Onboard ``contract`` expecting the run to fail: its failure text and ``tenantflow handover``'s exit code,
+    recorded in the table."""
+    async with lab_worker(dev_env.client, lab) as api:
+        with pytest.raises(WorkflowFailureError) as failed:
+            await onboard(api, contract)
+        exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
+    message = failure_text(failed.value)
+    TABLE.append((name, how, f"exit {exit_code}: {message[:400]}"))
+    return message, exit_code
+
+
 @pytest.mark.parametrize("pitfall", list(EXPECTED), ids=str)
 async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints, pitfall: Pitfall
@@ -131,14 +145,9 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     contract = contract_for(pitfall_lab, pitfall.value)
     pitfalls.switch(pitfall_lab.state_dir, pitfall, True)
     try:
-        async with lab_worker(dev_env.client, pitfall_lab) as api:
-            with pytest.raises(WorkflowFailureError) as failed:
-                await onboard(api, contract)
-            exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
+        message, exit_code = await failed_run(dev_env, pitfall_lab, contract, pitfall.value, pitfalls.INJECTED[pitfall])
     finally:
         pitfalls.switch(pitfall_lab.state_dir, pitfall, False)
-    message = failure_text(failed.value)
-    TABLE.append((pitfall.value, pitfalls.INJECTED[pitfall], f"exit {exit_code}: {message[:400]}"))
     assert check in message and fix in message, message
     assert exit_code == 3
     assert_rolled_back(pitfall_lab, contract)
@@ -161,21 +170,16 @@ async def test_the_ldap_bind_secret_in_the_wrong_namespace_is_reported_by_name_w
     copy_to("slurm-control")
     objs.delete("Secret", BIND_SECRET, "auth")
     try:
-        async with lab_worker(dev_env.client, pitfall_lab) as api:
-            with pytest.raises(WorkflowFailureError) as failed:
-                await onboard(api, contract)
-            exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
+        message, exit_code = await failed_run(
+            dev_env,
+            pitfall_lab,
+            contract,
+            "bind_secret_namespace",
+            "Secret ldap-bind-creds moved from auth to slurm-control",
+        )
     finally:
         copy_to("auth")
         objs.delete("Secret", BIND_SECRET, "slurm-control")
-    message = failure_text(failed.value)
-    TABLE.append(
-        (
-            "bind_secret_namespace",
-            "Secret ldap-bind-creds moved from auth to slurm-control",
-            f"exit {exit_code}: {message[:400]}",
-        )
-    )
     assert "kube.ldap_bind_secret" in message and "never put the password in chart values" in message, message
     assert exit_code == 3
     assert_rolled_back(pitfall_lab, contract)
