@@ -72,6 +72,23 @@ class ServiceSettings(BaseSettings):
         alias="SLURM_CONTROLLER_CONTAINER",
         description="the container of the slurmctld pod that commands run in",
     )
+    slurmd_container: str = Field(
+        "slurmd",
+        alias="SLURMD_CONTAINER",
+        description="the container of a slurmd (SUNK NodeSet) pod that checks run in",
+    )
+    slurmd_pod_selector: str = Field(
+        "app.kubernetes.io/component=slurmd",
+        alias="SLURMD_POD_SELECTOR",
+        description="label selector of the slurmd (NodeSet) pods in SLURM_NAMESPACE",
+    )
+    exec_timeout_s: int = Field(
+        45,
+        alias="TENANTFLOW_EXEC_TIMEOUT",
+        ge=1,
+        le=55,
+        description="timeout of one pod exec: below the activities' 60 s heartbeat timeout",
+    )
     login_container: str = Field(
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )

@@ -218,9 +218,15 @@ class TenantOnboarding(SagaRun):
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        if workflow.patched("smoke-failures-stop"):
+            # a failed smoke test fails the run like a failed validation: never a "completed" handover
+            failed = [
+                f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
+            ] + failed
         if failed:
             raise ApplicationError(
-                "validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+                "validation failed: "
+                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
                 type="ValidationFailed",
                 non_retryable=True,
             )

@@ -39,12 +39,13 @@ import logging
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ldap3 import SUBTREE
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.process import proc_start_time
 
@@ -305,6 +306,9 @@ def ensure_homes(state_dir: Path, users: list[PasswdEntry]) -> None:
 def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path = EXTRAUSERS_DIR) -> None:
     users, groups = read_directory(url, bind_dn, password, state_dir)
     ensure_homes(state_dir, users)
+    if pitfalls.is_on(state_dir, pitfalls.Pitfall.gid_mismatch):
+        users = [replace(u, gid=u.gid + pitfalls.GID_DRIFT) for u in users]
+        groups = [replace(g, gid=g.gid + pitfalls.GID_DRIFT) for g in groups]
     publish(state_dir, users, groups, root)
 
 
