@@ -6,7 +6,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,23 +74,28 @@ def _clear_settings() -> None:
 
 
 @contextmanager
-def lab_env(lab: LabEndpoints) -> Iterator[None]:
-    """This process's activities pointed at ``lab`` (its ``lab.env`` variables exported) until the block ends,
-    then the environment as it was. Never left behind: a later process started with ``os.environ`` (a chaos
-    worker, ``tenantflow bench``) would otherwise talk to this lab, since a worker's ``TENANTFLOW_ENV_FILE``
-    does not override the environment."""
-    previous = {key: os.environ.get(key) for key in lab.to_env()}
-    os.environ.update(lab.to_env())
+def exported(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment (activity settings re-read) until the block ends, then the
+    environment as it was."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
     _clear_settings()
     try:
         yield
     finally:
-        for key, value in previous.items():
+        for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
         _clear_settings()
+
+
+def lab_env(lab: LabEndpoints) -> AbstractContextManager[None]:
+    """This process's activities pointed at ``lab`` (its ``lab.env`` variables exported) for one block. Never
+    left behind: a later process started with ``os.environ`` (a chaos worker, ``tenantflow bench``) would
+    otherwise talk to this lab, since a worker's ``TENANTFLOW_ENV_FILE`` does not override the environment."""
+    return exported(lab.to_env())
 
 
 @asynccontextmanager
