@@ -2,7 +2,9 @@
 
 Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
 tokens), the Authentik API (projecting into the real slapd) and the Weka API;
-runs the controllers against the emulated clusters; writes ``DIR/kubeconfig``
+runs the controllers against the emulated clusters (a controller that raises or returns is logged with its
+traceback and restarted; one that keeps dying stops ``lab serve`` with status 1 and the reason in
+``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``
 and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from the state the
 last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
 and when they stop, so they agree with slapd and the Slurm database after a restart.
@@ -11,10 +13,12 @@ and when they stop, so they agree with slapd and the Slurm database after a rest
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -39,6 +43,16 @@ from tenantflow.lab.seed import seed_cluster
 from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
 from tenantflow.lab.weka.app import build_app as build_weka
 from tenantflow.lab.weka.service import SERVICE_KEY as WEKA_SERVICE
+
+log = logging.getLogger("tenantflow.lab.serve")
+
+Controller = Callable[[LabContext], Coroutine[Any, Any, None]]
+RESTART_DELAY_S = 1.0
+MAX_RESTARTS = 5
+
+
+class ControllerDied(RuntimeError):
+    """A controller kept failing: the lab cannot do what its real counterpart does, so it stops."""
 
 
 def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
@@ -124,7 +138,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     ctx.weka = weka[WEKA_SERVICE]
     saved = saved_states(config, stores, authentik, weka)
     saver = asyncio.create_task(keep_saved(saved, stop))
-    tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]
+    tasks = [asyncio.create_task(supervised(run, ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 
     kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
     LabEndpoints(
@@ -141,7 +155,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         slurm_conf=config.slurm_conf,
     ).write()
     try:
-        await stop.wait()
+        await until_stopped_or_failed(stop, tasks)
     finally:
         for task in tasks:
             task.cancel()
@@ -154,6 +168,34 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         sink.close()
 
 
+async def supervised(run: Controller, ctx: LabContext, restarts: int = MAX_RESTARTS) -> None:
+    """Run one controller for the life of the lab. One that raises or returns is logged with the reason and
+    restarted after :data:`RESTART_DELAY_S`; after ``restarts`` restarts it raises :class:`ControllerDied`."""
+    name = run.__module__
+    for attempt in range(restarts + 1):
+        try:
+            await run(ctx)
+            log.error("controller %s returned; it must run as long as the lab", name)
+        except Exception:
+            log.exception("controller %s died", name)
+        if attempt < restarts:
+            await asyncio.sleep(RESTART_DELAY_S)
+            log.warning("controller %s: restart %d of %d", name, attempt + 1, restarts)
+    raise ControllerDied(f"controller {name} died {restarts + 1} times; lab serve stops (see the log above)")
+
+
+async def until_stopped_or_failed(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for ``stop``; a controller task that ends first (it gave up) re-raises its error here."""
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    for task in done - {stopping}:
+        task.result()
+        raise ControllerDied(f"controller {task.get_name()} ended; lab serve stops")
+
+
 async def main_async(state_dir: Path) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -163,7 +205,12 @@ async def main_async(state_dir: Path) -> None:
 
 
 def main() -> None:
-    asyncio.run(main_async(Path(sys.argv[1]).resolve()))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(main_async(Path(sys.argv[1]).resolve()))
+    except ControllerDied as exc:
+        log.critical("%s", exc)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

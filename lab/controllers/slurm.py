@@ -290,19 +290,31 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
     return tasks
 
 
+async def watch(sidecars: list[asyncio.Task[None]]) -> None:
+    """Wait for ever; a sidecar that ends (they loop until cancelled) ends the controller with its error, so
+    ``lab serve`` logs it and restarts the controller with fresh sidecars."""
+    if not sidecars:
+        await asyncio.Event().wait()
+    done, _ = await asyncio.wait(sidecars, return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        task.result()
+    raise RuntimeError(f"sidecar {', '.join(sorted(t.get_name() for t in done))} stopped")
+
+
 async def run(ctx: LabContext) -> None:
     store = ctx.stores[CONTEXT]
     handler = SlurmExec(exec_env(ctx), job_dir(ctx), (host_users.home_root(ctx.state_dir),), ctx.state_dir)
     for prefix in ("slurmctld-", "slurmd-"):
         ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
-    sidecars = _sidecars(ctx)
     unsubscribe = None
     if ctx.partitions_file is not None:
         operator = PartitionsOperator(store, ctx.partitions_file, ctx.state_dir)
         operator.ensure_configmap()
         unsubscribe = store.subscribe(operator.on_event, replay=True)
+    sidecars: list[asyncio.Task[None]] = []
     try:
-        await asyncio.Event().wait()
+        sidecars += _sidecars(ctx)
+        await watch(sidecars)
     finally:
         if unsubscribe is not None:
             unsubscribe()

@@ -315,14 +315,23 @@ def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path
 async def sync_loop(
     url: str, bind_dn: str, password: str, state_dir: Path, interval_s: float = SYNC_INTERVAL_S
 ) -> None:
-    """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries."""
+    """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries. A failed sync keeps the last
+    files (a down or restarting slapd, like nsscache); it is logged when it starts failing, when the reason
+    changes and when it recovers."""
     ensure_nsswitch()
+    failing: str | None = None
     try:
         while True:
             try:
                 await asyncio.to_thread(sync_once, url, bind_dn, password, state_dir)
-            except Exception as exc:  # a down or restarting slapd: keep the last files, like nsscache
-                log.warning("host users: sync from %s failed: %s", url, exc)
+            except Exception as exc:
+                if repr(exc) != failing:
+                    log.warning("host users: sync from %s failed, keeping the last files: %r", url, exc)
+                failing = repr(exc)
+            else:
+                if failing is not None:
+                    log.warning("host users: sync from %s works again", url)
+                failing = None
             await asyncio.sleep(interval_s)
     finally:
         withdraw(state_dir)
