@@ -26,6 +26,7 @@ from tenantflow.models.enrollment_workflows import (
     Invariants,
     ObjectRef,
 )
+from tenantflow.models.lifecycle import NoticeSent, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
@@ -275,5 +276,17 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}
+# --- TenantLifecycle ----------------------------------------------------------------------------------------------
+
+REMINDER_DAYS: Step[str, list[int]] = Step(
+    "lifecycle.reminder_days", str, list[int], summary="read the worker's reminder offsets (days before the end)"
+)
+NOTIFY: Step[TermNotice, NoticeSent] = Step(
+    "lifecycle.notify", TermNotice, NoticeSent, summary="post a term notice to the notifier webhook"
+)
+
+LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
+"""Every activity of TenantLifecycle."""
+
+CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *LIFECYCLE)}
 """Every step by activity name: the worker registers exactly these activities."""

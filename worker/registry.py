@@ -14,6 +14,7 @@ from tenantflow.activities import (
     hub,
     identity,
     kube,
+    lifecycle,
     login,
     records,
     slurm,
@@ -25,13 +26,20 @@ from tenantflow.activities import (
 )
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
 
-WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
+WORKFLOWS: list[type] = [
+    TenantOnboarding,
+    TenantOffboarding,
+    TenantLifecycle,
+    *enrollment.WORKFLOWS,
+    *decommission.WORKFLOWS,
+]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     capacity,
@@ -47,6 +55,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     workercluster,
     worker_reset,
     records,
+    lifecycle,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 

@@ -1,0 +1,105 @@
+"""TenantLifecycle on the time-skipping server: reminders reach the lab's webhook sink over HTTP at the configured
+offsets, ``renew`` moves the end (and is refused with the reason for a bad number of days), expiry starts the
+offboarding, which removes nothing until its plan is approved; a completed onboarding starts the lifecycle."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.workflows.lifecycle import TenantLifecycle
+from tenantflow.workflows.offboarding import offboarding_id
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import wait_for_stage
+from tests.workflows.lifecycle_harness import drive_term, notify_sink, term_worker
+
+
+def undos(world: FakeWorld) -> list[str]:
+    return [call for call in world.calls if ".undo" in call]
+
+
+async def test_reminders_renew_and_expiry_open_the_offboarding_gate(ts_env: WorkflowEnvironment) -> None:
+    world = FakeWorld(present=True)
+    contract = example_tenant(f"tenant-t{uuid.uuid4().hex[:6]}")
+    async with notify_sink() as sink, term_worker(ts_env, world, sink) as api:
+        seen = await drive_term(ts_env, api, sink, contract)
+        new_end = seen.first_end + timedelta(days=20)
+        assert seen.renewed_end == new_end
+        assert [r.days for r in seen.renewed.renewals] == [20] and seen.renewed.renewals[0].approver == "ops"
+
+        bodies = [n["body"] for n in seen.notices]
+        assert {n["path"] for n in seen.notices} == {"/hooks/term"}
+        assert [(b["event"], b["days_left"], datetime.fromisoformat(b["term_end"])) for b in bodies] == [
+            ("term.reminder", 30, seen.first_end),
+            ("term.renewed", 50, new_end),
+            ("term.reminder", 30, new_end),
+            ("term.reminder", 7, new_end),
+            ("term.reminder", 1, new_end),
+            ("term.expired", 0, new_end),
+        ]
+        assert all(b["tenant"] == contract.slug for b in bodies)
+        keys = [n["idempotency_key"] for n in seen.notices]
+        assert all(keys) and len(set(keys)) == len(keys)
+
+        lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug), result_type=LifecycleResult)
+        result: LifecycleResult = await lifecycle.result()
+        assert result.status == "expired" and result.term_end == new_end
+        assert result.offboarding == offboarding_id(contract.slug)
+        history = await api.client.get_workflow_handle(
+            lifecycle_id(contract.slug), run_id=seen.first_run_id
+        ).fetch_history()
+        assert history.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+
+        offboarding = api.client.get_workflow_handle(result.offboarding, result_type=OffboardingResult)
+        status = await wait_for_stage(api, offboarding, "gate:approve_plan")
+        assert status.plan_hash and not undos(world), "nothing is removed before the teardown plan is approved"
+        await api.approve(result.offboarding, status.plan_hash, approver="ops")
+        done: OffboardingResult = await offboarding.result()
+        assert done.status == "completed" and "identity.undo:users" in undos(world)
+
+
+@pytest.mark.parametrize("days", [0, -5, 3651])
+async def test_renew_refuses_a_bad_number_of_days_with_the_reason(ts_env: WorkflowEnvironment, days: int) -> None:
+    contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}")
+    async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink) as api:
+        end = await ts_env.get_current_time() + timedelta(days=365)
+        handle = await api.client.start_workflow(
+            TenantLifecycle.run,
+            LifecycleInput(contract=contract, term_end=end, reminder_days=[30]),
+            id=lifecycle_id(contract.slug),
+            task_queue=api.task_queue,
+        )
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update("renew", RenewTerm(days=days))
+        assert f"days={days}: a renewal adds 1 to 3650 days" in str(refused.value.cause)
+        term: TermStatus = await handle.query("term", result_type=TermStatus)
+        assert term.term_end == end and not term.renewals
+        await handle.terminate("test done")
+
+
+async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvironment) -> None:
+    contract = example_tenant(f"tenant-o{uuid.uuid4().hex[:6]}")
+    async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink) as api:
+        for expected in ("keeps the term", "already keeps the term"):
+            handle = await api.start_onboarding(contract)
+            status = await wait_for_stage(api, handle, "gate:approve_plan")
+            assert status.plan_hash
+            await api.approve(handle.id, status.plan_hash)
+            result = await handle.result()
+            assert result.status == "completed"
+            assert [f.message for f in result.findings if f.check == "term"][0].startswith(
+                f"{lifecycle_id(contract.slug)} {expected}"
+            )
+        lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
+        started = (await lifecycle.describe()).start_time
+        term: TermStatus = await lifecycle.query("term", result_type=TermStatus)
+        assert term.stage == "term:running" and term.reminder_days == [30, 7, 1]
+        assert abs(term.term_end - (started + timedelta(days=contract.capacity.term_days))) < timedelta(minutes=1)
+        await lifecycle.terminate("test done")
