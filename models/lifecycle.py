@@ -27,6 +27,13 @@ def lifecycle_id(slug: str) -> str:
     return f"lifecycle/{slug}"
 
 
+def renew_days_problem(days: int) -> str | None:
+    """Why ``days`` cannot renew a term (None when it can): the ``renew`` validator's and the API's message."""
+    if 1 <= days <= MAX_RENEW_DAYS:
+        return None
+    return f"days={days}: a renewal adds 1 to {MAX_RENEW_DAYS} days to the term; pass a positive number, e.g. 90"
+
+
 class Renewal(Strict):
     """One accepted ``renew``: by how much, by whom, when, and the term's end it set."""
 

@@ -22,7 +22,6 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.lifecycle import (
-        MAX_RENEW_DAYS,
         LifecycleInput,
         LifecycleResult,
         NoticeKind,
@@ -31,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         TermNotice,
         TermStatus,
         lifecycle_id,
+        renew_days_problem,
     )
     from tenantflow.models.offboarding import OffboardingInput
     from tenantflow.models.runbook import NOTIFY, REMINDER_DAYS
@@ -122,11 +122,9 @@ class TenantLifecycle:
 
     @renew.validator
     def _validate_renew(self, request: RenewTerm) -> None:
-        if not 1 <= request.days <= MAX_RENEW_DAYS:
-            raise ValueError(
-                f"days={request.days}: a renewal adds 1 to {MAX_RENEW_DAYS} days to the term; "
-                "pass a positive number, e.g. --days 90"
-            )
+        problem = renew_days_problem(request.days)
+        if problem:
+            raise ValueError(problem)
         if self._stage != RUNNING:
             raise ValueError(
                 f"the term of {self._contract.slug} ended at {self._term_end:%Y-%m-%d %H:%M}Z and offboarding "

@@ -94,9 +94,8 @@ async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvir
             await api.approve(handle.id, status.plan_hash)
             result = await handle.result()
             assert result.status == "completed"
-            assert [f.message for f in result.findings if f.check == "term"][0].startswith(
-                f"{lifecycle_id(contract.slug)} {expected}"
-            )
+            [said] = [f.message for f in result.findings if f.check == "term"]
+            assert said.startswith(f"{lifecycle_id(contract.slug)} {expected}")
         lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
         started = (await lifecycle.describe()).start_time
         term: TermStatus = await lifecycle.query("term", result_type=TermStatus)
