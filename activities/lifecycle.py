@@ -24,7 +24,7 @@ from tenantflow.models.lifecycle import NoticeSent, TermNotice
 
 def idempotency_key(notice: TermNotice) -> str:
     """The same for every delivery attempt of one notice, different for every other notice."""
-    return f"{notice.workflow_id}/{notice.event.value}/{notice.term_end.isoformat()}/{notice.days_left}"
+    return f"{notice.workflow_id}/{notice.event}/{notice.term_end.isoformat()}/{notice.days_left}"
 
 
 @activity.defn(name="lifecycle.reminder_days")
@@ -38,7 +38,7 @@ def notify(notice: TermNotice) -> NoticeSent:
     """POST ``notice`` to the webhook; undelivered (and logged) when no webhook is configured."""
     config = settings()
     if not config.notify_webhook_url:
-        activity.logger.warning("no TENANTFLOW_NOTIFY_WEBHOOK_URL: %s %s", notice.event.value, notice.message)
+        activity.logger.warning("no TENANTFLOW_NOTIFY_WEBHOOK_URL: %s %s", notice.event, notice.message)
         return NoticeSent(delivered=False, detail="TENANTFLOW_NOTIFY_WEBHOOK_URL is not set; the notice was logged")
     try:
         answer = httpx.post(

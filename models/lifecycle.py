@@ -8,7 +8,7 @@ each renewal and at expiry, when it starts the tenant's offboarding, which waits
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
+from typing import Literal
 
 from pydantic import Field
 
@@ -66,10 +66,7 @@ class RenewTerm(Strict):
     comment: str = Field("", max_length=1000)
 
 
-class NoticeKind(StrEnum):
-    reminder = "term.reminder"
-    renewed = "term.renewed"
-    expired = "term.expired"
+NoticeKind = Literal["term.reminder", "term.renewed", "term.expired"]
 
 
 class TermNotice(Strict):

@@ -94,7 +94,7 @@ class TenantLifecycle:
                 return await self._expire()
             self._done.append(pending[0])
             await self._notify(
-                NoticeKind.reminder,
+                "term.reminder",
                 f"the term of {slug} ends in {pending[0]} days ({self._term_end:%Y-%m-%d %H:%M}Z); "
                 f"extend it with `tenantflow renew {slug} --days N`, else offboarding starts then",
             )
@@ -134,15 +134,23 @@ class TenantLifecycle:
 
     @workflow.query(name="term", description="The term's end, reminders, renewals and the offboarding started")
     def term(self) -> TermStatus:
+        carried = self._carried().model_dump(exclude={"contract"})
         return TermStatus(
             tenant=self._contract.slug,
             stage=self._stage,
+            offboarding=self._offboarding,
+            notices=self._notices,
+            **carried,
+        )
+
+    def _carried(self) -> LifecycleInput:
+        """What a continue-as-new carries: the contract, the term's end, the reminders (and those done), renewals."""
+        return LifecycleInput(
+            contract=self._contract,
             term_end=self._term_end,
             reminder_days=self._days,
             reminders_done=self._done,
             renewals=self._renewals,
-            offboarding=self._offboarding,
-            notices=self._notices,
         )
 
     @workflow.query(name="status", description="Stage, steps (the notices sent) and when the term ends")
@@ -163,7 +171,7 @@ class TenantLifecycle:
             self._unannounced -= 1
             renewal = self._renewals[-1 - self._unannounced]
             await self._notify(
-                NoticeKind.renewed,
+                "term.renewed",
                 f"the term of {self._contract.slug} was extended by {renewal.days} days by {renewal.approver}; "
                 f"it ends {renewal.term_end:%Y-%m-%d %H:%M}Z",
             )
@@ -175,15 +183,7 @@ class TenantLifecycle:
             await workflow.wait_condition(workflow.all_handlers_finished)
             if not self._unannounced:
                 break
-        workflow.continue_as_new(
-            LifecycleInput(
-                contract=self._contract,
-                term_end=self._term_end,
-                reminder_days=self._days,
-                reminders_done=self._done,
-                renewals=self._renewals,
-            )
-        )
+        workflow.continue_as_new(self._carried())
 
     async def _notify(self, kind: NoticeKind, message: str) -> None:
         notice = TermNotice(
@@ -196,12 +196,12 @@ class TenantLifecycle:
         )
         self._notices.append(notice)
         try:
-            sent = await self._steps.run(NOTIFY, notice, summary=f"notify: {kind.value}")
+            sent = await self._steps.run(NOTIFY, notice, summary=f"notify: {kind}")
         except ActivityError as err:
-            workflow.logger.warning("term notice %s was not delivered: %s", kind.value, err.cause or err)
+            workflow.logger.warning("term notice %s was not delivered: %s", kind, err.cause or err)
             return
         if not sent.delivered:
-            workflow.logger.warning("term notice %s was not delivered: %s", kind.value, sent.detail)
+            workflow.logger.warning("term notice %s was not delivered: %s", kind, sent.detail)
 
     async def _expire(self) -> LifecycleResult:
         slug = self._contract.slug
@@ -220,7 +220,7 @@ class TenantLifecycle:
         except WorkflowAlreadyStartedError:
             started = f"offboarding {self._offboarding} was already running"
         message = f"the term of {slug} ended; {started}; nothing is removed until its plan is approved"
-        await self._notify(NoticeKind.expired, message)
+        await self._notify("term.expired", message)
         return LifecycleResult(
             tenant=slug, status="expired", term_end=self._term_end, offboarding=self._offboarding, message=message
         )

@@ -125,7 +125,7 @@ def renew(
     slug: str,
     days: Annotated[int, typer.Option(min=1, max=MAX_RENEW_DAYS, help="days to add to the term's end")],
     approver: ApproverOpt = "operator",
-    comment: str = "",
+    comment: Annotated[str, typer.Option(help="why (kept with the renewal)")] = "",
     output: OutputOpt = "text",
 ) -> None:
     """Extend a tenant's term by DAYS: its lifecycle moves the end, records the renewal and reminds again."""

@@ -17,7 +17,7 @@ from tenantflow.models.lifecycle import lifecycle_id
 from tests.temporal_env import start_time_skipping
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
-from tests.workflows.harness import wait_for_stage
+from tests.workflows.harness import approved_onboarding
 from tests.workflows.lifecycle_harness import drive_term, notify_sink, term_worker
 
 HERE = Path(__file__).resolve().parent
@@ -35,9 +35,7 @@ async def main() -> None:
             await last.result()
             (HERE / "lifecycle-expired.json").write_text((await last.fetch_history()).to_json())
 
-            handle = await api.start_onboarding(example_tenant("tenant-onboard-term"))
-            status = await wait_for_stage(api, handle, "gate:approve_plan")
-            await api.approve(handle.id, status.plan_hash or "")
+            handle = await approved_onboarding(api, example_tenant("tenant-onboard-term"))
             await handle.result()
             (HERE / "onboarding-lifecycle.json").write_text((await handle.fetch_history()).to_json())
     finally:

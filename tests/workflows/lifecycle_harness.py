@@ -10,11 +10,10 @@ replay recorder records: a reminder, a renewal (a continue-as-new), the reminder
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,7 +25,6 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import lifecycle
-from tenantflow.activities.settings import settings
 from tenantflow.lab.notify_sink import build_app
 from tenantflow.models.lifecycle import LifecycleInput, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.tenant import TenantContract
@@ -34,9 +32,8 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.service_env import service_env
 from tests.workflows.fakes import FakeWorld
-
-ENV = ("TENANTFLOW_NOTIFY_WEBHOOK_URL", "TENANTFLOW_TERM_REMINDER_DAYS")
 
 
 @asynccontextmanager
@@ -72,28 +69,11 @@ async def wait_received(sink: str, count: int, timeout_s: float = 30) -> list[di
     return found
 
 
-@contextmanager
-def worker_environment(values: dict[str, str]) -> Iterator[None]:
-    """The worker's settings read from ``values`` (as from its environment) while the context lasts."""
-    saved = {name: os.environ.get(name) for name in ENV}
-    os.environ.update(values)
-    settings.cache_clear()
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        settings.cache_clear()
-
-
 @asynccontextmanager
 async def term_worker(env: WorkflowEnvironment, world: FakeWorld, sink: str) -> AsyncIterator[TenantflowClient]:
     queue = f"term-{uuid.uuid4().hex[:8]}"
     values = {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/term", "TENANTFLOW_TERM_REMINDER_DAYS": "30,7,1"}
-    with worker_environment(values), ThreadPoolExecutor(max_workers=4) as pool:
+    with service_env(**values), ThreadPoolExecutor(max_workers=4) as pool:
         async with Worker(
             env.client,
             task_queue=queue,

@@ -17,7 +17,7 @@ from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
-from tests.workflows.harness import wait_for_stage
+from tests.workflows.harness import approved_onboarding, wait_for_stage
 from tests.workflows.lifecycle_harness import drive_term, notify_sink, term_worker
 
 
@@ -88,11 +88,7 @@ async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvir
     contract = example_tenant(f"tenant-o{uuid.uuid4().hex[:6]}")
     async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink) as api:
         for expected in ("keeps the term", "already keeps the term"):
-            handle = await api.start_onboarding(contract)
-            status = await wait_for_stage(api, handle, "gate:approve_plan")
-            assert status.plan_hash
-            await api.approve(handle.id, status.plan_hash)
-            result = await handle.result()
+            result = await (await approved_onboarding(api, contract)).result()
             assert result.status == "completed"
             [said] = [f.message for f in result.findings if f.check == "term"]
             assert said.startswith(f"{lifecycle_id(contract.slug)} {expected}")
