@@ -87,7 +87,6 @@ class ServiceSettings(BaseSettings):
     notify_webhook_url: str | None = Field(
         None,
         alias="TENANTFLOW_NOTIFY_WEBHOOK_URL",
-        pattern=r"^https?://",
         description="where term notices are POSTed as JSON; unset: notices are only logged and shown by `term`",
     )
     term_reminder_days: Annotated[list[int], NoDecode] = Field(
@@ -97,6 +96,13 @@ class ServiceSettings(BaseSettings):
     )
     http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
+
+    @field_validator("notify_webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("is not an http:// or https:// URL; set the receiver's URL or leave the variable unset")
+        return value
 
     @field_validator("term_reminder_days", mode="before")
     @classmethod
