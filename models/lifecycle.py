@@ -22,6 +22,10 @@ MAX_RENEW_DAYS = 3650
 """The longest single renewal, as ``capacity.term_days`` allows for a whole term."""
 
 
+OFFBOARDED_SIGNAL = "tenant_offboarded"
+"""What a completed offboarding signals the tenant's lifecycle (argument: the offboarding's workflow id): it ends."""
+
+
 def lifecycle_id(slug: str) -> str:
     """The workflow id of a tenant's lifecycle: one per tenant."""
     return f"lifecycle/{slug}"
@@ -92,7 +96,7 @@ class TermStatus(Strict):
     """The ``term`` query: where the tenant's term stands."""
 
     tenant: str
-    stage: str = Field(..., description="running, expired")
+    stage: str = Field(..., description="term:running, term:expired or term:offboarded")
     term_end: datetime
     reminder_days: list[int] = Field(default_factory=list)
     reminders_done: list[int] = Field(default_factory=list)
@@ -103,7 +107,11 @@ class TermStatus(Strict):
 
 class LifecycleResult(Strict):
     tenant: str
-    status: str = Field(..., description="expired: the term ended and offboarding waits at its plan gate")
+    status: str = Field(
+        ...,
+        description="expired: the term ended and offboarding waits at its plan gate; offboarded: an offboarding "
+        "completed before the end",
+    )
     term_end: datetime
     offboarding: str
     message: str = ""

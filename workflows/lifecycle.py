@@ -8,7 +8,8 @@ days, refused once the term has ended) moves the end, is kept in ``renewals`` an
 continues as new with the new end (reminders already past for it are skipped); it also continues as new when
 Temporal suggests it. At the end it starts the tenant's ``TenantOffboarding`` (an abandoned child, id
 ``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until that plan is
-approved. The ``term`` query says where the term stands; ``status`` is the shared run status.
+approved. An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends
+(``term:offboarded``). The ``term`` query says where the term stands; ``status`` is the shared run status.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.lifecycle import (
+        OFFBOARDED_SIGNAL,
         LifecycleInput,
         LifecycleResult,
         NoticeKind,
@@ -43,6 +45,7 @@ from tenantflow.workflows.steps import StepTracker
 
 RUNNING = "term:running"
 EXPIRED = "term:expired"
+OFFBOARDED = "term:offboarded"
 
 
 def days_left(term_end: datetime, now: datetime) -> int:
@@ -80,13 +83,18 @@ class TenantLifecycle:
         if params.reminders_done is None:
             self._done = past_reminders(self._term_end, self._days, workflow.now())
         while True:
+            if self._stage == OFFBOARDED:
+                workflow.upsert_search_attributes([STAGE.value_set(OFFBOARDED)])
+                return self._result(f"{self._offboarding} offboarded {slug} before its term ended")
             if self._unannounced:
                 await self._continue_as_new()
             pending = [day for day in self._days if day not in self._done]
             wake = self._term_end - timedelta(days=pending[0]) if pending else self._term_end
             if wake > workflow.now():
                 try:
-                    await workflow.wait_condition(lambda: self._unannounced > 0, timeout=wake - workflow.now())
+                    await workflow.wait_condition(
+                        lambda: self._unannounced > 0 or self._stage == OFFBOARDED, timeout=wake - workflow.now()
+                    )
                     continue
                 except TimeoutError:
                     pass
@@ -125,12 +133,22 @@ class TenantLifecycle:
         problem = renew_days_problem(request.days)
         if problem:
             raise ValueError(problem)
+        if self._stage == OFFBOARDED:
+            raise ValueError(f"{self._contract.slug} was offboarded by {self._offboarding}; onboard it again first")
         if self._stage != RUNNING:
             raise ValueError(
                 f"the term of {self._contract.slug} ended at {self._term_end:%Y-%m-%d %H:%M}Z and offboarding "
-                f"{self._offboarding or offboarding_id(self._contract.slug)} was started: reject its plan to keep "
-                "the tenant, then onboard it again to start a new term"
+                f"{self._offboarding} was started: reject its plan to keep the tenant, then onboard it again to "
+                "start a new term"
             )
+
+    @workflow.signal(
+        name=OFFBOARDED_SIGNAL,
+        description="A completed offboarding of the tenant (argument: its workflow id): the lifecycle ends",
+    )
+    def tenant_offboarded(self, offboarding: str) -> None:
+        if self._stage == RUNNING:
+            self._stage, self._offboarding = OFFBOARDED, offboarding
 
     @workflow.query(name="term", description="The term's end, reminders, renewals and the offboarding started")
     def term(self) -> TermStatus:
@@ -183,6 +201,8 @@ class TenantLifecycle:
             await workflow.wait_condition(workflow.all_handlers_finished)
             if not self._unannounced:
                 break
+        if self._stage == OFFBOARDED:
+            return  # offboarded while renewals were announced: the run ends rather than continue
         workflow.continue_as_new(self._carried())
 
     async def _notify(self, kind: NoticeKind, message: str) -> None:
@@ -221,8 +241,15 @@ class TenantLifecycle:
             started = f"offboarding {self._offboarding} was already running"
         message = f"the term of {slug} ended; {started}; nothing is removed until its plan is approved"
         await self._notify("term.expired", message)
+        return self._result(message)
+
+    def _result(self, message: str) -> LifecycleResult:
         return LifecycleResult(
-            tenant=slug, status="expired", term_end=self._term_end, offboarding=self._offboarding, message=message
+            tenant=self._contract.slug,
+            status=self._stage.removeprefix("term:"),
+            term_end=self._term_end,
+            offboarding=self._offboarding,
+            message=message,
         )
 
 

@@ -193,7 +193,10 @@ def tenants(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, output
 
 
 def term_end(term: TermStatus | None) -> str:
-    """The term's end as ``tenants`` shows it: ``-`` without a lifecycle, ``(expired)`` once it has ended."""
+    """The term's end as ``tenants`` shows it: ``-`` without a lifecycle, ``(expired)`` or ``(offboarded)`` once its
+    lifecycle has ended."""
     if term is None:
         return "-"
-    return term.term_end.isoformat() + (" (expired)" if term.stage != "term:running" else "")
+    return term.term_end.isoformat() + (
+        "" if term.stage == "term:running" else f" ({term.stage.removeprefix('term:')})"
+    )

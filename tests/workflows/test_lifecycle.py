@@ -18,7 +18,7 @@ from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, wait_for_stage
-from tests.workflows.lifecycle_harness import drive_term, notify_sink, term_worker
+from tests.workflows.lifecycle_harness import drive_term, notify_sink, received, term_worker
 
 
 def undos(world: FakeWorld) -> list[str]:
@@ -98,3 +98,26 @@ async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvir
         assert term.stage == "term:running" and term.reminder_days == [30, 7, 1]
         assert abs(term.term_end - (started + timedelta(days=contract.capacity.term_days))) < timedelta(minutes=1)
         await lifecycle.terminate("test done")
+
+
+async def test_an_offboarding_completed_before_the_end_ends_the_term(ts_env: WorkflowEnvironment) -> None:
+    world = FakeWorld(present=True)
+    contract = example_tenant(f"tenant-b{uuid.uuid4().hex[:6]}")
+    async with notify_sink() as sink, term_worker(ts_env, world, sink) as api:
+        end = await ts_env.get_current_time() + timedelta(days=365)
+        lifecycle = await api.client.start_workflow(
+            TenantLifecycle.run,
+            LifecycleInput(contract=contract, term_end=end, reminder_days=[30]),
+            id=lifecycle_id(contract.slug),
+            task_queue=api.task_queue,
+            result_type=LifecycleResult,
+        )
+        offboarding = await api.start_offboarding(contract)
+        status = await wait_for_stage(api, offboarding, "gate:approve_plan")
+        assert status.plan_hash
+        await api.approve(offboarding.id, status.plan_hash)
+        await wait_for_stage(api, lifecycle, "term:offboarded")
+        result: LifecycleResult = await lifecycle.result()
+        assert result.status == "offboarded" and result.offboarding == offboarding.id
+        assert (await offboarding.result()).status == "completed"
+        assert not await received(sink), "an offboarded tenant gets no reminders"
