@@ -231,14 +231,24 @@ class TenantflowClient:
         return answer
 
     async def term(self, slug: str) -> TermStatus | None:
-        """Where the term of ``slug`` stands (its lifecycle's ``term`` query); None when it has no lifecycle."""
+        """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
+        needed); None when it has none, or it was terminated."""
+        handle = self.handle(lifecycle_id(slug))
         try:
-            found: TermStatus = await self.handle(lifecycle_id(slug)).query("term", result_type=TermStatus)
+            described = await handle.describe()
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return None
             raise
-        return found
+        if described.status == WorkflowExecutionStatus.RUNNING:
+            found: TermStatus = await handle.query("term", result_type=TermStatus)
+            return found
+        if described.status != WorkflowExecutionStatus.COMPLETED:
+            return None
+        ended: LifecycleResult = await self.result(handle.id, LifecycleResult)
+        return TermStatus(
+            tenant=slug, stage=f"term:{ended.status}", term_end=ended.term_end, offboarding=ended.offboarding
+        )
 
     async def renew(self, slug: str, days: int, approver: str = "operator", comment: str = "") -> TermStatus:
         """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1)."""

@@ -121,3 +121,6 @@ async def test_an_offboarding_completed_before_the_end_ends_the_term(ts_env: Wor
         assert result.status == "offboarded" and result.offboarding == offboarding.id
         assert (await offboarding.result()).status == "completed"
         assert not await received(sink), "an offboarded tenant gets no reminders"
+    ended = await api.term(contract.slug)
+    assert ended is not None and ended.stage == "term:offboarded", "an ended term reads without a worker"
+    assert ended.term_end == end
