@@ -33,6 +33,7 @@ TIME_SKIPPING_IDS = {
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
+    "offboarding-ends-term": "offboard/tenant-gone",
 }
 """The workflow ids of the histories recorded on the time-skipping server, which does not record them."""
 

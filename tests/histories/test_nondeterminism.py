@@ -214,11 +214,14 @@ ENROLLMENTS = (
     "enrollment-rollback-retried",
 )
 CHANGES: list[tuple[str, type, type[Exception]]] = [
-    *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
+    *[
+        (name, OnboardingWithExtraStep, NondeterminismError)
+        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS)
+    ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
         (name, OffboardingWithExtraStep, NondeterminismError)
-        for name in ("offboarding-purged", "offboarding-replanned")
+        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term")
     ],
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
