@@ -14,20 +14,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.lifecycle import LifecycleInput, lifecycle_id
+from tenantflow.models.lifecycle import lifecycle_id
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.temporal_env import start_time_skipping
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, wait_for_stage
-from tests.workflows.lifecycle_harness import drive_term, notify_sink, term_worker
+from tests.workflows.lifecycle_harness import drive_term, notify_sink, start_term, term_worker
 
 HERE = Path(__file__).resolve().parent
 Recorder = Callable[[WorkflowEnvironment, TenantflowClient, str], Awaitable[None]]
@@ -55,13 +53,7 @@ async def onboarding_lifecycle(env: WorkflowEnvironment, api: TenantflowClient, 
 
 async def offboarding_ends_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
     contract = example_tenant("tenant-gone")
-    end = await env.get_current_time() + timedelta(days=365)
-    term = await env.client.start_workflow(
-        TenantLifecycle.run,
-        LifecycleInput(contract=contract, term_end=end, reminder_days=[30]),
-        id=lifecycle_id(contract.slug),
-        task_queue=api.task_queue,
-    )
+    term, _ = await start_term(env, api, contract)
     handle = await api.start_offboarding(contract)
     status = await wait_for_stage(api, handle, "gate:approve_plan")
     await api.approve(handle.id, status.plan_hash or "")

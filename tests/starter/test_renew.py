@@ -12,14 +12,13 @@ import pytest_asyncio
 from aiohttp import web
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.lifecycle import LifecycleInput, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import TermStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.http_api import make_api_app
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.starter.conftest import tenantflow, unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
-from tests.workflows.lifecycle_harness import notify_sink, term_worker
+from tests.workflows.lifecycle_harness import notify_sink, start_term, term_worker
 
 TOKEN = "s3cret-renew-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -30,13 +29,7 @@ async def term_api(dev_env: WorkflowEnvironment) -> AsyncIterator[tuple[Tenantfl
     """A worker running lifecycles, and one lifecycle whose term ends in a year: (api, slug, its end)."""
     slug = unique_slug()
     async with notify_sink() as sink, term_worker(dev_env, FakeWorld(), sink) as api:
-        end = (await dev_env.get_current_time()) + timedelta(days=365)
-        handle = await api.client.start_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=example_tenant(slug), term_end=end, reminder_days=[30]),
-            id=lifecycle_id(slug),
-            task_queue=api.task_queue,
-        )
+        handle, end = await start_term(dev_env, api, example_tenant(slug))
         try:
             yield api, slug, end
         finally:

@@ -26,7 +26,7 @@ from temporalio.worker import Worker
 
 from tenantflow.activities import lifecycle
 from tenantflow.lab.notify_sink import build_app
-from tenantflow.models.lifecycle import LifecycleInput, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle
@@ -96,17 +96,30 @@ class TermRun:
     renewed: TermStatus
 
 
+async def start_term(
+    env: WorkflowEnvironment,
+    api: TenantflowClient,
+    contract: TenantContract,
+    days: int = 365,
+    reminder_days: list[int] | None = [30],  # noqa: B006 - never mutated
+) -> tuple[WorkflowHandle[Any, LifecycleResult], datetime]:
+    """Start the lifecycle of ``contract`` with a term ending ``days`` from now: (its handle, the end)."""
+    end = await env.get_current_time() + timedelta(days=days)
+    handle = await env.client.start_workflow(
+        TenantLifecycle.run,
+        LifecycleInput(contract=contract, term_end=end, reminder_days=reminder_days),
+        id=lifecycle_id(contract.slug),
+        task_queue=api.task_queue,
+        result_type=LifecycleResult,
+    )
+    return handle, end
+
+
 async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str, contract: TenantContract) -> TermRun:
     """A 40-day term: the 30-day reminder, ``renew`` by 20 days (continue-as-new), the 30, 7 and 1-day reminders of
     the new end, then expiry (day 60), which starts the offboarding."""
-    start = await env.get_current_time()
-    first_end = start + timedelta(days=40)
-    handle: WorkflowHandle[Any, Any] = await env.client.start_workflow(
-        TenantLifecycle.run,
-        LifecycleInput(contract=contract, term_end=first_end),
-        id=lifecycle_id(contract.slug),
-        task_queue=api.task_queue,
-    )
+    handle, first_end = await start_term(env, api, contract, days=40, reminder_days=None)
+    start = first_end - timedelta(days=40)
     first_run_id = handle.result_run_id or ""
     await env.sleep(timedelta(days=10, hours=1))
     await wait_received(sink, 1)

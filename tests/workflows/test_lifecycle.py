@@ -11,14 +11,13 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, wait_for_stage
-from tests.workflows.lifecycle_harness import drive_term, notify_sink, received, term_worker
+from tests.workflows.lifecycle_harness import drive_term, notify_sink, received, start_term, term_worker
 
 
 def undos(world: FakeWorld) -> list[str]:
@@ -69,13 +68,7 @@ async def test_reminders_renew_and_expiry_open_the_offboarding_gate(ts_env: Work
 async def test_renew_refuses_a_bad_number_of_days_with_the_reason(ts_env: WorkflowEnvironment, days: int) -> None:
     contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}")
     async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink) as api:
-        end = await ts_env.get_current_time() + timedelta(days=365)
-        handle = await api.client.start_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=contract, term_end=end, reminder_days=[30]),
-            id=lifecycle_id(contract.slug),
-            task_queue=api.task_queue,
-        )
+        handle, end = await start_term(ts_env, api, contract)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("renew", RenewTerm(days=days))
         assert f"days={days}: a renewal adds 1 to 3650 days" in str(refused.value.cause)
@@ -104,14 +97,7 @@ async def test_an_offboarding_completed_before_the_end_ends_the_term(ts_env: Wor
     world = FakeWorld(present=True)
     contract = example_tenant(f"tenant-b{uuid.uuid4().hex[:6]}")
     async with notify_sink() as sink, term_worker(ts_env, world, sink) as api:
-        end = await ts_env.get_current_time() + timedelta(days=365)
-        lifecycle = await api.client.start_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=contract, term_end=end, reminder_days=[30]),
-            id=lifecycle_id(contract.slug),
-            task_queue=api.task_queue,
-            result_type=LifecycleResult,
-        )
+        lifecycle, end = await start_term(ts_env, api, contract)
         offboarding = await api.start_offboarding(contract)
         status = await wait_for_stage(api, offboarding, "gate:approve_plan")
         assert status.plan_hash
