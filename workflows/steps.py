@@ -82,6 +82,8 @@ class StepTracker:
                 if wait_for_cancel
                 else ActivityCancellationType.TRY_CANCEL,
             )
+        except GeneratorExit:
+            raise  # the worker evicts the run from its cache (shutdown): no workflow API may be called now
         except BaseException:
             self.records[index] = self.records[index].model_copy(
                 update={"state": "failed", "finished_at": workflow.now()}
