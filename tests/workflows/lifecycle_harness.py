@@ -70,9 +70,12 @@ async def wait_received(sink: str, count: int, timeout_s: float = 30) -> list[di
 
 
 @asynccontextmanager
-async def term_worker(env: WorkflowEnvironment, world: FakeWorld, sink: str) -> AsyncIterator[TenantflowClient]:
+async def term_worker(
+    env: WorkflowEnvironment, world: FakeWorld, sink: str, reminder_days: str = "30,7,1"
+) -> AsyncIterator[TenantflowClient]:
+    """A worker whose notifier posts to ``sink`` and whose lifecycles remind ``reminder_days`` before the end."""
     queue = f"term-{uuid.uuid4().hex[:8]}"
-    values = {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/term", "TENANTFLOW_TERM_REMINDER_DAYS": "30,7,1"}
+    values = {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/term", "TENANTFLOW_TERM_REMINDER_DAYS": reminder_days}
     with service_env(**values), ThreadPoolExecutor(max_workers=4) as pool:
         async with Worker(
             env.client,

@@ -79,7 +79,7 @@ async def test_renew_refuses_a_bad_number_of_days_with_the_reason(ts_env: Workfl
 
 async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvironment) -> None:
     contract = example_tenant(f"tenant-o{uuid.uuid4().hex[:6]}")
-    async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink) as api:
+    async with notify_sink() as sink, term_worker(ts_env, FakeWorld(), sink, reminder_days="3,14") as api:
         for expected in ("keeps the term", "already keeps the term"):
             result = await (await approved_onboarding(api, contract)).result()
             assert result.status == "completed"
@@ -88,7 +88,7 @@ async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvir
         lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
         started = (await lifecycle.describe()).start_time
         term: TermStatus = await lifecycle.query("term", result_type=TermStatus)
-        assert term.stage == "term:running" and term.reminder_days == [30, 7, 1]
+        assert term.stage == "term:running" and term.reminder_days == [14, 3]
         assert abs(term.term_end - (started + timedelta(days=contract.capacity.term_days))) < timedelta(minutes=1)
         await lifecycle.terminate("test done")
 
