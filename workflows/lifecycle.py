@@ -183,9 +183,8 @@ class TenantLifecycle:
 
     async def _announce_renewals(self) -> None:
         """Notify each renewal not announced yet; the reminders start over for the new end."""
-        if self._unannounced:
-            self._done = past_reminders(self._term_end, self._days, workflow.now())
         while self._unannounced:
+            self._done = past_reminders(self._term_end, self._days, workflow.now())
             self._unannounced -= 1
             renewal = self._renewals[-1 - self._unannounced]
             await self._notify(
