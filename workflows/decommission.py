@@ -93,7 +93,7 @@ class WorkerDecommissionWorkflow(GatedRun):
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
-        self._gates.set_stage("planning", "worker reset --dry-run; nothing is written before approval")
+        self._gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
         hub = [
             PlanStep(
                 layer="hub",

@@ -234,6 +234,9 @@ class TenantLifecycle:
                 id=self._offboarding,
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 static_summary=f"Offboard {slug}: its term ended {self._term_end:%Y-%m-%d}",
+                static_details=f"Offboards tenant `{slug}` because its term ended; Weka data kept. Nothing is "
+                f"removed until its teardown plan is approved (`tenantflow approve {self._offboarding} --plan-hash "
+                f"...`); reject it to keep the tenant.\n\n- started by: `{workflow.info().workflow_id}`",
             )
             started = f"offboarding {self._offboarding} was started and waits at its approve_plan gate"
         except WorkflowAlreadyStartedError:
@@ -264,6 +267,9 @@ async def start_lifecycle(contract: TenantContract) -> str:
             id=child,
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=f"Term of {slug}: {contract.capacity.term_days} days, ends {term_end:%Y-%m-%d}",
+            static_details=f"Keeps the term of tenant `{slug}`: reminders before it ends, "
+            f"`tenantflow renew {slug} --days N` to extend it, at its end `offboard/{slug}` (gated).\n\n"
+            f"- started by: `{workflow.info().workflow_id}`",
         )
     except WorkflowAlreadyStartedError:
         return (

@@ -86,7 +86,10 @@ async def test_a_completed_onboarding_starts_the_term_once(ts_env: WorkflowEnvir
             [said] = [f.message for f in result.findings if f.check == "term"]
             assert said.startswith(f"{lifecycle_id(contract.slug)} {expected}")
         lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
-        started = (await lifecycle.describe()).start_time
+        description = await lifecycle.describe()
+        started = description.start_time
+        assert (await description.static_summary() or "").startswith(f"Term of {contract.slug}: 365 days, ends ")
+        assert f"- started by: `tenant/{contract.slug}`" in (await description.static_details() or "")
         term: TermStatus = await lifecycle.query("term", result_type=TermStatus)
         assert term.stage == "term:running" and term.reminder_days == [14, 3]
         assert abs(term.term_end - (started + timedelta(days=contract.capacity.term_days))) < timedelta(minutes=1)
