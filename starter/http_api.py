@@ -134,8 +134,11 @@ async def renew_term(request: web.Request) -> web.Response:
     bad_days = renew_days_problem(renewal.days)
     if bad_days:
         return problem(422, bad_days)
-    if await api.term(slug) is None:
+    current = await api.term(slug)
+    if current is None:
         return problem(404, f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
+    if current.stage != "term:running":
+        return problem(409, f"the term of {slug} ended ({current.stage}): onboard it again to start a new term")
     try:
         term = await api.renew(slug, renewal.days, renewal.approver, renewal.comment)
     except WorkflowUpdateFailedError as exc:

@@ -132,8 +132,14 @@ def renew(
 
     async def go() -> None:
         api = await TenantflowClient.connect()
-        if await api.term(slug) is None:
+        term = await api.term(slug)
+        if term is None:
             raise Refused(f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
+        if term.stage != "term:running":
+            raise Refused(
+                f"the term of {slug} ended ({term.stage}, {term.offboarding or 'no offboarding'}): onboard it again "
+                "to start a new term"
+            )
         renewed = await api.renew(slug, days, approver, comment)
         if output == "json":
             emit(renewed.model_dump(mode="json"), output)
