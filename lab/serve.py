@@ -1,7 +1,7 @@
 """``python -m lab.serve DIR``: every HTTP stand-in and controller of the lab in one process.
 
 Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
-tokens), the Authentik API (projecting into the real slapd) and the Weka API;
+tokens), the Authentik API (projecting into the real slapd) the Weka API and the webhook sink of term notices;
 runs the controllers against the emulated clusters (a controller that raises or returns is logged with its
 traceback and restarted; one that keeps dying stops ``lab serve`` with status 1 and the reason in
 ``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``
@@ -39,6 +39,7 @@ from tenantflow.lab.kubeapi.server import build_app as build_kube
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import kept_cert
+from tenantflow.lab.notify_sink import build_app as build_notify_sink
 from tenantflow.lab.seed import seed_cluster
 from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
 from tenantflow.lab.weka.app import build_app as build_weka
@@ -136,6 +137,10 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
     runners.append(await start_site(weka, config.weka_port))
     ctx.weka = weka[WEKA_SERVICE]
+    notify_url = ""
+    if config.notify_port is not None:
+        runners.append(await start_site(build_notify_sink(), config.notify_port))
+        notify_url = f"http://127.0.0.1:{config.notify_port}"
     saved = saved_states(config, stores, authentik, weka)
     saver = asyncio.create_task(keep_saved(saved, stop))
     tasks = [asyncio.create_task(supervised(run, ctx), name=run.__module__) for run in controllers.CONTROLLERS]
@@ -153,6 +158,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         ldap_url=config.ldap_url,
         ldap_bind_password=config.ldap_bind_password,
         slurm_conf=config.slurm_conf,
+        notify_url=notify_url,
     ).write()
     try:
         await until_stopped_or_failed(stop, tasks)

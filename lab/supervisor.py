@@ -84,6 +84,7 @@ def kept_settings(previous: LabConfig | None) -> dict[str, Any]:
         "kube_ports": {c: reuse_port(previous.kube_ports.get(c) if previous else None) for c in KUBE_CONTEXTS},
         "authentik_port": reuse_port(previous.authentik_port if previous else None),
         "weka_port": reuse_port(previous.weka_port if previous else None),
+        "notify_port": reuse_port(previous.notify_port if previous else None),
         **credentials,
     }
 
