@@ -65,7 +65,8 @@ def seed_hub(store: Store) -> None:
     store.seed(crds(("trainy.ai", "kueue.x-k8s.io", "jobset.x-k8s.io")))
     store.seed([_ns(TENANT_NS), _ns("kube-system"),
                 {"apiVersion": "trainy.ai/v1alpha1", "kind": "Organization", "metadata": {"name": TENANT_NS},
-                 "spec": {"namespaces": [TENANT_NS], "kueueVersion": "v0.16.1", "jobsetVersion": "v0.8.1"}}])
+                 "spec": {"namespaces": [TENANT_NS], "kueueVersion": "v0.16.1", "jobsetVersion": "v0.8.1",
+                          "schedulingPreset": "gke-dws"}}])
 
 
 def _running_work(namespace: str, name: str) -> list[Obj]:

@@ -1,15 +1,18 @@
-"""The lab's Trainy worker agent: redeems the bootstrap blob, heartbeats, upgrades Kueue/JobSet, applies the preset.
+"""The lab's Trainy worker agent: redeems the enrollment, installs its components, heartbeats, upgrades Kueue/JobSet,
+applies the preset.
 
 It acts on every non-Hub store whose ``trainy-system/trainy-worker-agent``
-Deployment exists (so it stops when reset removes it):
+Deployment exists (``konduktor worker bootstrap`` creates it; reset removes it):
 
-1. the ``trainy-bootstrap`` Secret's blob is redeemed on the Hub once; the
-   outcome is written on the Secret (``trainy.ai/redeemed`` or
-   ``trainy.ai/redeem-refused``);
-2. it reports a heartbeat and its lab context on the WorkerCluster (the tunnel);
-3. it upgrades the Kueue and JobSet Deployments in place to the organization's
+1. the redemption token ``konduktor worker bootstrap`` left in the ``trainy-bootstrap``
+   Secret is presented to the Hub once; the Secret is emptied and keeps only the
+   outcome (``trainy.ai/redeemed`` or ``trainy.ai/redeem-refused``);
+2. it installs the tunnel credentials, the log collector and the metrics agent
+   (labelled ``trainy.ai/installed-by=konduktor``);
+3. it reports a heartbeat and its lab context on the WorkerCluster (the tunnel);
+4. it upgrades the Kueue and JobSet Deployments in place to the organization's
    images (creating them on a greenfield worker); running work is never touched;
-4. it applies the WorkerCluster's scheduling preset: absent objects are created
+5. it applies the WorkerCluster's scheduling preset: absent objects are created
    with the ownership labels, objects carrying this WorkerCluster's labels are
    updated in place, any other object is refused
    (:data:`models.enrollment_workflows.ADOPTION_REFUSAL`), and reports the outcome
@@ -21,6 +24,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import secrets
 from typing import Any
 
 from tenantflow.lab.context import LabContext
@@ -41,9 +45,15 @@ from tenantflow.models.enrollment_workflows import (
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
+    BYOC_NAMESPACE,
     DEPENDENCIES,
+    INSTALLED_BY,
+    INSTALLER,
+    LOG_COLLECTOR,
     MANAGED_BY,
+    METRICS_AGENT,
     SCHEDULING_MANAGER,
+    TUNNEL_SECRET,
     WORKER_LABEL,
     label_value,
     preset_objects,
@@ -82,6 +92,7 @@ class WorkerAgent:
         if REDEEMED not in annotations:
             self._redeem(secret)
             return
+        self._install_components()
         ns, name = annotations[REDEEMED].split("/", 1)
         wc = _get(self.hub, "trainy.ai", "workerclusters", name, ns)
         if wc is None:
@@ -91,14 +102,31 @@ class WorkerAgent:
             self._apply_preset(wc)
 
     def _redeem(self, secret: Obj) -> None:
-        blob = base64.b64decode((secret.get("data") or {}).get("blob", "")).decode()
+        """Present the redemption token once; the Secret keeps only the outcome, not the token."""
+        token = base64.b64decode((secret.get("data") or {}).get("token", "")).decode()
         try:
-            wc = redeem(self.hub, blob)
+            wc = redeem(self.hub, token)
             mark = {REDEEMED: f"{wc['metadata']['namespace']}/{wc['metadata']['name']}"}
         except RedeemRefused as exc:
             mark = {REFUSED: str(exc)}
-        self.worker.patch("", "secrets", BOOTSTRAP_SECRET, {"metadata": {"annotations": mark}}, MERGE,
-                          AGENT_NAMESPACE)
+        emptied = copy.deepcopy(secret)
+        emptied["metadata"]["annotations"] = {**(secret["metadata"].get("annotations") or {}), **mark}
+        emptied["data"] = {}
+        self.worker.replace("", "secrets", BOOTSTRAP_SECRET, emptied, AGENT_NAMESPACE)
+
+    def _install_components(self) -> None:
+        """The tunnel credentials, log collector and metrics agent (what the real agent's Helm release adds)."""
+        labels = {INSTALLED_BY: INSTALLER}
+        if _get(self.worker, "", "secrets", TUNNEL_SECRET, AGENT_NAMESPACE) is None:
+            self.worker.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                "metadata": {"name": TUNNEL_SECRET, "namespace": AGENT_NAMESPACE,
+                                             "labels": {**labels, "trainy.ai/component": "tunnel"}},
+                                "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()}})
+        for name, image, component in ((LOG_COLLECTOR, "ghcr.io/trainy-ai/log-collector:v1", "log-collector"),
+                                       (METRICS_AGENT, "ghcr.io/trainy-ai/vmagent:v1", "metrics-agent")):
+            if _get(self.worker, "apps", "deployments", name, BYOC_NAMESPACE) is None:
+                self.worker.create(deployment(BYOC_NAMESPACE, name, image,
+                                              {**labels, "trainy.ai/component": component}))
 
     def _heartbeat(self, wc: Obj) -> None:
         annotations = wc["metadata"].get("annotations") or {}
