@@ -1,9 +1,10 @@
-"""Hub-side enrollment activities: permission preflight, BootstrapEnrollment + blob, cordon, conditions, decommission.
+"""Hub-side enrollment activities: permission preflight, conditions, cordon, canary, decommission.
 
-All calls go to the explicit Hub target of the contract through
-:class:`activities.kubeobjects.KubeObjects`. Waits poll with heartbeats and backoff. Every cordon this
-module sets records who set it (:data:`CORDONED_BY`, the run's workflow id) and
-why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
+Writes go through the ``konduktor`` CLI as the runbook documents them (:mod:`activities.konduktor_cli`:
+``cluster cordon``, ``cluster decommission --yes``; the enrollment itself is ``konduktor.bootstrap``); reads
+and the cordon record go to the explicit Hub target through :class:`activities.kubeobjects.KubeObjects`.
+Waits poll with heartbeats and backoff. Every cordon this module sets records who set it (:data:`CORDONED_BY`,
+the run's workflow id) and why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
 members of the tenant's pool for an exact-routing canary and releases only the
 members this run cordoned.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 from temporalio import activity
 
-from tenantflow.activities import enrollment_keys
+from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
@@ -81,28 +82,15 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
 
 @activity.defn(name="hub.create_enrollment")
 def create_enrollment(step: EnrollmentStep) -> EnrollmentFacts:
-    """Key Secret, BootstrapEnrollment and the signed blob; returns references only."""
-    c = step.contract
-    hub = KubeObjects(c.hub)
-    secret, public = enrollment_keys.create_key(hub, c.tenant_namespace, c.worker_name)
-    if hub.get("BootstrapEnrollment", c.worker_name, c.tenant_namespace) is None:
-        hub.create({
-            "apiVersion": "trainy.ai/v1alpha1", "kind": "BootstrapEnrollment",
-            "metadata": {"name": c.worker_name, "namespace": c.tenant_namespace},
-            "spec": {"workerName": c.worker_name, "publicKey": public, "enrollmentId": step.facts.enrollment_id,
-                     "schedulingPreset": c.scheduling_preset, "workloadNamespaces": c.workload_namespaces}})
-    claims = {"hub": hub.host, "namespace": c.tenant_namespace, "worker": c.worker_name,
-              "enrollmentId": step.facts.enrollment_id}
-    enrollment_keys.sign_blob(hub, c.tenant_namespace, secret, claims)
-    return step.facts.model_copy(update={"key_secret": secret, "public_key": public})
+    """Retired (runs recorded before ``konduktor.bootstrap``): ``konduktor cluster enroll`` makes the enrollment."""
+    raise fail("StepRetired", "hub.create_enrollment was replaced by konduktor.bootstrap (the konduktor CLI "
+                              "creates the one-shot enrollment); start a new enrollment run")
 
 
 @activity.defn(name="hub.destroy_key")
 def destroy_key(step: EnrollmentStep) -> bool:
-    """Delete the key Secret; its name follows from the worker, so a half-done create_enrollment is covered too."""
-    c = step.contract
-    secret = step.facts.key_secret or enrollment_keys.key_secret_name(c.worker_name)
-    return enrollment_keys.destroy_key(KubeObjects(c.hub), c.tenant_namespace, secret)
+    """Retired: tenantflow holds no signing key any more (the blob lives only inside ``konduktor.bootstrap``)."""
+    return False
 
 
 def _unregistered(hub: KubeObjects, c: WorkerEnrollment) -> ConditionReport:
@@ -154,11 +142,17 @@ def wait_workercluster(wait: ConditionWait) -> bool:
                       every=Backoff(0.1), budget_s=wait.budget_s).done
 
 
-def _set_cordon(hub: KubeObjects, namespace: str, name: str, cordoned: bool, reason: str) -> None:
-    """Cordon (recording who and why) or uncordon (clearing the record) one WorkerCluster."""
+def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
+    """``konduktor cluster cordon [--uncordon]`` one WorkerCluster; who and why are recorded before a cordon and
+    cleared after an uncordon."""
     who = f"tenantflow {activity.info().workflow_id}" if cordoned else None
-    hub.patch("WorkerCluster", name, namespace, {"spec": {"cordoned": cordoned},
-                      "metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}})
+    record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
+    if cordoned:
+        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
+    konduktor_cli.run(c.hub, "cluster", "cordon", name, "-n", c.tenant_namespace,
+                      *(() if cordoned else ("--uncordon",)))
+    if not cordoned:
+        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
 
 
 @activity.defn(name="hub.cordon")
@@ -172,7 +166,7 @@ def cordon(request: Cordon) -> EnsureResult:
     if bool((wc.get("spec") or {}).get("cordoned")) == request.cordoned:
         outcome = Outcome.unchanged
     else:
-        _set_cordon(hub, c.tenant_namespace, c.worker_name, request.cordoned, request.reason)
+        _set_cordon(c, c.worker_name, request.cordoned, request.reason)
         outcome = Outcome.updated
     return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
                         outcome=outcome, data=CordonState(cordoned=request.cordoned))
@@ -201,11 +195,11 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
         if name == c.worker_name:
             continue
         if request.cordoned and _dispatch_ready(wc) and not (wc.get("spec") or {}).get("cordoned"):
-            _set_cordon(hub, c.tenant_namespace, name, True, request.reason)
+            _set_cordon(c, name, True, request.reason)
         elif request.cordoned or annotations.get(CORDONED_BY) != me:
             continue
         else:
-            _set_cordon(hub, c.tenant_namespace, name, False, "")
+            _set_cordon(c, name, False, "")
         results.append(EnsureResult(layer="hub", kind="WorkerCluster", name=name, namespace=c.tenant_namespace,
                                     outcome=Outcome.updated, data=CordonState(cordoned=request.cordoned)))
     held = {r.name for r in results} if request.cordoned else set()
@@ -249,14 +243,18 @@ def canary(step: EnrollmentStep) -> Finding:
 
 @activity.defn(name="hub.remove_enrollment")
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
-    """Delete the WorkerCluster and the BootstrapEnrollment (decommission, or compensation)."""
+    """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
+    compensation)."""
     c = step.contract
-    hub = KubeObjects(c.hub)
+    out = konduktor_cli.run(c.hub, "cluster", "decommission", c.worker_name, "-n", c.tenant_namespace, "--yes")
     results = []
-    for kind in ("WorkerCluster", "BootstrapEnrollment"):
-        gone = hub.delete(kind, c.worker_name, c.tenant_namespace)
-        results.append(EnsureResult(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
-                                    outcome=Outcome.deleted if gone else Outcome.absent))
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] in ("deleted", "absent"):
+            kind = {"workercluster": "WorkerCluster", "bootstrapenrollment": "BootstrapEnrollment"}.get(words[1],
+                                                                                                      words[1])
+            results.append(EnsureResult(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
+                                        outcome=Outcome.deleted if words[0] == "deleted" else Outcome.absent))
     return results
 
 

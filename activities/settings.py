@@ -39,6 +39,8 @@ class ServiceSettings(BaseSettings):
     login_container: str = Field("sshd", alias="LOGIN_CONTAINER",
                                  description="the container of a tenant login pod that checks run in")
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    konduktor_bin: str = Field("konduktor", alias="KONDUKTOR_BIN",
+                               description="the konduktor CLI the enrollment steps run (a name on PATH or a path)")
     http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
 

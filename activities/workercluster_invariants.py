@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.workercluster_objects import Obj
 from tenantflow.models.enrollment_workflows import DEPENDENCIES, Invariants, ObjectRef
+
+Obj = dict[str, Any]
 
 
 def work_state(obj: Obj) -> str:

@@ -153,8 +153,11 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VAL
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
 HUB_CREATE_ENROLLMENT = Step("hub.create_enrollment", EnrollmentStep, EnrollmentFacts,
-                             summary="BootstrapEnrollment + signed blob")
-HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
+                             summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)")
+HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool,
+                       summary="retired: destroy the signing key (tenantflow holds none now)")
+KONDUKTOR_BOOTSTRAP = Step("konduktor.bootstrap", EnrollmentStep, list[EnsureResult], timeout=timedelta(minutes=5),
+                           summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)")
 HUB_WAIT_CONDITIONS = Step("hub.wait_conditions", ConditionWait, ConditionReport, timeout=WAIT_TIMEOUT,
                            heartbeat=WAIT_HEARTBEAT, summary="wait for WorkerCluster conditions")
 HUB_WAIT_WORKERCLUSTER = Step("hub.wait_workercluster", ConditionWait, bool, timeout=WAIT_TIMEOUT,
@@ -168,7 +171,8 @@ HUB_REMOVE_ENROLLMENT = Step("hub.remove_enrollment", EnrollmentStep, list[Ensur
                              summary="remove the enrollment record")
 
 WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
-WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
+WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult],
+                      summary="retired: bootstrap (now konduktor.bootstrap)")
 WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
 WORKER_RECORD_INVARIANTS = Step("worker.record_invariants", EnrollmentStep, Invariants,
                                 summary="record running workload invariants")
@@ -185,11 +189,11 @@ WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], su
 WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
-    HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, HUB_WAIT_CONDITIONS, HUB_WAIT_WORKERCLUSTER, HUB_CORDON,
-    HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT, WORKER_PLAN, WORKER_INSTALL,
-    WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS, WORKER_WAIT_CONVERGENCE,
-    WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK, WORKER_RESET_PLAN,
-    WORKER_RESET)
+    HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, KONDUKTOR_BOOTSTRAP, HUB_WAIT_CONDITIONS,
+    HUB_WAIT_WORKERCLUSTER, HUB_CORDON, HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT,
+    WORKER_PLAN, WORKER_INSTALL, WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS,
+    WORKER_WAIT_CONVERGENCE, WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK,
+    WORKER_RESET_PLAN, WORKER_RESET)
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}

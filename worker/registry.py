@@ -13,6 +13,7 @@ from tenantflow.activities import (
     handover,
     hub,
     identity,
+    konduktor,
     kube,
     login,
     slurm,
@@ -32,7 +33,7 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster)
+                                            handover, hub, konduktor, workercluster)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

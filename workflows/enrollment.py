@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        KONDUKTOR_BOOTSTRAP,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
@@ -63,6 +64,8 @@ with workflow.unsafe.imports_passed_through():
 from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.search import WORKER_CLUSTER
 
+KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
+"""Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 TROUBLESHOOTING = {
     "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
@@ -184,6 +187,16 @@ class WorkerEnrollmentWorkflow(GatedRun):
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
+        if workflow.patched(KONDUKTOR_PATCH):
+            self._gates.set_stage("bootstrap", "konduktor cluster enroll, then worker bootstrap with the one-shot "
+                                  "blob (it never leaves the worker host)")
+            installed = await self._steps.run(KONDUKTOR_BOOTSTRAP, step)
+            step = self._step = self._with(step, installed=installed)
+            if c.brownfield:
+                await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
+                await self._cordon(step, True, "brownfield enrollment")
+            await self._conditions(step, ["Registered", "Connected"])
+            return await self._configured(step)
         self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
         facts = await self._steps.run(HUB_CREATE_ENROLLMENT, step)
         step = self._step = step.model_copy(update={"facts": facts})
@@ -197,11 +210,14 @@ class WorkerEnrollmentWorkflow(GatedRun):
             await self._conditions(step, ["Registered", "Connected"])
         finally:
             await self._steps.run(HUB_DESTROY_KEY, step)
-        if c.brownfield:
-            step = await self._brownfield(step)
-        else:
-            await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
+        return await self._configured(step)
+
+    async def _configured(self, step: EnrollmentStep) -> EnrollmentStep:
+        if step.contract.brownfield:
+            return await self._brownfield(step)
+        await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
         return ConditionWait(contract=step.contract, conditions=conditions,
                              budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)

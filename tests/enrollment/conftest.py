@@ -3,6 +3,7 @@
 Besides the org-admin (``hub``) and cluster-admin (``worker``) contexts the kubeconfig
 has ``hub-viewer`` and ``worker-viewer`` (read-only tokens) for preflight refusals.
 ``start_lab(..., agent=False)`` runs no worker agent (a stopped agent);
+the ``konduktor`` stand-in is the worker's ``KONDUKTOR_BIN``;
 ``pool=True`` seeds a second dispatch-ready WorkerCluster ``forecasting-eu`` with its
 own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` over HTTP.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
+import tempfile
 import threading
 import urllib.request
 import uuid
@@ -28,10 +31,12 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import workercluster
+from tenantflow.activities import konduktor, workercluster
+from tenantflow.activities.settings import settings
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
 from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
+from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
 from tenantflow.models.enrollment_contract import WorkerEnrollment
@@ -56,6 +61,8 @@ class Lab:
     urls: dict[str, str]
     ca_pem: bytes
     stores: dict[str, Store]
+    tmp: Path
+    """The worker's temporary directory (``tempfile.tempdir`` while the lab runs): where bootstrap's blob lives."""
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
         return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
@@ -73,7 +80,16 @@ class Lab:
             assert response.status == 200
 
 
+def use_konduktor_stand_in(tmp: Path) -> Path:
+    """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``)."""
+    binary = write_wrapper(tmp / "bin")
+    os.environ["KONDUKTOR_BIN"] = str(binary)
+    settings.cache_clear()
+    return binary
+
+
 def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False) -> Iterator[Lab]:
+    use_konduktor_stand_in(tmp)
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
     seed_worker(stores["worker"], brownfield)
@@ -112,7 +128,13 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
         KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
         KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
         KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
-    yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
+    worker_tmp = tmp / "worker-tmp"
+    worker_tmp.mkdir()
+    saved_tempdir, tempfile.tempdir = tempfile.tempdir, str(worker_tmp)
+    try:
+        yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores, worker_tmp)
+    finally:
+        tempfile.tempdir = saved_tempdir
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 
@@ -150,7 +172,7 @@ def world(lab: Lab) -> World:
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    activities: list[Any] = [*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES]
+    activities: list[Any] = [*hub_activities.ACTIVITIES, *konduktor.ACTIVITIES, *workercluster.ACTIVITIES]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
     async with Worker(env.client, task_queue=queue, workflows=workflows, activities=activities,
                       activity_executor=ThreadPoolExecutor(8)):

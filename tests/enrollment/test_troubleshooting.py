@@ -51,7 +51,7 @@ async def test_registered_false_when_no_agent_redeems(dev_env: WorkflowEnvironme
 
 
 async def test_connected_false_when_the_tunnel_never_comes_up(dev_env: WorkflowEnvironment, no_agent: Lab) -> None:
-    """The blob is redeemed (as the agent would) but no heartbeat ever arrives."""
+    """The redemption token bootstrap left is redeemed (as the agent would) but no heartbeat ever arrives."""
     before = world(no_agent)
 
     async def redeem_without_tunnel() -> None:
@@ -61,7 +61,7 @@ async def test_connected_false_when_the_tunnel_never_comes_up(dev_env: WorkflowE
             except ApiError:
                 await asyncio.sleep(0.05)
                 continue
-            redeem(no_agent.hub, base64.b64decode(secret["data"]["blob"]).decode())
+            redeem(no_agent.hub, base64.b64decode(secret["data"]["token"]).decode())
             return
 
     redeemer = asyncio.create_task(redeem_without_tunnel())
