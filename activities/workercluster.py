@@ -64,7 +64,7 @@ def install(step: EnrollmentStep) -> list[EnsureResult]:
                               "installs the agent); start a new enrollment run")
 
 
-def _reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
+def reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
     args = ("worker", "reset", "--dry-run") if dry_run else ("worker", "reset")
     return konduktor_cli.run(step.contract.worker, *args).splitlines()
 
@@ -84,7 +84,7 @@ def _reset_entry(line: str) -> tuple[Action, str, str, str | None, str] | None:
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
     objects; objects that existed before stay."""
-    return _reset_results(_reset_lines(step, dry_run=False))
+    return reset_results(reset_lines(step, dry_run=False))
 
 
 @activity.defn(name="worker.record_invariants")
@@ -209,8 +209,13 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
 @activity.defn(name="worker.reset_plan")
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``konduktor worker reset --dry-run``: what reset deletes, releases and leaves."""
+    return reset_plan_steps(reset_lines(step, dry_run=True))
+
+
+def reset_plan_steps(lines: list[str]) -> list[PlanStep]:
+    """The plan steps of ``konduktor worker reset --dry-run`` output."""
     steps = []
-    for line in _reset_lines(step, dry_run=True):
+    for line in lines:
         entry = _reset_entry(line)
         if entry is None:
             continue
@@ -222,7 +227,7 @@ def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     return steps
 
 
-def _reset_results(lines: list[str]) -> list[EnsureResult]:
+def reset_results(lines: list[str]) -> list[EnsureResult]:
     results = []
     for line in lines:
         entry = _reset_entry(line)
@@ -241,7 +246,7 @@ def _reset_results(lines: list[str]) -> list[EnsureResult]:
 @activity.defn(name="worker.reset")
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays."""
-    return _reset_results(_reset_lines(step, dry_run=False))
+    return reset_results(reset_lines(step, dry_run=False))
 
 
 ACTIVITIES = [plan, install, uninstall, record_invariants, check_invariants, wait_convergence, adoption_diff, adopt,

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from tenantflow.models.enrollment_workflows import (
     AdoptionDiff,
+    ApprovedReset,
     ConditionReport,
     ConditionWait,
     Cordon,
@@ -187,13 +188,16 @@ WORKER_WAIT_NO_REMOTE_WORK = Step("worker.wait_no_remote_work", ConditionWait, b
                                   heartbeat=WAIT_HEARTBEAT, summary="drain")
 WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], summary="worker reset --dry-run")
 WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
+WORKER_RESET_APPROVED = Step("worker.reset_approved", ApprovedReset, list[EnsureResult],
+                             summary="worker reset of exactly the approved dry run")
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, KONDUKTOR_BOOTSTRAP, HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER, HUB_CORDON, HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT,
     WORKER_PLAN, WORKER_INSTALL, WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS,
     WORKER_WAIT_CONVERGENCE, WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK,
-    WORKER_RESET_PLAN, WORKER_RESET)
+    WORKER_RESET_PLAN, WORKER_RESET,
+    WORKER_RESET_APPROVED)
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}

@@ -71,6 +71,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
     ("confirm-purge", tenants.confirm_purge),
     ("offboard", tenants.offboard),
+    ("retry-rollback", runs.retry_rollback),
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),

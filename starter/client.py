@@ -46,6 +46,8 @@ T = TypeVar("T")
 RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "TenantOffboarding": OffboardingResult,
                                  "WorkerEnrollment": EnrollmentResult, "WorkerDecommission": DecommissionResult}
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*ENROLLMENT_GATES, "confirm_purge", "retry_rollback")
+"""Every yes/no gate of any workflow: each is answered by the update of its own name."""
 
 
 class RunAlreadyActive(RuntimeError):
@@ -180,9 +182,9 @@ class TenantflowClient:
 
     async def answer_gate(self, workflow_id: str, gate: str, approver: str = "operator",
                           comment: str = "") -> str:
-        """Answer one of the enrollment's yes/no gates (``ENROLLMENT_GATES``) through ``answer_gate``."""
+        """Answer one of a run's yes/no gates through the update of the gate's own name."""
         answer: str = await self.handle(workflow_id).execute_update(
-            "answer_gate", args=[gate, GateAnswer(approver=approver, comment=comment)], result_type=str)
+            gate, GateAnswer(approver=approver, comment=comment), result_type=str)
         return answer
 
     async def cancel(self, workflow_id: str) -> None:

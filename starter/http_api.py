@@ -27,7 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
@@ -97,7 +97,7 @@ async def answer_gate(request: web.Request) -> web.Response:
         elif gate == "reject_plan":
             rejection = RejectPlan.model_validate(data)
             answer = await api.reject(workflow_id, rejection.reason, rejection.approver)
-        elif gate in ENROLLMENT_GATES:
+        elif gate in YES_NO_GATES:
             yes = GateAnswer.model_validate(data)
             answer = await api.answer_gate(workflow_id, gate, yes.approver, yes.comment)
         else:

@@ -20,6 +20,7 @@ from tenantflow.activities import (
     smoke,
     storage,
     validate,
+    worker_reset,
     workercluster,
 )
 from tenantflow.models.runbook import Step
@@ -33,7 +34,8 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, konduktor, workercluster)
+                                            handover, hub, konduktor, workercluster,
+                                            worker_reset)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

@@ -66,6 +66,7 @@ class Gates:
 
     async def wait(self, name: str, description: str, how_to_answer: list[str], *,
                    escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
+        self.answers.pop(name, None)  # a gate opened again (a changed plan, another retry) needs a new answer
         self.open[name] = GateState(name=name, description=description, opened_at=workflow.now(),
                                     how_to_answer=how_to_answer)
         self.set_stage(f"gate:{name}", self.details(f"Waiting for `{name}`: {description}", how_to_answer))

@@ -31,7 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import konduktor, workercluster
+from tenantflow.activities import konduktor, worker_reset, workercluster
 from tenantflow.activities.settings import settings
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
@@ -172,7 +172,8 @@ def world(lab: Lab) -> World:
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    activities: list[Any] = [*hub_activities.ACTIVITIES, *konduktor.ACTIVITIES, *workercluster.ACTIVITIES]
+    activities: list[Any] = [*hub_activities.ACTIVITIES, *konduktor.ACTIVITIES, *workercluster.ACTIVITIES,
+                             *worker_reset.ACTIVITIES]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
     async with Worker(env.client, task_queue=queue, workflows=workflows, activities=activities,
                       activity_executor=ThreadPoolExecutor(8)):

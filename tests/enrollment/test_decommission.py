@@ -30,6 +30,8 @@ async def test_decommission_and_reset(dev_env: WorkflowEnvironment, greenfield: 
                                           result_type=DecommissionResult)
         status = await wait_stage(dec, "gate:approve_plan")
         assert status.plan is not None and any(s.action == "leave" for s in status.plan.steps)
+        assert greenfield.hub.list("trainy.ai", "workerclusters", "forecasting"), "nothing written before approval"
+        assert [s.name for s in status.steps] == ["worker.reset_plan"]
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         await dec.result()
     namespaces = {n["metadata"]["name"] for n in greenfield.worker.list("", "namespaces")}

@@ -1,11 +1,13 @@
 """In-memory activities for the catalogue's onboarding steps (their names and types), for testing orchestration alone.
 
 They record every call so tests can assert order (apply, undo) and make a
-chosen step fail. Integration with the real systems is tested elsewhere.
+chosen step fail, a chosen undo fail a number of times, or a plan change between
+two planning rounds. Integration with the real systems is tested elsewhere.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,12 @@ class FakeWorld:
     preflight_error: str | None = None
     present: bool = False
     """Plans report every object as existing (unchanged), as for a finished tenant."""
+    undo_failures: dict[str, int] = field(default_factory=dict)
+    """``layer.undo:step`` -> how many more times that undo fails (non-retryably, as a refusal does)."""
+    hang_at: str | None = None
+    """An apply step that heartbeats until it is cancelled (to cancel a run mid-apply)."""
+    appeared: list[PlanStep] = field(default_factory=list)
+    """Objects the plan activities of the same layer also report (something made by hand after planning)."""
     calls: list[str] = field(default_factory=list)
 
     def activities(self) -> list[Callable[..., Any]]:
@@ -67,7 +75,8 @@ class FakeWorld:
             action = Action.unchanged if self.present else Action.create
             return [PlanStep(layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}",
                              action=action)
-                    for apply in APPLY if apply.layer == step.layer and apply.kinds]
+                    for apply in APPLY if apply.layer == step.layer and apply.kinds] + [
+                p for p in self.appeared if p.layer == step.layer]
         return plan
 
     def _apply(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -76,6 +85,9 @@ class FakeWorld:
             self.calls.append(step.name)
             if self.fail_at == step.name:
                 raise ApplicationError(f"injected failure at {step.name}", type="Invalid", non_retryable=True)
+            while self.hang_at == step.name:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
             result = EnsureResult(layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}",
                                   outcome=Outcome.created)
             return StepResult(results=[result], facts=inp.facts)
@@ -84,7 +96,11 @@ class FakeWorld:
     def _undo(self, step: Step[UndoInput, list[EnsureResult]]) -> Callable[[UndoInput], Awaitable[list[EnsureResult]]]:
         @activity.defn(name=step.name)
         async def undo(inp: UndoInput) -> list[EnsureResult]:
-            self.calls.append(f"{step.name}:{inp.step}")
+            key = f"{step.name}:{inp.step}"
+            self.calls.append(key)
+            if self.undo_failures.get(key, 0) > 0:
+                self.undo_failures[key] -= 1
+                raise ApplicationError(f"injected undo failure at {key}", type="Forbidden", non_retryable=True)
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
         return undo
 
