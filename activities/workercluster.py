@@ -9,8 +9,6 @@ operator are left. tenantflow installs nothing on the worker itself.
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import activity
 
 from tenantflow.activities import konduktor_cli
@@ -18,6 +16,7 @@ from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
+from tenantflow.activities.workercluster_kueue import Kueue, spec_diff
 from tenantflow.models.enrollment_workflows import (
     BOOTSTRAP_COMPONENTS,
     DEPENDENCIES,
@@ -121,25 +120,17 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     return now.deployments
 
 
-def _spec_diff(want: Any, have: Any, where: str = "spec") -> list[str]:
-    if isinstance(want, dict) and isinstance(have, dict):
-        out = []
-        for key in sorted(set(want) | set(have)):
-            out += _spec_diff(want.get(key), have.get(key), f"{where}.{key}")
-        return out
-    return [] if want == have else [f"{where}: preset {want!r}, found {have!r}"]
-
-
 @activity.defn(name="worker.adoption_diff")
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
-    """Compare every preset object found on the worker with the preset; note foreign owners."""
+    """Compare every preset object found on the worker with the preset as the worker's API server would store it
+    (at the Kueue version it serves); note foreign owners and name every field that really differs."""
     c = step.contract
-    objs = KubeObjects(c.worker)
+    kueue = Kueue(c.worker)
     identity = label_value(c.worker_identity)
     objects, diffs, foreign = [], {}, {}
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
         kind, name, ns = want["kind"], want["metadata"]["name"], want["metadata"].get("namespace")
-        have = objs.get(kind, name, ns)
+        have = kueue.get(kind, name, ns)
         if have is None:
             continue
         ref = ObjectRef(kind=kind, name=name, namespace=ns, uid=have["metadata"]["uid"])
@@ -147,14 +138,15 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
         owner = (have["metadata"].get("labels") or {}).get(WORKER_LABEL)
         if owner and owner != identity:
             foreign[ref.key()] = owner
-        delta = _spec_diff(want["spec"], have.get("spec") or {})
+        delta = spec_diff(kueue.expected_spec(want), have.get("spec") or {})
         if delta:
             diffs[ref.key()] = delta
     findings = [Finding(check="adoption.foreign-owner", ok=False, message=f"{key} is owned by WorkerCluster {owner}",
                         fix="release it from the other WorkerCluster (decommission or relabel) before enrolling")
                 for key, owner in foreign.items()]
     findings += [Finding(check="adoption.spec-differs", ok=False, message=f"{key}: " + "; ".join(lines),
-                         fix="contact Trainy to express the existing policy as WorkerCluster scheduling overlays")
+                         fix="do not add ownership labels: contact Trainy to express the existing policy as "
+                             "WorkerCluster scheduling overlays")
                  for key, lines in diffs.items()]
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
@@ -164,13 +156,13 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
     c = step.contract
-    objs = KubeObjects(c.worker)
+    objs, kueue = KubeObjects(c.worker), Kueue(c.worker)
     identity = label_value(c.worker_identity)
     if step.facts.invariants is not None:
         verify_invariants(objs, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
-        obj = objs.patch(ref.kind, ref.name, ref.namespace,
+        obj = kueue.patch(ref.kind, ref.name, ref.namespace,
                          {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}})
         if obj["metadata"]["uid"] != ref.uid:
             raise fail("AdoptionRefused", f"{ref.key()} was recreated: uid {ref.uid} -> {obj['metadata']['uid']}")
@@ -180,10 +172,10 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
 
 @activity.defn(name="worker.verify_uids")
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
-    objs = KubeObjects(step.contract.worker)
+    kueue = Kueue(step.contract.worker)
     findings = []
     for ref in step.facts.adoption:
-        obj = objs.get(ref.kind, ref.name, ref.namespace)
+        obj = kueue.get(ref.kind, ref.name, ref.namespace)
         uid = obj["metadata"]["uid"] if obj else "absent"
         findings.append(Finding(check="adoption.uid", ok=uid == ref.uid, message=f"{ref.key()} uid {uid}"))
     if not all(f.ok for f in findings):
@@ -195,10 +187,10 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
 @activity.defn(name="worker.wait_no_remote_work")
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
-    objs = KubeObjects(wait.contract.worker)
+    kueue = Kueue(wait.contract.worker)
     drained = poll_until(lambda: [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
                                   for ns in wait.contract.workload_namespaces
-                                  for o in objs.list("Workload", ns, ORIGIN_LABEL)
+                                  for o in kueue.list("Workload", ns, ORIGIN_LABEL)
                                   if work_state(o) == "Admitted"],
                          lambda active: not active, every=Backoff(wait.poll_s), budget_s=wait.budget_s, detail=list)
     if not drained.done:

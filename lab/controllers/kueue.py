@@ -59,8 +59,9 @@ class KueueStandIn:
             cq = self._queue_open(meta["namespace"], meta["labels"][QUEUE_LABEL])
             if cq is None:
                 continue
+            served = self.store.registry.get(KUEUE, "workloads")
             workload = self.store.create({
-                "apiVersion": f"{KUEUE}/v1beta2", "kind": "Workload",
+                "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}", "kind": "Workload",
                 "metadata": {"name": f"jobset-{meta['name']}", "namespace": meta["namespace"],
                              "labels": dict(meta.get("labels") or {})},
                 "spec": {"queueName": meta["labels"][QUEUE_LABEL], "podSets": [{"name": "main", "count": 1}]}})

@@ -38,6 +38,7 @@ from tenantflow.lab.controllers.hub import (
     redeem,
 )
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.objects import custom_defaults
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.workloads import deployment
 from tenantflow.models.enrollment_workflows import (
@@ -155,8 +156,9 @@ class WorkerAgent:
     def _apply_preset(self, wc: Obj) -> None:
         meta, spec = wc["metadata"], wc.get("spec") or {}
         identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
-        objs = preset_objects((spec.get("scheduling") or {}).get("preset", "gke-dws"),
-                              spec.get("workloadNamespaces") or [])
+        served = self._served_kueue()
+        objs = [{**obj, "apiVersion": served} for obj in preset_objects(
+            (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or [])]
         refused = [self._check_owner(obj, identity) for obj in objs]
         problems = [p for p in refused if p]
         if problems:
@@ -170,6 +172,11 @@ class WorkerAgent:
         if (meta.get("annotations") or {}).get(CONFIG_REPORT) != text:
             self.hub.patch("trainy.ai", "workerclusters", meta["name"],
                            {"metadata": {"annotations": {CONFIG_REPORT: text}}}, MERGE, meta["namespace"])
+
+    def _served_kueue(self) -> str:
+        """The Kueue API version the agent writes: the worker's storage version."""
+        rt = self.worker.registry.get("kueue.x-k8s.io", "clusterqueues")
+        return f"kueue.x-k8s.io/{rt.storage_version if rt else 'v1beta2'}"
 
     def _check_owner(self, obj: Obj, identity: str) -> str:
         rt = self.worker.registry.for_object(obj)
@@ -187,13 +194,17 @@ class WorkerAgent:
         return f"{ADOPTION_REFUSAL}: {where}"
 
     def _ensure(self, obj: Obj, identity: str) -> None:
+        """Create the preset object, or update it in place when its spec differs once the server defaulted it."""
         rt = self.worker.registry.for_object(obj)
         meta = obj["metadata"]
         labels = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
         current = _get(self.worker, rt.group, rt.plural, meta["name"], meta.get("namespace"))
         if current is None:
             self.worker.create({**obj, "metadata": {**meta, "labels": labels}})
-        elif current.get("spec") != obj["spec"]:
+            return
+        want = copy.deepcopy(obj)
+        custom_defaults(rt, want)
+        if current.get("spec") != want["spec"]:
             self.worker.replace(rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]},
                                 meta.get("namespace"))
 

@@ -51,6 +51,7 @@ from tenantflow.lab.kubeapi.objects import (
     ObjectKey,
     apply_defaults,
     content,
+    custom_defaults,
     now,
 )
 from tenantflow.lab.kubeapi.patching import apply_patch
@@ -284,6 +285,7 @@ class Store:
         meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
+        custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)

@@ -4,6 +4,7 @@ Besides the org-admin (``hub``) and cluster-admin (``worker``) contexts the kube
 has ``hub-viewer`` and ``worker-viewer`` (read-only tokens) for preflight refusals.
 ``start_lab(..., agent=False)`` runs no worker agent (a stopped agent);
 the ``konduktor`` stand-in is the worker's ``KONDUKTOR_BIN``;
+``kueue_versions`` picks the worker's Kueue flavour (``brownfield_v1beta1``: only v1beta1 served);
 ``pool=True`` seeds a second dispatch-ready WorkerCluster ``forecasting-eu`` with its
 own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` over HTTP.
 """
@@ -35,7 +36,15 @@ from tenantflow.activities import konduktor, worker_reset, workercluster
 from tenantflow.activities.settings import settings
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
-from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
+from tenantflow.lab.enrollment_seed import (
+    KUEUE_BOTH,
+    KUEUE_V1BETA1,
+    ORG_ADMIN_TOKEN,
+    hub_policies,
+    seed_hub,
+    seed_pool_member,
+    seed_worker,
+)
 from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
@@ -88,11 +97,12 @@ def use_konduktor_stand_in(tmp: Path) -> Path:
     return binary
 
 
-def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False) -> Iterator[Lab]:
+def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False,
+              kueue_versions: tuple[str, ...] = KUEUE_BOTH) -> Iterator[Lab]:
     use_konduktor_stand_in(tmp)
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
-    seed_worker(stores["worker"], brownfield)
+    seed_worker(stores["worker"], brownfield, kueue_versions)
     if pool:
         stores[POOL_CONTEXT] = Store()
         seed_pool_member(stores["hub"], stores[POOL_CONTEXT], POOL_MEMBER, POOL_CONTEXT)
@@ -147,6 +157,12 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
 @pytest.fixture
 def brownfield(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path, brownfield=True)
+
+
+@pytest.fixture
+def brownfield_v1beta1(tmp_path: Path) -> Iterator[Lab]:
+    """A brownfield worker whose Kueue (<= 0.14) serves only ``kueue.x-k8s.io/v1beta1``."""
+    yield from start_lab(tmp_path, brownfield=True, kueue_versions=KUEUE_V1BETA1)
 
 
 @pytest.fixture
