@@ -1,27 +1,24 @@
 """``WorkerEnrollment``: the enroll-worker-cluster runbook (greenfield and brownfield) as a gated workflow.
 
-Preflight (endpoints, the three permission checks, unique name) fails before any
-write; the install plan waits for ``approve_plan`` with its hash (planned again
-right before the first write: a changed plan opens the gate again); the one-shot
-BootstrapEnrollment and blob are created (the signing key stays in a Hub Secret,
-destroyed after redemption or on failure); bootstrap installs the worker side;
-the four conditions are awaited with durable polling, and each one that does not
-converge yields the runbook's troubleshooting finding. Brownfield adds the
-invariants, ``submissions_paused``, an immediate cordon, convergence with
-invariant checks, the adoption diff and ``approve_adoption``, ``uncordon``, a
-canary (with ``canary_exact_routing`` the other dispatch-ready pool members are
-cordoned for it and uncordoned right after) and ``resume_submissions``. A failure
-removes what the run installed (every planned create, even when bootstrap stopped
-half-way) and the enrollment record; a broken invariant (found by the
-``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
-and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+Preflight (endpoints, the three permission checks, unique name) fails before any write; the install plan waits
+for ``approve_plan`` with its hash (planned again right before the first write: a changed plan opens the gate
+again); one step (``konduktor.bootstrap``, patch ``konduktor-cli-bootstrap``) runs ``konduktor cluster
+enroll`` and ``konduktor worker bootstrap``, so the one-shot blob never leaves the worker host (runs recorded
+before the patch created the enrollment and installed the agent themselves); the four conditions are awaited
+with durable polling, and each one that does not converge yields the runbook's troubleshooting finding.
+Brownfield adds the invariants, ``submissions_paused``, an immediate cordon (a WorkerCluster that does not
+appear or cannot be cordoned stops the run at ``stopped-not-cordoned`` with submissions still paused and a
+finding saying what to do; nothing is skipped), convergence with invariant checks, the adoption diff and
+``approve_adoption``, ``uncordon``, a canary (with ``canary_exact_routing`` the other dispatch-ready pool
+members are cordoned for it and uncordoned right after) and ``resume_submissions``. A failure removes what the
+run installed (every planned create, even when bootstrap stopped half-way) and the enrollment record; a broken
+invariant (found by the ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned and
+adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
 
-Failure paths (``workflows/enrollment_failures.py``): once the worker has been
-uncordoned it may run work, so a later failure, an expired gate or a cancel never
-tears it down: it is cordoned again (unless its canary passed) and the run ends
-leaving it enrolled, with a finding that says what to do. Before that, a cancel
-rolls back like a failure, and the rollback keeps going past a failing step and
-lists what it left in ``status``.
+Failure paths (``workflows/enrollment_failures.py``): once the worker has been uncordoned it may run work, so
+a later failure, an expired gate or a cancel never tears it down: it is cordoned again (unless its canary
+passed) and the run ends leaving it enrolled, with a finding that says what to do. Before that, a cancel rolls
+back like a failure, and the rollback keeps going past a failing step and lists what it left in ``status``.
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Plan
-    from tenantflow.models.results import Finding
+    from tenantflow.models.results import EnsureResult, Finding, Outcome
     from tenantflow.models.runbook import (
         HUB_CANARY,
         HUB_CORDON,
@@ -70,8 +67,10 @@ with workflow.unsafe.imports_passed_through():
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
 from tenantflow.workflows.rollback import RETRY_ROLLBACK
+from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
+STOPPED_NOT_CORDONED = "stopped-not-cordoned"
 KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
 """Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
@@ -178,6 +177,8 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
             cause = application_error(err)
+            if cause is not None and cause.type == "CordonFailed":
+                raise
             if cause is not None and cause.type == "InvariantBroken":
                 self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
                                               fix="the worker stays cordoned and nothing was adopted; find out "
@@ -203,8 +204,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             installed = await self._steps.run(KONDUKTOR_BOOTSTRAP, step)
             step = self._step = self._with(step, installed=installed)
             if c.brownfield:
-                await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
-                await self._cordon(step, True, "brownfield enrollment")
+                await self._cordon_at_once(step)
             await self._conditions(step, ["Registered", "Connected"])
             return await self._configured(step)
         self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
@@ -248,9 +248,31 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             raise ApplicationError("conditions did not converge: " + "; ".join(f.message for f in findings),
                                    type="NotConverged", non_retryable=True)
 
-    async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                              summary="cordon" if cordoned else "uncordon")
+    async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> EnsureResult:
+        return await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+                                     summary="cordon" if cordoned else "uncordon")
+
+    async def _cordon_at_once(self, step: EnrollmentStep) -> None:
+        """Brownfield: cordon the WorkerCluster as soon as it appears; if that cannot be done, stop (never skip)."""
+        c = step.contract
+        try:
+            appeared = await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
+            outcome = (await self._cordon(step, True, "brownfield enrollment")).outcome if appeared else None
+            why = "" if outcome not in (None, Outcome.absent) else (
+                f"WorkerCluster {self._target} did not appear within {self._params.condition_budget_s:.0f} s")
+        except ActivityError as err:
+            why = f"cordoning WorkerCluster {self._target} failed: {root_message(err)}"
+        if not why:
+            return
+        fix = (f"keep every organization submission path paused; cordon it by hand as soon as it appears "
+               f"(konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace}; check with "
+               f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
+               "runbook's brownfield steps or decommission the worker")
+        self._findings.append(Finding(check="brownfield.cordon", ok=False, fix=fix,
+                                      message=f"{why}: Hub dispatch to the worker is NOT cordoned"))
+        self._gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
+        raise ApplicationError(f"{why}; Hub dispatch is not cordoned, keep submissions paused",
+                               type="CordonFailed", non_retryable=True)
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
