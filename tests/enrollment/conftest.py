@@ -73,6 +73,11 @@ class Lab:
     tmp: Path
     """The worker's temporary directory (``tempfile.tempdir`` while the lab runs): where bootstrap's blob lives."""
 
+    def konduktor_calls(self) -> list[str]:
+        """``<context> <group> <command> [<flag>]`` of every konduktor call so far."""
+        log = self.tmp.parent / "konduktor-calls"
+        return [" ".join(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
+
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
         return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
                                 worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
@@ -90,11 +95,22 @@ class Lab:
 
 
 def use_konduktor_stand_in(tmp: Path) -> Path:
-    """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``)."""
-    binary = write_wrapper(tmp / "bin")
-    os.environ["KONDUKTOR_BIN"] = str(binary)
+    """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``), behind a wrapper
+    that appends ``<context> <group> <command> [<flag>]`` of every call to ``tmp/konduktor-calls`` (never the
+    blob: bootstrap's argument is not logged)."""
+    real = write_wrapper(tmp / "bin")
+    calls = tmp / "spy-bin" / "konduktor"
+    calls.parent.mkdir(exist_ok=True)
+    calls.write_text(f'''#!/bin/sh
+flag=""
+[ "$6" = reset ] && flag="$7"
+echo "$4 $5 $6 $flag" >> "{tmp / 'konduktor-calls'}"
+exec "{real}" "$@"
+''')
+    calls.chmod(0o755)
+    os.environ["KONDUKTOR_BIN"] = str(calls)
     settings.cache_clear()
-    return binary
+    return calls
 
 
 def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False,

@@ -26,3 +26,5 @@ async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, g
     enrollment = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")
     assert enrollment["status"]["usedAt"]
     assert not greenfield.hub.list("", "secrets", "forecasting")
+    assert greenfield.konduktor_calls() == ["hub cluster enroll", "worker worker bootstrap"]
+    assert not list(greenfield.tmp.iterdir()), "the blob's private directory was removed"
