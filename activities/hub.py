@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
@@ -22,6 +23,8 @@ from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
+    AGENT_NAMESPACE,
+    BYOC_NAMESPACE,
     QUEUE_LABEL,
     Condition,
     ConditionReport,
@@ -131,7 +134,25 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
     report = poll_until(lambda: _report(hub, wait.contract), lambda r: converged(r) or refused(r),
                         every=Backoff(wait.poll_s, 1.5, 5.0), budget_s=wait.budget_s,
                         detail=lambda r: r.model_dump(mode="json")).value
-    return report.model_copy(update={"converged": True}) if converged(report) else report
+    if converged(report):
+        return report.model_copy(update={"converged": True})
+    return report.model_copy(update={"components": components(wait.contract)})
+
+
+def components(c: WorkerEnrollment) -> list[str]:
+    """``kubectl -n trainy-system get pods`` and ``-n trainy-byoc-system``: one line per namespace."""
+    worker = KubeObjects(c.worker)
+    lines = []
+    for namespace in (AGENT_NAMESPACE, BYOC_NAMESPACE):
+        try:
+            pods = worker.list("Pod", namespace)
+        except ApplicationError as err:
+            lines.append(f"{namespace}: pods not readable ({err.message})")
+            continue
+        listed = ", ".join(f"{p['metadata']['name']} {(p.get('status') or {}).get('phase', 'Unknown')}"
+                           for p in pods)
+        lines.append(f"{namespace}: {listed or 'no pods'}")
+    return lines
 
 
 @activity.defn(name="hub.wait_workercluster")

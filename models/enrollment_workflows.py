@@ -144,6 +144,8 @@ class ConditionReport(Strict):
     generation: int = 0
     conditions: dict[str, Condition] = Field(default_factory=dict)
     converged: bool = False
+    components: list[str] = Field(default_factory=list, description="when the conditions did not converge: the "
+                                  "pods of trainy-system and trainy-byoc-system on the worker (the runbook's check)")
 
     def true(self, name: str) -> bool:
         cond = self.conditions.get(name)

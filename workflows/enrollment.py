@@ -71,6 +71,7 @@ from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 STOPPED_NOT_CORDONED = "stopped-not-cordoned"
+OBSERVABILITY = "ObservabilityIngestHealthy"
 KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
 """Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
@@ -99,7 +100,22 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         what, fix = TROUBLESHOOTING[name]
         findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}",
                                 fix=fix))
+    if findings and report.components:
+        findings.append(Finding(check="worker.components", ok=True, severity="info",
+                                message="installed components on the worker: " + "; ".join(report.components)))
     return findings
+
+
+def observability(report: ConditionReport) -> list[Finding]:
+    """``ObservabilityIngestHealthy`` not True (e.g. ``NoTrafficYet``) is noted; it never blocks the four."""
+    cond = report.conditions.get(OBSERVABILITY)
+    if cond is None or cond.status == "True":
+        return []
+    return [Finding(check=f"condition.{OBSERVABILITY}", ok=True, severity="info",
+                    message=f"{OBSERVABILITY}={cond.status} ({cond.reason}): does not make the four enrollment "
+                            "conditions false",
+                    fix="run a canary long enough for logs and metrics to be scraped, then verify both through "
+                        "the Hub")]
 
 
 @workflow.defn(name="WorkerEnrollment")
@@ -191,6 +207,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             if self._cancel_compensates():
                 await self._after_failure(plan, err)
             raise
+        self._findings += observability(self._report)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
                                 conditions=self._report.conditions, installed=step.facts.installed,

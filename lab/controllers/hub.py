@@ -7,7 +7,8 @@
   from what the worker agent reports over the "tunnel" (annotations
   :data:`HEARTBEAT` and :data:`CONFIG_REPORT`): ``Registered`` (enrollment
   redeemed), ``Connected`` (heartbeat seen), ``WorkerConfigured`` (the agent applied
-  the current generation), ``DispatchReady`` (connected, configured, not cordoned).
+  the current generation), ``DispatchReady`` (connected, configured, not cordoned), plus
+  ``ObservabilityIngestHealthy=Unknown`` (``NoTrafficYet``: the lab never ships telemetry).
 * JobSets created on the Hub with a ``kueue.x-k8s.io/queue-name`` label are
   dispatched to a DispatchReady worker of their namespace (copied there with
   ``kueue.x-k8s.io/multikueue-origin=hub``) and their status is synced back.
@@ -130,7 +131,9 @@ class HubController:
         dispatch = condition("DispatchReady", ready, why,
                              "MultiKueueCluster Active, AdmissionCheck Active, ClusterQueue Ready" if ready
                              else f"no new dispatch: {why}", gen)
-        wanted = [registered, connected, configured, dispatch]
+        traffic = {"type": "ObservabilityIngestHealthy", "status": "Unknown", "reason": "NoTrafficYet",
+                   "message": "no log or metric traffic through the tunnel yet", "observedGeneration": gen}
+        wanted = [registered, connected, configured, dispatch, traffic]
         old = {c["type"]: c for c in (wc.get("status") or {}).get("conditions") or []}
         stamped = [{**c, "lastTransitionTime": old[c["type"]].get("lastTransitionTime", now())
                     if c["type"] in old and old[c["type"]]["status"] == c["status"] else now()} for c in wanted]

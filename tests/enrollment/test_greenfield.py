@@ -22,7 +22,10 @@ async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, g
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         result = await handle.result()
     assert {k: v.status for k, v in result.conditions.items()} == {
-        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True"}
+        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True",
+        "ObservabilityIngestHealthy": "Unknown"}, "NoTrafficYet does not block the four conditions"
+    [traffic] = [f for f in result.findings if f.check == "condition.ObservabilityIngestHealthy"]
+    assert traffic.ok and "NoTrafficYet" in traffic.message and "canary" in traffic.fix
     enrollment = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")
     assert enrollment["status"]["usedAt"]
     assert not greenfield.hub.list("", "secrets", "forecasting")

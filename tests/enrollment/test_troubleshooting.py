@@ -32,6 +32,8 @@ async def enroll_and_fail(dev_env: WorkflowEnvironment, lab: Lab) -> dict[str, F
     assert not lab.hub.list("trainy.ai", "workerclusters", "forecasting")
     assert not lab.hub.list("", "secrets", "forecasting")
     assert not lab.worker.list("", "namespaces", label_selector=INSTALLED_BY)
+    [components] = [f for f in status.findings if f.check == "worker.components"]
+    assert "trainy-system: " in components.message and "trainy-byoc-system: " in components.message
     return failed_conditions(status.findings)
 
 

@@ -46,7 +46,8 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash))
         result: EnrollmentResult = await handle.result()
     assert {name: c.status for name, c in result.conditions.items()} == {
-        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True"}
+        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True",
+        "ObservabilityIngestHealthy": "Unknown"}
     used_at = kubectl(lab, "hub", "-n", "forecasting", "get", "bootstrapenrollment", "forecasting-us", "-o",
                       "jsonpath={.status.usedAt}")
     assert used_at
