@@ -6,7 +6,9 @@ steps on this worker host: a private ``0700`` directory (``mkdtemp``), the blob 
 answered ``y`` only when the plan it prints lists exactly the components the approved plan listed
 (:data:`BOOTSTRAP_COMPONENTS`), and in a ``finally`` the runbook's cleanup (``shred -u``, else ``rm``), whose
 result is verified: a file still there fails the step naming its path. The blob never leaves the activity: not
-in its result, a heartbeat, a log line or an error message (:mod:`activities.konduktor_cli` redacts it).
+in its result, a heartbeat, a log line or an error message (:mod:`activities.konduktor_cli` redacts it). A
+worker killed mid-step (no ``finally``) leaves its directory; the next attempt for the same worker removes it
+first (the workflow id is the per-worker lock, so no other run uses it).
 """
 
 from __future__ import annotations
@@ -72,7 +74,10 @@ def _created(lines: list[str]) -> list[EnsureResult]:
 def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
     """``cluster enroll`` into a private file, ``worker bootstrap`` with it, the file removed whatever happens."""
     c = step.contract
-    directory = Path(tempfile.mkdtemp(prefix="konduktor-bootstrap."))
+    prefix = f"konduktor-bootstrap.{c.tenant_namespace}.{c.worker_name}."
+    for stale in Path(tempfile.gettempdir()).glob(f"{prefix}*/bootstrap.*"):
+        remove_blob(stale)
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
     directory.chmod(0o700)
     fd, name = tempfile.mkstemp(prefix="bootstrap.", suffix=".txt", dir=directory)
     path = Path(name)

@@ -72,3 +72,15 @@ def test_removal_falls_back_to_unlink_without_shred(tmp_path: Path, monkeypatch:
     secret.write_text("kdk1.secret")
     remove_blob(secret)
     assert not secret.parent.exists()
+
+
+def test_a_blob_left_by_a_killed_attempt_is_removed_by_the_next(greenfield: Lab) -> None:
+    left = greenfield.tmp / "konduktor-bootstrap.forecasting.forecasting-us.killed" / "bootstrap.x.txt"
+    left.parent.mkdir()
+    left.write_text("kdk1.from-a-killed-attempt")
+    other = greenfield.tmp / "konduktor-bootstrap.forecasting.another-worker.running" / "bootstrap.y.txt"
+    other.parent.mkdir()
+    other.write_text("kdk1.in-use")
+    ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
+    assert not left.parent.exists()
+    assert other.exists(), "another worker's enrollment is not touched"
