@@ -14,12 +14,23 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from tenantflow.activities.errors import http_error
+from tenantflow.activities.errors import fail, http_error
 from tenantflow.activities.httpretry import send
 from tenantflow.activities.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
+FIRST_MULTI_PARENT_YEAR = 2025
+"""Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
+
+
+def parent_field(version: str) -> str:
+    """``parent`` or ``parents``: the group field the release with this version string reads."""
+    try:
+        year = int(version.split(".", 1)[0])
+    except ValueError:
+        raise fail("Unsupported", f"unrecognised Authentik version {version!r} from /admin/version/") from None
+    return "parent" if year < FIRST_MULTI_PARENT_YEAR else "parents"
 
 
 class _Read(BaseModel):
@@ -49,13 +60,20 @@ class User(_Read):
 
 
 class Group(_Read):
+    """A group as either release serves it: 2024.x ``parent`` (one or null), 2025+ ``parents``."""
+
     pk: str
     num_pk: int
     name: str
     parents: list[str] = Field(default_factory=list)
+    parent: str | None = None
     users: list[int] = Field(default_factory=list)
     users_obj: list[PartialUser] | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def parent_pks(self) -> list[str]:
+        return [self.parent] if self.parent else list(self.parents)
 
 
 class LdapProvider(_Read):
@@ -75,8 +93,9 @@ def _message(response: httpx.Response) -> str:
     if isinstance(body, dict):
         if isinstance(body.get("detail"), str):
             return str(body["detail"])
-        return "; ".join(f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}"
-                         for key, value in body.items())
+        return "; ".join(
+            f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}" for key, value in body.items()
+        )
     return str(body)[:500]
 
 
@@ -84,8 +103,11 @@ class AuthentikClient:
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
     def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=url.rstrip("/") + "/api/v3", timeout=timeout_s,
-                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+        self._http = httpx.Client(
+            base_url=url.rstrip("/") + "/api/v3",
+            timeout=timeout_s,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        )
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
@@ -105,15 +127,18 @@ class AuthentikClient:
         try:
             return send(self._http, method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503,
-                             f"{method} {path} did not complete: {type(exc).__name__}") from None
+            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
 
     def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""
         response = self._send(method, path, **kwargs)
         if response.status_code >= 400 and not (missing_ok and response.status_code == 404):
-            raise http_error(SERVICE, response.status_code, f"{method} {path}: {_message(response)}",
-                             response.headers.get("Retry-After"))
+            raise http_error(
+                SERVICE,
+                response.status_code,
+                f"{method} {path}: {_message(response)}",
+                response.headers.get("Retry-After"),
+            )
         return response
 
     def _paged(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -131,6 +156,10 @@ class AuthentikClient:
     def user_by_username(self, username: str) -> User | None:
         found = self.users(username=username)
         return found[0] if found else None
+
+    def user(self, pk: int) -> User | None:
+        response = self._request("GET", f"/core/users/{pk}/", missing_ok=True)
+        return None if response.status_code == 404 else User.model_validate(response.json())
 
     def create_user(self, body: dict[str, Any]) -> User:
         return User.model_validate(self._request("POST", "/core/users/", json=body).json())
@@ -165,6 +194,16 @@ class AuthentikClient:
 
     def remove_user(self, group_pk: str, user_pk: int) -> None:
         self._request("POST", f"/core/groups/{group_pk}/remove_user/", json={"pk": user_pk})
+
+    # -- server -----------------------------------------------------------------------------------
+
+    def version(self) -> str:
+        """The running release, ``GET /admin/version/`` ``version_current`` (e.g. ``2024.10.5``)."""
+        return str(self._request("GET", "/admin/version/").json()["version_current"])
+
+    def single_parent(self) -> bool:
+        """Whether groups have one ``parent`` (Authentik before 2025) rather than ``parents``."""
+        return parent_field(self.version()) == "parent"
 
     # -- LDAP provider ---------------------------------------------------------------------------
 

@@ -56,38 +56,65 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
             KubeObjects(target).version()
             findings.append(_finding(f"{role}.endpoint", True, f"{target.describe()} answers"))
         except Exception as exc:
-            findings.append(_finding(f"{role}.endpoint", False, f"{target.describe()} does not answer: {exc}",
-                                     f"check the {role} kubeconfig and context"))
+            findings.append(
+                _finding(
+                    f"{role}.endpoint",
+                    False,
+                    f"{target.describe()} does not answer: {exc}",
+                    f"check the {role} kubeconfig and context",
+                )
+            )
     if not all(f.ok for f in findings):
         return findings
     hub, worker = KubeObjects(c.hub), KubeObjects(c.worker)
     checks = (
-        ("hub.can-create-bootstrapenrollments", hub.can_i("create", "trainy.ai", "bootstrapenrollments",
-                                                           c.tenant_namespace), True,
-         f"the Hub identity must be organization admin of {c.tenant_namespace}"),
-        ("hub.cannot-create-organizations", hub.can_i("create", "trainy.ai", "organizations"), False,
-         "use the organization-admin identity, not a Trainy operator identity"),
-        ("worker.can-create-namespaces", worker.can_i("create", "", "namespaces"), True,
-         "bootstrap needs cluster-admin on the worker"),
+        (
+            "hub.can-create-bootstrapenrollments",
+            hub.can_i("create", "trainy.ai", "bootstrapenrollments", c.tenant_namespace),
+            True,
+            f"the Hub identity must be organization admin of {c.tenant_namespace}",
+        ),
+        (
+            "hub.cannot-create-organizations",
+            hub.can_i("create", "trainy.ai", "organizations"),
+            False,
+            "use the organization-admin identity, not a Trainy operator identity",
+        ),
+        (
+            "worker.can-create-namespaces",
+            worker.can_i("create", "", "namespaces"),
+            True,
+            "bootstrap needs cluster-admin on the worker",
+        ),
     )
     for check, allowed, want, fix in checks:
-        findings.append(_finding(check, allowed == want, f"answer {'yes' if allowed else 'no'}, "
-                                 f"required {'yes' if want else 'no'}", fix))
+        findings.append(
+            _finding(
+                check, allowed == want, f"answer {'yes' if allowed else 'no'}, required {'yes' if want else 'no'}", fix
+            )
+        )
     for kind in ("BootstrapEnrollment", "WorkerCluster"):
         plural = KINDS[kind].plural
         taken = hub.get(kind, c.worker_name, c.tenant_namespace) is not None
-        findings.append(_finding(f"hub.unique-{plural}", not taken,
-                                 f"{plural} {c.tenant_namespace}/{c.worker_name} "
-                                 f"{'already exists' if taken else 'is free'}",
-                                 "pick a worker name unique in the tenant namespace, or decommission the old one"))
+        findings.append(
+            _finding(
+                f"hub.unique-{plural}",
+                not taken,
+                f"{plural} {c.tenant_namespace}/{c.worker_name} {'already exists' if taken else 'is free'}",
+                "pick a worker name unique in the tenant namespace, or decommission the old one",
+            )
+        )
     return findings
 
 
 @activity.defn(name="hub.create_enrollment")
 def create_enrollment(step: EnrollmentStep) -> EnrollmentFacts:
     """Retired (runs recorded before ``konduktor.bootstrap``): ``konduktor cluster enroll`` makes the enrollment."""
-    raise fail("StepRetired", "hub.create_enrollment was replaced by konduktor.bootstrap (the konduktor CLI "
-                              "creates the one-shot enrollment); start a new enrollment run")
+    raise fail(
+        "StepRetired",
+        "hub.create_enrollment was replaced by konduktor.bootstrap (the konduktor CLI "
+        "creates the one-shot enrollment); start a new enrollment run",
+    )
 
 
 @activity.defn(name="hub.destroy_key")
@@ -103,19 +130,29 @@ def _unregistered(hub: KubeObjects, c: WorkerEnrollment) -> ConditionReport:
         message = f"no BootstrapEnrollment {c.tenant_namespace}/{c.worker_name} and no WorkerCluster"
     else:
         used = (enrollment.get("status") or {}).get("usedAt") or ""
-        message = (f"BootstrapEnrollment status.usedAt is {used or 'empty'}; "
-                   f"no WorkerCluster {c.tenant_namespace}/{c.worker_name} yet")
-    return ConditionReport(conditions={"Registered": Condition(type="Registered", status="False",
-                                                               reason="NotRedeemed", message=message)})
+        message = (
+            f"BootstrapEnrollment status.usedAt is {used or 'empty'}; "
+            f"no WorkerCluster {c.tenant_namespace}/{c.worker_name} yet"
+        )
+    return ConditionReport(
+        conditions={"Registered": Condition(type="Registered", status="False", reason="NotRedeemed", message=message)}
+    )
 
 
 def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionReport:
     wc = hub.get("WorkerCluster", step_contract.worker_name, step_contract.tenant_namespace)
     if wc is None:
         return _unregistered(hub, step_contract)
-    conds = {c["type"]: Condition(type=c["type"], status=c["status"], reason=c.get("reason", ""),
-                                  message=c.get("message", ""), observed_generation=c.get("observedGeneration", 0))
-             for c in (wc.get("status") or {}).get("conditions") or []}
+    conds = {
+        c["type"]: Condition(
+            type=c["type"],
+            status=c["status"],
+            reason=c.get("reason", ""),
+            message=c.get("message", ""),
+            observed_generation=c.get("observedGeneration", 0),
+        )
+        for c in (wc.get("status") or {}).get("conditions") or []
+    }
     return ConditionReport(generation=wc["metadata"].get("generation", 1), conditions=conds)
 
 
@@ -131,9 +168,13 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
         configured = report.conditions.get("WorkerConfigured")
         return wait.stop_on_refusal and configured is not None and ADOPTION_REFUSAL in configured.message
 
-    report = poll_until(lambda: _report(hub, wait.contract), lambda r: converged(r) or refused(r),
-                        every=Backoff(wait.poll_s, 1.5, 5.0), budget_s=wait.budget_s,
-                        detail=lambda r: r.model_dump(mode="json")).value
+    report = poll_until(
+        lambda: _report(hub, wait.contract),
+        lambda r: converged(r) or refused(r),
+        every=Backoff(wait.poll_s, 1.5, 5.0),
+        budget_s=wait.budget_s,
+        detail=lambda r: r.model_dump(mode="json"),
+    ).value
     if converged(report):
         return report.model_copy(update={"converged": True})
     return report.model_copy(update={"components": components(wait.contract)})
@@ -149,8 +190,7 @@ def components(c: WorkerEnrollment) -> list[str]:
         except ApplicationError as err:
             lines.append(f"{namespace}: pods not readable ({err.message})")
             continue
-        listed = ", ".join(f"{p['metadata']['name']} {(p.get('status') or {}).get('phase', 'Unknown')}"
-                           for p in pods)
+        listed = ", ".join(f"{p['metadata']['name']} {(p.get('status') or {}).get('phase', 'Unknown')}" for p in pods)
         lines.append(f"{namespace}: {listed or 'no pods'}")
     return lines
 
@@ -159,8 +199,12 @@ def components(c: WorkerEnrollment) -> list[str]:
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
     hub, c = KubeObjects(wait.contract.hub), wait.contract
-    return poll_until(lambda: hub.get("WorkerCluster", c.worker_name, c.tenant_namespace), lambda wc: wc is not None,
-                      every=Backoff(0.1), budget_s=wait.budget_s).done
+    return poll_until(
+        lambda: hub.get("WorkerCluster", c.worker_name, c.tenant_namespace),
+        lambda wc: wc is not None,
+        every=Backoff(0.1),
+        budget_s=wait.budget_s,
+    ).done
 
 
 def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
@@ -170,8 +214,9 @@ def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> 
     record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
     if cordoned:
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
-    konduktor_cli.run(c.hub, "cluster", "cordon", name, "-n", c.tenant_namespace,
-                      *(() if cordoned else ("--uncordon",)))
+    konduktor_cli.run(
+        c.hub, "cluster", "cordon", name, "-n", c.tenant_namespace, *(() if cordoned else ("--uncordon",))
+    )
     if not cordoned:
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
 
@@ -182,15 +227,22 @@ def cordon(request: Cordon) -> EnsureResult:
     hub = KubeObjects(c.hub)
     wc = hub.get("WorkerCluster", c.worker_name, c.tenant_namespace)
     if wc is None:
-        return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
-                            outcome=Outcome.absent)
+        return EnsureResult(
+            layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace, outcome=Outcome.absent
+        )
     if bool((wc.get("spec") or {}).get("cordoned")) == request.cordoned:
         outcome = Outcome.unchanged
     else:
         _set_cordon(c, c.worker_name, request.cordoned, request.reason)
         outcome = Outcome.updated
-    return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
-                        outcome=outcome, data=CordonState(cordoned=request.cordoned))
+    return EnsureResult(
+        layer="hub",
+        kind="WorkerCluster",
+        name=c.worker_name,
+        namespace=c.tenant_namespace,
+        outcome=outcome,
+        data=CordonState(cordoned=request.cordoned),
+    )
 
 
 def _completed(status: Obj) -> bool:
@@ -198,8 +250,10 @@ def _completed(status: Obj) -> bool:
 
 
 def _dispatch_ready(wc: Obj) -> bool:
-    return any(cond["type"] == "DispatchReady" and cond["status"] == "True"
-               for cond in (wc.get("status") or {}).get("conditions") or [])
+    return any(
+        cond["type"] == "DispatchReady" and cond["status"] == "True"
+        for cond in (wc.get("status") or {}).get("conditions") or []
+    )
 
 
 @activity.defn(name="hub.cordon_pool")
@@ -221,14 +275,30 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
             continue
         else:
             _set_cordon(c, name, False, "")
-        results.append(EnsureResult(layer="hub", kind="WorkerCluster", name=name, namespace=c.tenant_namespace,
-                                    outcome=Outcome.updated, data=CordonState(cordoned=request.cordoned)))
+        results.append(
+            EnsureResult(
+                layer="hub",
+                kind="WorkerCluster",
+                name=name,
+                namespace=c.tenant_namespace,
+                outcome=Outcome.updated,
+                data=CordonState(cordoned=request.cordoned),
+            )
+        )
     held = {r.name for r in results} if request.cordoned else set()
     if not held:
         return results
-    quiet = poll_until(lambda: [wc["metadata"]["name"] for wc in hub.list("WorkerCluster", c.tenant_namespace)
-                                if wc["metadata"]["name"] in held and _dispatch_ready(wc)],
-                       lambda still: not still, every=Backoff(0.2), budget_s=CORDON_BUDGET_S, detail=list)
+    quiet = poll_until(
+        lambda: [
+            wc["metadata"]["name"]
+            for wc in hub.list("WorkerCluster", c.tenant_namespace)
+            if wc["metadata"]["name"] in held and _dispatch_ready(wc)
+        ],
+        lambda still: not still,
+        every=Backoff(0.2),
+        budget_s=CORDON_BUDGET_S,
+        detail=list,
+    )
     if not quiet.done:
         raise fail("CordonTimeout", f"pool members still DispatchReady after cordon: {', '.join(quiet.value)}")
     return results
@@ -237,10 +307,17 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
 @activity.defn(name="hub.select_preset")
 def select_preset(step: EnrollmentStep) -> EnsureResult:
     c = step.contract
-    KubeObjects(c.hub).patch("WorkerCluster", c.worker_name, c.tenant_namespace,
-                             {"spec": {"scheduling": {"preset": c.scheduling_preset}}})
-    return EnsureResult(layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace,
-                        outcome=Outcome.updated, data=PresetChoice(preset=c.scheduling_preset))
+    KubeObjects(c.hub).patch(
+        "WorkerCluster", c.worker_name, c.tenant_namespace, {"spec": {"scheduling": {"preset": c.scheduling_preset}}}
+    )
+    return EnsureResult(
+        layer="hub",
+        kind="WorkerCluster",
+        name=c.worker_name,
+        namespace=c.tenant_namespace,
+        outcome=Outcome.updated,
+        data=PresetChoice(preset=c.scheduling_preset),
+    )
 
 
 @activity.defn(name="hub.canary")
@@ -251,11 +328,21 @@ def canary(step: EnrollmentStep) -> Finding:
     ns = c.workload_namespaces[0] if c.tenant_namespace not in c.workload_namespaces else c.tenant_namespace
     name = f"canary-{c.worker_name}"[:63]
     if hub.get("JobSet", name, ns) is None:
-        hub.create({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                           "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: "user-queue"}},
-                           "spec": {"replicatedJobs": [{"name": "canary", "replicas": 1, "template": {"spec": {}}}]}})
-    run = poll_until(lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}), _completed,
-                     every=Backoff(0.3), budget_s=CANARY_BUDGET_S, detail=dict)
+        hub.create(
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: "user-queue"}},
+                "spec": {"replicatedJobs": [{"name": "canary", "replicas": 1, "template": {"spec": {}}}]},
+            }
+        )
+    run = poll_until(
+        lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}),
+        _completed,
+        every=Backoff(0.3),
+        budget_s=CANARY_BUDGET_S,
+        detail=dict,
+    )
     if not run.done:
         raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
     hub.delete("JobSet", name, ns)
@@ -272,12 +359,30 @@ def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     for line in out.splitlines():
         words = line.split()
         if len(words) == 3 and words[0] in ("deleted", "absent"):
-            kind = {"workercluster": "WorkerCluster", "bootstrapenrollment": "BootstrapEnrollment"}.get(words[1],
-                                                                                                      words[1])
-            results.append(EnsureResult(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
-                                        outcome=Outcome.deleted if words[0] == "deleted" else Outcome.absent))
+            kind = {"workercluster": "WorkerCluster", "bootstrapenrollment": "BootstrapEnrollment"}.get(
+                words[1], words[1]
+            )
+            results.append(
+                EnsureResult(
+                    layer="hub",
+                    kind=kind,
+                    name=c.worker_name,
+                    namespace=c.tenant_namespace,
+                    outcome=Outcome.deleted if words[0] == "deleted" else Outcome.absent,
+                )
+            )
     return results
 
 
-ACTIVITIES = [preflight, create_enrollment, destroy_key, wait_conditions, wait_workercluster, cordon, cordon_pool,
-              select_preset, canary, remove_enrollment]
+ACTIVITIES = [
+    preflight,
+    create_enrollment,
+    destroy_key,
+    wait_conditions,
+    wait_workercluster,
+    cordon,
+    cordon_pool,
+    select_preset,
+    canary,
+    remove_enrollment,
+]

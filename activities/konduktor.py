@@ -49,12 +49,16 @@ def remove_blob(path: Path) -> None:
     """The runbook's cleanup: ``shred -u`` where available (else unlink), verified; then the private directory."""
     if path.exists():
         shred = shutil.which("shred")
-        if shred is None or subprocess.run([shred, "-u", "--", str(path)], capture_output=True,
-                                           check=False).returncode != 0:
+        if (
+            shred is None
+            or subprocess.run([shred, "-u", "--", str(path)], capture_output=True, check=False).returncode != 0
+        ):
             path.unlink(missing_ok=True)
     if path.exists():
-        raise fail("BlobNotRemoved", f"bootstrap secret still exists at {path}; remove it with your "
-                                     "organization's secret-deletion procedure")
+        raise fail(
+            "BlobNotRemoved",
+            f"bootstrap secret still exists at {path}; remove it with your organization's secret-deletion procedure",
+        )
     with contextlib.suppress(OSError):
         path.parent.rmdir()
 
@@ -65,8 +69,11 @@ def _created(lines: list[str]) -> list[EnsureResult]:
         words = line.split()
         if len(words) == 3 and words[0] == "created":
             namespace, _, name = words[2].rpartition("/")
-            results.append(EnsureResult(layer="worker", kind=words[1], name=name, namespace=namespace or None,
-                                        outcome=Outcome.created))
+            results.append(
+                EnsureResult(
+                    layer="worker", kind=words[1], name=name, namespace=namespace or None, outcome=Outcome.created
+                )
+            )
     return results
 
 
@@ -98,9 +105,12 @@ def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
         lines = konduktor_cli.answer_plan(c.worker, "worker", "bootstrap", blob, approve=approve)
         if not plan_ok or not plan_ok[-1]:
             got = planned_components(lines)
-            raise fail("BootstrapPlanDiffers", "konduktor worker bootstrap planned something else than the "
-                       f"approved plan; answered no. Missing: {', '.join(sorted(EXPECTED - got)) or 'none'}; "
-                       f"extra: {', '.join(sorted(got - EXPECTED)) or 'none'}")
+            raise fail(
+                "BootstrapPlanDiffers",
+                "konduktor worker bootstrap planned something else than the "
+                f"approved plan; answered no. Missing: {', '.join(sorted(EXPECTED - got)) or 'none'}; "
+                f"extra: {', '.join(sorted(got - EXPECTED)) or 'none'}",
+            )
         return _created(lines)
     finally:
         remove_blob(path)

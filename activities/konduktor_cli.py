@@ -63,8 +63,15 @@ def run(target: KubeTarget, *args: Arg, stdout: IO[str] | None = None, timeout_s
     """Run one command; its stdout (or write it to ``stdout``); ``KonduktorFailed`` on a non-zero exit."""
     command = argv(target, *args)
     try:
-        proc = subprocess.run(_plain(command), stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            _plain(command),
+            stdout=stdout or subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise _failed(command, f"did not finish within {timeout_s:.0f} s") from None
     except OSError as exc:
@@ -74,8 +81,9 @@ def run(target: KubeTarget, *args: Arg, stdout: IO[str] | None = None, timeout_s
     return redact(proc.stdout or "", command)
 
 
-def answer_plan(target: KubeTarget, *args: Arg, approve: Callable[[list[str]], bool],
-                timeout_s: float = CLI_TIMEOUT_S) -> list[str]:
+def answer_plan(
+    target: KubeTarget, *args: Arg, approve: Callable[[list[str]], bool], timeout_s: float = CLI_TIMEOUT_S
+) -> list[str]:
     """Run a command that prints a plan and asks :data:`PROMPT`; answer ``y`` only if ``approve(plan)``.
 
     Returns the plan lines followed by the command's remaining output. Raises ``KonduktorFailed`` when the
@@ -83,8 +91,9 @@ def answer_plan(target: KubeTarget, *args: Arg, approve: Callable[[list[str]], b
     """
     command = argv(target, *args)
     try:
-        proc = subprocess.Popen(_plain(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            _plain(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     except OSError as exc:
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
     timer = threading.Timer(timeout_s, proc.kill)

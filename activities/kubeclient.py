@@ -54,19 +54,25 @@ def _message(body: bytes | str | None, fallback: str) -> str:
     return str((parsed.get("message") if isinstance(parsed, dict) else None) or fallback)
 
 
-def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: str,
-           headers: Any) -> ApplicationError:
+def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: str, headers: Any) -> ApplicationError:
     retry_after = headers.get("Retry-After") if headers else None
     return http_error(f"kubernetes {target.context}", status, _message(body, reason), retry_after)
 
 
-def request(target: KubeTarget, method: str, path: str, body: Any = None, content_type: str = "application/json",
-            query: list[tuple[str, str]] | None = None) -> Json:
+def request(
+    target: KubeTarget,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> Json:
     """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer."""
     api = api_client(target)
     headers = {"Content-Type": content_type, "Accept": "application/json"}
-    _, url, headers, body, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
-                                                   body=body, auth_settings=["BearerToken"])
+    _, url, headers, body, _ = api.param_serialize(
+        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+    )
     try:
         response = api.call_api(method, url, headers, body)
         response.read()
@@ -89,16 +95,19 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     pods = request(target, "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)])
-    running = [str(p["metadata"]["name"]) for p in pods.get("items") or []
-               if (p.get("status") or {}).get("phase") == "Running"]
+    running = [
+        str(p["metadata"]["name"]) for p in pods.get("items") or [] if (p.get("status") or {}).get("phase") == "Running"
+    ]
     if not running:
-        raise ApplicationError(f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod",
-                               type="NoRunningPod")
+        raise ApplicationError(
+            f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod", type="NoRunningPod"
+        )
     return sorted(running)[0]
 
 
-def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str],
-            timeout_s: int = 120) -> ExecOutput:
+def exec_in(
+    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = 120
+) -> ExecOutput:
     """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code.
 
     The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
@@ -107,9 +116,18 @@ def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: 
     shared client patched for good."""
     with _new_client(target) as api:
         try:
-            resp = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, command=argv,
-                          container=container, stderr=True, stdin=False, stdout=True, tty=False,
-                          _preload_content=False)
+            resp = stream(
+                client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                command=argv,
+                container=container,
+                stderr=True,
+                stdin=False,
+                stdout=True,
+                tty=False,
+                _preload_content=False,
+            )
         except ApiException as exc:
             raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from tenantflow.models.network_policy import NetworkPolicy
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 
 Manifest = dict[str, Any]
@@ -31,14 +32,23 @@ WORKLOAD_LABEL = MANAGED_BY
 ALLOWED_PEER_NAMESPACES = ("slurm-control",)
 EGRESS_NAMESPACES = ("slurm-control", "auth", "kube-system")
 EGRESS_PORTS = ((53, "UDP"), (636, "TCP"), (443, "TCP"))
+"""The runbook's egress ports, verbatim; :func:`allow_policy` adds what they miss."""
+SLURM_NAMESPACE = "slurm-control"
+DNS_NAMESPACE = "kube-system"
+SLURMCTLD_PORT = 6817
 
 
 def owner_labels(slug: str) -> dict[str, str]:
     return {MANAGED_BY: MANAGER, TENANT_LABEL: slug}
 
 
-def _meta(name: str, slug: str, namespace: str | None = None, labels: dict[str, str] | None = None,
-          annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _meta(
+    name: str,
+    slug: str,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **owner_labels(slug)}}
     if namespace is not None:
         meta["namespace"] = namespace
@@ -68,8 +78,11 @@ def namespace(contract: TenantContract) -> Manifest:
     """Runbook step 3a: the namespace with the tenant and pod-security ``restricted`` labels."""
     labels = {"tenant": contract.slug}
     labels.update({f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY_MODES})
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(contract.namespace, contract.slug,
-                                                                      labels=labels)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta(contract.namespace, contract.slug, labels=labels),
+    }
 
 
 def resource_quota(contract: TenantContract) -> Manifest:
@@ -79,14 +92,16 @@ def resource_quota(contract: TenantContract) -> Manifest:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": _meta(f"{contract.slug}-quota", contract.slug, contract.namespace),
-        "spec": {"hard": {
-            f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
-            "requests.cpu": quota.requests_cpu,
-            "requests.memory": quota.requests_memory,
-            "limits.memory": quota.limits_memory,
-            "persistentvolumeclaims": str(quota.persistentvolumeclaims),
-            "requests.storage": quota.requests_storage,
-        }},
+        "spec": {
+            "hard": {
+                f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
+                "requests.cpu": quota.requests_cpu,
+                "requests.memory": quota.requests_memory,
+                "limits.memory": quota.limits_memory,
+                "persistentvolumeclaims": str(quota.persistentvolumeclaims),
+                "requests.storage": quota.requests_storage,
+            }
+        },
     }
 
 
@@ -97,11 +112,15 @@ def limit_range(contract: TenantContract) -> Manifest:
         "apiVersion": "v1",
         "kind": "LimitRange",
         "metadata": _meta(f"{contract.slug}-defaults", contract.slug, contract.namespace),
-        "spec": {"limits": [{
-            "type": "Container",
-            "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
-            "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
-        }]},
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
+                    "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
+                }
+            ]
+        },
     }
 
 
@@ -134,8 +153,13 @@ def deny_all_policy(contract: TenantContract) -> Manifest:
     }
 
 
+def _port(port: int, protocol: str) -> dict[str, Any]:
+    return {"port": port, "protocol": protocol}
+
+
 def allow_policy(contract: TenantContract) -> Manifest:
-    """Runbook step 3d: tenant-internal traffic, Slurm, LDAP (636), DNS (53) and HTTPS (443)."""
+    """Runbook step 3d (tenant-internal traffic, Slurm, LDAP 636, DNS 53/UDP, HTTPS 443), plus the two egress
+    rules the runbook's policy lacks (:data:`POLICY_ADDITIONS` says why)."""
     slug = contract.namespace
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -145,12 +169,64 @@ def allow_policy(contract: TenantContract) -> Manifest:
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}],
-            "egress": [{
-                "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
-                "ports": [{"port": port, "protocol": protocol} for port, protocol in EGRESS_PORTS],
-            }],
+            "egress": [
+                {
+                    "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
+                    "ports": [_port(port, protocol) for port, protocol in EGRESS_PORTS],
+                },
+                {"to": [_namespace_peer(SLURM_NAMESPACE)], "ports": [_port(SLURMCTLD_PORT, "TCP")]},
+                {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(53, "TCP")]},
+            ],
         },
     }
+
+
+def login_selector(contract: TenantContract) -> dict[str, str]:
+    """The labels the login chart puts on its pods (and its Service selects)."""
+    return {"app.kubernetes.io/instance": login_release_name(contract)}
+
+
+def login_ssh_policy(contract: TenantContract) -> Manifest:
+    """SSH (22/TCP) into the login pods only, from any address: the LoadBalancer Service's clients."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(f"{contract.slug}-login-ssh", contract.slug, contract.namespace),
+        "spec": {
+            "podSelector": {"matchLabels": login_selector(contract)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}],
+                    "ports": [_port(22, "TCP")],
+                }
+            ],
+        },
+    }
+
+
+def contract_policy(contract: TenantContract, policy: NetworkPolicy) -> Manifest:
+    """A policy the contract gives, written as given into the tenant namespace with our labels."""
+    body = policy.manifest()
+    labels = {**(body["metadata"].get("labels") or {}), **owner_labels(contract.slug)}
+    body["metadata"] = {"name": policy.metadata.name, "namespace": contract.namespace, "labels": labels}
+    return body
+
+
+def network_policies(contract: TenantContract) -> list[Manifest]:
+    """The deny-all, then the contract's own policies when it gives some, else the generated ones."""
+    if contract.network.policies is not None:
+        return [deny_all_policy(contract), *(contract_policy(contract, p) for p in contract.network.policies)]
+    return [deny_all_policy(contract), allow_policy(contract), login_ssh_policy(contract)]
+
+
+POLICY_ADDITIONS = (
+    f"egress to {SLURM_NAMESPACE} on {SLURMCTLD_PORT}/TCP: the runbook's policy allows only 53/UDP, 636 and 443, "
+    "so srun/sbatch could not reach slurmctld",
+    f"egress to {DNS_NAMESPACE} on 53/TCP: DNS falls back to TCP for large answers (RFC 7766)",
+    "ingress on 22/TCP to the login pods: the runbook's policy admits only tenant and slurm-control pods, so no "
+    "SSH client could log in",
+)
 
 
 def admins_role_binding(contract: TenantContract) -> Manifest:
@@ -171,8 +247,9 @@ def authorized_keys_secret_name(contract: TenantContract) -> str:
 
 def authorized_keys_secret(contract: TenantContract) -> Manifest:
     """The Secret projected to ``/etc/ssh/authorized_keys.d/``: one key per username (public keys only)."""
-    data = {user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode()
-            for user in contract.users}
+    data = {
+        user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode() for user in contract.users
+    }
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -209,8 +286,15 @@ def weka_mount_filesystem(contract: TenantContract, role: str) -> str:
     return f"{role}/{contract.slug}"
 
 
-def login_release(contract: TenantContract, *, ldap_uri: str, ldap_base_dn: str, ldap_bind_dn: str,
-                  bind_password_secret: str, slurm_controller_host: str) -> Manifest:
+def login_release(
+    contract: TenantContract,
+    *,
+    ldap_uri: str,
+    ldap_base_dn: str,
+    ldap_bind_dn: str,
+    bind_password_secret: str,
+    slurm_controller_host: str,
+) -> Manifest:
     """Runbook step 5a: the login pod chart release; the bind password only by Secret name."""
     return {
         "apiVersion": HELM_API,
@@ -221,16 +305,24 @@ def login_release(contract: TenantContract, *, ldap_uri: str, ldap_base_dn: str,
             "values": {
                 "tenant": contract.slug,
                 "replicas": contract.login.replicas,
-                "ldap": {"uri": ldap_uri, "baseDN": ldap_base_dn, "bindDN": ldap_bind_dn,
-                         "bindPasswordSecret": bind_password_secret},
+                "ldap": {
+                    "uri": ldap_uri,
+                    "baseDN": ldap_base_dn,
+                    "bindDN": ldap_bind_dn,
+                    "bindPasswordSecret": bind_password_secret,
+                },
                 "slurm": {"controllerHost": slurm_controller_host},
                 "sshKeysSecret": authorized_keys_secret_name(contract),
-                "homeMount": {"type": "weka", "path": "/home",
-                              "filesystem": weka_mount_filesystem(contract, "home")},
-                "scratchMount": {"type": "weka", "path": "/scratch",
-                                 "filesystem": weka_mount_filesystem(contract, "scratch")},
-                "service": {"type": "LoadBalancer", "annotations": {
-                    "external-dns.alpha.kubernetes.io/hostname": contract.login_hostname}},
+                "homeMount": {"type": "weka", "path": "/home", "filesystem": weka_mount_filesystem(contract, "home")},
+                "scratchMount": {
+                    "type": "weka",
+                    "path": "/scratch",
+                    "filesystem": weka_mount_filesystem(contract, "scratch"),
+                },
+                "service": {
+                    "type": "LoadBalancer",
+                    "annotations": {"external-dns.alpha.kubernetes.io/hostname": contract.login_hostname},
+                },
             },
         },
     }

@@ -19,8 +19,11 @@ from tenantflow.models.results import EnsureResult
 
 
 def _writes(steps: list[PlanStep]) -> set[str]:
-    return {f"{s.action.value} {s.kind} {s.namespace + '/' if s.namespace else ''}{s.name}" for s in steps
-            if s.action in (Action.delete, Action.update)}
+    return {
+        f"{s.action.value} {s.kind} {s.namespace + '/' if s.namespace else ''}{s.name}"
+        for s in steps
+        if s.action in (Action.delete, Action.update)
+    }
 
 
 @activity.defn(name="worker.reset_approved")
@@ -29,9 +32,12 @@ def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     step = EnrollmentStep(contract=reset.contract)
     approved, now = _writes(reset.steps), _writes(reset_plan_steps(reset_lines(step, dry_run=True)))
     if approved != now:
-        raise fail("ResetPlanChanged", "konduktor worker reset --dry-run no longer matches the approved plan; "
-                   f"nothing was reset. New: {', '.join(sorted(now - approved)) or 'none'}; gone: "
-                   f"{', '.join(sorted(approved - now)) or 'none'}. Decommission again to approve the new plan")
+        raise fail(
+            "ResetPlanChanged",
+            "konduktor worker reset --dry-run no longer matches the approved plan; "
+            f"nothing was reset. New: {', '.join(sorted(now - approved)) or 'none'}; gone: "
+            f"{', '.join(sorted(approved - now)) or 'none'}. Decommission again to approve the new plan",
+        )
     return reset_results(reset_lines(step, dry_run=False))
 
 

@@ -43,24 +43,50 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
     ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
     c = step.contract
     objs = KubeObjects(c.worker)
-    steps = [PlanStep(layer="hub", kind="BootstrapEnrollment", name=c.worker_name, namespace=c.tenant_namespace,
-                      action=Action.create, detail={"one_shot": True, "by": "konduktor cluster enroll"})]
+    steps = [
+        PlanStep(
+            layer="hub",
+            kind="BootstrapEnrollment",
+            name=c.worker_name,
+            namespace=c.tenant_namespace,
+            action=Action.create,
+            detail={"one_shot": True, "by": "konduktor cluster enroll"},
+        )
+    ]
     for kind, namespace, name in BOOTSTRAP_COMPONENTS:
         action = Action.create if objs.get(kind, name, namespace) is None else Action.unchanged
-        steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action,
-                              detail={"by": "konduktor worker bootstrap"}))
-    steps += [PlanStep(layer="worker", kind="Deployment", name=d["metadata"]["name"],
-                       namespace=d["metadata"]["namespace"], action=Action.leave,
-                       detail={"reason": "shared VictoriaMetrics operator is preserved"})
-              for d in objs.list("Deployment", None, VM_OPERATOR_LABEL)]
+        steps.append(
+            PlanStep(
+                layer="worker",
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                action=action,
+                detail={"by": "konduktor worker bootstrap"},
+            )
+        )
+    steps += [
+        PlanStep(
+            layer="worker",
+            kind="Deployment",
+            name=d["metadata"]["name"],
+            namespace=d["metadata"]["namespace"],
+            action=Action.leave,
+            detail={"reason": "shared VictoriaMetrics operator is preserved"},
+        )
+        for d in objs.list("Deployment", None, VM_OPERATOR_LABEL)
+    ]
     return steps
 
 
 @activity.defn(name="worker.install")
 def install(step: EnrollmentStep) -> list[EnsureResult]:
     """Retired (runs recorded before ``konduktor.bootstrap``): tenantflow never installs the worker agent."""
-    raise fail("StepRetired", "worker.install was replaced by konduktor.bootstrap (konduktor worker bootstrap "
-                              "installs the agent); start a new enrollment run")
+    raise fail(
+        "StepRetired",
+        "worker.install was replaced by konduktor.bootstrap (konduktor worker bootstrap "
+        "installs the agent); start a new enrollment run",
+    )
 
 
 def reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
@@ -95,8 +121,14 @@ def record_invariants(step: EnrollmentStep) -> Invariants:
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
-    return [Finding(check="invariants", ok=True, severity="info",
-                    message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status")]
+    return [
+        Finding(
+            check="invariants",
+            ok=True,
+            severity="info",
+            message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status",
+        )
+    ]
 
 
 @activity.defn(name="worker.wait_convergence")
@@ -108,15 +140,26 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     def pending() -> tuple[Invariants, list[str]]:
         now = verify_invariants(objs, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
-        return now, [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
-                     if images.get(f"Deployment/{ns}/{name}") != image]
+        return now, [
+            f"Deployment/{ns}/{name}"
+            for ns, name, image in DEPENDENCIES
+            if images.get(f"Deployment/{ns}/{name}") != image
+        ]
 
-    polled = poll_until(pending, lambda seen: not seen[1], every=Backoff(wait.poll_s), budget_s=wait.budget_s,
-                        detail=lambda seen: seen[1])
+    polled = poll_until(
+        pending,
+        lambda seen: not seen[1],
+        every=Backoff(wait.poll_s),
+        budget_s=wait.budget_s,
+        detail=lambda seen: seen[1],
+    )
     now, left = polled.value
     if not polled.done:
-        raise fail("ConvergenceTimeout", f"Kueue/JobSet did not converge: {', '.join(left)} "
-                   "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)")
+        raise fail(
+            "ConvergenceTimeout",
+            f"Kueue/JobSet did not converge: {', '.join(left)} "
+            "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)",
+        )
     return now.deployments
 
 
@@ -141,13 +184,25 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
         delta = spec_diff(kueue.expected_spec(want), have.get("spec") or {})
         if delta:
             diffs[ref.key()] = delta
-    findings = [Finding(check="adoption.foreign-owner", ok=False, message=f"{key} is owned by WorkerCluster {owner}",
-                        fix="release it from the other WorkerCluster (decommission or relabel) before enrolling")
-                for key, owner in foreign.items()]
-    findings += [Finding(check="adoption.spec-differs", ok=False, message=f"{key}: " + "; ".join(lines),
-                         fix="do not add ownership labels: contact Trainy to express the existing policy as "
-                             "WorkerCluster scheduling overlays")
-                 for key, lines in diffs.items()]
+    findings = [
+        Finding(
+            check="adoption.foreign-owner",
+            ok=False,
+            message=f"{key} is owned by WorkerCluster {owner}",
+            fix="release it from the other WorkerCluster (decommission or relabel) before enrolling",
+        )
+        for key, owner in foreign.items()
+    ]
+    findings += [
+        Finding(
+            check="adoption.spec-differs",
+            ok=False,
+            message=f"{key}: " + "; ".join(lines),
+            fix="do not add ownership labels: contact Trainy to express the existing policy as "
+            "WorkerCluster scheduling overlays",
+        )
+        for key, lines in diffs.items()
+    ]
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
@@ -162,8 +217,12 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
         verify_invariants(objs, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
-        obj = kueue.patch(ref.kind, ref.name, ref.namespace,
-                         {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}})
+        obj = kueue.patch(
+            ref.kind,
+            ref.name,
+            ref.namespace,
+            {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}},
+        )
         if obj["metadata"]["uid"] != ref.uid:
             raise fail("AdoptionRefused", f"{ref.key()} was recreated: uid {ref.uid} -> {obj['metadata']['uid']}")
         adopted.append(ref)
@@ -179,8 +238,9 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
         uid = obj["metadata"]["uid"] if obj else "absent"
         findings.append(Finding(check="adoption.uid", ok=uid == ref.uid, message=f"{ref.key()} uid {uid}"))
     if not all(f.ok for f in findings):
-        raise fail("AdoptionRefused", "adoption replaced objects: "
-                   + "; ".join(f.message for f in findings if not f.ok))
+        raise fail(
+            "AdoptionRefused", "adoption replaced objects: " + "; ".join(f.message for f in findings if not f.ok)
+        )
     return findings
 
 
@@ -188,11 +248,18 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     kueue = Kueue(wait.contract.worker)
-    drained = poll_until(lambda: [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
-                                  for ns in wait.contract.workload_namespaces
-                                  for o in kueue.list("Workload", ns, ORIGIN_LABEL)
-                                  if work_state(o) == "Admitted"],
-                         lambda active: not active, every=Backoff(wait.poll_s), budget_s=wait.budget_s, detail=list)
+    drained = poll_until(
+        lambda: [
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+            for ns in wait.contract.workload_namespaces
+            for o in kueue.list("Workload", ns, ORIGIN_LABEL)
+            if work_state(o) == "Admitted"
+        ],
+        lambda active: not active,
+        every=Backoff(wait.poll_s),
+        budget_s=wait.budget_s,
+        detail=list,
+    )
     if not drained.done:
         raise fail("DrainTimeout", f"remote workloads still admitted: {', '.join(drained.value)}")
     return True
@@ -212,10 +279,14 @@ def reset_plan_steps(lines: list[str]) -> list[PlanStep]:
         if entry is None:
             continue
         action, kind, name, namespace, why = entry
-        detail = ({"release": "remove trainy.ai ownership labels; the object stays"} if action == Action.update
-                  else {"reason": why} if why else {})
-        steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action,
-                              detail=detail))
+        detail = (
+            {"release": "remove trainy.ai ownership labels; the object stays"}
+            if action == Action.update
+            else {"reason": why}
+            if why
+            else {}
+        )
+        steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action, detail=detail))
     return steps
 
 
@@ -227,11 +298,20 @@ def reset_results(lines: list[str]) -> list[EnsureResult]:
             continue
         action, kind, name, namespace, _ = entry
         if action == Action.delete:
-            results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
-                                        outcome=Outcome.deleted))
+            results.append(
+                EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.deleted)
+            )
         else:
-            results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
-                                        outcome=Outcome.updated, data=PresetRelease(released=True)))
+            results.append(
+                EnsureResult(
+                    layer="worker",
+                    kind=kind,
+                    name=name,
+                    namespace=namespace,
+                    outcome=Outcome.updated,
+                    data=PresetRelease(released=True),
+                )
+            )
     return results
 
 
@@ -241,5 +321,17 @@ def reset(step: EnrollmentStep) -> list[EnsureResult]:
     return reset_results(reset_lines(step, dry_run=False))
 
 
-ACTIVITIES = [plan, install, uninstall, record_invariants, check_invariants, wait_convergence, adoption_diff, adopt,
-              verify_uids, wait_no_remote_work, reset_plan, reset]
+ACTIVITIES = [
+    plan,
+    install,
+    uninstall,
+    record_invariants,
+    check_invariants,
+    wait_convergence,
+    adoption_diff,
+    adopt,
+    verify_uids,
+    wait_no_remote_work,
+    reset_plan,
+    reset,
+]

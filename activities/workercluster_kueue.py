@@ -23,10 +23,14 @@ from tenantflow.models.targets import KubeTarget
 
 GROUP = "kueue.x-k8s.io"
 NEWEST_FIRST = ("v1beta2", "v1beta1")
-PLURALS = {"Workload": ("workloads", True), "LocalQueue": ("localqueues", True),
-           "ResourceFlavor": ("resourceflavors", False), "ClusterQueue": ("clusterqueues", False),
-           "AdmissionCheck": ("admissionchecks", False),
-           "ProvisioningRequestConfig": ("provisioningrequestconfigs", False)}
+PLURALS = {
+    "Workload": ("workloads", True),
+    "LocalQueue": ("localqueues", True),
+    "ResourceFlavor": ("resourceflavors", False),
+    "ClusterQueue": ("clusterqueues", False),
+    "AdmissionCheck": ("admissionchecks", False),
+    "ProvisioningRequestConfig": ("provisioningrequestconfigs", False),
+}
 DRY_RUN_SUFFIX = "-tenantflow-compare"
 Obj = dict[str, Any]
 
@@ -74,17 +78,22 @@ class Kueue:
         return list(found.get("items") or [])
 
     def patch(self, kind: str, name: str, namespace: str | None, body: Obj) -> Obj:
-        return kubeclient.request(self.target, "PATCH", self.kind(kind).path(namespace, name), body,
-                                  "application/merge-patch+json")
+        return kubeclient.request(
+            self.target, "PATCH", self.kind(kind).path(namespace, name), body, "application/merge-patch+json"
+        )
 
     def expected_spec(self, preset: Obj) -> Obj:
         """The preset object's spec as this worker's API server stores it (defaults filled, quantities normalized):
         a dry-run create under a scratch name, so nothing is written."""
         meta = preset["metadata"]
-        body = {**preset, "apiVersion": f"{GROUP}/{self.version}",
-                "metadata": {**meta, "name": f"{meta['name']}{DRY_RUN_SUFFIX}"}}
-        done = kubeclient.request(self.target, "POST", self.kind(preset["kind"]).path(meta.get("namespace")), body,
-                                  query=[("dryRun", "All")])
+        body = {
+            **preset,
+            "apiVersion": f"{GROUP}/{self.version}",
+            "metadata": {**meta, "name": f"{meta['name']}{DRY_RUN_SUFFIX}"},
+        }
+        done = kubeclient.request(
+            self.target, "POST", self.kind(preset["kind"]).path(meta.get("namespace")), body, query=[("dryRun", "All")]
+        )
         return dict(done.get("spec") or {})
 
 
@@ -107,9 +116,13 @@ def _same(want: Any, have: Any) -> bool:
 def spec_diff(want: Any, have: Any, where: str = "spec") -> list[str]:
     """Every field where ``have`` differs from ``want`` (``path: preset X, found Y``); quantities by value."""
     if isinstance(want, dict) and isinstance(have, dict):
-        return [line for key in sorted(set(want) | set(have))
-                for line in spec_diff(want.get(key), have.get(key), f"{where}.{key}")]
+        return [
+            line
+            for key in sorted(set(want) | set(have))
+            for line in spec_diff(want.get(key), have.get(key), f"{where}.{key}")
+        ]
     if isinstance(want, list) and isinstance(have, list) and len(want) == len(have):
-        return [line for i, (w, h) in enumerate(zip(want, have, strict=True))
-                for line in spec_diff(w, h, f"{where}[{i}]")]
+        return [
+            line for i, (w, h) in enumerate(zip(want, have, strict=True)) for line in spec_diff(w, h, f"{where}[{i}]")
+        ]
     return [] if _same(want, have) else [f"{where}: preset {want!r}, found {have!r}"]

@@ -35,19 +35,27 @@ TUNNEL_SECRET = "trainy-tunnel-credentials"
 LOG_COLLECTOR = "trainy-log-collector"
 METRICS_AGENT = "trainy-metrics-agent"
 BOOTSTRAP_COMPONENTS: tuple[tuple[str, str | None, str], ...] = (
-    ("Namespace", None, AGENT_NAMESPACE), ("Namespace", None, BYOC_NAMESPACE),
-    ("ServiceAccount", AGENT_NAMESPACE, AGENT), ("ClusterRole", None, AGENT), ("ClusterRoleBinding", None, AGENT),
-    ("Secret", AGENT_NAMESPACE, BOOTSTRAP_SECRET), ("Deployment", AGENT_NAMESPACE, AGENT),
-    ("Secret", AGENT_NAMESPACE, TUNNEL_SECRET), ("Deployment", BYOC_NAMESPACE, LOG_COLLECTOR),
-    ("Deployment", BYOC_NAMESPACE, METRICS_AGENT))
+    ("Namespace", None, AGENT_NAMESPACE),
+    ("Namespace", None, BYOC_NAMESPACE),
+    ("ServiceAccount", AGENT_NAMESPACE, AGENT),
+    ("ClusterRole", None, AGENT),
+    ("ClusterRoleBinding", None, AGENT),
+    ("Secret", AGENT_NAMESPACE, BOOTSTRAP_SECRET),
+    ("Deployment", AGENT_NAMESPACE, AGENT),
+    ("Secret", AGENT_NAMESPACE, TUNNEL_SECRET),
+    ("Deployment", BYOC_NAMESPACE, LOG_COLLECTOR),
+    ("Deployment", BYOC_NAMESPACE, METRICS_AGENT),
+)
 """(kind, namespace, name) of what ``konduktor worker bootstrap`` results in, as the runbook lists it: the worker
 agent, tunnel credentials, log collector, metrics agent and their namespaces and RBAC."""
 VM_OPERATOR_LABEL = "app.kubernetes.io/name=victoria-metrics-operator"
 ADOPTION_REFUSAL = "refuse to adopt existing object not owned by this WorkerCluster"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue:v0.16.1"
 JOBSET_IMAGE = "registry.k8s.io/jobset/jobset:v0.8.1"
-DEPENDENCIES = (("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
-                ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE))
+DEPENDENCIES = (
+    ("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
+    ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE),
+)
 
 Obj = dict[str, Any]
 
@@ -63,28 +71,63 @@ def label_value(identity: str) -> str:
 def preset_objects(preset: str, workload_namespaces: list[str]) -> list[Obj]:
     """The Kueue objects a scheduling preset manages on the worker (specs only, no labels)."""
     kueue = "kueue.x-k8s.io/v1beta2"
-    cq_spec: Obj = {"namespaceSelector": {}, "resourceGroups": [{
-        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-        "flavors": [{"name": "default-flavor", "resources": [
-            {"name": "cpu", "nominalQuota": 10000}, {"name": "memory", "nominalQuota": "10000Gi"},
-            {"name": "nvidia.com/gpu", "nominalQuota": 64}]}]}],
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
-    objs: list[Obj] = [{"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"},
-                        "spec": {}}]
+    cq_spec: Obj = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "default-flavor",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": 10000},
+                            {"name": "memory", "nominalQuota": "10000Gi"},
+                            {"name": "nvidia.com/gpu", "nominalQuota": 64},
+                        ],
+                    }
+                ],
+            }
+        ],
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+    }
+    objs: list[Obj] = [
+        {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}, "spec": {}}
+    ]
     if preset == "gke-dws":
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": "dws-prov"}]}
         objs += [
-            {"apiVersion": kueue, "kind": "AdmissionCheck", "metadata": {"name": "dws-prov"},
-             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
-                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
-                                     "name": "dws-config"}}},
-            {"apiVersion": kueue, "kind": "ProvisioningRequestConfig", "metadata": {"name": "dws-config"},
-             "spec": {"provisioningClassName": "queued-provisioning.gke.io",
-                      "managedResources": ["nvidia.com/gpu"]}}]
-    objs.insert(1, {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
-                    "spec": cq_spec})
-    objs += [{"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
-              "spec": {"clusterQueue": "cluster-queue"}} for ns in workload_namespaces]
+            {
+                "apiVersion": kueue,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": "dws-prov"},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": "dws-config",
+                    },
+                },
+            },
+            {
+                "apiVersion": kueue,
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": "dws-config"},
+                "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]},
+            },
+        ]
+    objs.insert(
+        1, {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"}, "spec": cq_spec}
+    )
+    objs += [
+        {
+            "apiVersion": kueue,
+            "kind": "LocalQueue",
+            "metadata": {"name": "user-queue", "namespace": ns},
+            "spec": {"clusterQueue": "cluster-queue"},
+        }
+        for ns in workload_namespaces
+    ]
     return objs
 
 
@@ -144,8 +187,11 @@ class ConditionReport(Strict):
     generation: int = 0
     conditions: dict[str, Condition] = Field(default_factory=dict)
     converged: bool = False
-    components: list[str] = Field(default_factory=list, description="when the conditions did not converge: the "
-                                  "pods of trainy-system and trainy-byoc-system on the worker (the runbook's check)")
+    components: list[str] = Field(
+        default_factory=list,
+        description="when the conditions did not converge: the "
+        "pods of trainy-system and trainy-byoc-system on the worker (the runbook's check)",
+    )
 
     def true(self, name: str) -> bool:
         cond = self.conditions.get(name)

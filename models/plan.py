@@ -41,8 +41,7 @@ class Plan(Strict):
 
     @property
     def plan_hash(self) -> str:
-        body = json.dumps([s.model_dump(mode="json") for s in self.steps], sort_keys=True,
-                          separators=(",", ":"))
+        body = json.dumps([s.model_dump(mode="json") for s in self.steps], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def writes(self) -> list[PlanStep]:
@@ -57,6 +56,7 @@ class Plan(Strict):
 
 def plan_changes(before: Plan, after: Plan) -> list[str]:
     """What differs between two plans, one line per object: ``+`` added, ``-`` gone, ``~`` changed."""
+
     def key(step: PlanStep) -> tuple[str, str, str, str]:
         return step.layer, step.kind, step.namespace or "", step.name
 
@@ -70,6 +70,7 @@ def plan_changes(before: Plan, after: Plan) -> list[str]:
         elif now is None and was is not None:
             lines.append(f"- {was.action} {label}")
         elif was is not None and now is not None and was != now:
-            lines.append(f"~ {label}: {was.action} -> {now.action}"
-                         + ("" if was.detail == now.detail else " (details changed)"))
+            lines.append(
+                f"~ {label}: {was.action} -> {now.action}" + ("" if was.detail == now.detail else " (details changed)")
+            )
     return lines

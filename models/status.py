@@ -30,6 +30,7 @@ class RunStatus(Strict):
     gates: list[GateState] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
-    leftovers: list[Leftover] = Field(default_factory=list,
-                                      description="objects a failed undo left; retry_rollback undoes them again")
+    leftovers: list[Leftover] = Field(
+        default_factory=list, description="objects a failed undo left; retry_rollback undoes them again"
+    )
     message: str = ""

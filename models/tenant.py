@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from tenantflow.models.base import Strict
+from tenantflow.models.network_policy import NetworkPolicy
 from tenantflow.models.sku import lookup_sku
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.units import Size, parse_size
@@ -23,8 +24,14 @@ SLUG_PATTERN = r"^tenant-[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$"
 USERNAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 EMAIL_PATTERN = r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,180}\.[A-Za-z]{2,24}$"
 DURATION_PATTERN = r"^(UNLIMITED|(\d+-)?\d{1,2}:\d{2}:\d{2})$"
-SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com")
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+)
 
 
 def _check_ssh_key(key: str) -> str:
@@ -32,8 +39,10 @@ def _check_ssh_key(key: str) -> str:
         raise ValueError("an SSH key must be one line; put several keys in separate list items")
     parts = key.split()
     if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ValueError(f"not an OpenSSH public key; expected '<type> <base64> [comment]' with type one of "
-                         f"{', '.join(SSH_KEY_TYPES)}")
+        raise ValueError(
+            f"not an OpenSSH public key; expected '<type> <base64> [comment]' with type one of "
+            f"{', '.join(SSH_KEY_TYPES)}"
+        )
     if len(parts) > 2 and not re.fullmatch(r"[A-Za-z0-9@._+-]{1,100}", " ".join(parts[2:]).replace(" ", "_")):
         raise ValueError("the SSH key comment may only hold letters, digits and @._+-")
     try:
@@ -43,7 +52,46 @@ def _check_ssh_key(key: str) -> str:
     return key
 
 
+DISPLAY_NAME_FORBIDDEN = ",'\"=<>{}$`\\;|&"
+"""Characters sacctmgr cannot take in ``Description=`` (it splits values at commas and strips ' and " as
+quotes, so ``Acme, Inc.`` fails ``slurm.accounts`` after approval) or a shell or LDAP would treat specially."""
+
+
+def _check_display_name(value: str) -> str:
+    bad = sorted({c for c in value if c in DISPLAY_NAME_FORBIDDEN or ord(c) < 0x20 or ord(c) == 0x7F})
+    if bad:
+        shown = " ".join(repr(c) for c in bad)
+        cleaned = " ".join("".join(" " if c in bad else c for c in value).split())
+        raise ValueError(
+            f"display_name {value!r} contains {shown}, which sacctmgr cannot store in an account's "
+            f"Description (it splits values at commas and strips quotes); write it without them, "
+            f"e.g. {cleaned!r}"
+        )
+    return value
+
+
 SshKey = Annotated[str, Field(max_length=16_384), AfterValidator(_check_ssh_key)]
+
+
+NodeName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$",
+        description="a Kubernetes node name that is also a Slurm NodeName and a label "
+        "value: lowercase letters, digits, '-' and '.', at most 63",
+    ),
+]
+
+
+def _check_hostname(value: str | None) -> str | None:
+    if value is not None and any(
+        not label or len(label) > 63 or label.startswith("-") or label.endswith("-") for label in value.split(".")
+    ):
+        raise ValueError(
+            f"login.hostname {value!r} is not a DNS name: each dot-separated label must be 1 to 63 "
+            "letters, digits or '-', not starting or ending with '-'"
+        )
+    return value
 
 
 class PartitionType(StrEnum):
@@ -70,12 +118,25 @@ class OverSubscribe(StrEnum):
 
 
 class TenantUser(Strict):
-    username: str = Field(..., pattern=USERNAME_PATTERN,
-                          description="lowercase, starts with a letter, letters digits and hyphens, max 32")
+    username: str = Field(
+        ..., pattern=USERNAME_PATTERN, description="lowercase, starts with a letter, letters digits and hyphens, max 32"
+    )
     email: str = Field(..., max_length=254, pattern=EMAIL_PATTERN)
-    name: str = Field(..., min_length=1, max_length=150, pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
-                      description="full name; no control or shell characters")
+    name: str = Field(
+        ...,
+        min_length=1,
+        max_length=150,
+        pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
+        description="full name; no control or shell characters",
+    )
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
+    adopt_existing: bool = Field(
+        False,
+        exclude_if=lambda adopt: not adopt,
+        description="take over an Authentik account that already has this username "
+        "(active or not, outside this tenant); shown in the plan. Left out of the "
+        "serialized contract when false, so recorded histories keep their arguments",
+    )
 
 
 class Capacity(Strict):
@@ -84,7 +145,7 @@ class Capacity(Strict):
     partition_type: PartitionType = PartitionType.reserved
     term_days: int = Field(365, ge=1, le=3650)
     hardware_pool: str = Field("gpu-h100-rack-a", pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
-    nodes: list[str] | None = Field(None, description="explicit node names; chosen in preflight when absent")
+    nodes: list[NodeName] | None = Field(None, description="explicit node names; chosen in preflight when absent")
     evict_on_release: bool = Field(False, description="must stay false: true kills running jobs on RMA")
 
     @field_validator("sku")
@@ -97,15 +158,20 @@ class Capacity(Strict):
     def _gpus_fill_nodes(self) -> Self:
         per_node = lookup_sku(self.sku).gpus_per_node
         if self.gpus % per_node:
-            raise ValueError(f"gpus={self.gpus} is not a multiple of {per_node} GPUs per {self.sku} node; "
-                             f"ask for {self.gpus - self.gpus % per_node or per_node} or "
-                             f"{self.gpus + per_node - self.gpus % per_node}")
+            raise ValueError(
+                f"gpus={self.gpus} is not a multiple of {per_node} GPUs per {self.sku} node; "
+                f"ask for {self.gpus - self.gpus % per_node or per_node} or "
+                f"{self.gpus + per_node - self.gpus % per_node}"
+            )
         if self.nodes is not None and len(self.nodes) != self.node_count:
-            raise ValueError(f"nodes lists {len(self.nodes)} names but gpus={self.gpus} needs "
-                             f"{self.node_count} {self.sku} nodes")
+            raise ValueError(
+                f"nodes lists {len(self.nodes)} names but gpus={self.gpus} needs {self.node_count} {self.sku} nodes"
+            )
         if self.evict_on_release:
-            raise ValueError("evict_on_release must be false: true evicts running tenant jobs when a node "
-                             "leaves the Reservation; the operator must drain gracefully")
+            raise ValueError(
+                "evict_on_release must be false: true evicts running tenant jobs when a node "
+                "leaves the Reservation; the operator must drain gracefully"
+            )
         return self
 
     @property
@@ -165,24 +231,35 @@ class Slurm(Strict):
     cluster: str = Field("production", pattern=r"^[a-z0-9_-]{1,40}$")
     fairshare: int = Field(300, ge=1, le=1_000_000)
     grp_jobs: int = Field(200, ge=1, le=1_000_000)
-    team_account: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
-                                     description="sub-account; default ml-team-<short>; empty string skips")
+    team_account: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+        description="sub-account; default ml-team-<short>; empty string skips",
+    )
     team_fairshare: int = Field(200, ge=1, le=1_000_000)
     budget_gpu_minutes_total: int = Field(720_000, ge=1, description="split evenly across users")
     user_max_jobs: int = Field(20, ge=1, le=100_000)
     normal_qos: Qos = Qos(priority=100, max_wall="24:00:00", deny_on_limit=True)
-    interactive_qos: Qos = Qos(priority=200, grp_gpus=8, max_wall="04:00:00", preempt_off=True,
-                               deny_on_limit=False)
+    interactive_qos: Qos = Qos(priority=200, grp_gpus=8, max_wall="04:00:00", preempt_off=True, deny_on_limit=False)
     partition_max_time: str = Field("24:00:00", pattern=DURATION_PATTERN)
     partition_default_time: str = Field("01:00:00", pattern=DURATION_PATTERN)
     oversubscribe: OverSubscribe = OverSubscribe.exclusive
-    contract_wall_limit: str = Field("24:00:00", pattern=DURATION_PATTERN,
-                                     description="the wall limit the tenant bought; UNLIMITED for none")
+    contract_wall_limit: str = Field(
+        "24:00:00", pattern=DURATION_PATTERN, description="the wall limit the tenant bought; UNLIMITED for none"
+    )
 
 
 class Network(Strict):
     isolation: NetworkIsolation = NetworkIsolation.network_policy
     pkey: str | None = Field(None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
+    policies: list[NetworkPolicy] | None = Field(
+        None,
+        max_length=50,
+        exclude_if=lambda policies: policies is None,
+        description="the tenant's own NetworkPolicies instead of the generated allow and SSH policies (the deny-all "
+        "is always written); refused at plan time if the login pod loses a path it needs. Left out of the "
+        "serialized contract when absent, so recorded histories keep their arguments",
+    )
 
     @model_validator(mode="after")
     def _pkey_given(self) -> Self:
@@ -192,8 +269,9 @@ class Network(Strict):
 
 
 class Login(Strict):
-    hostname: str | None = Field(None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$",
-                                 description="default login.<slug>.example.internal")
+    hostname: Annotated[str | None, AfterValidator(_check_hostname)] = Field(
+        None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", description="default login.<slug>.example.internal"
+    )
     replicas: int = Field(2, ge=1, le=10)
     chart_version: str = Field("1.4.x", pattern=r"^[0-9x.]+$")
 
@@ -201,9 +279,10 @@ class Login(Strict):
 class TenantContract(Strict):
     """One tenant as signed: capacity, people, storage, isolation, Slurm budget."""
 
-    slug: str = Field(..., pattern=SLUG_PATTERN,
-                      description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters")
-    display_name: str = Field(..., min_length=1, max_length=100, pattern=r"^[^\x00-\x1f<>{}$`\\;|&\"]+$")
+    slug: str = Field(
+        ..., pattern=SLUG_PATTERN, description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters"
+    )
+    display_name: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_check_display_name)]
     cluster: KubeTarget
     capacity: Capacity = Capacity()
     users: list[TenantUser] = Field(..., min_length=1, max_length=500)
@@ -220,8 +299,7 @@ class TenantContract(Strict):
         seen: set[str] = set()
         for index, user in enumerate(users):
             if user.username in seen:
-                raise ValueError(f"users[{index}].username {user.username!r} appears twice; usernames must be "
-                                 "unique")
+                raise ValueError(f"users[{index}].username {user.username!r} appears twice; usernames must be unique")
             seen.add(user.username)
         return users
 
@@ -233,8 +311,7 @@ class TenantContract(Strict):
             raise ValueError("slurm.budget_gpu_minutes_total is smaller than the number of users")
         for qos_name, qos in (("normal_qos", self.slurm.normal_qos), ("interactive_qos", self.slurm.interactive_qos)):
             if qos.grp_gpus is not None and qos.grp_gpus > self.capacity.gpus:
-                raise ValueError(f"slurm.{qos_name}.grp_gpus={qos.grp_gpus} exceeds capacity.gpus="
-                                 f"{self.capacity.gpus}")
+                raise ValueError(f"slurm.{qos_name}.grp_gpus={qos.grp_gpus} exceeds capacity.gpus={self.capacity.gpus}")
         return self
 
     @property

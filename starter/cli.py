@@ -75,6 +75,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),
+    ("tenants", tenants.tenants),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
     *plugin_commands(),
@@ -97,19 +98,35 @@ def lab_needs_its_extra() -> None:
 
 
 @lab_app.command("up")
-def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text",
-           reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False) -> None:
+def lab_up(
+    state_dir: StateDirOpt = Path(".state/lab"),
+    output: OutputOpt = "text",
+    reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False,
+    authentik: Annotated[
+        str | None,
+        typer.Option(
+            help="the Authentik release to play: 2024.10 (groups have one parent) or current (parents); "
+            "default: the last run's, else current"
+        ),
+    ] = None,
+) -> None:
     """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
+    from tenantflow.lab.authentik.versions import MODES
     from tenantflow.lab.supervisor import LabStateError, up
 
+    if authentik is not None and authentik not in MODES:
+        errors.print(f"[red]--authentik must be one of {', '.join(MODES)}[/red]")
+        raise typer.Exit(EXIT_REFUSED)
     try:
-        endpoints = up(state_dir, reset=reset)
+        endpoints = up(state_dir, reset=reset, authentik_version=MODES[authentik] if authentik else None)
     except LabStateError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
     if output == "json":
-        emit(endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
-             output)
+        emit(
+            endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
+            output,
+        )
         return
     console.print(f"lab up in {endpoints.state_dir}")
     console.print(f"  kubeconfig: {endpoints.kubeconfig} (contexts {', '.join(endpoints.kube_urls)})")

@@ -26,8 +26,10 @@ def _fill_kubeconfig(data: dict[str, Any], keys: tuple[str, ...], kubeconfig: st
         target = data.get(key)
         if isinstance(target, dict) and not target.get("kubeconfig"):
             if default is None:
-                raise ContractError(f"{key}.kubeconfig is missing; set it in the file, pass --kubeconfig or "
-                                    "export TENANTFLOW_KUBECONFIG")
+                raise ContractError(
+                    f"{key}.kubeconfig is missing; set it in the file, pass --kubeconfig or "
+                    "export TENANTFLOW_KUBECONFIG"
+                )
             target["kubeconfig"] = str(Path(default).resolve())
 
 

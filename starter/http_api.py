@@ -48,9 +48,11 @@ def bearer_auth(token: str) -> Middleware:
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not given or not hmac.compare_digest(given.encode(), token.encode()):
-            return web.json_response({"error": "missing or wrong bearer token"}, status=401,
-                                     headers={"WWW-Authenticate": "Bearer"})
+            return web.json_response(
+                {"error": "missing or wrong bearer token"}, status=401, headers={"WWW-Authenticate": "Bearer"}
+            )
         return await handler(request)
+
     return check
 
 

@@ -137,8 +137,9 @@ class EncryptionCodec(PayloadCodec):
         try:
             plain = AESGCM(key).decrypt(nonce, sealed, key_id.encode())
         except InvalidTag:
-            raise CodecError(f"payload encrypted with key {key_id!r} failed authentication "
-                             "(tampered, truncated or wrong key)") from None
+            raise CodecError(
+                f"payload encrypted with key {key_id!r} failed authentication (tampered, truncated or wrong key)"
+            ) from None
         original = Payload()
         original.ParseFromString(plain)
         return original
@@ -178,6 +179,7 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str]) -> web.Applicati
                 return cors(request, web.json_response({"error": str(exc)}, status=400))
             body = json_format.MessageToJson(Payloads(payloads=converted))
             return cors(request, web.Response(text=body, content_type="application/json"))
+
         return web.post("/encode" if encode else "/decode", handle)
 
     async def preflight(request: web.Request) -> web.StreamResponse:

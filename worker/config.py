@@ -9,9 +9,10 @@ worker's environment unless already set there, so the activities' settings see t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from dotenv import load_dotenv
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TASK_QUEUE = "tenantflow"
@@ -33,8 +34,29 @@ class WorkerSettings(TemporalSettings):
     log_level: str = Field("INFO", alias="TENANTFLOW_LOG_LEVEL")
     max_concurrent_activities: int = Field(32, alias="TENANTFLOW_MAX_ACTIVITIES", ge=1, le=1000)
     metrics_port: int | None = Field(None, alias="TENANTFLOW_METRICS_PORT")
-    env_file: Path | None = Field(None, alias="TENANTFLOW_ENV_FILE",
-                                  description="dotenv file (e.g. the lab's lab.env) loaded at start")
+    env_file: Path | None = Field(
+        None, alias="TENANTFLOW_ENV_FILE", description="dotenv file (e.g. the lab's lab.env) loaded at start"
+    )
+    deployment_name: str | None = Field(
+        None,
+        alias="TENANTFLOW_DEPLOYMENT_NAME",
+        min_length=1,
+        description="Temporal Worker Deployment this worker belongs to",
+    )
+    build_id: str | None = Field(
+        None,
+        alias="TENANTFLOW_BUILD_ID",
+        min_length=1,
+        description="this worker's version inside the deployment (image tag, git sha)",
+    )
+
+    @model_validator(mode="after")
+    def _versioning_pair(self) -> Self:
+        if (self.deployment_name is None) != (self.build_id is None):
+            raise ValueError(
+                "worker versioning needs both TENANTFLOW_DEPLOYMENT_NAME and TENANTFLOW_BUILD_ID (or neither)"
+            )
+        return self
 
 
 def load_env_file(settings: WorkerSettings) -> None:

@@ -16,6 +16,7 @@ from tenantflow.activities import (
     konduktor,
     kube,
     login,
+    records,
     slurm,
     smoke,
     storage,
@@ -33,9 +34,22 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
-ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, konduktor, workercluster,
-                                            worker_reset)
+ACTIVITY_MODULES: tuple[ModuleType, ...] = (
+    capacity,
+    identity,
+    kube,
+    slurm,
+    storage,
+    login,
+    smoke,
+    validate,
+    handover,
+    hub,
+    konduktor,
+    workercluster,
+    worker_reset,
+    records,
+)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

@@ -9,7 +9,8 @@ cordoned, remote work drained, the Hub enrollment removed and the approved dry r
 Konduktor installed (by label), releases preset objects and leaves customer workloads,
 Kueue/JobSet objects, cert-manager and a shared VictoriaMetrics operator. It does
 not need the agent. Runs recorded before the ``decommission-gate-first`` patch
-cordoned and removed the enrollment before the gate and recomputed the reset.
+cordoned and removed the enrollment before the gate and recomputed the reset. The
+worker's record gets a last version with the status ``decommissioned``.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import RecordStatus, WorkerRecord
     from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import (
         HUB_CORDON,
         HUB_REMOVE_ENROLLMENT,
+        RECORD_WORKER,
         WORKER_RESET,
         WORKER_RESET_APPROVED,
         WORKER_RESET_PLAN,
@@ -41,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
@@ -51,8 +55,11 @@ class WorkerDecommissionWorkflow(GatedRun):
     WORKFLOW = "WorkerDecommission"
     PLAN_APPROVED = "reset plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the decommission plan (Hub removal and worker reset) "
-                     "by its exact hash (payload {\"plan_hash\": \"...\"}); cordon, drain, removal and reset run")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the decommission plan (Hub removal and worker reset) "
+        'by its exact hash (payload {"plan_hash": "..."}); cordon, drain, removal and reset run',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
@@ -78,28 +85,40 @@ class WorkerDecommissionWorkflow(GatedRun):
         plan = Plan(title=f"worker reset {self._target}", steps=await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
-            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan,
-                                      removed=removed)
+            return DecommissionResult(
+                worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
+            )
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
-        return self._completed(plan, removed)
+        return await self._completed(plan, removed)
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
         self._gates.set_stage("planning", "worker reset --dry-run; nothing is written before approval")
-        hub = [PlanStep(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
-                        action=Action.delete, detail=detail)
-               for kind, detail in (("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),
-                                    ("BootstrapEnrollment", {}))]
+        hub = [
+            PlanStep(
+                layer="hub",
+                kind=kind,
+                name=c.worker_name,
+                namespace=c.tenant_namespace,
+                action=Action.delete,
+                detail=detail,
+            )
+            for kind, detail in (
+                ("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),
+                ("BootstrapEnrollment", {}),
+            )
+        ]
         plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
             return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan)
         removed = await self._leave_hub(step)
         self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
-        removed += await self._steps.run(WORKER_RESET_APPROVED, ApprovedReset(
-            contract=c, steps=[s for s in plan.steps if s.layer == "worker"]))
-        return self._completed(plan, removed)
+        removed += await self._steps.run(
+            WORKER_RESET_APPROVED, ApprovedReset(contract=c, steps=[s for s in plan.steps if s.layer == "worker"])
+        )
+        return await self._completed(plan, removed)
 
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
         """Cordon, wait until no admitted remote work remains, remove the WorkerCluster and its enrollment."""
@@ -107,18 +126,27 @@ class WorkerDecommissionWorkflow(GatedRun):
         self._gates.set_stage("cordon", "Stopping new Hub dispatch")
         await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
         self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK,
-                              ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s))
+        await self._steps.run(
+            WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s)
+        )
         return await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
 
     def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
 
-    def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
+    async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(
+                contract=self._params.contract, run=run_stamp(self), status=RecordStatus.decommissioned
+            )
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
-        return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                  plan=plan, removed=removed)
+        return DecommissionResult(
+            worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed
+        )
 
 
 WORKFLOWS = [WorkerDecommissionWorkflow]

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Plan
+    from tenantflow.models.records import WorkerRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
     from tenantflow.models.runbook import (
         HUB_CANARY,
@@ -54,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
         KONDUKTOR_BOOTSTRAP,
+        RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
@@ -66,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
 
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK
 from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
@@ -77,16 +80,24 @@ KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 TROUBLESHOOTING = {
-    "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-                   "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-                   "and worker access to the Hub API"),
-    "Connected": ("the worker tunnel heartbeat is missing",
-                  "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-                  "to the Hub tunnel"),
-    "WorkerConfigured": ("the worker's Kueue configuration does not match the Hub",
-                         "read the condition message; an adoption refusal needs the adoption review"),
-    "DispatchReady": ("the Hub cannot dispatch to this worker",
-                      "confirm the worker is connected, configured at the current generation and not cordoned"),
+    "Registered": (
+        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
+        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
+        "and worker access to the Hub API",
+    ),
+    "Connected": (
+        "the worker tunnel heartbeat is missing",
+        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
+        "to the Hub tunnel",
+    ),
+    "WorkerConfigured": (
+        "the worker's Kueue configuration does not match the Hub",
+        "read the condition message; an adoption refusal needs the adoption review",
+    ),
+    "DispatchReady": (
+        "the Hub cannot dispatch to this worker",
+        "confirm the worker is connected, configured at the current generation and not cordoned",
+    ),
 }
 
 
@@ -98,11 +109,16 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         cond = report.conditions.get(name)
         detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
         what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}",
-                                fix=fix))
+        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
     if findings and report.components:
-        findings.append(Finding(check="worker.components", ok=True, severity="info",
-                                message="installed components on the worker: " + "; ".join(report.components)))
+        findings.append(
+            Finding(
+                check="worker.components",
+                ok=True,
+                severity="info",
+                message="installed components on the worker: " + "; ".join(report.components),
+            )
+        )
     return findings
 
 
@@ -111,11 +127,16 @@ def observability(report: ConditionReport) -> list[Finding]:
     cond = report.conditions.get(OBSERVABILITY)
     if cond is None or cond.status == "True":
         return []
-    return [Finding(check=f"condition.{OBSERVABILITY}", ok=True, severity="info",
-                    message=f"{OBSERVABILITY}={cond.status} ({cond.reason}): does not make the four enrollment "
-                            "conditions false",
-                    fix="run a canary long enough for logs and metrics to be scraped, then verify both through "
-                        "the Hub")]
+    return [
+        Finding(
+            check=f"condition.{OBSERVABILITY}",
+            ok=True,
+            severity="info",
+            message=f"{OBSERVABILITY}={cond.status} ({cond.reason}): does not make the four enrollment "
+            "conditions false",
+            fix="run a canary long enough for logs and metrics to be scraped, then verify both through the Hub",
+        )
+    ]
 
 
 @workflow.defn(name="WorkerEnrollment")
@@ -124,25 +145,33 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\"}); the one-shot enrollment is created")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the bootstrap plan by its exact hash (payload "
+        '{"plan_hash": "..."}); the one-shot enrollment is created',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
     submissions_paused, submissions_paused_signal = yes_no_gate(
-        "submissions_paused", "Confirm every Hub submission path of the organization is paused (brownfield); the "
-        "worker is cordoned next")
+        "submissions_paused",
+        "Confirm every Hub submission path of the organization is paused (brownfield); the worker is cordoned next",
+    )
     approve_adoption, approve_adoption_signal = yes_no_gate(
-        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)")
-    uncordon, uncordon_signal = yes_no_gate(
-        "uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
+        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)"
+    )
+    uncordon, uncordon_signal = yes_no_gate("uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
     resume_submissions, resume_submissions_signal = yes_no_gate(
-        "resume_submissions", "The canary passed: resume the organization's submission paths")
+        "resume_submissions", "The canary passed: resume the organization's submission paths"
+    )
 
-    @workflow.update(name="answer_gate", description="Older form of the gate updates: args [gate, {\"approver\": "
-                     "\"...\"}] with gate one of " + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate")
+    @workflow.update(
+        name="answer_gate",
+        description='Older form of the gate updates: args [gate, {"approver": '
+        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate",
+    )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
 
@@ -166,9 +195,12 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         errors = [f for f in self._findings if not f.ok]
         if errors:
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError("preflight failed, nothing was written: "
-                                   + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
-                                   type="PreflightFailed", non_retryable=True)
+            raise ApplicationError(
+                "preflight failed, nothing was written: "
+                + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         if c.brownfield:
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
@@ -180,13 +212,18 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         if approved and c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
         if approved:
-            approved, plan = await self._reapprove_if_changed(plan, lambda: self._bootstrap_plan(planned),
-                                                              *self._gate_times())
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._bootstrap_plan(planned), *self._gate_times()
+            )
         if not approved:
             self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
-            return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
-                                    findings=self._findings,
-                                    message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+            return EnrollmentResult(
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                findings=self._findings,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
 
         self._step = step
         try:
@@ -196,9 +233,15 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             if cause is not None and cause.type == "CordonFailed":
                 raise
             if cause is not None and cause.type == "InvariantBroken":
-                self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
-                                              fix="the worker stays cordoned and nothing was adopted; find out "
-                                                  "what changed the recorded work before enrolling again"))
+                self._findings.append(
+                    Finding(
+                        check="invariants",
+                        ok=False,
+                        message=cause.message,
+                        fix="the worker stays cordoned and nothing was adopted; find out "
+                        "what changed the recorded work before enrolling again",
+                    )
+                )
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._after_failure(plan, err)
@@ -207,17 +250,31 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             if self._cancel_compensates():
                 await self._after_failure(plan, err)
             raise
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(
+                contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
+            )
+            await store_record(self, RECORD_WORKER, record)
         self._findings += observability(self._report)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
-        return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                conditions=self._report.conditions, installed=step.facts.installed,
-                                adopted=step.facts.adoption, findings=self._findings)
+        return EnrollmentResult(
+            worker=self._target,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            conditions=self._report.conditions,
+            installed=step.facts.installed,
+            adopted=step.facts.adoption,
+            findings=self._findings,
+        )
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
         if workflow.patched(KONDUKTOR_PATCH):
-            self._gates.set_stage("bootstrap", "konduktor cluster enroll, then worker bootstrap with the one-shot "
-                                  "blob (it never leaves the worker host)")
+            self._gates.set_stage(
+                "bootstrap",
+                "konduktor cluster enroll, then worker bootstrap with the one-shot "
+                "blob (it never leaves the worker host)",
+            )
             installed = await self._steps.run(KONDUKTOR_BOOTSTRAP, step)
             step = self._step = self._with(step, installed=installed)
             if c.brownfield:
@@ -247,13 +304,22 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
 
     async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
         self._gates.set_stage("planning", "Computing the bootstrap plan")
-        return Plan(title=f"Enroll {self._target}", steps=await self._steps.run(WORKER_PLAN, step),
-                    notes=["konduktor cluster enroll writes the one-shot blob (a private signing key) into a private "
-                           "file on the worker host; worker bootstrap consumes it and the file is removed at once"])
+        return Plan(
+            title=f"Enroll {self._target}",
+            steps=await self._steps.run(WORKER_PLAN, step),
+            notes=[
+                "konduktor cluster enroll writes the one-shot blob (a private signing key) into a private "
+                "file on the worker host; worker bootstrap consumes it and the file is removed at once"
+            ],
+        )
 
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
-        return ConditionWait(contract=step.contract, conditions=conditions,
-                             budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
+        return ConditionWait(
+            contract=step.contract,
+            conditions=conditions,
+            budget_s=self._params.condition_budget_s,
+            invariants=step.facts.invariants,
+        )
 
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
         self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
@@ -262,12 +328,18 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
             self._findings += findings
-            raise ApplicationError("conditions did not converge: " + "; ".join(f.message for f in findings),
-                                   type="NotConverged", non_retryable=True)
+            raise ApplicationError(
+                "conditions did not converge: " + "; ".join(f.message for f in findings),
+                type="NotConverged",
+                non_retryable=True,
+            )
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> EnsureResult:
-        return await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                                     summary="cordon" if cordoned else "uncordon")
+        return await self._steps.run(
+            HUB_CORDON,
+            Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+            summary="cordon" if cordoned else "uncordon",
+        )
 
     async def _cordon_at_once(self, step: EnrollmentStep) -> None:
         """Brownfield: cordon the WorkerCluster as soon as it appears; if that cannot be done, stop (never skip)."""
@@ -275,21 +347,33 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         try:
             appeared = await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
             outcome = (await self._cordon(step, True, "brownfield enrollment")).outcome if appeared else None
-            why = "" if outcome not in (None, Outcome.absent) else (
-                f"WorkerCluster {self._target} did not appear within {self._params.condition_budget_s:.0f} s")
+            why = (
+                ""
+                if outcome not in (None, Outcome.absent)
+                else (f"WorkerCluster {self._target} did not appear within {self._params.condition_budget_s:.0f} s")
+            )
         except ActivityError as err:
             why = f"cordoning WorkerCluster {self._target} failed: {root_message(err)}"
         if not why:
             return
-        fix = (f"keep every organization submission path paused; cordon it by hand as soon as it appears "
-               f"(konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace}; check with "
-               f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
-               "runbook's brownfield steps or decommission the worker")
-        self._findings.append(Finding(check="brownfield.cordon", ok=False, fix=fix,
-                                      message=f"{why}: Hub dispatch to the worker is NOT cordoned"))
+        fix = (
+            f"keep every organization submission path paused; cordon it by hand as soon as it appears "
+            f"(konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace}; check with "
+            f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
+            "runbook's brownfield steps or decommission the worker"
+        )
+        self._findings.append(
+            Finding(
+                check="brownfield.cordon",
+                ok=False,
+                fix=fix,
+                message=f"{why}: Hub dispatch to the worker is NOT cordoned",
+            )
+        )
         self._gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
-        raise ApplicationError(f"{why}; Hub dispatch is not cordoned, keep submissions paused",
-                               type="CordonFailed", non_retryable=True)
+        raise ApplicationError(
+            f"{why}; Hub dispatch is not cordoned, keep submissions paused", type="CordonFailed", non_retryable=True
+        )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
@@ -301,8 +385,11 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             self._findings += diff.findings
             if diff.foreign or diff.differences:
                 self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
-                raise ApplicationError("adoption blocked: " + "; ".join(f.message for f in diff.findings),
-                                       type="AdoptionRefused", non_retryable=True)
+                raise ApplicationError(
+                    "adoption blocked: " + "; ".join(f.message for f in diff.findings),
+                    type="AdoptionRefused",
+                    non_retryable=True,
+                )
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
             adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
             step = self._with(step, adoption=adopted)
@@ -323,8 +410,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
         c = step.contract
         exact = c.canary_exact_routing
-        self._gates.set_stage("canary", "Running a canary JobSet through user-queue"
-                              + (" with the other pool members cordoned" if exact else ""))
+        self._gates.set_stage(
+            "canary",
+            "Running a canary JobSet through user-queue" + (" with the other pool members cordoned" if exact else ""),
+        )
         hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
         if exact:
             await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
@@ -332,8 +421,11 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             self._findings.append(await self._steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run(HUB_CORDON_POOL, hold.model_copy(update={"cordoned": False}),
-                                      summary="uncordon the other pool members")
+                await self._steps.run(
+                    HUB_CORDON_POOL,
+                    hold.model_copy(update={"cordoned": False}),
+                    summary="uncordon the other pool members",
+                )
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self._wait_gate(name, description, *self._gate_times())

@@ -59,8 +59,10 @@ class EnrollmentFailures(RetryRollbackGate):
         return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
 
     def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
 
     def _cancel_compensates(self) -> bool:
         return workflow.patched(CANCEL_PATCH)
@@ -77,32 +79,60 @@ class EnrollmentFailures(RetryRollbackGate):
         why = root_message(err) or type(err).__name__
         decommission = f"or decommission it (tenantflow decommission {c.tenant_namespace} {c.worker_name})"
         if self._live == CANARY_PASSED:
-            fix = ("the worker is enrolled, dispatch-ready and passed its canary: resume the organization's "
-                   f"submission paths; nothing was torn down ({decommission})")
+            fix = (
+                "the worker is enrolled, dispatch-ready and passed its canary: resume the organization's "
+                f"submission paths; nothing was torn down ({decommission})"
+            )
         else:
-            await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True,
-                                                     reason=f"enrollment stopped: {why}"[:200]),
-                                  summary="cordon again")
-            fix = ("the worker stays enrolled and cordoned: fix the cause, then uncordon it (kubectl --context HUB "
-                   f"-n {c.tenant_namespace} patch workercluster {c.worker_name} --type merge -p "
-                   f"'{{\"spec\":{{\"cordoned\":false}}}}') {decommission}")
-        self._findings.append(Finding(check="enrollment.stopped", ok=False, fix=fix,
-                                      message=f"stopped after the worker was {self._live}: {why}; the worker was "
-                                              "not torn down"))
+            await self._steps.run(
+                HUB_CORDON,
+                Cordon(contract=c, cordoned=True, reason=f"enrollment stopped: {why}"[:200]),
+                summary="cordon again",
+            )
+            fix = (
+                "the worker stays enrolled and cordoned: fix the cause, then uncordon it (kubectl --context HUB "
+                f"-n {c.tenant_namespace} patch workercluster {c.worker_name} --type merge -p "
+                f'\'{{"spec":{{"cordoned":false}}}}\') {decommission}'
+            )
+        self._findings.append(
+            Finding(
+                check="enrollment.stopped",
+                ok=False,
+                fix=fix,
+                message=f"stopped after the worker was {self._live}: {why}; the worker was not torn down",
+            )
+        )
         self._gates.set_stage("stopped-enrolled", f"Stopped, {c.worker_name} left enrolled: {fix}")
 
     async def _compensate(self, plan: Plan, err: BaseException) -> None:
         """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
         self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-        planned = [EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace,
-                                outcome=Outcome.created)
-                   for s in plan.steps if s.layer == "worker" and s.action == Action.create]
+        planned = [
+            EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace, outcome=Outcome.created)
+            for s in plan.steps
+            if s.layer == "worker" and s.action == Action.create
+        ]
         step = self._with(self._step, installed=planned)
         c = step.contract
-        hub = [EnsureResult(layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace,
-                            outcome=Outcome.created) for kind in ("WorkerCluster", "BootstrapEnrollment")]
-        key = [EnsureResult(layer="hub", kind="Secret", name=step.facts.key_secret, namespace=c.tenant_namespace,
-                            outcome=Outcome.created)] if step.facts.key_secret else []
+        hub = [
+            EnsureResult(
+                layer="hub", kind=kind, name=c.worker_name, namespace=c.tenant_namespace, outcome=Outcome.created
+            )
+            for kind in ("WorkerCluster", "BootstrapEnrollment")
+        ]
+        key = (
+            [
+                EnsureResult(
+                    layer="hub",
+                    kind="Secret",
+                    name=step.facts.key_secret,
+                    namespace=c.tenant_namespace,
+                    outcome=Outcome.created,
+                )
+            ]
+            if step.facts.key_secret
+            else []
+        )
         removals: list[Removal] = [(HUB_DESTROY_KEY, key), (WORKER_UNINSTALL, planned), (HUB_REMOVE_ENROLLMENT, hub)]
         if not workflow.patched(CONTINUE_PATCH):
             for activity, _ in removals:
@@ -112,8 +142,11 @@ class EnrollmentFailures(RetryRollbackGate):
             while failed and workflow.patched(RETRY_PATCH):
                 left = "; ".join(item.describe() for item in self._leftovers)
                 try:
-                    await self._wait_gate(RETRY_ROLLBACK, f"{len(self._leftovers)} objects left by a failed "
-                                          f"removal: {left}", *self._gate_times())
+                    await self._wait_gate(
+                        RETRY_ROLLBACK,
+                        f"{len(self._leftovers)} objects left by a failed removal: {left}",
+                        *self._gate_times(),
+                    )
                 except ApplicationError:
                     break
                 self._gates.set_stage("compensating", "Retrying the failed removals")
@@ -121,9 +154,12 @@ class EnrollmentFailures(RetryRollbackGate):
             if failed:
                 left = "; ".join(item.describe() for item in self._leftovers)
                 self._gates.set_stage("rollback-incomplete", f"Rollback incomplete after: {err}; left: {left}")
-                raise ApplicationError(f"rollback incomplete, objects left: {left}",
-                                       *[item.model_dump(mode="json") for item in self._leftovers],
-                                       type="RollbackIncomplete", non_retryable=True) from err
+                raise ApplicationError(
+                    f"rollback incomplete, objects left: {left}",
+                    *[item.model_dump(mode="json") for item in self._leftovers],
+                    type="RollbackIncomplete",
+                    non_retryable=True,
+                ) from err
         self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
 
     async def _remove_each(self, step: EnrollmentStep, removals: list[Removal]) -> list[Removal]:
@@ -135,6 +171,15 @@ class EnrollmentFailures(RetryRollbackGate):
                 await self._steps.run(activity, step)
             except Exception as exc:  # one failed removal must not stop the others
                 failed.append((activity, objects))
-                self._leftovers += [Leftover(layer=o.layer, kind=o.kind, name=o.name, namespace=o.namespace,
-                                             step=activity.name, why=root_message(exc)) for o in objects]
+                self._leftovers += [
+                    Leftover(
+                        layer=o.layer,
+                        kind=o.kind,
+                        name=o.name,
+                        namespace=o.namespace,
+                        step=activity.name,
+                        why=root_message(exc),
+                    )
+                    for o in objects
+                ]
         return failed

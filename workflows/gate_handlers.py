@@ -51,8 +51,9 @@ class GatedRun:
         self._target = ""
         self._leftovers: list[Leftover] = []
 
-    async def _wait_plan_approval(self, plan: Plan, escalate_after: timedelta,
-                                  expire_after: timedelta, changes: list[str] | None = None) -> bool:
+    async def _wait_plan_approval(
+        self, plan: Plan, escalate_after: timedelta, expire_after: timedelta, changes: list[str] | None = None
+    ) -> bool:
         """Publish ``plan`` and wait for approve_plan or reject_plan; True when approved. ``changes``: how it differs
         from a plan approved earlier (the gate reopened because the world changed before apply)."""
         self._plan = plan
@@ -60,15 +61,21 @@ class GatedRun:
         wid = workflow.info().workflow_id
         changed = f"; CHANGED since the last approval: {', '.join(changes)}" if changes else ""
         await self._gates.wait(
-            "approve_plan", f"approve plan {plan.plan_hash} ({len(plan.writes())} writes){changed}",
-            [f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
-             f"tenantflow reject {wid} --reason '...'",
-             f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
-            escalate_after=escalate_after, expire_after=expire_after)
+            "approve_plan",
+            f"approve plan {plan.plan_hash} ({len(plan.writes())} writes){changed}",
+            [
+                f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
+                f"tenantflow reject {wid} --reason '...'",
+                f'Temporal UI: Update \'approve_plan\' with {{"plan_hash": "{plan.plan_hash}"}}',
+            ],
+            escalate_after=escalate_after,
+            expire_after=expire_after,
+        )
         return self._rejected is None
 
-    async def _reapprove_if_changed(self, plan: Plan, replan: Callable[[], Awaitable[Plan]],
-                                    escalate_after: timedelta, expire_after: timedelta) -> tuple[bool, Plan]:
+    async def _reapprove_if_changed(
+        self, plan: Plan, replan: Callable[[], Awaitable[Plan]], escalate_after: timedelta, expire_after: timedelta
+    ) -> tuple[bool, Plan]:
         """Right before the first write, plan again (read-only): while the plan differs from the approved one,
         ``approve_plan`` opens again with the new plan and what changed. (approved, the plan to apply)."""
         approved = True
@@ -76,23 +83,26 @@ class GatedRun:
             current = await replan()
             if current.plan_hash == plan.plan_hash:
                 break
-            approved = await self._wait_plan_approval(current, escalate_after, expire_after,
-                                                      plan_changes(plan, current))
+            approved = await self._wait_plan_approval(
+                current, escalate_after, expire_after, plan_changes(plan, current)
+            )
             plan = current
         return approved, plan
 
-    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
-                         expire_after: timedelta) -> GateAnswer:
+    async def _wait_gate(
+        self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta
+    ) -> GateAnswer:
         wid = workflow.info().workflow_id
-        how = [f"tenantflow {name.replace('_', '-')} {wid}",
-               f"temporal workflow update execute --workflow-id {wid} --name {name} "
-                "--input '{\"approver\": \"you\"}'",
-                f"Temporal UI: Update '{name}' with {{\"approver\": \"you\"}}"]
-        return await self._gates.wait(name, description, how, escalate_after=escalate_after,
-                                      expire_after=expire_after)
+        how = [
+            f"tenantflow {name.replace('_', '-')} {wid}",
+            f'temporal workflow update execute --workflow-id {wid} --name {name} --input \'{{"approver": "you"}}\'',
+            f'Temporal UI: Update \'{name}\' with {{"approver": "you"}}',
+        ]
+        return await self._gates.wait(name, description, how, escalate_after=escalate_after, expire_after=expire_after)
 
-    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash "
-                     "(payload {\"plan_hash\": \"...\"})")
+    @workflow.update(
+        name="approve_plan", description='Approve the published plan by its exact hash (payload {"plan_hash": "..."})'
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:
         return self._approve(approval)
 
@@ -105,8 +115,10 @@ class GatedRun:
         self._gates.require_open("approve_plan")
         current = self._plan.plan_hash if self._plan else None
         if approval.plan_hash != current:
-            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}; the current plan is {current} "
-                             "(see `tenantflow status`)")
+            raise ValueError(
+                f"stale or unknown plan hash {approval.plan_hash}; the current plan is {current} "
+                "(see `tenantflow status`)"
+            )
 
     @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
     async def reject_plan(self, rejection: RejectPlan) -> str:
@@ -125,8 +137,11 @@ class GatedRun:
     def _approve_by_signal(self, approval: ApprovePlan) -> None:
         self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
 
-    @workflow.update(name="answer_gate", description="Older form of the gate updates: args [gate, "
-                     "{\"approver\": \"...\"}]; prefer the update named for the gate")
+    @workflow.update(
+        name="answer_gate",
+        description="Older form of the gate updates: args [gate, "
+        '{"approver": "..."}]; prefer the update named for the gate',
+    )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:
         return self._answer(name, answer)
 
@@ -158,10 +173,17 @@ class GatedRun:
         return self._run_status()
 
     def _run_status(self) -> RunStatus:
-        return RunStatus(workflow=self.WORKFLOW, target=self._target, stage=self._gates.stage,
-                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
-                         gates=list(self._gates.open.values()), steps=self._steps.records, findings=self._findings,
-                         leftovers=self._leftovers)
+        return RunStatus(
+            workflow=self.WORKFLOW,
+            target=self._target,
+            stage=self._gates.stage,
+            plan_hash=self._plan.plan_hash if self._plan else None,
+            plan=self._plan,
+            gates=list(self._gates.open.values()),
+            steps=self._steps.records,
+            findings=self._findings,
+            leftovers=self._leftovers,
+        )
 
 
 def yes_no_gate(gate: str, description: str) -> tuple[Any, Any]:
@@ -178,7 +200,7 @@ def yes_no_gate(gate: str, description: str) -> tuple[Any, Any]:
     def by_signal(self, answer: GateAnswer) -> None:  # type: ignore[no-untyped-def]
         self._answer_by_signal(gate, answer)
 
-    payload = " (payload {\"approver\": \"...\", \"comment\": \"...\"}, both optional)"
+    payload = ' (payload {"approver": "...", "comment": "..."}, both optional)'
     update: Callable[..., Any] = workflow.update(name=gate, description=description + payload)(answer)
     update.validator(validate)  # type: ignore[attr-defined]  # the update decorator adds .validator
     signal = workflow.signal(name=f"{gate}_signal", description=f"Signal form of {gate} (ignored unless open)")

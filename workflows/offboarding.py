@@ -9,7 +9,8 @@ the new plan and what changed. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
 Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
-objects left in ``status`` (``workflows/rollback.py``).
+objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
+last version with the status ``offboarded``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
+    from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
 from tenantflow.workflows.gate_handlers import yes_no_gate
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -43,8 +46,14 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
         keep = step in DATA_STEPS and not purge_data
         for entry in onboarding_plan:
             if entry.layer == step.layer and entry.kind in step.kinds and entry.action in PRESENT:
-                steps.append(entry.model_copy(update={"action": Action.leave if keep else Action.delete,
-                                                      "detail": {**entry.detail, "step": step.name}}))
+                steps.append(
+                    entry.model_copy(
+                        update={
+                            "action": Action.leave if keep else Action.delete,
+                            "detail": {**entry.detail, "step": step.name},
+                        }
+                    )
+                )
     notes = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
     return Plan(title=f"Offboard {slug}", steps=steps, notes=notes)
 
@@ -54,7 +63,8 @@ class TenantOffboarding(SagaRun):
     WORKFLOW = "TenantOffboarding"
     YES_NO_GATES = ("confirm_purge", RETRY_ROLLBACK)
     confirm_purge, confirm_purge_signal = yes_no_gate(
-        "confirm_purge", "Confirm permanently deleting the tenant's Weka organization, filesystems and quotas")
+        "confirm_purge", "Confirm permanently deleting the tenant's Weka organization, filesystems and quotas"
+    )
 
     def __init__(self) -> None:
         self._init_gated()
@@ -71,25 +81,39 @@ class TenantOffboarding(SagaRun):
         plan = await self._read()
         approved = await self._wait_plan_approval(plan, escalate, expire)
         if approved and params.purge_data:
-            await self._wait_gate("confirm_purge", f"permanently delete the Weka data of {contract.slug}",
-                                  escalate, expire)
+            await self._wait_gate(
+                "confirm_purge", f"permanently delete the Weka data of {contract.slug}", escalate, expire
+            )
         if approved:
             approved, plan = await self._reapprove_if_changed(plan, self._read, escalate, expire)
         if not approved:
             self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
-            return OffboardingResult(slug=contract.slug, status="rejected", plan=plan,
-                                     message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+            return OffboardingResult(
+                slug=contract.slug,
+                status="rejected",
+                plan=plan,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
         step_input = self._step_input
 
         saga = Saga()
         for step in APPLY:
-            saga.push(step, [], [p for p in plan.steps if p.detail.get("step") == step.name
-                                 and p.action is Action.delete])
+            saga.push(
+                step, [], [p for p in plan.steps if p.detail.get("step") == step.name and p.action is Action.delete]
+            )
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
         removed = await self._roll_back(saga, contract, step_input.facts, escalate, expire)
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), status=RecordStatus.offboarded)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
-        return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
-                                 kept=[p for p in plan.steps if p.action is Action.leave])
+        return OffboardingResult(
+            slug=contract.slug,
+            status="completed",
+            plan=plan,
+            removed=removed,
+            kept=[p for p in plan.steps if p.action is Action.leave],
+        )
 
     async def _read(self) -> Plan:
         """Read every layer of the tenant (nothing is written) and make the teardown plan of what exists."""

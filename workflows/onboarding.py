@@ -8,7 +8,8 @@ order. A step that fails (or is cancelled) goes on the saga too: its undo gets
 the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
-created. Smoke tests, end-to-end validation and the handover sheet finish the run.
+created. Smoke tests, end-to-end validation and the handover sheet finish the run;
+the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them.
 
 Approval binds what is applied: right after it the plan activities run again
 (read-only); if the plan's hash changed (an object appeared or changed while the
@@ -36,10 +37,22 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+    from tenantflow.models.runbook import (
+        APPLY,
+        CAPACITY_PREFLIGHT,
+        HANDOVER,
+        PLAN,
+        PREFLIGHT,
+        RECORD_TENANT,
+        SMOKE,
+        VALIDATE,
+        Step,
+    )
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -53,15 +66,21 @@ class TenantOnboarding(SagaRun):
     WORKFLOW = "TenantOnboarding"
     YES_NO_GATES = (RETRY_ROLLBACK,)
 
-    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\", \"approver\": \"...\"}); the apply steps start")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the published plan by its exact hash (payload "
+        '{"plan_hash": "...", "approver": "..."}); the apply steps start',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
-    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (same payload; a stale hash "
-                     "is ignored with a warning, prefer the update which refuses it)")
+    @workflow.signal(
+        name="approve_plan_signal",
+        description="Signal form of approve_plan (same payload; a stale hash "
+        "is ignored with a warning, prefer the update which refuses it)",
+    )
     def approve_plan_signal(self, approval: ApprovePlan) -> None:
         self._approve_by_signal(approval)
 
@@ -77,16 +96,16 @@ class TenantOnboarding(SagaRun):
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
 
         self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
-        facts = self._facts = await self._preflight(
-            StepInput(contract=contract, run_id=workflow.info().workflow_id))
+        facts = self._facts = await self._preflight(StepInput(contract=contract, run_id=workflow.info().workflow_id))
         if self._errors():
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
             raise ApplicationError(
                 "preflight failed, nothing was written: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "")
-                            for f in self._errors()),
+                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in self._errors()),
                 [f.model_dump(mode="json") for f in self._errors()],
-                type="PreflightFailed", non_retryable=True)
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
         escalate = timedelta(seconds=params.approval_escalate_after_s)
@@ -94,13 +113,19 @@ class TenantOnboarding(SagaRun):
         plan = await self._build_plan(step_input)
         approved = await self._wait_plan_approval(plan, escalate, expire)
         if approved:
-            approved, plan = await self._reapprove_if_changed(plan, lambda: self._build_plan(step_input), escalate,
-                                                              expire)
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._build_plan(step_input), escalate, expire
+            )
         if not approved:
             self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = self._rejected.reason if self._rejected else ""
-            return OnboardingResult(slug=contract.slug, status="rejected", plan_hash=plan.plan_hash, plan=plan,
-                                    message=f"plan rejected: {reason}")
+            return OnboardingResult(
+                slug=contract.slug,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                plan=plan,
+                message=f"plan rejected: {reason}",
+            )
 
         applied: list[EnsureResult] = []
         try:
@@ -111,9 +136,19 @@ class TenantOnboarding(SagaRun):
             await self._roll_back(self._saga, contract, self._facts, escalate, expire)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
-        return OnboardingResult(slug=contract.slug, status="completed", plan_hash=plan.plan_hash, plan=plan,
-                                applied=applied, findings=self._findings, handover=handover)
+        return OnboardingResult(
+            slug=contract.slug,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            plan=plan,
+            applied=applied,
+            findings=self._findings,
+            handover=handover,
+        )
 
     async def _preflight(self, step_input: StepInput) -> Facts:
         facts = step_input.facts
@@ -131,8 +166,9 @@ class TenantOnboarding(SagaRun):
         for step in PLAN:
             steps.extend(await self._steps.run(step, step_input))
         contract = step_input.contract
-        self._plan = Plan(title=f"Onboard {contract.slug}", steps=steps,
-                          notes=[f"nodes: {', '.join(step_input.facts.nodes)}"])
+        self._plan = Plan(
+            title=f"Onboard {contract.slug}", steps=steps, notes=[f"nodes: {', '.join(step_input.facts.nodes)}"]
+        )
         return self._plan
 
     async def _apply(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
@@ -142,8 +178,12 @@ class TenantOnboarding(SagaRun):
             patched = workflow.patched(UNDO_PLANNED_PATCH)
             planned = self._planned_creates(step) if patched else []
             try:
-                result = await self._steps.run(step, step_input.model_copy(update={"facts": facts}),
-                                               summary=f"{step.layer}: {step.summary}", wait_for_cancel=patched)
+                result = await self._steps.run(
+                    step,
+                    step_input.model_copy(update={"facts": facts}),
+                    summary=f"{step.layer}: {step.summary}",
+                    wait_for_cancel=patched,
+                )
             except BaseException:
                 self._saga.push(step, [], planned)
                 raise
@@ -160,15 +200,17 @@ class TenantOnboarding(SagaRun):
     def _planned_creates(self, step: Step[StepInput, StepResult]) -> list[PlanStep]:
         """The plan's ``create`` entries this step writes: whatever of them exists later was made by this run."""
         assert self._plan is not None
-        return [p for p in self._plan.steps if p.layer == step.layer and p.kind in step.kinds
-                and p.action is Action.create]
+        return [
+            p for p in self._plan.steps if p.layer == step.layer and p.kind in step.kinds and p.action is Action.create
+        ]
 
     async def _finish(self, step_input: StepInput) -> Handover:
         facts = step_input.facts
         for step in SMOKE:
             self._gates.set_stage(f"smoke:{step.short}", f"Smoke test: {step.summary}")
-            result = await self._steps.run(step, step_input.model_copy(update={"facts": facts}),
-                                           summary=f"smoke: {step.summary}")
+            result = await self._steps.run(
+                step, step_input.model_copy(update={"facts": facts}), summary=f"smoke: {step.summary}"
+            )
             self._findings.extend(result.findings)
             facts = result.facts
         final = step_input.model_copy(update={"facts": facts})
@@ -177,8 +219,11 @@ class TenantOnboarding(SagaRun):
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
         if failed:
-            raise ApplicationError("validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
-                                   type="ValidationFailed", non_retryable=True)
+            raise ApplicationError(
+                "validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+                type="ValidationFailed",
+                non_retryable=True,
+            )
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final)
 

@@ -33,14 +33,14 @@ class RetryRollbackGate(GatedRun):
     """Declares the ``retry_rollback`` update and signal (the runs that roll back share them)."""
 
     retry_rollback, retry_rollback_signal = yes_no_gate(
-        RETRY_ROLLBACK, "Undo again the steps whose undo failed (status lists the objects left); fix their cause "
-        "first")
+        RETRY_ROLLBACK, "Undo again the steps whose undo failed (status lists the objects left); fix their cause first"
+    )
 
 
 class SagaRun(RetryRollbackGate):
-
-    async def _roll_back(self, saga: Saga, contract: TenantContract, facts: Facts, escalate_after: timedelta,
-                         expire_after: timedelta) -> list[EnsureResult]:
+    async def _roll_back(
+        self, saga: Saga, contract: TenantContract, facts: Facts, escalate_after: timedelta, expire_after: timedelta
+    ) -> list[EnsureResult]:
         """Undo the saga; wait at ``retry_rollback`` while objects are left; ``RollbackIncomplete`` on expiry."""
         if not workflow.patched(RETRY_ROLLBACK_PATCH):
             return await saga.unwind(contract, facts)
@@ -48,13 +48,20 @@ class SagaRun(RetryRollbackGate):
         while self._leftovers:
             left = "; ".join(item.describe() for item in self._leftovers)
             try:
-                await self._wait_gate(RETRY_ROLLBACK, f"{len(self._leftovers)} objects left by a failed undo: "
-                                      f"{left}", escalate_after, expire_after)
+                await self._wait_gate(
+                    RETRY_ROLLBACK,
+                    f"{len(self._leftovers)} objects left by a failed undo: {left}",
+                    escalate_after,
+                    expire_after,
+                )
             except ApplicationError:
                 self._gates.set_stage("rollback-incomplete", f"Rollback incomplete; left: {left}")
-                raise ApplicationError(f"rollback incomplete, objects left: {left}",
-                                       *[item.model_dump(mode="json") for item in self._leftovers],
-                                       type="RollbackIncomplete", non_retryable=True) from None
+                raise ApplicationError(
+                    f"rollback incomplete, objects left: {left}",
+                    *[item.model_dump(mode="json") for item in self._leftovers],
+                    type="RollbackIncomplete",
+                    non_retryable=True,
+                ) from None
             self._gates.set_stage("rolling-back", "Retrying the failed undos")
             more, self._leftovers = await saga.undo_keeping_failures(contract, facts)
             undone += more

@@ -34,19 +34,29 @@ from tenantflow.workflows.steps import execute
 
 ApplyStep = Step[StepInput, StepResult]
 Entry = tuple[ApplyStep, list[EnsureResult]]
-UNDO_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                         maximum_interval=timedelta(seconds=30), maximum_attempts=20)
+UNDO_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+)
 
 
 def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
     """``results`` with every planned creation marked created, adding those the step did not report."""
     creates = {(p.kind, p.name, p.namespace): p for p in planned}
-    merged = [r.model_copy(update={"outcome": Outcome.created})
-              if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged else r
-              for r in results]
+    merged = [
+        r.model_copy(update={"outcome": Outcome.created})
+        if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged
+        else r
+        for r in results
+    ]
     reported = {(r.kind, r.name, r.namespace) for r in results}
-    merged += [EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)
-               for key, p in creates.items() if key not in reported]
+    merged += [
+        EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)
+        for key, p in creates.items()
+        if key not in reported
+    ]
     return merged
 
 
@@ -75,16 +85,22 @@ class Saga:
         indexed.sort(key=lambda item: (ROLLBACK.index(undo_of(item[1][0])), -item[0]))
         return [entry for _, entry in indexed]
 
-    async def _undo_each(self, contract: TenantContract,
-                         facts: Facts) -> tuple[list[EnsureResult], list[tuple[Entry, Exception]]]:
+    async def _undo_each(
+        self, contract: TenantContract, facts: Facts
+    ) -> tuple[list[EnsureResult], list[tuple[Entry, Exception]]]:
         """Undo every recorded step in rollback order; keep going past a failed undo."""
         undone: list[EnsureResult] = []
         failed: list[tuple[Entry, Exception]] = []
         for step, results in self.ordered():
             try:
-                undone.extend(await execute(
-                    undo_of(step), UndoInput(contract=contract, facts=facts, step=step.short, results=results),
-                    retry_policy=UNDO_RETRY, summary=f"undo {step.name}"))
+                undone.extend(
+                    await execute(
+                        undo_of(step),
+                        UndoInput(contract=contract, facts=facts, step=step.short, results=results),
+                        retry_policy=UNDO_RETRY,
+                        summary=f"undo {step.name}",
+                    )
+                )
             except Exception as exc:  # an undo that keeps failing must not stop the others
                 failed.append(((step, results), exc))
         return undone, failed
@@ -95,20 +111,28 @@ class Saga:
         undone, failed = await self._undo_each(contract, facts)
         self._done.clear()
         if failed:
-            raise ApplicationError("rollback incomplete: " + "; ".join(f"{step.name}: {exc}"
-                                                                       for (step, _), exc in failed),
-                                   type="RollbackIncomplete", non_retryable=True)
+            raise ApplicationError(
+                "rollback incomplete: " + "; ".join(f"{step.name}: {exc}" for (step, _), exc in failed),
+                type="RollbackIncomplete",
+                non_retryable=True,
+            )
         return undone
 
-    async def undo_keeping_failures(self, contract: TenantContract,
-                                    facts: Facts) -> tuple[list[EnsureResult], list[Leftover]]:
+    async def undo_keeping_failures(
+        self, contract: TenantContract, facts: Facts
+    ) -> tuple[list[EnsureResult], list[Leftover]]:
         """Undo every recorded step; only the steps whose undo failed stay on the saga, their objects returned
         as leftovers (an empty list: the rollback is complete)."""
         undone, failed = await self._undo_each(contract, facts)
         self._done = [entry for entry, _ in failed]
-        return undone, [Leftover(layer=r.layer, kind=r.kind, name=r.name, namespace=r.namespace, step=step.name,
-                                 why=root_message(exc))
-                        for (step, results), exc in failed for r in results if r.wrote]
+        return undone, [
+            Leftover(
+                layer=r.layer, kind=r.kind, name=r.name, namespace=r.namespace, step=step.name, why=root_message(exc)
+            )
+            for (step, results), exc in failed
+            for r in results
+            if r.wrote
+        ]
 
 
 def root_message(err: BaseException) -> str:

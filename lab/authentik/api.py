@@ -18,6 +18,7 @@ from aiohttp import web
 from tenantflow.lab.authentik import query, serialize
 from tenantflow.lab.authentik.directory import DirectorySync, LdapSettings
 from tenantflow.lab.authentik.store import ApiValidationError, AuthentikStore, NotFoundError
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT, group_write, version_body
 
 PREFIX = "/api/v3"
 ANONYMOUS_PATHS = frozenset({f"{PREFIX}/root/config/"})
@@ -35,6 +36,8 @@ class AuthentikService:
     token: str
     ldap: LdapSettings
     sync: DirectorySync | None
+    version: str = AUTHENTIK_CURRENT
+    """The Authentik release played (:mod:`lab.authentik.versions`): 2024.10 has ``parent``, later ``parents``."""
 
     async def changed(self) -> None:
         if self.sync is not None:
@@ -93,13 +96,14 @@ def _service(request: web.Request) -> AuthentikService:
 
 # -- users ---------------------------------------------------------------------------------------
 
+
 async def list_users(request: web.Request) -> web.Response:
     service = _service(request)
     include_groups = query.parse_bool(request.query, "include_groups", True) is not False
-    users = query.order(query.filter_users(service.store, request.query), request.query, "username",
-                        USER_ORDERING)
-    return web.json_response(query.paginate(
-        users, request.query, lambda u: serialize.user(service.store, u, include_groups=include_groups)))
+    users = query.order(query.filter_users(service.store, request.query), request.query, "username", USER_ORDERING)
+    return web.json_response(
+        query.paginate(users, request.query, lambda u: serialize.user(service.store, u, include_groups=include_groups))
+    )
 
 
 async def create_user(request: web.Request) -> web.Response:
@@ -116,8 +120,7 @@ async def get_user(request: web.Request) -> web.Response:
 
 async def update_user(request: web.Request) -> web.Response:
     service = _service(request)
-    user = service.store.update_user(_user_pk(request), await _body(request),
-                                     partial=request.method == "PATCH")
+    user = service.store.update_user(_user_pk(request), await _body(request), partial=request.method == "PATCH")
     await service.changed()
     return web.json_response(serialize.user(service.store, user))
 
@@ -137,8 +140,10 @@ async def set_password(request: web.Request) -> web.Response:
 
 # -- groups --------------------------------------------------------------------------------------
 
-def _group_flags(request: web.Request) -> dict[str, bool]:
+
+def _group_flags(request: web.Request) -> dict[str, Any]:
     return {
+        "version": _service(request).version,
         "include_users": query.parse_bool(request.query, "include_users", True) is not False,
         "include_parents": query.parse_bool(request.query, "include_parents", False) is True,
         "include_children": query.parse_bool(request.query, "include_children", False) is True,
@@ -148,17 +153,17 @@ def _group_flags(request: web.Request) -> dict[str, bool]:
 async def list_groups(request: web.Request) -> web.Response:
     service = _service(request)
     flags = _group_flags(request)
-    groups = query.order(query.filter_groups(service.store, request.query), request.query, "name",
-                         GROUP_ORDERING)
-    return web.json_response(query.paginate(
-        groups, request.query, lambda g: serialize.group(service.store, g, **flags)))
+    groups = query.order(query.filter_groups(service.store, request.query), request.query, "name", GROUP_ORDERING)
+    return web.json_response(
+        query.paginate(groups, request.query, lambda g: serialize.group(service.store, g, **flags))
+    )
 
 
 async def create_group(request: web.Request) -> web.Response:
     service = _service(request)
-    group = service.store.create_group(await _body(request))
+    group = service.store.create_group(group_write(service.version, await _body(request)))
     await service.changed()
-    return web.json_response(serialize.group(service.store, group), status=201)
+    return web.json_response(serialize.group(service.store, group, version=service.version), status=201)
 
 
 async def get_group(request: web.Request) -> web.Response:
@@ -169,10 +174,13 @@ async def get_group(request: web.Request) -> web.Response:
 
 async def update_group(request: web.Request) -> web.Response:
     service = _service(request)
-    group = service.store.update_group(request.match_info["group_uuid"], await _body(request),
-                                       partial=request.method == "PATCH")
+    group = service.store.update_group(
+        request.match_info["group_uuid"],
+        group_write(service.version, await _body(request)),
+        partial=request.method == "PATCH",
+    )
     await service.changed()
-    return web.json_response(serialize.group(service.store, group))
+    return web.json_response(serialize.group(service.store, group, version=service.version))
 
 
 async def delete_group(request: web.Request) -> web.Response:
@@ -198,9 +206,15 @@ async def remove_user(request: web.Request) -> web.Response:
 
 # -- providers and root --------------------------------------------------------------------------
 
+
 def _ldap_provider(service: AuthentikService) -> dict[str, Any]:
-    return serialize.ldap_provider(LDAP_PROVIDER_PK, LDAP_PROVIDER_NAME, service.ldap.base_dn,
-                                   service.ldap.uid_start_number, service.ldap.gid_start_number)
+    return serialize.ldap_provider(
+        LDAP_PROVIDER_PK,
+        LDAP_PROVIDER_NAME,
+        service.ldap.base_dn,
+        service.ldap.uid_start_number,
+        service.ldap.gid_start_number,
+    )
 
 
 async def list_ldap_providers(request: web.Request) -> web.Response:
@@ -212,6 +226,10 @@ async def get_ldap_provider(request: web.Request) -> web.Response:
     if request.match_info["id"] != str(LDAP_PROVIDER_PK):
         raise NotFoundError("No LDAPProvider matches the given query.")
     return web.json_response(_ldap_provider(_service(request)))
+
+
+async def admin_version(request: web.Request) -> web.Response:
+    return web.json_response(version_body(_service(request).version))
 
 
 async def root_config(_: web.Request) -> web.Response:
@@ -242,4 +260,5 @@ def routes() -> list[web.RouteDef]:
         web.get(f"{PREFIX}/providers/ldap/", list_ldap_providers),
         web.get(f"{PREFIX}/providers/ldap/{{id}}/", get_ldap_provider),
         web.get(f"{PREFIX}/root/config/", root_config),
+        web.get(f"{PREFIX}/admin/version/", admin_version),
     ]

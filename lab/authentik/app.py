@@ -11,12 +11,15 @@ from aiohttp import web
 from tenantflow.lab.authentik.api import SERVICE_KEY, AuthentikService, authentik_middleware, routes
 from tenantflow.lab.authentik.directory import DirectorySink, DirectorySync, LdapSettings
 from tenantflow.lab.authentik.store import AuthentikStore
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.endpoints import LDAP_BASE_DN
 from tenantflow.lab.httpbase import make_app
 
 SYNC_KEY = web.AppKey("authentik_directory_sync", DirectorySync)
 LDAP_BIND_ACCOUNT: Mapping[str, Any] = {
-    "username": "ldap-bind", "name": "LDAP bind service account", "type": "service_account",
+    "username": "ldap-bind",
+    "name": "LDAP bind service account",
+    "type": "service_account",
     "path": "goauthentik.io/service-accounts",
 }
 
@@ -25,11 +28,16 @@ PLATFORM_TENANTS_GROUP: Mapping[str, Any] = {"name": "tenants", "attributes": {"
 """The platform's parent of every tenant group (runbook 2a: ``Parent: tenants``)."""
 
 
-def build_app(token: str, directory: DirectorySink | None = None,
-              ldap: LdapSettings | None = None, install_id: str | None = None,
-              seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
-              seed_groups: Sequence[Mapping[str, Any]] = (),
-              store: AuthentikStore | None = None) -> web.Application:
+def build_app(
+    token: str,
+    directory: DirectorySink | None = None,
+    ldap: LdapSettings | None = None,
+    install_id: str | None = None,
+    seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
+    seed_groups: Sequence[Mapping[str, Any]] = (),
+    store: AuthentikStore | None = None,
+    version: str = AUTHENTIK_CURRENT,
+) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when
@@ -40,6 +48,7 @@ def build_app(token: str, directory: DirectorySink | None = None,
     uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers. ``seed_groups``
     come next (the lab passes :data:`PLATFORM_TENANTS_GROUP`, parent of every tenant group). A ``store``
     restored from an earlier run (:meth:`AuthentikStore.restore`) is served as it is, without seeds.
+    ``version`` is the Authentik release played (:mod:`lab.authentik.versions`).
     """
     if store is None:
         store = AuthentikStore(install_id or str(uuid.uuid4()))
@@ -51,7 +60,7 @@ def build_app(token: str, directory: DirectorySink | None = None,
 
     app = make_app("authentik", snapshot=store.snapshot, middlewares=[authentik_middleware])
     sync = DirectorySync(store, settings, directory) if directory is not None else None
-    app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync)
+    app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync, version=version)
     if sync is not None:
         app[SYNC_KEY] = sync
 

@@ -10,7 +10,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tenantflow.lab.context import LabContext
-from tenantflow.lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
+from tenantflow.lab.controllers import csi, hub, kueue, login, reservation, slurm, worker_agent
 
 CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
-    reservation.run, login.run, slurm.run, hub.run, worker_agent.run, kueue.run]
+    reservation.run,
+    login.run,
+    slurm.run,
+    hub.run,
+    worker_agent.run,
+    kueue.run,
+    csi.run,
+]

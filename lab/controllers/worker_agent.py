@@ -119,22 +119,39 @@ class WorkerAgent:
         """The tunnel credentials, log collector and metrics agent (what the real agent's Helm release adds)."""
         labels = {INSTALLED_BY: INSTALLER}
         if _get(self.worker, "", "secrets", TUNNEL_SECRET, AGENT_NAMESPACE) is None:
-            self.worker.create({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                                "metadata": {"name": TUNNEL_SECRET, "namespace": AGENT_NAMESPACE,
-                                             "labels": {**labels, "trainy.ai/component": "tunnel"}},
-                                "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()}})
-        for name, image, component in ((LOG_COLLECTOR, "ghcr.io/trainy-ai/log-collector:v1", "log-collector"),
-                                       (METRICS_AGENT, "ghcr.io/trainy-ai/vmagent:v1", "metrics-agent")):
+            self.worker.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "Opaque",
+                    "metadata": {
+                        "name": TUNNEL_SECRET,
+                        "namespace": AGENT_NAMESPACE,
+                        "labels": {**labels, "trainy.ai/component": "tunnel"},
+                    },
+                    "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()},
+                }
+            )
+        for name, image, component in (
+            (LOG_COLLECTOR, "ghcr.io/trainy-ai/log-collector:v1", "log-collector"),
+            (METRICS_AGENT, "ghcr.io/trainy-ai/vmagent:v1", "metrics-agent"),
+        ):
             if _get(self.worker, "apps", "deployments", name, BYOC_NAMESPACE) is None:
-                self.worker.create(deployment(BYOC_NAMESPACE, name, image,
-                                              {**labels, "trainy.ai/component": component}))
+                self.worker.create(
+                    deployment(BYOC_NAMESPACE, name, image, {**labels, "trainy.ai/component": component})
+                )
 
     def _heartbeat(self, wc: Obj) -> None:
         annotations = wc["metadata"].get("annotations") or {}
         if HEARTBEAT not in annotations:
-            self.hub.patch("trainy.ai", "workerclusters", wc["metadata"]["name"],
-                           {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}}, MERGE,
-                           wc["metadata"]["namespace"])
+            self.hub.patch(
+                "trainy.ai",
+                "workerclusters",
+                wc["metadata"]["name"],
+                {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}},
+                MERGE,
+                wc["metadata"]["namespace"],
+            )
 
     def _upgrade_dependencies(self) -> bool:
         """Move one Deployment toward the organization image per pass; True when all match."""
@@ -157,8 +174,12 @@ class WorkerAgent:
         meta, spec = wc["metadata"], wc.get("spec") or {}
         identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
         served = self._served_kueue()
-        objs = [{**obj, "apiVersion": served} for obj in preset_objects(
-            (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or [])]
+        objs = [
+            {**obj, "apiVersion": served}
+            for obj in preset_objects(
+                (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or []
+            )
+        ]
         refused = [self._check_owner(obj, identity) for obj in objs]
         problems = [p for p in refused if p]
         if problems:
@@ -170,8 +191,14 @@ class WorkerAgent:
         report["generation"] = meta.get("generation", 1)
         text = json.dumps(report, sort_keys=True)
         if (meta.get("annotations") or {}).get(CONFIG_REPORT) != text:
-            self.hub.patch("trainy.ai", "workerclusters", meta["name"],
-                           {"metadata": {"annotations": {CONFIG_REPORT: text}}}, MERGE, meta["namespace"])
+            self.hub.patch(
+                "trainy.ai",
+                "workerclusters",
+                meta["name"],
+                {"metadata": {"annotations": {CONFIG_REPORT: text}}},
+                MERGE,
+                meta["namespace"],
+            )
 
     def _served_kueue(self) -> str:
         """The Kueue API version the agent writes: the worker's storage version."""
@@ -205,8 +232,9 @@ class WorkerAgent:
         want = copy.deepcopy(obj)
         custom_defaults(rt, want)
         if current.get("spec") != want["spec"]:
-            self.worker.replace(rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]},
-                                meta.get("namespace"))
+            self.worker.replace(
+                rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]}, meta.get("namespace")
+            )
 
 
 async def run(ctx: LabContext) -> None:

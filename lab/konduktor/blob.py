@@ -43,7 +43,7 @@ def decode(blob: str) -> tuple[dict[str, str], Ed25519PrivateKey]:
     try:
         if not blob.startswith(PREFIX):
             raise ValueError("missing kdk1. prefix")
-        data = json.loads(base64.urlsafe_b64decode(blob[len(PREFIX):]))
+        data = json.loads(base64.urlsafe_b64decode(blob[len(PREFIX) :]))
         key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(data["key"]))
         return {name: str(data[name]) for name in CLAIMS}, key
     except (ValueError, KeyError, TypeError) as exc:
@@ -63,7 +63,8 @@ def verify(token: str, public_key: str) -> dict[str, str]:
         data = json.loads(token)
         claims = {name: str(data[name]) for name in CLAIMS}
         Ed25519PublicKey.from_public_bytes(base64.b64decode(public_key)).verify(
-            base64.b64decode(data["signature"]), signed_claims(claims))
+            base64.b64decode(data["signature"]), signed_claims(claims)
+        )
     except (ValueError, KeyError, TypeError, InvalidSignature) as exc:
         raise BlobError(f"redemption token does not verify ({type(exc).__name__})") from None
     return claims

@@ -30,12 +30,18 @@ class Rest:
         self.server = str(conf.host)
         self.api = client.ApiClient(configuration=conf)
 
-    def call(self, method: str, where: str, body: Any = None, content_type: str = "application/json",
-             query: list[tuple[str, str]] | None = None) -> tuple[int, Obj]:
+    def call(
+        self,
+        method: str,
+        where: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: list[tuple[str, str]] | None = None,
+    ) -> tuple[int, Obj]:
         headers = {"Content-Type": content_type, "Accept": "application/json"}
-        _, url, headers, body, _ = self.api.param_serialize(method, where, query_params=query or [],
-                                                            header_params=headers, body=body,
-                                                            auth_settings=["BearerToken"])
+        _, url, headers, body, _ = self.api.param_serialize(
+            method, where, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         try:
             response = self.api.call_api(method, url, headers, body)
             response.read()

@@ -31,20 +31,31 @@ from tenantflow.models.enrollment_workflows import (
 )
 
 Obj = dict[str, Any]
-KINDS = {"Namespace": ("v1", "namespaces"), "ServiceAccount": ("v1", "serviceaccounts"),
-         "Secret": ("v1", "secrets"), "Deployment": ("apps/v1", "deployments"),
-         "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
-         "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings")}
-PRESET_KINDS = (("resourceflavors", "ResourceFlavor", False), ("clusterqueues", "ClusterQueue", False),
-                ("admissionchecks", "AdmissionCheck", False),
-                ("provisioningrequestconfigs", "ProvisioningRequestConfig", False),
-                ("localqueues", "LocalQueue", True))
+KINDS = {
+    "Namespace": ("v1", "namespaces"),
+    "ServiceAccount": ("v1", "serviceaccounts"),
+    "Secret": ("v1", "secrets"),
+    "Deployment": ("apps/v1", "deployments"),
+    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+}
+PRESET_KINDS = (
+    ("resourceflavors", "ResourceFlavor", False),
+    ("clusterqueues", "ClusterQueue", False),
+    ("admissionchecks", "AdmissionCheck", False),
+    ("provisioningrequestconfigs", "ProvisioningRequestConfig", False),
+    ("localqueues", "LocalQueue", True),
+)
 AGENT_RULES = [
     {"apiGroups": ["kueue.x-k8s.io", "jobset.x-k8s.io"], "resources": ["*"], "verbs": ["*"]},
-    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch", "create", "update",
-                                                                    "patch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch"],
+    },
     {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "create"]},
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update", "patch"]}]
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update", "patch"]},
+]
 
 
 def ref(kind: str, namespace: str | None, name: str) -> str:
@@ -62,6 +73,7 @@ def _labels(component: str) -> dict[str, str]:
 
 def _cli_objects(token: str) -> list[Obj]:
     """What the CLI itself creates (the agent installs the rest)."""
+
     def meta(name: str, component: str, namespace: str | None = None) -> Obj:
         return {"name": name, **({"namespace": namespace} if namespace else {}), "labels": _labels(component)}
 
@@ -73,24 +85,37 @@ def _cli_objects(token: str) -> list[Obj]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(BYOC_NAMESPACE, "observability")},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(AGENT, "agent", AGENT_NAMESPACE)},
         {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta(AGENT, "rbac"), "rules": AGENT_RULES},
-        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": meta(AGENT, "rbac"),
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT},
-         "subjects": [{"kind": "ServiceAccount", "name": AGENT, "namespace": AGENT_NAMESPACE}]},
-        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta(BOOTSTRAP_SECRET, "bootstrap",
-                                                                                   AGENT_NAMESPACE),
-         "data": {"token": base64.b64encode(token.encode()).decode()}},
-        agent]
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": meta(AGENT, "rbac"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT},
+            "subjects": [{"kind": "ServiceAccount", "name": AGENT, "namespace": AGENT_NAMESPACE}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": meta(BOOTSTRAP_SECRET, "bootstrap", AGENT_NAMESPACE),
+            "data": {"token": base64.b64encode(token.encode()).decode()},
+        },
+        agent,
+    ]
 
 
 def _shared_operators(worker: Rest) -> list[str]:
-    return [f"leave {ref('Deployment', d['metadata']['namespace'], d['metadata']['name'])} "
-            "# shared VictoriaMetrics operator is preserved"
-            for d in worker.list("/apis/apps/v1/deployments", VM_OPERATOR_LABEL)]
+    return [
+        f"leave {ref('Deployment', d['metadata']['namespace'], d['metadata']['name'])} "
+        "# shared VictoriaMetrics operator is preserved"
+        for d in worker.list("/apis/apps/v1/deployments", VM_OPERATOR_LABEL)
+    ]
 
 
 def bootstrap_plan(worker: Rest) -> list[str]:
-    lines = [f"{'exists' if worker.get(object_path(k, ns, n)) is not None else 'create'} {ref(k, ns, n)}"
-             for k, ns, n in BOOTSTRAP_COMPONENTS]
+    lines = [
+        f"{'exists' if worker.get(object_path(k, ns, n)) is not None else 'create'} {ref(k, ns, n)}"
+        for k, ns, n in BOOTSTRAP_COMPONENTS
+    ]
     return lines + _shared_operators(worker)
 
 
@@ -107,8 +132,11 @@ def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool])
         if worker.get(where) is None:
             worker.create(object_path(obj["kind"], meta.get("namespace")), obj)
             done.append(f"created {ref(obj['kind'], meta.get('namespace'), meta['name'])}")
-    return [*done, "bootstrap applied: the worker agent redeems the enrollment and installs the tunnel "
-            "credentials, log collector and metrics agent"]
+    return [
+        *done,
+        "bootstrap applied: the worker agent redeems the enrollment and installs the tunnel "
+        "credentials, log collector and metrics agent",
+    ]
 
 
 def _installed(worker: Rest) -> list[tuple[str, str | None, str]]:
@@ -116,8 +144,9 @@ def _installed(worker: Rest) -> list[tuple[str, str | None, str]]:
     found: list[tuple[str, str | None, str]] = []
     for namespace in (AGENT_NAMESPACE, BYOC_NAMESPACE):
         for kind in ("Deployment", "Secret", "ServiceAccount"):
-            found += [(kind, namespace, o["metadata"]["name"])
-                      for o in worker.list(object_path(kind, namespace), selector)]
+            found += [
+                (kind, namespace, o["metadata"]["name"]) for o in worker.list(object_path(kind, namespace), selector)
+            ]
     for kind in ("ClusterRoleBinding", "ClusterRole", "Namespace"):
         found += [(kind, None, o["metadata"]["name"]) for o in worker.list(object_path(kind, None), selector)]
     return found
@@ -133,8 +162,14 @@ def _managed_preset(worker: Rest) -> list[tuple[str, str, str | None, str]]:
     for plural, kind, _ in PRESET_KINDS:
         for obj in worker.list(path(f"kueue.x-k8s.io/{version}", plural), selector):
             meta = obj["metadata"]
-            found.append((path(f"kueue.x-k8s.io/{version}", plural, meta["name"], meta.get("namespace")), kind,
-                          meta.get("namespace"), meta["name"]))
+            found.append(
+                (
+                    path(f"kueue.x-k8s.io/{version}", plural, meta["name"], meta.get("namespace")),
+                    kind,
+                    meta.get("namespace"),
+                    meta["name"],
+                )
+            )
     return found
 
 
@@ -143,11 +178,15 @@ def reset(worker: Rest, dry_run: bool) -> list[str]:
     lines = [f"delete {ref(k, ns, n)}" for k, ns, n in installed]
     lines += [f"release {ref(k, ns, n)}" for _, k, ns, n in preset]
     lines += _shared_operators(worker)
-    lines += [f"leave {ref('Deployment', ns, n)} # {why}" for ns, n, why in (
-        ("kueue-system", "kueue-controller-manager", "Kueue"), ("jobset-system", "jobset-controller-manager",
-                                                                "JobSet"), ("cert-manager", "cert-manager",
-                                                                            "cert-manager"))
-        if worker.get(object_path("Deployment", ns, n)) is not None]
+    lines += [
+        f"leave {ref('Deployment', ns, n)} # {why}"
+        for ns, n, why in (
+            ("kueue-system", "kueue-controller-manager", "Kueue"),
+            ("jobset-system", "jobset-controller-manager", "JobSet"),
+            ("cert-manager", "cert-manager", "cert-manager"),
+        )
+        if worker.get(object_path("Deployment", ns, n)) is not None
+    ]
     if dry_run:
         return [*lines, "dry run: nothing was changed"]
     for kind, namespace, name in installed:

@@ -23,7 +23,9 @@ def worker() -> None:
 
 def dev_server(
     state_dir: Annotated[Path, typer.Option(help="where the SQLite file, pid and log live")] = Path(".state"),
-    port: int = 7233, ui_port: int = 8233, headless: bool = False,
+    port: int = 7233,
+    ui_port: int = 8233,
+    headless: bool = False,
     stop: Annotated[bool, typer.Option(help="stop the server started from this state dir")] = False,
 ) -> None:
     """Start (or --stop) the embedded Temporal dev server with tenantflow's search attributes."""
@@ -37,7 +39,8 @@ def dev_server(
 
 
 def codec_server(
-    port: int = 8081, host: str = "127.0.0.1",
+    port: int = 8081,
+    host: str = "127.0.0.1",
     cors_origin: Annotated[list[str] | None, typer.Option(help="the Temporal UI origin(s) allowed to call")] = None,
 ) -> None:
     """Serve the payload codec (/encode, /decode) for the Temporal UI (--ui-codec-endpoint http://HOST:PORT)."""

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.devserver import DevServer
 from tests.chaos.conftest import Baseline, Rig, approve_and_wait, tenant
 from tests.chaos.kit import STATS
+from tests.labfixture import SECOND_LAB_NSS
 
 
-async def test_run_resumes_after_dev_server_restart(rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints,
-                                                    baseline: Baseline) -> None:
+@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
+async def test_run_resumes_after_dev_server_restart(
+    rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints, baseline: Baseline
+) -> None:
     STATS.scenarios += 1
     handle = await rig.api.start_onboarding(tenant(chaos_lab))
     await rig.api.wait_for_plan(handle.id)

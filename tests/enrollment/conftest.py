@@ -32,7 +32,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import konduktor, worker_reset, workercluster
+from tenantflow.activities import konduktor, records, worker_reset, workercluster
 from tenantflow.activities.settings import settings
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
@@ -57,8 +57,10 @@ from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.enrollment import application_error
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
-POLICIES = {"hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},
-            "worker": {"worker-viewer-token": {"user": "worker-viewer", **VIEWER}}}
+POLICIES = {
+    "hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},
+    "worker": {"worker-viewer-token": {"user": "worker-viewer", **VIEWER}},
+}
 POOL_MEMBER, POOL_CONTEXT = "forecasting-eu", "worker-eu"
 
 
@@ -79,16 +81,23 @@ class Lab:
         return [" ".join(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
-        return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
-                                worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
-                                tenant_namespace="forecasting", worker_name="forecasting-us",
-                                workload_namespaces=["forecasting"], **overrides)
+        return WorkerEnrollment(
+            hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
+            worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
+            tenant_namespace="forecasting",
+            worker_name="forecasting-us",
+            workload_namespaces=["forecasting"],
+            **overrides,
+        )
 
     def fault(self, context: str, rules: list[dict[str, object]]) -> None:
         """``PUT /_lab/faults`` on the ``context`` API server (over its HTTPS socket)."""
-        request = urllib.request.Request(f"{self.urls[context]}/_lab/faults", method="PUT",
-                                         data=json.dumps({"rules": rules}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.urls[context]}/_lab/faults",
+            method="PUT",
+            data=json.dumps({"rules": rules}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         tls = ssl.create_default_context(cadata=self.ca_pem.decode())
         with urllib.request.urlopen(request, context=tls) as response:
             assert response.status == 200
@@ -104,7 +113,7 @@ def use_konduktor_stand_in(tmp: Path) -> Path:
     calls.write_text(f'''#!/bin/sh
 flag=""
 [ "$6" = reset ] && flag="$7"
-echo "$4 $5 $6 $flag" >> "{tmp / 'konduktor-calls'}"
+echo "$4 $5 $6 $flag" >> "{tmp / "konduktor-calls"}"
 exec "{real}" "$@"
 ''')
     calls.chmod(0o755)
@@ -113,8 +122,9 @@ exec "{real}" "$@"
     return calls
 
 
-def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False,
-              kueue_versions: tuple[str, ...] = KUEUE_BOTH) -> Iterator[Lab]:
+def start_lab(
+    tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False, kueue_versions: tuple[str, ...] = KUEUE_BOTH
+) -> Iterator[Lab]:
     use_konduktor_stand_in(tmp)
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
@@ -149,11 +159,15 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert started.wait(10)
-    path = write_kubeconfig(tmp / "kubeconfig", [
-        KubeContext("hub", urls["hub"], ORG_ADMIN_TOKEN, ca_pem=cert.cert_pem),
-        KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
-        KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
-        KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
+    path = write_kubeconfig(
+        tmp / "kubeconfig",
+        [
+            KubeContext("hub", urls["hub"], ORG_ADMIN_TOKEN, ca_pem=cert.cert_pem),
+            KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
+            KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
+            KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem),
+        ],
+    )
     worker_tmp = tmp / "worker-tmp"
     worker_tmp.mkdir()
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, str(worker_tmp)
@@ -196,19 +210,33 @@ World = dict[str, dict[tuple[str, str, str, str], dict[str, object]]]
 
 def world(lab: Lab) -> World:
     """Every object of every store (uid and resourceVersion included), keyed by group/resource/ns/name."""
-    return {name: {(o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
-                   for o in store.snapshot(include_volatile=True)["objects"]}
-            for name, store in lab.stores.items()}
+    return {
+        name: {
+            (o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
+            for o in store.snapshot(include_volatile=True)["objects"]
+        }
+        for name, store in lab.stores.items()
+    }
 
 
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    activities: list[Any] = [*hub_activities.ACTIVITIES, *konduktor.ACTIVITIES, *workercluster.ACTIVITIES,
-                             *worker_reset.ACTIVITIES]
+    activities: list[Any] = [
+        *hub_activities.ACTIVITIES,
+        *konduktor.ACTIVITIES,
+        *workercluster.ACTIVITIES,
+        *worker_reset.ACTIVITIES,
+        *records.ACTIVITIES,
+    ]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
-    async with Worker(env.client, task_queue=queue, workflows=workflows, activities=activities,
-                      activity_executor=ThreadPoolExecutor(8)):
+    async with Worker(
+        env.client,
+        task_queue=queue,
+        workflows=workflows,
+        activities=activities,
+        activity_executor=ThreadPoolExecutor(8),
+    ):
         yield env.client, queue
 
 
@@ -222,12 +250,17 @@ async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: f
         await asyncio.sleep(0.1)
 
 
-async def start_approved(client: Client, queue: str, contract: WorkerEnrollment,
-                         **options: object) -> WorkflowHandle[Any, EnrollmentResult]:
+async def start_approved(
+    client: Client, queue: str, contract: WorkerEnrollment, **options: object
+) -> WorkflowHandle[Any, EnrollmentResult]:
     """Start a WorkerEnrollment (unique id) and approve its plan."""
-    handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
-                                         id=f"enroll/forecasting/{contract.worker_name}-{uuid.uuid4().hex[:6]}",
-                                         task_queue=queue, result_type=EnrollmentResult)
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        EnrollmentInput(contract=contract, **options),
+        id=f"enroll/forecasting/{contract.worker_name}-{uuid.uuid4().hex[:6]}",
+        task_queue=queue,
+        result_type=EnrollmentResult,
+    )
     status = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
     return handle

@@ -37,16 +37,26 @@ def the_finding(status: RunStatus) -> str:
     return finding.message
 
 
-async def test_no_workercluster_stops_instead_of_skipping_the_cordon(dev_env: WorkflowEnvironment,
-                                                                     brownfield_no_agent: Lab) -> None:
+async def test_no_workercluster_stops_instead_of_skipping_the_cordon(
+    dev_env: WorkflowEnvironment, brownfield_no_agent: Lab
+) -> None:
     kind, status = await stopped(dev_env, brownfield_no_agent)
     assert kind == "CordonFailed"
     assert "did not appear within 2 s" in the_finding(status)
 
 
 async def test_a_failing_cordon_stops_the_run(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:
-    brownfield.fault("hub", [{"path": r"/namespaces/forecasting/workerclusters/forecasting-us$",
-                              "methods": ["PATCH"], "error_rate": 1.0, "error_status": 403}])
+    brownfield.fault(
+        "hub",
+        [
+            {
+                "path": r"/namespaces/forecasting/workerclusters/forecasting-us$",
+                "methods": ["PATCH"],
+                "error_rate": 1.0,
+                "error_status": 403,
+            }
+        ],
+    )
     kind, status = await stopped(dev_env, brownfield)
     assert kind == "CordonFailed"
     assert "cordoning WorkerCluster forecasting/forecasting-us failed" in the_finding(status)

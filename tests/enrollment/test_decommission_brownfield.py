@@ -14,8 +14,9 @@ from tests.enrollment.conftest import Lab, enrollment_worker, start_approved, wa
 from tests.enrollment.test_brownfield import PRESET, uids
 
 
-async def test_brownfield_decommission_and_reset_leave_the_customers_world(dev_env: WorkflowEnvironment,
-                                                                           brownfield: Lab) -> None:
+async def test_brownfield_decommission_and_reset_leave_the_customers_world(
+    dev_env: WorkflowEnvironment, brownfield: Lab
+) -> None:
     lab = brownfield
     async with enrollment_worker(dev_env) as (client, queue):
         handle = await start_approved(client, queue, lab.contract(brownfield=True), condition_budget_s=20)
@@ -25,9 +26,13 @@ async def test_brownfield_decommission_and_reset_leave_the_customers_world(dev_e
         await handle.result()
         enrolled = uids(lab)
         earlier = len(lab.konduktor_calls())
-        dec = await client.start_workflow("WorkerDecommission", DecommissionInput(contract=lab.contract()),
-                                          id=f"decommission/forecasting/{uuid.uuid4().hex[:6]}", task_queue=queue,
-                                          result_type=DecommissionResult)
+        dec = await client.start_workflow(
+            "WorkerDecommission",
+            DecommissionInput(contract=lab.contract()),
+            id=f"decommission/forecasting/{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=DecommissionResult,
+        )
         status = await wait_stage(dec, "gate:approve_plan")
         assert status.plan is not None
         plan = {(s.action, s.kind, s.namespace, s.name) for s in status.plan.steps if s.layer == "worker"}
@@ -35,8 +40,12 @@ async def test_brownfield_decommission_and_reset_leave_the_customers_world(dev_e
         assert ("leave", "Deployment", "cert-manager", "cert-manager") in plan
         assert ("delete", "Deployment", "trainy-system", "trainy-worker-agent") in plan
         assert {(kind, name) for action, kind, _, name in plan if action == "update"} == {
-            ("ResourceFlavor", "default-flavor"), ("ClusterQueue", "cluster-queue"), ("AdmissionCheck", "dws-prov"),
-            ("ProvisioningRequestConfig", "dws-config"), ("LocalQueue", "user-queue")}
+            ("ResourceFlavor", "default-flavor"),
+            ("ClusterQueue", "cluster-queue"),
+            ("AdmissionCheck", "dws-prov"),
+            ("ProvisioningRequestConfig", "dws-config"),
+            ("LocalQueue", "user-queue"),
+        }
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         result = await dec.result()
     assert result.status == "completed"
@@ -49,8 +58,12 @@ async def test_brownfield_decommission_and_reset_leave_the_customers_world(dev_e
         assert MANAGED_BY not in labels and WORKER_LABEL not in labels
     assert all(j["status"]["active"] == 1 for j in lab.worker.list("batch", "jobs", "forecasting"))
     deployments = {d["metadata"]["name"] for d in lab.worker.list("apps", "deployments")}
-    assert deployments == {"cert-manager", "victoria-metrics-operator", "kueue-controller-manager",
-                           "jobset-controller-manager"}
+    assert deployments == {
+        "cert-manager",
+        "victoria-metrics-operator",
+        "kueue-controller-manager",
+        "jobset-controller-manager",
+    }
     assert not lab.worker.list("", "namespaces", label_selector="trainy.ai/installed-by")
     assert not lab.hub.list("trainy.ai", "workerclusters", "forecasting")
     assert not lab.hub.list("trainy.ai", "bootstrapenrollments", "forecasting")

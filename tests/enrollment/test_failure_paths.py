@@ -18,13 +18,17 @@ from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, wait_stage
 
 
-async def brownfield_until(client: Client, queue: str, lab: Lab, gates: tuple[str, ...],
-                           last: str) -> WorkflowHandle[Any, EnrollmentResult]:
+async def brownfield_until(
+    client: Client, queue: str, lab: Lab, gates: tuple[str, ...], last: str
+) -> WorkflowHandle[Any, EnrollmentResult]:
     """Start a brownfield enrollment, approve it and answer ``gates`` by name; return at gate ``last``."""
-    handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=lab.contract(brownfield=True),
-                                                                             condition_budget_s=20),
-                                         id=f"enroll/forecasting/fp-{uuid.uuid4().hex[:6]}", task_queue=queue,
-                                         result_type=EnrollmentResult)
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=20),
+        id=f"enroll/forecasting/fp-{uuid.uuid4().hex[:6]}",
+        task_queue=queue,
+        result_type=EnrollmentResult,
+    )
     status = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
     for gate in gates:
@@ -34,11 +38,13 @@ async def brownfield_until(client: Client, queue: str, lab: Lab, gates: tuple[st
     return handle
 
 
-async def test_resume_submissions_expiring_leaves_the_worker_enrolled(ts_env: WorkflowEnvironment,
-                                                                      brownfield: Lab) -> None:
+async def test_resume_submissions_expiring_leaves_the_worker_enrolled(
+    ts_env: WorkflowEnvironment, brownfield: Lab
+) -> None:
     async with enrollment_worker(ts_env) as (client, queue):
-        handle = await brownfield_until(client, queue, brownfield, ("submissions_paused", "approve_adoption",
-                                                                    "uncordon"), "resume_submissions")
+        handle = await brownfield_until(
+            client, queue, brownfield, ("submissions_paused", "approve_adoption", "uncordon"), "resume_submissions"
+        )
         kind, status = await failure(handle)
     assert kind == "GateExpired"
     wc = brownfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
@@ -63,17 +69,29 @@ async def test_cancel_before_uncordon_rolls_back(dev_env: WorkflowEnvironment, b
     assert not brownfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 
 
-async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(dev_env: WorkflowEnvironment,
-                                                                                 greenfield: Lab) -> None:
-    greenfield.fault("worker", [
-        {"path": r"/namespaces/trainy-system/deployments$", "methods": ["POST"], "error_rate": 1.0,
-         "error_status": 422},
-        {"path": r"/namespaces/trainy-system$", "methods": ["DELETE"], "error_rate": 1.0, "error_status": 403}])
+async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
+    greenfield.fault(
+        "worker",
+        [
+            {
+                "path": r"/namespaces/trainy-system/deployments$",
+                "methods": ["POST"],
+                "error_rate": 1.0,
+                "error_status": 422,
+            },
+            {"path": r"/namespaces/trainy-system$", "methods": ["DELETE"], "error_rate": 1.0, "error_status": 403},
+        ],
+    )
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=greenfield.contract(),
-                                                                                 condition_budget_s=5),
-                                             id=f"enroll/forecasting/rb-{uuid.uuid4().hex[:6]}", task_queue=queue,
-                                             result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=greenfield.contract(), condition_budget_s=5),
+            id=f"enroll/forecasting/rb-{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_stage(handle, "gate:approve_plan")
         await handle.execute_update("approve_plan", {"plan_hash": status.plan_hash})
         status = await wait_stage(handle, "gate:retry_rollback")
@@ -90,13 +108,24 @@ async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(
     assert not greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 
 
-async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(dev_env: WorkflowEnvironment,
-                                                                                 brownfield: Lab) -> None:
+async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(
+    dev_env: WorkflowEnvironment, brownfield: Lab
+) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await brownfield_until(client, queue, brownfield, ("submissions_paused", "approve_adoption"),
-                                        "uncordon")
-        brownfield.fault("hub", [{"path": r"/namespaces/forecasting/jobsets$", "methods": ["POST"],
-                                  "error_rate": 1.0, "error_status": 422}])
+        handle = await brownfield_until(
+            client, queue, brownfield, ("submissions_paused", "approve_adoption"), "uncordon"
+        )
+        brownfield.fault(
+            "hub",
+            [
+                {
+                    "path": r"/namespaces/forecasting/jobsets$",
+                    "methods": ["POST"],
+                    "error_rate": 1.0,
+                    "error_status": 422,
+                }
+            ],
+        )
         await handle.execute_update("uncordon", GateAnswer())
         kind, status = await failure(handle)
     assert kind == "Invalid"

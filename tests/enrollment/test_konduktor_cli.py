@@ -12,8 +12,14 @@ from tests.enrollment.conftest import Lab
 
 def konduktor(lab: Lab, tmp: Path, context: str, *argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     binary = write_wrapper(tmp / "bin")
-    return subprocess.run([str(binary), "--kubeconfig", str(lab.kubeconfig), "--context", context, *argv],
-                          input=stdin, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [str(binary), "--kubeconfig", str(lab.kubeconfig), "--context", context, *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def conditions(lab: Lab) -> dict[str, str]:
@@ -49,7 +55,9 @@ def test_enroll_bootstrap_status_cordon_decommission_reset(greenfield: Lab, tmp_
     secret = greenfield.worker.get("", "secrets", "trainy-bootstrap", "trainy-system")
     assert not secret.get("data")
     assert {d["metadata"]["name"] for d in greenfield.worker.list("apps", "deployments", "trainy-byoc-system")} == {
-        "trainy-log-collector", "trainy-metrics-agent"}
+        "trainy-log-collector",
+        "trainy-metrics-agent",
+    }
 
     status = konduktor(greenfield, tmp_path, "hub", "cluster", "status", "forecasting-us", "-n", "forecasting")
     assert status.stdout.startswith("WorkerCluster forecasting/forecasting-us generation=")
@@ -59,12 +67,19 @@ def test_enroll_bootstrap_status_cordon_decommission_reset(greenfield: Lab, tmp_
     cordon = konduktor(greenfield, tmp_path, "hub", "cluster", "cordon", "forecasting-us", "-n", "forecasting")
     assert cordon.stdout.strip() == "workercluster forecasting/forecasting-us cordoned"
     wait_for(lambda: conditions(greenfield).get("DispatchReady") == "False")
-    assert konduktor(greenfield, tmp_path, "hub", "cluster", "decommission", "forecasting-us",
-                     "-n", "forecasting").returncode == 2
-    gone = konduktor(greenfield, tmp_path, "hub", "cluster", "decommission", "forecasting-us", "-n", "forecasting",
-                     "--yes")
-    assert gone.stdout.split("\n")[:2] == ["deleted workercluster forecasting/forecasting-us",
-                                           "deleted bootstrapenrollment forecasting/forecasting-us"]
+    assert (
+        konduktor(
+            greenfield, tmp_path, "hub", "cluster", "decommission", "forecasting-us", "-n", "forecasting"
+        ).returncode
+        == 2
+    )
+    gone = konduktor(
+        greenfield, tmp_path, "hub", "cluster", "decommission", "forecasting-us", "-n", "forecasting", "--yes"
+    )
+    assert gone.stdout.split("\n")[:2] == [
+        "deleted workercluster forecasting/forecasting-us",
+        "deleted bootstrapenrollment forecasting/forecasting-us",
+    ]
 
     plan = konduktor(greenfield, tmp_path, "worker", "worker", "reset", "--dry-run")
     assert "delete Deployment trainy-system/trainy-worker-agent" in plan.stdout

@@ -24,23 +24,50 @@ def test_customer_objects_are_stored_with_defaults_and_canonical_quantities(brow
     assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO" and cq["spec"]["stopPolicy"] == "None"
     assert cq["spec"]["preemption"]["borrowWithinCohort"] == {"policy": "Never"}
     quotas = [r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]]
-    assert quotas == ["10k", "10000Gi", "64"], "the customer wrote 10000, 10000Gi and \"64\""
+    assert quotas == ["10k", "10000Gi", "64"], 'the customer wrote 10000, 10000Gi and "64"'
     config = brownfield.worker.get("kueue.x-k8s.io", "provisioningrequestconfigs", "dws-config")
-    assert config["spec"]["retryStrategy"] == {"backoffBaseSeconds": 60, "backoffLimitCount": 3,
-                                               "backoffMaxSeconds": 1800}
+    assert config["spec"]["retryStrategy"] == {
+        "backoffBaseSeconds": 60,
+        "backoffLimitCount": 3,
+        "backoffMaxSeconds": 1800,
+    }
 
 
 def test_adoption_diff_is_empty_for_plain_manifests_and_names_a_real_difference(brownfield: Lab) -> None:
     step = EnrollmentStep(contract=brownfield.contract(brownfield=True))
     clean = adoption_diff(step)
     assert len(clean.objects) == 5 and not clean.differences and not clean.findings
-    brownfield.worker.patch("kueue.x-k8s.io", "clusterqueues", "cluster-queue", {"spec": {"resourceGroups": [
-        {"coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": "default-flavor", "resources": [
-            {"name": "cpu", "nominalQuota": "10000"}, {"name": "memory", "nominalQuota": "10000Gi"},
-            {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}}, MERGE)
+    brownfield.worker.patch(
+        "kueue.x-k8s.io",
+        "clusterqueues",
+        "cluster-queue",
+        {
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "default-flavor",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "10000"},
+                                    {"name": "memory", "nominalQuota": "10000Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": 32},
+                                ],
+                            }
+                        ],
+                    }
+                ]
+            }
+        },
+        MERGE,
+    )
     differs = adoption_diff(step)
-    assert differs.differences == {"ClusterQueue/cluster-queue": [
-        "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: preset '64', found '32'"]}
+    assert differs.differences == {
+        "ClusterQueue/cluster-queue": [
+            "spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: preset '64', found '32'"
+        ]
+    }
     assert "Trainy" in differs.findings[0].fix
 
 
@@ -48,11 +75,12 @@ def test_invariants_read_workloads_on_a_v1beta1_only_worker(brownfield_v1beta1: 
     assert brownfield_v1beta1.worker.registry.get("kueue.x-k8s.io", "workloads").versions == ("v1beta1",)
     recorded = invariants(KubeObjects(brownfield_v1beta1.contract().worker), ["forecasting"])
     assert sorted(r.key() for r in recorded.workloads if r.kind == "Workload") == [
-        "Workload/forecasting/jobset-eval-sweep", "Workload/forecasting/jobset-train-llm"]
+        "Workload/forecasting/jobset-eval-sweep",
+        "Workload/forecasting/jobset-train-llm",
+    ]
 
 
-async def test_brownfield_enrolls_a_v1beta1_only_worker(dev_env: WorkflowEnvironment,
-                                                        brownfield_v1beta1: Lab) -> None:
+async def test_brownfield_enrolls_a_v1beta1_only_worker(dev_env: WorkflowEnvironment, brownfield_v1beta1: Lab) -> None:
     lab = brownfield_v1beta1
     before = uids(lab)
     async with enrollment_worker(dev_env) as (client, queue):
@@ -68,8 +96,13 @@ async def test_brownfield_enrolls_a_v1beta1_only_worker(dev_env: WorkflowEnviron
 
 
 async def test_a_real_difference_is_refused_naming_the_field(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:
-    brownfield.worker.patch("kueue.x-k8s.io", "clusterqueues", "cluster-queue",
-                            {"spec": {"preemption": {"withinClusterQueue": "Never"}}}, MERGE)
+    brownfield.worker.patch(
+        "kueue.x-k8s.io",
+        "clusterqueues",
+        "cluster-queue",
+        {"spec": {"preemption": {"withinClusterQueue": "Never"}}},
+        MERGE,
+    )
     async with enrollment_worker(dev_env) as (client, queue):
         handle = await start_approved(client, queue, brownfield.contract(brownfield=True), condition_budget_s=20)
         await wait_stage(handle, "gate:submissions_paused")
@@ -78,7 +111,8 @@ async def test_a_real_difference_is_refused_naming_the_field(dev_env: WorkflowEn
             await handle.result()
         status = await handle.query("status", result_type=RunStatus)
     [differs] = [f for f in status.findings if f.check == "adoption.spec-differs"]
-    assert differs.message == ("ClusterQueue/cluster-queue: spec.preemption.withinClusterQueue: preset "
-                               "'LowerPriority', found 'Never'")
+    assert differs.message == (
+        "ClusterQueue/cluster-queue: spec.preemption.withinClusterQueue: preset 'LowerPriority', found 'Never'"
+    )
     labels = brownfield.worker.get("kueue.x-k8s.io", "clusterqueues", "cluster-queue")["metadata"].get("labels")
     assert WORKER_LABEL not in (labels or {}), "nothing was relabelled"

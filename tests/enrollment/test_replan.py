@@ -15,9 +15,13 @@ BY_HAND = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy
 
 async def test_a_changed_worker_reopens_the_approval(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=greenfield.contract()),
-                                             id=f"enroll/forecasting/rp-{uuid.uuid4().hex[:6]}", task_queue=queue,
-                                             result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=greenfield.contract()),
+            id=f"enroll/forecasting/rp-{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         first = await wait_stage(handle, "gate:approve_plan")
         greenfield.worker.create(BY_HAND)
         await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})

@@ -55,8 +55,9 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
         await server.shutdown()
 
 
-async def after_approval(name: str, api: TenantflowClient, handle: WorkflowHandle[Any, Any],
-                            first_hash: str | None) -> None:
+async def after_approval(
+    name: str, api: TenantflowClient, handle: WorkflowHandle[Any, Any], first_hash: str | None
+) -> None:
     if name == "cancelled":
         await wait_for_stage(api, handle, "apply:kube.quota")
         await handle.cancel()
@@ -77,8 +78,12 @@ async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> No
     try:
         async with fake_worker(server, world) as api:
             handle = await server.client.start_workflow(
-                "TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge),
-                id=offboarding_id(contract.slug), task_queue=api.task_queue, result_type=OffboardingResult)
+                "TenantOffboarding",
+                OffboardingInput(contract=contract, purge_data=purge),
+                id=offboarding_id(contract.slug),
+                task_queue=api.task_queue,
+                result_type=OffboardingResult,
+            )
             status = await wait_for_stage(api, handle, "gate:approve_plan")
             if name == "replanned":
                 world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.unchanged)]
@@ -93,8 +98,9 @@ async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> No
         await server.shutdown()
 
 
-async def with_lab(name: str, brownfield: bool, env: Env,
-                   drive: Callable[[Client, str, Lab], Awaitable[WorkflowHandle[Any, Any]]]) -> None:
+async def with_lab(
+    name: str, brownfield: bool, env: Env, drive: Callable[[Client, str, Lab], Awaitable[WorkflowHandle[Any, Any]]]
+) -> None:
     server = await env()
     with tempfile.TemporaryDirectory() as tmp:
         labs = start_lab(Path(tmp), brownfield=brownfield)
@@ -108,13 +114,24 @@ async def with_lab(name: str, brownfield: bool, env: Env,
 
 
 async def compensation(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
-    lab.fault("worker", [
-        {"path": r"/namespaces/trainy-system/deployments$", "methods": ["POST"], "error_rate": 1.0,
-         "error_status": 422},
-        {"path": r"/namespaces/trainy-system$", "methods": ["DELETE"], "error_rate": 1.0, "error_status": 403}])
-    handle = await client.start_workflow("WorkerEnrollment", {"contract": lab.contract().model_dump(mode="json"),
-                                                              "condition_budget_s": 5},
-                                         id="enroll/forecasting/forecasting-us", task_queue=queue)
+    lab.fault(
+        "worker",
+        [
+            {
+                "path": r"/namespaces/trainy-system/deployments$",
+                "methods": ["POST"],
+                "error_rate": 1.0,
+                "error_status": 422,
+            },
+            {"path": r"/namespaces/trainy-system$", "methods": ["DELETE"], "error_rate": 1.0, "error_status": 403},
+        ],
+    )
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 5},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
     status = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", {"plan_hash": status.plan_hash})
     return handle
@@ -135,14 +152,18 @@ async def cancelled(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any,
 
 
 async def resume_expired(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
-    return await brownfield_until(client, queue, lab, ("submissions_paused", "approve_adoption", "uncordon"),
-                                  "resume_submissions")
+    return await brownfield_until(
+        client, queue, lab, ("submissions_paused", "approve_adoption", "uncordon"), "resume_submissions"
+    )
 
 
 async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
-    handle = await client.start_workflow("WorkerEnrollment", {"contract": lab.contract().model_dump(mode="json"),
-                                                              "condition_budget_s": 20},
-                                         id="enroll/forecasting/forecasting-us", task_queue=queue)
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
     first = await wait_stage(handle, "gate:approve_plan")
     lab.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy-byoc-system"}})
     await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
@@ -154,15 +175,22 @@ async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any,
 
 
 async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
-    enroll = await client.start_workflow("WorkerEnrollment", {"contract": lab.contract().model_dump(mode="json"),
-                                                              "condition_budget_s": 20},
-                                         id="enroll/forecasting/forecasting-us", task_queue=queue)
+    enroll = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
     status = await wait_stage(enroll, "gate:approve_plan")
     await enroll.execute_update("approve_plan", {"plan_hash": status.plan_hash})
     await enroll.result()
-    dec = await client.start_workflow("WorkerDecommission", DecommissionInput(contract=lab.contract()),
-                                      id="decommission/forecasting/forecasting-us", task_queue=queue,
-                                      result_type=DecommissionResult)
+    dec = await client.start_workflow(
+        "WorkerDecommission",
+        DecommissionInput(contract=lab.contract()),
+        id="decommission/forecasting/forecasting-us",
+        task_queue=queue,
+        result_type=DecommissionResult,
+    )
     status = await wait_stage(dec, "gate:approve_plan")
     await dec.execute_update("approve_plan", {"plan_hash": status.plan_hash})
     return dec
@@ -172,19 +200,27 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "onboarding-cancelled": lambda: onboarding("cancelled", FakeWorld(hang_at="kube.quota")),
     "onboarding-replanned": lambda: onboarding("replanned", FakeWorld()),
     "onboarding-rollback-retried": lambda: onboarding(
-        "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})),
+        "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})
+    ),
     "onboarding-rollback-incomplete": lambda: onboarding(
-        "rollback-incomplete", FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),
-        start_time_skipping, approval_escalate_after_s=3600, approval_expire_after_s=2 * 24 * 3600),
+        "rollback-incomplete",
+        FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),
+        start_time_skipping,
+        approval_escalate_after_s=3600,
+        approval_expire_after_s=2 * 24 * 3600,
+    ),
     "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
-    "enrollment-compensation-incomplete": lambda: with_lab("enrollment-compensation-incomplete", False,
-                                                           start_dev_server, compensation),
-    "enrollment-rollback-retried": lambda: with_lab("enrollment-rollback-retried", False, start_dev_server,
-                                                    compensation_retried),
+    "enrollment-compensation-incomplete": lambda: with_lab(
+        "enrollment-compensation-incomplete", False, start_dev_server, compensation
+    ),
+    "enrollment-rollback-retried": lambda: with_lab(
+        "enrollment-rollback-retried", False, start_dev_server, compensation_retried
+    ),
     "enrollment-cancelled": lambda: with_lab("enrollment-cancelled", True, start_dev_server, cancelled),
-    "enrollment-resume-expired": lambda: with_lab("enrollment-resume-expired", True, start_time_skipping,
-                                                  resume_expired),
+    "enrollment-resume-expired": lambda: with_lab(
+        "enrollment-resume-expired", True, start_time_skipping, resume_expired
+    ),
     "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
     "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
 }

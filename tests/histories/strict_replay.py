@@ -26,9 +26,11 @@ from temporalio.workflow import ActivityHandle
 from tenantflow.worker.codec import PLAIN
 
 Scheduled = tuple[str, list[Any]]
-TIME_SKIPPING_IDS = {"onboarding-gate-timeout": "tenant/tenant-timeout",
-                     "onboarding-rollback-incomplete": "tenant/tenant-rollback-incomplete",
-                     "enrollment-resume-expired": "enroll/forecasting/fp-411373"}
+TIME_SKIPPING_IDS = {
+    "onboarding-gate-timeout": "tenant/tenant-timeout",
+    "onboarding-rollback-incomplete": "tenant/tenant-rollback-incomplete",
+    "enrollment-resume-expired": "enroll/forecasting/fp-411373",
+}
 """The workflow ids of the histories recorded on the time-skipping server, which does not record them."""
 
 
@@ -67,9 +69,14 @@ def as_json(values: list[Any]) -> list[Any]:
 
 
 def recorded(history: WorkflowHistory) -> list[Scheduled]:
-    return [(e.activity_task_scheduled_event_attributes.activity_type.name,
-             PLAIN.payload_converter.from_payloads(list(e.activity_task_scheduled_event_attributes.input.payloads)))
-            for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    return [
+        (
+            e.activity_task_scheduled_event_attributes.activity_type.name,
+            PLAIN.payload_converter.from_payloads(list(e.activity_task_scheduled_event_attributes.input.payloads)),
+        )
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
 
 
 def load(path: Path) -> WorkflowHistory:
@@ -87,5 +94,6 @@ async def replay_strictly(path: Path, workflows: list[type]) -> None:
     replayed = [(name, as_json(args)) for name, args in record.scheduled]
     for index, (want, got) in enumerate(zip(recorded(history), replayed, strict=False)):
         if want != got:
-            raise ArgumentsChanged(f"{path.stem}: activity #{index} {got[0]} was given other arguments than "
-                                   f"recorded ({want[0]})")
+            raise ArgumentsChanged(
+                f"{path.stem}: activity #{index} {got[0]} was given other arguments than recorded ({want[0]})"
+            )

@@ -54,8 +54,9 @@ class OnboardingWithExtraStep(TenantOnboarding):
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
-        await workflow.execute_activity(CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract),
-                                        start_to_close_timeout=timedelta(minutes=1))
+        await workflow.execute_activity(
+            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+        )
         return await super().run(params)
 
 
@@ -75,8 +76,9 @@ class OffboardingWithExtraStep(TenantOffboarding):
 
     @workflow.run
     async def run(self, params: OffboardingInput) -> OffboardingResult:
-        await workflow.execute_activity(CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract),
-                                        start_to_close_timeout=timedelta(minutes=1))
+        await workflow.execute_activity(
+            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+        )
         return await super().run(params)
 
 
@@ -106,8 +108,9 @@ class OffboardingWithoutPurgeGate(TenantOffboarding):
     async def run(self, params: OffboardingInput) -> OffboardingResult:
         return await super().run(params)
 
-    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
-                         expire_after: timedelta) -> GateAnswer:
+    async def _wait_gate(
+        self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta
+    ) -> GateAnswer:
         return GateAnswer()
 
 
@@ -169,31 +172,50 @@ class EnrollmentWithOtherBudget(WorkerEnrollmentWorkflow):
         return wait.model_copy(update={"budget_s": wait.budget_s + 1})
 
 
-ROLLBACKS = ("onboarding-rolledback", "onboarding-cancelled", "onboarding-rollback-retried",
-             "onboarding-rollback-incomplete")
-ENROLLMENTS = ("enrollment-greenfield", "enrollment-brownfield", "enrollment-cancelled",
-               "enrollment-compensation-incomplete", "enrollment-resume-expired", "enrollment-replanned",
-               "enrollment-rollback-retried")
+ROLLBACKS = (
+    "onboarding-rolledback",
+    "onboarding-cancelled",
+    "onboarding-rollback-retried",
+    "onboarding-rollback-incomplete",
+)
+ENROLLMENTS = (
+    "enrollment-greenfield",
+    "enrollment-brownfield",
+    "enrollment-cancelled",
+    "enrollment-compensation-incomplete",
+    "enrollment-resume-expired",
+    "enrollment-replanned",
+    "enrollment-rollback-retried",
+)
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
-    *[(name, OffboardingWithExtraStep, NondeterminismError) for name in ("offboarding-purged",
-                                                                          "offboarding-replanned")],
-    *[(name, OnboardingWithoutAPreflight, NondeterminismError) for name in ("onboarding-completed",
-                                                                             "onboarding-replanned", *ROLLBACKS)],
+    *[
+        (name, OffboardingWithExtraStep, NondeterminismError)
+        for name in ("offboarding-purged", "offboarding-replanned")
+    ],
+    *[
+        (name, OnboardingWithoutAPreflight, NondeterminismError)
+        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS)
+    ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in ROLLBACKS],
-    *[(name, DecommissionRemovingFirst, NondeterminismError) for name in ("decommission-completed",
-                                                                           "decommission-gated")],
+    *[
+        (name, DecommissionRemovingFirst, NondeterminismError)
+        for name in ("decommission-completed", "decommission-gated")
+    ],
     *[(name, OnboardingWithOtherRunId, ArgumentsChanged) for name in ("onboarding-completed", *ROLLBACKS)],
-    *[(name, EnrollmentWithOtherBudget, ArgumentsChanged) for name in ENROLLMENTS
-      if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")],  # no condition wait
+    *[
+        (name, EnrollmentWithOtherBudget, ArgumentsChanged)
+        for name in ENROLLMENTS
+        if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
+    ],  # no condition wait
 ]
 
 
-@pytest.mark.parametrize(("name", "variant", "error"), CHANGES,
-                         ids=[f"{name}-{variant.__name__}" for name, variant, _ in CHANGES])
-async def test_each_class_of_unversioned_change_fails_replay(name: str, variant: type,
-                                                             error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    ("name", "variant", "error"), CHANGES, ids=[f"{name}-{variant.__name__}" for name, variant, _ in CHANGES]
+)
+async def test_each_class_of_unversioned_change_fails_replay(name: str, variant: type, error: type[Exception]) -> None:
     with pytest.raises(error):
         await replay_strictly(HISTORIES / f"{name}.json", [variant])

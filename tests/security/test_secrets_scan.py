@@ -4,7 +4,7 @@ process with JSON logs, and everything they leave readable is scanned for the la
 Scanned: the full history of each run (every payload, decoded with the client's data converter, and the raw
 history JSON), every distinct status query result seen while the runs went, the worker's log, and the CLI's
 output (``tenantflow status <id> -o json``, ``tenantflow result <id>`` as text and JSON). Secrets: the Authentik
-token, the LDAP bind password, the Weka password, the CSI token (read back from Secret ``weka-<slug>-creds``
+token, the LDAP bind password, the Weka password, the CSI user's password (read back from Secret ``weka-<slug>-creds``
 before offboarding), every bearer token of both kubeconfigs, and the one-shot bootstrap blob and its private
 key (captured by a spy ``konduktor`` wrapper that copies what ``cluster enroll`` prints to a file outside the
 worker's reach). Each is looked for as is and base64-encoded, also in every file left under the worker's
@@ -49,13 +49,20 @@ SLUG, USERS = "tenant-sec", ("sia", "sol")
 
 def sec_tenant(lab: LabEndpoints) -> TenantContract:
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
-    users = [u.model_copy(update={"username": name, "email": f"{name}@{SLUG}.example"})
-             for u, name in zip(foo.users, USERS, strict=False)]
-    return foo.model_copy(update={
-        "slug": SLUG, "display_name": "Tenant Sec", "users": users,
-        "capacity": foo.capacity.model_copy(update={"gpus": 16}),
-        "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-sec"}),
-        "login": foo.login.model_copy(update={"hostname": None})})
+    users = [
+        u.model_copy(update={"username": name, "email": f"{name}@{SLUG}.example"})
+        for u, name in zip(foo.users, USERS, strict=False)
+    ]
+    return foo.model_copy(
+        update={
+            "slug": SLUG,
+            "display_name": "Tenant Sec",
+            "users": users,
+            "capacity": foo.capacity.model_copy(update={"gpus": 16}),
+            "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-sec"}),
+            "login": foo.login.model_copy(update={"hostname": None}),
+        }
+    )
 
 
 def kube_tokens(kubeconfig: Path) -> list[str]:
@@ -63,11 +70,28 @@ def kube_tokens(kubeconfig: Path) -> list[str]:
     return [u["user"]["token"] for u in users if u["user"].get("token")]
 
 
-def csi_token(lab: LabEndpoints, contract: TenantContract) -> str:
-    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", "-n",
-                           contract.namespace, "get", "secret", f"weka-{contract.slug}-creds", "-o", "json"],
-                          capture_output=True, text=True, timeout=60, check=True)
-    return base64.b64decode(json.loads(done.stdout)["data"]["token"]).decode()
+def csi_password(lab: LabEndpoints, contract: TenantContract) -> str:
+    done = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(lab.kubeconfig),
+            "--context",
+            "tenant-cluster",
+            "-n",
+            contract.namespace,
+            "get",
+            "secret",
+            f"weka-{contract.slug}-creds",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return base64.b64decode(json.loads(done.stdout)["data"]["password"]).decode()
 
 
 def forms(secret: str) -> set[str]:
@@ -100,8 +124,10 @@ async def history_text(api: TenantflowClient, handle: WorkflowHandle[Any, Any]) 
     found = [p for event in history.events for p in payloads(event)]
     codec = api.client.data_converter.payload_codec
     decoded = await codec.decode(found) if codec else found
-    texts = [p.data.decode(errors="replace") + json.dumps({k: v.decode(errors="replace")
-                                                            for k, v in p.metadata.items()}) for p in decoded]
+    texts = [
+        p.data.decode(errors="replace") + json.dumps({k: v.decode(errors="replace") for k, v in p.metadata.items()})
+        for p in decoded
+    ]
     return "\n".join([history.to_json(), *texts])
 
 
@@ -129,17 +155,22 @@ class StatusRecorder:
 
 
 def cli(env: dict[str, str], *argv: str) -> str:
-    done = subprocess.run([str(ROOT / ".venv/bin/tenantflow"), *argv], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/tenantflow"), *argv], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     return f"$ tenantflow {' '.join(argv)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
 
 
-async def enroll_greenfield(api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
-                            ) -> WorkflowHandle[Any, Any]:
+async def enroll_greenfield(
+    api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
+) -> WorkflowHandle[Any, Any]:
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
-        "WorkerEnrollment", EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
-        id=f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}", task_queue=api.task_queue,
-        result_type=EnrollmentResult)
+        "WorkerEnrollment",
+        EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
+        id=f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}",
+        task_queue=api.task_queue,
+        result_type=EnrollmentResult,
+    )
     async with recorder.watching(handle.id):
         plan = await api.wait_for_plan(handle.id, timeout_s=120)
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=plan.plan_hash or ""))
@@ -168,8 +199,11 @@ def blob_secrets(capture: Path) -> dict[str, str]:
     found = {}
     for i, blob in enumerate(capture.read_text().split()):
         body = json.loads(base64.urlsafe_b64decode(blob.removeprefix("kdk1.")))
-        found |= {f"bootstrap blob {i}": blob, f"bootstrap private key {i}": body["key"],
-                  f"bootstrap private key {i} (hex)": base64.b64decode(body["key"]).hex()}
+        found |= {
+            f"bootstrap blob {i}": blob,
+            f"bootstrap private key {i}": body["key"],
+            f"bootstrap private key {i} (hex)": base64.b64decode(body["key"]).hex(),
+        }
     return found
 
 
@@ -183,14 +217,21 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path / "greenfield", brownfield=False)
 
 
-async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironment, lab: LabEndpoints,
-                                                       greenfield: Lab, tmp_path: Path) -> None:
+async def test_no_secret_in_history_status_logs_or_cli(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, greenfield: Lab, tmp_path: Path
+) -> None:
     address = dev_env.client.service_client.config.target_host
     queue = f"secrets-{uuid.uuid4().hex[:8]}"
     capture, worker_tmp = tmp_path / "captured-blobs", tmp_path / "worker-tmp"
     worker_tmp.mkdir()
-    worker = WorkerProcess(address, queue, lab, tmp_path / "worker.log", TMPDIR=str(worker_tmp),
-                           KONDUKTOR_BIN=str(spy_konduktor(tmp_path, capture)))
+    worker = WorkerProcess(
+        address,
+        queue,
+        lab,
+        tmp_path / "worker.log",
+        TMPDIR=str(worker_tmp),
+        KONDUKTOR_BIN=str(spy_konduktor(tmp_path, capture)),
+    )
     api = await TenantflowClient.connect(settings(address, queue))
     recorder = StatusRecorder(api)
     contract = sec_tenant(lab)
@@ -199,15 +240,23 @@ async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironm
         async with recorder.watching(onboarding_id(SLUG)):
             onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
-        csi = csi_token(lab, contract)
+        csi = csi_password(lab, contract)
         async with recorder.watching(offboarding_id(SLUG)):
             purged = await offboard(api, contract, purge=True)
         assert purged.status == "completed", purged.message
         enrollment = await enroll_greenfield(api, greenfield, recorder)
         runs = [api.handle(onboarding_id(SLUG)), api.handle(offboarding_id(SLUG)), enrollment]
         env = {**os.environ, "TEMPORAL_ADDRESS": address, "TENANTFLOW_TASK_QUEUE": queue, "PYTHONPATH": str(ROOT)}
-        sources = {f"cli {h.id}": "\n".join([cli(env, "status", h.id, "-o", "json"), cli(env, "result", h.id),
-                                             cli(env, "result", h.id, "-o", "json")]) for h in runs}
+        sources = {
+            f"cli {h.id}": "\n".join(
+                [
+                    cli(env, "status", h.id, "-o", "json"),
+                    cli(env, "result", h.id),
+                    cli(env, "result", h.id, "-o", "json"),
+                ]
+            )
+            for h in runs
+        }
     finally:
         worker.stop()
     sources |= {f"history {h.id}": await history_text(api, h) for h in runs}
@@ -218,13 +267,24 @@ async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironm
     sources["hub cluster"] = json.dumps(greenfield.hub.snapshot(include_volatile=True))
 
     blobs = blob_secrets(capture)
-    assert csi and blobs, "the CSI token and the bootstrap blob must have been seen to be looked for"
-    secrets = {"Authentik token": lab.authentik_token, "LDAP bind password": lab.ldap_bind_password,
-               "Weka password": lab.weka_password, "CSI token": csi, **blobs,
-               **{f"kube token {i}": token for i, token in
-                  enumerate(kube_tokens(lab.kubeconfig) + kube_tokens(greenfield.kubeconfig))}}
-    leaks = [f"{what} in {where}" for what, secret in secrets.items() for where, text in sources.items()
-             if any(form in text for form in forms(secret))]
+    assert csi and blobs, "the CSI password and the bootstrap blob must have been seen to be looked for"
+    secrets = {
+        "Authentik token": lab.authentik_token,
+        "LDAP bind password": lab.ldap_bind_password,
+        "Weka password": lab.weka_password,
+        "CSI password": csi,
+        **blobs,
+        **{
+            f"kube token {i}": token
+            for i, token in enumerate(kube_tokens(lab.kubeconfig) + kube_tokens(greenfield.kubeconfig))
+        },
+    }
+    leaks = [
+        f"{what} in {where}"
+        for what, secret in secrets.items()
+        for where, text in sources.items()
+        if any(form in text for form in forms(secret))
+    ]
     assert not leaks, leaks
 
     assert "konduktor.bootstrap" in sources[f"history {enrollment.id}"]

@@ -61,7 +61,10 @@ async def test_start_status_and_approve(http: httpx.AsyncClient, fake_api: Tenan
     assert (await http.get("/runs/tenant/no-such-run", headers=auth)).status_code == 404
     stale = await http.post(f"/runs/{workflow_id}/gates/approve_plan", json={"plan_hash": "0" * 16}, headers=auth)
     assert stale.status_code == 409 and "stale" in stale.json()["error"]
-    approved = await http.post(f"/runs/{workflow_id}/gates/approve_plan",
-                               json={"plan_hash": status["plan_hash"], "approver": "svc"}, headers=auth)
+    approved = await http.post(
+        f"/runs/{workflow_id}/gates/approve_plan",
+        json={"plan_hash": status["plan_hash"], "approver": "svc"},
+        headers=auth,
+    )
     assert approved.status_code == 200, approved.text
     assert (await fake_api.result(workflow_id)).status == "completed"

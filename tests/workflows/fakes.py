@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.records import RecordKind, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
@@ -24,6 +25,7 @@ from tenantflow.models.runbook import (
     HANDOVER,
     PLAN,
     PREFLIGHT,
+    RECORD_TENANT,
     ROLLBACK,
     SMOKE,
     VALIDATE,
@@ -46,6 +48,8 @@ class FakeWorld:
     appeared: list[PlanStep] = field(default_factory=list)
     """Objects the plan activities of the same layer also report (something made by hand after planning)."""
     calls: list[str] = field(default_factory=list)
+    records: list[TenantRecord] = field(default_factory=list)
+    """The tenant records the runs stored, in order."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -54,6 +58,7 @@ class FakeWorld:
         made += [self._apply(step) for step in (*APPLY, *SMOKE, VALIDATE)]
         made += [self._undo(step) for step in ROLLBACK]
         made.append(self._handover(HANDOVER))
+        made.append(self._record(RECORD_TENANT))
         return made
 
     def _preflight(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -62,10 +67,12 @@ class FakeWorld:
             self.calls.append(step.name)
             findings = []
             if self.preflight_error and step is CAPACITY_PREFLIGHT:
-                findings.append(Finding(check="capacity.nodes", ok=False, message=self.preflight_error,
-                                        fix="free some nodes"))
+                findings.append(
+                    Finding(check="capacity.nodes", ok=False, message=self.preflight_error, fix="free some nodes")
+                )
             facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY_PREFLIGHT else inp.facts
             return StepResult(findings=findings, facts=facts)
+
         return preflight
 
     def _plan(self, step: Step[StepInput, list[PlanStep]]) -> Callable[[StepInput], Awaitable[list[PlanStep]]]:
@@ -73,10 +80,14 @@ class FakeWorld:
         async def plan(inp: StepInput) -> list[PlanStep]:
             self.calls.append(step.name)
             action = Action.unchanged if self.present else Action.create
-            return [PlanStep(layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}",
-                             action=action)
-                    for apply in APPLY if apply.layer == step.layer and apply.kinds] + [
-                p for p in self.appeared if p.layer == step.layer]
+            return [
+                PlanStep(
+                    layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}", action=action
+                )
+                for apply in APPLY
+                if apply.layer == step.layer and apply.kinds
+            ] + [p for p in self.appeared if p.layer == step.layer]
+
         return plan
 
     def _apply(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -88,9 +99,11 @@ class FakeWorld:
             while self.hang_at == step.name:
                 activity.heartbeat()
                 await asyncio.sleep(0.1)
-            result = EnsureResult(layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}",
-                                  outcome=Outcome.created)
+            result = EnsureResult(
+                layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}", outcome=Outcome.created
+            )
             return StepResult(results=[result], facts=inp.facts)
+
         return apply
 
     def _undo(self, step: Step[UndoInput, list[EnsureResult]]) -> Callable[[UndoInput], Awaitable[list[EnsureResult]]]:
@@ -102,6 +115,7 @@ class FakeWorld:
                 self.undo_failures[key] -= 1
                 raise ApplicationError(f"injected undo failure at {key}", type="Forbidden", non_retryable=True)
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
+
         return undo
 
     def _handover(self, step: Step[StepInput, Handover]) -> Callable[[StepInput], Awaitable[Handover]]:
@@ -109,4 +123,25 @@ class FakeWorld:
         async def render(inp: StepInput) -> Handover:
             self.calls.append(step.name)
             return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
+
         return render
+
+    def _record(self, step: Step[TenantRecord, StoredRecord]) -> Callable[[TenantRecord], Awaitable[StoredRecord]]:
+        @activity.defn(name=step.name)
+        async def record(inp: TenantRecord) -> StoredRecord:
+            self.calls.append(step.name)
+            if self.fail_at == step.name:
+                raise ApplicationError(f"injected failure at {step.name}", type="Forbidden", non_retryable=True)
+            self.records.append(inp)
+            version = len([r for r in self.records if r.contract.slug == inp.contract.slug])
+            return StoredRecord(
+                kind=RecordKind.tenant,
+                name=f"tenantflow.tenant.{inp.contract.slug}.v{version}",
+                namespace="tenantflow-system",
+                version=version,
+                status=inp.status,
+                run=inp.run,
+                created=True,
+            )
+
+        return record

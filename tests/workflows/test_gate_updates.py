@@ -31,10 +31,13 @@ from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
-ENROLLMENT = WorkerEnrollment(hub=KubeTarget(kubeconfig="/nonexistent", context="hub"),
-                              worker=KubeTarget(kubeconfig="/nonexistent", context="worker"),
-                              tenant_namespace="forecasting", worker_name="forecasting-us",
-                              workload_namespaces=["forecasting"])
+ENROLLMENT = WorkerEnrollment(
+    hub=KubeTarget(kubeconfig="/nonexistent", context="hub"),
+    worker=KubeTarget(kubeconfig="/nonexistent", context="worker"),
+    tenant_namespace="forecasting",
+    worker_name="forecasting-us",
+    workload_namespaces=["forecasting"],
+)
 INPUTS: dict[str, BaseModel] = {
     "TenantOnboarding": OnboardingInput(contract=example_tenant("tenant-gates")),
     "TenantOffboarding": OffboardingInput(contract=example_tenant("tenant-gates")),
@@ -52,8 +55,9 @@ async def test_every_gate_of_every_workflow_is_a_described_update_and_signal(dev
     async with Worker(dev_env.client, task_queue=queue, workflows=WORKFLOWS):
         for workflow_class in WORKFLOWS:
             name = workflow_class.WORKFLOW
-            handle = await dev_env.client.start_workflow(name, INPUTS[name], id=f"gates-{uuid.uuid4().hex}",
-                                                         task_queue=queue)
+            handle = await dev_env.client.start_workflow(
+                name, INPUTS[name], id=f"gates-{uuid.uuid4().hex}", task_queue=queue
+            )
             metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
             await handle.terminate("gate enumeration done")
             updates = {u.name: u.description for u in metadata.definition.update_definitions}
@@ -69,8 +73,12 @@ async def test_offboarding_gates_answer_by_name_from_the_temporal_cli(dev_env: W
     contract = example_tenant(f"tenant-g{uuid.uuid4().hex[:8]}")
     async with fake_worker(dev_env, world) as api:
         handle = await dev_env.client.start_workflow(
-            "TenantOffboarding", OffboardingInput(contract=contract, purge_data=True),
-            id=offboarding_id(contract.slug), task_queue=api.task_queue, result_type=OffboardingResult)
+            "TenantOffboarding",
+            OffboardingInput(contract=contract, purge_data=True),
+            id=offboarding_id(contract.slug),
+            task_queue=api.task_queue,
+            result_type=OffboardingResult,
+        )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         update = ("workflow", "update", "execute", "--workflow-id", handle.id, "--name")
         await temporal(api, *update, "approve_plan", "--input", json.dumps({"plan_hash": status.plan_hash}))

@@ -29,7 +29,8 @@ async def test_failed_undo_waits_at_retry_rollback_and_resumes(dev_env: Workflow
         status = await wait_for_stage(api, handle, "gate:retry_rollback")
         why = f"Forbidden: injected undo failure at {FAILING_UNDO}"
         assert {item.model_copy(update={"kind": ""}) for item in status.leftovers} == {
-            Leftover(layer="slurm", kind="", name=f"{slug}-accounts", step="slurm.accounts", why=why)}
+            Leftover(layer="slurm", kind="", name=f"{slug}-accounts", step="slurm.accounts", why=why)
+        }
         assert {item.kind for item in status.leftovers} == {"account", "Thing"}
         undone_before = [c for c in world.calls if ".undo:" in c]
         assert "identity.undo:group" in undone_before, "the other undos ran past the failing one"
@@ -46,8 +47,9 @@ async def test_unanswered_retry_rollback_ends_with_every_object_left(ts_env: Wor
     world = FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99, "identity.undo:users": 99})
     slug = "tenant-left"
     async with fake_worker(ts_env, world) as api:
-        handle = await api.start_onboarding(example_tenant(slug), approval_escalate_after_s=3600,
-                                            approval_expire_after_s=2 * 24 * 3600)
+        handle = await api.start_onboarding(
+            example_tenant(slug), approval_escalate_after_s=3600, approval_expire_after_s=2 * 24 * 3600
+        )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         await api.approve(handle.id, status.plan_hash or "")
         with pytest.raises(WorkflowFailureError) as failure:
@@ -57,8 +59,11 @@ async def test_unanswered_retry_rollback_ends_with_every_object_left(ts_env: Wor
     assert isinstance(cause, ApplicationError) and cause.type == "RollbackIncomplete"
     left = [Leftover.model_validate(item) for item in cause.details]
     assert {(item.layer, item.kind, item.name) for item in left} == {
-        ("kube", "Namespace", f"{slug}-namespace"), ("kube", "Thing", f"{slug}-namespace"),
-        ("identity", "User", f"{slug}-users"), ("identity", "Thing", f"{slug}-users")}
+        ("kube", "Namespace", f"{slug}-namespace"),
+        ("kube", "Thing", f"{slug}-namespace"),
+        ("identity", "User", f"{slug}-users"),
+        ("identity", "Thing", f"{slug}-users"),
+    }
     assert all("injected undo failure" in item.why for item in left)
     assert final.stage == "rollback-incomplete" and final.leftovers == left
 

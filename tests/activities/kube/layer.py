@@ -67,5 +67,11 @@ def reservation_status(lab: Lab, name: str, phase: str) -> dict[str, Any]:
 
 def kubectl(lab: Lab, *args: str) -> str:
     env = {**os.environ, "KUBECONFIG": lab.target.kubeconfig, "KUBECACHEDIR": str(Path(lab.target.kubeconfig).parent)}
-    return subprocess.run(["kubectl", "--context", lab.target.context, *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30).stdout
+    return subprocess.run(
+        ["kubectl", "--context", lab.target.context, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=30,
+    ).stdout

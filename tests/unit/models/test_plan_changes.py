@@ -12,9 +12,11 @@ def step(name: str, action: Action = Action.create, **detail: object) -> PlanSte
 def test_added_gone_and_changed_objects_each_get_a_line() -> None:
     before = Plan(title="t", steps=[step("a"), step("b"), step("c", mode="x")])
     after = Plan(title="t", steps=[step("a"), step("c", Action.adopt, mode="y"), step("d", Action.adopt)])
-    assert plan_changes(before, after) == ["- create kube Namespace b",
-                                              "~ kube Namespace c: create -> adopt (details changed)",
-                                              "+ adopt kube Namespace d"]
+    assert plan_changes(before, after) == [
+        "- create kube Namespace b",
+        "~ kube Namespace c: create -> adopt (details changed)",
+        "+ adopt kube Namespace d",
+    ]
 
 
 def test_equal_plans_have_no_changes_and_namespaces_are_named() -> None:
@@ -22,4 +24,3 @@ def test_equal_plans_have_no_changes_and_namespaces_are_named() -> None:
     assert plan_changes(plan, plan) == []
     moved = Plan(title="t", steps=[plan.steps[0].model_copy(update={"action": Action.unchanged})])
     assert plan_changes(plan, moved) == ["~ kube Role ns/r: create -> unchanged"]
-

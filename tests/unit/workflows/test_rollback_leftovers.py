@@ -10,9 +10,15 @@ from tenantflow.workflows.saga import root_message
 
 def test_root_message_is_the_activitys_own_error_with_its_type() -> None:
     cause = ApplicationError("slurmdbd unreachable", type="Unavailable")
-    failure = ActivityError("Activity task failed", scheduled_event_id=1, started_event_id=2, identity="w",
-                            activity_type="slurm.undo", activity_id="9",
-                            retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED)
+    failure = ActivityError(
+        "Activity task failed",
+        scheduled_event_id=1,
+        started_event_id=2,
+        identity="w",
+        activity_type="slurm.undo",
+        activity_id="9",
+        retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED,
+    )
     failure.__cause__ = cause
     assert root_message(failure) == "Unavailable: slurmdbd unreachable"
 
