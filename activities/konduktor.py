@@ -2,9 +2,12 @@
 
 ``konduktor.bootstrap`` follows the runbook's "Create the one-shot bootstrap blob" and "Bootstrap the worker"
 steps on this worker host: a private ``0700`` directory (``mkdtemp``), the blob written by
-``konduktor cluster enroll`` straight into a ``0600`` file in it, ``konduktor worker bootstrap "$BLOB"``
-answered ``y`` only when the plan it prints lists exactly the components the approved plan listed
-(:data:`BOOTSTRAP_COMPONENTS`), and in a ``finally`` the runbook's cleanup (``shred -u``, else ``rm``), whose
+``konduktor cluster enroll`` straight into a ``0600`` file in it, then ``konduktor worker bootstrap
+--blob-file PATH``: the file's path, never the blob, because secrets stay out of the process arguments of
+our processes (the runbook's ``"$(cat "$BOOTSTRAP_BLOB")"`` form puts the key in the process list, as its own
+warning says; the runbook is silent on a file form, so ``--blob-file`` is the one documented by the lab's
+stand-in). The plan it prints is answered ``y`` only when it lists exactly the components the approved plan
+listed (:data:`BOOTSTRAP_COMPONENTS`); in a ``finally`` the runbook's cleanup (``shred -u``, else ``rm``), whose
 result is verified: a file still there fails the step naming its path. The blob never leaves the activity: not
 in its result, a heartbeat, a log line or an error message (:mod:`activities.konduktor_cli` redacts it). A
 worker killed mid-step (no ``finally``) leaves its directory; the next attempt for the same worker removes it
@@ -92,8 +95,8 @@ def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as out:
             konduktor_cli.run(c.hub, "cluster", "enroll", c.worker_name, "--ns", c.tenant_namespace, stdout=out)
-        blob = konduktor_cli.Secret(path.read_text().strip())
-        if not blob.value:
+        blob = path.read_text().strip()
+        if not blob:
             raise fail("KonduktorFailed", "konduktor cluster enroll printed no blob")
         activity.heartbeat("bootstrap")
         plan_ok: list[bool] = []
@@ -102,7 +105,9 @@ def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
             plan_ok.append(planned_components(plan) == EXPECTED)
             return plan_ok[-1]
 
-        lines = konduktor_cli.answer_plan(c.worker, "worker", "bootstrap", blob, approve=approve)
+        lines = konduktor_cli.answer_plan(
+            c.worker, "worker", "bootstrap", "--blob-file", str(path), approve=approve, secrets=(blob,)
+        )
         if not plan_ok or not plan_ok[-1]:
             got = planned_components(lines)
             raise fail(

@@ -2,17 +2,18 @@
 
 Every call names its target explicitly: ``konduktor --kubeconfig PATH --context CTX <command>`` (root flags
 before the subcommand), never the current context. The binary comes from the worker's ``KONDUKTOR_BIN``
-setting (default ``konduktor`` on PATH). A failure raises a non-retryable ``KonduktorFailed`` whose message
-holds the command with every secret argument replaced by ``<secret>``, and the CLI's stderr with the same
-redaction; the CLI's own exceptions (which would print the full argv) never escape.
+setting (default ``konduktor`` on PATH). No secret is ever an argument (house rule: secrets never in the
+argv of our processes); a caller that holds one (the bootstrap blob, passed as a file) names it in
+``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output or stderr would show it. A
+failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted stderr; the CLI's own
+exceptions never escape.
 """
 
 from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import IO
 
 from tenantflow.activities.errors import fail
@@ -24,47 +25,34 @@ PROMPT = "Apply this plan? [y/N]"
 REDACTED = "<secret>"
 
 
-@dataclass(frozen=True)
-class Secret:
-    """An argument the CLI needs that must appear in no message (the bootstrap blob)."""
-
-    value: str
-
-
-Arg = str | Secret
-
-
-def argv(target: KubeTarget, *args: Arg) -> list[Arg]:
+def argv(target: KubeTarget, *args: str) -> list[str]:
     return [settings().konduktor_bin, "--kubeconfig", target.kubeconfig, "--context", target.context, *args]
 
 
-def _plain(args: list[Arg]) -> list[str]:
-    return [a.value if isinstance(a, Secret) else a for a in args]
-
-
-def redact(text: str, args: list[Arg]) -> str:
-    for arg in args:
-        if isinstance(arg, Secret) and arg.value:
-            text = text.replace(arg.value, REDACTED)
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
     return text
 
 
-def shown(args: list[Arg]) -> str:
-    """The command line as messages show it."""
-    return " ".join(REDACTED if isinstance(a, Secret) else a for a in args)
+def _failed(args: list[str], what: str, stderr: str = "", secrets: Sequence[str] = ()) -> Exception:
+    detail = redact(stderr.strip(), secrets)
+    return fail("KonduktorFailed", f"`{' '.join(args)}` {what}" + (f": {detail}" if detail else ""))
 
 
-def _failed(args: list[Arg], what: str, stderr: str = "") -> Exception:
-    detail = redact(stderr.strip(), args)
-    return fail("KonduktorFailed", f"`{shown(args)}` {what}" + (f": {detail}" if detail else ""))
-
-
-def run(target: KubeTarget, *args: Arg, stdout: IO[str] | None = None, timeout_s: float = CLI_TIMEOUT_S) -> str:
+def run(
+    target: KubeTarget,
+    *args: str,
+    stdout: IO[str] | None = None,
+    secrets: Sequence[str] = (),
+    timeout_s: float = CLI_TIMEOUT_S,
+) -> str:
     """Run one command; its stdout (or write it to ``stdout``); ``KonduktorFailed`` on a non-zero exit."""
     command = argv(target, *args)
     try:
         proc = subprocess.run(
-            _plain(command),
+            command,
             stdout=stdout or subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -77,12 +65,16 @@ def run(target: KubeTarget, *args: Arg, stdout: IO[str] | None = None, timeout_s
     except OSError as exc:
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
     if proc.returncode != 0:
-        raise _failed(command, f"exited {proc.returncode}", proc.stderr)
-    return redact(proc.stdout or "", command)
+        raise _failed(command, f"exited {proc.returncode}", proc.stderr, secrets)
+    return redact(proc.stdout or "", secrets)
 
 
 def answer_plan(
-    target: KubeTarget, *args: Arg, approve: Callable[[list[str]], bool], timeout_s: float = CLI_TIMEOUT_S
+    target: KubeTarget,
+    *args: str,
+    approve: Callable[[list[str]], bool],
+    secrets: Sequence[str] = (),
+    timeout_s: float = CLI_TIMEOUT_S,
 ) -> list[str]:
     """Run a command that prints a plan and asks :data:`PROMPT`; answer ``y`` only if ``approve(plan)``.
 
@@ -92,7 +84,7 @@ def answer_plan(
     command = argv(target, *args)
     try:
         proc = subprocess.Popen(
-            _plain(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
     except OSError as exc:
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
@@ -105,10 +97,10 @@ def answer_plan(
             if line.strip() == PROMPT:
                 break
             if line.strip():
-                plan.append(redact(line.rstrip("\n"), command))
+                plan.append(redact(line.rstrip("\n"), secrets))
         else:
             _, err = proc.communicate()
-            raise _failed(command, f"exited {proc.returncode} without asking to apply a plan", err)
+            raise _failed(command, f"exited {proc.returncode} without asking to apply a plan", err, secrets)
         ok = approve(plan)
         out, err = proc.communicate(input="y\n" if ok else "n\n")
     finally:
@@ -116,5 +108,5 @@ def answer_plan(
     if not ok:
         return plan
     if proc.returncode != 0:
-        raise _failed(command, f"exited {proc.returncode}", err)
-    return plan + [redact(line, command) for line in out.splitlines() if line.strip()]
+        raise _failed(command, f"exited {proc.returncode}", err, secrets)
+    return plan + [redact(line, secrets) for line in out.splitlines() if line.strip()]

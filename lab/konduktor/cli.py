@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
+from pathlib import Path
 
 from tenantflow.lab.konduktor import hub_commands, worker_commands
 from tenantflow.lab.konduktor.blob import BlobError
@@ -27,7 +29,9 @@ def parser() -> argparse.ArgumentParser:
         if name == "decommission":
             sub.add_argument("--yes", action="store_true", help="required: confirm removing the Hub enrollment")
     worker = groups.add_parser("worker").add_subparsers(dest="command", required=True)
-    worker.add_parser("bootstrap").add_argument("blob")
+    given = worker.add_parser("bootstrap").add_mutually_exclusive_group(required=True)
+    given.add_argument("blob", nargs="?", help="the blob itself (the runbook's form: it shows in the process list)")
+    given.add_argument("--blob-file", type=Path, help="a file holding the blob, readable by its owner only")
     worker.add_parser("reset").add_argument("--dry-run", action="store_true")
     return root
 
@@ -37,13 +41,25 @@ def confirm(plan: list[str]) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
+def read_blob(path: Path) -> str:
+    """The blob in ``path``, refused (like ssh refuses a key) unless only its owner can read it."""
+    try:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise CommandError(f"--blob-file {path}: mode {stat.S_IMODE(mode):o} lets others read it; chmod 600 it")
+        return path.read_text().strip()
+    except OSError as exc:
+        raise CommandError(f"--blob-file {path}: {exc.strerror}") from None
+
+
 def run(args: argparse.Namespace) -> list[str]:
     if args.group == "cluster" and args.command == "decommission" and not args.yes:
         parser().error("cluster decommission removes the Hub enrollment; pass --yes to confirm")
     api = Rest(args.kubeconfig, args.context)
     if args.group == "worker":
         if args.command == "bootstrap":
-            return worker_commands.bootstrap(api, args.blob, confirm)
+            the_blob = args.blob if args.blob_file is None else read_blob(args.blob_file)
+            return worker_commands.bootstrap(api, the_blob, confirm)
         return worker_commands.reset(api, args.dry_run)
     if args.command == "enroll":
         return [hub_commands.enroll(api, args.worker, args.namespace)]

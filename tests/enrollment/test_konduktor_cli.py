@@ -48,7 +48,15 @@ def test_enroll_bootstrap_status_cordon_decommission_reset(greenfield: Lab, tmp_
     assert "leave Deployment victoria-metrics/victoria-metrics-operator" in refused.stdout
     assert greenfield.worker.list("apps", "deployments", "trainy-system") == []
 
-    applied = konduktor(greenfield, tmp_path, "worker", "worker", "bootstrap", blob, stdin="y\n")
+    blob_file = tmp_path / "bootstrap.txt"
+    blob_file.write_text(blob + "\n")
+    blob_file.chmod(0o644)
+    loose = konduktor(greenfield, tmp_path, "worker", "worker", "bootstrap", "--blob-file", str(blob_file))
+    assert loose.returncode == 1 and "mode 644 lets others read it; chmod 600 it" in loose.stderr
+    blob_file.chmod(0o600)
+    applied = konduktor(
+        greenfield, tmp_path, "worker", "worker", "bootstrap", "--blob-file", str(blob_file), stdin="y\n"
+    )
     assert applied.returncode == 0, applied.stderr
     assert blob not in applied.stdout + applied.stderr
     wait_for(lambda: conditions(greenfield).get("DispatchReady") == "True")

@@ -8,7 +8,8 @@ token, the LDAP bind password, the Weka password, the CSI user's password (read 
 before offboarding), every bearer token of both kubeconfigs, and the one-shot bootstrap blob and its private
 key (captured by a spy ``konduktor`` wrapper that copies what ``cluster enroll`` prints to a file outside the
 worker's reach). Each is looked for as is and base64-encoded, also in every file left under the worker's
-``TMPDIR`` and on the worker cluster (its ``trainy-bootstrap`` Secret keeps no data).
+``TMPDIR``, on the worker cluster (its ``trainy-bootstrap`` Secret keeps no data) and in every process's
+arguments (``/proc/*/cmdline``) taken as ``worker bootstrap`` starts (the blob goes as a file, never in argv).
 """
 
 from __future__ import annotations
@@ -179,14 +180,19 @@ async def enroll_greenfield(
     return handle
 
 
-def spy_konduktor(tmp: Path, capture: Path) -> Path:
-    """A ``konduktor`` wrapper that also copies the blob ``cluster enroll`` prints to ``capture``."""
+def spy_konduktor(tmp: Path, capture: Path, cmdlines: Path) -> Path:
+    """A ``konduktor`` wrapper that also copies the blob ``cluster enroll`` prints to ``capture`` and, when
+    ``worker bootstrap`` starts, every process's arguments (``/proc/*/cmdline``) to ``cmdlines``: the wrapper's
+    own arguments are the ones the bootstrap process then runs with, so the copy holds them."""
     real = write_wrapper(tmp / "real-bin")
     spy = tmp / "spy-bin" / "konduktor"
     spy.parent.mkdir()
     spy.write_text(f"""#!/bin/bash
 if [[ " $* " == *" cluster enroll "* ]]; then
   "{real}" "$@" | tee -a "{capture}"; exit "${{PIPESTATUS[0]}}"
+fi
+if [[ " $* " == *" worker bootstrap "* ]]; then
+  for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f" 2>/dev/null; echo; done >> "{cmdlines}"
 fi
 exec "{real}" "$@"
 """)
@@ -222,7 +228,7 @@ async def test_no_secret_in_history_status_logs_or_cli(
 ) -> None:
     address = dev_env.client.service_client.config.target_host
     queue = f"secrets-{uuid.uuid4().hex[:8]}"
-    capture, worker_tmp = tmp_path / "captured-blobs", tmp_path / "worker-tmp"
+    capture, cmdlines, worker_tmp = tmp_path / "captured-blobs", tmp_path / "cmdlines", tmp_path / "worker-tmp"
     worker_tmp.mkdir()
     worker = WorkerProcess(
         address,
@@ -230,7 +236,7 @@ async def test_no_secret_in_history_status_logs_or_cli(
         lab,
         tmp_path / "worker.log",
         TMPDIR=str(worker_tmp),
-        KONDUKTOR_BIN=str(spy_konduktor(tmp_path, capture)),
+        KONDUKTOR_BIN=str(spy_konduktor(tmp_path, capture, cmdlines)),
     )
     api = await TenantflowClient.connect(settings(address, queue))
     recorder = StatusRecorder(api)
@@ -265,6 +271,7 @@ async def test_no_secret_in_history_status_logs_or_cli(
     sources["files left in the worker's TMPDIR"] = files_text(worker_tmp)
     sources["worker cluster"] = json.dumps(greenfield.worker.snapshot(include_volatile=True))
     sources["hub cluster"] = json.dumps(greenfield.hub.snapshot(include_volatile=True))
+    sources["process arguments while worker bootstrap ran"] = cmdlines.read_text()
 
     blobs = blob_secrets(capture)
     assert csi and blobs, "the CSI password and the bootstrap blob must have been seen to be looked for"
@@ -287,6 +294,10 @@ async def test_no_secret_in_history_status_logs_or_cli(
     ]
     assert not leaks, leaks
 
+    bootstraps = [
+        c for c in sources["process arguments while worker bootstrap ran"].splitlines() if " worker bootstrap " in c
+    ]
+    assert bootstraps and all("--blob-file" in c for c in bootstraps), "the bootstrap's own arguments were not seen"
     assert "konduktor.bootstrap" in sources[f"history {enrollment.id}"]
     assert '"worker_name":"forecasting-us"' in sources[f"history {enrollment.id}"], "payloads were not decoded"
     assert not list(worker_tmp.glob("konduktor-bootstrap.*")), "bootstrap left its private directory"

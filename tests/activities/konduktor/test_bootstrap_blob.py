@@ -24,17 +24,19 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
 
 
 def spy(lab: Lab, behaviour: str) -> Path:
-    """A konduktor wrapper that, on ``worker bootstrap``, records the modes of the blob's directory and file (and
-    the blob itself, for the test to look for) and then ``behaviour`` (``run`` the stand-in, or ``fail``)."""
+    """A konduktor wrapper that, on ``worker bootstrap``, records the modes of the blob's directory and file, the
+    argument after ``bootstrap`` and the blob read from the file named next (for the test to look for), and then
+    ``behaviour`` (``run`` the stand-in, or ``fail``)."""
     real = os.environ["KONDUKTOR_BIN"]
     script = lab.tmp.parent / f"spy-{behaviour}"
     record = lab.tmp.parent / "seen"
     script.write_text(f"""#!/bin/bash
 if [[ "$6" == bootstrap ]]; then
   for d in "{lab.tmp}"/konduktor-bootstrap.*; do
-    stat -c '%a' "$d" > "{record}"; stat -c '%a' "$d"/bootstrap.* >> "{record}"; echo "$7" >> "{record}"
+    stat -c '%a' "$d" > "{record}"; stat -c '%a' "$d"/bootstrap.* >> "{record}"
   done
-  [[ "{behaviour}" == fail ]] && {{ echo "cannot reach the worker with blob $7" >&2; exit 3; }}
+  echo "$7" >> "{record}"; cat "$8" >> "{record}"
+  [[ "{behaviour}" == fail ]] && {{ echo "cannot reach the worker with blob $(cat "$8")" >&2; exit 3; }}
 fi
 exec "{real}" "$@"
 """)
@@ -48,8 +50,9 @@ def test_the_blob_is_private_while_it_exists_and_gone_after(greenfield: Lab) -> 
     record = spy(greenfield, "run")
     created = ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
     assert {r.name for r in created} >= {"trainy-worker-agent", "trainy-system", "trainy-bootstrap"}
-    directory_mode, file_mode, blob = record.read_text().split()
+    directory_mode, file_mode, flag, blob = record.read_text().split()
     assert (directory_mode, file_mode) == ("700", "600")
+    assert flag == "--blob-file", "the blob is passed as a file, never as an argument"
     assert blob.startswith("kdk1.")
     assert not list(greenfield.tmp.glob("konduktor-bootstrap.*"))
 
@@ -58,7 +61,7 @@ def test_a_failing_bootstrap_removes_the_blob_and_never_names_it(greenfield: Lab
     record = spy(greenfield, "fail")
     with pytest.raises(ApplicationError) as info:
         ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
-    blob = record.read_text().split()[2]
+    blob = record.read_text().split()[3]
     assert info.value.type == "KonduktorFailed" and info.value.non_retryable
     assert blob not in str(info.value) and konduktor_cli.REDACTED in str(info.value)
     assert "exited 3" in str(info.value)
