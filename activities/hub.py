@@ -20,6 +20,7 @@ from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
@@ -30,7 +31,6 @@ from tenantflow.models.enrollment_workflows import (
     ConditionReport,
     ConditionWait,
     Cordon,
-    EnrollmentFacts,
     EnrollmentStep,
 )
 from tenantflow.models.results import CordonState, EnsureResult, Finding, Outcome, PresetChoice
@@ -46,7 +46,7 @@ def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
     return Finding(check=check, ok=ok, message=message, fix=fix if not ok else "")
 
 
-@activity.defn(name="hub.preflight")
+@defn(name="hub.preflight")
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
     c = step.contract
@@ -107,22 +107,6 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="hub.create_enrollment")
-def create_enrollment(step: EnrollmentStep) -> EnrollmentFacts:
-    """Retired (runs recorded before ``konduktor.bootstrap``): ``konduktor cluster enroll`` makes the enrollment."""
-    raise fail(
-        "StepRetired",
-        "hub.create_enrollment was replaced by konduktor.bootstrap (the konduktor CLI "
-        "creates the one-shot enrollment); start a new enrollment run",
-    )
-
-
-@activity.defn(name="hub.destroy_key")
-def destroy_key(step: EnrollmentStep) -> bool:
-    """Retired: tenantflow holds no signing key any more (the blob lives only inside ``konduktor.bootstrap``)."""
-    return False
-
-
 def _unregistered(hub: KubeObjects, c: WorkerEnrollment) -> ConditionReport:
     """No WorkerCluster yet: Registered=False, explained by the BootstrapEnrollment's ``status.usedAt``."""
     enrollment = hub.get("BootstrapEnrollment", c.worker_name, c.tenant_namespace)
@@ -156,7 +140,7 @@ def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionRepor
     return ConditionReport(generation=wc["metadata"].get("generation", 1), conditions=conds)
 
 
-@activity.defn(name="hub.wait_conditions")
+@defn(name="hub.wait_conditions")
 def wait_conditions(wait: ConditionWait) -> ConditionReport:
     """Poll the WorkerCluster (heartbeat, backoff) until the conditions are True or the budget is spent."""
     hub = KubeObjects(wait.contract.hub)
@@ -195,7 +179,7 @@ def components(c: WorkerEnrollment) -> list[str]:
     return lines
 
 
-@activity.defn(name="hub.wait_workercluster")
+@defn(name="hub.wait_workercluster")
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
     hub, c = KubeObjects(wait.contract.hub), wait.contract
@@ -221,7 +205,7 @@ def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> 
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
 
 
-@activity.defn(name="hub.cordon")
+@defn(name="hub.cordon")
 def cordon(request: Cordon) -> EnsureResult:
     c = request.contract
     hub = KubeObjects(c.hub)
@@ -256,7 +240,7 @@ def _dispatch_ready(wc: Obj) -> bool:
     )
 
 
-@activity.defn(name="hub.cordon_pool")
+@defn(name="hub.cordon_pool")
 def cordon_pool(request: Cordon) -> list[EnsureResult]:
     """Exact routing: cordon every other dispatch-ready member of the tenant's pool and wait until none is
     DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
@@ -304,7 +288,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
     return results
 
 
-@activity.defn(name="hub.select_preset")
+@defn(name="hub.select_preset")
 def select_preset(step: EnrollmentStep) -> EnsureResult:
     c = step.contract
     KubeObjects(c.hub).patch(
@@ -320,7 +304,7 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
     )
 
 
-@activity.defn(name="hub.canary")
+@defn(name="hub.canary")
 def canary(step: EnrollmentStep) -> Finding:
     """A short JobSet through ``user-queue`` on the Hub; it must be dispatched and complete."""
     c = step.contract
@@ -349,7 +333,7 @@ def canary(step: EnrollmentStep) -> Finding:
     return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
-@activity.defn(name="hub.remove_enrollment")
+@defn(name="hub.remove_enrollment")
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
     compensation)."""
@@ -376,8 +360,6 @@ def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
 
 ACTIVITIES = [
     preflight,
-    create_enrollment,
-    destroy_key,
     wait_conditions,
     wait_workercluster,
     cordon,

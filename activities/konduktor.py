@@ -27,6 +27,7 @@ from temporalio import activity
 
 from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
+from tenantflow.activities.registered import defn
 from tenantflow.models.enrollment_workflows import BOOTSTRAP_COMPONENTS, EnrollmentStep
 from tenantflow.models.results import EnsureResult, Outcome
 
@@ -80,7 +81,7 @@ def _created(lines: list[str]) -> list[EnsureResult]:
     return results
 
 
-@activity.defn(name="konduktor.bootstrap")
+@defn(name="konduktor.bootstrap")
 def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
     """``cluster enroll`` into a private file, ``worker bootstrap`` with it, the file removed whatever happens."""
     c = step.contract

@@ -9,9 +9,8 @@ to approve the new plan (``worker.reset`` recomputes at apply time; runs recorde
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from tenantflow.activities.errors import fail
+from tenantflow.activities.registered import defn
 from tenantflow.activities.workercluster import reset_lines, reset_plan_steps, reset_results
 from tenantflow.models.enrollment_workflows import ApprovedReset, EnrollmentStep
 from tenantflow.models.plan import Action, PlanStep
@@ -26,7 +25,7 @@ def _writes(steps: list[PlanStep]) -> set[str]:
     }
 
 
-@activity.defn(name="worker.reset_approved")
+@defn(name="worker.reset_approved")
 def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     """Re-run the dry run; reset only when it still lists exactly the approved deletes and releases."""
     step = EnrollmentStep(contract=reset.contract)

@@ -9,12 +9,11 @@ operator are left. tenantflow installs nothing on the worker itself.
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster_kueue import Kueue, spec_diff
 from tenantflow.models.enrollment_workflows import (
@@ -37,7 +36,7 @@ from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRelease
 
 
-@activity.defn(name="worker.plan")
+@defn(name="worker.plan")
 def plan(step: EnrollmentStep) -> list[PlanStep]:
     """The runbook's bootstrap, object by object: the one-shot BootstrapEnrollment on the Hub, then what
     ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
@@ -79,16 +78,6 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
     return steps
 
 
-@activity.defn(name="worker.install")
-def install(step: EnrollmentStep) -> list[EnsureResult]:
-    """Retired (runs recorded before ``konduktor.bootstrap``): tenantflow never installs the worker agent."""
-    raise fail(
-        "StepRetired",
-        "worker.install was replaced by konduktor.bootstrap (konduktor worker bootstrap "
-        "installs the agent); start a new enrollment run",
-    )
-
-
 def reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
     args = ("worker", "reset", "--dry-run") if dry_run else ("worker", "reset")
     return konduktor_cli.run(step.contract.worker, *args).splitlines()
@@ -105,19 +94,19 @@ def _reset_entry(line: str) -> tuple[Action, str, str, str | None, str] | None:
     return actions[words[0]], words[1], name, namespace or None, why.strip()
 
 
-@activity.defn(name="worker.uninstall")
+@defn(name="worker.uninstall")
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
     objects; objects that existed before stay."""
     return reset_results(reset_lines(step, dry_run=False))
 
 
-@activity.defn(name="worker.record_invariants")
+@defn(name="worker.record_invariants")
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
 
 
-@activity.defn(name="worker.check_invariants")
+@defn(name="worker.check_invariants")
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
@@ -131,7 +120,7 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
     ]
 
 
-@activity.defn(name="worker.wait_convergence")
+@defn(name="worker.wait_convergence")
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
@@ -163,7 +152,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     return now.deployments
 
 
-@activity.defn(name="worker.adoption_diff")
+@defn(name="worker.adoption_diff")
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     """Compare every preset object found on the worker with the preset as the worker's API server would store it
     (at the Kueue version it serves); note foreign owners and name every field that really differs."""
@@ -206,7 +195,7 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
-@activity.defn(name="worker.adopt")
+@defn(name="worker.adopt")
 def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
@@ -229,7 +218,7 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     return adopted
 
 
-@activity.defn(name="worker.verify_uids")
+@defn(name="worker.verify_uids")
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
     kueue = Kueue(step.contract.worker)
     findings = []
@@ -244,7 +233,7 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="worker.wait_no_remote_work")
+@defn(name="worker.wait_no_remote_work")
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     kueue = Kueue(wait.contract.worker)
@@ -265,7 +254,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
     return True
 
 
-@activity.defn(name="worker.reset_plan")
+@defn(name="worker.reset_plan")
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``konduktor worker reset --dry-run``: what reset deletes, releases and leaves."""
     return reset_plan_steps(reset_lines(step, dry_run=True))
@@ -315,7 +304,7 @@ def reset_results(lines: list[str]) -> list[EnsureResult]:
     return results
 
 
-@activity.defn(name="worker.reset")
+@defn(name="worker.reset")
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays."""
     return reset_results(reset_lines(step, dry_run=False))
@@ -323,7 +312,6 @@ def reset(step: EnrollmentStep) -> list[EnsureResult]:
 
 ACTIVITIES = [
     plan,
-    install,
     uninstall,
     record_invariants,
     check_invariants,

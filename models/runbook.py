@@ -263,8 +263,6 @@ RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
-    HUB_CREATE_ENROLLMENT,
-    HUB_DESTROY_KEY,
     KONDUKTOR_BOOTSTRAP,
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
@@ -274,7 +272,6 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_CANARY,
     HUB_REMOVE_ENROLLMENT,
     WORKER_PLAN,
-    WORKER_INSTALL,
     WORKER_UNINSTALL,
     WORKER_RECORD_INVARIANTS,
     WORKER_CHECK_INVARIANTS,
@@ -289,6 +286,11 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     RECORD_WORKER,
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
+
+RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, WORKER_INSTALL)
+"""Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
+schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
+that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}
 """Every step by activity name: the worker registers exactly these activities."""

@@ -6,6 +6,7 @@ metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists /
 stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
 semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
 namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
+What a write does to an object is in :mod:`lab.kubeapi.write_rules`, deletion in :mod:`lab.kubeapi.deletion`.
 It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers
 from any thread or loop.
 
@@ -34,34 +35,32 @@ from __future__ import annotations
 
 import builtins
 import copy
-import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from tenantflow.lab.kubeapi import errors, selectors
+from tenantflow.lab.kubeapi.deletion import Deletion
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.events import EventCallback, EventLog
 from tenantflow.lab.kubeapi.objects import (
     CRD_KEY,
-    NAMESPACE_KEY,
     VOLATILE_METADATA,
     Obj,
     ObjectKey,
-    apply_defaults,
-    content,
     custom_defaults,
     now,
 )
 from tenantflow.lab.kubeapi.patching import apply_patch
 from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
 from tenantflow.lab.kubeapi.validation import enforce
+from tenantflow.lab.kubeapi.write_rules import prepare_create, prepare_update
 
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 
 
-class Store:
+class Store(Deletion):
     """All objects of one cluster. See the module docstring for the contract."""
 
     def __init__(self, *, history: int = 5000) -> None:
@@ -106,10 +105,6 @@ class Store:
         if obj is None:
             raise errors.not_found(rt.plural, rt.group, key.name)
         return obj
-
-    def _bump(self) -> str:
-        self._rv += 1
-        return str(self._rv)
 
     def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
         if not rt.namespaced:
@@ -195,29 +190,8 @@ class Store:
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
     ) -> Obj:
-        meta = obj.setdefault("metadata", {})
-        if namespace and meta.get("namespace") and meta["namespace"] != namespace and rt.namespaced:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        ns = (namespace or meta.get("namespace") or "") if rt.namespaced else ""
-        if rt.namespaced and not ns:
-            raise errors.bad_request(f"{rt.plural} is namespaced: a namespace is required")
-        if not meta.get("name"):
-            if not meta.get("generateName"):
-                raise errors.invalid(
-                    rt.kind, rt.group, "", [("metadata.name", "Required value: name or generateName is required")]
-                )
-            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
-        if rt.namespaced:
-            meta["namespace"] = ns
-        else:
-            meta.pop("namespace", None)
-        if rt.custom and rt.status_subresource and not keep_status:
-            obj.pop("status", None)
-        for volatile in (*VOLATILE_METADATA, "deletionTimestamp", "deletionGracePeriodSeconds"):
-            meta.pop(volatile, None)
-        apply_defaults(rt, obj)
+        ns = prepare_create(rt, obj, namespace, keep_status=keep_status)
+        meta = obj["metadata"]
         with self._lock:
             key = ObjectKey(rt.group, rt.plural, ns, meta["name"])
             self._check_namespace(rt, ns)
@@ -324,41 +298,8 @@ class Store:
         field_validation: str,
         warnings: builtins.list[str] | None,
     ) -> Obj:
-        meta = new.setdefault("metadata", {})
-        if meta.get("name", key.name) != key.name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({key.name})"
-            )
-        if rt.namespaced and meta.get("namespace", key.namespace) != key.namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        new.setdefault("apiVersion", current["apiVersion"])
-        new.setdefault("kind", current["kind"])
-        if subresource == "status":
-            merged = copy.deepcopy(current)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            new = merged
-        elif rt.status_subresource:
-            if "status" in current:
-                new["status"] = copy.deepcopy(current["status"])
-            else:
-                new.pop("status", None)
+        new = prepare_update(rt, key, current, new, subresource)
         meta = new["metadata"]
-        old_meta = current["metadata"]
-        for fixed in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "deletionGracePeriodSeconds"):
-            if fixed in old_meta:
-                meta[fixed] = old_meta[fixed]
-            else:
-                meta.pop(fixed, None)
-        meta["name"] = key.name
-        meta["resourceVersion"] = old_meta["resourceVersion"]
-        meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
-        if rt.key == NAMESPACE_KEY:
-            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
         custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
         if rt.key == CRD_KEY:
@@ -401,62 +342,6 @@ class Store:
             result = self._delete(key, current)
         self._events.drain()
         return result
-
-    def _delete(self, key: ObjectKey, current: Obj) -> Obj:
-        meta = current["metadata"]
-        if key[:2] == NAMESPACE_KEY:
-            return self._delete_namespace(key, current)
-        if meta.get("finalizers"):
-            if not meta.get("deletionTimestamp"):
-                marked = copy.deepcopy(current)
-                marked["metadata"].update(
-                    deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-                )
-                self._objects[key] = marked
-                self._events.emit("MODIFIED", key, marked, self._rv)
-                return copy.deepcopy(marked)
-            return copy.deepcopy(current)
-        self._remove(key, current)
-        return copy.deepcopy(current)
-
-    def _remove(self, key: ObjectKey, last: Obj) -> None:
-        gone = copy.deepcopy(last)
-        gone["metadata"]["resourceVersion"] = self._bump()
-        del self._objects[key]
-        self._events.emit("DELETED", key, gone, self._rv)
-        if key[:2] == CRD_KEY:
-            rt = resource_type_from_crd(last)
-            for child in [k for k in self._objects if k[:2] == rt.key]:
-                self._remove(child, self._objects[child])
-            self.registry.remove(rt.key)
-        if key.namespace:
-            ns_key = ObjectKey("", "namespaces", "", key.namespace)
-            ns = self._objects.get(ns_key)
-            if ns is not None and ns["metadata"].get("deletionTimestamp"):
-                self._finish_namespace(ns_key, ns)
-
-    def _delete_namespace(self, key: ObjectKey, current: Obj) -> Obj:
-        if not current["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(current)
-            marked["metadata"].update(
-                deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-            )
-            marked.setdefault("status", {})["phase"] = "Terminating"
-            self._objects[key] = marked
-            self._events.emit("MODIFIED", key, marked, self._rv)
-            for child in [k for k in self._objects if k.namespace == key.name]:
-                if child in self._objects:
-                    self._delete(child, self._objects[child])
-            current = marked
-        self._finish_namespace(key, current)
-        return copy.deepcopy(current)
-
-    def _finish_namespace(self, key: ObjectKey, ns: Obj) -> None:
-        if key not in self._objects:
-            return
-        if any(k.namespace == key.name for k in self._objects) or ns["metadata"].get("finalizers"):
-            return
-        self._remove(key, ns)
 
     # ---------------------------------------------------------------- dumps
     def snapshot(self, *, include_volatile: bool = False) -> dict[str, Any]:
