@@ -107,6 +107,14 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
+@defn(name="hub.destroy_key")
+def destroy_key(step: EnrollmentStep) -> bool:
+    """Nothing to destroy: tenantflow holds no signing key (the blob lives only inside ``konduktor.bootstrap``).
+
+    Still registered: every enrollment's compensation schedules it (recorded histories include it)."""
+    return False
+
+
 def _unregistered(hub: KubeObjects, c: WorkerEnrollment) -> ConditionReport:
     """No WorkerCluster yet: Registered=False, explained by the BootstrapEnrollment's ``status.usedAt``."""
     enrollment = hub.get("BootstrapEnrollment", c.worker_name, c.tenant_namespace)
@@ -360,6 +368,7 @@ def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
 
 ACTIVITIES = [
     preflight,
+    destroy_key,
     wait_conditions,
     wait_workercluster,
     cordon,

@@ -188,7 +188,7 @@ HUB_CREATE_ENROLLMENT = Step(
     summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)",
 )
 HUB_DESTROY_KEY = Step(
-    "hub.destroy_key", EnrollmentStep, bool, summary="retired: destroy the signing key (tenantflow holds none now)"
+    "hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key (a no-op: tenantflow holds none now)"
 )
 KONDUKTOR_BOOTSTRAP = Step(
     "konduktor.bootstrap",
@@ -263,6 +263,7 @@ RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
+    HUB_DESTROY_KEY,
     KONDUKTOR_BOOTSTRAP,
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
@@ -287,7 +288,7 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
-RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, WORKER_INSTALL)
+RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
 """Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
 schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
 that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
