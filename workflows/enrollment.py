@@ -5,7 +5,8 @@ for ``approve_plan`` with its hash (planned again right before the first write: 
 again); one step (``konduktor.bootstrap``, patch ``konduktor-cli-bootstrap``) runs ``konduktor cluster
 enroll`` and ``konduktor worker bootstrap``, so the one-shot blob never leaves the worker host (runs recorded
 before the patch created the enrollment and installed the agent themselves); the four conditions are awaited
-with durable polling, and each one that does not converge yields the runbook's troubleshooting finding.
+with durable polling, and each one that does not converge yields the runbook's troubleshooting finding
+(``workflows/condition_findings.py``).
 Brownfield adds the invariants, ``submissions_paused``, an immediate cordon (a WorkerCluster that does not
 appear or cannot be cordoned stops the run at ``stopped-not-cordoned`` with submissions still paused and a
 finding saying what to do; nothing is skipped), convergence with invariant checks, the adoption diff and
@@ -66,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         WORKER_WAIT_CONVERGENCE,
     )
 
+from tenantflow.workflows.condition_findings import observability, troubleshoot
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
 from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
@@ -74,69 +76,10 @@ from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 STOPPED_NOT_CORDONED = "stopped-not-cordoned"
-OBSERVABILITY = "ObservabilityIngestHealthy"
 KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
 """Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
-TROUBLESHOOTING = {
-    "Registered": (
-        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-        "and worker access to the Hub API",
-    ),
-    "Connected": (
-        "the worker tunnel heartbeat is missing",
-        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-        "to the Hub tunnel",
-    ),
-    "WorkerConfigured": (
-        "the worker's Kueue configuration does not match the Hub",
-        "read the condition message; an adoption refusal needs the adoption review",
-    ),
-    "DispatchReady": (
-        "the Hub cannot dispatch to this worker",
-        "confirm the worker is connected, configured at the current generation and not cordoned",
-    ),
-}
-
-
-def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
-    findings = []
-    for name in wanted:
-        if report.true(name):
-            continue
-        cond = report.conditions.get(name)
-        detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
-        what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
-    if findings and report.components:
-        findings.append(
-            Finding(
-                check="worker.components",
-                ok=True,
-                severity="info",
-                message="installed components on the worker: " + "; ".join(report.components),
-            )
-        )
-    return findings
-
-
-def observability(report: ConditionReport) -> list[Finding]:
-    """``ObservabilityIngestHealthy`` not True (e.g. ``NoTrafficYet``) is noted; it never blocks the four."""
-    cond = report.conditions.get(OBSERVABILITY)
-    if cond is None or cond.status == "True":
-        return []
-    return [
-        Finding(
-            check=f"condition.{OBSERVABILITY}",
-            ok=True,
-            severity="info",
-            message=f"{OBSERVABILITY}={cond.status} ({cond.reason}): does not make the four enrollment "
-            "conditions false",
-            fix="run a canary long enough for logs and metrics to be scraped, then verify both through the Hub",
-        )
-    ]
 
 
 @workflow.defn(name="WorkerEnrollment")
