@@ -192,7 +192,7 @@ if [[ " $* " == *" cluster enroll "* ]]; then
   "{real}" "$@" | tee -a "{capture}"; exit "${{PIPESTATUS[0]}}"
 fi
 if [[ " $* " == *" worker bootstrap "* ]]; then
-  for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f" 2>/dev/null; echo; done >> "{cmdlines}"
+  for f in /proc/[0-9]*/cmdline; do {{ tr '\\0' ' ' < "$f"; }} 2>/dev/null; echo; done >> "{cmdlines}"
 fi
 exec "{real}" "$@"
 """)
