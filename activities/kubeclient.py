@@ -3,7 +3,11 @@
 ``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for one context, whose reads retry
 transient failures in place (:mod:`activities.httpretry`). ``request`` sends one JSON request over that client
 and maps HTTP failures to Temporal errors (:func:`activities.errors.http_error`); :mod:`activities.kubeobjects`
-builds every object read and write on it. ``exec_in`` runs a command in one named container of a pod over the
+builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATCH``) names the field manager
+:data:`FIELD_MANAGER` through the documented ``fieldManager`` query parameter (Kubernetes documentation,
+"Server-Side Apply", Managers: https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so
+``metadata.managedFields`` names tenantflow instead of the client's User-Agent (``OpenAPI-Generator``); ``DELETE``
+takes no field manager (``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
 exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
 ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
 """
@@ -25,6 +29,8 @@ from tenantflow.activities.httpretry import kube_retries
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
+FIELD_MANAGER = "tenantflow"
+WRITES = frozenset({"POST", "PUT", "PATCH"})
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
@@ -67,11 +73,13 @@ def request(
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
 ) -> Json:
-    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer."""
+    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
+    A write carries ``fieldManager=tenantflow``."""
     api = api_client(target)
     headers = {"Content-Type": content_type, "Accept": "application/json"}
+    params = [*(query or []), *([("fieldManager", FIELD_MANAGER)] if method in WRITES else [])]
     _, url, headers, body, _ = api.param_serialize(
-        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+        method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
     )
     try:
         response = api.call_api(method, url, headers, body)

@@ -39,8 +39,8 @@ from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import kept_cert
 from tenantflow.lab.seed import seed_cluster
 from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
-from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
 from tenantflow.lab.weka.app import build_app as build_weka
+from tenantflow.lab.weka.service import SERVICE_KEY as WEKA_SERVICE
 
 
 def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.enrollment_workflows import (
     AdoptionDiff,
     ApprovedReset,
@@ -293,5 +294,16 @@ RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
 schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
 that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}
+# --- TenantDrift ----------------------------------------------------------------------------------------------------
+
+DRIFT_TENANTS: Step[FleetDriftInput, list[str]] = Step(
+    "drift.tenants", FleetDriftInput, list[str], summary="the onboarded tenants' slugs, from their records"
+)
+DRIFT_TENANT: Step[DriftTarget, DriftReport] = Step(
+    "drift.tenant", DriftTarget, DriftReport, summary="compare one tenant with its recorded contract"
+)
+DRIFT: tuple[Step[Any, Any], ...] = (DRIFT_TENANTS, DRIFT_TENANT)
+"""Every activity of TenantDrift: both only read."""
+
+CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT)}
 """Every step by activity name: the worker registers exactly these activities."""

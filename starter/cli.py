@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
+from tenantflow.starter.commands import contracts, drift, runs, services, tenants, worker_clusters
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
@@ -76,6 +76,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("result", runs.result),
     ("handover", tenants.handover),
     ("tenants", tenants.tenants),
+    ("drift", drift.drift),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
     *plugin_commands(),

@@ -8,6 +8,7 @@ from typing import Any, TypeVar, cast
 
 from tenantflow.activities import (
     capacity,
+    drift,
     handover,
     hub,
     identity,
@@ -25,13 +26,20 @@ from tenantflow.activities import (
 from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.drift import TenantDrift
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
 
-WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
+WORKFLOWS: list[type] = [
+    TenantOnboarding,
+    TenantOffboarding,
+    *enrollment.WORKFLOWS,
+    *decommission.WORKFLOWS,
+    TenantDrift,
+]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     capacity,
@@ -48,6 +56,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     workercluster,
     worker_reset,
     records,
+    drift,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 

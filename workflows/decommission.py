@@ -94,7 +94,7 @@ class WorkerDecommissionWorkflow(GatedRun):
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
-        self._gates.set_stage("planning", "worker reset --dry-run; nothing is written before approval")
+        self._gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
         hub = [
             PlanStep(
                 layer="hub",

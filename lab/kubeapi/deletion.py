@@ -11,23 +11,13 @@ from __future__ import annotations
 
 import copy
 
-from tenantflow.lab.kubeapi.events import EventLog
+from tenantflow.lab.kubeapi.clusterstate import ClusterState
 from tenantflow.lab.kubeapi.objects import CRD_KEY, NAMESPACE_KEY, Obj, ObjectKey, now
-from tenantflow.lab.kubeapi.registry import Registry, resource_type_from_crd
+from tenantflow.lab.kubeapi.registry import resource_type_from_crd
 
 
-class Deletion:
-    """Deleting from ``_objects``; the store supplies its state (and uses :meth:`_bump` for every write)."""
-
-    registry: Registry
-    _objects: dict[ObjectKey, Obj]
-    _events: EventLog
-    _rv: int
-
-    def _bump(self) -> str:
-        """The next resourceVersion (one counter for every write of the cluster)."""
-        self._rv += 1
-        return str(self._rv)
+class Deletion(ClusterState):
+    """The cluster's state and how objects leave it."""
 
     def _delete(self, key: ObjectKey, current: Obj) -> Obj:
         meta = current["metadata"]

@@ -5,19 +5,19 @@ resourceVersion from one global counter bumped on every write, generation bumped
 metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
 stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
 semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
-namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
-What a write does to an object is in :mod:`lab.kubeapi.write_rules`, deletion in :mod:`lab.kubeapi.deletion`.
-It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers
-from any thread or loop.
+namespace deletion (contents go too; in :mod:`lab.kubeapi.deletion`) and CRD registration (creating a CRD
+serves its kind at once).
+It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers from any.
 
-Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes ``dry_run`` and
-``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"``; all raise ``ApiError``)::
+Reading and writing (``subresource``: ``None`` or ``"status"``; every write takes ``dry_run``, ``field_validation``
+(``"Strict"``, ``"Warn"``, ``"Ignore"``) and ``manager`` (:mod:`lab.kubeapi.managedfields`); all raise ApiError)::
 
     store.create(obj, namespace=None)                        -> stored copy
     store.get(group, resource, name, namespace=None)         -> copy
     store.list(group, resource, namespace=None, label_selector=None, field_selector=None)
     store.replace(group, resource, name, obj, namespace=None, subresource=None)
     store.patch(group, resource, name, body, content_type, namespace=None, subresource=None)
+    store.apply(group, resource, name, config, namespace=None, manager=..., force=False) -> (object, created)
     store.delete(group, resource, name, namespace=None)      -> object (gone or marked)
     store.update_status(obj)                                 # replace(..., subresource="status")
     store.seed(objs)      # start-up objects, stored as given (status kept, no validation)
@@ -35,27 +35,29 @@ from __future__ import annotations
 
 import builtins
 import copy
-import threading
+import secrets
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from tenantflow.lab.kubeapi import errors, selectors
+from tenantflow.lab.kubeapi import applying, errors
 from tenantflow.lab.kubeapi.deletion import Deletion
-from tenantflow.lab.kubeapi.errors import ApiError
-from tenantflow.lab.kubeapi.events import EventCallback, EventLog
+from tenantflow.lab.kubeapi.events import EventCallback
+from tenantflow.lab.kubeapi.managedfields import LAB_MANAGER, Record, Writer, updates
 from tenantflow.lab.kubeapi.objects import (
     CRD_KEY,
+    NAMESPACE_KEY,
     VOLATILE_METADATA,
     Obj,
     ObjectKey,
+    apply_defaults,
+    content,
     custom_defaults,
     now,
 )
 from tenantflow.lab.kubeapi.patching import apply_patch
-from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
+from tenantflow.lab.kubeapi.registry import ResourceType, resource_type_from_crd
 from tenantflow.lab.kubeapi.validation import enforce
-from tenantflow.lab.kubeapi.write_rules import prepare_create, prepare_update
 
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 
@@ -63,98 +65,6 @@ __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 class Store(Deletion):
     """All objects of one cluster. See the module docstring for the contract."""
 
-    def __init__(self, *, history: int = 5000) -> None:
-        self.registry = Registry()
-        self._objects: dict[ObjectKey, Obj] = {}
-        self._rv = 1
-        self._lock = threading.RLock()
-        self._events = EventLog(self._lock, history)
-
-    # ---------------------------------------------------------------- subscriptions
-    @property
-    def resource_version(self) -> int:
-        with self._lock:
-            return self._rv
-
-    def subscribe(
-        self, callback: EventCallback, *, replay: bool = False, since: int | None = None
-    ) -> Callable[[], None]:
-        """Register ``callback``; returns a function that unregisters it."""
-        with self._lock:
-            return self._events.subscribe(callback, self._rv, self._current, replay=replay, since=since)
-
-    def _current(self) -> Iterable[tuple[ObjectKey, Obj]]:
-        return ((key, copy.deepcopy(self._objects[key])) for key in sorted(self._objects))
-
-    # ---------------------------------------------------------------- helpers
-    def _type(self, group: str, resource: str) -> ResourceType:
-        rt = self.registry.get(group, resource)
-        if rt is None:
-            raise ApiError(
-                404, "NotFound", "the server could not find the requested resource", {"group": group, "kind": resource}
-            )
-        return rt
-
-    def _key(self, rt: ResourceType, name: str, namespace: str | None) -> ObjectKey:
-        if rt.namespaced and not namespace:
-            raise errors.bad_request(f"{rt.plural} is namespaced: a namespace is required")
-        return ObjectKey(rt.group, rt.plural, namespace or "" if rt.namespaced else "", name)
-
-    def _existing(self, rt: ResourceType, key: ObjectKey) -> Obj:
-        obj = self._objects.get(key)
-        if obj is None:
-            raise errors.not_found(rt.plural, rt.group, key.name)
-        return obj
-
-    def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
-        if not rt.namespaced:
-            return
-        ns = self._objects.get(ObjectKey("", "namespaces", "", namespace))
-        if ns is None:
-            raise errors.not_found("namespaces", "", namespace)
-        if ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
-                f'{rt.plural} "{namespace}" is forbidden: unable to create new content '
-                f"in namespace {namespace} because it is being terminated"
-            )
-
-    # ---------------------------------------------------------------- reads
-    def get(self, group: str, resource: str, name: str, namespace: str | None = None) -> Obj:
-        with self._lock:
-            rt = self._type(group, resource)
-            return copy.deepcopy(self._existing(rt, self._key(rt, name, namespace)))
-
-    def list(
-        self,
-        group: str,
-        resource: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> builtins.list[Obj]:
-        """Matching objects in key order (``namespace=None`` means all namespaces)."""
-        return self.list_with_version(group, resource, namespace, label_selector, field_selector)[0]
-
-    def list_with_version(
-        self,
-        group: str,
-        resource: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> tuple[builtins.list[Obj], int]:
-        labels = selectors.label_selector(label_selector)
-        fields = selectors.field_selector(field_selector)
-        with self._lock:
-            rt = self._type(group, resource)
-            items = [
-                copy.deepcopy(obj)
-                for key, obj in sorted(self._objects.items())
-                if key[:2] == rt.key and (not namespace or key.namespace == namespace) and labels(obj) and fields(obj)
-            ]
-            return items, self._rv
-
-    # ---------------------------------------------------------------- writes
     def seed(self, objs: Iterable[Obj]) -> None:
         """Store start-up objects as given (status kept, no validation); namespaces first."""
         for obj in sorted(objs, key=lambda o: o.get("kind") != "Namespace"):
@@ -171,11 +81,18 @@ class Store(Deletion):
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         with self._lock:
             rt = self.registry.for_object(obj)
         return self._create(
-            rt, copy.deepcopy(obj), namespace, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+            rt,
+            copy.deepcopy(obj),
+            namespace,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+            record=updates(Writer(manager), rt.status_subresource),
         )
 
     def _create(
@@ -189,9 +106,31 @@ class Store(Deletion):
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        record: Record | None = None,
     ) -> Obj:
-        ns = prepare_create(rt, obj, namespace, keep_status=keep_status)
-        meta = obj["metadata"]
+        meta = obj.setdefault("metadata", {})
+        if namespace and meta.get("namespace") and meta["namespace"] != namespace and rt.namespaced:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        ns = (namespace or meta.get("namespace") or "") if rt.namespaced else ""
+        if rt.namespaced and not ns:
+            raise errors.bad_request(f"{rt.plural} is namespaced: a namespace is required")
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise errors.invalid(
+                    rt.kind, rt.group, "", [("metadata.name", "Required value: name or generateName is required")]
+                )
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        if rt.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        if rt.custom and rt.status_subresource and not keep_status:
+            obj.pop("status", None)
+        for volatile in (*VOLATILE_METADATA, "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(volatile, None)
+        apply_defaults(rt, obj)
         with self._lock:
             key = ObjectKey(rt.group, rt.plural, ns, meta["name"])
             self._check_namespace(rt, ns)
@@ -201,6 +140,7 @@ class Store(Deletion):
             meta["resourceVersion"] = str(self._rv + 1)
             if validate:
                 enforce(rt, obj, field_validation, warnings)
+            (record or updates(Writer(LAB_MANAGER), rt.status_subresource))(None, obj)
             if rt.key == CRD_KEY:
                 resource_type_from_crd(obj)
             if dry_run:
@@ -214,10 +154,6 @@ class Store(Deletion):
         self._events.drain()
         return result
 
-    def _register_crd(self, crd: Obj) -> None:
-        rt = resource_type_from_crd(crd)
-        self.registry.add(rt)
-
     def replace(
         self,
         group: str,
@@ -230,6 +166,7 @@ class Store(Deletion):
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PUT: full replacement; 409 Conflict when ``metadata.resourceVersion`` is stale."""
         with self._lock:
@@ -240,7 +177,8 @@ class Store(Deletion):
             sent_rv = (new.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = updates(Writer(manager, "Update", subresource or ""), rt.status_subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
 
@@ -271,6 +209,7 @@ class Store(Deletion):
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PATCH with a merge, strategic-merge or JSON patch body (see :mod:`lab.kubeapi.patching`)."""
         with self._lock:
@@ -283,9 +222,38 @@ class Store(Deletion):
             new_rv = (new.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = updates(Writer(manager, "Update", subresource or ""), rt.status_subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
+
+    def apply(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        config: Any,
+        namespace: str | None = None,
+        *,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> tuple[Obj, bool]:
+        """Server-side apply of ``config`` (see :mod:`lab.kubeapi.applying`); True when it created the object."""
+        opts: dict[str, Any] = {"dry_run": dry_run, "field_validation": field_validation, "warnings": warnings}
+        with self._lock:
+            rt = self._type(group, resource)
+            key = self._key(rt, name, namespace)
+            current = self._objects.get(key)
+            plan = applying.plan(rt, name, current, config, manager, force)
+            if current is not None:
+                result = self._update(rt, key, current, plan.obj, None, record=plan.record, **opts)
+        if current is None:
+            return self._create(rt, plan.obj, namespace, record=plan.record, **opts), True
+        self._events.drain()
+        return result, False
 
     def _update(
         self,
@@ -297,11 +265,46 @@ class Store(Deletion):
         dry_run: bool,
         field_validation: str,
         warnings: builtins.list[str] | None,
+        record: Record,
     ) -> Obj:
-        new = prepare_update(rt, key, current, new, subresource)
+        meta = new.setdefault("metadata", {})
+        if meta.get("name", key.name) != key.name:
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({key.name})"
+            )
+        if rt.namespaced and meta.get("namespace", key.namespace) != key.namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        new.setdefault("apiVersion", current["apiVersion"])
+        new.setdefault("kind", current["kind"])
+        if subresource == "status":
+            merged = copy.deepcopy(current)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            new = merged
+        elif rt.status_subresource:
+            if "status" in current:
+                new["status"] = copy.deepcopy(current["status"])
+            else:
+                new.pop("status", None)
         meta = new["metadata"]
+        old_meta = current["metadata"]
+        for fixed in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if fixed in old_meta:
+                meta[fixed] = old_meta[fixed]
+            else:
+                meta.pop(fixed, None)
+        meta["name"] = key.name
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
+        if rt.key == NAMESPACE_KEY:
+            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
         custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
+        record(current, new)
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)
         if new == current or dry_run:
@@ -342,41 +345,3 @@ class Store(Deletion):
             result = self._delete(key, current)
         self._events.drain()
         return result
-
-    # ---------------------------------------------------------------- dumps
-    def snapshot(self, *, include_volatile: bool = False) -> dict[str, Any]:
-        """Every object, sorted by key; uid/resourceVersion/timestamps stripped unless asked."""
-        with self._lock:
-            objects = []
-            for key in sorted(self._objects):
-                obj = copy.deepcopy(self._objects[key])
-                if not include_volatile:
-                    for field_name in VOLATILE_METADATA:
-                        obj["metadata"].pop(field_name, None)
-                objects.append(
-                    {
-                        "group": key.group,
-                        "resource": key.resource,
-                        "namespace": key.namespace,
-                        "name": key.name,
-                        "object": obj,
-                    }
-                )
-            return {"objects": objects}
-
-    def dump(self) -> dict[str, Any]:
-        """The whole state for :meth:`restore`: every object with its server metadata, and the version counter."""
-        with self._lock:
-            return {"resource_version": self._rv, **self.snapshot(include_volatile=True)}
-
-    @classmethod
-    def restore(cls, dump: dict[str, Any], *, history: int = 5000) -> Store:
-        """A store holding what :meth:`dump` returned, its CRDs served again; writes continue the version counter."""
-        store = cls(history=history)
-        for entry in dump["objects"]:
-            key = ObjectKey(entry["group"], entry["resource"], entry["namespace"], entry["name"])
-            store._objects[key] = entry["object"]
-            if key[:2] == CRD_KEY:
-                store._register_crd(entry["object"])
-        store._rv = int(dump["resource_version"])
-        return store
