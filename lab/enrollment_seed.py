@@ -62,9 +62,20 @@ def kueue_version(store: Store) -> str:
     return rt.storage_version if rt is not None else "v1beta2"
 
 
+KUBECTL_APPLY_MANAGER = "kubectl-client-side-apply"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
 def apply_manifests(store: Store, text: str) -> list[Obj]:
-    """``kubectl apply -f`` of plain manifests: each is created through the API (defaults, normalization)."""
-    return [store.create(doc) for doc in yaml.safe_load_all(text) if doc]
+    """``kubectl apply -f`` of plain manifests, as kubectl's client-side apply creates a new object: the manifest
+    (its JSON kept in the ``last-applied-configuration`` annotation) is created through the API (defaults,
+    normalization) under kubectl's field manager."""
+    created = []
+    for doc in (d for d in yaml.safe_load_all(text) if d):
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[LAST_APPLIED] = json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
+        created.append(store.create(doc, manager=KUBECTL_APPLY_MANAGER))
+    return created
 
 
 def hub_policies(token: str = ORG_ADMIN_TOKEN, namespace: str = TENANT_NS) -> dict[str, Any]:
