@@ -22,7 +22,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from pydantic import BaseModel
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from tenantflow.activities.errors import http_error
 from tenantflow.activities.httpretry import kube_retries
@@ -137,6 +137,10 @@ def exec_in(
                 _preload_content=False,
             )
         except ApiException as exc:
+            if isinstance(exc.__context__, CancelledError):
+                # kubernetes' websocket_call turns any exception into ApiException(status=0): the activity's
+                # cancel, raised in its thread during the handshake, stays a cancel (not "apiserver unavailable")
+                raise exc.__context__ from None
             raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
         try:
             resp.run_forever(timeout=timeout_s)

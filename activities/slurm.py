@@ -25,10 +25,11 @@ from tenantflow.activities.slurm_accounting import (
 )
 from tenantflow.activities.slurm_cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
 from tenantflow.activities.slurm_partition import (
+    confirm_partition,
+    line_nodes,
     partition_problems,
     read_partition_key,
     restore_partition,
-    wait_rendered,
     write_partition_key,
 )
 from tenantflow.activities.slurm_users import ensure_uids, wait_resolved
@@ -40,7 +41,7 @@ from tenantflow.activities.slurm_wants import (
     want_qos,
     want_users,
 )
-from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
+from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity, SlurmObject, SlurmPartition
@@ -141,9 +142,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
         else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
         "remove the partition from slurm.conf or choose another slug",
     )
-    taken = {
-        n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in expand_hostlist(_field(line, "Nodes"))
-    }
+    taken = {n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in line_nodes(line) or []}
     clash = sorted(n for n in nodes if n in taken)
     check(
         "nodes_free",
@@ -162,10 +161,6 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
         "Slurm knows every chosen node" if not missing else f"Slurm does not know nodes {compress_hostlist(missing)}",
         "add the nodes to slurm.conf (NodeName=...) before onboarding",
     )
-
-
-def _field(line: str, key: str) -> str:
-    return next((t.split("=", 1)[1] for t in line.split() if t.startswith(f"{key}=")), "")
 
 
 @defn(name="slurm.plan")
@@ -222,7 +217,7 @@ def users(inp: StepInput) -> StepResult:
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:
-        undo_results(ctl, list(reversed(results)))
+        undo_results(ctl, c.slug, list(reversed(results)))
         raise
     findings = (
         [
@@ -252,8 +247,7 @@ def partition(inp: StepInput) -> StepResult:
         write_partition_key(c, line)
     try:
         if outcome != Outcome.unchanged or partition_problems(ctl, c, nodes):
-            wait_rendered(c)
-            ctl.run(["scontrol", "reconfigure"])
+            confirm_partition(ctl, c, nodes)
         problems = partition_problems(ctl, c, nodes)
         if problems:
             raise fail("Invalid", f"partition {c.slug} after reconfigure: " + "; ".join(problems))
@@ -282,7 +276,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         for r in reversed(inp.results)
         if r.kind != "partition"
     ]
-    done = undo_results(ctl, accounting, before_delete=lambda res: release_qos(ctl, c, res))
+    done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue

@@ -19,6 +19,7 @@ from typing import Any
 from temporalio import activity
 
 from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
+from tenantflow.models.lifecycle import DEFAULT_REMINDER_DAYS
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import RecordKey, StoredRecord, TenantRecord
@@ -118,6 +119,10 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
             created=True,
         )
 
+    def reminder_days(tenant: str) -> list[int]:
+        """The lifecycle a completed onboarding starts reads its reminders, then sleeps past the benchmark."""
+        return list(DEFAULT_REMINDER_DAYS)
+
     made: dict[str, Callable[..., Any]] = {}
     made.update({s.name: preflight(s.layer) for s in PREFLIGHT})
     made.update({s.name: plan(s.layer) for s in PLAN})
@@ -137,6 +142,7 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
 
     made[DRIFT_TENANTS.name] = drift_tenants
     made[DRIFT_TENANT.name] = drift_tenant
+    made["lifecycle.reminder_days"] = reminder_days
     return made
 
 

@@ -44,6 +44,8 @@ class LabEndpoints(BaseModel):
     ldap_bind_dn: str = LDAP_BIND_DN
     ldap_bind_password: str
     slurm_conf: Path
+    notify_url: str = ""
+    """The webhook sink (:mod:`lab.notify_sink`): the worker posts term notices to ``<notify_url>/hooks/tenantflow``."""
 
     def to_env(self) -> dict[str, str]:
         env = {
@@ -64,6 +66,8 @@ class LabEndpoints(BaseModel):
             "TENANTFLOW_SMOKE_WRITE_MB": str(LAB_SMOKE_WRITE_MB),
             "KONDUKTOR_BIN": str(konduktor_bin(self.state_dir)),
         }
+        if self.notify_url:
+            env["TENANTFLOW_NOTIFY_WEBHOOK_URL"] = f"{self.notify_url}/hooks/tenantflow"
         for context, url in self.kube_urls.items():
             env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url
         return env
@@ -99,4 +103,5 @@ class LabEndpoints(BaseModel):
             ldap_bind_dn=env.get("LDAP_BIND_DN", LDAP_BIND_DN),
             ldap_bind_password=env["LDAP_BIND_PASSWORD"],
             slurm_conf=Path(env["SLURM_CONF"]),
+            notify_url=env.get("TENANTFLOW_NOTIFY_WEBHOOK_URL", "").removesuffix("/hooks/tenantflow"),
         )

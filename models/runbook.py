@@ -27,6 +27,7 @@ from tenantflow.models.enrollment_workflows import (
     Invariants,
     ObjectRef,
 )
+from tenantflow.models.lifecycle import NoticeSent, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
@@ -305,5 +306,17 @@ DRIFT_TENANT: Step[DriftTarget, DriftReport] = Step(
 DRIFT: tuple[Step[Any, Any], ...] = (DRIFT_TENANTS, DRIFT_TENANT)
 """Every activity of TenantDrift: both only read."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT)}
+# --- TenantLifecycle ----------------------------------------------------------------------------------------------
+
+REMINDER_DAYS: Step[str, list[int]] = Step(
+    "lifecycle.reminder_days", str, list[int], summary="read the worker's reminder offsets (days before the end)"
+)
+NOTIFY: Step[TermNotice, NoticeSent] = Step(
+    "lifecycle.notify", TermNotice, NoticeSent, summary="post a term notice to the notifier webhook"
+)
+
+LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
+"""Every activity of TenantLifecycle."""
+
+CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT, *LIFECYCLE)}
 """Every step by activity name: the worker registers exactly these activities."""

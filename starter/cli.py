@@ -70,6 +70,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("reject", runs.reject),
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
     ("confirm-purge", tenants.confirm_purge),
+    ("renew", tenants.renew),
     ("offboard", tenants.offboard),
     ("retry-rollback", runs.retry_rollback),
     ("cancel", runs.cancel),

@@ -14,6 +14,7 @@ from tenantflow.activities import (
     identity,
     konduktor,
     kube,
+    lifecycle,
     login,
     records,
     slurm,
@@ -27,6 +28,7 @@ from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.drift import TenantDrift
+from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 
@@ -36,6 +38,7 @@ R = TypeVar("R")
 WORKFLOWS: list[type] = [
     TenantOnboarding,
     TenantOffboarding,
+    TenantLifecycle,
     *enrollment.WORKFLOWS,
     *decommission.WORKFLOWS,
     TenantDrift,
@@ -57,6 +60,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     worker_reset,
     records,
     drift,
+    lifecycle,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 

@@ -66,7 +66,6 @@ BAD_TENANTS = [
         "one line",
     ),
     ("unknown field", mutate("capacity.gpu_count", 64), "unknown field"),
-    ("evict on release", mutate("capacity.evict_on_release", True), "evict_on_release must be false"),
     ("soft above hard", mutate("storage.scratch", {"hard": "45TB", "soft": "50TB"}), "soft quota"),
     ("bad size", mutate("storage.pvc_size", "lots"), "not a size"),
     ("shell in name", mutate("users.0.name", "Alice; rm -rf /"), "users.0.name"),
@@ -80,6 +79,12 @@ def test_bad_tenant_contracts_name_the_field(label: str, data: dict[str, Any], e
     with pytest.raises(ContractError) as error:
         parse_contract(TenantContract, data, "bad.yaml", KUBECONFIG)
     assert expected in str(error.value), f"{label}: {error.value}"
+
+
+def test_evict_on_release_true_is_accepted_for_a_plan_warning() -> None:
+    """The approver sees it as a warning in the plan (capacity.preflight and capacity.plan), not a refusal."""
+    data = mutate("capacity.evict_on_release", True)
+    assert parse_contract(TenantContract, data, "t.yaml", KUBECONFIG).capacity.evict_on_release is True
 
 
 def test_missing_kubeconfig_is_explained(monkeypatch: pytest.MonkeyPatch) -> None:
