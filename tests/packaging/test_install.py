@@ -90,6 +90,7 @@ def test_commands_of_the_lab_name_its_extra(venv: Path, command: tuple[str, ...]
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.timeout(1200)
 def test_the_unit_workflow_and_replay_tests_pass_on_3_12(wheel: Path, tmp_path: Path) -> None:
     """The suite proper runs on 3.11; on 3.12, the tests that need no lab run against the installed wheel."""
     python = interpreter("3.12")
