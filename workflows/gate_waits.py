@@ -9,8 +9,9 @@ waiting; after ``expire_after`` the run fails with ``GateExpired``.
 ``Stage`` is the run's phase, upserted only when it changes: the steps of a phase
 (``apply:kube.quota``, ``smoke:nccl``) share one value (``apply``, ``smoke``), and
 each step stays visible in the current details, the activity's summary and ``status``.
-Every upsert is a history event and a visibility write on the server; runs recorded
-before :data:`STAGE_ON_CHANGE_PATCH` upserted every step and replay that way.
+Every upsert is a history event and a visibility write on the server, so :meth:`Gates.label`
+skips the tenant or worker attribute the run was started with. Runs recorded before
+:data:`STAGE_ON_CHANGE_PATCH` upserted both, and every step, and replay that way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -45,6 +47,12 @@ class Gates:
         self.stage = "starting"
         self.searchable: str | None = None
         """The ``Stage`` value last upserted by this run."""
+
+    def label(self, key: SearchAttributeKey[str], value: str) -> None:
+        """Make the run findable by ``key`` = ``value``; no upsert when it was started with it (the starter's
+        runs are)."""
+        if not workflow.patched(STAGE_ON_CHANGE_PATCH) or workflow.info().typed_search_attributes.get(key) != value:
+            workflow.upsert_search_attributes([key.value_set(value)])
 
     def set_stage(self, stage: str, details: str) -> None:
         """``stage`` in ``status`` and ``details`` in the UI; ``Stage`` upserted when the phase changes."""
