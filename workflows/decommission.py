@@ -76,7 +76,7 @@ class WorkerDecommissionWorkflow(GatedRun):
     async def run(self, params: DecommissionInput) -> DecommissionResult:
         c = params.contract
         self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
+        self._gates.label(WORKER_CLUSTER, c.worker_name)
         self._params = params
         step = EnrollmentStep(contract=c)
         if workflow.patched(GATE_FIRST_PATCH):

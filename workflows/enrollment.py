@@ -130,7 +130,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         c = params.contract
         self._params = params
         self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
+        self._gates.label(WORKER_CLUSTER, c.worker_name)
         step = EnrollmentStep(contract=c, facts=EnrollmentFacts(enrollment_id=workflow.info().workflow_id))
 
         self._gates.set_stage("preflight", "Checking both endpoints and permissions; nothing is written")
