@@ -32,7 +32,7 @@ async def test_stage_changes_once_per_phase_and_steps_stay_visible(dev_env: Work
         events = (await handle.fetch_history()).events
     assert result.status == "completed"
     stages = [s for s in map(stage_set, events) if s is not None]
-    assert stages == [*PHASES, "record", "completed"]
+    assert stages == [*PHASES, "record", "term", "completed"]
     upserted = [e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields for e in events]
     assert not [fields for fields in upserted if "TenantSlug" in fields]  # the starter set it at start
     assert (await handle.describe()).typed_search_attributes.get(TENANT_SLUG) == result.slug
