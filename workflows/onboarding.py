@@ -66,6 +66,27 @@ LIFECYCLE_PATCH = "tenant-lifecycle"
 """Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""
 
 
+def preflight_failed(errors: list[Finding]) -> ApplicationError:
+    """The failure of a run whose preflight found ``errors``: each with its fix, nothing written."""
+    return ApplicationError(
+        "preflight failed, nothing was written: "
+        + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in errors),
+        [f.model_dump(mode="json") for f in errors],
+        type="PreflightFailed",
+        non_retryable=True,
+    )
+
+
+def validation_failed(failed: list[Finding]) -> ApplicationError:
+    """The failure of a run whose smoke tests or validation found ``failed``."""
+    return ApplicationError(
+        "validation failed: "
+        + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
+        type="ValidationFailed",
+        non_retryable=True,
+    )
+
+
 @workflow.defn(name="TenantOnboarding")
 class TenantOnboarding(SagaRun):
     WORKFLOW = "TenantOnboarding"
@@ -104,13 +125,7 @@ class TenantOnboarding(SagaRun):
         facts = self._facts = await self._preflight(StepInput(contract=contract, run_id=workflow.info().workflow_id))
         if self._errors():
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError(
-                "preflight failed, nothing was written: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in self._errors()),
-                [f.model_dump(mode="json") for f in self._errors()],
-                type="PreflightFailed",
-                non_retryable=True,
-            )
+            raise preflight_failed(self._errors())
 
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
         escalate = timedelta(seconds=params.approval_escalate_after_s)
@@ -233,12 +248,7 @@ class TenantOnboarding(SagaRun):
                 f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
             ] + failed
         if failed:
-            raise ApplicationError(
-                "validation failed: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
-                type="ValidationFailed",
-                non_retryable=True,
-            )
+            raise validation_failed(failed)
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final)
 
