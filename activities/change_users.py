@@ -6,10 +6,11 @@ For every username the recorded contract lists and the new one does not (``facts
   account= cluster=``), only when that account carries tenantflow's marker for the tenant (``Organization``,
   :func:`activities.slurm_accounting.foreign`) and never while the user has running or pending jobs
   (``squeue -u``): the step then fails before any write, naming the jobs;
-* Authentik: the user leaves the tenant's group (``POST /core/groups/<pk>/remove_user/``) and is deactivated
-  (``PATCH /core/users/<pk>/ {"is_active": false}``, never deleted) only when tenantflow created it for this
-  tenant (``tenantflow.io/created-by`` is the tenant's run id, ``tenant/<slug>``); an adopted account only leaves
-  the group. A user that is neither in the group nor ours is left alone.
+* Authentik: the user leaves the tenant's group (``POST /core/groups/<pk>/remove_user/``), loses the tenant's
+  gid that tenantflow gave it (``attributes.gidNumber``; ``PATCH /core/users/<pk>/`` replaces ``attributes``) and is
+  deactivated (``{"is_active": false}``, never deleted) only when tenantflow created it for this tenant
+  (``tenantflow.io/created-by`` is the tenant's run id, ``tenant/<slug>``); an adopted account stays active. A
+  user that is neither in the group nor ours is left alone.
 
 The SSH keys leave the login Secret with ``login.release`` (it renders the new contract's users); the Weka home
 directory is kept. The undo (:func:`undo_removed`) re-adds the association and the membership and reactivates.
@@ -18,6 +19,7 @@ directory is kept. The undo (:func:`undo_removed`) re-adds the association and t
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from temporalio import activity
 
@@ -105,22 +107,25 @@ def _remove_association(ctl: SlurmCtl, c: TenantContract, name: str) -> EnsureRe
 
 
 def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureResult | None:
+    """Leave the group; ours: deactivate; the tenant's gid (``attributes.gidNumber``, which tenantflow set) goes,
+    so the former member no longer holds the tenant's primary gid in the directory."""
     user, group = ak.user_by_username(name), ak.group_by_name(c.slug)
     if user is None:
         return None
     member = group is not None and group.pk in user.groups
-    deactivate = ours(user, c.slug) and user.is_active
+    tenant_gid = group.attributes.get("gidNumber") if group is not None else None
+    patch: dict[str, Any] = {"is_active": False} if ours(user, c.slug) and user.is_active else {}
+    if tenant_gid is not None and str(user.attributes.get("gidNumber")) == str(tenant_gid):
+        patch["attributes"] = {k: v for k, v in user.attributes.items() if k != "gidNumber"}
     if member and group is not None:
         ak.remove_user(group.pk, user.pk)
-    if deactivate:
-        ak.patch_user(user.pk, {"is_active": False})
-    if not (member or deactivate):
+    if patch:
+        ak.patch_user(user.pk, patch)
+    if not (member or patch):
         return None
+    previous = {key: user.is_active if key == "is_active" else user.attributes for key in patch}
     data = AuthentikUser(
-        group_pk=group.pk if member and group else None,
-        previous={"is_active": True} if deactivate else {},
-        added_to_group=member,
-        pk=user.pk,
+        group_pk=group.pk if member and group else None, previous=previous, added_to_group=member, pk=user.pk
     )
     return EnsureResult(layer=LAYER, kind="User", name=name, outcome=Outcome.deleted, data=data)
 

@@ -1,0 +1,226 @@
+"""``tenantflow apply`` against the lab (issue 17): a tenant changed through the plan gate, over real sockets.
+
+One tenant, onboarded with 16 GPUs and two users, then changed with ``tenantflow apply`` (the CLI as a subprocess)
+and approved by plan hash: a user added; the same user removed, first refused while a job of theirs runs (the job
+keeps running, the refusal names it), then removed once it ended; the GPUs shrunk to 8 while a job runs on both
+nodes (the run drains the released node and waits, the job completes: nothing is killed), then grown back to 16.
+Every change ends with validation passing (a change that fails validation rolls back) and ``tenantflow drift``
+clean. A slug change is refused with the reason before anything starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.activities.authentik_client import AuthentikClient
+from tenantflow.activities.slurm_cli import SlurmCtl, parse_keyvalues
+from tenantflow.activities.slurm_partition import live_partition
+from tenantflow.activities.slurm_users import resolve_user
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import load_tenant
+from tests.integration.runs import onboard
+from tests.integration.test_offboarding_e2e import small_tenant
+from tests.labfixture import lab_worker
+from tests.starter.conftest import tenantflow
+from tests.starter.test_drift_lab import drift, named
+from tests.workflows.contract import EXAMPLES
+from tests.workflows.harness import wait_for_stage
+
+CHANGE_TIMEOUT_S = 300
+
+
+def everyone(lab: LabEndpoints) -> TenantContract:
+    """The tenant with every user the test gives it (uma, vic, wes: the example's three users renamed)."""
+    base = small_tenant(lab)
+    foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    users = [
+        u.model_copy(update={"username": name, "email": f"{name}@tenant-chg.example"})
+        for u, name in zip(foo.users, ("uma", "vic", "wes"), strict=True)
+    ]
+    return base.model_copy(
+        update={
+            "slug": "tenant-chg",
+            "display_name": "Tenant Change",
+            "users": users,
+            "slurm": base.slurm.model_copy(update={"team_account": "ml-team-chg"}),
+        }
+    )
+
+
+def with_users(contract: TenantContract, names: list[str], everyone: TenantContract) -> TenantContract:
+    return contract.model_copy(update={"users": [u for u in everyone.users if u.username in names]})
+
+
+def with_gpus(contract: TenantContract, gpus: int) -> TenantContract:
+    return contract.model_copy(update={"capacity": contract.capacity.model_copy(update={"gpus": gpus})})
+
+
+async def apply(
+    api: TenantflowClient, contract: TenantContract, tmp: Path, *args: str
+) -> tuple[int, dict[str, Any], str]:
+    """``tenantflow apply FILE -o json``: exit code, the status it printed (plan and gate), stderr."""
+    path = tmp / f"{contract.slug}-{contract.capacity.gpus}-{'-'.join(contract.usernames)}.json"
+    path.write_text(contract.model_dump_json())
+    code, out, err = await tenantflow(api, "apply", str(path), "-o", "json", *args)
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+async def approved(api: TenantflowClient, status: dict[str, Any]) -> OnboardingResult:
+    """Approve the printed plan by its hash and wait for the change to finish."""
+    workflow_id = f"tenant/{status['target']}"
+    await api.approve(workflow_id, status["plan_hash"])
+    result: OnboardingResult = await asyncio.wait_for(
+        api.client.get_workflow_handle(workflow_id, result_type=OnboardingResult).result(), CHANGE_TIMEOUT_S
+    )
+    assert result.status == "completed", result.message
+    passed = {f.check for f in result.findings if f.ok}
+    assert {"reservation.partition_nodes", "identity.group_members", "login.authorized_keys"} <= passed, passed
+    return result
+
+
+def planned(status: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    return {(s["layer"], s["kind"], s["name"], s["action"]) for s in status["plan"]["steps"]}
+
+
+async def drift_clean(api: TenantflowClient, lab: LabEndpoints, slug: str) -> None:
+    code, report = await drift(api, lab, slug)
+    assert (code, named(report, slug)) == (0, set()), report
+
+
+def hold_dir() -> Path:
+    """A directory every user can read: a job waits there until the test creates ``release`` in it."""
+    path = Path(tempfile.mkdtemp(prefix="tf-hold-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    return path
+
+
+def submit_held(contract: TenantContract, user: str, hold: Path, nodes: int) -> str:
+    """A job of ``user`` on ``nodes`` nodes of the tenant's partition that runs until ``hold/release`` exists."""
+    ctl = SlurmCtl.connect(contract.cluster)
+    account = resolve_user(ctl, user)
+    assert account is not None, f"{user} does not resolve on the Slurm nodes"
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--uid={account.uid}",
+        f"--gid={account.gid}",
+        f"--chdir={hold}",
+        f"--partition={contract.slug}",
+        f"--account={contract.user_account}",
+        f"--nodes={nodes}",
+        "--output=/dev/null",
+        "--time=00:10:00",
+        "--wrap",
+        f"while [ ! -e {hold}/release ]; do sleep 1; done",
+    ]
+    return ctl.run(argv).stdout.strip().split(";")[0]
+
+
+def job_state(contract: TenantContract, job: str) -> str:
+    out = SlurmCtl.connect(contract.cluster).run(["scontrol", "show", "job", job, "-o"]).stdout
+    return parse_keyvalues(out.replace(" ", "\n")).get("JobState", "")
+
+
+async def until_state(contract: TenantContract, job: str, states: set[str]) -> str:
+    for _ in range(600):
+        state = await asyncio.to_thread(job_state, contract, job)
+        if state in states:
+            return state
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"job {job} never reached {states}")
+
+
+def node_state(contract: TenantContract, node: str) -> str:
+    out = SlurmCtl.connect(contract.cluster).run(["sinfo", "-h", "-N", "-n", node, "-o", "%t"]).stdout
+    return out.split()[0] if out.split() else ""
+
+
+def account_of(user: str) -> tuple[bool, list[str]]:
+    with AuthentikClient.from_settings() as ak:
+        found = ak.user_by_username(user)
+        assert found is not None
+        return found.is_active, [g.name for g in found.groups_obj or []]
+
+
+async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killing_jobs(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
+) -> None:
+    three = everyone(lab)
+    contract = with_users(three, ["uma", "vic"], three)
+    async with lab_worker(dev_env.client, lab) as api:
+        onboarded = await onboard(api, contract)
+        assert onboarded.status == "completed", onboarded.message
+
+        code, _, err = await apply(
+            api, contract.model_copy(update={"slug": "tenant-chg2"}), tmp_path, "--tenant", contract.slug
+        )
+        assert code == 2 and "cannot become" in err and "offboard" in err, err
+
+        added = three
+        code, status, err = await apply(api, added, tmp_path)
+        assert code == 0, err
+        assert {("identity", "User", "wes", "create"), ("slurm", "user", "wes", "create")} <= planned(status)
+        await approved(api, status)
+        await drift_clean(api, lab, contract.slug)
+
+        hold = hold_dir()
+        job = await asyncio.to_thread(submit_held, added, "wes", hold, 1)
+        assert await until_state(added, job, {"RUNNING"}) == "RUNNING"
+        code, _, err = await apply(api, contract, tmp_path)
+        assert code == 3 and "change.user_jobs" in err and job in err, err
+        assert job_state(added, job) == "RUNNING", "the refused change killed nothing"
+        (hold / "release").touch()
+        assert await until_state(added, job, {"COMPLETED", "CANCELLED", "FAILED"}) == "COMPLETED"
+
+        code, status, err = await apply(api, contract, tmp_path)
+        assert code == 0, err
+        assert {("identity", "User", "wes", "delete"), ("slurm", "user", "wes", "delete")} <= planned(status)
+        await approved(api, status)
+        assert account_of("wes") == (False, []), "deactivated and out of the group, not deleted"
+        await drift_clean(api, lab, contract.slug)
+
+        await shrink_and_grow(api, lab, contract, tmp_path)
+
+
+async def shrink_and_grow(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path) -> None:
+    """16 -> 8 GPUs while a job holds both nodes: the released node is drained and waited for; then back to 16."""
+    hold = hold_dir()
+    job = await asyncio.to_thread(submit_held, contract, "uma", hold, 2)
+    assert await until_state(contract, job, {"RUNNING"}) == "RUNNING"
+    half = with_gpus(contract, 8)
+    code, status, err = await apply(api, half, tmp)
+    assert code == 0, err
+    [released] = [s for s in status["plan"]["steps"] if s["kind"] == "Node" and s["action"] == "delete"]
+    assert job in released["detail"]["wait_for_jobs"], released
+    await api.approve(f"tenant/{contract.slug}", status["plan_hash"])
+    handle = api.client.get_workflow_handle(f"tenant/{contract.slug}", result_type=OnboardingResult)
+    waiting = await wait_for_stage(api, handle, "apply:change.wait_drained", timeout_s=120)
+    assert released["name"] in waiting.stage or "Waiting for the jobs" in str(waiting.model_dump())
+    assert job_state(contract, job) == "RUNNING"
+    assert node_state(contract, released["name"]) in ("drng", "drain", "drng*"), "drained, not killed"
+    (hold / "release").touch()
+    assert await until_state(contract, job, {"COMPLETED", "CANCELLED", "FAILED"}) == "COMPLETED"
+    result = await asyncio.wait_for(handle.result(), CHANGE_TIMEOUT_S)
+    assert result.status == "completed", result.message
+    part = live_partition(SlurmCtl.connect(contract.cluster), half)
+    assert part is not None and released["name"] not in part.nodes and len(part.nodes) == 1
+    assert node_state(contract, released["name"]) == "idle", "the released node is resumed"
+    await drift_clean(api, lab, contract.slug)
+
+    code, status, err = await apply(api, contract, tmp)
+    assert code == 0, err
+    assert ("capacity", "Reservation", contract.reservation_name, "update") in planned(status)
+    await approved(api, status)
+    part = live_partition(SlurmCtl.connect(contract.cluster), contract)
+    assert part is not None and len(part.nodes) == 2
+    await drift_clean(api, lab, contract.slug)
