@@ -152,7 +152,7 @@ class TenantChange(TenantOnboarding):
     async def _own_step(self, step: Step[StepInput, StepResult], step_input: StepInput, stage: str) -> Facts:
         self._gates.set_stage(f"apply:{step.name}", stage)
         try:
-            result = await self._steps.run(step, step_input, summary=f"change: {step.summary}")
+            result = await self._steps.run(step, step_input, summary=f"change: {stage}")
         except BaseException:
             if step is DRAIN_NODES:  # some nodes may be drained: the undo resumes those whose drain is ours
                 maybe = [

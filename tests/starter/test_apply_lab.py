@@ -205,7 +205,8 @@ async def shrink_and_grow(api: TenantflowClient, lab: LabEndpoints, contract: Te
     await api.approve(f"tenant/{contract.slug}", status["plan_hash"])
     handle = api.client.get_workflow_handle(f"tenant/{contract.slug}", result_type=OnboardingResult)
     waiting = await wait_for_stage(api, handle, "apply:change.wait_drained", timeout_s=120)
-    assert released["name"] in waiting.stage or "Waiting for the jobs" in str(waiting.model_dump())
+    [step] = [s for s in waiting.steps if s.name == "change.wait_drained"]
+    assert step.state == "running" and released["name"] in step.summary and "none is killed" in step.summary
     assert job_state(contract, job) == "RUNNING"
     assert node_state(contract, released["name"]) in ("drng", "drain", "drng*"), "drained, not killed"
     (hold / "release").touch()
