@@ -101,7 +101,8 @@ def _remove_association(ctl: SlurmCtl, c: TenantContract, name: str) -> EnsureRe
     have = current_values(world, want) if want else None
     if want is None or have is None or foreign(world, c.slug, "user", name, c.user_account):
         return None
-    data = SlurmObject(values=want.values, cluster=c.slurm.cluster, account=c.user_account)
+    values = {**want.values, **{key: value for key, value in have.items() if value}}  # what it had, to put back
+    data = SlurmObject(values=values, cluster=c.slurm.cluster, account=c.user_account)
     ctl.run(delete_argv("user", name, data))
     return EnsureResult(layer=LAYER, kind="user", name=name, outcome=Outcome.deleted, data=data)
 

@@ -1,11 +1,11 @@
 """``tenantflow apply`` against the lab (issue 17): a tenant changed through the plan gate, over real sockets.
 
 One tenant, onboarded with 16 GPUs and two users, then changed with ``tenantflow apply`` (the CLI as a subprocess)
-and approved by plan hash: a user added; the same user removed, first refused while a job of theirs runs (the job
-keeps running, the refusal names it), then removed once it ended; the GPUs shrunk to 8 while a job runs on both
-nodes (the run drains the released node and waits, the job completes: nothing is killed), then grown back to 16.
-Every change ends with validation passing (a change that fails validation rolls back) and ``tenantflow drift``
-clean. A slug change is refused with the reason before anything starts.
+and approved by plan hash: a user added; a removal that fails validation rolled back (the user is back); the user
+removed, first refused while a job of theirs runs (the job keeps running, the refusal names it), then removed once
+it ended; the GPUs shrunk to 8 while a job runs on both nodes (the run drains the released node and waits, the job
+completes: nothing is killed), then grown back to 16. Every change ends with validation passing and ``tenantflow
+drift`` clean. A slug change is refused with the reason before anything starts.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.authentik_client import AuthentikClient
@@ -32,7 +34,7 @@ from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_worker
 from tests.starter.conftest import tenantflow
-from tests.starter.test_drift_lab import drift, named
+from tests.starter.test_drift_lab import drift, named, remove_by_hand
 from tests.workflows.contract import EXAMPLES
 from tests.workflows.harness import wait_for_stage
 
@@ -173,6 +175,8 @@ async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killin
         await approved(api, status)
         await drift_clean(api, lab, contract.slug)
 
+        await removal_rolled_back(api, lab, added, contract, tmp_path)
+
         hold = hold_dir()
         job = await asyncio.to_thread(submit_held, added, "wes", hold, 1)
         assert await until_state(added, job, {"RUNNING"}) == "RUNNING"
@@ -190,6 +194,43 @@ async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killin
         await drift_clean(api, lab, contract.slug)
 
         await shrink_and_grow(api, lab, contract, tmp_path)
+
+
+def intrude(contract: TenantContract, intruder: str) -> None:
+    """A member of the tenant's group the contract does not list, added by hand: validation fails while it is there."""
+    with AuthentikClient.from_settings() as ak:
+        user = ak.create_user({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
+        group = ak.group_by_name(contract.slug)
+        assert group is not None
+        ak.add_user(group.pk, user.pk)
+
+
+def association(contract: TenantContract, user: str) -> bool:
+    out = SlurmCtl.connect(contract.cluster).show(
+        "assoc", {"users": user, "accounts": contract.user_account}, ("user",)
+    )
+    return user in out.split()
+
+
+async def removal_rolled_back(
+    api: TenantflowClient, lab: LabEndpoints, current: TenantContract, target: TenantContract, tmp: Path
+) -> None:
+    """A change that removes wes and then fails validation (a member added by hand) rolls back: wes is back in
+    Slurm and the group, active; the world matches the recorded contract again but for that member."""
+    intruder = "mallory-chg"
+    await asyncio.to_thread(intrude, current, intruder)
+    code, status, err = await apply(api, target, tmp)
+    assert code == 0, err
+    await api.approve(f"tenant/{target.slug}", status["plan_hash"])
+    handle = api.client.get_workflow_handle(f"tenant/{target.slug}", result_type=OnboardingResult)
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), CHANGE_TIMEOUT_S)
+    assert "identity.group_members" in str(failed.value.cause), failed.value.cause
+    assert (await api.status(handle.id)).stage == "rolled-back"
+    assert account_of("wes") == (True, [current.slug]) and association(current, "wes"), "wes is back"
+    code, report = await drift(api, lab, current.slug)
+    assert named(report, current.slug) == {("identity", "GroupMember", intruder, "extra")}, report
+    await asyncio.to_thread(remove_by_hand, current, intruder)
 
 
 async def shrink_and_grow(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path) -> None:
