@@ -24,11 +24,8 @@ stay untouched. The run:
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta
-
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.change import ChangeInput, removed_users, slug_refusal
@@ -52,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
         Step,
     )
 
-from tenantflow.workflows.onboarding import TenantOnboarding, preflight_failed, validation_failed
+from tenantflow.workflows.onboarding import TenantOnboarding, validation_failed
 from tenantflow.workflows.records import run_stamp, store_record
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -75,39 +72,12 @@ class TenantChange(TenantOnboarding):
         facts = Facts(remove_users=removed_users(params.previous, contract))
         run_id = workflow.info().workflow_id
         facts = self._facts = await self._change_preflight(StepInput(contract=contract, facts=facts, run_id=run_id))
-        if self._errors():
-            self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise preflight_failed(self._errors())
-
+        self._stop_on_preflight_errors()
         step_input = StepInput(contract=contract, facts=facts, run_id=run_id)
-        escalate = timedelta(seconds=params.approval_escalate_after_s)
-        expire = timedelta(seconds=params.approval_expire_after_s)
-        plan = await self._build_change_plan(step_input)
-        approved = await self._wait_plan_approval(plan, escalate, expire)
-        if approved:
-            approved, plan = await self._reapprove_if_changed(
-                plan, lambda: self._build_change_plan(step_input), escalate, expire
-            )
-        if not approved:
-            self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
-            reason = self._rejected.reason if self._rejected else ""
-            return OnboardingResult(
-                slug=contract.slug,
-                status="rejected",
-                plan_hash=plan.plan_hash,
-                plan=plan,
-                message=f"plan rejected: {reason}",
-            )
-
-        applied: list[EnsureResult] = []
-        try:
-            facts = await self._apply_change(step_input, applied)
-            handover = await self._validate(StepInput(contract=contract, facts=facts, run_id=run_id))
-        except (ActivityError, ApplicationError, asyncio.CancelledError) as err:
-            self._gates.set_stage("rolling-back", f"Rolling back after: {err}")
-            await self._roll_back(self._saga, contract, self._facts, escalate, expire)
-            self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
-            raise
+        outcome = await self._gated_writes(step_input, params, self._build_change_plan, self._apply_and_validate)
+        if isinstance(outcome, OnboardingResult):
+            return outcome
+        plan, applied, handover = outcome
         await store_record(
             self,
             RECORD_TENANT,
@@ -183,6 +153,10 @@ class TenantChange(TenantOnboarding):
                 REMOVE_USERS, step_input, f"Removing {', '.join(facts.remove_users)} from Slurm and Authentik"
             )
         return facts
+
+    async def _apply_and_validate(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:
+        facts = await self._apply_change(step_input, applied)
+        return await self._validate(step_input.model_copy(update={"facts": facts}))
 
     async def _validate(self, final: StepInput) -> Handover:
         self._gates.set_stage("validate", "End-to-end validation: what done looks like")
