@@ -183,36 +183,22 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (
 # --- TenantChange (it also runs onboarding's plan, apply, validate, handover and record steps) ---------------------
 
 CHANGE_UNDO = _undo("change")
-CHANGE_PREFLIGHT = Step(
-    "change.preflight", StepInput, StepResult, summary="choose the nodes after the change; jobs holding what it removes"
-)
+DRAIN_TIMEOUT = timedelta(days=7)
+"""How long a change waits for the jobs on the nodes it releases (it heartbeats meanwhile)."""
+
+
+def _change(short: str, summary: str, **options: Any) -> Step[StepInput, StepResult]:
+    return Step(f"change.{short}", StepInput, StepResult, summary=summary, **options)
+
+
+CHANGE_PREFLIGHT = _change("preflight", "choose the nodes after the change; jobs holding what it removes")
 CHANGE_PLAN = Step("change.plan", StepInput, list[PlanStep], summary="plan the users removed and the nodes released")
-DRAIN_NODES = Step(
-    "change.drain",
-    StepInput,
-    StepResult,
-    summary="drain the nodes the tenant gives back",
-    kinds=("Node",),
-    undo=CHANGE_UNDO,
+DRAIN_NODES = _change("drain", "drain the nodes the tenant gives back", kinds=("Node",), undo=CHANGE_UNDO)
+WAIT_DRAINED = _change(
+    "wait_drained", "wait until no job runs on the drained nodes", timeout=DRAIN_TIMEOUT, heartbeat=WAIT_HEARTBEAT
 )
-WAIT_DRAINED = Step(
-    "change.wait_drained",
-    StepInput,
-    StepResult,
-    summary="wait until no job runs on the drained nodes (none is killed)",
-    timeout=timedelta(days=7),
-    heartbeat=WAIT_HEARTBEAT,
-)
-RELEASE_NODES = Step(
-    "change.release_nodes", StepInput, StepResult, summary="resume the nodes the tenant no longer holds"
-)
-REMOVE_USERS = Step(
-    "change.remove_users",
-    StepInput,
-    StepResult,
-    summary="remove the dropped users' Slurm associations and Authentik membership (homes kept)",
-    undo=CHANGE_UNDO,
-)
+RELEASE_NODES = _change("release_nodes", "resume the nodes the tenant no longer holds")
+REMOVE_USERS = _change("remove_users", "remove the users the contract drops (homes kept)", undo=CHANGE_UNDO)
 CHANGE: tuple[Step[Any, Any], ...] = (
     CHANGE_PREFLIGHT,
     CHANGE_PLAN,

@@ -83,16 +83,7 @@ class TenantChange(TenantOnboarding):
             RECORD_TENANT,
             TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover),
         )
-        self._gates.set_stage("completed", f"Tenant {contract.slug} changed; handover sheet in the result")
-        return OnboardingResult(
-            slug=contract.slug,
-            status="completed",
-            plan_hash=plan.plan_hash,
-            plan=plan,
-            applied=applied,
-            findings=self._findings,
-            handover=handover,
-        )
+        return self._completed(f"Tenant {contract.slug} changed", plan, applied, handover)
 
     async def _change_preflight(self, step_input: StepInput) -> Facts:
         result = await self._steps.run(CHANGE_PREFLIGHT, step_input)

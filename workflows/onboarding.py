@@ -138,9 +138,12 @@ class TenantOnboarding(SagaRun):
             self._gates.set_stage("term", "Starting the tenant's lifecycle: the contract's term as a timer")
             said = await start_lifecycle(contract)
             self._findings.append(Finding(check="term", ok=True, severity=Severity.info, message=said))
-        self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
+        return self._completed(f"Tenant {contract.slug} onboarded", plan, applied, handover)
+
+    def _completed(self, said: str, plan: Plan, applied: list[EnsureResult], handover: Handover) -> OnboardingResult:
+        self._gates.set_stage("completed", f"{said}; handover sheet in the result")
         return OnboardingResult(
-            slug=contract.slug,
+            slug=self._target,
             status="completed",
             plan_hash=plan.plan_hash,
             plan=plan,

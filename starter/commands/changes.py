@@ -19,17 +19,17 @@ from tenantflow.models.records import RecordStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import follow_start
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import EXIT_NOT_FOUND, KubeconfigOpt, OutputOpt, WideOpt, errors, run
+from tenantflow.starter.output import EXIT_NOT_FOUND, KubeconfigOpt, OutputOpt, WaitOpt, WideOpt, errors, run
 from tenantflow.starter.records import tenant_record
 
 
 def apply(
     file: Path,
+    kubeconfig: KubeconfigOpt = None,
+    wait: WaitOpt = True,
     tenant: Annotated[
         str | None, typer.Option(help="the onboarded tenant to change (default: the contract's slug)")
     ] = None,
-    kubeconfig: KubeconfigOpt = None,
-    wait: Annotated[bool, typer.Option(help="wait for the plan and print it")] = True,
     output: OutputOpt = "text",
     wide: WideOpt = False,
 ) -> None:

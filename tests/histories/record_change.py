@@ -9,40 +9,33 @@ approved run: every step of a change runs (drain, wait, the apply steps, release
 from __future__ import annotations
 
 import asyncio
-import tempfile
-from pathlib import Path
+from typing import Any
 
-from tenantflow.lab.supervisor import down, up
+from temporalio.client import WorkflowHandle
+
+from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.starter.client import TenantflowClient
+from tests.histories.record_drift import record_from_lab
 from tests.integration.runs import onboard
-from tests.labfixture import lab_worker
 from tests.starter.test_apply_lab import everyone, with_gpus, with_users
-from tests.temporal_env import start_dev_server
 from tests.workflows.harness import wait_for_stage
 
-HERE = Path(__file__).resolve().parent
+
+async def shrink_and_remove(api: TenantflowClient, lab: LabEndpoints) -> WorkflowHandle[Any, OnboardingResult]:
+    three = everyone(lab)
+    assert (await onboard(api, three)).status == "completed"
+    handle = await api.start_change(with_gpus(with_users(three, ["uma", "vic"], three), 8), three)
+    status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=120)
+    assert status.plan_hash
+    await api.approve(handle.id, status.plan_hash)
+    result: OnboardingResult = await handle.result()
+    assert result.status == "completed", result.message
+    return handle
 
 
 async def main() -> None:
-    env = await start_dev_server()
-    with tempfile.TemporaryDirectory() as tmp:
-        lab = up(Path(tmp))
-        try:
-            async with lab_worker(env.client, lab) as api:
-                three = everyone(lab)
-                assert (await onboard(api, three)).status == "completed"
-                changed = with_gpus(with_users(three, ["uma", "vic"], three), 8)
-                handle = await api.start_change(changed, three)
-                status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=120)
-                assert status.plan_hash
-                await api.approve(handle.id, status.plan_hash)
-                result: OnboardingResult = await handle.result()
-                assert result.status == "completed", result.message
-                history = await handle.fetch_history()
-            (HERE / "change-completed.json").write_text(history.to_json())
-        finally:
-            down(Path(tmp))
-            await env.shutdown()
+    await record_from_lab("change-completed.json", shrink_and_remove)
 
 
 if __name__ == "__main__":

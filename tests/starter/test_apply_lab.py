@@ -39,23 +39,20 @@ from tests.workflows.contract import EXAMPLES
 from tests.workflows.harness import wait_for_stage
 
 CHANGE_TIMEOUT_S = 300
+NAMES = ("uma", "vic", "wes")
 
 
 def everyone(lab: LabEndpoints) -> TenantContract:
     """The tenant with every user the test gives it (uma, vic, wes: the example's three users renamed)."""
-    base = small_tenant(lab)
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
-    users = [
-        u.model_copy(update={"username": name, "email": f"{name}@tenant-chg.example"})
-        for u, name in zip(foo.users, ("uma", "vic", "wes"), strict=True)
+    renamed = [
+        user.model_copy(update={"username": name, "email": f"{name}@tenant-chg.example"})
+        for user, name in zip(foo.users, NAMES, strict=True)
     ]
-    return base.model_copy(
-        update={
-            "slug": "tenant-chg",
-            "display_name": "Tenant Change",
-            "users": users,
-            "slurm": base.slurm.model_copy(update={"team_account": "ml-team-chg"}),
-        }
+    small = small_tenant(lab)
+    slurm = small.slurm.model_copy(update={"team_account": "ml-team-chg"})
+    return small.model_copy(
+        update={"slug": "tenant-chg", "display_name": "Tenant Change", "users": renamed, "slurm": slurm}
     )
 
 
