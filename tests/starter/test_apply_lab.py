@@ -1,7 +1,8 @@
 """``tenantflow apply`` against the lab (issue 17): a tenant changed through the plan gate, over real sockets.
 
 One tenant, onboarded with 16 GPUs and two users, then changed with ``tenantflow apply`` (the CLI as a subprocess)
-and approved by plan hash: a user added; a removal that fails validation rolled back (the user is back); the user
+and approved by plan hash: a user added while the display name, an SSH key, a user limit and a quota change in
+place; a removal that fails validation rolled back (the user is back); the user
 removed, first refused while a job of theirs runs (the job keeps running, the refusal names it), then removed once
 it ended; the GPUs shrunk to 8 while a job runs on both nodes (the run drains the released node and waits, the job
 completes: nothing is killed), then grown back to 16. Every change ends with validation passing and ``tenantflow
@@ -18,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities import manifests
 from tenantflow.activities.authentik_client import AuthentikClient
 from tenantflow.activities.slurm_cli import SlurmCtl, parse_keyvalues
 from tenantflow.activities.slurm_partition import live_partition
@@ -53,6 +57,27 @@ def everyone(lab: LabEndpoints) -> TenantContract:
     slurm = small.slurm.model_copy(update={"team_account": "ml-team-chg"})
     return small.model_copy(
         update={"slug": "tenant-chg", "display_name": "Tenant Change", "users": renamed, "slurm": slurm}
+    )
+
+
+def fresh_key(comment: str) -> str:
+    public = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+    return f"{public.decode()} {comment}"
+
+
+def in_place(contract: TenantContract) -> TenantContract:
+    """What changes in place: the display name, uma's SSH key (rotated), a user limit and a Kubernetes quota."""
+    rotated = [
+        user.model_copy(update={"ssh_keys": [fresh_key("uma@new-laptop")]}) if user.username == "uma" else user
+        for user in contract.users
+    ]
+    return contract.model_copy(
+        update={
+            "display_name": "Tenant Change Renamed",
+            "users": rotated,
+            "slurm": contract.slurm.model_copy(update={"user_max_jobs": contract.slurm.user_max_jobs + 5}),
+            "kube_quota": contract.kube_quota.model_copy(update={"requests_cpu": "512"}),
+        }
     )
 
 
@@ -165,12 +190,20 @@ async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killin
         )
         assert code == 2 and "cannot become" in err and "offboard" in err, err
 
-        added = three
+        added = in_place(three)
         code, status, err = await apply(api, added, tmp_path)
         assert code == 0, err
         assert {("identity", "User", "wes", "create"), ("slurm", "user", "wes", "create")} <= planned(status)
+        updates = {(layer, kind, name) for layer, kind, name, action in planned(status) if action == "update"}
+        assert {
+            ("identity", "User", "uma"),
+            ("slurm", "account", contract.slug),
+            ("slurm", "user", "vic"),
+            ("kube", "ResourceQuota", manifests.resource_quota(added)["metadata"]["name"]),
+        } <= updates, updates
         await approved(api, status)
         await drift_clean(api, lab, contract.slug)
+        contract = with_users(added, ["uma", "vic"], added)
 
         await removal_rolled_back(api, lab, added, contract, tmp_path)
 
