@@ -2,13 +2,14 @@
 
 ``change.preflight`` reads the tenant's Reservation and the node census (as ``capacity.preflight`` does), chooses
 the nodes after the change (:func:`activities.node_resize.resize_nodes`) and the users the new contract drops, and
-names every job that holds them (``squeue``): a removed user's running or pending job refuses the change (nothing
-is cancelled: the finding names the jobs); a node to release that runs a job is drained and waited for.
+names every job that holds them (``squeue``, matched by user or node): a removed user's running or pending job
+refuses the change (nothing is cancelled: the finding names the jobs); a node to release that runs a job is drained
+and waited for.
 ``change.drain`` drains the nodes to release (``scontrol update NodeName=... State=DRAIN Reason=...``, Slurm's
 documented way to stop new jobs landing on a node while running ones finish); ``change.wait_drained`` polls
 ``squeue -w`` with heartbeats until no job is left on them (no job is ever killed); once the partition and the
 Reservation no longer hold them, ``change.release_nodes`` resumes them (``State=RESUME``), only drains whose
-reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason``, squeue(1) ``-w -u -o -h``.
+reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason``, squeue(1) ``-w -o -h``.
 """
 
 from __future__ import annotations
@@ -30,21 +31,23 @@ from tenantflow.models.tenant import TenantContract
 
 LAYER = "change"
 JOB_FORMAT = "%i|%u|%T|%N"
-DRAIN_POLL = Backoff(2.0, 1.5, 30.0)
+DRAIN_POLL = Backoff(2.0, 1.5, 10.0)
+"""Well inside the step's heartbeat timeout: every probe heartbeats the jobs still running."""
 
 
 def jobs(ctl: SlurmCtl, *, users: list[str] | None = None, nodes: list[str] | None = None) -> dict[str, list[str]]:
-    """Running and pending jobs by user (``users``) or by node (``nodes``): key -> ``<id> (<state>)``."""
+    """Running and pending jobs by user (``users``) or by node (``nodes``): key -> ``<id> (<state>)``. Users are
+    matched in the listing rather than with ``squeue -u``, which fails on a name the host cannot resolve."""
     if not users and not nodes:
         return {}
-    where = ["-u", words(users)] if users else ["-w", words(nodes or [])]
+    where = [] if users else ["-w", words(nodes or [])]
     out = ctl.run(["squeue", "-h", *where, "-o", JOB_FORMAT]).stdout
     found: dict[str, list[str]] = {}
     wanted = set(users or nodes or [])
     for line in out.splitlines():
         job, user, state, on = [*line.split("|"), "", "", ""][:4]
-        keys = [user] if users else [n for n in (expand_hostlist(on) if on else []) if n in wanted]
-        for key in keys:
+        keys = [user] if users else (expand_hostlist(on) if on else [])
+        for key in (k for k in keys if k in wanted):
             found.setdefault(key, []).append(f"{job} ({state})")
     return found
 

@@ -5,7 +5,7 @@ For every username the recorded contract lists and the new one does not (``facts
 * Slurm: the user's association under the tenant's user account is deleted (``sacctmgr delete user name=
   account= cluster=``), only when that account carries tenantflow's marker for the tenant (``Organization``,
   :func:`activities.slurm_accounting.foreign`) and never while the user has running or pending jobs
-  (``squeue -u``): the step then fails before any write, naming the jobs;
+  (``squeue``): the step then fails before any write, naming the jobs;
 * Authentik: the user leaves the tenant's group (``POST /core/groups/<pk>/remove_user/``), loses the tenant's
   gid that tenantflow gave it (``attributes.gidNumber``; ``PATCH /core/users/<pk>/`` replaces ``attributes``) and is
   deactivated (``{"is_active": false}``, never deleted) only when tenantflow created it for this tenant

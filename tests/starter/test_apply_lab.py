@@ -44,19 +44,25 @@ from tests.workflows.harness import wait_for_stage
 
 CHANGE_TIMEOUT_S = 300
 NAMES = ("uma", "vic", "wes")
+"""The users of the users' tenant (tenant-chg); the capacity tenant (tenant-cap) has its own: usernames are global."""
 
 
-def everyone(lab: LabEndpoints) -> TenantContract:
-    """The tenant with every user the test gives it (uma, vic, wes: the example's three users renamed)."""
+def everyone(lab: LabEndpoints, slug: str = "tenant-chg", names: tuple[str, ...] = NAMES) -> TenantContract:
+    """The tenant ``slug`` with every user the test gives it (the example's three users renamed ``names``)."""
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
     renamed = [
-        user.model_copy(update={"username": name, "email": f"{name}@tenant-chg.example"})
-        for user, name in zip(foo.users, NAMES, strict=True)
+        user.model_copy(update={"username": name, "email": f"{name}@{slug}.example"})
+        for user, name in zip(foo.users, names, strict=True)
     ]
     small = small_tenant(lab)
-    slurm = small.slurm.model_copy(update={"team_account": "ml-team-chg"})
+    slurm = small.slurm.model_copy(update={"team_account": f"ml-team-{slug.removeprefix('tenant-')}"})
     return small.model_copy(
-        update={"slug": "tenant-chg", "display_name": "Tenant Change", "users": renamed, "slurm": slurm}
+        update={
+            "slug": slug,
+            "display_name": f"Tenant {slug.removeprefix('tenant-').title()}",
+            "users": renamed,
+            "slurm": slurm,
+        }
     )
 
 
@@ -176,7 +182,8 @@ def account_of(user: str) -> tuple[bool, list[str]]:
         return found.is_active, [g.name for g in found.groups_obj or []]
 
 
-async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killing_jobs(
+@pytest.mark.timeout(600)
+async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing_jobs(
     dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
 ) -> None:
     three = everyone(lab)
@@ -223,6 +230,15 @@ async def test_apply_adds_and_removes_users_and_shrinks_and_grows_without_killin
         assert account_of("wes") == (False, []), "deactivated and out of the group, not deleted"
         await drift_clean(api, lab, contract.slug)
 
+
+@pytest.mark.timeout(600)
+async def test_apply_shrinks_onto_a_busy_node_without_killing_its_job_and_grows_back(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
+) -> None:
+    contract = everyone(lab, "tenant-cap", ("xia", "yan", "zed"))
+    async with lab_worker(dev_env.client, lab) as api:
+        onboarded = await onboard(api, contract)
+        assert onboarded.status == "completed", onboarded.message
         await shrink_and_grow(api, lab, contract, tmp_path)
 
 
@@ -266,7 +282,7 @@ async def removal_rolled_back(
 async def shrink_and_grow(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path) -> None:
     """16 -> 8 GPUs while a job holds both nodes: the released node is drained and waited for; then back to 16."""
     hold = hold_dir()
-    job = await asyncio.to_thread(submit_held, contract, "uma", hold, 2)
+    job = await asyncio.to_thread(submit_held, contract, contract.usernames[0], hold, 2)
     assert await until_state(contract, job, {"RUNNING"}) == "RUNNING"
     half = with_gpus(contract, 8)
     code, status, err = await apply(api, half, tmp)
