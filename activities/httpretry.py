@@ -25,7 +25,7 @@ BACKOFF_S = 0.2
 MAX_IN_PLACE_WAIT_S = 10.0
 
 
-def _wait_s(attempt: int, retry_after: str | None) -> float | None:
+def in_place_wait_s(attempt: int, retry_after: str | None) -> float | None:
     """Seconds to wait before the next try, or None when the server asks for longer than we wait in place."""
     asked = retry_after_seconds(retry_after)
     if asked is None:
@@ -44,7 +44,7 @@ def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Res
             continue
         if response.status_code not in TRANSIENT_STATUS:
             return response
-        wait = _wait_s(attempt, response.headers.get("Retry-After"))
+        wait = in_place_wait_s(attempt, response.headers.get("Retry-After"))
         if wait is None:
             return response
         time.sleep(wait)

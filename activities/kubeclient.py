@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from kubernetes import client, config
@@ -23,9 +24,10 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError, CancelledError
+from urllib3 import HTTPHeaderDict
 
 from tenantflow.activities.errors import http_error
-from tenantflow.activities.httpretry import kube_retries
+from tenantflow.activities.httpretry import READ_ATTEMPTS, TRANSIENT_STATUS, in_place_wait_s, kube_retries
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
@@ -122,31 +124,55 @@ def exec_in(
     websocket call while it runs, so on the shared client a concurrent request from another activity thread
     went out as a websocket handshake ("Handshake status 200 OK"), and two overlapping execs could leave the
     shared client patched for good."""
-    with _new_client(target) as api:
-        try:
-            resp = stream(
-                client.CoreV1Api(api).connect_get_namespaced_pod_exec,
-                pod,
-                namespace,
-                command=argv,
-                container=container,
-                stderr=True,
-                stdin=False,
-                stdout=True,
-                tty=False,
-                _preload_content=False,
-            )
-        except ApiException as exc:
-            if isinstance(exc.__context__, CancelledError):
-                # kubernetes' websocket_call turns any exception into ApiException(status=0): the activity's
-                # cancel, raised in its thread during the handshake, stays a cancel (not "apiserver unavailable")
-                raise exc.__context__ from None
-            raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
-        try:
-            resp.run_forever(timeout=timeout_s)
-            stdout = resp.read_stdout() if resp.peek_stdout() else ""
-            stderr = resp.read_stderr() if resp.peek_stderr() else ""
-            code = resp.returncode
-        finally:
-            resp.close()
+    attempt = 0
+    while True:
+        attempt += 1
+        with _new_client(target) as api:
+            try:
+                resp = stream(
+                    client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+                    pod,
+                    namespace,
+                    command=argv,
+                    container=container,
+                    stderr=True,
+                    stdin=False,
+                    stdout=True,
+                    tty=False,
+                    _preload_content=False,
+                )
+            except ApiException as exc:
+                time.sleep(_handshake_refused(target, exc, attempt))
+                continue
+            return _run(resp, timeout_s)
+
+
+def _handshake_refused(target: KubeTarget, exc: ApiException, attempt: int) -> float:
+    """Seconds to wait before opening the exec again, or the error to fail with.
+
+    A handshake the apiserver refused with a transient status (429, 5xx) never started the command, so it is
+    tried again in place like a read (honouring ``Retry-After``); anything else fails the attempt.
+    kubernetes' ``websocket_call`` turns every exception into ``ApiException(status=0)``: the refused
+    handshake's status and headers are on the websocket exception it wraps, and the activity's cancel, raised
+    in its thread during the handshake, stays a cancel (not "apiserver unavailable")."""
+    cause = exc.__context__
+    if isinstance(cause, CancelledError):
+        raise cause from None
+    status = int(getattr(cause, "status_code", None) or exc.status or 0)
+    headers = HTTPHeaderDict(getattr(cause, "resp_headers", None) or exc.headers or {})
+    wait = in_place_wait_s(attempt, headers.get("Retry-After"))
+    if status not in TRANSIENT_STATUS or attempt >= READ_ATTEMPTS or wait is None:
+        raise _error(target, status, exc.body, str(exc.reason), headers) from None
+    return wait
+
+
+def _run(resp: Any, timeout_s: int) -> ExecOutput:
+    """Read an open exec stream to its end (at most ``timeout_s``)."""
+    try:
+        resp.run_forever(timeout=timeout_s)
+        stdout = resp.read_stdout() if resp.peek_stdout() else ""
+        stderr = resp.read_stderr() if resp.peek_stderr() else ""
+        code = resp.returncode
+    finally:
+        resp.close()
     return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code if code is not None else -1))

@@ -216,9 +216,21 @@ UNDO_ORDER: tuple[Step[UndoInput, list[EnsureResult]], ...] = (CHANGE_UNDO, *ROL
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
 HUB_CREATE_ENROLLMENT = Step(
-    "hub.create_enrollment", EnrollmentStep, EnrollmentFacts, summary="BootstrapEnrollment + signed blob"
+    "hub.create_enrollment",
+    EnrollmentStep,
+    EnrollmentFacts,
+    summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)",
 )
-HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
+HUB_DESTROY_KEY = Step(
+    "hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key (a no-op: tenantflow holds none now)"
+)
+KONDUKTOR_BOOTSTRAP = Step(
+    "konduktor.bootstrap",
+    EnrollmentStep,
+    list[EnsureResult],
+    timeout=timedelta(minutes=5),
+    summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)",
+)
 HUB_WAIT_CONDITIONS = Step(
     "hub.wait_conditions",
     ConditionWait,
@@ -251,7 +263,9 @@ HUB_REMOVE_ENROLLMENT = Step(
 )
 
 WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
-WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
+WORKER_INSTALL = Step(
+    "worker.install", EnrollmentStep, list[EnsureResult], summary="retired: bootstrap (now konduktor.bootstrap)"
+)
 WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
 WORKER_RECORD_INVARIANTS = Step(
     "worker.record_invariants", EnrollmentStep, Invariants, summary="record running workload invariants"
@@ -283,8 +297,8 @@ RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
-    HUB_CREATE_ENROLLMENT,
     HUB_DESTROY_KEY,
+    KONDUKTOR_BOOTSTRAP,
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
     HUB_CORDON,
@@ -293,7 +307,6 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_CANARY,
     HUB_REMOVE_ENROLLMENT,
     WORKER_PLAN,
-    WORKER_INSTALL,
     WORKER_UNINSTALL,
     WORKER_RECORD_INVARIANTS,
     WORKER_CHECK_INVARIANTS,
@@ -308,6 +321,11 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     RECORD_WORKER,
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
+
+RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
+"""Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
+schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
+that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
 
 # --- TenantDrift ----------------------------------------------------------------------------------------------------
 

@@ -6,8 +6,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
-from temporalio import activity
-
 from tenantflow.activities import (
     capacity,
     change,
@@ -15,6 +13,7 @@ from tenantflow.activities import (
     handover,
     hub,
     identity,
+    konduktor,
     kube,
     lifecycle,
     login,
@@ -26,6 +25,7 @@ from tenantflow.activities import (
     worker_reset,
     workercluster,
 )
+from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.change import TenantChange
@@ -58,6 +58,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     validate,
     handover,
     hub,
+    konduktor,
     workercluster,
     worker_reset,
     records,
@@ -68,15 +69,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 
-def activity_name(fn: Callable[..., Any]) -> str:
-    """The name ``fn`` is registered under (its ``@activity.defn(name=...)``).
-
-    temporalio has no public accessor for an activity's definition; this is the one place that reads it.
-    """
-    return str(activity._Definition.must_from_callable(fn).name)
-
-
-BY_NAME: dict[str, Callable[..., Any]] = {activity_name(fn): fn for fn in ACTIVITIES}
+BY_NAME: dict[str, Callable[..., Any]] = {registered_name(fn): fn for fn in ACTIVITIES}
 
 
 def implementation(step: Step[I, R]) -> Callable[[I], R]:

@@ -121,7 +121,7 @@ class TenantOnboarding(SagaRun):
     async def run(self, params: OnboardingInput) -> OnboardingResult:
         contract = params.contract
         self._target = self._steps.target = contract.slug
-        workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
+        self._gates.label(TENANT_SLUG, contract.slug)
 
         self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
         facts = self._facts = await self._preflight(StepInput(contract=contract, run_id=workflow.info().workflow_id))

@@ -27,8 +27,8 @@ SERVICES = {"kube-tenant-cluster": 503, "authentik": 502, "weka": 500}
 
 
 def storm(read_status: int) -> list[dict[str, Any]]:
-    """Fault rules of one stand-in: exec upgrades (no in-place retry) at a lower rate, reads 30% 5xx, writes
-    10% 429 with Retry-After: 1; every request a little slower and some connections dropped."""
+    """Fault rules of one stand-in: exec upgrades refused at a lower rate (opened again in place), reads 30%
+    5xx, writes 10% 429 with Retry-After: 1; every request a little slower and some connections dropped."""
     return [
         {"path": r"/exec$", "error_rate": 0.05, "error_status": read_status, "latency_ms": 20},
         {"methods": ["GET"], "error_rate": 0.3, "error_status": read_status, "drop_rate": 0.05, "latency_ms": 20},
