@@ -10,9 +10,8 @@ removed users come back.
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from tenantflow.activities import change_capacity, change_users
+from tenantflow.activities.registered import defn
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.models.change import DRAIN_REASON
 from tenantflow.models.onboarding import StepInput, UndoInput
@@ -20,7 +19,7 @@ from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult
 
 
-@activity.defn(name="change.plan")
+@defn(name="change.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     """The removals of the change: users dropped by the contract, nodes given back (read-only)."""
     c = inp.contract
@@ -44,7 +43,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return steps
 
 
-@activity.defn(name="change.undo")
+@defn(name="change.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Resume the nodes ``change.drain`` drained (ours only); put back the users ``change.remove_users`` removed."""
     if inp.step == "drain":

@@ -14,14 +14,13 @@ reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from tenantflow.activities import manifests
 from tenantflow.activities.capacity import _list_reservations
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.node_choice import census, error_finding, gpu_findings
 from tenantflow.activities.node_resize import resize_nodes
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 from tenantflow.models.change import DRAIN_MARK, DRAIN_REASON
 from tenantflow.models.hostlist import expand_hostlist
@@ -65,7 +64,7 @@ def _own_nodes(objs: KubeObjects, contract: TenantContract) -> tuple[list[str], 
     return sorted((own.get("spec") or {}).get("reservedNodes") or []), []
 
 
-@activity.defn(name="change.preflight")
+@defn(name="change.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """The nodes after the change (``facts.nodes``), the nodes to release and the users to remove, with the jobs
     that hold them; ``inp.facts.remove_users`` must already name the users the new contract drops."""
@@ -115,7 +114,7 @@ def _reason(ctl: SlurmCtl, node: str) -> str:
     return out.partition(" Reason=")[2].strip()
 
 
-@activity.defn(name="change.drain")
+@defn(name="change.drain")
 def drain(inp: StepInput) -> StepResult:
     """Drain the nodes the change releases, with a reason that marks the drain as ours."""
     contract = inp.contract
@@ -128,7 +127,7 @@ def drain(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@activity.defn(name="change.wait_drained")
+@defn(name="change.wait_drained")
 def wait_drained(inp: StepInput) -> StepResult:
     """Wait, heartbeating the jobs still running, until no job is left on the drained nodes."""
     ctl = SlurmCtl.connect(inp.contract.cluster)
@@ -155,7 +154,7 @@ def resume(ctl: SlurmCtl, nodes: list[str]) -> list[EnsureResult]:
     return done
 
 
-@activity.defn(name="change.release_nodes")
+@defn(name="change.release_nodes")
 def release_nodes(inp: StepInput) -> StepResult:
     """Resume the released nodes: the partition and the Reservation no longer hold them."""
     ctl = SlurmCtl.connect(inp.contract.cluster)

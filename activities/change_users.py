@@ -27,6 +27,7 @@ from tenantflow.activities.authentik_client import AuthentikClient, User
 from tenantflow.activities.change_capacity import jobs
 from tenantflow.activities.errors import fail
 from tenantflow.activities.identity_numbers import CREATED_BY
+from tenantflow.activities.registered import defn
 from tenantflow.activities.slurm_accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm_wants import want_users
@@ -131,7 +132,7 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     return EnsureResult(layer=LAYER, kind="User", name=name, outcome=Outcome.deleted, data=data)
 
 
-@activity.defn(name="change.remove_users")
+@defn(name="change.remove_users")
 def remove_users(inp: StepInput) -> StepResult:
     """Remove each user the change drops from Slurm, then from the Authentik group (deactivating ours)."""
     c = inp.contract
