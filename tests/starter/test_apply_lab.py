@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,11 +128,13 @@ async def drift_clean(api: TenantflowClient, lab: LabEndpoints, slug: str) -> No
     assert (code, named(report, slug)) == (0, set()), report
 
 
-def hold_dir() -> Path:
-    """A directory every user can read: a job waits there until the test creates ``release`` in it."""
-    path = Path(tempfile.mkdtemp(prefix="tf-hold-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    return path
+@pytest.fixture
+def hold() -> Iterator[Path]:
+    """A directory every user can read (under /tmp: pytest's own is private to root): a held job waits there until
+    the test creates ``release`` in it."""
+    with tempfile.TemporaryDirectory(prefix="tf-hold-", dir="/tmp") as name:
+        os.chmod(name, 0o755)
+        yield Path(name)
 
 
 def submit_held(contract: TenantContract, user: str, hold: Path, nodes: int) -> str:
@@ -184,7 +187,7 @@ def account_of(user: str) -> tuple[bool, list[str]]:
 
 @pytest.mark.timeout(600)
 async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing_jobs(
-    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path, hold: Path
 ) -> None:
     three = everyone(lab)
     contract = with_users(three, ["uma", "vic"], three)
@@ -214,7 +217,6 @@ async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing
 
         await removal_rolled_back(api, lab, added, contract, tmp_path)
 
-        hold = hold_dir()
         job = await asyncio.to_thread(submit_held, added, "wes", hold, 1)
         assert await until_state(added, job, {"RUNNING"}) == "RUNNING"
         code, _, err = await apply(api, contract, tmp_path)
@@ -233,13 +235,13 @@ async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing
 
 @pytest.mark.timeout(600)
 async def test_apply_shrinks_onto_a_busy_node_without_killing_its_job_and_grows_back(
-    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path, hold: Path
 ) -> None:
     contract = everyone(lab, "tenant-cap", ("xia", "yan", "zed"))
     async with lab_worker(dev_env.client, lab) as api:
         onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
-        await shrink_and_grow(api, lab, contract, tmp_path)
+        await shrink_and_grow(api, lab, contract, tmp_path, hold)
 
 
 def intrude(contract: TenantContract, intruder: str) -> None:
@@ -279,9 +281,10 @@ async def removal_rolled_back(
     await asyncio.to_thread(remove_by_hand, current, intruder)
 
 
-async def shrink_and_grow(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path) -> None:
+async def shrink_and_grow(
+    api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path, hold: Path
+) -> None:
     """16 -> 8 GPUs while a job holds both nodes: the released node is drained and waited for; then back to 16."""
-    hold = hold_dir()
     job = await asyncio.to_thread(submit_held, contract, contract.usernames[0], hold, 2)
     assert await until_state(contract, job, {"RUNNING"}) == "RUNNING"
     half = with_gpus(contract, 8)
