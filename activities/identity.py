@@ -69,7 +69,11 @@ PROPERTY_MAPPING_HINT = (
 @defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
+    findings = [
+        ldap_finding(),
+        *ldap_check.tls_findings(),
+        *directory_ids.preflight_findings(inp.contract, inp.facts.remove_users),
+    ]
     try:
         with AuthentikClient.from_settings() as ak:
             findings.extend(authentik_findings(ak, inp.contract))
@@ -311,7 +315,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
         budget_s=budget,
         detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems",
     ).value
-    directory_ids.fail_on_collisions(contract)
+    directory_ids.fail_on_collisions(contract, inp.facts.remove_users)
     if problems:
         raise fail(
             "InvariantBroken",

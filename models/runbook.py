@@ -180,6 +180,38 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (
 )
 """Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
 
+# --- TenantChange (it also runs onboarding's plan, apply, validate, handover and record steps) ---------------------
+
+CHANGE_UNDO = _undo("change")
+DRAIN_TIMEOUT = timedelta(days=7)
+"""How long a change waits for the jobs on the nodes it releases (it heartbeats meanwhile)."""
+
+
+def _change(short: str, summary: str, **options: Any) -> Step[StepInput, StepResult]:
+    return Step(f"change.{short}", StepInput, StepResult, summary=summary, **options)
+
+
+CHANGE_PREFLIGHT = _change("preflight", "choose the nodes after the change; jobs holding what it removes")
+CHANGE_PLAN = Step("change.plan", StepInput, list[PlanStep], summary="plan the users removed and the nodes released")
+DRAIN_NODES = _change("drain", "drain the nodes the tenant gives back", kinds=("Node",), undo=CHANGE_UNDO)
+WAIT_DRAINED = _change(
+    "wait_drained", "wait until no job runs on the drained nodes", timeout=DRAIN_TIMEOUT, heartbeat=WAIT_HEARTBEAT
+)
+RELEASE_NODES = _change("release_nodes", "resume the nodes the tenant no longer holds")
+REMOVE_USERS = _change("remove_users", "remove the users the contract drops (homes kept)", undo=CHANGE_UNDO)
+CHANGE: tuple[Step[Any, Any], ...] = (
+    CHANGE_PREFLIGHT,
+    CHANGE_PLAN,
+    DRAIN_NODES,
+    WAIT_DRAINED,
+    RELEASE_NODES,
+    REMOVE_USERS,
+    CHANGE_UNDO,
+)
+"""The activities only TenantChange runs."""
+UNDO_ORDER: tuple[Step[UndoInput, list[EnsureResult]], ...] = (CHANGE_UNDO, *ROLLBACK)
+"""The order a saga unwinds in: a change's own steps first (its users back, its drains lifted), then the runbook's."""
+
 # --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
@@ -318,5 +350,7 @@ NOTIFY: Step[TermNotice, NoticeSent] = Step(
 LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
 """Every activity of TenantLifecycle."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT, *LIFECYCLE)}
+CATALOGUE: dict[str, Step[Any, Any]] = {
+    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *LIFECYCLE)
+}
 """Every step by activity name: the worker registers exactly these activities."""

@@ -8,6 +8,7 @@ from typing import Any, TypeVar, cast
 
 from tenantflow.activities import (
     capacity,
+    change,
     drift,
     handover,
     hub,
@@ -27,6 +28,7 @@ from tenantflow.activities import (
 from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.drift import TenantDrift
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
@@ -37,6 +39,7 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [
     TenantOnboarding,
+    TenantChange,
     TenantOffboarding,
     TenantLifecycle,
     *enrollment.WORKFLOWS,
@@ -61,6 +64,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     records,
     drift,
     lifecycle,
+    change,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 

@@ -13,6 +13,7 @@ EVERY_INPUT = {
     "TenantContract",
     "WorkerEnrollment",
     "OnboardingInput",
+    "ChangeInput",
     "OffboardingInput",
     "EnrollmentInput",
     "DecommissionInput",
