@@ -59,7 +59,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     return findings
 
 
-def _list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
+def list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
     try:
         return objs.list("Reservation")
     except ApplicationError as err:
@@ -77,7 +77,7 @@ def preflight(inp: StepInput) -> StepResult:
     contract = inp.contract
     cap = contract.capacity
     objs = KubeObjects(contract.cluster)
-    reservations = _list_reservations(objs)
+    reservations = list_reservations(objs)
     own = next((r for r in reservations if r["metadata"]["name"] == contract.reservation_name), None)
     findings = _slug_findings(objs, contract, own)
     if own is not None and (own.get("spec") or {}).get("tenant") != contract.slug:

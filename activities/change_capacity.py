@@ -15,7 +15,7 @@ reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason
 from __future__ import annotations
 
 from tenantflow.activities import manifests
-from tenantflow.activities.capacity import _list_reservations
+from tenantflow.activities.capacity import list_reservations
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.node_choice import census, error_finding, gpu_findings
 from tenantflow.activities.node_resize import resize_nodes
@@ -74,7 +74,7 @@ def preflight(inp: StepInput) -> StepResult:
     if findings:
         return StepResult(facts=inp.facts, findings=findings)
     nodes = objs.list("Node", label_selector=f"{manifests.INSTANCE_TYPE_LABEL}={contract.capacity.sku}")
-    found = census(nodes, _list_reservations(objs), contract, own)
+    found = census(nodes, list_reservations(objs), contract, own)
     ctl = SlurmCtl.connect(contract.cluster)
     busy = jobs(ctl, nodes=own)
     resize = resize_nodes(contract, found, own, busy)
