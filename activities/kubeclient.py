@@ -6,11 +6,17 @@ and maps HTTP failures to Temporal errors (:func:`activities.errors.http_error`)
 builds every object read and write on it. ``exec_in`` runs a command in one named container of a pod over the
 exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
 ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
+
+Which kubeconfig reaches a target comes from the worker's cluster registry (:mod:`activities.clusters`), never
+from the contract. Every request has a timeout (:data:`REQUEST_TIMEOUT_S`, connect and read) and every exec a
+deadline (:data:`EXEC_TIMEOUT_S`), so that with the in-place read retries an attempt ends well inside the
+60 s heartbeat timeout instead of hanging on a dead connection.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import Any
 
@@ -20,25 +26,38 @@ from kubernetes.stream import stream
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities import clusters
 from tenantflow.activities.errors import http_error
 from tenantflow.activities.httpretry import kube_retries
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
+REQUEST_TIMEOUT_S = (3.0, 8.0)
+"""Connect and read timeout of one request; with :data:`activities.httpretry.READ_ATTEMPTS` tries of a read and
+their backoff, under 50 s."""
+EXEC_TIMEOUT_S = 45
+"""Default deadline of an exec, below the 60 s heartbeat timeout."""
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
 
 
 def _new_client(target: KubeTarget) -> client.ApiClient:
+    entry = clusters.resolve(target)
     conf = client.Configuration()
-    config.load_kube_config(config_file=target.kubeconfig, context=target.context, client_configuration=conf)
+    if entry.in_cluster:
+        config.load_incluster_config(client_configuration=conf)
+    else:
+        config.load_kube_config(config_file=str(entry.kubeconfig), context=entry.context or target.context,
+                                client_configuration=conf)
     conf.retries = kube_retries()
     return client.ApiClient(configuration=conf)
 
 
 def api_client(target: KubeTarget) -> client.ApiClient:
-    key = (target.kubeconfig, target.context)
+    clusters.resolve(target)
+    key = (str(os.environ.get(clusters.CLUSTERS_FILE_ENV) or os.environ.get(clusters.KUBECONFIG_ENV)),
+           target.context)
     with _lock:
         cached = _clients.get(key)
         if cached is None:
@@ -68,7 +87,7 @@ def request(target: KubeTarget, method: str, path: str, body: Any = None, conten
     _, url, headers, body, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
                                                    body=body, auth_settings=["BearerToken"])
     try:
-        response = api.call_api(method, url, headers, body)
+        response = api.call_api(method, url, headers, body, _request_timeout=REQUEST_TIMEOUT_S)
         response.read()
     except ApiException as exc:
         raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
@@ -98,8 +117,9 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
 
 
 def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str],
-            timeout_s: int = 120) -> ExecOutput:
-    """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code.
+            timeout_s: int = EXEC_TIMEOUT_S) -> ExecOutput:
+    """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code. The exec
+    runs for at most ``timeout_s``, capped at :data:`EXEC_TIMEOUT_S` (below the heartbeat timeout).
 
     The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
     websocket call while it runs, so on the shared client a concurrent request from another activity thread
@@ -113,7 +133,7 @@ def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: 
         except ApiException as exc:
             raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
         try:
-            resp.run_forever(timeout=timeout_s)
+            resp.run_forever(timeout=min(timeout_s, EXEC_TIMEOUT_S))
             stdout = resp.read_stdout() if resp.peek_stdout() else ""
             stderr = resp.read_stderr() if resp.peek_stderr() else ""
             code = resp.returncode

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.extras import require_extra
-from tenantflow.starter.output import EXIT_RUN_FAILED, KubeconfigOpt, OutputOpt, console, emit, errors, run
+from tenantflow.starter.output import EXIT_RUN_FAILED, OutputOpt, console, emit, errors, run
 
 
 def bench(
@@ -26,7 +26,7 @@ def bench(
     tax_pairs: Annotated[int, typer.Option(
         help="with --lab-dir: onboardings through Temporal and direct for (c), in A-B-B-A order")] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
-    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+    output: OutputOpt = "text",
 ) -> None:
     """Print the five benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
 
@@ -43,7 +43,7 @@ def bench(
 
     example = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
     lab = LabEndpoints.load(lab_dir) if lab_dir else None
-    template = load_tenant(example, kubeconfig or (str(lab.kubeconfig) if lab else "/nonexistent/kubeconfig"))
+    template = load_tenant(example)
 
     async def go() -> Any:
         client = await connect(TemporalSettings())

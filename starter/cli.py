@@ -76,6 +76,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("handover", tenants.handover),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
+    ("token", services.token),
     *plugin_commands(),
     ("demo", services.demo),
 ]

@@ -29,7 +29,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentInput,
     EnrollmentResult,
 )
-from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
@@ -81,12 +81,19 @@ class TenantflowClient:
         """Who starts runs and answers gates through this client (the Temporal client identity)."""
         return self.client.identity
 
+    def _approver(self, on_behalf_of: str | None) -> str:
+        """Who a start or a gate answer is recorded under: this client's identity, or the user a caller
+        authenticated (the HTTP API's token user) that this client acts for."""
+        return on_behalf_of or self.identity
+
     async def _start(self, workflow: str, arg: Any, workflow_id: str, attributes: TypedSearchAttributes,
-                     result_type: type, description: RunDescription) -> WorkflowHandle[Any, Any]:
+                     result_type: type, description: RunDescription,
+                     started_by: str | None = None) -> WorkflowHandle[Any, Any]:
         try:
             return await self.client.start_workflow(
                 workflow, arg, id=workflow_id, task_queue=self.task_queue, result_type=result_type,
-                search_attributes=attributes, static_summary=description.summary,
+                search_attributes=attributes, memo={STARTED_BY_MEMO: started_by or self.identity},
+                static_summary=description.summary,
                 static_details=description.details,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
@@ -94,12 +101,15 @@ class TenantflowClient:
             raise RunAlreadyActive(f"a run with id {workflow_id} is already in progress; see "
                                    f"`tenantflow status {workflow_id}` or cancel it first") from None
 
-    async def start_onboarding(self, contract: TenantContract, **options: Any) -> WorkflowHandle[Any, Any]:
+    async def start_onboarding(self, contract: TenantContract, on_behalf_of: str | None = None,
+                               **options: Any) -> WorkflowHandle[Any, Any]:
+        """Start onboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
         attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
                                             SearchAttributePair(STAGE, "starting")])
+        starter = self._approver(on_behalf_of)
         return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
                                  onboarding_id(contract.slug), attributes, OnboardingResult,
-                                 summaries.onboarding(contract, self.identity))
+                                 summaries.onboarding(contract, starter), starter)
 
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
         attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
@@ -166,23 +176,24 @@ class TenantflowClient:
                 raise TimeoutError(f"no plan from {workflow_id} after {timeout_s}s")
             await asyncio.sleep(0.2)
 
-    async def approve(self, workflow_id: str, plan_hash: str, approver: str = "operator",
-                      comment: str = "") -> str:
-        answer: str = await self.handle(workflow_id).execute_update(
-            "approve_plan", ApprovePlan(plan_hash=plan_hash, approver=approver, comment=comment),
-            result_type=str)
+    async def approve(self, workflow_id: str, plan_hash: str, comment: str = "",
+                      on_behalf_of: str | None = None) -> str:
+        """Approve the plan ``plan_hash``, recorded as approved by this client's identity (or ``on_behalf_of``)."""
+        approval = ApprovePlan(plan_hash=plan_hash, approver=self._approver(on_behalf_of), comment=comment)
+        answer: str = await self.handle(workflow_id).execute_update("approve_plan", approval, result_type=str)
         return answer
 
-    async def reject(self, workflow_id: str, reason: str, approver: str = "operator") -> str:
-        answer: str = await self.handle(workflow_id).execute_update(
-            "reject_plan", RejectPlan(reason=reason, approver=approver), result_type=str)
+    async def reject(self, workflow_id: str, reason: str, on_behalf_of: str | None = None) -> str:
+        rejection = RejectPlan(reason=reason, approver=self._approver(on_behalf_of))
+        answer: str = await self.handle(workflow_id).execute_update("reject_plan", rejection, result_type=str)
         return answer
 
-    async def answer_gate(self, workflow_id: str, gate: str, approver: str = "operator",
-                          comment: str = "") -> str:
+    async def answer_gate(self, workflow_id: str, gate: str, comment: str = "",
+                          on_behalf_of: str | None = None) -> str:
         """Answer one of the enrollment's yes/no gates (``ENROLLMENT_GATES``) through ``answer_gate``."""
-        answer: str = await self.handle(workflow_id).execute_update(
-            "answer_gate", args=[gate, GateAnswer(approver=approver, comment=comment)], result_type=str)
+        yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
+        answer: str = await self.handle(workflow_id).execute_update("answer_gate", args=[gate, yes],
+                                                                    result_type=str)
         return answer
 
     async def cancel(self, workflow_id: str) -> None:

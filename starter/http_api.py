@@ -1,7 +1,10 @@
 """``tenantflow serve-api``: a small authenticated HTTP endpoint to start runs and answer gates.
 
-Every request needs ``Authorization: Bearer <token>``; the token comes from
-``TENANTFLOW_API_TOKEN`` or the file named by ``TENANTFLOW_API_TOKEN_FILE``.
+Every request needs ``Authorization: Bearer <token>`` with a token of the per-user token file named by
+``TENANTFLOW_API_TOKENS_FILE`` (:mod:`worker.tokens`; ``tenantflow token USER`` makes one). The token's user is
+who answers a gate: it is recorded as the approver, a body naming another ``approver`` is refused (403), and the
+worker's four-eyes rule compares it with who started the run. Runs started here are started by the API's own
+Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
 
 * ``POST /runs/onboarding`` body: a TenantContract (JSON) or ``{"contract": {...}, ...}`` (OnboardingInput);
   201 with ``{"workflow_id", "run_id"}``, 409 when a run for the tenant is active, 422 on a bad contract.
@@ -12,15 +15,12 @@ Every request needs ``Authorization: Bearer <token>``; the token comes from
 
 from __future__ import annotations
 
-import hmac
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -28,30 +28,18 @@ from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.worker.tokens import TOKENS_FILE_ENV, USER_KEY, TokenFileError, TokenTable, bearer_auth
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
+M = TypeVar("M", bound=BaseModel)
 
 
-def api_token() -> str:
-    """The bearer token from ``TENANTFLOW_API_TOKEN`` or ``TENANTFLOW_API_TOKEN_FILE``; refuse to run without."""
-    token = os.environ.get("TENANTFLOW_API_TOKEN", "")
-    if not token and os.environ.get("TENANTFLOW_API_TOKEN_FILE"):
-        token = Path(os.environ["TENANTFLOW_API_TOKEN_FILE"]).read_text().strip()
-    if not token:
-        raise ValueError("set TENANTFLOW_API_TOKEN or TENANTFLOW_API_TOKEN_FILE")
-    return token
-
-
-def bearer_auth(token: str) -> Middleware:
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not given or not hmac.compare_digest(given.encode(), token.encode()):
-            return web.json_response({"error": "missing or wrong bearer token"}, status=401,
-                                     headers={"WWW-Authenticate": "Bearer"})
-        return await handler(request)
-    return check
+def api_tokens() -> TokenTable:
+    """The per-user tokens of ``TENANTFLOW_API_TOKENS_FILE``; refuse to run without."""
+    path = os.environ.get(TOKENS_FILE_ENV, "")
+    if not path:
+        raise TokenFileError(f"set {TOKENS_FILE_ENV} to a token file (make entries with `tenantflow token USER`)")
+    return TokenTable.load(Path(path))
 
 
 def problem(status: int, message: str) -> web.Response:
@@ -73,7 +61,8 @@ async def start_onboarding(request: web.Request) -> web.Response:
         return problem(422, format_validation_error("request body", exc))
     api = request.app[API_KEY]
     try:
-        handle = await api.start_onboarding(params.contract, **params.model_dump(exclude={"contract"}))
+        handle = await api.start_onboarding(params.contract, on_behalf_of=request[USER_KEY],
+                                            **params.model_dump(exclude={"contract"}))
     except RunAlreadyActive as exc:
         return problem(409, str(exc))
     return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
@@ -87,19 +76,28 @@ async def run_status(request: web.Request) -> web.Response:
     return web.json_response(text=status.model_dump_json())
 
 
+def as_user(model: type[M], data: dict[str, Any], user: str) -> M:
+    """The gate payload with the authenticated ``user`` as approver; a body naming someone else is refused."""
+    named = data.get("approver", user)
+    if named != user:
+        raise web.HTTPForbidden(text=f'{{"error": "approver must be the token\'s user {user!r}, not {named!r}"}}',
+                                content_type="application/json")
+    return model.model_validate({**data, "approver": user})
+
+
 async def answer_gate(request: web.Request) -> web.Response:
     api, workflow_id, gate = request.app[API_KEY], request.match_info["id"], request.match_info["gate"]
-    data = await body_of(request)
+    data, user = await body_of(request), request[USER_KEY]
     try:
         if gate == "approve_plan":
-            approval = ApprovePlan.model_validate(data)
-            answer = await api.approve(workflow_id, approval.plan_hash, approval.approver, approval.comment)
+            approval = as_user(ApprovePlan, data, user)
+            answer = await api.approve(workflow_id, approval.plan_hash, approval.comment, on_behalf_of=user)
         elif gate == "reject_plan":
-            rejection = RejectPlan.model_validate(data)
-            answer = await api.reject(workflow_id, rejection.reason, rejection.approver)
+            rejection = as_user(RejectPlan, data, user)
+            answer = await api.reject(workflow_id, rejection.reason, on_behalf_of=user)
         elif gate in ENROLLMENT_GATES:
-            yes = GateAnswer.model_validate(data)
-            answer = await api.answer_gate(workflow_id, gate, yes.approver, yes.comment)
+            yes = as_user(GateAnswer, data, user)
+            answer = await api.answer_gate(workflow_id, gate, yes.comment, on_behalf_of=user)
         else:
             return problem(404, f"unknown gate {gate!r}")
     except ValidationError as exc:
@@ -111,8 +109,8 @@ async def answer_gate(request: web.Request) -> web.Response:
     return web.json_response({"workflow_id": workflow_id, "gate": gate, "answer": answer})
 
 
-def make_api_app(api: TenantflowClient, token: str) -> web.Application:
-    app = web.Application(middlewares=[bearer_auth(token)])
+def make_api_app(api: TenantflowClient, tokens: TokenTable) -> web.Application:
+    app = web.Application(middlewares=[bearer_auth(tokens)])
     app[API_KEY] = api
     app.router.add_post("/runs/onboarding", start_onboarding)
     app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)

@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.approvals import FourEyes
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
@@ -52,7 +53,8 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Clie
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=settings.max_concurrent_activities))
         worker = Worker(client, task_queue=settings.task_queue, workflows=workflows, activities=activities,
                         activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
-                        interceptors=[StepObservability()], graceful_shutdown_timeout=timedelta(seconds=30))
+                        interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
+                        graceful_shutdown_timeout=timedelta(seconds=30))
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
         log.info("worker started", address=settings.address, task_queue=settings.task_queue,
                  workflows=len(workflows), activities=len(activities), metrics_port=settings.metrics_port)

@@ -10,17 +10,17 @@ import typer
 from tenantflow.starter.client import TenantflowClient, onboarding_id
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import KubeconfigOpt, OutputOpt, Refused, WideOpt, print_outcome, run
+from tenantflow.starter.output import OutputOpt, Refused, WideOpt, print_outcome, run
 
 
 def onboard(
-    file: Path, kubeconfig: KubeconfigOpt = None,
+    file: Path,
     wait: Annotated[bool, typer.Option(help="wait for the plan and print it")] = True,
     output: OutputOpt = "text", wide: WideOpt = False,
 ) -> None:
     """Start onboarding a tenant; prints the plan and how to approve it."""
     async def go() -> None:
-        contract = load_tenant(file, kubeconfig)
+        contract = load_tenant(file)
         api = await TenantflowClient.connect()
         await follow_start(api, await api.start_onboarding(contract), wait, output, wide)
     run(go())
@@ -36,12 +36,12 @@ def offboard(
         help="the tenant contract; default: the input of the latest tenant/SLUG onboarding run")] = None,
     purge_data: Annotated[bool, typer.Option(help="also delete the Weka org, filesystems and quotas "
                                                   "(asks for confirm-purge)")] = False,
-    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+    output: OutputOpt = "text",
 ) -> None:
     """Offboard a tenant: a gated teardown in rollback order; data is kept unless --purge-data."""
     async def go() -> None:
         api = await TenantflowClient.connect()
-        tenant = load_tenant(contract, kubeconfig) if contract is not None else await api.onboarded_contract(slug)
+        tenant = load_tenant(contract) if contract is not None else await api.onboarded_contract(slug)
         if tenant.slug != slug:
             raise ContractError(f"{contract}: is the contract of {tenant.slug}, not {slug}")
         await follow_start(api, await api.start_offboarding(tenant, purge_data), False, output)

@@ -11,7 +11,7 @@ import typer
 from tenantflow.starter.client import ENROLLMENT_GATES, TenantflowClient
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_enrollment
-from tenantflow.starter.output import KubeconfigOpt, OutputOpt, WideOpt, run
+from tenantflow.starter.output import OutputOpt, WideOpt, run
 
 GATE_HELP = {
     "submissions_paused": "Confirm every Hub submission path of the organization is paused (brownfield).",
@@ -24,13 +24,13 @@ GATE_COMMANDS: dict[str, Callable[..., None]] = {gate: gate_command(gate, GATE_H
 
 
 def enroll(
-    file: Path, kubeconfig: KubeconfigOpt = None,
+    file: Path,
     wait: Annotated[bool, typer.Option(help="wait for the bootstrap plan and print it")] = True,
     output: OutputOpt = "text", wide: WideOpt = False,
 ) -> None:
     """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
     async def go() -> None:
-        contract = load_enrollment(file, kubeconfig)
+        contract = load_enrollment(file)
         api = await TenantflowClient.connect()
         await follow_start(api, await api.start_enrollment(contract), wait, output, wide)
     run(go())
@@ -40,12 +40,12 @@ def decommission(
     namespace: str, worker_name: str,
     contract: Annotated[Path | None, typer.Option(
         help="the enrollment contract; default: the input of the latest enroll/NS/WORKER run")] = None,
-    kubeconfig: KubeconfigOpt = None, output: OutputOpt = "text",
+    output: OutputOpt = "text",
 ) -> None:
     """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
     async def go() -> None:
         api = await TenantflowClient.connect()
-        enrollment = (load_enrollment(contract, kubeconfig) if contract is not None
+        enrollment = (load_enrollment(contract) if contract is not None
                       else await api.enrolled_contract(namespace, worker_name))
         if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
             raise ContractError(f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "

@@ -58,8 +58,7 @@ class Lab:
     stores: dict[str, Store]
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
-        return WorkerEnrollment(hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
-                                worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
+        return WorkerEnrollment(hub=KubeTarget(context=hub), worker=KubeTarget(context=worker),
                                 tenant_namespace="forecasting", worker_name="forecasting-us",
                                 workload_namespaces=["forecasting"], **overrides)
 
@@ -112,7 +111,9 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
         KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
         KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
         KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
-    yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TENANTFLOW_KUBECONFIG", str(path))  # the worker's cluster registry
+        yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 

@@ -60,7 +60,7 @@ async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, c
 
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
-    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         result = await onboard(api, contract)
         try:

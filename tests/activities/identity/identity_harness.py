@@ -45,7 +45,7 @@ def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice
                         ssh_keys=[ssh_key(f"{name}@laptop"), ssh_key(f"{name}@desktop")])
              for name in usernames]
     return TenantContract(slug=slug, display_name=slug.title(), users=users,
-                          cluster=KubeTarget(kubeconfig="/nonexistent/kubeconfig", context="tenant-cluster"))
+                          cluster=KubeTarget(context="tenant-cluster"))
 
 
 async def run_activity(fn: Callable[..., T], *args: Any) -> T:

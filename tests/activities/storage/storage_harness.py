@@ -49,7 +49,7 @@ class StorageLab:
                  for n in ("alice", "bob")]
         return TenantContract(slug="tenant-foo", display_name="Foo", users=users,
                               storage=Storage(isolation=isolation, **storage),
-                              cluster=KubeTarget(kubeconfig=str(self.kubeconfig), context="tenant-cluster"))
+                              cluster=KubeTarget(context="tenant-cluster"))
 
     async def writes(self) -> int:
         """Weka writes, not counting ``POST /login`` (a session, not a change of state)."""
@@ -92,7 +92,8 @@ async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-foo"}})
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
-    for key, value in {"WEKA_URL": weka_url, "WEKA_USERNAME": USERNAME, "WEKA_PASSWORD": PASSWORD,
+    for key, value in {"TENANTFLOW_KUBECONFIG": str(kubeconfig),  # the worker's cluster registry
+                       "WEKA_URL": weka_url, "WEKA_USERNAME": USERNAME, "WEKA_PASSWORD": PASSWORD,
                        "WEKA_ORG": "Root"}.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()
