@@ -28,6 +28,7 @@ from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths
 from tenantflow.worker.tokens import TOKENS_FILE_ENV, USER_KEY, TokenFileError, TokenTable, bearer_auth
 
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
@@ -57,8 +58,11 @@ async def start_onboarding(request: web.Request) -> web.Response:
     data = await body_of(request)
     try:
         params = OnboardingInput.model_validate(data if "contract" in data else {"contract": data})
+        refuse_kubeconfig_paths(params.contract, "request body")
     except ValidationError as exc:
         return problem(422, format_validation_error("request body", exc))
+    except ContractError as exc:
+        return problem(422, str(exc))
     api = request.app[API_KEY]
     try:
         handle = await api.start_onboarding(params.contract, on_behalf_of=request[USER_KEY],
