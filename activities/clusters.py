@@ -12,6 +12,7 @@ registered, is refused before anything is loaded: a kubeconfig can run exec plug
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -53,12 +54,21 @@ def _from_kubeconfig(path: Path) -> dict[str, RegisteredCluster]:
     return {str(c["name"]): RegisteredCluster(kubeconfig=path, context=str(c["name"])) for c in contexts}
 
 
+@lru_cache(maxsize=8)
+def _read(kind: str, path: Path, _mtime_ns: int) -> dict[str, RegisteredCluster]:
+    return _from_file(path) if kind == CLUSTERS_FILE_ENV else _from_kubeconfig(path)
+
+
 def registry() -> dict[str, RegisteredCluster]:
-    """The clusters this worker may reach, from its environment."""
-    if os.environ.get(CLUSTERS_FILE_ENV):
-        return _from_file(Path(os.environ[CLUSTERS_FILE_ENV]))
-    if os.environ.get(KUBECONFIG_ENV):
-        return _from_kubeconfig(Path(os.environ[KUBECONFIG_ENV]))
+    """The clusters this worker may reach, from its environment (re-read when the file changes)."""
+    for kind in (CLUSTERS_FILE_ENV, KUBECONFIG_ENV):
+        if os.environ.get(kind):
+            path = Path(os.environ[kind])
+            try:
+                mtime = path.stat().st_mtime_ns
+            except OSError as exc:
+                raise _refuse(f"{kind}={path}: {exc.strerror}") from None
+            return dict(_read(kind, path, mtime))
     return {}
 
 

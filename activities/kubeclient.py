@@ -20,6 +20,7 @@ import os
 import threading
 from typing import Any
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
@@ -27,7 +28,7 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import clusters
-from tenantflow.activities.errors import http_error
+from tenantflow.activities.errors import TRANSIENT, http_error
 from tenantflow.activities.httpretry import kube_retries
 from tenantflow.models.targets import KubeTarget
 
@@ -91,6 +92,9 @@ def request(target: KubeTarget, method: str, path: str, body: Any = None, conten
         response.read()
     except ApiException as exc:
         raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
+    except urllib3.exceptions.HTTPError as exc:
+        raise ApplicationError(f"kubernetes {target.context}: no answer to {method} {path} within "
+                               f"{REQUEST_TIMEOUT_S[1]:.0f} s ({type(exc).__name__})", type=TRANSIENT) from None
     if response.status >= 400:
         raise _error(target, response.status, response.data, str(response.reason), response.headers)
     return dict(json.loads(response.data or b"{}"))
