@@ -1,12 +1,12 @@
 """The worker's registry of Kubernetes clusters: a contract names a cluster, the worker's configuration alone
 says which kubeconfig (and context) reaches it.
 
-``TENANTFLOW_CLUSTERS_FILE`` names a YAML file mapping cluster names to ``{kubeconfig: PATH, context: NAME}``
-(``context`` defaults to the cluster's name) or to ``{in_cluster: true}`` (the worker's service account). Without
-it, every context of the worker's own kubeconfig ``TENANTFLOW_KUBECONFIG`` (the lab's ``lab.env`` sets it) is a
-cluster of the same name. A target naming an unknown cluster, or carrying a kubeconfig path other than the one
-registered, is refused before anything is loaded: a kubeconfig can run exec plugins, so a path from a contract
-(or the HTTP API) must never reach ``load_kube_config``.
+Every context of the worker's own kubeconfig ``TENANTFLOW_KUBECONFIG`` (the lab's ``lab.env`` sets it) is a
+cluster of the same name; ``TENANTFLOW_CLUSTERS_FILE`` names a YAML file mapping further cluster names (or the
+same, which it then overrides) to ``{kubeconfig: PATH, context: NAME}`` (``context`` defaults to the cluster's
+name) or to ``{in_cluster: true}`` (the worker's service account). A target naming an unknown cluster, or
+carrying a kubeconfig path other than the one registered, is refused before anything is loaded: a kubeconfig can
+run exec plugins, so a path from a contract (or the HTTP API) must never reach ``load_kube_config``.
 """
 
 from __future__ import annotations
@@ -60,16 +60,17 @@ def _read(kind: str, path: Path, _mtime_ns: int) -> dict[str, RegisteredCluster]
 
 
 def registry() -> dict[str, RegisteredCluster]:
-    """The clusters this worker may reach, from its environment (re-read when the file changes)."""
-    for kind in (CLUSTERS_FILE_ENV, KUBECONFIG_ENV):
+    """The clusters this worker may reach, from its environment (re-read when a file changes)."""
+    found: dict[str, RegisteredCluster] = {}
+    for kind in (KUBECONFIG_ENV, CLUSTERS_FILE_ENV):
         if os.environ.get(kind):
             path = Path(os.environ[kind])
             try:
                 mtime = path.stat().st_mtime_ns
             except OSError as exc:
                 raise _refuse(f"{kind}={path}: {exc.strerror}") from None
-            return dict(_read(kind, path, mtime))
-    return {}
+            found.update(_read(kind, path, mtime))
+    return found
 
 
 def resolve(target: KubeTarget) -> RegisteredCluster:

@@ -16,7 +16,6 @@ deadline (:data:`EXEC_TIMEOUT_S`), so that with the in-place read retries an att
 from __future__ import annotations
 
 import json
-import os
 import threading
 from typing import Any
 
@@ -56,9 +55,8 @@ def _new_client(target: KubeTarget) -> client.ApiClient:
 
 
 def api_client(target: KubeTarget) -> client.ApiClient:
-    clusters.resolve(target)
-    key = (str(os.environ.get(clusters.CLUSTERS_FILE_ENV) or os.environ.get(clusters.KUBECONFIG_ENV)),
-           target.context)
+    entry = clusters.resolve(target)
+    key = (str(entry.kubeconfig), entry.context or target.context)
     with _lock:
         cached = _clients.get(key)
         if cached is None:

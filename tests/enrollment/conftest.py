@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -111,8 +112,11 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
         KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
         KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
         KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
+    registry = tmp / "clusters.yaml"
+    contexts = ("hub", "hub-viewer", "worker", "worker-viewer")
+    registry.write_text(yaml.safe_dump({name: {"kubeconfig": str(path)} for name in contexts}))
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("TENANTFLOW_KUBECONFIG", str(path))  # the worker's cluster registry
+        env.setenv("TENANTFLOW_CLUSTERS_FILE", str(registry))  # the worker's cluster registry
         yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
