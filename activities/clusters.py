@@ -62,9 +62,10 @@ def _read(kind: str, path: Path, _mtime_ns: int) -> dict[str, RegisteredCluster]
 def registry() -> dict[str, RegisteredCluster]:
     """The clusters this worker may reach, from its environment (re-read when a file changes)."""
     found: dict[str, RegisteredCluster] = {}
-    for kind in (KUBECONFIG_ENV, CLUSTERS_FILE_ENV):
-        if os.environ.get(kind):
-            path = Path(os.environ[kind])
+    sources = ((KUBECONFIG_ENV, os.environ.get(KUBECONFIG_ENV)), (CLUSTERS_FILE_ENV, os.environ.get(CLUSTERS_FILE_ENV)))
+    for kind, value in sources:
+        if value:
+            path = Path(value)
             try:
                 mtime = path.stat().st_mtime_ns
             except OSError as exc:
