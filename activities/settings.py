@@ -39,7 +39,9 @@ class ServiceSettings(BaseSettings):
     login_container: str = Field("sshd", alias="LOGIN_CONTAINER",
                                  description="the container of a tenant login pod that checks run in")
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
-    http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
+    http_timeout_s: float = Field(10.0, alias="TENANTFLOW_HTTP_TIMEOUT", gt=0, le=20,
+                                  description="connect and read timeout of each Authentik and Weka request; with "
+                                              "in-place retries (activities/httpretry.py) under the heartbeat timeout")
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
 
 
