@@ -56,6 +56,8 @@ class FourEyes(Interceptor):
     def workflow_interceptor_class(
             self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor] | None:
         guarded = self.workflow_types
+        if not guarded:
+            return None
 
         class Inbound(WorkflowInboundInterceptor):
             def handle_update_validator(self, input: HandleUpdateInput) -> None:
