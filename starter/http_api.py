@@ -80,12 +80,15 @@ async def run_status(request: web.Request) -> web.Response:
     return web.json_response(text=status.model_dump_json())
 
 
+class NotTheTokenUser(ValueError):
+    """A gate answer naming an approver other than the token's user."""
+
+
 def as_user(model: type[M], data: dict[str, Any], user: str) -> M:
     """The gate payload with the authenticated ``user`` as approver; a body naming someone else is refused."""
     named = data.get("approver", user)
     if named != user:
-        raise web.HTTPForbidden(text=f'{{"error": "approver must be the token\'s user {user!r}, not {named!r}"}}',
-                                content_type="application/json")
+        raise NotTheTokenUser(f"approver must be the token's user {user!r}, not {named!r}")
     return model.model_validate({**data, "approver": user})
 
 
@@ -104,6 +107,8 @@ async def answer_gate(request: web.Request) -> web.Response:
             answer = await api.answer_gate(workflow_id, gate, yes.comment, on_behalf_of=user)
         else:
             return problem(404, f"unknown gate {gate!r}")
+    except NotTheTokenUser as exc:
+        return problem(403, str(exc))
     except ValidationError as exc:
         return problem(422, format_validation_error("request body", exc))
     except WorkflowUpdateFailedError as exc:
