@@ -20,6 +20,7 @@ import threading
 from typing import Any
 
 import urllib3
+import websocket
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
@@ -37,6 +38,10 @@ REQUEST_TIMEOUT_S = (3.0, 8.0)
 their backoff, under 50 s."""
 EXEC_TIMEOUT_S = 45
 """Default deadline of an exec, below the 60 s heartbeat timeout."""
+
+# The exec websocket (websocket-client, whose sockets take this default) connects and reads a frame within the
+# same bound as a request: kubernetes.stream passes no timeout of its own.
+websocket.setdefaulttimeout(sum(REQUEST_TIMEOUT_S))
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
