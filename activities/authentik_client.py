@@ -75,8 +75,9 @@ def _message(response: httpx.Response) -> str:
     if isinstance(body, dict):
         if isinstance(body.get("detail"), str):
             return str(body["detail"])
-        return "; ".join(f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}"
-                         for key, value in body.items())
+        return "; ".join(
+            f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}" for key, value in body.items()
+        )
     return str(body)[:500]
 
 
@@ -84,8 +85,11 @@ class AuthentikClient:
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
     def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=url.rstrip("/") + "/api/v3", timeout=timeout_s,
-                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+        self._http = httpx.Client(
+            base_url=url.rstrip("/") + "/api/v3",
+            timeout=timeout_s,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        )
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
@@ -105,15 +109,18 @@ class AuthentikClient:
         try:
             return send(self._http, method, path, **kwargs)
         except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503,
-                             f"{method} {path} did not complete: {type(exc).__name__}") from None
+            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
 
     def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""
         response = self._send(method, path, **kwargs)
         if response.status_code >= 400 and not (missing_ok and response.status_code == 404):
-            raise http_error(SERVICE, response.status_code, f"{method} {path}: {_message(response)}",
-                             response.headers.get("Retry-After"))
+            raise http_error(
+                SERVICE,
+                response.status_code,
+                f"{method} {path}: {_message(response)}",
+                response.headers.get("Retry-After"),
+            )
         return response
 
     def _paged(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -42,8 +42,10 @@ def _from_file(path: Path) -> dict[str, RegisteredCluster]:
         data = yaml.safe_load(path.read_text()) or {}
         return {str(name): RegisteredCluster.model_validate(entry) for name, entry in dict(data).items()}
     except (OSError, yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
-        raise _refuse(f"{CLUSTERS_FILE_ENV}={path}: not a cluster registry ({exc}); expected "
-                      "NAME: {kubeconfig: PATH, context: CONTEXT} or NAME: {in_cluster: true}") from None
+        raise _refuse(
+            f"{CLUSTERS_FILE_ENV}={path}: not a cluster registry ({exc}); expected "
+            "NAME: {kubeconfig: PATH, context: CONTEXT} or NAME: {in_cluster: true}"
+        ) from None
 
 
 def _from_kubeconfig(path: Path) -> dict[str, RegisteredCluster]:
@@ -81,11 +83,16 @@ def resolve(target: KubeTarget) -> RegisteredCluster:
     entry = clusters.get(target.context)
     if entry is None:
         known = ", ".join(sorted(clusters)) or f"none: set {CLUSTERS_FILE_ENV} or {KUBECONFIG_ENV} on the worker"
-        raise _refuse(f"cluster {target.context!r} is not in the worker's cluster registry (known: {known}); "
-                      "name a registered cluster in the contract's cluster.context")
-    if target.kubeconfig is not None and (entry.kubeconfig is None or
-                                          Path(target.kubeconfig).resolve() != entry.kubeconfig.resolve()):
-        raise _refuse(f"cluster.kubeconfig {target.kubeconfig!r} is not the kubeconfig the worker has for "
-                      f"cluster {target.context!r}; a contract names a cluster, it cannot choose a kubeconfig "
-                      "file: remove cluster.kubeconfig")
+        raise _refuse(
+            f"cluster {target.context!r} is not in the worker's cluster registry (known: {known}); "
+            "name a registered cluster in the contract's cluster.context"
+        )
+    if target.kubeconfig is not None and (
+        entry.kubeconfig is None or Path(target.kubeconfig).resolve() != entry.kubeconfig.resolve()
+    ):
+        raise _refuse(
+            f"cluster.kubeconfig {target.kubeconfig!r} is not the kubeconfig the worker has for "
+            f"cluster {target.context!r}; a contract names a cluster, it cannot choose a kubeconfig "
+            "file: remove cluster.kubeconfig"
+        )
     return entry

@@ -33,11 +33,15 @@ from tenantflow.models.tenant import TenantContract
 CHECK = "identity.unique_ids"
 MISSING_CHECK = "identity.directory_entry"
 COLLISION = "IdentityCollision"
-UID_FIX = ("if {other} is stale, remove it from the directory; otherwise move Authentik's numbering past it (the "
-           "LDAP provider's uid start number, or the uidNumber property mapping / the user's uidNumber attribute) "
-           "and re-run")
-GID_FIX = ("if {other} is stale, remove it from the directory; otherwise give the tenant group a free gidNumber (its "
-           "gidNumber attribute in Authentik, or the LDAP provider's gid start number / property mapping) and re-run")
+UID_FIX = (
+    "if {other} is stale, remove it from the directory; otherwise move Authentik's numbering past it (the "
+    "LDAP provider's uid start number, or the uidNumber property mapping / the user's uidNumber attribute) "
+    "and re-run"
+)
+GID_FIX = (
+    "if {other} is stale, remove it from the directory; otherwise give the tenant group a free gidNumber (its "
+    "gidNumber attribute in Authentik, or the LDAP provider's gid start number / property mapping) and re-run"
+)
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,13 @@ class Collision:
 
     def finding(self) -> Finding:
         kind, fix = ("uid", UID_FIX) if self.claim.attribute == "uidNumber" else ("gid", GID_FIX)
-        return Finding(check=CHECK, ok=False,
-                       message=f"{self.claim.attribute} {self.claim.number} of {self.claim.owner} is also held by "
-                               f"{self.other}: both would own the same files on shared storage ({kind} collision)",
-                       fix=fix.format(other=self.other))
+        return Finding(
+            check=CHECK,
+            ok=False,
+            message=f"{self.claim.attribute} {self.claim.number} of {self.claim.owner} is also held by "
+            f"{self.other}: both would own the same files on shared storage ({kind} collision)",
+            fix=fix.format(other=self.other),
+        )
 
 
 def naming_contexts(conn: Connection) -> list[str]:
@@ -109,8 +116,12 @@ def claims(conn: Connection, usernames: list[str], slug: str | None) -> list[Cla
 
 def collisions(conn: Connection, usernames: list[str], slug: str | None) -> list[Collision]:
     bases = naming_contexts(conn)
-    return [Collision(claim, other) for claim in claims(conn, usernames, slug)
-            for other in holders(conn, bases, claim.attribute, claim.number) if other.lower() not in claim.allowed]
+    return [
+        Collision(claim, other)
+        for claim in claims(conn, usernames, slug)
+        for other in holders(conn, bases, claim.attribute, claim.number)
+        if other.lower() not in claim.allowed
+    ]
 
 
 def preflight_findings(contract: TenantContract) -> list[Finding]:
@@ -132,7 +143,10 @@ def fail_on_collisions(contract: TenantContract) -> None:
         raise ApplicationError(
             f"identity numbers of {contract.slug} are not unique in the directory: "
             + "; ".join(f"{f.message} (fix: {f.fix})" for f in findings),
-            *[f.model_dump(mode="json") for f in findings], type=COLLISION, non_retryable=True)
+            *[f.model_dump(mode="json") for f in findings],
+            type=COLLISION,
+            non_retryable=True,
+        )
 
 
 def unresolved_causes(usernames: list[str]) -> list[Finding]:
@@ -140,8 +154,13 @@ def unresolved_causes(usernames: list[str]) -> list[Finding]:
     with ldap_check.bound() as conn:
         missing = [name for name in usernames if ldap_check.lookup_user(conn, name) is None]
         found = collisions(conn, usernames, None)
-    causes = [Finding(check=MISSING_CHECK, ok=False,
-                      message=f"{name} is missing from the directory (no cn={name} under {ldap_check.users_dn()})",
-                      fix="check that the identity step created the user in Authentik and that the LDAP outpost "
-                          "serves it") for name in missing]
+    causes = [
+        Finding(
+            check=MISSING_CHECK,
+            ok=False,
+            message=f"{name} is missing from the directory (no cn={name} under {ldap_check.users_dn()})",
+            fix="check that the identity step created the user in Authentik and that the LDAP outpost serves it",
+        )
+        for name in missing
+    ]
     return causes + [c.finding() for c in found]

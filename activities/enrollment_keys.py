@@ -34,10 +34,15 @@ def create_key(objs: KubeObjects, namespace: str, worker: str) -> tuple[str, str
     if existing is None:
         key = Ed25519PrivateKey.generate()
         raw = key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        objs.create({
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": name, "namespace": namespace, "labels": {INSTALLED_BY: INSTALLER}},
-            "data": {PRIVATE_KEY: base64.b64encode(raw).decode()}})
+        objs.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": name, "namespace": namespace, "labels": {INSTALLED_BY: INSTALLER}},
+                "data": {PRIVATE_KEY: base64.b64encode(raw).decode()},
+            }
+        )
     else:
         key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(existing["data"][PRIVATE_KEY]))
     public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)

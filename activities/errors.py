@@ -13,8 +13,14 @@ from temporalio.exceptions import ApplicationError
 
 TRANSIENT = "Unavailable"
 """The type of a retryable HTTP failure (429, 5xx, no answer): a preflight re-raises it rather than report it."""
-NON_RETRYABLE_STATUS = {400: "Invalid", 401: "Forbidden", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
-                        422: "Invalid"}
+NON_RETRYABLE_STATUS = {
+    400: "Invalid",
+    401: "Forbidden",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    422: "Invalid",
+}
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -32,8 +38,9 @@ def http_error(service: str, status: int, message: str, retry_after: str | None 
     if status in NON_RETRYABLE_STATUS:
         return ApplicationError(text, type=NON_RETRYABLE_STATUS[status], non_retryable=True)
     delay = retry_after_seconds(retry_after)
-    return ApplicationError(text, type=TRANSIENT,
-                            next_retry_delay=timedelta(seconds=delay) if delay is not None else None)
+    return ApplicationError(
+        text, type=TRANSIENT, next_retry_delay=timedelta(seconds=delay) if delay is not None else None
+    )
 
 
 def fail(kind: str, message: str) -> ApplicationError:

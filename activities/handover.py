@@ -90,8 +90,7 @@ def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
         "",
     ]
     lines += [f"- {key}: {value}" for key, value in capacity_contract(contract, nodes).items()]
-    lines += ["", "## Escalation", "",
-              "First response: 1 hour in business hours, 4 hours otherwise (on-call rota)."]
+    lines += ["", "## Escalation", "", "First response: 1 hour in business hours, 4 hours otherwise (on-call rota)."]
     return "\n".join(lines) + "\n"
 
 
@@ -103,15 +102,26 @@ def render(inp: StepInput) -> Handover:
         "login_host": contract.login_hostname,
         "login_port": 22,
         "users": contract.usernames,
-        "slurm": {"partition": contract.slug, "account": contract.user_account,
-                  "default_qos": contract.normal_qos_name, "interactive_qos": contract.interactive_qos_name},
-        "gpu_pool": {"nodes": len(nodes), "gpu_model": lookup_sku(contract.capacity.sku).gpu_model,
-                     "gpus": contract.capacity.gpus, "node_list": compress_hostlist(nodes)},
-        "filesystems": {"/home/<user>": contract.storage.home_per_user.hard,
-                        f"/scratch/{contract.slug}": contract.storage.scratch.hard},
+        "slurm": {
+            "partition": contract.slug,
+            "account": contract.user_account,
+            "default_qos": contract.normal_qos_name,
+            "interactive_qos": contract.interactive_qos_name,
+        },
+        "gpu_pool": {
+            "nodes": len(nodes),
+            "gpu_model": lookup_sku(contract.capacity.sku).gpu_model,
+            "gpus": contract.capacity.gpus,
+            "node_list": compress_hostlist(nodes),
+        },
+        "filesystems": {
+            "/home/<user>": contract.storage.home_per_user.hard,
+            f"/scratch/{contract.slug}": contract.storage.scratch.hard,
+        },
     }
-    return Handover(markdown=render_markdown(contract, nodes), sheet=sheet,
-                    capacity_contract=capacity_contract(contract, nodes))
+    return Handover(
+        markdown=render_markdown(contract, nodes), sheet=sheet, capacity_contract=capacity_contract(contract, nodes)
+    )
 
 
 ACTIVITIES = [render]

@@ -33,7 +33,7 @@ def _wait_s(attempt: int, retry_after: str | None) -> float | None:
     """Seconds to wait before the next try, or None when the server asks for longer than we wait in place."""
     asked = retry_after_seconds(retry_after)
     if asked is None:
-        return BACKOFF_S * 2 ** attempt
+        return BACKOFF_S * 2**attempt
     return asked if asked <= MAX_IN_PLACE_WAIT_S else None
 
 
@@ -53,9 +53,9 @@ def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Res
         try:
             response = http.request(method, path, **kwargs)
         except httpx.TransportError:
-            if not _fits(http, started, BACKOFF_S * 2 ** attempt):
+            if not _fits(http, started, BACKOFF_S * 2**attempt):
                 raise
-            time.sleep(BACKOFF_S * 2 ** attempt)
+            time.sleep(BACKOFF_S * 2**attempt)
             continue
         if response.status_code not in TRANSIENT_STATUS:
             return response
@@ -69,6 +69,12 @@ def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Res
 def kube_retries() -> Retry:
     """The same policy for the kubernetes client's urllib3 pool: reads only, the last answer is returned (not
     raised) so the status and ``Retry-After`` reach :func:`activities.errors.http_error`."""
-    return Retry(total=READ_ATTEMPTS - 1, backoff_factor=BACKOFF_S, status_forcelist=TRANSIENT_STATUS,
-                 allowed_methods=READ_METHODS, respect_retry_after_header=True, raise_on_status=False,
-                 raise_on_redirect=False)
+    return Retry(
+        total=READ_ATTEMPTS - 1,
+        backoff_factor=BACKOFF_S,
+        status_forcelist=TRANSIENT_STATUS,
+        allowed_methods=READ_METHODS,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+        raise_on_redirect=False,
+    )

@@ -41,11 +41,14 @@ from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
 VERIFY_ATTEMPTS = 6
-PROPERTY_MAPPING_HINT = ("If gidNumber is 0 or missing, the property mapping is broken — fix that before "
-                         "continuing or every file the tenant writes will be owned by nobody:nogroup")
+PROPERTY_MAPPING_HINT = (
+    "If gidNumber is 0 or missing, the property mapping is broken — fix that before "
+    "continuing or every file the tenant writes will be owned by nobody:nogroup"
+)
 
 
 # -- preflight and plan --------------------------------------------------------------------------
+
 
 def _finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
     if problem is None:
@@ -56,30 +59,51 @@ def _finding(check: str, problem: str | None, ok_message: str, fix: str = "") ->
 def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
     slug, parent_name = contract.slug, settings().authentik_parent_group
     providers = ak.ldap_providers()
-    findings = [_finding("identity.ldap_provider", None if providers else "Authentik has no LDAP provider",
-                         f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
-                         "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants")]
+    findings = [
+        _finding(
+            "identity.ldap_provider",
+            None if providers else "Authentik has no LDAP provider",
+            f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
+            "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants",
+        )
+    ]
     parent = ak.group_by_name(parent_name)
-    findings.append(_finding(
-        "identity.parent_group", None if parent else f"the platform group {parent_name!r} does not exist",
-        f"parent group {parent_name} exists",
-        f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run"))
+    findings.append(
+        _finding(
+            "identity.parent_group",
+            None if parent else f"the platform group {parent_name!r} does not exist",
+            f"parent group {parent_name} exists",
+            f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run",
+        )
+    )
     group = ak.group_by_name(slug)
     owner = group.attributes.get("tenant_slug") if group else None
     problem = None
     if group is not None and owner != slug:
-        problem = (f"Authentik group {slug} already exists with tenant_slug={owner!r}" if owner else
-                   f"Authentik group {slug} already exists and is not marked as a tenant group")
-    findings.append(_finding(
-        "identity.group", problem, f"group {slug} is free or already ours",
-        f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it"))
+        problem = (
+            f"Authentik group {slug} already exists with tenant_slug={owner!r}"
+            if owner
+            else f"Authentik group {slug} already exists and is not marked as a tenant group"
+        )
+    findings.append(
+        _finding(
+            "identity.group",
+            problem,
+            f"group {slug} is free or already ours",
+            f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
+        )
+    )
     for user in contract.users:
         existing = ak.user_by_username(user.username)
         other = other_tenant(existing, slug) if existing else None
-        findings.append(_finding(
-            "identity.username", f"username {user.username} is taken by a user of tenant {other}" if other else None,
-            f"username {user.username} is free or already ours",
-            f"choose another username than {user.username} in the contract"))
+        findings.append(
+            _finding(
+                "identity.username",
+                f"username {user.username} is taken by a user of tenant {other}" if other else None,
+                f"username {user.username} is free or already ours",
+                f"choose another username than {user.username} in the contract",
+            )
+        )
     return findings
 
 
@@ -87,9 +111,13 @@ def _ldap_finding() -> Finding:
     try:
         entries = ldap_check.probe()
     except ApplicationError as err:
-        return _finding("identity.ldap_outpost", f"the LDAP outpost does not answer a bind and search: {err}", "",
-                        "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
-                        f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}")
+        return _finding(
+            "identity.ldap_outpost",
+            f"the LDAP outpost does not answer a bind and search: {err}",
+            "",
+            "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
+            f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
+        )
     return _finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
 
 
@@ -103,9 +131,14 @@ def preflight(inp: StepInput) -> StepResult:
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
-        findings.append(_finding("identity.authentik", f"Authentik API is not usable: {err}", "",
-                                 "check AUTHENTIK_URL and that the API token is valid and may read users, "
-                                 "groups and providers"))
+        findings.append(
+            _finding(
+                "identity.authentik",
+                f"Authentik API is not usable: {err}",
+                "",
+                "check AUTHENTIK_URL and that the API token is valid and may read users, groups and providers",
+            )
+        )
     return StepResult(facts=inp.facts, findings=findings)
 
 
@@ -119,12 +152,24 @@ def plan(inp: StepInput) -> list[PlanStep]:
         gid = choose_gid(ak, provider, group) if group else None
         group_action = Action.create
         if group is not None:
-            same = (string_number(group.attributes, "gidNumber") == gid and
-                    group.attributes.get("tenant_slug") == contract.slug)
+            same = (
+                string_number(group.attributes, "gidNumber") == gid
+                and group.attributes.get("tenant_slug") == contract.slug
+            )
             group_action = Action.unchanged if same else Action.update
-        steps = [PlanStep(layer=LAYER, kind="Group", name=contract.slug, action=group_action, detail={
-            "parent": settings().authentik_parent_group, "tenant_slug": contract.slug,
-            "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken"})]
+        steps = [
+            PlanStep(
+                layer=LAYER,
+                kind="Group",
+                name=contract.slug,
+                action=group_action,
+                detail={
+                    "parent": settings().authentik_parent_group,
+                    "tenant_slug": contract.slug,
+                    "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken",
+                },
+            )
+        ]
         for user in contract.users:
             existing = ak.user_by_username(user.username)
             action = Action.create
@@ -132,12 +177,25 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 member = group is not None and group.pk in existing.groups
                 in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
                 action = Action.unchanged if in_sync else Action.update
-            steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail={
-                "email": user.email, "name": user.name, "ssh_keys": len(user.ssh_keys), "group": contract.slug}))
+            steps.append(
+                PlanStep(
+                    layer=LAYER,
+                    kind="User",
+                    name=user.username,
+                    action=action,
+                    detail={
+                        "email": user.email,
+                        "name": user.name,
+                        "ssh_keys": len(user.ssh_keys),
+                        "group": contract.slug,
+                    },
+                )
+            )
     return steps
 
 
 # -- apply ---------------------------------------------------------------------------------------
+
 
 @activity.defn(name="identity.group")
 def ensure_group(inp: StepInput) -> StepResult:
@@ -147,8 +205,11 @@ def ensure_group(inp: StepInput) -> StepResult:
         provider = ldap_provider(ak)
         parent = ak.group_by_name(settings().authentik_parent_group)
         if parent is None:
-            raise fail("NotFound", f"the platform group {settings().authentik_parent_group!r} does not exist; "
-                       "create it in Authentik and re-run")
+            raise fail(
+                "NotFound",
+                f"the platform group {settings().authentik_parent_group!r} does not exist; "
+                "create it in Authentik and re-run",
+            )
         group = ak.group_by_name(slug)
         previous: dict[str, Any] = {}
         if group is None:
@@ -156,8 +217,11 @@ def ensure_group(inp: StepInput) -> StepResult:
             outcome = Outcome.created
         else:
             if group.attributes.get("tenant_slug") != slug:
-                raise fail("Conflict", f"Authentik group {slug} exists with tenant_slug="
-                           f"{group.attributes.get('tenant_slug')!r}; it belongs to someone else")
+                raise fail(
+                    "Conflict",
+                    f"Authentik group {slug} exists with tenant_slug="
+                    f"{group.attributes.get('tenant_slug')!r}; it belongs to someone else",
+                )
             outcome = Outcome.unchanged
         gid = choose_gid(ak, provider, group)
         patch: dict[str, Any] = {}
@@ -171,20 +235,27 @@ def ensure_group(inp: StepInput) -> StepResult:
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
         activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
-    data = (AuthentikGroup(pk=group.pk, gid=gid, previous=previous) if outcome is Outcome.updated
-            else AuthentikGroup(pk=group.pk, gid=gid))
+    data = (
+        AuthentikGroup(pk=group.pk, gid=gid, previous=previous)
+        if outcome is Outcome.updated
+        else AuthentikGroup(pk=group.pk, gid=gid)
+    )
     result = EnsureResult(layer=LAYER, kind="Group", name=slug, outcome=outcome, data=data)
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
-                 slug: str) -> tuple[User, EnsureResult]:
+def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, slug: str) -> tuple[User, EnsureResult]:
     desired = desired_user(user, gid)
     existing = ak.user_by_username(user.username)
     if existing is None:
         created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
-        return created, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=Outcome.created,
-                                     data=AuthentikUser(group_pk=group.pk, pk=created.pk))
+        return created, EnsureResult(
+            layer=LAYER,
+            kind="User",
+            name=user.username,
+            outcome=Outcome.created,
+            data=AuthentikUser(group_pk=group.pk, pk=created.pk),
+        )
     other = other_tenant(existing, slug)
     if other:
         raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
@@ -194,8 +265,11 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int,
     if added:
         ak.add_user(group.pk, existing.pk)
     outcome = Outcome.updated if patch or added else Outcome.unchanged
-    data = (AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
-            if outcome is Outcome.updated else AuthentikUser(group_pk=group.pk, pk=existing.pk))
+    data = (
+        AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
+        if outcome is Outcome.updated
+        else AuthentikUser(group_pk=group.pk, pk=existing.pk)
+    )
     return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
@@ -213,8 +287,9 @@ def ensure_users(inp: StepInput) -> StepResult:
             results.append(result)
             users[user.username] = UserFacts(pk=record.pk, uid_number=user_uid(record, provider), gid_number=gid)
             activity.heartbeat(user.username)
-    activity.logger.info("identity.users %s: %s", contract.slug,
-                         ", ".join(f"{r.name}={r.outcome.value}" for r in results))
+    activity.logger.info(
+        "identity.users %s: %s", contract.slug, ", ".join(f"{r.name}={r.outcome.value}" for r in results)
+    )
     return StepResult(results=results, facts=inp.facts.model_copy(update={"users": users}))
 
 
@@ -242,8 +317,7 @@ def ldap_problems(contract: TenantContract, gid: int) -> list[str]:
             problems.append(f"{username} is not memberOf {ldap_check.group_dn(contract.slug)}")
     group = ldap_check.lookup_group(contract.slug)
     if group is None or group.gid_number != gid:
-        problems.append(f"group {contract.slug} has gidNumber {group.gid_number if group else 'missing'}, "
-                        f"not {gid}")
+        problems.append(f"group {contract.slug} has gidNumber {group.gid_number if group else 'missing'}, not {gid}")
     return problems
 
 
@@ -256,16 +330,27 @@ def verify_ldap(inp: StepInput) -> StepResult:
         with AuthentikClient.from_settings() as ak:
             _, gid = require_group(ak, contract.slug, ldap_provider(ak))
     attempt = itertools.count(1)
-    problems = poll_until(lambda: ldap_problems(contract, gid), lambda found: not found,
-                          every=from_poll_interval(2, 10.0), attempts=VERIFY_ATTEMPTS,
-                          detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems").value
+    problems = poll_until(
+        lambda: ldap_problems(contract, gid),
+        lambda found: not found,
+        every=from_poll_interval(2, 10.0),
+        attempts=VERIFY_ATTEMPTS,
+        detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems",
+    ).value
     directory_ids.fail_on_collisions(contract)
     if problems:
-        raise fail("InvariantBroken", f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
-                   f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
-                   f"uidNumbers. {PROPERTY_MAPPING_HINT}")
-    finding = Finding(check="identity.ldap", ok=True, severity=Severity.info,
-                      message=f"{len(contract.users)} users resolve through LDAP with gidNumber {gid}")
+        raise fail(
+            "InvariantBroken",
+            f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
+            f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
+            f"uidNumbers. {PROPERTY_MAPPING_HINT}",
+        )
+    finding = Finding(
+        check="identity.ldap",
+        ok=True,
+        severity=Severity.info,
+        message=f"{len(contract.users)} users resolve through LDAP with gidNumber {gid}",
+    )
     return StepResult(facts=inp.facts, findings=[finding])
 
 
@@ -273,13 +358,16 @@ def verify_ldap(inp: StepInput) -> StepResult:
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)), "group": ("Group", undo_group)}
+        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
+        "group": ("Group", undo_group),
+    }
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]
     with AuthentikClient.from_settings() as ak:
-        return [undo_one(ak, r) for r in inp.results
-                if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)]
+        return [
+            undo_one(ak, r) for r in inp.results if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)
+        ]
 
 
 ACTIVITIES = [preflight, plan, ensure_group, ensure_users, verify_ldap, undo]

@@ -64,9 +64,13 @@ def other_tenant(user: User, slug: str) -> str | None:
 
 # -- desired state -------------------------------------------------------------------------------
 
+
 def desired_user(user: TenantUser, gid: int) -> dict[str, Any]:
-    return {"name": user.name, "email": user.email,
-            "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}}
+    return {
+        "name": user.name,
+        "email": user.email,
+        "attributes": {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)},
+    }
 
 
 def user_patch(existing: User, desired: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -88,7 +92,7 @@ def require_group(ak: AuthentikClient, slug: str, provider: LdapProvider) -> tup
     group = ak.group_by_name(slug)
     gid = string_number(group.attributes, "gidNumber") if group else None
     if group is None or gid is None:
-        raise fail("NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; "
-                   "run identity.group first")
+        raise fail(
+            "NotFound", f"Authentik group {slug} with an explicit gidNumber is missing; run identity.group first"
+        )
     return group, gid
-

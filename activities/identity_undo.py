@@ -42,8 +42,12 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
-    return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent,
-                                     "data": Restored(restored=sorted(patch), left_group=leave)})
+    return result.model_copy(
+        update={
+            "outcome": Outcome.updated if changed else Outcome.absent,
+            "data": Restored(restored=sorted(patch), left_group=leave),
+        }
+    )
 
 
 def undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
@@ -54,13 +58,14 @@ def undo_group(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
         if group.users:
-            return result.model_copy(update={"outcome": Outcome.unchanged,
-                                             "data": Kept(kept=f"still has {len(group.users)} members")})
+            return result.model_copy(
+                update={"outcome": Outcome.unchanged, "data": Kept(kept=f"still has {len(group.users)} members")}
+            )
         ak.delete_group(group.pk)
         return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
     patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
     if patch:
         ak.patch_group(group.pk, patch)
-    return result.model_copy(update={"outcome": Outcome.updated if patch else Outcome.absent,
-                                     "data": Restored(restored=sorted(patch))})
-
+    return result.model_copy(
+        update={"outcome": Outcome.updated if patch else Outcome.absent, "data": Restored(restored=sorted(patch))}
+    )

@@ -66,19 +66,35 @@ def preflight(inp: StepInput) -> StepResult:
             existing = objs.get(obj["kind"], meta["name"], meta.get("namespace"))
             other = kubeensure.foreign_owner(existing, contract.slug) if existing else None
             if other:
-                findings.append(_error(f"kube.{step}", f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
-                                       f"already exists and belongs to {other}", "remove it or choose another slug"))
+                findings.append(
+                    _error(
+                        f"kube.{step}",
+                        f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
+                        f"already exists and belongs to {other}",
+                        "remove it or choose another slug",
+                    )
+                )
     for ns in sorted({*manifests.EGRESS_NAMESPACES, *manifests.ALLOWED_PEER_NAMESPACES}):
         if objs.get("Namespace", ns) is None:
-            findings.append(_error("kube.namespaces", f"namespace {ns} does not exist, so the tenant NetworkPolicy "
-                                   f"would allow traffic to nothing there", f"create the platform namespace {ns}"))
+            findings.append(
+                _error(
+                    "kube.namespaces",
+                    f"namespace {ns} does not exist, so the tenant NetworkPolicy would allow traffic to nothing there",
+                    f"create the platform namespace {ns}",
+                )
+            )
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
-        findings.append(_error("kube.ldap_bind_secret", f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
-                               f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
-                               "'ldap_simple_bind: Invalid credentials'",
-                               "create it in the auth namespace or set LDAP_BIND_SECRET[_NAMESPACE]; never put the "
-                               "password in chart values"))
+        findings.append(
+            _error(
+                "kube.ldap_bind_secret",
+                f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
+                f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
+                "'ldap_simple_bind: Invalid credentials'",
+                "create it in the auth namespace or set LDAP_BIND_SECRET[_NAMESPACE]; never put the "
+                "password in chart values",
+            )
+        )
     if contract.admins_group and objs.get("ClusterRole", "edit") is None:
         findings.append(_error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
     return StepResult(facts=inp.facts, findings=findings)
@@ -88,8 +104,11 @@ def preflight(inp: StepInput) -> StepResult:
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    return [kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(obj))
-            for objects in step_manifests(contract).values() for obj in objects]
+    return [
+        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(obj))
+        for objects in step_manifests(contract).values()
+        for obj in objects
+    ]
 
 
 def _ensure(inp: StepInput, step: str) -> StepResult:

@@ -53,8 +53,9 @@ def _new_client(target: KubeTarget) -> client.ApiClient:
     if entry.in_cluster:
         config.load_incluster_config(client_configuration=conf)
     else:
-        config.load_kube_config(config_file=str(entry.kubeconfig), context=entry.context or target.context,
-                                client_configuration=conf)
+        config.load_kube_config(
+            config_file=str(entry.kubeconfig), context=entry.context or target.context, client_configuration=conf
+        )
     conf.retries = kube_retries()
     return client.ApiClient(configuration=conf)
 
@@ -77,27 +78,36 @@ def _message(body: bytes | str | None, fallback: str) -> str:
     return str((parsed.get("message") if isinstance(parsed, dict) else None) or fallback)
 
 
-def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: str,
-           headers: Any) -> ApplicationError:
+def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: str, headers: Any) -> ApplicationError:
     retry_after = headers.get("Retry-After") if headers else None
     return http_error(f"kubernetes {target.context}", status, _message(body, reason), retry_after)
 
 
-def request(target: KubeTarget, method: str, path: str, body: Any = None, content_type: str = "application/json",
-            query: list[tuple[str, str]] | None = None) -> Json:
+def request(
+    target: KubeTarget,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> Json:
     """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer."""
     api = api_client(target)
     headers = {"Content-Type": content_type, "Accept": "application/json"}
-    _, url, headers, body, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
-                                                   body=body, auth_settings=["BearerToken"])
+    _, url, headers, body, _ = api.param_serialize(
+        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+    )
     try:
         response = api.call_api(method, url, headers, body, _request_timeout=REQUEST_TIMEOUT_S)
         response.read()
     except ApiException as exc:
         raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
     except urllib3.exceptions.HTTPError as exc:
-        raise ApplicationError(f"kubernetes {target.context}: no answer to {method} {path} within "
-                               f"{REQUEST_TIMEOUT_S[1]:.0f} s ({type(exc).__name__})", type=TRANSIENT) from None
+        raise ApplicationError(
+            f"kubernetes {target.context}: no answer to {method} {path} within "
+            f"{REQUEST_TIMEOUT_S[1]:.0f} s ({type(exc).__name__})",
+            type=TRANSIENT,
+        ) from None
     if response.status >= 400:
         raise _error(target, response.status, response.data, str(response.reason), response.headers)
     return dict(json.loads(response.data or b"{}"))
@@ -115,16 +125,19 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     pods = request(target, "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)])
-    running = [str(p["metadata"]["name"]) for p in pods.get("items") or []
-               if (p.get("status") or {}).get("phase") == "Running"]
+    running = [
+        str(p["metadata"]["name"]) for p in pods.get("items") or [] if (p.get("status") or {}).get("phase") == "Running"
+    ]
     if not running:
-        raise ApplicationError(f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod",
-                               type="NoRunningPod")
+        raise ApplicationError(
+            f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod", type="NoRunningPod"
+        )
     return sorted(running)[0]
 
 
-def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str],
-            timeout_s: int = EXEC_TIMEOUT_S) -> ExecOutput:
+def exec_in(
+    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = EXEC_TIMEOUT_S
+) -> ExecOutput:
     """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code. The exec
     runs for at most ``timeout_s``, capped at :data:`EXEC_TIMEOUT_S` (below the heartbeat timeout).
 
@@ -134,9 +147,18 @@ def exec_in(target: KubeTarget, namespace: str, pod: str, container: str, argv: 
     shared client patched for good."""
     with _new_client(target) as api:
         try:
-            resp = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, command=argv,
-                          container=container, stderr=True, stdin=False, stdout=True, tty=False,
-                          _preload_content=False)
+            resp = stream(
+                client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                command=argv,
+                container=container,
+                stderr=True,
+                stdin=False,
+                stdout=True,
+                tty=False,
+                _preload_content=False,
+            )
         except ApiException as exc:
             raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
         try:

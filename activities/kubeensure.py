@@ -86,16 +86,29 @@ def plan_action(existing: Manifest | None, desired: Manifest, slug: str) -> Acti
     return Action.unchanged if matches(owned(desired), existing) else Action.update
 
 
-def plan_step(objs: KubeObjects, layer: str, desired: Manifest, slug: str,
-              detail: dict[str, Any] | None = None) -> PlanStep:
+def plan_step(
+    objs: KubeObjects, layer: str, desired: Manifest, slug: str, detail: dict[str, Any] | None = None
+) -> PlanStep:
     kind, name, namespace = _ref(desired)
     existing = objs.get(kind, name, namespace)
-    return PlanStep(layer=layer, kind=kind, name=name, namespace=namespace,
-                    action=plan_action(existing, desired, slug), detail=detail or {})
+    return PlanStep(
+        layer=layer,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        action=plan_action(existing, desired, slug),
+        detail=detail or {},
+    )
 
 
-def ensure(objs: KubeObjects, layer: str, desired: Manifest, slug: str, run_id: str,
-           claimed_by: Callable[[Manifest], str | None] | None = None) -> EnsureResult:
+def ensure(
+    objs: KubeObjects,
+    layer: str,
+    desired: Manifest,
+    slug: str,
+    run_id: str,
+    claimed_by: Callable[[Manifest], str | None] | None = None,
+) -> EnsureResult:
     """Read, compare the owned fields, then create, patch or leave the object."""
     kind, name, namespace = _ref(desired)
     existing = objs.get(kind, name, namespace)
@@ -106,8 +119,11 @@ def ensure(objs: KubeObjects, layer: str, desired: Manifest, slug: str, run_id: 
         return result.model_copy(update={"outcome": Outcome.created})
     other = (claimed_by or (lambda obj: foreign_owner(obj, slug)))(existing)
     if other is not None:
-        raise fail("Conflict", f"{describe(kind, name, namespace)} already exists and belongs to {other}; "
-                               "pick another tenant slug or remove the other object")
+        raise fail(
+            "Conflict",
+            f"{describe(kind, name, namespace)} already exists and belongs to {other}; "
+            "pick another tenant slug or remove the other object",
+        )
     want = owned(desired)
     if is_ours(existing, slug) and matches(want, existing):
         return result
@@ -133,8 +149,7 @@ def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) 
         if res.kind not in KINDS or res.outcome not in (Outcome.created, Outcome.updated, Outcome.adopted):
             continue
         existing = objs.get(res.kind, res.name, res.namespace)
-        base = EnsureResult(layer=layer, kind=res.kind, name=res.name, namespace=res.namespace,
-                            outcome=Outcome.absent)
+        base = EnsureResult(layer=layer, kind=res.kind, name=res.name, namespace=res.namespace, outcome=Outcome.absent)
         if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
             done.append(base)
         elif res.outcome is Outcome.created:

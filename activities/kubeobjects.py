@@ -39,37 +39,40 @@ class Kind:
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
-KINDS: dict[str, Kind] = {k.kind: k for k in (
-    Kind("Namespace", "v1", "namespaces", False),
-    Kind("Node", "v1", "nodes", False),
-    Kind("Pod", "v1", "pods", True),
-    Kind("Secret", "v1", "secrets", True),
-    Kind("ConfigMap", "v1", "configmaps", True),
-    Kind("ServiceAccount", "v1", "serviceaccounts", True),
-    Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
-    Kind("ResourceQuota", "v1", "resourcequotas", True),
-    Kind("LimitRange", "v1", "limitranges", True),
-    Kind("Deployment", "apps/v1", "deployments", True),
-    Kind("Job", "batch/v1", "jobs", True),
-    Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
-    Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
-    Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True),
-    Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False),
-    Kind("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    Kind("SelfSubjectAccessReview", "authorization.k8s.io/v1", "selfsubjectaccessreviews", False),
-    Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
-    Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
-    Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
-    Kind("BootstrapEnrollment", "trainy.ai/v1alpha1", "bootstrapenrollments", True),
-    Kind("WorkerCluster", "trainy.ai/v1alpha1", "workerclusters", True),
-    Kind("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", True),
-    Kind("Workload", KUEUE, "workloads", True),
-    Kind("LocalQueue", KUEUE, "localqueues", True),
-    Kind("ResourceFlavor", KUEUE, "resourceflavors", False),
-    Kind("ClusterQueue", KUEUE, "clusterqueues", False),
-    Kind("AdmissionCheck", KUEUE, "admissionchecks", False),
-    Kind("ProvisioningRequestConfig", KUEUE, "provisioningrequestconfigs", False),
-)}
+KINDS: dict[str, Kind] = {
+    k.kind: k
+    for k in (
+        Kind("Namespace", "v1", "namespaces", False),
+        Kind("Node", "v1", "nodes", False),
+        Kind("Pod", "v1", "pods", True),
+        Kind("Secret", "v1", "secrets", True),
+        Kind("ConfigMap", "v1", "configmaps", True),
+        Kind("ServiceAccount", "v1", "serviceaccounts", True),
+        Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
+        Kind("ResourceQuota", "v1", "resourcequotas", True),
+        Kind("LimitRange", "v1", "limitranges", True),
+        Kind("Deployment", "apps/v1", "deployments", True),
+        Kind("Job", "batch/v1", "jobs", True),
+        Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
+        Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
+        Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True),
+        Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False),
+        Kind("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+        Kind("SelfSubjectAccessReview", "authorization.k8s.io/v1", "selfsubjectaccessreviews", False),
+        Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
+        Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
+        Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
+        Kind("BootstrapEnrollment", "trainy.ai/v1alpha1", "bootstrapenrollments", True),
+        Kind("WorkerCluster", "trainy.ai/v1alpha1", "workerclusters", True),
+        Kind("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", True),
+        Kind("Workload", KUEUE, "workloads", True),
+        Kind("LocalQueue", KUEUE, "localqueues", True),
+        Kind("ResourceFlavor", KUEUE, "resourceflavors", False),
+        Kind("ClusterQueue", KUEUE, "clusterqueues", False),
+        Kind("AdmissionCheck", KUEUE, "admissionchecks", False),
+        Kind("ProvisioningRequestConfig", KUEUE, "provisioningrequestconfigs", False),
+    )
+}
 
 
 def _absent(err: ApplicationError) -> bool:
@@ -87,8 +90,14 @@ class KubeObjects:
         """The API server URL of the target."""
         return str(kubeclient.api_client(self.target).configuration.host)
 
-    def _send(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-              query: list[tuple[str, str]] | None = None) -> Manifest:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: list[tuple[str, str]] | None = None,
+    ) -> Manifest:
         return kubeclient.request(self.target, method, path, body, content_type, query)
 
     def version(self) -> Manifest:
@@ -137,8 +146,13 @@ class KubeObjects:
 
     def can_i(self, verb: str, group: str, resource: str, namespace: str = "") -> bool:
         """A SelfSubjectAccessReview: may this target's identity do ``verb`` on ``resource``?"""
-        review = self.create({
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                                            "namespace": namespace}}})
+        review = self.create(
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+                },
+            }
+        )
         return bool((review.get("status") or {}).get("allowed"))

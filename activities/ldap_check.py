@@ -56,12 +56,14 @@ def group_dn(name: str) -> str:
 
 def _ldap_failure(exc: LDAPException) -> ApplicationError:
     if isinstance(exc, LDAPBindError | LDAPInvalidCredentialsResult):
-        return fail("Forbidden", f"{SERVICE} refused the bind as {settings().ldap_bind_dn}: {type(exc).__name__}; "
-                    f"check the bind password in Secret {settings().ldap_bind_secret_namespace}/"
-                    f"{settings().ldap_bind_secret}")
+        return fail(
+            "Forbidden",
+            f"{SERVICE} refused the bind as {settings().ldap_bind_dn}: {type(exc).__name__}; "
+            f"check the bind password in Secret {settings().ldap_bind_secret_namespace}/"
+            f"{settings().ldap_bind_secret}",
+        )
     reason = "is unreachable" if isinstance(exc, LDAPSocketOpenError) else "failed"
-    return ApplicationError(f"{SERVICE} at {settings().ldap_url} {reason}: {type(exc).__name__}",
-                            type="Unavailable")
+    return ApplicationError(f"{SERVICE} at {settings().ldap_url} {reason}: {type(exc).__name__}", type="Unavailable")
 
 
 @contextmanager
@@ -69,9 +71,14 @@ def bound() -> Iterator[Connection]:
     """A connection bound as the outpost's bind user; closed on exit."""
     conf = settings()
     try:
-        conn = Connection(Server(conf.ldap_url, connect_timeout=5), user=conf.ldap_bind_dn,
-                          password=conf.ldap_bind_password.get_secret_value(), auto_bind=True,
-                          raise_exceptions=True, receive_timeout=10)
+        conn = Connection(
+            Server(conf.ldap_url, connect_timeout=5),
+            user=conf.ldap_bind_dn,
+            password=conf.ldap_bind_password.get_secret_value(),
+            auto_bind=True,
+            raise_exceptions=True,
+            receive_timeout=10,
+        )
     except LDAPException as exc:
         raise _ldap_failure(exc) from None
     try:
@@ -98,8 +105,12 @@ def probe() -> int:
 
 def lookup_user(conn: Connection, username: str) -> DirectoryUser | None:
     """What ``ldapsearch (cn=<username>) uidNumber gidNumber memberOf`` shows, or ``None``."""
-    conn.search(users_dn(), f"(cn={escape_filter_chars(username)})", search_scope=LEVEL,
-                attributes=["cn", "uidNumber", "gidNumber", "memberOf"])
+    conn.search(
+        users_dn(),
+        f"(cn={escape_filter_chars(username)})",
+        search_scope=LEVEL,
+        attributes=["cn", "uidNumber", "gidNumber", "memberOf"],
+    )
     if not conn.entries:
         return None
     entry = conn.entries[0]
@@ -127,6 +138,9 @@ def lookup_group(name: str) -> DirectoryGroup | None:
         if not conn.entries:
             return None
         attrs = conn.entries[0].entry_attributes_as_dict
-        return DirectoryGroup(dn=group_dn(name), name=name,
-                              gid_number=_int(attrs["gidNumber"][0]) if attrs.get("gidNumber") else None,
-                              members=[str(v) for v in attrs.get("member", [])])
+        return DirectoryGroup(
+            dn=group_dn(name),
+            name=name,
+            gid_number=_int(attrs["gidNumber"][0]) if attrs.get("gidNumber") else None,
+            members=[str(v) for v in attrs.get("member", [])],
+        )

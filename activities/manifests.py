@@ -37,8 +37,13 @@ def owner_labels(slug: str) -> dict[str, str]:
     return {MANAGED_BY: MANAGER, TENANT_LABEL: slug}
 
 
-def _meta(name: str, slug: str, namespace: str | None = None, labels: dict[str, str] | None = None,
-          annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _meta(
+    name: str,
+    slug: str,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **owner_labels(slug)}}
     if namespace is not None:
         meta["namespace"] = namespace
@@ -68,8 +73,11 @@ def namespace(contract: TenantContract) -> Manifest:
     """Runbook step 3a: the namespace with the tenant and pod-security ``restricted`` labels."""
     labels = {"tenant": contract.slug}
     labels.update({f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY_MODES})
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(contract.namespace, contract.slug,
-                                                                      labels=labels)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _meta(contract.namespace, contract.slug, labels=labels),
+    }
 
 
 def resource_quota(contract: TenantContract) -> Manifest:
@@ -79,14 +87,16 @@ def resource_quota(contract: TenantContract) -> Manifest:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": _meta(f"{contract.slug}-quota", contract.slug, contract.namespace),
-        "spec": {"hard": {
-            f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
-            "requests.cpu": quota.requests_cpu,
-            "requests.memory": quota.requests_memory,
-            "limits.memory": quota.limits_memory,
-            "persistentvolumeclaims": str(quota.persistentvolumeclaims),
-            "requests.storage": quota.requests_storage,
-        }},
+        "spec": {
+            "hard": {
+                f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
+                "requests.cpu": quota.requests_cpu,
+                "requests.memory": quota.requests_memory,
+                "limits.memory": quota.limits_memory,
+                "persistentvolumeclaims": str(quota.persistentvolumeclaims),
+                "requests.storage": quota.requests_storage,
+            }
+        },
     }
 
 
@@ -97,11 +107,15 @@ def limit_range(contract: TenantContract) -> Manifest:
         "apiVersion": "v1",
         "kind": "LimitRange",
         "metadata": _meta(f"{contract.slug}-defaults", contract.slug, contract.namespace),
-        "spec": {"limits": [{
-            "type": "Container",
-            "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
-            "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
-        }]},
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
+                    "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
+                }
+            ]
+        },
     }
 
 
@@ -145,10 +159,12 @@ def allow_policy(contract: TenantContract) -> Manifest:
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}],
-            "egress": [{
-                "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
-                "ports": [{"port": port, "protocol": protocol} for port, protocol in EGRESS_PORTS],
-            }],
+            "egress": [
+                {
+                    "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
+                    "ports": [{"port": port, "protocol": protocol} for port, protocol in EGRESS_PORTS],
+                }
+            ],
         },
     }
 
@@ -171,8 +187,9 @@ def authorized_keys_secret_name(contract: TenantContract) -> str:
 
 def authorized_keys_secret(contract: TenantContract) -> Manifest:
     """The Secret projected to ``/etc/ssh/authorized_keys.d/``: one key per username (public keys only)."""
-    data = {user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode()
-            for user in contract.users}
+    data = {
+        user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode() for user in contract.users
+    }
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -209,8 +226,15 @@ def weka_mount_filesystem(contract: TenantContract, role: str) -> str:
     return f"{role}/{contract.slug}"
 
 
-def login_release(contract: TenantContract, *, ldap_uri: str, ldap_base_dn: str, ldap_bind_dn: str,
-                  bind_password_secret: str, slurm_controller_host: str) -> Manifest:
+def login_release(
+    contract: TenantContract,
+    *,
+    ldap_uri: str,
+    ldap_base_dn: str,
+    ldap_bind_dn: str,
+    bind_password_secret: str,
+    slurm_controller_host: str,
+) -> Manifest:
     """Runbook step 5a: the login pod chart release; the bind password only by Secret name."""
     return {
         "apiVersion": HELM_API,
@@ -221,16 +245,24 @@ def login_release(contract: TenantContract, *, ldap_uri: str, ldap_base_dn: str,
             "values": {
                 "tenant": contract.slug,
                 "replicas": contract.login.replicas,
-                "ldap": {"uri": ldap_uri, "baseDN": ldap_base_dn, "bindDN": ldap_bind_dn,
-                         "bindPasswordSecret": bind_password_secret},
+                "ldap": {
+                    "uri": ldap_uri,
+                    "baseDN": ldap_base_dn,
+                    "bindDN": ldap_bind_dn,
+                    "bindPasswordSecret": bind_password_secret,
+                },
                 "slurm": {"controllerHost": slurm_controller_host},
                 "sshKeysSecret": authorized_keys_secret_name(contract),
-                "homeMount": {"type": "weka", "path": "/home",
-                              "filesystem": weka_mount_filesystem(contract, "home")},
-                "scratchMount": {"type": "weka", "path": "/scratch",
-                                 "filesystem": weka_mount_filesystem(contract, "scratch")},
-                "service": {"type": "LoadBalancer", "annotations": {
-                    "external-dns.alpha.kubernetes.io/hostname": contract.login_hostname}},
+                "homeMount": {"type": "weka", "path": "/home", "filesystem": weka_mount_filesystem(contract, "home")},
+                "scratchMount": {
+                    "type": "weka",
+                    "path": "/scratch",
+                    "filesystem": weka_mount_filesystem(contract, "scratch"),
+                },
+                "service": {
+                    "type": "LoadBalancer",
+                    "annotations": {"external-dns.alpha.kubernetes.io/hostname": contract.login_hostname},
+                },
             },
         },
     }

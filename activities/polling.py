@@ -55,11 +55,17 @@ def heartbeat(*details: object) -> None:
         activity.heartbeat(*details)
 
 
-def poll_until(probe: Callable[[], T], done: Callable[[T], bool], *, every: Backoff,
-               budget_s: float | None = None, attempts: int | None = None,
-               detail: Callable[[T], object] | None = None,
-               sleep: Callable[[float], None] = time.sleep,
-               clock: Callable[[], float] = time.monotonic) -> Polled[T]:
+def poll_until(
+    probe: Callable[[], T],
+    done: Callable[[T], bool],
+    *,
+    every: Backoff,
+    budget_s: float | None = None,
+    attempts: int | None = None,
+    detail: Callable[[T], object] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Polled[T]:
     """Probe until ``done(answer)``, the time budget or the number of attempts runs out (no budget: forever).
 
     Between tries it heartbeats ``detail(answer)`` (with no ``detail``, a bare heartbeat) and sleeps."""

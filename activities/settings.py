@@ -28,20 +28,32 @@ class ServiceSettings(BaseSettings):
     ldap_base_dn: str = Field("dc=auth,dc=example,dc=internal", alias="LDAP_BASE_DN")
     ldap_bind_dn: str = Field("cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal", alias="LDAP_BIND_DN")
     ldap_bind_password: SecretStr = Field(SecretStr(""), alias="LDAP_BIND_PASSWORD")
-    ldap_bind_secret: str = Field("ldap-bind-creds", alias="LDAP_BIND_SECRET",
-                                  description="Secret holding the bind password, in the auth namespace")
+    ldap_bind_secret: str = Field(
+        "ldap-bind-creds",
+        alias="LDAP_BIND_SECRET",
+        description="Secret holding the bind password, in the auth namespace",
+    )
     ldap_bind_secret_namespace: str = Field("auth", alias="LDAP_BIND_SECRET_NAMESPACE")
     ldap_outpost_uri: str = Field("ldaps://authentik-ldap-outpost.auth.svc:636", alias="LDAP_OUTPOST_URI")
     slurm_namespace: str = Field("slurm-control", alias="SLURM_NAMESPACE")
     slurm_controller: str = Field("slurmctld", alias="SLURM_CONTROLLER_DEPLOYMENT")
-    slurm_controller_container: str = Field("slurmctld", alias="SLURM_CONTROLLER_CONTAINER",
-                                            description="the container of the slurmctld pod that commands run in")
-    login_container: str = Field("sshd", alias="LOGIN_CONTAINER",
-                                 description="the container of a tenant login pod that checks run in")
+    slurm_controller_container: str = Field(
+        "slurmctld",
+        alias="SLURM_CONTROLLER_CONTAINER",
+        description="the container of the slurmctld pod that commands run in",
+    )
+    login_container: str = Field(
+        "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
+    )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
-    http_timeout_s: float = Field(10.0, alias="TENANTFLOW_HTTP_TIMEOUT", gt=0, le=20,
-                                  description="connect and read timeout of each Authentik and Weka request; with "
-                                              "in-place retries (activities/httpretry.py) under the heartbeat timeout")
+    http_timeout_s: float = Field(
+        10.0,
+        alias="TENANTFLOW_HTTP_TIMEOUT",
+        gt=0,
+        le=20,
+        description="connect and read timeout of each Authentik and Weka request; with "
+        "in-place retries (activities/httpretry.py) under the heartbeat timeout",
+    )
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
 
 

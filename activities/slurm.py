@@ -74,58 +74,94 @@ def preflight(inp: StepInput) -> StepResult:
         if err.type == TRANSIENT:
             raise
         cfg = settings()
-        check("controller", False, f"the slurmctld deployment {cfg.slurm_namespace}/{cfg.slurm_controller} has no "
-              f"pod to run commands in: {err.message}", "check that slurmctld runs there, or set "
-              "SLURM_NAMESPACE / SLURM_CONTROLLER_DEPLOYMENT to where it runs")
+        check(
+            "controller",
+            False,
+            f"the slurmctld deployment {cfg.slurm_namespace}/{cfg.slurm_controller} has no "
+            f"pod to run commands in: {err.message}",
+            "check that slurmctld runs there, or set SLURM_NAMESPACE / SLURM_CONTROLLER_DEPLOYMENT to where it runs",
+        )
         return StepResult(facts=inp.facts, findings=findings)
     ping = ctl.run(["scontrol", "ping"], check=False)
-    check("controller", ping.exit_code == 0 and "UP" in ping.stdout,
-          "slurmctld answers" if ping.exit_code == 0 else f"slurmctld is not reachable: {ping.stderr.strip()}",
-          "start slurmctld in slurm-control and check its logs")
+    check(
+        "controller",
+        ping.exit_code == 0 and "UP" in ping.stdout,
+        "slurmctld answers" if ping.exit_code == 0 else f"slurmctld is not reachable: {ping.stderr.strip()}",
+        "start slurmctld in slurm-control and check its logs",
+    )
     clusters = ctl.run(["sacctmgr", "-P", "-n", "show", "cluster", "format=cluster"], check=False)
     listed = clusters.stdout.split()
-    check("slurmdbd", clusters.exit_code == 0 and c.slurm.cluster in listed,
-          f"slurmdbd lists cluster {c.slurm.cluster}" if clusters.exit_code == 0 and c.slurm.cluster in listed
-          else f"slurmdbd does not list cluster {c.slurm.cluster}: {(clusters.stderr or clusters.stdout).strip()}",
-          "check slurmdbd and that slurm.cluster names the registered cluster")
+    check(
+        "slurmdbd",
+        clusters.exit_code == 0 and c.slurm.cluster in listed,
+        f"slurmdbd lists cluster {c.slurm.cluster}"
+        if clusters.exit_code == 0 and c.slurm.cluster in listed
+        else f"slurmdbd does not list cluster {c.slurm.cluster}: {(clusters.stderr or clusters.stdout).strip()}",
+        "check slurmdbd and that slurm.cluster names the registered cluster",
+    )
     if findings and not all(f.ok for f in findings):
         return StepResult(facts=inp.facts, findings=findings)
     world = read_world(ctl, c)
     org = world.organizations.get(c.slug)
-    check("account", org in (None, c.slug),
-          f"account {c.slug} is free" if org is None else f"account {c.slug} belongs to organization {org}",
-          f"pick another slug or remove the foreign account {c.slug}")
+    check(
+        "account",
+        org in (None, c.slug),
+        f"account {c.slug} is free" if org is None else f"account {c.slug} belongs to organization {org}",
+        f"pick another slug or remove the foreign account {c.slug}",
+    )
     if c.team_account and (team := world.account(c.team_account)) is not None:
-        check("team_account", team.parent == c.slug, f"account {c.team_account} has parent {team.parent}",
-              "choose slurm.team_account that no other tenant uses")
+        check(
+            "team_account",
+            team.parent == c.slug,
+            f"account {c.team_account} has parent {team.parent}",
+            "choose slurm.team_account that no other tenant uses",
+        )
     foreign_qos = sorted(world.qos) if org is None else []
-    check("qos", not foreign_qos, "QoS names are free" if not foreign_qos
-          else f"QoS {', '.join(foreign_qos)} already exist but account {c.slug} does not",
-          "remove the stale QoS or choose another slug")
+    check(
+        "qos",
+        not foreign_qos,
+        "QoS names are free"
+        if not foreign_qos
+        else f"QoS {', '.join(foreign_qos)} already exist but account {c.slug} does not",
+        "remove the stale QoS or choose another slug",
+    )
     _partition_checks(ctl, c, inp.facts.nodes, check)
     return StepResult(facts=inp.facts, findings=findings)
 
 
-def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str],
-                      check: Callable[..., None]) -> None:
+def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check: Callable[..., None]) -> None:
     data, ours = read_partition_key(c)
     live = ctl.run(["scontrol", "show", "partition", word(c.slug)], check=False)
     foreign = live.exit_code == 0 and ours is None
-    check("partition", not foreign, f"partition {c.slug} is free" if not foreign
-          else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
-          "remove the partition from slurm.conf or choose another slug")
-    taken = {n: key for key, line in data.items() if key != f"{c.slug}.conf"
-             for n in expand_hostlist(_field(line, "Nodes"))}
+    check(
+        "partition",
+        not foreign,
+        f"partition {c.slug} is free"
+        if not foreign
+        else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
+        "remove the partition from slurm.conf or choose another slug",
+    )
+    taken = {
+        n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in expand_hostlist(_field(line, "Nodes"))
+    }
     clash = sorted(n for n in nodes if n in taken)
-    check("nodes_free", not clash, "no chosen node is in another partition" if not clash
-          else "nodes already in other tenant partitions: " + ", ".join(f"{n} ({taken[n]})" for n in clash),
-          "choose other nodes")
+    check(
+        "nodes_free",
+        not clash,
+        "no chosen node is in another partition"
+        if not clash
+        else "nodes already in other tenant partitions: " + ", ".join(f"{n} ({taken[n]})" for n in clash),
+        "choose other nodes",
+    )
     states = parse_node_states(ctl.run(["sinfo", "-h", "-N", "-o", "%N|%t"]).stdout)
     known = {s.node for s in states}
     missing = sorted(set(nodes) - known)
-    check("nodes_known", not missing, "Slurm knows every chosen node" if not missing
-          else f"Slurm does not know nodes {compress_hostlist(missing)}",
-          "add the nodes to slurm.conf (NodeName=...) before onboarding")
+    check(
+        "nodes_known",
+        not missing,
+        "Slurm knows every chosen node" if not missing else f"Slurm does not know nodes {compress_hostlist(missing)}",
+        "add the nodes to slurm.conf (NodeName=...) before onboarding",
+    )
 
 
 def _field(line: str, key: str) -> str:
@@ -143,13 +179,20 @@ def plan(inp: StepInput) -> list[PlanStep]:
         action = Action.create if have is None else Action.update if differences(want, have) else Action.unchanged
         if want.kind == "account-qos":
             action = Action.update if have is None or differences(want, have) else Action.unchanged
-        steps.append(PlanStep(layer=LAYER, kind=want.kind, name=want.name, action=action,
-                              detail=dict(want.values)))
+        steps.append(PlanStep(layer=LAYER, kind=want.kind, name=want.name, action=action, detail=dict(want.values)))
     line = partition_line(c, inp.facts.nodes) if inp.facts.nodes else ""
     _, current = read_partition_key(c)
     action = Action.create if current is None else Action.unchanged if current == line else Action.update
-    steps.append(PlanStep(layer=LAYER, kind="partition", name=c.slug, action=action,
-                          namespace=settings().slurm_namespace, detail={"line": line}))
+    steps.append(
+        PlanStep(
+            layer=LAYER,
+            kind="partition",
+            name=c.slug,
+            action=action,
+            namespace=settings().slurm_namespace,
+            detail={"line": line},
+        )
+    )
     return steps
 
 
@@ -181,9 +224,19 @@ def users(inp: StepInput) -> StepResult:
     except Exception:
         undo_results(ctl, list(reversed(results)))
         raise
-    findings = [Finding(check="slurm.user_uids", ok=True, severity=Severity.info,
-                        message="slurmctld had recorded new users without a uid (its NSS had not synced them "
-                                "yet); scontrol reconfigure looked them up again")] if reconfigured else []
+    findings = (
+        [
+            Finding(
+                check="slurm.user_uids",
+                ok=True,
+                severity=Severity.info,
+                message="slurmctld had recorded new users without a uid (its NSS had not synced them "
+                "yet); scontrol reconfigure looked them up again",
+            )
+        ]
+        if reconfigured
+        else []
+    )
     return StepResult(results=results, facts=inp.facts, findings=findings)
 
 
@@ -208,9 +261,14 @@ def partition(inp: StepInput) -> StepResult:
         if outcome != Outcome.unchanged:
             restore_partition(ctl, c, current)
         raise
-    result = EnsureResult(layer=LAYER, kind="partition", name=c.slug, namespace=settings().slurm_namespace,
-                          outcome=outcome,
-                          data=SlurmPartition(line=line, previous=current, nodes=compress_hostlist(nodes)))
+    result = EnsureResult(
+        layer=LAYER,
+        kind="partition",
+        name=c.slug,
+        namespace=settings().slurm_namespace,
+        outcome=outcome,
+        data=SlurmPartition(line=line, previous=current, nodes=compress_hostlist(nodes)),
+    )
     return StepResult(results=[result], facts=inp.facts)
 
 
@@ -219,8 +277,11 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)
     where = {"cluster": c.slurm.cluster, "account": c.user_account}
-    accounting = [r.model_copy(update={"data": SlurmObject.model_validate(where | r.data_as(SlurmObject).model_dump())})
-                  for r in reversed(inp.results) if r.kind != "partition"]
+    accounting = [
+        r.model_copy(update={"data": SlurmObject.model_validate(where | r.data_as(SlurmObject).model_dump())})
+        for r in reversed(inp.results)
+        if r.kind != "partition"
+    ]
     done = undo_results(ctl, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):

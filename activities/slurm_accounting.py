@@ -34,9 +34,17 @@ from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
-CLEARED = {"grptres": "gres/gpu=-1", "grpjobs": "-1", "maxjobs": "-1", "grptresmins": "gres/gpu=-1",
-           "priority": "0", "maxwall": "-1", "flags": "-1", "defaultqos": "-1", "qos": ""}
-
+CLEARED = {
+    "grptres": "gres/gpu=-1",
+    "grpjobs": "-1",
+    "maxjobs": "-1",
+    "grptresmins": "gres/gpu=-1",
+    "priority": "0",
+    "maxwall": "-1",
+    "flags": "-1",
+    "defaultqos": "-1",
+    "qos": "",
+}
 
 
 @dataclass
@@ -57,16 +65,26 @@ class World:
 
 def read_world(ctl: SlurmCtl, c: TenantContract) -> World:
     accounts = allow_accounts(c)
-    assocs = parse_assocs(ctl.show("assoc", {"cluster": word(c.slurm.cluster), "accounts": words(accounts)},
-                                   ASSOC_FORMAT))
+    assocs = parse_assocs(
+        ctl.show("assoc", {"cluster": word(c.slurm.cluster), "accounts": words(accounts)}, ASSOC_FORMAT)
+    )
     records = parse_accounts(ctl.show("account", {"names": words(accounts)}, ACCOUNT_FORMAT))
     qos_rows = parse_qos(ctl.show("qos", {"names": qos_list(c)}, QOS_FORMAT))
     return World(
         assocs=assocs,
         descriptions={r.account: r.description for r in records},
         organizations={r.account: r.organization for r in records},
-        qos={q.name: {"Priority": q.priority, "GrpTRES": q.grptres, "MaxWall": q.maxwall,
-                      "Flags": ",".join(q.flags), "PreemptMode": q.preemptmode} for q in qos_rows})
+        qos={
+            q.name: {
+                "Priority": q.priority,
+                "GrpTRES": q.grptres,
+                "MaxWall": q.maxwall,
+                "Flags": ",".join(q.flags),
+                "PreemptMode": q.preemptmode,
+            }
+            for q in qos_rows
+        },
+    )
 
 
 def current_values(world: World, want: Want) -> dict[str, str] | None:
@@ -77,17 +95,28 @@ def current_values(world: World, want: Want) -> dict[str, str] | None:
         assoc = world.user(want.name, want.where["Account"])
         if assoc is None:
             return None
-        return {"Account": assoc.account, "DefaultAccount": want.values["DefaultAccount"],
-                "Fairshare": assoc.fairshare, "MaxJobs": assoc.maxjobs, "GrpTRESMins": assoc.grptresmins,
-                "QOS": ",".join(assoc.qos), "DefaultQOS": assoc.defaultqos}
+        return {
+            "Account": assoc.account,
+            "DefaultAccount": want.values["DefaultAccount"],
+            "Fairshare": assoc.fairshare,
+            "MaxJobs": assoc.maxjobs,
+            "GrpTRESMins": assoc.grptresmins,
+            "QOS": ",".join(assoc.qos),
+            "DefaultQOS": assoc.defaultqos,
+        }
     acc = world.account(want.name)
     if acc is None:
         return None
     if want.kind == "account-qos":
         return {"QOS": ",".join(acc.qos), "DefaultQOS": acc.defaultqos}
-    return {"Description": world.descriptions.get(want.name, ""),
-            "Organization": world.organizations.get(want.name, ""), "Parent": acc.parent,
-            "Fairshare": acc.fairshare, "GrpTRES": acc.grptres, "GrpJobs": acc.grpjobs}
+    return {
+        "Description": world.descriptions.get(want.name, ""),
+        "Organization": world.organizations.get(want.name, ""),
+        "Parent": acc.parent,
+        "Fairshare": acc.fairshare,
+        "GrpTRES": acc.grptres,
+        "GrpJobs": acc.grpjobs,
+    }
 
 
 def _same(key: str, want: str, have: str) -> bool:
@@ -145,15 +174,20 @@ def modify_argvs(want: Want, keys: list[str], values: dict[str, str]) -> list[li
     for group in groups:
         if group:
             scope = {k: v for k, v in where.items() if k != "cluster"} if group[0] in ACCOUNT_LEVEL else where
-            argvs.append(sacctmgr_write("modify", entity, "", *_kv({k: values[k] for k in group}), where=scope,
-                                        set_mode=True))
+            argvs.append(
+                sacctmgr_write("modify", entity, "", *_kv({k: values[k] for k in group}), where=scope, set_mode=True)
+            )
     return argvs
 
 
 def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     if kind == "user":
-        return sacctmgr_write("delete", "user", "", where={"name": word(name), "account": word(data.account or ""),
-                                                           "cluster": word(data.cluster or "")})
+        return sacctmgr_write(
+            "delete",
+            "user",
+            "",
+            where={"name": word(name), "account": word(data.account or ""), "cluster": word(data.cluster or "")},
+        )
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
@@ -167,8 +201,9 @@ class Ensurer:
 
     def ensure(self, want: Want, world: World) -> None:
         have = current_values(world, want)
-        data = SlurmObject(values=want.values, cluster=self.contract.slurm.cluster,
-                           account=want.where.get("Account", ""))
+        data = SlurmObject(
+            values=want.values, cluster=self.contract.slurm.cluster, account=want.where.get("Account", "")
+        )
         if have is None:
             if want.kind == "account-qos":
                 raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
@@ -196,8 +231,9 @@ class Ensurer:
         return self.results
 
 
-def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
-                 before_delete: Callable[[EnsureResult], None] | None = None) -> list[EnsureResult]:
+def undo_results(
+    ctl: SlurmCtl, results: list[EnsureResult], before_delete: Callable[[EnsureResult], None] | None = None
+) -> list[EnsureResult]:
     """Delete what was created and put back what was updated, newest first."""
     done: list[EnsureResult] = []
     for res in results:
@@ -212,8 +248,12 @@ def undo_results(ctl: SlurmCtl, results: list[EnsureResult],
             done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         elif res.outcome == Outcome.updated and data.previous:
             previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
-            want = Want(kind, res.name, data.values or {}, {"Cluster": data.cluster or ""} | (
-                {"Account": data.account or ""} if kind == "user" else {}))
+            want = Want(
+                kind,
+                res.name,
+                data.values or {},
+                {"Cluster": data.cluster or ""} | ({"Account": data.account or ""} if kind == "user" else {}),
+            )
             outcome = Outcome.absent
             for argv in modify_argvs(want, [k for k in previous if k.lower() in CLEARED or previous[k]], previous):
                 out = ctl.run(argv, check=False)
@@ -245,4 +285,3 @@ def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
 
 def _undo_error(kind: str, name: str, detail: str) -> Exception:
     return fail("SlurmCommandFailed", f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}")
-

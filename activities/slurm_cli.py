@@ -33,7 +33,8 @@ RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
 UNAVAILABLE_PATTERNS = re.compile(
     r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
     r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
 _TEXT = re.compile(r"^[^\x00-\x1f\"'`|,=\\$;]{1,200}$")
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -146,8 +147,19 @@ class NodeState(BaseModel):
         return self.state == base and base in ("idle", "mix", "alloc", "completing")
 
 
-ASSOC_FORMAT = ("cluster", "account", "user", "parentname", "fairshare", "grptres", "grpjobs", "maxjobs",
-                "grptresmins", "qos", "defaultqos")
+ASSOC_FORMAT = (
+    "cluster",
+    "account",
+    "user",
+    "parentname",
+    "fairshare",
+    "grptres",
+    "grpjobs",
+    "maxjobs",
+    "grptresmins",
+    "qos",
+    "defaultqos",
+)
 ACCOUNT_FORMAT = ("account", "description", "organization")
 QOS_FORMAT = ("name", "priority", "grptres", "maxwall", "flags", "preemptmode")
 
@@ -172,8 +184,10 @@ def _list(value: str) -> list[str]:
 
 def parse_assocs(output: str) -> list[Assoc]:
     rows = parse_pipe(output, ASSOC_FORMAT)
-    return [Assoc(**{k if k != "parentname" else "parent": v for k, v in row.items() if k != "qos"},
-                  qos=_list(row["qos"])) for row in rows]
+    return [
+        Assoc(**{k if k != "parentname" else "parent": v for k, v in row.items() if k != "qos"}, qos=_list(row["qos"]))
+        for row in rows
+    ]
 
 
 def parse_accounts(output: str) -> list[AccountRecord]:
@@ -181,8 +195,10 @@ def parse_accounts(output: str) -> list[AccountRecord]:
 
 
 def parse_qos(output: str) -> list[QosRecord]:
-    return [QosRecord(**{k: v for k, v in row.items() if k != "flags"}, flags=_list(row["flags"]))
-            for row in parse_pipe(output, QOS_FORMAT)]
+    return [
+        QosRecord(**{k: v for k, v in row.items() if k != "flags"}, flags=_list(row["flags"]))
+        for row in parse_pipe(output, QOS_FORMAT)
+    ]
 
 
 def parse_keyvalues(output: str) -> dict[str, str]:
@@ -232,12 +248,25 @@ def render_partitions(data: Mapping[str, str] | None) -> str:
 
 def sacctmgr_show(entity: str, where: Mapping[str, str], columns: Iterable[str]) -> list[str]:
     conditions = [f"{k}={v}" for k, v in where.items()]
-    return ["sacctmgr", "-P", "-n", "show", entity, *(["where", *conditions] if conditions else []),
-            f"format={','.join(columns)}"]
+    return [
+        "sacctmgr",
+        "-P",
+        "-n",
+        "show",
+        entity,
+        *(["where", *conditions] if conditions else []),
+        f"format={','.join(columns)}",
+    ]
 
 
-def sacctmgr_write(verb: str, entity: str, name: str, *settings_args: str, where: Mapping[str, str] | None = None,
-                   set_mode: bool = False) -> list[str]:
+def sacctmgr_write(
+    verb: str,
+    entity: str,
+    name: str,
+    *settings_args: str,
+    where: Mapping[str, str] | None = None,
+    set_mode: bool = False,
+) -> list[str]:
     """``sacctmgr -i <verb> <entity> <name> [where k=v ...] [set] k=v ...``."""
     argv = ["sacctmgr", "-i", verb, entity, word(name) if name else ""]
     argv = [a for a in argv if a]
@@ -277,8 +306,9 @@ class SlurmCtl:
         if is_write(argv):
             self.writes.append(argv)
         cfg = settings()
-        out = kubeclient.exec_in(self.target, cfg.slurm_namespace, self.pod, cfg.slurm_controller_container, argv,
-                                 timeout_s=timeout_s)
+        out = kubeclient.exec_in(
+            self.target, cfg.slurm_namespace, self.pod, cfg.slurm_controller_container, argv, timeout_s=timeout_s
+        )
         if check and out.exit_code != 0:
             raise command_error(argv, out)
         return out

@@ -48,8 +48,14 @@ def write_partition_key(c: TenantContract, line: str | None) -> None:
     if objs.get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace) is None:
         if line is None:
             return
-        objs.create({"apiVersion": "v1", "kind": "ConfigMap", "data": {key: line},
-                     "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace}})
+        objs.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "data": {key: line},
+                "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace},
+            }
+        )
         return
     objs.patch("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace, {"data": {key: line}})
 
@@ -64,15 +70,26 @@ def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> Non
             raise fail("NotFound", f"ConfigMap {cfg.slurm_namespace}/{cfg.slurm_partitions_configmap} is gone")
         annotations = (cm.get("metadata") or {}).get("annotations") or {}
         if annotations.get(RENDER_ERROR_ANNOTATION):
-            raise fail("Invalid", f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
-                                  f"{annotations[RENDER_ERROR_ANNOTATION]}")
+            raise fail(
+                "Invalid",
+                f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
+                f"{annotations[RENDER_ERROR_ANNOTATION]}",
+            )
         return bool(annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")))
 
-    waited = poll_until(rendered, bool, every=from_poll_interval(), budget_s=timeout_s,
-                        detail=lambda _: f"waiting for the Slurm operator to render {c.slug}.conf")
+    waited = poll_until(
+        rendered,
+        bool,
+        every=from_poll_interval(),
+        budget_s=timeout_s,
+        detail=lambda _: f"waiting for the Slurm operator to render {c.slug}.conf",
+    )
     if not waited.done:
-        raise fail("Timeout", f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
-                              f"within {timeout_s:.0f} s; check the operator's logs")
+        raise fail(
+            "Timeout",
+            f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
+            f"within {timeout_s:.0f} s; check the operator's logs",
+        )
 
 
 def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> list[str]:
@@ -84,19 +101,25 @@ def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> li
     problems = []
     if sorted(part.nodes) != sorted(nodes):
         problems.append(f"Nodes={part.get('Nodes')} but the Reservation holds {compress_hostlist(nodes)}")
-    checks = {"AllowAccounts": ",".join(allow_accounts(c)), "Default": "NO", "State": "UP",
-              "PreemptMode": "OFF", "OverSubscribe": c.slurm.oversubscribe.value}
-    problems += [f"{k}={part.get(k)}, want {v}" for k, v in checks.items()
-                 if sorted(part.get(k).split(",")) != sorted(v.split(","))]
+    checks = {
+        "AllowAccounts": ",".join(allow_accounts(c)),
+        "Default": "NO",
+        "State": "UP",
+        "PreemptMode": "OFF",
+        "OverSubscribe": c.slurm.oversubscribe.value,
+    }
+    problems += [
+        f"{k}={part.get(k)}, want {v}"
+        for k, v in checks.items()
+        if sorted(part.get(k).split(",")) != sorted(v.split(","))
+    ]
     for key, want in (("MaxTime", c.slurm.partition_max_time), ("DefaultTime", c.slurm.partition_default_time)):
         if not same_duration(want, part.get(key)):
             problems.append(f"{key}={part.get(key)}, want {want}")
     return problems
 
 
-
 def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> None:
     write_partition_key(c, previous)
     wait_rendered(c)
     ctl.run(["scontrol", "reconfigure"])
-

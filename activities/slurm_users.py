@@ -25,8 +25,10 @@ from tenantflow.activities.slurm_cli import SlurmCtl, word, words
 NO_UID = "4294967294"
 """Slurm's NO_VAL: the uid slurmctld records for a user name it could not resolve."""
 RESOLVE_BUDGET_S = 60.0
-NSS_HINT = ("slurmctld resolves users through its pod's NSS (nsscache or nslcd fed from the LDAP outpost): check "
-            "that it syncs the new users; the step is retried")
+NSS_HINT = (
+    "slurmctld resolves users through its pod's NSS (nsscache or nslcd fed from the LDAP outpost): check "
+    "that it syncs the new users; the step is retried"
+)
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,13 @@ def uidless(ctl: SlurmCtl, users: list[str]) -> list[str]:
 
 def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUDGET_S) -> None:
     """Poll (heartbeating) until slurmctld resolves every user; a retryable error when the budget runs out."""
-    waited = poll_until(lambda: unresolved(ctl, users), lambda missing: not missing,
-                        every=from_poll_interval(2), budget_s=budget_s,
-                        detail=lambda missing: {"unresolved": missing})
+    waited = poll_until(
+        lambda: unresolved(ctl, users),
+        lambda missing: not missing,
+        every=from_poll_interval(2),
+        budget_s=budget_s,
+        detail=lambda missing: {"unresolved": missing},
+    )
     if not waited.done:
         raise unresolved_error(waited.value, budget_s)
 
@@ -83,10 +89,15 @@ def unresolved_error(missing: list[str], budget_s: float) -> ApplicationError:
         return ApplicationError(f"{text}; {NSS_HINT}", type=TRANSIENT)
     detail = "; ".join(f"{c.message} (fix: {c.fix})" for c in causes)
     if any(c.check == directory_ids.CHECK for c in causes):
-        return ApplicationError(f"{text}: {detail}", *[c.model_dump(mode="json") for c in causes],
-                                type=directory_ids.COLLISION, non_retryable=True)
-    return ApplicationError(f"{text}: {detail}; {NSS_HINT}", *[c.model_dump(mode="json") for c in causes],
-                            type=TRANSIENT)
+        return ApplicationError(
+            f"{text}: {detail}",
+            *[c.model_dump(mode="json") for c in causes],
+            type=directory_ids.COLLISION,
+            non_retryable=True,
+        )
+    return ApplicationError(
+        f"{text}: {detail}; {NSS_HINT}", *[c.model_dump(mode="json") for c in causes], type=TRANSIENT
+    )
 
 
 def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:
@@ -95,6 +106,9 @@ def ensure_uids(ctl: SlurmCtl, users: list[str]) -> bool:
         return False
     ctl.run(["scontrol", "reconfigure"])
     if still := uidless(ctl, users):
-        raise ApplicationError(f"slurmctld still holds the associations of {', '.join(still)} without a uid after "
-                               f"scontrol reconfigure; {NSS_HINT}", type=TRANSIENT)
+        raise ApplicationError(
+            f"slurmctld still holds the associations of {', '.join(still)} without a uid after "
+            f"scontrol reconfigure; {NSS_HINT}",
+            type=TRANSIENT,
+        )
     return True

@@ -30,28 +30,50 @@ def _tres(gpus: int) -> str:
 
 def want_accounts(c: TenantContract) -> list[Want]:
     s = c.slurm
-    wants = [Want("account", c.slug, {"Description": c.display_name, "Organization": c.slug,
-                                      "Parent": "root", "Fairshare": str(s.fairshare),
-                                      "GrpTRES": _tres(c.capacity.gpus), "GrpJobs": str(s.grp_jobs)},
-                  {"Cluster": s.cluster})]
+    wants = [
+        Want(
+            "account",
+            c.slug,
+            {
+                "Description": c.display_name,
+                "Organization": c.slug,
+                "Parent": "root",
+                "Fairshare": str(s.fairshare),
+                "GrpTRES": _tres(c.capacity.gpus),
+                "GrpJobs": str(s.grp_jobs),
+            },
+            {"Cluster": s.cluster},
+        )
+    ]
     if c.team_account:
-        wants.append(Want("account", c.team_account, {"Description": f"{c.display_name} ML Team",
-                                                      "Parent": c.slug, "Fairshare": str(s.team_fairshare)},
-                          {"Cluster": s.cluster}))
+        wants.append(
+            Want(
+                "account",
+                c.team_account,
+                {"Description": f"{c.display_name} ML Team", "Parent": c.slug, "Fairshare": str(s.team_fairshare)},
+                {"Cluster": s.cluster},
+            )
+        )
     return wants
 
 
 def _qos_values(c: TenantContract, q: Qos) -> dict[str, str]:
-    values = {"Priority": str(q.priority), "GrpTRES": _tres(q.grp_gpus or c.capacity.gpus), "MaxWall": q.max_wall,
-              "Flags": "DenyOnLimit" if q.deny_on_limit else ""}
+    values = {
+        "Priority": str(q.priority),
+        "GrpTRES": _tres(q.grp_gpus or c.capacity.gpus),
+        "MaxWall": q.max_wall,
+        "Flags": "DenyOnLimit" if q.deny_on_limit else "",
+    }
     if q.preempt_off:
         values["PreemptMode"] = "OFF"
     return values
 
 
 def want_qos(c: TenantContract) -> list[Want]:
-    return [Want("qos", c.normal_qos_name, _qos_values(c, c.slurm.normal_qos)),
-            Want("qos", c.interactive_qos_name, _qos_values(c, c.slurm.interactive_qos))]
+    return [
+        Want("qos", c.normal_qos_name, _qos_values(c, c.slurm.normal_qos)),
+        Want("qos", c.interactive_qos_name, _qos_values(c, c.slurm.interactive_qos)),
+    ]
 
 
 def qos_list(c: TenantContract) -> str:
@@ -59,16 +81,29 @@ def qos_list(c: TenantContract) -> str:
 
 
 def want_account_qos(c: TenantContract) -> Want:
-    return Want("account-qos", c.slug, {"QOS": qos_list(c), "DefaultQOS": c.normal_qos_name},
-                {"Cluster": c.slurm.cluster})
+    return Want(
+        "account-qos", c.slug, {"QOS": qos_list(c), "DefaultQOS": c.normal_qos_name}, {"Cluster": c.slurm.cluster}
+    )
 
 
 def want_users(c: TenantContract) -> list[Want]:
-    return [Want("user", u, {"Account": c.user_account, "DefaultAccount": c.user_account, "Fairshare": "parent",
-                             "MaxJobs": str(c.slurm.user_max_jobs),
-                             "GrpTRESMins": _tres(c.user_budget_gpu_minutes), "QOS": qos_list(c),
-                             "DefaultQOS": c.normal_qos_name},
-                 {"Cluster": c.slurm.cluster, "Account": c.user_account}) for u in c.usernames]
+    return [
+        Want(
+            "user",
+            u,
+            {
+                "Account": c.user_account,
+                "DefaultAccount": c.user_account,
+                "Fairshare": "parent",
+                "MaxJobs": str(c.slurm.user_max_jobs),
+                "GrpTRESMins": _tres(c.user_budget_gpu_minutes),
+                "QOS": qos_list(c),
+                "DefaultQOS": c.normal_qos_name,
+            },
+            {"Cluster": c.slurm.cluster, "Account": c.user_account},
+        )
+        for u in c.usernames
+    ]
 
 
 def allow_accounts(c: TenantContract) -> list[str]:
@@ -77,6 +112,8 @@ def allow_accounts(c: TenantContract) -> list[str]:
 
 def partition_line(c: TenantContract, nodes: list[str]) -> str:
     s = c.slurm
-    return (f"PartitionName={word(c.slug)} Nodes={compress_hostlist(word(n) for n in nodes)} "
-            f"AllowAccounts={words(allow_accounts(c))} Default=NO State=UP MaxTime={word(s.partition_max_time)} "
-            f"DefaultTime={word(s.partition_default_time)} PreemptMode=OFF OverSubscribe={s.oversubscribe.value}")
+    return (
+        f"PartitionName={word(c.slug)} Nodes={compress_hostlist(word(n) for n in nodes)} "
+        f"AllowAccounts={words(allow_accounts(c))} Default=NO State=UP MaxTime={word(s.partition_max_time)} "
+        f"DefaultTime={word(s.partition_default_time)} PreemptMode=OFF OverSubscribe={s.oversubscribe.value}"
+    )

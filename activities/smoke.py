@@ -51,8 +51,17 @@ from tenantflow.models.sku import lookup_sku
 from tenantflow.models.tenant import TenantContract
 
 JOB_TIMEOUT_S = 600.0
-FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-            "BOOT_FAIL", "DEADLINE"}
+FINISHED = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 BUSBW_TOO_LOW = 0.8
 """A busbw below this fraction of the tier expectation is a finding (runbook: 'dramatically below')."""
 FOUR_GB = 4 * 1024**3
@@ -92,34 +101,58 @@ def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
     states = parse_node_states(ctl.run(["sinfo", "-h", "-N", "-p", word(c.slug), "-o", "%N|%t"]).stdout)
     usable = sorted({s.node for s in states if s.usable})
     if len(usable) < count:
-        raise fail("SmokeFailed", f"partition {c.slug} has {len(usable)} responding node(s), the test needs "
-                                  f"{count}: {', '.join(f'{s.node}={s.state}' for s in states)}")
+        raise fail(
+            "SmokeFailed",
+            f"partition {c.slug} has {len(usable)} responding node(s), the test needs "
+            f"{count}: {', '.join(f'{s.node}={s.state}' for s in states)}",
+        )
     return usable[:count]
 
 
-def run_job(ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str],
-            extra: list[str]) -> JobRun:
+def run_job(
+    ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str], extra: list[str]
+) -> JobRun:
     """Submit as ``account`` from its home, wait, and return the finished job."""
-    argv = ["sbatch", "--parsable", f"--uid={account.uid}", f"--gid={account.gid}", f"--chdir={account.home}",
-            f"--partition={word(c.slug)}", f"--account={word(c.user_account)}", f"--job-name=smoke-{name}",
-            f"--nodelist={','.join(nodes)}", f"--output=smoke-{name}-%j.out", "--time=00:05:00", *extra,
-            "--wrap", script]
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--uid={account.uid}",
+        f"--gid={account.gid}",
+        f"--chdir={account.home}",
+        f"--partition={word(c.slug)}",
+        f"--account={word(c.user_account)}",
+        f"--job-name=smoke-{name}",
+        f"--nodelist={','.join(nodes)}",
+        f"--output=smoke-{name}-%j.out",
+        "--time=00:05:00",
+        *extra,
+        "--wrap",
+        script,
+    ]
     submitted = ctl.run(argv, check=False)
     if submitted.exit_code != 0 and ASSOCIATION_LAG.search(submitted.stderr):
-        raise ApplicationError(f"sbatch refused the account {c.user_account} on partition {c.slug}: "
-                               f"{submitted.stderr.strip()} (slurmctld may not have loaded the new association "
-                               "or partition yet; retried)", type="Unavailable")
+        raise ApplicationError(
+            f"sbatch refused the account {c.user_account} on partition {c.slug}: "
+            f"{submitted.stderr.strip()} (slurmctld may not have loaded the new association "
+            "or partition yet; retried)",
+            type="Unavailable",
+        )
     if submitted.exit_code != 0:
         raise command_error(argv, submitted)
     job = parse_sbatch(submitted.stdout)
-    ran = poll_until(lambda: parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout),
-                     lambda info: info.get("JobState", "") in FINISHED, every=Backoff(0.5, 1.5, 10.0),
-                     budget_s=JOB_TIMEOUT_S, detail=lambda info: f"job {job} {info.get('JobState', '')}")
+    ran = poll_until(
+        lambda: parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout),
+        lambda info: info.get("JobState", "") in FINISHED,
+        every=Backoff(0.5, 1.5, 10.0),
+        budget_s=JOB_TIMEOUT_S,
+        detail=lambda info: f"job {job} {info.get('JobState', '')}",
+    )
     info, state = ran.value, ran.value.get("JobState", "")
     if not ran.done:
         ctl.run(["scancel", str(job)], check=False)
-        return JobRun("TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) after {JOB_TIMEOUT_S:.0f} s",
-                      info)
+        return JobRun(
+            "TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) after {JOB_TIMEOUT_S:.0f} s", info
+        )
     out = ctl.run(["cat", info.get("StdOut", "")], check=False)
     text = out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
     return JobRun(state, text, info)
@@ -132,8 +165,12 @@ def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]
     user = c.usernames[0]
     account = resolve_user(ctl, user)
     if account is None:
-        return _finding(name, False, f"getent passwd {user} finds nothing on the Slurm nodes: jobs cannot run as "
-                                     f"{user}", "point nslcd/nsscache of the slurmd pods at the LDAP outpost")
+        return _finding(
+            name,
+            False,
+            f"getent passwd {user} finds nothing on the Slurm nodes: jobs cannot run as {user}",
+            "point nslcd/nsscache of the slurmd pods at the LDAP outpost",
+        )
     return run_job(ctl, c, account, name, script, up_nodes(ctl, c, nodes), extra)
 
 
@@ -163,15 +200,26 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     allocated = allocated_gpus(job.info)
     first = job.output.splitlines()[0] if job.output else ""
     if job.state != "COMPLETED" or visible is None or allocated is None:
-        return _finding("single_node", False, f"job {job.state}; GPUs visible: {visible if seen else 'unknown'}, "
-                                              f"allocated: {allocated}; output: {job.output.strip()[-300:]}",
-                        "read the job's slurmd log; check the partition, GRES config and the user's home")
+        return _finding(
+            "single_node",
+            False,
+            f"job {job.state}; GPUs visible: {visible if seen else 'unknown'}, "
+            f"allocated: {allocated}; output: {job.output.strip()[-300:]}",
+            "read the job's slurmd log; check the partition, GRES config and the user's home",
+        )
     if visible != allocated:
-        return _finding("single_node", False, f"job on {first} sees {visible} GPU(s) but Slurm allocated "
-                                              f"{allocated}: the device cgroup does not constrain jobs",
-                        "set ConstrainDevices=yes in cgroup.conf (SUNK chart)")
-    whole_node = (f"; --gres=gpu:{requested} got the whole node's {allocated} GPUs (OverSubscribe=EXCLUSIVE "
-                  "partition)" if allocated > requested else "")
+        return _finding(
+            "single_node",
+            False,
+            f"job on {first} sees {visible} GPU(s) but Slurm allocated "
+            f"{allocated}: the device cgroup does not constrain jobs",
+            "set ConstrainDevices=yes in cgroup.conf (SUNK chart)",
+        )
+    whole_node = (
+        f"; --gres=gpu:{requested} got the whole node's {allocated} GPUs (OverSubscribe=EXCLUSIVE partition)"
+        if allocated > requested
+        else ""
+    )
     return _finding("single_node", True, f"job on {first} sees exactly its {allocated} allocated GPU(s){whole_node}")
 
 
@@ -203,17 +251,26 @@ def nccl(inp: StepInput) -> StepResult:
     tier = lookup_sku(c.capacity.sku).tier_busbw_gbps
     busbw = parse_busbw(job.output)
     ok = job.state == "COMPLETED" and busbw is not None and busbw >= BUSBW_TOO_LOW * tier
-    message = (f"busbw {busbw} GB/s at 4 GB (tier {tier} GB/s)" if busbw is not None
-               else f"job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}")
-    return _result(inp, "nccl_busbw_gbps", str(busbw), _finding(
-        "nccl", ok, message, "" if ok else "run network validation (ACS, IB plane, MTU) before handover"))
+    message = (
+        f"busbw {busbw} GB/s at 4 GB (tier {tier} GB/s)"
+        if busbw is not None
+        else f"job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}"
+    )
+    return _result(
+        inp,
+        "nccl_busbw_gbps",
+        str(busbw),
+        _finding("nccl", ok, message, "" if ok else "run network validation (ACS, IB plane, MTU) before handover"),
+    )
 
 
 def storage_script(path: str, write_mb: int) -> str:
-    return (f"set -eu\ncd {path}\n"
-            f"dd if=/dev/urandom of=smoke.$SLURM_JOB_ID bs=1M count={write_mb} status=none\n"
-            f"dd if=smoke.$SLURM_JOB_ID of=/dev/null bs=1M status=none\nrm smoke.$SLURM_JOB_ID\n"
-            f"echo WROTE_MB={write_mb}\ndf -PT {path}\n")
+    return (
+        f"set -eu\ncd {path}\n"
+        f"dd if=/dev/urandom of=smoke.$SLURM_JOB_ID bs=1M count={write_mb} status=none\n"
+        f"dd if=smoke.$SLURM_JOB_ID of=/dev/null bs=1M status=none\nrm smoke.$SLURM_JOB_ID\n"
+        f"echo WROTE_MB={write_mb}\ndf -PT {path}\n"
+    )
 
 
 def storage_finding(job: JobRun, path: str) -> Finding:
@@ -222,11 +279,15 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     fstype, mount = (rows[-1][1], rows[-1][6]) if rows and rows[-1][0] != "Filesystem" else ("?", "?")
     wrote = re.search(r"^WROTE_MB=(\d+)$", job.output, re.M)
     if job.state == "COMPLETED" and wrote and fstype in WEKA_FS_TYPES and mount != "/":
-        return _finding("storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} "
-                                         f"mounted at {mount}")
-    return _finding("storage", False, f"job {job.state}; {path} is on {fstype} mounted at {mount}, not a Weka "
-                                      f"mount: {job.output.strip()[-300:]}",
-                    "add the Weka /scratch volumeMount to the SUNK NodeSet template")
+        return _finding(
+            "storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
+        )
+    return _finding(
+        "storage",
+        False,
+        f"job {job.state}; {path} is on {fstype} mounted at {mount}, not a Weka mount: {job.output.strip()[-300:]}",
+        "add the Weka /scratch volumeMount to the SUNK NodeSet template",
+    )
 
 
 @activity.defn(name="smoke.storage")

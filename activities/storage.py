@@ -52,33 +52,53 @@ BUFFER = 1.2
 
 # -- preflight and plan --------------------------------------------------------------------------
 
+
 def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     findings: list[Finding] = []
     needed = contract.storage.requested_bytes
     if is_strict(contract) and weka.organization(contract.slug) is not None:
         if not org_is_ours(contract):
-            findings.append(Finding(check="storage.org", ok=False,
-                                    message=f"Weka organization {contract.slug} exists and is not this tenant's",
-                                    fix=f"remove or rename the Weka organization {contract.slug}"))
+            findings.append(
+                Finding(
+                    check="storage.org",
+                    ok=False,
+                    message=f"Weka organization {contract.slug} exists and is not this tenant's",
+                    fix=f"remove or rename the Weka organization {contract.slug}",
+                )
+            )
             return findings
         with WekaClient.from_settings(org_admin_credentials(contract.slug)) as org:
-            needed -= sum(f.total_budget for f in org.filesystems()
-                          if f.name in filesystem_names(contract).values())
+            needed -= sum(f.total_budget for f in org.filesystems() if f.name in filesystem_names(contract).values())
     if not is_strict(contract):
         missing = [n for n in filesystem_names(contract).values() if weka.filesystem(n) is None]
         if missing:
-            findings.append(Finding(check="storage.shared_filesystems", ok=False,
-                                    message=f"shared Weka filesystems missing: {', '.join(missing)}",
-                                    fix="create the shared home and scratch filesystems in the platform org"))
+            findings.append(
+                Finding(
+                    check="storage.shared_filesystems",
+                    ok=False,
+                    message=f"shared Weka filesystems missing: {', '.join(missing)}",
+                    fix="create the shared home and scratch filesystems in the platform org",
+                )
+            )
     free = weka.cluster().capacity.unprovisioned_bytes
     required = math.ceil(max(needed, 0) * BUFFER)
     ok = free >= required
-    findings.append(Finding(
-        check="storage.capacity", ok=ok, severity=Severity.info if ok else Severity.error,
-        message=(f"Weka has {free} bytes free; the tenant needs {required} bytes "
-                 f"({max(needed, 0)} requested + 20%)"),
-        fix="" if ok else (f"free at least {required - free} bytes on Weka, or lower "
-                           "storage.home_filesystem_capacity / storage.scratch.hard in the contract")))
+    findings.append(
+        Finding(
+            check="storage.capacity",
+            ok=ok,
+            severity=Severity.info if ok else Severity.error,
+            message=(
+                f"Weka has {free} bytes free; the tenant needs {required} bytes ({max(needed, 0)} requested + 20%)"
+            ),
+            fix=""
+            if ok
+            else (
+                f"free at least {required - free} bytes on Weka, or lower "
+                "storage.home_filesystem_capacity / storage.scratch.hard in the contract"
+            ),
+        )
+    )
     return findings
 
 
@@ -91,8 +111,14 @@ def preflight(inp: StepInput) -> StepResult:
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
-        findings = [Finding(check="storage.weka", ok=False, message=f"Weka API is not usable: {err}",
-                            fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)")]
+        findings = [
+            Finding(
+                check="storage.weka",
+                ok=False,
+                message=f"Weka API is not usable: {err}",
+                fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)",
+            )
+        ]
     return StepResult(facts=inp.facts, findings=findings)
 
 
@@ -104,51 +130,81 @@ def plan(inp: StepInput) -> list[PlanStep]:
     with WekaClient.from_settings() as weka:
         org_exists = is_strict(contract) and weka.organization(contract.slug) is not None
         if is_strict(contract):
-            steps.append(PlanStep(layer=LAYER, kind="WekaOrganization", name=contract.slug,
-                                  action=plan_action(org_exists), detail={"admin": f"admin-{contract.short}"}))
+            steps.append(
+                PlanStep(
+                    layer=LAYER,
+                    kind="WekaOrganization",
+                    name=contract.slug,
+                    action=plan_action(org_exists),
+                    detail={"admin": f"admin-{contract.short}"},
+                )
+            )
     filesystems: dict[str, Filesystem] = {}
     quotas: dict[str, dict[int, Any]] = {}
     if org_exists or not is_strict(contract):
         with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
             filesystems = {f.name: f for f in tenant.filesystems()}
             quotas = {f.uid: tenant.quotas(f.uid) for f in filesystems.values()}
-            paths = {t.label: tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
-                     for t in quota_targets(contract) if t.filesystem in filesystems}
+            paths = {
+                t.label: tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
+                for t in quota_targets(contract)
+                if t.filesystem in filesystems
+            }
     else:
         paths = {}
     if is_strict(contract):
         for role, name in filesystem_names(contract).items():
-            steps.append(PlanStep(layer=LAYER, kind="WekaFilesystem", name=name,
-                                  action=plan_action(name in filesystems),
-                                  detail={"capacity_bytes": filesystem_capacities(contract)[role]}))
+            steps.append(
+                PlanStep(
+                    layer=LAYER,
+                    kind="WekaFilesystem",
+                    name=name,
+                    action=plan_action(name in filesystems),
+                    detail={"capacity_bytes": filesystem_capacities(contract)[role]},
+                )
+            )
     for target in quota_targets(contract):
         inode = paths.get(target.label)
         fs = filesystems.get(target.filesystem)
         current = quotas.get(fs.uid, {}).get(inode) if fs and inode is not None else None
-        same = current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard,
-                                                                                                target.soft)
-        steps.append(PlanStep(layer=LAYER, kind="WekaQuota", name=target.label,
-                              action=plan_action(current is not None, same),
-                              detail={"filesystem": target.filesystem, "hard_bytes": target.hard,
-                                      "soft_bytes": target.soft}))
+        same = current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
+            target.hard,
+            target.soft,
+        )
+        steps.append(
+            PlanStep(
+                layer=LAYER,
+                kind="WekaQuota",
+                name=target.label,
+                action=plan_action(current is not None, same),
+                detail={"filesystem": target.filesystem, "hard_bytes": target.hard, "soft_bytes": target.soft},
+            )
+        )
     if is_strict(contract):
         steps.extend(csi_plan(contract))
     return steps
 
 
-
 # -- filesystems and directories -----------------------------------------------------------------
 
-def _ensure_directories(weka: WekaClient, contract: TenantContract,
-                        filesystems: dict[str, Filesystem]) -> list[EnsureResult]:
+
+def _ensure_directories(
+    weka: WekaClient, contract: TenantContract, filesystems: dict[str, Filesystem]
+) -> list[EnsureResult]:
     results = []
     for target in quota_targets(contract):
         fs = filesystems[target.role]
         exists = weka.resolve_path(fs.uid, target.path) is not None
         if not exists:
             weka.make_directory(fs.name, target.path)
-        results.append(storage_result("WekaDirectory", target.label, Outcome.unchanged if exists else Outcome.created,
-                               data=WekaDirectory(filesystem=fs.name, path=target.path)))
+        results.append(
+            storage_result(
+                "WekaDirectory",
+                target.label,
+                Outcome.unchanged if exists else Outcome.created,
+                data=WekaDirectory(filesystem=fs.name, path=target.path),
+            )
+        )
     return results
 
 
@@ -164,13 +220,15 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
             org = weka.organization(contract.slug)
             if org is None:
                 org = weka.create_organization(contract.slug, org_admin_credentials(contract.slug))
-                results.append(storage_result("WekaOrganization", contract.slug, Outcome.created,
-                                              data=WekaObject(uid=org.uid)))
+                results.append(
+                    storage_result("WekaOrganization", contract.slug, Outcome.created, data=WekaObject(uid=org.uid))
+                )
             elif not org_is_ours(contract):
                 raise fail("Conflict", f"Weka organization {contract.slug} exists and is not this tenant's")
             else:
-                results.append(storage_result("WekaOrganization", contract.slug, Outcome.unchanged,
-                                              data=WekaObject(uid=org.uid)))
+                results.append(
+                    storage_result("WekaOrganization", contract.slug, Outcome.unchanged, data=WekaObject(uid=org.uid))
+                )
             org_uid = org.uid
     filesystems: dict[str, Filesystem] = {}
     with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
@@ -186,14 +244,17 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
                 results.append(storage_result("WekaFilesystem", name, Outcome.unchanged, data=WekaObject(uid=fs.uid)))
             filesystems[role] = fs
         results.extend(_ensure_directories(tenant, contract, filesystems))
-    facts = inp.facts.model_copy(update={"weka_org_uid": org_uid,
-                                         "weka_filesystems": {r: f.uid for r, f in filesystems.items()}})
-    activity.logger.info("storage.filesystems %s: %s", contract.slug,
-                         ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results))
+    facts = inp.facts.model_copy(
+        update={"weka_org_uid": org_uid, "weka_filesystems": {r: f.uid for r, f in filesystems.items()}}
+    )
+    activity.logger.info(
+        "storage.filesystems %s: %s", contract.slug, ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results)
+    )
     return StepResult(results=results, facts=facts)
 
 
 # -- quotas --------------------------------------------------------------------------------------
+
 
 @activity.defn(name="storage.quotas")
 def ensure_quotas(inp: StepInput) -> StepResult:
@@ -202,18 +263,24 @@ def ensure_quotas(inp: StepInput) -> StepResult:
     results: list[EnsureResult] = []
     with WekaClient.from_settings(tenant_credentials(contract)) as weka:
         filesystems = {f.name: f for f in weka.filesystems()}
-        current_quotas = {f.uid: weka.quotas(f.uid) for f in filesystems.values()
-                          if f.name in filesystem_names(contract).values()}
+        current_quotas = {
+            f.uid: weka.quotas(f.uid) for f in filesystems.values() if f.name in filesystem_names(contract).values()
+        }
         for target in quota_targets(contract):
             fs = filesystems.get(target.filesystem)
             inode = weka.resolve_path(fs.uid, target.path) if fs else None
             if fs is None or inode is None:
-                raise fail("NotFound", f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
-                           "does not exist; run storage.filesystems first")
+                raise fail(
+                    "NotFound",
+                    f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
+                    "does not exist; run storage.filesystems first",
+                )
             current = current_quotas[fs.uid].get(inode)
             data = WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)
-            if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard,
-                                                                                                 target.soft):
+            if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
+                target.hard,
+                target.soft,
+            ):
                 results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, data=data))
                 continue
             weka.set_quota(fs.uid, inode, target.path, target.hard, target.soft)
@@ -221,9 +288,14 @@ def ensure_quotas(inp: StepInput) -> StepResult:
                 results.append(storage_result("WekaQuota", target.label, Outcome.created, data=data))
             else:
                 previous = QuotaLimits(hard=current.hard_limit_bytes, soft=current.soft_limit_bytes)
-                results.append(storage_result("WekaQuota", target.label, Outcome.updated,
-                                              data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode,
-                                                             path=target.path)))
+                results.append(
+                    storage_result(
+                        "WekaQuota",
+                        target.label,
+                        Outcome.updated,
+                        data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode, path=target.path),
+                    )
+                )
     return StepResult(results=results, facts=inp.facts)
 
 
@@ -234,12 +306,14 @@ def ensure_csi(inp: StepInput) -> StepResult:
     if not is_strict(contract):
         return StepResult(facts=inp.facts)
     results = ensure_csi_objects(contract)
-    activity.logger.info("storage.csi %s: %s", contract.slug,
-                         ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results))
+    activity.logger.info(
+        "storage.csi %s: %s", contract.slug, ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results)
+    )
     return StepResult(results=results, facts=inp.facts.model_copy(update={"csi_secret": csi_secret_name(contract)}))
 
 
 # -- undo ----------------------------------------------------------------------------------------
+
 
 def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
     """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
@@ -261,8 +335,14 @@ def _undo_quota(weka: WekaClient, present: dict[str, dict[int, Quota]], result: 
     if result.outcome is Outcome.created:
         return deleted(current is not None and weka.delete_quota(fs_uid, inode), result)
     previous = data.previous
-    if fs_uid not in present or previous is None or (current is not None and (
-            current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)):
+    if (
+        fs_uid not in present
+        or previous is None
+        or (
+            current is not None
+            and (current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)
+        )
+    ):
         return result.model_copy(update={"outcome": Outcome.absent})
     weka.set_quota(fs_uid, inode, str(data.path), previous.hard, previous.soft)
     return result.model_copy(update={"outcome": Outcome.updated})
@@ -273,8 +353,13 @@ def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> 
     created = [r for r in results if r.outcome is Outcome.created]
     fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     org_results = [r for r in created if r.kind == "WekaOrganization"]
-    undone.extend(r.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(
-        kept="Weka's REST API cannot remove directories")}) for r in created if r.kind == "WekaDirectory")
+    undone.extend(
+        r.model_copy(
+            update={"outcome": Outcome.unchanged, "data": Kept(kept="Weka's REST API cannot remove directories")}
+        )
+        for r in created
+        if r.kind == "WekaDirectory"
+    )
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
         undone.extend(deleted(False, r) for r in fs_results)

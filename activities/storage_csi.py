@@ -35,13 +35,29 @@ def csi_plan(contract: TenantContract) -> list[PlanStep]:
     sc = objs.get("StorageClass", storage_class_name(contract))
     pvc = objs.get("PersistentVolumeClaim", contract.storage.pvc_name, ns)
     return [
-        PlanStep(layer=LAYER, kind="Secret", name=csi_secret_name(contract), namespace=ns,
-                 action=plan_action(secret is not None), detail={"keys": ["endpoint", "org", "token"]}),
-        PlanStep(layer=LAYER, kind="StorageClass", name=storage_class_name(contract),
-                 action=plan_action(sc is not None),
-                 detail={"parameters": storage_class_parameters(contract), "reclaimPolicy": "Retain"}),
-        PlanStep(layer=LAYER, kind="PersistentVolumeClaim", name=contract.storage.pvc_name, namespace=ns,
-                 action=plan_action(pvc is not None), detail={"size": contract.storage.pvc_size}),
+        PlanStep(
+            layer=LAYER,
+            kind="Secret",
+            name=csi_secret_name(contract),
+            namespace=ns,
+            action=plan_action(secret is not None),
+            detail={"keys": ["endpoint", "org", "token"]},
+        ),
+        PlanStep(
+            layer=LAYER,
+            kind="StorageClass",
+            name=storage_class_name(contract),
+            action=plan_action(sc is not None),
+            detail={"parameters": storage_class_parameters(contract), "reclaimPolicy": "Retain"},
+        ),
+        PlanStep(
+            layer=LAYER,
+            kind="PersistentVolumeClaim",
+            name=contract.storage.pvc_name,
+            namespace=ns,
+            action=plan_action(pvc is not None),
+            detail={"size": contract.storage.pvc_size},
+        ),
     ]
 
 
@@ -84,26 +100,42 @@ def _ensure_secret(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
         if complete and recorded in {t.uid for t in ours}:
             return storage_result("Secret", name, Outcome.unchanged, ns, data=TokenRef(token_uid=recorded))
         token = weka.create_org_token(org.uid, _token_description(contract))
-        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug},
-                             "annotations": {TOKEN_UID_ANNOTATION: token.uid}},
-                "data": _b64({"endpoint": settings().weka_url, "org": contract.slug,
-                              "token": token.access_token.get_secret_value()})}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": {"tenant": contract.slug},
+                "annotations": {TOKEN_UID_ANNOTATION: token.uid},
+            },
+            "data": _b64(
+                {"endpoint": settings().weka_url, "org": contract.slug, "token": token.access_token.get_secret_value()}
+            ),
+        }
         if not secret:
             objs.create(body)
         else:
             objs.replace(body)
         for stale in ours:
             weka.revoke_org_token(org.uid, stale.uid)
-    return storage_result("Secret", name, Outcome.updated if secret else Outcome.created, ns,
-                          data=TokenRef(token_uid=token.uid))
+    return storage_result(
+        "Secret", name, Outcome.updated if secret else Outcome.created, ns, data=TokenRef(token_uid=token.uid)
+    )
 
 
 def _storage_class_body(contract: TenantContract) -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": storage_class_name(contract), "labels": {"tenant": contract.slug}},
-            "provisioner": "csi.weka.io", "parameters": storage_class_parameters(contract),
-            "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": storage_class_name(contract), "labels": {"tenant": contract.slug}},
+        "provisioner": "csi.weka.io",
+        "parameters": storage_class_parameters(contract),
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": "Immediate",
+        "allowVolumeExpansion": True,
+    }
 
 
 def _ensure_storage_class(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
@@ -113,13 +145,26 @@ def _ensure_storage_class(contract: TenantContract, objs: KubeObjects) -> Ensure
     if sc is None:
         objs.create(body)
         return storage_result("StorageClass", name, Outcome.created)
-    actual = (sc.get("provisioner"), sc.get("parameters") or {}, sc.get("reclaimPolicy"), sc.get("volumeBindingMode"),
-              sc.get("allowVolumeExpansion"))
-    wanted = (body["provisioner"], body["parameters"], body["reclaimPolicy"], body["volumeBindingMode"],
-              body["allowVolumeExpansion"])
+    actual = (
+        sc.get("provisioner"),
+        sc.get("parameters") or {},
+        sc.get("reclaimPolicy"),
+        sc.get("volumeBindingMode"),
+        sc.get("allowVolumeExpansion"),
+    )
+    wanted = (
+        body["provisioner"],
+        body["parameters"],
+        body["reclaimPolicy"],
+        body["volumeBindingMode"],
+        body["allowVolumeExpansion"],
+    )
     if actual != wanted:
-        raise fail("Conflict", f"StorageClass {name} exists with other settings (StorageClass parameters are "
-                   f"immutable); compare it with {wanted} and delete it if it is stale")
+        raise fail(
+            "Conflict",
+            f"StorageClass {name} exists with other settings (StorageClass parameters are "
+            f"immutable); compare it with {wanted} and delete it if it is stale",
+        )
     return storage_result("StorageClass", name, Outcome.unchanged)
 
 
@@ -128,11 +173,18 @@ def _ensure_pvc(contract: TenantContract, objs: KubeObjects) -> EnsureResult:
     size = format_kube_quantity(parse_size(contract.storage.pvc_size))
     pvc = objs.get("PersistentVolumeClaim", name, ns)
     if not pvc:
-        objs.create({
-            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug}},
-            "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": storage_class_name(contract),
-                     "resources": {"requests": {"storage": size}}}})
+        objs.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": ns, "labels": {"tenant": contract.slug}},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": storage_class_name(contract),
+                    "resources": {"requests": {"storage": size}},
+                },
+            }
+        )
         return storage_result("PersistentVolumeClaim", name, Outcome.created, ns)
     spec = pvc.get("spec", {})
     if spec.get("storageClassName") != storage_class_name(contract):
@@ -157,8 +209,11 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
             org = weka.organization(contract.slug)
             tokens = weka.org_tokens(org.uid) if org is not None else []
             token_uid = result.data_as(TokenRef).token_uid
-            stale = [t.uid for t in tokens if (t.uid == token_uid if token_uid
-                                               else t.description == _token_description(contract))]
+            stale = [
+                t.uid
+                for t in tokens
+                if (t.uid == token_uid if token_uid else t.description == _token_description(contract))
+            ]
             revoked = org is not None and any([weka.revoke_org_token(org.uid, uid) for uid in stale])
         if result.outcome is Outcome.updated:
             return result.model_copy(update={"outcome": Outcome.updated if revoked else Outcome.absent})
@@ -169,4 +224,3 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> EnsureResult:
     if result.outcome is Outcome.updated:
         return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept="PVCs cannot shrink")})
     return deleted(objs.delete_if_present("PersistentVolumeClaim", result.name, ns), result)
-

@@ -44,16 +44,28 @@ def filesystem_names(contract: TenantContract) -> dict[str, str]:
 
 
 def filesystem_capacities(contract: TenantContract) -> dict[str, int]:
-    return {"home": parse_size(contract.storage.home_filesystem_capacity),
-            "scratch": parse_size(contract.storage.scratch.hard)}
+    return {
+        "home": parse_size(contract.storage.home_filesystem_capacity),
+        "scratch": parse_size(contract.storage.scratch.hard),
+    }
 
 
 def quota_targets(contract: TenantContract) -> list[QuotaTarget]:
     names, home, scratch = filesystem_names(contract), contract.storage.home_per_user, contract.storage.scratch
-    targets = [QuotaTarget("home", names["home"], f"/{u}", f"/home/{u}", parse_size(home.hard),
-                           parse_size(home.soft)) for u in contract.usernames]
-    targets.append(QuotaTarget("scratch", names["scratch"], f"/{contract.slug}", f"/scratch/{contract.slug}",
-                               parse_size(scratch.hard), parse_size(scratch.soft)))
+    targets = [
+        QuotaTarget("home", names["home"], f"/{u}", f"/home/{u}", parse_size(home.hard), parse_size(home.soft))
+        for u in contract.usernames
+    ]
+    targets.append(
+        QuotaTarget(
+            "scratch",
+            names["scratch"],
+            f"/{contract.slug}",
+            f"/scratch/{contract.slug}",
+            parse_size(scratch.hard),
+            parse_size(scratch.soft),
+        )
+    )
     return targets
 
 
@@ -75,11 +87,12 @@ def tenant_session(contract: TenantContract) -> WekaClient | None:
     return weka
 
 
-
-def storage_result(kind: str, name: str, outcome: Outcome, namespace: str | None = None,
-                   data: UndoRecord | None = None) -> EnsureResult:
-    return EnsureResult(layer=LAYER, kind=kind, name=name, namespace=namespace, outcome=outcome,
-                        data=data or NoUndoData())
+def storage_result(
+    kind: str, name: str, outcome: Outcome, namespace: str | None = None, data: UndoRecord | None = None
+) -> EnsureResult:
+    return EnsureResult(
+        layer=LAYER, kind=kind, name=name, namespace=namespace, outcome=outcome, data=data or NoUndoData()
+    )
 
 
 def org_is_ours(contract: TenantContract) -> bool:
@@ -93,10 +106,8 @@ def org_is_ours(contract: TenantContract) -> bool:
     return True
 
 
-
 def deleted(found: bool, result: EnsureResult) -> EnsureResult:
     return result.model_copy(update={"outcome": Outcome.deleted if found else Outcome.absent})
-
 
 
 def plan_action(exists: bool, same: bool = True) -> Action:

@@ -85,10 +85,14 @@ def org_admin_credentials(slug: str) -> Credentials:
     """The tenant org's admin ``admin-<short>``; its password is derived from the worker's Weka password
     (HMAC), so it is never stored anywhere and every worker can recompute it."""
     conf = settings()
-    digest = hmac.new(conf.weka_password.get_secret_value().encode(), f"org-admin/{slug}".encode(),
-                      hashlib.sha256).digest()
-    return Credentials(username=f"admin-{slug.removeprefix('tenant-')}",
-                       password=SecretStr(base64.urlsafe_b64encode(digest).decode().rstrip("=")), org=slug)
+    digest = hmac.new(
+        conf.weka_password.get_secret_value().encode(), f"org-admin/{slug}".encode(), hashlib.sha256
+    ).digest()
+    return Credentials(
+        username=f"admin-{slug.removeprefix('tenant-')}",
+        password=SecretStr(base64.urlsafe_b64encode(digest).decode().rstrip("=")),
+        org=slug,
+    )
 
 
 def _message(response: httpx.Response) -> str:
@@ -105,16 +109,16 @@ class WekaClient:
     def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self._credentials = credentials
-        self._http = httpx.Client(base_url=self.url + "/api/v2", timeout=timeout_s,
-                                  headers={"Accept": "application/json"})
+        self._http = httpx.Client(
+            base_url=self.url + "/api/v2", timeout=timeout_s, headers={"Accept": "application/json"}
+        )
         self._access: str | None = None
         self._refresh: str | None = None
 
     @classmethod
     def from_settings(cls, credentials: Credentials | None = None) -> WekaClient:
         conf = settings()
-        creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password,
-                                           org=conf.weka_org)
+        creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password, org=conf.weka_org)
         return cls(conf.weka_url, creds, conf.http_timeout_s)
 
     def __enter__(self) -> WekaClient:
@@ -133,14 +137,17 @@ class WekaClient:
         try:
             return send(self._http, method, path, headers=headers, **kwargs)
         except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503,
-                             f"{method} {path} did not complete: {type(exc).__name__}") from None
+            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
 
     @staticmethod
     def _check(method: str, path: str, response: httpx.Response) -> None:
         if response.status_code >= 400:
-            raise http_error(SERVICE, response.status_code, f"{method} {path}: {_message(response)}",
-                             response.headers.get("Retry-After"))
+            raise http_error(
+                SERVICE,
+                response.status_code,
+                f"{method} {path}: {_message(response)}",
+                response.headers.get("Retry-After"),
+            )
 
     def _store_tokens(self, response: httpx.Response) -> None:
         tokens = response.json()["data"]
@@ -148,8 +155,12 @@ class WekaClient:
 
     def login(self) -> None:
         creds = self._credentials
-        response = self._send("POST", "/login", auth=False, json={
-            "username": creds.username, "password": creds.password.get_secret_value(), "org": creds.org})
+        response = self._send(
+            "POST",
+            "/login",
+            auth=False,
+            json={"username": creds.username, "password": creds.password.get_secret_value(), "org": creds.org},
+        )
         if response.status_code == 401:
             raise http_error(SERVICE, 401, f"login as {creds.username} in org {creds.org} was refused")
         self._check("POST", "/login", response)
@@ -164,8 +175,7 @@ class WekaClient:
                 return
         self.login()
 
-    def _request(self, method: str, path: str, *, tolerate: tuple[int, ...] = (), **kwargs: Any
-                 ) -> httpx.Response:
+    def _request(self, method: str, path: str, *, tolerate: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
         """Send with the access token (renewed once on 401); raise unless OK or in ``tolerate``."""
         if self._access is None:
             self.login()
@@ -192,8 +202,13 @@ class WekaClient:
         return next((o for o in self.organizations() if o.name == name), None)
 
     def create_organization(self, name: str, admin: Credentials) -> Organization:
-        return Organization.model_validate(self._data("POST", "/organizations", json={
-            "name": name, "username": admin.username, "password": admin.password.get_secret_value()}))
+        return Organization.model_validate(
+            self._data(
+                "POST",
+                "/organizations",
+                json={"name": name, "username": admin.username, "password": admin.password.get_secret_value()},
+            )
+        )
 
     def delete_organization(self, uid: str) -> None:
         self._request("DELETE", f"/organizations/{uid}")
@@ -202,8 +217,9 @@ class WekaClient:
         return [ApiToken.model_validate(t) for t in self._data("GET", f"/organizations/{org_uid}/tokens")]
 
     def create_org_token(self, org_uid: str, description: str) -> NewApiToken:
-        return NewApiToken.model_validate(self._data("POST", f"/organizations/{org_uid}/tokens",
-                                                     json={"description": description}))
+        return NewApiToken.model_validate(
+            self._data("POST", f"/organizations/{org_uid}/tokens", json={"description": description})
+        )
 
     def revoke_org_token(self, org_uid: str, token_uid: str) -> bool:
         """Revoke; False when the token was already gone."""
@@ -219,8 +235,11 @@ class WekaClient:
         return next((f for f in self.filesystems() if f.name == name), None)
 
     def create_filesystem(self, name: str, total_capacity: int, group_name: str = "default") -> Filesystem:
-        return Filesystem.model_validate(self._data("POST", "/fileSystems", json={
-            "name": name, "group_name": group_name, "total_capacity": total_capacity}))
+        return Filesystem.model_validate(
+            self._data(
+                "POST", "/fileSystems", json={"name": name, "group_name": group_name, "total_capacity": total_capacity}
+            )
+        )
 
     def delete_filesystem(self, uid: str) -> None:
         self._request("DELETE", f"/fileSystems/{uid}")
@@ -237,8 +256,7 @@ class WekaClient:
     def make_directory(self, fs_name: str, path: str) -> int:
         """``mkdir -p`` on a client mount of the filesystem. The REST API has no mkdir; in the lab this is
         the stand-in's ``/_lab/mkdir``, in production a mount-based helper must replace it."""
-        response = self._send("POST", self.url + "/_lab/mkdir", auth=False,
-                              json={"filesystem": fs_name, "path": path})
+        response = self._send("POST", self.url + "/_lab/mkdir", auth=False, json={"filesystem": fs_name, "path": path})
         self._check("POST", "mkdir", response)
         return int(response.json()["data"]["inode_id"])
 
@@ -247,8 +265,13 @@ class WekaClient:
         return {int(key): Quota.model_validate(value) for key, value in body.items()}
 
     def set_quota(self, fs_uid: str, inode_id: int, path: str, hard: int, soft: int) -> Quota:
-        return Quota.model_validate(self._data("PUT", f"/fileSystems/{fs_uid}/quota/{inode_id}", json={
-            "hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0, "path": path}))
+        return Quota.model_validate(
+            self._data(
+                "PUT",
+                f"/fileSystems/{fs_uid}/quota/{inode_id}",
+                json={"hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0, "path": path},
+            )
+        )
 
     def delete_quota(self, fs_uid: str, inode_id: int) -> bool:
         response = self._request("DELETE", f"/fileSystems/{fs_uid}/quota/{inode_id}", tolerate=(404,))

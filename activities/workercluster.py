@@ -54,15 +54,38 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
         kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
         existing = objs.get(kind, name, namespace)
         action = Action.create if existing is None else Action.unchanged
-        steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action,
-                              detail={"component": obj["metadata"]["labels"]["trainy.ai/component"]}))
+        steps.append(
+            PlanStep(
+                layer="worker",
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                action=action,
+                detail={"component": obj["metadata"]["labels"]["trainy.ai/component"]},
+            )
+        )
     vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
     if vm is not None:
-        steps.append(PlanStep(layer="worker", kind="Deployment", name=VM_OPERATOR[1], namespace=VM_OPERATOR[0],
-                              action=Action.leave, detail={"reason": "shared VictoriaMetrics operator is preserved"}))
-    steps.append(PlanStep(layer="hub", kind="BootstrapEnrollment", name=step.contract.worker_name,
-                          namespace=step.contract.tenant_namespace, action=Action.create,
-                          detail={"one_shot": True}))
+        steps.append(
+            PlanStep(
+                layer="worker",
+                kind="Deployment",
+                name=VM_OPERATOR[1],
+                namespace=VM_OPERATOR[0],
+                action=Action.leave,
+                detail={"reason": "shared VictoriaMetrics operator is preserved"},
+            )
+        )
+    steps.append(
+        PlanStep(
+            layer="hub",
+            kind="BootstrapEnrollment",
+            name=step.contract.worker_name,
+            namespace=step.contract.tenant_namespace,
+            action=Action.create,
+            detail={"one_shot": True},
+        )
+    )
     return steps
 
 
@@ -77,8 +100,9 @@ def install(step: EnrollmentStep) -> list[EnsureResult]:
     for obj in install_objects(step):
         kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
         if objs.get(kind, name, namespace) is not None:
-            results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
-                                        outcome=Outcome.unchanged))
+            results.append(
+                EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
+            )
             continue
         if name == BOOTSTRAP_SECRET:
             blob = enrollment_keys.read_blob(KubeObjects(c.hub), c.tenant_namespace, step.facts.key_secret)
@@ -86,8 +110,7 @@ def install(step: EnrollmentStep) -> list[EnsureResult]:
         elif kind == "Secret":
             obj = {**obj, "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()}}
         objs.create(obj)
-        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
-                                    outcome=Outcome.created))
+        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.created))
     return results
 
 
@@ -100,8 +123,7 @@ def _remove(objs: KubeObjects, refs: list[tuple[str, str, str | None]]) -> list[
         if current is None or (current["metadata"].get("labels") or {}).get(INSTALLED_BY) != INSTALLER:
             continue
         objs.delete(kind, name, namespace)
-        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace,
-                                    outcome=Outcome.deleted))
+        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.deleted))
     return results
 
 
@@ -114,7 +136,6 @@ def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     return _remove(objs, created) + _release_preset(objs, step)
 
 
-
 @activity.defn(name="worker.record_invariants")
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
@@ -124,8 +145,14 @@ def record_invariants(step: EnrollmentStep) -> Invariants:
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
-    return [Finding(check="invariants", ok=True, severity="info",
-                    message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status")]
+    return [
+        Finding(
+            check="invariants",
+            ok=True,
+            severity="info",
+            message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status",
+        )
+    ]
 
 
 @activity.defn(name="worker.wait_convergence")
@@ -137,15 +164,26 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     def pending() -> tuple[Invariants, list[str]]:
         now = verify_invariants(objs, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
-        return now, [f"Deployment/{ns}/{name}" for ns, name, image in DEPENDENCIES
-                     if images.get(f"Deployment/{ns}/{name}") != image]
+        return now, [
+            f"Deployment/{ns}/{name}"
+            for ns, name, image in DEPENDENCIES
+            if images.get(f"Deployment/{ns}/{name}") != image
+        ]
 
-    polled = poll_until(pending, lambda seen: not seen[1], every=Backoff(wait.poll_s), budget_s=wait.budget_s,
-                        detail=lambda seen: seen[1])
+    polled = poll_until(
+        pending,
+        lambda seen: not seen[1],
+        every=Backoff(wait.poll_s),
+        budget_s=wait.budget_s,
+        detail=lambda seen: seen[1],
+    )
     now, left = polled.value
     if not polled.done:
-        raise fail("ConvergenceTimeout", f"Kueue/JobSet did not converge: {', '.join(left)} "
-                   "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)")
+        raise fail(
+            "ConvergenceTimeout",
+            f"Kueue/JobSet did not converge: {', '.join(left)} "
+            "(check kubectl -n kueue-system rollout status deploy/kueue-controller-manager)",
+        )
     return now.deployments
 
 
@@ -178,12 +216,24 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
         delta = _spec_diff(want["spec"], have.get("spec") or {})
         if delta:
             diffs[ref.key()] = delta
-    findings = [Finding(check="adoption.foreign-owner", ok=False, message=f"{key} is owned by WorkerCluster {owner}",
-                        fix="release it from the other WorkerCluster (decommission or relabel) before enrolling")
-                for key, owner in foreign.items()]
-    findings += [Finding(check="adoption.spec-differs", ok=False, message=f"{key}: " + "; ".join(lines),
-                         fix="contact Trainy to express the existing policy as WorkerCluster scheduling overlays")
-                 for key, lines in diffs.items()]
+    findings = [
+        Finding(
+            check="adoption.foreign-owner",
+            ok=False,
+            message=f"{key} is owned by WorkerCluster {owner}",
+            fix="release it from the other WorkerCluster (decommission or relabel) before enrolling",
+        )
+        for key, owner in foreign.items()
+    ]
+    findings += [
+        Finding(
+            check="adoption.spec-differs",
+            ok=False,
+            message=f"{key}: " + "; ".join(lines),
+            fix="contact Trainy to express the existing policy as WorkerCluster scheduling overlays",
+        )
+        for key, lines in diffs.items()
+    ]
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
@@ -198,8 +248,12 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
         verify_invariants(objs, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
-        obj = objs.patch(ref.kind, ref.name, ref.namespace,
-                         {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}})
+        obj = objs.patch(
+            ref.kind,
+            ref.name,
+            ref.namespace,
+            {"metadata": {"labels": {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}}},
+        )
         if obj["metadata"]["uid"] != ref.uid:
             raise fail("AdoptionRefused", f"{ref.key()} was recreated: uid {ref.uid} -> {obj['metadata']['uid']}")
         adopted.append(ref)
@@ -215,8 +269,9 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
         uid = obj["metadata"]["uid"] if obj else "absent"
         findings.append(Finding(check="adoption.uid", ok=uid == ref.uid, message=f"{ref.key()} uid {uid}"))
     if not all(f.ok for f in findings):
-        raise fail("AdoptionRefused", "adoption replaced objects: "
-                   + "; ".join(f.message for f in findings if not f.ok))
+        raise fail(
+            "AdoptionRefused", "adoption replaced objects: " + "; ".join(f.message for f in findings if not f.ok)
+        )
     return findings
 
 
@@ -224,11 +279,18 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     objs = KubeObjects(wait.contract.worker)
-    drained = poll_until(lambda: [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
-                                  for ns in wait.contract.workload_namespaces
-                                  for o in objs.list("Workload", ns, ORIGIN_LABEL)
-                                  if work_state(o) == "Admitted"],
-                         lambda active: not active, every=Backoff(wait.poll_s), budget_s=wait.budget_s, detail=list)
+    drained = poll_until(
+        lambda: [
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+            for ns in wait.contract.workload_namespaces
+            for o in objs.list("Workload", ns, ORIGIN_LABEL)
+            if work_state(o) == "Admitted"
+        ],
+        lambda active: not active,
+        every=Backoff(wait.poll_s),
+        budget_s=wait.budget_s,
+        detail=list,
+    )
     if not drained.done:
         raise fail("DrainTimeout", f"remote workloads still admitted: {', '.join(drained.value)}")
     return True
@@ -253,8 +315,11 @@ def _owned_preset(objs: KubeObjects, step: EnrollmentStep) -> list[ObjectRef]:
     refs = []
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
         kind, ns = want["kind"], namespace_of(want)
-        refs += [ObjectRef(kind=kind, name=o["metadata"]["name"], namespace=ns, uid=o["metadata"]["uid"])
-                 for o in objs.list(kind, ns, selector) if o["metadata"]["name"] == want["metadata"]["name"]]
+        refs += [
+            ObjectRef(kind=kind, name=o["metadata"]["name"], namespace=ns, uid=o["metadata"]["uid"])
+            for o in objs.list(kind, ns, selector)
+            if o["metadata"]["name"] == want["metadata"]["name"]
+        ]
     return refs
 
 
@@ -262,15 +327,33 @@ def _owned_preset(objs: KubeObjects, step: EnrollmentStep) -> list[ObjectRef]:
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``worker reset --dry-run``: what reset deletes, releases and leaves."""
     objs = KubeObjects(step.contract.worker)
-    steps = [PlanStep(layer="worker", kind=k, name=n, namespace=ns, action=Action.delete)
-             for k, n, ns in _installed_refs(objs)]
-    steps += [PlanStep(layer="worker", kind=r.kind, name=r.name, namespace=r.namespace, action=Action.update,
-                       detail={"release": "remove trainy.ai ownership labels; the object stays"})
-              for r in _owned_preset(objs, step)]
+    steps = [
+        PlanStep(layer="worker", kind=k, name=n, namespace=ns, action=Action.delete)
+        for k, n, ns in _installed_refs(objs)
+    ]
+    steps += [
+        PlanStep(
+            layer="worker",
+            kind=r.kind,
+            name=r.name,
+            namespace=r.namespace,
+            action=Action.update,
+            detail={"release": "remove trainy.ai ownership labels; the object stays"},
+        )
+        for r in _owned_preset(objs, step)
+    ]
     vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
     if vm is not None:
-        steps.append(PlanStep(layer="worker", kind="Deployment", name=VM_OPERATOR[1], namespace=VM_OPERATOR[0],
-                              action=Action.leave, detail={"reason": "shared VictoriaMetrics operator"}))
+        steps.append(
+            PlanStep(
+                layer="worker",
+                kind="Deployment",
+                name=VM_OPERATOR[1],
+                namespace=VM_OPERATOR[0],
+                action=Action.leave,
+                detail={"reason": "shared VictoriaMetrics operator"},
+            )
+        )
     return steps
 
 
@@ -278,10 +361,17 @@ def _release_preset(objs: KubeObjects, step: EnrollmentStep) -> list[EnsureResul
     """Drop the ownership labels from the preset objects this WorkerCluster owns; the objects stay."""
     results = []
     for ref in _owned_preset(objs, step):
-        objs.patch(ref.kind, ref.name, ref.namespace,
-                   {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
-        results.append(EnsureResult(layer="worker", kind=ref.kind, name=ref.name, namespace=ref.namespace,
-                                    outcome=Outcome.updated, data=PresetRelease(released=True)))
+        objs.patch(ref.kind, ref.name, ref.namespace, {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
+        results.append(
+            EnsureResult(
+                layer="worker",
+                kind=ref.kind,
+                name=ref.name,
+                namespace=ref.namespace,
+                outcome=Outcome.updated,
+                data=PresetRelease(released=True),
+            )
+        )
     return results
 
 
@@ -292,5 +382,17 @@ def reset(step: EnrollmentStep) -> list[EnsureResult]:
     return _remove(objs, _installed_refs(objs)) + _release_preset(objs, step)
 
 
-ACTIVITIES = [plan, install, uninstall, record_invariants, check_invariants, wait_convergence, adoption_diff, adopt,
-              verify_uids, wait_no_remote_work, reset_plan, reset]
+ACTIVITIES = [
+    plan,
+    install,
+    uninstall,
+    record_invariants,
+    check_invariants,
+    wait_convergence,
+    adoption_diff,
+    adopt,
+    verify_uids,
+    wait_no_remote_work,
+    reset_plan,
+    reset,
+]

@@ -28,15 +28,29 @@ def invariants(objs: KubeObjects, namespaces: list[str]) -> Invariants:
             for obj in objs.list(kind, ns):
                 if work_state(obj) in ("Finished", "Completed", "Failed"):
                     continue
-                work.append(ObjectRef(kind=kind, name=obj["metadata"]["name"], namespace=ns,
-                                      uid=obj["metadata"]["uid"], state=work_state(obj)))
+                work.append(
+                    ObjectRef(
+                        kind=kind,
+                        name=obj["metadata"]["name"],
+                        namespace=ns,
+                        uid=obj["metadata"]["uid"],
+                        state=work_state(obj),
+                    )
+                )
     deps = []
     for ns, name, _ in DEPENDENCIES:
         dep = objs.get("Deployment", name, ns)
         if dep is not None:
-            deps.append(ObjectRef(kind="Deployment", name=name, namespace=ns, uid=dep["metadata"]["uid"],
-                                  image=dep["spec"]["template"]["spec"]["containers"][0]["image"],
-                                  state=str((dep.get("status") or {}).get("readyReplicas", 0))))
+            deps.append(
+                ObjectRef(
+                    kind="Deployment",
+                    name=name,
+                    namespace=ns,
+                    uid=dep["metadata"]["uid"],
+                    image=dep["spec"]["template"]["spec"]["containers"][0]["image"],
+                    state=str((dep.get("status") or {}).get("readyReplicas", 0)),
+                )
+            )
     return Invariants(workloads=work, deployments=deps)
 
 
@@ -50,8 +64,11 @@ def _compare(recorded: Invariants, now: Invariants) -> list[str]:
         elif (seen.uid, seen.state) != (ref.uid, ref.state):
             changes.append(f"{ref.key()} changed: uid {ref.uid}->{seen.uid}, state {ref.state}->{seen.state}")
     deps = {ref.key(): ref for ref in now.deployments}
-    changes += [f"{ref.key()} was recreated (uid {ref.uid} -> {deps[ref.key()].uid})"
-                for ref in recorded.deployments if ref.key() in deps and deps[ref.key()].uid != ref.uid]
+    changes += [
+        f"{ref.key()} was recreated (uid {ref.uid} -> {deps[ref.key()].uid})"
+        for ref in recorded.deployments
+        if ref.key() in deps and deps[ref.key()].uid != ref.uid
+    ]
     return changes
 
 
@@ -59,7 +76,8 @@ def verify_invariants(objs: KubeObjects, step_namespaces: list[str], recorded: I
     now = invariants(objs, step_namespaces)
     changes = _compare(recorded, now)
     if changes:
-        raise fail("InvariantBroken", "running work changed during enrollment; the worker stays cordoned: "
-                   + "; ".join(changes))
+        raise fail(
+            "InvariantBroken",
+            "running work changed during enrollment; the worker stays cordoned: " + "; ".join(changes),
+        )
     return now
-

@@ -42,8 +42,13 @@ def system_of(service: str, path: str, slurm_namespace: str) -> str:
     return service
 
 
-def calls_per_layer(entries: dict[str, list[dict[str, Any]]], spans: list[ActivitySpan], since: float, until: float,
-                    slurm_namespace: str) -> dict[str, dict[str, int]]:
+def calls_per_layer(
+    entries: dict[str, list[dict[str, Any]]],
+    spans: list[ActivitySpan],
+    since: float,
+    until: float,
+    slurm_namespace: str,
+) -> dict[str, dict[str, int]]:
     """``{layer: {system: calls}}`` for the requests journalled between ``since`` and ``until``."""
     counts: dict[str, Counter[str]] = {}
     for service, requests in entries.items():

@@ -17,14 +17,23 @@ from tenantflow.starter.output import EXIT_RUN_FAILED, OutputOpt, console, emit,
 def bench(
     tenants: Annotated[int, typer.Option(help="concurrent onboardings for figure (b)")] = 100,
     gate_runs: Annotated[int, typer.Option(help="onboardings on an idle worker for figure (e)")] = 5,
-    latency_ms: Annotated[float | None, typer.Option(
-        help="one latency for every simulated activity (default: the latencies measured against the lab)")] = None,
-    max_activities: Annotated[int | None, typer.Option(
-        help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)")] = None,
-    lab_dir: Annotated[Path | None, typer.Option(
-        help="a running lab (`tenantflow lab up`): (a), (c) and (d) then use the real activities against it")] = None,
-    tax_pairs: Annotated[int, typer.Option(
-        help="with --lab-dir: onboardings through Temporal and direct for (c), in A-B-B-A order")] = 2,
+    latency_ms: Annotated[
+        float | None,
+        typer.Option(help="one latency for every simulated activity (default: the latencies measured against the lab)"),
+    ] = None,
+    max_activities: Annotated[
+        int | None,
+        typer.Option(help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)"),
+    ] = None,
+    lab_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="a running lab (`tenantflow lab up`): (a), (c) and (d) then use the real activities against it"
+        ),
+    ] = None,
+    tax_pairs: Annotated[
+        int, typer.Option(help="with --lab-dir: onboardings through Temporal and direct for (c), in A-B-B-A order")
+    ] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
     output: OutputOpt = "text",
 ) -> None:
@@ -48,9 +57,17 @@ def bench(
     async def go() -> Any:
         client = await connect(TemporalSettings())
         with errors.status(f"benchmarking: {'lab runs, then ' if lab else ''}{tenants} concurrent onboardings"):
-            return await measure(client, template, tenants, gate_runs,
-                                 latency_ms / 1000 if latency_ms is not None else None, max_activities, lab, tax_pairs,
-                                 log_dir)
+            return await measure(
+                client,
+                template,
+                tenants,
+                gate_runs,
+                latency_ms / 1000 if latency_ms is not None else None,
+                max_activities,
+                lab,
+                tax_pairs,
+                log_dir,
+            )
 
     figures = run(go())
     facts = summary(figures)

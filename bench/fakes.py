@@ -25,48 +25,77 @@ from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, ROLLBACK, SMOKE
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
 LAB_SECONDS: dict[str, float] = {
-    "capacity.preflight": 0.934, "identity.preflight": 1.174, "kube.preflight": 0.305, "slurm.preflight": 4.41,
-    "storage.preflight": 0.261, "capacity.plan": 0.112, "identity.plan": 0.475, "kube.plan": 0.142,
-    "slurm.plan": 0.685, "storage.plan": 1.648, "login.plan": 0.029, "capacity.reservation": 0.141,
-    "capacity.wait_reservation": 0.228, "identity.group": 0.309, "identity.users": 0.721,
-    "identity.verify_ldap": 0.326, "kube.namespace": 0.041, "kube.quota": 0.085, "kube.binding": 0.023,
-    "kube.network_policy": 0.05, "kube.rbac": 0.029, "slurm.accounts": 1.294, "slurm.qos": 1.266,
-    "slurm.users": 1.543, "slurm.partition": 0.678, "storage.filesystems": 1.033, "storage.quotas": 0.721,
-    "storage.csi": 1.281, "login.release": 0.158, "login.verify": 1.431, "smoke.single_node": 2.027,
-    "smoke.nccl": 3.509, "smoke.storage": 2.408, "validate.all": 2.732, "handover.render": 0.016,
+    "capacity.preflight": 0.934,
+    "identity.preflight": 1.174,
+    "kube.preflight": 0.305,
+    "slurm.preflight": 4.41,
+    "storage.preflight": 0.261,
+    "capacity.plan": 0.112,
+    "identity.plan": 0.475,
+    "kube.plan": 0.142,
+    "slurm.plan": 0.685,
+    "storage.plan": 1.648,
+    "login.plan": 0.029,
+    "capacity.reservation": 0.141,
+    "capacity.wait_reservation": 0.228,
+    "identity.group": 0.309,
+    "identity.users": 0.721,
+    "identity.verify_ldap": 0.326,
+    "kube.namespace": 0.041,
+    "kube.quota": 0.085,
+    "kube.binding": 0.023,
+    "kube.network_policy": 0.05,
+    "kube.rbac": 0.029,
+    "slurm.accounts": 1.294,
+    "slurm.qos": 1.266,
+    "slurm.users": 1.543,
+    "slurm.partition": 0.678,
+    "storage.filesystems": 1.033,
+    "storage.quotas": 0.721,
+    "storage.csi": 1.281,
+    "login.release": 0.158,
+    "login.verify": 1.431,
+    "smoke.single_node": 2.027,
+    "smoke.nccl": 3.509,
+    "smoke.storage": 2.408,
+    "validate.all": 2.732,
+    "handover.render": 0.016,
 }
 
 
 def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> dict[str, Callable[..., Any]]:
     """Every activity an onboarding calls, by name, as plain functions sleeping ``seconds[name]`` (else default)."""
+
     def pause(name: str) -> None:
         time.sleep(seconds.get(name, default_s))
 
     def preflight(layer: str) -> Callable[..., Any]:
         def run(inp: StepInput) -> StepResult:
             pause(f"{layer}.preflight")
-            return StepResult(facts=inp.facts.model_copy(update={"nodes": NODES}) if layer == "capacity"
-                              else inp.facts)
+            return StepResult(facts=inp.facts.model_copy(update={"nodes": NODES}) if layer == "capacity" else inp.facts)
+
         return run
 
     def plan(layer: str) -> Callable[..., Any]:
         def run(inp: StepInput) -> list[PlanStep]:
             pause(f"{layer}.plan")
             return [PlanStep(layer=layer, kind="Object", name=f"{inp.contract.slug}-{layer}", action=Action.create)]
+
         return run
 
     def apply(layer: str, step: str) -> Callable[..., Any]:
         def run(inp: StepInput) -> StepResult:
             pause(f"{layer}.{step}")
-            made = EnsureResult(layer=layer, kind="Object", name=f"{inp.contract.slug}-{step}",
-                                outcome=Outcome.created)
+            made = EnsureResult(layer=layer, kind="Object", name=f"{inp.contract.slug}-{step}", outcome=Outcome.created)
             return StepResult(results=[made], facts=inp.facts)
+
         return run
 
     def undo(layer: str) -> Callable[..., Any]:
         def run(inp: UndoInput) -> list[EnsureResult]:
             pause(f"{layer}.undo")
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
+
         return run
 
     def render(inp: StepInput) -> Handover:

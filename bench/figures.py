@@ -96,18 +96,25 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @asynccontextmanager
-async def simulated_worker(client: Client, seconds: dict[str, float], max_activities: int,
-                           log: Path) -> AsyncIterator[TenantflowClient]:
+async def simulated_worker(
+    client: Client, seconds: dict[str, float], max_activities: int, log: Path
+) -> AsyncIterator[TenantflowClient]:
     """A ``bench.simworker`` process on a fresh task queue; stopped with SIGTERM (it drains) on exit."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     table = log.with_suffix(".json")
     table.write_text(json.dumps(seconds))
-    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-           "TEMPORAL_NAMESPACE": client.namespace, "TENANTFLOW_TASK_QUEUE": queue,
-           "TENANTFLOW_MAX_ACTIVITIES": str(max_activities), "TENANTFLOW_LOG_FORMAT": "json"}
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": client.namespace,
+        "TENANTFLOW_TASK_QUEUE": queue,
+        "TENANTFLOW_MAX_ACTIVITIES": str(max_activities),
+        "TENANTFLOW_LOG_FORMAT": "json",
+    }
     with log.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "tenantflow.bench.simworker", str(table),
-                                                       cwd=REPO, env=env, stdout=out, stderr=out)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tenantflow.bench.simworker", str(table), cwd=REPO, env=env, stdout=out, stderr=out
+        )
     try:
         await wait_for_poller(client, queue, process)
         yield TenantflowClient(client, queue)
@@ -120,11 +127,15 @@ async def simulated_worker(client: Client, seconds: dict[str, float], max_activi
             await process.wait()
 
 
-async def wait_for_poller(client: Client, queue: str, process: asyncio.subprocess.Process,
-                          timeout_s: float = 120) -> None:
+async def wait_for_poller(
+    client: Client, queue: str, process: asyncio.subprocess.Process, timeout_s: float = 120
+) -> None:
     """Wait until the worker process polls ``queue``, so its start-up is not timed as part of a run."""
-    request = DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue),
-                                       task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
     deadline = time.monotonic() + timeout_s
     while not (await client.workflow_service.describe_task_queue(request)).pollers:
         if process.returncode is not None or time.monotonic() > deadline:
@@ -145,26 +156,37 @@ async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract]) 
         return len(events), gate_latency(events)
 
     read = await asyncio.gather(*(history(r) for r in runs))
-    return Batch(runs=runs, wall_s=wall, events=[n for n, _ in read],
-                 gate_latencies_s=[s for _, s in read if s is not None])
+    return Batch(
+        runs=runs, wall_s=wall, events=[n for n, _ in read], gate_latencies_s=[s for _, s in read if s is not None]
+    )
 
 
-async def bench(client: Client, template: TenantContract, tenants: int = 100, gate_runs: int = 5,
-                latency_s: float | None = None, max_activities: int | None = None, lab: LabEndpoints | None = None,
-                tax_pairs: int = 2, log_dir: Path | None = None) -> Figures:
+async def bench(
+    client: Client,
+    template: TenantContract,
+    tenants: int = 100,
+    gate_runs: int = 5,
+    latency_s: float | None = None,
+    max_activities: int | None = None,
+    lab: LabEndpoints | None = None,
+    tax_pairs: int = 2,
+    log_dir: Path | None = None,
+) -> Figures:
     """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
 
     ``latency_s`` replaces the per-activity latencies by one value (quick runs, tests).
     """
     logs = Path(log_dir or tempfile.mkdtemp(prefix="tenantflow-bench-"))
     tag = uuid.uuid4().hex[:5]
-    measured = (await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab
-                else None)
-    seconds = ({"*": latency_s} if latency_s is not None
-               else measured.activity_seconds if measured else LAB_SECONDS)
-    described = (f"every activity {latency_s * 1000:g} ms" if latency_s is not None else
-                 "latencies measured against the lab in this run" if measured
-                 else "latencies measured against the lab (bench.fakes.LAB_SECONDS)")
+    measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab else None
+    seconds = {"*": latency_s} if latency_s is not None else measured.activity_seconds if measured else LAB_SECONDS
+    described = (
+        f"every activity {latency_s * 1000:g} ms"
+        if latency_s is not None
+        else "latencies measured against the lab in this run"
+        if measured
+        else "latencies measured against the lab (bench.fakes.LAB_SECONDS)"
+    )
 
     def tenant(n: str) -> TenantContract:
         return template.model_copy(update={"slug": f"tenant-s{tag}-{n}"})
@@ -174,5 +196,4 @@ async def bench(client: Client, template: TenantContract, tenants: int = 100, ga
         solo = await onboard_once(api, tenant("solo"))
         gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])
         load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)])
-    return Figures(latencies=described, activity_slots=slots, logs=logs, solo=solo, gate=gate, load=load,
-                   lab=measured)
+    return Figures(latencies=described, activity_slots=slots, logs=logs, solo=solo, gate=gate, load=load, lab=measured)

@@ -17,10 +17,16 @@ from temporalio.client import WorkflowHandle
 
 from tenantflow.workflows.search import STAGE
 
-CLOSE_EVENTS = frozenset({
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW})
+CLOSE_EVENTS = frozenset(
+    {
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    }
+)
 
 
 class RunEndedError(RuntimeError):
@@ -95,8 +101,12 @@ def activity_spans(events: Sequence[HistoryEvent]) -> list[ActivitySpan]:
 
 def closed_activity(event: HistoryEvent) -> int | None:
     """The scheduled event id of the activity a completed/failed/timed-out/canceled event closes."""
-    for attributes in ("activity_task_completed_event_attributes", "activity_task_failed_event_attributes",
-                       "activity_task_timed_out_event_attributes", "activity_task_canceled_event_attributes"):
+    for attributes in (
+        "activity_task_completed_event_attributes",
+        "activity_task_failed_event_attributes",
+        "activity_task_timed_out_event_attributes",
+        "activity_task_canceled_event_attributes",
+    ):
         if event.HasField(attributes):
             scheduled: int = getattr(event, attributes).scheduled_event_id
             return scheduled

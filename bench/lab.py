@@ -76,13 +76,17 @@ class LabFigures(BaseModel):
 def bench_tenant(template: TenantContract, tag: str) -> TenantContract:
     """``template`` renamed to ``tenant-<tag>`` with users ``<name>-<tag>`` so runs never collide."""
     slug = f"tenant-{tag}"
-    users = [u.model_copy(update={"username": f"{u.username}-{tag}", "email": f"{u.username}-{tag}@example.org"})
-             for u in template.users]
+    users = [
+        u.model_copy(update={"username": f"{u.username}-{tag}", "email": f"{u.username}-{tag}@example.org"})
+        for u in template.users
+    ]
     login = template.login.model_copy(update={"hostname": f"login.{slug}.example.internal"})
-    slurm = template.slurm.model_copy(update={"team_account": f"ml-team-{tag}" if template.slurm.team_account
-                                              else None})
-    return template.model_copy(update={"slug": slug, "display_name": f"Bench {tag}", "users": users,
-                                       "login": login, "slurm": slurm})
+    slurm = template.slurm.model_copy(
+        update={"team_account": f"ml-team-{tag}" if template.slurm.team_account else None}
+    )
+    return template.model_copy(
+        update={"slug": slug, "display_name": f"Bench {tag}", "users": users, "login": login, "slurm": slurm}
+    )
 
 
 def log_to(path: Path) -> None:
@@ -173,8 +177,12 @@ async def direct_once(functions: dict[str, Callable[..., Any]], contract: Tenant
         await call(VALIDATE, step)
         await call(HANDOVER, step)
     except Exception as exc:  # reported like a failed run through Temporal, and the tenant is still offboarded
-        return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings, ok=False,
-                         message=f"{type(exc).__name__}: {exc}")
+        return DirectRun(
+            seconds=time.perf_counter() - started,
+            activity_seconds=timings,
+            ok=False,
+            message=f"{type(exc).__name__}: {exc}",
+        )
     return DirectRun(seconds=time.perf_counter() - started, activity_seconds=timings)
 
 
@@ -194,8 +202,9 @@ async def durable_once(api: TenantflowClient, contract: TenantContract) -> Durab
     return DurableRun(run=run, spans=activity_spans(history.events), events=len(history.events))
 
 
-async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContract, log: Path,
-                      pairs: int = 2) -> LabFigures:
+async def lab_figures(
+    client: Client, lab: LabEndpoints, template: TenantContract, log: Path, pairs: int = 2
+) -> LabFigures:
     """``pairs`` onboardings through Temporal and as many direct, alternating which goes first (T D, D T, ...)
     so warm caches and drift favour neither; each tenant is offboarded right after its run.
 
@@ -222,14 +231,25 @@ async def lab_figures(client: Client, lab: LabEndpoints, template: TenantContrac
                 cleaned = (await offboard(api, contract)).status == "completed" and cleaned
             if through_temporal and not calls:
                 spans = durable[-1].spans
-                calls = calls_per_layer(journals(lab), spans, since, spans[-1].ended if spans else time.time(),
-                                        service_settings().slurm_namespace)
+                calls = calls_per_layer(
+                    journals(lab),
+                    spans,
+                    since,
+                    spans[-1].ended if spans else time.time(),
+                    service_settings().slurm_namespace,
+                )
     first = durable[0]
-    return LabFigures(run=first.run, api_calls=calls, history_events=first.events,
-                      activity_seconds={s.name: round(s.seconds, 3) for s in first.spans},
-                      durable_s=[d.run.seconds for d in durable], durable_activity_s=[d.activity_s for d in durable],
-                      direct_s=[d.seconds for d in direct],
-                      direct_activity_seconds=[d.activity_seconds for d in direct],
-                      failures=[f"{d.run.workflow_id}: {d.run.message}" for d in durable if not d.run.ok]
-                      + [f"direct run {i + 1}: {d.message}" for i, d in enumerate(direct) if not d.ok],
-                      tenants=tenants, cleaned_up=cleaned)
+    return LabFigures(
+        run=first.run,
+        api_calls=calls,
+        history_events=first.events,
+        activity_seconds={s.name: round(s.seconds, 3) for s in first.spans},
+        durable_s=[d.run.seconds for d in durable],
+        durable_activity_s=[d.activity_s for d in durable],
+        direct_s=[d.seconds for d in direct],
+        direct_activity_seconds=[d.activity_seconds for d in direct],
+        failures=[f"{d.run.workflow_id}: {d.run.message}" for d in durable if not d.run.ok]
+        + [f"direct run {i + 1}: {d.message}" for i, d in enumerate(direct) if not d.ok],
+        tenants=tenants,
+        cleaned_up=cleaned,
+    )

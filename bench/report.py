@@ -28,33 +28,66 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
         rows.append(("(a) API calls per layer", NEEDS_LAB, ""))
     load = f.load
     rows += [
-        (f"(b) {len(load.runs)} concurrent onboardings, one worker: throughput",
-         f"{len(load.done) / load.wall_s:.2f} onboardings/s ({len(load.done)} in {load.wall_s:.1f} s)", ""),
-        ("(b) time to complete p50 / p95",
-         f"{percentile(load.done, 0.5):.2f} s / {percentile(load.done, 0.95):.2f} s", ""),
+        (
+            f"(b) {len(load.runs)} concurrent onboardings, one worker: throughput",
+            f"{len(load.done) / load.wall_s:.2f} onboardings/s ({len(load.done)} in {load.wall_s:.1f} s)",
+            "",
+        ),
+        (
+            "(b) time to complete p50 / p95",
+            f"{percentile(load.done, 0.5):.2f} s / {percentile(load.done, 0.95):.2f} s",
+            "",
+        ),
         ("(b) failures", str(len(load.failures)), "0"),
         ("(b) activities", f"simulated, {f.latencies}; {f.activity_slots} activity slots", ""),
     ]
     tax = f.durability_tax
     if f.lab and tax:
         durable, direct = (", ".join(f"{s:.1f}" for s in runs) for runs in (f.lab.durable_s, f.lab.direct_s))
-        rows.append(("(c) durability tax (Temporal / direct, lab)",
-                     f"{tax:.2f} (through Temporal {durable} s, direct {direct} s; "
-                     f"{f.lab.orchestration_s:.1f} s per run outside activities)", "<= 1.5"))
+        rows.append(
+            (
+                "(c) durability tax (Temporal / direct, lab)",
+                f"{tax:.2f} (through Temporal {durable} s, direct {direct} s; "
+                f"{f.lab.orchestration_s:.1f} s per run outside activities)",
+                "<= 1.5",
+            )
+        )
     elif f.lab:
-        rows.append(("(c) durability tax (Temporal / direct, lab)", "n/a: a run failed: " + "; ".join(f.lab.failures),
-                     "<= 1.5"))
+        rows.append(
+            ("(c) durability tax (Temporal / direct, lab)", "n/a: a run failed: " + "; ".join(f.lab.failures), "<= 1.5")
+        )
     else:
         rows.append(("(c) durability tax (Temporal / direct)", NEEDS_LAB, "<= 1.5"))
-    rows.append(("(d) history events per onboarding",
-                 f"{f.history_events} ({'lab run' if f.lab else 'simulated run'})", "<= 600"))
-    rows.append((f"(e) gate latency p50 (update -> next activity start), {len(f.gate.gate_latencies_s)} runs",
-                 f"{f.gate_p50_ms:.0f} ms", "<= 250 ms"))
-    rows.append((f"(e) gate latency p50 under the load of (b), {len(load.gate_latencies_s)} runs",
-                 f"{f.load_gate_p50_ms:.0f} ms", ""))
+    rows.append(
+        (
+            "(d) history events per onboarding",
+            f"{f.history_events} ({'lab run' if f.lab else 'simulated run'})",
+            "<= 600",
+        )
+    )
+    rows.append(
+        (
+            f"(e) gate latency p50 (update -> next activity start), {len(f.gate.gate_latencies_s)} runs",
+            f"{f.gate_p50_ms:.0f} ms",
+            "<= 250 ms",
+        )
+    )
+    rows.append(
+        (
+            f"(e) gate latency p50 under the load of (b), {len(load.gate_latencies_s)} runs",
+            f"{f.load_gate_p50_ms:.0f} ms",
+            "",
+        )
+    )
     if f.lab:
-        rows.append(("lab left clean", f"{'yes' if f.lab.cleaned_up else 'NO'}: {', '.join(f.lab.tenants)} "
-                     "offboarded, data purged (deactivated users kept)", ""))
+        rows.append(
+            (
+                "lab left clean",
+                f"{'yes' if f.lab.cleaned_up else 'NO'}: {', '.join(f.lab.tenants)} "
+                "offboarded, data purged (deactivated users kept)",
+                "",
+            )
+        )
     rows.append(("worker logs", str(f.logs), ""))
     return rows
 
@@ -66,17 +99,34 @@ def summary(f: Figures) -> dict[str, Any]:
     failures = [r.model_dump() for r in (*load.failures, *f.gate.failures)]
     lab: dict[str, Any] = {}
     if f.lab:
-        lab = {"lab_run": f.lab.run.model_dump(), "api_calls": f.lab.api_calls, "durable_s": f.lab.durable_s,
-               "durable_activity_s": f.lab.durable_activity_s, "direct_s": f.lab.direct_s,
-               "orchestration_s": f.lab.orchestration_s, "lab_failures": f.lab.failures, "lab_tenants": f.lab.tenants,
-               "lab_cleaned_up": f.lab.cleaned_up, "activity_seconds": f.lab.activity_seconds,
-               "direct_activity_seconds": f.lab.direct_activity_seconds}
+        lab = {
+            "lab_run": f.lab.run.model_dump(),
+            "api_calls": f.lab.api_calls,
+            "durable_s": f.lab.durable_s,
+            "durable_activity_s": f.lab.durable_activity_s,
+            "direct_s": f.lab.direct_s,
+            "orchestration_s": f.lab.orchestration_s,
+            "lab_failures": f.lab.failures,
+            "lab_tenants": f.lab.tenants,
+            "lab_cleaned_up": f.lab.cleaned_up,
+            "activity_seconds": f.lab.activity_seconds,
+            "direct_activity_seconds": f.lab.direct_activity_seconds,
+        }
     return {
         "ok": not failures and f.solo.ok and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
-        "latencies": f.latencies, "activity_slots": f.activity_slots, "logs": str(f.logs),
+        "latencies": f.latencies,
+        "activity_slots": f.activity_slots,
+        "logs": str(f.logs),
         "one_run_s": f.lab.run.seconds if f.lab else f.solo.seconds,
-        "concurrent": len(load.runs), "throughput_per_s": len(load.done) / load.wall_s, "wall_s": load.wall_s,
-        "p50_s": percentile(load.done, 0.5), "p95_s": percentile(load.done, 0.95), "failures": failures,
-        "durability_tax": f.durability_tax, "history_events": f.history_events,
-        "gate_latency_p50_ms": f.gate_p50_ms, "gate_latency_under_load_p50_ms": f.load_gate_p50_ms, **lab,
+        "concurrent": len(load.runs),
+        "throughput_per_s": len(load.done) / load.wall_s,
+        "wall_s": load.wall_s,
+        "p50_s": percentile(load.done, 0.5),
+        "p95_s": percentile(load.done, 0.95),
+        "failures": failures,
+        "durability_tax": f.durability_tax,
+        "history_events": f.history_events,
+        "gate_latency_p50_ms": f.gate_p50_ms,
+        "gate_latency_under_load_p50_ms": f.load_gate_p50_ms,
+        **lab,
     }

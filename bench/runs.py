@@ -58,8 +58,12 @@ async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTi
 async def offboard(api: TenantflowClient, contract: TenantContract) -> OffboardingResult:
     """Tear a bench tenant down with ``TenantOffboarding``, data purged: the lab is left as before."""
     handle = await api.client.start_workflow(
-        "TenantOffboarding", OffboardingInput(contract=contract, purge_data=True), id=offboarding_id(contract.slug),
-        task_queue=api.task_queue, result_type=OffboardingResult)
+        "TenantOffboarding",
+        OffboardingInput(contract=contract, purge_data=True),
+        id=offboarding_id(contract.slug),
+        task_queue=api.task_queue,
+        result_type=OffboardingResult,
+    )
     await approve_when_open(api, handle)
     await wait_for_stage(handle, "gate:confirm_purge")
     await api.answer_gate(handle.id, "confirm_purge")

@@ -37,6 +37,9 @@ class LabContext:
         self.exec_handlers[(context, namespace, pod_prefix)] = handler
 
     def exec_handler_for(self, context: str, namespace: str, pod: str) -> ExecFn | None:
-        matches = [(len(prefix), fn) for (ctx, ns, prefix), fn in self.exec_handlers.items()
-                   if ctx == context and ns == namespace and pod.startswith(prefix)]
+        matches = [
+            (len(prefix), fn)
+            for (ctx, ns, prefix), fn in self.exec_handlers.items()
+            if ctx == context and ns == namespace and pod.startswith(prefix)
+        ]
         return max(matches, key=lambda item: item[0])[1] if matches else None

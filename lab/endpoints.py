@@ -94,4 +94,3 @@ class LabEndpoints(BaseModel):
             ldap_bind_password=env["LDAP_BIND_PASSWORD"],
             slurm_conf=Path(env["SLURM_CONF"]),
         )
-

@@ -46,15 +46,28 @@ def crds(groups: tuple[str, ...]) -> list[Obj]:
 
 def hub_policies(token: str = ORG_ADMIN_TOKEN, namespace: str = TENANT_NS) -> dict[str, Any]:
     """An organization admin: enrollment objects in the tenant namespace, nothing cluster-scoped."""
-    return {token: {"user": f"{namespace}-admin", "groups": ["konduktor-hub-users", f"{namespace}-admins"],
-                    "rules": [
-                        {"verbs": ["*"], "apiGroups": ["trainy.ai"],
-                         "resources": ["bootstrapenrollments", "workerclusters"], "namespaces": [namespace]},
-                        {"verbs": ["*"], "apiGroups": [""], "resources": ["secrets"], "namespaces": [namespace]},
-                        {"verbs": ["*"], "apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"],
-                         "namespaces": [namespace]},
-                        {"verbs": ["get", "list"], "apiGroups": ["kueue.x-k8s.io"], "resources": ["*"],
-                         "namespaces": [namespace]}]}}
+    return {
+        token: {
+            "user": f"{namespace}-admin",
+            "groups": ["konduktor-hub-users", f"{namespace}-admins"],
+            "rules": [
+                {
+                    "verbs": ["*"],
+                    "apiGroups": ["trainy.ai"],
+                    "resources": ["bootstrapenrollments", "workerclusters"],
+                    "namespaces": [namespace],
+                },
+                {"verbs": ["*"], "apiGroups": [""], "resources": ["secrets"], "namespaces": [namespace]},
+                {"verbs": ["*"], "apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "namespaces": [namespace]},
+                {
+                    "verbs": ["get", "list"],
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["*"],
+                    "namespaces": [namespace],
+                },
+            ],
+        }
+    }
 
 
 def _ns(name: str) -> Obj:
@@ -63,45 +76,85 @@ def _ns(name: str) -> Obj:
 
 def seed_hub(store: Store) -> None:
     store.seed(crds(("trainy.ai", "kueue.x-k8s.io", "jobset.x-k8s.io")))
-    store.seed([_ns(TENANT_NS), _ns("kube-system"),
-                {"apiVersion": "trainy.ai/v1alpha1", "kind": "Organization", "metadata": {"name": TENANT_NS},
-                 "spec": {"namespaces": [TENANT_NS], "kueueVersion": "v0.16.1", "jobsetVersion": "v0.8.1"}}])
+    store.seed(
+        [
+            _ns(TENANT_NS),
+            _ns("kube-system"),
+            {
+                "apiVersion": "trainy.ai/v1alpha1",
+                "kind": "Organization",
+                "metadata": {"name": TENANT_NS},
+                "spec": {"namespaces": [TENANT_NS], "kueueVersion": "v0.16.1", "jobsetVersion": "v0.8.1"},
+            },
+        ]
+    )
 
 
 def _running_work(namespace: str, name: str) -> list[Obj]:
     queue = {"kueue.x-k8s.io/queue-name": "user-queue"}
     return [
-        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-         "metadata": {"name": name, "namespace": namespace, "labels": queue},
-         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {}}}]},
-         "status": {"restarts": 0, "replicatedJobsStatus": [{"name": "workers", "active": 1, "ready": 1}]}},
-        {"apiVersion": "batch/v1", "kind": "Job",
-         "metadata": {"name": f"{name}-workers-0", "namespace": namespace,
-                      "labels": {"jobset.sigs.k8s.io/jobset-name": name}},
-         "spec": {"template": {"spec": {"containers": [{"name": "train", "image": "trainer:1"}],
-                                        "restartPolicy": "Never"}}},
-         "status": {"active": 1, "ready": 1}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-         "metadata": {"name": f"jobset-{name}", "namespace": namespace, "labels": queue},
-         "spec": {"queueName": "user-queue", "podSets": [{"name": "workers", "count": 1}]},
-         "status": {"admission": {"clusterQueue": "cluster-queue"}, "conditions": [
-             {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""},
-             {"type": "Admitted", "status": "True", "reason": "Admitted", "message": ""}]}},
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": name, "namespace": namespace, "labels": queue},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {}}}]},
+            "status": {"restarts": 0, "replicatedJobsStatus": [{"name": "workers", "active": 1, "ready": 1}]},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": f"{name}-workers-0",
+                "namespace": namespace,
+                "labels": {"jobset.sigs.k8s.io/jobset-name": name},
+            },
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": "train", "image": "trainer:1"}], "restartPolicy": "Never"}
+                }
+            },
+            "status": {"active": 1, "ready": 1},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": f"jobset-{name}", "namespace": namespace, "labels": queue},
+            "spec": {"queueName": "user-queue", "podSets": [{"name": "workers", "count": 1}]},
+            "status": {
+                "admission": {"clusterQueue": "cluster-queue"},
+                "conditions": [
+                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": ""},
+                    {"type": "Admitted", "status": "True", "reason": "Admitted", "message": ""},
+                ],
+            },
+        },
     ]
 
 
 def seed_worker(store: Store, brownfield: bool = False) -> None:
     store.seed(crds(("kueue.x-k8s.io", "jobset.x-k8s.io")))
     store.seed([_ns(n) for n in ("default", TENANT_NS, "kube-system", "cert-manager", "victoria-metrics")])
-    store.seed([deployment("cert-manager", "cert-manager", "quay.io/jetstack/cert-manager-controller:v1.16.2"),
-                deployment("victoria-metrics", "victoria-metrics-operator",
-                           "victoriametrics/operator:v0.50.0",
-                           {"app.kubernetes.io/name": "victoria-metrics-operator"})])
+    store.seed(
+        [
+            deployment("cert-manager", "cert-manager", "quay.io/jetstack/cert-manager-controller:v1.16.2"),
+            deployment(
+                "victoria-metrics",
+                "victoria-metrics-operator",
+                "victoriametrics/operator:v0.50.0",
+                {"app.kubernetes.io/name": "victoria-metrics-operator"},
+            ),
+        ]
+    )
     if not brownfield:
         return
-    store.seed([_ns("kueue-system"), _ns("jobset-system"),
-                deployment("kueue-system", "kueue-controller-manager", OLD_KUEUE),
-                deployment("jobset-system", "jobset-controller-manager", OLD_JOBSET)])
+    store.seed(
+        [
+            _ns("kueue-system"),
+            _ns("jobset-system"),
+            deployment("kueue-system", "kueue-controller-manager", OLD_KUEUE),
+            deployment("jobset-system", "jobset-controller-manager", OLD_JOBSET),
+        ]
+    )
     store.seed(preset_objects("gke-dws", [TENANT_NS]))
     store.seed(_running_work(TENANT_NS, "train-llm") + _running_work(TENANT_NS, "eval-sweep"))
 
@@ -112,18 +165,42 @@ def seed_pool_member(hub: Store, worker: Store, name: str, context: str, namespa
     identity = label_value(f"{len(namespace)}-{namespace}-{name}")
     seed_worker(worker)
     owned = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
-    worker.seed([{**obj, "metadata": {**obj["metadata"], "labels": owned}}
-                 for obj in preset_objects("gke-dws", [namespace])])
-    report = json.dumps({"ok": True, "reason": "Applied", "message": "scheduling preset applied", "generation": 1},
-                        sort_keys=True)
-    hub.seed([
-        {"apiVersion": "trainy.ai/v1alpha1", "kind": "BootstrapEnrollment",
-         "metadata": {"name": name, "namespace": namespace},
-         "spec": {"workerName": name, "publicKey": "", "enrollmentId": f"enroll/{namespace}/{name}",
-                  "schedulingPreset": "gke-dws", "workloadNamespaces": [namespace]},
-         "status": {"usedAt": now(), "workerCluster": name}},
-        {"apiVersion": "trainy.ai/v1alpha1", "kind": "WorkerCluster",
-         "metadata": {"name": name, "namespace": namespace, "labels": {WORKER_LABEL: identity},
-                      "annotations": {HEARTBEAT: now(), LAB_CONTEXT: context, CONFIG_REPORT: report}},
-         "spec": {"cordoned": False, "enrollment": name, "workloadNamespaces": [namespace],
-                  "scheduling": {"preset": "gke-dws"}}}])
+    worker.seed(
+        [{**obj, "metadata": {**obj["metadata"], "labels": owned}} for obj in preset_objects("gke-dws", [namespace])]
+    )
+    report = json.dumps(
+        {"ok": True, "reason": "Applied", "message": "scheduling preset applied", "generation": 1}, sort_keys=True
+    )
+    hub.seed(
+        [
+            {
+                "apiVersion": "trainy.ai/v1alpha1",
+                "kind": "BootstrapEnrollment",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "workerName": name,
+                    "publicKey": "",
+                    "enrollmentId": f"enroll/{namespace}/{name}",
+                    "schedulingPreset": "gke-dws",
+                    "workloadNamespaces": [namespace],
+                },
+                "status": {"usedAt": now(), "workerCluster": name},
+            },
+            {
+                "apiVersion": "trainy.ai/v1alpha1",
+                "kind": "WorkerCluster",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": {WORKER_LABEL: identity},
+                    "annotations": {HEARTBEAT: now(), LAB_CONTEXT: context, CONFIG_REPORT: report},
+                },
+                "spec": {
+                    "cordoned": False,
+                    "enrollment": name,
+                    "workloadNamespaces": [namespace],
+                    "scheduling": {"preset": "gke-dws"},
+                },
+            },
+        ]
+    )

@@ -116,8 +116,14 @@ async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamR
         if rule.retry_after_s is not None:
             headers["Retry-After"] = str(rule.retry_after_s)
         return web.json_response(
-            {"kind": "Status", "status": "Failure", "message": f"lab fault injected ({state.name})",
-             "reason": "InjectedFault", "code": rule.error_status, "detail": "lab fault injected"},
+            {
+                "kind": "Status",
+                "status": "Failure",
+                "message": f"lab fault injected ({state.name})",
+                "reason": "InjectedFault",
+                "code": rule.error_status,
+                "detail": "lab fault injected",
+            },
             status=rule.error_status,
             headers=headers,
         )
@@ -131,24 +137,22 @@ async def lab_middleware(request: web.Request, handler: Handler) -> web.StreamRe
         return await handler(request)
     fault = await _apply_fault(state, request)
     if fault == "drop":
-        state.journal.append(JournalEntry(request.method, request.path, request.query_string, 0,
-                                          time.time(), "drop"))
+        state.journal.append(JournalEntry(request.method, request.path, request.query_string, 0, time.time(), "drop"))
         transport = request.transport
         if transport is not None:
             transport.abort()
         raise asyncio.CancelledError
     if isinstance(fault, web.StreamResponse):
-        state.journal.append(JournalEntry(request.method, request.path, request.query_string,
-                                          fault.status, time.time(), "error"))
+        state.journal.append(
+            JournalEntry(request.method, request.path, request.query_string, fault.status, time.time(), "error")
+        )
         return fault
     try:
         response = await handler(request)
     except web.HTTPException as exc:
-        state.journal.append(JournalEntry(request.method, request.path, request.query_string,
-                                          exc.status, time.time()))
+        state.journal.append(JournalEntry(request.method, request.path, request.query_string, exc.status, time.time()))
         raise
-    state.journal.append(JournalEntry(request.method, request.path, request.query_string,
-                                      response.status, time.time()))
+    state.journal.append(JournalEntry(request.method, request.path, request.query_string, response.status, time.time()))
     return response
 
 
@@ -156,8 +160,9 @@ def _control_routes(state: LabHTTPState, snapshot: SnapshotFn | None) -> list[we
     async def get_requests(_: web.Request) -> web.Response:
         entries = [e.as_dict() for e in state.journal]
         writes = sum(1 for e in state.journal if e.method in WRITE_METHODS and e.injected is None)
-        return web.json_response({"service": state.name, "requests": entries, "writes": writes,
-                                  "injected": state.injected})
+        return web.json_response(
+            {"service": state.name, "requests": entries, "writes": writes, "injected": state.injected}
+        )
 
     async def reset_requests(_: web.Request) -> web.Response:
         state.journal.clear()
@@ -195,8 +200,7 @@ def _control_routes(state: LabHTTPState, snapshot: SnapshotFn | None) -> list[we
     return routes
 
 
-def make_app(name: str, snapshot: SnapshotFn | None = None,
-             middlewares: list[Any] | None = None) -> web.Application:
+def make_app(name: str, snapshot: SnapshotFn | None = None, middlewares: list[Any] | None = None) -> web.Application:
     """Build an aiohttp app with the lab's journal, fault and snapshot endpoints.
 
     Add the emulator's own routes to the returned app. ``middlewares`` run after

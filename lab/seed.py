@@ -32,38 +32,71 @@ def crds() -> list[Obj]:
     return [yaml.safe_load(path.read_text()) for path in sorted(CRD_DIR.glob("*.yaml"))]
 
 
-def gpu_node(name: str, *, ready: bool = True, cordoned: bool = False, sku: str = "h100-8x",
-             pool: str = "gpu-h100-rack-a", gpus: int = 8) -> Obj:
+def gpu_node(
+    name: str,
+    *,
+    ready: bool = True,
+    cordoned: bool = False,
+    sku: str = "h100-8x",
+    pool: str = "gpu-h100-rack-a",
+    gpus: int = 8,
+) -> Obj:
     node: Obj = {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": sku, "hardware-pool": pool}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": sku, "hardware-pool": pool},
+        },
         "spec": {"unschedulable": True} if cordoned else {},
         "status": {
             "capacity": {"cpu": "128", "memory": "2Ti", "nvidia.com/gpu": str(gpus), "pods": "110"},
             "allocatable": {"cpu": "126", "memory": "2000Gi", "nvidia.com/gpu": str(gpus), "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                            "reason": "KubeletReady" if ready else "KubeletNotReady"}],
-            "nodeInfo": {"architecture": "amd64", "bootID": f"boot-{name}", "machineID": f"machine-{name}",
-                         "systemUUID": f"uuid-{name}", "containerRuntimeVersion": "containerd://1.7.17-k3s1",
-                         "kernelVersion": "6.8.0-45-generic", "kubeProxyVersion": "v1.30.4+rke2r1",
-                         "kubeletVersion": "v1.30.4+rke2r1", "operatingSystem": "linux",
-                         "osImage": "Ubuntu 24.04.1 LTS"},
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                }
+            ],
+            "nodeInfo": {
+                "architecture": "amd64",
+                "bootID": f"boot-{name}",
+                "machineID": f"machine-{name}",
+                "systemUUID": f"uuid-{name}",
+                "containerRuntimeVersion": "containerd://1.7.17-k3s1",
+                "kernelVersion": "6.8.0-45-generic",
+                "kubeProxyVersion": "v1.30.4+rke2r1",
+                "kubeletVersion": "v1.30.4+rke2r1",
+                "operatingSystem": "linux",
+                "osImage": "Ubuntu 24.04.1 LTS",
+            },
         },
     }
     return node
 
 
 def _pod(name: str, namespace: str, labels: dict[str, str], image: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"containers": [{"name": labels["app"], "image": image}]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"containers": [{"name": labels["app"], "image": image}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 def _service(name: str, namespace: str, selector: dict[str, str], ports: list[tuple[str, int]]) -> Obj:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"type": "ClusterIP", "selector": selector,
-                     "ports": [{"name": pname, "port": port, "protocol": "TCP"} for pname, port in ports]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": pname, "port": port, "protocol": "TCP"} for pname, port in ports],
+        },
+    }
 
 
 def platform_objects(ldap_bind_password: str) -> list[Obj]:
@@ -71,26 +104,51 @@ def platform_objects(ldap_bind_password: str) -> list[Obj]:
     outpost = {"app": "authentik-ldap-outpost"}
     return [
         *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in PLATFORM_NAMESPACES),
-        {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-         "metadata": {"name": "ldap-bind-creds", "namespace": "auth"},
-         "data": {"password": base64.b64encode(ldap_bind_password.encode()).decode()}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": "ldap-bind-creds", "namespace": "auth"},
+            "data": {"password": base64.b64encode(ldap_bind_password.encode()).decode()},
+        },
         _service("authentik-ldap-outpost", "auth", outpost, [("ldap", 3389), ("ldaps", 636)]),
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "slurmctld", "namespace": "slurm-control"},
-         "spec": {"replicas": 1, "selector": {"matchLabels": slurm}, "template": {
-             "metadata": {"labels": slurm}, "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}]}}},
-         "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "slurmctld", "namespace": "slurm-control"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": slurm},
+                "template": {
+                    "metadata": {"labels": slurm},
+                    "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}]},
+                },
+            },
+            "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+        },
         _pod("slurmctld-0", "slurm-control", slurm, "slurm"),
         _service("slurmctld", "slurm-control", slurm, [("slurmctld", 6817)]),
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "edit"},
-         "rules": [{"apiGroups": ["", "apps", "batch"], "resources": ["*"],
-                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "edit"},
+            "rules": [
+                {
+                    "apiGroups": ["", "apps", "batch"],
+                    "resources": ["*"],
+                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+                }
+            ],
+        },
     ]
 
 
 def seed_tenant_cluster(store: Store, *, ldap_bind_password: str = "", node_count: int = 16) -> None:
     """Seed ``store`` (the ``tenant-cluster`` context) with CRDs, platform objects and GPU nodes."""
-    nodes = [gpu_node(f"gpu-{i:02d}", ready=f"gpu-{i:02d}" not in NOT_READY, cordoned=f"gpu-{i:02d}" in CORDONED)
-             for i in range(1, node_count + 1)]
+    nodes = [
+        gpu_node(f"gpu-{i:02d}", ready=f"gpu-{i:02d}" not in NOT_READY, cordoned=f"gpu-{i:02d}" in CORDONED)
+        for i in range(1, node_count + 1)
+    ]
     store.seed([*crds(), *platform_objects(ldap_bind_password), *nodes])
 
 

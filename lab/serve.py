@@ -43,12 +43,14 @@ from tenantflow.lab.weka.app import build_app as build_weka
 
 def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
     """Route ``pods/exec`` of one cluster to the handler registered for the pod."""
+
     async def handler(namespace: str, pod: str, container: str, argv: list[str], stdin: bytes) -> ExecResult:
         target = ctx.exec_handler_for(context, namespace, pod)
         if target is None:
             return ExecResult(stderr=f"lab: no exec handler for {context}:{namespace}/{pod}\n", exit_code=126)
         stdout, stderr, code = await target(namespace, pod, container, argv, stdin)
         return ExecResult(stdout=stdout, stderr=stderr, exit_code=code)
+
     return handler
 
 
@@ -69,22 +71,34 @@ def kube_store(config: LabConfig, context: str) -> Store:
     return store
 
 
-def saved_states(config: LabConfig, stores: dict[str, Store], authentik: web.Application,
-                 weka: web.Application) -> list[Saved]:
+def saved_states(
+    config: LabConfig, stores: dict[str, Store], authentik: web.Application, weka: web.Application
+) -> list[Saved]:
     def version_of(store: Store) -> Callable[[], object]:
         return lambda: store.resource_version
 
-    saved = [Saved(state_file(config.state_dir, f"kube-{context}"), store.dump, version_of(store))
-             for context, store in stores.items()]
-    return [*saved, Saved(state_file(config.state_dir, "authentik"), authentik[AUTHENTIK_SERVICE].store.dump),
-            Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump)]
+    saved = [
+        Saved(state_file(config.state_dir, f"kube-{context}"), store.dump, version_of(store))
+        for context, store in stores.items()
+    ]
+    return [
+        *saved,
+        Saved(state_file(config.state_dir, "authentik"), authentik[AUTHENTIK_SERVICE].store.dump),
+        Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump),
+    ]
 
 
 async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     stores = {context: kube_store(config, context) for context in config.contexts()}
-    ctx = LabContext(state_dir=config.state_dir, stores=stores, slurm_env={"SLURM_CONF": str(config.slurm_conf)},
-                     partitions_file=config.partitions_file, ldap_url=config.ldap_url,
-                     ldap_bind_dn=config.ldap_bind_dn, ldap_bind_password=config.ldap_bind_password)
+    ctx = LabContext(
+        state_dir=config.state_dir,
+        stores=stores,
+        slurm_env={"SLURM_CONF": str(config.slurm_conf)},
+        partitions_file=config.partitions_file,
+        ldap_url=config.ldap_url,
+        ldap_bind_dn=config.ldap_bind_dn,
+        ldap_bind_password=config.ldap_bind_password,
+    )
     cert = kept_cert(config.state_dir / "kube-ca.pem", config.state_dir / "kube-ca.key")
     runners: list[web.AppRunner] = []
     kube_contexts: list[KubeContext] = []
@@ -97,11 +111,14 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         kube_contexts.append(KubeContext(name=context, server=url, token=token, ca_pem=cert.cert_pem))
     sink = SlapdSink(config.ldap_url, config.ldap_admin_dn, config.ldap_admin_password)
     saved_authentik = load(state_file(config.state_dir, "authentik"))
-    authentik = build_authentik(config.authentik_token, sink, seed_groups=(PLATFORM_TENANTS_GROUP,),
-                                store=AuthentikStore.restore(saved_authentik) if saved_authentik else None)
+    authentik = build_authentik(
+        config.authentik_token,
+        sink,
+        seed_groups=(PLATFORM_TENANTS_GROUP,),
+        store=AuthentikStore.restore(saved_authentik) if saved_authentik else None,
+    )
     runners.append(await start_site(authentik, config.authentik_port))
-    weka = build_weka(config.weka_username, config.weka_password,
-                      restored=load(state_file(config.state_dir, "weka")))
+    weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
     runners.append(await start_site(weka, config.weka_port))
     saved = saved_states(config, stores, authentik, weka)
     saver = asyncio.create_task(keep_saved(saved, stop))
@@ -109,11 +126,16 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
 
     kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
     LabEndpoints(
-        state_dir=config.state_dir, kubeconfig=kubeconfig,
+        state_dir=config.state_dir,
+        kubeconfig=kubeconfig,
         kube_urls={c.name: c.server for c in kube_contexts},
-        authentik_url=f"http://127.0.0.1:{config.authentik_port}", authentik_token=config.authentik_token,
-        weka_url=f"http://127.0.0.1:{config.weka_port}", weka_username=config.weka_username,
-        weka_password=config.weka_password, ldap_url=config.ldap_url, ldap_bind_password=config.ldap_bind_password,
+        authentik_url=f"http://127.0.0.1:{config.authentik_port}",
+        authentik_token=config.authentik_token,
+        weka_url=f"http://127.0.0.1:{config.weka_port}",
+        weka_username=config.weka_username,
+        weka_password=config.weka_password,
+        ldap_url=config.ldap_url,
+        ldap_bind_password=config.ldap_bind_password,
         slurm_conf=config.slurm_conf,
     ).write()
     try:

@@ -70,13 +70,18 @@ def kept_settings(previous: LabConfig | None) -> dict[str, Any]:
     """The HTTP stand-ins' ports and credentials: the last run's on this folder (ports when free), else new."""
     if previous is None:
         credentials: dict[str, Any] = {
-            "authentik_token": secrets.token_urlsafe(24), "weka_password": secrets.token_urlsafe(16),
-            "kube_tokens": {c: secrets.token_urlsafe(24) for c in (*KUBE_CONTEXTS, "hub-org-admin")}}
+            "authentik_token": secrets.token_urlsafe(24),
+            "weka_password": secrets.token_urlsafe(16),
+            "kube_tokens": {c: secrets.token_urlsafe(24) for c in (*KUBE_CONTEXTS, "hub-org-admin")},
+        }
     else:
         credentials = previous.model_dump(include={"authentik_token", "weka_password", "kube_tokens"})
-    return {"kube_ports": {c: reuse_port(previous.kube_ports.get(c) if previous else None) for c in KUBE_CONTEXTS},
-            "authentik_port": reuse_port(previous.authentik_port if previous else None),
-            "weka_port": reuse_port(previous.weka_port if previous else None), **credentials}
+    return {
+        "kube_ports": {c: reuse_port(previous.kube_ports.get(c) if previous else None) for c in KUBE_CONTEXTS},
+        "authentik_port": reuse_port(previous.authentik_port if previous else None),
+        "weka_port": reuse_port(previous.weka_port if previous else None),
+        **credentials,
+    }
 
 
 def wipe(state_dir: Path) -> None:
@@ -84,8 +89,9 @@ def wipe(state_dir: Path) -> None:
     if not state_dir.exists():
         return
     if any(state_dir.iterdir()) and not any((state_dir / marker).exists() for marker in LAB_MARKERS):
-        raise LabStateError(f"{state_dir} does not look like a lab state folder (none of {', '.join(LAB_MARKERS)}); "
-                            "not wiping it")
+        raise LabStateError(
+            f"{state_dir} does not look like a lab state folder (none of {', '.join(LAB_MARKERS)}); not wiping it"
+        )
     down(state_dir)
     shutil.rmtree(state_dir)
 
@@ -97,7 +103,8 @@ def check_reusable(state_dir: Path) -> None:
             f"{state_dir} holds a lab whose LDAP directory and Slurm database have data but whose Authentik, Weka and "
             "Kubernetes stand-ins saved no state: they would start empty and Authentik would hand out uid numbers "
             f"LDAP still holds. Start fresh with `tenantflow lab up --reset --state-dir {state_dir}` "
-            "(wipes the folder).")
+            "(wipes the folder)."
+        )
 
 
 def up(state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False) -> LabEndpoints:
@@ -120,17 +127,27 @@ def up(state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False) -> LabE
         slapd = start_slapd(state_dir, reuse_port(urlsplit(previous.ldap_url).port if previous else None))
         slurm = start_slurm(state_dir, DEFAULT_NODES, slurmd_nodes=DEFAULT_NODES)
         config = LabConfig(
-            state_dir=state_dir, **kept_settings(previous),
-            ldap_url=slapd.url, ldap_admin_dn=slapd.admin_dn, ldap_admin_password=slapd.admin_password,
-            ldap_bind_dn=slapd.bind_dn, ldap_bind_password=slapd.bind_password,
-            slurm_conf=slurm.slurm_conf, partitions_file=slurm.partitions_conf)
+            state_dir=state_dir,
+            **kept_settings(previous),
+            ldap_url=slapd.url,
+            ldap_admin_dn=slapd.admin_dn,
+            ldap_admin_password=slapd.admin_password,
+            ldap_bind_dn=slapd.bind_dn,
+            ldap_bind_password=slapd.bind_password,
+            slurm_conf=slurm.slurm_conf,
+            partitions_file=slurm.partitions_conf,
+        )
         config.write()
         (state_dir / "lab.env").unlink(missing_ok=True)
         env_file = state_dir / "lab.env"
-        start_daemon(state_dir, "lab-serve", [sys.executable, "-m", "tenantflow.lab.serve", str(state_dir)],
-                     lambda: env_file.exists() and all(port_open(p)() for p in config.kube_ports.values()),
-                     env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-                     timeout=timeout_s)
+        start_daemon(
+            state_dir,
+            "lab-serve",
+            [sys.executable, "-m", "tenantflow.lab.serve", str(state_dir)],
+            lambda: env_file.exists() and all(port_open(p)() for p in config.kube_ports.values()),
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            timeout=timeout_s,
+        )
     except BaseException:
         down(state_dir)
         raise

@@ -11,9 +11,17 @@ Obj = dict[str, Any]
 
 
 def deployment(namespace: str, name: str, image: str, labels: dict[str, str] | None = None) -> Obj:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": name, "image": image}]}}},
-            "status": {"replicas": 1, "readyReplicas": 1}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": name, "image": image}]},
+            },
+        },
+        "status": {"replicas": 1, "readyReplicas": 1},
+    }

@@ -33,8 +33,10 @@ class WorkerEnrollment(Strict):
 
         for index, value in enumerate(values):
             if not re.fullmatch(DNS_LABEL, value):
-                raise ValueError(f"workload_namespaces[{index}]={value!r} is not a DNS label (lowercase "
-                                 "letters, digits, hyphens, max 63)")
+                raise ValueError(
+                    f"workload_namespaces[{index}]={value!r} is not a DNS label (lowercase "
+                    "letters, digits, hyphens, max 63)"
+                )
         if len(set(values)) != len(values):
             raise ValueError("workload_namespaces lists a namespace twice")
         return values

@@ -33,8 +33,10 @@ BOOTSTRAP_SECRET = "trainy-bootstrap"
 ADOPTION_REFUSAL = "refuse to adopt existing object not owned by this WorkerCluster"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue:v0.16.1"
 JOBSET_IMAGE = "registry.k8s.io/jobset/jobset:v0.8.1"
-DEPENDENCIES = (("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
-                ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE))
+DEPENDENCIES = (
+    ("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
+    ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE),
+)
 
 Obj = dict[str, Any]
 
@@ -50,28 +52,63 @@ def label_value(identity: str) -> str:
 def preset_objects(preset: str, workload_namespaces: list[str]) -> list[Obj]:
     """The Kueue objects a scheduling preset manages on the worker (specs only, no labels)."""
     kueue = "kueue.x-k8s.io/v1beta2"
-    cq_spec: Obj = {"namespaceSelector": {}, "resourceGroups": [{
-        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-        "flavors": [{"name": "default-flavor", "resources": [
-            {"name": "cpu", "nominalQuota": 10000}, {"name": "memory", "nominalQuota": "10000Gi"},
-            {"name": "nvidia.com/gpu", "nominalQuota": 64}]}]}],
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}}
-    objs: list[Obj] = [{"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"},
-                        "spec": {}}]
+    cq_spec: Obj = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "default-flavor",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": 10000},
+                            {"name": "memory", "nominalQuota": "10000Gi"},
+                            {"name": "nvidia.com/gpu", "nominalQuota": 64},
+                        ],
+                    }
+                ],
+            }
+        ],
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+    }
+    objs: list[Obj] = [
+        {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}, "spec": {}}
+    ]
     if preset == "gke-dws":
         cq_spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": "dws-prov"}]}
         objs += [
-            {"apiVersion": kueue, "kind": "AdmissionCheck", "metadata": {"name": "dws-prov"},
-             "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
-                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
-                                     "name": "dws-config"}}},
-            {"apiVersion": kueue, "kind": "ProvisioningRequestConfig", "metadata": {"name": "dws-config"},
-             "spec": {"provisioningClassName": "queued-provisioning.gke.io",
-                      "managedResources": ["nvidia.com/gpu"]}}]
-    objs.insert(1, {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
-                    "spec": cq_spec})
-    objs += [{"apiVersion": kueue, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
-              "spec": {"clusterQueue": "cluster-queue"}} for ns in workload_namespaces]
+            {
+                "apiVersion": kueue,
+                "kind": "AdmissionCheck",
+                "metadata": {"name": "dws-prov"},
+                "spec": {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": "dws-config",
+                    },
+                },
+            },
+            {
+                "apiVersion": kueue,
+                "kind": "ProvisioningRequestConfig",
+                "metadata": {"name": "dws-config"},
+                "spec": {"provisioningClassName": "queued-provisioning.gke.io", "managedResources": ["nvidia.com/gpu"]},
+            },
+        ]
+    objs.insert(
+        1, {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"}, "spec": cq_spec}
+    )
+    objs += [
+        {
+            "apiVersion": kueue,
+            "kind": "LocalQueue",
+            "metadata": {"name": "user-queue", "namespace": ns},
+            "spec": {"clusterQueue": "cluster-queue"},
+        }
+        for ns in workload_namespaces
+    ]
     return objs
 
 

@@ -41,8 +41,7 @@ class Plan(Strict):
 
     @property
     def plan_hash(self) -> str:
-        body = json.dumps([s.model_dump(mode="json") for s in self.steps], sort_keys=True,
-                          separators=(",", ":"))
+        body = json.dumps([s.model_dump(mode="json") for s in self.steps], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def writes(self) -> list[PlanStep]:

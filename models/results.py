@@ -176,8 +176,24 @@ class PvcSize(UndoRecord):
 
 
 UNDO_RECORDS: tuple[type[UndoRecord], ...] = (
-    AuthentikUser, AuthentikGroup, SlurmObject, SlurmPartition, WekaQuota, WekaDirectory, WekaObject, TokenRef,
-    PvcSize, KubeBefore, LabelledNodes, CordonState, PresetChoice, PresetRelease, Restored, Kept, NoUndoData)
+    AuthentikUser,
+    AuthentikGroup,
+    SlurmObject,
+    SlurmPartition,
+    WekaQuota,
+    WekaDirectory,
+    WekaObject,
+    TokenRef,
+    PvcSize,
+    KubeBefore,
+    LabelledNodes,
+    CordonState,
+    PresetChoice,
+    PresetRelease,
+    Restored,
+    Kept,
+    NoUndoData,
+)
 
 
 def undo_data_tag(value: Any) -> str:
@@ -189,16 +205,25 @@ def undo_data_tag(value: Any) -> str:
 
 
 UndoData = Annotated[
-    Annotated[AuthentikUser, Tag(AuthentikUser.tag)] | Annotated[AuthentikGroup, Tag(AuthentikGroup.tag)]
-    | Annotated[SlurmObject, Tag(SlurmObject.tag)] | Annotated[SlurmPartition, Tag(SlurmPartition.tag)]
-    | Annotated[WekaQuota, Tag(WekaQuota.tag)] | Annotated[WekaDirectory, Tag(WekaDirectory.tag)]
-    | Annotated[WekaObject, Tag(WekaObject.tag)] | Annotated[TokenRef, Tag(TokenRef.tag)]
-    | Annotated[PvcSize, Tag(PvcSize.tag)] | Annotated[KubeBefore, Tag(KubeBefore.tag)]
-    | Annotated[LabelledNodes, Tag(LabelledNodes.tag)] | Annotated[CordonState, Tag(CordonState.tag)]
-    | Annotated[PresetChoice, Tag(PresetChoice.tag)] | Annotated[PresetRelease, Tag(PresetRelease.tag)]
-    | Annotated[Restored, Tag(Restored.tag)] | Annotated[Kept, Tag(Kept.tag)]
+    Annotated[AuthentikUser, Tag(AuthentikUser.tag)]
+    | Annotated[AuthentikGroup, Tag(AuthentikGroup.tag)]
+    | Annotated[SlurmObject, Tag(SlurmObject.tag)]
+    | Annotated[SlurmPartition, Tag(SlurmPartition.tag)]
+    | Annotated[WekaQuota, Tag(WekaQuota.tag)]
+    | Annotated[WekaDirectory, Tag(WekaDirectory.tag)]
+    | Annotated[WekaObject, Tag(WekaObject.tag)]
+    | Annotated[TokenRef, Tag(TokenRef.tag)]
+    | Annotated[PvcSize, Tag(PvcSize.tag)]
+    | Annotated[KubeBefore, Tag(KubeBefore.tag)]
+    | Annotated[LabelledNodes, Tag(LabelledNodes.tag)]
+    | Annotated[CordonState, Tag(CordonState.tag)]
+    | Annotated[PresetChoice, Tag(PresetChoice.tag)]
+    | Annotated[PresetRelease, Tag(PresetRelease.tag)]
+    | Annotated[Restored, Tag(Restored.tag)]
+    | Annotated[Kept, Tag(Kept.tag)]
     | Annotated[NoUndoData, Tag(NoUndoData.tag)],
-    Discriminator(undo_data_tag)]
+    Discriminator(undo_data_tag),
+]
 """What an undo needs, typed per kind of record; decoded from untagged JSON by :func:`undo_data_tag`."""
 
 D = TypeVar("D", bound=UndoRecord)
@@ -224,8 +249,9 @@ class EnsureResult(Strict):
             return self.data
         if isinstance(self.data, NoUndoData):
             return model()
-        raise TypeError(f"{self.layer} {self.kind} {self.name}: undo data is {type(self.data).__name__}, "
-                        f"not {model.__name__}")
+        raise TypeError(
+            f"{self.layer} {self.kind} {self.name}: undo data is {type(self.data).__name__}, not {model.__name__}"
+        )
 
 
 class Severity(StrEnum):

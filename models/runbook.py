@@ -80,12 +80,14 @@ def _plan(layer: str) -> Step[StepInput, list[PlanStep]]:
 
 
 def _undo(layer: str) -> Step[UndoInput, list[EnsureResult]]:
-    return Step(f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step",
-                heartbeat=None)
+    return Step(
+        f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step", heartbeat=None
+    )
 
 
-def _apply(name: str, summary: str, kinds: tuple[str, ...] = (),
-           timeout: timedelta = STEP_TIMEOUT) -> Step[StepInput, StepResult]:
+def _apply(
+    name: str, summary: str, kinds: tuple[str, ...] = (), timeout: timedelta = STEP_TIMEOUT
+) -> Step[StepInput, StepResult]:
     undo = {u.layer: u for u in ROLLBACK}[name.partition(".")[0]]
     return Step(name, StepInput, StepResult, summary=summary, timeout=timeout, kinds=kinds, undo=undo)
 
@@ -99,19 +101,27 @@ def _smoke(name: str, summary: str) -> Step[StepInput, StepResult]:
 CAPACITY_PREFLIGHT = _preflight("capacity")
 """The first preflight: it also chooses the nodes (``facts.nodes``) every later step uses."""
 PREFLIGHT: tuple[Step[StepInput, StepResult], ...] = (
-    CAPACITY_PREFLIGHT, _preflight("identity"), _preflight("kube"), _preflight("slurm"), _preflight("storage"))
+    CAPACITY_PREFLIGHT,
+    _preflight("identity"),
+    _preflight("kube"),
+    _preflight("slurm"),
+    _preflight("storage"),
+)
 PLAN: tuple[Step[StepInput, list[PlanStep]], ...] = tuple(
-    _plan(layer) for layer in ("capacity", "identity", "kube", "slurm", "storage", "login"))
+    _plan(layer) for layer in ("capacity", "identity", "kube", "slurm", "storage", "login")
+)
 
 ROLLBACK: tuple[Step[UndoInput, list[EnsureResult]], ...] = tuple(
-    _undo(layer) for layer in ("login", "slurm", "kube", "capacity", "storage", "identity"))
+    _undo(layer) for layer in ("login", "slurm", "kube", "capacity", "storage", "identity")
+)
 """The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
 Weka, and Authentik last (most disruptive)."""
 
 APPLY: tuple[Step[StepInput, StepResult], ...] = (
     _apply("capacity.reservation", "create the Reservation of the chosen nodes", ("Reservation",)),
-    _apply("capacity.wait_reservation", "wait until the operator labels exactly the chosen nodes",
-           timeout=LONG_TIMEOUT),
+    _apply(
+        "capacity.wait_reservation", "wait until the operator labels exactly the chosen nodes", timeout=LONG_TIMEOUT
+    ),
     _apply("identity.group", "create the Authentik group", ("Group",)),
     _apply("identity.users", "create the Authentik users with SSH keys", ("User",)),
     _apply("identity.verify_ldap", "verify every user through the LDAP outpost"),
@@ -124,11 +134,17 @@ APPLY: tuple[Step[StepInput, StepResult], ...] = (
     _apply("slurm.qos", "add the QoS and bind them to the account", ("qos", "account-qos")),
     _apply("slurm.users", "add the per-user associations", ("user",)),
     _apply("slurm.partition", "add the partition and reconfigure slurmctld", ("partition",)),
-    _apply("storage.filesystems", "create the Weka org and filesystems or tenant directories",
-           ("WekaOrganization", "WekaFilesystem")),
+    _apply(
+        "storage.filesystems",
+        "create the Weka org and filesystems or tenant directories",
+        ("WekaOrganization", "WekaFilesystem"),
+    ),
     _apply("storage.quotas", "set the /home and /scratch quotas", ("WekaQuota",)),
-    _apply("storage.csi", "create the CSI Secret, StorageClass and PVC",
-           ("Secret", "StorageClass", "PersistentVolumeClaim")),
+    _apply(
+        "storage.csi",
+        "create the CSI Secret, StorageClass and PVC",
+        ("Secret", "StorageClass", "PersistentVolumeClaim"),
+    ),
     _apply("login.release", "deploy the login pod release", ("Secret", "HelmRelease"), timeout=LONG_TIMEOUT),
     _apply("login.verify", "check getent, authorized_keys and sinfo on the login pod"),
 )
@@ -141,10 +157,8 @@ SMOKE: tuple[Step[StepInput, StepResult], ...] = (
     _smoke("smoke.nccl", "2-node NCCL all-reduce reaches the tier busbw"),
     _smoke("smoke.storage", "write and read /scratch on the Weka mount"),
 )
-VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult,
-                                             summary="validate every layer")
-HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover,
-                                           summary="render the handover sheet")
+VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult, summary="validate every layer")
+HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover, summary="render the handover sheet")
 
 ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VALIDATE, HANDOVER, *ROLLBACK)
 """Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
@@ -152,44 +166,89 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VAL
 # --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
-HUB_CREATE_ENROLLMENT = Step("hub.create_enrollment", EnrollmentStep, EnrollmentFacts,
-                             summary="BootstrapEnrollment + signed blob")
+HUB_CREATE_ENROLLMENT = Step(
+    "hub.create_enrollment", EnrollmentStep, EnrollmentFacts, summary="BootstrapEnrollment + signed blob"
+)
 HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
-HUB_WAIT_CONDITIONS = Step("hub.wait_conditions", ConditionWait, ConditionReport, timeout=WAIT_TIMEOUT,
-                           heartbeat=WAIT_HEARTBEAT, summary="wait for WorkerCluster conditions")
-HUB_WAIT_WORKERCLUSTER = Step("hub.wait_workercluster", ConditionWait, bool, timeout=WAIT_TIMEOUT,
-                              heartbeat=WAIT_HEARTBEAT, summary="wait for the WorkerCluster")
+HUB_WAIT_CONDITIONS = Step(
+    "hub.wait_conditions",
+    ConditionWait,
+    ConditionReport,
+    timeout=WAIT_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+    summary="wait for WorkerCluster conditions",
+)
+HUB_WAIT_WORKERCLUSTER = Step(
+    "hub.wait_workercluster",
+    ConditionWait,
+    bool,
+    timeout=WAIT_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+    summary="wait for the WorkerCluster",
+)
 HUB_CORDON = Step("hub.cordon", Cordon, EnsureResult, summary="cordon or uncordon")
-HUB_CORDON_POOL = Step("hub.cordon_pool", Cordon, list[EnsureResult], timeout=timedelta(minutes=2),
-                       heartbeat=WAIT_HEARTBEAT, summary="cordon or uncordon the other pool members")
+HUB_CORDON_POOL = Step(
+    "hub.cordon_pool",
+    Cordon,
+    list[EnsureResult],
+    timeout=timedelta(minutes=2),
+    heartbeat=WAIT_HEARTBEAT,
+    summary="cordon or uncordon the other pool members",
+)
 HUB_SELECT_PRESET = Step("hub.select_preset", EnrollmentStep, EnsureResult, summary="select the preset")
 HUB_CANARY = Step("hub.canary", EnrollmentStep, Finding, heartbeat=WAIT_HEARTBEAT, summary="canary")
-HUB_REMOVE_ENROLLMENT = Step("hub.remove_enrollment", EnrollmentStep, list[EnsureResult],
-                             summary="remove the enrollment record")
+HUB_REMOVE_ENROLLMENT = Step(
+    "hub.remove_enrollment", EnrollmentStep, list[EnsureResult], summary="remove the enrollment record"
+)
 
 WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
 WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
 WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
-WORKER_RECORD_INVARIANTS = Step("worker.record_invariants", EnrollmentStep, Invariants,
-                                summary="record running workload invariants")
-WORKER_CHECK_INVARIANTS = Step("worker.check_invariants", EnrollmentStep, list[Finding],
-                               summary="verify invariants")
-WORKER_WAIT_CONVERGENCE = Step("worker.wait_convergence", ConditionWait, list[ObjectRef], timeout=WAIT_TIMEOUT,
-                               heartbeat=WAIT_HEARTBEAT, summary="Kueue/JobSet convergence")
+WORKER_RECORD_INVARIANTS = Step(
+    "worker.record_invariants", EnrollmentStep, Invariants, summary="record running workload invariants"
+)
+WORKER_CHECK_INVARIANTS = Step("worker.check_invariants", EnrollmentStep, list[Finding], summary="verify invariants")
+WORKER_WAIT_CONVERGENCE = Step(
+    "worker.wait_convergence",
+    ConditionWait,
+    list[ObjectRef],
+    timeout=WAIT_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+    summary="Kueue/JobSet convergence",
+)
 WORKER_ADOPTION_DIFF = Step("worker.adoption_diff", EnrollmentStep, AdoptionDiff, summary="diff the preset objects")
 WORKER_ADOPT = Step("worker.adopt", EnrollmentStep, list[ObjectRef], summary="label the preset objects")
 WORKER_VERIFY_UIDS = Step("worker.verify_uids", EnrollmentStep, list[Finding], summary="verify adopted UIDs")
-WORKER_WAIT_NO_REMOTE_WORK = Step("worker.wait_no_remote_work", ConditionWait, bool, timeout=WAIT_TIMEOUT,
-                                  heartbeat=WAIT_HEARTBEAT, summary="drain")
+WORKER_WAIT_NO_REMOTE_WORK = Step(
+    "worker.wait_no_remote_work", ConditionWait, bool, timeout=WAIT_TIMEOUT, heartbeat=WAIT_HEARTBEAT, summary="drain"
+)
 WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], summary="worker reset --dry-run")
 WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
-    HUB_PREFLIGHT, HUB_CREATE_ENROLLMENT, HUB_DESTROY_KEY, HUB_WAIT_CONDITIONS, HUB_WAIT_WORKERCLUSTER, HUB_CORDON,
-    HUB_CORDON_POOL, HUB_SELECT_PRESET, HUB_CANARY, HUB_REMOVE_ENROLLMENT, WORKER_PLAN, WORKER_INSTALL,
-    WORKER_UNINSTALL, WORKER_RECORD_INVARIANTS, WORKER_CHECK_INVARIANTS, WORKER_WAIT_CONVERGENCE,
-    WORKER_ADOPTION_DIFF, WORKER_ADOPT, WORKER_VERIFY_UIDS, WORKER_WAIT_NO_REMOTE_WORK, WORKER_RESET_PLAN,
-    WORKER_RESET)
+    HUB_PREFLIGHT,
+    HUB_CREATE_ENROLLMENT,
+    HUB_DESTROY_KEY,
+    HUB_WAIT_CONDITIONS,
+    HUB_WAIT_WORKERCLUSTER,
+    HUB_CORDON,
+    HUB_CORDON_POOL,
+    HUB_SELECT_PRESET,
+    HUB_CANARY,
+    HUB_REMOVE_ENROLLMENT,
+    WORKER_PLAN,
+    WORKER_INSTALL,
+    WORKER_UNINSTALL,
+    WORKER_RECORD_INVARIANTS,
+    WORKER_CHECK_INVARIANTS,
+    WORKER_WAIT_CONVERGENCE,
+    WORKER_ADOPTION_DIFF,
+    WORKER_ADOPT,
+    WORKER_VERIFY_UIDS,
+    WORKER_WAIT_NO_REMOTE_WORK,
+    WORKER_RESET_PLAN,
+    WORKER_RESET,
+)
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}

@@ -17,10 +17,18 @@ from tenantflow.models.base import Strict
 class KubeTarget(Strict):
     """One cluster as the workflow addresses it."""
 
-    context: str = Field(..., min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$",
-                         description="the cluster's name in the worker's cluster registry (TENANTFLOW_CLUSTERS_FILE)")
-    kubeconfig: SkipJsonSchema[str | None] = Field(None, description="not accepted in a contract: the worker's "
-                                                   "cluster registry says which kubeconfig reaches the cluster")
+    context: str = Field(
+        ...,
+        min_length=1,
+        max_length=253,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$",
+        description="the cluster's name in the worker's cluster registry (TENANTFLOW_CLUSTERS_FILE)",
+    )
+    kubeconfig: SkipJsonSchema[str | None] = Field(
+        None,
+        description="not accepted in a contract: the worker's "
+        "cluster registry says which kubeconfig reaches the cluster",
+    )
 
     def describe(self) -> str:
         return self.context

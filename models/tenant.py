@@ -23,8 +23,14 @@ SLUG_PATTERN = r"^tenant-[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$"
 USERNAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
 EMAIL_PATTERN = r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,180}\.[A-Za-z]{2,24}$"
 DURATION_PATTERN = r"^(UNLIMITED|(\d+-)?\d{1,2}:\d{2}:\d{2})$"
-SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com")
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+)
 
 
 def _check_ssh_key(key: str) -> str:
@@ -32,8 +38,10 @@ def _check_ssh_key(key: str) -> str:
         raise ValueError("an SSH key must be one line; put several keys in separate list items")
     parts = key.split()
     if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ValueError(f"not an OpenSSH public key; expected '<type> <base64> [comment]' with type one of "
-                         f"{', '.join(SSH_KEY_TYPES)}")
+        raise ValueError(
+            f"not an OpenSSH public key; expected '<type> <base64> [comment]' with type one of "
+            f"{', '.join(SSH_KEY_TYPES)}"
+        )
     if len(parts) > 2 and not re.fullmatch(r"[A-Za-z0-9@._+-]{1,100}", " ".join(parts[2:]).replace(" ", "_")):
         raise ValueError("the SSH key comment may only hold letters, digits and @._+-")
     try:
@@ -70,11 +78,17 @@ class OverSubscribe(StrEnum):
 
 
 class TenantUser(Strict):
-    username: str = Field(..., pattern=USERNAME_PATTERN,
-                          description="lowercase, starts with a letter, letters digits and hyphens, max 32")
+    username: str = Field(
+        ..., pattern=USERNAME_PATTERN, description="lowercase, starts with a letter, letters digits and hyphens, max 32"
+    )
     email: str = Field(..., max_length=254, pattern=EMAIL_PATTERN)
-    name: str = Field(..., min_length=1, max_length=150, pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
-                      description="full name; no control or shell characters")
+    name: str = Field(
+        ...,
+        min_length=1,
+        max_length=150,
+        pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
+        description="full name; no control or shell characters",
+    )
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
 
 
@@ -97,15 +111,20 @@ class Capacity(Strict):
     def _gpus_fill_nodes(self) -> Self:
         per_node = lookup_sku(self.sku).gpus_per_node
         if self.gpus % per_node:
-            raise ValueError(f"gpus={self.gpus} is not a multiple of {per_node} GPUs per {self.sku} node; "
-                             f"ask for {self.gpus - self.gpus % per_node or per_node} or "
-                             f"{self.gpus + per_node - self.gpus % per_node}")
+            raise ValueError(
+                f"gpus={self.gpus} is not a multiple of {per_node} GPUs per {self.sku} node; "
+                f"ask for {self.gpus - self.gpus % per_node or per_node} or "
+                f"{self.gpus + per_node - self.gpus % per_node}"
+            )
         if self.nodes is not None and len(self.nodes) != self.node_count:
-            raise ValueError(f"nodes lists {len(self.nodes)} names but gpus={self.gpus} needs "
-                             f"{self.node_count} {self.sku} nodes")
+            raise ValueError(
+                f"nodes lists {len(self.nodes)} names but gpus={self.gpus} needs {self.node_count} {self.sku} nodes"
+            )
         if self.evict_on_release:
-            raise ValueError("evict_on_release must be false: true evicts running tenant jobs when a node "
-                             "leaves the Reservation; the operator must drain gracefully")
+            raise ValueError(
+                "evict_on_release must be false: true evicts running tenant jobs when a node "
+                "leaves the Reservation; the operator must drain gracefully"
+            )
         return self
 
     @property
@@ -165,19 +184,22 @@ class Slurm(Strict):
     cluster: str = Field("production", pattern=r"^[a-z0-9_-]{1,40}$")
     fairshare: int = Field(300, ge=1, le=1_000_000)
     grp_jobs: int = Field(200, ge=1, le=1_000_000)
-    team_account: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
-                                     description="sub-account; default ml-team-<short>; empty string skips")
+    team_account: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+        description="sub-account; default ml-team-<short>; empty string skips",
+    )
     team_fairshare: int = Field(200, ge=1, le=1_000_000)
     budget_gpu_minutes_total: int = Field(720_000, ge=1, description="split evenly across users")
     user_max_jobs: int = Field(20, ge=1, le=100_000)
     normal_qos: Qos = Qos(priority=100, max_wall="24:00:00", deny_on_limit=True)
-    interactive_qos: Qos = Qos(priority=200, grp_gpus=8, max_wall="04:00:00", preempt_off=True,
-                               deny_on_limit=False)
+    interactive_qos: Qos = Qos(priority=200, grp_gpus=8, max_wall="04:00:00", preempt_off=True, deny_on_limit=False)
     partition_max_time: str = Field("24:00:00", pattern=DURATION_PATTERN)
     partition_default_time: str = Field("01:00:00", pattern=DURATION_PATTERN)
     oversubscribe: OverSubscribe = OverSubscribe.exclusive
-    contract_wall_limit: str = Field("24:00:00", pattern=DURATION_PATTERN,
-                                     description="the wall limit the tenant bought; UNLIMITED for none")
+    contract_wall_limit: str = Field(
+        "24:00:00", pattern=DURATION_PATTERN, description="the wall limit the tenant bought; UNLIMITED for none"
+    )
 
 
 class Network(Strict):
@@ -192,8 +214,9 @@ class Network(Strict):
 
 
 class Login(Strict):
-    hostname: str | None = Field(None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$",
-                                 description="default login.<slug>.example.internal")
+    hostname: str | None = Field(
+        None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", description="default login.<slug>.example.internal"
+    )
     replicas: int = Field(2, ge=1, le=10)
     chart_version: str = Field("1.4.x", pattern=r"^[0-9x.]+$")
 
@@ -201,8 +224,9 @@ class Login(Strict):
 class TenantContract(Strict):
     """One tenant as signed: capacity, people, storage, isolation, Slurm budget."""
 
-    slug: str = Field(..., pattern=SLUG_PATTERN,
-                      description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters")
+    slug: str = Field(
+        ..., pattern=SLUG_PATTERN, description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters"
+    )
     display_name: str = Field(..., min_length=1, max_length=100, pattern=r"^[^\x00-\x1f<>{}$`\\;|&\"]+$")
     cluster: KubeTarget
     capacity: Capacity = Capacity()
@@ -220,8 +244,7 @@ class TenantContract(Strict):
         seen: set[str] = set()
         for index, user in enumerate(users):
             if user.username in seen:
-                raise ValueError(f"users[{index}].username {user.username!r} appears twice; usernames must be "
-                                 "unique")
+                raise ValueError(f"users[{index}].username {user.username!r} appears twice; usernames must be unique")
             seen.add(user.username)
         return users
 
@@ -233,8 +256,7 @@ class TenantContract(Strict):
             raise ValueError("slurm.budget_gpu_minutes_total is smaller than the number of users")
         for qos_name, qos in (("normal_qos", self.slurm.normal_qos), ("interactive_qos", self.slurm.interactive_qos)):
             if qos.grp_gpus is not None and qos.grp_gpus > self.capacity.gpus:
-                raise ValueError(f"slurm.{qos_name}.grp_gpus={qos.grp_gpus} exceeds capacity.gpus="
-                                 f"{self.capacity.gpus}")
+                raise ValueError(f"slurm.{qos_name}.grp_gpus={qos.grp_gpus} exceeds capacity.gpus={self.capacity.gpus}")
         return self
 
     @property

@@ -97,8 +97,11 @@ def lab_needs_its_extra() -> None:
 
 
 @lab_app.command("up")
-def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "text",
-           reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False) -> None:
+def lab_up(
+    state_dir: StateDirOpt = Path(".state/lab"),
+    output: OutputOpt = "text",
+    reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False,
+) -> None:
     """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
     from tenantflow.lab.supervisor import LabStateError, up
 
@@ -108,8 +111,10 @@ def lab_up(state_dir: StateDirOpt = Path(".state/lab"), output: OutputOpt = "tex
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
     if output == "json":
-        emit(endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
-             output)
+        emit(
+            endpoints.model_dump(mode="json", exclude={"authentik_token", "weka_password", "ldap_bind_password"}),
+            output,
+        )
         return
     console.print(f"lab up in {endpoints.state_dir}")
     console.print(f"  kubeconfig: {endpoints.kubeconfig} (contexts {', '.join(endpoints.kube_urls)})")

@@ -43,8 +43,12 @@ from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 
 T = TypeVar("T")
 
-RESULT_TYPES: dict[str, type] = {"TenantOnboarding": OnboardingResult, "TenantOffboarding": OffboardingResult,
-                                 "WorkerEnrollment": EnrollmentResult, "WorkerDecommission": DecommissionResult}
+RESULT_TYPES: dict[str, type] = {
+    "TenantOnboarding": OnboardingResult,
+    "TenantOffboarding": OffboardingResult,
+    "WorkerEnrollment": EnrollmentResult,
+    "WorkerDecommission": DecommissionResult,
+}
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 
 
@@ -86,53 +90,91 @@ class TenantflowClient:
         authenticated (the HTTP API's token user) that this client acts for."""
         return on_behalf_of or self.identity
 
-    async def _start(self, workflow: str, arg: Any, workflow_id: str, attributes: TypedSearchAttributes,
-                     result_type: type, description: RunDescription,
-                     started_by: str | None = None) -> WorkflowHandle[Any, Any]:
+    async def _start(
+        self,
+        workflow: str,
+        arg: Any,
+        workflow_id: str,
+        attributes: TypedSearchAttributes,
+        result_type: type,
+        description: RunDescription,
+        started_by: str | None = None,
+    ) -> WorkflowHandle[Any, Any]:
         try:
             return await self.client.start_workflow(
-                workflow, arg, id=workflow_id, task_queue=self.task_queue, result_type=result_type,
-                search_attributes=attributes, memo={STARTED_BY_MEMO: started_by or self.identity},
+                workflow,
+                arg,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                result_type=result_type,
+                search_attributes=attributes,
+                memo={STARTED_BY_MEMO: started_by or self.identity},
                 static_summary=description.summary,
                 static_details=description.details,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
         except WorkflowAlreadyStartedError:
-            raise RunAlreadyActive(f"a run with id {workflow_id} is already in progress; see "
-                                   f"`tenantflow status {workflow_id}` or cancel it first") from None
+            raise RunAlreadyActive(
+                f"a run with id {workflow_id} is already in progress; see "
+                f"`tenantflow status {workflow_id}` or cancel it first"
+            ) from None
 
-    async def start_onboarding(self, contract: TenantContract, on_behalf_of: str | None = None,
-                               **options: Any) -> WorkflowHandle[Any, Any]:
+    async def start_onboarding(
+        self, contract: TenantContract, on_behalf_of: str | None = None, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
         """Start onboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
-        attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
-                                            SearchAttributePair(STAGE, "starting")])
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
+        )
         starter = self._approver(on_behalf_of)
-        return await self._start("TenantOnboarding", OnboardingInput(contract=contract, **options),
-                                 onboarding_id(contract.slug), attributes, OnboardingResult,
-                                 summaries.onboarding(contract, starter), starter)
+        return await self._start(
+            "TenantOnboarding",
+            OnboardingInput(contract=contract, **options),
+            onboarding_id(contract.slug),
+            attributes,
+            OnboardingResult,
+            summaries.onboarding(contract, starter),
+            starter,
+        )
 
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
-        attributes = TypedSearchAttributes([SearchAttributePair(TENANT_SLUG, contract.slug),
-                                            SearchAttributePair(STAGE, "starting")])
-        return await self._start("TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge_data),
-                                 offboarding_id(contract.slug), attributes, OffboardingResult,
-                                 summaries.offboarding(contract, purge_data, self.identity))
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
+        )
+        return await self._start(
+            "TenantOffboarding",
+            OffboardingInput(contract=contract, purge_data=purge_data),
+            offboarding_id(contract.slug),
+            attributes,
+            OffboardingResult,
+            summaries.offboarding(contract, purge_data, self.identity),
+        )
 
     def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:
-        return TypedSearchAttributes([SearchAttributePair(WORKER_CLUSTER, contract.worker_name),
-                                      SearchAttributePair(STAGE, "starting")])
+        return TypedSearchAttributes(
+            [SearchAttributePair(WORKER_CLUSTER, contract.worker_name), SearchAttributePair(STAGE, "starting")]
+        )
 
     async def start_enrollment(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
-        return await self._start("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
-                                 enrollment_id(contract.tenant_namespace, contract.worker_name),
-                                 self._worker_attributes(contract), EnrollmentResult,
-                                 summaries.enrollment(contract, self.identity))
+        return await self._start(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=contract, **options),
+            enrollment_id(contract.tenant_namespace, contract.worker_name),
+            self._worker_attributes(contract),
+            EnrollmentResult,
+            summaries.enrollment(contract, self.identity),
+        )
 
     async def start_decommission(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
-        return await self._start("WorkerDecommission", DecommissionInput(contract=contract, **options),
-                                 decommission_id(contract.tenant_namespace, contract.worker_name),
-                                 self._worker_attributes(contract), DecommissionResult,
-                                 summaries.decommission(contract, self.identity))
+        return await self._start(
+            "WorkerDecommission",
+            DecommissionInput(contract=contract, **options),
+            decommission_id(contract.tenant_namespace, contract.worker_name),
+            self._worker_attributes(contract),
+            DecommissionResult,
+            summaries.decommission(contract, self.identity),
+        )
 
     async def _started_input(self, workflow_id: str, input_type: type[T]) -> T:
         """The input the latest run of ``workflow_id`` was started with."""
@@ -176,8 +218,9 @@ class TenantflowClient:
                 raise TimeoutError(f"no plan from {workflow_id} after {timeout_s}s")
             await asyncio.sleep(0.2)
 
-    async def approve(self, workflow_id: str, plan_hash: str, comment: str = "",
-                      on_behalf_of: str | None = None) -> str:
+    async def approve(
+        self, workflow_id: str, plan_hash: str, comment: str = "", on_behalf_of: str | None = None
+    ) -> str:
         """Approve the plan ``plan_hash``, recorded as approved by this client's identity (or ``on_behalf_of``)."""
         approval = ApprovePlan(plan_hash=plan_hash, approver=self._approver(on_behalf_of), comment=comment)
         answer: str = await self.handle(workflow_id).execute_update("approve_plan", approval, result_type=str)
@@ -188,12 +231,10 @@ class TenantflowClient:
         answer: str = await self.handle(workflow_id).execute_update("reject_plan", rejection, result_type=str)
         return answer
 
-    async def answer_gate(self, workflow_id: str, gate: str, comment: str = "",
-                          on_behalf_of: str | None = None) -> str:
+    async def answer_gate(self, workflow_id: str, gate: str, comment: str = "", on_behalf_of: str | None = None) -> str:
         """Answer one of the enrollment's yes/no gates (``ENROLLMENT_GATES``) through ``answer_gate``."""
         yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
-        answer: str = await self.handle(workflow_id).execute_update("answer_gate", args=[gate, yes],
-                                                                    result_type=str)
+        answer: str = await self.handle(workflow_id).execute_update("answer_gate", args=[gate, yes], result_type=str)
         return answer
 
     async def cancel(self, workflow_id: str) -> None:

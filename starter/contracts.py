@@ -25,8 +25,10 @@ def refuse_kubeconfig_paths(contract: BaseModel, source: str) -> None:
     run exec plugins on the worker host)."""
     paths = [f"{name}.kubeconfig" for name, value in contract if isinstance(value, KubeTarget) and value.kubeconfig]
     if paths:
-        raise ContractError(f"{source}: {', '.join(paths)}: a contract cannot choose a kubeconfig file; remove it "
-                            "and name a cluster of the worker's registry (TENANTFLOW_CLUSTERS_FILE) in .context")
+        raise ContractError(
+            f"{source}: {', '.join(paths)}: a contract cannot choose a kubeconfig file; remove it "
+            "and name a cluster of the worker's registry (TENANTFLOW_CLUSTERS_FILE) in .context"
+        )
 
 
 def parse_contract(model: type[M], data: Any, source: str) -> M:

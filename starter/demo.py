@@ -36,10 +36,33 @@ def runbook_checks(lab: LabEndpoints, slug: str, user: str) -> list[list[str]]:
         [*kubectl, "get", "nodes", "-l", f"reserved.tenant={slug}"],
         [*kubectl, "get", "namespace", slug, "--show-labels"],
         [*kubectl, "-n", slug, "get", "resourcequota,limitrange,networkpolicy,rolebinding,pvc"],
-        ["ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w", "$LDAP_BIND_PASSWORD",
-         "-b", lab.ldap_base_dn, f"(uid={user})", "uid", "uidNumber", "gidNumber", "memberOf"],
-        ["sacctmgr", "show", "assoc", f"account={slug}",
-         "format=account,user,fairshare,grptres,grpjobs,maxjobs,grptresmins,qos,defaultqos", "-P", "-n"],
+        [
+            "ldapsearch",
+            "-x",
+            "-LLL",
+            "-H",
+            lab.ldap_url,
+            "-D",
+            lab.ldap_bind_dn,
+            "-w",
+            "$LDAP_BIND_PASSWORD",
+            "-b",
+            lab.ldap_base_dn,
+            f"(uid={user})",
+            "uid",
+            "uidNumber",
+            "gidNumber",
+            "memberOf",
+        ],
+        [
+            "sacctmgr",
+            "show",
+            "assoc",
+            f"account={slug}",
+            "format=account,user,fairshare,grptres,grpjobs,maxjobs,grptresmins,qos,defaultqos",
+            "-P",
+            "-n",
+        ],
         ["sinfo", "-p", slug],
     ]
 
@@ -81,9 +104,11 @@ async def demo(state_dir: Path, console: Console) -> OnboardingResult:
         console.print(Rule("the runbook's checks"))
         await asyncio.to_thread(show_checks, console, lab, contract.slug, contract.usernames[0])
         console.print(Rule())
-        console.print(f"The lab and Temporal keep running (UI http://127.0.0.1:{server.ui_port}). Stop them "
-                      f"with: tenantflow lab down --state-dir {state_dir / 'lab'} && "
-                      f"tenantflow dev-server --stop --state-dir {state_dir / 'temporal'}")
+        console.print(
+            f"The lab and Temporal keep running (UI http://127.0.0.1:{server.ui_port}). Stop them "
+            f"with: tenantflow lab down --state-dir {state_dir / 'lab'} && "
+            f"tenantflow dev-server --stop --state-dir {state_dir / 'temporal'}"
+        )
         return result
     finally:
         stop.set()

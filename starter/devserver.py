@@ -75,9 +75,21 @@ class DevServer:
         return self.state_dir / "temporal.log"
 
     def command(self, headless: bool = False, codec_endpoint: str | None = None) -> list[str]:
-        argv = [binary("temporal"), "server", "start-dev", "--ip", self.ip, "--port", str(self.port),
-                "--db-filename", str(self.state_dir / "temporal.db"), "--namespace", self.namespace,
-                "--log-level", "warn"]
+        argv = [
+            binary("temporal"),
+            "server",
+            "start-dev",
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--db-filename",
+            str(self.state_dir / "temporal.db"),
+            "--namespace",
+            self.namespace,
+            "--log-level",
+            "warn",
+        ]
         for attribute in SEARCH_ATTRIBUTES:
             argv += ["--search-attribute", attribute]
         if headless:
@@ -105,8 +117,13 @@ class DevServer:
             raise RuntimeError(f"port {self.port} is taken by another process; pick --port or stop it")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
-            proc = subprocess.Popen(self.command(headless, codec_endpoint), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                self.command(headless, codec_endpoint),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.pid_file.write_text(str(proc.pid))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -65,8 +65,9 @@ async def start_onboarding(request: web.Request) -> web.Response:
         return problem(422, str(exc))
     api = request.app[API_KEY]
     try:
-        handle = await api.start_onboarding(params.contract, on_behalf_of=request[USER_KEY],
-                                            **params.model_dump(exclude={"contract"}))
+        handle = await api.start_onboarding(
+            params.contract, on_behalf_of=request[USER_KEY], **params.model_dump(exclude={"contract"})
+        )
     except RunAlreadyActive as exc:
         return problem(409, str(exc))
     return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)

@@ -20,10 +20,22 @@ from tenantflow.models.status import RunStatus
 if TYPE_CHECKING:
     from tenantflow.starter.client import TenantflowClient
 
-ACTION_STYLE = {Action.create: "green", Action.adopt: "cyan", Action.update: "yellow",
-                Action.unchanged: "dim", Action.delete: "red", Action.leave: "dim"}
-ACTION_MARK = {Action.create: "+", Action.adopt: "&", Action.update: "~", Action.unchanged: "=",
-               Action.delete: "-", Action.leave: "."}
+ACTION_STYLE = {
+    Action.create: "green",
+    Action.adopt: "cyan",
+    Action.update: "yellow",
+    Action.unchanged: "dim",
+    Action.delete: "red",
+    Action.leave: "dim",
+}
+ACTION_MARK = {
+    Action.create: "+",
+    Action.adopt: "&",
+    Action.update: "~",
+    Action.unchanged: "=",
+    Action.delete: "-",
+    Action.leave: ".",
+}
 
 
 def _object(step: PlanStep) -> str:
@@ -42,8 +54,14 @@ def _pairs(step: PlanStep) -> list[str]:
     return [f"{key}={_value(value)}" for key, value in step.detail.items()]
 
 
-PLAN_COUNT = {Action.create: "to create", Action.adopt: "to adopt", Action.update: "to update",
-              Action.unchanged: "unchanged", Action.delete: "to delete", Action.leave: "left in place"}
+PLAN_COUNT = {
+    Action.create: "to create",
+    Action.adopt: "to adopt",
+    Action.update: "to update",
+    Action.unchanged: "unchanged",
+    Action.delete: "to delete",
+    Action.leave: "left in place",
+}
 
 
 def _plan_rows(plan: Plan) -> list[Text]:
@@ -51,8 +69,15 @@ def _plan_rows(plan: Plan) -> list[Text]:
     as the rest of the terminal line holds (cut with an ellipsis, like every line that does not fit)."""
     layer_width = max([len("layer"), *(len(step.layer) for step in plan.steps)])
     kind_width = max([len("kind"), *(len(step.kind) for step in plan.steps)])
-    lines = [Text(f"  {'layer':<{layer_width}}  {'kind':<{kind_width}}  object  ", style="bold", no_wrap=True,
-                  overflow="ellipsis") + Text("details", style="bold dim")]
+    lines = [
+        Text(
+            f"  {'layer':<{layer_width}}  {'kind':<{kind_width}}  object  ",
+            style="bold",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+        + Text("details", style="bold dim")
+    ]
     for step in plan.steps:
         style = ACTION_STYLE[step.action]
         line = Text(no_wrap=True, overflow="ellipsis")
@@ -81,8 +106,12 @@ def plan_view(plan: Plan, wide: bool = False) -> Group:
     counts = [(action, sum(1 for s in plan.steps if s.action == action)) for action in Action]
     summary = "Plan: " + ", ".join(f"{ACTION_MARK[a]} {n} {PLAN_COUNT[a]}" for a, n in counts if n)
     body = _plan_blocks(plan) if wide else _plan_rows(plan)
-    return Group(Text(f"{plan.title}  (plan hash {plan.plan_hash})", style="bold"), *body,
-                 Text(summary, style="bold"), *(Text(note, style="dim") for note in plan.notes))
+    return Group(
+        Text(f"{plan.title}  (plan hash {plan.plan_hash})", style="bold"),
+        *body,
+        Text(summary, style="bold"),
+        *(Text(note, style="dim") for note in plan.notes),
+    )
 
 
 def status_view(workflow_id: str, status: RunStatus) -> Group:
@@ -96,7 +125,8 @@ def status_view(workflow_id: str, status: RunStatus) -> Group:
         style = {"done": "green", "failed": "red", "running": "yellow"}.get(record.state, "")
         steps.add_row(record.name, Text(record.state, style=style), took, record.summary)
     parts: list[Panel | Table | Text] = [
-        Text(f"{status.workflow} {workflow_id}  target={status.target}  stage={status.stage}", style="bold")]
+        Text(f"{status.workflow} {workflow_id}  target={status.target}  stage={status.stage}", style="bold")
+    ]
     if status.plan_hash:
         parts.append(Text(f"plan hash: {status.plan_hash}"))
     for gate in status.gates:
@@ -124,8 +154,7 @@ def print_plan(console: Console, plan: Plan, wide: bool = False) -> None:
     console.print(plan_view(plan, wide))
 
 
-async def watch_status(console: Console, api: TenantflowClient, workflow_id: str,
-                       refresh_s: float = 1.0) -> RunStatus:
+async def watch_status(console: Console, api: TenantflowClient, workflow_id: str, refresh_s: float = 1.0) -> RunStatus:
     """A live view of a run that refreshes until the run ends; returns its last status."""
     current = await api.status(workflow_id)
     with Live(status_view(workflow_id, current), console=console, auto_refresh=False) as live:
@@ -136,11 +165,17 @@ async def watch_status(console: Console, api: TenantflowClient, workflow_id: str
     return current
 
 
-async def wait_with_progress(console: Console, api: TenantflowClient, workflow_id: str,
-                             total_steps: int | None, refresh_s: float = 0.5) -> Any:
+async def wait_with_progress(
+    console: Console, api: TenantflowClient, workflow_id: str, total_steps: int | None, refresh_s: float = 0.5
+) -> Any:
     """Wait for a run's result with a progress bar of finished steps and the current stage."""
-    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn()]
+    columns = [
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ]
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(workflow_id, total=total_steps)
         result = asyncio.ensure_future(api.result(workflow_id))

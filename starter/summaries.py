@@ -33,25 +33,31 @@ def _tenant_facts(contract: TenantContract) -> dict[str, str]:
     return {
         "cluster": f"context `{contract.cluster.context}`",
         "capacity": f"{capacity.gpus} GPUs of `{capacity.sku}` from pool `{capacity.hardware_pool}` "
-                    f"({capacity.partition_type.value}, {capacity.term_days} days)",
+        f"({capacity.partition_type.value}, {capacity.term_days} days)",
         "users": ", ".join(f"`{user}`" for user in contract.usernames),
         "login host": f"`{contract.login_hostname}`",
     }
 
 
 def onboarding(contract: TenantContract, started_by: str) -> RunDescription:
-    summary = (f"Onboard {contract.slug}: {contract.capacity.gpus} GPUs {contract.capacity.sku}, "
-               f"{len(contract.usernames)} users")
-    headline = (f"Onboards tenant `{contract.slug}` ({contract.display_name}): preflight, a plan to approve, "
-                "then every layer, smoke tests and the handover sheet.")
+    summary = (
+        f"Onboard {contract.slug}: {contract.capacity.gpus} GPUs {contract.capacity.sku}, "
+        f"{len(contract.usernames)} users"
+    )
+    headline = (
+        f"Onboards tenant `{contract.slug}` ({contract.display_name}): preflight, a plan to approve, "
+        "then every layer, smoke tests and the handover sheet."
+    )
     return RunDescription(summary, _details(headline, _tenant_facts(contract), started_by))
 
 
 def offboarding(contract: TenantContract, purge_data: bool, started_by: str) -> RunDescription:
     data = "Weka data purged after confirm_purge" if purge_data else "Weka data kept"
     summary = f"Offboard {contract.slug} ({data})"
-    headline = (f"Offboards tenant `{contract.slug}` ({contract.display_name}): reads every layer, a teardown "
-                f"plan to approve, then removal in rollback order; {data}.")
+    headline = (
+        f"Offboards tenant `{contract.slug}` ({contract.display_name}): reads every layer, a teardown "
+        f"plan to approve, then removal in rollback order; {data}."
+    )
     return RunDescription(summary, _details(headline, _tenant_facts(contract), started_by))
 
 
@@ -67,14 +73,18 @@ def _worker_facts(contract: WorkerEnrollment) -> dict[str, str]:
 def enrollment(contract: WorkerEnrollment, started_by: str) -> RunDescription:
     mode = "brownfield" if contract.brownfield else "greenfield"
     summary = f"Enroll worker {contract.worker_name} into {contract.tenant_namespace} ({mode})"
-    headline = (f"Enrolls worker cluster `{contract.worker_name}` into the Hub namespace "
-                f"`{contract.tenant_namespace}`: preflight, a bootstrap plan to approve, the four conditions, "
-                "a canary.")
+    headline = (
+        f"Enrolls worker cluster `{contract.worker_name}` into the Hub namespace "
+        f"`{contract.tenant_namespace}`: preflight, a bootstrap plan to approve, the four conditions, "
+        "a canary."
+    )
     return RunDescription(summary, _details(headline, _worker_facts(contract), started_by))
 
 
 def decommission(contract: WorkerEnrollment, started_by: str) -> RunDescription:
     summary = f"Decommission worker {contract.worker_name} from {contract.tenant_namespace}"
-    headline = (f"Decommissions worker cluster `{contract.worker_name}` of the Hub namespace "
-                f"`{contract.tenant_namespace}`: cordon, drain, remove from the Hub, then a reset plan to approve.")
+    headline = (
+        f"Decommissions worker cluster `{contract.worker_name}` of the Hub namespace "
+        f"`{contract.tenant_namespace}`: cordon, drain, remove from the Hub, then a reset plan to approve."
+    )
     return RunDescription(summary, _details(headline, _worker_facts(contract), started_by))

@@ -41,9 +41,14 @@ def journal_writes(lab: LabEndpoints) -> dict[str, int]:
     for name, url in lab_services(lab).items():
         with _client(url) as http:
             entries = http.get("/_lab/requests").json()["requests"]
-        counts[name] = sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
-                           and e["injected"] is None and 200 <= e["status"] < 300
-                           and not e["path"].endswith(SESSION_PATHS))
+        counts[name] = sum(
+            1
+            for e in entries
+            if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
+            and e["injected"] is None
+            and 200 <= e["status"] < 300
+            and not e["path"].endswith(SESSION_PATHS)
+        )
     return counts
 
 

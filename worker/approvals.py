@@ -40,11 +40,14 @@ def approver_of(args: Collection[object]) -> str | None:
 def check_four_eyes(approver: str | None, started_by: str | None) -> None:
     """Raise when the approval breaks the four-eyes rule."""
     if started_by is None:
-        raise ValueError("four-eyes rule: this run does not record who started it (memo 'started_by'); "
-                         "start runs with tenantflow so that another person can approve them")
+        raise ValueError(
+            "four-eyes rule: this run does not record who started it (memo 'started_by'); "
+            "start runs with tenantflow so that another person can approve them"
+        )
     if approver is None or approver == started_by:
-        raise ValueError(f"four-eyes rule: {started_by!r} started this run and cannot approve it; "
-                         "another person must approve")
+        raise ValueError(
+            f"four-eyes rule: {started_by!r} started this run and cannot approve it; another person must approve"
+        )
 
 
 class FourEyes(Interceptor):
@@ -54,7 +57,8 @@ class FourEyes(Interceptor):
         self.workflow_types = frozenset(workflow_types)
 
     def workflow_interceptor_class(
-            self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor] | None:
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
         guarded = self.workflow_types
         if not guarded:
             return None

@@ -138,17 +138,20 @@ class EncryptionCodec(PayloadCodec):
         if payload.metadata.get("encoding") != ENCODING:
             if self.allow_plaintext:
                 return payload
-            raise CodecError("plaintext payload refused: encryption is required (the sender has no codec key; "
-                             "set TENANTFLOW_CODEC_KEY_FILE on it, or TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true here "
-                             "while old plaintext histories are still open)")
+            raise CodecError(
+                "plaintext payload refused: encryption is required (the sender has no codec key; "
+                "set TENANTFLOW_CODEC_KEY_FILE on it, or TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true here "
+                "while old plaintext histories are still open)"
+            )
         key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
         key = self.ring.key(key_id)
         nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
         try:
             plain = AESGCM(key).decrypt(nonce, sealed, key_id.encode())
         except InvalidTag:
-            raise CodecError(f"payload encrypted with key {key_id!r} failed authentication "
-                             "(tampered, truncated or wrong key)") from None
+            raise CodecError(
+                f"payload encrypted with key {key_id!r} failed authentication (tampered, truncated or wrong key)"
+            ) from None
         original = Payload()
         original.ParseFromString(plain)
         return original
@@ -188,6 +191,7 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTab
                 return web.json_response({"error": str(exc)}, status=400)
             body = json_format.MessageToJson(Payloads(payloads=converted))
             return web.Response(text=body, content_type="application/json")
+
         return web.post("/encode" if encode else "/decode", handle)
 
     async def preflight(request: web.Request) -> web.StreamResponse:

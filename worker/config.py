@@ -26,9 +26,12 @@ class TemporalSettings(BaseSettings):
     namespace: str = Field("default", alias="TEMPORAL_NAMESPACE")
     task_queue: str = Field(TASK_QUEUE, alias="TENANTFLOW_TASK_QUEUE")
     codec_key_file: Path | None = Field(None, alias="TENANTFLOW_CODEC_KEY_FILE")
-    codec_allow_plaintext: bool = Field(False, alias="TENANTFLOW_CODEC_ALLOW_PLAINTEXT",
-                                        description="accept unencrypted payloads although keys are configured "
-                                                    "(only while plaintext histories written before are open)")
+    codec_allow_plaintext: bool = Field(
+        False,
+        alias="TENANTFLOW_CODEC_ALLOW_PLAINTEXT",
+        description="accept unencrypted payloads although keys are configured "
+        "(only while plaintext histories written before are open)",
+    )
 
 
 class WorkerSettings(TemporalSettings):
@@ -36,11 +39,15 @@ class WorkerSettings(TemporalSettings):
     log_level: str = Field("INFO", alias="TENANTFLOW_LOG_LEVEL")
     max_concurrent_activities: int = Field(32, alias="TENANTFLOW_MAX_ACTIVITIES", ge=1, le=1000)
     metrics_port: int | None = Field(None, alias="TENANTFLOW_METRICS_PORT")
-    env_file: Path | None = Field(None, alias="TENANTFLOW_ENV_FILE",
-                                  description="dotenv file (e.g. the lab's lab.env) loaded at start")
-    four_eyes: str = Field("", alias="TENANTFLOW_FOUR_EYES",
-                           description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
-                                       "whose gates the identity that started the run cannot approve")
+    env_file: Path | None = Field(
+        None, alias="TENANTFLOW_ENV_FILE", description="dotenv file (e.g. the lab's lab.env) loaded at start"
+    )
+    four_eyes: str = Field(
+        "",
+        alias="TENANTFLOW_FOUR_EYES",
+        description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
+        "whose gates the identity that started the run cannot approve",
+    )
 
     @property
     def four_eyes_workflows(self) -> frozenset[str]:

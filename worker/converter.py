@@ -27,13 +27,18 @@ class ExplainingJSONConverter(PydanticJSONPlainPayloadConverter):
             return super().from_payload(payload, type_hint)
         except ValidationError as exc:
             source = getattr(type_hint, "__name__", None) or str(type_hint)
-            raise ApplicationError(format_validation_error(source, exc), type="ValidationError",
-                                   non_retryable=True) from None
+            raise ApplicationError(
+                format_validation_error(source, exc), type="ValidationError", non_retryable=True
+            ) from None
 
 
 class ExplainingPayloadConverter(CompositePayloadConverter):
     """The SDK's default converters with JSON handled by :class:`ExplainingJSONConverter`."""
 
     def __init__(self) -> None:
-        super().__init__(*(ExplainingJSONConverter() if isinstance(c, JSONPlainPayloadConverter) else c
-                           for c in DefaultPayloadConverter.default_encoding_payload_converters))
+        super().__init__(
+            *(
+                ExplainingJSONConverter() if isinstance(c, JSONPlainPayloadConverter) else c
+                for c in DefaultPayloadConverter.default_encoding_payload_converters
+            )
+        )

@@ -18,11 +18,17 @@ from prometheus_client import Counter, Histogram
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-STEP_SECONDS = Histogram("tenantflow_step_duration_seconds", "Duration of one activity attempt by layer and step",
-                         ["layer", "step", "outcome"],
-                         buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900))
-STEP_FAILURES = Counter("tenantflow_step_failures_total", "Failed activity attempts by layer, step and error type",
-                        ["layer", "step", "error"])
+STEP_SECONDS = Histogram(
+    "tenantflow_step_duration_seconds",
+    "Duration of one activity attempt by layer and step",
+    ["layer", "step", "outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
+)
+STEP_FAILURES = Counter(
+    "tenantflow_step_failures_total",
+    "Failed activity attempts by layer, step and error type",
+    ["layer", "step", "error"],
+)
 log = structlog.get_logger("tenantflow.activity")
 
 
@@ -42,8 +48,14 @@ class _Inbound(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
         layer, _, step = info.activity_type.partition(".")
-        context = {"workflow_id": info.workflow_id or "", "run_id": info.workflow_run_id or "",
-                   "layer": layer, "step": step or layer, "attempt": info.attempt, **target_of(input.args)}
+        context = {
+            "workflow_id": info.workflow_id or "",
+            "run_id": info.workflow_run_id or "",
+            "layer": layer,
+            "step": step or layer,
+            "attempt": info.attempt,
+            **target_of(input.args),
+        }
         started = time.perf_counter()
         outcome = "ok"
         with structlog.contextvars.bound_contextvars(**context):

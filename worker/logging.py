@@ -11,7 +11,8 @@ import structlog
 
 SECRET_KEYS = re.compile(r"(token|password|secret|private|bind_pw|authorization|key)", re.IGNORECASE)
 SECRET_VALUES = re.compile(
-    r"(Bearer\s+[A-Za-z0-9._~+/=-]+|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)")
+    r"(Bearer\s+[A-Za-z0-9._~+/=-]+|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)"
+)
 REDACTED = "[redacted]"
 
 
@@ -31,8 +32,9 @@ def redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[s
 
 def configure(log_format: str = "console", level: str = "INFO") -> None:
     """Route stdlib logging (temporalio's included) and structlog through one renderer."""
-    renderer: Any = (structlog.processors.JSONRenderer() if log_format == "json"
-                     else structlog.dev.ConsoleRenderer(colors=False))
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if log_format == "json" else structlog.dev.ConsoleRenderer(colors=False)
+    )
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -47,10 +49,12 @@ def configure(log_format: str = "console", level: str = "INFO") -> None:
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler()
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
-    ))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+        )
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -31,8 +31,19 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [TenantOnboarding, TenantOffboarding, *enrollment.WORKFLOWS, *decommission.WORKFLOWS]
 
-ACTIVITY_MODULES: tuple[ModuleType, ...] = (capacity, identity, kube, slurm, storage, login, smoke, validate,
-                                            handover, hub, workercluster)
+ACTIVITY_MODULES: tuple[ModuleType, ...] = (
+    capacity,
+    identity,
+    kube,
+    slurm,
+    storage,
+    login,
+    smoke,
+    validate,
+    handover,
+    hub,
+    workercluster,
+)
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 

@@ -32,9 +32,14 @@ def stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Client | None = None, *,
-                     workflows: Sequence[type] = WORKFLOWS,
-                     activities: Sequence[Callable[..., Any]] = ACTIVITIES) -> None:
+async def run_worker(
+    settings: WorkerSettings,
+    stop: asyncio.Event,
+    client: Client | None = None,
+    *,
+    workflows: Sequence[type] = WORKFLOWS,
+    activities: Sequence[Callable[..., Any]] = ACTIVITIES,
+) -> None:
     """Poll ``settings.task_queue`` until ``stop`` is set, then drain in-flight tasks.
 
     With ``TENANTFLOW_METRICS_PORT`` set, ``/metrics`` there serves the step metrics and (when this
@@ -51,13 +56,25 @@ async def run_worker(settings: WorkerSettings, stop: asyncio.Event, client: Clie
         if settings.metrics_port:
             await stack.enter_async_context(serve_metrics(settings.metrics_port, sdk_metrics))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=settings.max_concurrent_activities))
-        worker = Worker(client, task_queue=settings.task_queue, workflows=workflows, activities=activities,
-                        activity_executor=pool, max_concurrent_activities=settings.max_concurrent_activities,
-                        interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
-                        graceful_shutdown_timeout=timedelta(seconds=30))
+        worker = Worker(
+            client,
+            task_queue=settings.task_queue,
+            workflows=workflows,
+            activities=activities,
+            activity_executor=pool,
+            max_concurrent_activities=settings.max_concurrent_activities,
+            interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
+            graceful_shutdown_timeout=timedelta(seconds=30),
+        )
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
-        log.info("worker started", address=settings.address, task_queue=settings.task_queue,
-                 workflows=len(workflows), activities=len(activities), metrics_port=settings.metrics_port)
+        log.info(
+            "worker started",
+            address=settings.address,
+            task_queue=settings.task_queue,
+            workflows=len(workflows),
+            activities=len(activities),
+            metrics_port=settings.metrics_port,
+        )
         async with worker:
             await stop.wait()
             log.info("worker stopping: draining in-flight tasks")

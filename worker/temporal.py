@@ -99,8 +99,13 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
     converter = data_converter(KeyRing.from_env(settings.codec_key_file), settings.codec_allow_plaintext)
     interceptors = tracing_interceptors()
     try:
-        return await Client.connect(**config, data_converter=converter, interceptors=interceptors, runtime=runtime,
-                                    identity=client_identity(tls))
+        return await Client.connect(
+            **config,
+            data_converter=converter,
+            interceptors=interceptors,
+            runtime=runtime,
+            identity=client_identity(tls),
+        )
     except RuntimeError as exc:
         setting, status = diagnose(str(exc), tls=tls is not False, api_key=api_key, client_cert=client_cert)
         raise TemporalConnectError(

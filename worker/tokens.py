@@ -68,8 +68,9 @@ class TokenTable:
             digest, _, user = entry.partition(" ")
             user = user.strip()
             if not HASH_FORMAT.match(digest) or not USER_FORMAT.match(user):
-                raise TokenFileError(f"{source} line {number}: expected 'SHA256_HEX USER' "
-                                     "(make one with `tenantflow token USER`)")
+                raise TokenFileError(
+                    f"{source} line {number}: expected 'SHA256_HEX USER' (make one with `tenantflow token USER`)"
+                )
             users[digest] = user
         if not users:
             raise TokenFileError(f"{source}: no tokens (add one with `tenantflow token USER`)")
@@ -85,6 +86,7 @@ class TokenTable:
 
 def bearer_auth(tokens: TokenTable) -> Middleware:
     """401 without a known bearer token (CORS preflights pass: browsers send them without credentials)."""
+
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "OPTIONS":
@@ -92,8 +94,10 @@ def bearer_auth(tokens: TokenTable) -> Middleware:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         user = tokens.user(given) if given else None
         if user is None:
-            return web.json_response({"error": "missing or unknown bearer token"}, status=401,
-                                     headers={"WWW-Authenticate": "Bearer"})
+            return web.json_response(
+                {"error": "missing or unknown bearer token"}, status=401, headers={"WWW-Authenticate": "Bearer"}
+            )
         request[USER_KEY] = user
         return await handler(request)
+
     return check

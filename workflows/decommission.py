@@ -40,8 +40,10 @@ class WorkerDecommissionWorkflow(GatedRun):
     WORKFLOW = "WorkerDecommission"
     PLAN_APPROVED = "reset plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the worker reset plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\"}); the reset runs")
+    @workflow.update(
+        name="approve_plan",
+        description='Approve the worker reset plan by its exact hash (payload {"plan_hash": "..."}); the reset runs',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
@@ -63,21 +65,25 @@ class WorkerDecommissionWorkflow(GatedRun):
         self._gates.set_stage("cordon", "Stopping new Hub dispatch")
         await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
         self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK,
-                              ConditionWait(contract=c, conditions=[], budget_s=params.drain_budget_s))
+        await self._steps.run(
+            WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=params.drain_budget_s)
+        )
         removed = await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
         steps = await self._steps.run(WORKER_RESET_PLAN, step)
         plan = Plan(title=f"worker reset {self._target}", steps=steps)
-        if not await self._wait_plan_approval(plan, timedelta(seconds=params.gate_escalate_after_s),
-                                              timedelta(seconds=params.gate_expire_after_s)):
+        if not await self._wait_plan_approval(
+            plan, timedelta(seconds=params.gate_escalate_after_s), timedelta(seconds=params.gate_expire_after_s)
+        ):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
-            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan,
-                                      removed=removed)
+            return DecommissionResult(
+                worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
+            )
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
-        return DecommissionResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                  plan=plan, removed=removed)
+        return DecommissionResult(
+            worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed
+        )
 
 
 WORKFLOWS = [WorkerDecommissionWorkflow]

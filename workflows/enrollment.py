@@ -65,16 +65,24 @@ from tenantflow.workflows.search import WORKER_CLUSTER
 
 YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 TROUBLESHOOTING = {
-    "Registered": ("status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-                   "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-                   "and worker access to the Hub API"),
-    "Connected": ("the worker tunnel heartbeat is missing",
-                  "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-                  "to the Hub tunnel"),
-    "WorkerConfigured": ("the worker's Kueue configuration does not match the Hub",
-                         "read the condition message; an adoption refusal needs the adoption review"),
-    "DispatchReady": ("the Hub cannot dispatch to this worker",
-                      "confirm the worker is connected, configured at the current generation and not cordoned"),
+    "Registered": (
+        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
+        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
+        "and worker access to the Hub API",
+    ),
+    "Connected": (
+        "the worker tunnel heartbeat is missing",
+        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
+        "to the Hub tunnel",
+    ),
+    "WorkerConfigured": (
+        "the worker's Kueue configuration does not match the Hub",
+        "read the condition message; an adoption refusal needs the adoption review",
+    ),
+    "DispatchReady": (
+        "the Hub cannot dispatch to this worker",
+        "confirm the worker is connected, configured at the current generation and not cordoned",
+    ),
 }
 
 
@@ -86,8 +94,7 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         cond = report.conditions.get(name)
         detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
         what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}",
-                                fix=fix))
+        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
     return findings
 
 
@@ -97,15 +104,21 @@ class WorkerEnrollmentWorkflow(GatedRun):
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
 
-    @workflow.update(name="approve_plan", description="Approve the bootstrap plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\"}); the one-shot enrollment is created")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the bootstrap plan by its exact hash (payload "
+        '{"plan_hash": "..."}); the one-shot enrollment is created',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
-    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}] "
-                     "with gate one of " + ", ".join(YES_NO_GATES))
+    @workflow.update(
+        name="answer_gate",
+        description='Answer a yes/no gate: args [gate, {"approver": "..."}] '
+        "with gate one of " + ", ".join(YES_NO_GATES),
+    )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
 
@@ -129,9 +142,12 @@ class WorkerEnrollmentWorkflow(GatedRun):
         errors = [f for f in self._findings if not f.ok]
         if errors:
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError("preflight failed, nothing was written: "
-                                   + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
-                                   type="PreflightFailed", non_retryable=True)
+            raise ApplicationError(
+                "preflight failed, nothing was written: "
+                + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         if c.brownfield:
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
@@ -139,13 +155,20 @@ class WorkerEnrollmentWorkflow(GatedRun):
 
         self._gates.set_stage("planning", "Computing the bootstrap plan")
         steps = await self._steps.run(WORKER_PLAN, step)
-        plan = Plan(title=f"Enroll {self._target}", steps=steps,
-                    notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"])
+        plan = Plan(
+            title=f"Enroll {self._target}",
+            steps=steps,
+            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
+        )
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
-            return EnrollmentResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash,
-                                    findings=self._findings,
-                                    message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+            return EnrollmentResult(
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                findings=self._findings,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
         if c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
 
@@ -155,24 +178,38 @@ class WorkerEnrollmentWorkflow(GatedRun):
         except (ActivityError, ApplicationError) as err:
             cause = application_error(err)
             if cause is not None and cause.type == "InvariantBroken":
-                self._findings.append(Finding(check="invariants", ok=False, message=cause.message,
-                                              fix="the worker stays cordoned and nothing was adopted; find out "
-                                                  "what changed the recorded work before enrolling again"))
+                self._findings.append(
+                    Finding(
+                        check="invariants",
+                        ok=False,
+                        message=cause.message,
+                        fix="the worker stays cordoned and nothing was adopted; find out "
+                        "what changed the recorded work before enrolling again",
+                    )
+                )
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._compensate(plan, err)
             raise
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
-        return EnrollmentResult(worker=self._target, status="completed", plan_hash=plan.plan_hash,
-                                conditions=self._report.conditions, installed=step.facts.installed,
-                                adopted=step.facts.adoption, findings=self._findings)
+        return EnrollmentResult(
+            worker=self._target,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            conditions=self._report.conditions,
+            installed=step.facts.installed,
+            adopted=step.facts.adoption,
+            findings=self._findings,
+        )
 
     async def _compensate(self, plan: Plan, err: BaseException) -> None:
         """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
         self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-        planned = [EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace,
-                                outcome=Outcome.created)
-                   for s in plan.steps if s.layer == "worker" and s.action == Action.create]
+        planned = [
+            EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace, outcome=Outcome.created)
+            for s in plan.steps
+            if s.layer == "worker" and s.action == Action.create
+        ]
         step = self._with(self._step, installed=planned)
         await self._steps.run(HUB_DESTROY_KEY, step)
         await self._steps.run(WORKER_UNINSTALL, step)
@@ -202,9 +239,14 @@ class WorkerEnrollmentWorkflow(GatedRun):
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
-        return ConditionWait(contract=step.contract, conditions=conditions,
-                             budget_s=self._params.condition_budget_s, invariants=step.facts.invariants)
+        return ConditionWait(
+            contract=step.contract,
+            conditions=conditions,
+            budget_s=self._params.condition_budget_s,
+            invariants=step.facts.invariants,
+        )
 
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
         self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
@@ -213,12 +255,18 @@ class WorkerEnrollmentWorkflow(GatedRun):
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
             self._findings += findings
-            raise ApplicationError("conditions did not converge: " + "; ".join(f.message for f in findings),
-                                   type="NotConverged", non_retryable=True)
+            raise ApplicationError(
+                "conditions did not converge: " + "; ".join(f.message for f in findings),
+                type="NotConverged",
+                non_retryable=True,
+            )
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
-                              summary="cordon" if cordoned else "uncordon")
+        await self._steps.run(
+            HUB_CORDON,
+            Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
+            summary="cordon" if cordoned else "uncordon",
+        )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
@@ -230,8 +278,11 @@ class WorkerEnrollmentWorkflow(GatedRun):
             self._findings += diff.findings
             if diff.foreign or diff.differences:
                 self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
-                raise ApplicationError("adoption blocked: " + "; ".join(f.message for f in diff.findings),
-                                       type="AdoptionRefused", non_retryable=True)
+                raise ApplicationError(
+                    "adoption blocked: " + "; ".join(f.message for f in diff.findings),
+                    type="AdoptionRefused",
+                    non_retryable=True,
+                )
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
             adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
             step = self._with(step, adoption=adopted)
@@ -247,15 +298,19 @@ class WorkerEnrollmentWorkflow(GatedRun):
         return step
 
     def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (timedelta(seconds=self._params.gate_escalate_after_s),
-                timedelta(seconds=self._params.gate_expire_after_s))
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
 
     async def _canary(self, step: EnrollmentStep) -> None:
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
         c = step.contract
         exact = c.canary_exact_routing
-        self._gates.set_stage("canary", "Running a canary JobSet through user-queue"
-                              + (" with the other pool members cordoned" if exact else ""))
+        self._gates.set_stage(
+            "canary",
+            "Running a canary JobSet through user-queue" + (" with the other pool members cordoned" if exact else ""),
+        )
         hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
         if exact:
             await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
@@ -263,8 +318,11 @@ class WorkerEnrollmentWorkflow(GatedRun):
             self._findings.append(await self._steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run(HUB_CORDON_POOL, hold.model_copy(update={"cordoned": False}),
-                                      summary="uncordon the other pool members")
+                await self._steps.run(
+                    HUB_CORDON_POOL,
+                    hold.model_copy(update={"cordoned": False}),
+                    summary="uncordon the other pool members",
+                )
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self._wait_gate(name, description, *self._gate_times())

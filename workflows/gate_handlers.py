@@ -41,29 +41,36 @@ class GatedRun:
         self._rejected: RejectPlan | None = None
         self._target = ""
 
-    async def _wait_plan_approval(self, plan: Plan, escalate_after: timedelta,
-                                  expire_after: timedelta) -> bool:
+    async def _wait_plan_approval(self, plan: Plan, escalate_after: timedelta, expire_after: timedelta) -> bool:
         """Publish ``plan`` and wait for approve_plan or reject_plan; True when approved."""
         self._plan = plan
         wid = workflow.info().workflow_id
         await self._gates.wait(
-            "approve_plan", f"approve plan {plan.plan_hash} ({len(plan.writes())} writes)",
-            [f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
-             f"tenantflow reject {wid} --reason '...'",
-             f"Temporal UI: Update 'approve_plan' with {{\"plan_hash\": \"{plan.plan_hash}\"}}"],
-            escalate_after=escalate_after, expire_after=expire_after)
+            "approve_plan",
+            f"approve plan {plan.plan_hash} ({len(plan.writes())} writes)",
+            [
+                f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
+                f"tenantflow reject {wid} --reason '...'",
+                f'Temporal UI: Update \'approve_plan\' with {{"plan_hash": "{plan.plan_hash}"}}',
+            ],
+            escalate_after=escalate_after,
+            expire_after=expire_after,
+        )
         return self._rejected is None
 
-    async def _wait_gate(self, name: str, description: str, escalate_after: timedelta,
-                         expire_after: timedelta) -> GateAnswer:
+    async def _wait_gate(
+        self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta
+    ) -> GateAnswer:
         wid = workflow.info().workflow_id
-        how = [f"tenantflow {name.replace('_', '-')} {wid}",
-               f"Temporal UI: Update 'answer_gate' with [\"{name}\", {{\"approver\": \"you\"}}]"]
-        return await self._gates.wait(name, description, how, escalate_after=escalate_after,
-                                      expire_after=expire_after)
+        how = [
+            f"tenantflow {name.replace('_', '-')} {wid}",
+            f'Temporal UI: Update \'answer_gate\' with ["{name}", {{"approver": "you"}}]',
+        ]
+        return await self._gates.wait(name, description, how, escalate_after=escalate_after, expire_after=expire_after)
 
-    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash "
-                     "(payload {\"plan_hash\": \"...\"})")
+    @workflow.update(
+        name="approve_plan", description='Approve the published plan by its exact hash (payload {"plan_hash": "..."})'
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:
         return self._approve(approval)
 
@@ -76,8 +83,10 @@ class GatedRun:
         self._gates.require_open("approve_plan")
         current = self._plan.plan_hash if self._plan else None
         if approval.plan_hash != current:
-            raise ValueError(f"stale or unknown plan hash {approval.plan_hash}; the current plan is {current} "
-                             "(see `tenantflow status`)")
+            raise ValueError(
+                f"stale or unknown plan hash {approval.plan_hash}; the current plan is {current} "
+                "(see `tenantflow status`)"
+            )
 
     @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
     async def reject_plan(self, rejection: RejectPlan) -> str:
@@ -96,7 +105,7 @@ class GatedRun:
     def _approve_by_signal(self, approval: ApprovePlan) -> None:
         self._gates.approve_by_signal(self._plan.plan_hash if self._plan else None, approval)
 
-    @workflow.update(name="answer_gate", description="Answer a yes/no gate: args [gate, {\"approver\": \"...\"}]")
+    @workflow.update(name="answer_gate", description='Answer a yes/no gate: args [gate, {"approver": "..."}]')
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:
         return self._answer(name, answer)
 
@@ -122,6 +131,13 @@ class GatedRun:
         return self._run_status()
 
     def _run_status(self) -> RunStatus:
-        return RunStatus(workflow=self.WORKFLOW, target=self._target, stage=self._gates.stage,
-                         plan_hash=self._plan.plan_hash if self._plan else None, plan=self._plan,
-                         gates=list(self._gates.open.values()), steps=self._steps.records, findings=self._findings)
+        return RunStatus(
+            workflow=self.WORKFLOW,
+            target=self._target,
+            stage=self._gates.stage,
+            plan_hash=self._plan.plan_hash if self._plan else None,
+            plan=self._plan,
+            gates=list(self._gates.open.values()),
+            steps=self._steps.records,
+            findings=self._findings,
+        )

@@ -64,24 +64,38 @@ class Gates:
                 lines += ["", "```", how, "```"]
         return "\n".join(lines)
 
-    async def wait(self, name: str, description: str, how_to_answer: list[str], *,
-                   escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
-        self.open[name] = GateState(name=name, description=description, opened_at=workflow.now(),
-                                    how_to_answer=how_to_answer)
+    async def wait(
+        self,
+        name: str,
+        description: str,
+        how_to_answer: list[str],
+        *,
+        escalate_after: timedelta,
+        expire_after: timedelta,
+    ) -> GateAnswer:
+        self.open[name] = GateState(
+            name=name, description=description, opened_at=workflow.now(), how_to_answer=how_to_answer
+        )
         self.set_stage(f"gate:{name}", self.details(f"Waiting for `{name}`: {description}", how_to_answer))
         try:
             await workflow.wait_condition(lambda: name in self.answers, timeout=escalate_after)
         except TimeoutError:
             workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
             self.open[name] = self.open[name].model_copy(update={"escalated": True})
-            self.set_stage(f"gate:{name}-escalated",
-                           self.details(f"**ESCALATED**: still waiting for `{name}`: {description}", how_to_answer))
+            self.set_stage(
+                f"gate:{name}-escalated",
+                self.details(f"**ESCALATED**: still waiting for `{name}`: {description}", how_to_answer),
+            )
             remaining = expire_after - escalate_after
             try:
-                await workflow.wait_condition(lambda: name in self.answers,
-                                              timeout=max(remaining, timedelta(seconds=1)))
+                await workflow.wait_condition(
+                    lambda: name in self.answers, timeout=max(remaining, timedelta(seconds=1))
+                )
             except TimeoutError:
                 self.open.pop(name, None)
-                raise ApplicationError(f"gate {name} expired after {expire_after} without an answer",
-                                       type="GateExpired", non_retryable=True) from None
+                raise ApplicationError(
+                    f"gate {name} expired after {expire_after} without an answer",
+                    type="GateExpired",
+                    non_retryable=True,
+                ) from None
         return self.answers[name]

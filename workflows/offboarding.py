@@ -38,8 +38,14 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
         keep = step in DATA_STEPS and not purge_data
         for entry in onboarding_plan:
             if entry.layer == step.layer and entry.kind in step.kinds and entry.action in PRESENT:
-                steps.append(entry.model_copy(update={"action": Action.leave if keep else Action.delete,
-                                                      "detail": {**entry.detail, "step": step.name}}))
+                steps.append(
+                    entry.model_copy(
+                        update={
+                            "action": Action.leave if keep else Action.delete,
+                            "detail": {**entry.detail, "step": step.name},
+                        }
+                    )
+                )
     notes = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
     return Plan(title=f"Offboard {slug}", steps=steps, notes=notes)
 
@@ -70,18 +76,29 @@ class TenantOffboarding(GatedRun):
         plan = teardown_plan(contract.slug, present, params.purge_data)
         if not await self._wait_plan_approval(plan, escalate, expire):
             self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
-            return OffboardingResult(slug=contract.slug, status="rejected", plan=plan,
-                                     message=f"rejected: {self._rejected.reason if self._rejected else ''}")
+            return OffboardingResult(
+                slug=contract.slug,
+                status="rejected",
+                plan=plan,
+                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+            )
         if params.purge_data:
-            await self._wait_gate("confirm_purge", f"permanently delete the Weka data of {contract.slug}",
-                                  escalate, expire)
+            await self._wait_gate(
+                "confirm_purge", f"permanently delete the Weka data of {contract.slug}", escalate, expire
+            )
 
         saga = Saga()
         for step in APPLY:
-            saga.push(step, [], [p for p in plan.steps if p.detail.get("step") == step.name
-                                 and p.action is Action.delete])
+            saga.push(
+                step, [], [p for p in plan.steps if p.detail.get("step") == step.name and p.action is Action.delete]
+            )
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
         removed = await saga.unwind(contract, step_input.facts)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
-        return OffboardingResult(slug=contract.slug, status="completed", plan=plan, removed=removed,
-                                 kept=[p for p in plan.steps if p.action is Action.leave])
+        return OffboardingResult(
+            slug=contract.slug,
+            status="completed",
+            plan=plan,
+            removed=removed,
+            kept=[p for p in plan.steps if p.action is Action.leave],
+        )

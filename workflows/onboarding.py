@@ -45,15 +45,21 @@ UNDO_PLANNED_PATCH = "undo-planned-creates"
 class TenantOnboarding(GatedRun):
     WORKFLOW = "TenantOnboarding"
 
-    @workflow.update(name="approve_plan", description="Approve the published plan by its exact hash (payload "
-                     "{\"plan_hash\": \"...\", \"approver\": \"...\"}); the apply steps start")
+    @workflow.update(
+        name="approve_plan",
+        description="Approve the published plan by its exact hash (payload "
+        '{"plan_hash": "...", "approver": "..."}); the apply steps start',
+    )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
 
     approve_plan.validator(GatedRun._validate_approve)
 
-    @workflow.signal(name="approve_plan_signal", description="Signal form of approve_plan (same payload; a stale hash "
-                     "is ignored with a warning, prefer the update which refuses it)")
+    @workflow.signal(
+        name="approve_plan_signal",
+        description="Signal form of approve_plan (same payload; a stale hash "
+        "is ignored with a warning, prefer the update which refuses it)",
+    )
     def approve_plan_signal(self, approval: ApprovePlan) -> None:
         self._approve_by_signal(approval)
 
@@ -69,26 +75,32 @@ class TenantOnboarding(GatedRun):
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
 
         self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
-        facts = self._facts = await self._preflight(
-            StepInput(contract=contract, run_id=workflow.info().workflow_id))
+        facts = self._facts = await self._preflight(StepInput(contract=contract, run_id=workflow.info().workflow_id))
         if self._errors():
             self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
             raise ApplicationError(
                 "preflight failed, nothing was written: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "")
-                            for f in self._errors()),
+                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in self._errors()),
                 [f.model_dump(mode="json") for f in self._errors()],
-                type="PreflightFailed", non_retryable=True)
+                type="PreflightFailed",
+                non_retryable=True,
+            )
 
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
         plan = await self._build_plan(step_input)
-        approved = await self._wait_plan_approval(plan, timedelta(seconds=params.approval_escalate_after_s),
-                                                  timedelta(seconds=params.approval_expire_after_s))
+        approved = await self._wait_plan_approval(
+            plan, timedelta(seconds=params.approval_escalate_after_s), timedelta(seconds=params.approval_expire_after_s)
+        )
         if not approved:
             self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = self._rejected.reason if self._rejected else ""
-            return OnboardingResult(slug=contract.slug, status="rejected", plan_hash=plan.plan_hash, plan=plan,
-                                    message=f"plan rejected: {reason}")
+            return OnboardingResult(
+                slug=contract.slug,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                plan=plan,
+                message=f"plan rejected: {reason}",
+            )
 
         applied: list[EnsureResult] = []
         try:
@@ -100,8 +112,15 @@ class TenantOnboarding(GatedRun):
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
-        return OnboardingResult(slug=contract.slug, status="completed", plan_hash=plan.plan_hash, plan=plan,
-                                applied=applied, findings=self._findings, handover=handover)
+        return OnboardingResult(
+            slug=contract.slug,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            plan=plan,
+            applied=applied,
+            findings=self._findings,
+            handover=handover,
+        )
 
     async def _preflight(self, step_input: StepInput) -> Facts:
         facts = step_input.facts
@@ -119,8 +138,9 @@ class TenantOnboarding(GatedRun):
         for step in PLAN:
             steps.extend(await self._steps.run(step, step_input))
         contract = step_input.contract
-        self._plan = Plan(title=f"Onboard {contract.slug}", steps=steps,
-                          notes=[f"nodes: {', '.join(step_input.facts.nodes)}"])
+        self._plan = Plan(
+            title=f"Onboard {contract.slug}", steps=steps, notes=[f"nodes: {', '.join(step_input.facts.nodes)}"]
+        )
         return self._plan
 
     async def _apply(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
@@ -130,8 +150,12 @@ class TenantOnboarding(GatedRun):
             patched = workflow.patched(UNDO_PLANNED_PATCH)
             planned = self._planned_creates(step) if patched else []
             try:
-                result = await self._steps.run(step, step_input.model_copy(update={"facts": facts}),
-                                               summary=f"{step.layer}: {step.summary}", wait_for_cancel=patched)
+                result = await self._steps.run(
+                    step,
+                    step_input.model_copy(update={"facts": facts}),
+                    summary=f"{step.layer}: {step.summary}",
+                    wait_for_cancel=patched,
+                )
             except BaseException:
                 self._saga.push(step, [], planned)
                 raise
@@ -148,15 +172,17 @@ class TenantOnboarding(GatedRun):
     def _planned_creates(self, step: Step[StepInput, StepResult]) -> list[PlanStep]:
         """The plan's ``create`` entries this step writes: whatever of them exists later was made by this run."""
         assert self._plan is not None
-        return [p for p in self._plan.steps if p.layer == step.layer and p.kind in step.kinds
-                and p.action is Action.create]
+        return [
+            p for p in self._plan.steps if p.layer == step.layer and p.kind in step.kinds and p.action is Action.create
+        ]
 
     async def _finish(self, step_input: StepInput) -> Handover:
         facts = step_input.facts
         for step in SMOKE:
             self._gates.set_stage(f"smoke:{step.short}", f"Smoke test: {step.summary}")
-            result = await self._steps.run(step, step_input.model_copy(update={"facts": facts}),
-                                           summary=f"smoke: {step.summary}")
+            result = await self._steps.run(
+                step, step_input.model_copy(update={"facts": facts}), summary=f"smoke: {step.summary}"
+            )
             self._findings.extend(result.findings)
             facts = result.facts
         final = step_input.model_copy(update={"facts": facts})
@@ -165,8 +191,11 @@ class TenantOnboarding(GatedRun):
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
         if failed:
-            raise ApplicationError("validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
-                                   type="ValidationFailed", non_retryable=True)
+            raise ApplicationError(
+                "validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+                type="ValidationFailed",
+                non_retryable=True,
+            )
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final)
 

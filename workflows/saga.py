@@ -28,19 +28,29 @@ with workflow.unsafe.imports_passed_through():
 from tenantflow.workflows.steps import execute
 
 ApplyStep = Step[StepInput, StepResult]
-UNDO_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
-                         maximum_interval=timedelta(seconds=30), maximum_attempts=20)
+UNDO_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=20,
+)
 
 
 def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
     """``results`` with every planned creation marked created, adding those the step did not report."""
     creates = {(p.kind, p.name, p.namespace): p for p in planned}
-    merged = [r.model_copy(update={"outcome": Outcome.created})
-              if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged else r
-              for r in results]
+    merged = [
+        r.model_copy(update={"outcome": Outcome.created})
+        if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged
+        else r
+        for r in results
+    ]
     reported = {(r.kind, r.name, r.namespace) for r in results}
-    merged += [EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)
-               for key, p in creates.items() if key not in reported]
+    merged += [
+        EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)
+        for key, p in creates.items()
+        if key not in reported
+    ]
     return merged
 
 
@@ -75,13 +85,19 @@ class Saga:
         failures: list[str] = []
         for step, results in self.ordered():
             try:
-                undone.extend(await execute(
-                    undo_of(step), UndoInput(contract=contract, facts=facts, step=step.short, results=results),
-                    retry_policy=UNDO_RETRY, summary=f"undo {step.name}"))
+                undone.extend(
+                    await execute(
+                        undo_of(step),
+                        UndoInput(contract=contract, facts=facts, step=step.short, results=results),
+                        retry_policy=UNDO_RETRY,
+                        summary=f"undo {step.name}",
+                    )
+                )
             except Exception as exc:  # an undo that keeps failing must not stop the others
                 failures.append(f"{step.name}: {exc}")
         self._done.clear()
         if failures:
-            raise ApplicationError("rollback incomplete: " + "; ".join(failures),
-                                            type="RollbackIncomplete", non_retryable=True)
+            raise ApplicationError(
+                "rollback incomplete: " + "; ".join(failures), type="RollbackIncomplete", non_retryable=True
+            )
         return undone

@@ -93,13 +93,14 @@ def _service(request: web.Request) -> AuthentikService:
 
 # -- users ---------------------------------------------------------------------------------------
 
+
 async def list_users(request: web.Request) -> web.Response:
     service = _service(request)
     include_groups = query.parse_bool(request.query, "include_groups", True) is not False
-    users = query.order(query.filter_users(service.store, request.query), request.query, "username",
-                        USER_ORDERING)
-    return web.json_response(query.paginate(
-        users, request.query, lambda u: serialize.user(service.store, u, include_groups=include_groups)))
+    users = query.order(query.filter_users(service.store, request.query), request.query, "username", USER_ORDERING)
+    return web.json_response(
+        query.paginate(users, request.query, lambda u: serialize.user(service.store, u, include_groups=include_groups))
+    )
 
 
 async def create_user(request: web.Request) -> web.Response:
@@ -116,8 +117,7 @@ async def get_user(request: web.Request) -> web.Response:
 
 async def update_user(request: web.Request) -> web.Response:
     service = _service(request)
-    user = service.store.update_user(_user_pk(request), await _body(request),
-                                     partial=request.method == "PATCH")
+    user = service.store.update_user(_user_pk(request), await _body(request), partial=request.method == "PATCH")
     await service.changed()
     return web.json_response(serialize.user(service.store, user))
 
@@ -137,6 +137,7 @@ async def set_password(request: web.Request) -> web.Response:
 
 # -- groups --------------------------------------------------------------------------------------
 
+
 def _group_flags(request: web.Request) -> dict[str, bool]:
     return {
         "include_users": query.parse_bool(request.query, "include_users", True) is not False,
@@ -148,10 +149,10 @@ def _group_flags(request: web.Request) -> dict[str, bool]:
 async def list_groups(request: web.Request) -> web.Response:
     service = _service(request)
     flags = _group_flags(request)
-    groups = query.order(query.filter_groups(service.store, request.query), request.query, "name",
-                         GROUP_ORDERING)
-    return web.json_response(query.paginate(
-        groups, request.query, lambda g: serialize.group(service.store, g, **flags)))
+    groups = query.order(query.filter_groups(service.store, request.query), request.query, "name", GROUP_ORDERING)
+    return web.json_response(
+        query.paginate(groups, request.query, lambda g: serialize.group(service.store, g, **flags))
+    )
 
 
 async def create_group(request: web.Request) -> web.Response:
@@ -169,8 +170,9 @@ async def get_group(request: web.Request) -> web.Response:
 
 async def update_group(request: web.Request) -> web.Response:
     service = _service(request)
-    group = service.store.update_group(request.match_info["group_uuid"], await _body(request),
-                                       partial=request.method == "PATCH")
+    group = service.store.update_group(
+        request.match_info["group_uuid"], await _body(request), partial=request.method == "PATCH"
+    )
     await service.changed()
     return web.json_response(serialize.group(service.store, group))
 
@@ -198,9 +200,15 @@ async def remove_user(request: web.Request) -> web.Response:
 
 # -- providers and root --------------------------------------------------------------------------
 
+
 def _ldap_provider(service: AuthentikService) -> dict[str, Any]:
-    return serialize.ldap_provider(LDAP_PROVIDER_PK, LDAP_PROVIDER_NAME, service.ldap.base_dn,
-                                   service.ldap.uid_start_number, service.ldap.gid_start_number)
+    return serialize.ldap_provider(
+        LDAP_PROVIDER_PK,
+        LDAP_PROVIDER_NAME,
+        service.ldap.base_dn,
+        service.ldap.uid_start_number,
+        service.ldap.gid_start_number,
+    )
 
 
 async def list_ldap_providers(request: web.Request) -> web.Response:

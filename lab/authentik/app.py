@@ -16,7 +16,9 @@ from tenantflow.lab.httpbase import make_app
 
 SYNC_KEY = web.AppKey("authentik_directory_sync", DirectorySync)
 LDAP_BIND_ACCOUNT: Mapping[str, Any] = {
-    "username": "ldap-bind", "name": "LDAP bind service account", "type": "service_account",
+    "username": "ldap-bind",
+    "name": "LDAP bind service account",
+    "type": "service_account",
     "path": "goauthentik.io/service-accounts",
 }
 
@@ -25,11 +27,15 @@ PLATFORM_TENANTS_GROUP: Mapping[str, Any] = {"name": "tenants", "attributes": {"
 """The platform's parent of every tenant group (runbook 2a: ``Parent: tenants``)."""
 
 
-def build_app(token: str, directory: DirectorySink | None = None,
-              ldap: LdapSettings | None = None, install_id: str | None = None,
-              seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
-              seed_groups: Sequence[Mapping[str, Any]] = (),
-              store: AuthentikStore | None = None) -> web.Application:
+def build_app(
+    token: str,
+    directory: DirectorySink | None = None,
+    ldap: LdapSettings | None = None,
+    install_id: str | None = None,
+    seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
+    seed_groups: Sequence[Mapping[str, Any]] = (),
+    store: AuthentikStore | None = None,
+) -> web.Application:
     """The Authentik API v3 stand-in.
 
     ``token`` is the one admin API token accepted as ``Authorization: Bearer``. ``directory``, when

@@ -135,8 +135,9 @@ def project_group(store: AuthentikStore, group: Group, settings: LdapSettings) -
     )
 
 
-def project(store: AuthentikStore, settings: LdapSettings
-            ) -> tuple[dict[str, DirectoryUser], dict[str, DirectoryGroup]]:
+def project(
+    store: AuthentikStore, settings: LdapSettings
+) -> tuple[dict[str, DirectoryUser], dict[str, DirectoryGroup]]:
     users = {u.username: project_user(store, u, settings) for u in store.users.values()}
     groups = {g.name: project_group(store, g, settings) for g in store.groups.values()}
     return users, groups

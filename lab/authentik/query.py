@@ -144,11 +144,9 @@ def _positive_int(raw: str | None, default: int) -> int | None:
     return value if value > 0 else None
 
 
-def paginate(items: list[T], query: MultiMapping[str],
-             render: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+def paginate(items: list[T], query: MultiMapping[str], render: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
     """Authentik's ``Pagination`` envelope over Django's paginator semantics."""
-    page_size = min(_positive_int(query.get("page_size"), DEFAULT_PAGE_SIZE) or DEFAULT_PAGE_SIZE,
-                    MAX_PAGE_SIZE)
+    page_size = min(_positive_int(query.get("page_size"), DEFAULT_PAGE_SIZE) or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
     count = len(items)
     total_pages = max(1, -(-count // page_size))
     raw_page = query.get("page", "1")
@@ -156,7 +154,7 @@ def paginate(items: list[T], query: MultiMapping[str],
     if page is None or page > total_pages:
         raise NotFoundError("Invalid page.")
     start = (page - 1) * page_size
-    window = items[start:start + page_size]
+    window = items[start : start + page_size]
     return {
         "pagination": {
             "next": page + 1 if page < total_pages else 0,

@@ -10,19 +10,36 @@ DEFAULT_AVATAR = "/static/dist/assets/images/user_default.png"
 
 
 def partial_group(group: Group) -> dict[str, Any]:
-    return {"pk": group.pk, "num_pk": group.num_pk, "name": group.name,
-            "is_superuser": group.is_superuser, "attributes": group.attributes}
+    return {
+        "pk": group.pk,
+        "num_pk": group.num_pk,
+        "name": group.name,
+        "is_superuser": group.is_superuser,
+        "attributes": group.attributes,
+    }
 
 
 def related_group(group: Group) -> dict[str, Any]:
-    return {"pk": group.pk, "name": group.name, "is_superuser": group.is_superuser,
-            "attributes": group.attributes, "group_uuid": group.pk}
+    return {
+        "pk": group.pk,
+        "name": group.name,
+        "is_superuser": group.is_superuser,
+        "attributes": group.attributes,
+        "group_uuid": group.pk,
+    }
 
 
 def partial_user(store: AuthentikStore, user: User) -> dict[str, Any]:
-    return {"pk": user.pk, "username": user.username, "name": user.name, "is_active": user.is_active,
-            "last_login": user.last_login, "email": user.email, "attributes": user.attributes,
-            "uid": store.user_uid(user)}
+    return {
+        "pk": user.pk,
+        "username": user.username,
+        "name": user.name,
+        "is_active": user.is_active,
+        "last_login": user.last_login,
+        "email": user.email,
+        "attributes": user.attributes,
+        "uid": store.user_uid(user),
+    }
 
 
 def user(store: AuthentikStore, record: User, *, include_groups: bool = True) -> dict[str, Any]:
@@ -51,8 +68,14 @@ def user(store: AuthentikStore, record: User, *, include_groups: bool = True) ->
     }
 
 
-def group(store: AuthentikStore, record: Group, *, include_users: bool = True,
-          include_parents: bool = False, include_children: bool = False) -> dict[str, Any]:
+def group(
+    store: AuthentikStore,
+    record: Group,
+    *,
+    include_users: bool = True,
+    include_parents: bool = False,
+    include_children: bool = False,
+) -> dict[str, Any]:
     members = sorted((store.users[pk] for pk in record.users), key=lambda u: u.pk)
     children = store.children_of(record.pk)
     parents = [store.groups[p] for p in record.parents]
@@ -104,8 +127,13 @@ def ldap_provider(pk: int, name: str, base_dn: str, uid_start: int, gid_start: i
 
 def root_config() -> dict[str, Any]:
     return {
-        "error_reporting": {"enabled": False, "sentry_dsn": "", "environment": "lab", "send_pii": False,
-                            "traces_sample_rate": 0.0},
+        "error_reporting": {
+            "enabled": False,
+            "sentry_dsn": "",
+            "environment": "lab",
+            "send_pii": False,
+            "traces_sample_rate": 0.0,
+        },
         "capabilities": ["can_save_media"],
         "cache_timeout": 300,
         "cache_timeout_flows": 300,

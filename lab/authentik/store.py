@@ -84,8 +84,9 @@ def _required(errors: dict[str, list[str]], body: dict[str, Any], key: str) -> N
         errors.setdefault(key, []).append("This field is required.")
 
 
-def _check_str(errors: dict[str, list[str]], body: dict[str, Any], key: str, *, blank: bool,
-               max_length: int | None = None) -> None:
+def _check_str(
+    errors: dict[str, list[str]], body: dict[str, Any], key: str, *, blank: bool, max_length: int | None = None
+) -> None:
     if key not in body:
         return
     value = body[key]
@@ -97,8 +98,7 @@ def _check_str(errors: dict[str, list[str]], body: dict[str, Any], key: str, *, 
         errors.setdefault(key, []).append(f"Ensure this field has no more than {max_length} characters.")
 
 
-def _check_type(errors: dict[str, list[str]], body: dict[str, Any], key: str, kind: type,
-                message: str) -> None:
+def _check_type(errors: dict[str, list[str]], body: dict[str, Any], key: str, kind: type, message: str) -> None:
     if key in body and not isinstance(body[key], kind):
         errors.setdefault(key, []).append(message)
 
@@ -314,26 +314,43 @@ class AuthentikStore:
     def snapshot(self) -> dict[str, Any]:
         """Whole state in stable order, without volatile timestamps."""
         users = [
-            {"pk": u.pk, "username": u.username, "name": u.name, "email": u.email,
-             "is_active": u.is_active, "attributes": u.attributes, "path": u.path, "type": u.type,
-             "uuid": u.uuid, "password_set": u.password_hash is not None,
-             "groups": [g.name for g in self.groups_of(u.pk)]}
+            {
+                "pk": u.pk,
+                "username": u.username,
+                "name": u.name,
+                "email": u.email,
+                "is_active": u.is_active,
+                "attributes": u.attributes,
+                "path": u.path,
+                "type": u.type,
+                "uuid": u.uuid,
+                "password_set": u.password_hash is not None,
+                "groups": [g.name for g in self.groups_of(u.pk)],
+            }
             for u in sorted(self.users.values(), key=lambda u: u.pk)
         ]
         groups = [
-            {"pk": g.pk, "num_pk": g.num_pk, "name": g.name, "is_superuser": g.is_superuser,
-             "attributes": g.attributes,
-             "parents": sorted(self.groups[p].name for p in g.parents),
-             "members": sorted(self.users[u].username for u in g.users)}
+            {
+                "pk": g.pk,
+                "num_pk": g.num_pk,
+                "name": g.name,
+                "is_superuser": g.is_superuser,
+                "attributes": g.attributes,
+                "parents": sorted(self.groups[p].name for p in g.parents),
+                "members": sorted(self.users[u].username for u in g.users),
+            }
             for g in sorted(self.groups.values(), key=lambda g: g.name)
         ]
         return {"users": users, "groups": groups}
 
     def dump(self) -> dict[str, Any]:
         """The whole state for :meth:`restore`, including secrets (password hashes) and the pk sequence."""
-        return {"install_id": self.install_id, "next_user_pk": self._next_user_pk,
-                "users": [asdict(u) for u in sorted(self.users.values(), key=lambda u: u.pk)],
-                "groups": [{**asdict(g), "users": sorted(g.users)} for g in self.groups.values()]}
+        return {
+            "install_id": self.install_id,
+            "next_user_pk": self._next_user_pk,
+            "users": [asdict(u) for u in sorted(self.users.values(), key=lambda u: u.pk)],
+            "groups": [{**asdict(g), "users": sorted(g.users)} for g in self.groups.values()],
+        }
 
     @classmethod
     def restore(cls, dump: dict[str, Any]) -> AuthentikStore:

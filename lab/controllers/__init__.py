@@ -13,4 +13,10 @@ from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
 
 CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
-    reservation.run, login.run, slurm.run, hub.run, worker_agent.run, kueue.run]
+    reservation.run,
+    login.run,
+    slurm.run,
+    hub.run,
+    worker_agent.run,
+    kueue.run,
+]

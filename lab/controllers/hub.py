@@ -78,17 +78,33 @@ def redeem(store: Store, blob: str) -> Obj:
     enrollment["status"] = {**(enrollment.get("status") or {}), "usedAt": now(), "workerCluster": worker}
     store.update_status(enrollment)
     spec = enrollment["spec"]
-    return store.create({
-        "apiVersion": "trainy.ai/v1alpha1", "kind": "WorkerCluster",
-        "metadata": {"name": worker, "namespace": ns,
-                     "labels": {WORKER_LABEL: label_value(f"{len(ns)}-{ns}-{worker}")}},
-        "spec": {"cordoned": False, "enrollment": worker, "workloadNamespaces": spec.get("workloadNamespaces", []),
-                 "scheduling": {"preset": spec.get("schedulingPreset", "gke-dws")}}})
+    return store.create(
+        {
+            "apiVersion": "trainy.ai/v1alpha1",
+            "kind": "WorkerCluster",
+            "metadata": {
+                "name": worker,
+                "namespace": ns,
+                "labels": {WORKER_LABEL: label_value(f"{len(ns)}-{ns}-{worker}")},
+            },
+            "spec": {
+                "cordoned": False,
+                "enrollment": worker,
+                "workloadNamespaces": spec.get("workloadNamespaces", []),
+                "scheduling": {"preset": spec.get("schedulingPreset", "gke-dws")},
+            },
+        }
+    )
 
 
 def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -> Obj:
-    return {"type": kind, "status": "True" if ok else "False", "reason": reason, "message": message,
-            "observedGeneration": generation}
+    return {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }
 
 
 class HubController:
@@ -112,29 +128,61 @@ class HubController:
             used = (enrollment.get("status") or {}).get("usedAt", "")
         except ApiError:
             used = "decommissioned"
-        registered = condition("Registered", bool(used), "Redeemed" if used else "NotRedeemed",
-                               f"one-shot enrollment redeemed at {used}" if used else "status.usedAt is empty", gen)
+        registered = condition(
+            "Registered",
+            bool(used),
+            "Redeemed" if used else "NotRedeemed",
+            f"one-shot enrollment redeemed at {used}" if used else "status.usedAt is empty",
+            gen,
+        )
         beat = annotations.get(HEARTBEAT)
-        connected = condition("Connected", bool(beat), "HeartbeatCurrent" if beat else "NoHeartbeat",
-                              f"worker tunnel heartbeat at {beat}" if beat else "the worker agent has not connected",
-                              gen)
+        connected = condition(
+            "Connected",
+            bool(beat),
+            "HeartbeatCurrent" if beat else "NoHeartbeat",
+            f"worker tunnel heartbeat at {beat}" if beat else "the worker agent has not connected",
+            gen,
+        )
         report = json.loads(annotations.get(CONFIG_REPORT) or "{}")
         current = report.get("generation") == gen
         configured = condition(
-            "WorkerConfigured", bool(report.get("ok")) and current,
+            "WorkerConfigured",
+            bool(report.get("ok")) and current,
             report.get("reason", "Pending") if current else "Pending",
-            report.get("message", "") if current else f"waiting for the worker agent to apply generation {gen}", gen)
+            report.get("message", "") if current else f"waiting for the worker agent to apply generation {gen}",
+            gen,
+        )
         cordoned = bool(spec.get("cordoned"))
         ready = connected["status"] == configured["status"] == "True" and not cordoned
-        why = ("Cordoned" if cordoned else "NotConnected" if connected["status"] != "True"
-               else "NotConfigured" if configured["status"] != "True" else "Active")
-        dispatch = condition("DispatchReady", ready, why,
-                             "MultiKueueCluster Active, AdmissionCheck Active, ClusterQueue Ready" if ready
-                             else f"no new dispatch: {why}", gen)
+        why = (
+            "Cordoned"
+            if cordoned
+            else "NotConnected"
+            if connected["status"] != "True"
+            else "NotConfigured"
+            if configured["status"] != "True"
+            else "Active"
+        )
+        dispatch = condition(
+            "DispatchReady",
+            ready,
+            why,
+            "MultiKueueCluster Active, AdmissionCheck Active, ClusterQueue Ready"
+            if ready
+            else f"no new dispatch: {why}",
+            gen,
+        )
         wanted = [registered, connected, configured, dispatch]
         old = {c["type"]: c for c in (wc.get("status") or {}).get("conditions") or []}
-        stamped = [{**c, "lastTransitionTime": old[c["type"]].get("lastTransitionTime", now())
-                    if c["type"] in old and old[c["type"]]["status"] == c["status"] else now()} for c in wanted]
+        stamped = [
+            {
+                **c,
+                "lastTransitionTime": old[c["type"]].get("lastTransitionTime", now())
+                if c["type"] in old and old[c["type"]]["status"] == c["status"]
+                else now(),
+            }
+            for c in wanted
+        ]
         strip = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in old.values()]
         if strip != wanted:
             new = copy.deepcopy(wc)
@@ -157,17 +205,24 @@ class HubController:
                 worker = self._ready_worker(meta["namespace"])
                 if worker is None:
                     continue
-                remote = {"apiVersion": job["apiVersion"], "kind": "JobSet",
-                          "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                                       "labels": {**meta.get("labels", {}), ORIGIN_LABEL: ORIGIN}},
-                          "spec": job.get("spec") or {}}
+                remote = {
+                    "apiVersion": job["apiVersion"],
+                    "kind": "JobSet",
+                    "metadata": {
+                        "name": meta["name"],
+                        "namespace": meta["namespace"],
+                        "labels": {**meta.get("labels", {}), ORIGIN_LABEL: ORIGIN},
+                    },
+                    "spec": job.get("spec") or {},
+                }
                 worker.create(remote)
                 context = next(name for name, store in self.stores.items() if store is worker)
                 self.hub.update_status({**job, "status": {**status, "clusterContext": context}})
                 continue
             try:
-                remote_status = remote_store.get("jobset.x-k8s.io", "jobsets", meta["name"],
-                                                 meta["namespace"]).get("status") or {}
+                remote_status = (
+                    remote_store.get("jobset.x-k8s.io", "jobsets", meta["name"], meta["namespace"]).get("status") or {}
+                )
             except ApiError:
                 continue
             if remote_status.get("conditions") and remote_status["conditions"] != status.get("conditions"):

@@ -59,18 +59,36 @@ class KueueStandIn:
             cq = self._queue_open(meta["namespace"], meta["labels"][QUEUE_LABEL])
             if cq is None:
                 continue
-            workload = self.store.create({
-                "apiVersion": f"{KUEUE}/v1beta2", "kind": "Workload",
-                "metadata": {"name": f"jobset-{meta['name']}", "namespace": meta["namespace"],
-                             "labels": dict(meta.get("labels") or {})},
-                "spec": {"queueName": meta["labels"][QUEUE_LABEL], "podSets": [{"name": "main", "count": 1}]}})
-            workload["status"] = {"admission": {"clusterQueue": cq}, "conditions": [
-                _cond("QuotaReserved", "QuotaReserved", f"quota reserved in ClusterQueue {cq}"),
-                _cond("Admitted", "Admitted", "the workload is admitted"),
-                _cond("Finished", "JobSetFinished", "jobset completed successfully")]}
+            workload = self.store.create(
+                {
+                    "apiVersion": f"{KUEUE}/v1beta2",
+                    "kind": "Workload",
+                    "metadata": {
+                        "name": f"jobset-{meta['name']}",
+                        "namespace": meta["namespace"],
+                        "labels": dict(meta.get("labels") or {}),
+                    },
+                    "spec": {"queueName": meta["labels"][QUEUE_LABEL], "podSets": [{"name": "main", "count": 1}]},
+                }
+            )
+            workload["status"] = {
+                "admission": {"clusterQueue": cq},
+                "conditions": [
+                    _cond("QuotaReserved", "QuotaReserved", f"quota reserved in ClusterQueue {cq}"),
+                    _cond("Admitted", "Admitted", "the workload is admitted"),
+                    _cond("Finished", "JobSetFinished", "jobset completed successfully"),
+                ],
+            }
             self.store.update_status(workload)
-            self.store.update_status({**js, "status": {"restarts": 0, "conditions": [
-                _cond("Completed", "AllJobsCompleted", "jobset completed successfully")]}})
+            self.store.update_status(
+                {
+                    **js,
+                    "status": {
+                        "restarts": 0,
+                        "conditions": [_cond("Completed", "AllJobsCompleted", "jobset completed successfully")],
+                    },
+                }
+            )
 
 
 async def run(ctx: LabContext) -> None:

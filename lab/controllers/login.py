@@ -43,12 +43,21 @@ def _pod(release: Obj, index: int) -> Obj:
     values = release["spec"].get("values") or {}
     name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"{name}-{index}", "namespace": ns, "labels": {
-            "app": "login", "app.kubernetes.io/instance": name,
-            "app.kubernetes.io/managed-by": str(values.get("tenant", ns))}},
-        "spec": {"hostname": f"{name}-{index}", "containers": [
-            {"name": "sshd", "image": "sunk-login", "ports": [{"containerPort": 22}]}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-{index}",
+            "namespace": ns,
+            "labels": {
+                "app": "login",
+                "app.kubernetes.io/instance": name,
+                "app.kubernetes.io/managed-by": str(values.get("tenant", ns)),
+            },
+        },
+        "spec": {
+            "hostname": f"{name}-{index}",
+            "containers": [{"name": "sshd", "image": "sunk-login", "ports": [{"containerPort": 22}]}],
+        },
     }
 
 
@@ -56,10 +65,16 @@ def _service(release: Obj) -> Obj:
     values = release["spec"].get("values") or {}
     service = values.get("service") or {}
     name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": ns, "annotations": dict(service.get("annotations") or {})},
-            "spec": {"type": service.get("type", "LoadBalancer"), "selector": {"app.kubernetes.io/instance": name},
-                     "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "annotations": dict(service.get("annotations") or {})},
+        "spec": {
+            "type": service.get("type", "LoadBalancer"),
+            "selector": {"app.kubernetes.io/instance": name},
+            "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}],
+        },
+    }
 
 
 class LoginReleases:
@@ -74,24 +89,41 @@ class LoginReleases:
         replicas = int((release["spec"].get("values") or {}).get("replicas", 1))
         wanted = {_pod(release, i)["metadata"]["name"]: _pod(release, i) for i in range(replicas)}
         prefix = f"{release['metadata']['name']}-"
-        for pod in self.store.list("", "pods", ns, label_selector=f"app.kubernetes.io/instance="
-                                   f"{release['metadata']['name']}"):
+        for pod in self.store.list(
+            "", "pods", ns, label_selector=f"app.kubernetes.io/instance={release['metadata']['name']}"
+        ):
             if pod["metadata"]["name"] not in wanted:
                 self.store.delete("", "pods", pod["metadata"]["name"], ns)
         for name, pod in wanted.items():
             if not self._exists("", "pods", name, ns):
                 self.store.create(pod)
-                self.store.patch("", "pods", name, {"status": {
-                    "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}, MERGE,
-                    namespace=ns, subresource="status")
+                self.store.patch(
+                    "",
+                    "pods",
+                    name,
+                    {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+                    MERGE,
+                    namespace=ns,
+                    subresource="status",
+                )
         if not self._exists("", "services", release["metadata"]["name"], ns):
             self.store.create(_service(release))
         self.ctx.register_exec(CONTEXT, ns, prefix, self.exec)
-        status = {"phase": "Deployed", "readyReplicas": replicas,
-                  "observedGeneration": release["metadata"].get("generation", 1)}
+        status = {
+            "phase": "Deployed",
+            "readyReplicas": replicas,
+            "observedGeneration": release["metadata"].get("generation", 1),
+        }
         if release.get("status") != status:
-            self.store.patch(GROUP, "helmreleases", release["metadata"]["name"], {"status": status}, MERGE,
-                             namespace=ns, subresource="status")
+            self.store.patch(
+                GROUP,
+                "helmreleases",
+                release["metadata"]["name"],
+                {"status": status},
+                MERGE,
+                namespace=ns,
+                subresource="status",
+            )
 
     def remove(self, release: Obj) -> None:
         name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
@@ -116,11 +148,10 @@ class LoginReleases:
                 return release
         return None
 
-    async def exec(self, namespace: str, pod: str, container: str | None, argv: list[str],
-                   stdin: bytes) -> ExecReply:
+    async def exec(self, namespace: str, pod: str, container: str | None, argv: list[str], stdin: bytes) -> ExecReply:
         release = self._release_for(namespace, pod)
         if release is None or not self._exists("", "pods", pod, namespace):
-            return "", f"pods \"{pod}\" not found\n", 1
+            return "", f'pods "{pod}" not found\n', 1
         values = release["spec"].get("values") or {}
         match argv:
             case ["getent", "passwd", user]:
@@ -157,15 +188,20 @@ class LoginReleases:
     def _getent_passwd(self, user: str) -> ExecReply:
         try:
             query = f"(&(objectClass=posixAccount)(uid={escape_filter_chars(user)}))"
-            entries = self._search(ldap_tree.USERS_DN, query,
-                                   ["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"])
+            entries = self._search(
+                ldap_tree.USERS_DN, query, ["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"]
+            )
         except Exception as exc:  # nslcd reports any LDAP failure as "not found" plus a log line
             return "", f"nslcd: {exc}\n", 2
         if not entries:
             return "", "", 2
         e = entries[0]
-        return (f"{e.uid.value}:x:{e.uidNumber.value}:{e.gidNumber.value}:{e.displayName.value or ''}:"
-                f"{e.homeDirectory.value}:/bin/bash\n", "", 0)
+        return (
+            f"{e.uid.value}:x:{e.uidNumber.value}:{e.gidNumber.value}:{e.displayName.value or ''}:"
+            f"{e.homeDirectory.value}:/bin/bash\n",
+            "",
+            0,
+        )
 
     def _getent_group(self, name: str) -> ExecReply:
         try:
@@ -182,9 +218,12 @@ class LoginReleases:
     async def _sinfo(self, argv: list[str]) -> ExecReply:
         if not self.ctx.slurm_env:
             return "", "sinfo: error: Slurm is not running in this lab (no SLURM_CONF)\n", 1
-        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE,
-                                                    env={**os.environ, **self.ctx.slurm_env})
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **self.ctx.slurm_env},
+        )
         out, err = await proc.communicate()
         return out.decode(), err.decode(), proc.returncode or 0
 
@@ -208,8 +247,9 @@ async def run(ctx: LabContext) -> None:
                 if event_type == "DELETED":
                     releases.remove(obj)
                 elif not obj["metadata"].get("deletionTimestamp"):
-                    releases.reconcile(store.get(GROUP, "helmreleases", obj["metadata"]["name"],
-                                                 obj["metadata"]["namespace"]))
+                    releases.reconcile(
+                        store.get(GROUP, "helmreleases", obj["metadata"]["name"], obj["metadata"]["namespace"])
+                    )
             except ApiError:
                 continue
     finally:

@@ -65,14 +65,20 @@ class ReservationOperator:
                 label = ((nodes.get(node) or {}).get("metadata", {}).get("labels") or {}).get(LABEL)
                 if holder is None and label and label != tenant and not self._ours(nodes.get(node)):
                     conflicts.setdefault(res["metadata"]["name"], []).append(
-                        {"node": node, "tenant": label, "message": f"node {node} is reserved by hand for {label}"})
+                        {"node": node, "tenant": label, "message": f"node {node} is reserved by hand for {label}"}
+                    )
                 elif holder is None:
                     owner[node] = res
                 elif holder is not res:
-                    conflicts.setdefault(res["metadata"]["name"], []).append({
-                        "node": node, "reservation": holder["metadata"]["name"], "tenant": holder["spec"]["tenant"],
-                        "message": f"node {node} is already in Reservation {holder['metadata']['name']} "
-                                   f"of tenant {holder['spec']['tenant']}"})
+                    conflicts.setdefault(res["metadata"]["name"], []).append(
+                        {
+                            "node": node,
+                            "reservation": holder["metadata"]["name"],
+                            "tenant": holder["spec"]["tenant"],
+                            "message": f"node {node} is already in Reservation {holder['metadata']['name']} "
+                            f"of tenant {holder['spec']['tenant']}",
+                        }
+                    )
         for name, node in nodes.items():
             self._sync_node(node, owner.get(name))
         for res in reservations:
@@ -80,8 +86,10 @@ class ReservationOperator:
 
     def _claim_rank(self, res: Obj, nodes: dict[str, Obj]) -> tuple[int, int]:
         name = res["metadata"]["name"]
-        holds = any(((nodes.get(n) or {}).get("metadata", {}).get("annotations") or {}).get(HOLDER_ANNOTATION)
-                    == name for n in res["spec"].get("reservedNodes") or [])
+        holds = any(
+            ((nodes.get(n) or {}).get("metadata", {}).get("annotations") or {}).get(HOLDER_ANNOTATION) == name
+            for n in res["spec"].get("reservedNodes") or []
+        )
         return (0 if holds else 1, self._order.get(name, 0))
 
     @staticmethod
@@ -129,11 +137,22 @@ class ReservationOperator:
         old = res.get("status") or {}
         ready = "True" if phase == "Ready" else "False"
         previous: Obj = next((c for c in old.get("conditions") or [] if c.get("type") == "Ready"), {})
-        condition = {"type": "Ready", "status": ready, "reason": reason, "message": message,
-                     "lastTransitionTime": previous.get("lastTransitionTime", now())
-                     if previous.get("status") == ready else now()}
-        status = {"phase": phase, "observedGeneration": res["metadata"].get("generation", 1),
-                  "reservedNodes": held, "conflicts": conflicts, "conditions": [condition]}
+        condition = {
+            "type": "Ready",
+            "status": ready,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": previous.get("lastTransitionTime", now())
+            if previous.get("status") == ready
+            else now(),
+        }
+        status = {
+            "phase": phase,
+            "observedGeneration": res["metadata"].get("generation", 1),
+            "reservedNodes": held,
+            "conflicts": conflicts,
+            "conditions": [condition],
+        }
         if status != old:
             self.store.patch(GROUP, "reservations", name, {"status": status}, MERGE, subresource="status")
 

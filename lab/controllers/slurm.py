@@ -51,8 +51,9 @@ CONTEXT = "tenant-cluster"
 NAMESPACE = "slurm-control"
 CONFIGMAP = "slurm-partitions"
 LAB_BIN = Path(__file__).resolve().parent.parent / "bin"
-ALLOWED_COMMANDS = frozenset({"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun",
-                              "getent", "cat"})
+ALLOWED_COMMANDS = frozenset(
+    {"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "getent", "cat"}
+)
 EXEC_TIMEOUT_S = 120.0
 MERGE_PATCH = "application/merge-patch+json"
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
@@ -77,8 +78,9 @@ def exec_env(ctx: LabContext) -> dict[str, str]:
 class SlurmExec:
     """Runs allow-listed commands of the slurmctld/slurmd pods on the host; remembers every argv."""
 
-    def __init__(self, env: dict[str, str], workdir: Path, readable: tuple[Path, ...] = (),
-                 state_dir: Path | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str], workdir: Path, readable: tuple[Path, ...] = (), state_dir: Path | None = None
+    ) -> None:
         self.env = env
         self.workdir = workdir
         self.state_dir = state_dir
@@ -109,15 +111,21 @@ class SlurmExec:
         ctld = next((d for d in daemons if d.name == "slurmctld" and is_running(d)), None)
         return argv if ctld is None else ["nsenter", f"--mount=/proc/{ctld.pid}/ns/mnt", "--", *argv]
 
-    async def __call__(self, namespace: str, pod: str, container: str | None, argv: list[str],
-                       stdin: bytes) -> tuple[str, str, int]:
+    async def __call__(
+        self, namespace: str, pod: str, container: str | None, argv: list[str], stdin: bytes
+    ) -> tuple[str, str, int]:
         refused = self._refuse(argv)
         if refused:
             return "", refused, 126
         self.history.append(list(argv))
         proc = await asyncio.create_subprocess_exec(
-            *self._in_pod(argv), cwd=self.workdir, env=self.env, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *self._in_pod(argv),
+            cwd=self.workdir,
+            env=self.env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin), EXEC_TIMEOUT_S)
         except TimeoutError:
@@ -140,10 +148,19 @@ class PartitionsOperator:
         except ApiError as exc:
             if exc.code != 404:
                 raise
-            self.store.create({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE,
-                                            "labels": {"app.kubernetes.io/managed-by": "slurm-operator"}},
-                               "data": {}}, NAMESPACE)
+            self.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": CONFIGMAP,
+                        "namespace": NAMESPACE,
+                        "labels": {"app.kubernetes.io/managed-by": "slurm-operator"},
+                    },
+                    "data": {},
+                },
+                NAMESPACE,
+            )
 
     def on_event(self, event_type: str, key: ObjectKey, obj: dict[str, Any]) -> None:
         if key.resource != "configmaps" or key.namespace != NAMESPACE or key.name != CONFIGMAP:
@@ -162,14 +179,21 @@ class PartitionsOperator:
             tmp = self.partitions_file.with_suffix(".tmp")
             tmp.write_text(text)
             tmp.replace(self.partitions_file)
-        if event_type != "DELETED" and (annotations.get(RENDERED_ANNOTATION) != digest
-                                        or RENDER_ERROR_ANNOTATION in annotations):
+        if event_type != "DELETED" and (
+            annotations.get(RENDERED_ANNOTATION) != digest or RENDER_ERROR_ANNOTATION in annotations
+        ):
             self._annotate({RENDERED_ANNOTATION: digest, RENDER_ERROR_ANNOTATION: None})
 
     def _annotate(self, annotations: dict[str, str | None]) -> None:
         try:
-            self.store.patch("", "configmaps", CONFIGMAP, {"metadata": {"annotations": annotations}},
-                             MERGE_PATCH, namespace=NAMESPACE)
+            self.store.patch(
+                "",
+                "configmaps",
+                CONFIGMAP,
+                {"metadata": {"annotations": annotations}},
+                MERGE_PATCH,
+                namespace=NAMESPACE,
+            )
         except ApiError as exc:
             log.warning("slurm operator: could not annotate %s/%s: %s", NAMESPACE, CONFIGMAP, exc)
 
@@ -197,8 +221,12 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
     """nsscache from the LDAP outpost and the Weka mounts, when the lab has them."""
     tasks = []
     if ctx.ldap_url:
-        tasks.append(asyncio.create_task(host_users.sync_loop(
-            ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir), name="host-users"))
+        tasks.append(
+            asyncio.create_task(
+                host_users.sync_loop(ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir),
+                name="host-users",
+            )
+        )
     if (ctx.state_dir / "lab.json").exists():
         weka_url = f"http://127.0.0.1:{LabConfig.read(ctx.state_dir).weka_port}"
         tasks.append(asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir), name="weka-mounts"))

@@ -97,15 +97,19 @@ class WorkerAgent:
             mark = {REDEEMED: f"{wc['metadata']['namespace']}/{wc['metadata']['name']}"}
         except RedeemRefused as exc:
             mark = {REFUSED: str(exc)}
-        self.worker.patch("", "secrets", BOOTSTRAP_SECRET, {"metadata": {"annotations": mark}}, MERGE,
-                          AGENT_NAMESPACE)
+        self.worker.patch("", "secrets", BOOTSTRAP_SECRET, {"metadata": {"annotations": mark}}, MERGE, AGENT_NAMESPACE)
 
     def _heartbeat(self, wc: Obj) -> None:
         annotations = wc["metadata"].get("annotations") or {}
         if HEARTBEAT not in annotations:
-            self.hub.patch("trainy.ai", "workerclusters", wc["metadata"]["name"],
-                           {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}}, MERGE,
-                           wc["metadata"]["namespace"])
+            self.hub.patch(
+                "trainy.ai",
+                "workerclusters",
+                wc["metadata"]["name"],
+                {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}},
+                MERGE,
+                wc["metadata"]["namespace"],
+            )
 
     def _upgrade_dependencies(self) -> bool:
         """Move one Deployment toward the organization image per pass; True when all match."""
@@ -127,8 +131,9 @@ class WorkerAgent:
     def _apply_preset(self, wc: Obj) -> None:
         meta, spec = wc["metadata"], wc.get("spec") or {}
         identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
-        objs = preset_objects((spec.get("scheduling") or {}).get("preset", "gke-dws"),
-                              spec.get("workloadNamespaces") or [])
+        objs = preset_objects(
+            (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or []
+        )
         refused = [self._check_owner(obj, identity) for obj in objs]
         problems = [p for p in refused if p]
         if problems:
@@ -140,8 +145,14 @@ class WorkerAgent:
         report["generation"] = meta.get("generation", 1)
         text = json.dumps(report, sort_keys=True)
         if (meta.get("annotations") or {}).get(CONFIG_REPORT) != text:
-            self.hub.patch("trainy.ai", "workerclusters", meta["name"],
-                           {"metadata": {"annotations": {CONFIG_REPORT: text}}}, MERGE, meta["namespace"])
+            self.hub.patch(
+                "trainy.ai",
+                "workerclusters",
+                meta["name"],
+                {"metadata": {"annotations": {CONFIG_REPORT: text}}},
+                MERGE,
+                meta["namespace"],
+            )
 
     def _check_owner(self, obj: Obj, identity: str) -> str:
         rt = self.worker.registry.for_object(obj)
@@ -166,8 +177,9 @@ class WorkerAgent:
         if current is None:
             self.worker.create({**obj, "metadata": {**meta, "labels": labels}})
         elif current.get("spec") != obj["spec"]:
-            self.worker.replace(rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]},
-                                meta.get("namespace"))
+            self.worker.replace(
+                rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]}, meta.get("namespace")
+            )
 
 
 async def run(ctx: LabContext) -> None:

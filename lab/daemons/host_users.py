@@ -94,8 +94,18 @@ def in_lab_namespace(state_dir: Path, argv: list[str]) -> list[str]:
     for database in DATABASES:
         (nss / database).touch(mode=0o644)
     EXTRAUSERS_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
-    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-            f'mount --bind "$0" {EXTRAUSERS_DIR} && exec "$@"', str(nss), *argv]
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        f'mount --bind "$0" {EXTRAUSERS_DIR} && exec "$@"',
+        str(nss),
+        *argv,
+    ]
 
 
 def home_root(state_dir: Path) -> Path:
@@ -124,20 +134,41 @@ def ensure_nsswitch(path: Path = NSSWITCH) -> bool:
     return changed
 
 
-def read_directory(url: str, bind_dn: str, password: str, state_dir: Path
-                   ) -> tuple[list[PasswdEntry], list[GroupEntry]]:
+def read_directory(
+    url: str, bind_dn: str, password: str, state_dir: Path
+) -> tuple[list[PasswdEntry], list[GroupEntry]]:
     """Every posixAccount and posixGroup the outpost serves, homes moved below :func:`home_root`."""
     with ldap_tree.connect(url, bind_dn, password) as conn:
-        conn.search(ldap_tree.USERS_DN, "(objectClass=posixAccount)", search_scope=SUBTREE,
-                    attributes=["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"])
-        users = [PasswdEntry(str(e.uid.value), int(e.uidNumber.value), int(e.gidNumber.value),
-                             str(e.displayName.value or ""), _home(str(e.homeDirectory.value), state_dir))
-                 for e in conn.entries]
-        conn.search(ldap_tree.BASE_DN, "(objectClass=posixGroup)", search_scope=SUBTREE,
-                    attributes=["cn", "gidNumber", "member"])
-        groups = [GroupEntry(str(e.cn.value), int(e.gidNumber.value),
-                             tuple(sorted(str(dn).split(",", 1)[0].split("=", 1)[1] for dn in e.member.values)))
-                  for e in conn.entries]
+        conn.search(
+            ldap_tree.USERS_DN,
+            "(objectClass=posixAccount)",
+            search_scope=SUBTREE,
+            attributes=["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"],
+        )
+        users = [
+            PasswdEntry(
+                str(e.uid.value),
+                int(e.uidNumber.value),
+                int(e.gidNumber.value),
+                str(e.displayName.value or ""),
+                _home(str(e.homeDirectory.value), state_dir),
+            )
+            for e in conn.entries
+        ]
+        conn.search(
+            ldap_tree.BASE_DN,
+            "(objectClass=posixGroup)",
+            search_scope=SUBTREE,
+            attributes=["cn", "gidNumber", "member"],
+        )
+        groups = [
+            GroupEntry(
+                str(e.cn.value),
+                int(e.gidNumber.value),
+                tuple(sorted(str(dn).split(",", 1)[0].split("=", 1)[1] for dn in e.member.values)),
+            )
+            for e in conn.entries
+        ]
     return users, groups
 
 
@@ -198,8 +229,11 @@ def _published(fragments: list[dict[str, Any]]) -> dict[str, str]:
                     continue
                 names.add(entry["name"])
                 ids.add(entry[number])
-                lines.append(PasswdEntry(**entry).line() if database == "passwd"
-                             else GroupEntry(entry["name"], entry["gid"], tuple(entry["members"])).line())
+                lines.append(
+                    PasswdEntry(**entry).line()
+                    if database == "passwd"
+                    else GroupEntry(entry["name"], entry["gid"], tuple(entry["members"])).line()
+                )
         files[database] = "".join(f"{line}\n" for line in lines)
     return files
 
@@ -217,12 +251,16 @@ def _merge(root: Path) -> None:
         _write_if_changed(root / database, text)
 
 
-def publish(state_dir: Path, users: list[PasswdEntry], groups: list[GroupEntry],
-            root: Path = EXTRAUSERS_DIR) -> None:
+def publish(state_dir: Path, users: list[PasswdEntry], groups: list[GroupEntry], root: Path = EXTRAUSERS_DIR) -> None:
     """Write this lab's extrausers files and make its entries part of the host's."""
     pid = os.getpid()
-    fragment = {"state_dir": str(state_dir), "pid": pid, "start_time": proc_start_time(pid),
-                "passwd": [asdict(u) for u in users], "group": [asdict(g) for g in groups]}
+    fragment = {
+        "state_dir": str(state_dir),
+        "pid": pid,
+        "start_time": proc_start_time(pid),
+        "passwd": [asdict(u) for u in users],
+        "group": [asdict(g) for g in groups],
+    }
     nss = lab_nss_dir(state_dir)
     nss.mkdir(mode=0o755, parents=True, exist_ok=True)
     for database, own in _published([fragment]).items():
@@ -270,8 +308,9 @@ def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path
     publish(state_dir, users, groups, root)
 
 
-async def sync_loop(url: str, bind_dn: str, password: str, state_dir: Path,
-                    interval_s: float = SYNC_INTERVAL_S) -> None:
+async def sync_loop(
+    url: str, bind_dn: str, password: str, state_dir: Path, interval_s: float = SYNC_INTERVAL_S
+) -> None:
     """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries."""
     ensure_nsswitch()
     try:

@@ -11,5 +11,17 @@ from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
 from tenantflow.lab.kubeapi.server import build_app, start_kube_api
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
-__all__ = ["ApiError", "ExecHandler", "ExecResult", "KubeContext", "ObjectKey", "PolicyRule", "Store",
-           "User", "build_app", "parse_policies", "start_kube_api", "write_kubeconfig"]
+__all__ = [
+    "ApiError",
+    "ExecHandler",
+    "ExecResult",
+    "KubeContext",
+    "ObjectKey",
+    "PolicyRule",
+    "Store",
+    "User",
+    "build_app",
+    "parse_policies",
+    "start_kube_api",
+    "write_kubeconfig",
+]

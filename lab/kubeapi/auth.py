@@ -32,9 +32,12 @@ class PolicyRule(BaseModel):
 
     def allows(self, attrs: Attributes) -> bool:
         resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-        return (_match(self.verbs, attrs.verb) and _match(self.api_groups, attrs.group)
-                and (_match(self.resources, resource) or f"{attrs.resource}/*" in self.resources)
-                and ("*" in self.namespaces or bool(attrs.namespace and attrs.namespace in self.namespaces)))
+        return (
+            _match(self.verbs, attrs.verb)
+            and _match(self.api_groups, attrs.group)
+            and (_match(self.resources, resource) or f"{attrs.resource}/*" in self.resources)
+            and ("*" in self.namespaces or bool(attrs.namespace and attrs.namespace in self.namespaces))
+        )
 
 
 class User(BaseModel):
@@ -83,8 +86,10 @@ def authorize(user: User, attrs: Attributes) -> None:
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     target = f'{resource} "{attrs.name}"' if attrs.name else resource
     scope = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
-    err: ApiError = forbidden(f'{target} is forbidden: User "{user.user}" cannot {attrs.verb} resource '
-                              f'"{resource}" in API group "{attrs.group}" {scope}')
+    err: ApiError = forbidden(
+        f'{target} is forbidden: User "{user.user}" cannot {attrs.verb} resource '
+        f'"{resource}" in API group "{attrs.group}" {scope}'
+    )
     err.details = {"name": attrs.name, "group": attrs.group, "kind": attrs.resource}
     raise err
 
@@ -96,9 +101,17 @@ def access_review(user: User, review: dict[str, Any]) -> dict[str, Any]:
     if ra is None:
         ok = user.rules is None or bool(spec.get("nonResourceAttributes"))
     else:
-        ok = allowed(user, Attributes(verb=ra.get("verb", ""), group=ra.get("group", ""),
-                                      resource=ra.get("resource", ""), namespace=ra.get("namespace", ""),
-                                      name=ra.get("name", ""), subresource=ra.get("subresource", "")))
+        ok = allowed(
+            user,
+            Attributes(
+                verb=ra.get("verb", ""),
+                group=ra.get("group", ""),
+                resource=ra.get("resource", ""),
+                namespace=ra.get("namespace", ""),
+                name=ra.get("name", ""),
+                subresource=ra.get("subresource", ""),
+            ),
+        )
     status: dict[str, Any] = {"allowed": ok}
     if ok and user.rules is not None:
         status["reason"] = f'allowed by lab policy for user "{user.user}"'

@@ -13,8 +13,7 @@ from typing import Any
 class ApiError(Exception):
     """An API failure shaped like the real apiserver's ``Status`` object."""
 
-    def __init__(self, code: int, reason: str, message: str,
-                 details: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
@@ -23,8 +22,13 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.message, "reason": self.reason, "code": self.code,
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
         }
         if self.details is not None:
             body["details"] = self.details
@@ -44,33 +48,43 @@ def _details(resource: str, group: str, name: str) -> dict[str, Any]:
 
 
 def not_found(resource: str, group: str, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{qualified(resource, group)} "{name}" not found',
-                    _details(resource, group, name))
+    return ApiError(
+        404, "NotFound", f'{qualified(resource, group)} "{name}" not found', _details(resource, group, name)
+    )
 
 
 def already_exists(resource: str, group: str, name: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists',
-                    _details(resource, group, name))
+    return ApiError(
+        409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists', _details(resource, group, name)
+    )
 
 
 def conflict(resource: str, group: str, name: str) -> ApiError:
-    return ApiError(409, "Conflict",
-                    f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": the object '
-                    "has been modified; please apply your changes to the latest version and try again",
-                    _details(resource, group, name))
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": the object '
+        "has been modified; please apply your changes to the latest version and try again",
+        _details(resource, group, name),
+    )
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
     """422 with one cause per ``(field, message)``; the message names every field."""
     text = "; ".join(f"{field}: {msg}" if field else msg for field, msg in causes)
     details: dict[str, Any] = {
-        "name": name, "kind": kind,
+        "name": name,
+        "kind": kind,
         "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field} for field, msg in causes],
     }
     if group:
         details["group"] = group
-    return ApiError(422, "Invalid", f'{kind}.{group} "{name}" is invalid: {text}' if group
-                    else f'{kind} "{name}" is invalid: {text}', details)
+    return ApiError(
+        422,
+        "Invalid",
+        f'{kind}.{group} "{name}" is invalid: {text}' if group else f'{kind} "{name}" is invalid: {text}',
+        details,
+    )
 
 
 def bad_request(message: str) -> ApiError:

@@ -59,8 +59,15 @@ class EventLog:
         self._subscribers: list[Subscriber] = []
         self._dispatching = False
 
-    def subscribe(self, callback: EventCallback, rv: int, current: Callable[[], Iterable[tuple[ObjectKey, Obj]]],
-                  *, replay: bool, since: int | None) -> Callable[[], None]:
+    def subscribe(
+        self,
+        callback: EventCallback,
+        rv: int,
+        current: Callable[[], Iterable[tuple[ObjectKey, Obj]]],
+        *,
+        replay: bool,
+        since: int | None,
+    ) -> Callable[[], None]:
         """Register ``callback`` at resourceVersion ``rv`` (call with the lock held); returns its unsubscribe.
 
         ``replay`` first delivers ``ADDED`` for every object ``current()`` yields; ``since`` replays the

@@ -35,12 +35,16 @@ def _cluster(context: KubeContext) -> dict[str, str]:
 
 def kubeconfig_dict(contexts: list[KubeContext], current: str | None = None) -> dict[str, object]:
     return {
-        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
         "current-context": current or (contexts[0].name if contexts else ""),
         "clusters": [{"name": c.name, "cluster": _cluster(c)} for c in contexts],
         "users": [{"name": c.user or c.name, "user": {"token": c.token}} for c in contexts],
-        "contexts": [{"name": c.name, "context": {"cluster": c.name, "user": c.user or c.name,
-                                                  "namespace": c.namespace}} for c in contexts],
+        "contexts": [
+            {"name": c.name, "context": {"cluster": c.name, "user": c.user or c.name, "namespace": c.namespace}}
+            for c in contexts
+        ],
     }
 
 

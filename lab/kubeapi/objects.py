@@ -48,10 +48,13 @@ def apply_defaults(rt: ResourceType, obj: Obj) -> None:
     elif rt.key == CRD_KEY:
         names = obj.get("spec", {}).get("names", {})
         obj["status"] = {
-            "acceptedNames": names, "storedVersions": [
-                v["name"] for v in obj.get("spec", {}).get("versions", []) if v.get("storage")],
-            "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
-                            "lastTransitionTime": now()} for t, r, m in (
-                ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                ("Established", "InitialNamesAccepted", "the initial names have been accepted"))],
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in obj.get("spec", {}).get("versions", []) if v.get("storage")],
+            "conditions": [
+                {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": now()}
+                for t, r, m in (
+                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                )
+            ],
         }

@@ -23,9 +23,15 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 LIST_MERGE_KEYS: dict[str, tuple[str, ...]] = {
-    "containers": ("name",), "initContainers": ("name",), "ephemeralContainers": ("name",),
-    "volumes": ("name",), "env": ("name",), "imagePullSecrets": ("name",),
-    "volumeMounts": ("mountPath",), "ports": ("containerPort", "port"), "conditions": ("type",),
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "ephemeralContainers": ("name",),
+    "volumes": ("name",),
+    "env": ("name",),
+    "imagePullSecrets": ("name",),
+    "volumeMounts": ("mountPath",),
+    "ports": ("containerPort", "port"),
+    "conditions": ("type",),
     "ownerReferences": ("uid",),
 }
 PRIMITIVE_SET_LISTS = frozenset({"finalizers"})
@@ -60,8 +66,7 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     for item in patch:
         if not isinstance(item, dict):
             raise bad_request(f"strategic merge patch: {field} items must be objects")
-        index = next((i for i, cur in enumerate(base)
-                      if isinstance(cur, dict) and cur.get(key) == item.get(key)), None)
+        index = next((i for i, cur in enumerate(base) if isinstance(cur, dict) and cur.get(key) == item.get(key)), None)
         directive = item.get("$patch")
         if directive == "delete":
             if index is not None:
@@ -156,8 +161,9 @@ def json_patch(target: Any, ops: Any) -> Any:
         try:
             doc = _json_patch_op(doc, op)
         except (KeyError, IndexError, ValueError, TypeError) as exc:
-            raise ApiError(422, "Invalid", f"json patch: cannot apply {op.get('op')} at "
-                           f"{op.get('path')!r}: {exc!r}") from exc
+            raise ApiError(
+                422, "Invalid", f"json patch: cannot apply {op.get('op')} at {op.get('path')!r}: {exc!r}"
+            ) from exc
     return doc
 
 
@@ -170,5 +176,9 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> Any:
         return merge_patch(target, patch)
     if media == STRATEGIC_PATCH:
         return strategic_merge(copy.deepcopy(target), patch)
-    raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                   f"accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}")
+    raise ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - "
+        f"accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}",
+    )

@@ -40,8 +40,7 @@ LogProvider = Callable[[str, str, str, dict[str, Any]], str]
 """``(namespace, pod, container, pod object) -> log text``."""
 
 
-async def no_exec_handler(namespace: str, pod: str, container: str, argv: list[str],
-                          stdin: bytes) -> ExecResult:
+async def no_exec_handler(namespace: str, pod: str, container: str, argv: list[str], stdin: bytes) -> ExecResult:
     return ExecResult(stderr=f"lab: no exec handler for {namespace}/{pod}\n", exit_code=126)
 
 
@@ -72,10 +71,13 @@ def _as_bytes(data: bytes | str) -> bytes:
 def exit_status(code: int) -> dict[str, Any]:
     if code == 0:
         return {"metadata": {}, "status": "Success"}
-    return {"metadata": {}, "status": "Failure",
-            "message": f"command terminated with non-zero exit code: exit status {code}",
-            "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: exit status {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
 
 
 async def _read_stdin(ws: web.WebSocketResponse, v5: bool) -> bytes:
@@ -100,8 +102,12 @@ async def serve_exec(request: web.Request, pod: dict[str, Any], handler: ExecHan
     """Answer an exec upgrade for ``pod`` (already authorised and looked up)."""
     upgrade = request.headers.get("Upgrade", "").lower()
     if upgrade != "websocket":
-        raise ApiError(400, "BadRequest", "lab kube API: exec needs a websocket upgrade (v5.channel.k8s.io); "
-                       f"{upgrade or 'plain HTTP'} is not supported")
+        raise ApiError(
+            400,
+            "BadRequest",
+            "lab kube API: exec needs a websocket upgrade (v5.channel.k8s.io); "
+            f"{upgrade or 'plain HTTP'} is not supported",
+        )
     query = request.query
     container = pick_container(pod, query.get("container"))
     argv = query.getall("command", [])

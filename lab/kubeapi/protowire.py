@@ -24,8 +24,13 @@ schema)`` for a nested message or ``("messages", schema)`` for a repeated one.""
 Schema: TypeAlias = Mapping[int, tuple[str, Field]]
 
 OBJECT_META: Schema = {
-    1: ("name", "string"), 2: ("generateName", "string"), 3: ("namespace", "string"), 5: ("uid", "string"),
-    6: ("resourceVersion", "string"), 11: ("labels", "map"), 12: ("annotations", "map"),
+    1: ("name", "string"),
+    2: ("generateName", "string"),
+    3: ("namespace", "string"),
+    5: ("uid", "string"),
+    6: ("resourceVersion", "string"),
+    11: ("labels", "map"),
+    12: ("annotations", "map"),
     14: ("finalizers", "strings"),
 }
 META = ("metadata", ("message", OBJECT_META))
@@ -35,17 +40,49 @@ OBJECT_REF: Schema = {1: ("kind", "string"), 2: ("namespace", "string"), 3: ("na
 SCHEMAS: dict[str, tuple[str, Schema]] = {
     "Namespace": ("v1", {1: META, 2: ("spec", ("message", {1: ("finalizers", "strings")}))}),
     "ConfigMap": ("v1", {1: META, 2: ("data", "map"), 3: ("binaryData", "bytesmap"), 4: ("immutable", "bool")}),
-    "Secret": ("v1", {1: META, 2: ("data", "bytesmap"), 3: ("type", "string"), 4: ("stringData", "map"),
-                      5: ("immutable", "bool")}),
-    "ServiceAccount": ("v1", {1: META, 2: ("secrets", ("messages", OBJECT_REF)),
-                              3: ("imagePullSecrets", ("messages", LOCAL_REF)),
-                              4: ("automountServiceAccountToken", "bool")}),
-    "SelfSubjectAccessReview": ("authorization.k8s.io/v1", {1: META, 2: ("spec", ("message", {
-        1: ("resourceAttributes", ("message", {
-            1: ("namespace", "string"), 2: ("verb", "string"), 3: ("group", "string"), 4: ("version", "string"),
-            5: ("resource", "string"), 6: ("subresource", "string"), 7: ("name", "string")})),
-        2: ("nonResourceAttributes", ("message", {1: ("path", "string"), 2: ("verb", "string")})),
-    }))}),
+    "Secret": (
+        "v1",
+        {1: META, 2: ("data", "bytesmap"), 3: ("type", "string"), 4: ("stringData", "map"), 5: ("immutable", "bool")},
+    ),
+    "ServiceAccount": (
+        "v1",
+        {
+            1: META,
+            2: ("secrets", ("messages", OBJECT_REF)),
+            3: ("imagePullSecrets", ("messages", LOCAL_REF)),
+            4: ("automountServiceAccountToken", "bool"),
+        },
+    ),
+    "SelfSubjectAccessReview": (
+        "authorization.k8s.io/v1",
+        {
+            1: META,
+            2: (
+                "spec",
+                (
+                    "message",
+                    {
+                        1: (
+                            "resourceAttributes",
+                            (
+                                "message",
+                                {
+                                    1: ("namespace", "string"),
+                                    2: ("verb", "string"),
+                                    3: ("group", "string"),
+                                    4: ("version", "string"),
+                                    5: ("resource", "string"),
+                                    6: ("subresource", "string"),
+                                    7: ("name", "string"),
+                                },
+                            ),
+                        ),
+                        2: ("nonResourceAttributes", ("message", {1: ("path", "string"), 2: ("verb", "string")})),
+                    },
+                ),
+            ),
+        },
+    ),
 }
 
 
@@ -78,7 +115,7 @@ def fields(data: bytes) -> list[tuple[int, bytes | int]]:
             length, pos = _varint(data, pos)
             if pos + length > len(data):
                 raise ValueError("truncated protobuf message")
-            out.append((number, data[pos:pos + length]))
+            out.append((number, data[pos : pos + length]))
             pos += length
         elif wire in (1, 5):
             pos += 8 if wire == 1 else 4
@@ -115,8 +152,7 @@ def decode(data: bytes, schema: Schema) -> dict[str, Any]:
             out.setdefault(name, []).append(value.decode())
         elif kind in ("map", "bytesmap"):
             key, item = _entry(value)
-            out.setdefault(name, {})[key] = (item.decode() if kind == "map"
-                                             else base64.b64encode(item).decode())
+            out.setdefault(name, {})[key] = item.decode() if kind == "map" else base64.b64encode(item).decode()
         elif value:  # an empty string is Go's zero value, which the JSON form omits
             out[name] = value.decode()
     return out
@@ -126,14 +162,17 @@ def decode_object(body: bytes) -> dict[str, Any]:
     """The JSON form of a protobuf-encoded object of one of the :data:`SCHEMAS` kinds."""
     if not body.startswith(MAGIC):
         raise ValueError("not a kubernetes protobuf envelope (no k8s\\0 magic)")
-    unknown = dict(fields(body[len(MAGIC):]))
+    unknown = dict(fields(body[len(MAGIC) :]))
     type_meta = unknown.get(1, b"")
-    meta = decode(type_meta if isinstance(type_meta, bytes) else b"",
-                  {1: ("apiVersion", "string"), 2: ("kind", "string")})
+    meta = decode(
+        type_meta if isinstance(type_meta, bytes) else b"", {1: ("apiVersion", "string"), 2: ("kind", "string")}
+    )
     kind = meta.get("kind", "")
     if kind not in SCHEMAS:
-        raise UnsupportedKind(f"the lab decodes protobuf bodies of {', '.join(sorted(SCHEMAS))} only, not "
-                              f"{kind or 'an untyped body'}; send JSON or YAML (kubectl apply -f) instead")
+        raise UnsupportedKind(
+            f"the lab decodes protobuf bodies of {', '.join(sorted(SCHEMAS))} only, not "
+            f"{kind or 'an untyped body'}; send JSON or YAML (kubectl apply -f) instead"
+        )
     api_version, schema = SCHEMAS[kind]
     raw = unknown.get(2, b"")
     obj = decode(raw if isinstance(raw, bytes) else b"", schema)

@@ -29,8 +29,7 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     status_subresource: bool = False
     subresources: tuple[str, ...] = ()
-    verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update",
-                              "watch")
+    verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
     categories: tuple[str, ...] = ()
     custom: bool = False
     delete_returns_object: bool = False
@@ -56,20 +55,47 @@ class ResourceType:
 NO_COLLECTION = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 
-def _rt(group: str, kind: str, plural: str, namespaced: bool, short: tuple[str, ...] = (),
-        status: bool = False, **kw: Any) -> ResourceType:
-    return ResourceType(group=group, versions=(kw.pop("version", "v1"),), kind=kind, plural=plural,
-                        namespaced=namespaced, singular=kind.lower(), short_names=short,
-                        status_subresource=status, **kw)
+def _rt(
+    group: str, kind: str, plural: str, namespaced: bool, short: tuple[str, ...] = (), status: bool = False, **kw: Any
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        versions=(kw.pop("version", "v1"),),
+        kind=kind,
+        plural=plural,
+        namespaced=namespaced,
+        singular=kind.lower(),
+        short_names=short,
+        status_subresource=status,
+        **kw,
+    )
 
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("", "Namespace", "namespaces", False, ("ns",), True, verbs=NO_COLLECTION, delete_returns_object=True),
     _rt("", "Node", "nodes", False, ("no",), True),
-    _rt("", "Pod", "pods", True, ("po",), True, subresources=("exec", "log"), categories=("all",),
-        delete_returns_object=True),
-    _rt("", "Service", "services", True, ("svc",), True, verbs=NO_COLLECTION, categories=("all",),
-        delete_returns_object=True),
+    _rt(
+        "",
+        "Pod",
+        "pods",
+        True,
+        ("po",),
+        True,
+        subresources=("exec", "log"),
+        categories=("all",),
+        delete_returns_object=True,
+    ),
+    _rt(
+        "",
+        "Service",
+        "services",
+        True,
+        ("svc",),
+        True,
+        verbs=NO_COLLECTION,
+        categories=("all",),
+        delete_returns_object=True,
+    ),
     _rt("", "Secret", "secrets", True),
     _rt("", "ConfigMap", "configmaps", True, ("cm",)),
     _rt("", "ServiceAccount", "serviceaccounts", True, ("sa",), delete_returns_object=True),
@@ -86,10 +112,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", False),
     _rt("networking.k8s.io", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
     _rt("storage.k8s.io", "StorageClass", "storageclasses", False, ("sc",), delete_returns_object=True),
-    _rt("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
-        verbs=("create",)),
-    _rt("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False,
-        ("crd", "crds"), True),
+    _rt("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
+    _rt("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False, ("crd", "crds"), True),
 )
 
 
@@ -102,11 +126,18 @@ def resource_type_from_crd(crd: dict[str, Any]) -> ResourceType:
     status = any("status" in (v.get("subresources") or {}) for v in versions)
     schemas = {v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in versions}
     return ResourceType(
-        group=spec["group"], versions=tuple(v["name"] for v in versions), kind=names["kind"],
-        plural=names["plural"], namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        group=spec["group"],
+        versions=tuple(v["name"] for v in versions),
+        kind=names["kind"],
+        plural=names["plural"],
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
         singular=names.get("singular") or names["kind"].lower(),
-        short_names=tuple(names.get("shortNames") or ()), status_subresource=status,
-        categories=tuple(names.get("categories") or ()), custom=True, delete_returns_object=True, schemas=schemas,
+        short_names=tuple(names.get("shortNames") or ()),
+        status_subresource=status,
+        categories=tuple(names.get("categories") or ()),
+        custom=True,
+        delete_returns_object=True,
+        schemas=schemas,
     )
 
 
@@ -132,8 +163,9 @@ class Registry:
         """The type served at ``/apis/{group}/{version}/{plural}``; 404 otherwise."""
         rt = self._types.get((group, plural))
         if rt is None or version not in rt.versions:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource",
-                           {"group": group, "kind": plural})
+            raise ApiError(
+                404, "NotFound", "the server could not find the requested resource", {"group": group, "kind": plural}
+            )
         return rt
 
     def for_object(self, obj: dict[str, Any]) -> ResourceType:

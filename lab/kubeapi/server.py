@@ -36,8 +36,7 @@ SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")
 def json_response(body: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     quoted = (w.replace('"', '\\"') for w in warnings or [])
     headers = {"Warning": ", ".join(f'299 - "{w}"' for w in quoted)} if warnings else None
-    return web.Response(text=json.dumps(body), status=status, content_type="application/json",
-                        headers=headers)
+    return web.Response(text=json.dumps(body), status=status, content_type="application/json", headers=headers)
 
 
 def status_response(err: ApiError) -> web.Response:
@@ -51,8 +50,14 @@ class Target:
         self.rt, self.version, self.namespace, self.name, self.sub = rt, version, namespace, name, sub
 
     def attributes(self, verb: str) -> Attributes:
-        return Attributes(verb=verb, group=self.rt.group, resource=self.rt.plural,
-                          namespace=self.namespace, name=self.name, subresource=self.sub)
+        return Attributes(
+            verb=verb,
+            group=self.rt.group,
+            resource=self.rt.plural,
+            namespace=self.namespace,
+            name=self.name,
+            subresource=self.sub,
+        )
 
     def present(self, obj: dict[str, Any]) -> dict[str, Any]:
         obj["apiVersion"] = self.rt.api_version(self.version)
@@ -90,7 +95,8 @@ def _verb(request: web.Request, target: Target) -> str:
             return "watch"
         return "get" if target.name else "list"
     return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(
-        method, "delete" if target.name else "deletecollection")
+        method, "delete" if target.name else "deletecollection"
+    )
 
 
 async def _body(request: web.Request) -> Any:
@@ -110,15 +116,18 @@ async def _body(request: web.Request) -> Any:
 
 
 def _write_options(request: web.Request) -> dict[str, Any]:
-    return {"dry_run": request.query.get("dryRun") == "All",
-            "field_validation": request.query.get("fieldValidation", "Warn")}
+    return {
+        "dry_run": request.query.get("dryRun") == "All",
+        "field_validation": request.query.get("fieldValidation", "Warn"),
+    }
 
 
 class KubeApi:
     """Request handlers bound to one store and its configuration."""
 
-    def __init__(self, store: Store, exec_handler: ExecHandler, policies: dict[str, User],
-                 log_provider: LogProvider) -> None:
+    def __init__(
+        self, store: Store, exec_handler: ExecHandler, policies: dict[str, User], log_provider: LogProvider
+    ) -> None:
         self.store = store
         self.exec_handler = exec_handler
         self.policies = policies
@@ -175,8 +184,7 @@ class KubeApi:
             if t.sub == "exec":
                 return await serve_exec(request, pod, self.exec_handler)
             container = request.query.get("container") or ""
-            return web.Response(text=self.log_provider(t.namespace, t.name, container, pod),
-                                content_type="text/plain")
+            return web.Response(text=self.log_provider(t.namespace, t.name, container, pod), content_type="text/plain")
         if method == "GET" and request.query.get("watch") in TRUE:
             return await self._watch(request, t)
         if method == "GET" and t.name:
@@ -196,25 +204,44 @@ class KubeApi:
             return json_response(t.present(created), 201, warnings)
         if method == "PUT" and t.name:
             body = await _body(request)
-            updated = store.replace(rt.group, rt.plural, t.name, body, t.namespace or None, subresource=sub,
-                                    warnings=warnings, **opts)
+            updated = store.replace(
+                rt.group, rt.plural, t.name, body, t.namespace or None, subresource=sub, warnings=warnings, **opts
+            )
             return json_response(t.present(updated), 200, warnings)
         if method == "PATCH" and t.name:
             body = await _body(request)
-            patched = store.patch(rt.group, rt.plural, t.name, body, request.content_type,
-                                  t.namespace or None, subresource=sub, warnings=warnings, **opts)
+            patched = store.patch(
+                rt.group,
+                rt.plural,
+                t.name,
+                body,
+                request.content_type,
+                t.namespace or None,
+                subresource=sub,
+                warnings=warnings,
+                **opts,
+            )
             return json_response(t.present(patched), 200, warnings)
         if method == "DELETE":
             return await self._delete(request, t)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the resource")
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
-        items, rv = self.store.list_with_version(t.rt.group, t.rt.plural, t.namespace or None,
-                                                 request.query.get("labelSelector"),
-                                                 request.query.get("fieldSelector"))
-        return json_response({"kind": f"{t.rt.kind}List", "apiVersion": t.rt.api_version(t.version),
-                              "metadata": {"resourceVersion": str(rv)},
-                              "items": [t.present(i) for i in items]})
+        items, rv = self.store.list_with_version(
+            t.rt.group,
+            t.rt.plural,
+            t.namespace or None,
+            request.query.get("labelSelector"),
+            request.query.get("fieldSelector"),
+        )
+        return json_response(
+            {
+                "kind": f"{t.rt.kind}List",
+                "apiVersion": t.rt.api_version(t.version),
+                "metadata": {"resourceVersion": str(rv)},
+                "items": [t.present(i) for i in items],
+            }
+        )
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         rt = t.rt
@@ -222,21 +249,44 @@ class KubeApi:
         pre = options.get("preconditions") or {}
         dry = request.query.get("dryRun") == "All" or "All" in (options.get("dryRun") or [])
         if not t.name:
-            items = self.store.list(rt.group, rt.plural, t.namespace or None,
-                                    request.query.get("labelSelector"), request.query.get("fieldSelector"))
-            gone = [self.store.delete(rt.group, rt.plural, i["metadata"]["name"],
-                                      i["metadata"].get("namespace"), dry_run=dry) for i in items]
-            return json_response({"kind": f"{rt.kind}List", "apiVersion": rt.api_version(t.version),
-                                  "metadata": {}, "items": [t.present(g) for g in gone]})
-        obj = self.store.delete(rt.group, rt.plural, t.name, t.namespace or None, dry_run=dry,
-                                precondition_rv=pre.get("resourceVersion"), precondition_uid=pre.get("uid"))
+            items = self.store.list(
+                rt.group,
+                rt.plural,
+                t.namespace or None,
+                request.query.get("labelSelector"),
+                request.query.get("fieldSelector"),
+            )
+            gone = [
+                self.store.delete(
+                    rt.group, rt.plural, i["metadata"]["name"], i["metadata"].get("namespace"), dry_run=dry
+                )
+                for i in items
+            ]
+            return json_response(
+                {
+                    "kind": f"{rt.kind}List",
+                    "apiVersion": rt.api_version(t.version),
+                    "metadata": {},
+                    "items": [t.present(g) for g in gone],
+                }
+            )
+        obj = self.store.delete(
+            rt.group,
+            rt.plural,
+            t.name,
+            t.namespace or None,
+            dry_run=dry,
+            precondition_rv=pre.get("resourceVersion"),
+            precondition_uid=pre.get("uid"),
+        )
         if rt.delete_returns_object or obj["metadata"].get("finalizers"):
             return json_response(t.present(obj))
         details = {"name": t.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
         if rt.group:
             details["group"] = rt.group
-        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "details": details})
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        )
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         labels = label_selector(request.query.get("labelSelector"))
@@ -255,8 +305,7 @@ class KubeApi:
                 loop.call_soon_threadsafe(queue.put_nowait, (event_type, key, obj))
 
         unsubscribe = self.store.subscribe(on_event, replay=since is None, since=since)
-        response = web.StreamResponse(headers={"Content-Type": "application/json",
-                                               "Transfer-Encoding": "chunked"})
+        response = web.StreamResponse(headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
         try:
             await response.prepare(request)
             deadline = loop.time() + timeout
@@ -276,9 +325,14 @@ class KubeApi:
         return response
 
 
-def build_app(store: Store, *, name: str, exec_handler: ExecHandler | None = None,
-              policies: dict[str, User] | None = None, log_provider: LogProvider | None = None
-              ) -> web.Application:
+def build_app(
+    store: Store,
+    *,
+    name: str,
+    exec_handler: ExecHandler | None = None,
+    policies: dict[str, User] | None = None,
+    log_provider: LogProvider | None = None,
+) -> web.Application:
     """An aiohttp app serving ``store`` as a Kubernetes API (plus the lab's ``/_lab`` routes)."""
     app = make_app(name, snapshot=store.snapshot)
     api = KubeApi(store, exec_handler or no_exec_handler, policies or {}, log_provider or annotation_logs)
@@ -287,8 +341,9 @@ def build_app(store: Store, *, name: str, exec_handler: ExecHandler | None = Non
     return app
 
 
-async def start_kube_api(app: web.Application, host: str = "127.0.0.1", port: int = 0,
-                         ssl_context: ssl.SSLContext | None = None) -> tuple[web.AppRunner, str]:
+async def start_kube_api(
+    app: web.Application, host: str = "127.0.0.1", port: int = 0, ssl_context: ssl.SSLContext | None = None
+) -> tuple[web.AppRunner, str]:
     """Start ``app`` on ``host:port`` (0 = any free port); returns the runner and its base URL.
 
     Plain HTTP by default; pass ``ssl_context`` (see :mod:`lab.kubeapi.tls`) for
@@ -302,6 +357,3 @@ async def start_kube_api(app: web.Application, host: str = "127.0.0.1", port: in
     assert server is not None and server.sockets  # type: ignore[attr-defined]
     bound = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
     return runner, f"{'https' if ssl_context else 'http'}://{host}:{bound}"
-
-
-

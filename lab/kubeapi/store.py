@@ -76,8 +76,9 @@ class Store:
         with self._lock:
             return self._rv
 
-    def subscribe(self, callback: EventCallback, *, replay: bool = False,
-                  since: int | None = None) -> Callable[[], None]:
+    def subscribe(
+        self, callback: EventCallback, *, replay: bool = False, since: int | None = None
+    ) -> Callable[[], None]:
         """Register ``callback``; returns a function that unregisters it."""
         with self._lock:
             return self._events.subscribe(callback, self._rv, self._current, replay=replay, since=since)
@@ -89,8 +90,9 @@ class Store:
     def _type(self, group: str, resource: str) -> ResourceType:
         rt = self.registry.get(group, resource)
         if rt is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource",
-                           {"group": group, "kind": resource})
+            raise ApiError(
+                404, "NotFound", "the server could not find the requested resource", {"group": group, "kind": resource}
+            )
         return rt
 
     def _key(self, rt: ResourceType, name: str, namespace: str | None) -> ObjectKey:
@@ -115,8 +117,10 @@ class Store:
         if ns is None:
             raise errors.not_found("namespaces", "", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(f'{rt.plural} "{namespace}" is forbidden: unable to create new content '
-                                   f"in namespace {namespace} because it is being terminated")
+            raise errors.forbidden(
+                f'{rt.plural} "{namespace}" is forbidden: unable to create new content '
+                f"in namespace {namespace} because it is being terminated"
+            )
 
     # ---------------------------------------------------------------- reads
     def get(self, group: str, resource: str, name: str, namespace: str | None = None) -> Obj:
@@ -124,21 +128,34 @@ class Store:
             rt = self._type(group, resource)
             return copy.deepcopy(self._existing(rt, self._key(rt, name, namespace)))
 
-    def list(self, group: str, resource: str, namespace: str | None = None,
-             label_selector: str | None = None, field_selector: str | None = None) -> builtins.list[Obj]:
+    def list(
+        self,
+        group: str,
+        resource: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> builtins.list[Obj]:
         """Matching objects in key order (``namespace=None`` means all namespaces)."""
         return self.list_with_version(group, resource, namespace, label_selector, field_selector)[0]
 
-    def list_with_version(self, group: str, resource: str, namespace: str | None = None,
-                          label_selector: str | None = None,
-                          field_selector: str | None = None) -> tuple[builtins.list[Obj], int]:
+    def list_with_version(
+        self,
+        group: str,
+        resource: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[builtins.list[Obj], int]:
         labels = selectors.label_selector(label_selector)
         fields = selectors.field_selector(field_selector)
         with self._lock:
             rt = self._type(group, resource)
-            items = [copy.deepcopy(obj) for key, obj in sorted(self._objects.items())
-                     if key[:2] == rt.key and (not namespace or key.namespace == namespace)
-                     and labels(obj) and fields(obj)]
+            items = [
+                copy.deepcopy(obj)
+                for key, obj in sorted(self._objects.items())
+                if key[:2] == rt.key and (not namespace or key.namespace == namespace) and labels(obj) and fields(obj)
+            ]
             return items, self._rv
 
     # ---------------------------------------------------------------- writes
@@ -146,30 +163,50 @@ class Store:
         """Store start-up objects as given (status kept, no validation); namespaces first."""
         for obj in sorted(objs, key=lambda o: o.get("kind") != "Namespace"):
             rt = self.registry.for_object(obj)
-            self._create(rt, copy.deepcopy(obj), obj.get("metadata", {}).get("namespace"),
-                         validate=False, keep_status=True)
+            self._create(
+                rt, copy.deepcopy(obj), obj.get("metadata", {}).get("namespace"), validate=False, keep_status=True
+            )
 
-    def create(self, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
-               field_validation: str = "Strict", warnings: builtins.list[str] | None = None) -> Obj:
+    def create(
+        self,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> Obj:
         with self._lock:
             rt = self.registry.for_object(obj)
-        return self._create(rt, copy.deepcopy(obj), namespace, dry_run=dry_run,
-                            field_validation=field_validation, warnings=warnings)
+        return self._create(
+            rt, copy.deepcopy(obj), namespace, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+        )
 
-    def _create(self, rt: ResourceType, obj: Obj, namespace: str | None, *, validate: bool = True,
-                keep_status: bool = False, dry_run: bool = False, field_validation: str = "Strict",
-                warnings: builtins.list[str] | None = None) -> Obj:
+    def _create(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        namespace: str | None,
+        *,
+        validate: bool = True,
+        keep_status: bool = False,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> Obj:
         meta = obj.setdefault("metadata", {})
         if namespace and meta.get("namespace") and meta["namespace"] != namespace and rt.namespaced:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace "
-                                     "sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         ns = (namespace or meta.get("namespace") or "") if rt.namespaced else ""
         if rt.namespaced and not ns:
             raise errors.bad_request(f"{rt.plural} is namespaced: a namespace is required")
         if not meta.get("name"):
             if not meta.get("generateName"):
-                raise errors.invalid(rt.kind, rt.group, "", [
-                    ("metadata.name", "Required value: name or generateName is required")])
+                raise errors.invalid(
+                    rt.kind, rt.group, "", [("metadata.name", "Required value: name or generateName is required")]
+                )
             meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
         if rt.namespaced:
             meta["namespace"] = ns
@@ -206,9 +243,19 @@ class Store:
         rt = resource_type_from_crd(crd)
         self.registry.add(rt)
 
-    def replace(self, group: str, resource: str, name: str, obj: Obj, namespace: str | None = None, *,
-                subresource: str | None = None, dry_run: bool = False, field_validation: str = "Strict",
-                warnings: builtins.list[str] | None = None) -> Obj:
+    def replace(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> Obj:
         """PUT: full replacement; 409 Conflict when ``metadata.resourceVersion`` is stale."""
         with self._lock:
             rt = self._type(group, resource)
@@ -227,12 +274,29 @@ class Store:
         with self._lock:
             rt = self.registry.for_object(obj)
         meta = obj["metadata"]
-        return self.replace(rt.group, rt.plural, meta["name"], obj, meta.get("namespace"),
-                            subresource="status" if rt.status_subresource else None)
+        return self.replace(
+            rt.group,
+            rt.plural,
+            meta["name"],
+            obj,
+            meta.get("namespace"),
+            subresource="status" if rt.status_subresource else None,
+        )
 
-    def patch(self, group: str, resource: str, name: str, body: Any, content_type: str,
-              namespace: str | None = None, *, subresource: str | None = None, dry_run: bool = False,
-              field_validation: str = "Strict", warnings: builtins.list[str] | None = None) -> Obj:
+    def patch(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        body: Any,
+        content_type: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> Obj:
         """PATCH with a merge, strategic-merge or JSON patch body (see :mod:`lab.kubeapi.patching`)."""
         with self._lock:
             rt = self._type(group, resource)
@@ -248,15 +312,26 @@ class Store:
         self._events.drain()
         return result
 
-    def _update(self, rt: ResourceType, key: ObjectKey, current: Obj, new: Obj, subresource: str | None,
-                dry_run: bool, field_validation: str, warnings: builtins.list[str] | None) -> Obj:
+    def _update(
+        self,
+        rt: ResourceType,
+        key: ObjectKey,
+        current: Obj,
+        new: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        field_validation: str,
+        warnings: builtins.list[str] | None,
+    ) -> Obj:
         meta = new.setdefault("metadata", {})
         if meta.get("name", key.name) != key.name:
-            raise errors.bad_request(f'the name of the object ({meta["name"]}) does not match the name on '
-                                     f"the URL ({key.name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({key.name})"
+            )
         if rt.namespaced and meta.get("namespace", key.namespace) != key.namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace "
-                                     "sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         new.setdefault("apiVersion", current["apiVersion"])
         new.setdefault("kind", current["kind"])
         if subresource == "status":
@@ -273,8 +348,7 @@ class Store:
                 new.pop("status", None)
         meta = new["metadata"]
         old_meta = current["metadata"]
-        for fixed in ("uid", "creationTimestamp", "namespace", "deletionTimestamp",
-                      "deletionGracePeriodSeconds"):
+        for fixed in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "deletionGracePeriodSeconds"):
             if fixed in old_meta:
                 meta[fixed] = old_meta[fixed]
             else:
@@ -299,9 +373,17 @@ class Store:
         self._events.emit("MODIFIED", key, new, self._rv)
         return copy.deepcopy(new)
 
-    def delete(self, group: str, resource: str, name: str, namespace: str | None = None, *,
-               dry_run: bool = False, precondition_rv: str | None = None,
-               precondition_uid: str | None = None) -> Obj:
+    def delete(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        precondition_rv: str | None = None,
+        precondition_uid: str | None = None,
+    ) -> Obj:
         """Delete now, or mark with deletionTimestamp while finalizers remain; returns the object."""
         with self._lock:
             rt = self._type(group, resource)
@@ -325,8 +407,9 @@ class Store:
         if meta.get("finalizers"):
             if not meta.get("deletionTimestamp"):
                 marked = copy.deepcopy(current)
-                marked["metadata"].update(deletionTimestamp=now(), deletionGracePeriodSeconds=0,
-                                          resourceVersion=self._bump())
+                marked["metadata"].update(
+                    deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
+                )
                 self._objects[key] = marked
                 self._events.emit("MODIFIED", key, marked, self._rv)
                 return copy.deepcopy(marked)
@@ -353,8 +436,9 @@ class Store:
     def _delete_namespace(self, key: ObjectKey, current: Obj) -> Obj:
         if not current["metadata"].get("deletionTimestamp"):
             marked = copy.deepcopy(current)
-            marked["metadata"].update(deletionTimestamp=now(), deletionGracePeriodSeconds=0,
-                                      resourceVersion=self._bump())
+            marked["metadata"].update(
+                deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
+            )
             marked.setdefault("status", {})["phase"] = "Terminating"
             self._objects[key] = marked
             self._events.emit("MODIFIED", key, marked, self._rv)
@@ -382,10 +466,16 @@ class Store:
                 if not include_volatile:
                     for field_name in VOLATILE_METADATA:
                         obj["metadata"].pop(field_name, None)
-                objects.append({"group": key.group, "resource": key.resource,
-                                "namespace": key.namespace, "name": key.name, "object": obj})
+                objects.append(
+                    {
+                        "group": key.group,
+                        "resource": key.resource,
+                        "namespace": key.namespace,
+                        "name": key.name,
+                        "object": obj,
+                    }
+                )
             return {"objects": objects}
-
 
     def dump(self) -> dict[str, Any]:
         """The whole state for :meth:`restore`: every object with its server metadata, and the version counter."""

@@ -59,8 +59,9 @@ def _schema_dir() -> tuple[str, referencing.Registry]:
 @lru_cache(maxsize=256)
 def _builtin_validator(api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
     schema_dir, registry = _schema_dir()
-    short = api_version.split("/")[0].split(".")[0] + "-" + api_version.split("/")[1] \
-        if "/" in api_version else api_version
+    short = (
+        api_version.split("/")[0].split(".")[0] + "-" + api_version.split("/")[1] if "/" in api_version else api_version
+    )
     try:
         schema = kv.schema_contents(f"{schema_dir}/{kind.lower()}-{short}.json", KUBERNETES_VERSION)
     except FileNotFoundError:
@@ -74,8 +75,9 @@ def _openapi_to_jsonschema(schema: Any) -> Any:
         return [_openapi_to_jsonschema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _openapi_to_jsonschema(v) for k, v in schema.items()
-           if not k.startswith("x-kubernetes-") and k != "nullable"}
+    out = {
+        k: _openapi_to_jsonschema(v) for k, v in schema.items() if not k.startswith("x-kubernetes-") and k != "nullable"
+    }
     if schema.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
     if "properties" in schema and isinstance(schema["properties"], dict):
@@ -95,8 +97,7 @@ def _cr_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
         return validator
 
 
-def _unknown_cr_fields(schema: dict[str, Any], value: Any, path: list[str | int],
-                       out: list[list[str | int]]) -> None:
+def _unknown_cr_fields(schema: dict[str, Any], value: Any, path: list[str | int], out: list[list[str | int]]) -> None:
     if schema.get("x-kubernetes-preserve-unknown-fields") or schema.get("x-kubernetes-embedded-resource"):
         return
     if isinstance(value, dict):
@@ -158,8 +159,9 @@ def enforce(rt: ResourceType, obj: dict[str, Any], field_validation: str, warnin
     fields = [dotted(p) for p in findings.unknown]
     if field_validation == "Strict":
         raise errors.bad_request(
-            f"{rt.kind} in version \"{version}\" cannot be handled as a {rt.kind}: strict decoding "
-            "error: " + ", ".join(f'unknown field "{f}"' for f in fields))
+            f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}: strict decoding '
+            "error: " + ", ".join(f'unknown field "{f}"' for f in fields)
+        )
     drop_fields(obj, findings.unknown)
     if field_validation == "Warn" and warnings is not None:
         warnings.extend(f'unknown field "{f}"' for f in fields)

@@ -37,8 +37,9 @@ class WekaService:
     def snapshot(self) -> dict[str, Any]:
         state = self.cluster.snapshot()
         state["api_tokens"] = sorted(
-            ({"org": self.cluster.orgs[t.org_id].name, "description": t.description}
-             for t in self.tokens.api_tokens), key=lambda t: (t["org"], t["description"]))
+            ({"org": self.cluster.orgs[t.org_id].name, "description": t.description} for t in self.tokens.api_tokens),
+            key=lambda t: (t["org"], t["description"]),
+        )
         return state
 
     def dump(self) -> dict[str, Any]:
@@ -47,8 +48,9 @@ class WekaService:
 
     @classmethod
     def restore(cls, dump: dict[str, Any], access_ttl: int, clock: Clock) -> WekaService:
-        return cls(cluster=ClusterState.restore(dump["cluster"]),
-                   tokens=TokenStore.restore(dump["tokens"], access_ttl, clock))
+        return cls(
+            cluster=ClusterState.restore(dump["cluster"]), tokens=TokenStore.restore(dump["tokens"], access_ttl, clock)
+        )
 
 
 SERVICE_KEY = web.AppKey("weka_service", WekaService)
@@ -134,13 +136,15 @@ def _int(body: dict[str, Any], *keys: str, required: bool = False) -> int | None
 
 # -- login and identity --------------------------------------------------------------------------
 
+
 async def login(request: web.Request) -> web.Response:
     service = _service(request)
     body = await _body(request)
     username, password = _str(body, "username"), _str(body, "password")
     org = service.cluster.org_by_name(_str(body, "org", required=False) or ROOT_ORG)
-    user = next((u for u in service.cluster.users
-                 if org is not None and u.username == username and u.org_id == org.id), None)
+    user = next(
+        (u for u in service.cluster.users if org is not None and u.username == username and u.org_id == org.id), None
+    )
     if user is None or user.password != password:
         raise WekaError(401, "Username or password are incorrect")
     return data(service.tokens.login(user.username, user.org_id, user.role))
@@ -155,13 +159,19 @@ async def refresh(request: web.Request) -> web.Response:
 async def whoami(request: web.Request) -> web.Response:
     session = _session(request)
     org = _service(request).cluster.orgs[session.org_id]
-    return data({"username": session.username, "role": session.role, "org_id": org.id, "org_name": org.name,
-                 "source": "Internal"})
+    return data(
+        {
+            "username": session.username,
+            "role": session.role,
+            "org_id": org.id,
+            "org_name": org.name,
+            "source": "Internal",
+        }
+    )
 
 
 async def token_expiry(request: web.Request) -> web.Response:
-    return data({"access_token_expiry": _service(request).tokens.access_ttl,
-                 "refresh_token_expiry": 365 * 24 * 3600})
+    return data({"access_token_expiry": _service(request).tokens.access_ttl, "refresh_token_expiry": 365 * 24 * 3600})
 
 
 async def cluster(request: web.Request) -> web.Response:
@@ -169,6 +179,7 @@ async def cluster(request: web.Request) -> web.Response:
 
 
 # -- organizations -------------------------------------------------------------------------------
+
 
 async def list_orgs(request: web.Request) -> web.Response:
     _require_cluster_admin(request)
@@ -186,8 +197,7 @@ async def create_org(request: web.Request) -> web.Response:
     name, username, password = _str(body, "name"), _str(body, "username"), _str(body, "password")
     assert name is not None and username is not None and password is not None
     state = _service(request).cluster
-    org = state.create_org(name, username, password, _int(body, "ssd_quota") or 0,
-                           _int(body, "total_quota") or 0)
+    org = state.create_org(name, username, password, _int(body, "ssd_quota") or 0, _int(body, "total_quota") or 0)
     return data(state.org_dict(org), status=201)
 
 
@@ -251,6 +261,7 @@ async def delete_org_token(request: web.Request) -> web.Response:
 
 # -- filesystems ---------------------------------------------------------------------------------
 
+
 def _fs(request: web.Request) -> FileSystem:
     return _service(request).cluster.filesystem(request.match_info["uid"], _session(request).org_id)
 
@@ -268,8 +279,14 @@ async def create_filesystem(request: web.Request) -> web.Response:
     total = _int(body, "total_capacity", required=True)
     assert name is not None and group is not None and total is not None
     fs = _service(request).cluster.create_filesystem(
-        session.org_id, name, group, total, _int(body, "ssd_capacity"),
-        bool(body.get("encrypted", False)), bool(body.get("auth_required", False)))
+        session.org_id,
+        name,
+        group,
+        total,
+        _int(body, "ssd_capacity"),
+        bool(body.get("encrypted", False)),
+        bool(body.get("auth_required", False)),
+    )
     return data(fs.as_dict(), status=201)
 
 
@@ -281,8 +298,9 @@ async def update_filesystem(request: web.Request) -> web.Response:
     _require_role(request, FS_WRITERS)
     fs = _fs(request)
     body = await _body(request)
-    _service(request).cluster.update_filesystem(fs, _str(body, "new_name", required=False),
-                                                _int(body, "total_capacity"), _int(body, "ssd_capacity"))
+    _service(request).cluster.update_filesystem(
+        fs, _str(body, "new_name", required=False), _int(body, "total_capacity"), _int(body, "ssd_capacity")
+    )
     return data(fs.as_dict())
 
 
@@ -303,6 +321,7 @@ async def resolve_path(request: web.Request) -> web.Response:
 
 
 # -- directory quotas ----------------------------------------------------------------------------
+
 
 def _inode(request: web.Request, fs: FileSystem) -> tuple[int, str]:
     raw = request.match_info["inode_id"]
@@ -351,8 +370,14 @@ async def set_quota(request: web.Request) -> web.Response:
     if "path" in body and normalise_path(str(body["path"])) != path:
         raise WekaError(400, f"Path {body['path']} does not match inode {inode} ({path})")
     hard, soft, grace = _limits(body, current if request.method == "PATCH" else None)
-    quota = Quota(inode_id=inode, path=path, hard_limit_bytes=hard, soft_limit_bytes=soft,
-                  grace_seconds=grace, owner=str(body.get("owner", current.owner if current else "")))
+    quota = Quota(
+        inode_id=inode,
+        path=path,
+        hard_limit_bytes=hard,
+        soft_limit_bytes=soft,
+        grace_seconds=grace,
+        owner=str(body.get("owner", current.owner if current else "")),
+    )
     fs.quotas[inode] = quota
     return data(quota.as_dict())
 

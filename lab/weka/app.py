@@ -23,13 +23,17 @@ TiB = 2**40
 DEFAULT_FILESYSTEMS: Mapping[str, int] = {"home": 100 * TiB, "scratch": 500 * TiB}
 
 
-def seed_cluster(username: str, password: str, total_bytes: int, filesystems: Mapping[str, int],
-                 directories: Mapping[str, Iterable[str]]) -> ClusterState:
+def seed_cluster(
+    username: str,
+    password: str,
+    total_bytes: int,
+    filesystems: Mapping[str, int],
+    directories: Mapping[str, Iterable[str]],
+) -> ClusterState:
     cluster = ClusterState(name="lab-weka", total_bytes=total_bytes)
     root = Organization(id=0, name=ROOT_ORG)
     cluster.orgs[root.id] = root
-    cluster.users.append(WekaUser(username=username, password=password, org_id=root.id,
-                                  role=ROLE_CLUSTER_ADMIN))
+    cluster.users.append(WekaUser(username=username, password=password, org_id=root.id, role=ROLE_CLUSTER_ADMIN))
     for name, capacity in filesystems.items():
         fs = cluster.create_filesystem(root.id, name, "default", capacity, None, False, False)
         for path in directories.get(name, ()):
@@ -37,11 +41,17 @@ def seed_cluster(username: str, password: str, total_bytes: int, filesystems: Ma
     return cluster
 
 
-def build_app(username: str, password: str, *, total_bytes: int = 2048 * TiB,
-              filesystems: Mapping[str, int] = DEFAULT_FILESYSTEMS,
-              directories: Mapping[str, Iterable[str]] | None = None,
-              access_ttl: int = 300, clock: Clock = time.time,
-              restored: dict[str, Any] | None = None) -> web.Application:
+def build_app(
+    username: str,
+    password: str,
+    *,
+    total_bytes: int = 2048 * TiB,
+    filesystems: Mapping[str, int] = DEFAULT_FILESYSTEMS,
+    directories: Mapping[str, Iterable[str]] | None = None,
+    access_ttl: int = 300,
+    clock: Clock = time.time,
+    restored: dict[str, Any] | None = None,
+) -> web.Application:
     """The Weka stand-in.
 
     ``username``/``password`` log in to org ``Root`` as ClusterAdmin. ``total_bytes`` is the cluster's

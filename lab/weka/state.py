@@ -59,9 +59,16 @@ class Quota:
     owner: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"inode_id": self.inode_id, "path": self.path, "total_bytes": 0,
-                "hard_limit_bytes": self.hard_limit_bytes, "soft_limit_bytes": self.soft_limit_bytes,
-                "grace_seconds": self.grace_seconds, "owner": self.owner, "status": "ACTIVE"}
+        return {
+            "inode_id": self.inode_id,
+            "path": self.path,
+            "total_bytes": 0,
+            "hard_limit_bytes": self.hard_limit_bytes,
+            "soft_limit_bytes": self.soft_limit_bytes,
+            "grace_seconds": self.grace_seconds,
+            "owner": self.owner,
+            "status": "ACTIVE",
+        }
 
 
 @dataclass
@@ -82,14 +89,30 @@ class FileSystem:
     def as_dict(self) -> dict[str, Any]:
         free = self.total_capacity - self.used_bytes
         return {
-            "uid": self.uid, "id": f"FSId<{self.id}>", "name": self.name, "group_name": self.group_name,
-            "group_id": "FSGroupId<0>", "is_creating": False, "is_ready": True, "is_removing": False,
-            "status": "READY", "is_encrypted": self.encrypted, "auth_required": self.auth_required,
-            "total_budget": self.total_capacity, "ssd_budget": self.ssd_capacity, "metadata_budget": 0,
-            "used_total": self.used_bytes, "used_total_data": self.used_bytes, "used_ssd": self.used_bytes,
-            "used_ssd_data": self.used_bytes, "used_ssd_metadata": 0, "free_total": free,
-            "available_total": free, "free_ssd": self.ssd_capacity - self.used_bytes,
-            "available_ssd": self.ssd_capacity - self.used_bytes, "available_ssd_metadata": 0,
+            "uid": self.uid,
+            "id": f"FSId<{self.id}>",
+            "name": self.name,
+            "group_name": self.group_name,
+            "group_id": "FSGroupId<0>",
+            "is_creating": False,
+            "is_ready": True,
+            "is_removing": False,
+            "status": "READY",
+            "is_encrypted": self.encrypted,
+            "auth_required": self.auth_required,
+            "total_budget": self.total_capacity,
+            "ssd_budget": self.ssd_capacity,
+            "metadata_budget": 0,
+            "used_total": self.used_bytes,
+            "used_total_data": self.used_bytes,
+            "used_ssd": self.used_bytes,
+            "used_ssd_data": self.used_bytes,
+            "used_ssd_metadata": 0,
+            "free_total": free,
+            "available_total": free,
+            "free_ssd": self.ssd_capacity - self.used_bytes,
+            "available_ssd": self.ssd_capacity - self.used_bytes,
+            "available_ssd_metadata": 0,
             "obs_buckets": [],
         }
 
@@ -142,18 +165,22 @@ class ClusterState:
 
     def org_dict(self, org: Organization) -> dict[str, Any]:
         ssd_allocated, total_allocated = self.org_allocated(org.id)
-        return {"uid": org.uid, "id": org.id, "name": org.name, "ssd_quota": org.ssd_quota,
-                "total_quota": org.total_quota, "ssd_allocated": ssd_allocated,
-                "total_allocated": total_allocated}
+        return {
+            "uid": org.uid,
+            "id": org.id,
+            "name": org.name,
+            "ssd_quota": org.ssd_quota,
+            "total_quota": org.total_quota,
+            "ssd_allocated": ssd_allocated,
+            "total_allocated": total_allocated,
+        }
 
-    def create_org(self, name: str, username: str, password: str, ssd_quota: int, total_quota: int
-                   ) -> Organization:
+    def create_org(self, name: str, username: str, password: str, ssd_quota: int, total_quota: int) -> Organization:
         if self.org_by_name(name) is not None:
             raise WekaError(409, f"Organization {name} already exists")
         if any(u.username == username for u in self.users):
             raise WekaError(409, f"User {username} already exists")
-        org = Organization(id=max(self.orgs, default=-1) + 1, name=name, ssd_quota=ssd_quota,
-                           total_quota=total_quota)
+        org = Organization(id=max(self.orgs, default=-1) + 1, name=name, ssd_quota=ssd_quota, total_quota=total_quota)
         self.orgs[org.id] = org
         self.users.append(WekaUser(username=username, password=password, org_id=org.id, role=ROLE_ORG_ADMIN))
         return org
@@ -183,10 +210,19 @@ class ClusterState:
         return sum(f.total_capacity for f in self.filesystems.values())
 
     def cluster_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "guid": self.guid, "release": "4.4.0", "init_stage": "STABLE",
-                "status": "OK", "io_status": "STARTED",
-                "capacity": {"total_bytes": self.total_bytes, "hot_spare_bytes": 0,
-                             "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes()}}
+        return {
+            "name": self.name,
+            "guid": self.guid,
+            "release": "4.4.0",
+            "init_stage": "STABLE",
+            "status": "OK",
+            "io_status": "STARTED",
+            "capacity": {
+                "total_bytes": self.total_bytes,
+                "hot_spare_bytes": 0,
+                "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes(),
+            },
+        }
 
     def filesystem(self, uid: str, org_id: int) -> FileSystem:
         found = self.filesystems.get(uid)
@@ -199,29 +235,43 @@ class ClusterState:
             return
         unprovisioned = self.total_bytes - self.provisioned_bytes()
         if extra_total > unprovisioned:
-            raise WekaError(400, f"Not enough free capacity: requested {extra_total}, "
-                                 f"unprovisioned {unprovisioned}")
+            raise WekaError(400, f"Not enough free capacity: requested {extra_total}, unprovisioned {unprovisioned}")
         org = self.orgs[org_id]
         _, allocated = self.org_allocated(org_id)
         if org.total_quota and allocated + extra_total > org.total_quota:
             raise WekaError(400, f"Organization {org.name} total quota {org.total_quota} exceeded")
 
-    def create_filesystem(self, org_id: int, name: str, group_name: str, total_capacity: int,
-                          ssd_capacity: int | None, encrypted: bool, auth_required: bool) -> FileSystem:
+    def create_filesystem(
+        self,
+        org_id: int,
+        name: str,
+        group_name: str,
+        total_capacity: int,
+        ssd_capacity: int | None,
+        encrypted: bool,
+        auth_required: bool,
+    ) -> FileSystem:
         if any(f.name == name for f in self.filesystems.values()):
             raise WekaError(409, f"Filesystem {name} already exists")
         if total_capacity <= 0:
             raise WekaError(400, "total_capacity must be positive")
         self._check_budget(org_id, total_capacity)
-        fs = FileSystem(id=max((f.id for f in self.filesystems.values()), default=-1) + 1, name=name,
-                        group_name=group_name, org_id=org_id, total_capacity=total_capacity,
-                        ssd_capacity=ssd_capacity if ssd_capacity is not None else total_capacity,
-                        encrypted=encrypted, auth_required=auth_required)
+        fs = FileSystem(
+            id=max((f.id for f in self.filesystems.values()), default=-1) + 1,
+            name=name,
+            group_name=group_name,
+            org_id=org_id,
+            total_capacity=total_capacity,
+            ssd_capacity=ssd_capacity if ssd_capacity is not None else total_capacity,
+            encrypted=encrypted,
+            auth_required=auth_required,
+        )
         self.filesystems[fs.uid] = fs
         return fs
 
-    def update_filesystem(self, fs: FileSystem, new_name: str | None, total_capacity: int | None,
-                          ssd_capacity: int | None) -> None:
+    def update_filesystem(
+        self, fs: FileSystem, new_name: str | None, total_capacity: int | None, ssd_capacity: int | None
+    ) -> None:
         if new_name is not None and new_name != fs.name:
             if any(f.name == new_name for f in self.filesystems.values()):
                 raise WekaError(409, f"Filesystem {new_name} already exists")
@@ -238,33 +288,57 @@ class ClusterState:
 
     def snapshot(self) -> dict[str, Any]:
         """Whole state in stable order, without generated ids or secrets."""
+
         def org_name(org_id: int) -> str:
             return self.orgs[org_id].name
 
         return {
-            "cluster": {"total_bytes": self.total_bytes,
-                        "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes()},
-            "organizations": sorted(({"name": o.name, "ssd_quota": o.ssd_quota, "total_quota": o.total_quota}
-                                     for o in self.orgs.values()), key=lambda o: str(o["name"])),
-            "users": sorted(({"org": org_name(u.org_id), "username": u.username, "role": u.role}
-                             for u in self.users), key=lambda u: (u["org"], u["username"])),
-            "filesystems": sorted((
-                {"name": f.name, "org": org_name(f.org_id), "group_name": f.group_name,
-                 "total_capacity": f.total_capacity, "ssd_capacity": f.ssd_capacity,
-                 "directories": sorted(f.directories),
-                 "quotas": [{k: v for k, v in q.as_dict().items() if k != "inode_id"}
-                            for q in sorted(f.quotas.values(), key=lambda q: q.path)]}
-                for f in self.filesystems.values()), key=lambda f: str(f["name"])),
+            "cluster": {
+                "total_bytes": self.total_bytes,
+                "unprovisioned_bytes": self.total_bytes - self.provisioned_bytes(),
+            },
+            "organizations": sorted(
+                ({"name": o.name, "ssd_quota": o.ssd_quota, "total_quota": o.total_quota} for o in self.orgs.values()),
+                key=lambda o: str(o["name"]),
+            ),
+            "users": sorted(
+                ({"org": org_name(u.org_id), "username": u.username, "role": u.role} for u in self.users),
+                key=lambda u: (u["org"], u["username"]),
+            ),
+            "filesystems": sorted(
+                (
+                    {
+                        "name": f.name,
+                        "org": org_name(f.org_id),
+                        "group_name": f.group_name,
+                        "total_capacity": f.total_capacity,
+                        "ssd_capacity": f.ssd_capacity,
+                        "directories": sorted(f.directories),
+                        "quotas": [
+                            {k: v for k, v in q.as_dict().items() if k != "inode_id"}
+                            for q in sorted(f.quotas.values(), key=lambda q: q.path)
+                        ],
+                    }
+                    for f in self.filesystems.values()
+                ),
+                key=lambda f: str(f["name"]),
+            ),
         }
 
     # -- persistence -----------------------------------------------------------------------------
 
     def dump(self) -> dict[str, Any]:
         """The whole cluster for :meth:`restore`, secrets included (the users' passwords)."""
-        return {"name": self.name, "total_bytes": self.total_bytes, "guid": self.guid,
-                "orgs": [asdict(o) for o in self.orgs.values()], "users": [asdict(u) for u in self.users],
-                "filesystems": [{**asdict(f), "quotas": [asdict(q) for q in f.quotas.values()]}
-                                for f in self.filesystems.values()]}
+        return {
+            "name": self.name,
+            "total_bytes": self.total_bytes,
+            "guid": self.guid,
+            "orgs": [asdict(o) for o in self.orgs.values()],
+            "users": [asdict(u) for u in self.users],
+            "filesystems": [
+                {**asdict(f), "quotas": [asdict(q) for q in f.quotas.values()]} for f in self.filesystems.values()
+            ],
+        }
 
     @classmethod
     def restore(cls, dump: dict[str, Any]) -> ClusterState:

@@ -53,8 +53,7 @@ class TokenStore:
         now = self.clock()
         self.access[access] = Session(username, org_id, role, now + self.access_ttl)
         self.refresh[refresh] = Session(username, org_id, role, now + REFRESH_TTL)
-        return {"access_token": access, "token_type": "Bearer", "expires_in": self.access_ttl,
-                "refresh_token": refresh}
+        return {"access_token": access, "token_type": "Bearer", "expires_in": self.access_ttl, "refresh_token": refresh}
 
     def renew(self, refresh_token: str) -> dict[str, Any]:
         session = self.refresh.pop(refresh_token, None)
@@ -74,8 +73,9 @@ class TokenStore:
         return session
 
     def create_api_token(self, org_id: int, description: str, timeout: int, role: str) -> ApiToken:
-        token = ApiToken(org_id=org_id, description=description, expires_at=self.clock() + timeout,
-                         secret=secrets.token_urlsafe(32))
+        token = ApiToken(
+            org_id=org_id, description=description, expires_at=self.clock() + timeout, secret=secrets.token_urlsafe(32)
+        )
         self.api_tokens.append(token)
         self.access[token.secret] = Session(f"api-token-{token.uid[:8]}", org_id, role, token.expires_at)
         return token
@@ -96,21 +96,30 @@ class TokenStore:
 
     @staticmethod
     def token_dict(token: ApiToken, *, with_secret: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"uid": token.uid, "org_id": token.org_id, "description": token.description,
-                                "expires_at": token.expires_at}
+        body: dict[str, Any] = {
+            "uid": token.uid,
+            "org_id": token.org_id,
+            "description": token.description,
+            "expires_at": token.expires_at,
+        }
         if with_secret:
             body.update({"access_token": token.secret, "token_type": "Bearer"})
         return body
 
     def dump(self) -> dict[str, Any]:
         """Every token with its secret, for :meth:`restore`."""
-        return {"access": {k: asdict(s) for k, s in self.access.items()},
-                "refresh": {k: asdict(s) for k, s in self.refresh.items()},
-                "api_tokens": [asdict(t) for t in self.api_tokens]}
+        return {
+            "access": {k: asdict(s) for k, s in self.access.items()},
+            "refresh": {k: asdict(s) for k, s in self.refresh.items()},
+            "api_tokens": [asdict(t) for t in self.api_tokens],
+        }
 
     @classmethod
     def restore(cls, dump: dict[str, Any], access_ttl: int, clock: Clock) -> TokenStore:
-        return cls(access_ttl=access_ttl, clock=clock,
-                   access={k: Session(**s) for k, s in dump["access"].items()},
-                   refresh={k: Session(**s) for k, s in dump["refresh"].items()},
-                   api_tokens=[ApiToken(**t) for t in dump["api_tokens"]])
+        return cls(
+            access_ttl=access_ttl,
+            clock=clock,
+            access={k: Session(**s) for k, s in dump["access"].items()},
+            refresh={k: Session(**s) for k, s in dump["refresh"].items()},
+            api_tokens=[ApiToken(**t) for t in dump["api_tokens"]],
+        )

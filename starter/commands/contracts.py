@@ -68,7 +68,9 @@ def validate(
 
 
 def plan(
-    file: Path, output: OutputOpt = "text", wide: WideOpt = False,
+    file: Path,
+    output: OutputOpt = "text",
+    wide: WideOpt = False,
 ) -> None:
     """Read-only preflight and plan of a tenant contract, without starting a run; exit 3 on preflight errors."""
     from tenantflow.starter.plan import preflight_and_plan, use_configured_services
@@ -81,8 +83,11 @@ def plan(
     use_configured_services()
     report = preflight_and_plan(contract)
     if output == "json":
-        emit(report.model_dump(mode="json") | {"plan_hash": report.plan.plan_hash if report.plan else None,
-                                               "ok": not report.errors}, output)
+        emit(
+            report.model_dump(mode="json")
+            | {"plan_hash": report.plan.plan_hash if report.plan else None, "ok": not report.errors},
+            output,
+        )
     else:
         problems = [f for f in report.findings if not f.ok]
         if problems:

@@ -30,8 +30,9 @@ async def show_plan(api: TenantflowClient, workflow_id: str, output: str, wide: 
     console.print(status_view(workflow_id, current))
 
 
-async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str,
-                       wide: bool = False) -> None:
+async def follow_start(
+    api: TenantflowClient, handle: WorkflowHandle[Any, Any], wait: bool, output: str, wide: bool = False
+) -> None:
     """After a start: wait for the plan and show it, or say how to follow the run."""
     if wait:
         await show_plan(api, handle.id, output, wide)
@@ -42,10 +43,12 @@ async def follow_start(api: TenantflowClient, handle: WorkflowHandle[Any, Any], 
 
 
 def status(
-    workflow_id: str, output: OutputOpt = "text",
+    workflow_id: str,
+    output: OutputOpt = "text",
     watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until the run ends")] = False,
 ) -> None:
     """Show a run: stage, steps with durations, the gate it waits on and how to answer it."""
+
     async def go() -> None:
         api = await TenantflowClient.connect()
         if watch and output != "json":
@@ -53,7 +56,8 @@ def status(
             return
         current = await api.status(workflow_id)
         emit(current.model_dump(mode="json"), output) if output == "json" else console.print(
-            status_view(workflow_id, current))
+            status_view(workflow_id, current)
+        )
         while watch and await api.running(workflow_id):
             await asyncio.sleep(1)
             latest = await api.status(workflow_id)
@@ -61,36 +65,44 @@ def status(
                 current = latest
                 sys.stdout.write(current.model_dump_json() + "\n")
                 sys.stdout.flush()
+
     run(go())
 
 
 def approve(
     workflow_id: str,
     plan_hash: Annotated[str, typer.Option("--plan-hash", help="the hash `status` shows")],
-    comment: str = "", output: OutputOpt = "text",
+    comment: str = "",
+    output: OutputOpt = "text",
 ) -> None:
     """Approve a published plan (onboarding, enrollment or reset) by its exact hash, as the Temporal client's
     identity (TEMPORAL_IDENTITY, the mTLS certificate's subject, or user@host)."""
+
     async def go() -> None:
         api = await TenantflowClient.connect()
         answered(workflow_id, await api.approve(workflow_id, plan_hash, comment), output)
+
     run(go())
 
 
 def reject(workflow_id: str, reason: Annotated[str, typer.Option()], output: OutputOpt = "text") -> None:
     """Reject a published onboarding plan (as the Temporal client's identity): the run ends, nothing is written."""
+
     async def go() -> None:
         api = await TenantflowClient.connect()
         answered(workflow_id, await api.reject(workflow_id, reason), output)
+
     run(go())
 
 
 def gate_command(gate: str, help_text: str) -> Callable[..., None]:
     """The command ``tenantflow <gate-with-dashes> ID``: answer one of a run's yes/no gates."""
+
     def answer(workflow_id: str, comment: str = "", output: OutputOpt = "text") -> None:
         async def go() -> None:
             api = await TenantflowClient.connect()
             answered(workflow_id, await api.answer_gate(workflow_id, gate, comment), output)
+
         run(go())
 
     answer.__doc__ = help_text
@@ -99,10 +111,12 @@ def gate_command(gate: str, help_text: str) -> Callable[..., None]:
 
 def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
     """Cancel a run; what it applied is rolled back."""
+
     async def go() -> None:
         api = await TenantflowClient.connect()
         await api.cancel(workflow_id)
         answered(workflow_id, f"cancel requested for {workflow_id}", output)
+
     run(go())
 
 
@@ -117,12 +131,14 @@ def total_steps(workflow_type: str) -> int | None:
 
 def result(workflow_id: str, output: OutputOpt = "text") -> None:
     """Wait for a run's result (progress bar on stderr); prints the handover sheet of an onboarding."""
+
     async def go() -> Any:
         api = await TenantflowClient.connect()
         described = await api.handle(workflow_id).describe()
         if output == "json" or not errors.is_terminal:
             return await api.result(workflow_id)
         return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+
     print_outcome(run(go()), output)
 
 
@@ -135,19 +151,31 @@ def list_runs(
     worker_cluster: Annotated[str | None, typer.Option("--worker", help="worker cluster name")] = None,
     stage: Annotated[str | None, typer.Option(help="stage, e.g. gate:approve_plan")] = None,
     running: Annotated[bool, typer.Option(help="only runs still in progress")] = False,
-    limit: int = 100, output: OutputOpt = "text",
+    limit: int = 100,
+    output: OutputOpt = "text",
 ) -> None:
     """List runs, filtered by tenant, worker cluster or stage through search attributes."""
-    clauses = [f"TenantSlug = '{tenant}'" if tenant else "",
-               f"WorkerCluster = '{worker_cluster}'" if worker_cluster else "",
-               f"Stage = '{stage}'" if stage else "", "ExecutionStatus = 'Running'" if running else ""]
+    clauses = [
+        f"TenantSlug = '{tenant}'" if tenant else "",
+        f"WorkerCluster = '{worker_cluster}'" if worker_cluster else "",
+        f"Stage = '{stage}'" if stage else "",
+        "ExecutionStatus = 'Running'" if running else "",
+    ]
     query = " AND ".join(c for c in clauses if c)
 
     async def go() -> None:
         api = await TenantflowClient.connect()
-        rows = [{"id": r.id, "type": r.workflow_type, "status": r.status.name if r.status else "",
-                 "stage": stage_of(r.typed_search_attributes), "started": str(r.start_time),
-                 "closed": str(r.close_time or "")} for r in await api.list_runs(query, limit)]
+        rows = [
+            {
+                "id": r.id,
+                "type": r.workflow_type,
+                "status": r.status.name if r.status else "",
+                "stage": stage_of(r.typed_search_attributes),
+                "started": str(r.start_time),
+                "closed": str(r.close_time or ""),
+            }
+            for r in await api.list_runs(query, limit)
+        ]
         if output == "json":
             emit(rows, output)
             return
@@ -157,4 +185,5 @@ def list_runs(
         for row in rows:
             table.add_row(*(row[c] for c in ("id", "type", "status", "stage", "started")))
         console.print(table)
+
     run(go())

@@ -25,7 +25,9 @@ def worker() -> None:
 
 def dev_server(
     state_dir: Annotated[Path, typer.Option(help="where the SQLite file, pid and log live")] = Path(".state"),
-    port: int = 7233, ui_port: int = 8233, headless: bool = False,
+    port: int = 7233,
+    ui_port: int = 8233,
+    headless: bool = False,
     stop: Annotated[bool, typer.Option(help="stop the server started from this state dir")] = False,
 ) -> None:
     """Start (or --stop) the embedded Temporal dev server with tenantflow's search attributes."""
@@ -79,9 +81,11 @@ def token(user: str) -> None:
 
 
 def codec_server(
-    port: int = 8081, host: str = "127.0.0.1",
+    port: int = 8081,
+    host: str = "127.0.0.1",
     cors_origin: Annotated[list[str] | None, typer.Option(help="the Temporal UI origin(s) allowed to call")] = None,
-    tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """Serve the payload codec (/encode, /decode) for the Temporal UI (--ui-codec-endpoint http://HOST:PORT) to
     callers with a token of TENANTFLOW_API_TOKENS_FILE."""
@@ -106,7 +110,8 @@ def codec_server(
 def serve_api(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8088,
-    tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """Serve the HTTP API (POST /runs/onboarding, GET /runs/ID, POST /runs/ID/gates/GATE) to callers with a
     per-user token of TENANTFLOW_API_TOKENS_FILE; the token's user is recorded as the approver."""

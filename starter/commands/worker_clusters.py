@@ -26,29 +26,39 @@ GATE_COMMANDS: dict[str, Callable[..., None]] = {gate: gate_command(gate, GATE_H
 def enroll(
     file: Path,
     wait: Annotated[bool, typer.Option(help="wait for the bootstrap plan and print it")] = True,
-    output: OutputOpt = "text", wide: WideOpt = False,
+    output: OutputOpt = "text",
+    wide: WideOpt = False,
 ) -> None:
     """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
+
     async def go() -> None:
         contract = load_enrollment(file)
         api = await TenantflowClient.connect()
         await follow_start(api, await api.start_enrollment(contract), wait, output, wide)
+
     run(go())
 
 
 def decommission(
-    namespace: str, worker_name: str,
-    contract: Annotated[Path | None, typer.Option(
-        help="the enrollment contract; default: the input of the latest enroll/NS/WORKER run")] = None,
+    namespace: str,
+    worker_name: str,
+    contract: Annotated[
+        Path | None, typer.Option(help="the enrollment contract; default: the input of the latest enroll/NS/WORKER run")
+    ] = None,
     output: OutputOpt = "text",
 ) -> None:
     """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
+
     async def go() -> None:
         api = await TenantflowClient.connect()
-        enrollment = (load_enrollment(contract) if contract is not None
-                      else await api.enrolled_contract(namespace, worker_name))
+        enrollment = (
+            load_enrollment(contract) if contract is not None else await api.enrolled_contract(namespace, worker_name)
+        )
         if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
-            raise ContractError(f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "
-                                f"not {namespace}/{worker_name}")
+            raise ContractError(
+                f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "
+                f"not {namespace}/{worker_name}"
+            )
         await follow_start(api, await api.start_decommission(enrollment), False, output)
+
     run(go())

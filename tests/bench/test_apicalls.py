@@ -5,8 +5,10 @@ from __future__ import annotations
 from tenantflow.bench.apicalls import OUTSIDE, calls_per_layer
 from tenantflow.bench.history import ActivitySpan
 
-SPANS = [ActivitySpan(name="kube.namespace", started=10.0, ended=11.0),
-         ActivitySpan(name="slurm.accounts", started=11.2, ended=12.0)]
+SPANS = [
+    ActivitySpan(name="kube.namespace", started=10.0, ended=11.0),
+    ActivitySpan(name="slurm.accounts", started=11.2, ended=12.0),
+]
 EXEC = "/api/v1/namespaces/slurm-control/pods/slurmctld-0/exec"
 
 
@@ -16,11 +18,19 @@ def entry(path: str, at: float) -> dict[str, object]:
 
 def test_requests_go_to_the_layer_of_the_activity_running_when_they_were_served() -> None:
     entries = {
-        "kube-tenant-cluster": [entry("/api/v1/namespaces", 5.0), entry("/api/v1/namespaces/x", 9.9),
-                                entry("/api/v1/namespaces", 10.5), entry(EXEC, 11.5), entry(EXEC, 12.05),
-                                entry("/api/v1/namespaces/tenant-x/pods/login-0/exec", 11.6)],
+        "kube-tenant-cluster": [
+            entry("/api/v1/namespaces", 5.0),
+            entry("/api/v1/namespaces/x", 9.9),
+            entry("/api/v1/namespaces", 10.5),
+            entry(EXEC, 11.5),
+            entry(EXEC, 12.05),
+            entry("/api/v1/namespaces/tenant-x/pods/login-0/exec", 11.6),
+        ],
         "authentik": [entry("/api/v3/core/groups/", 30.0)],
     }
     calls = calls_per_layer(entries, SPANS, since=9.0, until=13.0, slurm_namespace="slurm-control")
-    assert calls == {OUTSIDE: {"kube-tenant-cluster": 1}, "kube": {"kube-tenant-cluster": 1},
-                     "slurm": {"kube-tenant-cluster": 1, "slurm": 2}}
+    assert calls == {
+        OUTSIDE: {"kube-tenant-cluster": 1},
+        "kube": {"kube-tenant-cluster": 1},
+        "slurm": {"kube-tenant-cluster": 1, "slurm": 2},
+    }

@@ -17,16 +17,21 @@ from tests.integration.world import diff, world_snapshot
 
 TENANTFLOW = Path(sys.executable).parent / "tenantflow"
 
-FIGURES = ("(a) one onboarding", "(b) 3 concurrent onboardings, one worker: throughput",
-           "(b) time to complete p50 / p95", "(b) failures", "(c) durability tax", "(d) history events",
-           "(e) gate latency p50 (update -> next activity start), 2 runs")
+FIGURES = (
+    "(a) one onboarding",
+    "(b) 3 concurrent onboardings, one worker: throughput",
+    "(b) time to complete p50 / p95",
+    "(b) failures",
+    "(c) durability tax",
+    "(d) history events",
+    "(e) gate latency p50 (update -> next activity start), 2 runs",
+)
 
 
 def run_bench(env: WorkflowEnvironment, *args: str) -> subprocess.CompletedProcess[str]:
     """``tenantflow bench ARGS`` against ``env``'s Temporal server, wide enough that no table row wraps."""
     environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "COLUMNS": "250"}
-    return subprocess.run([str(TENANTFLOW), "bench", *args], env=environ, capture_output=True, text=True,
-                          timeout=280)
+    return subprocess.run([str(TENANTFLOW), "bench", *args], env=environ, capture_output=True, text=True, timeout=280)
 
 
 def row(stdout: str, figure: str) -> str:
@@ -49,11 +54,27 @@ async def test_bench_prints_all_five_figures(dev_env: WorkflowEnvironment, tmp_p
 
 
 async def test_bench_against_the_lab_counts_calls_per_layer_and_leaves_the_lab_clean(
-        dev_env: WorkflowEnvironment, bench_lab: LabEndpoints, tmp_path: Path) -> None:
+    dev_env: WorkflowEnvironment, bench_lab: LabEndpoints, tmp_path: Path
+) -> None:
     lab = bench_lab
     before = world_snapshot(lab)
-    done = run_bench(dev_env, "--tenants", "2", "--gate-runs", "1", "--latency-ms", "1", "--tax-pairs", "1",
-                     "--lab-dir", str(lab.state_dir), "--log-dir", str(tmp_path), "--output", "json")
+    done = run_bench(
+        dev_env,
+        "--tenants",
+        "2",
+        "--gate-runs",
+        "1",
+        "--latency-ms",
+        "1",
+        "--tax-pairs",
+        "1",
+        "--lab-dir",
+        str(lab.state_dir),
+        "--log-dir",
+        str(tmp_path),
+        "--output",
+        "json",
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     figures = json.loads(done.stdout)
     assert figures["lab_run"]["ok"] and figures["lab_cleaned_up"] and figures["failures"] == []

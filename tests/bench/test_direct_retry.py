@@ -10,9 +10,13 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.bench.lab import retried
 
-POLICY = RetryPolicy(initial_interval=timedelta(milliseconds=1), backoff_coefficient=2.0,
-                     maximum_interval=timedelta(milliseconds=4), maximum_attempts=4,
-                     non_retryable_error_types=["Conflict"])
+POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(milliseconds=4),
+    maximum_attempts=4,
+    non_retryable_error_types=["Conflict"],
+)
 
 
 class Flaky:

@@ -17,13 +17,22 @@ BATCH = Batch(runs=[RUN], wall_s=3.0, events=[250], gate_latencies_s=[0.01])
 
 
 def figures(durable_s: list[float], direct_s: list[float], failures: list[str]) -> Figures:
-    lab = LabFigures(run=RUN, api_calls={"kube": {"kube-tenant-cluster": 3}}, history_events=250,
-                     activity_seconds={"kube.namespace": 0.5}, durable_s=durable_s,
-                     durable_activity_s=[s - 0.5 for s in durable_s], direct_s=direct_s,
-                     direct_activity_seconds=[{"kube.namespace": 0.4} for _ in direct_s], failures=failures,
-                     tenants=["tenant-b1t0", "tenant-b1d1"], cleaned_up=True)
-    return Figures(latencies="every activity 1 ms", activity_slots=32, logs=Path("/tmp"), solo=RUN, gate=BATCH,
-                   load=BATCH, lab=lab)
+    lab = LabFigures(
+        run=RUN,
+        api_calls={"kube": {"kube-tenant-cluster": 3}},
+        history_events=250,
+        activity_seconds={"kube.namespace": 0.5},
+        durable_s=durable_s,
+        durable_activity_s=[s - 0.5 for s in durable_s],
+        direct_s=direct_s,
+        direct_activity_seconds=[{"kube.namespace": 0.4} for _ in direct_s],
+        failures=failures,
+        tenants=["tenant-b1t0", "tenant-b1d1"],
+        cleaned_up=True,
+    )
+    return Figures(
+        latencies="every activity 1 ms", activity_slots=32, logs=Path("/tmp"), solo=RUN, gate=BATCH, load=BATCH, lab=lab
+    )
 
 
 def tax_row(f: Figures) -> tuple[str, str, str]:

@@ -91,17 +91,25 @@ def tenant(lab: LabEndpoints, slug: str = "tenant-foo", **updates: Any) -> Tenan
     return contract.model_copy(update={"slug": slug, **updates})
 
 
-def small_tenant(lab: LabEndpoints, slug: str, usernames: tuple[str, str], nodes: list[str] | None = None
-                 ) -> TenantContract:
+def small_tenant(
+    lab: LabEndpoints, slug: str, usernames: tuple[str, str], nodes: list[str] | None = None
+) -> TenantContract:
     """A two-node, two-user tenant with names of its own (users, team account, no login hostname)."""
     foo = tenant(lab)
-    users = [u.model_copy(update={"username": name, "email": f"{name}@{slug}.example"})
-             for u, name in zip(foo.users, usernames, strict=False)]
-    return foo.model_copy(update={
-        "slug": slug, "display_name": slug.title(), "users": users,
-        "capacity": foo.capacity.model_copy(update={"gpus": 16, "nodes": nodes}),
-        "slurm": foo.slurm.model_copy(update={"team_account": f"ml-team-{slug.removeprefix('tenant-')}"}),
-        "login": foo.login.model_copy(update={"hostname": None})})
+    users = [
+        u.model_copy(update={"username": name, "email": f"{name}@{slug}.example"})
+        for u, name in zip(foo.users, usernames, strict=False)
+    ]
+    return foo.model_copy(
+        update={
+            "slug": slug,
+            "display_name": slug.title(),
+            "users": users,
+            "capacity": foo.capacity.model_copy(update={"gpus": 16, "nodes": nodes}),
+            "slurm": foo.slurm.model_copy(update={"team_account": f"ml-team-{slug.removeprefix('tenant-')}"}),
+            "login": foo.login.model_copy(update={"hostname": None}),
+        }
+    )
 
 
 async def approve_and_wait(api: TenantflowClient, workflow_id: str) -> tuple[str, str]:
@@ -133,11 +141,13 @@ class Baseline:
 
 
 @pytest_asyncio.fixture(scope="session")
-async def baseline(chaos_server: DevServer, chaos_lab: LabEndpoints,
-                   tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Baseline]:
+async def baseline(
+    chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Baseline]:
     queue = f"chaos-base-{uuid.uuid4().hex[:8]}"
-    worker = WorkerProcess(chaos_server.address, queue, chaos_lab,
-                           Path(tmp_path_factory.mktemp("baseline")) / "worker.log")
+    worker = WorkerProcess(
+        chaos_server.address, queue, chaos_lab, Path(tmp_path_factory.mktemp("baseline")) / "worker.log"
+    )
     worker.start()
     try:
         api = await TenantflowClient.connect(settings(chaos_server.address, queue))

@@ -45,13 +45,17 @@ class ChaosStats:
     notes: list[str] = field(default_factory=list)
 
     def rows(self) -> list[tuple[str, int]]:
-        return [("scenarios run", self.scenarios), ("worker crashes injected (SIGKILL)", self.crashes),
-                ("dev server restarts", self.server_restarts),
-                ("dependency faults injected (errors, drops)", self.faults),
-                ("requests slowed down (latency faults)", self.slowed),
-                ("runs reaching their expected end state", self.runs_completed),
-                ("runs refused or failed fast as expected", self.runs_failed_as_expected),
-                ("objects lost", self.lost), ("objects duplicated", self.duplicated)]
+        return [
+            ("scenarios run", self.scenarios),
+            ("worker crashes injected (SIGKILL)", self.crashes),
+            ("dev server restarts", self.server_restarts),
+            ("dependency faults injected (errors, drops)", self.faults),
+            ("requests slowed down (latency faults)", self.slowed),
+            ("runs reaching their expected end state", self.runs_completed),
+            ("runs refused or failed fast as expected", self.runs_failed_as_expected),
+            ("objects lost", self.lost),
+            ("objects duplicated", self.duplicated),
+        ]
 
 
 STATS = ChaosStats()
@@ -61,17 +65,29 @@ class WorkerProcess:
     """``python -m worker`` against the lab on a private task queue, started and SIGKILLed at will."""
 
     def __init__(self, address: str, queue: str, lab: LabEndpoints, log: Path, **env: str) -> None:
-        self.env = {**os.environ, "TEMPORAL_ADDRESS": address, "TENANTFLOW_TASK_QUEUE": queue,
-                    "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env"), "TENANTFLOW_LOG_FORMAT": "json",
-                    "PYTHONPATH": str(ROOT), **env}
+        self.env = {
+            **os.environ,
+            "TEMPORAL_ADDRESS": address,
+            "TENANTFLOW_TASK_QUEUE": queue,
+            "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env"),
+            "TENANTFLOW_LOG_FORMAT": "json",
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60) -> None:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "tenantflow.worker"], env=self.env, cwd=ROOT,
-                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tenantflow.worker"],
+                env=self.env,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + timeout_s
         while "worker started" not in self.log.read_text(errors="replace")[offset:]:
             if self.proc.poll() is not None:
@@ -109,8 +125,10 @@ def normalized(value: Any) -> Any:
     """Drop generated ids (Authentik pk/uuid) and secret values, which differ between otherwise equal worlds."""
     if isinstance(value, dict):
         if value.get("kind") == "Secret":
-            return {**{k: normalized(v) for k, v in value.items() if k not in ("data", "stringData")},
-                    "keys": sorted({**value.get("data", {}), **value.get("stringData", {})})}
+            return {
+                **{k: normalized(v) for k, v in value.items() if k not in ("data", "stringData")},
+                "keys": sorted({**value.get("data", {}), **value.get("stringData", {})}),
+            }
         return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [normalized(v) for v in value]
@@ -121,14 +139,23 @@ def slurm_dump(lab: LabEndpoints) -> dict[str, list[str]]:
     """Associations, QoS and partitions from the real slurmdbd/slurmctld."""
     env = {**os.environ, "SLURM_CONF": str(lab.slurm_conf)}
     commands = {
-        "assoc": ["sacctmgr", "-n", "-P", "show", "assoc",
-                  "format=cluster,account,user,parentname,fairshare,grptres,grpjobs,maxjobs,qos,defaultqos"],
+        "assoc": [
+            "sacctmgr",
+            "-n",
+            "-P",
+            "show",
+            "assoc",
+            "format=cluster,account,user,parentname,fairshare,grptres,grpjobs,maxjobs,qos,defaultqos",
+        ],
         "qos": ["sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,maxwall,grptres,flags"],
         "partitions": ["scontrol", "show", "partition", "-o"],
     }
-    return {name: sorted(subprocess.run(argv, env=env, capture_output=True, text=True, check=True,
-                                        timeout=60).stdout.splitlines())
-            for name, argv in commands.items()}
+    return {
+        name: sorted(
+            subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+        )
+        for name, argv in commands.items()
+    }
 
 
 def world(lab: LabEndpoints) -> dict[str, Any]:
@@ -142,8 +169,7 @@ def world(lab: LabEndpoints) -> dict[str, Any]:
 
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-RECREATED = frozenset({"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime",
-                       "gidNumber"})
+RECREATED = frozenset({"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime", "gidNumber"})
 """What recreating an object changes by itself: kube identity, versions and condition times, and the tenant
 group's gidNumber (Authentik's num_pk of the new group, copied to its users)."""
 
@@ -151,6 +177,7 @@ group's gidNumber (Authentik's num_pk of the new group, copied to its users)."""
 def comparable(state: Any) -> Any:
     """A world without generated UUIDs (kube uids, Weka object and token uids, Authentik group pks) and
     :data:`RECREATED` keys, its objects keyed by name so that a difference names the object."""
+
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in RECREATED}
@@ -180,8 +207,9 @@ def object_keys(state: dict[str, Any]) -> list[str]:
     return keys
 
 
-def compare_worlds(expected: dict[str, Any], actual: dict[str, Any],
-                   view: Callable[[dict[str, Any]], Any] = dict) -> None:
+def compare_worlds(
+    expected: dict[str, Any], actual: dict[str, Any], view: Callable[[dict[str, Any]], Any] = dict
+) -> None:
     """Count lost and duplicated objects into STATS and assert the two worlds are equal (as seen through
     ``view``, which may leave out what legitimately differs)."""
     want, have = object_keys(expected), object_keys(actual)
@@ -193,8 +221,9 @@ def compare_worlds(expected: dict[str, Any], actual: dict[str, Any],
     assert view(actual) == view(expected), describe_diff(view(expected), view(actual))
 
 
-def set_faults(lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7,
-               services: list[str] | None = None) -> None:
+def set_faults(
+    lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7, services: list[str] | None = None
+) -> None:
     for name, url in lab_services(lab).items():
         if services is None or name in services:
             with httpx.Client(base_url=url, verify=False, timeout=10) as http:
@@ -228,8 +257,13 @@ def step(status: RunStatus, name: str) -> StepRecord | None:
     return next((s for s in reversed(status.steps) if s.name == name), None)
 
 
-async def wait_until(api: TenantflowClient, handle: WorkflowHandle[Any, Any],
-                     ready: Callable[[RunStatus], bool], timeout_s: float = 120, what: str = "") -> RunStatus:
+async def wait_until(
+    api: TenantflowClient,
+    handle: WorkflowHandle[Any, Any],
+    ready: Callable[[RunStatus], bool],
+    timeout_s: float = 120,
+    what: str = "",
+) -> RunStatus:
     """Poll the status query until ``ready``; fail with the stage reached if it never comes."""
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:

@@ -87,8 +87,11 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
         ("approve_plan", ApprovePlan(plan_hash="0" * 16), "stale or unknown plan hash"),
         ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "plan_hash: Input should be a valid string"),
         ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "approver: Input should be a valid string"),
-        ("approve_plan", {"plan_hash": status.plan_hash, "sneaky": True},
-         "sneaky: unknown field; remove it or check the spelling"),
+        (
+            "approve_plan",
+            {"plan_hash": status.plan_hash, "sneaky": True},
+            "sneaky: unknown field; remove it or check the spelling",
+        ),
         ("approve_plan", {"plan_hash": status.plan_hash * 1000}, "plan_hash: String should match pattern"),
         ("reject_plan", {"approver": "ops"}, "reason: Field required"),
         ("answer_gate", GateAnswer(), "answer"),  # a gate answer without its gate name

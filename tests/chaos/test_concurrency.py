@@ -26,14 +26,33 @@ USERS = {"tenant-ra": ("racer-a1", "racer-a2"), "tenant-rb": ("racer-b1", "racer
 
 def free_nodes(lab: LabEndpoints) -> list[str]:
     """Ready, schedulable GPU nodes no tenant holds, by name (what ``kubectl get nodes`` shows)."""
-    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", "get",
-                           "nodes", "-l", "!reserved.tenant,node.kubernetes.io/instance-type", "-o", "json"],
-                          env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60,
-                          check=True)
-    return sorted(n["metadata"]["name"] for n in json.loads(done.stdout)["items"]
-                  if not n["spec"].get("unschedulable")
-                  and {"type": "Ready", "status": "True"}.items() <= next(
-                      (c for c in n["status"]["conditions"] if c["type"] == "Ready"), {}).items())
+    done = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(lab.kubeconfig),
+            "--context",
+            "tenant-cluster",
+            "get",
+            "nodes",
+            "-l",
+            "!reserved.tenant,node.kubernetes.io/instance-type",
+            "-o",
+            "json",
+        ],
+        env={**os.environ, **lab.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return sorted(
+        n["metadata"]["name"]
+        for n in json.loads(done.stdout)["items"]
+        if not n["spec"].get("unschedulable")
+        and {"type": "Ready", "status": "True"}.items()
+        <= next((c for c in n["status"]["conditions"] if c["type"] == "Ready"), {}).items()
+    )
 
 
 async def race(api: TenantflowClient, contracts: list[TenantContract]) -> list[tuple[str, str]]:
@@ -69,14 +88,22 @@ async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEnd
     assert mentioning(residue, USERS[won[0].slug]) == residue, "\n".join(residue)
 
 
-def check_race(before: World, after: World, nodes: list[str], winner: TenantContract,
-               ends: list[tuple[str, str]], contracts: list[TenantContract]) -> None:
+def check_race(
+    before: World,
+    after: World,
+    nodes: list[str],
+    winner: TenantContract,
+    ends: list[tuple[str, str]],
+    contracts: list[TenantContract],
+) -> None:
     """The loser failed naming the nodes and their holder, and left nothing anywhere."""
     loser, (state, message) = next((c, e) for c, e in zip(contracts, ends, strict=True) if c is not winner)
     assert state == "failed", message
     assert f"Reservation {loser.reservation_name} conflicts" in message, message
-    assert all(f"node {n} is already in Reservation {winner.reservation_name} of tenant {winner.slug}" in message
-               for n in nodes), message
+    assert all(
+        f"node {n} is already in Reservation {winner.reservation_name} of tenant {winner.slug}" in message
+        for n in nodes
+    ), message
     STATS.runs_completed += 1
     STATS.runs_failed_as_expected += 1
     STATS.notes.append(f"race for {', '.join(nodes)}: {winner.slug} won; {loser.slug}: {message[:100]}")

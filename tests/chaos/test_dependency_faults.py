@@ -36,8 +36,7 @@ def storm(read_status: int) -> list[dict[str, Any]]:
     ]
 
 
-async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: LabEndpoints,
-                                                        baseline: Baseline) -> None:
+async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
     STATS.scenarios += 1
     contract = tenant(chaos_lab)
     gone = await offboard(rig.api, contract, purge=True)
@@ -55,8 +54,9 @@ async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: Lab
     STATS.runs_completed += 1
 
 
-async def gaps_while_faulted(api: TenantflowClient, lab: LabEndpoints, service: str, method: str,
-                             path: str, hits: int) -> list[float]:
+async def gaps_while_faulted(
+    api: TenantflowClient, lab: LabEndpoints, service: str, method: str, path: str, hits: int
+) -> list[float]:
     """Wait for ``hits`` injected answers on one route, stop its faults, return the gaps between them."""
     deadline = asyncio.get_running_loop().time() + 60
     while len(entries := faulted_requests(lab, service, method, path)) < hits:
@@ -72,8 +72,9 @@ async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints
     STATS.scenarios += 1
     assert baseline.end[0] == "completed"
     throttled = {"error_rate": 1.0, "error_status": 429, "retry_after_s": 2}
-    set_faults(chaos_lab, [{"path": "^/api/v1/nodes$", "methods": ["GET"], **throttled}],
-               services=["kube-tenant-cluster"])
+    set_faults(
+        chaos_lab, [{"path": "^/api/v1/nodes$", "methods": ["GET"], **throttled}], services=["kube-tenant-cluster"]
+    )
     set_faults(chaos_lab, [{"path": "/login$", "methods": ["POST"], **throttled}], services=["weka"])
     handle = await rig.api.start_onboarding(tenant(chaos_lab))
     try:
@@ -87,8 +88,10 @@ async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints
         clear_faults(chaos_lab)
     assert min(read_gaps) >= 2.0, read_gaps
     assert min(write_gaps) >= 2.0, write_gaps
-    STATS.notes.append(f"Retry-After 2 s: read retries {max(read_gaps):.1f}-{min(read_gaps):.1f} s apart, "
-                       f"write retries {min(write_gaps):.1f}-{max(write_gaps):.1f} s apart")
+    STATS.notes.append(
+        f"Retry-After 2 s: read retries {max(read_gaps):.1f}-{min(read_gaps):.1f} s apart, "
+        f"write retries {min(write_gaps):.1f}-{max(write_gaps):.1f} s apart"
+    )
     STATS.runs_completed += 1
 
 
@@ -96,8 +99,11 @@ async def test_forbidden_and_invalid_fail_fast_with_the_api_message(rig: Rig, ch
     for service, method, path, status in (("authentik", "GET", "/core/", 403), ("weka", "POST", "/login$", 422)):
         STATS.scenarios += 1
         reset_journals(chaos_lab)
-        set_faults(chaos_lab, [{"path": path, "methods": [method], "error_rate": 1.0, "error_status": status}],
-                   services=[service])
+        set_faults(
+            chaos_lab,
+            [{"path": path, "methods": [method], "error_rate": 1.0, "error_status": status}],
+            services=[service],
+        )
         started = asyncio.get_running_loop().time()
         handle = await rig.api.start_onboarding(tenant(chaos_lab))
         try:

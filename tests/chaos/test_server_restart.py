@@ -8,8 +8,9 @@ from tests.chaos.conftest import Baseline, Rig, approve_and_wait, tenant
 from tests.chaos.kit import STATS
 
 
-async def test_run_resumes_after_dev_server_restart(rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints,
-                                                    baseline: Baseline) -> None:
+async def test_run_resumes_after_dev_server_restart(
+    rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints, baseline: Baseline
+) -> None:
     STATS.scenarios += 1
     handle = await rig.api.start_onboarding(tenant(chaos_lab))
     await rig.api.wait_for_plan(handle.id)

@@ -48,7 +48,8 @@ def running(name: str) -> Any:
 
 
 async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
-        rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
+    rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline
+) -> None:
     STATS.scenarios += 1
     start = world(chaos_lab)
     assert comparable(start) == comparable(baseline.after), "the lab must hold the undisturbed run's tenant-foo"
@@ -60,8 +61,9 @@ async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     rig.worker.restart_after_crash()
     await api.approve(handle.id, status.plan_hash)
 
-    set_faults(chaos_lab, [{"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500}],
-               services=["kube-tenant-cluster"])
+    set_faults(
+        chaos_lab, [{"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500}], services=["kube-tenant-cluster"]
+    )
     await wait_until(api, handle, running("login.release"), what="login.release running")
     await asyncio.sleep(1.0)
     rig.worker.kill()
@@ -85,12 +87,15 @@ def brownfield_labs(tmp_path: Path) -> Iterator[tuple[Lab, Lab]]:
         next(gen, None)
 
 
-async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str,
-                 crash: WorkerProcess | None) -> EnrollmentResult:
+async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: WorkerProcess | None) -> EnrollmentResult:
     """A brownfield enrollment answering every gate; with ``crash``, SIGKILL the worker at three points."""
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
-        "WorkerEnrollment", EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30),
-        id=workflow_id, task_queue=api.task_queue, result_type=EnrollmentResult)
+        "WorkerEnrollment",
+        EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30),
+        id=workflow_id,
+        task_queue=api.task_queue,
+        result_type=EnrollmentResult,
+    )
 
     async def gate(name: str) -> RunStatus:
         return await wait_until(api, handle, lambda s: s.stage == f"gate:{name}", what=f"gate {name}")
@@ -102,9 +107,12 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str,
         crash.restart_after_crash()
     await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])
     if crash:
-        await wait_until(api, handle, lambda s: running("worker.wait_convergence")(s)
-                         or s.stage.startswith("gate:approve_adoption"),
-                         what="convergence wait (or the adoption gate when convergence was quicker than a poll)")
+        await wait_until(
+            api,
+            handle,
+            lambda s: running("worker.wait_convergence")(s) or s.stage.startswith("gate:approve_adoption"),
+            what="convergence wait (or the adoption gate when convergence was quicker than a poll)",
+        )
         crash.restart_after_crash()
     await gate("approve_adoption")
     if crash:
@@ -119,8 +127,11 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str,
 
 
 def keys(lab: Lab) -> list[str]:
-    return [f"{side}/{o['group']}/{o['resource']}/{o['namespace']}/{o['name']}"
-            for side, store in (("hub", lab.hub), ("worker", lab.worker)) for o in store.snapshot()["objects"]]
+    return [
+        f"{side}/{o['group']}/{o['resource']}/{o['namespace']}/{o['name']}"
+        for side, store in (("hub", lab.hub), ("worker", lab.worker))
+        for o in store.snapshot()["objects"]
+    ]
 
 
 async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs: tuple[Lab, Lab]) -> None:

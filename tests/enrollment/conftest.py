@@ -44,8 +44,10 @@ from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.enrollment import application_error
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
-POLICIES = {"hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},
-            "worker": {"worker-viewer-token": {"user": "worker-viewer", **VIEWER}}}
+POLICIES = {
+    "hub": {**hub_policies(), "hub-viewer-token": {"user": "forecasting-viewer", **VIEWER}},
+    "worker": {"worker-viewer-token": {"user": "worker-viewer", **VIEWER}},
+}
 POOL_MEMBER, POOL_CONTEXT = "forecasting-eu", "worker-eu"
 
 
@@ -59,15 +61,23 @@ class Lab:
     stores: dict[str, Store]
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
-        return WorkerEnrollment(hub=KubeTarget(context=hub), worker=KubeTarget(context=worker),
-                                tenant_namespace="forecasting", worker_name="forecasting-us",
-                                workload_namespaces=["forecasting"], **overrides)
+        return WorkerEnrollment(
+            hub=KubeTarget(context=hub),
+            worker=KubeTarget(context=worker),
+            tenant_namespace="forecasting",
+            worker_name="forecasting-us",
+            workload_namespaces=["forecasting"],
+            **overrides,
+        )
 
     def fault(self, context: str, rules: list[dict[str, object]]) -> None:
         """``PUT /_lab/faults`` on the ``context`` API server (over its HTTPS socket)."""
-        request = urllib.request.Request(f"{self.urls[context]}/_lab/faults", method="PUT",
-                                         data=json.dumps({"rules": rules}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.urls[context]}/_lab/faults",
+            method="PUT",
+            data=json.dumps({"rules": rules}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         tls = ssl.create_default_context(cadata=self.ca_pem.decode())
         with urllib.request.urlopen(request, context=tls) as response:
             assert response.status == 200
@@ -107,11 +117,15 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert started.wait(10)
-    path = write_kubeconfig(tmp / "kubeconfig", [
-        KubeContext("hub", urls["hub"], ORG_ADMIN_TOKEN, ca_pem=cert.cert_pem),
-        KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
-        KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
-        KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem)])
+    path = write_kubeconfig(
+        tmp / "kubeconfig",
+        [
+            KubeContext("hub", urls["hub"], ORG_ADMIN_TOKEN, ca_pem=cert.cert_pem),
+            KubeContext("hub-viewer", urls["hub"], "hub-viewer-token", ca_pem=cert.cert_pem),
+            KubeContext("worker", urls["worker"], "worker-admin-token", ca_pem=cert.cert_pem),
+            KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem),
+        ],
+    )
     registry = tmp / "clusters.yaml"
     contexts = ("hub", "hub-viewer", "worker", "worker-viewer")
     registry.write_text(yaml.safe_dump({name: {"kubeconfig": str(path)} for name in contexts}))
@@ -147,9 +161,13 @@ World = dict[str, dict[tuple[str, str, str, str], dict[str, object]]]
 
 def world(lab: Lab) -> World:
     """Every object of every store (uid and resourceVersion included), keyed by group/resource/ns/name."""
-    return {name: {(o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
-                   for o in store.snapshot(include_volatile=True)["objects"]}
-            for name, store in lab.stores.items()}
+    return {
+        name: {
+            (o["group"], o["resource"], o["namespace"], o["name"]): o["object"]
+            for o in store.snapshot(include_volatile=True)["objects"]
+        }
+        for name, store in lab.stores.items()
+    }
 
 
 @asynccontextmanager
@@ -157,8 +175,13 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
     activities: list[Any] = [*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
-    async with Worker(env.client, task_queue=queue, workflows=workflows, activities=activities,
-                      activity_executor=ThreadPoolExecutor(8)):
+    async with Worker(
+        env.client,
+        task_queue=queue,
+        workflows=workflows,
+        activities=activities,
+        activity_executor=ThreadPoolExecutor(8),
+    ):
         yield env.client, queue
 
 
@@ -172,12 +195,17 @@ async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: f
         await asyncio.sleep(0.1)
 
 
-async def start_approved(client: Client, queue: str, contract: WorkerEnrollment,
-                         **options: object) -> WorkflowHandle[Any, EnrollmentResult]:
+async def start_approved(
+    client: Client, queue: str, contract: WorkerEnrollment, **options: object
+) -> WorkflowHandle[Any, EnrollmentResult]:
     """Start a WorkerEnrollment (unique id) and approve its plan."""
-    handle = await client.start_workflow("WorkerEnrollment", EnrollmentInput(contract=contract, **options),
-                                         id=f"enroll/forecasting/{contract.worker_name}-{uuid.uuid4().hex[:6]}",
-                                         task_queue=queue, result_type=EnrollmentResult)
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        EnrollmentInput(contract=contract, **options),
+        id=f"enroll/forecasting/{contract.worker_name}-{uuid.uuid4().hex[:6]}",
+        task_queue=queue,
+        result_type=EnrollmentResult,
+    )
     status = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
     return handle

@@ -15,9 +15,13 @@ from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
-PRESET = [("resourceflavors", "default-flavor", None), ("clusterqueues", "cluster-queue", None),
-          ("admissionchecks", "dws-prov", None), ("provisioningrequestconfigs", "dws-config", None),
-          ("localqueues", "user-queue", "forecasting")]
+PRESET = [
+    ("resourceflavors", "default-flavor", None),
+    ("clusterqueues", "cluster-queue", None),
+    ("admissionchecks", "dws-prov", None),
+    ("provisioningrequestconfigs", "dws-config", None),
+    ("localqueues", "user-queue", "forecasting"),
+]
 
 
 def decoded(history: str) -> str:
@@ -38,14 +42,21 @@ def uids(lab: Lab) -> dict[str, str]:
 async def test_brownfield_adopts_in_place(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:
     before = uids(brownfield)
     keys: list[str] = []
-    brownfield.hub.subscribe(lambda _t, key, obj: keys.extend(
-        [v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key"]) if key.resource == "secrets" else None)
+    brownfield.hub.subscribe(
+        lambda _t, key, obj: (
+            keys.extend([v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key"])
+            if key.resource == "secrets"
+            else None
+        )
+    )
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await client.start_workflow("WorkerEnrollment",
-                                             EnrollmentInput(contract=brownfield.contract(brownfield=True),
-                                                             condition_budget_s=20),
-                                             id="enroll/forecasting/forecasting-us-bf", task_queue=queue,
-                                             result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=brownfield.contract(brownfield=True), condition_budget_s=20),
+            id="enroll/forecasting/forecasting-us-bf",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_stage(handle, "gate:approve_plan")
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         await wait_stage(handle, "gate:submissions_paused")
@@ -83,15 +94,21 @@ async def test_brownfield_adopts_in_place(dev_env: WorkflowEnvironment, brownfie
 
 
 async def test_foreign_owner_stops_without_relabelling(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:
-    brownfield.worker.patch("kueue.x-k8s.io", "clusterqueues", "cluster-queue",
-                            {"metadata": {"labels": {WORKER_LABEL: "5-other-worker-b"}}},
-                            "application/merge-patch+json")
+    brownfield.worker.patch(
+        "kueue.x-k8s.io",
+        "clusterqueues",
+        "cluster-queue",
+        {"metadata": {"labels": {WORKER_LABEL: "5-other-worker-b"}}},
+        "application/merge-patch+json",
+    )
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await client.start_workflow("WorkerEnrollment",
-                                             EnrollmentInput(contract=brownfield.contract(brownfield=True),
-                                                             condition_budget_s=20),
-                                             id="enroll/forecasting/forecasting-us-foreign", task_queue=queue,
-                                             result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=brownfield.contract(brownfield=True), condition_budget_s=20),
+            id="enroll/forecasting/forecasting-us-foreign",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_stage(handle, "gate:approve_plan")
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         await wait_stage(handle, "gate:submissions_paused")

@@ -25,16 +25,21 @@ async def test_canary_routing(dev_env: WorkflowEnvironment, pool: Lab, exact: bo
 
     pool.hub.subscribe(record_hold)
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await start_approved(client, queue, pool.contract(brownfield=True, canary_exact_routing=exact),
-                                      condition_budget_s=20)
+        handle = await start_approved(
+            client, queue, pool.contract(brownfield=True, canary_exact_routing=exact), condition_budget_s=20
+        )
         for gate in ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions"):
             await wait_stage(handle, f"gate:{gate}")
             await handle.execute_update("answer_gate", args=[gate, GateAnswer()])
         result = await handle.result()
     [canary] = [f for f in result.findings if f.check == "canary"]
-    landed = {name: [j["metadata"]["name"] for j in pool.stores[name].list("jobset.x-k8s.io", "jobsets",
-                                                                         label_selector=ORIGIN_LABEL)]
-              for name in ("worker", POOL_CONTEXT)}
+    landed = {
+        name: [
+            j["metadata"]["name"]
+            for j in pool.stores[name].list("jobset.x-k8s.io", "jobsets", label_selector=ORIGIN_LABEL)
+        ]
+        for name in ("worker", POOL_CONTEXT)
+    }
     member = pool.hub.get("trainy.ai", "workerclusters", POOL_MEMBER, "forecasting")
     assert member["spec"]["cordoned"] is False
     assert not {CORDONED_BY, CORDON_REASON} & set(member["metadata"].get("annotations") or {})

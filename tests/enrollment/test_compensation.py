@@ -8,12 +8,22 @@ from tenantflow.models.enrollment_workflows import INSTALLED_BY
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, world
 
 
-async def test_install_failing_half_way_rolls_back_to_the_world_before(dev_env: WorkflowEnvironment,
-                                                                       greenfield: Lab) -> None:
+async def test_install_failing_half_way_rolls_back_to_the_world_before(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
     """The agent Deployment is refused (422) after namespaces, RBAC and Secrets were created: all of it goes,
     so do the key Secret and BootstrapEnrollment, and every store equals its snapshot before the run."""
-    greenfield.fault("worker", [{"path": r"/namespaces/trainy-system/deployments$", "methods": ["POST"],
-                                 "error_rate": 1.0, "error_status": 422}])
+    greenfield.fault(
+        "worker",
+        [
+            {
+                "path": r"/namespaces/trainy-system/deployments$",
+                "methods": ["POST"],
+                "error_rate": 1.0,
+                "error_status": 422,
+            }
+        ],
+    )
     before = world(greenfield)
     async with enrollment_worker(dev_env) as (client, queue):
         handle = await start_approved(client, queue, greenfield.contract(), condition_budget_s=5)

@@ -11,10 +11,13 @@ from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
-        handle = await client.start_workflow("WorkerEnrollment",
-                                             EnrollmentInput(contract=greenfield.contract(), condition_budget_s=20),
-                                             id="enroll/forecasting/forecasting-us-gf", task_queue=queue,
-                                             result_type=EnrollmentResult)
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=greenfield.contract(), condition_budget_s=20),
+            id="enroll/forecasting/forecasting-us-gf",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_stage(handle, "gate:approve_plan")
         assert status.plan is not None
         leave = [s for s in status.plan.steps if s.action == "leave"]
@@ -22,7 +25,11 @@ async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, g
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         result = await handle.result()
     assert {k: v.status for k, v in result.conditions.items()} == {
-        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True"}
+        "Registered": "True",
+        "Connected": "True",
+        "WorkerConfigured": "True",
+        "DispatchReady": "True",
+    }
     enrollment = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")
     assert enrollment["status"]["usedAt"]
     assert not greenfield.hub.list("", "secrets", "forecasting")

@@ -27,11 +27,17 @@ def stop_running_job(worker: Store) -> None:
     worker.update_status({**job, "status": {"active": 0, "ready": 0, "failed": 1}})
 
 
-@pytest.mark.parametrize(("change", "expect"), [(recreate_workload, "Workload/forecasting/jobset-train-llm changed"),
-                                                (stop_running_job, "Job/forecasting/eval-sweep-workers-0 changed")],
-                         ids=["workload-recreated", "job-stopped-running"])
-async def test_changed_work_during_convergence_stops_cordoned(dev_env: WorkflowEnvironment, brownfield: Lab,
-                                                              change: Callable[[Store], None], expect: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [
+        (recreate_workload, "Workload/forecasting/jobset-train-llm changed"),
+        (stop_running_job, "Job/forecasting/eval-sweep-workers-0 changed"),
+    ],
+    ids=["workload-recreated", "job-stopped-running"],
+)
+async def test_changed_work_during_convergence_stops_cordoned(
+    dev_env: WorkflowEnvironment, brownfield: Lab, change: Callable[[Store], None], expect: str
+) -> None:
     done: list[bool] = []
 
     def on_upgrade(_event: str, key: ObjectKey, obj: dict[str, object]) -> None:
@@ -56,6 +62,11 @@ async def test_changed_work_during_convergence_stops_cordoned(dev_env: WorkflowE
     assert not {"worker.adopt", "hub.select_preset", "worker.uninstall"} & set(steps)
     wc = brownfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
     assert wc["spec"]["cordoned"] is True
-    for resource in ("resourceflavors", "clusterqueues", "admissionchecks", "provisioningrequestconfigs",
-                     "localqueues"):
+    for resource in (
+        "resourceflavors",
+        "clusterqueues",
+        "admissionchecks",
+        "provisioningrequestconfigs",
+        "localqueues",
+    ):
         assert not brownfield.worker.list("kueue.x-k8s.io", resource, label_selector=WORKER_LABEL)

@@ -73,8 +73,9 @@ async def test_connected_false_when_the_tunnel_never_comes_up(dev_env: WorkflowE
     untouched(before, no_agent)
 
 
-async def test_worker_configured_false_names_the_adoption_refusal(dev_env: WorkflowEnvironment,
-                                                                  greenfield: Lab) -> None:
+async def test_worker_configured_false_names_the_adoption_refusal(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
     """A customer ClusterQueue named like the preset's: the agent refuses to adopt it; the run does not."""
     [queue] = [o for o in preset_objects("gke-dws", []) if o["kind"] == "ClusterQueue"]
     greenfield.worker.seed([queue])
@@ -89,10 +90,17 @@ async def test_worker_configured_false_names_the_adoption_refusal(dev_env: Workf
 
 async def test_dispatch_ready_false_while_cordoned(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
     """Someone cordons the WorkerCluster the moment it appears; greenfield never uncordons."""
+
     def cordon_on_arrival(event: str, key: ObjectKey, _obj: object) -> None:
         if event == "ADDED" and key.resource == "workerclusters":
-            greenfield.hub.patch("trainy.ai", "workerclusters", key.name, {"spec": {"cordoned": True}},
-                                 "application/merge-patch+json", key.namespace)
+            greenfield.hub.patch(
+                "trainy.ai",
+                "workerclusters",
+                key.name,
+                {"spec": {"cordoned": True}},
+                "application/merge-patch+json",
+                key.namespace,
+            )
 
     greenfield.hub.subscribe(cordon_on_arrival)
     before = world(greenfield)

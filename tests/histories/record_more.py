@@ -47,9 +47,12 @@ async def record_enrollment(brownfield: bool) -> None:
         try:
             async with enrollment_worker(env) as (client, queue):
                 handle = await client.start_workflow(
-                    "WorkerEnrollment", EnrollmentInput(contract=lab.contract(brownfield=brownfield),
-                                                        condition_budget_s=20),
-                    id="enroll/forecasting/forecasting-us", task_queue=queue, result_type=EnrollmentResult)
+                    "WorkerEnrollment",
+                    EnrollmentInput(contract=lab.contract(brownfield=brownfield), condition_budget_s=20),
+                    id="enroll/forecasting/forecasting-us",
+                    task_queue=queue,
+                    result_type=EnrollmentResult,
+                )
                 status = await wait_stage(handle, "gate:approve_plan")
                 await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
                 for gate in BROWNFIELD_GATES if brownfield else ():
@@ -58,9 +61,13 @@ async def record_enrollment(brownfield: bool) -> None:
                 await save(handle, f"enrollment-{'brownfield' if brownfield else 'greenfield'}")
                 if brownfield:
                     return
-                dec = await client.start_workflow("WorkerDecommission", DecommissionInput(contract=lab.contract()),
-                                                  id="decommission/forecasting/forecasting-us", task_queue=queue,
-                                                  result_type=DecommissionResult)
+                dec = await client.start_workflow(
+                    "WorkerDecommission",
+                    DecommissionInput(contract=lab.contract()),
+                    id="decommission/forecasting/forecasting-us",
+                    task_queue=queue,
+                    result_type=DecommissionResult,
+                )
                 status = await wait_stage(dec, "gate:approve_plan")
                 await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
                 await save(dec, "decommission-completed")
@@ -73,8 +80,9 @@ async def record_gate_timeout() -> None:
     env = await start_time_skipping()
     try:
         async with fake_worker(env, FakeWorld()) as api:
-            handle = await api.start_onboarding(example_tenant("tenant-timeout"), approval_escalate_after_s=3600,
-                                                approval_expire_after_s=2 * 24 * 3600)
+            handle = await api.start_onboarding(
+                example_tenant("tenant-timeout"), approval_escalate_after_s=3600, approval_expire_after_s=2 * 24 * 3600
+            )
             await save(handle, "onboarding-gate-timeout")
     finally:
         await env.shutdown()

@@ -28,8 +28,9 @@ class OnboardingWithExtraStep(TenantOnboarding):
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
-        await workflow.execute_activity(CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract),
-                                        start_to_close_timeout=timedelta(minutes=1))
+        await workflow.execute_activity(
+            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+        )
         return await super().run(params)
 
 
@@ -43,9 +44,14 @@ class EnrollmentWithTimer(WorkerEnrollmentWorkflow):
         return await super().run(params)
 
 
-@pytest.mark.parametrize(("name", "variant"), [("onboarding-completed", OnboardingWithExtraStep),
-                                               ("onboarding-rolledback", OnboardingWithExtraStep),
-                                               ("enrollment-brownfield", EnrollmentWithTimer)])
+@pytest.mark.parametrize(
+    ("name", "variant"),
+    [
+        ("onboarding-completed", OnboardingWithExtraStep),
+        ("onboarding-rolledback", OnboardingWithExtraStep),
+        ("enrollment-brownfield", EnrollmentWithTimer),
+    ],
+)
 async def test_changed_workflow_fails_replay(name: str, variant: type) -> None:
     path = HISTORIES / f"{name}.json"
     history = WorkflowHistory.from_json(name, path.read_text())

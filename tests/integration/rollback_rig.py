@@ -39,8 +39,10 @@ INJECTED = "InjectedFailure"
 def tenant(lab: LabEndpoints, tag: str) -> TenantContract:
     """The runbook's example tenant renamed to ``tenant-<tag>`` with users ``<name>-<tag>``: one per case."""
     base = example_tenant(f"tenant-{tag}")
-    users = [u.model_copy(update={"username": f"{u.username}-{tag}", "email": f"{u.username}-{tag}@example.org"})
-             for u in base.users]
+    users = [
+        u.model_copy(update={"username": f"{u.username}-{tag}", "email": f"{u.username}-{tag}@example.org"})
+        for u in base.users
+    ]
     return base.model_copy(update={"users": users, "slurm": base.slurm.model_copy(update={"team_account": None})})
 
 
@@ -85,8 +87,15 @@ async def failing_worker(client: Client, lab: LabEndpoints, injection: Injection
     use_lab_env(lab)
     queue = f"rb-{uuid.uuid4().hex[:8]}"
     with ThreadPoolExecutor(max_workers=16) as pool:
-        async with Worker(client, task_queue=queue, workflows=WORKFLOWS, activities=ACTIVITIES,
-                          activity_executor=pool, max_concurrent_activities=16, interceptors=[FailStep(injection)]):
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=WORKFLOWS,
+            activities=ACTIVITIES,
+            activity_executor=pool,
+            max_concurrent_activities=16,
+            interceptors=[FailStep(injection)],
+        ):
             yield TenantflowClient(client, queue)
 
 
@@ -123,6 +132,9 @@ def assert_world_restored(before: World, after: World, usernames: list[str]) -> 
                 assert entry.get("ak-active") == ["FALSE"] and "memberOf" not in entry, f"{dn}: {entry}"
             if dn.startswith((f"cn={name},ou=users,", f"cn={name},ou=virtual-groups,")):
                 kept_dns.discard(dn)
-    kept = {**after, "authentik": {**after["authentik"], "users": {k: v for k, v in users.items() if k not in new}},
-            "ldap": {dn: entry for dn, entry in after["ldap"].items() if dn in kept_dns}}
+    kept = {
+        **after,
+        "authentik": {**after["authentik"], "users": {k: v for k, v in users.items() if k not in new}},
+        "ldap": {dn: entry for dn, entry in after["ldap"].items() if dn in kept_dns},
+    }
     assert kept == before, "the world differs from before the run:\n" + describe_diff(before, kept)

@@ -21,8 +21,12 @@ async def onboard(api: TenantflowClient, contract: TenantContract) -> Onboarding
 
 async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:
     handle = await api.client.start_workflow(
-        "TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge), id=offboarding_id(contract.slug),
-        task_queue=api.task_queue, result_type=OffboardingResult)
+        "TenantOffboarding",
+        OffboardingInput(contract=contract, purge_data=purge),
+        id=offboarding_id(contract.slug),
+        task_queue=api.task_queue,
+        result_type=OffboardingResult,
+    )
     status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
     assert status.plan_hash
     await api.approve(handle.id, status.plan_hash)

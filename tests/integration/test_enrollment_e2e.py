@@ -19,30 +19,62 @@ from tests.workflows.harness import wait_for_stage
 
 
 def kubectl(lab: LabEndpoints, context: str, *args: str) -> str:
-    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", context, *args],
-                          env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", context, *args],
+        env={**os.environ, **lab.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done.stdout.strip() or done.stderr.strip()
 
 
-async def test_example_worker_enrolls_with_all_four_conditions(dev_env: WorkflowEnvironment,
-                                                               lab: LabEndpoints) -> None:
+async def test_example_worker_enrolls_with_all_four_conditions(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
     can_enroll = kubectl(lab, "hub", "-n", "forecasting", "auth", "can-i", "create", "bootstrapenrollments.trainy.ai")
     assert can_enroll == "yes"
     assert kubectl(lab, "hub", "auth", "can-i", "create", "organizations.trainy.ai").startswith("no")
     contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         handle = await dev_env.client.start_workflow(
-            "WorkerEnrollment", EnrollmentInput(contract=contract, condition_budget_s=30),
-            id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}", task_queue=api.task_queue,
-            result_type=EnrollmentResult)
+            "WorkerEnrollment",
+            EnrollmentInput(contract=contract, condition_budget_s=30),
+            id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+            task_queue=api.task_queue,
+            result_type=EnrollmentResult,
+        )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash))
         result: EnrollmentResult = await handle.result()
     assert {name: c.status for name, c in result.conditions.items()} == {
-        "Registered": "True", "Connected": "True", "WorkerConfigured": "True", "DispatchReady": "True"}
-    used_at = kubectl(lab, "hub", "-n", "forecasting", "get", "bootstrapenrollment", "forecasting-us", "-o",
-                      "jsonpath={.status.usedAt}")
+        "Registered": "True",
+        "Connected": "True",
+        "WorkerConfigured": "True",
+        "DispatchReady": "True",
+    }
+    used_at = kubectl(
+        lab,
+        "hub",
+        "-n",
+        "forecasting",
+        "get",
+        "bootstrapenrollment",
+        "forecasting-us",
+        "-o",
+        "jsonpath={.status.usedAt}",
+    )
     assert used_at
-    assert kubectl(lab, "worker", "-n", "trainy-system", "get", "deploy", "trainy-worker-agent", "-o",
-                   "jsonpath={.metadata.name}") == "trainy-worker-agent"
+    assert (
+        kubectl(
+            lab,
+            "worker",
+            "-n",
+            "trainy-system",
+            "get",
+            "deploy",
+            "trainy-worker-agent",
+            "-o",
+            "jsonpath={.metadata.name}",
+        )
+        == "trainy-worker-agent"
+    )

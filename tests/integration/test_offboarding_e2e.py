@@ -18,13 +18,20 @@ USERS = ("dora", "emil")
 
 def small_tenant(lab: LabEndpoints) -> TenantContract:
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
-    users = [u.model_copy(update={"username": name, "email": f"{name}@tenant-off.example"})
-             for u, name in zip(foo.users, USERS, strict=False)]
-    return foo.model_copy(update={
-        "slug": "tenant-off", "display_name": "Tenant Off", "users": users,
-        "capacity": foo.capacity.model_copy(update={"gpus": 16}),
-        "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-off"}),
-        "login": foo.login.model_copy(update={"hostname": None})})
+    users = [
+        u.model_copy(update={"username": name, "email": f"{name}@tenant-off.example"})
+        for u, name in zip(foo.users, USERS, strict=False)
+    ]
+    return foo.model_copy(
+        update={
+            "slug": "tenant-off",
+            "display_name": "Tenant Off",
+            "users": users,
+            "capacity": foo.capacity.model_copy(update={"gpus": 16}),
+            "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-off"}),
+            "login": foo.login.model_copy(update={"hostname": None}),
+        }
+    )
 
 
 async def test_offboarding_keeps_data_until_purged(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:

@@ -21,8 +21,9 @@ from tests.workflows.contract import EXAMPLES
 
 
 def sh(lab: LabEndpoints, *argv: str) -> str:
-    done = subprocess.run(list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60, check=True
+    )
     return done.stdout
 
 
@@ -39,14 +40,45 @@ def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
     kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster"]
     nodes = sh(lab, *kubectl, "get", "nodes", "-l", "reserved.tenant=tenant-foo", "-o", "name").split()
     assert len(nodes) == 8
-    labels = sh(lab, *kubectl, "get", "namespace", "tenant-foo", "-o",
-                "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}")
+    labels = sh(
+        lab,
+        *kubectl,
+        "get",
+        "namespace",
+        "tenant-foo",
+        "-o",
+        "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
+    )
     assert labels == "restricted"
-    ldap = sh(lab, "ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w",
-              lab.ldap_bind_password, "-b", lab.ldap_base_dn, "(uid=alice)", "uidNumber", "gidNumber", "memberOf")
+    ldap = sh(
+        lab,
+        "ldapsearch",
+        "-x",
+        "-LLL",
+        "-H",
+        lab.ldap_url,
+        "-D",
+        lab.ldap_bind_dn,
+        "-w",
+        lab.ldap_bind_password,
+        "-b",
+        lab.ldap_base_dn,
+        "(uid=alice)",
+        "uidNumber",
+        "gidNumber",
+        "memberOf",
+    )
     assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
-    assoc = sh(lab, "sacctmgr", "show", "assoc", "account=tenant-foo",
-               "format=account,user,fairshare,grptres,grpjobs", "-P", "-n")
+    assoc = sh(
+        lab,
+        "sacctmgr",
+        "show",
+        "assoc",
+        "account=tenant-foo",
+        "format=account,user,fairshare,grptres,grpjobs",
+        "-P",
+        "-n",
+    )
     assert "tenant-foo||300|gres/gpu=64|200" in assoc
 
 
@@ -59,7 +91,8 @@ async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, c
 
 
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
-        dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         result = await onboard(api, contract)

@@ -38,14 +38,20 @@ async def api(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> AsyncIterator[
 
 
 def _sh(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:
-    done = subprocess.run(list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True,
-                          timeout=60, check=True, input=stdin)
+    done = subprocess.run(
+        list(argv),
+        env={**os.environ, **lab.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        input=stdin,
+    )
     return done.stdout
 
 
 def _kubectl(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:
-    return _sh(lab, "kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", *argv,
-               stdin=stdin)
+    return _sh(lab, "kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", *argv, stdin=stdin)
 
 
 @contextmanager
@@ -137,8 +143,19 @@ async def test_ldap_outpost_unhealthy(api: TenantflowClient, lab: LabEndpoints) 
 
 
 def _kube_namespace(lab: LabEndpoints, contract: TenantContract) -> Iterator[None]:
-    _kubectl(lab, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": contract.namespace, "labels": {"tenant": "tenant-other"}}}))
+    _kubectl(
+        lab,
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": contract.namespace, "labels": {"tenant": "tenant-other"}},
+            }
+        ),
+    )
     yield
     _kubectl(lab, "delete", "namespace", contract.namespace, "--wait=false")
 

@@ -76,8 +76,9 @@ async def _fails_and_restores(api: TenantflowClient, lab: LabEndpoints, tag: str
 
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("step", STEPS)
-async def test_failed_step_rolls_back_every_layer(api: TenantflowClient, lab: LabEndpoints, inject: Injection,
-                                                  step: str, when: str) -> None:
+async def test_failed_step_rolls_back_every_layer(
+    api: TenantflowClient, lab: LabEndpoints, inject: Injection, step: str, when: str
+) -> None:
     inject.activity, inject.when = step, when
     cause = await _fails_and_restores(api, lab, _tag(step, when))
     assert inject.fired == 1
@@ -85,15 +86,13 @@ async def test_failed_step_rolls_back_every_layer(api: TenantflowClient, lab: La
 
 
 def _set_fault(lab: LabEndpoints, service: str, rules: list[dict[str, Any]]) -> None:
-    urls = {f"kube-{c}": u for c, u in lab.kube_urls.items()} | {"weka": lab.weka_url,
-                                                                 "authentik": lab.authentik_url}
+    urls = {f"kube-{c}": u for c, u in lab.kube_urls.items()} | {"weka": lab.weka_url, "authentik": lab.authentik_url}
     with httpx.Client(base_url=urls[service], verify=False, timeout=10) as http:
         http.put("/_lab/faults", json={"rules": rules}).raise_for_status()
 
 
 @pytest.mark.parametrize("step", sorted(FAULTS))
-async def test_lab_fault_mid_step_rolls_back_every_layer(api: TenantflowClient, lab: LabEndpoints,
-                                                         step: str) -> None:
+async def test_lab_fault_mid_step_rolls_back_every_layer(api: TenantflowClient, lab: LabEndpoints, step: str) -> None:
     service, method, path = FAULTS[step]
     contract = tenant(lab, f"rbf{STEPS.index(step)}")
     before = world_snapshot(lab)

@@ -23,7 +23,7 @@ SACCTMGR_FORMATS: dict[str, str] = {
     "account": "account,descr,org",
     "user": "user,defaultaccount,admin",
     "assoc": "cluster,account,user,partition,parentname,share,grptres,grpjobs,maxjobs,grptresmins,maxwall,qos,"
-             "defaultqos",
+    "defaultqos",
     "qos": "name,priority,grptres,maxwall,flags,preemptmode",
 }
 
@@ -37,8 +37,7 @@ def _get_json(url: str, path: str) -> Any:
 
 def _kube(url: str) -> dict[str, Any]:
     objects = _get_json(url, "/_lab/snapshot")["objects"]
-    return {f"{o['group'] or 'core'}/{o['resource']}/{o['namespace'] or '-'}/{o['name']}": o["object"]
-            for o in objects}
+    return {f"{o['group'] or 'core'}/{o['resource']}/{o['namespace'] or '-'}/{o['name']}": o["object"] for o in objects}
 
 
 def _by(items: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -47,8 +46,11 @@ def _by(items: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 def _authentik(lab: LabEndpoints) -> dict[str, Any]:
     snap = _get_json(lab.authentik_url, "/_lab/snapshot")
-    return {"users": _by(snap["users"], "username"), "groups": _by(snap["groups"], "name"),
-            **{k: v for k, v in snap.items() if k not in ("users", "groups")}}
+    return {
+        "users": _by(snap["users"], "username"),
+        "groups": _by(snap["groups"], "name"),
+        **{k: v for k, v in snap.items() if k not in ("users", "groups")},
+    }
 
 
 def _weka(lab: LabEndpoints) -> dict[str, Any]:
@@ -78,8 +80,24 @@ def _slurm(lab: LabEndpoints) -> dict[str, Any]:
 
 
 def _ldap(lab: LabEndpoints) -> dict[str, dict[str, list[str]]]:
-    ldif = _run(lab, ["ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn,
-                      "-w", lab.ldap_bind_password, "-b", lab.ldap_base_dn])
+    ldif = _run(
+        lab,
+        [
+            "ldapsearch",
+            "-x",
+            "-LLL",
+            "-o",
+            "ldif-wrap=no",
+            "-H",
+            lab.ldap_url,
+            "-D",
+            lab.ldap_bind_dn,
+            "-w",
+            lab.ldap_bind_password,
+            "-b",
+            lab.ldap_base_dn,
+        ],
+    )
     entries: dict[str, dict[str, list[str]]] = {}
     for block in ldif.strip().split("\n\n"):
         attrs: dict[str, list[str]] = {}

@@ -35,8 +35,12 @@ async def server() -> AsyncIterator[str]:
 
 async def test_faults_are_per_route_switchable_and_journaled(server: str) -> None:
     async with httpx.AsyncClient(base_url=server) as http:
-        rules = {"seed": 1, "rules": [{"path": "^/items$", "methods": ["POST"], "error_rate": 1.0,
-                                       "error_status": 429, "retry_after_s": 7}]}
+        rules = {
+            "seed": 1,
+            "rules": [
+                {"path": "^/items$", "methods": ["POST"], "error_rate": 1.0, "error_status": 429, "retry_after_s": 7}
+            ],
+        }
         assert (await http.put("/_lab/faults", json=rules)).status_code == 200
         refused = await http.post("/items")
         assert refused.status_code == 429 and refused.headers["Retry-After"] == "7"
@@ -47,7 +51,10 @@ async def test_faults_are_per_route_switchable_and_journaled(server: str) -> Non
         assert journal["writes"] == 1
         assert journal["injected"] == {"429": 1}
         assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [
-            ("POST", 429, "error"), ("GET", 200, None), ("POST", 201, None)]
+            ("POST", 429, "error"),
+            ("GET", 200, None),
+            ("POST", 201, None),
+        ]
         assert (await http.get("/_lab/snapshot")).json() == {"items": 1}
         await http.delete("/_lab/requests")
         assert (await http.get("/_lab/requests")).json()["requests"] == []

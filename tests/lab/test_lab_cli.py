@@ -43,13 +43,21 @@ spec:
 
 
 def tenantflow(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tenantflow.starter", *args], capture_output=True, text=True,
-                          timeout=180, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tenantflow.starter", *args], capture_output=True, text=True, timeout=180, check=False
+    )
 
 
 def run(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:
-    done = subprocess.run(list(argv), input=stdin, env={**os.environ, **lab.to_env()}, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        list(argv),
+        input=stdin,
+        env={**os.environ, **lab.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, f"{argv}: {done.stderr}"
     return done.stdout
 
@@ -67,21 +75,51 @@ def test_lab_up_serves_the_runbooks_commands_and_down_leaves_no_process(tmp_path
         config = yaml.safe_load(lab.kubeconfig.read_text())
         assert {c["name"] for c in config["contexts"]} == {"hub", "worker", "tenant-cluster"}
         kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "worker"]
-        nodes = yaml.safe_load(run(lab, *kubectl, "get", "nodes", "-l", "node.kubernetes.io/instance-type=h100-8x",
-                                   "-o", "json"))
+        nodes = yaml.safe_load(
+            run(lab, *kubectl, "get", "nodes", "-l", "node.kubernetes.io/instance-type=h100-8x", "-o", "json")
+        )
         assert nodes["kind"] == "List" or nodes["kind"] == "NodeList"
         tenant = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster"]
-        gpu_nodes = yaml.safe_load(run(lab, *tenant, "get", "nodes", "-l",
-                                       "node.kubernetes.io/instance-type=h100-8x", "-o", "json"))["items"]
+        gpu_nodes = yaml.safe_load(
+            run(lab, *tenant, "get", "nodes", "-l", "node.kubernetes.io/instance-type=h100-8x", "-o", "json")
+        )["items"]
         assert len(gpu_nodes) == 16
         applied = run(lab, *tenant, "apply", "-f", "-", stdin=RESOURCE_QUOTA)
         assert "resourcequota/tenant-foo-quota created" in applied and "limitrange/tenant-foo-defaults" in applied
-        cluster = run(lab, *tenant, "-n", "slurm-control", "exec", "deploy/slurmctld", "--", "sacctmgr", "show",
-                      "cluster", "-P", "-n", "format=cluster")
+        cluster = run(
+            lab,
+            *tenant,
+            "-n",
+            "slurm-control",
+            "exec",
+            "deploy/slurmctld",
+            "--",
+            "sacctmgr",
+            "show",
+            "cluster",
+            "-P",
+            "-n",
+            "format=cluster",
+        )
         assert cluster.split() == ["production"]
         assert run(lab, "sacctmgr", "show", "cluster", "-P", "-n", "format=cluster").split() == ["production"]
-        bind = run(lab, "ldapsearch", "-x", "-LLL", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn, "-w",
-                   lab.ldap_bind_password, "-b", lab.ldap_base_dn, "(uid=ldap-bind)", "uid", "uidNumber")
+        bind = run(
+            lab,
+            "ldapsearch",
+            "-x",
+            "-LLL",
+            "-H",
+            lab.ldap_url,
+            "-D",
+            lab.ldap_bind_dn,
+            "-w",
+            lab.ldap_bind_password,
+            "-b",
+            lab.ldap_base_dn,
+            "(uid=ldap-bind)",
+            "uid",
+            "uidNumber",
+        )
         assert "uid: ldap-bind" in bind and "uidNumber: 2001" in bind
     finally:
         down = tenantflow("lab", "down", "--state-dir", str(state))

@@ -33,18 +33,26 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab's real slapd 
 def small_tenant(lab: LabEndpoints, tag: str, names: tuple[str, ...]) -> TenantContract:
     """The runbook's example tenant on two nodes as ``tenant-<tag>`` with users ``<name>-<tag>``."""
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
-    users = [u.model_copy(update={"username": f"{name}-{tag}", "email": f"{name}@tenant-{tag}.example"})
-             for u, name in zip(foo.users, names, strict=False)]
-    return foo.model_copy(update={
-        "slug": f"tenant-{tag}", "display_name": f"Tenant {tag}", "users": users,
-        "capacity": foo.capacity.model_copy(update={"gpus": 16}),
-        "slurm": foo.slurm.model_copy(update={"team_account": f"ml-team-{tag}"}),
-        "login": foo.login.model_copy(update={"hostname": None})})
+    users = [
+        u.model_copy(update={"username": f"{name}-{tag}", "email": f"{name}@tenant-{tag}.example"})
+        for u, name in zip(foo.users, names, strict=False)
+    ]
+    return foo.model_copy(
+        update={
+            "slug": f"tenant-{tag}",
+            "display_name": f"Tenant {tag}",
+            "users": users,
+            "capacity": foo.capacity.model_copy(update={"gpus": 16}),
+            "slurm": foo.slurm.model_copy(update={"team_account": f"ml-team-{tag}"}),
+            "login": foo.login.model_copy(update={"hostname": None}),
+        }
+    )
 
 
 def sh(lab: LabEndpoints, *argv: str) -> str:
-    done = subprocess.run(list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60, check=True
+    )
     return done.stdout
 
 
@@ -54,8 +62,9 @@ def kubectl(lab: LabEndpoints, *argv: str) -> str:
 
 def authentik_view(lab: LabEndpoints) -> tuple[dict[str, int], dict[str, int]]:
     """uidNumber of every active user and gidNumber of every tenant group, as the Authentik API gives them."""
-    with httpx.Client(base_url=f"{lab.authentik_url}/api/v3", timeout=10,
-                      headers={"Authorization": f"Bearer {lab.authentik_token}"}) as ak:
+    with httpx.Client(
+        base_url=f"{lab.authentik_url}/api/v3", timeout=10, headers={"Authorization": f"Bearer {lab.authentik_token}"}
+    ) as ak:
         start = ak.get("/providers/ldap/").json()["results"][0]["uid_start_number"]
         users = ak.get("/core/users/", params={"page_size": 500}).json()["results"]
         groups = ak.get("/core/groups/", params={"page_size": 500}).json()["results"]
@@ -67,9 +76,25 @@ def authentik_view(lab: LabEndpoints) -> tuple[dict[str, int], dict[str, int]]:
 def ldap_view(lab: LabEndpoints) -> dict[str, dict[str, str]]:
     """Every entry holding a uidNumber or gidNumber, by DN, as ldapsearch shows it (bound as the outpost's user,
     the password read from its file)."""
-    ldif = sh(lab, "ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H", lab.ldap_url, "-D", lab.ldap_bind_dn,
-              "-y", str(lab.state_dir / "ldap" / "bind.password"), "-b", lab.ldap_base_dn,
-              "(|(uidNumber=*)(gidNumber=*))", "uidNumber", "gidNumber")
+    ldif = sh(
+        lab,
+        "ldapsearch",
+        "-x",
+        "-LLL",
+        "-o",
+        "ldif-wrap=no",
+        "-H",
+        lab.ldap_url,
+        "-D",
+        lab.ldap_bind_dn,
+        "-y",
+        str(lab.state_dir / "ldap" / "bind.password"),
+        "-b",
+        lab.ldap_base_dn,
+        "(|(uidNumber=*)(gidNumber=*))",
+        "uidNumber",
+        "gidNumber",
+    )
     entries: dict[str, dict[str, str]] = {}
     for block in ldif.strip().split("\n\n"):
         attrs = dict(line.split(": ", 1) for line in block.splitlines())
@@ -101,14 +126,15 @@ def check_one_world(lab: LabEndpoints, tenants: list[TenantContract]) -> None:
             assert assocs and set(assocs) <= accounts, (user, assocs)
             assoc_mgr = sh(lab, "scontrol", "show", "assoc_mgr", f"users={user}", "flags=assoc")
             assert set(re.findall(rf"UserName={re.escape(user)}\((\d+)\)", assoc_mgr)) == {str(uid)}, assoc_mgr
-    first, second = ({n for n in kubectl(lab, "get", "nodes", "-l", f"reserved.tenant={c.slug}", "-o", "name").split()}
-                     for c in tenants)
+    first, second = (
+        {n for n in kubectl(lab, "get", "nodes", "-l", f"reserved.tenant={c.slug}", "-o", "name").split()}
+        for c in tenants
+    )
     assert not first & second, "a node is reserved for both tenants"
 
 
 @needs_root
-async def test_a_restart_between_two_onboardings_leaves_one_world(dev_env: WorkflowEnvironment,
-                                                                 tmp_path: Path) -> None:
+async def test_a_restart_between_two_onboardings_leaves_one_world(dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
     state = tmp_path / "lab"
     try:
         lab = up(state)
@@ -133,8 +159,11 @@ def test_lab_up_reset_wipes_every_part_together(tmp_path: Path) -> None:
     try:
         lab = up(state)
         kubectl(lab, "create", "namespace", "left-over")
-        with httpx.Client(base_url=f"{lab.authentik_url}/api/v3", timeout=10,
-                          headers={"Authorization": f"Bearer {lab.authentik_token}"}) as ak:
+        with httpx.Client(
+            base_url=f"{lab.authentik_url}/api/v3",
+            timeout=10,
+            headers={"Authorization": f"Bearer {lab.authentik_token}"},
+        ) as ak:
             ak.post("/core/users/", json={"username": "left-over", "name": "Left Over"}).raise_for_status()
         assert "left-over" in authentik_view(lab)[0] and f"cn=left-over,ou=users,{lab.ldap_base_dn}" in ldap_view(lab)
         lab = up(state, reset=True)

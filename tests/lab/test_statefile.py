@@ -73,8 +73,16 @@ async def test_authentik_keeps_its_objects_and_pk_sequence(tmp_path: Path) -> No
     first = build_authentik(TOKEN)
     async for http in serving(first):
         group = (await http.post("/api/v3/core/groups/", json={"name": "tenant-a"}, headers=headers)).json()
-        alice, bob = [(await http.post("/api/v3/core/users/", headers=headers, json={
-            "username": name, "name": name.title(), "groups": [group["pk"]]})).json() for name in ("alice", "bob")]
+        alice, bob = [
+            (
+                await http.post(
+                    "/api/v3/core/users/",
+                    headers=headers,
+                    json={"username": name, "name": name.title(), "groups": [group["pk"]]},
+                )
+            ).json()
+            for name in ("alice", "bob")
+        ]
         assert (await http.delete(f"/api/v3/core/users/{bob['pk']}/", headers=headers)).status_code == 204
     before = first[AUTHENTIK_SERVICE].store
     loaded = saved_and_loaded(tmp_path, "authentik", before.dump())
@@ -84,8 +92,9 @@ async def test_authentik_keeps_its_objects_and_pk_sequence(tmp_path: Path) -> No
     async for http in serving(second):
         again = await http.post("/api/v3/core/users/", json={"username": "alice", "name": "A"}, headers=headers)
         assert again.status_code == 400 and "username" in again.json()
-        dave = (await http.post("/api/v3/core/users/", json={"username": "dave", "name": "Dave"},
-                                headers=headers)).json()
+        dave = (
+            await http.post("/api/v3/core/users/", json={"username": "dave", "name": "Dave"}, headers=headers)
+        ).json()
         members = (await http.get(f"/api/v3/core/groups/{group['pk']}/", headers=headers)).json()["users"]
     assert dave["pk"] == bob["pk"] + 1, "a pk is never handed out twice, even across a restart"
     assert members == [alice["pk"]]
@@ -96,10 +105,18 @@ async def test_weka_keeps_organizations_directories_and_api_tokens(tmp_path: Pat
     async for http in serving(first):
         login = (await http.post("/api/v2/login", json={"username": "admin", "password": WEKA_PASSWORD})).json()
         admin = {"Authorization": f"Bearer {login['data']['access_token']}"}
-        org = (await http.post("/api/v2/organizations", headers=admin, json={
-            "name": "tenant-a", "username": "tenant-a-admin", "password": "pw", "total_quota": 2**40})).json()
-        token = (await http.post(f"/api/v2/organizations/{org['data']['uid']}/tokens", headers=admin,
-                                 json={"description": "csi"})).json()["data"]["access_token"]
+        org = (
+            await http.post(
+                "/api/v2/organizations",
+                headers=admin,
+                json={"name": "tenant-a", "username": "tenant-a-admin", "password": "pw", "total_quota": 2**40},
+            )
+        ).json()
+        token = (
+            await http.post(
+                f"/api/v2/organizations/{org['data']['uid']}/tokens", headers=admin, json={"description": "csi"}
+            )
+        ).json()["data"]["access_token"]
         made = await http.post("/_lab/mkdir", json={"filesystem": "scratch", "path": "/tenant-a"})
         assert made.status_code == 200, made.text
     loaded = saved_and_loaded(tmp_path, "weka", first[WEKA_SERVICE].dump())
@@ -109,8 +126,9 @@ async def test_weka_keeps_organizations_directories_and_api_tokens(tmp_path: Pat
     async for http in serving(second):
         whoami = await http.get("/api/v2/users/whoami", headers={"Authorization": f"Bearer {token}"})
         assert whoami.status_code == 200 and whoami.json()["data"]["org_name"] == "tenant-a", whoami.text
-        relogin = await http.post("/api/v2/login", json={"username": "tenant-a-admin", "password": "pw",
-                                                         "org": "tenant-a"})
+        relogin = await http.post(
+            "/api/v2/login", json={"username": "tenant-a-admin", "password": "pw", "org": "tenant-a"}
+        )
         assert relogin.status_code == 200, relogin.text
 
 
@@ -119,16 +137,23 @@ def test_kube_store_keeps_objects_crds_and_resource_versions(tmp_path: Path) -> 
     crds = sorted((Path(lab.__file__).parent / "crds").glob("*.yaml"))
     store.seed([yaml.safe_load(path.read_text()) for path in crds])
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-a"}})
-    store.create({"apiVersion": "scheduling.example.io/v1alpha1", "kind": "Reservation",
-                  "metadata": {"name": "tenant-a"}, "spec": {"tenant": "tenant-a", "reservedNodes": ["gpu-01"]}})
+    store.create(
+        {
+            "apiVersion": "scheduling.example.io/v1alpha1",
+            "kind": "Reservation",
+            "metadata": {"name": "tenant-a"},
+            "spec": {"tenant": "tenant-a", "reservedNodes": ["gpu-01"]},
+        }
+    )
     before = store.dump()
     restored = Store.restore(saved_and_loaded(tmp_path, "kube-tenant-cluster", before))
 
     assert restored.dump() == before
     reservation = restored.get("scheduling.example.io", "reservations", "tenant-a")
     assert reservation["spec"]["reservedNodes"] == ["gpu-01"], "the CRD is served again after the restore"
-    created = restored.create({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": "after", "namespace": "tenant-a"}})
+    created = restored.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after", "namespace": "tenant-a"}}
+    )
     assert int(created["metadata"]["resourceVersion"]) == store.resource_version + 1
     with pytest.raises(ApiError) as gone:
         restored.subscribe(lambda *_: None, since=store.resource_version - 1)

@@ -16,8 +16,11 @@ FOLDERS = ("models", "workflows", "activities", "worker", "starter", "lab", "ben
 
 def source_files(folder: str) -> set[str]:
     """Every file of ``folder`` a wheel must carry (byte code caches aside), by its path in the repo."""
-    return {str(p.relative_to(REPO)) for p in (REPO / folder).rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    return {
+        str(p.relative_to(REPO))
+        for p in (REPO / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 def build_wheel(tmp_path: Path) -> Path:
@@ -29,8 +32,11 @@ def build_wheel(tmp_path: Path) -> Path:
     for folder in FOLDERS:
         shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(src)],
-                   check=True, timeout=240)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(src)],
+        check=True,
+        timeout=240,
+    )
     [wheel] = out.glob("tenantflow-*.whl")
     return wheel
 
@@ -47,8 +53,12 @@ def test_the_wheel_holds_every_folder_under_tenantflow_and_nothing_else_at_the_t
     expected = {f"tenantflow/{path}" for folder in FOLDERS for path in source_files(folder)}
     assert not expected - names, sorted(expected - names)
     lab_data = {n for n in names if n.startswith("tenantflow/lab/") and not n.endswith(".py")}
-    assert {"tenantflow/lab/bin/nvidia-smi", "tenantflow/lab/bin/df", "tenantflow/lab/bin/all_reduce_perf",
-            "tenantflow/lab/authentik/schema.yaml"} <= lab_data
+    assert {
+        "tenantflow/lab/bin/nvidia-smi",
+        "tenantflow/lab/bin/df",
+        "tenantflow/lab/bin/all_reduce_perf",
+        "tenantflow/lab/authentik/schema.yaml",
+    } <= lab_data
     assert any(n.endswith(".yaml") and "/crds" in n for n in lab_data)
     assert "tenantflow = tenantflow.starter.cli:app" in entry_points
     assert "bench = tenantflow.bench.cli:bench" in entry_points

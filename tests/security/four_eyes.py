@@ -20,8 +20,9 @@ from tests.workflows.fakes import FakeWorld
 async def client_as(env: WorkflowEnvironment, identity: str, task_queue: str) -> TenantflowClient:
     """A tenantflow client on ``env`` that presents ``identity`` to Temporal."""
     config = env.client.service_client.config
-    client = await Client.connect(config.target_host, namespace=env.client.namespace, identity=identity,
-                                  data_converter=PLAIN)
+    client = await Client.connect(
+        config.target_host, namespace=env.client.namespace, identity=identity, data_converter=PLAIN
+    )
     return TenantflowClient(client, task_queue)
 
 
@@ -29,6 +30,11 @@ async def client_as(env: WorkflowEnvironment, identity: str, task_queue: str) ->
 async def four_eyes_worker(env: WorkflowEnvironment) -> AsyncIterator[str]:
     """Yield the task queue of a worker refusing approvals of onboardings by their starter."""
     queue = f"four-eyes-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding],
-                      activities=FakeWorld().activities(), interceptors=[FourEyes({"TenantOnboarding"})]):
+    async with Worker(
+        env.client,
+        task_queue=queue,
+        workflows=[TenantOnboarding],
+        activities=FakeWorld().activities(),
+        interceptors=[FourEyes({"TenantOnboarding"})],
+    ):
         yield queue

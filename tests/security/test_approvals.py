@@ -32,8 +32,12 @@ async def test_the_starter_cannot_approve_its_own_run_when_four_eyes_is_on(dev_e
 async def test_a_run_that_does_not_record_its_starter_cannot_be_approved(dev_env: WorkflowEnvironment) -> None:
     async with four_eyes_worker(dev_env) as queue:
         bob = await client_as(dev_env, "bob@ops-host", queue)
-        handle = await bob.client.start_workflow("TenantOnboarding", OnboardingInput(
-            contract=example_tenant(unique_slug())), id=f"tenant/{unique_slug()}", task_queue=queue)
+        handle = await bob.client.start_workflow(
+            "TenantOnboarding",
+            OnboardingInput(contract=example_tenant(unique_slug())),
+            id=f"tenant/{unique_slug()}",
+            task_queue=queue,
+        )
         status = await wait_for_stage(bob, handle, "gate:approve_plan")
         with pytest.raises(WorkflowUpdateFailedError, match="Workflow update failed") as refused:
             await bob.approve(handle.id, status.plan_hash or "")

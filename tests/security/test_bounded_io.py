@@ -53,8 +53,9 @@ async def test_latency_below_the_timeout_costs_no_retry(slow_api: httpx.AsyncCli
     assert journal["injected"] == {"latency": 1}, journal
 
 
-async def test_a_hung_request_fails_retryably_instead_of_hanging(slow_api: httpx.AsyncClient,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_hung_request_fails_retryably_instead_of_hanging(
+    slow_api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(kubeclient, "REQUEST_TIMEOUT_S", (1.0, 1.0))
     await latency(slow_api, 30_000)
     with pytest.raises(ApplicationError, match="kubernetes slow-cluster: no answer to GET") as failed:

@@ -24,16 +24,31 @@ from tests.workflows.contract import EXAMPLES
 
 def evil_kubeconfig(path: Path, pwned: Path) -> Path:
     """A kubeconfig whose exec credential plugin writes ``pwned`` when the kubeconfig is loaded."""
-    credential = '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", ' \
-                 '"status": {"token": "x"}}'
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "tenant-cluster",
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "users": [{"name": "u", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh",
-            "args": ["-c", f"touch {pwned}; echo '{credential}'"], "interactiveMode": "Never"}}}],
-        "contexts": [{"name": "tenant-cluster", "context": {"cluster": "c", "user": "u"}}],
-    }))
+    credential = '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": "x"}}'
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "tenant-cluster",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1",
+                                "command": "/bin/sh",
+                                "args": ["-c", f"touch {pwned}; echo '{credential}'"],
+                                "interactiveMode": "Never",
+                            }
+                        },
+                    }
+                ],
+                "contexts": [{"name": "tenant-cluster", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     return path
 
 
@@ -61,8 +76,9 @@ async def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIt
 def test_the_evil_kubeconfig_is_live(evil: tuple[Path, Path]) -> None:
     """Loading it directly runs the plugin: what the checks below prevent is real."""
     path, pwned = evil
-    config.load_kube_config(config_file=str(path), context="tenant-cluster",
-                            client_configuration=client.Configuration())
+    config.load_kube_config(
+        config_file=str(path), context="tenant-cluster", client_configuration=client.Configuration()
+    )
     assert pwned.exists()
 
 
@@ -84,8 +100,11 @@ async def test_the_worker_loads_only_registered_kubeconfigs(evil: tuple[Path, Pa
     with pytest.raises(ApplicationError, match="is not the kubeconfig the worker has") as refused:
         await asyncio.to_thread(kubeclient.request, smuggled, "GET", namespace)
     assert refused.value.non_retryable
-    with pytest.raises(ApplicationError, match=r"cluster 'elsewhere' is not in the worker's cluster registry "
-                                               r"\(known: tenant-cluster\)") as unknown:
+    with pytest.raises(
+        ApplicationError,
+        match=r"cluster 'elsewhere' is not in the worker's cluster registry "
+        r"\(known: tenant-cluster\)",
+    ) as unknown:
         await asyncio.to_thread(kubeclient.request, KubeTarget(context="elsewhere"), "GET", namespace)
     assert unknown.value.non_retryable
     assert not pwned.exists()

@@ -149,7 +149,8 @@ def payload_texts(history_json: str) -> str:
 
 
 async def test_history_recorded_with_the_codec_has_no_plaintext_input(
-        dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     key_file = tmp_path / "codec.keys"
     key_file.write_text(new_key_entry("test") + "\n")
     address = dev_env.client.service_client.config.target_host
@@ -172,8 +173,12 @@ async def test_history_recorded_with_the_codec_has_no_plaintext_input(
     raw = payload_texts(history.to_json())
     assert "tenant-sealed" in raw, "the search attribute stays readable (it is not a payload)"
     assert email not in raw and ssh_key not in raw
-    sealed = [p for e in history.events if e.HasField("workflow_execution_started_event_attributes")
-              for p in e.workflow_execution_started_event_attributes.input.payloads]
+    sealed = [
+        p
+        for e in history.events
+        if e.HasField("workflow_execution_started_event_attributes")
+        for p in e.workflow_execution_started_event_attributes.input.payloads
+    ]
     assert sealed and all(p.metadata["encoding"] == b"binary/encrypted" for p in sealed)
     [opened] = await EncryptionCodec(KeyRing.load(key_file)).decode(sealed)
     assert email in opened.data.decode()

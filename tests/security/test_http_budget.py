@@ -35,8 +35,9 @@ async def server() -> AsyncIterator[tuple[str, list[str]]]:
         yield str(test_server.make_url("")), hits
 
 
-async def test_a_hung_read_is_not_retried_past_the_budget(server: tuple[str, list[str]],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_hung_read_is_not_retried_past_the_budget(
+    server: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, hits = server
     monkeypatch.setattr(httpretry, "IN_PLACE_BUDGET_S", 3.0)
     with httpx.Client(base_url=url, timeout=1.0) as http, pytest.raises(httpx.ReadTimeout):

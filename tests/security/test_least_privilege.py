@@ -58,8 +58,9 @@ def test_rbac_is_namespace_scoped_and_bounded(contract: TenantContract) -> None:
     for binding in bindings:
         assert binding["metadata"]["namespace"] == contract.namespace
         assert binding["roleRef"]["name"] not in TOO_STRONG_ROLES
-        assert binding["subjects"] == [{"kind": "Group", "name": f"{contract.slug}-admins",
-                                        "apiGroup": "rbac.authorization.k8s.io"}]
+        assert binding["subjects"] == [
+            {"kind": "Group", "name": f"{contract.slug}-admins", "apiGroup": "rbac.authorization.k8s.io"}
+        ]
 
 
 def test_every_namespaced_object_stays_in_the_tenant_namespace(contract: TenantContract) -> None:

@@ -46,13 +46,20 @@ SLUG, USERS = "tenant-sec", ("sia", "sol")
 
 def sec_tenant(lab: LabEndpoints) -> TenantContract:
     foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
-    users = [u.model_copy(update={"username": name, "email": f"{name}@{SLUG}.example"})
-             for u, name in zip(foo.users, USERS, strict=False)]
-    return foo.model_copy(update={
-        "slug": SLUG, "display_name": "Tenant Sec", "users": users,
-        "capacity": foo.capacity.model_copy(update={"gpus": 16}),
-        "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-sec"}),
-        "login": foo.login.model_copy(update={"hostname": None})})
+    users = [
+        u.model_copy(update={"username": name, "email": f"{name}@{SLUG}.example"})
+        for u, name in zip(foo.users, USERS, strict=False)
+    ]
+    return foo.model_copy(
+        update={
+            "slug": SLUG,
+            "display_name": "Tenant Sec",
+            "users": users,
+            "capacity": foo.capacity.model_copy(update={"gpus": 16}),
+            "slurm": foo.slurm.model_copy(update={"team_account": "ml-team-sec"}),
+            "login": foo.login.model_copy(update={"hostname": None}),
+        }
+    )
 
 
 def kube_tokens(kubeconfig: Path) -> list[str]:
@@ -61,9 +68,26 @@ def kube_tokens(kubeconfig: Path) -> list[str]:
 
 
 def csi_token(lab: LabEndpoints, contract: TenantContract) -> str:
-    done = subprocess.run(["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", "-n",
-                           contract.namespace, "get", "secret", f"weka-{contract.slug}-creds", "-o", "json"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(lab.kubeconfig),
+            "--context",
+            "tenant-cluster",
+            "-n",
+            contract.namespace,
+            "get",
+            "secret",
+            f"weka-{contract.slug}-creds",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return base64.b64decode(json.loads(done.stdout)["data"]["token"]).decode()
 
 
@@ -97,8 +121,10 @@ async def history_text(api: TenantflowClient, handle: WorkflowHandle[Any, Any]) 
     found = [p for event in history.events for p in payloads(event)]
     codec = api.client.data_converter.payload_codec
     decoded = await codec.decode(found) if codec else found
-    texts = [p.data.decode(errors="replace") + json.dumps({k: v.decode(errors="replace")
-                                                            for k, v in p.metadata.items()}) for p in decoded]
+    texts = [
+        p.data.decode(errors="replace") + json.dumps({k: v.decode(errors="replace") for k, v in p.metadata.items()})
+        for p in decoded
+    ]
     return "\n".join([history.to_json(), *texts])
 
 
@@ -126,17 +152,22 @@ class StatusRecorder:
 
 
 def cli(env: dict[str, str], *argv: str) -> str:
-    done = subprocess.run([str(ROOT / ".venv/bin/tenantflow"), *argv], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/tenantflow"), *argv], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     return f"$ tenantflow {' '.join(argv)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
 
 
-async def enroll_greenfield(api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
-                            ) -> WorkflowHandle[Any, Any]:
+async def enroll_greenfield(
+    api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
+) -> WorkflowHandle[Any, Any]:
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
-        "WorkerEnrollment", EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
-        id=f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}", task_queue=api.task_queue,
-        result_type=EnrollmentResult)
+        "WorkerEnrollment",
+        EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
+        id=f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}",
+        task_queue=api.task_queue,
+        result_type=EnrollmentResult,
+    )
     async with recorder.watching(handle.id):
         plan = await api.wait_for_plan(handle.id, timeout_s=120)
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=plan.plan_hash or ""))
@@ -151,13 +182,19 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path / "greenfield", brownfield=False)
 
 
-async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironment, lab: LabEndpoints,
-                                                       greenfield: Lab, tmp_path: Path) -> None:
+async def test_no_secret_in_history_status_logs_or_cli(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints, greenfield: Lab, tmp_path: Path
+) -> None:
     address = dev_env.client.service_client.config.target_host
     queue = f"secrets-{uuid.uuid4().hex[:8]}"
     private_keys: list[str] = []
-    greenfield.hub.subscribe(lambda _t, key, obj: private_keys.extend(
-        v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key") if key.resource == "secrets" else None)
+    greenfield.hub.subscribe(
+        lambda _t, key, obj: (
+            private_keys.extend(v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key")
+            if key.resource == "secrets"
+            else None
+        )
+    )
     worker = WorkerProcess(address, queue, lab, tmp_path / "worker.log")
     api = await TenantflowClient.connect(settings(address, queue))
     recorder = StatusRecorder(api)
@@ -174,8 +211,16 @@ async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironm
         enrollment = await enroll_greenfield(api, greenfield, recorder)
         runs = [api.handle(onboarding_id(SLUG)), api.handle(offboarding_id(SLUG)), enrollment]
         env = {**os.environ, "TEMPORAL_ADDRESS": address, "TENANTFLOW_TASK_QUEUE": queue, "PYTHONPATH": str(ROOT)}
-        sources = {f"cli {h.id}": "\n".join([cli(env, "status", h.id, "-o", "json"), cli(env, "result", h.id),
-                                             cli(env, "result", h.id, "-o", "json")]) for h in runs}
+        sources = {
+            f"cli {h.id}": "\n".join(
+                [
+                    cli(env, "status", h.id, "-o", "json"),
+                    cli(env, "result", h.id),
+                    cli(env, "result", h.id, "-o", "json"),
+                ]
+            )
+            for h in runs
+        }
     finally:
         worker.stop()
     sources |= {f"history {h.id}": await history_text(api, h) for h in runs}
@@ -183,15 +228,25 @@ async def test_no_secret_in_history_status_logs_or_cli(dev_env: WorkflowEnvironm
     sources["worker log"] = (tmp_path / "worker.log").read_text()
 
     assert csi and private_keys, "the CSI token and the bootstrap key must have been seen to be looked for"
-    secrets = {"Authentik token": lab.authentik_token, "LDAP bind password": lab.ldap_bind_password,
-               "Weka password": lab.weka_password, "CSI token": csi,
-               **{f"bootstrap private key {i}": key for i, key in enumerate(private_keys)},
-               **{f"kube token {i}": token for i, token in
-                  enumerate(kube_tokens(lab.kubeconfig) + kube_tokens(greenfield.kubeconfig))}}
+    secrets = {
+        "Authentik token": lab.authentik_token,
+        "LDAP bind password": lab.ldap_bind_password,
+        "Weka password": lab.weka_password,
+        "CSI token": csi,
+        **{f"bootstrap private key {i}": key for i, key in enumerate(private_keys)},
+        **{
+            f"kube token {i}": token
+            for i, token in enumerate(kube_tokens(lab.kubeconfig) + kube_tokens(greenfield.kubeconfig))
+        },
+    }
     for i, key in enumerate(private_keys):
         secrets[f"bootstrap private key {i} (hex)"] = base64.b64decode(key).hex()
-    leaks = [f"{what} in {where}" for what, secret in secrets.items() for where, text in sources.items()
-             if any(form in text for form in forms(secret))]
+    leaks = [
+        f"{what} in {where}"
+        for what, secret in secrets.items()
+        for where, text in sources.items()
+        if any(form in text for form in forms(secret))
+    ]
     assert not leaks, leaks
 
     public = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")["spec"]

@@ -29,8 +29,9 @@ def cli_env(api: TenantflowClient) -> dict[str, str]:
 
 async def tenantflow(api: TenantflowClient, *args: str) -> tuple[int, str, str]:
     """Run the CLI as a subprocess (it talks to the dev server over the network)."""
-    proc = await asyncio.create_subprocess_exec(CLI, *args, env=cli_env(api), stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        CLI, *args, env=cli_env(api), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await proc.communicate()
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()

@@ -13,8 +13,11 @@ ROW = re.compile(r"^[" + re.escape("".join(ACTION_MARK.values())) + r"] [a-z]+ "
 def row_of(step: PlanStep) -> re.Pattern[str]:
     """The one line that shows ``step``: mark, layer, kind and its whole name, then details or the line's end."""
     name = f"{step.namespace}/{step.name}" if step.namespace else step.name
-    return re.compile(rf"^{re.escape(ACTION_MARK[step.action])} {step.layer} +{re.escape(step.kind)} +"
-                      rf"{re.escape(name)}(  |$)", re.MULTILINE)
+    return re.compile(
+        rf"^{re.escape(ACTION_MARK[step.action])} {step.layer} +{re.escape(step.kind)} +"
+        rf"{re.escape(name)}(  |$)",
+        re.MULTILINE,
+    )
 
 
 def assert_one_line_per_object(screen: str, plan: Plan, columns: int) -> None:

@@ -19,8 +19,9 @@ from tests.starter.conftest import CLI, cli_env
 
 def make_token(api: TenantflowClient, user: str) -> tuple[str, str]:
     """The token and the token-file line ``tenantflow token USER`` prints."""
-    out = subprocess.run([CLI, "token", user], env=cli_env(api), capture_output=True, text=True, check=True,
-                         timeout=60).stdout
+    out = subprocess.run(
+        [CLI, "token", user], env=cli_env(api), capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     token = out.split("(shown once): ", 1)[1].split()[0]
     line = out.split("append to the token file: ", 1)[1].strip()
     return token, line
@@ -37,9 +38,21 @@ def served(fake_api: TenantflowClient, tmp_path: Path) -> Iterator[tuple[str, st
     (tmp_path / "tls.key").write_bytes(cert.key_pem)
     port = free_port()
     env = {**cli_env(fake_api), "TENANTFLOW_API_TOKENS_FILE": str(tmp_path / "tokens")}
-    proc = subprocess.Popen([CLI, "serve-api", "--port", str(port), "--tls-cert", str(tmp_path / "tls.crt"),
-                             "--tls-key", str(tmp_path / "tls.key")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            CLI,
+            "serve-api",
+            "--port",
+            str(port),
+            "--tls-cert",
+            str(tmp_path / "tls.crt"),
+            "--tls-key",
+            str(tmp_path / "tls.key"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield f"https://127.0.0.1:{port}", token, tmp_path / "tls.crt"
     finally:

@@ -20,8 +20,12 @@ def test_dev_server_serves_ui_and_registers_search_attributes(tmp_path: Path) ->
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/", timeout=10) as page:
             assert "<html" in page.read().decode().lower()
-        listed = subprocess.run([binary("temporal"), "operator", "search-attribute", "list",
-                                 "--address", f"127.0.0.1:{port}"], capture_output=True, text=True, check=True)
+        listed = subprocess.run(
+            [binary("temporal"), "operator", "search-attribute", "list", "--address", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         for name in ("TenantSlug", "WorkerCluster", "Stage"):
             assert name in listed.stdout
     finally:

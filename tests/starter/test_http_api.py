@@ -75,8 +75,7 @@ async def test_start_status_and_approve_as_the_tokens_user(http: httpx.AsyncClie
     gate = f"/runs/{workflow_id}/gates/approve_plan"
     stale = await http.post(gate, json={"plan_hash": "0" * 16}, headers=AS_BOB)
     assert stale.status_code == 409 and "stale" in stale.json()["error"]
-    impersonating = await http.post(gate, json={"plan_hash": status["plan_hash"], "approver": "carol"},
-                                    headers=AS_BOB)
+    impersonating = await http.post(gate, json={"plan_hash": status["plan_hash"], "approver": "carol"}, headers=AS_BOB)
     assert impersonating.status_code == 403 and "'bob'" in impersonating.json()["error"]
     own = await http.post(gate, json={"plan_hash": status["plan_hash"]}, headers=AS_ALICE)
     assert own.status_code == 409 and "four-eyes rule: 'alice' started this run" in own.json()["error"]

@@ -37,15 +37,22 @@ def restored_logging() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("restored_logging")
-async def test_log_context_and_metrics_after_a_run(dev_env: WorkflowEnvironment,
-                                                   capfd: pytest.CaptureFixture[str]) -> None:
+async def test_log_context_and_metrics_after_a_run(
+    dev_env: WorkflowEnvironment, capfd: pytest.CaptureFixture[str]
+) -> None:
     worker_logging.configure("json", "INFO")
     port = free_port()
-    settings = WorkerSettings(TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host,
-                              TENANTFLOW_TASK_QUEUE=f"obs-{uuid.uuid4().hex[:8]}", TENANTFLOW_METRICS_PORT=port)
+    settings = WorkerSettings(
+        TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host,
+        TENANTFLOW_TASK_QUEUE=f"obs-{uuid.uuid4().hex[:8]}",
+        TENANTFLOW_METRICS_PORT=port,
+    )
     stop = asyncio.Event()
-    task = asyncio.create_task(run_worker(settings, stop, workflows=[TenantOnboarding],
-                                          activities=FakeWorld(fail_at="kube.quota").activities()))
+    task = asyncio.create_task(
+        run_worker(
+            settings, stop, workflows=[TenantOnboarding], activities=FakeWorld(fail_at="kube.quota").activities()
+        )
+    )
     try:
         api = TenantflowClient(dev_env.client, settings.task_queue)
         slug = unique_slug()

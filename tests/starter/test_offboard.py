@@ -11,8 +11,7 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
 
-async def test_offboard_uses_the_onboarding_contract_and_waits_for_confirm_purge(
-        dev_env: WorkflowEnvironment) -> None:
+async def test_offboard_uses_the_onboarding_contract_and_waits_for_confirm_purge(dev_env: WorkflowEnvironment) -> None:
     world = FakeWorld(present=True)
     async with fake_worker(dev_env, world) as api:
         contract = example_tenant(unique_slug())

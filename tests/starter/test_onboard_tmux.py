@@ -18,7 +18,8 @@ from tests.workflows.contract import EXAMPLES
 
 
 async def test_onboard_shows_each_planned_object_on_one_line_at_80_columns(
-        dev_env: WorkflowEnvironment, lab: LabEndpoints) -> None:
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
     contract = EXAMPLES / "tenant-foo.yaml"
     workflow_id = onboarding_id("tenant-foo")
     async with lab_worker(dev_env.client, lab) as api:

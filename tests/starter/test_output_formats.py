@@ -13,13 +13,25 @@ from tests.starter.conftest import CLI
 
 
 def refusal(*args: str) -> tuple[int, str]:
-    done = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"})
+    done = subprocess.run(
+        [CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"},
+    )
     return done.returncode, " ".join(re.sub("[│╭╮╰╯─]", " ", done.stderr).split())
 
 
-@pytest.mark.parametrize("args", [["status", "tenant/x", "-o", "yaml"], ["list", "--output", "yaml"],
-                                  ["plan", "examples/tenant-foo.yaml", "-o", "table"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "tenant/x", "-o", "yaml"],
+        ["list", "--output", "yaml"],
+        ["plan", "examples/tenant-foo.yaml", "-o", "table"],
+    ],
+)
 def test_unsupported_output_format_exits_2_naming_the_formats(args: list[str]) -> None:
     code, message = refusal(*args)
     assert code == 2, message

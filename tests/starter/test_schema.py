@@ -9,8 +9,14 @@ from typer.testing import CliRunner
 
 from tenantflow.starter.cli import app
 
-EVERY_INPUT = {"TenantContract", "WorkerEnrollment", "OnboardingInput", "OffboardingInput", "EnrollmentInput",
-               "DecommissionInput"}
+EVERY_INPUT = {
+    "TenantContract",
+    "WorkerEnrollment",
+    "OnboardingInput",
+    "OffboardingInput",
+    "EnrollmentInput",
+    "DecommissionInput",
+}
 
 
 def test_schema_prints_every_workflow_input() -> None:

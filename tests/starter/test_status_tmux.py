@@ -15,9 +15,14 @@ async def test_status_watch_shows_gate_and_approve_command(fake_api: TenantflowC
     assert waiting.plan_hash
     async with terminal(200) as session:
         await run_cli(session, fake_api, f"status {handle.id} --watch")
-        await screen_until(session, ["waiting on gate approve_plan",
-                                     f"tenantflow approve {handle.id} --plan-hash {waiting.plan_hash}",
-                                     "stage=gate:approve_plan"])
+        await screen_until(
+            session,
+            [
+                "waiting on gate approve_plan",
+                f"tenantflow approve {handle.id} --plan-hash {waiting.plan_hash}",
+                "stage=gate:approve_plan",
+            ],
+        )
         await fake_api.approve(handle.id, waiting.plan_hash)
         await handle.result()
         final = await screen_until(session, ["stage=completed", "EXIT=0"], timeout_s=240)

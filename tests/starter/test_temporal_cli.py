@@ -16,16 +16,16 @@ from tests.workflows.contract import example_tenant
 
 async def temporal(api: TenantflowClient, *args: str) -> str:
     address = api.client.service_client.config.target_host
-    proc = await asyncio.create_subprocess_exec(binary("temporal"), *args, "--address", address,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        binary("temporal"), *args, "--address", address, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     return out.decode()
 
 
 async def query_status(api: TenantflowClient, workflow_id: str) -> Any:
-    out = await temporal(api, "workflow", "query", "--workflow-id", workflow_id, "--name", "status",
-                         "--output", "json")
+    out = await temporal(api, "workflow", "query", "--workflow-id", workflow_id, "--name", "status", "--output", "json")
     return json.loads(out)["queryResult"][0]
 
 
@@ -34,16 +34,39 @@ async def test_start_from_temporal_cli_with_input_file(fake_api: TenantflowClien
     input_file = tmp_path / "onboarding.json"
     input_file.write_text(OnboardingInput(contract=example_tenant(slug)).model_dump_json())
     workflow_id = f"tenant/{slug}"
-    await temporal(fake_api, "workflow", "start", "--type", "TenantOnboarding", "--task-queue", fake_api.task_queue,
-                   "--workflow-id", workflow_id, "--input-file", str(input_file),
-                   "--search-attribute", f'TenantSlug="{slug}"')
+    await temporal(
+        fake_api,
+        "workflow",
+        "start",
+        "--type",
+        "TenantOnboarding",
+        "--task-queue",
+        fake_api.task_queue,
+        "--workflow-id",
+        workflow_id,
+        "--input-file",
+        str(input_file),
+        "--search-attribute",
+        f'TenantSlug="{slug}"',
+    )
     deadline = asyncio.get_running_loop().time() + 30
     while (status := await query_status(fake_api, workflow_id))["stage"] != "gate:approve_plan":
         assert asyncio.get_running_loop().time() < deadline, status
         await asyncio.sleep(0.2)
     assert status["target"] == slug and status["plan_hash"]
-    await temporal(fake_api, "workflow", "update", "execute", "--workflow-id", workflow_id, "--name", "approve_plan",
-                   "--input", json.dumps({"plan_hash": status["plan_hash"], "approver": "script"}))
-    result = json.loads(await temporal(fake_api, "workflow", "result", "--workflow-id", workflow_id,
-                                       "--output", "json"))
+    await temporal(
+        fake_api,
+        "workflow",
+        "update",
+        "execute",
+        "--workflow-id",
+        workflow_id,
+        "--name",
+        "approve_plan",
+        "--input",
+        json.dumps({"plan_hash": status["plan_hash"], "approver": "script"}),
+    )
+    result = json.loads(
+        await temporal(fake_api, "workflow", "result", "--workflow-id", workflow_id, "--output", "json")
+    )
     assert result["result"]["status"] == "completed", result

@@ -14,8 +14,9 @@ from tests.starter.conftest import CLI, cli_env
 
 
 async def tmux(*args: str) -> str:
-    proc = await asyncio.create_subprocess_exec("tmux", *args, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        "tmux", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     return out.decode()
@@ -53,8 +54,13 @@ async def _poll(session: str, found: Callable[[str], bool], timeout_s: float, hi
 
 async def screen_until(session: str, wanted: list[str], timeout_s: float = 60) -> str:
     """The session's screen once it shows every text in ``wanted``."""
-    return await _poll(session, lambda screen: all(text in screen for text in wanted), timeout_s, False,
-                       f"never saw {wanted} on screen")
+    return await _poll(
+        session,
+        lambda screen: all(text in screen for text in wanted),
+        timeout_s,
+        False,
+        f"never saw {wanted} on screen",
+    )
 
 
 EXITED = re.compile(r"^EXIT=(\d+)$", re.MULTILINE)
@@ -62,8 +68,9 @@ EXITED = re.compile(r"^EXIT=(\d+)$", re.MULTILINE)
 
 async def exit_code(session: str, timeout_s: float = 120) -> tuple[int, str]:
     """The exit code :func:`run_cli` echoes once the command ends, and the whole scrollback."""
-    screen = await _poll(session, lambda screen: EXITED.search(screen) is not None, timeout_s, True,
-                         "the command did not end")
+    screen = await _poll(
+        session, lambda screen: EXITED.search(screen) is not None, timeout_s, True, "the command did not end"
+    )
     ended = EXITED.search(screen)
     assert ended is not None
     return int(ended.group(1)), screen

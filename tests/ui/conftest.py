@@ -16,8 +16,16 @@ from tenantflow.starter.devserver import DevServer, free_port
 from tenantflow.worker.codec import PLAIN
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / ".state" / "test-artifacts" / "ui"
 """Where a failing browser test leaves its screenshot, page HTML and playwright trace."""
 

@@ -26,8 +26,9 @@ from tests.workflows.contract import EXAMPLES
 
 
 async def approve_in_ui(browser: Browser, temporal_ui: DevServer, api: TenantflowClient, workflow_id: str) -> None:
-    async with operator_session(browser, f"http://{temporal_ui.ip}:{temporal_ui.ui_port}",
-                                ARTIFACTS / "approve_plan") as ui:
+    async with operator_session(
+        browser, f"http://{temporal_ui.ip}:{temporal_ui.ui_port}", ARTIFACTS / "approve_plan"
+    ) as ui:
         await ui.open_run(workflow_id)
         shown = await ui.user_metadata()
         assert "Onboard tenant-foo: 64 GPUs h100-8x, 3 users" in shown.summary
@@ -43,7 +44,8 @@ async def approve_in_ui(browser: Browser, temporal_ui: DevServer, api: Tenantflo
 
 
 async def test_operator_approves_the_plan_in_the_ui(
-        lab: LabEndpoints, temporal_ui: DevServer, ui_client: Client, browser: Browser) -> None:
+    lab: LabEndpoints, temporal_ui: DevServer, ui_client: Client, browser: Browser
+) -> None:
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(ui_client, lab) as api:
         handle = await api.start_onboarding(contract)

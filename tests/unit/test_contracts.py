@@ -59,9 +59,11 @@ BAD_TENANTS = [
     ("unknown sku", mutate("capacity.sku", "h900-8x"), "unknown GPU SKU"),
     ("duplicate usernames", mutate("users.1.username", "alice"), "users"),
     ("malformed ssh key", mutate("users.0.ssh_keys", ["ssh-ed25519 AAAAnotbase64!!"]), "users.0.ssh_keys.0"),
-    ("ssh key with newline injection", mutate("users.0.ssh_keys",
-                                              [tenant_data()["users"][0]["ssh_keys"][0] + "\nssh-rsa AAAA"]),
-     "one line"),
+    (
+        "ssh key with newline injection",
+        mutate("users.0.ssh_keys", [tenant_data()["users"][0]["ssh_keys"][0] + "\nssh-rsa AAAA"]),
+        "one line",
+    ),
     ("unknown field", mutate("capacity.gpu_count", 64), "unknown field"),
     ("evict on release", mutate("capacity.evict_on_release", True), "evict_on_release must be false"),
     ("soft above hard", mutate("storage.scratch", {"hard": "45TB", "soft": "50TB"}), "soft quota"),
@@ -80,8 +82,11 @@ def test_bad_tenant_contracts_name_the_field(label: str, data: dict[str, Any], e
 
 
 def test_a_kubeconfig_path_in_a_contract_is_refused_naming_the_field_and_the_fix() -> None:
-    with pytest.raises(ContractError, match=r"cluster\.kubeconfig: a contract cannot choose a kubeconfig file; "
-                                            r"remove it and name a cluster of the worker's registry"):
+    with pytest.raises(
+        ContractError,
+        match=r"cluster\.kubeconfig: a contract cannot choose a kubeconfig file; "
+        r"remove it and name a cluster of the worker's registry",
+    ):
         parse_contract(TenantContract, mutate("cluster.kubeconfig", "/tmp/evil"), "evil.yaml")
     worker = yaml.safe_load((EXAMPLES / "worker-forecasting-us.yaml").read_text())
     worker["hub"]["kubeconfig"] = "/tmp/evil"

@@ -54,10 +54,12 @@ class FakeWorld:
             self.calls.append(step.name)
             findings = []
             if self.preflight_error and step is CAPACITY_PREFLIGHT:
-                findings.append(Finding(check="capacity.nodes", ok=False, message=self.preflight_error,
-                                        fix="free some nodes"))
+                findings.append(
+                    Finding(check="capacity.nodes", ok=False, message=self.preflight_error, fix="free some nodes")
+                )
             facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY_PREFLIGHT else inp.facts
             return StepResult(findings=findings, facts=facts)
+
         return preflight
 
     def _plan(self, step: Step[StepInput, list[PlanStep]]) -> Callable[[StepInput], Awaitable[list[PlanStep]]]:
@@ -65,9 +67,14 @@ class FakeWorld:
         async def plan(inp: StepInput) -> list[PlanStep]:
             self.calls.append(step.name)
             action = Action.unchanged if self.present else Action.create
-            return [PlanStep(layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}",
-                             action=action)
-                    for apply in APPLY if apply.layer == step.layer and apply.kinds]
+            return [
+                PlanStep(
+                    layer=step.layer, kind=apply.kinds[0], name=f"{inp.contract.slug}-{apply.short}", action=action
+                )
+                for apply in APPLY
+                if apply.layer == step.layer and apply.kinds
+            ]
+
         return plan
 
     def _apply(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -76,9 +83,11 @@ class FakeWorld:
             self.calls.append(step.name)
             if self.fail_at == step.name:
                 raise ApplicationError(f"injected failure at {step.name}", type="Invalid", non_retryable=True)
-            result = EnsureResult(layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}",
-                                  outcome=Outcome.created)
+            result = EnsureResult(
+                layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}", outcome=Outcome.created
+            )
             return StepResult(results=[result], facts=inp.facts)
+
         return apply
 
     def _undo(self, step: Step[UndoInput, list[EnsureResult]]) -> Callable[[UndoInput], Awaitable[list[EnsureResult]]]:
@@ -86,6 +95,7 @@ class FakeWorld:
         async def undo(inp: UndoInput) -> list[EnsureResult]:
             self.calls.append(f"{step.name}:{inp.step}")
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
+
         return undo
 
     def _handover(self, step: Step[StepInput, Handover]) -> Callable[[StepInput], Awaitable[Handover]]:
@@ -93,4 +103,5 @@ class FakeWorld:
         async def render(inp: StepInput) -> Handover:
             self.calls.append(step.name)
             return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
+
         return render

@@ -22,13 +22,15 @@ from tests.workflows.fakes import FakeWorld
 @asynccontextmanager
 async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterator[TenantflowClient]:
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    async with Worker(env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding],
-                      activities=world.activities()):
+    async with Worker(
+        env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()
+    ):
         yield TenantflowClient(env.client, queue)
 
 
-async def wait_for_stage(api: TenantflowClient, handle: WorkflowHandle[Any, Any], prefix: str,
-                         timeout_s: float = 30) -> RunStatus:
+async def wait_for_stage(
+    api: TenantflowClient, handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 30
+) -> RunStatus:
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
         status = await api.status(handle.id)

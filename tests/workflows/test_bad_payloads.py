@@ -15,11 +15,20 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
 REFUSED_UPDATES: list[tuple[str, list[Any], list[str]]] = [
-    ("approve_plan", [{"plan_hash": 42, "approver": ["x"]}],
-     ["ApprovePlan: 2 problem(s)", "plan_hash: Input should be a valid string",
-      "approver: Input should be a valid string"]),
-    ("approve_plan", [{"plan_hash": "0123456789abcdef", "sneaky": True}],
-     ["sneaky: unknown field; remove it or check the spelling"]),
+    (
+        "approve_plan",
+        [{"plan_hash": 42, "approver": ["x"]}],
+        [
+            "ApprovePlan: 2 problem(s)",
+            "plan_hash: Input should be a valid string",
+            "approver: Input should be a valid string",
+        ],
+    ),
+    (
+        "approve_plan",
+        [{"plan_hash": "0123456789abcdef", "sneaky": True}],
+        ["sneaky: unknown field; remove it or check the spelling"],
+    ),
     ("approve_plan", [{"plan_hash": "ab" * 5000}], ["plan_hash: String should match pattern", "(10002 chars)"]),
     ("reject_plan", [{"approver": "ops"}], ["RejectPlan", "reason: Field required"]),
     ("answer_gate", ["resume_submissions", {"approver": "x; rm -rf /"}], ["approver: String should match pattern"]),
@@ -48,8 +57,11 @@ async def test_a_malformed_start_input_fails_the_run_naming_the_field(dev_env: W
     world = FakeWorld()
     async with fake_worker(dev_env, world) as api:
         handle = await dev_env.client.start_workflow(
-            "TenantOnboarding", {"contract": {"slug": "Bad Slug!"}, "approval_escalate_after_s": "soon"},
-            id=f"tenant/raw-{uuid.uuid4().hex[:8]}", task_queue=api.task_queue)
+            "TenantOnboarding",
+            {"contract": {"slug": "Bad Slug!"}, "approval_escalate_after_s": "soon"},
+            id=f"tenant/raw-{uuid.uuid4().hex[:8]}",
+            task_queue=api.task_queue,
+        )
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
     message = str(failure.value.cause)

@@ -14,15 +14,17 @@ from tests.workflows.harness import fake_worker
 async def test_unanswered_plan_gate_escalates_then_expires(ts_env: WorkflowEnvironment) -> None:
     world = FakeWorld()
     async with fake_worker(ts_env, world) as api:
-        handle = await api.start_onboarding(example_tenant(), approval_escalate_after_s=3600,
-                                            approval_expire_after_s=3 * 24 * 3600)
+        handle = await api.start_onboarding(
+            example_tenant(), approval_escalate_after_s=3600, approval_expire_after_s=3 * 24 * 3600
+        )
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
         history = await handle.fetch_history()
     assert "gate approve_plan expired" in str(failure.value.cause)
     stages = [
         e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields["Stage"].data
-        for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")
+        for e in history.events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
         and "Stage" in e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
     ]
     assert b'"gate:approve_plan-escalated"' in stages

@@ -21,8 +21,12 @@ async def offboard(dev_env: WorkflowEnvironment, world: FakeWorld, purge: bool) 
     contract = example_tenant(f"tenant-o{uuid.uuid4().hex[:8]}")
     async with fake_worker(dev_env, world) as api:
         handle = await dev_env.client.start_workflow(
-            "TenantOffboarding", OffboardingInput(contract=contract, purge_data=purge),
-            id=offboarding_id(contract.slug), task_queue=api.task_queue, result_type=OffboardingResult)
+            "TenantOffboarding",
+            OffboardingInput(contract=contract, purge_data=purge),
+            id=offboarding_id(contract.slug),
+            task_queue=api.task_queue,
+            result_type=OffboardingResult,
+        )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan is not None and status.plan_hash
         assert not [c for c in world.calls if ".undo" in c]
@@ -44,10 +48,22 @@ async def test_offboarding_keeps_data_and_tears_down_in_rollback_order(dev_env: 
     kept = {p.kind for p in result.plan.steps if p.action is Action.leave}
     assert kept == {"WekaOrganization", "WekaQuota"}
     undone = [c for c in world.calls if ".undo:" in c]
-    assert undone == ["login.undo:release", "slurm.undo:partition", "slurm.undo:users", "slurm.undo:qos",
-                      "slurm.undo:accounts", "kube.undo:rbac", "kube.undo:network_policy", "kube.undo:binding",
-                      "kube.undo:quota", "kube.undo:namespace", "capacity.undo:reservation", "storage.undo:csi",
-                      "identity.undo:users", "identity.undo:group"]
+    assert undone == [
+        "login.undo:release",
+        "slurm.undo:partition",
+        "slurm.undo:users",
+        "slurm.undo:qos",
+        "slurm.undo:accounts",
+        "kube.undo:rbac",
+        "kube.undo:network_policy",
+        "kube.undo:binding",
+        "kube.undo:quota",
+        "kube.undo:namespace",
+        "capacity.undo:reservation",
+        "storage.undo:csi",
+        "identity.undo:users",
+        "identity.undo:group",
+    ]
     assert "storage.undo:filesystems" not in world.calls and "storage.undo:quotas" not in world.calls
     assert "storage.undo:csi" in world.calls and "identity.undo:users" in world.calls
 

@@ -62,10 +62,19 @@ async def test_failure_unwinds_in_runbook_rollback_order(dev_env: WorkflowEnviro
         final = await api.status(handle.id)
     undone = [c.split(":")[1] and c for c in world.calls if ".undo:" in c]
     assert undone == [
-        "slurm.undo:users", "slurm.undo:qos", "slurm.undo:accounts",
-        "kube.undo:rbac", "kube.undo:network_policy", "kube.undo:binding", "kube.undo:quota", "kube.undo:namespace",
-        "capacity.undo:wait_reservation", "capacity.undo:reservation",
-        "identity.undo:verify_ldap", "identity.undo:users", "identity.undo:group",
+        "slurm.undo:users",
+        "slurm.undo:qos",
+        "slurm.undo:accounts",
+        "kube.undo:rbac",
+        "kube.undo:network_policy",
+        "kube.undo:binding",
+        "kube.undo:quota",
+        "kube.undo:namespace",
+        "capacity.undo:wait_reservation",
+        "capacity.undo:reservation",
+        "identity.undo:verify_ldap",
+        "identity.undo:users",
+        "identity.undo:group",
     ]
     assert final.stage == "rolled-back"
 

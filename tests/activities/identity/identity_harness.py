@@ -34,18 +34,27 @@ TOKEN = "identity-test-token"
 
 
 def ssh_key(comment: str) -> str:
-    public = Ed25519PrivateKey.generate().public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    public = (
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    )
     return f"{public.decode()} {comment}"
 
 
-def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice", "bob", "carol")
-                  ) -> TenantContract:
-    users = [TenantUser(username=name, name=f"{name.title()} Researcher", email=f"{name}@{slug}.example",
-                        ssh_keys=[ssh_key(f"{name}@laptop"), ssh_key(f"{name}@desktop")])
-             for name in usernames]
-    return TenantContract(slug=slug, display_name=slug.title(), users=users,
-                          cluster=KubeTarget(context="tenant-cluster"))
+def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice", "bob", "carol")) -> TenantContract:
+    users = [
+        TenantUser(
+            username=name,
+            name=f"{name.title()} Researcher",
+            email=f"{name}@{slug}.example",
+            ssh_keys=[ssh_key(f"{name}@laptop"), ssh_key(f"{name}@desktop")],
+        )
+        for name in usernames
+    ]
+    return TenantContract(
+        slug=slug, display_name=slug.title(), users=users, cluster=KubeTarget(context="tenant-cluster")
+    )
 
 
 async def run_activity(fn: Callable[..., T], *args: Any) -> T:
@@ -105,9 +114,15 @@ async def identity_lab(slapd: SlapdHandle, monkeypatch: pytest.MonkeyPatch) -> A
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    for key, value in {"AUTHENTIK_URL": url, "AUTHENTIK_TOKEN": TOKEN, "LDAP_URL": slapd.url,
-                       "LDAP_BASE_DN": slapd.base_dn, "LDAP_BIND_DN": slapd.bind_dn,
-                       "LDAP_BIND_PASSWORD": slapd.bind_password, "TENANTFLOW_POLL_INTERVAL": "0.05"}.items():
+    for key, value in {
+        "AUTHENTIK_URL": url,
+        "AUTHENTIK_TOKEN": TOKEN,
+        "LDAP_URL": slapd.url,
+        "LDAP_BASE_DN": slapd.base_dn,
+        "LDAP_BIND_DN": slapd.bind_dn,
+        "LDAP_BIND_PASSWORD": slapd.bind_password,
+        "TENANTFLOW_POLL_INTERVAL": "0.05",
+    }.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()
     api = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})

@@ -27,8 +27,9 @@ from tests.labfixture import journal_writes, lab_worker, reset_journals, use_lab
 
 
 def _authentik(lab: LabEndpoints) -> httpx.Client:
-    return httpx.Client(base_url=f"{lab.authentik_url}/api/v3", timeout=10,
-                        headers={"Authorization": f"Bearer {lab.authentik_token}"})
+    return httpx.Client(
+        base_url=f"{lab.authentik_url}/api/v3", timeout=10, headers={"Authorization": f"Bearer {lab.authentik_token}"}
+    )
 
 
 def uid_of_pk(lab: LabEndpoints, pk: int) -> int:
@@ -47,26 +48,40 @@ def next_uid(lab: LabEndpoints) -> int:
 
 def _ldap(lab: LabEndpoints, tool: str, stdin: str) -> None:
     """Run ``ldapadd``/``ldapdelete`` as slapd's rootdn, the password read from its file (never in argv)."""
-    argv = [tool, "-x", "-H", lab.ldap_url, "-D", f"cn=admin,{lab.ldap_base_dn}",
-            "-y", str(lab.state_dir / "ldap" / "admin.password")]
-    subprocess.run(argv, input=stdin, env={**os.environ, **lab.to_env()}, capture_output=True, text=True,
-                   timeout=30, check=True)
+    argv = [
+        tool,
+        "-x",
+        "-H",
+        lab.ldap_url,
+        "-D",
+        f"cn=admin,{lab.ldap_base_dn}",
+        "-y",
+        str(lab.state_dir / "ldap" / "admin.password"),
+    ]
+    subprocess.run(
+        argv, input=stdin, env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=30, check=True
+    )
 
 
 @contextmanager
 def stale_entry(lab: LabEndpoints, name: str, uid_number: int) -> Iterator[str]:
     """A posixAccount outside the outpost's ou=users holding ``uid_number``; removed afterwards."""
     dn = f"uid={name},{lab.ldap_base_dn}"
-    _ldap(lab, "ldapadd", f"dn: {dn}\nobjectClass: account\nobjectClass: posixAccount\nuid: {name}\ncn: {name}\n"
-                          f"uidNumber: {uid_number}\ngidNumber: {uid_number}\nhomeDirectory: /home/{name}\n")
+    _ldap(
+        lab,
+        "ldapadd",
+        f"dn: {dn}\nobjectClass: account\nobjectClass: posixAccount\nuid: {name}\ncn: {name}\n"
+        f"uidNumber: {uid_number}\ngidNumber: {uid_number}\nhomeDirectory: /home/{name}\n",
+    )
     try:
         yield dn
     finally:
         _ldap(lab, "ldapdelete", dn + "\n")
 
 
-async def test_uid_held_by_a_stale_entry_stops_the_run_at_identity(dev_env: WorkflowEnvironment,
-                                                                  lab: LabEndpoints) -> None:
+async def test_uid_held_by_a_stale_entry_stops_the_run_at_identity(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
     contract = tenant(lab, "uidclash")
     first = contract.users[0].username
     uid = next_uid(lab)
@@ -92,8 +107,9 @@ async def test_uid_held_by_a_stale_entry_stops_the_run_at_identity(dev_env: Work
     assert_world_restored(before, after, contract.usernames)
 
 
-async def test_preflight_refuses_an_adopted_user_whose_uid_a_stale_entry_holds(dev_env: WorkflowEnvironment,
-                                                                              lab: LabEndpoints) -> None:
+async def test_preflight_refuses_an_adopted_user_whose_uid_a_stale_entry_holds(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
     contract = tenant(lab, "adoptclash")
     user = contract.users[0]
     with _authentik(lab) as ak:
@@ -119,8 +135,9 @@ def test_a_stuck_resolve_wait_names_the_cause_the_directory_shows(lab: LabEndpoi
     use_lab_env(lab)
     missing = unresolved_error(["nobody-here"], 60)
     assert missing.type == "Unavailable" and not missing.non_retryable, repr(missing)
-    assert "does not resolve user(s) nobody-here after 60 s: nobody-here is missing from the directory" in \
-        missing.message, missing.message
+    assert (
+        "does not resolve user(s) nobody-here after 60 s: nobody-here is missing from the directory" in missing.message
+    ), missing.message
     bind_dn = f"cn=ldap-bind,ou=users,{lab.ldap_base_dn}"
     uid = uid_of_pk(lab, 1)
     with stale_entry(lab, "olduser-bind", uid) as stale:

@@ -81,21 +81,26 @@ async def test_undo_deactivates_users_and_removes_the_empty_group(with_parent: I
     contract = make_contract()
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
     group, users, _ = await apply_identity(inp)
-    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
-                                                         results=users.results))
+    undone = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+    )
     assert [r.outcome for r in undone] == [Outcome.updated] * 3
     for name in contract.usernames:
         record = await with_parent.user(name)
         assert record["is_active"] is False and record["groups"] == []
-    undone_group = await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts,
-                                                               step="group", results=group.results))
+    undone_group = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="group", results=group.results)
+    )
     assert [r.outcome for r in undone_group] == [Outcome.deleted]
     assert await with_parent.group("tenant-foo") is None
 
     await with_parent.reset_journal()
-    again = [await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step=step,
-                                                         results=result.results))
-             for step, result in (("users", users), ("group", group))]
+    again = [
+        await run_activity(
+            identity.undo, UndoInput(contract=contract, facts=users.facts, step=step, results=result.results)
+        )
+        for step, result in (("users", users), ("group", group))
+    ]
     assert {r.outcome for batch in again for r in batch} == {Outcome.absent}
     assert await with_parent.writes() == 0
 
@@ -106,36 +111,46 @@ async def test_undo_keeps_a_created_group_that_has_other_members(with_parent: Id
     group, _, _ = await apply_identity(inp)
     dave = await with_parent.post("/core/users/", {"username": "dave", "name": "Dave"})
     await with_parent.post(f"/core/groups/{group.facts.group_pk}/add_user/", {"pk": dave["pk"]})
-    undone = await run_activity(identity.undo, UndoInput(contract=contract, facts=group.facts, step="group",
-                                                         results=group.results))
+    undone = await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=group.facts, step="group", results=group.results)
+    )
     assert undone[0].outcome is Outcome.unchanged
     assert await with_parent.group("tenant-foo") is not None
 
 
 async def test_existing_user_is_patched_and_restored_by_undo(with_parent: IdentityLab) -> None:
     contract = make_contract(usernames=("alice",))
-    before = await with_parent.post("/core/users/", {"username": "alice", "name": "Old Name",
-                                                     "attributes": {"department": "ml"}})
+    before = await with_parent.post(
+        "/core/users/", {"username": "alice", "name": "Old Name", "attributes": {"department": "ml"}}
+    )
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
     _, users, _ = await apply_identity(inp)
     assert users.results[0].outcome is Outcome.updated
     patched = await with_parent.user("alice")
     assert patched["name"] == "Alice Researcher" and patched["attributes"]["department"] == "ml"
-    await run_activity(identity.undo, UndoInput(contract=contract, facts=users.facts, step="users",
-                                                results=users.results))
+    await run_activity(
+        identity.undo, UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+    )
     restored = await with_parent.user("alice")
     assert (restored["name"], restored["attributes"], restored["groups"], restored["is_active"]) == (
-        before["name"], before["attributes"], [], True)
+        before["name"],
+        before["attributes"],
+        [],
+        True,
+    )
 
 
 async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
     parent = await with_parent.group("tenants")
     assert parent is not None
-    ours = await with_parent.post("/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]],
-                                                    "attributes": {"tenant_slug": "tenant-foo"}})
+    ours = await with_parent.post(
+        "/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]], "attributes": {"tenant_slug": "tenant-foo"}}
+    )
     default_gid = 4000 + ours["num_pk"]
-    await with_parent.post("/core/groups/", {"name": "tenant-bar", "attributes": {
-        "tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}})
+    await with_parent.post(
+        "/core/groups/",
+        {"name": "tenant-bar", "attributes": {"tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}},
+    )
     result = await run_activity(identity.ensure_group, StepInput(contract=make_contract(), run_id="r"))
     assert result.results[0].outcome is Outcome.updated
     assert result.facts.group_gid == default_gid + 1
@@ -157,8 +172,9 @@ async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: Ide
     assert await identity_lab.writes() == 0
 
 
-async def test_preflight_reports_a_bad_token_and_a_dead_outpost(identity_lab: IdentityLab,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
+    identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tenantflow.activities.settings import settings
 
     monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")

@@ -47,15 +47,19 @@ class Lab:
         return list(httpx.get(f"{self.url}/_lab/requests").json()["requests"])
 
     def writes(self) -> list[str]:
-        return [f"{r['method']} {r['path']}" for r in self.requests()
-                if r["method"] in ("POST", "PUT", "PATCH", "DELETE")]
+        return [
+            f"{r['method']} {r['path']}" for r in self.requests() if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
+        ]
 
     def reset_journal(self) -> None:
         httpx.delete(f"{self.url}/_lab/requests")
 
     def node_labels(self, label: str = "reserved.tenant") -> dict[str, str]:
-        return {n["metadata"]["name"]: n["metadata"]["labels"][label] for n in self.store.list("", "nodes")
-                if label in n["metadata"].get("labels", {})}
+        return {
+            n["metadata"]["name"]: n["metadata"]["labels"][label]
+            for n in self.store.list("", "nodes")
+            if label in n["metadata"].get("labels", {})
+        }
 
 
 @pytest.fixture(scope="session")
@@ -67,10 +71,15 @@ def slapd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlapdHandle | No
     handle = start_slapd(tmp_path_factory.mktemp("slapd"), free_port())
     with handle.connect_admin() as conn:
         for pk, name in enumerate(("alice", "bob", "carol"), start=147):
-            ldap_tree.upsert_user(conn, ldap_tree.LdapUser(username=name, name=f"{name.title()} Researcher",
-                                                           uid_number=2000 + pk, gid_number=4099))
-        ldap_tree.upsert_group(conn, ldap_tree.LdapGroup(name="tenant-foo", gid_number=4099,
-                                                         members=("alice", "bob", "carol")))
+            ldap_tree.upsert_user(
+                conn,
+                ldap_tree.LdapUser(
+                    username=name, name=f"{name.title()} Researcher", uid_number=2000 + pk, gid_number=4099
+                ),
+            )
+        ldap_tree.upsert_group(
+            conn, ldap_tree.LdapGroup(name="tenant-foo", gid_number=4099, members=("alice", "bob", "carol"))
+        )
     yield handle
     handle.stop()
 
@@ -104,8 +113,11 @@ def lab(tmp_path: Path, slapd: SlapdHandle | None) -> Iterator[Lab]:
         asyncio.set_event_loop(loop)
         app = build_app(store, name=f"kube-{CONTEXT}", exec_handler=dispatch_exec(ctx, CONTEXT))
         runner, url = loop.run_until_complete(start_kube_api(app))
-        box.update(runner=runner, url=url, tasks=[loop.create_task(c.run(ctx)) for c in
-                                                  (reservation_controller, login_controller)])
+        box.update(
+            runner=runner,
+            url=url,
+            tasks=[loop.create_task(c.run(ctx)) for c in (reservation_controller, login_controller)],
+        )
         started.set()
         loop.run_forever()
         for task in box["tasks"]:

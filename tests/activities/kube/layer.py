@@ -68,5 +68,11 @@ def reservation_status(lab: Lab, name: str, phase: str) -> dict[str, Any]:
 def kubectl(lab: Lab, *args: str) -> str:
     kubeconfig = os.environ["TENANTFLOW_KUBECONFIG"]  # the worker's registry, set by the lab fixture
     env = {**os.environ, "KUBECONFIG": kubeconfig, "KUBECACHEDIR": str(Path(kubeconfig).parent)}
-    return subprocess.run(["kubectl", "--context", lab.target.context, *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30).stdout
+    return subprocess.run(
+        ["kubectl", "--context", lab.target.context, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=30,
+    ).stdout

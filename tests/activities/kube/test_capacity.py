@@ -87,15 +87,23 @@ def test_conflict_with_another_tenants_reservation_is_named(lab: Lab) -> None:
     assert err.value.type == "Conflict" and err.value.non_retryable
     assert "node gpu-03 is already in Reservation tenant-bar-reservation of tenant tenant-bar" in str(err.value)
     assert lab.node_labels()["gpu-03"] == "tenant-bar"
-    assert errors(preflight(c)) == ["node gpu-03 of Reservation tenant-foo-reservation is also held by tenant "
-                                    "tenant-bar (Reservation tenant-bar-reservation)"]
+    assert errors(preflight(c)) == [
+        "node gpu-03 of Reservation tenant-foo-reservation is also held by tenant "
+        "tenant-bar (Reservation tenant-bar-reservation)"
+    ]
 
 
 def test_preflight_reports_slug_in_use(lab: Lab) -> None:
-    lab.store.create({"apiVersion": "v1", "kind": "Namespace",
-                      "metadata": {"name": "tenant-foo", "labels": {"tenant": "tenant-other"}}})
-    assert any("namespace tenant-foo already exists and belongs to tenant-other" in m
-               for m in errors(preflight(contract(lab))))
+    lab.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "tenant-foo", "labels": {"tenant": "tenant-other"}},
+        }
+    )
+    assert any(
+        "namespace tenant-foo already exists and belongs to tenant-other" in m for m in errors(preflight(contract(lab)))
+    )
 
 
 def test_runbook_kubectl_view_of_the_reservation(lab: Lab) -> None:

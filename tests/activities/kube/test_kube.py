@@ -15,16 +15,27 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     inp = StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}")
     plan = run(kube.plan, inp)
     assert [(s.kind, s.action.value) for s in plan] == [
-        ("Namespace", "create"), ("ResourceQuota", "create"), ("LimitRange", "create"),
-        ("ReservationBinding", "create"), ("NetworkPolicy", "create"), ("NetworkPolicy", "create"),
-        ("RoleBinding", "create")]
+        ("Namespace", "create"),
+        ("ResourceQuota", "create"),
+        ("LimitRange", "create"),
+        ("ReservationBinding", "create"),
+        ("NetworkPolicy", "create"),
+        ("NetworkPolicy", "create"),
+        ("RoleBinding", "create"),
+    ]
     applied = {fn.__name__: run(fn, inp).results for fn in KUBE_STEPS}
     ns = lab.store.get("", "namespaces", c.slug)["metadata"]["labels"]
     assert ns["tenant"] == c.slug
     assert all(ns[f"pod-security.kubernetes.io/{m}"] == "restricted" for m in ("enforce", "audit", "warn"))
     quota = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
-    assert quota == {"requests.nvidia.com/gpu": "64", "requests.cpu": "1024", "requests.memory": "8Ti",
-                     "limits.memory": "10Ti", "persistentvolumeclaims": "50", "requests.storage": "100Ti"}
+    assert quota == {
+        "requests.nvidia.com/gpu": "64",
+        "requests.cpu": "1024",
+        "requests.memory": "8Ti",
+        "limits.memory": "10Ti",
+        "persistentvolumeclaims": "50",
+        "requests.storage": "100Ti",
+    }
     limits = lab.store.get("", "limitranges", f"{c.slug}-defaults", c.slug)["spec"]["limits"][0]
     assert limits["default"] == {"cpu": "4", "memory": "16Gi"}
     binding = lab.store.get("scheduling.example.io", "reservationbindings", f"{c.slug}-binding", c.slug)["spec"]
@@ -42,8 +53,9 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     assert {s.action.value for s in run(kube.plan, inp)} == {"unchanged"}
     assert lab.writes() == []
     before = {(o["resource"], o["name"]) for o in lab.store.snapshot()["objects"]}
-    undone = run(kube.undo, UndoInput(contract=c, facts=inp.facts, step="network_policy",
-                                      results=applied["network_policy"]))
+    undone = run(
+        kube.undo, UndoInput(contract=c, facts=inp.facts, step="network_policy", results=applied["network_policy"])
+    )
     assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted]
     after = {(o["resource"], o["name"]) for o in lab.store.snapshot()["objects"]}
     assert before - after == {("networkpolicies", f"{c.slug}-deny-all"), ("networkpolicies", f"{c.slug}-allow")}
@@ -68,8 +80,14 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
     run(kube.namespace, inp)
     run(kube.quota, inp)
-    lab.store.patch("", "resourcequotas", f"{c.slug}-quota", {"spec": {"hard": {"requests.cpu": "8"}}},
-                    "application/merge-patch+json", c.slug)
+    lab.store.patch(
+        "",
+        "resourcequotas",
+        f"{c.slug}-quota",
+        {"spec": {"hard": {"requests.cpu": "8"}}},
+        "application/merge-patch+json",
+        c.slug,
+    )
     assert [s.action.value for s in run(kube.plan, inp)][1] == "update"
     results = run(kube.quota, inp).results
     assert [r.outcome for r in results] == [Outcome.updated, Outcome.unchanged]

@@ -20,7 +20,10 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
     assert [s.action.value for s in run(login.plan, inp)] == ["create", "create", "create"]
     released = run(login.release, inp).results
     assert [(r.kind, r.name) for r in released] == [
-        ("Secret", "ldap-bind-creds"), ("Secret", f"{c.slug}-authorized-keys"), ("HelmRelease", f"login-{c.slug}")]
+        ("Secret", "ldap-bind-creds"),
+        ("Secret", f"{c.slug}-authorized-keys"),
+        ("HelmRelease", f"login-{c.slug}"),
+    ]
     copied = lab.store.get("", "secrets", "ldap-bind-creds", c.slug)["data"]
     assert copied == lab.store.get("", "secrets", "ldap-bind-creds", "auth")["data"]
     pods = {p["metadata"]["name"] for p in lab.store.list("", "pods", c.slug)}
@@ -47,8 +50,7 @@ def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle |
     inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
     run(kube.namespace, inp)
     run(login.release, inp)
-    lab.store.patch("", "secrets", f"{c.slug}-authorized-keys", {"data": None}, "application/merge-patch+json",
-                    c.slug)
+    lab.store.patch("", "secrets", f"{c.slug}-authorized-keys", {"data": None}, "application/merge-patch+json", c.slug)
     messages = [f.message for f in login.checks(inp) if f.check == "login.authorized_keys"]
     assert messages == ["authorized_keys is empty on login-tenant-foo-0 (/etc/ssh/authorized_keys.d/ lists nothing)"]
 
@@ -65,16 +67,18 @@ def test_login_pod_resolves_users_from_slapd(lab: Lab, slapd: SlapdHandle | None
     assert out == "alice:x:2147:4099:Alice Researcher:/home/alice:/bin/bash\n"
     out = kubectl(lab, "-n", c.slug, "exec", "login-tenant-foo-0", "--", "getent", "group", c.slug)
     assert out == "tenant-foo:*:4099:alice,bob,carol\n"
-    wrong = inp.model_copy(update={"facts": Facts(users={"bob": UserFacts(pk=1, uid_number=2999, gid_number=4099)},
-                                                  group_gid=4099)})
+    wrong = inp.model_copy(
+        update={"facts": Facts(users={"bob": UserFacts(pk=1, uid_number=2999, gid_number=4099)}, group_gid=4099)}
+    )
     messages = [f.message for f in login.checks(wrong) if f.check.startswith("login.getent")]
     assert messages == ["bob is uid 2148 gid 4099 on login-tenant-foo-0 but 2999/4099 in LDAP"]
 
 
 @pytest.mark.slurm
 @pytest.mark.ldap
-def test_login_verify_passes_against_real_slapd_and_slurm(lab: Lab, slapd: SlapdHandle | None,
-                                                          slurm: SlurmHandle) -> None:
+def test_login_verify_passes_against_real_slapd_and_slurm(
+    lab: Lab, slapd: SlapdHandle | None, slurm: SlurmHandle
+) -> None:
     if slapd is None:
         pytest.skip("slapd is not installed")
     lab.ctx.slurm_env = {"SLURM_CONF": str(slurm.slurm_conf)}

@@ -53,8 +53,9 @@ class SlurmLab:
     def resolve(self, *users: str) -> None:
         """What nsscache does for the slurmctld pod: make ``users`` resolve there (uids from 3000, in order)."""
         for name in users:
-            self.known.setdefault(name, host_users.PasswdEntry(name, 3000 + len(self.known), 3000, name,
-                                                               "/nonexistent"))
+            self.known.setdefault(
+                name, host_users.PasswdEntry(name, 3000 + len(self.known), 3000, name, "/nonexistent")
+            )
         host_users.publish(self.ctx.state_dir, list(self.known.values()), [])
 
     def sacctmgr_writes(self) -> list[list[str]]:
@@ -82,8 +83,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory, slurm: SlurmHandle) -> Iterato
     tmp = tmp_path_factory.mktemp("lab")
     store = Store()
     seed_tenant_cluster(store, ldap_bind_password="unused")
-    ctx = LabContext(state_dir=slurm.slurm_dir.parent, stores={CONTEXT: store},
-                     slurm_env={"SLURM_CONF": str(slurm.slurm_conf)}, partitions_file=slurm.partitions_conf)
+    ctx = LabContext(
+        state_dir=slurm.slurm_dir.parent,
+        stores={CONTEXT: store},
+        slurm_env={"SLURM_CONF": str(slurm.slurm_conf)},
+        partitions_file=slurm.partitions_conf,
+    )
     loop = asyncio.new_event_loop()
     started = threading.Event()
     box: dict[str, Any] = {}
@@ -118,18 +123,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory, slurm: SlurmHandle) -> Iterato
 
 def make_contract(target: KubeTarget, users: tuple[str, ...] = ("alice", "bob"), **slurm: Any) -> TenantContract:
     slug = f"tenant-t{secrets.token_hex(3)}"
-    return TenantContract.model_validate({
-        "slug": slug, "display_name": f"Test {slug[-6:]}",
-        "cluster": {"context": target.context},
-        "capacity": {"sku": "h100-8x", "gpus": 16, "nodes": SLURMD_NODES},
-        "users": [{"username": u, "email": f"{u}@example.org", "name": u.title(), "ssh_keys": [KEY]} for u in users],
-        "slurm": {"budget_gpu_minutes_total": 480_000, **slurm},
-    })
+    return TenantContract.model_validate(
+        {
+            "slug": slug,
+            "display_name": f"Test {slug[-6:]}",
+            "cluster": {"context": target.context},
+            "capacity": {"sku": "h100-8x", "gpus": 16, "nodes": SLURMD_NODES},
+            "users": [
+                {"username": u, "email": f"{u}@example.org", "name": u.title(), "ssh_keys": [KEY]} for u in users
+            ],
+            "slurm": {"budget_gpu_minutes_total": 480_000, **slurm},
+        }
+    )
 
 
 def step_input(contract: TenantContract, nodes: list[str] | None = None) -> StepInput:
-    return StepInput(contract=contract, facts=Facts(nodes=nodes or list(SLURMD_NODES)),
-                     run_id=f"tenant/{contract.slug}")
+    return StepInput(
+        contract=contract, facts=Facts(nodes=nodes or list(SLURMD_NODES)), run_id=f"tenant/{contract.slug}"
+    )
 
 
 @pytest.fixture

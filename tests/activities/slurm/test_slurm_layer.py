@@ -40,23 +40,36 @@ def test_preflight_ok_and_apply_creates_the_runbook_values(lab: SlurmLab, contra
     try:
         short, team = contract.short, contract.team_account
         qos = f"interactive-{short},normal-{short}"
-        assert assocs(lab, contract) == sorted([
-            f"{contract.slug}||root|300|gres/gpu=16|200|||{qos}|normal-{short}",
-            f"{team}||{contract.slug}|200|||||{qos}|normal-{short}",
-            f"{team}|alice||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
-            f"{team}|bob||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
-        ])
-        assert sorted(lab.sh("sacctmgr", "show", "qos", f"names={qos}", "format=name,priority,grptres,maxwall,flags",
-                             "-P", "-n").splitlines()) == [
-            f"interactive-{short}|200|gres/gpu=8|04:00:00|", f"normal-{short}|100|gres/gpu=16|1-00:00:00|DenyOnLimit"]
-        assert lab.sh("sacctmgr", "show", "account", contract.slug, "format=description,organization",
-                      "-P", "-n").strip() == f"{contract.display_name.lower()}|{contract.slug}"
+        assert assocs(lab, contract) == sorted(
+            [
+                f"{contract.slug}||root|300|gres/gpu=16|200|||{qos}|normal-{short}",
+                f"{team}||{contract.slug}|200|||||{qos}|normal-{short}",
+                f"{team}|alice||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
+                f"{team}|bob||parent|||20|gres/gpu=240000|{qos}|normal-{short}",
+            ]
+        )
+        assert sorted(
+            lab.sh(
+                "sacctmgr", "show", "qos", f"names={qos}", "format=name,priority,grptres,maxwall,flags", "-P", "-n"
+            ).splitlines()
+        ) == [f"interactive-{short}|200|gres/gpu=8|04:00:00|", f"normal-{short}|100|gres/gpu=16|1-00:00:00|DenyOnLimit"]
+        assert (
+            lab.sh("sacctmgr", "show", "account", contract.slug, "format=description,organization", "-P", "-n").strip()
+            == f"{contract.display_name.lower()}|{contract.slug}"
+        )
         part = lab.sh("scontrol", "show", "partition", contract.slug)
-        for expected in ("Nodes=gpu-[01-02]", f"AllowAccounts={contract.slug},{team}", "Default=NO", "State=UP",
-                         "MaxTime=1-00:00:00", "DefaultTime=01:00:00", "PreemptMode=OFF", "OverSubscribe=EXCLUSIVE"):
+        for expected in (
+            "Nodes=gpu-[01-02]",
+            f"AllowAccounts={contract.slug},{team}",
+            "Default=NO",
+            "State=UP",
+            "MaxTime=1-00:00:00",
+            "DefaultTime=01:00:00",
+            "PreemptMode=OFF",
+            "OverSubscribe=EXCLUSIVE",
+        ):
             assert expected in part.split()
-        assert all(r.outcome == Outcome.created for res in results for r in res.results
-                   if r.kind != "account-qos")
+        assert all(r.outcome == Outcome.created for res in results for r in res.results if r.kind != "account-qos")
 
         before = len(lab.sacctmgr_writes())
         again = apply_all(contract)
@@ -69,16 +82,26 @@ def test_preflight_ok_and_apply_creates_the_runbook_values(lab: SlurmLab, contra
     assert assocs(lab, contract) == []
     assert lab.sh("sacctmgr", "show", "qos", f"names=normal-{contract.short}", "-P", "-n").strip() == ""
     assert contract.slug not in lab.sh("sinfo", "-h", "-o", "%P")
-    assert f"{contract.slug}.conf" not in (lab.store.get("", "configmaps", "slurm-partitions",
-                                                          "slurm-control").get("data") or {})
+    assert f"{contract.slug}.conf" not in (
+        lab.store.get("", "configmaps", "slurm-partitions", "slurm-control").get("data") or {}
+    )
     assert set(undo_all(contract, results)) <= {Outcome.absent, Outcome.updated}
 
 
 def test_drift_is_updated_and_undo_reverts_it(lab: SlurmLab, contract: TenantContract) -> None:
     results = apply_all(contract)
     try:
-        lab.sh("sacctmgr", "-i", "modify", "user", "where", "name=alice", f"account={contract.team_account}",
-               "set", "MaxJobs=5")
+        lab.sh(
+            "sacctmgr",
+            "-i",
+            "modify",
+            "user",
+            "where",
+            "name=alice",
+            f"account={contract.team_account}",
+            "set",
+            "MaxJobs=5",
+        )
         fixed = slurm.users(step_input(contract))
         assert [(r.name, r.outcome) for r in fixed.results] == [("alice", Outcome.updated), ("bob", Outcome.unchanged)]
         assert fixed.results[0].data_as(SlurmObject).previous == {"MaxJobs": "5"}

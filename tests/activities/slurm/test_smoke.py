@@ -13,8 +13,10 @@ GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\
 
 
 def test_parse_busbw_picks_the_4gb_row() -> None:
-    out = "#  size count\n  2147483648  536870912 float sum -1 1.0 97.50 97.50 0\n" \
-          "  4294967296  1073741824 float sum -1 1.0 60.00 112.50 0 1.0 60.0 112.5 0\n"
+    out = (
+        "#  size count\n  2147483648  536870912 float sum -1 1.0 97.50 97.50 0\n"
+        "  4294967296  1073741824 float sum -1 1.0 60.00 112.50 0 1.0 60.0 112.5 0\n"
+    )
     assert smoke.parse_busbw(out) == 112.5
     assert smoke.parse_busbw("no table") is None
 
@@ -36,8 +38,9 @@ def test_more_gpus_visible_than_allocated_means_no_device_constraint() -> None:
 
 
 def test_exclusive_partition_allocates_the_whole_node() -> None:
-    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8),
-                                       {"JOB_GRES": "gpu:8"}), 1)
+    finding = smoke.gpu_finding(
+        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8), {"JOB_GRES": "gpu:8"}), 1
+    )
     assert finding.ok and "whole node" in finding.message
 
 

@@ -45,17 +45,26 @@ class StorageLab:
     api: httpx.AsyncClient
 
     def contract(self, isolation: StorageIsolation = StorageIsolation.strict_org, **storage: Any) -> TenantContract:
-        users = [TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
-                 for n in ("alice", "bob")]
-        return TenantContract(slug="tenant-foo", display_name="Foo", users=users,
-                              storage=Storage(isolation=isolation, **storage),
-                              cluster=KubeTarget(context="tenant-cluster"))
+        users = [
+            TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
+            for n in ("alice", "bob")
+        ]
+        return TenantContract(
+            slug="tenant-foo",
+            display_name="Foo",
+            users=users,
+            storage=Storage(isolation=isolation, **storage),
+            cluster=KubeTarget(context="tenant-cluster"),
+        )
 
     async def writes(self) -> int:
         """Weka writes, not counting ``POST /login`` (a session, not a change of state)."""
         entries = (await self.api.get(self.weka_url + "/_lab/requests")).json()["requests"]
-        return sum(1 for e in entries if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
-                   and not e["path"].startswith("/api/v2/login"))
+        return sum(
+            1
+            for e in entries
+            if e["method"] in {"POST", "PUT", "PATCH", "DELETE"} and not e["path"].startswith("/api/v2/login")
+        )
 
     async def kube_writes(self) -> int:
         return int((await self.api.get(self.kube_url + "/_lab/requests")).json()["writes"])
@@ -85,16 +94,21 @@ def weka_total_bytes() -> int:
 
 
 @pytest.fixture
-async def storage_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                      weka_total_bytes: int) -> AsyncIterator[StorageLab]:
+async def storage_lab(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weka_total_bytes: int
+) -> AsyncIterator[StorageLab]:
     weka_runner, weka_url = await _serve(build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes))
     store = Store()
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-foo"}})
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
-    for key, value in {"TENANTFLOW_KUBECONFIG": str(kubeconfig),  # the worker's cluster registry
-                       "WEKA_URL": weka_url, "WEKA_USERNAME": USERNAME, "WEKA_PASSWORD": PASSWORD,
-                       "WEKA_ORG": "Root"}.items():
+    for key, value in {
+        "TENANTFLOW_KUBECONFIG": str(kubeconfig),  # the worker's cluster registry
+        "WEKA_URL": weka_url,
+        "WEKA_USERNAME": USERNAME,
+        "WEKA_PASSWORD": PASSWORD,
+        "WEKA_ORG": "Root",
+    }.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()
     api = httpx.AsyncClient()

@@ -20,8 +20,7 @@ STEPS = ("filesystems", "quotas", "csi")
 
 async def apply_storage(inp: StepInput) -> dict[str, StepResult]:
     done: dict[str, StepResult] = {}
-    for name, fn in zip(STEPS, (storage.ensure_filesystems, storage.ensure_quotas, storage.ensure_csi),
-                        strict=True):
+    for name, fn in zip(STEPS, (storage.ensure_filesystems, storage.ensure_quotas, storage.ensure_csi), strict=True):
         done[name] = await run_activity(fn, inp)
         inp = inp.model_copy(update={"facts": done[name].facts})
     return done
@@ -32,8 +31,9 @@ def quota_view(snapshot: dict[str, object], fs_name: str) -> dict[str, tuple[int
     return {q["path"]: (q["hard_limit_bytes"], q["soft_limit_bytes"]) for q in fs["quotas"]}
 
 
-async def test_strict_org_with_quotas_and_csi_objects(storage_lab: StorageLab,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+async def test_strict_org_with_quotas_and_csi_objects(
+    storage_lab: StorageLab, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     contract = storage_lab.contract()
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
@@ -47,8 +47,10 @@ async def test_strict_org_with_quotas_and_csi_objects(storage_lab: StorageLab,
     fss = {f["name"]: f for f in snap["filesystems"]}
     assert fss["tenant-foo-home"]["org"] == "tenant-foo" and fss["tenant-foo-home"]["total_capacity"] == 5 * 10**12
     assert fss["tenant-foo-scratch"]["total_capacity"] == 50 * 10**12
-    assert quota_view(snap, "tenant-foo-home") == {"/alice": (100 * 10**9, 90 * 10**9),
-                                                   "/bob": (100 * 10**9, 90 * 10**9)}
+    assert quota_view(snap, "tenant-foo-home") == {
+        "/alice": (100 * 10**9, 90 * 10**9),
+        "/bob": (100 * 10**9, 90 * 10**9),
+    }
     assert quota_view(snap, "tenant-foo-scratch") == {"/tenant-foo": (50 * 10**12, 45 * 10**12)}
     facts = done["csi"].facts
     assert facts.weka_org_uid and set(facts.weka_filesystems) == {"home", "scratch"}
@@ -63,9 +65,11 @@ async def test_strict_org_with_quotas_and_csi_objects(storage_lab: StorageLab,
     assert sc["provisioner"] == "csi.weka.io" and sc["reclaimPolicy"] == "Retain"
     assert sc["volumeBindingMode"] == "Immediate" and sc["allowVolumeExpansion"] is True
     assert sc["parameters"] == {
-        "filesystemName": "tenant-foo-scratch", "capacity": "10Ti",
+        "filesystemName": "tenant-foo-scratch",
+        "capacity": "10Ti",
         "csi.storage.k8s.io/provisioner-secret-name": "weka-tenant-foo-creds",
-        "csi.storage.k8s.io/provisioner-secret-namespace": "tenant-foo"}
+        "csi.storage.k8s.io/provisioner-secret-namespace": "tenant-foo",
+    }
     pvc = storage_lab.store.get("", "persistentvolumeclaims", "training-scratch", "tenant-foo")
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"] and pvc["spec"]["storageClassName"] == "weka-tenant-foo"
     assert pvc["spec"]["resources"]["requests"]["storage"] == "10Ti"
@@ -87,13 +91,18 @@ async def test_undo_removes_only_what_the_run_created(storage_lab: StorageLab) -
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
     done = await apply_storage(inp)
     for step in reversed(STEPS):
-        await run_activity(storage.undo, UndoInput(contract=contract, facts=done["csi"].facts, step=step,
-                                                   results=done[step].results))
+        await run_activity(
+            storage.undo, UndoInput(contract=contract, facts=done["csi"].facts, step=step, results=done[step].results)
+        )
     assert await storage_lab.snapshot() == weka_before
     assert await storage_lab.kube_snapshot() == kube_before
     await storage_lab.reset()
-    again = [await run_activity(storage.undo, UndoInput(contract=contract, facts=done["csi"].facts, step=step,
-                                                        results=done[step].results)) for step in reversed(STEPS)]
+    again = [
+        await run_activity(
+            storage.undo, UndoInput(contract=contract, facts=done["csi"].facts, step=step, results=done[step].results)
+        )
+        for step in reversed(STEPS)
+    ]
     assert {r.outcome for batch in again for r in batch} <= {Outcome.absent, Outcome.unchanged}
     assert await storage_lab.writes() == 0 and await storage_lab.kube_writes() == 0
 
@@ -106,8 +115,10 @@ async def test_shared_org_directories_and_quotas(storage_lab: StorageLab) -> Non
     snap = await storage_lab.snapshot()
     assert quota_view(snap, "home") == {"/alice": (100 * 10**9, 90 * 10**9), "/bob": (100 * 10**9, 90 * 10**9)}
     assert quota_view(snap, "scratch") == {"/tenant-foo": (50 * 10**12, 45 * 10**12)}
-    await run_activity(storage.undo, UndoInput(contract=contract, facts=done["quotas"].facts, step="quotas",
-                                               results=done["quotas"].results))
+    await run_activity(
+        storage.undo,
+        UndoInput(contract=contract, facts=done["quotas"].facts, step="quotas", results=done["quotas"].results),
+    )
     snap = await storage_lab.snapshot()
     assert quota_view(snap, "home") == {} and quota_view(snap, "scratch") == {}
 
@@ -119,7 +130,8 @@ async def test_capacity_preflight_fails_with_numbers(storage_lab: StorageLab) ->
     failed = [f for f in result.findings if not f.ok]
     assert [f.check for f in failed] == ["storage.capacity"]
     free = 10 * TiB
-    assert failed[0].message == (f"Weka has {free} bytes free; the tenant needs {66 * 10**12} bytes "
-                                 f"({55 * 10**12} requested + 20%)")
+    assert failed[0].message == (
+        f"Weka has {free} bytes free; the tenant needs {66 * 10**12} bytes ({55 * 10**12} requested + 20%)"
+    )
     assert "free at least" in failed[0].fix
     assert await storage_lab.writes() == 0

@@ -26,8 +26,9 @@ TOKEN = "lab-admin-token"
 def load_spec() -> OpenAPI:
     """Authentik's schema, loaded once per session (it takes seconds)."""
     spec = yaml.load(SCHEMA_PATH.read_text(), Loader=yaml.CSafeLoader)
-    return OpenAPI.from_dict(spec, config=Config(spec_validator_cls=None,
-                                                 extra_format_validators={"email": _email_or_blank}))
+    return OpenAPI.from_dict(
+        spec, config=Config(spec_validator_cls=None, extra_format_validators={"email": _email_or_blank})
+    )
 
 
 def _email_or_blank(value: str) -> bool:
@@ -95,8 +96,9 @@ class AuthentikLab:
     app: web.Application
 
     def anonymous(self, **kwargs: Any) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.url + "/api/v3",
-                                 event_hooks={"response": [self.recorder.hook]}, **kwargs)
+        return httpx.AsyncClient(
+            base_url=self.url + "/api/v3", event_hooks={"response": [self.recorder.hook]}, **kwargs
+        )
 
 
 async def start_server(app: web.Application) -> tuple[web.AppRunner, str]:
@@ -112,6 +114,10 @@ def tampered(exchange: Exchange, change: Callable[[dict[str, Any]], None]) -> Ex
     """A copy of ``exchange`` whose JSON response body was edited by ``change``."""
     body = exchange.response.json()
     change(body)
-    response = httpx.Response(exchange.response.status_code, headers={"content-type": "application/json"},
-                              content=json.dumps(body).encode(), request=exchange.request)
+    response = httpx.Response(
+        exchange.response.status_code,
+        headers={"content-type": "application/json"},
+        content=json.dumps(body).encode(),
+        request=exchange.request,
+    )
     return Exchange(exchange.request, response)

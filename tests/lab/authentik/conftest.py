@@ -27,13 +27,15 @@ def directory_sink() -> DirectorySink | None:
 
 
 @pytest.fixture
-async def authentik(authentik_spec: OpenAPI, directory_sink: DirectorySink | None
-                    ) -> AsyncIterator[AuthentikLab]:
+async def authentik(authentik_spec: OpenAPI, directory_sink: DirectorySink | None) -> AsyncIterator[AuthentikLab]:
     app = build_app(TOKEN, directory=directory_sink)
     runner, url = await start_server(app)
     recorder = Recorder()
-    client = httpx.AsyncClient(base_url=url + "/api/v3", headers={"Authorization": f"Bearer {TOKEN}"},
-                               event_hooks={"response": [recorder.hook]})
+    client = httpx.AsyncClient(
+        base_url=url + "/api/v3",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        event_hooks={"response": [recorder.hook]},
+    )
     try:
         yield AuthentikLab(url=url, client=client, recorder=recorder, app=app)
     finally:
@@ -44,5 +46,7 @@ async def authentik(authentik_spec: OpenAPI, directory_sink: DirectorySink | Non
         try:
             validate_exchange(authentik_spec, exchange)
         except OpenAPIError as exc:
-            raise AssertionError(f"{exchange.request.method} {exchange.request.url} -> "
-                                 f"{exchange.response.status_code}: {exc!r} {exc.__cause__!r}") from exc
+            raise AssertionError(
+                f"{exchange.request.method} {exchange.request.url} -> "
+                f"{exchange.response.status_code}: {exc!r} {exc.__cause__!r}"
+            ) from exc

@@ -23,8 +23,7 @@ async def make_group(lab: AuthentikLab, name: str, **extra: Any) -> dict[str, An
 
 
 async def make_user(lab: AuthentikLab, username: str, **extra: Any) -> dict[str, Any]:
-    body = {"username": username, "name": username.title(), "email": f"{username}@tenant-foo.example",
-            **extra}
+    body = {"username": username, "name": username.title(), "email": f"{username}@tenant-foo.example", **extra}
     response = await lab.client.post("/core/users/", json=body)
     assert response.status_code == 201, response.text
     return response.json()
@@ -32,12 +31,12 @@ async def make_user(lab: AuthentikLab, username: str, **extra: Any) -> dict[str,
 
 async def test_create_user_with_attributes_and_group(authentik: AuthentikLab) -> None:
     parent = await make_group(authentik, "tenants")
-    group = await make_group(authentik, "tenant-foo", parents=[parent["pk"]],
-                             attributes={"tenant_slug": "tenant-foo"})
+    group = await make_group(authentik, "tenant-foo", parents=[parent["pk"]], attributes={"tenant_slug": "tenant-foo"})
     assert group["num_pk"] == num_pk_of(group["pk"])
     assert group["parents"] == [parent["pk"]]
-    user = await make_user(authentik, "alice", groups=[group["pk"]],
-                           attributes={"ssh_keys": SSH_KEY, "gidNumber": "4099"})
+    user = await make_user(
+        authentik, "alice", groups=[group["pk"]], attributes={"ssh_keys": SSH_KEY, "gidNumber": "4099"}
+    )
     assert isinstance(user["pk"], int)
     assert user["attributes"] == {"ssh_keys": SSH_KEY, "gidNumber": "4099"}
     assert user["groups"] == [group["pk"]]
@@ -49,12 +48,14 @@ async def test_create_user_with_attributes_and_group(authentik: AuthentikLab) ->
     listed = (await authentik.client.get("/core/groups/", params={"name": "tenant-foo"})).json()
     assert [g["pk"] for g in listed["results"]] == [group["pk"]]
     assert [u["username"] for u in listed["results"][0]["users_obj"]] == ["alice"]
-    parent_view = (await authentik.client.get(f"/core/groups/{parent['pk']}/",
-                                              params={"include_children": "true"})).json()
+    parent_view = (
+        await authentik.client.get(f"/core/groups/{parent['pk']}/", params={"include_children": "true"})
+    ).json()
     assert parent_view["children"] == [group["pk"]]
     assert parent_view["children_obj"][0]["name"] == "tenant-foo"
-    by_attr = (await authentik.client.get("/core/groups/",
-                                          params={"attributes": '{"tenant_slug": "tenant-foo"}'})).json()
+    by_attr = (
+        await authentik.client.get("/core/groups/", params={"attributes": '{"tenant_slug": "tenant-foo"}'})
+    ).json()
     assert by_attr["pagination"]["count"] == 1
     response = await authentik.client.post(f"/core/users/{user['pk']}/set_password/", json={"password": "pw"})
     assert response.status_code == 204
@@ -77,8 +78,7 @@ async def test_add_and_remove_user(authentik: AuthentikLab) -> None:
 
     unknown_user = await authentik.client.post(f"/core/groups/{group['pk']}/add_user/", json={"pk": 999})
     assert unknown_user.status_code == 404
-    unknown_group = await authentik.client.post(f"/core/groups/{uuid.uuid4()}/add_user/",
-                                                json={"pk": bob["pk"]})
+    unknown_group = await authentik.client.post(f"/core/groups/{uuid.uuid4()}/add_user/", json={"pk": bob["pk"]})
     assert unknown_group.status_code == 404
 
 
@@ -86,22 +86,35 @@ async def test_pagination_envelope(authentik: AuthentikLab) -> None:
     for index in range(25):
         await make_user(authentik, f"user{index:02d}")
     first = (await authentik.client.get("/core/users/", params={"type": "internal"})).json()
-    assert first["pagination"] == {"next": 2, "previous": 0, "count": 25, "current": 1, "total_pages": 2,
-                                   "start_index": 1, "end_index": 20}
+    assert first["pagination"] == {
+        "next": 2,
+        "previous": 0,
+        "count": 25,
+        "current": 1,
+        "total_pages": 2,
+        "start_index": 1,
+        "end_index": 20,
+    }
     assert len(first["results"]) == 20 and first["autocomplete"] == {}
     second = (await authentik.client.get("/core/users/", params={"page": 2, "type": "internal"})).json()
     assert second["pagination"]["next"] == 0 and second["pagination"]["previous"] == 1
     assert [u["username"] for u in second["results"]] == [f"user{i:02d}" for i in range(20, 25)]
     capped = (await authentik.client.get("/core/users/", params={"page_size": 500})).json()
     assert len(capped["results"]) == 26 and capped["pagination"]["total_pages"] == 1
-    ordered = (await authentik.client.get("/core/users/", params={"ordering": "-username",
-                                                                  "page_size": 3})).json()
+    ordered = (await authentik.client.get("/core/users/", params={"ordering": "-username", "page_size": 3})).json()
     assert [u["username"] for u in ordered["results"]] == ["user24", "user23", "user22"]
     searched = (await authentik.client.get("/core/users/", params={"search": "user1"})).json()
     assert searched["pagination"]["count"] == 10
     empty = (await authentik.client.get("/core/groups/", params={"name": "nope"})).json()
-    assert empty["pagination"] == {"next": 0, "previous": 0, "count": 0, "current": 1, "total_pages": 1,
-                                   "start_index": 0, "end_index": 0}
+    assert empty["pagination"] == {
+        "next": 0,
+        "previous": 0,
+        "count": 0,
+        "current": 1,
+        "total_pages": 1,
+        "start_index": 0,
+        "end_index": 0,
+    }
     beyond = await authentik.client.get("/core/users/", params={"page": 9})
     assert beyond.status_code == 404
 
@@ -119,8 +132,7 @@ async def test_deactivate_user_and_filters(authentik: AuthentikLab) -> None:
     assert [u["username"] for u in by_attr["results"]] == ["carol"]
     by_name = (await authentik.client.get("/core/users/", params={"username": "dave"})).json()
     assert [u["username"] for u in by_name["results"]] == ["dave"]
-    replaced = await authentik.client.put(f"/core/users/{carol['pk']}/",
-                                          json={"username": "carol", "name": "Carol C"})
+    replaced = await authentik.client.put(f"/core/users/{carol['pk']}/", json={"username": "carol", "name": "Carol C"})
     assert replaced.status_code == 200 and replaced.json()["name"] == "Carol C"
 
 
@@ -132,8 +144,7 @@ async def test_validation_errors(authentik: AuthentikLab) -> None:
     await make_group(authentik, "tenant-foo")
     again = await authentik.client.post("/core/groups/", json={"name": "tenant-foo"})
     assert again.status_code == 400 and list(again.json()) == ["name"]
-    bad_parent = await authentik.client.post("/core/groups/",
-                                             json={"name": "x", "parents": [str(uuid.uuid4())]})
+    bad_parent = await authentik.client.post("/core/groups/", json={"name": "x", "parents": [str(uuid.uuid4())]})
     assert bad_parent.status_code == 400 and "parents" in bad_parent.json()
     unknown_group = await authentik.client.get("/core/users/", params={"groups_by_name": "ghost"})
     assert unknown_group.status_code == 400 and "groups_by_name" in unknown_group.json()
@@ -188,8 +199,9 @@ async def test_snapshot_is_stable(authentik: AuthentikLab) -> None:
 
 
 @pytest.mark.parametrize("breakage", ["next_null", "group_without_users_obj", "pk_as_int"])
-async def test_validator_rejects_wrong_responses(authentik: AuthentikLab, authentik_spec: OpenAPI,
-                                                 breakage: str) -> None:
+async def test_validator_rejects_wrong_responses(
+    authentik: AuthentikLab, authentik_spec: OpenAPI, breakage: str
+) -> None:
     group = await make_group(authentik, "tenant-foo")
     listing = await authentik.client.get("/core/groups/")
     assert listing.status_code == 200 and group["pk"]

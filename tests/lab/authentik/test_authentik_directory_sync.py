@@ -44,9 +44,17 @@ def directory_sink() -> RecordingSink:
 async def test_projection_numbers_and_renames(authentik: AuthentikLab, directory_sink: RecordingSink) -> None:
     assert set(directory_sink.users) == {"ldap-bind"}
     group = (await authentik.client.post("/core/groups/", json={"name": "g"})).json()
-    user = (await authentik.client.post("/core/users/", json={
-        "username": "ann", "name": "Ann", "groups": [group["pk"]],
-        "attributes": {"uidNumber": "5000", "gidNumber": 4099}})).json()
+    user = (
+        await authentik.client.post(
+            "/core/users/",
+            json={
+                "username": "ann",
+                "name": "Ann",
+                "groups": [group["pk"]],
+                "attributes": {"uidNumber": "5000", "gidNumber": 4099},
+            },
+        )
+    ).json()
     ann = directory_sink.users["ann"]
     assert ann.uid_number == "5000"
     assert ann.gid_number == "5000", "an integer gidNumber attribute is ignored, as by the outpost"

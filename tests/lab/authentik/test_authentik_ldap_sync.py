@@ -39,9 +39,27 @@ def directory_sink(slapd: SlapdHandle) -> Iterator[SlapdSink]:
 def ldapsearch(slapd: SlapdHandle, search: str, *attributes: str) -> dict[str, list[str]]:
     """Run the runbook's ldapsearch as the bind user; one entry's attributes (empty when none)."""
     out = subprocess.run(
-        ["ldapsearch", "-x", "-LLL", "-o", "ldif-wrap=no", "-H", slapd.url, "-D", slapd.bind_dn,
-         "-w", slapd.bind_password, "-b", slapd.base_dn, search, *attributes],
-        check=True, capture_output=True, text=True, timeout=30,
+        [
+            "ldapsearch",
+            "-x",
+            "-LLL",
+            "-o",
+            "ldif-wrap=no",
+            "-H",
+            slapd.url,
+            "-D",
+            slapd.bind_dn,
+            "-w",
+            slapd.bind_password,
+            "-b",
+            slapd.base_dn,
+            search,
+            *attributes,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
     ).stdout
     entry: dict[str, list[str]] = {}
     for line in out.splitlines():
@@ -54,12 +72,28 @@ def ldapsearch(slapd: SlapdHandle, search: str, *attributes: str) -> dict[str, l
 async def test_user_resolves_through_ldap(authentik: AuthentikLab, slapd: SlapdHandle) -> None:
     client = authentik.client
     tenants = (await client.post("/core/groups/", json={"name": "tenants"})).json()
-    group = (await client.post("/core/groups/", json={
-        "name": "tenant-foo", "parents": [tenants["pk"]],
-        "attributes": {"tenant_slug": "tenant-foo", "gidNumber": "4099"}})).json()
-    alice = (await client.post("/core/users/", json={
-        "username": "alice", "name": "Alice Researcher", "email": "alice@tenant-foo.example",
-        "groups": [group["pk"]], "attributes": {"ssh_keys": SSH_KEY, "gidNumber": "4099"}})).json()
+    group = (
+        await client.post(
+            "/core/groups/",
+            json={
+                "name": "tenant-foo",
+                "parents": [tenants["pk"]],
+                "attributes": {"tenant_slug": "tenant-foo", "gidNumber": "4099"},
+            },
+        )
+    ).json()
+    alice = (
+        await client.post(
+            "/core/users/",
+            json={
+                "username": "alice",
+                "name": "Alice Researcher",
+                "email": "alice@tenant-foo.example",
+                "groups": [group["pk"]],
+                "attributes": {"ssh_keys": SSH_KEY, "gidNumber": "4099"},
+            },
+        )
+    ).json()
     bob = (await client.post("/core/users/", json={"username": "bob", "name": "Bob"})).json()
     added = await client.post(f"/core/groups/{group['pk']}/add_user/", json={"pk": bob["pk"]})
     assert added.status_code == 204

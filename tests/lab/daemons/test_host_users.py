@@ -19,16 +19,22 @@ def test_nsswitch_gets_extrausers_after_files_once(tmp_path: Path) -> None:
     conf.write_text("passwd:         files systemd\ngroup:          files\nshadow:         files\nhosts: dns\n")
     assert host_users.ensure_nsswitch(conf)
     assert conf.read_text().splitlines()[:3] == [
-        "passwd:         files extrausers systemd", "group:          files extrausers", "shadow:         files"]
+        "passwd:         files extrausers systemd",
+        "group:          files extrausers",
+        "shadow:         files",
+    ]
     assert not host_users.ensure_nsswitch(conf)
 
 
 def test_publish_merges_labs_in_order_and_never_shadows_host_users(tmp_path: Path) -> None:
     root, lab_a, lab_b = tmp_path / "extrausers", tmp_path / "a", tmp_path / "b"
     alice = PasswdEntry("alice", 2002, 4100, "Alice", str(lab_a / "home" / "alice"))
-    host_users.publish(lab_a, [alice, PasswdEntry("root", 2050, 2050, "", "/root"),
-                               PasswdEntry("low", 999, 999, "", "/x")],
-                       [GroupEntry("tenant-foo", 4100, ("alice",))], root)
+    host_users.publish(
+        lab_a,
+        [alice, PasswdEntry("root", 2050, 2050, "", "/root"), PasswdEntry("low", 999, 999, "", "/x")],
+        [GroupEntry("tenant-foo", 4100, ("alice",))],
+        root,
+    )
     assert (root / "passwd").read_text() == f"alice:x:2002:4100:Alice:{lab_a}/home/alice:/bin/bash\n"
     assert (root / "group").read_text() == "tenant-foo:x:4100:alice\n"
     bob = PasswdEntry("bob", 2002, 4200, "", str(lab_b / "home" / "bob"))
@@ -58,10 +64,17 @@ def _df(table: Path, *args: str) -> str:
 
 
 def test_weka_directories_become_wekafs_mounts_and_other_paths_stay_on_their_fs(tmp_path: Path) -> None:
-    snapshot = {"filesystems": [
-        {"name": "tenant-foo-scratch", "total_capacity": 10**15, "directories": ["/", "/tenant-foo"],
-         "quotas": [{"path": "/tenant-foo", "hard_limit_bytes": 50 * 10**12}]},
-        {"name": "tenant-foo-home", "total_capacity": 10**13, "directories": ["/", "/alice"], "quotas": []}]}
+    snapshot = {
+        "filesystems": [
+            {
+                "name": "tenant-foo-scratch",
+                "total_capacity": 10**15,
+                "directories": ["/", "/tenant-foo"],
+                "quotas": [{"path": "/tenant-foo", "hard_limit_bytes": 50 * 10**12}],
+            },
+            {"name": "tenant-foo-home", "total_capacity": 10**13, "directories": ["/", "/alice"], "quotas": []},
+        ]
+    }
     weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
     scratch = weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo"
     assert scratch.is_dir()
@@ -78,5 +91,9 @@ def test_weka_directories_become_wekafs_mounts_and_other_paths_stay_on_their_fs(
 @pytest.mark.parametrize("path", ["/", "/tmp"])
 def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
     real = subprocess.run(["/bin/df", "-P", path], capture_output=True, text=True, check=True).stdout
-    assert subprocess.run([str(LAB_BIN / "df"), "-P", path], capture_output=True, text=True,
-                          check=True).stdout.splitlines()[1].split()[0] == real.splitlines()[1].split()[0]
+    assert (
+        subprocess.run([str(LAB_BIN / "df"), "-P", path], capture_output=True, text=True, check=True)
+        .stdout.splitlines()[1]
+        .split()[0]
+        == real.splitlines()[1].split()[0]
+    )

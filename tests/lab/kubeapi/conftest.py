@@ -26,9 +26,19 @@ from tenantflow.lab.kubeapi import (
 )
 from tenantflow.lab.kubeapi.tls import self_signed
 
-RESTRICTED = {"restricted-token": {"user": "alice", "rules": [
-    {"verbs": ["*"], "apiGroups": ["trainy.ai"], "resources": ["bootstrapenrollments"],
-     "namespaces": ["forecasting"]}]}}
+RESTRICTED = {
+    "restricted-token": {
+        "user": "alice",
+        "rules": [
+            {
+                "verbs": ["*"],
+                "apiGroups": ["trainy.ai"],
+                "resources": ["bootstrapenrollments"],
+                "namespaces": ["forecasting"],
+            }
+        ],
+    }
+}
 
 
 async def fake_exec(namespace: str, pod: str, container: str, argv: list[str], stdin: bytes) -> ExecResult:
@@ -40,16 +50,36 @@ async def fake_exec(namespace: str, pod: str, container: str, argv: list[str], s
 SEED = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "slurm-control"}},
-    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "slurmctld", "namespace": "slurm-control"},
-     "spec": {"selector": {"matchLabels": {"app": "slurmctld"}}, "template": {
-         "metadata": {"labels": {"app": "slurmctld"}},
-         "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}]}}}},
-    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "slurmctld-0", "namespace": "slurm-control",
-                                                     "labels": {"app": "slurmctld"}},
-     "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}], "nodeName": "gpu-01"},
-     "status": {"phase": "Running"}},
-    *({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i:02d}", "labels": {
-        "node.kubernetes.io/instance-type": "h100-8x" if i <= 3 else "a100-8x"}}} for i in range(1, 6)),
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "slurmctld", "namespace": "slurm-control"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "slurmctld"}},
+            "template": {
+                "metadata": {"labels": {"app": "slurmctld"}},
+                "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}]},
+            },
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "slurmctld-0", "namespace": "slurm-control", "labels": {"app": "slurmctld"}},
+        "spec": {"containers": [{"name": "slurmctld", "image": "slurm"}], "nodeName": "gpu-01"},
+        "status": {"phase": "Running"},
+    },
+    *(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"gpu-{i:02d}",
+                "labels": {"node.kubernetes.io/instance-type": "h100-8x" if i <= 3 else "a100-8x"},
+            },
+        }
+        for i in range(1, 6)
+    ),
 ]
 
 
@@ -63,20 +93,29 @@ class Cluster:
     def api(self, context: str = "admin") -> client.ApiClient:
         return config.new_client_from_config(str(self.kubeconfig), context=context)
 
-    def kubectl(self, *args: str, context: str = "admin", check: bool = True,
-                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig),
-               "KUBECACHEDIR": str(self.kubeconfig.parent / "cache")}
-        return subprocess.run(["kubectl", "--context", context, *args], capture_output=True, text=True,
-                              env=env, check=check, input=stdin, timeout=30)
+    def kubectl(
+        self, *args: str, context: str = "admin", check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBECACHEDIR": str(self.kubeconfig.parent / "cache")}
+        return subprocess.run(
+            ["kubectl", "--context", context, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=check,
+            input=stdin,
+            timeout=30,
+        )
 
-    def raw(self, method: str, path: str, body: object = None, content_type: str | None = None,
-            context: str = "admin") -> tuple[int, dict]:
+    def raw(
+        self, method: str, path: str, body: object = None, content_type: str | None = None, context: str = "admin"
+    ) -> tuple[int, dict]:
         """One request through the client's own transport, without its body models."""
         api = self.api(context)
         headers = {"Content-Type": content_type or "application/json", "Accept": "application/json"}
-        _, url, headers, body, _ = api.param_serialize(method, path, header_params=headers, body=body,
-                                                     auth_settings=["BearerToken"])
+        _, url, headers, body, _ = api.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         response = api.call_api(method, url, headers, body)
         response.read()
         return response.status, json.loads(response.data or b"{}")
@@ -109,9 +148,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     thread.start()
     assert started.wait(10)
     url = str(ready["url"])
-    path = write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig", [
-        KubeContext("admin", url, "admin-token", ca_pem=cert.cert_pem),
-        KubeContext("restricted", url, "restricted-token", ca_pem=cert.cert_pem)])
+    path = write_kubeconfig(
+        tmp_path_factory.mktemp("kube") / "kubeconfig",
+        [
+            KubeContext("admin", url, "admin-token", ca_pem=cert.cert_pem),
+            KubeContext("restricted", url, "restricted-token", ca_pem=cert.cert_pem),
+        ],
+    )
     yield Cluster(store, url, path, loop)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)

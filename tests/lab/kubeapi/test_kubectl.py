@@ -91,8 +91,9 @@ def test_apply_custom_resource(cluster: Cluster) -> None:
 
 def test_label_patch_delete(cluster: Cluster) -> None:
     ns = cluster.namespace()
-    cluster.kubectl("apply", "-n", ns, "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n"
-                    "data: {a: b}\n")
+    cluster.kubectl(
+        "apply", "-n", ns, "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n"
+    )
     cluster.kubectl("label", "configmap", "cm", "-n", ns, "team=x")
     cluster.kubectl("patch", "configmap", "cm", "-n", ns, "--type", "merge", "-p", '{"data":{"a":"c"}}')
     obj = cluster.store.get("", "configmaps", "cm", ns)
@@ -127,18 +128,34 @@ def test_imperative_create_sends_protobuf_and_is_understood(cluster: Cluster) ->
 
 
 def _trainy_crd(kind: str, plural: str, scope: str) -> dict:
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.trainy.ai"},
-            "spec": {"group": "trainy.ai", "scope": scope, "names": {"kind": kind, "plural": plural},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.trainy.ai"},
+        "spec": {
+            "group": "trainy.ai",
+            "scope": scope,
+            "names": {"kind": kind, "plural": plural},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            ],
+        },
+    }
 
 
 def test_auth_can_i(cluster: Cluster) -> None:
     cluster.store.create(_trainy_crd("BootstrapEnrollment", "bootstrapenrollments", "Namespaced"))
     cluster.store.create(_trainy_crd("Organization", "organizations", "Cluster"))
-    yes = cluster.kubectl("auth", "can-i", "create", "bootstrapenrollments.trainy.ai", "-n", "forecasting",
-                          context="restricted", check=False)
+    yes = cluster.kubectl(
+        "auth",
+        "can-i",
+        "create",
+        "bootstrapenrollments.trainy.ai",
+        "-n",
+        "forecasting",
+        context="restricted",
+        check=False,
+    )
     assert yes.stdout.strip() == "yes"
     no = cluster.kubectl("auth", "can-i", "create", "organizations.trainy.ai", context="restricted", check=False)
     assert no.stdout.strip() == "no" and no.returncode == 1
@@ -160,8 +177,9 @@ def test_get_watch(cluster: Cluster) -> None:
     ns = cluster.namespace()
     env_args = ("get", "configmaps", "-n", ns, "-w", "--request-timeout=4s", "-o", "name")
     cluster.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first"}}, ns)
-    timer = threading.Timer(1.0, lambda: cluster.store.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "second"}}, ns))
+    timer = threading.Timer(
+        1.0, lambda: cluster.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "second"}}, ns)
+    )
     timer.start()
     try:
         out = cluster.kubectl(*env_args, check=False)

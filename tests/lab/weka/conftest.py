@@ -15,9 +15,14 @@ from tenantflow.lab.weka.app import TiB, build_app
 @pytest.fixture
 async def weka() -> AsyncIterator[WekaLab]:
     clock = FakeClock()
-    app = build_app(USERNAME, PASSWORD, total_bytes=1000 * TiB, filesystems={"home": 100 * TiB,
-                                                                             "scratch": 500 * TiB},
-                    directories={"home": ["/alice"]}, clock=clock)
+    app = build_app(
+        USERNAME,
+        PASSWORD,
+        total_bytes=1000 * TiB,
+        filesystems={"home": 100 * TiB, "scratch": 500 * TiB},
+        directories={"home": ["/alice"]},
+        clock=clock,
+    )
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -40,8 +40,10 @@ async def test_login_refresh_and_expiry(weka: WekaLab) -> None:
 
 
 async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncClient) -> None:
-    created = await admin.post("/organizations", json={"name": "tenant-foo", "username": "admin-foo",
-                                                       "password": "pw-foo", "total_quota": 60 * TiB})
+    created = await admin.post(
+        "/organizations",
+        json={"name": "tenant-foo", "username": "admin-foo", "password": "pw-foo", "total_quota": 60 * TiB},
+    )
     assert created.status_code == 201
     org = created.json()["data"]
     assert org["name"] == "tenant-foo" and org["total_quota"] == 60 * TiB and org["total_allocated"] == 0
@@ -52,7 +54,7 @@ async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncCli
     names = [o["name"] for o in (await admin.get("/organizations")).json()["data"]]
     assert names == ["Root", "tenant-foo"]
 
-    token = (await admin.post(f"/organizations/{org['uid']}/tokens", json={"description": "tenant-foo CSI"}))
+    token = await admin.post(f"/organizations/{org['uid']}/tokens", json={"description": "tenant-foo CSI"})
     assert token.status_code == 201
     secret = token.json()["data"]["access_token"]
     async with weka.client(secret) as csi:
@@ -64,8 +66,9 @@ async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncCli
 
     org_admin = await weka.login("admin-foo", "pw-foo", "tenant-foo")
     async with weka.client(org_admin["access_token"]) as client:
-        fs = await client.post("/fileSystems", json={"name": "tenant-foo-home", "group_name": "default",
-                                                     "total_capacity": 5 * TiB})
+        fs = await client.post(
+            "/fileSystems", json={"name": "tenant-foo-home", "group_name": "default", "total_capacity": 5 * TiB}
+        )
         assert fs.status_code == 201
         assert [f["name"] for f in (await client.get("/fileSystems")).json()["data"]] == ["tenant-foo-home"]
         busy = await admin.delete(f"/organizations/{org['uid']}")
@@ -80,16 +83,21 @@ async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncCli
 async def test_filesystem_capacity_accounting(admin: httpx.AsyncClient) -> None:
     before = await unprovisioned(admin)
     assert before == 400 * TiB
-    created = await admin.post("/fileSystems", json={"name": "tenant-foo-scratch", "group_name": "default",
-                                                     "total_capacity": 50 * TiB})
+    created = await admin.post(
+        "/fileSystems", json={"name": "tenant-foo-scratch", "group_name": "default", "total_capacity": 50 * TiB}
+    )
     assert created.status_code == 201
     fs = created.json()["data"]
     assert fs["total_budget"] == 50 * TiB and fs["free_total"] == 50 * TiB and fs["is_ready"] is True
     assert await unprovisioned(admin) == before - 50 * TiB
-    assert (await admin.post("/fileSystems", json={"name": "tenant-foo-scratch", "group_name": "default",
-                                                   "total_capacity": TiB})).status_code == 409
-    too_big = await admin.post("/fileSystems", json={"name": "huge", "group_name": "default",
-                                                     "total_capacity": 1000 * TiB})
+    assert (
+        await admin.post(
+            "/fileSystems", json={"name": "tenant-foo-scratch", "group_name": "default", "total_capacity": TiB}
+        )
+    ).status_code == 409
+    too_big = await admin.post(
+        "/fileSystems", json={"name": "huge", "group_name": "default", "total_capacity": 1000 * TiB}
+    )
     assert too_big.status_code == 400 and "capacity" in too_big.json()["message"]
     resized = await admin.put(f"/fileSystems/{fs['uid']}", json={"total_capacity": 60 * TiB})
     assert resized.json()["data"]["total_budget"] == 60 * TiB
@@ -111,8 +119,7 @@ async def test_directory_quotas(weka: WekaLab, admin: httpx.AsyncClient) -> None
         made = await control.post("/_lab/mkdir", json={"filesystem": "scratch", "path": "/tenant-foo"})
         assert made.status_code == 200
 
-    body = {"hard_limit_bytes": 100 * 10**9, "soft_limit_bytes": 90 * 10**9, "grace_seconds": 0,
-            "path": "/alice"}
+    body = {"hard_limit_bytes": 100 * 10**9, "soft_limit_bytes": 90 * 10**9, "grace_seconds": 0, "path": "/alice"}
     quota = await admin.put(f"/fileSystems/{home['uid']}/quota/{inode}", json=body)
     assert quota.status_code == 200
     assert quota.json()["data"]["status"] == "ACTIVE"
@@ -121,8 +128,9 @@ async def test_directory_quotas(weka: WekaLab, admin: httpx.AsyncClient) -> None
     patched = await admin.patch(f"/fileSystems/{home['uid']}/quota/{inode}", json={"soft_limit_bytes": 95 * 10**9})
     assert patched.json()["data"]["soft_limit_bytes"] == 95 * 10**9
     assert patched.json()["data"]["hard_limit_bytes"] == 100 * 10**9
-    bad = await admin.put(f"/fileSystems/{home['uid']}/quota/{inode}",
-                          json={"hard_limit_bytes": 1, "soft_limit_bytes": 2})
+    bad = await admin.put(
+        f"/fileSystems/{home['uid']}/quota/{inode}", json={"hard_limit_bytes": 1, "soft_limit_bytes": 2}
+    )
     assert bad.status_code == 400
     assert (await admin.delete(f"/fileSystems/{home['uid']}/quota/{inode}")).status_code == 200
     assert (await admin.delete(f"/fileSystems/{home['uid']}/quota/{inode}")).status_code == 404
@@ -137,10 +145,12 @@ async def test_directory_quotas(weka: WekaLab, admin: httpx.AsyncClient) -> None
 async def test_snapshot_returns_to_before(weka: WekaLab, admin: httpx.AsyncClient) -> None:
     async with httpx.AsyncClient(base_url=weka.url) as control:
         before = (await control.get("/_lab/snapshot")).json()
-        org = (await admin.post("/organizations", json={"name": "t", "username": "t-admin",
-                                                        "password": PASSWORD})).json()["data"]
-        fs = (await admin.post("/fileSystems", json={"name": "t-home", "group_name": "default",
-                                                     "total_capacity": TiB})).json()["data"]
+        org = (
+            await admin.post("/organizations", json={"name": "t", "username": "t-admin", "password": PASSWORD})
+        ).json()["data"]
+        fs = (
+            await admin.post("/fileSystems", json={"name": "t-home", "group_name": "default", "total_capacity": TiB})
+        ).json()["data"]
         during = (await control.get("/_lab/snapshot")).json()
         assert during != before and [f["name"] for f in during["filesystems"]] == ["home", "scratch", "t-home"]
         await admin.delete(f"/fileSystems/{fs['uid']}")

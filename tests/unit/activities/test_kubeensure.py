@@ -13,9 +13,12 @@ OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
 
 
 def quota(hard: dict[str, str], labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ResourceQuota",
-            "metadata": {"name": "q", "namespace": "tenant-a", "labels": labels or dict(OURS), **extra},
-            "spec": {"hard": hard}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "tenant-a", "labels": labels or dict(OURS), **extra},
+        "spec": {"hard": hard},
+    }
 
 
 def test_owned_keeps_labels_annotations_and_spec_but_not_name_or_type() -> None:

@@ -45,31 +45,42 @@ def test_backs_off_up_to_the_ceiling() -> None:
 
 def test_time_budget_ends_the_wait_with_the_last_answer_and_never_sleeps_past_it() -> None:
     clock, seen = FakeClock(), answers(7, 8, 9)
-    polled = poll_until(lambda: next(seen), lambda v: v > 100, every=Backoff(2.0), budget_s=5.0,
-                        sleep=clock.sleep, clock=clock)
+    polled = poll_until(
+        lambda: next(seen), lambda v: v > 100, every=Backoff(2.0), budget_s=5.0, sleep=clock.sleep, clock=clock
+    )
     assert (polled.value, polled.done) == (9, False)
     assert clock.sleeps == [2.0, 2.0, 1.0]
 
 
 def test_attempt_budget_counts_probes() -> None:
     clock, calls = FakeClock(), []
-    polled = poll_until(lambda: calls.append(1) or len(calls), lambda v: False, every=Backoff(0.5), attempts=3,
-                        sleep=clock.sleep, clock=clock)
+    polled = poll_until(
+        lambda: calls.append(1) or len(calls),
+        lambda v: False,
+        every=Backoff(0.5),
+        attempts=3,
+        sleep=clock.sleep,
+        clock=clock,
+    )
     assert (polled.value, polled.done, polled.attempts) == (3, False, 3)
     assert len(clock.sleeps) == 2
 
 
 def test_outside_an_activity_the_heartbeat_detail_is_still_computed_and_harmless() -> None:
     clock, seen, details = FakeClock(), answers(0, 1), []
-    polled = poll_until(lambda: next(seen), bool, every=Backoff(0.1), sleep=clock.sleep, clock=clock,
-                        detail=lambda v: details.append(v))
+    polled = poll_until(
+        lambda: next(seen), bool, every=Backoff(0.1), sleep=clock.sleep, clock=clock, detail=lambda v: details.append(v)
+    )
     assert polled.done and details == [0]
 
 
 def test_inside_an_activity_each_wait_heartbeats_its_detail() -> None:
     env, beats, seen, clock = ActivityEnvironment(), [], answers(0, 0, 1), FakeClock()
     env.on_heartbeat = lambda *details: beats.append(details)
-    polled = env.run(lambda: poll_until(lambda: next(seen), bool, every=Backoff(0.1), sleep=clock.sleep,
-                                        clock=clock, detail=lambda v: {"value": v}))
+    polled = env.run(
+        lambda: poll_until(
+            lambda: next(seen), bool, every=Backoff(0.1), sleep=clock.sleep, clock=clock, detail=lambda v: {"value": v}
+        )
+    )
     assert polled.done
     assert beats == [({"value": 0},), ({"value": 0},)]

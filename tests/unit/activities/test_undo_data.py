@@ -39,8 +39,10 @@ RECORDED: list[tuple[dict[str, Any], type[UndoRecord]]] = [
     ({"preset": "exact"}, PresetChoice),
     ({"released": True}, PresetRelease),
     ({"group_pk": "g-1", "pk": 7}, AuthentikUser),
-    ({"group_pk": "g-1", "previous": {"email": "a@x", "is_active": False}, "added_to_group": True, "pk": 7},
-     AuthentikUser),
+    (
+        {"group_pk": "g-1", "previous": {"email": "a@x", "is_active": False}, "added_to_group": True, "pk": 7},
+        AuthentikUser,
+    ),
     ({"pk": "g-1", "gid": 5001}, AuthentikGroup),
     ({"pk": "g-1", "gid": 5001, "previous": {"parents": [], "attributes": {"tenant_slug": "t"}}}, AuthentikGroup),
     ({"restored": ["email"], "left_group": True}, Restored),
@@ -60,8 +62,9 @@ RECORDED: list[tuple[dict[str, Any], type[UndoRecord]]] = [
 
 
 @pytest.mark.parametrize(("data", "model"), RECORDED, ids=[m.__name__ + str(i) for i, (_, m) in enumerate(RECORDED)])
-def test_recorded_json_decodes_to_its_model_and_encodes_back_byte_for_byte(data: dict[str, Any],
-                                                                            model: type[UndoRecord]) -> None:
+def test_recorded_json_decodes_to_its_model_and_encodes_back_byte_for_byte(
+    data: dict[str, Any], model: type[UndoRecord]
+) -> None:
     recorded = {"layer": "l", "kind": "K", "name": "n", "namespace": None, "outcome": "updated", "data": data}
     result = EnsureResult.model_validate_json(json.dumps(recorded))
     assert type(result.data) is model
@@ -70,15 +73,17 @@ def test_recorded_json_decodes_to_its_model_and_encodes_back_byte_for_byte(data:
 
 def test_unknown_keys_are_refused() -> None:
     with pytest.raises(ValueError, match="extra"):
-        EnsureResult.model_validate({"layer": "l", "kind": "K", "name": "n", "outcome": "created",
-                                     "data": {"pk": "x", "gid": 1, "bogus": 2}})
+        EnsureResult.model_validate(
+            {"layer": "l", "kind": "K", "name": "n", "outcome": "created", "data": {"pk": "x", "gid": 1, "bogus": 2}}
+        )
 
 
 def test_data_as_gives_an_empty_model_for_a_planned_creation_and_refuses_another_kind() -> None:
     planned = EnsureResult(layer="identity", kind="User", name="alice", outcome=Outcome.created)
     assert planned.data_as(AuthentikUser) == AuthentikUser()
-    cordon = EnsureResult(layer="hub", kind="WorkerCluster", name="w", outcome=Outcome.updated,
-                          data=CordonState(cordoned=True))
+    cordon = EnsureResult(
+        layer="hub", kind="WorkerCluster", name="w", outcome=Outcome.updated, data=CordonState(cordoned=True)
+    )
     assert cordon.data_as(CordonState).cordoned
     with pytest.raises(TypeError, match="CordonState, not KubeBefore"):
         cordon.data_as(KubeBefore)

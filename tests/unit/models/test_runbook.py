@@ -51,13 +51,28 @@ def test_every_apply_step_is_undone_by_its_own_layer_in_rollback_order() -> None
     assert all(step.undo is None for step in SMOKE), "smoke tests write nothing to undo"
 
 
-
 def test_the_saga_unwinds_in_the_catalogues_rollback_order() -> None:
     saga = Saga()
     for step in APPLY:
         saga.push(step, [EnsureResult(layer=step.layer, kind="Thing", name=step.short, outcome=Outcome.created)])
     assert [step.name for step, _ in saga.ordered()] == [
-        "login.verify", "login.release", "slurm.partition", "slurm.users", "slurm.qos", "slurm.accounts",
-        "kube.rbac", "kube.network_policy", "kube.binding", "kube.quota", "kube.namespace",
-        "capacity.wait_reservation", "capacity.reservation", "storage.csi", "storage.quotas", "storage.filesystems",
-        "identity.verify_ldap", "identity.users", "identity.group"]
+        "login.verify",
+        "login.release",
+        "slurm.partition",
+        "slurm.users",
+        "slurm.qos",
+        "slurm.accounts",
+        "kube.rbac",
+        "kube.network_policy",
+        "kube.binding",
+        "kube.quota",
+        "kube.namespace",
+        "capacity.wait_reservation",
+        "capacity.reservation",
+        "storage.csi",
+        "storage.quotas",
+        "storage.filesystems",
+        "identity.verify_ldap",
+        "identity.users",
+        "identity.group",
+    ]

@@ -32,8 +32,14 @@ def steps(saga: Saga) -> list[str]:
 
 def test_rollback_runs_slurm_first_and_identity_last() -> None:
     saga = Saga()
-    for name in ("identity.group", "storage.filesystems", "capacity.reservation", "kube.namespace",
-                 "slurm.accounts", "login.release"):
+    for name in (
+        "identity.group",
+        "storage.filesystems",
+        "capacity.reservation",
+        "kube.namespace",
+        "slurm.accounts",
+        "login.release",
+    ):
         push(saga, name)
     assert steps(saga) == [
         "login.release",
