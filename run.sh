@@ -37,6 +37,7 @@ case "${1:-}" in
   test)
     setup
     .venv/bin/ruff check .
+    .venv/bin/ruff format --check .
     .venv/bin/mypy
     .venv/bin/lint-imports
     exec .venv/bin/pytest "${@:2}"

@@ -14,12 +14,23 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from tenantflow.activities.errors import http_error
+from tenantflow.activities.errors import fail, http_error
 from tenantflow.activities.httpretry import send
 from tenantflow.activities.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
+FIRST_MULTI_PARENT_YEAR = 2025
+"""Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
+
+
+def parent_field(version: str) -> str:
+    """``parent`` or ``parents``: the group field the release with this version string reads."""
+    try:
+        year = int(version.split(".", 1)[0])
+    except ValueError:
+        raise fail("Unsupported", f"unrecognised Authentik version {version!r} from /admin/version/") from None
+    return "parent" if year < FIRST_MULTI_PARENT_YEAR else "parents"
 
 
 class _Read(BaseModel):
@@ -49,13 +60,20 @@ class User(_Read):
 
 
 class Group(_Read):
+    """A group as either release serves it: 2024.x ``parent`` (one or null), 2025+ ``parents``."""
+
     pk: str
     num_pk: int
     name: str
     parents: list[str] = Field(default_factory=list)
+    parent: str | None = None
     users: list[int] = Field(default_factory=list)
     users_obj: list[PartialUser] | None = None
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def parent_pks(self) -> list[str]:
+        return [self.parent] if self.parent else list(self.parents)
 
 
 class LdapProvider(_Read):
@@ -139,6 +157,10 @@ class AuthentikClient:
         found = self.users(username=username)
         return found[0] if found else None
 
+    def user(self, pk: int) -> User | None:
+        response = self._request("GET", f"/core/users/{pk}/", missing_ok=True)
+        return None if response.status_code == 404 else User.model_validate(response.json())
+
     def create_user(self, body: dict[str, Any]) -> User:
         return User.model_validate(self._request("POST", "/core/users/", json=body).json())
 
@@ -172,6 +194,16 @@ class AuthentikClient:
 
     def remove_user(self, group_pk: str, user_pk: int) -> None:
         self._request("POST", f"/core/groups/{group_pk}/remove_user/", json={"pk": user_pk})
+
+    # -- server -----------------------------------------------------------------------------------
+
+    def version(self) -> str:
+        """The running release, ``GET /admin/version/`` ``version_current`` (e.g. ``2024.10.5``)."""
+        return str(self._request("GET", "/admin/version/").json()["version_current"])
+
+    def single_parent(self) -> bool:
+        """Whether groups have one ``parent`` (Authentik before 2025) rather than ``parents``."""
+        return parent_field(self.version()) == "parent"
 
     # -- LDAP provider ---------------------------------------------------------------------------
 

@@ -7,6 +7,13 @@ non-string numbers): ``gid_start_number + num_pk`` of the group, moved up past a
 in use. Every tenant user gets ``attributes.gidNumber`` = that gid (one primary gid for the tenant),
 ``attributes.ssh_keys`` (one key per line) and membership of the group. Undo deactivates users and
 removes them from the group, never deletes them; the group is deleted only when empty.
+
+The group is nested through ``parent`` on Authentik 2024.x and ``parents`` from 2025 on (read from
+``GET /api/v3/admin/version/``). Users and groups this layer creates carry the attribute
+``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
+(:mod:`activities.identity_undo`). A username Authentik already knows (active or not) that is not this
+tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
+of another tenant is never taken.
 """
 
 from __future__ import annotations
@@ -21,13 +28,22 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.identity_checks import (
+    account_state,
+    authentik_findings,
+    finding,
+    ldap_finding,
+)
 from tenantflow.activities.identity_numbers import (
+    CREATED_BY,
     choose_gid,
     desired_user,
     ldap_provider,
     other_tenant,
     require_group,
     string_number,
+    tenant_of,
+    this_workflow,
     user_patch,
     user_uid,
 )
@@ -40,7 +56,6 @@ from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResul
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
-VERIFY_ATTEMPTS = 6
 PROPERTY_MAPPING_HINT = (
     "If gidNumber is 0 or missing, the property mapping is broken — fix that before "
     "continuing or every file the tenant writes will be owned by nobody:nogroup"
@@ -50,89 +65,18 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-def _finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
-    if problem is None:
-        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
-    return Finding(check=check, ok=False, message=problem, fix=fix)
-
-
-def _authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
-    slug, parent_name = contract.slug, settings().authentik_parent_group
-    providers = ak.ldap_providers()
-    findings = [
-        _finding(
-            "identity.ldap_provider",
-            None if providers else "Authentik has no LDAP provider",
-            f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
-            "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants",
-        )
-    ]
-    parent = ak.group_by_name(parent_name)
-    findings.append(
-        _finding(
-            "identity.parent_group",
-            None if parent else f"the platform group {parent_name!r} does not exist",
-            f"parent group {parent_name} exists",
-            f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run",
-        )
-    )
-    group = ak.group_by_name(slug)
-    owner = group.attributes.get("tenant_slug") if group else None
-    problem = None
-    if group is not None and owner != slug:
-        problem = (
-            f"Authentik group {slug} already exists with tenant_slug={owner!r}"
-            if owner
-            else f"Authentik group {slug} already exists and is not marked as a tenant group"
-        )
-    findings.append(
-        _finding(
-            "identity.group",
-            problem,
-            f"group {slug} is free or already ours",
-            f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
-        )
-    )
-    for user in contract.users:
-        existing = ak.user_by_username(user.username)
-        other = other_tenant(existing, slug) if existing else None
-        findings.append(
-            _finding(
-                "identity.username",
-                f"username {user.username} is taken by a user of tenant {other}" if other else None,
-                f"username {user.username} is free or already ours",
-                f"choose another username than {user.username} in the contract",
-            )
-        )
-    return findings
-
-
-def _ldap_finding() -> Finding:
-    try:
-        entries = ldap_check.probe()
-    except ApplicationError as err:
-        return _finding(
-            "identity.ldap_outpost",
-            f"the LDAP outpost does not answer a bind and search: {err}",
-            "",
-            "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
-            f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
-        )
-    return _finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
-
-
 @activity.defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [_ldap_finding(), *directory_ids.preflight_findings(inp.contract)]
+    findings = [ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
     try:
         with AuthentikClient.from_settings() as ak:
-            findings.extend(_authentik_findings(ak, inp.contract))
+            findings.extend(authentik_findings(ak, inp.contract))
     except ApplicationError as err:
         if err.type == TRANSIENT:
             raise
         findings.append(
-            _finding(
+            finding(
                 "identity.authentik",
                 f"Authentik API is not usable: {err}",
                 "",
@@ -165,6 +109,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 action=group_action,
                 detail={
                     "parent": settings().authentik_parent_group,
+                    "nested_by": "parent" if ak.single_parent() else "parents",
                     "tenant_slug": contract.slug,
                     "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken",
                 },
@@ -173,24 +118,20 @@ def plan(inp: StepInput) -> list[PlanStep]:
         for user in contract.users:
             existing = ak.user_by_username(user.username)
             action = Action.create
-            if existing is not None:
+            detail: dict[str, object] = {
+                "email": user.email,
+                "name": user.name,
+                "ssh_keys": len(user.ssh_keys),
+                "group": contract.slug,
+            }
+            if existing is not None and not tenant_of(existing, contract.slug):
+                action = Action.adopt
+                detail["adopt_existing"] = f"{user.adopt_existing} (existing account: {account_state(existing)})"
+            elif existing is not None:
                 member = group is not None and group.pk in existing.groups
                 in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
                 action = Action.unchanged if in_sync else Action.update
-            steps.append(
-                PlanStep(
-                    layer=LAYER,
-                    kind="User",
-                    name=user.username,
-                    action=action,
-                    detail={
-                        "email": user.email,
-                        "name": user.name,
-                        "ssh_keys": len(user.ssh_keys),
-                        "group": contract.slug,
-                    },
-                )
-            )
+            steps.append(PlanStep(layer=LAYER, kind="User", name=user.username, action=action, detail=detail))
     return steps
 
 
@@ -210,10 +151,17 @@ def ensure_group(inp: StepInput) -> StepResult:
                 f"the platform group {settings().authentik_parent_group!r} does not exist; "
                 "create it in Authentik and re-run",
             )
+        field = "parent" if ak.single_parent() else "parents"
         group = ak.group_by_name(slug)
         previous: dict[str, Any] = {}
         if group is None:
-            group = ak.create_group({"name": slug, "parents": [parent.pk], "attributes": {"tenant_slug": slug}})
+            group = ak.create_group(
+                {
+                    "name": slug,
+                    field: parent.pk if field == "parent" else [parent.pk],
+                    "attributes": {"tenant_slug": slug, CREATED_BY: this_workflow()},
+                }
+            )
             outcome = Outcome.created
         else:
             if group.attributes.get("tenant_slug") != slug:
@@ -225,8 +173,9 @@ def ensure_group(inp: StepInput) -> StepResult:
             outcome = Outcome.unchanged
         gid = choose_gid(ak, provider, group)
         patch: dict[str, Any] = {}
-        if parent.pk not in group.parents:
-            patch["parents"], previous["parents"] = [*group.parents, parent.pk], group.parents
+        if parent.pk not in group.parent_pks:
+            patch[field] = parent.pk if field == "parent" else [*group.parents, parent.pk]
+            previous[field] = group.parent if field == "parent" else group.parents
         if group.attributes.get("gidNumber") != str(gid):
             patch["attributes"] = {**group.attributes, "gidNumber": str(gid)}
             previous["attributes"] = group.attributes
@@ -234,6 +183,12 @@ def ensure_group(inp: StepInput) -> StepResult:
             group = ak.patch_group(group.pk, patch)
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
+        if parent.pk not in group.parent_pks:
+            raise fail(
+                "Unsupported",
+                f"Authentik did not nest group {slug} under {parent.name} through "
+                f"{field!r}; check the server version (GET /api/v3/admin/version/)",
+            )
         activity.logger.info("identity.group %s: %s (gid %s)", slug, outcome.value, gid)
     data = (
         AuthentikGroup(pk=group.pk, gid=gid, previous=previous)
@@ -248,7 +203,10 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
     desired = desired_user(user, gid)
     existing = ak.user_by_username(user.username)
     if existing is None:
-        created = ak.create_user({"username": user.username, **desired, "is_active": True, "groups": [group.pk]})
+        attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
+        created = ak.create_user(
+            {"username": user.username, **desired, "attributes": attributes, "is_active": True, "groups": [group.pk]}
+        )
         return created, EnsureResult(
             layer=LAYER,
             kind="User",
@@ -259,6 +217,13 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
     other = other_tenant(existing, slug)
     if other:
         raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    if not tenant_of(existing, slug) and not user.adopt_existing:
+        raise fail(
+            "Conflict",
+            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
+            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
+            "person's account",
+        )
     patch, previous = user_patch(existing, desired)
     current = ak.patch_user(existing.pk, patch) if patch else existing
     added = group.pk not in existing.groups
@@ -321,6 +286,13 @@ def ldap_problems(contract: TenantContract, gid: int) -> list[str]:
     return problems
 
 
+def verify_budget_s() -> float:
+    """``LDAP_VERIFY_BUDGET_S``, kept 30 s inside the attempt's start-to-close timeout."""
+    timeout = activity.info().start_to_close_timeout
+    budget = settings().ldap_verify_budget_s
+    return min(budget, timeout.total_seconds() - 30) if timeout and timeout.total_seconds() > 60 else budget
+
+
 @activity.defn(name="identity.verify_ldap")
 def verify_ldap(inp: StepInput) -> StepResult:
     """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
@@ -330,18 +302,20 @@ def verify_ldap(inp: StepInput) -> StepResult:
         with AuthentikClient.from_settings() as ak:
             _, gid = require_group(ak, contract.slug, ldap_provider(ak))
     attempt = itertools.count(1)
+    budget = verify_budget_s()
     problems = poll_until(
         lambda: ldap_problems(contract, gid),
         lambda found: not found,
         every=from_poll_interval(2, 10.0),
-        attempts=VERIFY_ATTEMPTS,
+        budget_s=budget,
         detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems",
     ).value
     directory_ids.fail_on_collisions(contract)
     if problems:
         raise fail(
             "InvariantBroken",
-            f"LDAP check of {contract.slug} failed: {'; '.join(problems)}. Every user "
+            f"LDAP check of {contract.slug} still failed after {budget:.0f} s "
+            f"(LDAP_VERIFY_BUDGET_S): {'; '.join(problems)}. Every user "
             f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
             f"uidNumbers. {PROPERTY_MAPPING_HINT}",
         )
@@ -359,7 +333,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
         "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
-        "group": ("Group", undo_group),
+        "group": ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
     }
     if inp.step not in undoers:
         return []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio import activity
+
 from tenantflow.activities.authentik_client import AuthentikClient, Group, LdapProvider, User
 from tenantflow.activities.errors import fail
 from tenantflow.models.tenant import TenantUser
@@ -51,6 +53,42 @@ def ldap_provider(ak: AuthentikClient) -> LdapProvider:
     if not providers:
         raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
     return providers[0]
+
+
+CREATED_BY = "tenantflow.io/created-by"
+"""Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
+
+
+def this_workflow() -> str:
+    """The id of the workflow running this activity: what :data:`CREATED_BY` holds for its creations."""
+    workflow_id = activity.info().workflow_id
+    if not workflow_id:
+        raise fail(
+            "Unsupported",
+            "identity activities mark what they create with their workflow's id; run them from a workflow",
+        )
+    return workflow_id
+
+
+OFFBOARDING = "TenantOffboarding"
+"""The workflow type that tears a tenant down after an approved plan: it may undo the tenant's own objects."""
+
+
+def made_by_this_workflow(attributes: dict[str, Any]) -> bool:
+    return attributes.get(CREATED_BY) == this_workflow()
+
+
+def may_undo(attributes: dict[str, Any], of_tenant: bool) -> bool:
+    """An undo's proof of ownership: this workflow made the object, or this is the tenant's approved
+    offboarding and the object is the tenant's (its group, or a member of it)."""
+    return made_by_this_workflow(attributes) or (of_tenant and activity.info().workflow_type == OFFBOARDING)
+
+
+def tenant_of(user: User, slug: str) -> bool:
+    """Whether the user is already this tenant's: a member of its group, or created by this workflow."""
+    return any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or []) or made_by_this_workflow(
+        user.attributes
+    )
 
 
 def other_tenant(user: User, slug: str) -> str | None:

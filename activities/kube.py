@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from tenantflow.activities import kubeensure, manifests
+from tenantflow.activities import kubeensure, manifests, netpol
 from tenantflow.activities.kubeensure import describe
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
 from tenantflow.activities.settings import settings
+from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Severity
@@ -29,12 +30,12 @@ def step_manifests(contract: TenantContract) -> dict[str, list[Manifest]]:
         "namespace": [manifests.namespace(contract)],
         "quota": [manifests.resource_quota(contract), manifests.limit_range(contract)],
         "binding": [manifests.reservation_binding(contract)],
-        "network_policy": [manifests.deny_all_policy(contract), manifests.allow_policy(contract)],
+        "network_policy": manifests.network_policies(contract),
         "rbac": [manifests.admins_role_binding(contract)] if contract.admins_group else [],
     }
 
 
-def _detail(obj: Manifest) -> dict[str, object]:
+def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
     kind = obj["kind"]
     if kind == "Namespace":
         return {"labels": obj["metadata"]["labels"]}
@@ -44,11 +45,59 @@ def _detail(obj: Manifest) -> dict[str, object]:
         return {"limits": obj["spec"]["limits"]}
     if kind == "RoleBinding":
         return {"group": obj["subjects"][0]["name"], "clusterRole": obj["roleRef"]["name"]}
+    if kind == "NetworkPolicy" and obj["metadata"]["name"] == manifests.allow_policy(contract)["metadata"]["name"]:
+        return {**obj["spec"], "why": list(manifests.POLICY_ADDITIONS)}
     return dict(obj.get("spec") or {})
 
 
 def _error(check: str, message: str, fix: str) -> Finding:
     return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
+
+
+def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Finding]:
+    """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off."""
+    ours = manifests.network_policies(contract)
+    names = {p["metadata"]["name"] for p in ours}
+    present = objs.list("NetworkPolicy", contract.namespace) if objs.get("Namespace", contract.namespace) else []
+    policies = [
+        NetworkPolicy.model_validate(p) for p in [*ours, *(p for p in present if p["metadata"]["name"] not in names)]
+    ]
+    namespaces = {contract.namespace: manifests.namespace(contract)["metadata"]["labels"]}
+    peers: dict[str, dict[str, str]] = {}
+    for path in REQUIRED_PATHS:
+        if path.peer_namespace is None:
+            continue
+        ns = objs.get("Namespace", path.peer_namespace)
+        namespaces[path.peer_namespace] = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+        service = objs.get("Service", path.service, path.peer_namespace) if path.service else None
+        if service and (service.get("spec") or {}).get("selector"):
+            peers[str(path.service)] = dict(service["spec"]["selector"])
+    login = netpol.Endpoint(
+        contract.namespace,
+        {manifests.WORKLOAD_LABEL: contract.slug, "app": "login", **manifests.login_selector(contract)},
+    )
+    blocked = netpol.unreachable(policies, login, netpol.Cluster(namespaces), peers)
+    if not blocked:
+        return [
+            Finding(
+                check="kube.network_policy",
+                ok=True,
+                severity=Severity.info,
+                message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
+                "and receives SSH on 22/TCP under the tenant NetworkPolicies",
+            )
+        ]
+    return [
+        _error(
+            "kube.network_policy",
+            f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
+            f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
+            f"{'to' if path.direction == 'egress' else 'from'} {path.peer} "
+            f"({path.peer_namespace or 'outside the cluster'}), or drop network.policies to use the "
+            "generated policy",
+        )
+        for path in blocked
+    ]
 
 
 @activity.defn(name="kube.preflight")
@@ -83,6 +132,7 @@ def preflight(inp: StepInput) -> StepResult:
                     f"create the platform namespace {ns}",
                 )
             )
+    findings.extend(network_findings(objs, contract))
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
         findings.append(
@@ -105,7 +155,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     return [
-        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(obj))
+        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(contract, obj))
         for objects in step_manifests(contract).values()
         for obj in objects
     ]

@@ -3,21 +3,24 @@
 The outpost serves users as ``cn=<username>,ou=users,<base>`` (posixAccount with uidNumber,
 gidNumber and the operational ``memberOf``) and groups as ``cn=<name>,ou=groups,<base>``. The bind
 DN and password come from :func:`activities.settings.settings`; LDAP failures become Temporal errors
-(bad credentials fail fast, an unreachable server retries) without the password in any message.
+(bad credentials and an untrusted certificate fail fast, an unreachable server retries) without the
+password in any message. Over ldaps:// the certificate is verified (:func:`server`).
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ldap3 import BASE, LEVEL, Connection, Server
+from ldap3 import BASE, LEVEL, Connection, Server, Tls
 from ldap3.core.exceptions import (
     LDAPBindError,
     LDAPException,
     LDAPInvalidCredentialsResult,
     LDAPNoSuchObjectResult,
     LDAPSocketOpenError,
+    LDAPSSLConfigurationError,
 )
 from ldap3.utils.conv import escape_filter_chars
 from pydantic import BaseModel, Field
@@ -25,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import fail
 from tenantflow.activities.settings import settings
+from tenantflow.models.results import Finding, Severity
 
 SERVICE = "LDAP outpost"
 
@@ -55,6 +59,12 @@ def group_dn(name: str) -> str:
 
 
 def _ldap_failure(exc: LDAPException) -> ApplicationError:
+    if "certificate verify failed" in str(exc).lower() or isinstance(exc, LDAPSSLConfigurationError):
+        return fail(
+            "TlsVerifyFailed",
+            f"{SERVICE} at {settings().ldap_url}: its TLS certificate is not trusted "
+            f"({type(exc).__name__}); set LDAP_CA_FILE to the CA that signed it",
+        )
     if isinstance(exc, LDAPBindError | LDAPInvalidCredentialsResult):
         return fail(
             "Forbidden",
@@ -66,13 +76,40 @@ def _ldap_failure(exc: LDAPException) -> ApplicationError:
     return ApplicationError(f"{SERVICE} at {settings().ldap_url} {reason}: {type(exc).__name__}", type="Unavailable")
 
 
+def server() -> Server:
+    """The outpost; over ldaps:// the certificate is verified (``LDAP_CA_FILE``, else the system trust store)
+    unless ``LDAP_TLS_INSECURE`` (labs only) turns verification off."""
+    conf = settings()
+    tls = Tls(
+        validate=ssl.CERT_NONE if conf.ldap_tls_insecure else ssl.CERT_REQUIRED,
+        ca_certs_file=conf.ldap_ca_file or None,
+        version=ssl.PROTOCOL_TLS_CLIENT,
+    )
+    return Server(conf.ldap_url, use_ssl=conf.ldap_url.lower().startswith("ldaps://"), tls=tls, connect_timeout=5)
+
+
+def tls_findings() -> list[Finding]:
+    """A warning on every run whose outpost certificate is not verified."""
+    if not settings().ldap_tls_insecure:
+        return []
+    return [
+        Finding(
+            check="identity.ldap_tls",
+            ok=False,
+            severity=Severity.warning,
+            message="LDAP_TLS_INSECURE is set: the LDAP outpost's certificate is NOT verified (labs only)",
+            fix="set LDAP_CA_FILE to the CA that signed the outpost's certificate and unset LDAP_TLS_INSECURE",
+        )
+    ]
+
+
 @contextmanager
 def bound() -> Iterator[Connection]:
     """A connection bound as the outpost's bind user; closed on exit."""
     conf = settings()
     try:
         conn = Connection(
-            Server(conf.ldap_url, connect_timeout=5),
+            server(),
             user=conf.ldap_bind_dn,
             password=conf.ldap_bind_password.get_secret_value(),
             auto_bind=True,

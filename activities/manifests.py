@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from tenantflow.models.network_policy import NetworkPolicy
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 
 Manifest = dict[str, Any]
@@ -31,6 +32,10 @@ WORKLOAD_LABEL = MANAGED_BY
 ALLOWED_PEER_NAMESPACES = ("slurm-control",)
 EGRESS_NAMESPACES = ("slurm-control", "auth", "kube-system")
 EGRESS_PORTS = ((53, "UDP"), (636, "TCP"), (443, "TCP"))
+"""The runbook's egress ports, verbatim; :func:`allow_policy` adds what they miss."""
+SLURM_NAMESPACE = "slurm-control"
+DNS_NAMESPACE = "kube-system"
+SLURMCTLD_PORT = 6817
 
 
 def owner_labels(slug: str) -> dict[str, str]:
@@ -148,8 +153,13 @@ def deny_all_policy(contract: TenantContract) -> Manifest:
     }
 
 
+def _port(port: int, protocol: str) -> dict[str, Any]:
+    return {"port": port, "protocol": protocol}
+
+
 def allow_policy(contract: TenantContract) -> Manifest:
-    """Runbook step 3d: tenant-internal traffic, Slurm, LDAP (636), DNS (53) and HTTPS (443)."""
+    """Runbook step 3d (tenant-internal traffic, Slurm, LDAP 636, DNS 53/UDP, HTTPS 443), plus the two egress
+    rules the runbook's policy lacks (:data:`POLICY_ADDITIONS` says why)."""
     slug = contract.namespace
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -162,11 +172,61 @@ def allow_policy(contract: TenantContract) -> Manifest:
             "egress": [
                 {
                     "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
-                    "ports": [{"port": port, "protocol": protocol} for port, protocol in EGRESS_PORTS],
+                    "ports": [_port(port, protocol) for port, protocol in EGRESS_PORTS],
+                },
+                {"to": [_namespace_peer(SLURM_NAMESPACE)], "ports": [_port(SLURMCTLD_PORT, "TCP")]},
+                {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(53, "TCP")]},
+            ],
+        },
+    }
+
+
+def login_selector(contract: TenantContract) -> dict[str, str]:
+    """The labels the login chart puts on its pods (and its Service selects)."""
+    return {"app.kubernetes.io/instance": login_release_name(contract)}
+
+
+def login_ssh_policy(contract: TenantContract) -> Manifest:
+    """SSH (22/TCP) into the login pods only, from any address: the LoadBalancer Service's clients."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(f"{contract.slug}-login-ssh", contract.slug, contract.namespace),
+        "spec": {
+            "podSelector": {"matchLabels": login_selector(contract)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}],
+                    "ports": [_port(22, "TCP")],
                 }
             ],
         },
     }
+
+
+def contract_policy(contract: TenantContract, policy: NetworkPolicy) -> Manifest:
+    """A policy the contract gives, written as given into the tenant namespace with our labels."""
+    body = policy.manifest()
+    labels = {**(body["metadata"].get("labels") or {}), **owner_labels(contract.slug)}
+    body["metadata"] = {"name": policy.metadata.name, "namespace": contract.namespace, "labels": labels}
+    return body
+
+
+def network_policies(contract: TenantContract) -> list[Manifest]:
+    """The deny-all, then the contract's own policies when it gives some, else the generated ones."""
+    if contract.network.policies is not None:
+        return [deny_all_policy(contract), *(contract_policy(contract, p) for p in contract.network.policies)]
+    return [deny_all_policy(contract), allow_policy(contract), login_ssh_policy(contract)]
+
+
+POLICY_ADDITIONS = (
+    f"egress to {SLURM_NAMESPACE} on {SLURMCTLD_PORT}/TCP: the runbook's policy allows only 53/UDP, 636 and 443, "
+    "so srun/sbatch could not reach slurmctld",
+    f"egress to {DNS_NAMESPACE} on 53/TCP: DNS falls back to TCP for large answers (RFC 7766)",
+    "ingress on 22/TCP to the login pods: the runbook's policy admits only tenant and slurm-control pods, so no "
+    "SSH client could log in",
+)
 
 
 def admins_role_binding(contract: TenantContract) -> Manifest:

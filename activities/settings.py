@@ -11,6 +11,8 @@ from functools import lru_cache
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tenantflow.models.records import DEFAULT_NAMESPACE as RECORDS_NAMESPACE
+
 
 class ServiceSettings(BaseSettings):
     """Endpoints and credentials, from environment variables (see ``lab.env``)."""
@@ -24,6 +26,17 @@ class ServiceSettings(BaseSettings):
     weka_username: str = Field("admin", alias="WEKA_USERNAME")
     weka_password: SecretStr = Field(SecretStr(""), alias="WEKA_PASSWORD")
     weka_org: str = Field("Root", alias="WEKA_ORG")
+    weka_helper_image: str = Field(
+        "busybox:1.36",
+        alias="WEKA_HELPER_IMAGE",
+        description="image of the Job that makes tenant directories on a Weka mount",
+    )
+    weka_helper_namespace: str = Field(
+        "tenantflow-system",
+        alias="WEKA_HELPER_NAMESPACE",
+        description="platform namespace (pod-security baseline at most) where that "
+        "Job runs as root to chown; tenant namespaces are restricted",
+    )
     ldap_url: str = Field("ldap://localhost:3389", alias="LDAP_URL")
     ldap_base_dn: str = Field("dc=auth,dc=example,dc=internal", alias="LDAP_BASE_DN")
     ldap_bind_dn: str = Field("cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal", alias="LDAP_BIND_DN")
@@ -34,6 +47,23 @@ class ServiceSettings(BaseSettings):
         description="Secret holding the bind password, in the auth namespace",
     )
     ldap_bind_secret_namespace: str = Field("auth", alias="LDAP_BIND_SECRET_NAMESPACE")
+    ldap_ca_file: str | None = Field(
+        None,
+        alias="LDAP_CA_FILE",
+        description="PEM CA bundle that signed the outpost's certificate (ldaps); default: the system's trust store",
+    )
+    ldap_tls_insecure: bool = Field(
+        False,
+        alias="LDAP_TLS_INSECURE",
+        description="labs only: do not verify the outpost's certificate (reported as a finding on every run)",
+    )
+    ldap_verify_budget_s: float = Field(
+        360.0,
+        ge=1,
+        alias="LDAP_VERIFY_BUDGET_S",
+        description="how long identity.verify_ldap waits for the outpost to serve "
+        "new users; a cached outpost refreshes every few minutes",
+    )
     ldap_outpost_uri: str = Field("ldaps://authentik-ldap-outpost.auth.svc:636", alias="LDAP_OUTPOST_URI")
     slurm_namespace: str = Field("slurm-control", alias="SLURM_NAMESPACE")
     slurm_controller: str = Field("slurmctld", alias="SLURM_CONTROLLER_DEPLOYMENT")
@@ -46,6 +76,12 @@ class ServiceSettings(BaseSettings):
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    records_namespace: str = Field(
+        RECORDS_NAMESPACE,
+        alias="TENANTFLOW_RECORDS_NAMESPACE",
+        pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+        description="platform namespace of the tenant and worker records",
+    )
     http_timeout_s: float = Field(
         10.0,
         alias="TENANTFLOW_HTTP_TIMEOUT",

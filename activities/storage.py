@@ -6,6 +6,13 @@ and an org API token that goes only into Secret ``weka-<slug>-creds`` in the ten
 StorageClass ``weka-<slug>`` and the PVC (6c). Shared org (6b): directories in the shared ``home`` and
 ``scratch`` filesystems. Either way ``/home/<user>`` (``/<user>`` on the home filesystem) and
 ``/scratch/<slug>`` (``/<slug>`` on the scratch filesystem) get the contract's hard/soft quotas (4e).
+
+Directories are made on a csi-wekafs mount by a Job (:mod:`activities.storage_dirs`), owned by the user
+(home, 0700) or root and the tenant group (scratch, 2770); quotas are set by inode (``resolvePath``) with
+the marker :func:`quota_owner` in the quota's ``owner`` field. Ownership: created Weka objects record their
+uid; undo deletes only what carries the recorded uid (or, for quotas, the marker on the recorded inode) and
+reports the rest as left alone. Directories are never removed (another tenant may share the filesystem).
+Loops over users heartbeat.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.polling import heartbeat
+from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
+from tenantflow.activities.storage_dirs import make_directories
 from tenantflow.activities.storage_layout import (
     LAYER,
     deleted,
@@ -31,13 +41,13 @@ from tenantflow.activities.storage_layout import (
     tenant_credentials,
     tenant_session,
 )
-from tenantflow.activities.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
-from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.activities.storage_undo import locate_quota, quota_owner, undo_filesystems, undo_quota
+from tenantflow.activities.weka_client import Credentials, Filesystem, WekaClient, org_admin_credentials
+from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import (
     EnsureResult,
     Finding,
-    Kept,
     Outcome,
     QuotaLimits,
     Severity,
@@ -46,6 +56,7 @@ from tenantflow.models.results import (
     WekaQuota,
 )
 from tenantflow.models.tenant import TenantContract
+from tenantflow.models.weka_mount import DirectorySpec
 
 BUFFER = 1.2
 
@@ -145,11 +156,11 @@ def plan(inp: StepInput) -> list[PlanStep]:
         with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
             filesystems = {f.name: f for f in tenant.filesystems()}
             quotas = {f.uid: tenant.quotas(f.uid) for f in filesystems.values()}
-            paths = {
-                t.label: tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
-                for t in quota_targets(contract)
-                if t.filesystem in filesystems
-            }
+            paths = {}
+            for t in quota_targets(contract):
+                heartbeat(f"storage.plan: {t.label}")
+                if t.filesystem in filesystems:
+                    paths[t.label] = tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
     else:
         paths = {}
     if is_strict(contract):
@@ -188,20 +199,52 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- filesystems and directories -----------------------------------------------------------------
 
 
+def _directory_spec(contract: TenantContract, facts: Facts, role: str, path: str) -> DirectorySpec:
+    """Who owns a new directory: the user and the tenant group (home, 0700), root and the group (scratch)."""
+    if facts.group_gid is None:
+        raise fail("NotFound", f"the tenant group's gid is unknown; run identity.group before storage ({path})")
+    if role == "scratch":
+        return DirectorySpec(path, 0, facts.group_gid, "2770")
+    user = facts.users.get(path.strip("/"))
+    if user is None:
+        raise fail("NotFound", f"the uid of {path.strip('/')} is unknown; run identity.users before storage")
+    return DirectorySpec(path, user.uid_number, facts.group_gid, "0700")
+
+
+def _mount_credentials(contract: TenantContract) -> Credentials:
+    """Who mounts the tenant's filesystems for the directory Job: the org admin, or the platform user."""
+    conf = settings()
+    return tenant_credentials(contract) or Credentials(
+        username=conf.weka_username, password=conf.weka_password, org=conf.weka_org
+    )
+
+
 def _ensure_directories(
-    weka: WekaClient, contract: TenantContract, filesystems: dict[str, Filesystem]
+    weka: WekaClient, contract: TenantContract, facts: Facts, filesystems: dict[str, Filesystem]
 ) -> list[EnsureResult]:
+    missing: dict[str, list[DirectorySpec]] = {}
+    existed = set()
+    for target in quota_targets(contract):
+        heartbeat(f"storage.filesystems: {target.label}")
+        if weka.resolve_path(filesystems[target.role].uid, target.path) is None:
+            missing.setdefault(target.role, []).append(_directory_spec(contract, facts, target.role, target.path))
+        else:
+            existed.add(target.label)
+    for role, specs in missing.items():
+        make_directories(contract, filesystems[role].name, _mount_credentials(contract), specs)
     results = []
     for target in quota_targets(contract):
         fs = filesystems[target.role]
-        exists = weka.resolve_path(fs.uid, target.path) is not None
-        if not exists:
-            weka.make_directory(fs.name, target.path)
+        if target.label not in existed and weka.resolve_path(fs.uid, target.path) is None:
+            raise fail(
+                "NotFound",
+                f"{target.label} is still missing on Weka filesystem {fs.name} after the directory Job completed",
+            )
         results.append(
             storage_result(
                 "WekaDirectory",
                 target.label,
-                Outcome.unchanged if exists else Outcome.created,
+                Outcome.unchanged if target.label in existed else Outcome.created,
                 data=WekaDirectory(filesystem=fs.name, path=target.path),
             )
         )
@@ -226,9 +269,7 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
             elif not org_is_ours(contract):
                 raise fail("Conflict", f"Weka organization {contract.slug} exists and is not this tenant's")
             else:
-                results.append(
-                    storage_result("WekaOrganization", contract.slug, Outcome.unchanged, data=WekaObject(uid=org.uid))
-                )
+                results.append(storage_result("WekaOrganization", contract.slug, Outcome.unchanged))
             org_uid = org.uid
     filesystems: dict[str, Filesystem] = {}
     with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
@@ -241,9 +282,9 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
                 fs = tenant.create_filesystem(name, filesystem_capacities(contract)[role])
                 results.append(storage_result("WekaFilesystem", name, Outcome.created, data=WekaObject(uid=fs.uid)))
             elif is_strict(contract):
-                results.append(storage_result("WekaFilesystem", name, Outcome.unchanged, data=WekaObject(uid=fs.uid)))
+                results.append(storage_result("WekaFilesystem", name, Outcome.unchanged))
             filesystems[role] = fs
-        results.extend(_ensure_directories(tenant, contract, filesystems))
+        results.extend(_ensure_directories(tenant, contract, inp.facts, filesystems))
     facts = inp.facts.model_copy(
         update={"weka_org_uid": org_uid, "weka_filesystems": {r: f.uid for r, f in filesystems.items()}}
     )
@@ -267,6 +308,7 @@ def ensure_quotas(inp: StepInput) -> StepResult:
             f.uid: weka.quotas(f.uid) for f in filesystems.values() if f.name in filesystem_names(contract).values()
         }
         for target in quota_targets(contract):
+            heartbeat(f"storage.quotas: {target.label}")
             fs = filesystems.get(target.filesystem)
             inode = weka.resolve_path(fs.uid, target.path) if fs else None
             if fs is None or inode is None:
@@ -283,7 +325,14 @@ def ensure_quotas(inp: StepInput) -> StepResult:
             ):
                 results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, data=data))
                 continue
-            weka.set_quota(fs.uid, inode, target.path, target.hard, target.soft)
+            weka.set_quota(
+                fs.uid,
+                inode,
+                target.path,
+                target.hard,
+                target.soft,
+                quota_owner(contract) if current is None else current.owner,
+            )
             if current is None:
                 results.append(storage_result("WekaQuota", target.label, Outcome.created, data=data))
             else:
@@ -305,7 +354,7 @@ def ensure_csi(inp: StepInput) -> StepResult:
     contract = inp.contract
     if not is_strict(contract):
         return StepResult(facts=inp.facts)
-    results = ensure_csi_objects(contract)
+    results = ensure_csi_objects(contract, inp.run_id)
     activity.logger.info(
         "storage.csi %s: %s", contract.slug, ", ".join(f"{r.kind}/{r.name}={r.outcome.value}" for r in results)
     )
@@ -315,91 +364,23 @@ def ensure_csi(inp: StepInput) -> StepResult:
 # -- undo ----------------------------------------------------------------------------------------
 
 
-def _locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
-    """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
-    if result.data_as(WekaQuota).inode_id is not None:
-        return result
-    target = next((t for t in quota_targets(contract) if t.label == result.name), None)
-    fs = next((f for f in weka.filesystems() if target and f.name == target.filesystem), None)
-    inode = weka.resolve_path(fs.uid, target.path) if fs and target else None
-    if fs is None or target is None or inode is None:
-        return None
-    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)})
-
-
-def _undo_quota(weka: WekaClient, present: dict[str, dict[int, Quota]], result: EnsureResult) -> EnsureResult:
-    """Delete a quota this run created, or put back the limits it had (results located by :func:`_locate_quota`)."""
-    data = result.data_as(WekaQuota)
-    fs_uid, inode = str(data.filesystem_uid), int(data.inode_id or 0)
-    current = present.get(fs_uid, {}).get(inode)
-    if result.outcome is Outcome.created:
-        return deleted(current is not None and weka.delete_quota(fs_uid, inode), result)
-    previous = data.previous
-    if (
-        fs_uid not in present
-        or previous is None
-        or (
-            current is not None
-            and (current.hard_limit_bytes, current.soft_limit_bytes) == (previous.hard, previous.soft)
-        )
-    ):
-        return result.model_copy(update={"outcome": Outcome.absent})
-    weka.set_quota(fs_uid, inode, str(data.path), previous.hard, previous.soft)
-    return result.model_copy(update={"outcome": Outcome.updated})
-
-
-def _undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
-    undone: list[EnsureResult] = []
-    created = [r for r in results if r.outcome is Outcome.created]
-    fs_results = [r for r in created if r.kind == "WekaFilesystem"]
-    org_results = [r for r in created if r.kind == "WekaOrganization"]
-    undone.extend(
-        r.model_copy(
-            update={"outcome": Outcome.unchanged, "data": Kept(kept="Weka's REST API cannot remove directories")}
-        )
-        for r in created
-        if r.kind == "WekaDirectory"
-    )
-    tenant = tenant_session(contract) if fs_results else None
-    if tenant is None:
-        undone.extend(deleted(False, r) for r in fs_results)
-    else:
-        with tenant:
-            by_name = {f.name: f.uid for f in tenant.filesystems()}
-            present = set(by_name.values())
-            for r in reversed(fs_results):
-                uid = str(r.data_as(WekaObject).uid or by_name.get(r.name, ""))
-                if uid in present:
-                    tenant.delete_filesystem(uid)
-                undone.append(deleted(uid in present, r))
-    with WekaClient.from_settings() as weka:
-        for r in org_results:
-            org = weka.organization(contract.slug)
-            recorded = r.data_as(WekaObject).uid
-            ours = org is not None and org.uid == (org.uid if recorded is None else recorded)
-            if org is not None and ours:
-                weka.delete_organization(org.uid)
-            undone.append(deleted(ours, r))
-    return undone
-
-
 @activity.defn(name="storage.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate one storage step: only what that step created (or restore what it updated)."""
     contract = inp.contract
     changed = [r for r in inp.results if r.outcome in (Outcome.created, Outcome.updated)]
     if inp.step == "csi":
-        return [undo_csi(contract, r) for r in reversed(changed)]
+        return [undone for r in reversed(changed) for undone in undo_csi(contract, r)]
     if inp.step == "quotas":
         weka = tenant_session(contract) if changed else None
         if weka is None:
             return [deleted(False, r) for r in changed]
         with weka:
             present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
-            located = [(r, _locate_quota(weka, contract, r)) for r in changed]
-            return [_undo_quota(weka, present, found) if found else deleted(False, r) for r, found in located]
+            located = [(r, locate_quota(weka, contract, r)) for r in changed]
+            return [undo_quota(weka, contract, present, found) if found else deleted(False, r) for r, found in located]
     if inp.step == "filesystems":
-        return _undo_filesystems(contract, changed)
+        return undo_filesystems(contract, changed)
     return []
 
 

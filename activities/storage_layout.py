@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
-from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, UndoRecord
+from tenantflow.models.results import EnsureResult, Kept, NoUndoData, Outcome, UndoRecord, WekaObject
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 from tenantflow.models.units import parse_size
 
@@ -104,6 +105,30 @@ def org_is_ours(contract: TenantContract) -> bool:
             raise
         return False
     return True
+
+
+TEARDOWN_WORKFLOW = "TenantOffboarding"
+"""The workflow type whose undo is an approved teardown of the tenant: there the tenant's own markers (labels,
+quota owner, the org admin's login) prove an object is the tenant's; in a rollback only this run's record does."""
+
+
+def is_teardown() -> bool:
+    return activity.in_activity() and activity.info().workflow_type == TEARDOWN_WORKFLOW
+
+
+def this_run() -> str:
+    """The workflow id of the run undoing (the run annotation it wrote at create time), "" outside an activity."""
+    return (activity.info().workflow_id or "") if activity.in_activity() else ""
+
+
+def recorded_uid(result: EnsureResult) -> str | None:
+    """The uid a create recorded (Weka object or Kubernetes object), None when nothing was recorded."""
+    return (result.data.uid or None) if isinstance(result.data, WekaObject) else None
+
+
+def left_alone(result: EnsureResult, why: str) -> EnsureResult:
+    """An undo that did not touch the object, and why."""
+    return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept=why)})
 
 
 def deleted(found: bool, result: EnsureResult) -> EnsureResult:

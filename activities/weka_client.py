@@ -1,11 +1,17 @@
-"""A thin typed client of the Weka REST API v2: login/refresh, cluster capacity, organizations, org API
-tokens, filesystems, resolvePath and directory quotas.
+"""A thin typed client of the Weka REST API v2: login/refresh, cluster capacity, organizations, org users,
+filesystems, resolvePath and directory quotas.
+
+Routes as the public sources name them (see ``../shared/reference/kubernetes-authentik-weka-facts.md`` §5):
+``POST /login``, ``/login/refresh``, ``/organizations``, ``/fileSystems``, ``GET /fileSystems/{uid}/resolvePath``
+(csi-wekafs's ``ResolvePath``), ``PUT|DELETE /fileSystems/{uid}/quota/{inode_id}``, and ``GET|POST /users``,
+``DELETE /users/{uid}`` (``weka user add <name> <role> <password>`` in Weka's "REST API and equivalent CLI
+commands"). The REST API has no mkdir: directories are made on a mount (:mod:`activities.storage_dirs`).
 
 Responses are ``{"data": ...}``; errors carry ``message``. A session logs in lazily with
 ``POST /login`` and, when the access token expires (401), renews it once with ``/login/refresh``
 (falling back to a fresh login). Failures map to Temporal errors via :func:`activities.errors.http_error`.
-Secrets (passwords, access tokens, org API tokens) never appear in messages; an org API token is
-returned as a :class:`pydantic.SecretStr` for the caller to store and drop.
+Secrets (passwords, access tokens) never appear in messages. Every request has the configured timeout
+(``TENANTFLOW_HTTP_TIMEOUT``, kept below the 60 s heartbeat timeout).
 """
 
 from __future__ import annotations
@@ -62,15 +68,14 @@ class Quota(_Read):
     soft_limit_bytes: int
     grace_seconds: int = 0
     status: str = "ACTIVE"
+    owner: str = ""
 
 
-class ApiToken(_Read):
+class WekaUser(_Read):
     uid: str
-    description: str = ""
-
-
-class NewApiToken(ApiToken):
-    access_token: SecretStr
+    username: str
+    role: str = ""
+    org_id: int | None = None
 
 
 class Credentials(BaseModel):
@@ -81,17 +86,24 @@ class Credentials(BaseModel):
     org: str = Field("Root")
 
 
+def _derived_password(purpose: str) -> SecretStr:
+    """A password derived from the worker's Weka password (HMAC), so it is never stored and every worker can
+    recompute it."""
+    digest = hmac.new(settings().weka_password.get_secret_value().encode(), purpose.encode(), hashlib.sha256).digest()
+    return SecretStr(base64.urlsafe_b64encode(digest).decode().rstrip("="))
+
+
 def org_admin_credentials(slug: str) -> Credentials:
-    """The tenant org's admin ``admin-<short>``; its password is derived from the worker's Weka password
-    (HMAC), so it is never stored anywhere and every worker can recompute it."""
-    conf = settings()
-    digest = hmac.new(
-        conf.weka_password.get_secret_value().encode(), f"org-admin/{slug}".encode(), hashlib.sha256
-    ).digest()
+    """The tenant org's admin ``admin-<short>`` (password derived, see :func:`_derived_password`)."""
     return Credentials(
-        username=f"admin-{slug.removeprefix('tenant-')}",
-        password=SecretStr(base64.urlsafe_b64encode(digest).decode().rstrip("=")),
-        org=slug,
+        username=f"admin-{slug.removeprefix('tenant-')}", password=_derived_password(f"org-admin/{slug}"), org=slug
+    )
+
+
+def csi_user_credentials(slug: str) -> Credentials:
+    """The tenant org's CSI user ``csi-<short>`` (role CSI), whose login goes into the csi-wekafs API Secret."""
+    return Credentials(
+        username=f"csi-{slug.removeprefix('tenant-')}", password=_derived_password(f"csi-user/{slug}"), org=slug
     )
 
 
@@ -213,18 +225,23 @@ class WekaClient:
     def delete_organization(self, uid: str) -> None:
         self._request("DELETE", f"/organizations/{uid}")
 
-    def org_tokens(self, org_uid: str) -> list[ApiToken]:
-        return [ApiToken.model_validate(t) for t in self._data("GET", f"/organizations/{org_uid}/tokens")]
+    # -- org users (the CSI driver's login) ------------------------------------------------------
 
-    def create_org_token(self, org_uid: str, description: str) -> NewApiToken:
-        return NewApiToken.model_validate(
-            self._data("POST", f"/organizations/{org_uid}/tokens", json={"description": description})
+    def users(self) -> list[WekaUser]:
+        """The users of the session's organization."""
+        return [WekaUser.model_validate(u) for u in self._data("GET", "/users")]
+
+    def create_user(self, username: str, password: SecretStr, role: str) -> WekaUser:
+        """``weka user add``: a user of the session's organization."""
+        return WekaUser.model_validate(
+            self._data(
+                "POST", "/users", json={"username": username, "password": password.get_secret_value(), "role": role}
+            )
         )
 
-    def revoke_org_token(self, org_uid: str, token_uid: str) -> bool:
-        """Revoke; False when the token was already gone."""
-        response = self._request("DELETE", f"/organizations/{org_uid}/tokens/{token_uid}", tolerate=(404,))
-        return response.status_code != 404
+    def delete_user(self, uid: str) -> bool:
+        """Delete; False when the user was already gone."""
+        return self._request("DELETE", f"/users/{uid}", tolerate=(404,)).status_code != 404
 
     # -- filesystems, directories, quotas --------------------------------------------------------
 
@@ -253,25 +270,17 @@ class WekaClient:
         self._check("GET", url, response)
         return int(response.json()["data"]["inode_id"])
 
-    def make_directory(self, fs_name: str, path: str) -> int:
-        """``mkdir -p`` on a client mount of the filesystem. The REST API has no mkdir; in the lab this is
-        the stand-in's ``/_lab/mkdir``, in production a mount-based helper must replace it."""
-        response = self._send("POST", self.url + "/_lab/mkdir", auth=False, json={"filesystem": fs_name, "path": path})
-        self._check("POST", "mkdir", response)
-        return int(response.json()["data"]["inode_id"])
-
     def quotas(self, fs_uid: str) -> dict[int, Quota]:
         body = self._data("GET", f"/fileSystems/{fs_uid}/quota") or {}
         return {int(key): Quota.model_validate(value) for key, value in body.items()}
 
-    def set_quota(self, fs_uid: str, inode_id: int, path: str, hard: int, soft: int) -> Quota:
-        return Quota.model_validate(
-            self._data(
-                "PUT",
-                f"/fileSystems/{fs_uid}/quota/{inode_id}",
-                json={"hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0, "path": path},
-            )
-        )
+    def set_quota(self, fs_uid: str, inode_id: int, path: str, hard: int, soft: int, owner: str = "") -> Quota:
+        """Create or replace the directory quota; ``owner`` is the quota's free-text owner (``weka fs quota set
+        --owner``), where tenantflow writes its marker."""
+        body: dict[str, Any] = {"hard_limit_bytes": hard, "soft_limit_bytes": soft, "grace_seconds": 0, "path": path}
+        if owner:
+            body["owner"] = owner
+        return Quota.model_validate(self._data("PUT", f"/fileSystems/{fs_uid}/quota/{inode_id}", json=body))
 
     def delete_quota(self, fs_uid: str, inode_id: int) -> bool:
         response = self._request("DELETE", f"/fileSystems/{fs_uid}/quota/{inode_id}", tolerate=(404,))

@@ -20,6 +20,7 @@ from temporalio import activity
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.records import RecordKey, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Outcome
 from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, ROLLBACK, SMOKE
 
@@ -102,6 +103,19 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
         pause("handover.render")
         return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
 
+    def record(inp: TenantRecord) -> StoredRecord:
+        pause("records.tenant")
+        key = RecordKey.of(inp)
+        return StoredRecord(
+            kind=key.kind,
+            name=key.secret_name(1),
+            namespace="tenantflow-system",
+            version=1,
+            status=inp.status,
+            run=inp.run,
+            created=True,
+        )
+
     made: dict[str, Callable[..., Any]] = {}
     made.update({s.name: preflight(s.layer) for s in PREFLIGHT})
     made.update({s.name: plan(s.layer) for s in PLAN})
@@ -109,6 +123,7 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
     made.update({s.name: undo(s.layer) for s in ROLLBACK})
     made["validate.all"] = apply("validate", "all")
     made["handover.render"] = render
+    made["records.tenant"] = record
     return made
 
 

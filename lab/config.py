@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.endpoints import KUBE_CONTEXTS
 
 
@@ -25,6 +26,8 @@ class LabConfig(BaseModel):
     slurm_conf: Path
     partitions_file: Path
     kube_tokens: dict[str, str]
+    authentik_version: str = AUTHENTIK_CURRENT
+    """The Authentik release the stand-in plays (``lab up --authentik 2024.10|current``)."""
 
     @property
     def path(self) -> Path:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tenantflow.lab.kubeapi.store import Store
+    from tenantflow.lab.weka.api import WekaService
 
 ExecFn = Callable[[str, str, str | None, list[str], bytes], Awaitable[tuple[str, str, int]]]
 """(namespace, pod, container, argv, stdin) -> (stdout, stderr, exit code)."""
@@ -32,6 +33,8 @@ class LabContext:
     ldap_bind_password: str = ""
     ldap_base_dn: str = "dc=auth,dc=example,dc=internal"
     exec_handlers: dict[tuple[str, str, str], ExecFn] = field(default_factory=dict)
+    weka: WekaService | None = None
+    """The Weka emulator's state, which the csi-wekafs stand-in mounts (:mod:`lab.controllers.csi`)."""
 
     def register_exec(self, context: str, namespace: str, pod_prefix: str, handler: ExecFn) -> None:
         self.exec_handlers[(context, namespace, pod_prefix)] = handler

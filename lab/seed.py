@@ -1,7 +1,8 @@
 """The tenant cluster's start-up state: GPU nodes, platform namespaces, the LDAP bind Secret, slurmctld, CRDs.
 
 :func:`seed_tenant_cluster` fills a :class:`lab.kubeapi.store.Store`: the CRDs in
-``lab/crds/``; namespaces ``default``, ``auth``, ``slurm-control``, ``kube-system``;
+``lab/crds/``; namespaces ``default``, ``auth``, ``slurm-control``, ``kube-system``, ``tenantflow-system``
+(where the Weka directory Job runs);
 in ``auth`` the Secret ``ldap-bind-creds`` and the ``authentik-ldap-outpost``
 Service; in ``slurm-control`` the ``slurmctld`` Deployment, Service and pod
 ``slurmctld-0``; ClusterRole ``edit``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
@@ -23,7 +24,7 @@ from tenantflow.lab.kubeapi.store import Store
 CRD_DIR = Path(__file__).parent / "crds"
 NOT_READY = ("gpu-14",)
 CORDONED = ("gpu-15",)
-PLATFORM_NAMESPACES = ("default", "auth", "slurm-control", "kube-system")
+PLATFORM_NAMESPACES = ("default", "auth", "slurm-control", "kube-system", "tenantflow-system")
 Obj = dict[str, Any]
 
 

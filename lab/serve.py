@@ -116,10 +116,12 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         sink,
         seed_groups=(PLATFORM_TENANTS_GROUP,),
         store=AuthentikStore.restore(saved_authentik) if saved_authentik else None,
+        version=config.authentik_version,
     )
     runners.append(await start_site(authentik, config.authentik_port))
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
     runners.append(await start_site(weka, config.weka_port))
+    ctx.weka = weka[WEKA_SERVICE]
     saved = saved_states(config, stores, authentik, weka)
     saver = asyncio.create_task(keep_saved(saved, stop))
     tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]

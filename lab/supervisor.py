@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.daemons.process import free_port, port_open, recorded, start_daemon, stop_all
 from tenantflow.lab.daemons.slapd import start_slapd
@@ -107,8 +108,13 @@ def check_reusable(state_dir: Path) -> None:
         )
 
 
-def up(state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False) -> LabEndpoints:
+def up(
+    state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False, authentik_version: str | None = None
+) -> LabEndpoints:
     """Start the lab in ``state_dir``, continuing the world the last run there left.
+
+    ``authentik_version`` is the Authentik release the stand-in plays (:data:`lab.authentik.versions.MODES`);
+    by default the last run's on this folder, else current.
 
     Idempotent: an already running lab is returned as is, unless ``reset``, which stops it, wipes the
     folder and starts a fresh lab.
@@ -117,6 +123,12 @@ def up(state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False) -> LabE
     if reset:
         wipe(state_dir)
     if is_up(state_dir):
+        running = LabConfig.read(state_dir).authentik_version
+        if authentik_version not in (None, running):
+            raise LabStateError(
+                f"the lab in {state_dir} is up playing Authentik {running}; stop it "
+                f"(`tenantflow lab down`) to start it as {authentik_version}"
+            )
         return LabEndpoints.load(state_dir)
     check_reusable(state_dir)
     down(state_dir)
@@ -136,6 +148,7 @@ def up(state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False) -> LabE
             ldap_bind_password=slapd.bind_password,
             slurm_conf=slurm.slurm_conf,
             partitions_file=slurm.partitions_conf,
+            authentik_version=authentik_version or (previous.authentik_version if previous else AUTHENTIK_CURRENT),
         )
         config.write()
         (state_dir / "lab.env").unlink(missing_ok=True)

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
-from tenantflow.models.plan import Plan
+from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult, Finding
 
 INSTALLED_BY = "trainy.ai/installed-by"
@@ -206,6 +206,13 @@ class DecommissionInput(Strict):
     gate_escalate_after_s: int = Field(3600, ge=1)
     gate_expire_after_s: int = Field(7 * 24 * 3600, ge=1)
     drain_budget_s: float = Field(600.0, gt=0)
+
+
+class ApprovedReset(Strict):
+    """``worker reset`` of exactly an approved dry run: its ``delete`` and ``update`` (release) entries."""
+
+    contract: WorkerEnrollment
+    steps: list[PlanStep]
 
 
 class DecommissionResult(Strict):

@@ -52,3 +52,25 @@ class Plan(Strict):
         for step in self.steps:
             layers.setdefault(step.layer, []).append(step)
         return layers
+
+
+def plan_changes(before: Plan, after: Plan) -> list[str]:
+    """What differs between two plans, one line per object: ``+`` added, ``-`` gone, ``~`` changed."""
+
+    def key(step: PlanStep) -> tuple[str, str, str, str]:
+        return step.layer, step.kind, step.namespace or "", step.name
+
+    old, new = {key(s): s for s in before.steps}, {key(s): s for s in after.steps}
+    lines: list[str] = []
+    for layer, kind, namespace, name in sorted(old.keys() | new.keys()):
+        label = f"{layer} {kind} {namespace + '/' if namespace else ''}{name}"
+        was, now = old.get((layer, kind, namespace, name)), new.get((layer, kind, namespace, name))
+        if was is None and now is not None:
+            lines.append(f"+ {now.action} {label}")
+        elif now is None and was is not None:
+            lines.append(f"- {was.action} {label}")
+        elif was is not None and now is not None and was != now:
+            lines.append(
+                f"~ {label}: {was.action} -> {now.action}" + ("" if was.detail == now.detail else " (details changed)")
+            )
+    return lines

@@ -155,7 +155,7 @@ class WekaDirectory(UndoRecord):
 
 
 class WekaObject(UndoRecord):
-    """A Weka organization or filesystem, by uid."""
+    """A Weka organization, filesystem or user, or a Kubernetes object, by the uid recorded at create time."""
 
     tag, keys = "weka-object", ("uid",)
     uid: str | None = None

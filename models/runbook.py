@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from tenantflow.models.enrollment_workflows import (
     AdoptionDiff,
+    ApprovedReset,
     ConditionReport,
     ConditionWait,
     Cordon,
@@ -27,6 +28,7 @@ from tenantflow.models.enrollment_workflows import (
 )
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
+from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
 from tenantflow.models.results import EnsureResult, Finding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
@@ -124,7 +126,7 @@ APPLY: tuple[Step[StepInput, StepResult], ...] = (
     ),
     _apply("identity.group", "create the Authentik group", ("Group",)),
     _apply("identity.users", "create the Authentik users with SSH keys", ("User",)),
-    _apply("identity.verify_ldap", "verify every user through the LDAP outpost"),
+    _apply("identity.verify_ldap", "verify every user through the LDAP outpost", timeout=LONG_TIMEOUT),
     _apply("kube.namespace", "create the namespace with pod-security labels", ("Namespace",)),
     _apply("kube.quota", "create the ResourceQuota and LimitRange", ("ResourceQuota", "LimitRange")),
     _apply("kube.binding", "create the ReservationBinding", ("ReservationBinding",)),
@@ -160,7 +162,20 @@ SMOKE: tuple[Step[StepInput, StepResult], ...] = (
 VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult, summary="validate every layer")
 HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover, summary="render the handover sheet")
 
-ONBOARDING: tuple[Step[Any, Any], ...] = (*PREFLIGHT, *PLAN, *APPLY, *SMOKE, VALIDATE, HANDOVER, *ROLLBACK)
+RECORD_TENANT: Step[TenantRecord, StoredRecord] = Step(
+    "records.tenant", TenantRecord, StoredRecord, summary="store the tenant record in its cluster"
+)
+
+ONBOARDING: tuple[Step[Any, Any], ...] = (
+    *PREFLIGHT,
+    *PLAN,
+    *APPLY,
+    *SMOKE,
+    VALIDATE,
+    HANDOVER,
+    RECORD_TENANT,
+    *ROLLBACK,
+)
 """Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
 
 # --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
@@ -224,6 +239,13 @@ WORKER_WAIT_NO_REMOTE_WORK = Step(
 )
 WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], summary="worker reset --dry-run")
 WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
+WORKER_RESET_APPROVED = Step(
+    "worker.reset_approved", ApprovedReset, list[EnsureResult], summary="worker reset of exactly the approved dry run"
+)
+
+RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
+    "records.worker", WorkerRecord, StoredRecord, summary="store the worker record in the worker cluster"
+)
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
@@ -248,6 +270,8 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     WORKER_WAIT_NO_REMOTE_WORK,
     WORKER_RESET_PLAN,
     WORKER_RESET,
+    WORKER_RESET_APPROVED,
+    RECORD_WORKER,
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 

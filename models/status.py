@@ -10,6 +10,7 @@ from tenantflow.models.base import Strict
 from tenantflow.models.gates import GateState
 from tenantflow.models.plan import Plan
 from tenantflow.models.results import Finding
+from tenantflow.models.rollback import Leftover
 
 
 class StepRecord(Strict):
@@ -29,4 +30,7 @@ class RunStatus(Strict):
     gates: list[GateState] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    leftovers: list[Leftover] = Field(
+        default_factory=list, description="objects a failed undo left; retry_rollback undoes them again"
+    )
     message: str = ""

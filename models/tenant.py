@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from tenantflow.models.base import Strict
+from tenantflow.models.network_policy import NetworkPolicy
 from tenantflow.models.sku import lookup_sku
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.units import Size, parse_size
@@ -51,7 +52,46 @@ def _check_ssh_key(key: str) -> str:
     return key
 
 
+DISPLAY_NAME_FORBIDDEN = ",'\"=<>{}$`\\;|&"
+"""Characters sacctmgr cannot take in ``Description=`` (it splits values at commas and strips ' and " as
+quotes, so ``Acme, Inc.`` fails ``slurm.accounts`` after approval) or a shell or LDAP would treat specially."""
+
+
+def _check_display_name(value: str) -> str:
+    bad = sorted({c for c in value if c in DISPLAY_NAME_FORBIDDEN or ord(c) < 0x20 or ord(c) == 0x7F})
+    if bad:
+        shown = " ".join(repr(c) for c in bad)
+        cleaned = " ".join("".join(" " if c in bad else c for c in value).split())
+        raise ValueError(
+            f"display_name {value!r} contains {shown}, which sacctmgr cannot store in an account's "
+            f"Description (it splits values at commas and strips quotes); write it without them, "
+            f"e.g. {cleaned!r}"
+        )
+    return value
+
+
 SshKey = Annotated[str, Field(max_length=16_384), AfterValidator(_check_ssh_key)]
+
+
+NodeName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$",
+        description="a Kubernetes node name that is also a Slurm NodeName and a label "
+        "value: lowercase letters, digits, '-' and '.', at most 63",
+    ),
+]
+
+
+def _check_hostname(value: str | None) -> str | None:
+    if value is not None and any(
+        not label or len(label) > 63 or label.startswith("-") or label.endswith("-") for label in value.split(".")
+    ):
+        raise ValueError(
+            f"login.hostname {value!r} is not a DNS name: each dot-separated label must be 1 to 63 "
+            "letters, digits or '-', not starting or ending with '-'"
+        )
+    return value
 
 
 class PartitionType(StrEnum):
@@ -90,6 +130,13 @@ class TenantUser(Strict):
         description="full name; no control or shell characters",
     )
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
+    adopt_existing: bool = Field(
+        False,
+        exclude_if=lambda adopt: not adopt,
+        description="take over an Authentik account that already has this username "
+        "(active or not, outside this tenant); shown in the plan. Left out of the "
+        "serialized contract when false, so recorded histories keep their arguments",
+    )
 
 
 class Capacity(Strict):
@@ -98,7 +145,7 @@ class Capacity(Strict):
     partition_type: PartitionType = PartitionType.reserved
     term_days: int = Field(365, ge=1, le=3650)
     hardware_pool: str = Field("gpu-h100-rack-a", pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
-    nodes: list[str] | None = Field(None, description="explicit node names; chosen in preflight when absent")
+    nodes: list[NodeName] | None = Field(None, description="explicit node names; chosen in preflight when absent")
     evict_on_release: bool = Field(False, description="must stay false: true kills running jobs on RMA")
 
     @field_validator("sku")
@@ -205,6 +252,14 @@ class Slurm(Strict):
 class Network(Strict):
     isolation: NetworkIsolation = NetworkIsolation.network_policy
     pkey: str | None = Field(None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
+    policies: list[NetworkPolicy] | None = Field(
+        None,
+        max_length=50,
+        exclude_if=lambda policies: policies is None,
+        description="the tenant's own NetworkPolicies instead of the generated allow and SSH policies (the deny-all "
+        "is always written); refused at plan time if the login pod loses a path it needs. Left out of the "
+        "serialized contract when absent, so recorded histories keep their arguments",
+    )
 
     @model_validator(mode="after")
     def _pkey_given(self) -> Self:
@@ -214,7 +269,7 @@ class Network(Strict):
 
 
 class Login(Strict):
-    hostname: str | None = Field(
+    hostname: Annotated[str | None, AfterValidator(_check_hostname)] = Field(
         None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", description="default login.<slug>.example.internal"
     )
     replicas: int = Field(2, ge=1, le=10)
@@ -227,7 +282,7 @@ class TenantContract(Strict):
     slug: str = Field(
         ..., pattern=SLUG_PATTERN, description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters"
     )
-    display_name: str = Field(..., min_length=1, max_length=100, pattern=r"^[^\x00-\x1f<>{}$`\\;|&\"]+$")
+    display_name: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_check_display_name)]
     cluster: KubeTarget
     capacity: Capacity = Capacity()
     users: list[TenantUser] = Field(..., min_length=1, max_length=500)

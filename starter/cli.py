@@ -71,9 +71,11 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
     ("confirm-purge", tenants.confirm_purge),
     ("offboard", tenants.offboard),
+    ("retry-rollback", runs.retry_rollback),
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),
+    ("tenants", tenants.tenants),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
     ("token", services.token),
@@ -101,12 +103,23 @@ def lab_up(
     state_dir: StateDirOpt = Path(".state/lab"),
     output: OutputOpt = "text",
     reset: Annotated[bool, typer.Option(help="stop the lab, wipe DIR and start fresh")] = False,
+    authentik: Annotated[
+        str | None,
+        typer.Option(
+            help="the Authentik release to play: 2024.10 (groups have one parent) or current (parents); "
+            "default: the last run's, else current"
+        ),
+    ] = None,
 ) -> None:
     """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
+    from tenantflow.lab.authentik.versions import MODES
     from tenantflow.lab.supervisor import LabStateError, up
 
+    if authentik is not None and authentik not in MODES:
+        errors.print(f"[red]--authentik must be one of {', '.join(MODES)}[/red]")
+        raise typer.Exit(EXIT_REFUSED)
     try:
-        endpoints = up(state_dir, reset=reset)
+        endpoints = up(state_dir, reset=reset, authentik_version=MODES[authentik] if authentik else None)
     except LabStateError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None

@@ -50,6 +50,8 @@ RESULT_TYPES: dict[str, type] = {
     "WorkerDecommission": DecommissionResult,
 }
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*ENROLLMENT_GATES, "confirm_purge", "retry_rollback")
+"""Every yes/no gate of any workflow: each is answered by the update of its own name."""
 
 
 class RunAlreadyActive(RuntimeError):
@@ -232,9 +234,10 @@ class TenantflowClient:
         return answer
 
     async def answer_gate(self, workflow_id: str, gate: str, comment: str = "", on_behalf_of: str | None = None) -> str:
-        """Answer one of the enrollment's yes/no gates (``ENROLLMENT_GATES``) through ``answer_gate``."""
+        """Answer one of a run's yes/no gates through the update of the gate's own name, recorded as answered by
+        this client's identity (or ``on_behalf_of``)."""
         yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
-        answer: str = await self.handle(workflow_id).execute_update("answer_gate", args=[gate, yes], result_type=str)
+        answer: str = await self.handle(workflow_id).execute_update(gate, yes, result_type=str)
         return answer
 
     async def cancel(self, workflow_id: str) -> None:

@@ -10,7 +10,8 @@ Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-ce
   201 with ``{"workflow_id", "run_id"}``, 409 when a run for the tenant is active, 422 on a bad contract.
 * ``GET /runs/{id}``: the run's ``status`` query (404 if unknown).
 * ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
-  (``{"reason": ...}``) or an enrollment yes/no gate; 200 with the answer, 409 when refused.
+  (``{"reason": ...}``) or a yes/no gate (``YES_NO_GATES``: enrollment gates, ``confirm_purge``,
+  ``retry_rollback``); 200 with the answer, 403 for another approver, 409 when refused.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.starter.client import ENROLLMENT_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
 from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths
 from tenantflow.worker.tokens import TOKENS_FILE_ENV, USER_KEY, TokenFileError, TokenTable, bearer_auth
 
@@ -103,7 +104,7 @@ async def answer_gate(request: web.Request) -> web.Response:
         elif gate == "reject_plan":
             rejection = as_user(RejectPlan, data, user)
             answer = await api.reject(workflow_id, rejection.reason, on_behalf_of=user)
-        elif gate in ENROLLMENT_GATES:
+        elif gate in YES_NO_GATES:
             yes = as_user(GateAnswer, data, user)
             answer = await api.answer_gate(workflow_id, gate, yes.comment, on_behalf_of=user)
         else:

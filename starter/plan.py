@@ -9,6 +9,8 @@ written: these activities only read.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field
 from temporalio.testing import ActivityEnvironment
 
@@ -19,6 +21,7 @@ from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import Finding
 from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import onboarding_id
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.registry import implementation
 from tenantflow.worker.run import load_env_file
@@ -44,8 +47,10 @@ def use_configured_services() -> None:
 
 
 def preflight_and_plan(contract: TenantContract) -> PlanReport:
-    """Run every preflight, then (only if no error was found) every layer's plan."""
+    """Run every preflight, then (only if no error was found) every layer's plan, as the onboarding
+    workflow of ``contract`` would (its workflow id tells the identity layer which objects are its own)."""
     env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id=onboarding_id(contract.slug), workflow_type="TenantOnboarding")
     step_input = StepInput(contract=contract, run_id=f"plan/{contract.slug}")
     findings: list[Finding] = []
     for step in PREFLIGHT:

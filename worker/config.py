@@ -9,9 +9,10 @@ worker's environment unless already set there, so the activities' settings see t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from dotenv import load_dotenv
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TASK_QUEUE = "tenantflow"
@@ -48,6 +49,26 @@ class WorkerSettings(TemporalSettings):
         description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
         "whose gates the identity that started the run cannot approve",
     )
+    deployment_name: str | None = Field(
+        None,
+        alias="TENANTFLOW_DEPLOYMENT_NAME",
+        min_length=1,
+        description="Temporal Worker Deployment this worker belongs to",
+    )
+    build_id: str | None = Field(
+        None,
+        alias="TENANTFLOW_BUILD_ID",
+        min_length=1,
+        description="this worker's version inside the deployment (image tag, git sha)",
+    )
+
+    @model_validator(mode="after")
+    def _versioning_pair(self) -> Self:
+        if (self.deployment_name is None) != (self.build_id is None):
+            raise ValueError(
+                "worker versioning needs both TENANTFLOW_DEPLOYMENT_NAME and TENANTFLOW_BUILD_ID (or neither)"
+            )
+        return self
 
     @property
     def four_eyes_workflows(self) -> frozenset[str]:

@@ -15,10 +15,12 @@ from tenantflow.activities import (
     identity,
     kube,
     login,
+    records,
     slurm,
     smoke,
     storage,
     validate,
+    worker_reset,
     workercluster,
 )
 from tenantflow.models.runbook import Step
@@ -43,6 +45,8 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     handover,
     hub,
     workercluster,
+    worker_reset,
+    records,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 

@@ -1,10 +1,16 @@
-"""Run the worker until SIGINT/SIGTERM, then drain in-flight tasks and exit."""
+"""Run the worker until SIGINT/SIGTERM, then drain in-flight tasks and exit.
+
+With ``TENANTFLOW_DEPLOYMENT_NAME`` and ``TENANTFLOW_BUILD_ID`` set, the worker joins that Temporal Worker
+Deployment as that version, and every workflow it starts is pinned to the version it started on
+(:func:`deployment_config`); unset, the worker is unversioned as before.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -12,7 +18,8 @@ from typing import Any
 
 import structlog
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logging as worker_logging
 from tenantflow.worker.approvals import FourEyes
@@ -21,7 +28,7 @@ from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
-from tenantflow.worker.temporal import connect
+from tenantflow.worker.temporal import TemporalConnectError, connect
 
 log = structlog.get_logger("tenantflow.worker")
 
@@ -30,6 +37,17 @@ def stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+
+
+def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None:
+    """The Worker Deployment version of this worker, workflows pinned by default; None when unversioned."""
+    if settings.deployment_name is None or settings.build_id is None:
+        return None
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(deployment_name=settings.deployment_name, build_id=settings.build_id),
+        use_worker_versioning=True,
+        default_versioning_behavior=VersioningBehavior.PINNED,
+    )
 
 
 async def run_worker(
@@ -56,6 +74,7 @@ async def run_worker(
         if settings.metrics_port:
             await stack.enter_async_context(serve_metrics(settings.metrics_port, sdk_metrics))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=settings.max_concurrent_activities))
+        versioning = deployment_config(settings)
         worker = Worker(
             client,
             task_queue=settings.task_queue,
@@ -65,15 +84,19 @@ async def run_worker(
             max_concurrent_activities=settings.max_concurrent_activities,
             interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
             graceful_shutdown_timeout=timedelta(seconds=30),
+            deployment_config=versioning,
         )
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
         log.info(
             "worker started",
-            address=settings.address,
+            address=client.service_client.config.target_host,
+            namespace=client.namespace,
             task_queue=settings.task_queue,
             workflows=len(workflows),
             activities=len(activities),
             metrics_port=settings.metrics_port,
+            deployment=settings.deployment_name,
+            build_id=settings.build_id,
         )
         async with worker:
             await stop.wait()
@@ -82,6 +105,7 @@ async def run_worker(
 
 
 def main() -> None:
+    """Run the worker; a connection that fails ends it with exit code 1 and the message naming the setting."""
     settings = WorkerSettings()
     worker_logging.configure(settings.log_format, settings.log_level)
 
@@ -90,4 +114,8 @@ def main() -> None:
         stop_on_signals(stop)
         await run_worker(settings, stop)
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except TemporalConnectError as exc:
+        print(f"tenantflow worker: cannot connect to Temporal: {exc.message}", file=sys.stderr)
+        sys.exit(1)

@@ -1,9 +1,15 @@
-"""``WorkerDecommission``: cordon, drain remote work, remove the Hub enrollment, then a gated ``worker reset``.
+"""``WorkerDecommission``: a gated plan of the whole decommission, then cordon, drain, remove the Hub enrollment, reset.
 
-The reset plan (a dry run) is published and waits for ``approve_plan`` with its
-hash (or ``reject_plan``: the reset is skipped); reset removes only what tenantflow and the agent installed (by label),
-releases preset objects and leaves customer workloads, Kueue/JobSet objects,
-cert-manager and a shared VictoriaMetrics operator. It does not need the agent.
+The plan (the Hub objects removed and ``worker reset --dry-run``) is published and
+waits for ``approve_plan`` with its hash before the first write (or
+``reject_plan``: nothing is written); then the worker is cordoned, remote work
+drained, the Hub enrollment removed and exactly the approved dry run applied
+(``worker.reset_approved``). Reset removes only what tenantflow and the agent
+installed (by label), releases preset objects and leaves customer workloads,
+Kueue/JobSet objects, cert-manager and a shared VictoriaMetrics operator. It does
+not need the agent. Runs recorded before the ``decommission-gate-first`` patch
+cordoned and removed the enrollment before the gate and recomputed the reset. The
+worker's record gets a last version with the status ``decommissioned``.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.enrollment_workflows import (
+        ApprovedReset,
         ConditionWait,
         Cordon,
         DecommissionInput,
@@ -21,18 +28,25 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentStep,
     )
     from tenantflow.models.gates import ApprovePlan
-    from tenantflow.models.plan import Plan
+    from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import RecordStatus, WorkerRecord
+    from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import (
         HUB_CORDON,
         HUB_REMOVE_ENROLLMENT,
+        RECORD_WORKER,
         WORKER_RESET,
+        WORKER_RESET_APPROVED,
         WORKER_RESET_PLAN,
         WORKER_WAIT_NO_REMOTE_WORK,
     )
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.search import WORKER_CLUSTER
+
+GATE_FIRST_PATCH = "decommission-gate-first"
 
 
 @workflow.defn(name="WorkerDecommission")
@@ -42,7 +56,8 @@ class WorkerDecommissionWorkflow(GatedRun):
 
     @workflow.update(
         name="approve_plan",
-        description='Approve the worker reset plan by its exact hash (payload {"plan_hash": "..."}); the reset runs',
+        description="Approve the decommission plan (Hub removal and worker reset) "
+        'by its exact hash (payload {"plan_hash": "..."}); cordon, drain, removal and reset run',
     )
     async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
         return self._approve(approval)
@@ -61,25 +76,72 @@ class WorkerDecommissionWorkflow(GatedRun):
         c = params.contract
         self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
         workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
+        self._params = params
         step = EnrollmentStep(contract=c)
-        self._gates.set_stage("cordon", "Stopping new Hub dispatch")
-        await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
-        self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run(
-            WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=params.drain_budget_s)
-        )
-        removed = await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
-        steps = await self._steps.run(WORKER_RESET_PLAN, step)
-        plan = Plan(title=f"worker reset {self._target}", steps=steps)
-        if not await self._wait_plan_approval(
-            plan, timedelta(seconds=params.gate_escalate_after_s), timedelta(seconds=params.gate_expire_after_s)
-        ):
+        if workflow.patched(GATE_FIRST_PATCH):
+            return await self._approved_first(step)
+        removed = await self._leave_hub(step)
+        plan = Plan(title=f"worker reset {self._target}", steps=await self._steps.run(WORKER_RESET_PLAN, step))
+        if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
             return DecommissionResult(
                 worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
             )
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
+        return await self._completed(plan, removed)
+
+    async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
+        c = step.contract
+        self._gates.set_stage("planning", "worker reset --dry-run; nothing is written before approval")
+        hub = [
+            PlanStep(
+                layer="hub",
+                kind=kind,
+                name=c.worker_name,
+                namespace=c.tenant_namespace,
+                action=Action.delete,
+                detail=detail,
+            )
+            for kind, detail in (
+                ("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),
+                ("BootstrapEnrollment", {}),
+            )
+        ]
+        plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
+        if not await self._wait_plan_approval(plan, *self._gate_times()):
+            self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
+            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan)
+        removed = await self._leave_hub(step)
+        self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
+        removed += await self._steps.run(
+            WORKER_RESET_APPROVED, ApprovedReset(contract=c, steps=[s for s in plan.steps if s.layer == "worker"])
+        )
+        return await self._completed(plan, removed)
+
+    async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
+        """Cordon, wait until no admitted remote work remains, remove the WorkerCluster and its enrollment."""
+        c = step.contract
+        self._gates.set_stage("cordon", "Stopping new Hub dispatch")
+        await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
+        self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
+        await self._steps.run(
+            WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s)
+        )
+        return await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
+
+    def _gate_times(self) -> tuple[timedelta, timedelta]:
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
+
+    async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(
+                contract=self._params.contract, run=run_stamp(self), status=RecordStatus.decommissioned
+            )
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return DecommissionResult(
             worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed

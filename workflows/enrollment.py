@@ -1,7 +1,8 @@
 """``WorkerEnrollment``: the enroll-worker-cluster runbook (greenfield and brownfield) as a gated workflow.
 
 Preflight (endpoints, the three permission checks, unique name) fails before any
-write; the install plan waits for ``approve_plan`` with its hash; the one-shot
+write; the install plan waits for ``approve_plan`` with its hash (planned again
+right before the first write: a changed plan opens the gate again); the one-shot
 BootstrapEnrollment and blob are created (the signing key stays in a Hub Secret,
 destroyed after redemption or on failure); bootstrap installs the worker side;
 the four conditions are awaited with durable polling, and each one that does not
@@ -14,11 +15,18 @@ removes what the run installed (every planned create, even when bootstrap stoppe
 half-way) and the enrollment record; a broken invariant (found by the
 ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
 and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+
+Failure paths (``workflows/enrollment_failures.py``): once the worker has been
+uncordoned it may run work, so a later failure, an expired gate or a cancel never
+tears it down: it is cordoned again (unless its canary passed) and the run ends
+leaving it enrolled, with a finding that says what to do. Before that, a cancel
+rolls back like a failure, and the rollback keeps going past a failing step and
+lists what it left in ``status``.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -36,8 +44,9 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentStep,
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
-    from tenantflow.models.plan import Action, Plan
-    from tenantflow.models.results import EnsureResult, Finding, Outcome
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.records import WorkerRecord
+    from tenantflow.models.results import Finding
     from tenantflow.models.runbook import (
         HUB_CANARY,
         HUB_CORDON,
@@ -45,25 +54,28 @@ with workflow.unsafe.imports_passed_through():
         HUB_CREATE_ENROLLMENT,
         HUB_DESTROY_KEY,
         HUB_PREFLIGHT,
-        HUB_REMOVE_ENROLLMENT,
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
         WORKER_INSTALL,
         WORKER_PLAN,
         WORKER_RECORD_INVARIANTS,
-        WORKER_UNINSTALL,
         WORKER_VERIFY_UIDS,
         WORKER_WAIT_CONVERGENCE,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
+from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.rollback import RETRY_ROLLBACK
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-YES_NO_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
+YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 TROUBLESHOOTING = {
     "Registered": (
         "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
@@ -99,7 +111,7 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
 
 
 @workflow.defn(name="WorkerEnrollment")
-class WorkerEnrollmentWorkflow(GatedRun):
+class WorkerEnrollmentWorkflow(EnrollmentFailures):
     WORKFLOW = "WorkerEnrollment"
     YES_NO_GATES = YES_NO_GATES
     PLAN_APPROVED = "plan {plan_hash} approved"
@@ -114,10 +126,22 @@ class WorkerEnrollmentWorkflow(GatedRun):
 
     approve_plan.validator(GatedRun._validate_approve)
 
+    submissions_paused, submissions_paused_signal = yes_no_gate(
+        "submissions_paused",
+        "Confirm every Hub submission path of the organization is paused (brownfield); the worker is cordoned next",
+    )
+    approve_adoption, approve_adoption_signal = yes_no_gate(
+        "approve_adoption", "Approve adopting the preset objects whose diff is empty (see the adoption_diff query)"
+    )
+    uncordon, uncordon_signal = yes_no_gate("uncordon", "Recorded work is verified: enable Hub dispatch to the worker")
+    resume_submissions, resume_submissions_signal = yes_no_gate(
+        "resume_submissions", "The canary passed: resume the organization's submission paths"
+    )
+
     @workflow.update(
         name="answer_gate",
-        description='Answer a yes/no gate: args [gate, {"approver": "..."}] '
-        "with gate one of " + ", ".join(YES_NO_GATES),
+        description='Older form of the gate updates: args [gate, {"approver": '
+        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate",
     )
     async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
         return self._answer(name, answer)
@@ -153,14 +177,16 @@ class WorkerEnrollmentWorkflow(GatedRun):
             invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
             step = self._with(step, invariants=invariants)
 
-        self._gates.set_stage("planning", "Computing the bootstrap plan")
-        steps = await self._steps.run(WORKER_PLAN, step)
-        plan = Plan(
-            title=f"Enroll {self._target}",
-            steps=steps,
-            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
-        )
-        if not await self._wait_plan_approval(plan, *self._gate_times()):
+        planned = step
+        plan = await self._bootstrap_plan(planned)
+        approved = await self._wait_plan_approval(plan, *self._gate_times())
+        if approved and c.brownfield:
+            await self._gate("submissions_paused", "pause every Hub submission path for the organization")
+        if approved:
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._bootstrap_plan(planned), *self._gate_times()
+            )
+        if not approved:
             self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
             return EnrollmentResult(
                 worker=self._target,
@@ -169,8 +195,6 @@ class WorkerEnrollmentWorkflow(GatedRun):
                 findings=self._findings,
                 message=f"rejected: {self._rejected.reason if self._rejected else ''}",
             )
-        if c.brownfield:
-            await self._gate("submissions_paused", "pause every Hub submission path for the organization")
 
         self._step = step
         try:
@@ -189,8 +213,17 @@ class WorkerEnrollmentWorkflow(GatedRun):
                 )
                 self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
-            await self._compensate(plan, err)
+            await self._after_failure(plan, err)
             raise
+        except asyncio.CancelledError as err:
+            if self._cancel_compensates():
+                await self._after_failure(plan, err)
+            raise
+        if workflow.patched(WORKER_RECORD_PATCH):
+            record = WorkerRecord(
+                contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
+            )
+            await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(
             worker=self._target,
@@ -201,23 +234,6 @@ class WorkerEnrollmentWorkflow(GatedRun):
             adopted=step.facts.adoption,
             findings=self._findings,
         )
-
-    async def _compensate(self, plan: Plan, err: BaseException) -> None:
-        """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
-        self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
-        planned = [
-            EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace, outcome=Outcome.created)
-            for s in plan.steps
-            if s.layer == "worker" and s.action == Action.create
-        ]
-        step = self._with(self._step, installed=planned)
-        await self._steps.run(HUB_DESTROY_KEY, step)
-        await self._steps.run(WORKER_UNINSTALL, step)
-        await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
-        self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
-
-    def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
-        return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
@@ -239,6 +255,14 @@ class WorkerEnrollmentWorkflow(GatedRun):
         else:
             await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
+
+    async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
+        self._gates.set_stage("planning", "Computing the bootstrap plan")
+        return Plan(
+            title=f"Enroll {self._target}",
+            steps=await self._steps.run(WORKER_PLAN, step),
+            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
+        )
 
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
         return ConditionWait(
@@ -292,16 +316,12 @@ class WorkerEnrollmentWorkflow(GatedRun):
         self._findings += await self._steps.run(WORKER_CHECK_INVARIANTS, step)
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
+        self._live = "uncordoned"
         await self._conditions(step, ["Registered", "Connected", "WorkerConfigured", "DispatchReady"])
         await self._canary(step)
+        self._live = CANARY_PASSED
         await self._gate("resume_submissions", "resume the organization's submission paths")
         return step
-
-    def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (
-            timedelta(seconds=self._params.gate_escalate_after_s),
-            timedelta(seconds=self._params.gate_expire_after_s),
-        )
 
     async def _canary(self, step: EnrollmentStep) -> None:
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
@@ -330,15 +350,6 @@ class WorkerEnrollmentWorkflow(GatedRun):
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:
         return self._diff
-
-
-def application_error(err: BaseException | None) -> ApplicationError | None:
-    """The first ApplicationError with a type in ``err``'s cause chain (an activity failure wraps it)."""
-    while err is not None:
-        if isinstance(err, ApplicationError) and err.type:
-            return err
-        err = err.__cause__
-    return None
 
 
 WORKFLOWS = [WorkerEnrollmentWorkflow]

@@ -73,6 +73,7 @@ class Gates:
         escalate_after: timedelta,
         expire_after: timedelta,
     ) -> GateAnswer:
+        self.answers.pop(name, None)  # a gate opened again (a changed plan, another retry) needs a new answer
         self.open[name] = GateState(
             name=name, description=description, opened_at=workflow.now(), how_to_answer=how_to_answer
         )

@@ -3,9 +3,14 @@
 It reads every layer (the onboarding plan of the tenant: what exists is
 ``unchanged``), publishes a teardown plan and waits for ``approve_plan``. Weka
 data (organization, filesystems, quotas) is kept unless ``purge_data`` is set and
-confirmed at the ``confirm_purge`` gate. The teardown then runs the layers'
+confirmed at the ``confirm_purge`` gate. Right before the first removal every layer
+is read again; if the teardown plan changed, ``approve_plan`` opens again with
+the new plan and what changed. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
-Reservation, Weka, Authentik last; users are deactivated, not deleted).
+Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
+that keeps failing stops the teardown at the ``retry_rollback`` gate with the
+objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
+last version with the status ``offboarded``.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN
+    from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import yes_no_gate
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -51,9 +59,12 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
 
 
 @workflow.defn(name="TenantOffboarding")
-class TenantOffboarding(GatedRun):
+class TenantOffboarding(SagaRun):
     WORKFLOW = "TenantOffboarding"
-    YES_NO_GATES = ("confirm_purge",)
+    YES_NO_GATES = ("confirm_purge", RETRY_ROLLBACK)
+    confirm_purge, confirm_purge_signal = yes_no_gate(
+        "confirm_purge", "Confirm permanently deleting the tenant's Weka organization, filesystems and quotas"
+    )
 
     def __init__(self) -> None:
         self._init_gated()
@@ -66,15 +77,16 @@ class TenantOffboarding(GatedRun):
         escalate = timedelta(seconds=params.approval_escalate_after_s)
         expire = timedelta(days=7)
 
-        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
-        step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
-        step_input = step_input.model_copy(update={"facts": census.facts})
-        present: list[PlanStep] = []
-        for read in PLAN:
-            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
-        plan = teardown_plan(contract.slug, present, params.purge_data)
-        if not await self._wait_plan_approval(plan, escalate, expire):
+        self._params = params
+        plan = await self._read()
+        approved = await self._wait_plan_approval(plan, escalate, expire)
+        if approved and params.purge_data:
+            await self._wait_gate(
+                "confirm_purge", f"permanently delete the Weka data of {contract.slug}", escalate, expire
+            )
+        if approved:
+            approved, plan = await self._reapprove_if_changed(plan, self._read, escalate, expire)
+        if not approved:
             self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
             return OffboardingResult(
                 slug=contract.slug,
@@ -82,10 +94,7 @@ class TenantOffboarding(GatedRun):
                 plan=plan,
                 message=f"rejected: {self._rejected.reason if self._rejected else ''}",
             )
-        if params.purge_data:
-            await self._wait_gate(
-                "confirm_purge", f"permanently delete the Weka data of {contract.slug}", escalate, expire
-            )
+        step_input = self._step_input
 
         saga = Saga()
         for step in APPLY:
@@ -93,7 +102,10 @@ class TenantOffboarding(GatedRun):
                 step, [], [p for p in plan.steps if p.detail.get("step") == step.name and p.action is Action.delete]
             )
         self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
-        removed = await saga.unwind(contract, step_input.facts)
+        removed = await self._roll_back(saga, contract, step_input.facts, escalate, expire)
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), status=RecordStatus.offboarded)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(
             slug=contract.slug,
@@ -102,3 +114,15 @@ class TenantOffboarding(GatedRun):
             removed=removed,
             kept=[p for p in plan.steps if p.action is Action.leave],
         )
+
+    async def _read(self) -> Plan:
+        """Read every layer of the tenant (nothing is written) and make the teardown plan of what exists."""
+        contract = self._params.contract
+        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
+        step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
+        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
+        step_input = self._step_input = step_input.model_copy(update={"facts": census.facts})
+        present: list[PlanStep] = []
+        for read in PLAN:
+            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
+        return teardown_plan(contract.slug, present, self._params.purge_data)

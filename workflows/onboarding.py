@@ -8,7 +8,14 @@ order. A step that fails (or is cancelled) goes on the saga too: its undo gets
 the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
-created. Smoke tests, end-to-end validation and the handover sheet finish the run.
+created. Smoke tests, end-to-end validation and the handover sheet finish the run;
+the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them.
+
+Approval binds what is applied: right after it the plan activities run again
+(read-only); if the plan's hash changed (an object appeared or changed while the
+gate waited), ``approve_plan`` opens again with the new plan and what changed. An
+undo that keeps failing stops the rollback at the ``retry_rollback`` gate with the
+objects left in ``status`` (``workflows/rollback.py``).
 """
 
 from __future__ import annotations
@@ -30,10 +37,23 @@ with workflow.unsafe.imports_passed_through():
         StepResult,
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
+    from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+    from tenantflow.models.runbook import (
+        APPLY,
+        CAPACITY_PREFLIGHT,
+        HANDOVER,
+        PLAN,
+        PREFLIGHT,
+        RECORD_TENANT,
+        SMOKE,
+        VALIDATE,
+        Step,
+    )
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -42,8 +62,9 @@ UNDO_PLANNED_PATCH = "undo-planned-creates"
 
 
 @workflow.defn(name="TenantOnboarding")
-class TenantOnboarding(GatedRun):
+class TenantOnboarding(SagaRun):
     WORKFLOW = "TenantOnboarding"
+    YES_NO_GATES = (RETRY_ROLLBACK,)
 
     @workflow.update(
         name="approve_plan",
@@ -87,10 +108,14 @@ class TenantOnboarding(GatedRun):
             )
 
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
+        escalate = timedelta(seconds=params.approval_escalate_after_s)
+        expire = timedelta(seconds=params.approval_expire_after_s)
         plan = await self._build_plan(step_input)
-        approved = await self._wait_plan_approval(
-            plan, timedelta(seconds=params.approval_escalate_after_s), timedelta(seconds=params.approval_expire_after_s)
-        )
+        approved = await self._wait_plan_approval(plan, escalate, expire)
+        if approved:
+            approved, plan = await self._reapprove_if_changed(
+                plan, lambda: self._build_plan(step_input), escalate, expire
+            )
         if not approved:
             self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = self._rejected.reason if self._rejected else ""
@@ -108,9 +133,12 @@ class TenantOnboarding(GatedRun):
             handover = await self._finish(StepInput(contract=contract, facts=facts, run_id=step_input.run_id))
         except (ActivityError, ApplicationError, asyncio.CancelledError) as err:
             self._gates.set_stage("rolling-back", f"Rolling back after: {err}")
-            await self._saga.unwind(contract, self._facts)
+            await self._roll_back(self._saga, contract, self._facts, escalate, expire)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
+        if workflow.patched(TENANT_RECORD_PATCH):
+            record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
+            await store_record(self, RECORD_TENANT, record)
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
         return OnboardingResult(
             slug=contract.slug,

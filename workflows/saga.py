@@ -8,6 +8,10 @@ A step's entry also lists the plan's ``create`` entries for it: they count as
 created by this run even when the step failed before returning (a crash after
 its writes) or an earlier attempt made them (the result then says unchanged).
 Every undo looks objects up by name and leaves absent ones alone.
+
+:meth:`Saga.undo_keeping_failures` keeps the entries whose undo failed (after
+its retries) and reports their objects as :class:`Leftover`; running it again
+retries exactly those, so a rollback can be resumed (see ``workflows/rollback.py``).
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
     from tenantflow.models.plan import PlanStep
     from tenantflow.models.results import EnsureResult, Outcome
+    from tenantflow.models.rollback import Leftover
     from tenantflow.models.runbook import ROLLBACK, Step
     from tenantflow.models.tenant import TenantContract
 
 from tenantflow.workflows.steps import execute
 
 ApplyStep = Step[StepInput, StepResult]
+Entry = tuple[ApplyStep, list[EnsureResult]]
 UNDO_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -79,10 +85,12 @@ class Saga:
         indexed.sort(key=lambda item: (ROLLBACK.index(undo_of(item[1][0])), -item[0]))
         return [entry for _, entry in indexed]
 
-    async def unwind(self, contract: TenantContract, facts: Facts) -> list[EnsureResult]:
-        """Undo every recorded step; keep going past a failed undo and report it at the end."""
+    async def _undo_each(
+        self, contract: TenantContract, facts: Facts
+    ) -> tuple[list[EnsureResult], list[tuple[Entry, Exception]]]:
+        """Undo every recorded step in rollback order; keep going past a failed undo."""
         undone: list[EnsureResult] = []
-        failures: list[str] = []
+        failed: list[tuple[Entry, Exception]] = []
         for step, results in self.ordered():
             try:
                 undone.extend(
@@ -94,10 +102,41 @@ class Saga:
                     )
                 )
             except Exception as exc:  # an undo that keeps failing must not stop the others
-                failures.append(f"{step.name}: {exc}")
+                failed.append(((step, results), exc))
+        return undone, failed
+
+    async def unwind(self, contract: TenantContract, facts: Facts) -> list[EnsureResult]:
+        """Undo every recorded step, clear the saga and raise ``RollbackIncomplete`` if an undo failed (the
+        behaviour of runs recorded before ``retry_rollback``)."""
+        undone, failed = await self._undo_each(contract, facts)
         self._done.clear()
-        if failures:
+        if failed:
             raise ApplicationError(
-                "rollback incomplete: " + "; ".join(failures), type="RollbackIncomplete", non_retryable=True
+                "rollback incomplete: " + "; ".join(f"{step.name}: {exc}" for (step, _), exc in failed),
+                type="RollbackIncomplete",
+                non_retryable=True,
             )
         return undone
+
+    async def undo_keeping_failures(
+        self, contract: TenantContract, facts: Facts
+    ) -> tuple[list[EnsureResult], list[Leftover]]:
+        """Undo every recorded step; only the steps whose undo failed stay on the saga, their objects returned
+        as leftovers (an empty list: the rollback is complete)."""
+        undone, failed = await self._undo_each(contract, facts)
+        self._done = [entry for entry, _ in failed]
+        return undone, [
+            Leftover(
+                layer=r.layer, kind=r.kind, name=r.name, namespace=r.namespace, step=step.name, why=root_message(exc)
+            )
+            for (step, results), exc in failed
+            for r in results
+            if r.wrote
+        ]
+
+
+def root_message(err: BaseException) -> str:
+    """The innermost message of ``err``'s cause chain: an activity failure's own error, not "Activity task failed"."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return str(err)

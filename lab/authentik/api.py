@@ -18,6 +18,7 @@ from aiohttp import web
 from tenantflow.lab.authentik import query, serialize
 from tenantflow.lab.authentik.directory import DirectorySync, LdapSettings
 from tenantflow.lab.authentik.store import ApiValidationError, AuthentikStore, NotFoundError
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT, group_write, version_body
 
 PREFIX = "/api/v3"
 ANONYMOUS_PATHS = frozenset({f"{PREFIX}/root/config/"})
@@ -35,6 +36,8 @@ class AuthentikService:
     token: str
     ldap: LdapSettings
     sync: DirectorySync | None
+    version: str = AUTHENTIK_CURRENT
+    """The Authentik release played (:mod:`lab.authentik.versions`): 2024.10 has ``parent``, later ``parents``."""
 
     async def changed(self) -> None:
         if self.sync is not None:
@@ -138,8 +141,9 @@ async def set_password(request: web.Request) -> web.Response:
 # -- groups --------------------------------------------------------------------------------------
 
 
-def _group_flags(request: web.Request) -> dict[str, bool]:
+def _group_flags(request: web.Request) -> dict[str, Any]:
     return {
+        "version": _service(request).version,
         "include_users": query.parse_bool(request.query, "include_users", True) is not False,
         "include_parents": query.parse_bool(request.query, "include_parents", False) is True,
         "include_children": query.parse_bool(request.query, "include_children", False) is True,
@@ -157,9 +161,9 @@ async def list_groups(request: web.Request) -> web.Response:
 
 async def create_group(request: web.Request) -> web.Response:
     service = _service(request)
-    group = service.store.create_group(await _body(request))
+    group = service.store.create_group(group_write(service.version, await _body(request)))
     await service.changed()
-    return web.json_response(serialize.group(service.store, group), status=201)
+    return web.json_response(serialize.group(service.store, group, version=service.version), status=201)
 
 
 async def get_group(request: web.Request) -> web.Response:
@@ -171,10 +175,12 @@ async def get_group(request: web.Request) -> web.Response:
 async def update_group(request: web.Request) -> web.Response:
     service = _service(request)
     group = service.store.update_group(
-        request.match_info["group_uuid"], await _body(request), partial=request.method == "PATCH"
+        request.match_info["group_uuid"],
+        group_write(service.version, await _body(request)),
+        partial=request.method == "PATCH",
     )
     await service.changed()
-    return web.json_response(serialize.group(service.store, group))
+    return web.json_response(serialize.group(service.store, group, version=service.version))
 
 
 async def delete_group(request: web.Request) -> web.Response:
@@ -222,6 +228,10 @@ async def get_ldap_provider(request: web.Request) -> web.Response:
     return web.json_response(_ldap_provider(_service(request)))
 
 
+async def admin_version(request: web.Request) -> web.Response:
+    return web.json_response(version_body(_service(request).version))
+
+
 async def root_config(_: web.Request) -> web.Response:
     return web.json_response(serialize.root_config())
 
@@ -250,4 +260,5 @@ def routes() -> list[web.RouteDef]:
         web.get(f"{PREFIX}/providers/ldap/", list_ldap_providers),
         web.get(f"{PREFIX}/providers/ldap/{{id}}/", get_ldap_provider),
         web.get(f"{PREFIX}/root/config/", root_config),
+        web.get(f"{PREFIX}/admin/version/", admin_version),
     ]

@@ -11,6 +11,7 @@ from aiohttp import web
 from tenantflow.lab.authentik.api import SERVICE_KEY, AuthentikService, authentik_middleware, routes
 from tenantflow.lab.authentik.directory import DirectorySink, DirectorySync, LdapSettings
 from tenantflow.lab.authentik.store import AuthentikStore
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.endpoints import LDAP_BASE_DN
 from tenantflow.lab.httpbase import make_app
 
@@ -35,6 +36,7 @@ def build_app(
     seed_users: Sequence[Mapping[str, Any]] = (LDAP_BIND_ACCOUNT,),
     seed_groups: Sequence[Mapping[str, Any]] = (),
     store: AuthentikStore | None = None,
+    version: str = AUTHENTIK_CURRENT,
 ) -> web.Application:
     """The Authentik API v3 stand-in.
 
@@ -46,6 +48,7 @@ def build_app(
     uidNumber 2001 as in the lab's slapd seed) so tenant users never reuse its numbers. ``seed_groups``
     come next (the lab passes :data:`PLATFORM_TENANTS_GROUP`, parent of every tenant group). A ``store``
     restored from an earlier run (:meth:`AuthentikStore.restore`) is served as it is, without seeds.
+    ``version`` is the Authentik release played (:mod:`lab.authentik.versions`).
     """
     if store is None:
         store = AuthentikStore(install_id or str(uuid.uuid4()))
@@ -57,7 +60,7 @@ def build_app(
 
     app = make_app("authentik", snapshot=store.snapshot, middlewares=[authentik_middleware])
     sync = DirectorySync(store, settings, directory) if directory is not None else None
-    app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync)
+    app[SERVICE_KEY] = AuthentikService(store=store, token=token, ldap=settings, sync=sync, version=version)
     if sync is not None:
         app[SYNC_KEY] = sync
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tenantflow.lab.authentik.store import AuthentikStore, Group, User
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT, group_fields
 
 DEFAULT_AVATAR = "/static/dist/assets/images/user_default.png"
 
@@ -75,6 +76,7 @@ def group(
     include_users: bool = True,
     include_parents: bool = False,
     include_children: bool = False,
+    version: str = AUTHENTIK_CURRENT,
 ) -> dict[str, Any]:
     members = sorted((store.users[pk] for pk in record.users), key=lambda u: u.pk)
     children = store.children_of(record.pk)
@@ -84,16 +86,20 @@ def group(
         "num_pk": record.num_pk,
         "name": record.name,
         "is_superuser": record.is_superuser,
-        "parents": list(record.parents),
-        "parents_obj": [related_group(p) for p in parents] if include_parents else None,
+        **group_fields(
+            version,
+            list(record.parents),
+            [p.name for p in parents],
+            [related_group(p) for p in parents] if include_parents else None,
+            [c.pk for c in children],
+            [related_group(c) for c in children] if include_children else None,
+        ),
         "users": [u.pk for u in members],
         "users_obj": [partial_user(store, u) for u in members] if include_users else None,
         "attributes": record.attributes,
         "roles": [],
         "roles_obj": [],
         "inherited_roles_obj": None,
-        "children": [c.pk for c in children],
-        "children_obj": [related_group(c) for c in children] if include_children else None,
     }
 
 

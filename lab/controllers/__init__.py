@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tenantflow.lab.context import LabContext
-from tenantflow.lab.controllers import hub, kueue, login, reservation, slurm, worker_agent
+from tenantflow.lab.controllers import csi, hub, kueue, login, reservation, slurm, worker_agent
 
 CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
     reservation.run,
@@ -19,4 +19,5 @@ CONTROLLERS: list[Callable[[LabContext], Coroutine[Any, Any, None]]] = [
     hub.run,
     worker_agent.run,
     kueue.run,
+    csi.run,
 ]

@@ -12,6 +12,9 @@ The exec handler is a documented stand-in for the login pod's userland, answerin
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
 * ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it.
+
+``getent`` and ``sinfo`` fail as nslcd and Slurm would when the namespace's NetworkPolicies drop the
+connection to the LDAP outpost or slurmctld (:mod:`lab.kubeapi.netpolicy`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ldap3.utils.conv import escape_filter_chars
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, probe_blocked
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 CONTEXT = "tenant-cluster"
@@ -154,6 +158,10 @@ class LoginReleases:
             return "", f'pods "{pod}" not found\n', 1
         values = release["spec"].get("values") or {}
         match argv:
+            case ["getent", *_] if blocked := probe_blocked(self.store, namespace, pod, LDAP_OUTPOST):
+                return "", f"nslcd: failed to bind to LDAP server: Can't contact LDAP server ({blocked})\n", 2
+            case ["sinfo", *_] if blocked := probe_blocked(self.store, namespace, pod, SLURMCTLD):
+                return "", f"sinfo: error: Unable to contact slurm controller (connect failure; {blocked})\n", 1
             case ["getent", "passwd", user]:
                 return await asyncio.to_thread(self._getent_passwd, user)
             case ["getent", "group", name]:

@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from tenantflow.lab.daemons.host_users import lab_nss_dir
+
 log = logging.getLogger(__name__)
 
 FS_TYPE = "wekafs"
@@ -71,7 +73,15 @@ def wanted_mounts(snapshot: dict[str, Any], state_dir: Path) -> list[Mount]:
     return sorted(mounts, key=lambda m: str(m.mount_point))
 
 
-def _group_id(name: str) -> int | None:
+def _group_id(state_dir: Path, name: str) -> int | None:
+    """The group's gid as this lab's slurmd pods resolve it (its own NSS files), else as the host does:
+    with several labs on one host, the host's merged view may hold another lab's group of the same name."""
+    own = lab_nss_dir(state_dir) / "group"
+    if own.exists():
+        for line in own.read_text().splitlines():
+            fields = line.split(":")
+            if len(fields) >= 3 and fields[0] == name and fields[2].isdigit():
+                return int(fields[2])
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
@@ -87,7 +97,7 @@ def apply(state_dir: Path, mounts: list[Mount]) -> None:
         shutil.rmtree(stale)
     for mount in mounts:
         mount.mount_point.mkdir(mode=0o770, exist_ok=True)
-        gid = _group_id(mount.mount_point.name)
+        gid = _group_id(state_dir, mount.mount_point.name)
         info = mount.mount_point.stat()
         if gid is not None and info.st_gid != gid:
             os.chown(mount.mount_point, 0, gid)

@@ -99,6 +99,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("", "Secret", "secrets", True),
     _rt("", "ConfigMap", "configmaps", True, ("cm",)),
     _rt("", "ServiceAccount", "serviceaccounts", True, ("sa",), delete_returns_object=True),
+    _rt("", "PersistentVolume", "persistentvolumes", False, ("pv",), True, delete_returns_object=True),
     _rt("", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), True, delete_returns_object=True),
     _rt("", "ResourceQuota", "resourcequotas", True, ("quota",), True, delete_returns_object=True),
     _rt("", "LimitRange", "limitranges", True, ("limits",)),

@@ -20,9 +20,10 @@ from tenantflow.lab.weka.state import (
     Organization,
     Quota,
     WekaError,
+    WekaUser,
     normalise_path,
 )
-from tenantflow.lab.weka.tokens import API_TOKEN_TTL, Clock, Session, TokenStore
+from tenantflow.lab.weka.tokens import Clock, Session, TokenStore
 
 PREFIX = "/api/v2"
 PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})
@@ -35,12 +36,7 @@ class WekaService:
     tokens: TokenStore
 
     def snapshot(self) -> dict[str, Any]:
-        state = self.cluster.snapshot()
-        state["api_tokens"] = sorted(
-            ({"org": self.cluster.orgs[t.org_id].name, "description": t.description} for t in self.tokens.api_tokens),
-            key=lambda t: (t["org"], t["description"]),
-        )
-        return state
+        return self.cluster.snapshot()
 
     def dump(self) -> dict[str, Any]:
         """The cluster and every token, for :meth:`restore` after a restart of the lab."""
@@ -238,24 +234,42 @@ async def delete_org(request: web.Request) -> web.Response:
     return data(None)
 
 
-async def create_org_token(request: web.Request) -> web.Response:
-    org = _org(request)
+# -- users of the caller's organization --------------------------------------------------------
+
+USER_ADMINS = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN})
+
+
+def _user_dict(user: WekaUser) -> dict[str, Any]:
+    return {"uid": user.uid, "username": user.username, "role": user.role, "org_id": user.org_id, "source": "Internal"}
+
+
+async def list_users(request: web.Request) -> web.Response:
+    session = _require_role(request, USER_ADMINS)
+    return data([_user_dict(u) for u in _service(request).cluster.users if u.org_id == session.org_id])
+
+
+async def create_user(request: web.Request) -> web.Response:
+    """``weka user add <username> <role> <password>``: a user of the caller's organization."""
+    session = _require_role(request, USER_ADMINS)
     body = await _body(request)
-    description = _str(body, "description", required=False) or ""
-    timeout = _int(body, "access_token_timeout") or API_TOKEN_TTL
-    token = _service(request).tokens.create_api_token(org.id, description, timeout, ROLE_CSI)
-    return data(TokenStore.token_dict(token, with_secret=True) | {"expires_in": timeout}, status=201)
+    username, password, role = _str(body, "username"), _str(body, "password"), _str(body, "role")
+    assert username is not None and password is not None and role is not None
+    user = _service(request).cluster.create_user(session.org_id, username, password, role)
+    return data(_user_dict(user), status=201)
 
 
-async def list_org_tokens(request: web.Request) -> web.Response:
-    org = _org(request)
-    tokens = [t for t in _service(request).tokens.api_tokens if t.org_id == org.id]
-    return data([TokenStore.token_dict(t, with_secret=False) for t in tokens])
-
-
-async def delete_org_token(request: web.Request) -> web.Response:
-    org = _org(request)
-    _service(request).tokens.revoke_api_token(org.id, request.match_info["token_uid"])
+async def delete_user(request: web.Request) -> web.Response:
+    session = _require_role(request, USER_ADMINS)
+    service = _service(request)
+    user = next(
+        (u for u in service.cluster.users if u.uid == request.match_info["uid"] and u.org_id == session.org_id), None
+    )
+    if user is None:
+        raise WekaError(404, f"User {request.match_info['uid']} not found")
+    if user.username == session.username:
+        raise WekaError(400, "A user cannot delete itself")
+    service.cluster.users.remove(user)
+    service.tokens.drop_user(user.username, user.org_id)
     return data(None)
 
 
@@ -313,7 +327,12 @@ async def delete_filesystem(request: web.Request) -> web.Response:
 
 async def resolve_path(request: web.Request) -> web.Response:
     fs = _fs(request)
-    path = normalise_path(request.query.get("path", ""))
+    raw = request.query.get("path")
+    if raw is None:
+        raise WekaError(400, "Missing required query parameter: path")
+    path = normalise_path(raw)
+    if path != raw.rstrip("/") and raw != "/":
+        raise WekaError(400, f"Path {raw} is not normalised")
     inode = fs.directories.get(path)
     if inode is None:
         raise WekaError(400, f"PATH_NOT_FOUND: {path} does not exist on filesystem {fs.name}")
@@ -407,9 +426,9 @@ def routes() -> list[web.RouteDef]:
         web.put(org, update_org),
         web.delete(org, delete_org),
         web.put(org + "/limits", set_org_limits),
-        web.get(org + "/tokens", list_org_tokens),
-        web.post(org + "/tokens", create_org_token),
-        web.delete(org + "/tokens/{token_uid}", delete_org_token),
+        web.get(f"{PREFIX}/users", list_users),
+        web.post(f"{PREFIX}/users", create_user),
+        web.delete(f"{PREFIX}/users/{{uid}}", delete_user),
         web.get(f"{PREFIX}/fileSystems", list_filesystems),
         web.post(f"{PREFIX}/fileSystems", create_filesystem),
         web.get(fs, get_filesystem),

@@ -3,8 +3,9 @@
 Capacity model (as in real Weka): the cluster has a provisionable capacity; each filesystem reserves
 its ``total_capacity`` from it, so ``GET /cluster`` reports ``capacity.unprovisioned_bytes`` = total -
 sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) caps the budgets of its
-filesystems. Directories exist only when seeded or created with the lab's ``mkdir`` hook (real Weka
-creates them through a mount, never through the REST API). :meth:`ClusterState.dump` and
+filesystems. Directories exist only when seeded, made on a mount by the csi-wekafs stand-in
+(:mod:`lab.controllers.csi`, with their uid, gid and mode) or by the tests' ``/_lab/mkdir`` hook: real Weka
+creates them through a mount, never through the REST API. :meth:`ClusterState.dump` and
 :meth:`ClusterState.restore` carry the whole cluster across a restart of the lab.
 """
 
@@ -19,6 +20,9 @@ ROOT_ORG = "Root"
 ROLE_CLUSTER_ADMIN = "ClusterAdmin"
 ROLE_ORG_ADMIN = "OrgAdmin"
 ROLE_CSI = "CSI"
+ROLE_REGULAR = "Regular"
+ROLE_READ_ONLY = "ReadOnly"
+USER_ROLES = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN, ROLE_CSI, ROLE_REGULAR, ROLE_READ_ONLY})
 ROOT_INODE = 1
 
 
@@ -85,6 +89,8 @@ class FileSystem:
     uid: str = field(default_factory=lambda: str(uuid.uuid4()))
     directories: dict[str, int] = field(default_factory=lambda: {"/": ROOT_INODE})
     quotas: dict[int, Quota] = field(default_factory=dict)
+    owners: dict[str, list[int]] = field(default_factory=dict)
+    """path -> [uid, gid, mode] as a mount's chown/chmod set them (absent: root, 0755)."""
 
     def as_dict(self) -> dict[str, Any]:
         free = self.total_capacity - self.used_bytes
@@ -126,6 +132,17 @@ class FileSystem:
         inode = max(self.directories.values()) + 1
         self.directories[clean] = inode
         return inode
+
+    def set_owner(self, path: str, uid: int, gid: int, mode: int) -> None:
+        """``chown uid:gid`` and ``chmod mode`` on an existing directory."""
+        clean = normalise_path(path)
+        if clean not in self.directories:
+            raise WekaError(404, f"{clean}: No such file or directory")
+        self.owners[clean] = [uid, gid, mode]
+
+    def owner_of(self, path: str) -> tuple[int, int, int]:
+        uid, gid, mode = self.owners.get(normalise_path(path), [0, 0, 0o755])
+        return uid, gid, mode
 
     def path_of(self, inode_id: int) -> str | None:
         return next((p for p, i in self.directories.items() if i == inode_id), None)
@@ -184,6 +201,29 @@ class ClusterState:
         self.orgs[org.id] = org
         self.users.append(WekaUser(username=username, password=password, org_id=org.id, role=ROLE_ORG_ADMIN))
         return org
+
+    def user_by_login(self, org_name: str, username: str, password: str) -> WekaUser | None:
+        """The user a ``POST /login`` with these credentials would log in as."""
+        org = self.org_by_name(org_name)
+        return next(
+            (
+                u
+                for u in self.users
+                if org is not None and u.org_id == org.id and u.username == username and u.password == password
+            ),
+            None,
+        )
+
+    def create_user(self, org_id: int, username: str, password: str, role: str) -> WekaUser:
+        if role not in USER_ROLES:
+            raise WekaError(400, f"Unknown role {role}")
+        if role == ROLE_CLUSTER_ADMIN and self.orgs[org_id].name != ROOT_ORG:
+            raise WekaError(400, "ClusterAdmin users exist only in the Root organization")
+        if any(u.username == username for u in self.users):
+            raise WekaError(409, f"User {username} already exists")
+        user = WekaUser(username=username, password=password, org_id=org_id, role=role)
+        self.users.append(user)
+        return user
 
     def set_org_limits(self, org: Organization, ssd_quota: int | None, total_quota: int | None) -> None:
         ssd_allocated, total_allocated = self.org_allocated(org.id)

@@ -109,6 +109,11 @@ def gate_command(gate: str, help_text: str) -> Callable[..., None]:
     return answer
 
 
+retry_rollback = gate_command(
+    "retry_rollback", "Undo again the steps whose undo failed (status lists the objects left); fix their cause first."
+)
+
+
 def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
     """Cancel a run; what it applied is rolled back."""
 

@@ -12,6 +12,7 @@ from tenantflow.starter.client import ENROLLMENT_GATES, TenantflowClient
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_enrollment
 from tenantflow.starter.output import OutputOpt, WideOpt, run
+from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target
 
 GATE_HELP = {
     "submissions_paused": "Confirm every Hub submission path of the organization is paused (brownfield).",
@@ -43,8 +44,14 @@ def decommission(
     namespace: str,
     worker_name: str,
     contract: Annotated[
-        Path | None, typer.Option(help="the enrollment contract; default: the input of the latest enroll/NS/WORKER run")
+        Path | None,
+        typer.Option(
+            help="the enrollment contract; default: the worker's record in the worker cluster (--context), else the "
+            "input of the latest enroll/NS/WORKER run"
+        ),
     ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     output: OutputOpt = "text",
 ) -> None:
     """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
@@ -52,7 +59,9 @@ def decommission(
     async def go() -> None:
         api = await TenantflowClient.connect()
         enrollment = (
-            load_enrollment(contract) if contract is not None else await api.enrolled_contract(namespace, worker_name)
+            load_enrollment(contract)
+            if contract is not None
+            else await enrolled_contract(api, records_target(kubeconfig, context), namespace, worker_name)
         )
         if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
             raise ContractError(

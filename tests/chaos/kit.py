@@ -22,7 +22,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.status import RunStatus, StepRecord
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import TemporalSettings
-from tests.integration.world import describe_diff
+from tests.integration.world import describe_diff, is_record
 from tests.labfixture import lab_services, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,9 +162,13 @@ def world(lab: LabEndpoints) -> dict[str, Any]:
     """Every stand-in's state plus the Slurm accounting, normalized for comparison.
 
     Deactivated Authentik users are left out: offboarding keeps them by design (the runbook keeps user
-    records), so the session's earlier tests leave some; a user a run wrongly deactivates shows as lost."""
+    records), so the session's earlier tests leave some; a user a run wrongly deactivates shows as lost. The run
+    records (:func:`tests.integration.world.is_record`) are left out too: every completed run adds a version."""
     http = normalized(snapshot(lab))
     http["authentik"]["users"] = [u for u in http["authentik"]["users"] if u.get("is_active", True)]
+    for snap in http.values():
+        if "objects" in snap:
+            snap["objects"] = [o for o in snap["objects"] if not is_record(o)]
     return {"http": http, "slurm": slurm_dump(lab)}
 
 

@@ -29,7 +29,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import workercluster
+from tenantflow.activities import records, worker_reset, workercluster
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
 from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
@@ -173,7 +173,12 @@ def world(lab: Lab) -> World:
 @asynccontextmanager
 async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
-    activities: list[Any] = [*hub_activities.ACTIVITIES, *workercluster.ACTIVITIES]
+    activities: list[Any] = [
+        *hub_activities.ACTIVITIES,
+        *workercluster.ACTIVITIES,
+        *worker_reset.ACTIVITIES,
+        *records.ACTIVITIES,
+    ]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
     async with Worker(
         env.client,

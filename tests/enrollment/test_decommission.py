@@ -11,6 +11,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentResult,
 )
 from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.records import DEFAULT_NAMESPACE
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 
 
@@ -37,6 +38,8 @@ async def test_decommission_and_reset(dev_env: WorkflowEnvironment, greenfield: 
         )
         status = await wait_stage(dec, "gate:approve_plan")
         assert status.plan is not None and any(s.action == "leave" for s in status.plan.steps)
+        assert greenfield.hub.list("trainy.ai", "workerclusters", "forecasting"), "nothing written before approval"
+        assert [s.name for s in status.steps] == ["worker.reset_plan"]
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         await dec.result()
     namespaces = {n["metadata"]["name"] for n in greenfield.worker.list("", "namespaces")}
@@ -48,7 +51,8 @@ async def test_decommission_and_reset(dev_env: WorkflowEnvironment, greenfield: 
         "victoria-metrics",
         "kueue-system",
         "jobset-system",
-    }
+        DEFAULT_NAMESPACE,
+    }, "reset keeps the worker's record"
     deployments = {d["metadata"]["name"] for d in greenfield.worker.list("apps", "deployments")}
     assert deployments == {
         "cert-manager",

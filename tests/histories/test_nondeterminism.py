@@ -1,4 +1,12 @@
-"""A deliberately non-deterministic change to a workflow fails replay of the recorded histories."""
+"""A deliberately non-deterministic change to a workflow fails replay of the recorded histories.
+
+Each class of unversioned change is tried against the histories of the paths it
+touches (completed runs, rollbacks, cancels, expiries, teardown, decommission):
+adding a command (an activity, a timer), removing one (a step, a gate's timer),
+reordering them (the rollback order, cordon and drain), and changing what an
+activity is given (caught by the strict replay of tests/histories/strict_replay.py,
+since Temporal's own replay does not compare activity inputs).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +15,35 @@ from pathlib import Path
 
 import pytest
 from temporalio import workflow
-from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
-    from tenantflow.models.onboarding import OnboardingInput, OnboardingResult, StepInput
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT
-    from tenantflow.worker.codec import PLAIN
+    from tenantflow.models.enrollment_workflows import (
+        ConditionWait,
+        Cordon,
+        DecommissionInput,
+        DecommissionResult,
+        EnrollmentInput,
+        EnrollmentResult,
+        EnrollmentStep,
+    )
+    from tenantflow.models.gates import GateAnswer
+    from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+    from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
+    from tenantflow.models.results import EnsureResult
+    from tenantflow.models.runbook import (
+        CAPACITY_PREFLIGHT,
+        HUB_CORDON,
+        HUB_REMOVE_ENROLLMENT,
+        PREFLIGHT,
+        WORKER_WAIT_NO_REMOTE_WORK,
+    )
+    from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+    from tenantflow.workflows.offboarding import TenantOffboarding
     from tenantflow.workflows.onboarding import TenantOnboarding
+    from tenantflow.workflows.saga import Entry, Saga
+    from tests.histories.strict_replay import ArgumentsChanged, replay_strictly
 
 HISTORIES = Path(__file__).parent
 
@@ -44,17 +70,152 @@ class EnrollmentWithTimer(WorkerEnrollmentWorkflow):
         return await super().run(params)
 
 
-@pytest.mark.parametrize(
-    ("name", "variant"),
-    [
-        ("onboarding-completed", OnboardingWithExtraStep),
-        ("onboarding-rolledback", OnboardingWithExtraStep),
-        ("enrollment-brownfield", EnrollmentWithTimer),
-    ],
+@workflow.defn(name="TenantOffboarding")
+class OffboardingWithExtraStep(TenantOffboarding):
+    """Offboarding with one more read in front (adding a command)."""
+
+    @workflow.run
+    async def run(self, params: OffboardingInput) -> OffboardingResult:
+        await workflow.execute_activity(
+            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+        )
+        return await super().run(params)
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithoutAPreflight(TenantOnboarding):
+    """Onboarding that skips its last preflight read (removing a command)."""
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        facts = step_input.facts
+        for step in PREFLIGHT[:-1]:
+            result = await self._steps.run(step, step_input)
+            if step is CAPACITY_PREFLIGHT:
+                facts = result.facts
+                step_input = step_input.model_copy(update={"facts": facts})
+        return facts
+
+
+@workflow.defn(name="TenantOffboarding")
+class OffboardingWithoutPurgeGate(TenantOffboarding):
+    """Offboarding whose confirm_purge gate no longer waits (removing the gate's timer)."""
+
+    @workflow.run
+    async def run(self, params: OffboardingInput) -> OffboardingResult:
+        return await super().run(params)
+
+    async def _wait_gate(
+        self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta
+    ) -> GateAnswer:
+        return GateAnswer()
+
+
+class ReversedSaga(Saga):
+    def ordered(self) -> list[Entry]:
+        return list(reversed(super().ordered()))
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithReversedRollback(TenantOnboarding):
+    """Onboarding that unwinds in plain reverse order instead of the runbook's (reordering commands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._saga = ReversedSaga()
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+
+@workflow.defn(name="WorkerDecommission")
+class DecommissionRemovingFirst(WorkerDecommissionWorkflow):
+    """Decommission that removes the Hub enrollment before cordoning and draining (reordering commands)."""
+
+    @workflow.run
+    async def run(self, params: DecommissionInput) -> DecommissionResult:
+        return await super().run(params)
+
+    async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
+        removed = await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
+        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=True, reason="decommission"))
+        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=step.contract, conditions=[]))
+        return removed
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithOtherRunId(TenantOnboarding):
+    """Onboarding whose preflight gets another run id (changing an activity's arguments)."""
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        return await super()._preflight(step_input.model_copy(update={"run_id": "another"}))
+
+
+@workflow.defn(name="WorkerEnrollment")
+class EnrollmentWithOtherBudget(WorkerEnrollmentWorkflow):
+    """Enrollment whose condition waits get another budget (changing an activity's arguments)."""
+
+    @workflow.run
+    async def run(self, params: EnrollmentInput) -> EnrollmentResult:
+        return await super().run(params)
+
+    def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
+        wait = super()._wait(step, conditions)
+        return wait.model_copy(update={"budget_s": wait.budget_s + 1})
+
+
+ROLLBACKS = (
+    "onboarding-rolledback",
+    "onboarding-cancelled",
+    "onboarding-rollback-retried",
+    "onboarding-rollback-incomplete",
 )
-async def test_changed_workflow_fails_replay(name: str, variant: type) -> None:
-    path = HISTORIES / f"{name}.json"
-    history = WorkflowHistory.from_json(name, path.read_text())
-    replayer = Replayer(workflows=[variant], data_converter=PLAIN)
-    with pytest.raises(NondeterminismError):
-        await replayer.replay_workflow(history)
+ENROLLMENTS = (
+    "enrollment-greenfield",
+    "enrollment-brownfield",
+    "enrollment-cancelled",
+    "enrollment-compensation-incomplete",
+    "enrollment-resume-expired",
+    "enrollment-replanned",
+    "enrollment-rollback-retried",
+)
+CHANGES: list[tuple[str, type, type[Exception]]] = [
+    *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
+    *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
+    *[
+        (name, OffboardingWithExtraStep, NondeterminismError)
+        for name in ("offboarding-purged", "offboarding-replanned")
+    ],
+    *[
+        (name, OnboardingWithoutAPreflight, NondeterminismError)
+        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS)
+    ],
+    ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
+    *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in ROLLBACKS],
+    *[
+        (name, DecommissionRemovingFirst, NondeterminismError)
+        for name in ("decommission-completed", "decommission-gated")
+    ],
+    *[(name, OnboardingWithOtherRunId, ArgumentsChanged) for name in ("onboarding-completed", *ROLLBACKS)],
+    *[
+        (name, EnrollmentWithOtherBudget, ArgumentsChanged)
+        for name in ENROLLMENTS
+        if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
+    ],  # no condition wait
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "variant", "error"), CHANGES, ids=[f"{name}-{variant.__name__}" for name, variant, _ in CHANGES]
+)
+async def test_each_class_of_unversioned_change_fails_replay(name: str, variant: type, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        await replay_strictly(HISTORIES / f"{name}.json", [variant])

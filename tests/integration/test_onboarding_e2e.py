@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
-from tests.labfixture import journal_writes, lab_worker, reset_journals
+from tests.labfixture import journal_writes, lab_worker, reset_journals, snapshot, whole_lab
 from tests.workflows.contract import EXAMPLES
 
 
@@ -90,14 +93,34 @@ async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, c
     assert sum(journal_writes(lab).values()) == 0, journal_writes(lab)
 
 
+@pytest.fixture(scope="module")
+def lab_authentik_2024_10(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
+    """A second whole lab whose Authentik plays 2024.10 (groups nest through a single ``parent``)."""
+    yield from whole_lab(tmp_path_factory, "lab-authentik-2024", authentik_version=AUTHENTIK_2024_10)
+
+
+@pytest.fixture(params=["current", "2024.10"])
+def any_lab(request: pytest.FixtureRequest) -> LabEndpoints:
+    """The session's lab (Authentik current), then a lab playing Authentik 2024.10."""
+    lab: LabEndpoints = request.getfixturevalue("lab" if request.param == "current" else "lab_authentik_2024_10")
+    return lab
+
+
+def check_tenant_group_nested(lab: LabEndpoints) -> None:
+    groups = {g["name"]: g for g in snapshot(lab)["authentik"]["groups"]}
+    assert groups["tenant-foo"]["parents"] == ["tenants"], groups["tenant-foo"]
+
+
 async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
-    dev_env: WorkflowEnvironment, lab: LabEndpoints
+    dev_env: WorkflowEnvironment, any_lab: LabEndpoints
 ) -> None:
+    lab = any_lab
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         result = await onboard(api, contract)
         try:
             check_runbook_objects(lab, result)
+            check_tenant_group_nested(lab)
             await check_rerun_writes_nothing(api, lab, contract)
         finally:
             await offboard(api, contract, purge=True)

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.records import DEFAULT_NAMESPACE as RECORDS_NAMESPACE
 
 World = dict[str, Any]
 
@@ -35,8 +36,15 @@ def _get_json(url: str, path: str) -> Any:
         return response.json()
 
 
+def is_record(obj: dict[str, Any]) -> bool:
+    """An object of a kube snapshot that belongs to the run records (:mod:`models.records`): completed runs keep
+    them on purpose, one version more each time, so world comparisons leave them out."""
+    return RECORDS_NAMESPACE in (obj["namespace"], obj["name"] if obj["resource"] == "namespaces" else None)
+
+
 def _kube(url: str) -> dict[str, Any]:
-    objects = _get_json(url, "/_lab/snapshot")["objects"]
+    """Every object but the run records."""
+    objects = [o for o in _get_json(url, "/_lab/snapshot")["objects"] if not is_record(o)]
     return {f"{o['group'] or 'core'}/{o['resource']}/{o['namespace'] or '-'}/{o['name']}": o["object"] for o in objects}
 
 

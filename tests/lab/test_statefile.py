@@ -100,22 +100,28 @@ async def test_authentik_keeps_its_objects_and_pk_sequence(tmp_path: Path) -> No
     assert members == [alice["pk"]]
 
 
-async def test_weka_keeps_organizations_directories_and_api_tokens(tmp_path: Path) -> None:
+async def test_weka_keeps_organizations_directories_and_org_users(tmp_path: Path) -> None:
     first = build_weka("admin", WEKA_PASSWORD)
     async for http in serving(first):
         login = (await http.post("/api/v2/login", json={"username": "admin", "password": WEKA_PASSWORD})).json()
         admin = {"Authorization": f"Bearer {login['data']['access_token']}"}
-        org = (
-            await http.post(
-                "/api/v2/organizations",
-                headers=admin,
-                json={"name": "tenant-a", "username": "tenant-a-admin", "password": "pw", "total_quota": 2**40},
-            )
-        ).json()
+        org = await http.post(
+            "/api/v2/organizations",
+            headers=admin,
+            json={"name": "tenant-a", "username": "tenant-a-admin", "password": "pw", "total_quota": 2**40},
+        )
+        assert org.status_code == 201, org.text
+        org_login = (
+            await http.post("/api/v2/login", json={"username": "tenant-a-admin", "password": "pw", "org": "tenant-a"})
+        ).json()["data"]["access_token"]
+        made_user = await http.post(
+            "/api/v2/users",
+            headers={"Authorization": f"Bearer {org_login}"},
+            json={"username": "csi-a", "password": "pw-csi", "role": "CSI"},
+        )
+        assert made_user.status_code == 201, made_user.text
         token = (
-            await http.post(
-                f"/api/v2/organizations/{org['data']['uid']}/tokens", headers=admin, json={"description": "csi"}
-            )
+            await http.post("/api/v2/login", json={"username": "csi-a", "password": "pw-csi", "org": "tenant-a"})
         ).json()["data"]["access_token"]
         made = await http.post("/_lab/mkdir", json={"filesystem": "scratch", "path": "/tenant-a"})
         assert made.status_code == 200, made.text

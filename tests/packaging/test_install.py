@@ -106,7 +106,7 @@ def test_the_unit_workflow_and_replay_tests_pass_on_3_12(wheel: Path, tmp_path: 
         "-p",
         "no:cacheprovider",
         "tests/unit",
-        "tests/workflow",
+        "tests/workflows",
         "tests/test_replay.py",
         cwd=ROOT,
     )  # exit 0: tests were collected and passed

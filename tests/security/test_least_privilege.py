@@ -42,9 +42,11 @@ def test_deny_all_network_policy_comes_first_and_denies_everything(contract: Ten
         for rule in allow["spec"].get("ingress", []) + allow["spec"].get("egress", []):
             peers = rule.get("from", []) + rule.get("to", [])
             assert peers, f"an allow rule without peers opens everything: {rule}"
-            assert all("ipBlock" not in p for p in peers), rule
+            if any("ipBlock" in p for p in peers):
+                assert allow["spec"]["podSelector"] == {"matchLabels": manifests.login_selector(contract)}, allow
+                assert rule in allow["spec"].get("ingress", []) and rule["ports"] == [{"port": 22, "protocol": "TCP"}]
         ports = {(p["port"], p["protocol"]) for r in allow["spec"].get("egress", []) for p in r.get("ports", [])}
-        assert ports <= {(53, "UDP"), (636, "TCP"), (443, "TCP")}
+        assert ports <= {(53, "UDP"), (53, "TCP"), (636, "TCP"), (443, "TCP"), (6817, "TCP")}
     order = [s.name for s in APPLY]
     assert order.index("kube.network_policy") < order.index("login.release"), "pods start before the deny-all"
     assert order.index("kube.namespace") < order.index("kube.network_policy")

@@ -4,7 +4,7 @@ process with JSON logs, and everything they leave readable is scanned for the la
 Scanned: the full history of each run (every payload, decoded with the client's data converter, and the raw
 history JSON), every distinct status query result seen while the runs went, the worker's log, and the CLI's
 output (``tenantflow status <id> -o json``, ``tenantflow result <id>`` as text and JSON). Secrets: the Authentik
-token, the LDAP bind password, the Weka password, the CSI token (read back from Secret ``weka-<slug>-creds``
+token, the LDAP bind password, the Weka password, the CSI user's password (read back from Secret ``weka-<slug>-creds``
 before offboarding), every bearer token of both kubeconfigs, and the bootstrap private key (captured from the
 hub's store when the worker wrote it). Each is looked for as is and base64-encoded.
 """
@@ -67,7 +67,7 @@ def kube_tokens(kubeconfig: Path) -> list[str]:
     return [u["user"]["token"] for u in users if u["user"].get("token")]
 
 
-def csi_token(lab: LabEndpoints, contract: TenantContract) -> str:
+def csi_password(lab: LabEndpoints, contract: TenantContract) -> str:
     done = subprocess.run(
         [
             "kubectl",
@@ -88,7 +88,7 @@ def csi_token(lab: LabEndpoints, contract: TenantContract) -> str:
         timeout=60,
         check=True,
     )
-    return base64.b64decode(json.loads(done.stdout)["data"]["token"]).decode()
+    return base64.b64decode(json.loads(done.stdout)["data"]["password"]).decode()
 
 
 def forms(secret: str) -> set[str]:
@@ -204,7 +204,7 @@ async def test_no_secret_in_history_status_logs_or_cli(
         async with recorder.watching(onboarding_id(SLUG)):
             onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
-        csi = csi_token(lab, contract)
+        csi = csi_password(lab, contract)
         async with recorder.watching(offboarding_id(SLUG)):
             purged = await offboard(api, contract, purge=True)
         assert purged.status == "completed", purged.message
@@ -227,12 +227,12 @@ async def test_no_secret_in_history_status_logs_or_cli(
     sources["status queries"] = "\n".join(sorted(recorder.seen))
     sources["worker log"] = (tmp_path / "worker.log").read_text()
 
-    assert csi and private_keys, "the CSI token and the bootstrap key must have been seen to be looked for"
+    assert csi and private_keys, "the CSI password and the bootstrap key must have been seen to be looked for"
     secrets = {
         "Authentik token": lab.authentik_token,
         "LDAP bind password": lab.ldap_bind_password,
         "Weka password": lab.weka_password,
-        "CSI token": csi,
+        "CSI password": csi,
         **{f"bootstrap private key {i}": key for i, key in enumerate(private_keys)},
         **{
             f"kube token {i}": token

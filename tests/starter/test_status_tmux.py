@@ -13,7 +13,7 @@ async def test_status_watch_shows_gate_and_approve_command(fake_api: TenantflowC
     handle = await fake_api.start_onboarding(example_tenant(unique_slug()))
     waiting = await wait_for_stage(fake_api, handle, "gate:approve_plan")
     assert waiting.plan_hash
-    async with terminal(200) as session:
+    async with terminal(200, rows=60) as session:  # the finished run's steps table is 50 rows high
         await run_cli(session, fake_api, f"status {handle.id} --watch")
         await screen_until(
             session,

@@ -1,11 +1,13 @@
 """In-memory activities for the catalogue's onboarding steps (their names and types), for testing orchestration alone.
 
 They record every call so tests can assert order (apply, undo) and make a
-chosen step fail. Integration with the real systems is tested elsewhere.
+chosen step fail, a chosen undo fail a number of times, or a plan change between
+two planning rounds. Integration with the real systems is tested elsewhere.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.records import RecordKind, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
@@ -22,6 +25,7 @@ from tenantflow.models.runbook import (
     HANDOVER,
     PLAN,
     PREFLIGHT,
+    RECORD_TENANT,
     ROLLBACK,
     SMOKE,
     VALIDATE,
@@ -37,7 +41,15 @@ class FakeWorld:
     preflight_error: str | None = None
     present: bool = False
     """Plans report every object as existing (unchanged), as for a finished tenant."""
+    undo_failures: dict[str, int] = field(default_factory=dict)
+    """``layer.undo:step`` -> how many more times that undo fails (non-retryably, as a refusal does)."""
+    hang_at: str | None = None
+    """An apply step that heartbeats until it is cancelled (to cancel a run mid-apply)."""
+    appeared: list[PlanStep] = field(default_factory=list)
+    """Objects the plan activities of the same layer also report (something made by hand after planning)."""
     calls: list[str] = field(default_factory=list)
+    records: list[TenantRecord] = field(default_factory=list)
+    """The tenant records the runs stored, in order."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -46,6 +58,7 @@ class FakeWorld:
         made += [self._apply(step) for step in (*APPLY, *SMOKE, VALIDATE)]
         made += [self._undo(step) for step in ROLLBACK]
         made.append(self._handover(HANDOVER))
+        made.append(self._record(RECORD_TENANT))
         return made
 
     def _preflight(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
@@ -73,7 +86,7 @@ class FakeWorld:
                 )
                 for apply in APPLY
                 if apply.layer == step.layer and apply.kinds
-            ]
+            ] + [p for p in self.appeared if p.layer == step.layer]
 
         return plan
 
@@ -83,6 +96,9 @@ class FakeWorld:
             self.calls.append(step.name)
             if self.fail_at == step.name:
                 raise ApplicationError(f"injected failure at {step.name}", type="Invalid", non_retryable=True)
+            while self.hang_at == step.name:
+                activity.heartbeat()
+                await asyncio.sleep(0.1)
             result = EnsureResult(
                 layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}", outcome=Outcome.created
             )
@@ -93,7 +109,11 @@ class FakeWorld:
     def _undo(self, step: Step[UndoInput, list[EnsureResult]]) -> Callable[[UndoInput], Awaitable[list[EnsureResult]]]:
         @activity.defn(name=step.name)
         async def undo(inp: UndoInput) -> list[EnsureResult]:
-            self.calls.append(f"{step.name}:{inp.step}")
+            key = f"{step.name}:{inp.step}"
+            self.calls.append(key)
+            if self.undo_failures.get(key, 0) > 0:
+                self.undo_failures[key] -= 1
+                raise ApplicationError(f"injected undo failure at {key}", type="Forbidden", non_retryable=True)
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
 
         return undo
@@ -105,3 +125,23 @@ class FakeWorld:
             return Handover(markdown=f"# {inp.contract.slug}\n", sheet={}, capacity_contract={})
 
         return render
+
+    def _record(self, step: Step[TenantRecord, StoredRecord]) -> Callable[[TenantRecord], Awaitable[StoredRecord]]:
+        @activity.defn(name=step.name)
+        async def record(inp: TenantRecord) -> StoredRecord:
+            self.calls.append(step.name)
+            if self.fail_at == step.name:
+                raise ApplicationError(f"injected failure at {step.name}", type="Forbidden", non_retryable=True)
+            self.records.append(inp)
+            version = len([r for r in self.records if r.contract.slug == inp.contract.slug])
+            return StoredRecord(
+                kind=RecordKind.tenant,
+                name=f"tenantflow.tenant.{inp.contract.slug}.v{version}",
+                namespace="tenantflow-system",
+                version=version,
+                status=inp.status,
+                run=inp.run,
+                created=True,
+            )
+
+        return record

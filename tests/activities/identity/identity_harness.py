@@ -7,6 +7,7 @@ Activities are sync and talk HTTP to a server in this event loop, so tests run t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -24,6 +25,7 @@ from temporalio.testing import ActivityEnvironment
 from tenantflow.activities.settings import settings
 from tenantflow.lab.authentik.app import build_app
 from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.daemons.process import free_port, stop_all
 from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
 from tenantflow.models.targets import KubeTarget
@@ -42,13 +44,16 @@ def ssh_key(comment: str) -> str:
     return f"{public.decode()} {comment}"
 
 
-def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice", "bob", "carol")) -> TenantContract:
+def make_contract(
+    slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice", "bob", "carol"), adopt: tuple[str, ...] = ()
+) -> TenantContract:
     users = [
         TenantUser(
             username=name,
             name=f"{name.title()} Researcher",
             email=f"{name}@{slug}.example",
             ssh_keys=[ssh_key(f"{name}@laptop"), ssh_key(f"{name}@desktop")],
+            adopt_existing=name in adopt,
         )
         for name in usernames
     ]
@@ -57,9 +62,13 @@ def make_contract(slug: str = "tenant-foo", usernames: tuple[str, ...] = ("alice
     )
 
 
-async def run_activity(fn: Callable[..., T], *args: Any) -> T:
-    """Run a sync activity in a worker thread, as the worker's thread pool would."""
-    return await asyncio.to_thread(ActivityEnvironment().run, fn, *args)
+async def run_activity(
+    fn: Callable[..., T], *args: Any, workflow_id: str = "test", workflow_type: str = "TenantOnboarding"
+) -> T:
+    """Run a sync activity in a worker thread, as the worker's thread pool would, for a workflow."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id=workflow_id, workflow_type=workflow_type)
+    return await asyncio.to_thread(env.run, fn, *args)
 
 
 @dataclass
@@ -107,9 +116,17 @@ def slapd(tmp_path: Path) -> Iterator[SlapdHandle]:
 
 
 @pytest.fixture
-async def identity_lab(slapd: SlapdHandle, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[IdentityLab]:
+def authentik_version() -> str:
+    """The Authentik release the stand-in plays; a test parametrizes this name to choose another."""
+    return AUTHENTIK_CURRENT
+
+
+@pytest.fixture
+async def identity_lab(
+    slapd: SlapdHandle, monkeypatch: pytest.MonkeyPatch, authentik_version: str
+) -> AsyncIterator[IdentityLab]:
     sink = SlapdSink(slapd.url, slapd.admin_dn, slapd.admin_password)
-    runner = web.AppRunner(build_app(TOKEN, directory=sink))
+    runner = web.AppRunner(build_app(TOKEN, directory=sink, version=authentik_version))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -122,6 +139,7 @@ async def identity_lab(slapd: SlapdHandle, monkeypatch: pytest.MonkeyPatch) -> A
         "LDAP_BIND_DN": slapd.bind_dn,
         "LDAP_BIND_PASSWORD": slapd.bind_password,
         "TENANTFLOW_POLL_INTERVAL": "0.05",
+        "LDAP_VERIFY_BUDGET_S": "2",
     }.items():
         monkeypatch.setenv(key, value)
     settings.cache_clear()

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities import identity
-from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
-from tenantflow.models.results import Outcome
+from tenantflow.activities.identity_numbers import CREATED_BY
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
+from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
+from tenantflow.models.results import EnsureResult, Outcome
 
 pytestmark = pytest.mark.ldap
 
@@ -37,11 +42,11 @@ async def test_group_and_users_created_and_resolve_through_ldap(with_parent: Ide
     assert parent is not None and ak_group["parents"] == [parent["pk"]]
     gid = group.facts.group_gid
     assert gid == 4000 + ak_group["num_pk"]
-    assert ak_group["attributes"] == {"tenant_slug": "tenant-foo", "gidNumber": str(gid)}
+    assert ak_group["attributes"] == {"tenant_slug": "tenant-foo", "gidNumber": str(gid), CREATED_BY: "test"}
     assert sorted(u["username"] for u in ak_group["users_obj"]) == ["alice", "bob", "carol"]
     for user in contract.users:
         record = await with_parent.user(user.username)
-        assert record["attributes"] == {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid)}
+        assert record["attributes"] == {"ssh_keys": "\n".join(user.ssh_keys), "gidNumber": str(gid), CREATED_BY: "test"}
         assert (record["name"], record["email"], record["is_active"]) == (user.name, user.email, True)
 
     facts = verified.facts
@@ -72,6 +77,7 @@ async def test_verify_fails_clearly_when_a_gid_is_broken(with_parent: IdentityLa
         await run_activity(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
     err = caught.value
     assert err.type == "InvariantBroken" and err.non_retryable
+    assert "still failed after 2 s (LDAP_VERIFY_BUDGET_S)" in err.message
     assert f"bob has gidNumber {2000 + bob['pk']}, not the tenant gid {users.facts.group_gid}" in err.message
     assert "property mapping is broken" in err.message
     assert "alice" not in err.message
@@ -119,7 +125,7 @@ async def test_undo_keeps_a_created_group_that_has_other_members(with_parent: Id
 
 
 async def test_existing_user_is_patched_and_restored_by_undo(with_parent: IdentityLab) -> None:
-    contract = make_contract(usernames=("alice",))
+    contract = make_contract(usernames=("alice",), adopt=("alice",))
     before = await with_parent.post(
         "/core/users/", {"username": "alice", "name": "Old Name", "attributes": {"department": "ml"}}
     )
@@ -185,3 +191,135 @@ async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
     assert "HTTP 403" in failed["identity.authentik"]
     assert "refused the bind" in failed["identity.ldap_outpost"]
     assert "wrong" not in " ".join(failed.values())
+
+
+async def test_a_username_authentik_already_knows_is_refused_unless_adopted(with_parent: IdentityLab) -> None:
+    await with_parent.post("/core/users/", {"username": "bob", "name": "Old Bob", "is_active": False})
+    refused = await run_activity(identity.preflight, StepInput(contract=make_contract()))
+    [failed] = [f for f in refused.findings if not f.ok]
+    assert failed.check == "identity.username" and failed.severity == "error"
+    assert "bob is already an Authentik account (inactive" in failed.message
+    assert "adopt_existing: true for bob" in failed.fix
+
+    adopting = StepInput(contract=make_contract(adopt=("bob",)))
+    allowed = await run_activity(identity.preflight, adopting)
+    assert [(f.check, f.severity) for f in allowed.findings if not f.ok] == [("identity.adopted_home", "warning")]
+    plan = {s.name: s for s in await run_activity(identity.plan, adopting)}
+    assert plan["bob"].action.value == "adopt" and "True" in str(plan["bob"].detail["adopt_existing"])
+    assert plan["alice"].action.value == "create"
+
+
+async def test_a_user_another_tenant_made_after_the_plan_is_never_touched_by_our_undo(with_parent: IdentityLab) -> None:
+    """Issue 13: B plans alice as new; A creates alice; B's apply fails and B's undo leaves A's alice alone."""
+    tenant_a, tenant_b = make_contract("tenant-a", ("alice",)), make_contract("tenant-b", ("alice", "bob"))
+    plan_b = await run_activity(identity.plan, StepInput(contract=tenant_b), workflow_id="onboard/tenant-b")
+    assert [s.action.value for s in plan_b if s.kind == "User"] == ["create", "create"]
+    for contract, workflow in ((tenant_a, "onboard/tenant-a"), (tenant_b, "onboard/tenant-b")):
+        await run_activity(identity.ensure_group, StepInput(contract=contract), workflow_id=workflow)
+    a_users = await run_activity(identity.ensure_users, StepInput(contract=tenant_a), workflow_id="onboard/tenant-a")
+    assert [r.outcome for r in a_users.results] == [Outcome.created]
+    with pytest.raises(ApplicationError) as caught:
+        await run_activity(identity.ensure_users, StepInput(contract=tenant_b), workflow_id="onboard/tenant-b")
+    assert caught.value.type == "Conflict" and "tenant tenant-a" in caught.value.message
+
+    planned = [
+        EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created) for name in tenant_b.usernames
+    ]
+    undone = await run_activity(
+        identity.undo,
+        UndoInput(contract=tenant_b, facts=Facts(), step="users", results=planned),
+        workflow_id="onboard/tenant-b",
+    )
+    assert [r.outcome for r in undone] == [Outcome.unchanged, Outcome.absent]
+    assert "not created by this run" in str(undone[0].data)
+    alice = await with_parent.user("alice")
+    group_a = await with_parent.group("tenant-a")
+    assert alice["is_active"] is True and group_a is not None and group_a["pk"] in alice["groups"]
+
+
+async def test_undo_of_a_planned_creation_undoes_what_this_workflow_made(with_parent: IdentityLab) -> None:
+    contract = make_contract(usernames=("alice",))
+    await run_activity(identity.ensure_group, StepInput(contract=contract), workflow_id="onboard/tenant-foo")
+    await run_activity(identity.ensure_users, StepInput(contract=contract), workflow_id="onboard/tenant-foo")
+    planned = [EnsureResult(layer="identity", kind="User", name="alice", outcome=Outcome.created)]
+    await run_activity(
+        identity.undo,
+        UndoInput(contract=contract, facts=Facts(), step="users", results=planned),
+        workflow_id="onboard/tenant-foo",
+    )
+    assert (await with_parent.user("alice"))["is_active"] is False
+
+
+async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_parent: IdentityLab) -> None:
+    contract, other = make_contract(usernames=("alice", "bob")), make_contract("tenant-bar", ("carol",))
+    for c in (contract, other):
+        inp = StepInput(contract=c)
+        await run_activity(identity.ensure_group, inp, workflow_id=f"onboard/{c.slug}")
+        await run_activity(identity.ensure_users, inp, workflow_id=f"onboard/{c.slug}")
+    teardown = [
+        EnsureResult(layer="identity", kind="User", name=name, outcome=Outcome.created)
+        for name in ("alice", "bob", "carol")
+    ]
+    for step, results in (
+        ("users", teardown),
+        ("group", [EnsureResult(layer="identity", kind="Group", name=contract.slug, outcome=Outcome.created)]),
+    ):
+        await run_activity(
+            identity.undo,
+            UndoInput(contract=contract, facts=Facts(), step=step, results=results),
+            workflow_id="offboard/tenant-foo",
+            workflow_type="TenantOffboarding",
+        )
+    assert [(await with_parent.user(n))["is_active"] for n in ("alice", "bob", "carol")] == [False, False, True]
+    assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
+
+
+@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10])
+async def test_authentik_2024_10_nests_the_group_through_its_single_parent(with_parent: IdentityLab) -> None:
+    inp = StepInput(contract=make_contract(usernames=("alice",)))
+    group, _, _ = await apply_identity(inp)
+    assert [r.outcome for r in group.results] == [Outcome.created]
+    ak_group = await with_parent.group("tenant-foo")
+    parent = await with_parent.group("tenants")
+    assert ak_group is not None and parent is not None
+    assert ak_group["parent"] == parent["pk"] and "parents" not in ak_group
+    await with_parent.reset_journal()
+    again = await run_activity(identity.ensure_group, inp)
+    assert [r.outcome for r in again.results] == [Outcome.unchanged]
+    assert await with_parent.writes() == 0
+    plan = await run_activity(identity.plan, inp)
+    assert plan[0].detail["nested_by"] == "parent"
+
+
+async def test_verify_waits_heartbeating_for_an_outpost_that_serves_the_fix_late(with_parent: IdentityLab) -> None:
+    """A cached outpost serves changes late: verify keeps probing within its budget instead of failing."""
+    inp = StepInput(contract=make_contract(usernames=("alice", "bob")))
+    _, users, _ = await apply_identity(inp)
+    bob = await with_parent.user("bob")
+    good = bob["attributes"]
+    await with_parent.patch(f"/core/users/{bob['pk']}/", {"attributes": {"ssh_keys": "x"}})
+    heartbeats: list[object] = []
+
+    def verify() -> StepResult:
+        env = ActivityEnvironment()
+        env.on_heartbeat = lambda *details: heartbeats.append(details)
+        result: StepResult = env.run(identity.verify_ldap, inp.model_copy(update={"facts": users.facts}))
+        return result
+
+    task = asyncio.create_task(asyncio.to_thread(verify))
+    while not heartbeats:
+        await asyncio.sleep(0.05)
+    await with_parent.patch(f"/core/users/{bob['pk']}/", {"attributes": good})
+    verified = await task
+    assert verified.findings[0].ok
+    assert "problems" in str(heartbeats[0])
+
+
+def test_the_default_verify_budget_outlasts_an_outpost_cache_refresh() -> None:
+    from tenantflow.activities.settings import ServiceSettings
+    from tenantflow.models.runbook import ONBOARDING
+
+    budget = ServiceSettings().ldap_verify_budget_s
+    assert budget >= 300
+    [step] = [s for s in ONBOARDING if s.name == "identity.verify_ldap"]
+    assert step.timeout.total_seconds() > budget

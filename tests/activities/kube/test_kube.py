@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from tenantflow.activities import kube
+import yaml
+
+from tenantflow.activities import kube, login
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
+from tenantflow.models.tenant import TenantContract
 from tests.activities.kube.conftest import Lab
 from tests.activities.kube.layer import HEALTHY, KUBE_STEPS, contract, errors, run
 
@@ -19,6 +22,7 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
         ("ResourceQuota", "create"),
         ("LimitRange", "create"),
         ("ReservationBinding", "create"),
+        ("NetworkPolicy", "create"),
         ("NetworkPolicy", "create"),
         ("NetworkPolicy", "create"),
         ("RoleBinding", "create"),
@@ -45,6 +49,19 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     allow = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)["spec"]
     assert [p["port"] for p in allow["egress"][0]["ports"]] == [53, 636, 443]
+    assert [(r["to"], r["ports"]) for r in allow["egress"][1:]] == [
+        (
+            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}],
+            [{"port": 6817, "protocol": "TCP"}],
+        ),
+        (
+            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+            [{"port": 53, "protocol": "TCP"}],
+        ),
+    ]
+    ssh = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-login-ssh", c.slug)["spec"]
+    assert ssh["podSelector"] == {"matchLabels": {"app.kubernetes.io/instance": f"login-{c.slug}"}}
+    assert ssh["ingress"][0]["ports"] == [{"port": 22, "protocol": "TCP"}]
     rb = lab.store.get("rbac.authorization.k8s.io", "rolebindings", f"{c.slug}-admins", c.slug)
     assert rb["roleRef"]["name"] == "edit" and rb["subjects"][0]["name"] == f"{c.slug}-admins"
     lab.reset_journal()
@@ -56,9 +73,9 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     undone = run(
         kube.undo, UndoInput(contract=c, facts=inp.facts, step="network_policy", results=applied["network_policy"])
     )
-    assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted]
+    assert [r.outcome for r in undone] == [Outcome.deleted] * 3
     after = {(o["resource"], o["name"]) for o in lab.store.snapshot()["objects"]}
-    assert before - after == {("networkpolicies", f"{c.slug}-deny-all"), ("networkpolicies", f"{c.slug}-allow")}
+    assert before - after == {("networkpolicies", f"{c.slug}-{name}") for name in ("deny-all", "allow", "login-ssh")}
     for step in ("rbac", "binding", "quota", "namespace"):
         run(kube.undo, UndoInput(contract=c, facts=inp.facts, step=step, results=applied[step]))
     assert not any(o["namespace"] == c.slug or o["name"] == c.slug for o in lab.store.snapshot()["objects"])
@@ -96,3 +113,83 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     run(kube.undo, UndoInput(contract=c, facts=inp.facts, step="quota", results=results))
     hard = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
     assert hard["requests.cpu"] == "8"
+
+
+RUNBOOK_ALLOW_POLICY = """
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: tenant-foo-allow
+  namespace: tenant-foo
+spec:
+  podSelector: {}
+  policyTypes: [Ingress, Egress]
+  ingress:
+    - from:
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
+  egress:
+    - to:
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: auth } }
+        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: kube-system } }
+      ports:
+        - { port: 53, protocol: UDP }
+        - { port: 636, protocol: TCP }
+        - { port: 443, protocol: TCP }
+"""
+"""The runbook's step 3d allow policy, verbatim."""
+
+
+def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContract:
+    data = contract(lab).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["network"]["policies"] = policies
+    return TenantContract.model_validate(data)
+
+
+def test_the_runbooks_verbatim_policy_is_refused_at_plan_time_naming_each_blocked_path(lab: Lab) -> None:
+    c = _with_policies(lab, [yaml.safe_load(RUNBOOK_ALLOW_POLICY)])
+    result = run(kube.preflight, StepInput(contract=c))
+    blocked = [f.message for f in result.findings if f.check == "kube.network_policy" and not f.ok]
+    assert len(blocked) == 3, blocked
+    assert "login pod to slurmctld 6817/TCP is blocked" in blocked[0]
+    assert "login pod to DNS 53/TCP is blocked" in blocked[1]
+    assert "login pod from SSH clients 22/TCP is blocked" in blocked[2]
+    assert not any("636" in m or "53/UDP" in m for m in blocked)
+
+
+def test_the_generated_policies_pass_and_the_plan_says_why_they_add_rules(lab: Lab) -> None:
+    c = contract(lab)
+    result = run(kube.preflight, StepInput(contract=c))
+    assert [f.ok for f in result.findings if f.check == "kube.network_policy"] == [True]
+    plan = run(kube.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}"))
+    [allow] = [s for s in plan if s.name == f"{c.slug}-allow"]
+    assert any("6817/TCP" in why for why in allow.detail["why"])
+
+
+def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) -> None:
+    c = _with_policies(lab, [])
+    lab.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": c.slug}})
+    lab.store.create({**yaml.safe_load(RUNBOOK_ALLOW_POLICY), "metadata": {"name": "hand-made", "namespace": c.slug}})
+    messages = [
+        f.message
+        for f in run(kube.preflight, StepInput(contract=c)).findings
+        if f.check == "kube.network_policy" and not f.ok
+    ]
+    assert len(messages) == 3 and "hand-made" not in messages[0]
+
+
+def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
+    """With the runbook's verbatim allow policy in place (applied by hand), the lab's login pod cannot reach
+    slurmctld, as on a real cluster; with ours it can."""
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    for fn in (kube.namespace, kube.network_policy, login.release):
+        run(fn, inp)
+    ours = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
+    assert not any("NetworkPolicy" in m for m in ours), ours
+    lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
+    lab.store.create(yaml.safe_load(RUNBOOK_ALLOW_POLICY))
+    [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
+    assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo

@@ -1,4 +1,5 @@
-"""Fixtures: the Weka stand-in and the Kubernetes API stand-in on real sockets, settings pointed at them.
+"""Fixtures: the Weka stand-in and the Kubernetes API stand-in on real sockets, settings pointed at them, with
+the csi-wekafs stand-in (:mod:`lab.controllers.csi`) acting on both.
 
 Activities are sync and talk HTTP to servers in this event loop, so tests run them in a thread via
 :func:`run_activity`.
@@ -18,12 +19,16 @@ from aiohttp import web
 from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.settings import settings
+from tenantflow.lab.controllers.csi import CsiWekafs
+from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
 from tenantflow.lab.kubeapi.server import build_app as build_kube_app
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
+from tenantflow.lab.weka.api import SERVICE_KEY, WekaService
 from tenantflow.lab.weka.app import TiB
 from tenantflow.lab.weka.app import build_app as build_weka_app
+from tenantflow.models.onboarding import Facts, UserFacts
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import Storage, StorageIsolation, TenantContract, TenantUser
 
@@ -32,8 +37,22 @@ USERNAME, PASSWORD = "admin", "weka-platform-password"
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
 
 
-async def run_activity(fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.to_thread(ActivityEnvironment().run, fn, *args)
+GROUP_GID = 5000
+UIDS = {"alice": 10001, "bob": 10002}
+
+
+async def run_activity(fn: Callable[..., T], *args: Any, env: ActivityEnvironment | None = None) -> T:
+    return await asyncio.to_thread((env or ActivityEnvironment()).run, fn, *args)
+
+
+def identity_facts(usernames: tuple[str, ...] = ("alice", "bob")) -> Facts:
+    """What identity.group and identity.users would have learned (the owners of the new directories)."""
+    return Facts(
+        group_gid=GROUP_GID,
+        users={
+            u: UserFacts(pk=i, uid_number=UIDS.get(u, 10100 + i), gid_number=GROUP_GID) for i, u in enumerate(usernames)
+        },
+    )
 
 
 @dataclass
@@ -43,14 +62,17 @@ class StorageLab:
     kubeconfig: Path
     store: Store
     api: httpx.AsyncClient
+    weka: WekaService
 
-    def contract(self, isolation: StorageIsolation = StorageIsolation.strict_org, **storage: Any) -> TenantContract:
+    def contract(
+        self, isolation: StorageIsolation = StorageIsolation.strict_org, slug: str = "tenant-foo", **storage: Any
+    ) -> TenantContract:
         users = [
             TenantUser(username=n, name=n.title(), email=f"{n}@foo.example", ssh_keys=[SSH_KEY])
             for n in ("alice", "bob")
         ]
         return TenantContract(
-            slug="tenant-foo",
+            slug=slug,
             display_name="Foo",
             users=users,
             storage=Storage(isolation=isolation, **storage),
@@ -97,9 +119,11 @@ def weka_total_bytes() -> int:
 async def storage_lab(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weka_total_bytes: int
 ) -> AsyncIterator[StorageLab]:
-    weka_runner, weka_url = await _serve(build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes))
+    weka_app = build_weka_app(USERNAME, PASSWORD, total_bytes=weka_total_bytes)
+    weka_runner, weka_url = await _serve(weka_app)
     store = Store()
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant-foo"}})
+    for ns in ("tenant-foo", "tenant-bar", "tenantflow-system"):
+        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
     for key, value in {
@@ -112,9 +136,14 @@ async def storage_lab(
         monkeypatch.setenv(key, value)
     settings.cache_clear()
     api = httpx.AsyncClient()
+    csi = asyncio.create_task(
+        reconcile_on_events([store], CsiWekafs(store, weka_app[SERVICE_KEY]).reconcile, period_s=0.2)
+    )
     try:
-        yield StorageLab(weka_url, kube_url, kubeconfig, store, api)
+        yield StorageLab(weka_url, kube_url, kubeconfig, store, api, weka_app[SERVICE_KEY])
     finally:
+        csi.cancel()
+        await asyncio.gather(csi, return_exceptions=True)
         await api.aclose()
         await weka_runner.cleanup()
         await kube_runner.cleanup()

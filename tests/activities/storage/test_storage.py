@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from storage_harness import StorageLab, run_activity
+from storage_harness import StorageLab, identity_facts, run_activity
 
 from tenantflow.activities import storage
 from tenantflow.lab.weka.app import TiB
@@ -36,7 +36,7 @@ async def test_strict_org_with_quotas_and_csi_objects(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     contract = storage_lab.contract()
-    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id="tenant/tenant-foo")
     preflight = await run_activity(storage.preflight, inp)
     assert [f.message for f in preflight.findings if not f.ok] == []
     done = await apply_storage(inp)
@@ -51,28 +51,43 @@ async def test_strict_org_with_quotas_and_csi_objects(
         "/alice": (100 * 10**9, 90 * 10**9),
         "/bob": (100 * 10**9, 90 * 10**9),
     }
-    assert quota_view(snap, "tenant-foo-scratch") == {"/tenant-foo": (50 * 10**12, 45 * 10**12)}
+    scratch = quota_view(snap, "tenant-foo-scratch")
+    assert scratch.pop("/tenant-foo") == (50 * 10**12, 45 * 10**12)
+    assert [p.rpartition("/")[0] for p in scratch] == ["/csi-volumes"], "the PVC's volume, made by csi-wekafs"
     facts = done["csi"].facts
     assert facts.weka_org_uid and set(facts.weka_filesystems) == {"home", "scratch"}
     assert facts.csi_secret == "weka-tenant-foo-creds"
 
     secret = storage_lab.store.get("", "secrets", "weka-tenant-foo-creds", "tenant-foo")
     values = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
-    assert values["endpoint"] == storage_lab.weka_url and values["org"] == "tenant-foo"
-    token = values["token"]
+    host = storage_lab.weka_url.removeprefix("http://")
+    assert {k: v for k, v in values.items() if k != "password"} == {
+        "username": "csi-foo",
+        "organization": "tenant-foo",
+        "endpoints": host,
+        "scheme": "http",
+    }
+    token = values["password"]
     assert len(token) > 20
+    assert {"org": "tenant-foo", "username": "csi-foo", "role": "CSI"} in snap["users"]
     sc = storage_lab.store.get("storage.k8s.io", "storageclasses", "weka-tenant-foo")
     assert sc["provisioner"] == "csi.weka.io" and sc["reclaimPolicy"] == "Retain"
     assert sc["volumeBindingMode"] == "Immediate" and sc["allowVolumeExpansion"] is True
+    secret_ref = {
+        f"csi.storage.k8s.io/{use}-secret-{part}": value
+        for use in ("provisioner", "controller-publish", "controller-expand", "node-stage", "node-publish")
+        for part, value in (("name", "weka-tenant-foo-creds"), ("namespace", "tenant-foo"))
+    }
     assert sc["parameters"] == {
+        "volumeType": "dir/v1",
         "filesystemName": "tenant-foo-scratch",
-        "capacity": "10Ti",
-        "csi.storage.k8s.io/provisioner-secret-name": "weka-tenant-foo-creds",
-        "csi.storage.k8s.io/provisioner-secret-namespace": "tenant-foo",
+        "capacityEnforcement": "HARD",
+        **secret_ref,
     }
     pvc = storage_lab.store.get("", "persistentvolumeclaims", "training-scratch", "tenant-foo")
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"] and pvc["spec"]["storageClassName"] == "weka-tenant-foo"
     assert pvc["spec"]["resources"]["requests"]["storage"] == "10Ti"
+    assert pvc["status"]["phase"] == "Bound"
 
     everything = json.dumps([r.model_dump(mode="json") for r in done.values()]) + caplog.text
     assert token not in everything
@@ -88,14 +103,14 @@ async def test_strict_org_with_quotas_and_csi_objects(
 async def test_undo_removes_only_what_the_run_created(storage_lab: StorageLab) -> None:
     contract = storage_lab.contract()
     weka_before, kube_before = await storage_lab.snapshot(), await storage_lab.kube_snapshot()
-    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id="tenant/tenant-foo")
     done = await apply_storage(inp)
     for step in reversed(STEPS):
         await run_activity(
             storage.undo, UndoInput(contract=contract, facts=done["csi"].facts, step=step, results=done[step].results)
         )
     assert await storage_lab.snapshot() == weka_before
-    assert await storage_lab.kube_snapshot() == kube_before
+    assert await storage_lab.kube_snapshot() == kube_before, "the PVC's volume object goes with it"
     await storage_lab.reset()
     again = [
         await run_activity(
@@ -109,7 +124,7 @@ async def test_undo_removes_only_what_the_run_created(storage_lab: StorageLab) -
 
 async def test_shared_org_directories_and_quotas(storage_lab: StorageLab) -> None:
     contract = storage_lab.contract(StorageIsolation.shared_org)
-    inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id="tenant/tenant-foo")
     done = await apply_storage(inp)
     assert done["csi"].results == []
     snap = await storage_lab.snapshot()

@@ -97,3 +97,13 @@ def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
         .split()[0]
         == real.splitlines()[1].split()[0]
     )
+
+
+def test_a_mount_takes_the_group_of_its_own_lab_not_the_hosts_merged_view(tmp_path: Path) -> None:
+    """Several labs on one host each have a tenant-foo group; the mount gets this lab's gid."""
+    nss = host_users.lab_nss_dir(tmp_path)
+    nss.mkdir()
+    (nss / "group").write_text("tenant-foo:x:54321:alice\n")
+    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
+    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
+    assert (weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo").stat().st_gid == 54321

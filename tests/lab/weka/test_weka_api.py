@@ -39,7 +39,7 @@ async def test_login_refresh_and_expiry(weka: WekaLab) -> None:
     assert wrong.status_code == 401 and "message" in wrong.json()
 
 
-async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncClient) -> None:
+async def test_organization_crud_and_org_users(weka: WekaLab, admin: httpx.AsyncClient) -> None:
     created = await admin.post(
         "/organizations",
         json={"name": "tenant-foo", "username": "admin-foo", "password": "pw-foo", "total_quota": 60 * TiB},
@@ -54,18 +54,28 @@ async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncCli
     names = [o["name"] for o in (await admin.get("/organizations")).json()["data"]]
     assert names == ["Root", "tenant-foo"]
 
-    token = await admin.post(f"/organizations/{org['uid']}/tokens", json={"description": "tenant-foo CSI"})
-    assert token.status_code == 201
-    secret = token.json()["data"]["access_token"]
-    async with weka.client(secret) as csi:
-        me = (await csi.get("/users/whoami")).json()["data"]
-        assert me["role"] == "CSI" and me["org_name"] == "tenant-foo"
-        assert (await csi.get("/organizations")).status_code == 403
-    listed = (await admin.get(f"/organizations/{org['uid']}/tokens")).json()["data"]
-    assert [t["description"] for t in listed] == ["tenant-foo CSI"] and "access_token" not in listed[0]
+    assert (await admin.get(f"/organizations/{org['uid']}/tokens")).status_code == 404, "no such Weka route"
 
     org_admin = await weka.login("admin-foo", "pw-foo", "tenant-foo")
     async with weka.client(org_admin["access_token"]) as client:
+        made = await client.post("/users", json={"username": "csi-foo", "password": "pw-csi", "role": "CSI"})
+        assert made.status_code == 201, made.text
+        assert (
+            await client.post("/users", json={"username": "csi-foo", "password": "x", "role": "CSI"})
+        ).status_code == 409
+        assert (
+            await client.post("/users", json={"username": "boss", "password": "x", "role": "ClusterAdmin"})
+        ).status_code == 400
+        assert sorted(u["username"] for u in (await client.get("/users")).json()["data"]) == ["admin-foo", "csi-foo"]
+        csi_login = await weka.login("csi-foo", "pw-csi", "tenant-foo")
+        async with weka.client(csi_login["access_token"]) as csi:
+            me = (await csi.get("/users/whoami")).json()["data"]
+            assert me["role"] == "CSI" and me["org_name"] == "tenant-foo"
+            assert (await csi.get("/organizations")).status_code == 403
+            assert (await csi.post("/users", json={"username": "x", "password": "y", "role": "CSI"})).status_code == 403
+        assert (await client.delete(f"/users/{made.json()['data']['uid']}")).status_code == 200
+        async with weka.client(csi_login["access_token"]) as csi:
+            assert (await csi.get("/users/whoami")).status_code == 401
         fs = await client.post(
             "/fileSystems", json={"name": "tenant-foo-home", "group_name": "default", "total_capacity": 5 * TiB}
         )
@@ -76,8 +86,6 @@ async def test_organization_crud_and_tokens(weka: WekaLab, admin: httpx.AsyncCli
         assert (await client.delete(f"/fileSystems/{fs.json()['data']['uid']}")).status_code == 200
     assert (await admin.delete(f"/organizations/{org['uid']}")).status_code == 200
     assert (await admin.get(f"/organizations/{org['uid']}")).status_code == 404
-    async with weka.client(secret) as csi:
-        assert (await csi.get("/users/whoami")).status_code == 401
 
 
 async def test_filesystem_capacity_accounting(admin: httpx.AsyncClient) -> None:
@@ -115,6 +123,8 @@ async def test_directory_quotas(weka: WekaLab, admin: httpx.AsyncClient) -> None
     inode = resolved.json()["data"]["inode_id"]
     missing = await admin.get(f"/fileSystems/{home['uid']}/resolvePath", params={"path": "/bob"})
     assert missing.status_code == 400 and "PATH_NOT_FOUND" in missing.json()["message"]
+    for bad_query in ({}, {"path": "alice"}, {"path": "/x/../alice"}):
+        assert (await admin.get(f"/fileSystems/{home['uid']}/resolvePath", params=bad_query)).status_code == 400
     async with httpx.AsyncClient(base_url=weka.url) as control:
         made = await control.post("/_lab/mkdir", json={"filesystem": "scratch", "path": "/tenant-foo"})
         assert made.status_code == 200

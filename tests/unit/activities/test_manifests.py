@@ -98,10 +98,15 @@ def test_allow_policy_admits_the_tenant_itself_and_slurm_and_reaches_dns_and_lda
     assert spec["podSelector"] == {} and spec["policyTypes"] == ["Ingress", "Egress"]
     (ingress,) = spec["ingress"]
     assert {"tenant-foo", "slurm-control"} <= peer_namespaces(ingress["from"])
-    (egress,) = spec["egress"]
+    egress, slurmctld, dns_tcp = spec["egress"]
     assert {"tenant-foo", "slurm-control", "auth", "kube-system"} <= peer_namespaces(egress["to"])
     ports = {(p["port"], p["protocol"]) for p in egress["ports"]}
     assert {(53, "UDP"), (636, "TCP")} <= ports
+    assert (peer_namespaces(slurmctld["to"]), slurmctld["ports"]) == (
+        {"slurm-control"},
+        [{"port": 6817, "protocol": "TCP"}],
+    )
+    assert (peer_namespaces(dns_tcp["to"]), dns_tcp["ports"]) == ({"kube-system"}, [{"port": 53, "protocol": "TCP"}])
 
 
 def test_reservation_binding_selects_the_tenants_workloads() -> None:

@@ -58,7 +58,25 @@ BAD_INPUTS = [
     ),
     ({"slurm__budget_gpu_minutes_total": 2}, "", "budget_gpu_minutes_total is smaller than the number of users"),
     ({"capacity__gpus": 10, "capacity__sku": "l40s-4x"}, "capacity", "ask for 8 or 12"),
+    ({"display_name": "Acme, Inc."}, "display_name", "contains ',', which sacctmgr cannot store"),
+    ({"display_name": "O'Brien Labs"}, "display_name", "write it without them, e.g. 'O Brien Labs'"),
+    ({"display_name": "Acme=Labs"}, "display_name", "contains '='"),
+    (
+        {"capacity__nodes": ["gpu-01,gpu-02", *(f"gpu-{i:02d}" for i in range(3, 10))]},
+        "capacity.nodes.0",
+        "String should match pattern",
+    ),
+    ({"login__hostname": "login..example.internal"}, "login.hostname", "is not a DNS name"),
+    ({"login__hostname": f"{'a' * 64}.example.internal"}, "login.hostname", "is not a DNS name"),
 ]
+
+
+def test_a_display_name_sacctmgr_can_store_is_kept() -> None:
+    assert tenant(display_name="Acme Inc. (EU) - Research").display_name == "Acme Inc. (EU) - Research"
+
+
+def test_adopt_existing_defaults_to_false() -> None:
+    assert not any(user.adopt_existing for user in tenant().users)
 
 
 @pytest.mark.parametrize(("changes", "field", "message"), BAD_INPUTS)
@@ -82,3 +100,36 @@ def test_a_username_given_twice_is_refused() -> None:
     assert errors_of(users=users) == [
         ("users", "Value error, users[2].username 'alice' appears twice; usernames must be unique")
     ]
+
+
+def _policy(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow"},
+        "spec": {"podSelector": {}, **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "where", "message"),
+    [
+        ({"podSelector": {"matchLabels": {"app": "login pod"}}}, "matchLabels", "not a Kubernetes label value"),
+        ({"podSelector": {"matchLabels": {"-app": "login"}}}, "matchLabels", "not a Kubernetes label key"),
+        ({"egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/33"}}]}]}, "cidr", "not a CIDR"),
+        ({"egress": [{"ports": [{"port": 70000}]}]}, "port", "less than or equal to 65535"),
+        ({"policyTypes": ["Sideways"]}, "policyTypes", "Input should be 'Ingress' or 'Egress'"),
+    ],
+)
+def test_a_contract_network_policy_is_checked_as_the_apiserver_would(
+    spec: dict[str, Any], where: str, message: str
+) -> None:
+    found = errors_of(network__policies=[_policy(spec)])
+    assert any(loc.startswith("network.policies.0.spec") and where in loc and message in msg for loc, msg in found), (
+        found
+    )
+
+
+def test_a_valid_contract_network_policy_is_kept() -> None:
+    contract = tenant(network__policies=[_policy({"egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]})])
+    assert contract.network.policies is not None and contract.network.policies[0].spec.types() == {"Ingress", "Egress"}

@@ -1,0 +1,150 @@
+"""Would the tenant's login pod still work under a set of NetworkPolicies? (pure, Kubernetes' semantics)
+
+Kubernetes' documented NetworkPolicy semantics
+(https://kubernetes.io/docs/concepts/services-networking/network-policies/):
+
+* a pod is isolated for a direction when at least one policy in its namespace selects it
+  (``podSelector``) and lists that direction in ``policyTypes`` (defaulted: Ingress always, Egress when
+  the policy has ``egress`` rules); a pod no policy isolates allows everything in that direction;
+* policies are additive: an isolated pod allows a connection when any rule of any selecting policy
+  allows it; a policy with no rules for a direction (deny-all) allows nothing there;
+* a rule with no peers matches every peer, one with no ports every port; a peer with only
+  ``podSelector`` means pods of the policy's own namespace, with only ``namespaceSelector`` every pod
+  of the matching namespaces, with both the matching pods of the matching namespaces; ``ipBlock``
+  is for addresses outside the cluster (here: the SSH clients);
+* a port matches by protocol (default TCP) and number, or ``port..endPort``; a named port is matched
+  by the container port names the caller knows.
+
+Egress is checked on the login pod's side only (the platform namespaces' own ingress policies are not
+the tenant's to write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tenantflow.models.network_policy import (
+    REQUIRED_PATHS,
+    LabelSelector,
+    NetworkPolicy,
+    Peer,
+    PolicyPort,
+    RequiredPath,
+)
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+NAMED_PORTS = {"ssh": 22, "dns": 53, "dns-tcp": 53, "ldaps": 636, "slurmctld": 6817}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A pod (namespace and labels), or an address outside the cluster when ``namespace`` is None."""
+
+    namespace: str | None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What the evaluation needs to know about the cluster: every namespace's labels."""
+
+    namespace_labels: Mapping[str, Mapping[str, str]]
+
+    def labels_of(self, namespace: str) -> dict[str, str]:
+        return {NAME_LABEL: namespace, **self.namespace_labels.get(namespace, {})}
+
+
+def _selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    return selector.matches(dict(labels))
+
+
+def _peer_matches(peer: Peer, policy_ns: str, other: Endpoint, cluster: Cluster) -> bool:
+    if other.namespace is None:
+        return peer.ip_block is not None
+    if peer.ip_block is not None:
+        return False
+    if peer.namespace_selector is not None:
+        if not _selects(peer.namespace_selector, cluster.labels_of(other.namespace)):
+            return False
+    elif other.namespace != policy_ns:
+        return False
+    return peer.pod_selector is None or _selects(peer.pod_selector, other.labels)
+
+
+def _port_matches(ports: Iterable[PolicyPort], port: int, protocol: str) -> bool:
+    ports = list(ports)
+    if not ports:
+        return True
+    for rule in ports:
+        if rule.protocol.value != protocol:
+            continue
+        number = NAMED_PORTS.get(rule.port) if isinstance(rule.port, str) else rule.port
+        if number is None and rule.port is None:
+            return True
+        if number is not None and (number == port or (rule.end_port is not None and number <= port <= rule.end_port)):
+            return True
+    return False
+
+
+def _peers_match(peers: list[Peer], policy_ns: str, other: Endpoint, cluster: Cluster) -> bool:
+    return not peers or any(_peer_matches(p, policy_ns, other, cluster) for p in peers)
+
+
+def allows(
+    policies: Iterable[NetworkPolicy],
+    pod: Endpoint,
+    other: Endpoint,
+    port: int,
+    protocol: str,
+    direction: str,
+    cluster: Cluster,
+) -> bool:
+    """Whether ``pod`` may open (egress) or accept (ingress) a connection with ``other`` on ``port``."""
+    kind = "Egress" if direction == "egress" else "Ingress"
+    selecting = [
+        p
+        for p in policies
+        if (p.metadata.namespace or pod.namespace) == pod.namespace
+        and _selects(p.spec.pod_selector, pod.labels)
+        and kind in p.spec.types()
+    ]
+    if not selecting:
+        return True
+    for policy in selecting:
+        ns = policy.metadata.namespace or str(pod.namespace)
+        if direction == "egress":
+            if any(
+                _peers_match(rule.to, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
+                for rule in policy.spec.egress or []
+            ):
+                return True
+        elif any(
+            _peers_match(rule.from_, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
+            for rule in policy.spec.ingress or []
+        ):
+            return True
+    return False
+
+
+def unreachable(
+    policies: Iterable[NetworkPolicy],
+    login: Endpoint,
+    cluster: Cluster,
+    peers: Mapping[str, Mapping[str, str]] | None = None,
+    paths: Iterable[RequiredPath] = REQUIRED_PATHS,
+) -> list[RequiredPath]:
+    """The required paths the policies block; ``peers`` maps a Service name to its pods' labels."""
+    policies = list(policies)
+    found = peers or {}
+    blocked = []
+    for path in paths:
+        labels = found.get(path.service or "", path.peer_labels)
+        other = Endpoint(path.peer_namespace, labels)
+        if not allows(policies, login, other, path.port, path.protocol.value, path.direction, cluster):
+            blocked.append(path)
+    return blocked
+
+
+def explain(blocked: Iterable[RequiredPath]) -> str:
+    return "; ".join(f"{p.label} is not allowed ({p.why})" for p in blocked)

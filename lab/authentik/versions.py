@@ -1,0 +1,53 @@
+"""Which Authentik release the stand-in plays: 2024.10 (a group has one ``parent``) or current (``parents``).
+
+Authentik 2024.10's ``GroupSerializer`` has ``parent`` (a group UUID or null) and ``parent_name``; from
+2025 on a group has a list ``parents`` (see ``/work/shared/reference/authentik-schema.yml``, 2026.5:
+``parents``, ``parents_obj``, ``children``). Like Django REST framework, each release ignores a field it
+does not know, so a client writing the other release's field gets a 2xx and an un-nested group.
+``GET /api/v3/admin/version/`` tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+AUTHENTIK_2024_10 = "2024.10.5"
+AUTHENTIK_CURRENT = "2026.5.0"
+MODES = {"2024.10": AUTHENTIK_2024_10, "current": AUTHENTIK_CURRENT}
+
+
+def single_parent(version: str) -> bool:
+    """Releases before 2025 give a group a single ``parent``."""
+    return int(version.split(".", 1)[0]) < 2025
+
+
+def group_write(version: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A group create/update body as the release reads it: the other release's field dropped, and a 2024.10
+    ``parent`` turned into the store's parent list (``[]`` for null)."""
+    if not single_parent(version):
+        return {k: v for k, v in body.items() if k not in ("parent", "parent_name")}
+    out = {k: v for k, v in body.items() if k not in ("parents", "parent")}
+    if "parent" in body:
+        out["parents"] = [] if body["parent"] is None else [body["parent"]]
+    return out
+
+
+def group_fields(
+    version: str, parents: list[str], parent_names: list[str], parents_obj: Any, children: list[str], children_obj: Any
+) -> dict[str, Any]:
+    """The parent/child fields of a serialized group in this release."""
+    if single_parent(version):
+        return {"parent": parents[0] if parents else None, "parent_name": parent_names[0] if parent_names else None}
+    return {"parents": parents, "parents_obj": parents_obj, "children": children, "children_obj": children_obj}
+
+
+def version_body(version: str) -> dict[str, Any]:
+    """``GET /api/v3/admin/version/`` (schema ``Version``)."""
+    return {
+        "version_current": version,
+        "version_latest": version,
+        "version_latest_valid": True,
+        "build_hash": "",
+        "outdated": False,
+        "outpost_outdated": False,
+    }

@@ -1,0 +1,301 @@
+"""The lab's stand-in for csi-wekafs (controller and node plugin), the PV binder and the kubelet, on the tenant
+cluster, acting on the Weka emulator's state as a real mount would.
+
+* A PVC of a StorageClass with provisioner ``csi.weka.io`` is provisioned like csi-wekafs does for
+  ``volumeType: dir/v1``: the provisioner Secret named by ``csi.storage.k8s.io/provisioner-secret-*`` must hold
+  ``username``, ``password``, ``organization`` and ``endpoints`` and log in (role CSI, OrgAdmin or ClusterAdmin)
+  to the organization owning ``filesystemName``; then a directory ``/csi-volumes/<pv>`` with a hard quota of the
+  requested size is made, a PV created and both marked Bound. Otherwise the PVC stays Pending with a Warning
+  event ``ProvisioningFailed`` whose message says why, as the external-provisioner reports.
+* A PVC naming a static PV (``volumeName``) of driver ``csi.weka.io`` is bound to it.
+* A Job whose container runs :func:`models.weka_mount.directory_command` on a PVC bound to a static
+  ``weka/v2/<filesystem>`` PV is "run": the PV's ``nodePublishSecretRef`` must log in to the organization owning
+  the filesystem (else the mount fails, and so does the Job), then each directory is made (``mkdir -p``) and
+  given its uid, gid and mode; the Job ends ``Complete`` or ``Failed`` with the mount's message. Other Jobs are
+  not touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Any
+
+from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers.hub import reconcile_on_events
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.weka.api import WekaService
+from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
+from tenantflow.models.weka_mount import DRIVER, REQUIRED_SECRET_KEYS, handle_filesystem, parse_directory_command
+
+CONTEXT = "tenant-cluster"
+CSI_ROLES = frozenset({ROLE_CSI, ROLE_ORG_ADMIN, ROLE_CLUSTER_ADMIN})
+SIZES = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+}
+Obj = dict[str, Any]
+
+
+class Refused(Exception):
+    """What the real driver would answer instead of mounting or provisioning."""
+
+
+def _bytes(quantity: str) -> int:
+    for suffix, factor in SIZES.items():
+        if quantity.endswith(suffix):
+            return int(float(quantity.removesuffix(suffix)) * factor)
+    return int(float(quantity))
+
+
+class CsiWekafs:
+    def __init__(self, store: Store, weka: WekaService) -> None:
+        self.store = store
+        self.weka = weka
+
+    # -- the API Secret and the filesystem it may reach ------------------------------------------
+
+    def _secret(self, name: str | None, namespace: str | None) -> dict[str, str]:
+        if not name or not namespace:
+            raise Refused("no API secret is referenced (csi.storage.k8s.io/*-secret-name/namespace)")
+        try:
+            secret = self.store.get("", "secrets", name, namespace)
+        except ApiError:
+            raise Refused(f"secret {namespace}/{name} not found") from None
+        try:
+            data = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+        except (binascii.Error, UnicodeDecodeError):
+            raise Refused(f"secret {namespace}/{name} holds data that is not base64 text") from None
+        missing = [key for key in REQUIRED_SECRET_KEYS if not data.get(key)]
+        if missing:
+            raise Refused(
+                f"secret {namespace}/{name} lacks {', '.join(missing)}: failed to initialize the Weka API client"
+            )
+        return data
+
+    def _filesystem(self, secret: dict[str, str], fs_name: str) -> FileSystem:
+        cluster = self.weka.cluster
+        user = cluster.user_by_login(secret["organization"], secret["username"], secret["password"])
+        if user is None:
+            raise Refused(
+                f"failed to log in to the Weka API as {secret['username']} in organization "
+                f"{secret['organization']}: Username or password are incorrect"
+            )
+        if user.role not in CSI_ROLES:
+            raise Refused(
+                f"user {user.username} has role {user.role}; the CSI plugin needs CSI, OrgAdmin or ClusterAdmin"
+            )
+        fs = next((f for f in cluster.filesystems.values() if f.name == fs_name and f.org_id == user.org_id), None)
+        if fs is None:
+            raise Refused(f"filesystem {fs_name} not found in organization {secret['organization']}")
+        return fs
+
+    # -- PVCs --------------------------------------------------------------------------------------
+
+    def _event(self, pvc: Obj, reason: str, message: str) -> None:
+        meta = pvc["metadata"]
+        name = f"{meta['name']}.{hashlib.sha256(message.encode()).hexdigest()[:10]}"
+        try:
+            self.store.get("", "events", name, meta["namespace"])
+            return
+        except ApiError:
+            pass
+        self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "type": "Warning",
+                "reason": reason,
+                "message": message,
+                "metadata": {"name": name, "namespace": meta["namespace"]},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta.get("uid", ""),
+                },
+                "source": {"component": f"{DRIVER}_csi-wekafs-controller"},
+                "count": 1,
+                "firstTimestamp": now(),
+                "lastTimestamp": now(),
+            }
+        )
+
+    def _bind(self, pvc: Obj, pv: Obj) -> None:
+        self.store.update_status({**pv, "status": {"phase": "Bound"}})
+        if pvc["spec"].get("volumeName") != pv["metadata"]["name"]:
+            meta = pvc["metadata"]
+            pvc = self.store.patch(
+                "",
+                "persistentvolumeclaims",
+                meta["name"],
+                {"spec": {"volumeName": pv["metadata"]["name"]}},
+                "application/merge-patch+json",
+                meta["namespace"],
+            )
+        self.store.update_status(
+            {
+                **pvc,
+                "status": {
+                    "phase": "Bound",
+                    "accessModes": pvc["spec"]["accessModes"],
+                    "capacity": pv["spec"]["capacity"],
+                },
+            }
+        )
+
+    def _provision(self, pvc: Obj, sc: Obj) -> None:
+        params = sc.get("parameters") or {}
+        if params.get("volumeType", "dir/v1") != "dir/v1" or not params.get("filesystemName"):
+            raise Refused("the stand-in provisions only volumeType dir/v1 with a filesystemName")
+        secret = self._secret(
+            params.get("csi.storage.k8s.io/provisioner-secret-name"),
+            params.get("csi.storage.k8s.io/provisioner-secret-namespace"),
+        )
+        fs = self._filesystem(secret, params["filesystemName"])
+        name = f"pvc-{pvc['metadata']['uid']}"
+        size = str(pvc["spec"]["resources"]["requests"]["storage"])
+        inode = fs.mkdir(f"/csi-volumes/{name}")
+        fs.quotas[inode] = Quota(
+            inode_id=inode,
+            path=f"/csi-volumes/{name}",
+            hard_limit_bytes=_bytes(size),
+            soft_limit_bytes=_bytes(size),
+            grace_seconds=0,
+        )
+        pv = self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": DRIVER}},
+                "spec": {
+                    "capacity": {"storage": size},
+                    "accessModes": pvc["spec"]["accessModes"],
+                    "persistentVolumeReclaimPolicy": sc.get("reclaimPolicy", "Delete"),
+                    "storageClassName": sc["metadata"]["name"],
+                    "volumeMode": "Filesystem",
+                    "claimRef": {
+                        "namespace": pvc["metadata"]["namespace"],
+                        "name": pvc["metadata"]["name"],
+                        "uid": pvc["metadata"]["uid"],
+                    },
+                    "csi": {"driver": DRIVER, "volumeHandle": f"dir/v1/{fs.name}/csi-volumes/{name}"},
+                },
+            }
+        )
+        self._bind(pvc, pv)
+
+    def reconcile_pvc(self, pvc: Obj) -> None:
+        if (pvc.get("status") or {}).get("phase") == "Bound" or pvc["metadata"].get("deletionTimestamp"):
+            return
+        spec = pvc["spec"]
+        if spec.get("volumeName"):
+            try:
+                pv = self.store.get("", "persistentvolumes", spec["volumeName"])
+            except ApiError:
+                return
+            if (pv["spec"].get("csi") or {}).get("driver") == DRIVER:
+                self._bind(pvc, pv)
+            return
+        try:
+            sc = self.store.get("storage.k8s.io", "storageclasses", spec.get("storageClassName") or "")
+        except ApiError:
+            return
+        if sc.get("provisioner") != DRIVER:
+            return
+        try:
+            self._provision(pvc, sc)
+        except (Refused, WekaError) as exc:
+            message = exc.message if isinstance(exc, WekaError) else str(exc)
+            self._event(
+                pvc,
+                "ProvisioningFailed",
+                f"failed to provision volume with StorageClass "
+                f'"{sc["metadata"]["name"]}": rpc error: code = Internal desc = {message}',
+            )
+
+    # -- the directory helper Job ------------------------------------------------------------------
+
+    def _mounted_filesystem(self, namespace: str, claim: str) -> FileSystem | None:
+        """The filesystem a Bound claim mounts, or None while it is not bound yet."""
+        try:
+            pvc = self.store.get("", "persistentvolumeclaims", claim, namespace)
+        except ApiError:
+            raise Refused(f'persistentvolumeclaim "{claim}" not found') from None
+        if (pvc.get("status") or {}).get("phase") != "Bound":
+            return None
+        csi = self.store.get("", "persistentvolumes", pvc["spec"]["volumeName"])["spec"].get("csi") or {}
+        fs_name = handle_filesystem(str(csi.get("volumeHandle", "")))
+        if csi.get("driver") != DRIVER or fs_name is None:
+            raise Refused(f"the volume of {claim} is not a whole Weka filesystem (weka/v2/<filesystem>)")
+        ref = csi.get("nodePublishSecretRef") or {}
+        return self._filesystem(self._secret(ref.get("name"), ref.get("namespace")), fs_name)
+
+    def _finish(self, job: Obj, kind: str, message: str) -> None:
+        status = {
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": kind if kind == "Complete" else "PodFailed",
+                    "message": message,
+                    "lastTransitionTime": now(),
+                }
+            ],
+            "startTime": now(),
+            ("succeeded" if kind == "Complete" else "failed"): 1,
+        }
+        self.store.update_status({**job, "status": status})
+
+    def reconcile_job(self, job: Obj) -> None:
+        if (job.get("status") or {}).get("conditions"):
+            return
+        pod = job["spec"]["template"]["spec"]
+        containers = pod.get("containers") or []
+        specs = parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
+        if specs is None:
+            return
+        claims = {
+            v["name"]: v["persistentVolumeClaim"]["claimName"]
+            for v in pod.get("volumes") or []
+            if v.get("persistentVolumeClaim")
+        }
+        mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == "/weka"]
+        try:
+            if len(mounts) != 1 or mounts[0]["name"] not in claims:
+                raise Refused("/weka is not a mounted volume: mkdir: can't create directory")
+            fs = self._mounted_filesystem(job["metadata"]["namespace"], claims[mounts[0]["name"]])
+            if fs is None:
+                return
+            for spec in specs:
+                fs.mkdir(spec.path)
+                fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
+        except (Refused, WekaError) as exc:
+            message = exc.message if isinstance(exc, WekaError) else str(exc)
+            self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')
+            return
+        self._finish(job, "Complete", f"made {len(specs)} directories on {fs.name}")
+
+    def reconcile(self) -> None:
+        for pvc in self.store.list("", "persistentvolumeclaims"):
+            self.reconcile_pvc(pvc)
+        for job in self.store.list("batch", "jobs"):
+            self.reconcile_job(job)
+
+
+async def run(ctx: LabContext) -> None:
+    store = ctx.stores.get(CONTEXT)
+    if store is None or ctx.weka is None:
+        return
+    await reconcile_on_events([store], CsiWekafs(store, ctx.weka).reconcile)

@@ -1,0 +1,153 @@
+"""The lab's enforcement of NetworkPolicy for its own probes (a login pod reaching slurmctld, the LDAP outpost).
+
+A real cluster's CNI drops packets a NetworkPolicy does not allow; the lab has no packets, so the
+stand-ins that play a pod's userland ask :func:`probe_blocked` before answering as if the connection
+worked. Written from Kubernetes' documentation
+(https://kubernetes.io/docs/concepts/services-networking/network-policies/), independently of
+tenantflow's own evaluator, over the raw objects in the emulator's store:
+
+* a connection needs the source's egress and the destination's ingress allowed;
+* a pod no policy of its namespace selects (for that direction, per ``policyTypes``, which default to
+  Ingress plus Egress when the policy has egress rules) is not isolated in that direction;
+* an isolated pod allows what at least one rule of a selecting policy allows; absent ``from``/``to``
+  means any peer, absent ``ports`` any port; a peer is ``podSelector`` (the policy's namespace),
+  ``namespaceSelector`` (all pods there) or both (those pods there); ``ipBlock`` never matches a pod here;
+* every namespace carries ``kubernetes.io/metadata.name`` as the apiserver sets it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.store import Store
+
+Obj = dict[str, Any]
+GROUP = "networking.k8s.io"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Something a pod connects to: a Service (its selector gives the pods' labels) and a port."""
+
+    namespace: str
+    service: str
+    port: int
+    protocol: str = "TCP"
+    fallback_labels: tuple[tuple[str, str], ...] = ()
+
+
+DNS = Target("kube-system", "kube-dns", 53, "UDP", (("k8s-app", "kube-dns"),))
+SLURMCTLD = Target("slurm-control", "slurmctld", 6817, "TCP", (("app", "slurmctld"),))
+LDAP_OUTPOST = Target("auth", "authentik-ldap-outpost", 636, "TCP", (("app", "authentik-ldap-outpost"),))
+
+
+def _selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
+    selector = selector or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": not (key in labels and labels[key] in values),
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _namespace_labels(store: Store, name: str) -> dict[str, str]:
+    try:
+        labels = dict(store.get("", "namespaces", name).get("metadata", {}).get("labels") or {})
+    except ApiError:
+        labels = {}
+    return {**labels, "kubernetes.io/metadata.name": name}
+
+
+def _policy_types(spec: Obj) -> list[str]:
+    if spec.get("policyTypes"):
+        return list(spec["policyTypes"])
+    return ["Ingress", "Egress"] if "egress" in spec else ["Ingress"]
+
+
+def _peer_ok(store: Store, peer: Obj, policy_ns: str, other_ns: str, other_labels: dict[str, str]) -> bool:
+    if "ipBlock" in peer:
+        return False
+    if "namespaceSelector" in peer:
+        if not _selector_matches(peer["namespaceSelector"], _namespace_labels(store, other_ns)):
+            return False
+    elif other_ns != policy_ns:
+        return False
+    return "podSelector" not in peer or _selector_matches(peer["podSelector"], other_labels)
+
+
+def _port_ok(ports: list[Obj] | None, port: int, protocol: str) -> bool:
+    if not ports:
+        return True
+    for entry in ports:
+        if entry.get("protocol", "TCP") != protocol:
+            continue
+        number = entry.get("port")
+        if number is None or number == port or (isinstance(number, int) and number <= port <= entry.get("endPort", 0)):
+            return True
+    return False
+
+
+def _side_allows(
+    store: Store,
+    ns: str,
+    labels: dict[str, str],
+    kind: str,
+    other_ns: str,
+    other_labels: dict[str, str],
+    port: int,
+    protocol: str,
+) -> bool:
+    """Whether the pod (ns, labels) allows the connection in direction ``kind`` (Ingress or Egress)."""
+    rules_key, peers_key = ("egress", "to") if kind == "Egress" else ("ingress", "from")
+    isolated = False
+    for policy in store.list(GROUP, "networkpolicies", ns):
+        spec = policy.get("spec") or {}
+        if not _selector_matches(spec.get("podSelector"), labels) or kind not in _policy_types(spec):
+            continue
+        isolated = True
+        for rule in spec.get(rules_key) or []:
+            peers = rule.get(peers_key) or []
+            if (not peers or any(_peer_ok(store, p, ns, other_ns, other_labels) for p in peers)) and _port_ok(
+                rule.get("ports"), port, protocol
+            ):
+                return True
+    return not isolated
+
+
+def _target_labels(store: Store, target: Target) -> dict[str, str]:
+    try:
+        selector = store.get("", "services", target.service, target.namespace).get("spec", {}).get("selector")
+    except ApiError:
+        selector = None
+    return dict(selector or dict(target.fallback_labels))
+
+
+def probe_blocked(store: Store, namespace: str, pod: str, target: Target) -> str | None:
+    """Why a connection from ``pod`` to ``target`` (after resolving its name through DNS) would be dropped,
+    or None when the policies of both ends allow it."""
+    try:
+        labels = dict(store.get("", "pods", pod, namespace).get("metadata", {}).get("labels") or {})
+    except ApiError:
+        return f"pod {namespace}/{pod} does not exist"
+    for hop in (DNS, target):
+        hop_labels = _target_labels(store, hop)
+        egress = _side_allows(store, namespace, labels, "Egress", hop.namespace, hop_labels, hop.port, hop.protocol)
+        ingress = _side_allows(store, hop.namespace, hop_labels, "Ingress", namespace, labels, hop.port, hop.protocol)
+        if not (egress and ingress):
+            side = "egress" if not egress else "ingress"
+            return (
+                f"NetworkPolicy drops {namespace}/{pod} -> {hop.service}.{hop.namespace}:{hop.port}/{hop.protocol} "
+                f"({side})"
+            )
+    return None

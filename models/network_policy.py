@@ -1,0 +1,229 @@
+"""Typed NetworkPolicy specs (networking.k8s.io/v1) as a contract may carry them, and the paths a tenant needs.
+
+Only the fields whose meaning Kubernetes documents for NetworkPolicy are modelled
+(https://kubernetes.io/docs/concepts/services-networking/network-policies/ and the API reference of
+``NetworkPolicySpec``): ``podSelector``, ``policyTypes``, ``ingress[].from``/``egress[].to`` peers
+(``podSelector``, ``namespaceSelector``, ``ipBlock``) and ``ports`` (``port``, ``endPort``, ``protocol``).
+:data:`REQUIRED_PATHS` lists the traffic the runbook's tenant cannot live without.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from tenantflow.models.base import Strict
+
+LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def _label_key(key: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
+        raise ValueError(
+            f"{key!r} is not a Kubernetes label key: [prefix/]name, the name at most 63 letters, "
+            "digits, '-', '_' or '.' starting and ending alphanumeric, the prefix a DNS subdomain"
+        )
+    return key
+
+
+def _label_value(value: str) -> str:
+    if value and not LABEL_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending alphanumeric"
+        )
+    return value
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a CIDR such as 203.0.113.0/24 ({exc})") from None
+    return value
+
+
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+PortNumber = Annotated[int, Field(ge=1, le=65535)]
+PortName = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$", description="an IANA service name")]
+
+
+class Protocol(StrEnum):
+    tcp = "TCP"
+    udp = "UDP"
+    sctp = "SCTP"
+
+
+class Requirement(Strict):
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[LabelValue] = Field(default_factory=list)
+
+
+class LabelSelector(Strict):
+    """A Kubernetes label selector; the empty selector selects everything."""
+
+    match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, alias="matchLabels")
+    match_expressions: list[Requirement] = Field(default_factory=list, alias="matchExpressions")
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        if any(labels.get(key) != value for key, value in self.match_labels.items()):
+            return False
+        for req in self.match_expressions:
+            present = req.key in labels
+            if req.operator == "In" and not (present and labels[req.key] in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+class IpBlock(Strict):
+    cidr: Cidr
+    except_: list[Cidr] = Field(default_factory=list, alias="except")
+
+
+class Peer(Strict):
+    pod_selector: LabelSelector | None = Field(None, alias="podSelector")
+    namespace_selector: LabelSelector | None = Field(None, alias="namespaceSelector")
+    ip_block: IpBlock | None = Field(None, alias="ipBlock")
+
+
+class PolicyPort(Strict):
+    protocol: Protocol = Protocol.tcp
+    port: PortNumber | PortName | None = None
+    end_port: int | None = Field(None, ge=1, le=65535, alias="endPort")
+
+
+class IngressRule(Strict):
+    from_: list[Peer] = Field(default_factory=list, alias="from")
+    ports: list[PolicyPort] = Field(default_factory=list)
+
+
+class EgressRule(Strict):
+    to: list[Peer] = Field(default_factory=list)
+    ports: list[PolicyPort] = Field(default_factory=list)
+
+
+class PolicySpec(Strict):
+    pod_selector: LabelSelector = Field(alias="podSelector")
+    policy_types: list[Literal["Ingress", "Egress"]] | None = Field(None, alias="policyTypes")
+    ingress: list[IngressRule] | None = None
+    egress: list[EgressRule] | None = None
+
+    def types(self) -> set[str]:
+        """``policyTypes``, defaulted as Kubernetes does: Ingress always, Egress when egress rules exist."""
+        if self.policy_types is not None:
+            return set(self.policy_types)
+        return {"Ingress", "Egress"} if self.egress is not None else {"Ingress"}
+
+
+class PolicyMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    name: str = Field(..., pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    namespace: str | None = None
+
+
+class NetworkPolicy(BaseModel):
+    """One ``networking.k8s.io/v1`` NetworkPolicy (status and other metadata ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    api_version: Literal["networking.k8s.io/v1"] = Field("networking.k8s.io/v1", alias="apiVersion")
+    kind: Literal["NetworkPolicy"] = "NetworkPolicy"
+    metadata: PolicyMeta
+    spec: PolicySpec
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+Direction = Literal["egress", "ingress"]
+
+
+class RequiredPath(Strict):
+    """Traffic the tenant's login pod needs: to (egress) or from (ingress) a peer on a port."""
+
+    direction: Direction
+    peer: Annotated[str, Field(description="what is at the other end, for messages")]
+    peer_namespace: str | None = Field(None, description="None: outside the cluster (any address)")
+    service: str | None = Field(None, description="the Service in peer_namespace whose selector gives its labels")
+    peer_labels: dict[str, str] = Field(default_factory=dict, description="used when the Service is not found")
+    port: int
+    protocol: Protocol
+    why: str
+
+    @property
+    def label(self) -> str:
+        arrow = "to" if self.direction == "egress" else "from"
+        return f"login pod {arrow} {self.peer} {self.port}/{self.protocol.value}"
+
+
+SLURM_NAMESPACE = "slurm-control"
+AUTH_NAMESPACE = "auth"
+DNS_NAMESPACE = "kube-system"
+SLURMCTLD_LABELS = {"app": "slurmctld"}
+LDAP_OUTPOST_LABELS = {"app": "authentik-ldap-outpost"}
+DNS_LABELS = {"k8s-app": "kube-dns"}
+
+REQUIRED_PATHS: tuple[RequiredPath, ...] = (
+    RequiredPath(
+        direction="egress",
+        peer="slurmctld",
+        peer_namespace=SLURM_NAMESPACE,
+        service="slurmctld",
+        peer_labels=SLURMCTLD_LABELS,
+        port=6817,
+        protocol=Protocol.tcp,
+        why="srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="the LDAP outpost",
+        peer_namespace=AUTH_NAMESPACE,
+        service="authentik-ldap-outpost",
+        peer_labels=LDAP_OUTPOST_LABELS,
+        port=636,
+        protocol=Protocol.tcp,
+        why="sssd resolves users and groups over LDAPS (runbook 2c)",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="DNS",
+        peer_namespace=DNS_NAMESPACE,
+        service="kube-dns",
+        peer_labels=DNS_LABELS,
+        port=53,
+        protocol=Protocol.udp,
+        why="name resolution",
+    ),
+    RequiredPath(
+        direction="egress",
+        peer="DNS",
+        peer_namespace=DNS_NAMESPACE,
+        service="kube-dns",
+        peer_labels=DNS_LABELS,
+        port=53,
+        protocol=Protocol.tcp,
+        why="DNS falls back to TCP for answers over 512 bytes (RFC 7766)",
+    ),
+    RequiredPath(
+        direction="ingress",
+        peer="SSH clients",
+        peer_namespace=None,
+        port=22,
+        protocol=Protocol.tcp,
+        why="users log in over SSH through the login Service (LoadBalancer)",
+    ),
+)

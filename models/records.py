@@ -1,0 +1,151 @@
+"""Tenant and worker records: what a finished run applied, kept in the cluster after its Temporal history is gone.
+
+Like Helm's release Secrets, every completed onboarding (enrollment) writes one
+versioned, immutable Secret per tenant (enrolled worker) in the platform namespace
+(``TENANTFLOW_RECORDS_NAMESPACE``, default ``tenantflow-system``) of the tenant's
+cluster (of the worker cluster: on the Hub tenantflow is only an organization admin,
+confined to the organization's namespace; ``worker reset`` leaves the record): named ``tenantflow.tenant.<slug>.v<N>``
+(``tenantflow.worker.<namespace>.<worker>.v<N>``), labelled so ``kubectl get secrets
+-l tenantflow.io/record=tenant`` lists them, the payload JSON gzipped and
+base64-encoded under the data key ``record``, as Helm stores a release. The highest
+version is the current one; ``offboard``, ``decommission`` and ``handover`` read it.
+A completed offboarding (decommission) writes a last version with the status
+``offboarded`` (``decommissioned``), as ``helm uninstall --keep-history`` does.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from tenantflow.models.base import Strict
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.enrollment_workflows import ObjectRef
+from tenantflow.models.onboarding import Handover
+from tenantflow.models.results import EnsureResult
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import TenantContract
+
+DEFAULT_NAMESPACE = "tenantflow-system"
+SECRET_TYPE = "tenantflow.io/record.v1"
+DATA_KEY = "record"
+RECORD_LABEL = "tenantflow.io/record"
+TENANT_LABEL = "tenantflow.io/tenant"
+HUB_NAMESPACE_LABEL = "tenantflow.io/hub-namespace"
+WORKER_LABEL = "tenantflow.io/worker"
+VERSION_LABEL = "tenantflow.io/version"
+STATUS_LABEL = "tenantflow.io/status"
+RUN_ID_ANNOTATION = "tenantflow.io/run-id"
+
+
+class RecordKind(StrEnum):
+    tenant = "tenant"
+    worker = "worker"
+
+
+class RecordStatus(StrEnum):
+    onboarded = "onboarded"
+    offboarded = "offboarded"
+    enrolled = "enrolled"
+    decommissioned = "decommissioned"
+
+
+class RunStamp(Strict):
+    """Which run applied the contract, under which approved plan, and when."""
+
+    workflow_id: str
+    run_id: str = Field(..., min_length=1, description="Temporal run id: one run writes one version")
+    plan_hash: str
+    approver: str
+    recorded_at: datetime
+
+
+class TenantRecord(Strict):
+    """A tenant as its onboarding left it: the contract applied and the handover sheet given."""
+
+    contract: TenantContract
+    run: RunStamp
+    status: RecordStatus = RecordStatus.onboarded
+    applied: list[EnsureResult] = Field(default_factory=list)
+    handover: Handover | None = None
+
+
+class WorkerRecord(Strict):
+    """An enrolled worker as its enrollment left it: the contract applied and what was installed and adopted."""
+
+    contract: WorkerEnrollment
+    run: RunStamp
+    status: RecordStatus = RecordStatus.enrolled
+    installed: list[EnsureResult] = Field(default_factory=list)
+    adopted: list[ObjectRef] = Field(default_factory=list)
+
+
+class RecordKey(Strict):
+    """Which record: a tenant by slug, or a worker by Hub namespace and name; and the cluster that holds it."""
+
+    kind: RecordKind
+    target: KubeTarget
+    tenant: str = ""
+    hub_namespace: str = ""
+    worker: str = ""
+
+    @classmethod
+    def of_tenant(cls, target: KubeTarget, slug: str) -> RecordKey:
+        return cls(kind=RecordKind.tenant, target=target, tenant=slug)
+
+    @classmethod
+    def of_worker(cls, target: KubeTarget, hub_namespace: str, worker: str) -> RecordKey:
+        return cls(kind=RecordKind.worker, target=target, hub_namespace=hub_namespace, worker=worker)
+
+    @classmethod
+    def of(cls, record: TenantRecord | WorkerRecord) -> RecordKey:
+        if isinstance(record, TenantRecord):
+            return cls.of_tenant(record.contract.cluster, record.contract.slug)
+        return cls.of_worker(record.contract.worker, record.contract.tenant_namespace, record.contract.worker_name)
+
+    @property
+    def stem(self) -> str:
+        """The Secret name without its version: ``tenantflow.tenant.<slug>`` or ``tenantflow.worker.<ns>.<w>``."""
+        if self.kind is RecordKind.tenant:
+            return f"tenantflow.tenant.{self.tenant}"
+        return f"tenantflow.worker.{self.hub_namespace}.{self.worker}"
+
+    def secret_name(self, version: int) -> str:
+        return f"{self.stem}.v{version}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every version of this record carries (the version label is added per Secret)."""
+        if self.kind is RecordKind.tenant:
+            return {RECORD_LABEL: self.kind.value, TENANT_LABEL: self.tenant}
+        return {RECORD_LABEL: self.kind.value, HUB_NAMESPACE_LABEL: self.hub_namespace, WORKER_LABEL: self.worker}
+
+    @property
+    def selector(self) -> str:
+        return ",".join(f"{key}={value}" for key, value in sorted(self.labels.items()))
+
+
+class StoredRecord(Strict):
+    """One version of a record as stored: where, which version, and what run wrote it."""
+
+    kind: RecordKind
+    name: str
+    namespace: str
+    version: int = Field(..., ge=1)
+    status: RecordStatus
+    run: RunStamp
+    created: bool = Field(False, description="this call wrote it (False: a retry found it already written)")
+
+
+def encode_payload(record: BaseModel) -> str:
+    """The record as Helm encodes a release: JSON, gzipped, base64 (the Secret's data encodes it once more)."""
+    return base64.b64encode(gzip.compress(record.model_dump_json().encode())).decode()
+
+
+def decode_payload(encoded: str) -> bytes:
+    """The JSON of a record from :func:`encode_payload`'s text."""
+    return gzip.decompress(base64.b64decode(encoded))

@@ -1,0 +1,90 @@
+"""How tenantflow reaches Weka through csi-wekafs: the API Secret's keys, volume handles and the directory helper.
+
+Public sources (weka/csi-wekafs on GitHub):
+
+* ``examples/common/csi-wekafs-api-secret.yaml``: the API Secret holds ``username``, ``password``,
+  ``organization`` and ``endpoints`` (comma-separated ``host:port``), optionally ``scheme``,
+  ``localContainerName``, ``autoUpdateEndpoints``, ``nfsTargetIps`` and ``caCertificate``;
+* ``examples/dynamic_directory/storageclass-wekafs-dir-api.yaml``: a directory-backed class
+  (``volumeType: dir/v1``, ``filesystemName``, ``capacityEnforcement``, ``ownerUid``/``ownerGid``/``permissions``
+  and the ``csi.storage.k8s.io/*-secret-{name,namespace}`` parameters);
+* ``examples/static_volume/static_filesystem``: a static PersistentVolume whose ``volumeHandle`` is
+  ``weka/v2/<filesystem>`` mounts the whole filesystem (its root) into a pod.
+
+Weka's REST API has no mkdir, so directories are made on a mount: a short-lived Job mounts the filesystem
+through such a static volume and runs :data:`DIRECTORY_SCRIPT` (``mkdir``, ``chown``, ``chmod`` per
+directory). The product builds the command with :func:`directory_command`; the lab reads it back with
+:func:`parse_directory_command` and refuses anything else, so both sides share one definition.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+DRIVER = "csi.weka.io"
+REQUIRED_SECRET_KEYS = ("username", "password", "organization", "endpoints")
+OPTIONAL_SECRET_KEYS = ("scheme", "caCertificate", "localContainerName", "autoUpdateEndpoints", "nfsTargetIps")
+SECRET_PARAMETERS = ("provisioner", "controller-publish", "controller-expand", "node-stage", "node-publish")
+MOUNT_PATH = "/weka"
+FS_HANDLE_PREFIX = "weka/v2/"
+DIRECTORY_SCRIPT = (
+    'cd "$0"; while [ $# -gt 0 ]; do mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; shift 4; done'
+)
+_SAFE_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
+
+
+def secret_parameters(name: str, namespace: str) -> dict[str, str]:
+    """Every ``csi.storage.k8s.io/*-secret-{name,namespace}`` parameter pointing at one API Secret."""
+    params: dict[str, str] = {}
+    for use in SECRET_PARAMETERS:
+        params[f"csi.storage.k8s.io/{use}-secret-name"] = name
+        params[f"csi.storage.k8s.io/{use}-secret-namespace"] = namespace
+    return params
+
+
+def filesystem_handle(filesystem: str) -> str:
+    """The ``volumeHandle`` of a static volume mounting the whole filesystem."""
+    return FS_HANDLE_PREFIX + filesystem
+
+
+def handle_filesystem(handle: str) -> str | None:
+    """The filesystem a ``weka/v2/<fs>`` handle mounts (None for other handles)."""
+    rest = handle.removeprefix(FS_HANDLE_PREFIX)
+    return rest if rest != handle and rest and "/" not in rest else None
+
+
+@dataclass(frozen=True)
+class DirectorySpec:
+    """One directory to make on the mounted filesystem, with its owner and mode (octal, e.g. ``2770``)."""
+
+    path: str
+    uid: int
+    gid: int
+    mode: str
+
+    def __post_init__(self) -> None:
+        if not _SAFE_PATH.fullmatch(self.path) or posixpath.normpath(self.path) != self.path:
+            raise ValueError(f"not a plain absolute path: {self.path!r}")
+        if not re.fullmatch(r"[0-7]{3,4}", self.mode):
+            raise ValueError(f"not an octal mode: {self.mode!r}")
+        if self.uid < 0 or self.gid < 0:
+            raise ValueError("uid and gid must not be negative")
+
+
+def directory_command(specs: list[DirectorySpec]) -> list[str]:
+    """The container command: ``sh -ec SCRIPT <mount> path uid gid mode ...``."""
+    args = [str(v) for s in specs for v in (s.path, s.uid, s.gid, s.mode)]
+    return ["/bin/sh", "-ec", DIRECTORY_SCRIPT, MOUNT_PATH, *args]
+
+
+def parse_directory_command(command: list[str]) -> list[DirectorySpec] | None:
+    """The directories a :func:`directory_command` makes; None for any other command."""
+    if command[:4] != ["/bin/sh", "-ec", DIRECTORY_SCRIPT, MOUNT_PATH] or len(command[4:]) % 4:
+        return None
+    args = command[4:]
+    try:
+        return [DirectorySpec(args[i], int(args[i + 1]), int(args[i + 2]), args[i + 3]) for i in range(0, len(args), 4)]
+    except ValueError:
+        return None

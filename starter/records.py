@@ -1,0 +1,109 @@
+"""Where the CLI finds what a finished run applied: the record in the cluster first, the run's history second.
+
+A completed onboarding (enrollment) stores a record in the tenant's (worker's) cluster
+(:mod:`models.records`); it outlives the Temporal history, which the namespace's retention
+removes. The CLI reads it with the kubeconfig of ``--kubeconfig`` or ``TENANTFLOW_KUBECONFIG``
+and the context of ``--context`` (default: that kubeconfig's current context), in the namespace
+``TENANTFLOW_RECORDS_NAMESPACE`` (default ``tenantflow-system``). Without a kubeconfig, or
+when the cluster holds no record, the contract comes from the latest run's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from kubernetes import config
+from temporalio.exceptions import ApplicationError
+from urllib3.exceptions import HTTPError
+
+from tenantflow.activities import clusters
+from tenantflow.activities.records import list_records, read_latest
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerRecord
+from tenantflow.models.targets import KubeTarget
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import ContractError
+from tenantflow.starter.output import errors
+
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option(help="kubeconfig of the cluster holding the records (default: TENANTFLOW_KUBECONFIG)"),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="kubeconfig context of the cluster holding the records (default: the kubeconfig's current context)"
+    ),
+]
+
+
+def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
+    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``).
+
+    The operator chooses this kubeconfig for the CLI's own reads, as for kubectl; it joins this process's cluster
+    registry (:func:`activities.clusters.use_operator_kubeconfig`), never the worker's.
+    """
+    path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
+    if not path:
+        return None
+    try:
+        contexts, active = config.list_kube_config_contexts(config_file=path)
+    except (config.ConfigException, OSError) as exc:
+        raise ContractError(f"{path}: cannot read the kubeconfig to read records with: {exc}") from None
+    names = [str(c["name"]) for c in contexts]
+    context = context or (str(active["name"]) if active else None)
+    if context not in names:
+        raise ContractError(
+            f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); pass --context"
+        )
+    clusters.use_operator_kubeconfig(Path(path).resolve())
+    return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
+
+
+async def read_record(
+    key: RecordKey, model: type[TenantRecord] | type[WorkerRecord]
+) -> TenantRecord | WorkerRecord | None:
+    """The latest record of ``key``; None (with a warning on stderr) when the cluster cannot be read."""
+    try:
+        return await asyncio.to_thread(read_latest, key, model)
+    except (ApplicationError, HTTPError, OSError) as exc:
+        errors.print(
+            f"cannot read the record {key.stem} from {key.target.describe()} ({exc}); trying the run's history",
+            style="yellow",
+            markup=False,
+        )
+        return None
+
+
+async def tenant_record(target: KubeTarget | None, slug: str) -> TenantRecord | None:
+    if target is None:
+        return None
+    found = await read_record(RecordKey.of_tenant(target, slug), TenantRecord)
+    return found if isinstance(found, TenantRecord) else None
+
+
+async def onboarded_contract(api: TenantflowClient, target: KubeTarget | None, slug: str) -> TenantContract:
+    """The contract of ``slug``'s record in ``target``, else of its latest onboarding run."""
+    record = await tenant_record(target, slug)
+    return record.contract if record is not None else await api.onboarded_contract(slug)
+
+
+async def enrolled_contract(
+    api: TenantflowClient, target: KubeTarget | None, namespace: str, worker: str
+) -> WorkerEnrollment:
+    """The contract of ``namespace/worker``'s record in ``target`` (the worker cluster), else of its latest run."""
+    record = None if target is None else await read_record(RecordKey.of_worker(target, namespace, worker), WorkerRecord)
+    if isinstance(record, WorkerRecord):
+        return record.contract
+    return await api.enrolled_contract(namespace, worker)
+
+
+async def tenant_records(target: KubeTarget) -> list[tuple[int, TenantRecord]]:
+    """The current version of every tenant record in ``target``."""
+    found = await asyncio.to_thread(list_records, target, RecordKind.tenant)
+    return [(version, record) for version, record in found if isinstance(record, TenantRecord)]

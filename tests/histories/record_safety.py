@@ -1,0 +1,239 @@
+"""Record the histories of the failure and teardown paths for the replay tests, once.
+
+Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, a
+failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
+and an enrollment whose plan changed after approval, enrollment compensation that
+goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
+cancelled enrollment, an expired ``resume_submissions`` and a gated decommission.
+Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
+in-process kube emulators) only for a new path; commit the JSON files it writes
+beside this file and never record them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult
+from tenantflow.models.gates import GateAnswer
+from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import offboarding_id
+from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
+from tests.enrollment.test_failure_paths import brownfield_until
+from tests.histories.record_more import save
+from tests.temporal_env import start_dev_server, start_time_skipping
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker, wait_for_stage
+
+Env = Callable[[], Awaitable[WorkflowEnvironment]]
+
+
+async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, **options: Any) -> None:
+    """Record ``onboarding-<name>``: approve the plan, then drive the run as ``world`` and ``name`` say."""
+    server = await env()
+    try:
+        async with fake_worker(server, world) as api:
+            handle = await api.start_onboarding(example_tenant(f"tenant-{name}"), **options)
+            status = await wait_for_stage(api, handle, "gate:approve_plan")
+            if name == "replanned":
+                world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
+            await api.approve(handle.id, status.plan_hash or "")
+            await after_approval(name, api, handle, status.plan_hash)
+            await save(handle, f"onboarding-{name}")
+    finally:
+        await server.shutdown()
+
+
+async def after_approval(
+    name: str, api: TenantflowClient, handle: WorkflowHandle[Any, Any], first_hash: str | None
+) -> None:
+    if name == "cancelled":
+        await wait_for_stage(api, handle, "apply:kube.quota")
+        await handle.cancel()
+    elif name == "replanned":
+        status = await wait_for_stage(api, handle, "gate:approve_plan")
+        while status.plan_hash == first_hash:
+            status = await wait_for_stage(api, handle, "gate:approve_plan")
+        await api.approve(handle.id, status.plan_hash or "")
+    elif name == "rollback-retried":
+        await wait_for_stage(api, handle, "gate:retry_rollback")
+        await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
+
+
+async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> None:
+    """Record ``offboarding-<name>``; ``replanned``: an object appears between approval and teardown."""
+    server = await start_dev_server()
+    contract = example_tenant(slug)
+    try:
+        async with fake_worker(server, world) as api:
+            handle = await server.client.start_workflow(
+                "TenantOffboarding",
+                OffboardingInput(contract=contract, purge_data=purge),
+                id=offboarding_id(contract.slug),
+                task_queue=api.task_queue,
+                result_type=OffboardingResult,
+            )
+            status = await wait_for_stage(api, handle, "gate:approve_plan")
+            if name == "replanned":
+                world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.unchanged)]
+            await api.approve(handle.id, status.plan_hash or "")
+            if purge:
+                await wait_for_stage(api, handle, "gate:confirm_purge")
+                await handle.execute_update("confirm_purge", GateAnswer(approver="ops"))
+            if name == "replanned":
+                await after_approval(name, api, handle, status.plan_hash)
+            await save(handle, f"offboarding-{name}")
+    finally:
+        await server.shutdown()
+
+
+async def with_lab(
+    name: str, brownfield: bool, env: Env, drive: Callable[[Client, str, Lab], Awaitable[WorkflowHandle[Any, Any]]]
+) -> None:
+    server = await env()
+    with tempfile.TemporaryDirectory() as tmp:
+        labs = start_lab(Path(tmp), brownfield=brownfield)
+        lab = next(labs)
+        try:
+            async with enrollment_worker(server) as (client, queue):
+                await save(await drive(client, queue, lab), name)
+        finally:
+            next(labs, None)
+            await server.shutdown()
+
+
+async def compensation(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    lab.fault(
+        "worker",
+        [
+            {
+                "path": r"/namespaces/trainy-system/deployments$",
+                "methods": ["POST"],
+                "error_rate": 1.0,
+                "error_status": 422,
+            },
+            {"path": r"/namespaces/trainy-system$", "methods": ["DELETE"], "error_rate": 1.0, "error_status": 403},
+        ],
+    )
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 5},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
+    status = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+    return handle
+
+
+async def compensation_retried(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    handle = await compensation(client, queue, lab)
+    await wait_stage(handle, "gate:retry_rollback")
+    lab.fault("worker", [])
+    await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
+    return handle
+
+
+async def cancelled(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    handle = await brownfield_until(client, queue, lab, ("submissions_paused",), "approve_adoption")
+    await handle.cancel()
+    return handle
+
+
+async def resume_expired(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    return await brownfield_until(
+        client, queue, lab, ("submissions_paused", "approve_adoption", "uncordon"), "resume_submissions"
+    )
+
+
+async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
+    first = await wait_stage(handle, "gate:approve_plan")
+    lab.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy-byoc-system"}})
+    await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
+    again = await wait_stage(handle, "gate:approve_plan")
+    while again.plan_hash == first.plan_hash:
+        again = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", {"plan_hash": again.plan_hash})
+    return handle
+
+
+async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    enroll = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
+    status = await wait_stage(enroll, "gate:approve_plan")
+    await enroll.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+    await enroll.result()
+    dec = await client.start_workflow(
+        "WorkerDecommission",
+        DecommissionInput(contract=lab.contract()),
+        id="decommission/forecasting/forecasting-us",
+        task_queue=queue,
+        result_type=DecommissionResult,
+    )
+    status = await wait_stage(dec, "gate:approve_plan")
+    await dec.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+    return dec
+
+
+RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
+    "onboarding-cancelled": lambda: onboarding("cancelled", FakeWorld(hang_at="kube.quota")),
+    "onboarding-replanned": lambda: onboarding("replanned", FakeWorld()),
+    "onboarding-rollback-retried": lambda: onboarding(
+        "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})
+    ),
+    "onboarding-rollback-incomplete": lambda: onboarding(
+        "rollback-incomplete",
+        FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),
+        start_time_skipping,
+        approval_escalate_after_s=3600,
+        approval_expire_after_s=2 * 24 * 3600,
+    ),
+    "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
+    "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
+    "enrollment-compensation-incomplete": lambda: with_lab(
+        "enrollment-compensation-incomplete", False, start_dev_server, compensation
+    ),
+    "enrollment-rollback-retried": lambda: with_lab(
+        "enrollment-rollback-retried", False, start_dev_server, compensation_retried
+    ),
+    "enrollment-cancelled": lambda: with_lab("enrollment-cancelled", True, start_dev_server, cancelled),
+    "enrollment-resume-expired": lambda: with_lab(
+        "enrollment-resume-expired", True, start_time_skipping, resume_expired
+    ),
+    "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
+    "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
+}
+"""Each history this module records, by file name (without .json)."""
+
+
+async def main(names: list[str]) -> None:
+    unknown = set(names) - set(RECORDINGS)
+    if not names or unknown:
+        raise SystemExit(f"name the histories to record (never again once committed): {', '.join(RECORDINGS)}")
+    for name in names:
+        await RECORDINGS[name]()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

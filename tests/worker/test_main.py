@@ -1,0 +1,74 @@
+"""``tenantflow worker`` as a process: the address it logs is the one it connected to (a profile's too), and a
+failed connection ends it with exit code 1 and the message naming the setting, no traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.worker.harness import TEMPORAL_VARIABLES
+
+CLI = str(Path(sys.executable).parent / "tenantflow")
+
+
+def worker_env(tmp_path: Path, **variables: str) -> dict[str, str]:
+    """The environment without any temporal CLI variable of the developer's, plus ``variables``."""
+    env = {k: v for k, v in os.environ.items() if k not in TEMPORAL_VARIABLES and not k.startswith("TENANTFLOW_")}
+    return {**env, "TEMPORAL_CONFIG_FILE": str(tmp_path / "absent.toml"), "TENANTFLOW_LOG_FORMAT": "json", **variables}
+
+
+def refused_address() -> str:
+    """A loopback address where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+async def test_a_failed_connection_exits_1_with_the_message_alone(tmp_path: Path) -> None:
+    env = worker_env(tmp_path, TEMPORAL_ADDRESS=refused_address())
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    text = err.decode()
+    assert proc.returncode == 1, text
+    assert "TEMPORAL_ADDRESS: no Temporal server answers there" in text
+    assert "Traceback" not in text
+
+
+async def test_the_started_line_names_the_address_of_the_profile(dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
+    target = dev_env.client.service_client.config.target_host
+    profile = tmp_path / "temporal.toml"
+    profile.write_text(f'[profile.lab]\naddress = "{target}"\n')
+    env = worker_env(
+        tmp_path,
+        TEMPORAL_CONFIG_FILE=str(profile),
+        TEMPORAL_PROFILE="lab",
+        TENANTFLOW_TASK_QUEUE=f"main-{uuid.uuid4().hex[:8]}",
+    )
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    try:
+        started = None
+        while started is None:
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert line, "the worker ended before it started"
+            event = json.loads(line)
+            if event.get("event") == "worker started":
+                started = event
+        assert (started["address"], started["namespace"]) == (target, "default")
+        assert started["deployment"] is None and started["build_id"] is None, "unversioned unless configured"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.communicate()
+    assert proc.returncode == 0

@@ -1,0 +1,53 @@
+"""Approval binds what is applied: an object appearing while the gate waited reopens ``approve_plan``."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.runbook import APPLY
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import fake_worker, wait_for_stage
+
+
+async def test_changed_world_reopens_the_approval_with_the_new_plan(dev_env: WorkflowEnvironment) -> None:
+    world = FakeWorld()
+    async with fake_worker(dev_env, world) as api:
+        handle = await api.start_onboarding(example_tenant(f"tenant-p{uuid.uuid4().hex[:8]}"))
+        first = await wait_for_stage(api, handle, "gate:approve_plan")
+        world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
+        await api.approve(handle.id, first.plan_hash or "")
+        again = await wait_for_stage(api, handle, "gate:approve_plan")
+        while again.plan_hash == first.plan_hash:
+            again = await wait_for_stage(api, handle, "gate:approve_plan")
+        assert not {c for c in world.calls} & {s.name for s in APPLY}, "nothing applied on a changed plan"
+        assert "+ adopt kube Namespace tenant-x" in again.gates[0].description
+        with pytest.raises(WorkflowUpdateFailedError):
+            await api.approve(handle.id, first.plan_hash or "")
+        await api.approve(handle.id, again.plan_hash or "")
+        result = await handle.result()
+    assert result.status == "completed" and result.plan_hash == again.plan_hash
+    assert result.plan is not None and "tenant-x" in {p.name for p in result.plan.steps}
+
+
+async def test_offboarding_reads_again_before_removing_anything(dev_env: WorkflowEnvironment) -> None:
+    world = FakeWorld(present=True)
+    async with fake_worker(dev_env, world) as api:
+        handle = await api.start_offboarding(example_tenant(f"tenant-p{uuid.uuid4().hex[:8]}"))
+        first = await wait_for_stage(api, handle, "gate:approve_plan")
+        world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.unchanged)]
+        await api.approve(handle.id, first.plan_hash or "")
+        again = await wait_for_stage(api, handle, "gate:approve_plan")
+        while again.plan_hash == first.plan_hash:
+            again = await wait_for_stage(api, handle, "gate:approve_plan")
+        assert not [c for c in world.calls if ".undo:" in c], "nothing removed on a changed plan"
+        assert "+ delete kube Namespace tenant-x" in again.gates[0].description
+        await api.approve(handle.id, again.plan_hash or "")
+        result = await handle.result()
+    assert result.status == "completed"
+    assert "tenant-x" in {r.name for r in result.removed}

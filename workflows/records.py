@@ -1,0 +1,58 @@
+"""Storing a completed run's record (:mod:`models.records`): what the CLI reads once the history is gone.
+
+Onboarding and offboarding store a tenant record, enrollment and decommission a worker record, as their last step
+and only in runs recorded with the patch :data:`TENANT_RECORD_PATCH` (:data:`WORKER_RECORD_PATCH`), so histories
+recorded before replay unchanged. The stamp says which run, under which approved plan and approver, and when.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.records import RunStamp, StoredRecord
+    from tenantflow.models.results import Finding, Severity
+    from tenantflow.models.runbook import Step
+
+from tenantflow.workflows.gate_handlers import GatedRun
+
+I = TypeVar("I")  # noqa: E741 - the record step's input type
+
+TENANT_RECORD_PATCH = "tenant-record"
+"""Onboarding and offboarding histories recorded before completed runs stored a tenant record replay without it."""
+WORKER_RECORD_PATCH = "worker-record"
+"""Enrollment and decommission histories recorded before completed runs stored a worker record replay without it."""
+
+
+def run_stamp(run: GatedRun) -> RunStamp:
+    """This run, its approved plan and the plan's approver, now: the stamp on the record it stores."""
+    info = workflow.info()
+    answer = run._gates.answers.get("approve_plan")
+    return RunStamp(
+        workflow_id=info.workflow_id,
+        run_id=info.run_id,
+        plan_hash=run._plan.plan_hash if run._plan else "",
+        approver=answer.approver if answer else "",
+        recorded_at=workflow.now(),
+    )
+
+
+async def store_record(run: GatedRun, step: Step[I, StoredRecord], record: I) -> None:
+    """Store ``record`` in the cluster; a record that cannot be written leaves the run completed, with a warning
+    finding."""
+    run._gates.set_stage("record", "Storing the record in the cluster")
+    try:
+        await run._steps.run(step, record)
+    except ActivityError as err:
+        run._findings.append(
+            Finding(
+                check="record",
+                ok=False,
+                severity=Severity.warning,
+                message=f"the record was not stored: {err.cause or err}",
+                fix="until the history expires the CLI reads the contract from it; later pass --contract",
+            )
+        )
