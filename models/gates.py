@@ -32,6 +32,29 @@ class GateAnswer(Strict):
     comment: str = Field("", max_length=1000)
 
 
+class Approval(Strict):
+    """One answer to a gate as the run recorded it: who (the identity the caller authenticated as), when, and
+    for ``approve_plan`` the plan hash approved (or the rejection)."""
+
+    gate: str
+    approver: str
+    at: datetime
+    approved: bool = Field(True, description="False: reject_plan answered approve_plan")
+    plan_hash: str | None = None
+    comment: str = ""
+
+    def describe(self) -> str:
+        what = f"{self.gate} {'approved' if self.approved else 'rejected'}"
+        plan = f" (plan {self.plan_hash})" if self.plan_hash else ""
+        return f"{what}{plan} by {self.approver} at {self.at:%Y-%m-%d %H:%M:%S}Z"
+
+
+def approvals_excluded(approvals: list[Approval]) -> bool:
+    """Leave an empty approvals list out of a serialized model, so runs recorded before approvals were stamped
+    pass the same activity arguments on replay."""
+    return not approvals
+
+
 class GateState(Strict):
     name: str
     description: str

@@ -85,7 +85,12 @@ class WorkerDecommissionWorkflow(GatedRun):
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
             return DecommissionResult(
-                worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                plan=plan,
+                removed=removed,
+                approvals=self._gates.approvals,
             )
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
@@ -111,7 +116,13 @@ class WorkerDecommissionWorkflow(GatedRun):
         plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
-            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan)
+            return DecommissionResult(
+                worker=self._target,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                plan=plan,
+                approvals=self._gates.approvals,
+            )
         removed = await self._leave_hub(step)
         self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
         removed += await self._steps.run(
@@ -144,7 +155,12 @@ class WorkerDecommissionWorkflow(GatedRun):
             await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return DecommissionResult(
-            worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed
+            worker=self._target,
+            status="completed",
+            plan_hash=plan.plan_hash,
+            plan=plan,
+            removed=removed,
+            approvals=self._gates.approvals,
         )
 
 

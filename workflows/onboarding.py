@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from tenantflow.workflows.gate_handlers import GatedRun
-from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, stamped_approvals, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -124,6 +124,7 @@ class TenantOnboarding(SagaRun):
                 status="rejected",
                 plan_hash=plan.plan_hash,
                 plan=plan,
+                approvals=self._gates.approvals,
                 message=f"plan rejected: {reason}",
             )
 
@@ -136,6 +137,7 @@ class TenantOnboarding(SagaRun):
             await self._roll_back(self._saga, contract, self._facts, escalate, expire)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
+        handover = handover.with_approvals(stamped_approvals(self))
         if workflow.patched(TENANT_RECORD_PATCH):
             record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
             await store_record(self, RECORD_TENANT, record)
@@ -148,6 +150,7 @@ class TenantOnboarding(SagaRun):
             applied=applied,
             findings=self._findings,
             handover=handover,
+            approvals=self._gates.approvals,
         )
 
     async def _preflight(self, step_input: StepInput) -> Facts:
