@@ -1,4 +1,5 @@
-"""A fake-activity worker with the four-eyes rule on for onboarding, and clients with chosen identities."""
+"""A fake-activity worker with the four-eyes rule on for onboarding and offboarding, and clients with chosen
+identities."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from temporalio.worker import Worker
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.approvals import FourEyes
 from tenantflow.worker.codec import PLAIN
+from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.workflows.fakes import FakeWorld
 
@@ -27,14 +29,14 @@ async def client_as(env: WorkflowEnvironment, identity: str, task_queue: str) ->
 
 
 @asynccontextmanager
-async def four_eyes_worker(env: WorkflowEnvironment) -> AsyncIterator[str]:
-    """Yield the task queue of a worker refusing approvals of onboardings by their starter."""
+async def four_eyes_worker(env: WorkflowEnvironment, world: FakeWorld | None = None) -> AsyncIterator[str]:
+    """Yield the task queue of a worker refusing approvals of onboardings and offboardings by their starter."""
     queue = f"four-eyes-{uuid.uuid4().hex[:8]}"
     async with Worker(
         env.client,
         task_queue=queue,
-        workflows=[TenantOnboarding],
-        activities=FakeWorld().activities(),
-        interceptors=[FourEyes({"TenantOnboarding"})],
+        workflows=[TenantOnboarding, TenantOffboarding],
+        activities=(world or FakeWorld()).activities(),
+        interceptors=[FourEyes({"TenantOnboarding", "TenantOffboarding"})],
     ):
         yield queue
