@@ -198,25 +198,21 @@ REQUIRED_PATHS: tuple[RequiredPath, ...] = (
         protocol=Protocol.tcp,
         why="sssd resolves users and groups over LDAPS (runbook 2c)",
     ),
-    RequiredPath(
-        direction="egress",
-        peer="DNS",
-        peer_namespace=DNS_NAMESPACE,
-        service="kube-dns",
-        peer_labels=DNS_LABELS,
-        port=53,
-        protocol=Protocol.udp,
-        why="name resolution",
-    ),
-    RequiredPath(
-        direction="egress",
-        peer="DNS",
-        peer_namespace=DNS_NAMESPACE,
-        service="kube-dns",
-        peer_labels=DNS_LABELS,
-        port=53,
-        protocol=Protocol.tcp,
-        why="DNS falls back to TCP for answers over 512 bytes (RFC 7766)",
+    *(
+        RequiredPath(
+            direction="egress",
+            peer="DNS",
+            peer_namespace=DNS_NAMESPACE,
+            service="kube-dns",
+            peer_labels=DNS_LABELS,
+            port=53,
+            protocol=protocol,
+            why=why,
+        )
+        for protocol, why in (
+            (Protocol.udp, "name resolution"),
+            (Protocol.tcp, "DNS falls back to TCP for answers over 512 bytes (RFC 7766)"),
+        )
     ),
     RequiredPath(
         direction="ingress",

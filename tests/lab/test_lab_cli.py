@@ -13,33 +13,7 @@ import yaml
 
 from tenantflow.lab.daemons.process import is_running, recorded
 from tenantflow.lab.endpoints import LabEndpoints
-
-RESOURCE_QUOTA = """
-apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: tenant-foo-quota
-  namespace: default
-spec:
-  hard:
-    requests.nvidia.com/gpu: "64"
-    requests.cpu: "1024"
-    requests.memory: "8Ti"
-    limits.memory: "10Ti"
-    persistentvolumeclaims: "50"
-    requests.storage: "100Ti"
----
-apiVersion: v1
-kind: LimitRange
-metadata:
-  name: tenant-foo-defaults
-  namespace: default
-spec:
-  limits:
-    - type: Container
-      default: {cpu: "4", memory: "16Gi"}
-      defaultRequest: {cpu: "1", memory: "4Gi"}
-"""
+from tests.runbook_manifests import QUOTA_MANIFEST
 
 
 def tenantflow(*args: str) -> subprocess.CompletedProcess[str]:
@@ -84,7 +58,7 @@ def test_lab_up_serves_the_runbooks_commands_and_down_leaves_no_process(tmp_path
             run(lab, *tenant, "get", "nodes", "-l", "node.kubernetes.io/instance-type=h100-8x", "-o", "json")
         )["items"]
         assert len(gpu_nodes) == 16
-        applied = run(lab, *tenant, "apply", "-f", "-", stdin=RESOURCE_QUOTA)
+        applied = run(lab, *tenant, "apply", "-f", "-", stdin=QUOTA_MANIFEST.format(ns="default"))
         assert "resourcequota/tenant-foo-quota created" in applied and "limitrange/tenant-foo-defaults" in applied
         cluster = run(
             lab,

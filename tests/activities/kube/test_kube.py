@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import yaml
-
 from tenantflow.activities import kube, login
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
 from tests.activities.kube.conftest import Lab
 from tests.activities.kube.layer import HEALTHY, KUBE_STEPS, contract, errors, run
+from tests.runbook_manifests import runbook_allow_policy
 
 
 def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
@@ -115,33 +114,6 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     assert hard["requests.cpu"] == "8"
 
 
-RUNBOOK_ALLOW_POLICY = """
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: tenant-foo-allow
-  namespace: tenant-foo
-spec:
-  podSelector: {}
-  policyTypes: [Ingress, Egress]
-  ingress:
-    - from:
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
-  egress:
-    - to:
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: auth } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: kube-system } }
-      ports:
-        - { port: 53, protocol: UDP }
-        - { port: 636, protocol: TCP }
-        - { port: 443, protocol: TCP }
-"""
-"""The runbook's step 3d allow policy, verbatim."""
-
-
 def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContract:
     data = contract(lab).model_dump(mode="json", by_alias=True, exclude_none=True)
     data["network"]["policies"] = policies
@@ -149,7 +121,7 @@ def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContrac
 
 
 def test_the_runbooks_verbatim_policy_is_refused_at_plan_time_naming_each_blocked_path(lab: Lab) -> None:
-    c = _with_policies(lab, [yaml.safe_load(RUNBOOK_ALLOW_POLICY)])
+    c = _with_policies(lab, [runbook_allow_policy()])
     result = run(kube.preflight, StepInput(contract=c))
     blocked = [f.message for f in result.findings if f.check == "kube.network_policy" and not f.ok]
     assert len(blocked) == 3, blocked
@@ -171,7 +143,7 @@ def test_the_generated_policies_pass_and_the_plan_says_why_they_add_rules(lab: L
 def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) -> None:
     c = _with_policies(lab, [])
     lab.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": c.slug}})
-    lab.store.create({**yaml.safe_load(RUNBOOK_ALLOW_POLICY), "metadata": {"name": "hand-made", "namespace": c.slug}})
+    lab.store.create({**runbook_allow_policy(), "metadata": {"name": "hand-made", "namespace": c.slug}})
     messages = [
         f.message
         for f in run(kube.preflight, StepInput(contract=c)).findings
@@ -190,6 +162,6 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     ours = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert not any("NetworkPolicy" in m for m in ours), ours
     lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
-    lab.store.create(yaml.safe_load(RUNBOOK_ALLOW_POLICY))
+    lab.store.create(runbook_allow_policy())
     [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo

@@ -11,9 +11,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities import storage
-from tenantflow.models.onboarding import StepInput, UndoInput
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Kept, Outcome
-from tenantflow.models.tenant import StorageIsolation
+from tenantflow.models.tenant import StorageIsolation, TenantContract
 
 RUN = "tenant/tenant-foo"
 
@@ -29,6 +29,20 @@ def as_run(workflow_id: str, workflow_type: str = "TenantOnboarding") -> Activit
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, workflow_id=workflow_id, workflow_type=workflow_type)
     return env
+
+
+async def onboard_storage(contract: TenantContract) -> tuple[StepInput, dict[str, StepResult]]:
+    """Run the three storage steps as run RUN; the input carries their facts, the results are by step."""
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id=RUN)
+    done = {}
+    for name, step in (
+        ("filesystems", storage.ensure_filesystems),
+        ("quotas", storage.ensure_quotas),
+        ("csi", storage.ensure_csi),
+    ):
+        done[name] = await run_activity(step, inp)
+        inp = inp.model_copy(update={"facts": done[name].facts})
+    return inp, done
 
 
 async def test_a_foreign_csi_secret_is_refused_not_adopted(storage_lab: StorageLab) -> None:
@@ -52,15 +66,7 @@ async def test_a_foreign_csi_secret_is_refused_not_adopted(storage_lab: StorageL
 
 async def test_undo_leaves_alone_what_another_run_made(storage_lab: StorageLab) -> None:
     contract = storage_lab.contract()
-    inp = StepInput(contract=contract, facts=identity_facts(), run_id=RUN)
-    done = {}
-    for name, step in (
-        ("filesystems", storage.ensure_filesystems),
-        ("quotas", storage.ensure_quotas),
-        ("csi", storage.ensure_csi),
-    ):
-        done[name] = await run_activity(step, inp)
-        inp = inp.model_copy(update={"facts": done[name].facts})
+    inp, done = await onboard_storage(contract)
     weka_before, kube_before = await storage_lab.snapshot(), await storage_lab.kube_snapshot()
     undone = await run_activity(
         storage.undo,
@@ -123,15 +129,7 @@ async def test_shared_org_rollback_keeps_another_tenants_quota(storage_lab: Stor
 
 async def test_the_tenants_teardown_removes_what_carries_its_markers(storage_lab: StorageLab) -> None:
     contract = storage_lab.contract()
-    inp = StepInput(contract=contract, facts=identity_facts(), run_id=RUN)
-    done = {}
-    for name, step in (
-        ("filesystems", storage.ensure_filesystems),
-        ("quotas", storage.ensure_quotas),
-        ("csi", storage.ensure_csi),
-    ):
-        done[name] = await run_activity(step, inp)
-        inp = inp.model_copy(update={"facts": done[name].facts})
+    inp, done = await onboard_storage(contract)
     teardown = as_run("offboard/tenant-foo", "TenantOffboarding")
     for name in ("csi", "quotas", "filesystems"):
         await run_activity(

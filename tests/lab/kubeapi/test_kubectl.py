@@ -9,37 +9,7 @@ import threading
 
 from tests.lab.kubeapi.conftest import Cluster
 from tests.lab.kubeapi.test_conformance import RESERVATION_CRD
-
-QUOTA_MANIFEST = """\
-apiVersion: v1
-kind: ResourceQuota
-metadata:
-  name: tenant-foo-quota
-  namespace: {ns}
-spec:
-  hard:
-    requests.nvidia.com/gpu: "64"
-    requests.cpu: "1024"
-    requests.memory: "8Ti"
-    limits.memory: "10Ti"
-    persistentvolumeclaims: "50"
-    requests.storage: "100Ti"
----
-apiVersion: v1
-kind: LimitRange
-metadata:
-  name: tenant-foo-defaults
-  namespace: {ns}
-spec:
-  limits:
-    - type: Container
-      default:
-        cpu: "4"
-        memory: "16Gi"
-      defaultRequest:
-        cpu: "1"
-        memory: "4Gi"
-"""
+from tests.runbook_manifests import QUOTA_MANIFEST
 
 RESERVATION = """\
 apiVersion: scheduling.example.io/v1alpha1

@@ -5,41 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, probe_blocked
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.seed import seed_tenant_cluster
+from tests.runbook_manifests import runbook_policies
 
 NS = "tenant-foo"
 POD = "login-tenant-foo-0"
-RUNBOOK_POLICIES = """
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: tenant-foo-deny-all, namespace: tenant-foo}
-spec: {podSelector: {}, policyTypes: [Ingress, Egress]}
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: tenant-foo-allow, namespace: tenant-foo}
-spec:
-  podSelector: {}
-  policyTypes: [Ingress, Egress]
-  ingress:
-    - from:
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
-  egress:
-    - to:
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: tenant-foo } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: slurm-control } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: auth } }
-        - namespaceSelector: { matchLabels: { kubernetes.io/metadata.name: kube-system } }
-      ports:
-        - { port: 53, protocol: UDP }
-        - { port: 636, protocol: TCP }
-        - { port: 443, protocol: TCP }
-"""
 
 
 @pytest.fixture
@@ -77,7 +50,7 @@ def test_without_policies_every_probe_passes(store: Store) -> None:
 
 
 def test_the_runbooks_policies_drop_slurmctld_but_not_ldap(store: Store) -> None:
-    for obj in yaml.safe_load_all(RUNBOOK_POLICIES):
+    for obj in runbook_policies():
         store.create(obj)
     blocked = probe_blocked(store, NS, POD, SLURMCTLD)
     assert blocked is not None and "slurmctld.slurm-control:6817/TCP (egress)" in blocked
