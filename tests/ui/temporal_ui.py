@@ -44,7 +44,8 @@ class TemporalUI:
 
     async def open_run(self, workflow_id: str) -> None:
         await self.page.goto(f"{self.base_url}/namespaces/{self.namespace}/workflows/{quote(workflow_id, safe='')}")
-        await expect(self.page.get_by_test_id("workflow-id-heading")).to_contain_text(workflow_id)
+        # the first render of a run's page can take longer than expect's 5 s default on a loaded machine
+        await expect(self.page.get_by_test_id("workflow-id-heading")).to_contain_text(workflow_id, timeout=30_000)
 
     async def user_metadata(self) -> Metadata:
         await self.page.get_by_role("tab", name="User Metadata").click()
