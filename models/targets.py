@@ -3,7 +3,8 @@
 A contract names a cluster (``context``); the worker alone knows which kubeconfig reaches it
 (:mod:`activities.clusters`, ``TENANTFLOW_CLUSTERS_FILE``). ``kubeconfig`` is never loaded from a contract: the
 contract loaders refuse it, and the worker refuses a target whose ``kubeconfig`` differs from its registry's. The
-field stays so that runs recorded before the registry still decode on replay.
+field stays so that runs recorded before the registry still decode on replay; unset, it is left out of a
+serialized target.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class KubeTarget(Strict):
     )
     kubeconfig: SkipJsonSchema[str | None] = Field(
         None,
+        exclude_if=lambda path: path is None,
         description="not accepted in a contract: the worker's "
         "cluster registry says which kubeconfig reaches the cluster",
     )
