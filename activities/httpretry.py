@@ -29,7 +29,7 @@ IN_PLACE_BUDGET_S = 45.0
 """The longest one :func:`send` may take, tries and waits included (below the 60 s heartbeat timeout)."""
 
 
-def _wait_s(attempt: int, retry_after: str | None) -> float | None:
+def in_place_wait_s(attempt: int, retry_after: str | None) -> float | None:
     """Seconds to wait before the next try, or None when the server asks for longer than we wait in place."""
     asked = retry_after_seconds(retry_after)
     if asked is None:
@@ -59,7 +59,7 @@ def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Res
             continue
         if response.status_code not in TRANSIENT_STATUS:
             return response
-        wait = _wait_s(attempt, response.headers.get("Retry-After"))
+        wait = in_place_wait_s(attempt, response.headers.get("Retry-After"))
         if wait is None or not _fits(http, started, wait):
             return response
         time.sleep(wait)

@@ -3,20 +3,26 @@
 ``api_client(target)`` builds (and caches) a ``kubernetes.client.ApiClient`` for one context, whose reads retry
 transient failures in place (:mod:`activities.httpretry`). ``request`` sends one JSON request over that client
 and maps HTTP failures to Temporal errors (:func:`activities.errors.http_error`); :mod:`activities.kubeobjects`
-builds every object read and write on it. ``exec_in`` runs a command in one named container of a pod over the
+builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATCH``) names the field manager
+:data:`FIELD_MANAGER` through the documented ``fieldManager`` query parameter (Kubernetes documentation,
+"Server-Side Apply", Managers: https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so
+``metadata.managedFields`` names tenantflow instead of the client's User-Agent (``OpenAPI-Generator``); ``DELETE``
+takes no field manager (``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
 exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
 ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
 
 Which kubeconfig reaches a target comes from the worker's cluster registry (:mod:`activities.clusters`), never
 from the contract. Every request has a timeout (:data:`REQUEST_TIMEOUT_S`, connect and read) and every exec a
-deadline (:data:`EXEC_TIMEOUT_S`), so that with the in-place read retries an attempt ends well inside the
-60 s heartbeat timeout instead of hanging on a dead connection.
+deadline (``TENANTFLOW_EXEC_TIMEOUT``, :attr:`activities.settings.ServiceSettings.exec_timeout_s`, at most 55 s),
+so that with the in-place read retries an attempt ends well inside the 60 s heartbeat timeout instead of hanging
+on a dead connection.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import urllib3
@@ -25,19 +31,21 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 from pydantic import BaseModel
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
+from urllib3 import HTTPHeaderDict
 
 from tenantflow.activities import clusters
 from tenantflow.activities.errors import TRANSIENT, http_error
-from tenantflow.activities.httpretry import kube_retries
+from tenantflow.activities.httpretry import READ_ATTEMPTS, TRANSIENT_STATUS, in_place_wait_s, kube_retries
+from tenantflow.activities.settings import settings
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
+FIELD_MANAGER = "tenantflow"
+WRITES = frozenset({"POST", "PUT", "PATCH"})
 REQUEST_TIMEOUT_S = (3.0, 8.0)
 """Connect and read timeout of one request; with :data:`activities.httpretry.READ_ATTEMPTS` tries of a read and
 their backoff, under 50 s."""
-EXEC_TIMEOUT_S = 45
-"""Default deadline of an exec, below the 60 s heartbeat timeout."""
 
 # The exec websocket (websocket-client, whose sockets take this default) connects and reads a frame within the
 # same bound as a request: kubernetes.stream passes no timeout of its own.
@@ -91,11 +99,13 @@ def request(
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
 ) -> Json:
-    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer."""
+    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
+    A write carries ``fieldManager=tenantflow``."""
     api = api_client(target)
     headers = {"Content-Type": content_type, "Accept": "application/json"}
+    params = [*(query or []), *([("fieldManager", FIELD_MANAGER)] if method in WRITES else [])]
     _, url, headers, body, _ = api.param_serialize(
-        method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+        method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
     )
     try:
         response = api.call_api(method, url, headers, body, _request_timeout=REQUEST_TIMEOUT_S)
@@ -136,36 +146,66 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
 
 
 def exec_in(
-    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = EXEC_TIMEOUT_S
+    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int | None = None
 ) -> ExecOutput:
     """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code. The exec
-    runs for at most ``timeout_s``, capped at :data:`EXEC_TIMEOUT_S` (below the heartbeat timeout).
+    runs for at most ``timeout_s``, capped at (and by default) ``TENANTFLOW_EXEC_TIMEOUT`` (below the heartbeat
+    timeout).
 
     The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
     websocket call while it runs, so on the shared client a concurrent request from another activity thread
     went out as a websocket handshake ("Handshake status 200 OK"), and two overlapping execs could leave the
     shared client patched for good."""
-    with _new_client(target) as api:
-        try:
-            resp = stream(
-                client.CoreV1Api(api).connect_get_namespaced_pod_exec,
-                pod,
-                namespace,
-                command=argv,
-                container=container,
-                stderr=True,
-                stdin=False,
-                stdout=True,
-                tty=False,
-                _preload_content=False,
-            )
-        except ApiException as exc:
-            raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
-        try:
-            resp.run_forever(timeout=min(timeout_s, EXEC_TIMEOUT_S))
-            stdout = resp.read_stdout() if resp.peek_stdout() else ""
-            stderr = resp.read_stderr() if resp.peek_stderr() else ""
-            code = resp.returncode
-        finally:
-            resp.close()
+    attempt = 0
+    while True:
+        attempt += 1
+        with _new_client(target) as api:
+            try:
+                resp = stream(
+                    client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+                    pod,
+                    namespace,
+                    command=argv,
+                    container=container,
+                    stderr=True,
+                    stdin=False,
+                    stdout=True,
+                    tty=False,
+                    _preload_content=False,
+                )
+            except ApiException as exc:
+                time.sleep(_handshake_refused(target, exc, attempt))
+                continue
+            cap = settings().exec_timeout_s
+            return _run(resp, cap if timeout_s is None else min(timeout_s, cap))
+
+
+def _handshake_refused(target: KubeTarget, exc: ApiException, attempt: int) -> float:
+    """Seconds to wait before opening the exec again, or the error to fail with.
+
+    A handshake the apiserver refused with a transient status (429, 5xx) never started the command, so it is
+    tried again in place like a read (honouring ``Retry-After``); anything else fails the attempt.
+    kubernetes' ``websocket_call`` turns every exception into ``ApiException(status=0)``: the refused
+    handshake's status and headers are on the websocket exception it wraps, and the activity's cancel, raised
+    in its thread during the handshake, stays a cancel (not "apiserver unavailable")."""
+    cause = exc.__context__
+    if isinstance(cause, CancelledError):
+        raise cause from None
+    status = int(getattr(cause, "status_code", None) or exc.status or 0)
+    headers = HTTPHeaderDict(getattr(cause, "resp_headers", None) or exc.headers or {})
+    wait = in_place_wait_s(attempt, headers.get("Retry-After"))
+    if status not in TRANSIENT_STATUS or attempt >= READ_ATTEMPTS or wait is None:
+        raise _error(target, status, exc.body, str(exc.reason), headers) from None
+    return wait
+
+
+def _run(resp: Any, timeout_s: int) -> ExecOutput:
+    """Read an open exec stream to its end (at most ``timeout_s``)."""
+    try:
+        resp.run_forever(timeout=timeout_s)
+        stdout = resp.read_stdout() if resp.peek_stdout() else ""
+        stderr = resp.read_stderr() if resp.peek_stderr() else ""
+        code = resp.returncode
+    finally:
+        resp.close()
     return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code if code is not None else -1))

@@ -11,14 +11,14 @@ learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinf
 
 from __future__ import annotations
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient, kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
-from tenantflow.activities.polling import from_poll_interval, poll_until
+from tenantflow.activities.polling import from_poll_interval, heartbeat, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -60,7 +60,7 @@ def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
     return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
 
 
-@activity.defn(name="login.plan")
+@defn(name="login.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -108,7 +108,7 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
     return states
 
 
-@activity.defn(name="login.release")
+@defn(name="login.release")
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -124,7 +124,10 @@ def release(inp: StepInput) -> StepResult:
 
 def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
     """Run ``argv`` in the login container (setting ``login_container``) of one of the tenant's login pods."""
-    return kubeclient.exec_in(contract.cluster, contract.namespace, pod, settings().login_container, argv)
+    cfg = settings()
+    return kubeclient.exec_in(
+        contract.cluster, contract.namespace, pod, cfg.login_container, argv, timeout_s=cfg.exec_timeout_s
+    )
 
 
 def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
@@ -145,6 +148,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
     findings: list[Finding] = []
     for user in contract.usernames:
+        heartbeat({"getent": user})
         out = _getent_warm(contract, pod, ["getent", "passwd", user])
         fields = out.stdout.strip().split(":")
         if out.exit_code != 0 or len(fields) < 7:
@@ -267,18 +271,19 @@ def checks(inp: StepInput) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="login.verify")
+@defn(name="login.verify")
 def verify(inp: StepInput) -> StepResult:
     findings = checks(inp)
     errors = [f for f in findings if not f.ok]
     if errors:
         raise fail(
-            "VerificationFailed", "login pod checks failed: " + "; ".join(f"{f.message} (fix: {f.fix})" for f in errors)
+            "VerificationFailed",
+            "login pod checks failed: " + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
         )
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="login.undo")
+@defn(name="login.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the release and Secret we created; wait until the chart's pods are gone."""
     contract = inp.contract

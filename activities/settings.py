@@ -7,10 +7,12 @@ inputs, histories and query results carry references such as Secret names.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from tenantflow.models.lifecycle import DEFAULT_REMINDER_DAYS
 from tenantflow.models.records import DEFAULT_NAMESPACE as RECORDS_NAMESPACE
 
 
@@ -72,15 +74,47 @@ class ServiceSettings(BaseSettings):
         alias="SLURM_CONTROLLER_CONTAINER",
         description="the container of the slurmctld pod that commands run in",
     )
+    slurmd_container: str = Field(
+        "slurmd",
+        alias="SLURMD_CONTAINER",
+        description="the container of a slurmd (SUNK NodeSet) pod that checks run in",
+    )
+    slurmd_pod_selector: str = Field(
+        "app.kubernetes.io/component=slurmd",
+        alias="SLURMD_POD_SELECTOR",
+        description="label selector of the slurmd (NodeSet) pods in SLURM_NAMESPACE",
+    )
+    exec_timeout_s: int = Field(
+        45,
+        alias="TENANTFLOW_EXEC_TIMEOUT",
+        ge=1,
+        le=55,
+        description="timeout of one pod exec: below the activities' 60 s heartbeat timeout",
+    )
     login_container: str = Field(
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    konduktor_bin: str = Field(
+        "konduktor",
+        alias="KONDUKTOR_BIN",
+        description="the konduktor CLI the enrollment steps run (a name on PATH or a path)",
+    )
     records_namespace: str = Field(
         RECORDS_NAMESPACE,
         alias="TENANTFLOW_RECORDS_NAMESPACE",
         pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
         description="platform namespace of the tenant and worker records",
+    )
+    notify_webhook_url: str | None = Field(
+        None,
+        alias="TENANTFLOW_NOTIFY_WEBHOOK_URL",
+        description="where term notices are POSTed as JSON; unset: notices are only logged and shown by `term`",
+    )
+    term_reminder_days: Annotated[list[int], NoDecode] = Field(
+        list(DEFAULT_REMINDER_DAYS),
+        alias="TENANTFLOW_TERM_REMINDER_DAYS",
+        description="comma-separated days before a term's end that a reminder goes out (e.g. 30,7,1)",
     )
     http_timeout_s: float = Field(
         10.0,
@@ -91,6 +125,26 @@ class ServiceSettings(BaseSettings):
         "in-place retries (activities/httpretry.py) under the heartbeat timeout",
     )
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
+
+    @field_validator("notify_webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("is not an http:// or https:// URL; set the receiver's URL or leave the variable unset")
+        return value
+
+    @field_validator("term_reminder_days", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            days = sorted({int(part) for part in value.split(",") if part.strip()}, reverse=True)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a comma-separated list of whole days; write e.g. 30,7,1") from None
+        if any(not 1 <= day <= 3650 for day in days):
+            raise ValueError(f"{value!r}: every reminder is 1 to 3650 days before the end; write e.g. 30,7,1")
+        return days
 
 
 @lru_cache(maxsize=1)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_accounting import (
     Ensurer,
@@ -25,10 +25,11 @@ from tenantflow.activities.slurm_accounting import (
 )
 from tenantflow.activities.slurm_cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
 from tenantflow.activities.slurm_partition import (
+    confirm_partition,
+    line_nodes,
     partition_problems,
     read_partition_key,
     restore_partition,
-    wait_rendered,
     write_partition_key,
 )
 from tenantflow.activities.slurm_users import ensure_uids, wait_resolved
@@ -40,7 +41,7 @@ from tenantflow.activities.slurm_wants import (
     want_qos,
     want_users,
 )
-from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
+from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity, SlurmObject, SlurmPartition
@@ -60,7 +61,7 @@ def _ctl(c: TenantContract) -> SlurmCtl:
     return SlurmCtl.connect(c.cluster)
 
 
-@activity.defn(name="slurm.preflight")
+@defn(name="slurm.preflight")
 def preflight(inp: StepInput) -> StepResult:
     c = inp.contract
     findings: list[Finding] = []
@@ -141,9 +142,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
         else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
         "remove the partition from slurm.conf or choose another slug",
     )
-    taken = {
-        n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in expand_hostlist(_field(line, "Nodes"))
-    }
+    taken = {n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in line_nodes(line) or []}
     clash = sorted(n for n in nodes if n in taken)
     check(
         "nodes_free",
@@ -164,11 +163,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
     )
 
 
-def _field(line: str, key: str) -> str:
-    return next((t.split("=", 1)[1] for t in line.split() if t.startswith(f"{key}=")), "")
-
-
-@activity.defn(name="slurm.plan")
+@defn(name="slurm.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     c = inp.contract
     ctl = _ctl(c)
@@ -196,20 +191,20 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return steps
 
 
-@activity.defn(name="slurm.accounts")
+@defn(name="slurm.accounts")
 def accounts(inp: StepInput) -> StepResult:
     ens = Ensurer(_ctl(inp.contract), inp.contract)
     return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
 
 
-@activity.defn(name="slurm.qos")
+@defn(name="slurm.qos")
 def qos(inp: StepInput) -> StepResult:
     c = inp.contract
     ens = Ensurer(_ctl(c), c)
     return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
 
 
-@activity.defn(name="slurm.users")
+@defn(name="slurm.users")
 def users(inp: StepInput) -> StepResult:
     c = inp.contract
     ctl = _ctl(c)
@@ -222,7 +217,7 @@ def users(inp: StepInput) -> StepResult:
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:
-        undo_results(ctl, list(reversed(results)))
+        undo_results(ctl, c.slug, list(reversed(results)))
         raise
     findings = (
         [
@@ -240,7 +235,7 @@ def users(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="slurm.partition")
+@defn(name="slurm.partition")
 def partition(inp: StepInput) -> StepResult:
     c = inp.contract
     nodes = _nodes(inp)
@@ -252,8 +247,7 @@ def partition(inp: StepInput) -> StepResult:
         write_partition_key(c, line)
     try:
         if outcome != Outcome.unchanged or partition_problems(ctl, c, nodes):
-            wait_rendered(c)
-            ctl.run(["scontrol", "reconfigure"])
+            confirm_partition(ctl, c, nodes)
         problems = partition_problems(ctl, c, nodes)
         if problems:
             raise fail("Invalid", f"partition {c.slug} after reconfigure: " + "; ".join(problems))
@@ -272,7 +266,7 @@ def partition(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts)
 
 
-@activity.defn(name="slurm.undo")
+@defn(name="slurm.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)
@@ -282,7 +276,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         for r in reversed(inp.results)
         if r.kind != "partition"
     ]
-    done = undo_results(ctl, accounting, before_delete=lambda res: release_qos(ctl, c, res))
+    done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tenantflow.activities.errors import fail
+from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.slurm_cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
@@ -29,8 +30,8 @@ from tenantflow.activities.slurm_cli import (
     word,
     words,
 )
-from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, want_account_qos
-from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
+from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, qos_marker, want_account_qos
+from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
@@ -76,6 +77,7 @@ def read_world(ctl: SlurmCtl, c: TenantContract) -> World:
         organizations={r.account: r.organization for r in records},
         qos={
             q.name: {
+                "Description": q.description,
                 "Priority": q.priority,
                 "GrpTRES": q.grptres,
                 "MaxWall": q.maxwall,
@@ -130,6 +132,21 @@ def _same(key: str, want: str, have: str) -> bool:
     if key == "GrpTRES":
         return want in have.split(",")
     return want == have
+
+
+def foreign(world: World, slug: str, kind: str, name: str, account: str = "") -> str | None:
+    """Why the existing object is not provably tenantflow's for ``slug`` (None when it carries our marker or is
+    gone): accounts by ``Organization``, QoS by ``Description``, user associations by their account's."""
+    if kind in ("account", "account-qos", "user"):
+        owner = name if kind != "user" else account
+        org = world.organizations.get(owner)
+        if org is not None and org.lower() != slug:
+            return f"account {owner} has Organization={org or '(empty)'}, not {slug}"
+    elif kind == "qos" and name in world.qos:
+        description = world.qos[name].get("Description", "")
+        if description.lower() != qos_marker(slug):
+            return f"QoS {name} has Description={description or '(empty)'}, not {qos_marker(slug)}"
+    return None
 
 
 def differences(want: Want, have: dict[str, str]) -> dict[str, str]:
@@ -210,6 +227,14 @@ class Ensurer:
             self.ctl.run(add_argv(want))
             outcome = Outcome.created
         else:
+            other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
+            if other is not None and not self._legacy_qos(world, want):
+                raise fail(
+                    "Conflict",
+                    f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
+                    f"{self.contract.slug} ({other}); it is not adopted: pick another slug or "
+                    "remove it by hand",
+                )
             changed = differences(want, have)
             if changed and want.kind == "user" and "Account" in changed:
                 raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
@@ -220,24 +245,56 @@ class Ensurer:
             outcome = Outcome.updated if changed else Outcome.unchanged
         self.results.append(EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=outcome, data=data))
 
+    def _legacy_qos(self, world: World, want: Want) -> bool:
+        """A QoS made before QoS carried the marker: unmarked (Slurm shows its name or nothing) and listed by
+        the tenant account, which carries ours; it is adopted and gets the marker."""
+        description = world.qos.get(want.name, {}).get("Description", "")
+        account = world.account(self.contract.slug)
+        return (
+            want.kind == "qos"
+            and description in ("", want.name)
+            and account is not None
+            and want.name in account.qos
+            and foreign(world, self.contract.slug, "account", account.account) is None
+        )
+
     def run(self, wants: list[Want]) -> list[EnsureResult]:
         world = read_world(self.ctl, self.contract)
         try:
             for want in wants:
+                heartbeat({"slurm": f"{want.kind} {want.name}"})
                 self.ensure(want, world)
         except Exception:
-            undo_results(self.ctl, list(reversed(self.results)))
+            undo_results(self.ctl, self.contract.slug, list(reversed(self.results)))
             raise
         return self.results
 
 
 def undo_results(
-    ctl: SlurmCtl, results: list[EnsureResult], before_delete: Callable[[EnsureResult], None] | None = None
+    ctl: SlurmCtl, slug: str, results: list[EnsureResult], before_delete: Callable[[EnsureResult], None] | None = None
 ) -> list[EnsureResult]:
-    """Delete what was created and put back what was updated, newest first."""
+    """Delete what was created and put back what was updated, newest first; an object that does not carry
+    tenantflow's marker for ``slug`` is left alone and reported so (outcome unchanged, :class:`Kept`)."""
     done: list[EnsureResult] = []
+    world = read_world_of(ctl, results)
     for res in results:
         kind, data = res.kind, res.data_as(SlurmObject)
+        heartbeat({"undo": f"{kind} {res.name}"})
+        other = (
+            foreign(world, slug, kind, res.name, data.account or "")
+            if res.outcome in (Outcome.created, Outcome.updated)
+            else None
+        )
+        if other is not None:
+            done.append(
+                res.model_copy(
+                    update={
+                        "outcome": Outcome.unchanged,
+                        "data": Kept(kept=f"left alone: not provably made by tenantflow for {slug}: {other}"),
+                    }
+                )
+            )
+            continue
         if res.outcome == Outcome.created:
             if before_delete is not None:
                 before_delete(res)
@@ -265,6 +322,23 @@ def undo_results(
         else:
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
     return done
+
+
+def read_world_of(ctl: SlurmCtl, results: list[EnsureResult]) -> World:
+    """What sacctmgr says about the accounts and QoS named in ``results`` (their markers)."""
+    accounts = sorted(
+        {r.name for r in results if r.kind in ("account", "account-qos")}
+        | {a for r in results if r.kind == "user" and (a := r.data_as(SlurmObject).account)}
+    )
+    qos = sorted({r.name for r in results if r.kind == "qos"})
+    records = parse_accounts(ctl.show("account", {"names": words(accounts)}, ACCOUNT_FORMAT)) if accounts else []
+    rows = parse_qos(ctl.show("qos", {"names": words(qos)}, QOS_FORMAT)) if qos else []
+    return World(
+        assocs=[],
+        descriptions={r.account: r.description for r in records},
+        organizations={r.account: r.organization for r in records},
+        qos={q.name: {"Description": q.description} for q in rows},
+    )
 
 
 def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:

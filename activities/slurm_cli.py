@@ -6,13 +6,14 @@ first (:func:`word`, :func:`text`). Parsers turn ``sacctmgr show ... -P -n``
 ``sinfo`` output into pydantic models. Durations are compared in minutes and node
 lists through Slurm's compressed hostlist form (``gpu-[01-08]``), both of which
 Slurm normalises on output. :class:`SlurmCtl` runs commands in the slurmctld pod
-of a tenant cluster (like ``kubectl -n slurm-control exec deploy/slurmctld --``).
+of a tenant cluster (like ``kubectl -n slurm-control exec deploy/slurmctld -c slurmctld --``);
+:func:`slurmd_pods` finds the SUNK NodeSet (slurmd) pods of given nodes, where jobs run, and
+:meth:`SlurmCtl.on_slurmd` runs a command in one of them (container ``slurmd_container``).
+Every exec is bounded by ``exec_timeout_s``, below the activities' heartbeat timeout.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,14 +23,12 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient
 from tenantflow.activities.errors import fail
+from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.settings import settings
 from tenantflow.models.hostlist import expand_hostlist
 from tenantflow.models.targets import KubeTarget
 
 SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
-RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
-"""Set by the Slurm operator on the partitions ConfigMap once its data is rendered into slurm.conf."""
-RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
 UNAVAILABLE_PATTERNS = re.compile(
     r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
     r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint",
@@ -114,6 +113,7 @@ class AccountRecord(BaseModel):
 
 class QosRecord(BaseModel):
     name: str
+    description: str = ""
     priority: str = ""
     grptres: str = ""
     maxwall: str = ""
@@ -161,7 +161,7 @@ ASSOC_FORMAT = (
     "defaultqos",
 )
 ACCOUNT_FORMAT = ("account", "description", "organization")
-QOS_FORMAT = ("name", "priority", "grptres", "maxwall", "flags", "preemptmode")
+QOS_FORMAT = ("name", "description", "priority", "grptres", "maxwall", "flags", "preemptmode")
 
 
 def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
@@ -230,19 +230,6 @@ def parse_sbatch(output: str) -> int:
     return int(first)
 
 
-def partitions_hash(data: Mapping[str, str] | None) -> str:
-    """Content hash of the partitions ConfigMap data; the operator annotates it once rendered."""
-    body = json.dumps(dict(sorted((data or {}).items())), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
-
-
-def render_partitions(data: Mapping[str, str] | None) -> str:
-    """The ``partitions.conf`` text for the ConfigMap data: one ``<slug>.conf`` key per partition."""
-    lines = ["# rendered from ConfigMap slurm-partitions; do not edit"]
-    lines += [value.strip() for key, value in sorted((data or {}).items()) if key.endswith(".conf")]
-    return "\n".join(lines) + "\n"
-
-
 # ---------------------------------------------------------------- argv builders
 
 
@@ -302,12 +289,17 @@ class SlurmCtl:
         cfg = settings()
         return cls(target=target, pod=kubeclient.deployment_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
 
-    def run(self, argv: list[str], *, check: bool = True, timeout_s: int = 120) -> kubeclient.ExecOutput:
+    def run(self, argv: list[str], *, check: bool = True) -> kubeclient.ExecOutput:
         if is_write(argv):
             self.writes.append(argv)
         cfg = settings()
         out = kubeclient.exec_in(
-            self.target, cfg.slurm_namespace, self.pod, cfg.slurm_controller_container, argv, timeout_s=timeout_s
+            self.target,
+            cfg.slurm_namespace,
+            self.pod,
+            cfg.slurm_controller_container,
+            argv,
+            timeout_s=cfg.exec_timeout_s,
         )
         if check and out.exit_code != 0:
             raise command_error(argv, out)
@@ -315,6 +307,26 @@ class SlurmCtl:
 
     def show(self, entity: str, where: Mapping[str, str], columns: Iterable[str]) -> str:
         return self.run(sacctmgr_show(entity, where, columns)).stdout
+
+    def on_slurmd(self, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+        """Run a read-only command in the slurmd container of the NodeSet pod ``pod``."""
+        cfg = settings()
+        return kubeclient.exec_in(
+            self.target, cfg.slurm_namespace, pod, cfg.slurmd_container, argv, timeout_s=cfg.exec_timeout_s
+        )
+
+
+def slurmd_pods(target: KubeTarget, nodes: Iterable[str]) -> dict[str, Manifest]:
+    """The running slurmd (SUNK NodeSet) pods on ``nodes``, by node: pods matching ``slurmd_pod_selector`` in
+    the Slurm namespace whose ``spec.nodeName`` is one of the nodes."""
+    cfg = settings()
+    wanted = set(nodes)
+    found: dict[str, Manifest] = {}
+    for pod in KubeObjects(target).list("Pod", cfg.slurm_namespace, label_selector=cfg.slurmd_pod_selector):
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        if node in wanted and (pod.get("status") or {}).get("phase") == "Running":
+            found.setdefault(node, pod)
+    return dict(sorted(found.items()))
 
 
 def command_error(argv: list[str], out: kubeclient.ExecOutput) -> ApplicationError:

@@ -1,9 +1,12 @@
 """The tenant's Slurm partition through the Slurm operator's ConfigMap ``slurm-partitions``.
 
-One ``<slug>.conf`` key per tenant, never ``scontrol create``: a write waits for the
-operator's rendered-hash annotation, then ``scontrol reconfigure``, and
-:func:`partition_problems` checks the live partition (``scontrol show partition``)
-against the contract. The partition's ``AllowAccounts`` lists the tenant account
+One ``<slug>.conf`` key per tenant, never ``scontrol create``. The operator renders
+the ConfigMap into slurm.conf (SUNK's slurm-operator; nothing of ours marks when it
+did), so after a write :func:`confirm_partition` runs ``scontrol reconfigure`` and
+``scontrol show partition`` with backoff until slurmctld itself reports the
+partition with the wanted nodes (or, after a removal, no longer knows it); then
+:func:`partition_problems` compares what slurmctld reports (Nodes, MaxTime,
+AllowAccounts, OverSubscribe, ...) with the contract. The partition's ``AllowAccounts`` lists the tenant account
 and its team sub-account, because Slurm matches job accounts exactly and users
 submit under the sub-account.
 """
@@ -14,20 +17,16 @@ from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.settings import settings
-from tenantflow.activities.slurm_cli import (
-    RENDER_ERROR_ANNOTATION,
-    RENDERED_ANNOTATION,
-    SlurmCtl,
-    parse_partition,
-    partitions_hash,
-    same_duration,
-    word,
-)
+from tenantflow.activities.slurm_cli import Partition, SlurmCtl, parse_partition, same_duration, word
 from tenantflow.activities.slurm_wants import allow_accounts
-from tenantflow.models.hostlist import compress_hostlist
+from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.tenant import TenantContract
 
-RENDER_TIMEOUT_S = 120.0
+CONFIRM_BUDGET_S = 50.0
+MAX_TIME_FIX = (
+    "set MaxTime=UNLIMITED (or at least the contract's wall limit) in the partition definition and "
+    "tell the tenant the wall limit at handover"
+)
 
 
 def _configmap(c: TenantContract) -> Manifest | None:
@@ -60,42 +59,56 @@ def write_partition_key(c: TenantContract, line: str | None) -> None:
     objs.patch("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace, {"data": {key: line}})
 
 
-def wait_rendered(c: TenantContract, timeout_s: float = RENDER_TIMEOUT_S) -> None:
-    """Poll (with backoff, heartbeating) until the operator annotated the hash of the current data."""
-    cfg = settings()
+def live_partition(ctl: SlurmCtl, c: TenantContract) -> Partition | None:
+    """``scontrol show partition <slug>`` as slurmctld reports it; None when it does not know the partition."""
+    out = ctl.run(["scontrol", "show", "partition", word(c.slug)], check=False)
+    return parse_partition(out.stdout) if out.exit_code == 0 else None
 
-    def rendered() -> bool:
-        cm = _configmap(c)
-        if cm is None:
-            raise fail("NotFound", f"ConfigMap {cfg.slurm_namespace}/{cfg.slurm_partitions_configmap} is gone")
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(RENDER_ERROR_ANNOTATION):
-            raise fail(
-                "Invalid",
-                f"the Slurm operator refused ConfigMap {cfg.slurm_partitions_configmap}: "
-                f"{annotations[RENDER_ERROR_ANNOTATION]}",
-            )
-        return bool(annotations.get(RENDERED_ANNOTATION) == partitions_hash(cm.get("data")))
+
+def line_nodes(line: str | None) -> list[str] | None:
+    """The nodes of a ``PartitionName=`` line (None for no line: the partition should not exist)."""
+    if line is None:
+        return None
+    value = next((t.split("=", 1)[1] for t in line.split() if t.startswith("Nodes=")), "")
+    return sorted(expand_hostlist(value)) if value else []
+
+
+def confirm_partition(
+    ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float = CONFIRM_BUDGET_S
+) -> Partition | None:
+    """Reconfigure and read the partition back until slurmctld reports it with ``nodes`` (None: until it is
+    gone); a timeout error naming what slurmctld still reports."""
+    want = None if nodes is None else sorted(nodes)
+
+    def loaded(part: Partition | None) -> bool:
+        return part is None if want is None else part is not None and sorted(part.nodes) == want
+
+    def probe() -> Partition | None:
+        ctl.run(["scontrol", "reconfigure"])
+        return live_partition(ctl, c)
 
     waited = poll_until(
-        rendered,
-        bool,
+        probe,
+        loaded,
         every=from_poll_interval(),
-        budget_s=timeout_s,
-        detail=lambda _: f"waiting for the Slurm operator to render {c.slug}.conf",
+        budget_s=budget_s,
+        detail=lambda part: f"waiting for slurmctld to report partition {c.slug}",
     )
     if not waited.done:
+        seen = "no such partition" if waited.value is None else f"Nodes={waited.value.get('Nodes')}"
+        target = "to be gone" if want is None else f"with Nodes={compress_hostlist(want)}"
         raise fail(
             "Timeout",
-            f"the Slurm operator did not render ConfigMap {cfg.slurm_partitions_configmap} "
-            f"within {timeout_s:.0f} s; check the operator's logs",
+            f"slurmctld still reports {seen} for partition {c.slug} {budget_s:.0f} s after "
+            f"ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); check "
+            "that the Slurm operator renders the ConfigMap into slurm.conf and its logs",
         )
+    return waited.value
 
 
 def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> list[str]:
     """How the live partition differs from the contract (empty when it matches)."""
-    out = ctl.run(["scontrol", "show", "partition", word(c.slug)], check=False)
-    part = parse_partition(out.stdout) if out.exit_code == 0 else None
+    part = live_partition(ctl, c)
     if part is None:
         return [f"partition {c.slug} is not known to slurmctld"]
     problems = []
@@ -113,13 +126,15 @@ def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> li
         for k, v in checks.items()
         if sorted(part.get(k).split(",")) != sorted(v.split(","))
     ]
-    for key, want in (("MaxTime", c.slurm.partition_max_time), ("DefaultTime", c.slurm.partition_default_time)):
-        if not same_duration(want, part.get(key)):
-            problems.append(f"{key}={part.get(key)}, want {want}")
+    if not same_duration(c.slurm.partition_default_time, part.get("DefaultTime")):
+        problems.append(f"DefaultTime={part.get('DefaultTime')}, want {c.slurm.partition_default_time}")
+    if not same_duration(c.slurm.partition_max_time, part.get("MaxTime")):
+        problems.append(
+            f"slurm.max_time: MaxTime={part.get('MaxTime')}, want {c.slurm.partition_max_time} (fix: {MAX_TIME_FIX})"
+        )
     return problems
 
 
 def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> None:
     write_partition_key(c, previous)
-    wait_rendered(c)
-    ctl.run(["scontrol", "reconfigure"])
+    confirm_partition(ctl, c, line_nodes(previous))

@@ -1,5 +1,9 @@
 """The Slurm objects a tenant contract asks for: accounts, QoS, user associations and the partition line.
 
+Ownership markers, written at create time and read back by every undo and adoption
+(:mod:`activities.slurm_accounting`): both accounts carry ``Organization=<slug>``
+(the runbook's value for the tenant account), each QoS ``Description=tenantflow:<slug>``.
+
 Each :class:`Want` names one sacctmgr object and the values the contract asks for
 (sacctmgr keys -> values); :func:`partition_line` is the tenant's ``partitions.conf``
 line. Pure functions of the contract: nothing here talks to Slurm.
@@ -50,15 +54,26 @@ def want_accounts(c: TenantContract) -> list[Want]:
             Want(
                 "account",
                 c.team_account,
-                {"Description": f"{c.display_name} ML Team", "Parent": c.slug, "Fairshare": str(s.team_fairshare)},
+                {
+                    "Description": f"{c.display_name} ML Team",
+                    "Organization": c.slug,
+                    "Parent": c.slug,
+                    "Fairshare": str(s.team_fairshare),
+                },
                 {"Cluster": s.cluster},
             )
         )
     return wants
 
 
+def qos_marker(slug: str) -> str:
+    """The Description of every QoS tenantflow creates for ``slug``: how an undo knows the QoS is ours."""
+    return f"tenantflow:{slug}"
+
+
 def _qos_values(c: TenantContract, q: Qos) -> dict[str, str]:
     values = {
+        "Description": qos_marker(c.slug),
         "Priority": str(q.priority),
         "GrpTRES": _tres(q.grp_gpus or c.capacity.gpus),
         "MaxWall": q.max_wall,

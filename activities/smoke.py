@@ -9,12 +9,13 @@ the partition that are up, is waited for with backoff and heartbeats
 and checked:
 
 * 7a: the GPUs the job sees (``nvidia-smi -L``) must be exactly the GPUs Slurm
-  allocated to it (``JOB_GRES`` of ``scontrol show job -d``). The runbook expects
-  1 for ``--gres=gpu:1``; that holds on a shared partition, but on an
-  ``OverSubscribe=EXCLUSIVE`` partition Slurm allocates every GPU of the whole
-  node, so the job rightly sees all of them. More visible than allocated means
-  the device cgroup does not constrain the job (``ConstrainDevices=yes`` missing).
-* 7b: all-reduce busbw at 4 GB against the SKU tier.
+  allocated to it (``JOB_GRES`` of ``scontrol show job -d``), and a 1-GPU step
+  inside it (``srun --gres=gpu:1``) must see exactly 1. The runbook expects 1 for
+  ``--gres=gpu:1``; on an ``OverSubscribe=EXCLUSIVE`` partition Slurm allocates
+  every GPU of the node to the job, so only the 1-GPU step shows whether the
+  device cgroup constrains jobs (``ConstrainDevices=yes``), whatever OverSubscribe.
+* 7b: all-reduce busbw at 4 GB against the SKU tier, launched ``srun --mpi=pmix``
+  as the runbook does.
 * 7c: write and read back ``write_mb`` MiB under ``<scratch_root>/<slug>`` and
   ``df -PT`` it: it must be a Weka mount (``wekafs``), not the root filesystem.
   ``write_mb`` and ``scratch_root`` come from :class:`SmokeSettings` (runbook:
@@ -31,11 +32,11 @@ from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import fail
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.slurm_cli import (
     SlurmCtl,
     command_error,
@@ -184,6 +185,7 @@ hostname
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 echo "GPUS=$(nvidia-smi -L | wc -l)"
+echo "STEP_GPUS=$(srun --ntasks=1 --gres=gpu:1 nvidia-smi -L | wc -l)"
 """
 
 
@@ -193,37 +195,46 @@ def allocated_gpus(info: dict[str, str]) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _count(output: str, key: str) -> int | None:
+    seen = re.search(rf"^{key}=(\d+)$", output, re.M)
+    return int(seen.group(1)) if seen else None
+
+
 def gpu_finding(job: JobRun, requested: int) -> Finding:
-    """7a: the GPUs the job sees must be exactly the GPUs Slurm allocated to it."""
-    seen = re.search(r"^GPUS=(\d+)$", job.output, re.M)
-    visible = int(seen.group(1)) if seen else None
+    """7a: the job sees exactly the GPUs Slurm allocated to it, and a 1-GPU step inside it sees 1."""
+    visible, step = _count(job.output, "GPUS"), _count(job.output, "STEP_GPUS")
     allocated = allocated_gpus(job.info)
     first = job.output.splitlines()[0] if job.output else ""
-    if job.state != "COMPLETED" or visible is None or allocated is None:
+    if job.state != "COMPLETED" or visible is None or allocated is None or step is None:
         return _finding(
             "single_node",
             False,
-            f"job {job.state}; GPUs visible: {visible if seen else 'unknown'}, "
-            f"allocated: {allocated}; output: {job.output.strip()[-300:]}",
+            f"job {job.state}; GPUs visible: {visible}, allocated: {allocated}, "
+            f"seen by a 1-GPU step: {step}; output: {job.output.strip()[-300:]}",
             "read the job's slurmd log; check the partition, GRES config and the user's home",
         )
-    if visible != allocated:
+    if visible != allocated or step != 1:
         return _finding(
             "single_node",
             False,
-            f"job on {first} sees {visible} GPU(s) but Slurm allocated "
-            f"{allocated}: the device cgroup does not constrain jobs",
-            "set ConstrainDevices=yes in cgroup.conf (SUNK chart)",
+            f"all GPUs visible to a 1-GPU job: on {first} the job sees {visible} "
+            f"GPU(s) of the {allocated} Slurm allocated, a --gres=gpu:1 step sees "
+            f"{step}: the device cgroup does not constrain jobs",
+            "ConstrainDevices=yes is missing in cgroup.conf: fix it at the SUNK chart level, not per tenant",
         )
     whole_node = (
         f"; --gres=gpu:{requested} got the whole node's {allocated} GPUs (OverSubscribe=EXCLUSIVE partition)"
         if allocated > requested
         else ""
     )
-    return _finding("single_node", True, f"job on {first} sees exactly its {allocated} allocated GPU(s){whole_node}")
+    return _finding(
+        "single_node",
+        True,
+        f"job on {first} sees exactly its {allocated} allocated GPU(s), a 1-GPU step sees 1{whole_node}",
+    )
 
 
-@activity.defn(name="smoke.single_node")
+@defn(name="smoke.single_node")
 def single_node(inp: StepInput) -> StepResult:
     job = _submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
     if isinstance(job, Finding):
@@ -240,11 +251,11 @@ def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
     return None
 
 
-@activity.defn(name="smoke.nccl")
+@defn(name="smoke.nccl")
 def nccl(inp: StepInput) -> StepResult:
     c = inp.contract
     per_node = c.capacity.gpus_per_node
-    script = "set -eu\nsrun all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
+    script = "set -eu\nsrun --mpi=pmix all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
     job = _submit(inp, "nccl", script, 2, ["--nodes=2", f"--ntasks-per-node={per_node}", f"--gres=gpu:{per_node}"])
     if isinstance(job, Finding):
         return _result(inp, "nccl_busbw_gbps", "None", job)
@@ -256,11 +267,21 @@ def nccl(inp: StepInput) -> StepResult:
         if busbw is not None
         else f"job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}"
     )
+    if busbw is not None and not ok:
+        message = f"busbw {busbw} GB/s at 4 GB is far below the tier's {tier} GB/s: PCIe ACS left on, IB plane or MTU"
     return _result(
         inp,
         "nccl_busbw_gbps",
         str(busbw),
-        _finding("nccl", ok, message, "" if ok else "run network validation (ACS, IB plane, MTU) before handover"),
+        _finding(
+            "nccl",
+            ok,
+            message,
+            ""
+            if ok
+            else "run the ACS disable runbook on each tenant node, then network "
+            "validation (IB plane, MTU), and re-run the smoke test",
+        ),
     )
 
 
@@ -290,7 +311,7 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     )
 
 
-@activity.defn(name="smoke.storage")
+@defn(name="smoke.storage")
 def storage(inp: StepInput) -> StepResult:
     conf = smoke_settings()
     path = f"{conf.scratch_root.rstrip('/')}/{word(inp.contract.slug)}"

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from temporalio import activity
-
 from tenantflow.activities.authentik_client import AuthentikClient
 from tenantflow.activities.kubeclient import ExecOutput
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.login import login_exec
 from tenantflow.activities.manifests import RESERVED_LABEL, login_pod_names
+from tenantflow.activities.polling import heartbeat
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
-from tenantflow.activities.slurm_cli import SlurmCtl, duration_minutes, parse_partition
+from tenantflow.activities.slurm_cli import (
+    QOS_FORMAT,
+    SlurmCtl,
+    duration_minutes,
+    parse_partition,
+    parse_qos,
+    slurmd_pods,
+)
 from tenantflow.activities.slurm_users import uidless
 from tenantflow.activities.storage_layout import tenant_credentials
 from tenantflow.activities.weka_client import WekaClient
@@ -63,23 +70,44 @@ def _getent(out: ExecOutput) -> str:
     return out.stdout.strip() if out.exit_code == 0 else ""
 
 
+def _passwd_ids(out: ExecOutput) -> dict[str, str]:
+    """``uid:gid`` by user from ``getent passwd`` output."""
+    rows = [line.split(":") for line in _getent(out).splitlines()]
+    return {r[0]: f"{r[2]}:{r[3]}" for r in rows if len(r) >= 4}
+
+
 def identity_consistent(inp: StepInput) -> Finding:
+    """Runbook: the same uid/gid for every user on the login pod and on the slurmd pods, where jobs write."""
     contract = inp.contract
     ctl = SlurmCtl.connect(contract.cluster)
     login_pod = login_pod_names(contract)[0]
-    mismatched = []
+    login: dict[str, str] = {}
     for user in contract.usernames:
-        login = _getent(login_exec(contract, login_pod, ["getent", "passwd", user])).split(":")[2:4]
-        slurmd = _getent(ctl.run(["getent", "passwd", user], check=False)).split(":")[2:4]
-        if not login or login != slurmd or "0" in login:
-            mismatched.append(f"{user} login={':'.join(login) or 'missing'} slurm={':'.join(slurmd) or 'missing'}")
+        heartbeat({"getent": user})
+        login |= _passwd_ids(login_exec(contract, login_pod, ["getent", "passwd", user]))
+    pods = slurmd_pods(contract.cluster, inp.facts.nodes)
+    mismatched = (
+        [f"no slurmd pod runs on {compress_hostlist(sorted(set(inp.facts.nodes) - set(pods)))}"]
+        if (set(pods) != set(inp.facts.nodes))
+        else []
+    )
+    for node, pod in pods.items():
+        heartbeat({"slurmd": node})
+        slurmd = _passwd_ids(ctl.on_slurmd(pod["metadata"]["name"], ["getent", "passwd", *contract.usernames]))
+        mismatched += [
+            f"{user} login={login.get(user, 'missing')} {pod['metadata']['name']}={slurmd.get(user, 'missing')}"
+            for user in contract.usernames
+            if user not in login or login[user] != slurmd.get(user) or ":0" in login[user]
+        ]
     return finding(
         "identity.uid_gid",
         not mismatched,
-        "same uid/gid on the login pod and the Slurm side for every user"
+        "same uid/gid on the login pod and every slurmd pod for every user"
         if not mismatched
-        else "uid/gid differ: " + "; ".join(mismatched),
-        "point nslcd on both pods at the same LDAP outpost and property mapping; pkill -HUP nslcd",
+        else "gidNumber/uid mismatch between login pod and slurmd pods: " + "; ".join(mismatched[:10]),
+        "ensure both pods read from the same LDAP outpost with the same property mapping; restart "
+        f"nslcd on both sides (kubectl -n {contract.namespace} exec {login_pod} -- pkill -HUP nslcd; "
+        f"kubectl -n {settings().slurm_namespace} exec <slurmd pod> -- pkill -HUP nslcd)",
     )
 
 
@@ -118,49 +146,69 @@ def group_members(inp: StepInput) -> Finding:
 
 
 def binding_selects_tenant_pods(inp: StepInput) -> Finding:
+    """The ReservationBinding selects the login pods and the slurmd (NodeSet) pods of the partition's nodes."""
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     binding = objs.get("ReservationBinding", f"{contract.slug}-binding", contract.namespace) or {}
     selector = ((binding.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
-    pods = [objs.get("Pod", name, contract.namespace) for name in login_pod_names(contract)]
+    login = [objs.get("Pod", name, contract.namespace) for name in login_pod_names(contract)]
+    slurmd = slurmd_pods(contract.cluster, inp.facts.nodes)
+    pods = [p for p in login if p is not None] + list(slurmd.values())
     unmatched = [
-        p["metadata"]["name"]
-        for p in pods
-        if p is not None and not selector.items() <= (p["metadata"].get("labels") or {}).items()
+        p["metadata"]["name"] for p in pods if not selector.items() <= (p["metadata"].get("labels") or {}).items()
     ]
-    ok = bool(selector) and not unmatched and all(p is not None for p in pods)
+    without = sorted(set(inp.facts.nodes) - set(slurmd))
+    ok = bool(selector) and not unmatched and all(p is not None for p in login) and not without
     return finding(
         "kube.binding_selector",
         ok,
-        f"ReservationBinding selects {selector}; pods not selected: {unmatched or 'none'}",
-        f"label every tenant pod template app.kubernetes.io/managed-by: {contract.slug}",
+        f"ReservationBinding selects {selector}; pods not selected (jobs land on whatever toleration "
+        f"matches): {unmatched or 'none'}" + (f"; no slurmd pod on {compress_hostlist(without)}" if without else ""),
+        f"make the SUNK chart set app.kubernetes.io/managed-by: {contract.slug} on every pod template "
+        "(login and the NodeSet), the label the ReservationBinding selects",
     )
 
 
 def partition_max_time(inp: StepInput) -> Finding:
+    """The wall limit a job gets, the shorter of the partition's MaxTime and the default QoS's MaxWall, is at
+    least the contract's."""
     contract = inp.contract
     ctl = SlurmCtl.connect(contract.cluster)
     partition = parse_partition(ctl.run(["scontrol", "show", "partition", contract.slug]).stdout)
     max_time = partition.get("MaxTime") if partition else ""
-    have, want = duration_minutes(max_time), duration_minutes(contract.slurm.contract_wall_limit)
-    ok = (want is None and have is None) or (have is None or (want is not None and have >= want))
+    qos = parse_qos(ctl.show("qos", {"names": contract.normal_qos_name}, QOS_FORMAT))
+    max_wall = qos[0].maxwall if qos else ""
+    limits = [m for m in (duration_minutes(max_time), duration_minutes(max_wall)) if m is not None]
+    have, want = min(limits, default=None), duration_minutes(contract.slurm.contract_wall_limit)
+    ok = bool(max_time) and bool(qos) and (have is None or (want is not None and have >= want))
     return finding(
         "slurm.max_time",
-        bool(ok) and bool(max_time),
-        f"partition MaxTime={max_time or 'unset'}, contract wall limit {contract.slurm.contract_wall_limit}",
-        "set MaxTime to the contract's wall limit (UNLIMITED for none) and tell the tenant",
+        ok,
+        f"partition MaxTime={max_time or 'unset'}, QoS {contract.normal_qos_name} "
+        f"MaxWall={max_wall or 'unset'}, contract wall limit {contract.slurm.contract_wall_limit}",
+        "set MaxTime=UNLIMITED (or longer) in the partition definition and the QoS MaxWall to at least "
+        "the contract's wall limit; tell the tenant the wall limit at handover",
     )
 
 
 def evict_on_release_off(inp: StepInput) -> Finding:
+    """evictOnRelease is false, unless the contract asked for true (then a warning the plan showed)."""
     contract = inp.contract
     reservation = KubeObjects(contract.cluster).get("Reservation", contract.reservation_name) or {}
     evict = (reservation.get("spec") or {}).get("evictOnRelease")
+    if evict is True and contract.capacity.evict_on_release:
+        return Finding(
+            check="capacity.evict_on_release",
+            ok=False,
+            severity=Severity.warning,
+            message="Reservation evictOnRelease=True, as the contract asks (warned in the plan)",
+            fix="tell the tenant that removing a node kills its running jobs",
+        )
     return finding(
         "capacity.evict_on_release",
         evict is False,
         f"Reservation evictOnRelease={evict}",
-        "set evictOnRelease: false so the operator drains gracefully",
+        "set evictOnRelease=false so the operator drains gracefully; communicate before any reservation change",
     )
 
 
@@ -220,7 +268,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-@activity.defn(name="validate.all")
+@defn(name="validate.all")
 def validate_all(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[check(inp) for check in CHECKS])
 

@@ -23,7 +23,7 @@ def bench(
     ] = None,
     max_activities: Annotated[
         int | None,
-        typer.Option(help="activity slots of the bench worker (default: one per concurrent onboarding, at least 32)"),
+        typer.Option(help="activity slots of the bench worker (default: one per concurrent onboarding, at least 64)"),
     ] = None,
     lab_dir: Annotated[
         Path | None,
@@ -35,11 +35,13 @@ def bench(
         int, typer.Option(help="with --lab-dir: onboardings through Temporal and direct for (c), in A-B-B-A order")
     ] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
+    drift_tenants: Annotated[int, typer.Option(help="simulated tenants of the fleet drift check, figure (f)")] = 1000,
     output: OutputOpt = "text",
 ) -> None:
-    """Print the five benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
+    """Print the benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
 
-    (a) one onboarding, (b) concurrent onboardings, (c) the durability tax, (d) history events, (e) gate latency.
+    (a) one onboarding, (b) concurrent onboardings, (c) the durability tax, (d) history events, (e) gate latency,
+    (f) the drift check.
 
     Exit code 3 when an onboarding failed or the lab could not be cleaned up.
     """
@@ -67,6 +69,7 @@ def bench(
                 lab,
                 tax_pairs,
                 log_dir,
+                drift_tenants,
             )
 
     figures = run(go())

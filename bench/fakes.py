@@ -1,4 +1,4 @@
-"""Simulated onboarding activities (real names and types, a latency each) for orchestration benchmarks.
+"""Simulated onboarding and drift activities (real names and types, a latency each) for orchestration benchmarks.
 
 They measure Temporal and the worker, not the external systems: each sleeps
 for its latency, like a blocking API round trip, and returns what the workflow
@@ -18,11 +18,13 @@ from typing import Any
 
 from temporalio import activity
 
+from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
+from tenantflow.models.lifecycle import DEFAULT_REMINDER_DAYS
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import RecordKey, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.runbook import APPLY, PLAN, PREFLIGHT, ROLLBACK, SMOKE
+from tenantflow.models.runbook import APPLY, DRIFT_TENANT, DRIFT_TENANTS, PLAN, PREFLIGHT, ROLLBACK, SMOKE
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
 LAB_SECONDS: dict[str, float] = {
@@ -61,6 +63,7 @@ LAB_SECONDS: dict[str, float] = {
     "smoke.storage": 2.408,
     "validate.all": 2.732,
     "handover.render": 0.016,
+    "drift.tenant": 1.996,
 }
 
 
@@ -116,6 +119,10 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
             created=True,
         )
 
+    def reminder_days(tenant: str) -> list[int]:
+        """The lifecycle a completed onboarding starts reads its reminders, then sleeps past the benchmark."""
+        return list(DEFAULT_REMINDER_DAYS)
+
     made: dict[str, Callable[..., Any]] = {}
     made.update({s.name: preflight(s.layer) for s in PREFLIGHT})
     made.update({s.name: plan(s.layer) for s in PLAN})
@@ -124,6 +131,18 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
     made["validate.all"] = apply("validate", "all")
     made["handover.render"] = render
     made["records.tenant"] = record
+
+    def drift_tenants(inp: FleetDriftInput) -> list[str]:
+        pause("drift.tenants")
+        return list(inp.slugs)
+
+    def drift_tenant(target: DriftTarget) -> DriftReport:
+        pause("drift.tenant")
+        return DriftReport(slug=target.slug)
+
+    made[DRIFT_TENANTS.name] = drift_tenants
+    made[DRIFT_TENANT.name] = drift_tenant
+    made["lifecycle.reminder_days"] = reminder_days
     return made
 
 

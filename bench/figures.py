@@ -11,17 +11,16 @@
 (d) history events per onboarding;
 (e) gate latency from the accepted ``approve_plan`` update to the next activity
     start, p50 over a few onboardings on an otherwise idle worker (and, for
-    information, under the load of (b)).
+    information, under the load of (b));
+(f) the drift check: one lab tenant with the real activities, and a fleet of simulated
+    tenants through the ``TenantDrift`` workflow (:mod:`bench.drift`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -30,20 +29,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from tenantflow.bench.drift import FleetDrift, fleet_drift
 from tenantflow.bench.fakes import LAB_SECONDS
-from tenantflow.bench.history import gate_latency
+from tenantflow.bench.floor import CpuMeter, floor_cpu_per_run, server_pid
+from tenantflow.bench.history import activity_spans, gate_latency
 from tenantflow.bench.lab import LabFigures, lab_figures
+from tenantflow.bench.processes import worker_process
 from tenantflow.bench.runs import RunTiming, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 
-REPO = Path(__file__).resolve().parents[1]
+DRIFT_CONCURRENCY = 64
+"""Tenants the simulated fleet check runs at once (the most ``FleetDriftInput`` allows): checks wait on I/O."""
 
 
 class Batch(BaseModel):
@@ -53,6 +53,8 @@ class Batch(BaseModel):
     wall_s: float
     events: list[int]
     gate_latencies_s: list[float]
+    cpu_s: float | None = None
+    """CPU-seconds per onboarding of the worker and the Temporal server (None: the server is not on this host)."""
 
     @property
     def done(self) -> list[float]:
@@ -70,7 +72,15 @@ class Figures(BaseModel):
     solo: RunTiming
     gate: Batch
     load: Batch
+    fleet_drift: FleetDrift
+    floor_cpu_s: float | None = None
+    """CPU-seconds per run of the floor: the same activities, no-ops, on a default worker (:mod:`bench.floor`)."""
     lab: LabFigures | None = None
+
+    @property
+    def floor_ratio(self) -> float | None:
+        cpu = self.load.cpu_s
+        return cpu / self.floor_cpu_s if cpu is not None and self.floor_cpu_s else None
 
     @property
     def gate_p50_ms(self) -> float:
@@ -98,56 +108,29 @@ def percentile(values: list[float], q: float) -> float:
 @asynccontextmanager
 async def simulated_worker(
     client: Client, seconds: dict[str, float], max_activities: int, log: Path
-) -> AsyncIterator[TenantflowClient]:
-    """A ``bench.simworker`` process on a fresh task queue; stopped with SIGTERM (it drains) on exit."""
+) -> AsyncIterator[tuple[TenantflowClient, int]]:
+    """A ``bench.simworker`` process on a fresh task queue, and its pid; stopped with SIGTERM (it drains) on exit."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     table = log.with_suffix(".json")
     table.write_text(json.dumps(seconds))
     env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": client.namespace,
         "TENANTFLOW_TASK_QUEUE": queue,
         "TENANTFLOW_MAX_ACTIVITIES": str(max_activities),
         "TENANTFLOW_LOG_FORMAT": "json",
     }
-    with log.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tenantflow.bench.simworker", str(table), cwd=REPO, env=env, stdout=out, stderr=out
-        )
-    try:
-        await wait_for_poller(client, queue, process)
-        yield TenantflowClient(client, queue)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), timeout=60)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+    async with worker_process(client, queue, ["tenantflow.bench.simworker", str(table)], env, log) as pid:
+        yield TenantflowClient(client, queue), pid
 
 
-async def wait_for_poller(
-    client: Client, queue: str, process: asyncio.subprocess.Process, timeout_s: float = 120
-) -> None:
-    """Wait until the worker process polls ``queue``, so its start-up is not timed as part of a run."""
-    request = DescribeTaskQueueRequest(
-        namespace=client.namespace,
-        task_queue=TaskQueue(name=queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    )
-    deadline = time.monotonic() + timeout_s
-    while not (await client.workflow_service.describe_task_queue(request)).pollers:
-        if process.returncode is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the bench worker never polled {queue} (exit code {process.returncode})")
-        await asyncio.sleep(0.2)
-
-
-async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract]) -> Batch:
-    """Onboard ``contracts`` all at once; histories are read after the last one ends, not while they run."""
+async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract], meter: CpuMeter | None = None) -> Batch:
+    """Onboard ``contracts`` all at once; histories are read after the last one ends, not while they run (nor
+    while ``meter`` counts the CPU time the runs cost)."""
     started = time.perf_counter()
+    if meter:
+        meter.start()
     runs = await asyncio.gather(*(onboard_once(api, c) for c in contracts))
     wall = time.perf_counter() - started
+    cpu_s = meter.spent() / len(contracts) if meter and meter.server else None
     reading = asyncio.Semaphore(8)
 
     async def history(run: RunTiming) -> tuple[int, float | None]:
@@ -157,7 +140,11 @@ async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract]) 
 
     read = await asyncio.gather(*(history(r) for r in runs))
     return Batch(
-        runs=runs, wall_s=wall, events=[n for n, _ in read], gate_latencies_s=[s for _, s in read if s is not None]
+        runs=runs,
+        wall_s=wall,
+        events=[n for n, _ in read],
+        gate_latencies_s=[s for _, s in read if s is not None],
+        cpu_s=cpu_s,
     )
 
 
@@ -171,6 +158,7 @@ async def bench(
     lab: LabEndpoints | None = None,
     tax_pairs: int = 2,
     log_dir: Path | None = None,
+    drift_tenants: int = 1000,
 ) -> Figures:
     """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
 
@@ -180,6 +168,8 @@ async def bench(
     tag = uuid.uuid4().hex[:5]
     measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab else None
     seconds = {"*": latency_s} if latency_s is not None else measured.activity_seconds if measured else LAB_SECONDS
+    if latency_s is None and measured:
+        seconds = {**seconds, "drift.tenant": measured.drift.seconds if measured.drift else LAB_SECONDS["drift.tenant"]}
     described = (
         f"every activity {latency_s * 1000:g} ms"
         if latency_s is not None
@@ -191,9 +181,22 @@ async def bench(
     def tenant(n: str) -> TenantContract:
         return template.model_copy(update={"slug": f"tenant-s{tag}-{n}"})
 
-    slots = max_activities or max(tenants, 32)
-    async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as api:
+    slots = max_activities or max(tenants, DRIFT_CONCURRENCY)
+    async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as (api, pid):
         solo = await onboard_once(api, tenant("solo"))
         gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])
-        load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)])
-    return Figures(latencies=described, activity_slots=slots, logs=logs, solo=solo, gate=gate, load=load, lab=measured)
+        meter = CpuMeter(pid, server_pid(client))
+        load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)], meter)
+        fleet = await fleet_drift(api, template, drift_tenants, concurrency=min(DRIFT_CONCURRENCY, slots))
+        names = [span.name for span in activity_spans((await api.handle(solo.workflow_id).fetch_history()).events)]
+    return Figures(
+        latencies=described,
+        activity_slots=slots,
+        logs=logs,
+        solo=solo,
+        gate=gate,
+        load=load,
+        fleet_drift=fleet,
+        floor_cpu_s=await floor_cpu_per_run(client, names, tenants, logs / f"floor-{tag}.log"),
+        lab=measured,
+    )

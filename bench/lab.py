@@ -1,4 +1,5 @@
-"""Figures (a), (c) and (d) against a running lab with the real activities, leaving the lab as it was.
+"""Figures (a), (c), (d) and the lab part of (f) against a running lab with the real activities, leaving the lab
+as it was.
 
 Every bench tenant has a fresh slug and user names (``tenant-b<tag>``,
 ``alice-b<tag>``). Half are onboarded through Temporal by a real worker (every
@@ -30,7 +31,9 @@ from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.settings import settings as service_settings
 from tenantflow.bench.apicalls import calls_per_layer, journals
+from tenantflow.bench.drift import LabDrift, lab_drift
 from tenantflow.bench.history import ActivitySpan, activity_spans
+from tenantflow.bench.noise import RatioInterval, ratio_interval
 from tenantflow.bench.runs import RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
@@ -61,11 +64,22 @@ class LabFigures(BaseModel):
     """Runs (through Temporal or direct) that did not complete: no durability tax then."""
     tenants: list[str]
     cleaned_up: bool
+    drift: LabDrift | None = None
+    """Figure (f): the first tenant onboarded through Temporal, checked for drift before it is offboarded."""
 
     @property
     def durability_tax(self) -> float | None:
         """Total time through Temporal over total time direct, over every pair; None if a run failed."""
         return None if self.failures else sum(self.durable_s) / sum(self.direct_s)
+
+    @property
+    def tax_interval(self) -> RatioInterval | None:
+        """The per-pair ratios (Temporal / direct, pairs in A-B-B-A order), their mean and 95 % interval."""
+        return (
+            None
+            if self.failures
+            else ratio_interval([d / r for d, r in zip(self.durable_s, self.direct_s, strict=True)])
+        )
 
     @property
     def orchestration_s(self) -> float:
@@ -216,6 +230,7 @@ async def lab_figures(
     tenants: list[str] = []
     cleaned = True
     calls: dict[str, dict[str, int]] = {}
+    drift: LabDrift | None = None
     async with lab_worker(client, lab, log) as api:
         for index in range(2 * pairs):
             through_temporal = (index % 2 == 0) == (index // 2 % 2 == 0)
@@ -225,6 +240,8 @@ async def lab_figures(
             try:
                 if through_temporal:
                     durable.append(await durable_once(api, contract))
+                    if drift is None and durable[-1].run.ok:
+                        drift = await lab_drift(contract)
                 else:
                     direct.append(await direct_once(lab_functions(), contract))
             finally:
@@ -252,4 +269,5 @@ async def lab_figures(
         + [f"direct run {i + 1}: {d.message}" for i, d in enumerate(direct) if not d.ok],
         tenants=tenants,
         cleaned_up=cleaned,
+        drift=drift,
     )

@@ -39,6 +39,7 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
             "",
         ),
         ("(b) failures", str(len(load.failures)), "0"),
+        ("(b) CPU per onboarding (worker + server) / floor", floor_row(f), "ratio <= 1.3"),
         ("(b) activities", f"simulated, {f.latencies}; {f.activity_slots} activity slots", ""),
     ]
     tax = f.durability_tax
@@ -52,6 +53,9 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
                 "<= 1.5",
             )
         )
+        interval = f.lab.tax_interval
+        if interval is not None:
+            rows.append(("(c) durability tax, mean of A-B-B-A pairs", interval.describe(), "more pairs: --tax-pairs"))
     elif f.lab:
         rows.append(
             ("(c) durability tax (Temporal / direct, lab)", "n/a: a run failed: " + "; ".join(f.lab.failures), "<= 1.5")
@@ -79,6 +83,7 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
             "",
         )
     )
+    rows += drift_rows(f)
     if f.lab:
         rows.append(
             (
@@ -89,6 +94,37 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
             )
         )
     rows.append(("worker logs", str(f.logs), ""))
+    return rows
+
+
+def floor_row(f: Figures) -> str:
+    """tenantflow's CPU-seconds per onboarding under (b), the floor's for the same activities, and their ratio."""
+    if f.load.cpu_s is None or f.floor_cpu_s is None or f.floor_ratio is None:
+        return "n/a: the Temporal server does not run on this host (its CPU time is read from /proc)"
+    return (
+        f"{f.load.cpu_s:.2f} s / {f.floor_cpu_s:.2f} s = {f.floor_ratio:.2f} "
+        "(floor: the same activities as no-ops on a default worker)"
+    )
+
+
+def drift_rows(f: Figures) -> list[tuple[str, str, str]]:
+    """Figure (f): the lab tenant's check (with a lab) and the simulated fleet's."""
+    fleet = f.fleet_drift
+    lab = f.lab.drift if f.lab else None
+    rows = [
+        (
+            "(f) drift check, one lab tenant",
+            f"{lab.seconds:.2f} s ({'clean' if lab.clean else 'NOT clean: ' + lab.message})" if lab else NEEDS_LAB,
+            "<= 2 s",
+        )
+    ]
+    rows.append(
+        (
+            f"(f) drift check, {fleet.tenants} simulated tenants, {fleet.concurrency} at a time",
+            f"{fleet.seconds:.1f} s ({fleet.checked} checked, {fleet.failed} failed)",
+            "<= 60 s",
+        )
+    )
     return rows
 
 
@@ -109,11 +145,21 @@ def summary(f: Figures) -> dict[str, Any]:
             "lab_failures": f.lab.failures,
             "lab_tenants": f.lab.tenants,
             "lab_cleaned_up": f.lab.cleaned_up,
+            "lab_drift": f.lab.drift.model_dump() if f.lab.drift else None,
+            "durability_tax_interval": (
+                f.lab.tax_interval.model_dump() | {"within_noise": f.lab.tax_interval.within_noise}
+                if f.lab.tax_interval
+                else None
+            ),
             "activity_seconds": f.lab.activity_seconds,
             "direct_activity_seconds": f.lab.direct_activity_seconds,
         }
     return {
-        "ok": not failures and f.solo.ok and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
+        "ok": not failures
+        and f.solo.ok
+        and not f.fleet_drift.failed
+        and f.fleet_drift.checked == f.fleet_drift.tenants
+        and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
         "latencies": f.latencies,
         "activity_slots": f.activity_slots,
         "logs": str(f.logs),
@@ -128,5 +174,9 @@ def summary(f: Figures) -> dict[str, Any]:
         "history_events": f.history_events,
         "gate_latency_p50_ms": f.gate_p50_ms,
         "gate_latency_under_load_p50_ms": f.load_gate_p50_ms,
+        "fleet_drift": f.fleet_drift.model_dump(),
+        "cpu_per_onboarding_s": load.cpu_s,
+        "floor_cpu_per_run_s": f.floor_cpu_s,
+        "floor_ratio": f.floor_ratio,
         **lab,
     }

@@ -16,6 +16,8 @@ class LabConfig(BaseModel):
     authentik_port: int
     authentik_token: str
     weka_port: int
+    notify_port: int | None = None
+    """The webhook sink's (:mod:`lab.notify_sink`); labs made before it had none and get one at their next start."""
     weka_username: str = "admin"
     weka_password: str
     ldap_url: str

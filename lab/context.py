@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tenantflow.lab.kubeapi.store import Store
-    from tenantflow.lab.weka.api import WekaService
+    from tenantflow.lab.weka.service import WekaService
 
 ExecFn = Callable[[str, str, str | None, list[str], bytes], Awaitable[tuple[str, str, int]]]
 """(namespace, pod, container, argv, stdin) -> (stdout, stderr, exit code)."""

@@ -22,6 +22,11 @@ LAB_SMOKE_WRITE_MB = 16
 """Smoke 7c writes 16 MiB in the lab (the runbook's 10 GiB in production)."""
 
 
+def konduktor_bin(state_dir: Path) -> Path:
+    """Where ``lab serve`` puts the ``konduktor`` stand-in (:mod:`lab.konduktor`) for the worker."""
+    return state_dir / "bin" / "konduktor"
+
+
 class LabEndpoints(BaseModel):
     """Every address and credential of a running lab."""
 
@@ -39,6 +44,8 @@ class LabEndpoints(BaseModel):
     ldap_bind_dn: str = LDAP_BIND_DN
     ldap_bind_password: str
     slurm_conf: Path
+    notify_url: str = ""
+    """The webhook sink (:mod:`lab.notify_sink`): the worker posts term notices to ``<notify_url>/hooks/tenantflow``."""
 
     def to_env(self) -> dict[str, str]:
         env = {
@@ -57,7 +64,10 @@ class LabEndpoints(BaseModel):
             "SLURM_CONF": str(self.slurm_conf),
             "TENANTFLOW_SMOKE_SCRATCH_ROOT": str(mount_root(self.state_dir) / "scratch"),
             "TENANTFLOW_SMOKE_WRITE_MB": str(LAB_SMOKE_WRITE_MB),
+            "KONDUKTOR_BIN": str(konduktor_bin(self.state_dir)),
         }
+        if self.notify_url:
+            env["TENANTFLOW_NOTIFY_WEBHOOK_URL"] = f"{self.notify_url}/hooks/tenantflow"
         for context, url in self.kube_urls.items():
             env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url
         return env
@@ -93,4 +103,5 @@ class LabEndpoints(BaseModel):
             ldap_bind_dn=env.get("LDAP_BIND_DN", LDAP_BIND_DN),
             ldap_bind_password=env["LDAP_BIND_PASSWORD"],
             slurm_conf=Path(env["SLURM_CONF"]),
+            notify_url=env.get("TENANTFLOW_NOTIFY_WEBHOOK_URL", "").removesuffix("/hooks/tenantflow"),
         )

@@ -5,7 +5,9 @@
 (where the Weka directory Job runs);
 in ``auth`` the Secret ``ldap-bind-creds`` and the ``authentik-ldap-outpost``
 Service; in ``slurm-control`` the ``slurmctld`` Deployment, Service and pod
-``slurmctld-0``; ClusterRole ``edit``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
+``slurmctld-0``, and per GPU node a SUNK NodeSet pod ``slurmd-<node>`` (containers ``slurmd`` and
+``nsscache``, ``spec.nodeName`` the node, labelled ``app.kubernetes.io/component=slurmd``); ClusterRole
+``edit``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
 ``hardware-pool=gpu-h100-rack-a``, 8 ``nvidia.com/gpu``), of which
 :data:`NOT_READY` are NotReady and :data:`CORDONED` cordoned.
 """
@@ -100,6 +102,28 @@ def _service(name: str, namespace: str, selector: dict[str, str], ports: list[tu
     }
 
 
+def slurmd_pod(node: str) -> Obj:
+    """The NodeSet pod of ``node``: slurmd beside the nsscache sidecar that feeds its NSS from the outpost."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"slurmd-{node}",
+            "namespace": "slurm-control",
+            "labels": {
+                "app": "slurmd",
+                "app.kubernetes.io/component": "slurmd",
+                "app.kubernetes.io/name": "slurm-nodeset",
+            },
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "slurmd", "image": "slurm"}, {"name": "nsscache", "image": "nsscache"}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
 def platform_objects(ldap_bind_password: str) -> list[Obj]:
     slurm = {"app": "slurmctld"}
     outpost = {"app": "authentik-ldap-outpost"}
@@ -150,7 +174,8 @@ def seed_tenant_cluster(store: Store, *, ldap_bind_password: str = "", node_coun
         gpu_node(f"gpu-{i:02d}", ready=f"gpu-{i:02d}" not in NOT_READY, cordoned=f"gpu-{i:02d}" in CORDONED)
         for i in range(1, node_count + 1)
     ]
-    store.seed([*crds(), *platform_objects(ldap_bind_password), *nodes])
+    slurmd = [slurmd_pod(n["metadata"]["name"]) for n in nodes]
+    store.seed([*crds(), *platform_objects(ldap_bind_password), *nodes, *slurmd])
 
 
 def seed_cluster(store: Store, context: str, *, ldap_bind_password: str = "") -> None:

@@ -1,20 +1,24 @@
 """``python -m lab.serve DIR``: every HTTP stand-in and controller of the lab in one process.
 
 Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
-tokens), the Authentik API (projecting into the real slapd) and the Weka API;
-runs the controllers against the emulated clusters; writes ``DIR/kubeconfig``
-and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from the state the
-last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
+tokens), the Authentik API (projecting into the real slapd) the Weka API and the webhook sink of term notices;
+runs the controllers against the emulated clusters (a controller that raises or returns is logged with its
+traceback and restarted; one that keeps dying stops ``lab serve`` with status 1 and the reason in
+``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``, the ``konduktor`` stand-in
+``DIR/bin/konduktor`` and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from
+the state the last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
 and when they stop, so they agree with slapd and the Slurm database after a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -26,8 +30,9 @@ from tenantflow.lab.authentik.slapd_sink import SlapdSink
 from tenantflow.lab.authentik.store import AuthentikStore
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
-from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints, konduktor_bin
 from tenantflow.lab.enrollment_seed import hub_policies
+from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi.auth import parse_policies
 from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
 from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
@@ -35,10 +40,21 @@ from tenantflow.lab.kubeapi.server import build_app as build_kube
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import kept_cert
+from tenantflow.lab.notify_sink import build_app as build_notify_sink
 from tenantflow.lab.seed import seed_cluster
 from tenantflow.lab.statefile import Saved, keep_saved, load, state_file
-from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
 from tenantflow.lab.weka.app import build_app as build_weka
+from tenantflow.lab.weka.service import SERVICE_KEY as WEKA_SERVICE
+
+log = logging.getLogger("tenantflow.lab.serve")
+
+Controller = Callable[[LabContext], Coroutine[Any, Any, None]]
+RESTART_DELAY_S = 1.0
+MAX_RESTARTS = 5
+
+
+class ControllerDied(RuntimeError):
+    """A controller kept failing: the lab cannot do what its real counterpart does, so it stops."""
 
 
 def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
@@ -122,11 +138,16 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
     runners.append(await start_site(weka, config.weka_port))
     ctx.weka = weka[WEKA_SERVICE]
+    notify_url = ""
+    if config.notify_port is not None:
+        runners.append(await start_site(build_notify_sink(), config.notify_port))
+        notify_url = f"http://127.0.0.1:{config.notify_port}"
     saved = saved_states(config, stores, authentik, weka)
     saver = asyncio.create_task(keep_saved(saved, stop))
-    tasks = [asyncio.create_task(run(ctx), name=run.__module__) for run in controllers.CONTROLLERS]
+    tasks = [asyncio.create_task(supervised(run, ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 
     kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
+    write_wrapper(konduktor_bin(config.state_dir).parent)
     LabEndpoints(
         state_dir=config.state_dir,
         kubeconfig=kubeconfig,
@@ -139,9 +160,10 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         ldap_url=config.ldap_url,
         ldap_bind_password=config.ldap_bind_password,
         slurm_conf=config.slurm_conf,
+        notify_url=notify_url,
     ).write()
     try:
-        await stop.wait()
+        await until_stopped_or_failed(stop, tasks)
     finally:
         for task in tasks:
             task.cancel()
@@ -154,6 +176,34 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         sink.close()
 
 
+async def supervised(run: Controller, ctx: LabContext, restarts: int = MAX_RESTARTS) -> None:
+    """Run one controller for the life of the lab. One that raises or returns is logged with the reason and
+    restarted after :data:`RESTART_DELAY_S`; after ``restarts`` restarts it raises :class:`ControllerDied`."""
+    name = run.__module__
+    for attempt in range(restarts + 1):
+        try:
+            await run(ctx)
+            log.error("controller %s returned; it must run as long as the lab", name)
+        except Exception:
+            log.exception("controller %s died", name)
+        if attempt < restarts:
+            await asyncio.sleep(RESTART_DELAY_S)
+            log.warning("controller %s: restart %d of %d", name, attempt + 1, restarts)
+    raise ControllerDied(f"controller {name} died {restarts + 1} times; lab serve stops (see the log above)")
+
+
+async def until_stopped_or_failed(stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for ``stop``; a controller task that ends first (it gave up) re-raises its error here."""
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    for task in done - {stopping}:
+        task.result()
+        raise ControllerDied(f"controller {task.get_name()} ended; lab serve stops")
+
+
 async def main_async(state_dir: Path) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -163,7 +213,12 @@ async def main_async(state_dir: Path) -> None:
 
 
 def main() -> None:
-    asyncio.run(main_async(Path(sys.argv[1]).resolve()))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(main_async(Path(sys.argv[1]).resolve()))
+    except ControllerDied as exc:
+        log.critical("%s", exc)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.config import LabConfig
-from tenantflow.lab.daemons.process import free_port, port_open, recorded, start_daemon, stop_all
+from tenantflow.lab.daemons.process import free_port, is_running, port_open, recorded, start_daemon, stop_all
 from tenantflow.lab.daemons.slapd import start_slapd
 from tenantflow.lab.daemons.slurm import DEFAULT_NODES, start_slurm
 from tenantflow.lab.endpoints import KUBE_CONTEXTS, LabEndpoints
@@ -54,7 +54,10 @@ def install_system_packages() -> None:
 
 
 def is_up(state_dir: Path) -> bool:
-    return (state_dir / "lab.env").exists() and any(d.name == "lab-serve" for d in recorded(state_dir))
+    """The lab's ``lab serve`` runs (one that stopped, say because a controller kept dying, is not up)."""
+    return (state_dir / "lab.env").exists() and any(
+        d.name == "lab-serve" and is_running(d) for d in recorded(state_dir)
+    )
 
 
 def reuse_port(port: int | None) -> int:
@@ -81,6 +84,7 @@ def kept_settings(previous: LabConfig | None) -> dict[str, Any]:
         "kube_ports": {c: reuse_port(previous.kube_ports.get(c) if previous else None) for c in KUBE_CONTEXTS},
         "authentik_port": reuse_port(previous.authentik_port if previous else None),
         "weka_port": reuse_port(previous.weka_port if previous else None),
+        "notify_port": reuse_port(previous.notify_port if previous else None),
         **credentials,
     }
 

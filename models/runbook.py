@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.enrollment_workflows import (
     AdoptionDiff,
     ApprovedReset,
@@ -26,6 +27,7 @@ from tenantflow.models.enrollment_workflows import (
     Invariants,
     ObjectRef,
 )
+from tenantflow.models.lifecycle import NoticeSent, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
@@ -182,9 +184,21 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
 HUB_CREATE_ENROLLMENT = Step(
-    "hub.create_enrollment", EnrollmentStep, EnrollmentFacts, summary="BootstrapEnrollment + signed blob"
+    "hub.create_enrollment",
+    EnrollmentStep,
+    EnrollmentFacts,
+    summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)",
 )
-HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
+HUB_DESTROY_KEY = Step(
+    "hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key (a no-op: tenantflow holds none now)"
+)
+KONDUKTOR_BOOTSTRAP = Step(
+    "konduktor.bootstrap",
+    EnrollmentStep,
+    list[EnsureResult],
+    timeout=timedelta(minutes=5),
+    summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)",
+)
 HUB_WAIT_CONDITIONS = Step(
     "hub.wait_conditions",
     ConditionWait,
@@ -217,7 +231,9 @@ HUB_REMOVE_ENROLLMENT = Step(
 )
 
 WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
-WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
+WORKER_INSTALL = Step(
+    "worker.install", EnrollmentStep, list[EnsureResult], summary="retired: bootstrap (now konduktor.bootstrap)"
+)
 WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
 WORKER_RECORD_INVARIANTS = Step(
     "worker.record_invariants", EnrollmentStep, Invariants, summary="record running workload invariants"
@@ -249,8 +265,8 @@ RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
-    HUB_CREATE_ENROLLMENT,
     HUB_DESTROY_KEY,
+    KONDUKTOR_BOOTSTRAP,
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
     HUB_CORDON,
@@ -259,7 +275,6 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_CANARY,
     HUB_REMOVE_ENROLLMENT,
     WORKER_PLAN,
-    WORKER_INSTALL,
     WORKER_UNINSTALL,
     WORKER_RECORD_INVARIANTS,
     WORKER_CHECK_INVARIANTS,
@@ -275,5 +290,33 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT)}
+RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
+"""Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
+schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
+that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
+
+# --- TenantDrift ----------------------------------------------------------------------------------------------------
+
+DRIFT_TENANTS: Step[FleetDriftInput, list[str]] = Step(
+    "drift.tenants", FleetDriftInput, list[str], summary="the onboarded tenants' slugs, from their records"
+)
+DRIFT_TENANT: Step[DriftTarget, DriftReport] = Step(
+    "drift.tenant", DriftTarget, DriftReport, summary="compare one tenant with its recorded contract"
+)
+DRIFT: tuple[Step[Any, Any], ...] = (DRIFT_TENANTS, DRIFT_TENANT)
+"""Every activity of TenantDrift: both only read."""
+
+# --- TenantLifecycle ----------------------------------------------------------------------------------------------
+
+REMINDER_DAYS: Step[str, list[int]] = Step(
+    "lifecycle.reminder_days", str, list[int], summary="read the worker's reminder offsets (days before the end)"
+)
+NOTIFY: Step[TermNotice, NoticeSent] = Step(
+    "lifecycle.notify", TermNotice, NoticeSent, summary="post a term notice to the notifier webhook"
+)
+
+LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
+"""Every activity of TenantLifecycle."""
+
+CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT, *LIFECYCLE)}
 """Every step by activity name: the worker registers exactly these activities."""

@@ -146,7 +146,7 @@ class Capacity(Strict):
     term_days: int = Field(365, ge=1, le=3650)
     hardware_pool: str = Field("gpu-h100-rack-a", pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
     nodes: list[NodeName] | None = Field(None, description="explicit node names; chosen in preflight when absent")
-    evict_on_release: bool = Field(False, description="must stay false: true kills running jobs on RMA")
+    evict_on_release: bool = Field(False, description="keep false: true kills running jobs on RMA (a plan warning)")
 
     @field_validator("sku")
     @classmethod
@@ -166,11 +166,6 @@ class Capacity(Strict):
         if self.nodes is not None and len(self.nodes) != self.node_count:
             raise ValueError(
                 f"nodes lists {len(self.nodes)} names but gpus={self.gpus} needs {self.node_count} {self.sku} nodes"
-            )
-        if self.evict_on_release:
-            raise ValueError(
-                "evict_on_release must be false: true evicts running tenant jobs when a node "
-                "leaves the Reservation; the operator must drain gracefully"
             )
         return self
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm, tmux;
+# Install the Debian packages the tenantflow lab's real daemons need (slapd, munge, MariaDB, Slurm with
+# libpmix-dev, whose libpmix.so the mpi/pmix plugin loads for the smoke test's `srun --mpi=pmix`; tmux;
 # iproute2 for the loopback quickack route that keeps Slurm RPCs fast; libnss-extrausers so the host
 # resolves the lab's LDAP users from /var/lib/extrausers, see lab/daemons/host_users.py; nginx as the
 # TLS-terminating gRPC proxy of tests/worker/test_temporal_tls.py; chromium, the headless browser
@@ -12,7 +13,7 @@ set -euo pipefail
 
 PACKAGES=(
   slapd ldap-utils munge mariadb-server slurmdbd slurmctld slurmd slurm-client
-  slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd tmux iproute2 libnss-extrausers nginx
+  slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd libpmix-dev tmux iproute2 libnss-extrausers nginx
   chromium
 )
 POLICY=/usr/sbin/policy-rc.d

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tenantflow.starter.commands import contracts, runs, services, tenants, worker_clusters
+from tenantflow.starter.commands import contracts, drift, runs, services, tenants, worker_clusters
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
@@ -70,12 +70,14 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("reject", runs.reject),
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
     ("confirm-purge", tenants.confirm_purge),
+    ("renew", tenants.renew),
     ("offboard", tenants.offboard),
     ("retry-rollback", runs.retry_rollback),
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),
     ("tenants", tenants.tenants),
+    ("drift", drift.drift),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
     ("token", services.token),

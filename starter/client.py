@@ -21,6 +21,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
@@ -30,6 +31,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentResult,
 )
 from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
@@ -48,6 +50,7 @@ RESULT_TYPES: dict[str, type] = {
     "TenantOffboarding": OffboardingResult,
     "WorkerEnrollment": EnrollmentResult,
     "WorkerDecommission": DecommissionResult,
+    "TenantLifecycle": LifecycleResult,
 }
 ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 YES_NO_GATES = (*ENROLLMENT_GATES, "confirm_purge", "retry_rollback")
@@ -239,6 +242,35 @@ class TenantflowClient:
         yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
         answer: str = await self.handle(workflow_id).execute_update(gate, yes, result_type=str)
         return answer
+
+    async def term(self, slug: str) -> TermStatus | None:
+        """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
+        needed); None when it has none, or it was terminated."""
+        handle = self.handle(lifecycle_id(slug))
+        try:
+            described = await handle.describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        if described.status == WorkflowExecutionStatus.RUNNING:
+            found: TermStatus = await handle.query("term", result_type=TermStatus)
+            return found
+        if described.status != WorkflowExecutionStatus.COMPLETED:
+            return None
+        ended: LifecycleResult = await self.result(handle.id, LifecycleResult)
+        return TermStatus(
+            tenant=slug, stage=f"term:{ended.status}", term_end=ended.term_end, offboarding=ended.offboarding
+        )
+
+    async def renew(self, slug: str, days: int, comment: str = "", on_behalf_of: str | None = None) -> TermStatus:
+        """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1), recorded
+        as approved by this client's identity (or ``on_behalf_of``)."""
+        renewal = RenewTerm(days=days, approver=self._approver(on_behalf_of), comment=comment)
+        renewed: TermStatus = await self.handle(lifecycle_id(slug)).execute_update(
+            "renew", renewal, result_type=TermStatus
+        )
+        return renewed
 
     async def cancel(self, workflow_id: str) -> None:
         await self.handle(workflow_id).cancel()

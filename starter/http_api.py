@@ -12,6 +12,10 @@ Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-ce
 * ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
   (``{"reason": ...}``) or a yes/no gate (``YES_NO_GATES``: enrollment gates, ``confirm_purge``,
   ``retry_rollback``); 200 with the answer, 403 for another approver, 409 when refused.
+* ``GET /tenants/{slug}/term``: the tenant's term (its lifecycle's ``term`` query); 404 without a lifecycle.
+* ``POST /tenants/{slug}/renew`` body ``{"days": 90, "comment": ...}``: extend the term, renewed by the token's
+  user (403 for a body naming another ``approver``); 200 with the term, 422 for days outside 1 to 3650, 404
+  without a lifecycle, 409 when the lifecycle refuses (its term ended).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.lifecycle import RenewTerm, lifecycle_id, renew_days_problem
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
 from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths
@@ -120,10 +125,43 @@ async def answer_gate(request: web.Request) -> web.Response:
     return web.json_response({"workflow_id": workflow_id, "gate": gate, "answer": answer})
 
 
+async def tenant_term(request: web.Request) -> web.Response:
+    slug = request.match_info["slug"]
+    term = await request.app[API_KEY].term(slug)
+    if term is None:
+        return problem(404, f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
+    return web.json_response(text=term.model_dump_json())
+
+
+async def renew_term(request: web.Request) -> web.Response:
+    api, slug, user = request.app[API_KEY], request.match_info["slug"], request[USER_KEY]
+    try:
+        renewal = as_user(RenewTerm, await body_of(request), user)
+    except NotTheTokenUser as exc:
+        return problem(403, str(exc))
+    except ValidationError as exc:
+        return problem(422, format_validation_error("request body", exc))
+    bad_days = renew_days_problem(renewal.days)
+    if bad_days:
+        return problem(422, bad_days)
+    current = await api.term(slug)
+    if current is None:
+        return problem(404, f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
+    if current.stage != "term:running":
+        return problem(409, f"the term of {slug} ended ({current.stage}): onboard it again to start a new term")
+    try:
+        term = await api.renew(slug, renewal.days, renewal.comment, on_behalf_of=user)
+    except WorkflowUpdateFailedError as exc:
+        return problem(409, str(getattr(exc.cause, "message", None) or exc.cause or exc))
+    return web.json_response(text=term.model_dump_json())
+
+
 def make_api_app(api: TenantflowClient, tokens: TokenTable) -> web.Application:
     app = web.Application(middlewares=[bearer_auth(tokens)])
     app[API_KEY] = api
     app.router.add_post("/runs/onboarding", start_onboarding)
     app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)
     app.router.add_get(r"/runs/{id:.+}", run_status)
+    app.router.add_get("/tenants/{slug}/term", tenant_term)
+    app.router.add_post("/tenants/{slug}/renew", renew_term)
     return app

@@ -8,7 +8,8 @@ Exit codes scripts can rely on (the README's table compares them with terraform'
 * 0 success; ``plan`` computed a plan, whatever it changes (no "changes present" code)
 * 1 unexpected error (Temporal or a service unreachable, a bug)
 * 2 bad usage or input: an unknown option, an unsupported ``--output``, a contract that does not validate
-* 3 the run failed, was rejected or rolled back; ``plan`` found preflight errors (the run would fail there)
+* 3 the run failed, was rejected or rolled back; ``plan`` found preflight errors (the run would fail there);
+  ``drift`` found drift
 * 4 refused: a run for the target is already active, a stale plan hash, a gate that is not open,
   a run that has not finished (``handover``)
 * 5 no such run

@@ -6,7 +6,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,6 @@ from tenantflow.lab.supervisor import down, up
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
-
-SECOND_LAB_NSS = (
-    "known regression (session 3 note): in a second lab on the same host (chaos, bench) slurm.users never sees "
-    "the new users, because that lab's host-users sync does not publish them; the session lab is not affected"
-)
 
 SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""
@@ -73,25 +68,49 @@ def snapshot(lab: LabEndpoints) -> dict[str, Any]:
     return result
 
 
-def use_lab_env(lab: LabEndpoints) -> None:
-    os.environ.update(lab.to_env())
+def _clear_settings() -> None:
     service_settings.cache_clear()
     smoke_settings.cache_clear()
+
+
+@contextmanager
+def exported(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment (activity settings re-read) until the block ends, then the
+    environment as it was."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    _clear_settings()
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _clear_settings()
+
+
+def lab_env(lab: LabEndpoints) -> AbstractContextManager[None]:
+    """This process's activities pointed at ``lab`` (its ``lab.env`` variables exported) for one block. Never
+    left behind: a later process started with ``os.environ`` (a chaos worker, ``tenantflow bench``) would
+    otherwise talk to this lab, since a worker's ``TENANTFLOW_ENV_FILE`` does not override the environment."""
+    return exported(lab.to_env())
 
 
 @asynccontextmanager
 async def lab_worker(client: Client, lab: LabEndpoints) -> AsyncIterator[TenantflowClient]:
     """A real worker (every workflow and activity) on a private task queue, pointed at the lab."""
-    use_lab_env(lab)
     queue = f"it-{uuid.uuid4().hex[:8]}"
     settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16)
     stop = asyncio.Event()
-    task = asyncio.create_task(run_worker(settings, stop, client=client))
-    try:
-        yield TenantflowClient(client, queue)
-    finally:
-        stop.set()
-        await task
+    with lab_env(lab):
+        task = asyncio.create_task(run_worker(settings, stop, client=client))
+        try:
+            yield TenantflowClient(client, queue)
+        finally:
+            stop.set()
+            await task
 
 
 def lab_dir(base: Path) -> Path:

@@ -77,22 +77,29 @@ class EnrollmentFailures(RetryRollbackGate):
         """The worker may run work: cordon it again unless its canary passed, and say what to do."""
         c = self._step.contract
         why = root_message(err) or type(err).__name__
-        decommission = f"or decommission it (tenantflow decommission {c.tenant_namespace} {c.worker_name})"
+        decommission = f"tenantflow decommission {c.tenant_namespace} {c.worker_name}"
         if self._live == CANARY_PASSED:
-            fix = (
+            todo = (
                 "the worker is enrolled, dispatch-ready and passed its canary: resume the organization's "
-                f"submission paths; nothing was torn down ({decommission})"
+                "submission paths; nothing was torn down"
             )
+            commands = [decommission]
+            fix = f"{todo} (or decommission it ({decommission}))"
         else:
             await self._steps.run(
                 HUB_CORDON,
                 Cordon(contract=c, cordoned=True, reason=f"enrollment stopped: {why}"[:200]),
                 summary="cordon again",
             )
+            uncordon = (
+                f"kubectl --context HUB -n {c.tenant_namespace} patch workercluster {c.worker_name} --type merge "
+                f'-p \'{{"spec":{{"cordoned":false}}}}\''
+            )
+            todo = "the worker stays enrolled and cordoned: fix the cause, then uncordon it, or decommission it"
+            commands = [uncordon, decommission]
             fix = (
-                "the worker stays enrolled and cordoned: fix the cause, then uncordon it (kubectl --context HUB "
-                f"-n {c.tenant_namespace} patch workercluster {c.worker_name} --type merge -p "
-                f'\'{{"spec":{{"cordoned":false}}}}\') {decommission}'
+                f"the worker stays enrolled and cordoned: fix the cause, then uncordon it ({uncordon}) "
+                f"or decommission it ({decommission})"
             )
         self._findings.append(
             Finding(
@@ -102,7 +109,8 @@ class EnrollmentFailures(RetryRollbackGate):
                 message=f"stopped after the worker was {self._live}: {why}; the worker was not torn down",
             )
         )
-        self._gates.set_stage("stopped-enrolled", f"Stopped, {c.worker_name} left enrolled: {fix}")
+        headline = f"Stopped, `{c.worker_name}` left enrolled: {todo}"
+        self._gates.set_stage("stopped-enrolled", self._gates.details(headline, commands, "What to run:"))
 
     async def _compensate(self, plan: Plan, err: BaseException) -> None:
         """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""

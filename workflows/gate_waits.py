@@ -63,11 +63,11 @@ class Gates:
             raise ValueError(f"gate {name!r} is not open (stage {self.stage!r}; open gates: {waiting})")
 
     @staticmethod
-    def details(headline: str, how_to_answer: list[str]) -> str:
+    def details(headline: str, how_to_answer: list[str], intro: str = "Answer with one of:") -> str:
         """Current details in Markdown that the UI shows verbatim: each command, and each payload after its
         "... with", in a fenced code block and the 'name' it goes to as a code span (plain Markdown turns ``--``
         into a dash and quotes into curly ones)."""
-        lines = [headline, "", "Answer with one of:"]
+        lines = [headline, "", intro]
         for how in how_to_answer:
             lead, sep, payload = how.partition(" with ")
             if sep and payload[:1] in "{[":

@@ -10,7 +10,8 @@ the new plan and what changed. The teardown then runs the layers'
 Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
 objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
-last version with the status ``offboarded``.
+last version with the status ``offboarded``, and the tenant's lifecycle (the term's timer,
+``workflows/lifecycle.py``), if one runs, is told so and ends (runs recorded with :data:`END_TERM_PATCH`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL, lifecycle_id
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
@@ -33,6 +36,8 @@ from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
 
 PRESENT = (Action.unchanged, Action.update)
+END_TERM_PATCH = "offboarding-ends-term"
+"""Histories recorded before a completed offboarding ended the tenant's lifecycle replay without it."""
 
 
 def offboarding_id(slug: str) -> str:
@@ -107,6 +112,8 @@ class TenantOffboarding(SagaRun):
         if workflow.patched(TENANT_RECORD_PATCH):
             record = TenantRecord(contract=contract, run=run_stamp(self), status=RecordStatus.offboarded)
             await store_record(self, RECORD_TENANT, record)
+        if workflow.patched(END_TERM_PATCH):
+            await self._end_term(contract.slug)
         self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(
             slug=contract.slug,
@@ -116,6 +123,15 @@ class TenantOffboarding(SagaRun):
             kept=[p for p in plan.steps if p.action is Action.leave],
             approvals=self._gates.approvals,
         )
+
+    async def _end_term(self, slug: str) -> None:
+        """Tell the tenant's lifecycle it was offboarded; none runs when it started this offboarding at expiry."""
+        try:
+            await workflow.get_external_workflow_handle(lifecycle_id(slug)).signal(
+                OFFBOARDED_SIGNAL, workflow.info().workflow_id
+            )
+        except FailureError as err:
+            workflow.logger.info("no lifecycle of %s to end: %s", slug, err)
 
     async def _read(self) -> Plan:
         """Read every layer of the tenant (nothing is written) and make the teardown plan of what exists."""

@@ -9,7 +9,9 @@ the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
 created. Smoke tests, end-to-end validation and the handover sheet finish the run;
-the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them.
+the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them,
+and the tenant's ``TenantLifecycle`` (``workflows/lifecycle.py``) starts to keep the
+contract's term (runs recorded with the patch :data:`LIFECYCLE_PATCH`).
 
 Approval binds what is applied: right after it the plan activities run again
 (read-only); if the plan's hash changed (an object appeared or changed while the
@@ -38,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import TenantRecord
-    from tenantflow.models.results import EnsureResult, Finding
+    from tenantflow.models.results import EnsureResult, Finding, Severity
     from tenantflow.models.runbook import (
         APPLY,
         CAPACITY_PREFLIGHT,
@@ -52,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.lifecycle import start_lifecycle
 from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, stamped_approvals, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
@@ -59,6 +62,8 @@ from tenantflow.workflows.search import TENANT_SLUG
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
+LIFECYCLE_PATCH = "tenant-lifecycle"
+"""Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""
 
 
 @workflow.defn(name="TenantOnboarding")
@@ -141,6 +146,10 @@ class TenantOnboarding(SagaRun):
         if workflow.patched(TENANT_RECORD_PATCH):
             record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
             await store_record(self, RECORD_TENANT, record)
+        if workflow.patched(LIFECYCLE_PATCH):
+            self._gates.set_stage("term", "Starting the tenant's lifecycle: the contract's term as a timer")
+            said = await start_lifecycle(contract)
+            self._findings.append(Finding(check="term", ok=True, severity=Severity.info, message=said))
         self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
         return OnboardingResult(
             slug=contract.slug,
@@ -221,9 +230,15 @@ class TenantOnboarding(SagaRun):
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        if workflow.patched("smoke-failures-stop"):
+            # a failed smoke test fails the run like a failed validation: never a "completed" handover
+            failed = [
+                f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
+            ] + failed
         if failed:
             raise ApplicationError(
-                "validation failed: " + "; ".join(f"{f.check}: {f.message}" for f in failed),
+                "validation failed: "
+                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
                 type="ValidationFailed",
                 non_retryable=True,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import TypeVar
 
@@ -82,7 +83,7 @@ class StepTracker:
                 if wait_for_cancel
                 else ActivityCancellationType.TRY_CANCEL,
             )
-        except BaseException:
+        except (Exception, asyncio.CancelledError):
             self.records[index] = self.records[index].model_copy(
                 update={"state": "failed", "finished_at": workflow.now()}
             )

@@ -26,7 +26,7 @@ from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.lab.weka.api import WekaService
+from tenantflow.lab.weka.service import WekaService
 from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
 from tenantflow.models.weka_mount import DRIVER, REQUIRED_SECRET_KEYS, handle_filesystem, parse_directory_command
 

@@ -8,7 +8,8 @@ and registers an exec handler for the pods. When the release goes, so do they.
 The exec handler is a documented stand-in for the login pod's userland, answering only:
 
 * ``getent passwd <user>`` / ``getent group <name>`` from the real slapd (what nslcd does),
-  formatted like getent; exit 2 when the key is not found;
+  formatted like getent; exit 2 when the key is not found (and for every lookup while the
+  ``outpost_throttled`` pitfall has the outpost answer busy);
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
 * ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it.
@@ -28,6 +29,7 @@ from typing import Any
 from ldap3 import SUBTREE
 from ldap3.utils.conv import escape_filter_chars
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -167,10 +169,10 @@ class LoginReleases:
             case ["getent", "group", name]:
                 return await asyncio.to_thread(self._getent_group, name)
             case ["ls", path] if path.rstrip("/") == KEYS_DIR:
-                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
                 return "".join(f"{user}\n" for user in sorted(keys)), "", 0
             case ["cat", path] if path.startswith(KEYS_DIR + "/"):
-                keys = self._keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
                 user = path.removeprefix(KEYS_DIR + "/")
                 if user not in keys:
                     return "", f"cat: {path}: No such file or directory\n", 1
@@ -178,6 +180,12 @@ class LoginReleases:
             case ["sinfo", *_]:
                 return await self._sinfo(argv)
         return "", f"{argv[0] if argv else 'sh'}: command not found (lab login pod stand-in)\n", 127
+
+    def _synced_keys(self, namespace: str, secret: str) -> dict[str, str]:
+        """The projected keys; none while the ``keys_empty`` pitfall says the ssh_keys sync has not run."""
+        if pitfalls.is_on(self.ctx.state_dir, pitfalls.Pitfall.keys_empty):
+            return {}
+        return self._keys(namespace, secret)
 
     def _keys(self, namespace: str, secret: str) -> dict[str, str]:
         try:
@@ -189,6 +197,8 @@ class LoginReleases:
     def _search(self, base: str, query: str, attributes: list[str]) -> list[Any]:
         if not self.ctx.ldap_url:
             raise ConnectionError("no LDAP outpost configured in the lab")
+        if pitfalls.is_on(self.ctx.state_dir, pitfalls.Pitfall.outpost_throttled):
+            raise ConnectionError("LDAP server busy (51): the outpost is rate-limiting lookups")
         with ldap_tree.connect(self.ctx.ldap_url, self.ctx.ldap_bind_dn, self.ctx.ldap_bind_password) as conn:
             conn.search(base, query, search_scope=SUBTREE, attributes=attributes)
             return list(conn.entries)

@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+from pathlib import Path
 from typing import Any
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store, now
@@ -38,8 +40,9 @@ log = logging.getLogger(__name__)
 class ReservationOperator:
     """Reconciles Reservations against the nodes of one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, state_dir: Path | None = None) -> None:
         self.store = store
+        self.state_dir = state_dir
         self._order: dict[str, int] = {}
 
     def _reservations(self) -> list[Obj]:
@@ -55,6 +58,8 @@ class ReservationOperator:
 
     def reconcile(self) -> None:
         reservations = self._reservations()
+        if pitfalls.is_on(self.state_dir, pitfalls.Pitfall.evict_on_release):
+            self._default_evict_on_release(reservations)
         nodes = {n["metadata"]["name"]: n for n in self.store.list("", "nodes")}
         owner: dict[str, Obj] = {}
         conflicts: dict[str, list[Obj]] = {}
@@ -83,6 +88,19 @@ class ReservationOperator:
             self._sync_node(node, owner.get(name))
         for res in reservations:
             self._set_status(res, nodes, owner, conflicts.get(res["metadata"]["name"], []))
+
+    def _default_evict_on_release(self, reservations: list[Obj]) -> None:
+        """The ``evict_on_release`` pitfall: the operator defaults every Reservation to evictOnRelease=true."""
+        for res in reservations:
+            if res["spec"].get("evictOnRelease") is not True:
+                res["spec"]["evictOnRelease"] = True
+                self.store.patch(
+                    GROUP,
+                    "reservations",
+                    res["metadata"]["name"],
+                    {"spec": {"evictOnRelease": True}},
+                    "application/merge-patch+json",
+                )
 
     def _claim_rank(self, res: Obj, nodes: dict[str, Obj]) -> tuple[int, int]:
         name = res["metadata"]["name"]
@@ -160,7 +178,7 @@ class ReservationOperator:
 async def run(ctx: LabContext) -> None:
     """Reconcile the tenant cluster's Reservations whenever a Reservation or Node changes."""
     store = ctx.stores[CONTEXT]
-    operator = ReservationOperator(store)
+    operator = ReservationOperator(store, ctx.state_dir)
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
 

@@ -6,7 +6,14 @@ per partition line, created empty if missing) is rendered into
 is annotated with ``slurm.tenantflow.io/rendered-hash`` = the hash of the data it
 rendered, so a client knows when its change is live and may ``scontrol
 reconfigure``. Data that is not a ``PartitionName=`` line is refused with
-``slurm.tenantflow.io/render-error`` and nothing is rendered.
+``slurm.tenantflow.io/render-error`` and nothing is rendered. Those annotations are the
+lab's own bookkeeping: tenantflow never reads them (it confirms a partition by what
+``scontrol show partition`` reports). Like the SUNK chart's per-tenant NodeSet, the
+operator labels the slurmd pods of each partition's nodes
+``app.kubernetes.io/managed-by=<partition>`` (and drops the label when the node leaves).
+The pitfall switches (:mod:`lab.pitfalls`) act here: ``short_max_time`` renders every
+partition with ``MaxTime=12:00:00``, ``wrong_node_labels`` labels the pods ``tenant=<partition>``
+instead, ``acs_on``, ``no_constrain_devices`` and ``scratch_missing`` change the environment jobs run in.
 
 Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` run
 for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
@@ -34,16 +41,19 @@ import json
 import logging
 import os
 import pwd
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import host_users, weka_mounts
 from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
+from tenantflow.models.hostlist import expand_hostlist
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,9 @@ EXEC_TIMEOUT_S = 120.0
 MERGE_PATCH = "application/merge-patch+json"
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
 RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
+SLURMD_SELECTOR = "app.kubernetes.io/component=slurmd"
+TENANT_LABEL = "app.kubernetes.io/managed-by"
+WRONG_TENANT_LABEL = "tenant"
 
 
 def job_dir(ctx: LabContext) -> Path:
@@ -72,6 +85,17 @@ def exec_env(ctx: LabContext) -> dict[str, str]:
     env = {**os.environ, **ctx.slurm_env}
     env["PATH"] = f"{LAB_BIN}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
     env["LAB_MOUNT_TABLE"] = str(weka_mounts.mount_table(ctx.state_dir))
+    return env
+
+
+def pitfall_env(state_dir: Path | None) -> dict[str, str]:
+    """What the switched-on node pitfalls change in the environment of the commands and jobs."""
+    on = pitfalls.active(state_dir)
+    env = {"LAB_NCCL_BUSBW_GBPS": pitfalls.ACS_ON_BUSBW_GBPS} if pitfalls.Pitfall.acs_on in on else {}
+    if pitfalls.Pitfall.no_constrain_devices in on:
+        env["LAB_CONSTRAIN_DEVICES"] = "no"
+    if pitfalls.Pitfall.scratch_missing in on:
+        env["LAB_MOUNT_TABLE"] = "/nonexistent/lab-mounts"
     return env
 
 
@@ -121,7 +145,7 @@ class SlurmExec:
         proc = await asyncio.create_subprocess_exec(
             *self._in_pod(argv),
             cwd=self.workdir,
-            env=self.env,
+            env={**self.env, **pitfall_env(self.state_dir)},
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -138,9 +162,10 @@ class SlurmExec:
 class PartitionsOperator:
     """Renders the partitions ConfigMap into the partitions file and annotates what it rendered."""
 
-    def __init__(self, store: Store, partitions_file: Path) -> None:
+    def __init__(self, store: Store, partitions_file: Path, state_dir: Path | None = None) -> None:
         self.store = store
         self.partitions_file = partitions_file
+        self.state_dir = state_dir
 
     def ensure_configmap(self) -> None:
         try:
@@ -174,7 +199,8 @@ class PartitionsOperator:
                 self._annotate({RENDER_ERROR_ANNOTATION: message})
             return
         digest = rendered_hash(data)
-        text = partitions_conf(data)
+        text = partitions_conf(data, pitfalls.is_on(self.state_dir, pitfalls.Pitfall.short_max_time))
+        self.label_nodesets(data)
         if not self.partitions_file.exists() or self.partitions_file.read_text() != text:
             tmp = self.partitions_file.with_suffix(".tmp")
             tmp.write_text(text)
@@ -183,6 +209,29 @@ class PartitionsOperator:
             annotations.get(RENDERED_ANNOTATION) != digest or RENDER_ERROR_ANNOTATION in annotations
         ):
             self._annotate({RENDERED_ANNOTATION: digest, RENDER_ERROR_ANNOTATION: None})
+
+    def label_nodesets(self, data: Mapping[str, str]) -> None:
+        """Label each partition's slurmd pods with their tenant, as the tenant's NodeSet template does."""
+        wrong = pitfalls.is_on(self.state_dir, pitfalls.Pitfall.wrong_node_labels)
+        owner = {node: key.removesuffix(".conf") for key, line in data.items() for node in _line_nodes(line)}
+        for pod in self.store.list("", "pods", NAMESPACE, label_selector=SLURMD_SELECTOR):
+            tenant = owner.get((pod.get("spec") or {}).get("nodeName", ""))
+            labels: dict[str, str | None] = {TENANT_LABEL: None, WRONG_TENANT_LABEL: None}
+            if tenant is not None:
+                labels[WRONG_TENANT_LABEL if wrong else TENANT_LABEL] = tenant
+            current = pod["metadata"].get("labels") or {}
+            if any(current.get(k) != v for k, v in labels.items()):
+                try:
+                    self.store.patch(
+                        "",
+                        "pods",
+                        pod["metadata"]["name"],
+                        {"metadata": {"labels": labels}},
+                        MERGE_PATCH,
+                        namespace=NAMESPACE,
+                    )
+                except ApiError as exc:
+                    log.warning("slurm operator: could not label %s: %s", pod["metadata"]["name"], exc)
 
     def _annotate(self, annotations: dict[str, str | None]) -> None:
         try:
@@ -205,11 +254,19 @@ def rendered_hash(data: Mapping[str, str]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
-def partitions_conf(data: Mapping[str, str]) -> str:
-    """The ``partitions.conf`` the operator renders: a header, then each ``<name>.conf`` value in key order."""
+def partitions_conf(data: Mapping[str, str], short_max_time: bool = False) -> str:
+    """The ``partitions.conf`` the operator renders: a header, then each ``<name>.conf`` value in key order
+    (with the ``short_max_time`` pitfall, every ``MaxTime=`` forced to :data:`lab.pitfalls.SHORT_MAX_TIME`)."""
     lines = ["# rendered from ConfigMap slurm-partitions; do not edit"]
     lines += [data[key].strip() for key in sorted(data) if key.endswith(".conf")]
+    if short_max_time:
+        lines = [re.sub(r"\bMaxTime=\S+", f"MaxTime={pitfalls.SHORT_MAX_TIME}", line) for line in lines]
     return "\n".join(lines) + "\n"
+
+
+def _line_nodes(line: str) -> list[str]:
+    match = re.search(r"\bNodes=(\S+)", line)
+    return expand_hostlist(match.group(1)) if match else []
 
 
 def _partition_line(value: str) -> bool:
@@ -233,19 +290,31 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
     return tasks
 
 
+async def watch(sidecars: list[asyncio.Task[None]]) -> None:
+    """Wait for ever; a sidecar that ends (they loop until cancelled) ends the controller with its error, so
+    ``lab serve`` logs it and restarts the controller with fresh sidecars."""
+    if not sidecars:
+        await asyncio.Event().wait()
+    done, _ = await asyncio.wait(sidecars, return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        task.result()
+    raise RuntimeError(f"sidecar {', '.join(sorted(t.get_name() for t in done))} stopped")
+
+
 async def run(ctx: LabContext) -> None:
     store = ctx.stores[CONTEXT]
     handler = SlurmExec(exec_env(ctx), job_dir(ctx), (host_users.home_root(ctx.state_dir),), ctx.state_dir)
     for prefix in ("slurmctld-", "slurmd-"):
         ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
-    sidecars = _sidecars(ctx)
     unsubscribe = None
     if ctx.partitions_file is not None:
-        operator = PartitionsOperator(store, ctx.partitions_file)
+        operator = PartitionsOperator(store, ctx.partitions_file, ctx.state_dir)
         operator.ensure_configmap()
         unsubscribe = store.subscribe(operator.on_event, replay=True)
+    sidecars: list[asyncio.Task[None]] = []
     try:
-        await asyncio.Event().wait()
+        sidecars += _sidecars(ctx)
+        await watch(sidecars)
     finally:
         if unsubscribe is not None:
             unsubscribe()

@@ -39,12 +39,13 @@ import logging
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ldap3 import SUBTREE
 
+from tenantflow.lab import pitfalls
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.process import proc_start_time
 
@@ -305,20 +306,32 @@ def ensure_homes(state_dir: Path, users: list[PasswdEntry]) -> None:
 def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path = EXTRAUSERS_DIR) -> None:
     users, groups = read_directory(url, bind_dn, password, state_dir)
     ensure_homes(state_dir, users)
+    if pitfalls.is_on(state_dir, pitfalls.Pitfall.gid_mismatch):
+        users = [replace(u, gid=u.gid + pitfalls.GID_DRIFT) for u in users]
+        groups = [replace(g, gid=g.gid + pitfalls.GID_DRIFT) for g in groups]
     publish(state_dir, users, groups, root)
 
 
 async def sync_loop(
     url: str, bind_dn: str, password: str, state_dir: Path, interval_s: float = SYNC_INTERVAL_S
 ) -> None:
-    """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries."""
+    """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries. A failed sync keeps the last
+    files (a down or restarting slapd, like nsscache); it is logged when it starts failing, when the reason
+    changes and when it recovers."""
     ensure_nsswitch()
+    failing: str | None = None
     try:
         while True:
             try:
                 await asyncio.to_thread(sync_once, url, bind_dn, password, state_dir)
-            except Exception as exc:  # a down or restarting slapd: keep the last files, like nsscache
-                log.warning("host users: sync from %s failed: %s", url, exc)
+            except Exception as exc:
+                if repr(exc) != failing:
+                    log.warning("host users: sync from %s failed, keeping the last files: %r", url, exc)
+                failing = repr(exc)
+            else:
+                if failing is not None:
+                    log.warning("host users: sync from %s works again", url)
+                failing = None
             await asyncio.sleep(interval_s)
     finally:
         withdraw(state_dir)

@@ -5,21 +5,31 @@ stdout and stderr in ``<state_dir>/logs/<name>.log`` and a pid file ``<state_dir
 The pid file holds ``<pid> <start-time> <sequence>``; the start time (from ``/proc/<pid>/stat``)
 guards against killing an unrelated process that reused the PID, and the sequence lets
 :func:`stop_all` stop daemons in reverse start order (slurmctld before slurmdbd before MariaDB).
+Ports come from :func:`free_port`, which keeps labs of concurrent test runs off each other's ports.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import random
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 LOG_TAIL_LINES = 40
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORT_SPAN = 12000
+PORT_TRIES = 500
+PORT_CLAIMS = Path(tempfile.gettempdir()) / "tenantflow-lab-ports"
+PORT_CLAIM_S = 600.0
+"""How long a port :func:`free_port` handed out stays claimed: longer than a lab takes to start its daemons."""
 
 
 class DaemonError(RuntimeError):
@@ -95,11 +105,46 @@ def command_succeeds(argv: Sequence[str], env: Mapping[str, str] | None = None) 
     return check
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def _below_ephemeral() -> range:
+    """The :data:`PORT_SPAN` ports just below Linux's ephemeral range (``ip_local_port_range``)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        first = int(EPHEMERAL_RANGE.read_text().split()[0])
+        return range(max(1024, first - PORT_SPAN), first)
+    return range(32768 - PORT_SPAN, 32768)
+
+
+def _claim(port: int) -> bool:
+    """Claim ``port`` host-wide (a file named for it in :data:`PORT_CLAIMS`) unless a claim younger than
+    :data:`PORT_CLAIM_S` holds it."""
+    claim = PORT_CLAIMS / str(port)
+    with (PORT_CLAIMS / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - claim.stat().st_mtime < PORT_CLAIM_S:
+                return False
+        claim.write_text(f"{os.getpid()}\n")
+        return True
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on, for a lab daemon to listen on: below the ephemeral range, so no outgoing
+    connection and no bind to port 0 (by any process) takes it before the daemon binds it, and claimed
+    host-wide for :data:`PORT_CLAIM_S`, so another lab starting meanwhile (another pytest run) picks another."""
+    PORT_CLAIMS.mkdir(mode=0o700, parents=True, exist_ok=True)
+    candidates = _below_ephemeral()
+    for port in random.sample(candidates, k=min(len(candidates), PORT_TRIES)):
+        if _claim(port) and _bindable(host, port):
+            return port
+    raise DaemonError(f"no free port in {candidates.start}-{candidates.stop - 1} after {PORT_TRIES} tries")
 
 
 def start_daemon(

@@ -16,6 +16,8 @@ CONFIGURING until ``ResumeTimeout`` and then fail, so smoke jobs belong on ``slu
 Jobs run on this host as the submitting user: ``hostname`` prints the host's name (``$SLURMD_NODENAME``
 is the node), ``sbatch --wrap`` scripts run under /bin/sh (dash: no ``set -o pipefail``), and an
 ``OverSubscribe=EXCLUSIVE`` partition hands a job all of a node's GPUs even for ``--gres=gpu:1``.
+``srun --mpi=pmix`` works (Debian's libpmix-dev provides the libpmix.so the plugin loads); each node's
+``TmpFS`` is its own ``tmp/<node>`` so the PMIx client directories of the slurmd of one host do not collide.
 slurmctld and every slurmd run in a private mount namespace that sees the lab's own user files as
 ``/var/lib/extrausers`` (:func:`lab.daemons.host_users.in_lab_namespace`), so tenant users resolve
 there as on SUNK's slurmd pods; jobs run as the user with ``--gid`` and a writable ``--chdir`` (a job
@@ -345,6 +347,9 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
 
 def _start_slurmd(state_dir: Path, handle: SlurmHandle, name: str) -> Daemon:
     (handle.slurm_dir / "spool" / name).mkdir(parents=True, exist_ok=True)
+    tmp = handle.slurm_dir / "tmp" / name
+    tmp.mkdir(parents=True, exist_ok=True)
+    tmp.chmod(0o1777)
     listening = port_open(handle.ports.slurmd[name])
 
     def registered() -> bool:

@@ -21,6 +21,8 @@ from tenantflow.lab.kubeapi.errors import ApiError, bad_request
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 LIST_MERGE_KEYS: dict[str, tuple[str, ...]] = {
     "containers": ("name",),
@@ -176,9 +178,13 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> Any:
         return merge_patch(target, patch)
     if media == STRATEGIC_PATCH:
         return strategic_merge(copy.deepcopy(target), patch)
-    raise ApiError(
+    raise unsupported_patch()
+
+
+def unsupported_patch() -> ApiError:
+    """415 for a PATCH body of a media type the apiserver does not take."""
+    return ApiError(
         415,
         "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - "
-        f"accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}",
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(PATCH_TYPES),
     )

@@ -50,17 +50,19 @@ def annotation_logs(namespace: str, pod: str, container: str, obj: dict[str, Any
 
 
 def pick_container(pod: dict[str, Any], requested: str | None) -> str:
+    """The container an exec runs in: the requested one, or the only one; a multi-container pod needs a name."""
     names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
     if requested:
         if requested not in names:
             raise bad_request(f"container {requested} is not valid for pod {pod['metadata']['name']}")
         return requested
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    default = annotations.get("kubectl.kubernetes.io/default-container")
-    if default in names:
-        return str(default)
     if not names:
         raise bad_request(f"pod {pod['metadata']['name']} has no containers")
+    if len(names) > 1:
+        # the apiserver's own answer (kubectl applies kubectl.kubernetes.io/default-container client-side)
+        raise bad_request(
+            f"a container name must be specified for pod {pod['metadata']['name']}, choose one of: [{' '.join(names)}]"
+        )
     return names[0]
 
 

@@ -3,7 +3,8 @@
 :func:`build_app` serves a :class:`lab.kubeapi.store.Store` the way kube-apiserver
 does, for the ``kubernetes`` Python client and ``kubectl``: discovery, OpenAPI v3
 stubs, CRUD with list envelopes, PATCH (merge, strategic-merge, JSON patch),
-``?watch=1`` streams, ``dryRun=All``, ``fieldValidation``, SelfSubjectAccessReview,
+server-side apply (:mod:`lab.kubeapi.applying`), ``fieldManager`` and ``metadata.managedFields``
+(:mod:`lab.kubeapi.managedfields`), ``?watch=1`` streams, ``dryRun=All``, ``fieldValidation``, SelfSubjectAccessReview,
 ``pods/exec`` (websocket) and ``pods/log``. :func:`start_kube_api` runs it on
 loopback and returns the runner and base URL.
 """
@@ -15,21 +16,27 @@ import json
 import ssl
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from tenantflow.lab.httpbase import make_app
 from tenantflow.lab.kubeapi import discovery
-from tenantflow.lab.kubeapi.auth import Attributes, User, access_review, authorize, user_for
+from tenantflow.lab.kubeapi.auth import User, access_review, authorize, user_for
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.lab.kubeapi.patching import APPLY_PATCH, PATCH_TYPES, unsupported_patch
 from tenantflow.lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
-from tenantflow.lab.kubeapi.protowire import UnsupportedKind, decode_object
-from tenantflow.lab.kubeapi.registry import ResourceType
+from tenantflow.lab.kubeapi.requestinfo import (
+    TRUE,
+    Target,
+    field_manager,
+    parse_target,
+    read_body,
+    verb_of,
+    write_options,
+)
 from tenantflow.lab.kubeapi.selectors import field_selector, label_selector
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 STORE_KEY = web.AppKey("kube_store", Store)
-TRUE = ("1", "true", "True")
 SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")
 
 
@@ -41,85 +48,6 @@ def json_response(body: Any, status: int = 200, warnings: list[str] | None = Non
 
 def status_response(err: ApiError) -> web.Response:
     return json_response(err.status(), err.code)
-
-
-class Target:
-    """A parsed resource URL: type, version, namespace, name, subresource."""
-
-    def __init__(self, rt: ResourceType, version: str, namespace: str, name: str, sub: str) -> None:
-        self.rt, self.version, self.namespace, self.name, self.sub = rt, version, namespace, name, sub
-
-    def attributes(self, verb: str) -> Attributes:
-        return Attributes(
-            verb=verb,
-            group=self.rt.group,
-            resource=self.rt.plural,
-            namespace=self.namespace,
-            name=self.name,
-            subresource=self.sub,
-        )
-
-    def present(self, obj: dict[str, Any]) -> dict[str, Any]:
-        obj["apiVersion"] = self.rt.api_version(self.version)
-        return obj
-
-
-def _parse(store: Store, parts: list[str]) -> Target:
-    if parts[0] == "api":
-        group, version, rest = "", parts[1], parts[2:]
-    else:
-        group, version, rest = parts[1], parts[2], parts[3:]
-    namespace = ""
-    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
-        namespace, rest = rest[1], rest[2:]
-    if not rest or len(rest) > 3:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
-    rt = store.registry.lookup(group, version, rest[0])
-    name = rest[1] if len(rest) > 1 else ""
-    sub = rest[2] if len(rest) > 2 else ""
-    if sub and sub not in rt.all_subresources:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
-    if rt.key == ("", "namespaces") and name:
-        namespace = ""
-    if namespace and not rt.namespaced:
-        raise ApiError(404, "NotFound", "the server could not find the requested resource")
-    return Target(rt, version, namespace, name, sub)
-
-
-def _verb(request: web.Request, target: Target) -> str:
-    method = request.method
-    if target.sub == "exec":
-        return "create"
-    if method == "GET":
-        if request.query.get("watch") in TRUE:
-            return "watch"
-        return "get" if target.name else "list"
-    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(
-        method, "delete" if target.name else "deletecollection"
-    )
-
-
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        if "protobuf" in request.content_type:
-            return decode_object(raw)
-        if "yaml" in request.content_type:
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except UnsupportedKind as exc:
-        raise ApiError(415, "UnsupportedMediaType", str(exc)) from exc
-    except (ValueError, IndexError, yaml.YAMLError) as exc:
-        raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
-
-
-def _write_options(request: web.Request) -> dict[str, Any]:
-    return {
-        "dry_run": request.query.get("dryRun") == "All",
-        "field_validation": request.query.get("fieldValidation", "Warn"),
-    }
 
 
 class KubeApi:
@@ -162,13 +90,13 @@ class KubeApi:
             return self._found(discovery.api_resource_list(registry, group, version))
         if parts[:1] not in (["api"], ["apis"]):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        target = _parse(self.store, parts)
+        target = parse_target(self.store, parts)
         user = user_for(self.policies, request.headers.get("Authorization"))
         if target.rt.key == SSAR:
             if request.method != "POST":
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
-            return json_response(access_review(user, await _body(request)), 201)
-        authorize(user, target.attributes(_verb(request, target)))
+            return json_response(access_review(user, await read_body(request)), 201)
+        authorize(user, target.attributes(verb_of(request, target)))
         return await self._resource(request, target)
 
     @staticmethod
@@ -192,24 +120,39 @@ class KubeApi:
         if method == "GET":
             return self._list(request, t)
         warnings: list[str] = []
-        opts = _write_options(request)
+        opts = write_options(request)
         sub = t.sub or None
         if method == "POST" and not t.name:
-            body = await _body(request)
+            body = await read_body(request)
             if not isinstance(body, dict):
                 raise bad_request("the body must be an object")
             body.setdefault("apiVersion", rt.api_version(t.version))
             body.setdefault("kind", rt.kind)
-            created = store.create(body, t.namespace or None, warnings=warnings, **opts)
+            manager = field_manager(request, "CreateOptions")
+            created = store.create(body, t.namespace or None, warnings=warnings, manager=manager, **opts)
             return json_response(t.present(created), 201, warnings)
         if method == "PUT" and t.name:
-            body = await _body(request)
+            manager = field_manager(request, "UpdateOptions")
+            body = await read_body(request)
             updated = store.replace(
-                rt.group, rt.plural, t.name, body, t.namespace or None, subresource=sub, warnings=warnings, **opts
+                rt.group,
+                rt.plural,
+                t.name,
+                body,
+                t.namespace or None,
+                subresource=sub,
+                warnings=warnings,
+                manager=manager,
+                **opts,
             )
             return json_response(t.present(updated), 200, warnings)
+        if method == "PATCH" and t.name and request.content_type == APPLY_PATCH:
+            return await self._apply(request, t, opts, warnings)
         if method == "PATCH" and t.name:
-            body = await _body(request)
+            if request.content_type not in PATCH_TYPES:
+                raise unsupported_patch()
+            manager = field_manager(request, "PatchOptions")
+            body = await read_body(request)
             patched = store.patch(
                 rt.group,
                 rt.plural,
@@ -219,12 +162,32 @@ class KubeApi:
                 t.namespace or None,
                 subresource=sub,
                 warnings=warnings,
+                manager=manager,
                 **opts,
             )
             return json_response(t.present(patched), 200, warnings)
         if method == "DELETE":
             return await self._delete(request, t)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the resource")
+
+    async def _apply(self, request: web.Request, t: Target, opts: dict[str, Any], warnings: list[str]) -> web.Response:
+        """Server-side apply of the main resource (the lab applies to no subresource)."""
+        manager = field_manager(request, "PatchOptions", apply=True)
+        if t.sub:
+            raise ApiError(405, "MethodNotAllowed", "the lab applies to main resources only, not to subresources")
+        config = await read_body(request)
+        obj, created = self.store.apply(
+            t.rt.group,
+            t.rt.plural,
+            t.name,
+            config,
+            t.namespace or None,
+            manager=manager,
+            force=request.query.get("force") in TRUE,
+            warnings=warnings,
+            **opts,
+        )
+        return json_response(t.present(obj), 201 if created else 200, warnings)
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
         items, rv = self.store.list_with_version(
@@ -245,7 +208,7 @@ class KubeApi:
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         rt = t.rt
-        options = await _body(request) if request.can_read_body else {}
+        options = await read_body(request) if request.can_read_body else {}
         pre = options.get("preconditions") or {}
         dry = request.query.get("dryRun") == "All" or "All" in (options.get("dryRun") or [])
         if not t.name:

@@ -5,18 +5,19 @@ resourceVersion from one global counter bumped on every write, generation bumped
 metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
 stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
 semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
-namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
-It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers
-from any thread or loop.
+namespace deletion (contents go too; in :mod:`lab.kubeapi.deletion`) and CRD registration (creating a CRD
+serves its kind at once).
+It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers from any.
 
-Reading and writing (``subresource`` is ``None`` or ``"status"``; every write takes ``dry_run`` and
-``field_validation`` = ``"Strict"`` (default), ``"Warn"`` or ``"Ignore"``; all raise ``ApiError``)::
+Reading and writing (``subresource``: ``None`` or ``"status"``; every write takes ``dry_run``, ``field_validation``
+(``"Strict"``, ``"Warn"``, ``"Ignore"``) and ``manager`` (:mod:`lab.kubeapi.managedfields`); all raise ApiError)::
 
     store.create(obj, namespace=None)                        -> stored copy
     store.get(group, resource, name, namespace=None)         -> copy
     store.list(group, resource, namespace=None, label_selector=None, field_selector=None)
     store.replace(group, resource, name, obj, namespace=None, subresource=None)
     store.patch(group, resource, name, body, content_type, namespace=None, subresource=None)
+    store.apply(group, resource, name, config, namespace=None, manager=..., force=False) -> (object, created)
     store.delete(group, resource, name, namespace=None)      -> object (gone or marked)
     store.update_status(obj)                                 # replace(..., subresource="status")
     store.seed(objs)      # start-up objects, stored as given (status kept, no validation)
@@ -35,14 +36,14 @@ from __future__ import annotations
 import builtins
 import copy
 import secrets
-import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from tenantflow.lab.kubeapi import errors, selectors
-from tenantflow.lab.kubeapi.errors import ApiError
-from tenantflow.lab.kubeapi.events import EventCallback, EventLog
+from tenantflow.lab.kubeapi import applying, errors
+from tenantflow.lab.kubeapi.deletion import Deletion
+from tenantflow.lab.kubeapi.events import EventCallback
+from tenantflow.lab.kubeapi.managedfields import LAB_MANAGER, Record, Writer, updates
 from tenantflow.lab.kubeapi.objects import (
     CRD_KEY,
     NAMESPACE_KEY,
@@ -51,114 +52,19 @@ from tenantflow.lab.kubeapi.objects import (
     ObjectKey,
     apply_defaults,
     content,
+    custom_defaults,
     now,
 )
 from tenantflow.lab.kubeapi.patching import apply_patch
-from tenantflow.lab.kubeapi.registry import Registry, ResourceType, resource_type_from_crd
+from tenantflow.lab.kubeapi.registry import ResourceType, resource_type_from_crd
 from tenantflow.lab.kubeapi.validation import enforce
 
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 
 
-class Store:
+class Store(Deletion):
     """All objects of one cluster. See the module docstring for the contract."""
 
-    def __init__(self, *, history: int = 5000) -> None:
-        self.registry = Registry()
-        self._objects: dict[ObjectKey, Obj] = {}
-        self._rv = 1
-        self._lock = threading.RLock()
-        self._events = EventLog(self._lock, history)
-
-    # ---------------------------------------------------------------- subscriptions
-    @property
-    def resource_version(self) -> int:
-        with self._lock:
-            return self._rv
-
-    def subscribe(
-        self, callback: EventCallback, *, replay: bool = False, since: int | None = None
-    ) -> Callable[[], None]:
-        """Register ``callback``; returns a function that unregisters it."""
-        with self._lock:
-            return self._events.subscribe(callback, self._rv, self._current, replay=replay, since=since)
-
-    def _current(self) -> Iterable[tuple[ObjectKey, Obj]]:
-        return ((key, copy.deepcopy(self._objects[key])) for key in sorted(self._objects))
-
-    # ---------------------------------------------------------------- helpers
-    def _type(self, group: str, resource: str) -> ResourceType:
-        rt = self.registry.get(group, resource)
-        if rt is None:
-            raise ApiError(
-                404, "NotFound", "the server could not find the requested resource", {"group": group, "kind": resource}
-            )
-        return rt
-
-    def _key(self, rt: ResourceType, name: str, namespace: str | None) -> ObjectKey:
-        if rt.namespaced and not namespace:
-            raise errors.bad_request(f"{rt.plural} is namespaced: a namespace is required")
-        return ObjectKey(rt.group, rt.plural, namespace or "" if rt.namespaced else "", name)
-
-    def _existing(self, rt: ResourceType, key: ObjectKey) -> Obj:
-        obj = self._objects.get(key)
-        if obj is None:
-            raise errors.not_found(rt.plural, rt.group, key.name)
-        return obj
-
-    def _bump(self) -> str:
-        self._rv += 1
-        return str(self._rv)
-
-    def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
-        if not rt.namespaced:
-            return
-        ns = self._objects.get(ObjectKey("", "namespaces", "", namespace))
-        if ns is None:
-            raise errors.not_found("namespaces", "", namespace)
-        if ns["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
-                f'{rt.plural} "{namespace}" is forbidden: unable to create new content '
-                f"in namespace {namespace} because it is being terminated"
-            )
-
-    # ---------------------------------------------------------------- reads
-    def get(self, group: str, resource: str, name: str, namespace: str | None = None) -> Obj:
-        with self._lock:
-            rt = self._type(group, resource)
-            return copy.deepcopy(self._existing(rt, self._key(rt, name, namespace)))
-
-    def list(
-        self,
-        group: str,
-        resource: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> builtins.list[Obj]:
-        """Matching objects in key order (``namespace=None`` means all namespaces)."""
-        return self.list_with_version(group, resource, namespace, label_selector, field_selector)[0]
-
-    def list_with_version(
-        self,
-        group: str,
-        resource: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> tuple[builtins.list[Obj], int]:
-        labels = selectors.label_selector(label_selector)
-        fields = selectors.field_selector(field_selector)
-        with self._lock:
-            rt = self._type(group, resource)
-            items = [
-                copy.deepcopy(obj)
-                for key, obj in sorted(self._objects.items())
-                if key[:2] == rt.key and (not namespace or key.namespace == namespace) and labels(obj) and fields(obj)
-            ]
-            return items, self._rv
-
-    # ---------------------------------------------------------------- writes
     def seed(self, objs: Iterable[Obj]) -> None:
         """Store start-up objects as given (status kept, no validation); namespaces first."""
         for obj in sorted(objs, key=lambda o: o.get("kind") != "Namespace"):
@@ -175,11 +81,18 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         with self._lock:
             rt = self.registry.for_object(obj)
         return self._create(
-            rt, copy.deepcopy(obj), namespace, dry_run=dry_run, field_validation=field_validation, warnings=warnings
+            rt,
+            copy.deepcopy(obj),
+            namespace,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            warnings=warnings,
+            record=updates(Writer(manager), rt.status_subresource),
         )
 
     def _create(
@@ -193,6 +106,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        record: Record | None = None,
     ) -> Obj:
         meta = obj.setdefault("metadata", {})
         if namespace and meta.get("namespace") and meta["namespace"] != namespace and rt.namespaced:
@@ -226,6 +140,7 @@ class Store:
             meta["resourceVersion"] = str(self._rv + 1)
             if validate:
                 enforce(rt, obj, field_validation, warnings)
+            (record or updates(Writer(LAB_MANAGER), rt.status_subresource))(None, obj)
             if rt.key == CRD_KEY:
                 resource_type_from_crd(obj)
             if dry_run:
@@ -239,10 +154,6 @@ class Store:
         self._events.drain()
         return result
 
-    def _register_crd(self, crd: Obj) -> None:
-        rt = resource_type_from_crd(crd)
-        self.registry.add(rt)
-
     def replace(
         self,
         group: str,
@@ -255,6 +166,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PUT: full replacement; 409 Conflict when ``metadata.resourceVersion`` is stale."""
         with self._lock:
@@ -265,7 +177,8 @@ class Store:
             sent_rv = (new.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = updates(Writer(manager, "Update", subresource or ""), rt.status_subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
 
@@ -296,6 +209,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str = "Strict",
         warnings: builtins.list[str] | None = None,
+        manager: str = LAB_MANAGER,
     ) -> Obj:
         """PATCH with a merge, strategic-merge or JSON patch body (see :mod:`lab.kubeapi.patching`)."""
         with self._lock:
@@ -308,9 +222,38 @@ class Store:
             new_rv = (new.get("metadata") or {}).get("resourceVersion")
             if new_rv and new_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
-            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings)
+            record = updates(Writer(manager, "Update", subresource or ""), rt.status_subresource)
+            result = self._update(rt, key, current, new, subresource, dry_run, field_validation, warnings, record)
         self._events.drain()
         return result
+
+    def apply(
+        self,
+        group: str,
+        resource: str,
+        name: str,
+        config: Any,
+        namespace: str | None = None,
+        *,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+        field_validation: str = "Strict",
+        warnings: builtins.list[str] | None = None,
+    ) -> tuple[Obj, bool]:
+        """Server-side apply of ``config`` (see :mod:`lab.kubeapi.applying`); True when it created the object."""
+        opts: dict[str, Any] = {"dry_run": dry_run, "field_validation": field_validation, "warnings": warnings}
+        with self._lock:
+            rt = self._type(group, resource)
+            key = self._key(rt, name, namespace)
+            current = self._objects.get(key)
+            plan = applying.plan(rt, name, current, config, manager, force)
+            if current is not None:
+                result = self._update(rt, key, current, plan.obj, None, record=plan.record, **opts)
+        if current is None:
+            return self._create(rt, plan.obj, namespace, record=plan.record, **opts), True
+        self._events.drain()
+        return result, False
 
     def _update(
         self,
@@ -322,6 +265,7 @@ class Store:
         dry_run: bool,
         field_validation: str,
         warnings: builtins.list[str] | None,
+        record: Record,
     ) -> Obj:
         meta = new.setdefault("metadata", {})
         if meta.get("name", key.name) != key.name:
@@ -358,7 +302,9 @@ class Store:
         meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
+        custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
+        record(current, new)
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)
         if new == current or dry_run:
@@ -399,97 +345,3 @@ class Store:
             result = self._delete(key, current)
         self._events.drain()
         return result
-
-    def _delete(self, key: ObjectKey, current: Obj) -> Obj:
-        meta = current["metadata"]
-        if key[:2] == NAMESPACE_KEY:
-            return self._delete_namespace(key, current)
-        if meta.get("finalizers"):
-            if not meta.get("deletionTimestamp"):
-                marked = copy.deepcopy(current)
-                marked["metadata"].update(
-                    deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-                )
-                self._objects[key] = marked
-                self._events.emit("MODIFIED", key, marked, self._rv)
-                return copy.deepcopy(marked)
-            return copy.deepcopy(current)
-        self._remove(key, current)
-        return copy.deepcopy(current)
-
-    def _remove(self, key: ObjectKey, last: Obj) -> None:
-        gone = copy.deepcopy(last)
-        gone["metadata"]["resourceVersion"] = self._bump()
-        del self._objects[key]
-        self._events.emit("DELETED", key, gone, self._rv)
-        if key[:2] == CRD_KEY:
-            rt = resource_type_from_crd(last)
-            for child in [k for k in self._objects if k[:2] == rt.key]:
-                self._remove(child, self._objects[child])
-            self.registry.remove(rt.key)
-        if key.namespace:
-            ns_key = ObjectKey("", "namespaces", "", key.namespace)
-            ns = self._objects.get(ns_key)
-            if ns is not None and ns["metadata"].get("deletionTimestamp"):
-                self._finish_namespace(ns_key, ns)
-
-    def _delete_namespace(self, key: ObjectKey, current: Obj) -> Obj:
-        if not current["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(current)
-            marked["metadata"].update(
-                deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-            )
-            marked.setdefault("status", {})["phase"] = "Terminating"
-            self._objects[key] = marked
-            self._events.emit("MODIFIED", key, marked, self._rv)
-            for child in [k for k in self._objects if k.namespace == key.name]:
-                if child in self._objects:
-                    self._delete(child, self._objects[child])
-            current = marked
-        self._finish_namespace(key, current)
-        return copy.deepcopy(current)
-
-    def _finish_namespace(self, key: ObjectKey, ns: Obj) -> None:
-        if key not in self._objects:
-            return
-        if any(k.namespace == key.name for k in self._objects) or ns["metadata"].get("finalizers"):
-            return
-        self._remove(key, ns)
-
-    # ---------------------------------------------------------------- dumps
-    def snapshot(self, *, include_volatile: bool = False) -> dict[str, Any]:
-        """Every object, sorted by key; uid/resourceVersion/timestamps stripped unless asked."""
-        with self._lock:
-            objects = []
-            for key in sorted(self._objects):
-                obj = copy.deepcopy(self._objects[key])
-                if not include_volatile:
-                    for field_name in VOLATILE_METADATA:
-                        obj["metadata"].pop(field_name, None)
-                objects.append(
-                    {
-                        "group": key.group,
-                        "resource": key.resource,
-                        "namespace": key.namespace,
-                        "name": key.name,
-                        "object": obj,
-                    }
-                )
-            return {"objects": objects}
-
-    def dump(self) -> dict[str, Any]:
-        """The whole state for :meth:`restore`: every object with its server metadata, and the version counter."""
-        with self._lock:
-            return {"resource_version": self._rv, **self.snapshot(include_volatile=True)}
-
-    @classmethod
-    def restore(cls, dump: dict[str, Any], *, history: int = 5000) -> Store:
-        """A store holding what :meth:`dump` returned, its CRDs served again; writes continue the version counter."""
-        store = cls(history=history)
-        for entry in dump["objects"]:
-            key = ObjectKey(entry["group"], entry["resource"], entry["namespace"], entry["name"])
-            store._objects[key] = entry["object"]
-            if key[:2] == CRD_KEY:
-                store._register_crd(entry["object"])
-        store._rv = int(dump["resource_version"])
-        return store

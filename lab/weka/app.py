@@ -15,7 +15,8 @@ from typing import Any
 from aiohttp import web
 
 from tenantflow.lab.httpbase import CONTROL_PREFIX, make_app
-from tenantflow.lab.weka.api import SERVICE_KEY, WekaService, routes, weka_middleware
+from tenantflow.lab.weka.routes import routes
+from tenantflow.lab.weka.service import SERVICE_KEY, WekaService, weka_middleware
 from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROOT_ORG, ClusterState, Organization, WekaError, WekaUser
 from tenantflow.lab.weka.tokens import Clock, TokenStore
 

@@ -1,7 +1,9 @@
-"""Commands of a tenant's life: onboard, offboard (with its purge gate), the handover sheet, the tenants recorded.
+"""Commands of a tenant's life: onboard, renew its term, offboard (with its purge gate), the handover sheet, the
+tenants recorded.
 
 ``offboard``, ``handover`` and ``tenants`` read the tenant records in the cluster (:mod:`starter.records`);
-``offboard`` and ``handover`` fall back to the latest onboarding run's history when there is none."""
+``offboard`` and ``handover`` fall back to the latest onboarding run's history when there is none. ``renew``
+and the term column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from temporalio.service import RPCError
 
+from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus, lifecycle_id
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
 from tenantflow.starter.client import TenantflowClient, onboarding_id
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import OutputOpt, Refused, WideOpt, console, emit, print_outcome, run
+from tenantflow.starter.output import OutputOpt, Refused, WideOpt, console, emit, errors, print_outcome, run
 from tenantflow.starter.records import (
     ContextOpt,
     KubeconfigOpt,
@@ -112,27 +116,70 @@ def handover(
     print_outcome(run(go()), output)
 
 
-COLUMNS = ("slug", "status", "version", "plan_hash", "approver", "recorded_at")
+def renew(
+    slug: str,
+    days: Annotated[int, typer.Option(min=1, max=MAX_RENEW_DAYS, help="days to add to the term's end")],
+    comment: Annotated[str, typer.Option(help="why (kept with the renewal)")] = "",
+    output: OutputOpt = "text",
+) -> None:
+    """Extend a tenant's term by DAYS: its lifecycle moves the end, records the renewal (approved by the Temporal
+    client's identity) and reminds again."""
+
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        term = await api.term(slug)
+        if term is None:
+            raise Refused(f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
+        if term.stage != "term:running":
+            raise Refused(
+                f"the term of {slug} ended ({term.stage}, {term.offboarding or 'no offboarding'}): onboard it again "
+                "to start a new term"
+            )
+        renewed = await api.renew(slug, days, comment)
+        if output == "json":
+            emit(renewed.model_dump(mode="json"), output)
+        else:
+            by = renewed.renewals[-1].approver if renewed.renewals else api.identity
+            emit(f"the term of {slug} now ends {renewed.term_end:%Y-%m-%d %H:%M}Z (+{days} days, by {by})", output)
+
+    run(go())
+
+
+async def terms(slugs: list[str]) -> dict[str, TermStatus | None]:
+    """The term of each tenant from its lifecycle; empty (with a warning) when Temporal cannot be asked."""
+    try:
+        api = await TenantflowClient.connect()
+        return {slug: await api.term(slug) for slug in slugs}
+    except RPCError as exc:
+        errors.print(f"cannot ask Temporal for the terms ({exc.message}); the term column is empty", style="yellow")
+        return {}
+
+
+COLUMNS = ("slug", "status", "version", "term_end", "plan_hash", "approver", "recorded_at")
 
 
 def tenants(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, output: OutputOpt = "text") -> None:
-    """List the tenants recorded in a cluster: slug, status, record version, plan hash, approver, time."""
+    """List the tenants recorded in a cluster: slug, status, record version, term end (from the tenant's
+    lifecycle), plan hash, approver, time."""
 
     async def go() -> None:
         target = records_target(kubeconfig, context)
         if target is None:
             raise ContractError("no kubeconfig: pass --kubeconfig or export TENANTFLOW_KUBECONFIG")
+        records = await tenant_records(target)
+        term = await terms([r.contract.slug for _, r in records])
         rows: list[dict[str, str | int]] = [
             {
                 "slug": r.contract.slug,
                 "status": r.status.value,
                 "version": version,
+                "term_end": term_end(term.get(r.contract.slug)),
                 "plan_hash": r.run.plan_hash,
                 "approver": r.run.approver,
                 "recorded_at": r.run.recorded_at.isoformat(),
                 "run_id": r.run.run_id,
             }
-            for version, r in await tenant_records(target)
+            for version, r in records
         ]
         if output == "json":
             emit(rows, output)
@@ -143,3 +190,13 @@ def tenants(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, output
         console.print(table)
 
     run(go())
+
+
+def term_end(term: TermStatus | None) -> str:
+    """The term's end as ``tenants`` shows it: ``-`` without a lifecycle, ``(expired)`` or ``(offboarded)`` once its
+    lifecycle has ended."""
+    if term is None:
+        return "-"
+    return term.term_end.isoformat() + (
+        "" if term.stage == "term:running" else f" ({term.stage.removeprefix('term:')})"
+    )

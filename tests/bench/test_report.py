@@ -1,5 +1,5 @@
 """The bench's report: the durability tax is the total time through Temporal over the total time direct, printed
-with both totals' runs, and named as missing when a run failed."""
+with both totals' runs, and named as missing when a run failed; the drift figures with their goals."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tenantflow.bench.drift import FleetDrift, LabDrift
 from tenantflow.bench.figures import Batch, Figures
 from tenantflow.bench.lab import LabFigures
 from tenantflow.bench.report import report_rows, summary
@@ -14,6 +15,8 @@ from tenantflow.bench.runs import RunTiming
 
 RUN = RunTiming(workflow_id="tenant/tenant-x", seconds=3.0, ok=True)
 BATCH = Batch(runs=[RUN], wall_s=3.0, events=[250], gate_latencies_s=[0.01])
+PAIRS = "(c) durability tax, mean of A-B-B-A pairs"
+FLEET = FleetDrift(tenants=1000, concurrency=64, seconds=41.5, checked=1000, failed=0)
 
 
 def figures(durable_s: list[float], direct_s: list[float], failures: list[str]) -> Figures:
@@ -31,7 +34,14 @@ def figures(durable_s: list[float], direct_s: list[float], failures: list[str]) 
         cleaned_up=True,
     )
     return Figures(
-        latencies="every activity 1 ms", activity_slots=32, logs=Path("/tmp"), solo=RUN, gate=BATCH, load=BATCH, lab=lab
+        latencies="every activity 1 ms",
+        activity_slots=32,
+        logs=Path("/tmp"),
+        solo=RUN,
+        gate=BATCH,
+        load=BATCH,
+        fleet_drift=FLEET,
+        lab=lab.model_copy(update={"drift": LabDrift(slug="tenant-b1t0", seconds=1.5, clean=True)}),
     )
 
 
@@ -51,3 +61,38 @@ def test_no_durability_tax_when_a_run_failed() -> None:
     f = figures(durable_s=[3.0], direct_s=[2.0], failures=["direct run 1: boom"])
     assert summary(f)["durability_tax"] is None and summary(f)["ok"] is False
     assert tax_row(f)[1] == "n/a: a run failed: direct run 1: boom"
+
+
+def test_the_drift_figures_are_printed_with_their_goals_and_a_failed_check_is_not_ok() -> None:
+    f = figures(durable_s=[3.0], direct_s=[2.0], failures=[])
+    rows = {row[0]: row[1:] for row in report_rows(f)}
+    assert rows["(f) drift check, one lab tenant"] == ("1.50 s (clean)", "<= 2 s")
+    assert rows["(f) drift check, 1000 simulated tenants, 64 at a time"] == (
+        "41.5 s (1000 checked, 0 failed)",
+        "<= 60 s",
+    )
+    assert summary(f)["ok"] and summary(f)["fleet_drift"]["checked"] == 1000
+    failed = f.model_copy(update={"fleet_drift": FLEET.model_copy(update={"checked": 999, "failed": 1})})
+    assert summary(failed)["ok"] is False
+
+
+def test_the_tax_is_within_noise_unless_the_pairs_interval_excludes_one() -> None:
+    one_pair = figures(durable_s=[3.0], direct_s=[2.0], failures=[])
+    assert "within noise (no interval from one pair)" in dict((r[0], r[1]) for r in report_rows(one_pair))[PAIRS]
+    noisy = figures(durable_s=[2.2, 1.7, 2.1], direct_s=[2.0, 2.0, 2.0], failures=[])
+    assert summary(noisy)["durability_tax_interval"]["within_noise"] is True
+    steady = figures(durable_s=[3.0, 3.1, 2.9, 3.0], direct_s=[2.0, 2.0, 2.0, 2.0], failures=[])
+    interval = summary(steady)["durability_tax_interval"]
+    assert interval["within_noise"] is False and 1.0 < interval["low"] < 1.5 < interval["high"] < 1.6
+    assert dict((r[0], r[1]) for r in report_rows(steady))[PAIRS].endswith("over 4 pairs: above noise")
+    failed = figures(durable_s=[3.0], direct_s=[2.0], failures=["direct run 1: boom"])
+    assert summary(failed)["durability_tax_interval"] is None
+
+
+def test_the_floor_ratio_is_printed_or_named_as_unavailable() -> None:
+    f = figures(durable_s=[3.0], direct_s=[2.0], failures=[])
+    measured = f.model_copy(update={"load": BATCH.model_copy(update={"cpu_s": 1.2}), "floor_cpu_s": 0.8})
+    rows = {row[0]: row[1] for row in report_rows(measured)}
+    assert rows["(b) CPU per onboarding (worker + server) / floor"].startswith("1.20 s / 0.80 s = 1.50 ")
+    assert summary(measured)["floor_ratio"] == pytest.approx(1.5)
+    assert "n/a" in {row[0]: row[1] for row in report_rows(f)}["(b) CPU per onboarding (worker + server) / floor"]

@@ -62,11 +62,14 @@ STATS = ChaosStats()
 
 
 class WorkerProcess:
-    """``python -m worker`` against the lab on a private task queue, started and SIGKILLed at will."""
+    """``python -m worker`` against the lab on a private task queue, started and SIGKILLed at will. It reads
+    the lab's settings from ``TENANTFLOW_ENV_FILE`` alone: variables another lab left in this process's
+    environment would win over the file."""
 
     def __init__(self, address: str, queue: str, lab: LabEndpoints, log: Path, **env: str) -> None:
+        lab_keys = lab.to_env().keys()
         self.env = {
-            **os.environ,
+            **{key: value for key, value in os.environ.items() if key not in lab_keys},
             "TEMPORAL_ADDRESS": address,
             "TENANTFLOW_TASK_QUEUE": queue,
             "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env"),
@@ -199,11 +202,13 @@ def comparable(state: Any) -> Any:
 
 
 def object_keys(state: dict[str, Any]) -> list[str]:
-    """One key per object in a world snapshot; a key seen twice is a duplicate."""
+    """One key per object in a world snapshot; a key seen twice is a duplicate. Generated UUIDs in names
+    (a dynamically provisioned PersistentVolume is ``pvc-<claim uid>``) read as ``<uuid>``."""
     keys: list[str] = []
     for service, snap in state["http"].items():
         for obj in snap.get("objects", []):
-            keys.append(f"{service}/{obj['group']}/{obj['resource']}/{obj['namespace']}/{obj['name']}")
+            name = UUID.sub("<uuid>", obj["name"])
+            keys.append(f"{service}/{obj['group']}/{obj['resource']}/{obj['namespace']}/{name}")
         keys += [f"{service}/user/{u['username']}" for u in snap.get("users", [])]
         keys += [f"{service}/group/{g['name']}" for g in snap.get("groups", [])]
     for kind, lines in state["slurm"].items():

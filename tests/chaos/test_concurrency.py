@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 
-import pytest
-
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
@@ -22,7 +20,6 @@ from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant
 from tests.chaos.kit import STATS
 from tests.integration.runs import offboard
 from tests.integration.world import World, diff, world_snapshot
-from tests.labfixture import SECOND_LAB_NSS
 
 USERS = {"tenant-ra": ("racer-a1", "racer-a2"), "tenant-rb": ("racer-b1", "racer-b2")}
 
@@ -70,7 +67,6 @@ def mentioning(lines: list[str], words: tuple[str, ...]) -> list[str]:
     return [line for line in lines if any(word in line for word in words)]
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
     STATS.scenarios += 1
     assert baseline.end[0] == "completed"

@@ -15,22 +15,20 @@ import asyncio
 from itertools import pairwise
 from typing import Any
 
-import pytest
-
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.client import TenantflowClient
 from tests.chaos.conftest import Baseline, Rig, outcome, tenant
 from tests.chaos.kit import STATS, clear_faults, comparable, compare_worlds, faulted_requests, set_faults, world
 from tests.integration.runs import offboard, onboard
-from tests.labfixture import SECOND_LAB_NSS, journal_writes, reset_journals
+from tests.labfixture import journal_writes, reset_journals
 
 SERVICES = {"kube-tenant-cluster": 503, "authentik": 502, "weka": 500}
 """Each stand-in answers its reads' injected errors with its own 5xx."""
 
 
 def storm(read_status: int) -> list[dict[str, Any]]:
-    """Fault rules of one stand-in: exec upgrades (no in-place retry) at a lower rate, reads 30% 5xx, writes
-    10% 429 with Retry-After: 1; every request a little slower and some connections dropped."""
+    """Fault rules of one stand-in: exec upgrades refused at a lower rate (opened again in place), reads 30%
+    5xx, writes 10% 429 with Retry-After: 1; every request a little slower and some connections dropped."""
     return [
         {"path": r"/exec$", "error_rate": 0.05, "error_status": read_status, "latency_ms": 20},
         {"methods": ["GET"], "error_rate": 0.3, "error_status": read_status, "drop_rate": 0.05, "latency_ms": 20},
@@ -38,7 +36,6 @@ def storm(read_status: int) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
     STATS.scenarios += 1
     contract = tenant(chaos_lab)
@@ -70,7 +67,6 @@ async def gaps_while_faulted(
     return [later - earlier for earlier, later in pairwise(times)]
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
     """Reads (kube nodes, retried in place) and a write (Weka login, retried by the activity) under 429."""
     STATS.scenarios += 1
@@ -99,7 +95,6 @@ async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints
     STATS.runs_completed += 1
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_forbidden_and_invalid_fail_fast_with_the_api_message(rig: Rig, chaos_lab: LabEndpoints) -> None:
     for service, method, path, status in (("authentik", "GET", "/core/", 403), ("weka", "POST", "/login$", 422)):
         STATS.scenarios += 1

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.devserver import DevServer
 from tests.chaos.conftest import Baseline, Rig, approve_and_wait, tenant
 from tests.chaos.kit import STATS
-from tests.labfixture import SECOND_LAB_NSS
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_run_resumes_after_dev_server_restart(
     rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints, baseline: Baseline
 ) -> None:

@@ -41,14 +41,12 @@ from tests.chaos.kit import (
 )
 from tests.enrollment.conftest import Lab, start_lab
 from tests.enrollment.test_brownfield import PRESET, uids
-from tests.labfixture import SECOND_LAB_NSS
 
 
 def running(name: str) -> Any:
     return lambda s: (r := step(s, name)) is not None and r.state == "running"
 
 
-@pytest.mark.xfail(reason=SECOND_LAB_NSS, strict=False)
 async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline
 ) -> None:

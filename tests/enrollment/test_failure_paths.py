@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -103,7 +104,7 @@ async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(
         greenfield.fault("worker", [])
         await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
         kind, status = await failure(handle)
-    assert kind == "Invalid", "the run ends with the failure that started the rollback"
+    assert kind == "KonduktorFailed", "the run ends with the failure that started the rollback"
     assert status.stage == "rolled-back" and not status.leftovers
     assert not greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 
@@ -128,10 +129,17 @@ async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(
         )
         await handle.execute_update("uncordon", GateAnswer())
         kind, status = await failure(handle)
+        metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     assert kind == "Invalid"
     assert status.stage == "stopped-enrolled"
+    uncordon = (
+        "kubectl --context HUB -n forecasting patch workercluster forecasting-us --type merge "
+        """-p '{"spec":{"cordoned":false}}'"""
+    )
+    shown = metadata.current_details
+    assert f"```\n{uncordon}\n```" in shown and "```\ntenantflow decommission forecasting forecasting-us\n```" in shown
     wc = brownfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
     assert wc["spec"]["cordoned"] is True, "a worker whose canary failed gets no new work"
     assert brownfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
     stopped = [f for f in status.findings if f.check == "enrollment.stopped"]
-    assert len(stopped) == 1 and "uncordon it" in stopped[0].fix and "decommission" in stopped[0].fix
+    assert len(stopped) == 1 and f"uncordon it ({uncordon})" in stopped[0].fix and "decommission" in stopped[0].fix

@@ -30,6 +30,10 @@ TIME_SKIPPING_IDS = {
     "onboarding-gate-timeout": "tenant/tenant-timeout",
     "onboarding-rollback-incomplete": "tenant/tenant-rollback-incomplete",
     "enrollment-resume-expired": "enroll/forecasting/fp-411373",
+    "lifecycle-renewed": "lifecycle/tenant-term",
+    "lifecycle-expired": "lifecycle/tenant-term",
+    "onboarding-lifecycle": "tenant/tenant-onboard-term",
+    "offboarding-ends-term": "offboard/tenant-gone",
 }
 """The workflow ids of the histories recorded on the time-skipping server, which does not record them."""
 

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentStep,
     )
     from tenantflow.models.gates import GateAnswer
+    from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, NoticeKind
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.results import EnsureResult
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+    from tenantflow.workflows.lifecycle import TenantLifecycle
     from tenantflow.workflows.offboarding import TenantOffboarding
     from tenantflow.workflows.onboarding import TenantOnboarding
     from tenantflow.workflows.saga import Entry, Saga
@@ -172,6 +174,30 @@ class EnrollmentWithOtherBudget(WorkerEnrollmentWorkflow):
         return wait.model_copy(update={"budget_s": wait.budget_s + 1})
 
 
+@workflow.defn(name="TenantLifecycle")
+class LifecycleNotAnnouncingRenewals(TenantLifecycle):
+    """A lifecycle that no longer notifies a renewal (removing a command)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        return await super().run(params)
+
+    async def _announce_renewals(self) -> None:
+        self._unannounced = 0
+
+
+@workflow.defn(name="TenantLifecycle")
+class LifecycleWithOtherNotices(TenantLifecycle):
+    """A lifecycle whose notices say something else (changing an activity's arguments)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        return await super().run(params)
+
+    async def _notify(self, kind: NoticeKind, message: str) -> None:
+        await super()._notify(kind, f"{message}.")
+
+
 ROLLBACKS = (
     "onboarding-rolledback",
     "onboarding-cancelled",
@@ -188,11 +214,14 @@ ENROLLMENTS = (
     "enrollment-rollback-retried",
 )
 CHANGES: list[tuple[str, type, type[Exception]]] = [
-    *[(name, OnboardingWithExtraStep, NondeterminismError) for name in ("onboarding-completed", *ROLLBACKS)],
+    *[
+        (name, OnboardingWithExtraStep, NondeterminismError)
+        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS)
+    ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
         (name, OffboardingWithExtraStep, NondeterminismError)
-        for name in ("offboarding-purged", "offboarding-replanned")
+        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term")
     ],
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
@@ -210,6 +239,8 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in ENROLLMENTS
         if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
     ],  # no condition wait
+    ("lifecycle-renewed", LifecycleNotAnnouncingRenewals, NondeterminismError),
+    *[(name, LifecycleWithOtherNotices, ArgumentsChanged) for name in ("lifecycle-renewed", "lifecycle-expired")],
 ]
 
 

@@ -30,7 +30,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
 from tests.integration.world import World, describe_diff
-from tests.labfixture import use_lab_env
+from tests.labfixture import lab_env
 from tests.workflows.contract import example_tenant
 
 INJECTED = "InjectedFailure"
@@ -84,9 +84,8 @@ class FailStep(Interceptor):
 @asynccontextmanager
 async def failing_worker(client: Client, lab: LabEndpoints, injection: Injection) -> AsyncIterator[TenantflowClient]:
     """Every workflow and activity on a private task queue, pointed at the lab, failing as ``injection`` says."""
-    use_lab_env(lab)
     queue = f"rb-{uuid.uuid4().hex[:8]}"
-    with ThreadPoolExecutor(max_workers=16) as pool:
+    with lab_env(lab), ThreadPoolExecutor(max_workers=16) as pool:
         async with Worker(
             client,
             task_queue=queue,

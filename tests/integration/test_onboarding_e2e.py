@@ -5,6 +5,7 @@ The tenant is offboarded (data purged) at the end, so the session's lab is left 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.kubeobjects import KINDS
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
@@ -85,6 +87,22 @@ def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
     assert "tenant-foo||300|gres/gpu=64|200" in assoc
 
 
+def check_field_managers(lab: LabEndpoints, contract: TenantContract, result: OnboardingResult) -> None:
+    """Every Kubernetes object the onboarding wrote lists the field manager ``tenantflow`` (issue 14), read back
+    with kubectl; none names the client's default (``OpenAPI-Generator``)."""
+    written = [r for r in result.applied if r.wrote and r.kind in KINDS]
+    assert written, result.applied
+    kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", contract.cluster.context]
+    for res in written:
+        kind = KINDS[res.kind]
+        group = kind.api_version.rpartition("/")[0]
+        where = ["-n", res.namespace] if res.namespace else []
+        resource = f"{kind.plural}.{group}" if group else kind.plural
+        obj = json.loads(sh(lab, *kubectl, "get", resource, res.name, *where, "--show-managed-fields", "-o", "json"))
+        managers = {entry["manager"] for entry in obj["metadata"]["managedFields"]}
+        assert "tenantflow" in managers and "OpenAPI-Generator" not in managers, (res, managers)
+
+
 async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract) -> None:
     reset_journals(lab)
     again = await onboard(api, contract)
@@ -120,6 +138,7 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         result = await onboard(api, contract)
         try:
             check_runbook_objects(lab, result)
+            check_field_managers(lab, contract, result)
             check_tenant_group_nested(lab)
             await check_rerun_writes_nothing(api, lab, contract)
         finally:

@@ -19,14 +19,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.settings import settings as service_settings
 from tenantflow.activities.weka_client import WekaClient, org_admin_credentials
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tests.integration.rollback_rig import failure_of, tenant
 from tests.integration.world import describe_diff, world_snapshot
-from tests.labfixture import journal_writes, lab_worker, reset_journals
+from tests.labfixture import exported, journal_writes, lab_worker, reset_journals
 
 Setup = Callable[[LabEndpoints, TenantContract], Iterator[None]]
 
@@ -52,23 +51,6 @@ def _sh(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:
 
 def _kubectl(lab: LabEndpoints, *argv: str, stdin: str | None = None) -> str:
     return _sh(lab, "kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", *argv, stdin=stdin)
-
-
-@contextmanager
-def _env(**values: str) -> Iterator[None]:
-    """Worker settings changed for one case (the worker runs in this process and reads them per call)."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    service_settings.cache_clear()
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        service_settings.cache_clear()
 
 
 async def _refused(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract) -> str:
@@ -129,14 +111,14 @@ async def test_weka_capacity_below_request_plus_buffer(api: TenantflowClient, la
 
 
 async def test_slurm_controller_unreachable(api: TenantflowClient, lab: LabEndpoints) -> None:
-    with _env(SLURM_CONTROLLER_DEPLOYMENT="slurmctld-typo"):
+    with exported({"SLURM_CONTROLLER_DEPLOYMENT": "slurmctld-typo"}):
         message = await _refused(api, lab, tenant(lab, "pf-slurm"))
     assert "slurm.controller" in message and "slurmctld-typo" in message, message
     assert "SLURM_CONTROLLER_DEPLOYMENT" in message, message
 
 
 async def test_ldap_outpost_unhealthy(api: TenantflowClient, lab: LabEndpoints) -> None:
-    with _env(LDAP_BIND_PASSWORD="not-the-bind-password"):
+    with exported({"LDAP_BIND_PASSWORD": "not-the-bind-password"}):
         message = await _refused(api, lab, tenant(lab, "pf-ldap"))
     assert "identity.ldap_outpost: the LDAP outpost does not answer a bind and search" in message, message
     assert "ldap-bind-creds" in message, message

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -95,6 +96,11 @@ def test_lab_up_serves_the_runbooks_commands_and_down_leaves_no_process(tmp_path
             "uidNumber",
         )
         assert "uid: ldap-bind" in bind and "uidNumber: 2001" in bind
+        hook = lab.to_env()["TENANTFLOW_NOTIFY_WEBHOOK_URL"]
+        assert httpx.post(hook, json={"event": "term.reminder"}).status_code == 200
+        assert httpx.post(hook, content="not json").status_code == 415
+        kept = httpx.get(f"{lab.notify_url}/_lab/snapshot").json()
+        assert [(k["path"], k["body"]) for k in kept] == [("/hooks/tenantflow", {"event": "term.reminder"})]
     finally:
         down = tenantflow("lab", "down", "--state-dir", str(state))
     assert down.returncode == 0, down.stderr

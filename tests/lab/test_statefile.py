@@ -27,8 +27,8 @@ from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import kept_cert
 from tenantflow.lab.serve import start_site
 from tenantflow.lab.statefile import Saved, load, state_file, write_atomic
-from tenantflow.lab.weka.api import SERVICE_KEY as WEKA_SERVICE
 from tenantflow.lab.weka.app import build_app as build_weka
+from tenantflow.lab.weka.service import SERVICE_KEY as WEKA_SERVICE
 
 TOKEN = "lab-token"
 WEKA_PASSWORD = "lab-weka-password"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tenantflow.models.records import DEFAULT_NAMESPACE
 from tests.lab.kubeapi.conftest import Cluster, cluster  # noqa: F401  (the emulator fixture, with its seed)
 from tests.packaging.envvars import listed
 
@@ -27,8 +28,6 @@ SECRETS = {
 }
 FILE_SECRETS = {"TENANTFLOW_CODEC_KEYS": "codec-keys", "TEMPORAL_TLS_CLIENT_KEY_DATA": "temporal-tls"}
 LONGEST_HEARTBEAT_TIMEOUT_S = 60
-# kinds the lab's apiserver does not serve (lab/kubeapi/registry.py): applying them is refused, reported here
-NOT_SERVED_BY_THE_LAB = {"PodDisruptionBudget"}
 
 
 @pytest.fixture(scope="module")
@@ -59,28 +58,26 @@ def test_passes_strict_validation_for_the_target_minor(rendered: Path, objects: 
     assert proc.stdout.count("passed for resource") == len(objects)
 
 
-def test_the_lab_apiserver_accepts_every_kind_it_serves(
+def test_the_lab_apiserver_accepts_every_object(
     cluster: Cluster,  # noqa: F811
     objects: list[dict[str, Any]],
 ) -> None:
-    served = [obj for obj in objects if obj["kind"] not in NOT_SERVED_BY_THE_LAB]
-    applied = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(served))
-    assert applied.stdout.count(" created") + applied.stdout.count(" configured") == len(served), applied.stdout
-    again = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(served))
-    assert again.stdout.count(" unchanged") == len(served), again.stdout
+    applied = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    assert applied.stdout.count(" created") + applied.stdout.count(" configured") == len(objects), applied.stdout
+    pdb = ["get", "poddisruptionbudget", "tenantflow-worker", "-n", "tenantflow", "-o", "yaml"]
+    first = yaml.safe_load(cluster.kubectl(*pdb).stdout)
+    assert first["spec"]["maxUnavailable"] == 1
+    again = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+    # a PodDisruptionBudget's selector is patchStrategy=replace, so kubectl's patch for it is never empty and it
+    # says "configured" on a real cluster too (Azure/eno#246); the server finds nothing to change
+    assert again.stdout.count(" unchanged") == len(objects) - 1, again.stdout
+    assert "poddisruptionbudget.policy/tenantflow-worker configured" in again.stdout, again.stdout
+    assert (
+        yaml.safe_load(cluster.kubectl(*pdb).stdout)["metadata"]["resourceVersion"]
+        == first["metadata"]["resourceVersion"]
+    )
     worker = cluster.kubectl("get", "deployment", "tenantflow-worker", "-n", "tenantflow", "-o", "yaml").stdout
     assert yaml.safe_load(worker)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
-
-
-def test_the_lab_apiserver_refuses_the_kinds_it_does_not_serve(
-    cluster: Cluster,  # noqa: F811
-    objects: list[dict[str, Any]],
-) -> None:
-    for obj in objects:
-        if obj["kind"] in NOT_SERVED_BY_THE_LAB:
-            refused = cluster.kubectl("apply", "-f", "-", check=False, stdin=yaml.safe_dump(obj))
-            assert refused.returncode != 0, refused.stdout
-            assert "the server could not find the requested resource" in refused.stderr, refused.stderr
 
 
 def test_worker_pod_is_hardened_and_probed(objects: list[dict[str, Any]]) -> None:
@@ -115,13 +112,16 @@ def test_credentials_come_only_from_secret_references(objects: list[dict[str, An
 
 def test_rbac_is_bounded(objects: list[dict[str, Any]]) -> None:
     rules = [
-        rule for kind in ("ClusterRole", "Role") for role in by_kind(objects, kind).values() for rule in role["rules"]
+        (role["metadata"].get("namespace"), rule)
+        for kind in ("ClusterRole", "Role")
+        for role in by_kind(objects, kind).values()
+        for rule in role["rules"]
     ]
-    for rule in rules:
+    for namespace, rule in rules:
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
         assert not {"escalate", "impersonate", "watch"} & set(rule["verbs"]), rule
-        if "secrets" in rule["resources"]:
-            assert "list" not in rule["verbs"], "no listing of every Secret"
+        if "secrets" in rule["resources"] and namespace != DEFAULT_NAMESPACE:
+            assert "list" not in rule["verbs"], "Secrets are listed only in the records namespace (the drift check)"
         if "bind" in rule["verbs"]:
             assert rule["resourceNames"] == ["edit"], "bind only the role the tenant RoleBinding names"
     bindings = by_kind(objects, "ClusterRoleBinding") | by_kind(objects, "RoleBinding")

@@ -1,5 +1,6 @@
 """A tenant outlives its onboarding's history: onboard against the lab, delete the history, then the CLI's
-``handover``, ``offboard`` and ``tenants`` work from the record in the tenant's cluster. The tenant's users are
+``handover``, ``offboard`` and ``tenants`` work from the record in the tenant's cluster (``tenants`` with the term
+its lifecycle kept, ended by the offboarding). The tenant's users are
 its own: offboarding keeps (deactivated) users, and the session's lab is shared."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.records import read_latest
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.lifecycle import lifecycle_id
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
 from tenantflow.starter.client import TenantflowClient, onboarding_id
@@ -85,6 +87,7 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         await api.approve(handle.id, status.plan_hash, on_behalf_of="erin")
         offboarded: OffboardingResult = await api.result(handle.id, OffboardingResult)
         assert offboarded.status == "completed"
+        await wait_for_stage(api, api.handle(lifecycle_id(contract.slug)), "term:offboarded", timeout_s=60)
 
     last = read_latest(key, TenantRecord)
     assert last is not None and last.status is RecordStatus.offboarded and last.run.approver == "erin"
@@ -94,5 +97,6 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         if row["slug"] == contract.slug
     ]
     assert (listed["status"], listed["version"], listed["approver"]) == ("offboarded", 2, "erin")
+    assert listed["term_end"].endswith(" (offboarded)"), "the completed offboarding ended the tenant's term"
     code, _, err = await tenantflow(api, "handover", contract.slug, *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
     assert code == 4 and "offboarded" in err

@@ -1,5 +1,5 @@
-"""The worker's RBAC of deploy/base/rbac.yaml is enough to store and read records (no Secret listing needed), on
-the emulator enforcing exactly those rules."""
+"""The worker's RBAC of deploy/base/rbac.yaml is enough to store and read records by name, and to list them in the
+records namespace (the nightly drift check), on the emulator enforcing exactly those rules."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tenantflow.activities.clusters import KUBECONFIG_ENV
-from tenantflow.activities.records import read_latest, store
-from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RunStamp, TenantRecord
+from tenantflow.activities.records import list_records, read_latest, store
+from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordKind, RunStamp, TenantRecord
 from tenantflow.models.targets import KubeTarget
 from tests.manifests.test_rbac_in_the_emulator import kubeconfig
 from tests.workflows.contract import example_tenant
@@ -40,3 +40,5 @@ async def test_the_worker_role_stores_and_reads_records(kubeconfig: Path, monkey
     assert (again.version, again.created) == (1, False)
     key = RecordKey.of_tenant(target, contract.slug)
     assert await asyncio.to_thread(read_latest, key, TenantRecord, DEFAULT_NAMESPACE) == record
+    listed = await asyncio.to_thread(list_records, target, RecordKind.tenant, DEFAULT_NAMESPACE)
+    assert (1, record) in listed, "the drift check lists the records in the records namespace"

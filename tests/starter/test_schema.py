@@ -16,6 +16,7 @@ EVERY_INPUT = {
     "OffboardingInput",
     "EnrollmentInput",
     "DecommissionInput",
+    "LifecycleInput",
 }
 
 

@@ -1,5 +1,6 @@
-"""The Temporal web UI (2.54) as an operator uses it, for playwright: a run's page, its User Metadata, the Send
-an Update form; on failure a screenshot, the page's HTML and a playwright trace are kept as test artifacts."""
+"""The Temporal web UI (2.54) as an operator uses it, for playwright: the run list, a run's page, its User
+Metadata, the Send an Update form; on failure a screenshot, the page's HTML and a playwright trace are kept as
+test artifacts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ from typing import Any
 from urllib.parse import quote
 
 from playwright.async_api import Browser, Page, expect
+
+WAIT_MS = 60_000
+"""How long the page may take to show what is awaited: playwright's 5 s default is too short for the UI on a
+shared 2-core box (a wait for the page, not a timing being tested)."""
+expect.set_options(timeout=WAIT_MS)
 
 
 @dataclass
@@ -42,10 +48,12 @@ class TemporalUI:
         self.base_url = base_url
         self.namespace = namespace
 
-    async def open_run(self, workflow_id: str) -> None:
-        await self.page.goto(f"{self.base_url}/namespaces/{self.namespace}/workflows/{quote(workflow_id, safe='')}")
-        # the first render of a run's page can take longer than expect's 5 s default on a loaded machine
-        await expect(self.page.get_by_test_id("workflow-id-heading")).to_contain_text(workflow_id, timeout=30_000)
+    async def find_run(self, query: str, workflow_id: str) -> None:
+        """Open the run list filtered by a visibility ``query`` (as typed into the list's filter), then the run."""
+        await self.page.goto(f"{self.base_url}/namespaces/{self.namespace}/workflows?query={quote(query, safe='')}")
+        rows = self.page.get_by_test_id("workflows-summary-configurable-table-row")
+        await rows.filter(has_text=workflow_id).get_by_role("link", name=workflow_id, exact=True).click()
+        await expect(self.page.get_by_test_id("workflow-id-heading")).to_contain_text(workflow_id)
 
     async def user_metadata(self) -> Metadata:
         await self.page.get_by_role("tab", name="User Metadata").click()
@@ -58,12 +66,24 @@ class TemporalUI:
         blocks = [text.strip() for text in await code.all_inner_texts()]
         return Metadata(*texts, code_blocks=blocks)
 
-    async def send_update(self, name: str, payload: str) -> None:
-        """Send an update through More Actions > Send an Update, typing ``payload`` into Data."""
+    async def open_update_form(self) -> dict[str, str]:
+        """More Actions > Send an Update, its Name list opened: each update it offers, with the description shown
+        under the name ("Custom", a name typed by hand, has none)."""
         await self.page.get_by_role("button", name="More Actions").click()
         await self.page.get_by_role("menuitem", name="Send an Update").click()
         dialog = self.page.get_by_role("dialog", name="Send an Update")
         await dialog.get_by_test_id("update-select-button").click()
+        await expect(dialog.get_by_role("option").first).to_be_visible()
+        offered = {}
+        for text in await dialog.get_by_role("option").all_inner_texts():
+            name, _, description = text.strip().partition("\n")
+            offered[name] = description.strip()
+        return offered
+
+    async def send_update(self, name: str, payload: str) -> None:
+        """Choose ``name`` in the open Send an Update form (:meth:`open_update_form`), type ``payload`` into Data
+        and send it."""
+        dialog = self.page.get_by_role("dialog", name="Send an Update")
         await dialog.get_by_role("option", name=name).click()
         await dialog.get_by_role("textbox", name="Data").click()
         await self.page.keyboard.insert_text(payload)
@@ -72,13 +92,14 @@ class TemporalUI:
 
     async def expect_status(self, status: str) -> None:
         await self.page.reload()
-        await expect(self.page.get_by_test_id("execution-status")).to_have_text(status, timeout=30_000)
+        await expect(self.page.get_by_test_id("execution-status")).to_have_text(status)
 
 
 @contextlib.asynccontextmanager
 async def operator_session(browser: Browser, base_url: str, artifacts: Path) -> AsyncIterator[TemporalUI]:
     """A fresh browser page on the UI; when the block fails, the screenshot, HTML and trace go to ``artifacts``."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(WAIT_MS)
     await context.tracing.start(screenshots=True, snapshots=True)
     page = await context.new_page()
     try:

@@ -65,7 +65,6 @@ BAD_TENANTS = [
         "one line",
     ),
     ("unknown field", mutate("capacity.gpu_count", 64), "unknown field"),
-    ("evict on release", mutate("capacity.evict_on_release", True), "evict_on_release must be false"),
     ("soft above hard", mutate("storage.scratch", {"hard": "45TB", "soft": "50TB"}), "soft quota"),
     ("bad size", mutate("storage.pvc_size", "lots"), "not a size"),
     ("shell in name", mutate("users.0.name", "Alice; rm -rf /"), "users.0.name"),
@@ -92,6 +91,12 @@ def test_a_kubeconfig_path_in_a_contract_is_refused_naming_the_field_and_the_fix
     worker["hub"]["kubeconfig"] = "/tmp/evil"
     with pytest.raises(ContractError, match=r"hub\.kubeconfig"):
         parse_contract(WorkerEnrollment, worker, "w.yaml")
+
+
+def test_evict_on_release_true_is_accepted_for_a_plan_warning() -> None:
+    """The approver sees it as a warning in the plan (capacity.preflight and capacity.plan), not a refusal."""
+    data = mutate("capacity.evict_on_release", True)
+    assert parse_contract(TenantContract, data, "t.yaml").capacity.evict_on_release is True
 
 
 def test_hub_and_worker_must_differ() -> None:

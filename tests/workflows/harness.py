@@ -13,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.models.status import RunStatus
+from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
@@ -39,3 +40,12 @@ async def wait_for_stage(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}")
         await asyncio.sleep(0.05)
+
+
+async def approved_onboarding(api: TenantflowClient, contract: TenantContract) -> WorkflowHandle[Any, Any]:
+    """Start onboarding ``contract`` and approve its plan as soon as it is published."""
+    handle = await api.start_onboarding(contract)
+    status = await wait_for_stage(api, handle, "gate:approve_plan")
+    assert status.plan_hash
+    await api.approve(handle.id, status.plan_hash)
+    return handle

@@ -1,16 +1,23 @@
 """Every gate of every workflow is an update of its own name (one JSON argument) with a description, and a signal.
 
-The UI's Send an Update form lists what the ``__temporal_workflow_metadata``
-query reports, so each workflow is started (on a worker without activities: it
-waits at its first step) and asked. The gates are then answered by name with the
-plain ``temporal`` CLI: offboarding's ``approve_plan`` and ``confirm_purge`` here,
+The gates are enumerated from the code: every call that opens one, in each workflow
+class and its bases, must name a declared gate, and every declared gate must be
+opened somewhere. The UI's Send an Update form lists what the
+``__temporal_workflow_metadata`` query reports, so each workflow is started (on a
+worker without activities: it waits at its first step) and asked. The gates are then
+answered by name with the plain ``temporal`` CLI: offboarding's ``approve_plan`` and
+``confirm_purge`` here, onboarding's ``approve_plan`` in tests/starter/test_temporal_cli.py,
 every gate of an enrollment and of a decommission in tests/enrollment/test_gate_updates.py,
-``retry_rollback`` in test_rollback_gate.py.
+``retry_rollback`` in test_rollback_gate.py; tests/ui sends ``approve_plan`` from the UI.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import sys
+import textwrap
 import uuid
 from typing import Any
 
@@ -25,6 +32,7 @@ from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.targets import KubeTarget
 from tenantflow.worker.registry import WORKFLOWS
+from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.offboarding import offboarding_id
 from tests.starter.test_temporal_cli import temporal
 from tests.workflows.contract import example_tenant
@@ -32,8 +40,8 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
 ENROLLMENT = WorkerEnrollment(
-    hub=KubeTarget(kubeconfig="/nonexistent", context="hub"),
-    worker=KubeTarget(kubeconfig="/nonexistent", context="worker"),
+    hub=KubeTarget(context="hub"),
+    worker=KubeTarget(context="worker"),
     tenant_namespace="forecasting",
     worker_name="forecasting-us",
     workload_namespaces=["forecasting"],
@@ -46,14 +54,63 @@ INPUTS: dict[str, BaseModel] = {
 }
 
 
+GATED = [workflow for workflow in WORKFLOWS if issubclass(workflow, GatedRun)]
+"""Every workflow with gates (TenantLifecycle has none: it starts the offboarding, which has)."""
+
+
+def test_every_gated_workflow_has_an_input_here() -> None:
+    assert {workflow.WORKFLOW for workflow in GATED} == set(INPUTS)
+
+
+OPENERS = {"_wait_gate", "_gate", "_wait_plan_approval"}
+"""The methods that open a gate: the gate's name is their first argument (``_wait_plan_approval``: approve_plan)."""
+
+
 def gates_of(workflow_class: Any) -> list[str]:
+    """The gates a workflow declares: approve_plan and its ``YES_NO_GATES`` (each an update of its own name)."""
     return ["approve_plan", *workflow_class.YES_NO_GATES]
+
+
+def gates_opened_by(workflow_class: Any) -> set[str]:
+    """The gates the code of a workflow class and of its bases opens, read from their source: the first argument
+    of every gate opening call, a literal or a module constant; a helper handing its own parameter on is skipped
+    (its callers are read)."""
+    opened: set[str] = set()
+    for cls in workflow_class.__mro__:
+        if not cls.__module__.startswith("tenantflow.workflows."):
+            continue
+        module = sys.modules[cls.__module__]
+        for function in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(cls)))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            parameters = {argument.arg for argument in function.args.args}
+            for call in ast.walk(function):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                    continue
+                if call.func.attr == "_wait_plan_approval":
+                    opened.add("approve_plan")
+                elif call.func.attr in OPENERS or (
+                    call.func.attr == "wait" and ast.unparse(call.func.value) == "self._gates"
+                ):
+                    name = call.args[0]
+                    if isinstance(name, ast.Constant):
+                        opened.add(name.value)
+                    elif not (isinstance(name, ast.Name) and name.id in parameters):
+                        opened.add(getattr(module, ast.unparse(name)))
+    return opened
+
+
+def test_every_gate_opened_is_a_declared_gate() -> None:
+    """What the next test checks in the UI's metadata is every gate a run can wait at, and no more."""
+    for workflow_class in WORKFLOWS:
+        declared = set(gates_of(workflow_class)) if workflow_class in GATED else set()
+        assert gates_opened_by(workflow_class) == declared, workflow_class.__name__
 
 
 async def test_every_gate_of_every_workflow_is_a_described_update_and_signal(dev_env: WorkflowEnvironment) -> None:
     queue = f"gates-{uuid.uuid4().hex[:8]}"
     async with Worker(dev_env.client, task_queue=queue, workflows=WORKFLOWS):
-        for workflow_class in WORKFLOWS:
+        for workflow_class in GATED:
             name = workflow_class.WORKFLOW
             handle = await dev_env.client.start_workflow(
                 name, INPUTS[name], id=f"gates-{uuid.uuid4().hex}", task_queue=queue

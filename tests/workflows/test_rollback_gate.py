@@ -1,4 +1,5 @@
-"""A rollback whose undo keeps failing waits at ``retry_rollback`` with the objects left, and can be resumed."""
+"""A rollback whose undo keeps failing waits at ``retry_rollback`` with the objects left, and can be resumed
+(by the plain ``temporal`` CLI: ``retry_rollback`` is an update of its own name)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.models.gates import GateAnswer
 from tenantflow.models.rollback import Leftover
 from tenantflow.models.status import RunStatus
+from tests.starter.test_temporal_cli import temporal
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
@@ -34,7 +36,9 @@ async def test_failed_undo_waits_at_retry_rollback_and_resumes(dev_env: Workflow
         assert {item.kind for item in status.leftovers} == {"account", "Thing"}
         undone_before = [c for c in world.calls if ".undo:" in c]
         assert "identity.undo:group" in undone_before, "the other undos ran past the failing one"
-        await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
+        assert any("--name retry_rollback" in how for gate in status.gates for how in gate.how_to_answer)
+        update = ("workflow", "update", "execute", "--workflow-id", handle.id, "--name", "retry_rollback")
+        assert "retry_rollback answered by ops" in await temporal(api, *update, "--input", '{"approver": "ops"}')
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
         final = await api.status(handle.id)

@@ -23,7 +23,7 @@ from tenantflow.activities.slurm_users import unresolved_error
 from tenantflow.lab.endpoints import LabEndpoints
 from tests.integration.rollback_rig import assert_world_restored, failure_of, start_approved, tenant
 from tests.integration.world import world_snapshot
-from tests.labfixture import journal_writes, lab_worker, reset_journals, use_lab_env
+from tests.labfixture import journal_writes, lab_env, lab_worker, reset_journals
 
 
 def _authentik(lab: LabEndpoints) -> httpx.Client:
@@ -132,15 +132,15 @@ async def test_preflight_refuses_an_adopted_user_whose_uid_a_stale_entry_holds(
 
 
 def test_a_stuck_resolve_wait_names_the_cause_the_directory_shows(lab: LabEndpoints) -> None:
-    use_lab_env(lab)
-    missing = unresolved_error(["nobody-here"], 60)
+    with lab_env(lab):
+        missing = unresolved_error(["nobody-here"], 60)
     assert missing.type == "Unavailable" and not missing.non_retryable, repr(missing)
     assert (
         "does not resolve user(s) nobody-here after 60 s: nobody-here is missing from the directory" in missing.message
     ), missing.message
     bind_dn = f"cn=ldap-bind,ou=users,{lab.ldap_base_dn}"
     uid = uid_of_pk(lab, 1)
-    with stale_entry(lab, "olduser-bind", uid) as stale:
+    with lab_env(lab), stale_entry(lab, "olduser-bind", uid) as stale:
         collided = unresolved_error(["ldap-bind"], 60)
     assert collided.type == "IdentityCollision" and collided.non_retryable, repr(collided)
     assert f"uidNumber {uid} of {bind_dn} is also held by {stale}" in collided.message, collided.message

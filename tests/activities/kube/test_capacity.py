@@ -125,3 +125,14 @@ def test_released_nodes_go_to_the_waiting_reservation(lab: Lab) -> None:
     bar = reservation_status(lab, "tenant-bar-reservation", "Ready")
     assert bar["phase"] == "Ready" and bar["reservedNodes"] == ["gpu-03"]
     assert lab.node_labels() == {"gpu-03": "tenant-bar"}
+
+
+def test_a_contract_asking_for_evict_on_release_is_a_plan_warning_not_a_refusal(lab: Lab) -> None:
+    c = contract(lab, evict_on_release=True)
+    pre = preflight(c)
+    assert [f for f in pre.findings if not f.ok and f.severity == "error"] == []
+    [warning] = [f for f in pre.findings if f.check == "capacity.evict_on_release"]
+    assert warning.severity == "warning" and "kills the tenant's running jobs" in warning.message
+    [planned] = run(capacity.plan, StepInput(contract=c, facts=pre.facts))
+    assert planned.detail["evictOnRelease"] is True and "drains gracefully" in planned.detail["warning"]
+    assert lab.writes() == []

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import slurm
+from tenantflow.activities import slurm, validate
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm_partition import partition_problems
-from tenantflow.models.results import Outcome, SlurmObject, SlurmPartition
+from tenantflow.lab import pitfalls
+from tenantflow.lab.controllers import slurm as slurm_controller
+from tenantflow.lab.pitfalls import Pitfall
+from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 
@@ -137,3 +140,103 @@ def test_partition_nodes_follow_the_reservation(lab: SlurmLab) -> None:
         assert partition_problems(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES)) == []
     finally:
         slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
+
+
+def test_partition_is_confirmed_by_scontrol_without_any_annotation(
+    lab: SlurmLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SUNK's operator marks nothing on the ConfigMap: the step must trust what slurmctld reports."""
+    monkeypatch.setattr(slurm_controller.PartitionsOperator, "_annotate", lambda self, annotations: None)
+    contract = make_contract(lab.target)
+    inp = step_input(contract)
+    res = slurm.partition(inp)
+    try:
+        assert res.results[0].outcome is Outcome.created
+        assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
+    finally:
+        undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
+    assert [r.outcome for r in undone] == [Outcome.deleted]
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
+
+
+def test_a_partition_max_time_shorter_than_the_contract_fails_by_name_and_is_removed(lab: SlurmLab) -> None:
+    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, True)
+    try:
+        with pytest.raises(ApplicationError, match=r"slurm\.max_time: MaxTime=12:00:00.*MaxTime=UNLIMITED"):
+            slurm.partition(step_input(contract))
+    finally:
+        pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, False)
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
+
+
+def test_accounts_and_qos_carry_the_ownership_marker(lab: SlurmLab, contract: TenantContract) -> None:
+    inp = step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp)]
+    try:
+        orgs = lab.sh(
+            "sacctmgr", "show", "account", f"{contract.slug},{contract.team_account}", "format=organization", "-P", "-n"
+        ).split()
+        assert orgs == [contract.slug, contract.slug]
+        descriptions = lab.sh(
+            "sacctmgr",
+            "show",
+            "qos",
+            f"names=normal-{contract.short},interactive-{contract.short}",
+            "format=description",
+            "-P",
+            "-n",
+        ).split()
+        assert descriptions == [f"tenantflow:{contract.slug}"] * 2
+    finally:
+        for step, res in (("qos", results[1]), ("accounts", results[0])):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
+
+
+def test_an_account_made_by_someone_else_after_the_plan_is_not_adopted(lab: SlurmLab) -> None:
+    contract = make_contract(lab.target)
+    lab.sh("sacctmgr", "-i", "add", "account", contract.slug, "Organization=someone-else", "Cluster=production")
+    try:
+        with pytest.raises(ApplicationError, match=r"not tenantflow's .*Organization=someone-else.*not adopted"):
+            slurm.accounts(step_input(contract))
+        assert "someone-else" in lab.sh("sacctmgr", "show", "account", contract.slug, "format=organization", "-P", "-n")
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
+
+
+def test_undo_leaves_alone_an_account_and_qos_it_cannot_prove_it_made(lab: SlurmLab) -> None:
+    """The saga undoes planned creations by name: objects without our marker stay, reported as left alone."""
+    contract = make_contract(lab.target)
+    qos = f"normal-{contract.short}"
+    lab.sh("sacctmgr", "-i", "add", "account", contract.slug, "Organization=tenant-other", "Cluster=production")
+    lab.sh("sacctmgr", "-i", "add", "qos", qos, "Description=made by hand")
+    planned = [
+        EnsureResult(layer="slurm", kind=kind, name=name, outcome=Outcome.created)
+        for kind, name in (("qos", qos), ("account", contract.slug))
+    ]
+    try:
+        undone = slurm.undo(
+            slurm.UndoInput(contract=contract, facts=step_input(contract).facts, step="accounts", results=planned)
+        )
+        assert [r.outcome for r in undone] == [Outcome.unchanged, Outcome.unchanged]
+        assert all("left alone" in r.data_as(Kept).kept for r in undone)
+        assert qos in lab.sh("sacctmgr", "show", "qos", qos, "format=name", "-P", "-n")
+        assert contract.slug in lab.sh("sacctmgr", "show", "account", contract.slug, "format=account", "-P", "-n")
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "account", contract.slug)
+        lab.sh("sacctmgr", "-i", "delete", "qos", qos)
+
+
+def test_the_wall_limit_check_reads_the_qos_max_wall_too(lab: SlurmLab) -> None:
+    """An UNLIMITED partition does not help when the default QoS stops jobs at 24 h."""
+    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    lab.resolve(*contract.usernames)
+    inp = step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp), slurm.partition(inp)]
+    try:
+        found = validate.partition_max_time(inp)
+        assert not found.ok and "MaxTime=UNLIMITED" in found.message
+        assert f"QoS normal-{contract.short} MaxWall=1-00:00:00" in found.message and "QoS MaxWall" in found.fix
+    finally:
+        for step, res in reversed(list(zip(("accounts", "qos", "partition"), results, strict=True))):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))

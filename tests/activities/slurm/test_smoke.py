@@ -9,7 +9,7 @@ from __future__ import annotations
 from tenantflow.activities import smoke
 from tenantflow.activities.smoke import JobRun
 
-GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\nGPUS={n}\n"
+GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\nGPUS={n}\nSTEP_GPUS={step}\n"
 
 
 def test_parse_busbw_picks_the_4gb_row() -> None:
@@ -28,20 +28,33 @@ def test_allocated_gpus_from_job_gres() -> None:
 
 
 def test_one_allocated_gpu_seen_once_is_ok() -> None:
-    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="0", n=1), {"JOB_GRES": "gpu:1"}), 1)
+    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="0", n=1, step=1), {"JOB_GRES": "gpu:1"}), 1)
     assert finding.ok and "exactly its 1 allocated" in finding.message
 
 
 def test_more_gpus_visible_than_allocated_means_no_device_constraint() -> None:
-    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="unset", n=8), {"JOB_GRES": "gpu:1"}), 1)
+    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="unset", n=8, step=8), {"JOB_GRES": "gpu:1"}), 1)
     assert not finding.ok and "ConstrainDevices=yes" in finding.fix
 
 
 def test_exclusive_partition_allocates_the_whole_node() -> None:
     finding = smoke.gpu_finding(
-        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8), {"JOB_GRES": "gpu:8"}), 1
+        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8, step=1), {"JOB_GRES": "gpu:8"}), 1
     )
     assert finding.ok and "whole node" in finding.message
+
+
+def test_exclusive_partition_without_constrain_devices_is_seen_by_the_one_gpu_step() -> None:
+    """On OverSubscribe=EXCLUSIVE the job rightly sees its 8 allocated GPUs; the 1-GPU step must see 1."""
+    finding = smoke.gpu_finding(
+        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8, step=8), {"JOB_GRES": "gpu:8"}), 1
+    )
+    assert not finding.ok and "all GPUs visible to a 1-GPU job" in finding.message
+    assert "ConstrainDevices=yes" in finding.fix
+
+
+def test_a_job_without_the_step_count_is_an_error_finding() -> None:
+    assert not smoke.gpu_finding(JobRun("COMPLETED", "gpu-01\nGPUS=1\n", {"JOB_GRES": "gpu:1"}), 1).ok
 
 
 def test_failed_job_is_an_error_finding() -> None:

@@ -25,9 +25,9 @@ from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
 from tenantflow.lab.kubeapi.server import build_app as build_kube_app
 from tenantflow.lab.kubeapi.server import start_kube_api
 from tenantflow.lab.kubeapi.store import Store
-from tenantflow.lab.weka.api import SERVICE_KEY, WekaService
 from tenantflow.lab.weka.app import TiB
 from tenantflow.lab.weka.app import build_app as build_weka_app
+from tenantflow.lab.weka.service import SERVICE_KEY, WekaService
 from tenantflow.models.onboarding import Facts, UserFacts
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import Storage, StorageIsolation, TenantContract, TenantUser

@@ -11,8 +11,8 @@ from weka_harness import PASSWORD, USERNAME
 
 from tenantflow.lab.controllers.csi import CsiWekafs
 from tenantflow.lab.kubeapi.store import Store
-from tenantflow.lab.weka.api import SERVICE_KEY
 from tenantflow.lab.weka.app import TiB, build_app
+from tenantflow.lab.weka.service import SERVICE_KEY
 from tenantflow.models.weka_mount import DirectorySpec, directory_command, filesystem_handle, secret_parameters
 
 NS = "tenant-foo"

@@ -81,6 +81,7 @@ def test_qos_rows_with_flags_and_walltime_as_slurm_prints_them() -> None:
     assert qos["interactive-foo"].flags == []
     assert qos["interactive-foo"].preemptmode == "cluster"
     assert (qos["interactive-foo"].priority, qos["interactive-foo"].maxwall) == ("200", "04:00:00")
+    assert {q.description for q in qos.values()} == {"tenantflow:tenant-foo"}
 
 
 def test_no_rows_parse_to_nothing() -> None:

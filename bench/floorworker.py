@@ -1,0 +1,44 @@
+"""The floor's worker (``python -m tenantflow.bench.floorworker QUEUE NAME...``): ``BenchFloor`` calls no-op
+activities with the given names one after another, on a plain ``temporalio.worker.Worker`` with default settings.
+Only temporalio is imported here: the workflow sandbox re-imports this module for every run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+FLOOR_WORKFLOW = "BenchFloor"
+
+
+@workflow.defn(name=FLOOR_WORKFLOW)
+class BenchFloor:
+    @workflow.run
+    async def run(self, names: list[str]) -> int:
+        for name in names:
+            await workflow.execute_activity(name, start_to_close_timeout=timedelta(minutes=1))
+        return len(names)
+
+
+def noop_activity(name: str) -> Any:
+    async def noop() -> None:
+        return None
+
+    return activity.defn(name=name)(noop)
+
+
+async def serve(queue: str, names: list[str]) -> None:
+    client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], namespace=os.environ["TEMPORAL_NAMESPACE"])
+    activities = [noop_activity(name) for name in sorted(set(names))]
+    async with Worker(client, task_queue=queue, workflows=[BenchFloor], activities=activities):
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(sys.argv[1], sys.argv[2:]))

@@ -1,0 +1,81 @@
+"""Every exec is bounded below the heartbeat timeout, a cancel during an exec stays a cancel, and the Slurm loops
+over users heartbeat per object."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from pydantic import ValidationError
+from temporalio.exceptions import CancelledError
+from temporalio.testing import ActivityEnvironment
+
+from tenantflow.activities import slurm
+from tenantflow.activities.settings import ServiceSettings, settings
+from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.models.runbook import HEARTBEAT
+from tenantflow.models.tenant import TenantContract
+from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input
+
+
+def test_the_exec_timeout_stays_below_the_heartbeat_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TENANTFLOW_EXEC_TIMEOUT", str(int(HEARTBEAT.total_seconds())))
+    with pytest.raises(ValidationError, match="TENANTFLOW_EXEC_TIMEOUT"):
+        ServiceSettings()
+
+
+def test_a_hung_exec_is_cut_at_the_exec_timeout(lab: SlurmLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``squeue --iterate`` never ends: the slurmctld and slurmd execs are cut (no exit status) instead of
+    outliving the activity's heartbeat timeout."""
+    monkeypatch.setenv("TENANTFLOW_EXEC_TIMEOUT", "2")
+    settings.cache_clear()
+    try:
+        ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
+        cut = [
+            ctl.run(["squeue", "--iterate=1"], check=False),
+            ctl.on_slurmd("slurmd-gpu-01", ["squeue", "--iterate=1"]),
+        ]
+    finally:
+        settings.cache_clear()
+    assert [out.exit_code for out in cut] == [-1, -1], cut
+
+
+def test_a_cancel_during_the_exec_handshake_stays_a_cancel(lab: SlurmLab) -> None:
+    """kubernetes' websocket_call turns any exception into ApiException(status=0): the activity's cancel, raised in
+    its thread while the apiserver is slow to answer the exec, must reach Temporal as a cancel, not as a retryable
+    "kubernetes answered HTTP 0" (which made a cancelled onboarding end failed instead of cancelled)."""
+    ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
+    ctl.run(["scontrol", "ping"])  # the client's modules are loaded: the cancel lands in the handshake
+    server = yaml.safe_load(Path(lab.target.kubeconfig).read_text())["clusters"][0]["cluster"]["server"]
+    with httpx.Client(base_url=server, verify=False, timeout=10) as http:
+        http.put("/_lab/faults", json={"rules": [{"path": r"/exec$", "latency_ms": 1500}]}).raise_for_status()
+        env = ActivityEnvironment()
+        timer = threading.Timer(0.3, env.cancel)
+        timer.start()
+        try:
+            with pytest.raises(CancelledError):
+                env.run(ctl.run, ["scontrol", "ping"])
+        finally:
+            timer.join()
+            http.delete("/_lab/faults").raise_for_status()
+
+
+def test_the_users_step_heartbeats_for_every_user(lab: SlurmLab) -> None:
+    users = tuple(f"hb{i}" for i in range(6))
+    contract: TenantContract = make_contract(lab.target, users=users)
+    lab.resolve(*users)
+    inp = step_input(contract)
+    beats: list[Any] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.extend(details)
+    results = [env.run(slurm.accounts, inp), env.run(slurm.qos, inp), env.run(slurm.users, inp)]
+    try:
+        assert {f"user {u}" for u in users} <= {b.get("slurm") for b in beats if isinstance(b, dict)}
+    finally:
+        for step, res in reversed(list(zip(("accounts", "qos", "users"), results, strict=True))):
+            env.run(slurm.undo, slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
+    assert {f"user {u}" for u in users} <= {b.get("undo") for b in beats if isinstance(b, dict)}

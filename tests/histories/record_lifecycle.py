@@ -1,0 +1,86 @@
+"""Record TenantLifecycle histories (and the onboarding and offboarding that start and end one) for the replay
+tests, on the time-skipping server (a term lasts days).
+
+Run ``python -m tests.histories.record_lifecycle NAME...`` after a deliberate, versioned workflow change (histories
+already committed are never recorded again); commit the JSON files it writes beside this file (their workflow ids
+go in ``strict_replay.TIME_SKIPPING_IDS``): ``lifecycle`` writes ``lifecycle-renewed`` (a reminder, ``renew``,
+the continue-as-new) and ``lifecycle-expired`` (the run after it: the reminders of the new end, expiry, the
+offboarding started); ``onboarding-lifecycle`` a completed onboarding that starts the tenant's lifecycle;
+``offboarding-ends-term`` a completed offboarding that ends the tenant's running lifecycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.models.lifecycle import lifecycle_id
+from tenantflow.starter.client import TenantflowClient
+from tests.temporal_env import start_time_skipping
+from tests.workflows.contract import example_tenant
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import approved_onboarding, wait_for_stage
+from tests.workflows.lifecycle_harness import drive_term, notify_sink, start_term, term_worker
+
+HERE = Path(__file__).resolve().parent
+Recorder = Callable[[WorkflowEnvironment, TenantflowClient, str], Awaitable[None]]
+
+
+async def save(handle: WorkflowHandle[object, object], name: str) -> None:
+    (HERE / f"{name}.json").write_text((await handle.fetch_history()).to_json())
+
+
+async def lifecycle(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    seen = await drive_term(env, api, sink, example_tenant("tenant-term"))
+    await save(
+        env.client.get_workflow_handle(lifecycle_id("tenant-term"), run_id=seen.first_run_id), "lifecycle-renewed"
+    )
+    last = env.client.get_workflow_handle(lifecycle_id("tenant-term"))
+    await last.result()
+    await save(last, "lifecycle-expired")
+
+
+async def onboarding_lifecycle(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    handle = await approved_onboarding(api, example_tenant("tenant-onboard-term"))
+    await handle.result()
+    await save(handle, "onboarding-lifecycle")
+
+
+async def offboarding_ends_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    contract = example_tenant("tenant-gone")
+    term, _ = await start_term(env, api, contract)
+    handle = await api.start_offboarding(contract)
+    status = await wait_for_stage(api, handle, "gate:approve_plan")
+    await api.approve(handle.id, status.plan_hash or "")
+    await wait_for_stage(api, term, "term:offboarded")
+    await handle.result()
+    await save(handle, "offboarding-ends-term")
+
+
+RECORDERS: dict[str, Recorder] = {
+    "lifecycle": lifecycle,
+    "onboarding-lifecycle": onboarding_lifecycle,
+    "offboarding-ends-term": offboarding_ends_term,
+}
+
+
+async def main(names: list[str]) -> None:
+    unknown = set(names) - set(RECORDERS)
+    if unknown or not names:
+        raise SystemExit(f"name one or more of {', '.join(RECORDERS)} (not {', '.join(sorted(unknown))})")
+    for name in names:
+        env = await start_time_skipping()
+        try:
+            async with notify_sink() as sink, term_worker(env, FakeWorld(present=True), sink) as api:
+                await RECORDERS[name](env, api, sink)
+        finally:
+            await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""Running TenantLifecycle with the real notifier against the lab's webhook sink on a real socket.
+
+The worker runs the lifecycle, the offboarding it starts and the onboarding that starts it, with the
+orchestration fakes (:mod:`tests.workflows.fakes`) for the tenant's layers and the real ``lifecycle.*``
+activities, configured through the worker's environment (``TENANTFLOW_NOTIFY_WEBHOOK_URL`` pointing at
+the sink, ``TENANTFLOW_TERM_REMINDER_DAYS``). :func:`drive_term` is the scenario the tests check and the
+replay recorder records: a reminder, a renewal (a continue-as-new), the reminders of the new end, expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from aiohttp import web
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from tenantflow.activities import lifecycle
+from tenantflow.lab.notify_sink import build_app
+from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.lifecycle import TenantLifecycle
+from tenantflow.workflows.offboarding import TenantOffboarding
+from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.labfixture import exported
+from tests.workflows.fakes import FakeWorld
+
+
+@asynccontextmanager
+async def notify_sink() -> AsyncIterator[str]:
+    """The lab's webhook sink on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(build_app(), shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def received(sink: str) -> list[dict[str, Any]]:
+    """What the sink received, read over HTTP."""
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(f"{sink}/_lab/snapshot")
+    answer.raise_for_status()
+    found: list[dict[str, Any]] = answer.json()
+    return found
+
+
+async def wait_received(sink: str, count: int, timeout_s: float = 30) -> list[dict[str, Any]]:
+    """The sink's notices once it holds ``count`` of them (fails after ``timeout_s`` of real time)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while len(found := await received(sink)) < count:
+        if loop.time() > deadline:
+            raise AssertionError(f"the sink received {len(found)} notices, not {count}: {found}")
+        await asyncio.sleep(0.05)
+    return found
+
+
+@asynccontextmanager
+async def term_worker(
+    env: WorkflowEnvironment, world: FakeWorld, sink: str, reminder_days: str = "30,7,1"
+) -> AsyncIterator[TenantflowClient]:
+    """A worker whose notifier posts to ``sink`` and whose lifecycles remind ``reminder_days`` before the end."""
+    queue = f"term-{uuid.uuid4().hex[:8]}"
+    values = {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/term", "TENANTFLOW_TERM_REMINDER_DAYS": reminder_days}
+    with exported(values), ThreadPoolExecutor(max_workers=4) as pool:
+        async with Worker(
+            env.client,
+            task_queue=queue,
+            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle],
+            activities=[*world.activities(), *lifecycle.ACTIVITIES],
+            activity_executor=pool,
+        ):
+            yield TenantflowClient(env.client, queue)
+
+
+@dataclass
+class TermRun:
+    """What :func:`drive_term` saw: the term's first end, the runs and the notices in order."""
+
+    start: datetime
+    first_end: datetime
+    renewed_end: datetime
+    first_run_id: str
+    notices: list[dict[str, Any]]
+    renewed: TermStatus
+
+
+async def start_term(
+    env: WorkflowEnvironment,
+    api: TenantflowClient,
+    contract: TenantContract,
+    days: int = 365,
+    reminder_days: list[int] | None = [30],  # noqa: B006 - never mutated
+) -> tuple[WorkflowHandle[Any, LifecycleResult], datetime]:
+    """Start the lifecycle of ``contract`` with a term ending ``days`` from now: (its handle, the end)."""
+    end = await env.get_current_time() + timedelta(days=days)
+    handle = await env.client.start_workflow(
+        TenantLifecycle.run,
+        LifecycleInput(contract=contract, term_end=end, reminder_days=reminder_days),
+        id=lifecycle_id(contract.slug),
+        task_queue=api.task_queue,
+        result_type=LifecycleResult,
+    )
+    return handle, end
+
+
+async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str, contract: TenantContract) -> TermRun:
+    """A 40-day term: the 30-day reminder, ``renew`` by 20 days (continue-as-new), the 30, 7 and 1-day reminders of
+    the new end, then expiry (day 60), which starts the offboarding."""
+    handle, first_end = await start_term(env, api, contract, days=40, reminder_days=None)
+    start = first_end - timedelta(days=40)
+    first_run_id = handle.result_run_id or ""
+    await env.sleep(timedelta(days=10, hours=1))
+    await wait_received(sink, 1)
+    renewed: TermStatus = await handle.execute_update(
+        "renew", RenewTerm(days=20, approver="ops", comment="renewed for Q3"), result_type=TermStatus
+    )
+    await wait_received(sink, 2)
+    for day, count in ((30, 3), (53, 4), (59, 5), (60, 6)):
+        await env.sleep(start + timedelta(days=day, minutes=1) - await env.get_current_time())
+        await wait_received(sink, count)
+    return TermRun(
+        start=start,
+        first_end=first_end,
+        renewed_end=renewed.term_end,
+        first_run_id=first_run_id,
+        notices=await received(sink),
+        renewed=renewed,
+    )

@@ -1,0 +1,285 @@
+"""``TenantLifecycle``: the contract's term as a durable timer, one run per tenant (id ``lifecycle/<slug>``).
+
+A completed onboarding starts it (:func:`start_lifecycle`, an abandoned child, so it outlives the onboarding)
+with the term's end: the completion time plus ``capacity.term_days``. It sleeps on timers until each reminder
+(``reminder_days`` days before the end: the worker's ``TENANTFLOW_TERM_REMINDER_DAYS``, default 30, 7 and 1)
+and sends a notice through the notifier (``lifecycle.notify``). The ``renew`` update (validated: 1 to 3650
+days, refused once the term has ended) moves the end, is kept in ``renewals`` and announced, and the run
+continues as new with the new end (reminders already past for it are skipped); it also continues as new when
+Temporal suggests it. At the end it starts the tenant's ``TenantOffboarding`` (an abandoned child, id
+``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until that plan is
+approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
+:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. An offboarding
+that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
+``term`` query says where the term stands; ``status`` is the shared run status.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.gates import STARTED_BY_MEMO
+    from tenantflow.models.lifecycle import (
+        OFFBOARDED_SIGNAL,
+        LifecycleInput,
+        LifecycleResult,
+        NoticeKind,
+        Renewal,
+        RenewTerm,
+        TermNotice,
+        TermStatus,
+        lifecycle_id,
+        renew_days_problem,
+    )
+    from tenantflow.models.offboarding import OffboardingInput
+    from tenantflow.models.runbook import NOTIFY, REMINDER_DAYS
+    from tenantflow.models.status import RunStatus
+    from tenantflow.models.tenant import TenantContract
+
+from tenantflow.workflows.offboarding import TenantOffboarding, offboarding_id
+from tenantflow.workflows.search import STAGE, TENANT_SLUG
+from tenantflow.workflows.steps import StepTracker
+
+RUNNING = "term:running"
+EXPIRED = "term:expired"
+OFFBOARDED = "term:offboarded"
+EXPIRY_STARTER_PATCH = "expiry-offboarding-started-by"
+"""Runs with it give the offboarding started at expiry the memo ``started_by`` (the lifecycle's workflow id)."""
+
+
+def days_left(term_end: datetime, now: datetime) -> int:
+    """Whole days from ``now`` to ``term_end``, rounded up (0 once it has passed)."""
+    return max(0, math.ceil((term_end - now) / timedelta(days=1)))
+
+
+def past_reminders(term_end: datetime, reminder_days: list[int], now: datetime) -> list[int]:
+    """The reminders whose time has already come for ``term_end``: a new or renewed term skips them."""
+    return [day for day in reminder_days if term_end - timedelta(days=day) <= now]
+
+
+@workflow.defn(name="TenantLifecycle")
+class TenantLifecycle:
+    @workflow.init
+    def __init__(self, params: LifecycleInput) -> None:
+        self._contract = params.contract
+        self._term_end = params.term_end
+        self._days = sorted(set(params.reminder_days or []), reverse=True)
+        self._done = list(params.reminders_done or [])
+        self._renewals = list(params.renewals)
+        self._unannounced = 0
+        self._stage = RUNNING
+        self._offboarding = ""
+        self._notices: list[TermNotice] = []
+        self._steps = StepTracker()
+        self._steps.target = params.contract.slug
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        slug = self._contract.slug
+        workflow.upsert_search_attributes([TENANT_SLUG.value_set(slug), STAGE.value_set(RUNNING)])
+        if params.reminder_days is None:
+            self._days = sorted(set(await self._steps.run(REMINDER_DAYS, slug)), reverse=True)
+        if params.reminders_done is None:
+            self._done = past_reminders(self._term_end, self._days, workflow.now())
+        while True:
+            if self._stage == OFFBOARDED:
+                workflow.upsert_search_attributes([STAGE.value_set(OFFBOARDED)])
+                return self._result(f"{self._offboarding} offboarded {slug} before its term ended")
+            if self._unannounced:
+                await self._continue_as_new()
+            pending = [day for day in self._days if day not in self._done]
+            wake = self._term_end - timedelta(days=pending[0]) if pending else self._term_end
+            if wake > workflow.now():
+                try:
+                    await workflow.wait_condition(
+                        lambda: self._unannounced > 0 or self._stage == OFFBOARDED, timeout=wake - workflow.now()
+                    )
+                    continue
+                except TimeoutError:
+                    pass
+            if not pending:
+                return await self._expire()
+            self._done.append(pending[0])
+            await self._notify(
+                "term.reminder",
+                f"the term of {slug} ends in {pending[0]} days ({self._term_end:%Y-%m-%d %H:%M}Z); "
+                f"extend it with `tenantflow renew {slug} --days N`, else offboarding starts then",
+            )
+            if workflow.info().is_continue_as_new_suggested():
+                await self._continue_as_new()
+
+    @workflow.update(
+        name="renew",
+        description='Extend the term by days (payload {"days": 90, "approver": "...", "comment": "..."}); '
+        "reminders start over for the new end",
+    )
+    def renew(self, request: RenewTerm) -> TermStatus:
+        self._term_end += timedelta(days=request.days)
+        self._renewals.append(
+            Renewal(
+                days=request.days,
+                approver=request.approver,
+                comment=request.comment,
+                at=workflow.now(),
+                term_end=self._term_end,
+            )
+        )
+        self._unannounced += 1
+        return self.term()
+
+    @renew.validator
+    def _validate_renew(self, request: RenewTerm) -> None:
+        problem = renew_days_problem(request.days)
+        if problem:
+            raise ValueError(problem)
+        if self._stage == OFFBOARDED:
+            raise ValueError(f"{self._contract.slug} was offboarded by {self._offboarding}; onboard it again first")
+        if self._stage != RUNNING:
+            raise ValueError(
+                f"the term of {self._contract.slug} ended at {self._term_end:%Y-%m-%d %H:%M}Z and offboarding "
+                f"{self._offboarding} was started: reject its plan to keep the tenant, then onboard it again to "
+                "start a new term"
+            )
+
+    @workflow.signal(
+        name=OFFBOARDED_SIGNAL,
+        description="A completed offboarding of the tenant (argument: its workflow id): the lifecycle ends",
+    )
+    def tenant_offboarded(self, offboarding: str) -> None:
+        if self._stage == RUNNING:
+            self._stage, self._offboarding = OFFBOARDED, offboarding
+
+    @workflow.query(name="term", description="The term's end, reminders, renewals and the offboarding started")
+    def term(self) -> TermStatus:
+        carried = self._carried().model_dump(exclude={"contract"})
+        return TermStatus(
+            tenant=self._contract.slug,
+            stage=self._stage,
+            offboarding=self._offboarding,
+            notices=self._notices,
+            **carried,
+        )
+
+    def _carried(self) -> LifecycleInput:
+        """What a continue-as-new carries: the contract, the term's end, the reminders (and those done), renewals."""
+        return LifecycleInput(
+            contract=self._contract,
+            term_end=self._term_end,
+            reminder_days=self._days,
+            reminders_done=self._done,
+            renewals=self._renewals,
+        )
+
+    @workflow.query(name="status", description="Stage, steps (the notices sent) and when the term ends")
+    def status(self) -> RunStatus:
+        return RunStatus(
+            workflow="TenantLifecycle",
+            target=self._contract.slug,
+            stage=self._stage,
+            steps=self._steps.records,
+            message=f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
+        )
+
+    async def _announce_renewals(self) -> None:
+        """Notify each renewal not announced yet; the reminders start over for the new end."""
+        while self._unannounced:
+            self._done = past_reminders(self._term_end, self._days, workflow.now())
+            self._unannounced -= 1
+            renewal = self._renewals[-1 - self._unannounced]
+            await self._notify(
+                "term.renewed",
+                f"the term of {self._contract.slug} was extended by {renewal.days} days by {renewal.approver}; "
+                f"it ends {renewal.term_end:%Y-%m-%d %H:%M}Z",
+            )
+
+    async def _continue_as_new(self) -> None:
+        """Announce what is unannounced and continue as new with the term, reminders sent and renewals."""
+        while True:
+            await self._announce_renewals()
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            if not self._unannounced:
+                break
+        if self._stage == OFFBOARDED:
+            return  # offboarded while renewals were announced: the run ends rather than continue
+        workflow.continue_as_new(self._carried())
+
+    async def _notify(self, kind: NoticeKind, message: str) -> None:
+        notice = TermNotice(
+            event=kind,
+            tenant=self._contract.slug,
+            workflow_id=workflow.info().workflow_id,
+            term_end=self._term_end,
+            days_left=days_left(self._term_end, workflow.now()),
+            message=message,
+        )
+        self._notices.append(notice)
+        try:
+            sent = await self._steps.run(NOTIFY, notice, summary=f"notify: {kind}")
+        except ActivityError as err:
+            workflow.logger.warning("term notice %s was not delivered: %s", kind, err.cause or err)
+            return
+        if not sent.delivered:
+            workflow.logger.warning("term notice %s was not delivered: %s", kind, sent.detail)
+
+    async def _expire(self) -> LifecycleResult:
+        slug = self._contract.slug
+        self._stage = EXPIRED
+        workflow.upsert_search_attributes([STAGE.value_set(EXPIRED)])
+        self._offboarding = offboarding_id(slug)
+        starter = {STARTED_BY_MEMO: workflow.info().workflow_id} if workflow.patched(EXPIRY_STARTER_PATCH) else None
+        try:
+            await workflow.start_child_workflow(
+                TenantOffboarding.run,
+                OffboardingInput(contract=self._contract),
+                id=self._offboarding,
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                memo=starter,
+                static_summary=f"Offboard {slug}: its term ended {self._term_end:%Y-%m-%d}",
+                static_details=f"Offboards tenant `{slug}` because its term ended; Weka data kept. Nothing is "
+                f"removed until its teardown plan is approved (`tenantflow approve {self._offboarding} --plan-hash "
+                f"...`); reject it to keep the tenant.\n\n- started by: `{workflow.info().workflow_id}`",
+            )
+            started = f"offboarding {self._offboarding} was started and waits at its approve_plan gate"
+        except WorkflowAlreadyStartedError:
+            started = f"offboarding {self._offboarding} was already running"
+        message = f"the term of {slug} ended; {started}; nothing is removed until its plan is approved"
+        await self._notify("term.expired", message)
+        return self._result(message)
+
+    def _result(self, message: str) -> LifecycleResult:
+        return LifecycleResult(
+            tenant=self._contract.slug,
+            status=self._stage.removeprefix("term:"),
+            term_end=self._term_end,
+            offboarding=self._offboarding,
+            message=message,
+        )
+
+
+async def start_lifecycle(contract: TenantContract) -> str:
+    """Start the tenant's lifecycle as an abandoned child (it outlives the caller); what happened, in words."""
+    slug = contract.slug
+    term_end = workflow.now() + timedelta(days=contract.capacity.term_days)
+    child = lifecycle_id(slug)
+    try:
+        await workflow.start_child_workflow(
+            TenantLifecycle.run,
+            LifecycleInput(contract=contract, term_end=term_end),
+            id=child,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            static_summary=f"Term of {slug}: {contract.capacity.term_days} days, ends {term_end:%Y-%m-%d}",
+            static_details=f"Keeps the term of tenant `{slug}`: reminders before it ends, "
+            f"`tenantflow renew {slug} --days N` to extend it, at its end `offboard/{slug}` (gated).\n\n"
+            f"- started by: `{workflow.info().workflow_id}`",
+        )
+    except WorkflowAlreadyStartedError:
+        return (
+            f"{child} already keeps the term of {slug} (unchanged); extend it with `tenantflow renew {slug} --days N`"
+        )
+    return f"{child} keeps the term of {slug}: it ends {term_end:%Y-%m-%d %H:%M}Z"
