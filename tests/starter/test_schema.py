@@ -17,6 +17,7 @@ EVERY_INPUT = {
     "EnrollmentInput",
     "DecommissionInput",
     "LifecycleInput",
+    "FleetDriftInput",
 }
 
 
