@@ -5,7 +5,9 @@ Without this, one activity that makes many reads fails whole as soon as any sing
 so a dependency failing a modest share of its requests exhausts the step's attempts. Writes are never retried
 here: a write whose answer was lost may have happened, and only the activity (which reads before it writes) can
 tell. A ``Retry-After`` longer than :data:`MAX_IN_PLACE_WAIT_S` is left to the activity retry, which honours it
-through ``next_retry_delay``.
+through ``next_retry_delay``. Retrying in place stops as soon as another try (its wait plus the client's read
+timeout) could end after :data:`IN_PLACE_BUDGET_S`, so one call never holds an activity thread past its 60 s
+heartbeat timeout: the failure then goes to the activity's retry policy, which heartbeats between attempts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 READ_ATTEMPTS = 4
 BACKOFF_S = 0.2
 MAX_IN_PLACE_WAIT_S = 10.0
+IN_PLACE_BUDGET_S = 45.0
+"""The longest one :func:`send` may take, tries and waits included (below the 60 s heartbeat timeout)."""
 
 
 def in_place_wait_s(attempt: int, retry_after: str | None) -> float | None:
@@ -33,19 +37,30 @@ def in_place_wait_s(attempt: int, retry_after: str | None) -> float | None:
     return asked if asked <= MAX_IN_PLACE_WAIT_S else None
 
 
+def _fits(http: httpx.Client, started: float, wait: float) -> bool:
+    """Whether waiting ``wait`` and one more try (up to the client's timeouts) ends within the budget."""
+    timeout = http.timeout
+    longest = sum(t or IN_PLACE_BUDGET_S for t in (timeout.connect, timeout.read))
+    return time.monotonic() - started + wait + longest <= IN_PLACE_BUDGET_S
+
+
 def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    """``http.request``; a read is retried in place on a transient answer or transport error."""
+    """``http.request``; a read is retried in place on a transient answer or transport error, within
+    :data:`IN_PLACE_BUDGET_S`."""
     tries = READ_ATTEMPTS if method.upper() in READ_METHODS else 1
+    started = time.monotonic()
     for attempt in range(1, tries):
         try:
             response = http.request(method, path, **kwargs)
         except httpx.TransportError:
+            if not _fits(http, started, BACKOFF_S * 2**attempt):
+                raise
             time.sleep(BACKOFF_S * 2**attempt)
             continue
         if response.status_code not in TRANSIENT_STATUS:
             return response
         wait = in_place_wait_s(attempt, response.headers.get("Retry-After"))
-        if wait is None:
+        if wait is None or not _fits(http, started, wait):
             return response
         time.sleep(wait)
     return http.request(method, path, **kwargs)

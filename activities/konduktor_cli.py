@@ -1,12 +1,13 @@
 """Running the ``konduktor`` CLI as the enroll-worker-cluster runbook documents it.
 
 Every call names its target explicitly: ``konduktor --kubeconfig PATH --context CTX <command>`` (root flags
-before the subcommand), never the current context. The binary comes from the worker's ``KONDUKTOR_BIN``
-setting (default ``konduktor`` on PATH). No secret is ever an argument (house rule: secrets never in the
-argv of our processes); a caller that holds one (the bootstrap blob, passed as a file) names it in
-``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output or stderr would show it. A
-failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted stderr; the CLI's own
-exceptions never escape.
+before the subcommand), never the current context; PATH and CTX are what the worker's cluster registry
+(:mod:`activities.clusters`) has for the target's cluster, never a path from the contract. The binary comes
+from the worker's ``KONDUKTOR_BIN`` setting (default ``konduktor`` on PATH). No secret is ever an argument
+(house rule: secrets never in the argv of our processes); a caller that holds one (the bootstrap blob, passed
+as a file) names it in ``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output or stderr
+would show it. A failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted
+stderr; the CLI's own exceptions never escape.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO
 
+from tenantflow.activities import clusters
 from tenantflow.activities.errors import fail
 from tenantflow.activities.settings import settings
 from tenantflow.models.targets import KubeTarget
@@ -26,7 +28,17 @@ REDACTED = "<secret>"
 
 
 def argv(target: KubeTarget, *args: str) -> list[str]:
-    return [settings().konduktor_bin, "--kubeconfig", target.kubeconfig, "--context", target.context, *args]
+    """The command line for ``target``'s registered kubeconfig and context; an unregistered cluster is refused,
+    and so is one the worker reaches in-cluster (the CLI takes a kubeconfig file)."""
+    entry = clusters.resolve(target)
+    if entry.kubeconfig is None:
+        raise fail(
+            "UnknownCluster",
+            f"cluster {target.context!r} is registered in-cluster, but konduktor needs a kubeconfig file; "
+            f"register it with a kubeconfig in {clusters.CLUSTERS_FILE_ENV}",
+        )
+    context = entry.context or target.context
+    return [settings().konduktor_bin, "--kubeconfig", str(entry.kubeconfig), "--context", context, *args]
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:

@@ -10,6 +10,12 @@ builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATC
 takes no field manager (``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
 exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
 ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
+
+Which kubeconfig reaches a target comes from the worker's cluster registry (:mod:`activities.clusters`), never
+from the contract. Every request has a timeout (:data:`REQUEST_TIMEOUT_S`, connect and read) and every exec a
+deadline (``TENANTFLOW_EXEC_TIMEOUT``, :attr:`activities.settings.ServiceSettings.exec_timeout_s`, at most 55 s),
+so that with the in-place read retries an attempt ends well inside the 60 s heartbeat timeout instead of hanging
+on a dead connection.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+import urllib3
+import websocket
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
@@ -26,27 +34,43 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError, CancelledError
 from urllib3 import HTTPHeaderDict
 
-from tenantflow.activities.errors import http_error
+from tenantflow.activities import clusters
+from tenantflow.activities.errors import TRANSIENT, http_error
 from tenantflow.activities.httpretry import READ_ATTEMPTS, TRANSIENT_STATUS, in_place_wait_s, kube_retries
+from tenantflow.activities.settings import settings
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
 FIELD_MANAGER = "tenantflow"
 WRITES = frozenset({"POST", "PUT", "PATCH"})
+REQUEST_TIMEOUT_S = (3.0, 8.0)
+"""Connect and read timeout of one request; with :data:`activities.httpretry.READ_ATTEMPTS` tries of a read and
+their backoff, under 50 s."""
+
+# The exec websocket (websocket-client, whose sockets take this default) connects and reads a frame within the
+# same bound as a request: kubernetes.stream passes no timeout of its own.
+websocket.setdefaulttimeout(sum(REQUEST_TIMEOUT_S))
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
 
 
 def _new_client(target: KubeTarget) -> client.ApiClient:
+    entry = clusters.resolve(target)
     conf = client.Configuration()
-    config.load_kube_config(config_file=target.kubeconfig, context=target.context, client_configuration=conf)
+    if entry.in_cluster:
+        config.load_incluster_config(client_configuration=conf)
+    else:
+        config.load_kube_config(
+            config_file=str(entry.kubeconfig), context=entry.context or target.context, client_configuration=conf
+        )
     conf.retries = kube_retries()
     return client.ApiClient(configuration=conf)
 
 
 def api_client(target: KubeTarget) -> client.ApiClient:
-    key = (target.kubeconfig, target.context)
+    entry = clusters.resolve(target)
+    key = (str(entry.kubeconfig), entry.context or target.context)
     with _lock:
         cached = _clients.get(key)
         if cached is None:
@@ -84,10 +108,16 @@ def request(
         method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
     )
     try:
-        response = api.call_api(method, url, headers, body)
+        response = api.call_api(method, url, headers, body, _request_timeout=REQUEST_TIMEOUT_S)
         response.read()
     except ApiException as exc:
         raise _error(target, exc.status or 0, exc.body, str(exc.reason), exc.headers) from None
+    except urllib3.exceptions.HTTPError as exc:
+        raise ApplicationError(
+            f"kubernetes {target.context}: no answer to {method} {path} within "
+            f"{REQUEST_TIMEOUT_S[1]:.0f} s ({type(exc).__name__})",
+            type=TRANSIENT,
+        ) from None
     if response.status >= 400:
         raise _error(target, response.status, response.data, str(response.reason), response.headers)
     return dict(json.loads(response.data or b"{}"))
@@ -116,9 +146,11 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
 
 
 def exec_in(
-    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int = 120
+    target: KubeTarget, namespace: str, pod: str, container: str, argv: list[str], timeout_s: int | None = None
 ) -> ExecOutput:
-    """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code.
+    """Run ``argv`` in container ``container`` of a pod; return stdout, stderr and the exit code. The exec
+    runs for at most ``timeout_s``, capped at (and by default) ``TENANTFLOW_EXEC_TIMEOUT`` (below the heartbeat
+    timeout).
 
     The exec gets an ApiClient of its own: ``kubernetes.stream.stream`` swaps the client's ``call_api`` for a
     websocket call while it runs, so on the shared client a concurrent request from another activity thread
@@ -144,7 +176,8 @@ def exec_in(
             except ApiException as exc:
                 time.sleep(_handshake_refused(target, exc, attempt))
                 continue
-            return _run(resp, timeout_s)
+            cap = settings().exec_timeout_s
+            return _run(resp, cap if timeout_s is None else min(timeout_s, cap))
 
 
 def _handshake_refused(target: KubeTarget, exc: ApiException, attempt: int) -> float:

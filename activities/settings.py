@@ -116,7 +116,14 @@ class ServiceSettings(BaseSettings):
         alias="TENANTFLOW_TERM_REMINDER_DAYS",
         description="comma-separated days before a term's end that a reminder goes out (e.g. 30,7,1)",
     )
-    http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
+    http_timeout_s: float = Field(
+        10.0,
+        alias="TENANTFLOW_HTTP_TIMEOUT",
+        gt=0,
+        le=20,
+        description="connect and read timeout of each Authentik and Weka request; with "
+        "in-place retries (activities/httpretry.py) under the heartbeat timeout",
+    )
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
 
     @field_validator("notify_webhook_url")

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.extras import require_extra
-from tenantflow.starter.output import EXIT_RUN_FAILED, KubeconfigOpt, OutputOpt, console, emit, errors, run
+from tenantflow.starter.output import EXIT_RUN_FAILED, OutputOpt, console, emit, errors, run
 
 
 def bench(
@@ -36,7 +36,6 @@ def bench(
     ] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
     drift_tenants: Annotated[int, typer.Option(help="simulated tenants of the fleet drift check, figure (f)")] = 1000,
-    kubeconfig: KubeconfigOpt = None,
     output: OutputOpt = "text",
 ) -> None:
     """Print the benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
@@ -55,7 +54,7 @@ def bench(
 
     example = Path(__file__).resolve().parents[1] / "examples" / "tenant-foo.yaml"
     lab = LabEndpoints.load(lab_dir) if lab_dir else None
-    template = load_tenant(example, kubeconfig or (str(lab.kubeconfig) if lab else "/nonexistent/kubeconfig"))
+    template = load_tenant(example)
 
     async def go() -> Any:
         client = await connect(TemporalSettings())

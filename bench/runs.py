@@ -39,7 +39,7 @@ async def approve_when_open(api: TenantflowClient, handle: WorkflowHandle[Any, A
     await wait_for_stage(handle, PLAN_GATE)
     status = await api.status(handle.id)
     assert status.plan_hash is not None, f"{handle.id} is at the plan gate without a plan"
-    await api.approve(handle.id, status.plan_hash, approver="bench")
+    await api.approve(handle.id, status.plan_hash)
 
 
 async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTiming:
@@ -66,6 +66,6 @@ async def offboard(api: TenantflowClient, contract: TenantContract) -> Offboardi
     )
     await approve_when_open(api, handle)
     await wait_for_stage(handle, "gate:confirm_purge")
-    await api.answer_gate(handle.id, "confirm_purge", approver="bench")
+    await api.answer_gate(handle.id, "confirm_purge")
     result: OffboardingResult = await handle.result()
     return result

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
+from tenantflow.models.gates import Approval
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult, Finding
 
@@ -222,6 +223,7 @@ class EnrollmentResult(Strict):
     installed: list[EnsureResult] = Field(default_factory=list)
     adopted: list[ObjectRef] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    approvals: list[Approval] = Field(default_factory=list, description="who answered which gate, when")
     message: str = ""
 
 
@@ -246,6 +248,7 @@ class DecommissionResult(Strict):
     plan: Plan | None = None
     removed: list[EnsureResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    approvals: list[Approval] = Field(default_factory=list, description="who answered which gate, when")
 
 
 def signed_claims(claims: dict[str, str]) -> bytes:

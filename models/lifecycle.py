@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from tenantflow.models.base import Strict
+from tenantflow.models.gates import APPROVER_PATTERN
 from tenantflow.models.tenant import TenantContract
 
 DEFAULT_REMINDER_DAYS = (30, 7, 1)
@@ -66,7 +67,13 @@ class RenewTerm(Strict):
     """The ``renew`` update's payload; the update's validator refuses ``days`` < 1 or > 3650 with the reason."""
 
     days: int = Field(..., description=f"days to add to the term's end, 1 to {MAX_RENEW_DAYS}")
-    approver: str = Field("operator", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9@._ -]+$")
+    approver: str = Field(
+        "operator",
+        min_length=1,
+        max_length=200,
+        pattern=APPROVER_PATTERN,
+        description="who renews: the HTTP API's token user or the Temporal client's identity, never free text",
+    )
     comment: str = Field("", max_length=1000)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tenantflow.models.base import Strict
+from tenantflow.models.gates import Approval
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.tenant import TenantContract
@@ -22,4 +23,5 @@ class OffboardingResult(Strict):
     plan: Plan | None = None
     removed: list[EnsureResult] = Field(default_factory=list)
     kept: list[PlanStep] = Field(default_factory=list, description="data kept because purge_data was not set")
+    approvals: list[Approval] = Field(default_factory=list, description="who answered which gate, when")
     message: str = ""

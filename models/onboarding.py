@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tenantflow.models.base import Strict
+from tenantflow.models.gates import Approval, approvals_excluded
 from tenantflow.models.plan import Plan
 from tenantflow.models.results import EnsureResult, Finding
 from tenantflow.models.tenant import TenantContract
@@ -76,6 +77,15 @@ class Handover(Strict):
     markdown: str
     sheet: dict[str, object]
     capacity_contract: dict[str, object]
+    approvals: list[Approval] = Field(default_factory=list, exclude_if=approvals_excluded)
+
+    def with_approvals(self, approvals: list[Approval]) -> Handover:
+        """The sheet with who approved what and when, in ``approvals`` and as the markdown's last section."""
+        if not approvals:
+            return self
+        lines = "\n".join(f"- {approval.describe()}" for approval in approvals)
+        markdown = f"{self.markdown.rstrip()}\n\n## Approvals\n\n{lines}\n"
+        return self.model_copy(update={"approvals": approvals, "markdown": markdown})
 
 
 class OnboardingResult(Strict):
@@ -86,4 +96,5 @@ class OnboardingResult(Strict):
     applied: list[EnsureResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     handover: Handover | None = None
+    approvals: list[Approval] = Field(default_factory=list, description="who answered which gate, when")
     message: str = ""

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import ObjectRef
+from tenantflow.models.gates import Approval, approvals_excluded
 from tenantflow.models.onboarding import Handover
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.targets import KubeTarget
@@ -62,6 +63,11 @@ class RunStamp(Strict):
     plan_hash: str
     approver: str
     recorded_at: datetime
+    approvals: list[Approval] = Field(
+        default_factory=list,
+        exclude_if=approvals_excluded,
+        description="every gate answered: who, when, which plan hash (runs recorded with the approvals patch)",
+    )
 
 
 class TenantRecord(Strict):

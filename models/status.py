@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import Field
 
 from tenantflow.models.base import Strict
-from tenantflow.models.gates import GateState
+from tenantflow.models.gates import Approval, GateState
 from tenantflow.models.plan import Plan
 from tenantflow.models.results import Finding
 from tenantflow.models.rollback import Leftover
@@ -32,5 +32,8 @@ class RunStatus(Strict):
     findings: list[Finding] = Field(default_factory=list)
     leftovers: list[Leftover] = Field(
         default_factory=list, description="objects a failed undo left; retry_rollback undoes them again"
+    )
+    approvals: list[Approval] = Field(
+        default_factory=list, description="every gate answered so far: who, when, which plan hash"
     )
     message: str = ""

@@ -81,6 +81,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("drift", drift.drift),
     ("list", runs.list_runs),
     ("serve-api", services.serve_api),
+    ("token", services.token),
     *plugin_commands(),
     ("demo", services.demo),
 ]

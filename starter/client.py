@@ -31,7 +31,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentInput,
     EnrollmentResult,
 )
-from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
@@ -91,6 +91,11 @@ class TenantflowClient:
         """Who starts runs and answers gates through this client (the Temporal client identity)."""
         return self.client.identity
 
+    def _approver(self, on_behalf_of: str | None) -> str:
+        """Who a start or a gate answer is recorded under: this client's identity, or the user a caller
+        authenticated (the HTTP API's token user) that this client acts for."""
+        return on_behalf_of or self.identity
+
     async def _start(
         self,
         workflow: str,
@@ -99,6 +104,7 @@ class TenantflowClient:
         attributes: TypedSearchAttributes,
         result_type: type,
         description: RunDescription,
+        started_by: str | None = None,
     ) -> WorkflowHandle[Any, Any]:
         try:
             return await self.client.start_workflow(
@@ -108,6 +114,7 @@ class TenantflowClient:
                 task_queue=self.task_queue,
                 result_type=result_type,
                 search_attributes=attributes,
+                memo={STARTED_BY_MEMO: started_by or self.identity},
                 static_summary=description.summary,
                 static_details=description.details,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -119,33 +126,41 @@ class TenantflowClient:
                 f"`tenantflow status {workflow_id}` or cancel it first"
             ) from None
 
-    async def start_onboarding(self, contract: TenantContract, **options: Any) -> WorkflowHandle[Any, Any]:
+    async def start_onboarding(
+        self, contract: TenantContract, on_behalf_of: str | None = None, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Start onboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
         attributes = TypedSearchAttributes(
             [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
         )
+        starter = self._approver(on_behalf_of)
         return await self._start(
             "TenantOnboarding",
             OnboardingInput(contract=contract, **options),
             onboarding_id(contract.slug),
             attributes,
             OnboardingResult,
-            summaries.onboarding(contract, self.identity),
+            summaries.onboarding(contract, starter),
+            starter,
         )
 
     async def start_change(
-        self, contract: TenantContract, previous: TenantContract, **options: Any
+        self, contract: TenantContract, previous: TenantContract, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[Any, Any]:
-        """Change the onboarded tenant ``previous`` to ``contract`` (``TenantChange``, id ``tenant/<slug>``)."""
+        """Change the onboarded tenant ``previous`` to ``contract`` (``TenantChange``, id ``tenant/<slug>``),
+        recorded as started by this client (or by ``on_behalf_of``)."""
         attributes = TypedSearchAttributes(
             [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
         )
+        starter = self._approver(on_behalf_of)
         return await self._start(
             CHANGE_WORKFLOW,
             ChangeInput(contract=contract, previous=previous, **options),
             onboarding_id(contract.slug),
             attributes,
             OnboardingResult,
-            summaries.change(contract, previous, self.identity),
+            summaries.change(contract, previous, starter),
+            starter,
         )
 
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
@@ -231,23 +246,24 @@ class TenantflowClient:
                 raise TimeoutError(f"no plan from {workflow_id} after {timeout_s}s")
             await asyncio.sleep(0.2)
 
-    async def approve(self, workflow_id: str, plan_hash: str, approver: str = "operator", comment: str = "") -> str:
-        answer: str = await self.handle(workflow_id).execute_update(
-            "approve_plan", ApprovePlan(plan_hash=plan_hash, approver=approver, comment=comment), result_type=str
-        )
+    async def approve(
+        self, workflow_id: str, plan_hash: str, comment: str = "", on_behalf_of: str | None = None
+    ) -> str:
+        """Approve the plan ``plan_hash``, recorded as approved by this client's identity (or ``on_behalf_of``)."""
+        approval = ApprovePlan(plan_hash=plan_hash, approver=self._approver(on_behalf_of), comment=comment)
+        answer: str = await self.handle(workflow_id).execute_update("approve_plan", approval, result_type=str)
         return answer
 
-    async def reject(self, workflow_id: str, reason: str, approver: str = "operator") -> str:
-        answer: str = await self.handle(workflow_id).execute_update(
-            "reject_plan", RejectPlan(reason=reason, approver=approver), result_type=str
-        )
+    async def reject(self, workflow_id: str, reason: str, on_behalf_of: str | None = None) -> str:
+        rejection = RejectPlan(reason=reason, approver=self._approver(on_behalf_of))
+        answer: str = await self.handle(workflow_id).execute_update("reject_plan", rejection, result_type=str)
         return answer
 
-    async def answer_gate(self, workflow_id: str, gate: str, approver: str = "operator", comment: str = "") -> str:
-        """Answer one of a run's yes/no gates through the update of the gate's own name."""
-        answer: str = await self.handle(workflow_id).execute_update(
-            gate, GateAnswer(approver=approver, comment=comment), result_type=str
-        )
+    async def answer_gate(self, workflow_id: str, gate: str, comment: str = "", on_behalf_of: str | None = None) -> str:
+        """Answer one of a run's yes/no gates through the update of the gate's own name, recorded as answered by
+        this client's identity (or ``on_behalf_of``)."""
+        yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
+        answer: str = await self.handle(workflow_id).execute_update(gate, yes, result_type=str)
         return answer
 
     async def term(self, slug: str) -> TermStatus | None:
@@ -270,10 +286,12 @@ class TenantflowClient:
             tenant=slug, stage=f"term:{ended.status}", term_end=ended.term_end, offboarding=ended.offboarding
         )
 
-    async def renew(self, slug: str, days: int, approver: str = "operator", comment: str = "") -> TermStatus:
-        """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1)."""
+    async def renew(self, slug: str, days: int, comment: str = "", on_behalf_of: str | None = None) -> TermStatus:
+        """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1), recorded
+        as approved by this client's identity (or ``on_behalf_of``)."""
+        renewal = RenewTerm(days=days, approver=self._approver(on_behalf_of), comment=comment)
         renewed: TermStatus = await self.handle(lifecycle_id(slug)).execute_update(
-            "renew", RenewTerm(days=days, approver=approver, comment=comment), result_type=TermStatus
+            "renew", renewal, result_type=TermStatus
         )
         return renewed
 

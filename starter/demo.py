@@ -88,7 +88,7 @@ async def demo(state_dir: Path, console: Console) -> OnboardingResult:
     worker = asyncio.create_task(run_worker(settings, stop))
     try:
         api = await TenantflowClient.connect(settings)
-        contract = load_tenant(EXAMPLE, kubeconfig=str(lab.kubeconfig))
+        contract = load_tenant(EXAMPLE)
         handle = await api.start_onboarding(contract)
         console.print(Rule(f"plan of {handle.id}"))
         status = await api.wait_for_plan(handle.id)
@@ -96,7 +96,7 @@ async def demo(state_dir: Path, console: Console) -> OnboardingResult:
         print_plan(console, status.plan)
         console.print(status_view(handle.id, status))
         console.print(f"approving plan {status.plan_hash} as the demo operator", style="bold")
-        await api.approve(handle.id, status.plan_hash, approver="demo")
+        await api.approve(handle.id, status.plan_hash)
         result: OnboardingResult = await handle.result()
         console.print(Rule("handover sheet"))
         if result.handover is not None:

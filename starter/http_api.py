@@ -1,32 +1,34 @@
 """``tenantflow serve-api``: a small authenticated HTTP endpoint to start runs and answer gates.
 
-Every request needs ``Authorization: Bearer <token>``; the token comes from
-``TENANTFLOW_API_TOKEN`` or the file named by ``TENANTFLOW_API_TOKEN_FILE``.
+Every request needs ``Authorization: Bearer <token>`` with a token of the per-user token file named by
+``TENANTFLOW_API_TOKENS_FILE`` (:mod:`worker.tokens`; ``tenantflow token USER`` makes one). The token's user is
+who answers a gate: it is recorded as the approver, a body naming another ``approver`` is refused (403), and the
+worker's four-eyes rule compares it with who started the run. Runs started here are started by the API's own
+Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
 
 * ``POST /runs/onboarding`` body: a TenantContract (JSON) or ``{"contract": {...}, ...}`` (OnboardingInput);
   201 with ``{"workflow_id", "run_id"}``, 409 when a run for the tenant is active, 422 on a bad contract.
 * ``GET /runs/{id}``: the run's ``status`` query (404 if unknown).
 * ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
-  (``{"reason": ...}``) or an enrollment yes/no gate; 200 with the answer, 409 when refused.
+  (``{"reason": ...}``) or a yes/no gate (``YES_NO_GATES``: enrollment gates, ``confirm_purge``,
+  ``retry_rollback``); 200 with the answer, 403 for another approver, 409 when refused.
 * ``POST /tenants/{slug}/change`` body: the new TenantContract: ``tenantflow apply`` (a ``TenantChange`` from the
   tenant's record in the contract's cluster); 201 with ``{"workflow_id", "run_id"}``, 422 on a bad contract or a
   slug other than ``{slug}`` (the slug cannot change), 404 without an ``onboarded`` record, 409 when a run is active.
 * ``GET /tenants/{slug}/term``: the tenant's term (its lifecycle's ``term`` query); 404 without a lifecycle.
-* ``POST /tenants/{slug}/renew`` body ``{"days": 90, "approver": ..., "comment": ...}``: extend the term; 200 with
-  the term, 422 for days outside 1 to 3650, 404 without a lifecycle, 409 when the lifecycle refuses (its term ended).
+* ``POST /tenants/{slug}/renew`` body ``{"days": 90, "comment": ...}``: extend the term, renewed by the token's
+  user (403 for a body naming another ``approver``); 200 with the term, 422 for days outside 1 to 3650, 404
+  without a lifecycle, 409 when the lifecycle refuses (its term ended).
 """
 
 from __future__ import annotations
 
-import hmac
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -38,33 +40,20 @@ from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths
 from tenantflow.starter.records import tenant_record
+from tenantflow.worker.tokens import TOKENS_FILE_ENV, USER_KEY, TokenFileError, TokenTable, bearer_auth
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
+M = TypeVar("M", bound=BaseModel)
 
 
-def api_token() -> str:
-    """The bearer token from ``TENANTFLOW_API_TOKEN`` or ``TENANTFLOW_API_TOKEN_FILE``; refuse to run without."""
-    token = os.environ.get("TENANTFLOW_API_TOKEN", "")
-    if not token and os.environ.get("TENANTFLOW_API_TOKEN_FILE"):
-        token = Path(os.environ["TENANTFLOW_API_TOKEN_FILE"]).read_text().strip()
-    if not token:
-        raise ValueError("set TENANTFLOW_API_TOKEN or TENANTFLOW_API_TOKEN_FILE")
-    return token
-
-
-def bearer_auth(token: str) -> Middleware:
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not given or not hmac.compare_digest(given.encode(), token.encode()):
-            return web.json_response(
-                {"error": "missing or wrong bearer token"}, status=401, headers={"WWW-Authenticate": "Bearer"}
-            )
-        return await handler(request)
-
-    return check
+def api_tokens() -> TokenTable:
+    """The per-user tokens of ``TENANTFLOW_API_TOKENS_FILE``; refuse to run without."""
+    path = os.environ.get(TOKENS_FILE_ENV, "")
+    if not path:
+        raise TokenFileError(f"set {TOKENS_FILE_ENV} to a token file (make entries with `tenantflow token USER`)")
+    return TokenTable.load(Path(path))
 
 
 def problem(status: int, message: str) -> web.Response:
@@ -82,11 +71,16 @@ async def start_onboarding(request: web.Request) -> web.Response:
     data = await body_of(request)
     try:
         params = OnboardingInput.model_validate(data if "contract" in data else {"contract": data})
+        refuse_kubeconfig_paths(params.contract, "request body")
     except ValidationError as exc:
         return problem(422, format_validation_error("request body", exc))
+    except ContractError as exc:
+        return problem(422, str(exc))
     api = request.app[API_KEY]
     try:
-        handle = await api.start_onboarding(params.contract, **params.model_dump(exclude={"contract"}))
+        handle = await api.start_onboarding(
+            params.contract, on_behalf_of=request[USER_KEY], **params.model_dump(exclude={"contract"})
+        )
     except RunAlreadyActive as exc:
         return problem(409, str(exc))
     return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
@@ -101,11 +95,15 @@ async def start_change(request: web.Request) -> web.Response:
     refusal = slug_refusal(request.match_info["slug"], contract)
     if refusal:
         return problem(422, refusal)
+    try:
+        refuse_kubeconfig_paths(contract, "request body")
+    except ContractError as exc:
+        return problem(422, str(exc))
     record = await tenant_record(contract.cluster, contract.slug)
     if record is None or record.status is not RecordStatus.onboarded:
         return problem(404, f"{contract.slug} is not an onboarded tenant of {contract.cluster.describe()}")
     try:
-        handle = await request.app[API_KEY].start_change(contract, record.contract)
+        handle = await request.app[API_KEY].start_change(contract, record.contract, on_behalf_of=request[USER_KEY])
     except RunAlreadyActive as exc:
         return problem(409, str(exc))
     return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
@@ -119,21 +117,35 @@ async def run_status(request: web.Request) -> web.Response:
     return web.json_response(text=status.model_dump_json())
 
 
+class NotTheTokenUser(ValueError):
+    """A gate answer naming an approver other than the token's user."""
+
+
+def as_user(model: type[M], data: dict[str, Any], user: str) -> M:
+    """The gate payload with the authenticated ``user`` as approver; a body naming someone else is refused."""
+    named = data.get("approver", user)
+    if named != user:
+        raise NotTheTokenUser(f"approver must be the token's user {user!r}, not {named!r}")
+    return model.model_validate({**data, "approver": user})
+
+
 async def answer_gate(request: web.Request) -> web.Response:
     api, workflow_id, gate = request.app[API_KEY], request.match_info["id"], request.match_info["gate"]
-    data = await body_of(request)
+    data, user = await body_of(request), request[USER_KEY]
     try:
         if gate == "approve_plan":
-            approval = ApprovePlan.model_validate(data)
-            answer = await api.approve(workflow_id, approval.plan_hash, approval.approver, approval.comment)
+            approval = as_user(ApprovePlan, data, user)
+            answer = await api.approve(workflow_id, approval.plan_hash, approval.comment, on_behalf_of=user)
         elif gate == "reject_plan":
-            rejection = RejectPlan.model_validate(data)
-            answer = await api.reject(workflow_id, rejection.reason, rejection.approver)
+            rejection = as_user(RejectPlan, data, user)
+            answer = await api.reject(workflow_id, rejection.reason, on_behalf_of=user)
         elif gate in YES_NO_GATES:
-            yes = GateAnswer.model_validate(data)
-            answer = await api.answer_gate(workflow_id, gate, yes.approver, yes.comment)
+            yes = as_user(GateAnswer, data, user)
+            answer = await api.answer_gate(workflow_id, gate, yes.comment, on_behalf_of=user)
         else:
             return problem(404, f"unknown gate {gate!r}")
+    except NotTheTokenUser as exc:
+        return problem(403, str(exc))
     except ValidationError as exc:
         return problem(422, format_validation_error("request body", exc))
     except WorkflowUpdateFailedError as exc:
@@ -152,9 +164,11 @@ async def tenant_term(request: web.Request) -> web.Response:
 
 
 async def renew_term(request: web.Request) -> web.Response:
-    api, slug = request.app[API_KEY], request.match_info["slug"]
+    api, slug, user = request.app[API_KEY], request.match_info["slug"], request[USER_KEY]
     try:
-        renewal = RenewTerm.model_validate(await body_of(request))
+        renewal = as_user(RenewTerm, await body_of(request), user)
+    except NotTheTokenUser as exc:
+        return problem(403, str(exc))
     except ValidationError as exc:
         return problem(422, format_validation_error("request body", exc))
     bad_days = renew_days_problem(renewal.days)
@@ -166,14 +180,14 @@ async def renew_term(request: web.Request) -> web.Response:
     if current.stage != "term:running":
         return problem(409, f"the term of {slug} ended ({current.stage}): onboard it again to start a new term")
     try:
-        term = await api.renew(slug, renewal.days, renewal.approver, renewal.comment)
+        term = await api.renew(slug, renewal.days, renewal.comment, on_behalf_of=user)
     except WorkflowUpdateFailedError as exc:
         return problem(409, str(getattr(exc.cause, "message", None) or exc.cause or exc))
     return web.json_response(text=term.model_dump_json())
 
 
-def make_api_app(api: TenantflowClient, token: str) -> web.Application:
-    app = web.Application(middlewares=[bearer_auth(token)])
+def make_api_app(api: TenantflowClient, tokens: TokenTable) -> web.Application:
+    app = web.Application(middlewares=[bearer_auth(tokens)])
     app[API_KEY] = api
     app.router.add_post("/runs/onboarding", start_onboarding)
     app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)

@@ -20,6 +20,7 @@ from kubernetes import config
 from temporalio.exceptions import ApplicationError
 from urllib3.exceptions import HTTPError
 
+from tenantflow.activities import clusters
 from tenantflow.activities.records import list_records, read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerRecord
@@ -29,6 +30,10 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import errors
 
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option(help="kubeconfig of the cluster holding the records (default: TENANTFLOW_KUBECONFIG)"),
+]
 ContextOpt = Annotated[
     str | None,
     typer.Option(
@@ -38,7 +43,11 @@ ContextOpt = Annotated[
 
 
 def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
-    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``)."""
+    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``).
+
+    The operator chooses this kubeconfig for the CLI's own reads, as for kubectl; it joins this process's cluster
+    registry (:func:`activities.clusters.use_operator_kubeconfig`), never the worker's.
+    """
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:
         return None
@@ -52,6 +61,7 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
         raise ContractError(
             f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); pass --context"
         )
+    clusters.use_operator_kubeconfig(Path(path).resolve())
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 

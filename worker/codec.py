@@ -10,12 +10,16 @@ history written with it has been closed.
 An encrypted payload has ``encoding: binary/encrypted`` and
 ``encryption-key-id: <id>``; its data is a 12-byte nonce followed by the AES-GCM
 ciphertext of the serialized original payload, authenticated together with the
-key id. A tampered or foreign payload is refused, never passed through.
+key id. A tampered or foreign payload is refused, never passed through, and so is a plaintext payload:
+when encryption is configured it is required (``TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true`` lets a deployment
+read the plaintext histories it wrote before it turned encryption on, and nothing else).
 
 ``codec_app`` serves Temporal's remote codec protocol (``POST /encode`` and
 ``POST /decode`` with ``{"payloads": [...]}`` in protobuf JSON), with CORS for
 the UI's origin: run it with ``tenantflow codec-server`` and start the UI with
-``--ui-codec-endpoint``.
+``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file
+(:mod:`worker.tokens`; the UI sends it with ``--ui-codec-pass-access-token`` or from its auth provider): without
+one the server answers 401, so the endpoint never decrypts for an anonymous caller.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import DataConverter, PayloadCodec
 
 from tenantflow.worker.converter import ExplainingPayloadConverter
+from tenantflow.worker.tokens import TokenTable, bearer_auth
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
@@ -111,10 +116,11 @@ def new_key_entry(key_id: str) -> str:
 
 
 class EncryptionCodec(PayloadCodec):
-    """AES-GCM over whole payloads, with the key id in the metadata."""
+    """AES-GCM over whole payloads, with the key id in the metadata; plaintext is refused unless allowed."""
 
-    def __init__(self, ring: KeyRing) -> None:
+    def __init__(self, ring: KeyRing, allow_plaintext: bool = False) -> None:
         self.ring = ring
+        self.allow_plaintext = allow_plaintext
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self.encrypt(p) for p in payloads]
@@ -130,7 +136,13 @@ class EncryptionCodec(PayloadCodec):
 
     def decrypt(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != ENCODING:
-            return payload
+            if self.allow_plaintext:
+                return payload
+            raise CodecError(
+                "plaintext payload refused: encryption is required (the sender has no codec key; "
+                "set TENANTFLOW_CODEC_KEY_FILE on it, or TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true here "
+                "while old plaintext histories are still open)"
+            )
         key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
         key = self.ring.key(key_id)
         nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
@@ -149,18 +161,19 @@ PLAIN = DataConverter(payload_converter_class=ExplainingPayloadConverter)
 """The project's pydantic converter, unencrypted (no key ring configured; tests and replay)."""
 
 
-def data_converter(ring: KeyRing | None) -> DataConverter:
-    """The project's pydantic converter, encrypting when a key ring is configured."""
+def data_converter(ring: KeyRing | None, allow_plaintext: bool = False) -> DataConverter:
+    """The project's pydantic converter, encrypting (and requiring encryption) when a key ring is configured."""
     if ring is None:
         return PLAIN
-    return replace(PLAIN, payload_codec=EncryptionCodec(ring))
+    return replace(PLAIN, payload_codec=EncryptionCodec(ring, allow_plaintext))
 
 
-def codec_app(codec: PayloadCodec, cors_origins: Sequence[str]) -> web.Application:
-    """Temporal's remote codec protocol: ``POST /encode`` and ``POST /decode`` with CORS for ``cors_origins``."""
+def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTable) -> web.Application:
+    """Temporal's remote codec protocol: ``POST /encode`` and ``POST /decode`` for a caller with a token of
+    ``tokens``, with CORS for ``cors_origins`` (also on a 401, so the UI can show it)."""
     allowed = set(cors_origins)
 
-    def cors(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    async def cors(request: web.Request, response: web.StreamResponse) -> None:
         origin = request.headers.get("Origin", "")
         if origin in allowed:
             response.headers["Access-Control-Allow-Origin"] = origin
@@ -168,7 +181,6 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str]) -> web.Applicati
             response.headers["Access-Control-Allow-Headers"] = "Content-Type, X-Namespace, Authorization"
             response.headers["Access-Control-Allow-Credentials"] = "true"
             response.headers["Vary"] = "Origin"
-        return response
 
     def handler(encode: bool) -> web.RouteDef:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -176,15 +188,16 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str]) -> web.Applicati
                 payloads = json_format.Parse(await request.text(), Payloads())
                 converted = await (codec.encode if encode else codec.decode)(payloads.payloads)
             except (json_format.ParseError, CodecError) as exc:
-                return cors(request, web.json_response({"error": str(exc)}, status=400))
+                return web.json_response({"error": str(exc)}, status=400)
             body = json_format.MessageToJson(Payloads(payloads=converted))
-            return cors(request, web.Response(text=body, content_type="application/json"))
+            return web.Response(text=body, content_type="application/json")
 
         return web.post("/encode" if encode else "/decode", handle)
 
     async def preflight(request: web.Request) -> web.StreamResponse:
-        return cors(request, web.Response(status=200 if request.headers.get("Origin") in allowed else 403))
+        return web.Response(status=200 if request.headers.get("Origin") in allowed else 403)
 
-    app = web.Application(client_max_size=16 * 2**20)
+    app = web.Application(client_max_size=16 * 2**20, middlewares=[bearer_auth(tokens)])
+    app.on_response_prepare.append(cors)
     app.add_routes([handler(True), handler(False), web.options("/{tail:.*}", preflight)])
     return app

@@ -27,6 +27,12 @@ class TemporalSettings(BaseSettings):
     namespace: str = Field("default", alias="TEMPORAL_NAMESPACE")
     task_queue: str = Field(TASK_QUEUE, alias="TENANTFLOW_TASK_QUEUE")
     codec_key_file: Path | None = Field(None, alias="TENANTFLOW_CODEC_KEY_FILE")
+    codec_allow_plaintext: bool = Field(
+        False,
+        alias="TENANTFLOW_CODEC_ALLOW_PLAINTEXT",
+        description="accept unencrypted payloads although keys are configured "
+        "(only while plaintext histories written before are open)",
+    )
 
 
 class WorkerSettings(TemporalSettings):
@@ -36,6 +42,12 @@ class WorkerSettings(TemporalSettings):
     metrics_port: int | None = Field(None, alias="TENANTFLOW_METRICS_PORT")
     env_file: Path | None = Field(
         None, alias="TENANTFLOW_ENV_FILE", description="dotenv file (e.g. the lab's lab.env) loaded at start"
+    )
+    four_eyes: str = Field(
+        "",
+        alias="TENANTFLOW_FOUR_EYES",
+        description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
+        "whose gates the identity that started the run cannot approve",
     )
     deployment_name: str | None = Field(
         None,
@@ -57,6 +69,10 @@ class WorkerSettings(TemporalSettings):
                 "worker versioning needs both TENANTFLOW_DEPLOYMENT_NAME and TENANTFLOW_BUILD_ID (or neither)"
             )
         return self
+
+    @property
+    def four_eyes_workflows(self) -> frozenset[str]:
+        return frozenset(name.strip() for name in self.four_eyes.split(",") if name.strip())
 
 
 def load_env_file(settings: WorkerSettings) -> None:

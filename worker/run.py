@@ -22,6 +22,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logging as worker_logging
+from tenantflow.worker.approvals import FourEyes
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.interceptors import StepObservability
@@ -81,7 +82,7 @@ async def run_worker(
             activities=activities,
             activity_executor=pool,
             max_concurrent_activities=settings.max_concurrent_activities,
-            interceptors=[StepObservability()],
+            interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
             graceful_shutdown_timeout=timedelta(seconds=30),
             deployment_config=versioning,
         )

@@ -13,14 +13,22 @@ When ``TENANTFLOW_CODEC_KEY_FILE`` (or ``TENANTFLOW_CODEC_KEYS``) is set, every 
 :mod:`worker.codec` before it reaches the server. When the standard ``OTEL_*`` variables ask for traces, the
 client (and every worker built on it) carries the OpenTelemetry tracing interceptor (:mod:`worker.tracing`).
 
+The client's identity, which Temporal records on every start, signal and update and which tenantflow records as
+the approver of a gate, is ``TEMPORAL_IDENTITY`` when set, else the subject of the mTLS client certificate, else
+``user@host`` of the OS user (:func:`client_identity`).
+
 A failed connection raises :class:`TemporalConnectError`, whose message names the setting to fix (and never holds
 the API key or a certificate's contents).
 """
 
 from __future__ import annotations
 
+import getpass
+import os
+import socket
 from pathlib import Path
 
+from cryptography import x509
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientConnectConfig
 from temporalio.runtime import Runtime
@@ -72,16 +80,32 @@ def connect_config(settings: TemporalSettings) -> ClientConnectConfig:
     return config
 
 
+def client_identity(tls: bool | TLSConfig) -> str:
+    """``TEMPORAL_IDENTITY``, else the mTLS client certificate's subject, else ``user@host``."""
+    explicit = os.environ.get("TEMPORAL_IDENTITY", "").strip()
+    if explicit:
+        return explicit
+    if isinstance(tls, TLSConfig) and tls.client_cert:
+        return x509.load_pem_x509_certificate(tls.client_cert).subject.rfc4514_string()
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
 async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:
     """A client for ``settings``; raises :class:`TemporalConnectError` naming the setting when the server refuses."""
     config = connect_config(settings)
     address, namespace, tls = config["target_host"], config["namespace"], config.get("tls", False)
     client_cert = isinstance(tls, TLSConfig) and tls.client_cert is not None
     api_key = "api_key" in config
-    converter = data_converter(KeyRing.from_env(settings.codec_key_file))
+    converter = data_converter(KeyRing.from_env(settings.codec_key_file), settings.codec_allow_plaintext)
     interceptors = tracing_interceptors()
     try:
-        return await Client.connect(**config, data_converter=converter, interceptors=interceptors, runtime=runtime)
+        return await Client.connect(
+            **config,
+            data_converter=converter,
+            interceptors=interceptors,
+            runtime=runtime,
+            identity=client_identity(tls),
+        )
     except RuntimeError as exc:
         setting, status = diagnose(str(exc), tls=tls is not False, api_key=api_key, client_cert=client_cert)
         raise TemporalConnectError(

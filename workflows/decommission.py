@@ -85,9 +85,7 @@ class WorkerDecommissionWorkflow(GatedRun):
         plan = Plan(title=f"worker reset {self._target}", steps=await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
-            return DecommissionResult(
-                worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan, removed=removed
-            )
+            return self._result("rejected", plan, removed)
         self._gates.set_stage("reset", "Removing Trainy-installed worker components")
         removed += await self._steps.run(WORKER_RESET, step)
         return await self._completed(plan, removed)
@@ -112,7 +110,7 @@ class WorkerDecommissionWorkflow(GatedRun):
         plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
         if not await self._wait_plan_approval(plan, *self._gate_times()):
             self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
-            return DecommissionResult(worker=self._target, status="rejected", plan_hash=plan.plan_hash, plan=plan)
+            return self._result("rejected", plan, [])
         removed = await self._leave_hub(step)
         self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
         removed += await self._steps.run(
@@ -144,8 +142,16 @@ class WorkerDecommissionWorkflow(GatedRun):
             )
             await store_record(self, RECORD_WORKER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
+        return self._result("completed", plan, removed)
+
+    def _result(self, status: str, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
         return DecommissionResult(
-            worker=self._target, status="completed", plan_hash=plan.plan_hash, plan=plan, removed=removed
+            worker=self._target,
+            status=status,
+            plan_hash=plan.plan_hash,
+            plan=plan,
+            removed=removed,
+            approvals=self._gates.approvals,
         )
 
 

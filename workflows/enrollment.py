@@ -165,6 +165,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 status="rejected",
                 plan_hash=plan.plan_hash,
                 findings=self._findings,
+                approvals=self._gates.approvals,
                 message=f"rejected: {self._rejected.reason if self._rejected else ''}",
             )
 
@@ -208,6 +209,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             installed=step.facts.installed,
             adopted=step.facts.adoption,
             findings=self._findings,
+            approvals=self._gates.approvals,
         )
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:

@@ -107,7 +107,9 @@ class GatedRun:
         return self._approve(approval)
 
     def _approve(self, approval: ApprovePlan) -> str:
-        self._gates.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+        self._gates.answer(
+            "approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment), approval.plan_hash
+        )
         return self.PLAN_APPROVED.format(plan_hash=approval.plan_hash, approver=approval.approver)
 
     @approve_plan.validator
@@ -123,7 +125,12 @@ class GatedRun:
     @workflow.update(name="reject_plan", description="Reject the published plan; the run ends, nothing written")
     async def reject_plan(self, rejection: RejectPlan) -> str:
         self._rejected = rejection
-        self._gates.answer("approve_plan", GateAnswer(approver=rejection.approver, comment=rejection.reason))
+        self._gates.answer(
+            "approve_plan",
+            GateAnswer(approver=rejection.approver, comment=rejection.reason),
+            self._plan.plan_hash if self._plan else None,
+            approved=False,
+        )
         return f"plan rejected by {rejection.approver}"
 
     @reject_plan.validator
@@ -183,6 +190,7 @@ class GatedRun:
             steps=self._steps.records,
             findings=self._findings,
             leftovers=self._leftovers,
+            approvals=self._gates.approvals,
         )
 
 

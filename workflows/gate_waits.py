@@ -23,7 +23,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import ApprovePlan, GateAnswer, GateState
+    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState
 
 from tenantflow.workflows.search import STAGE
 
@@ -44,6 +44,7 @@ class Gates:
     def __init__(self) -> None:
         self.open: dict[str, GateState] = {}
         self.answers: dict[str, GateAnswer] = {}
+        self.approvals: list[Approval] = []
         self.stage = "starting"
         self.searchable: str | None = None
         """The ``Stage`` value last upserted by this run."""
@@ -64,14 +65,25 @@ class Gates:
             workflow.upsert_search_attributes([STAGE.value_set(self.searchable)])
         workflow.set_current_details(details)
 
-    def answer(self, name: str, answer: GateAnswer) -> None:
+    def answer(self, name: str, answer: GateAnswer, plan_hash: str | None = None, approved: bool = True) -> None:
+        """Record ``answer`` to gate ``name`` (and who gave it, when, for which plan) and close the gate."""
         self.answers[name] = answer
         self.open.pop(name, None)
+        self.approvals.append(
+            Approval(
+                gate=name,
+                approver=answer.approver,
+                at=workflow.now(),
+                approved=approved,
+                plan_hash=plan_hash,
+                comment=answer.comment,
+            )
+        )
 
     def approve_by_signal(self, plan_hash: str | None, approval: ApprovePlan) -> None:
         """The signal form of ``approve_plan``: answer only an open gate with the current hash, else warn."""
         if "approve_plan" in self.open and plan_hash is not None and approval.plan_hash == plan_hash:
-            self.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment))
+            self.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment), plan_hash)
         else:
             workflow.logger.warning("ignored approve_plan signal with hash %s", approval.plan_hash)
 

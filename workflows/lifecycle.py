@@ -8,8 +8,10 @@ days, refused once the term has ended) moves the end, is kept in ``renewals`` an
 continues as new with the new end (reminders already past for it are skipped); it also continues as new when
 Temporal suggests it. At the end it starts the tenant's ``TenantOffboarding`` (an abandoned child, id
 ``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until that plan is
-approved. An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends
-(``term:offboarded``). The ``term`` query says where the term stands; ``status`` is the shared run status.
+approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
+:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. An offboarding
+that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
+``term`` query says where the term stands; ``status`` is the shared run status.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.gates import STARTED_BY_MEMO
     from tenantflow.models.lifecycle import (
         OFFBOARDED_SIGNAL,
         LifecycleInput,
@@ -46,6 +49,8 @@ from tenantflow.workflows.steps import StepTracker
 RUNNING = "term:running"
 EXPIRED = "term:expired"
 OFFBOARDED = "term:offboarded"
+EXPIRY_STARTER_PATCH = "expiry-offboarding-started-by"
+"""Runs with it give the offboarding started at expiry the memo ``started_by`` (the lifecycle's workflow id)."""
 
 
 def days_left(term_end: datetime, now: datetime) -> int:
@@ -227,12 +232,14 @@ class TenantLifecycle:
         self._stage = EXPIRED
         workflow.upsert_search_attributes([STAGE.value_set(EXPIRED)])
         self._offboarding = offboarding_id(slug)
+        starter = {STARTED_BY_MEMO: workflow.info().workflow_id} if workflow.patched(EXPIRY_STARTER_PATCH) else None
         try:
             await workflow.start_child_workflow(
                 TenantOffboarding.run,
                 OffboardingInput(contract=self._contract),
                 id=self._offboarding,
                 parent_close_policy=ParentClosePolicy.ABANDON,
+                memo=starter,
                 static_summary=f"Offboard {slug}: its term ended {self._term_end:%Y-%m-%d}",
                 static_details=f"Offboards tenant `{slug}` because its term ended; Weka data kept. Nothing is "
                 f"removed until its teardown plan is approved (`tenantflow approve {self._offboarding} --plan-hash "

@@ -97,6 +97,7 @@ class TenantOffboarding(SagaRun):
                 slug=contract.slug,
                 status="rejected",
                 plan=plan,
+                approvals=self._gates.approvals,
                 message=f"rejected: {self._rejected.reason if self._rejected else ''}",
             )
         step_input = self._step_input
@@ -120,6 +121,7 @@ class TenantOffboarding(SagaRun):
             plan=plan,
             removed=removed,
             kept=[p for p in plan.steps if p.action is Action.leave],
+            approvals=self._gates.approvals,
         )
 
     async def _end_term(self, slug: str) -> None:

@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
 
 from tenantflow.workflows.gate_handlers import GatedRun
 from tenantflow.workflows.lifecycle import start_lifecycle
-from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, stamped_approvals, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
 from tenantflow.workflows.saga import Saga
 from tenantflow.workflows.search import TENANT_SLUG
@@ -150,6 +150,7 @@ class TenantOnboarding(SagaRun):
             applied=applied,
             findings=self._findings,
             handover=handover,
+            approvals=self._gates.approvals,
         )
 
     def _stop_on_preflight_errors(self) -> None:
@@ -180,6 +181,7 @@ class TenantOnboarding(SagaRun):
                 status="rejected",
                 plan_hash=plan.plan_hash,
                 plan=plan,
+                approvals=self._gates.approvals,
                 message=f"plan rejected: {reason}",
             )
         applied: list[EnsureResult] = []
@@ -190,7 +192,7 @@ class TenantOnboarding(SagaRun):
             await self._roll_back(self._saga, step_input.contract, self._facts, escalate, expire)
             self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
-        return plan, applied, handover
+        return plan, applied, handover.with_approvals(stamped_approvals(self))
 
     async def _apply_and_finish(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:
         facts = await self._apply(step_input, applied)

@@ -2,7 +2,8 @@
 
 Onboarding and offboarding store a tenant record, enrollment and decommission a worker record, as their last step
 and only in runs recorded with the patch :data:`TENANT_RECORD_PATCH` (:data:`WORKER_RECORD_PATCH`), so histories
-recorded before replay unchanged. The stamp says which run, under which approved plan and approver, and when.
+recorded before replay unchanged. The stamp says which run, under which approved plan and approver, and when, and
+(patch :data:`APPROVALS_PATCH`) every gate answer: who, when, which plan hash.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.gates import Approval
     from tenantflow.models.records import RunStamp, StoredRecord
     from tenantflow.models.results import Finding, Severity
     from tenantflow.models.runbook import Step
@@ -25,6 +27,14 @@ TENANT_RECORD_PATCH = "tenant-record"
 """Onboarding and offboarding histories recorded before completed runs stored a tenant record replay without it."""
 WORKER_RECORD_PATCH = "worker-record"
 """Enrollment and decommission histories recorded before completed runs stored a worker record replay without it."""
+APPROVALS_PATCH = "approvals-stamped"
+"""Histories recorded before the record and the handover sheet carried every gate answer replay without them."""
+
+
+def stamped_approvals(run: GatedRun) -> list[Approval]:
+    """Who answered which gate and when, for what the run passes on (record, handover sheet); empty in runs
+    recorded before :data:`APPROVALS_PATCH`, whose record and handover arguments replay unchanged."""
+    return list(run._gates.approvals) if workflow.patched(APPROVALS_PATCH) else []
 
 
 def run_stamp(run: GatedRun) -> RunStamp:
@@ -37,6 +47,7 @@ def run_stamp(run: GatedRun) -> RunStamp:
         plan_hash=run._plan.plan_hash if run._plan else "",
         approver=answer.approver if answer else "",
         recorded_at=workflow.now(),
+        approvals=stamped_approvals(run),
     )
 
 

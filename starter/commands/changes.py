@@ -19,8 +19,8 @@ from tenantflow.models.records import RecordStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import follow_start
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import EXIT_NOT_FOUND, KubeconfigOpt, OutputOpt, WaitOpt, WideOpt, errors, run
-from tenantflow.starter.records import tenant_record
+from tenantflow.starter.output import EXIT_NOT_FOUND, OutputOpt, WaitOpt, WideOpt, errors, run
+from tenantflow.starter.records import KubeconfigOpt, records_target, tenant_record
 
 
 def apply(
@@ -36,11 +36,12 @@ def apply(
     """Change an onboarded tenant to CONTRACT: a plan of creates, updates and removals to approve."""
 
     async def go() -> None:
-        contract = load_tenant(file, kubeconfig)
+        contract = load_tenant(file)
         refusal = slug_refusal(tenant or contract.slug, contract)
         if refusal:
             raise ContractError(f"{file}: {refusal}")
-        record = await tenant_record(contract.cluster, contract.slug)
+        records = records_target(kubeconfig, contract.cluster.context) or contract.cluster
+        record = await tenant_record(records, contract.slug)
         if record is None or record.status is not RecordStatus.onboarded:
             state = "no record" if record is None else f"its record says {record.status.value}"
             errors.print(

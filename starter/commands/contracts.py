@@ -18,7 +18,6 @@ from tenantflow.starter.contracts import ContractError, load_enrollment, load_te
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
     EXIT_RUN_FAILED,
-    KubeconfigOpt,
     OutputOpt,
     WideOpt,
     console,
@@ -58,11 +57,10 @@ def schema(
 def validate(
     file: Path,
     kind: Annotated[str, typer.Option(help="tenant or worker")] = "tenant",
-    kubeconfig: KubeconfigOpt = None,
 ) -> None:
     """Check a contract file without touching anything; exit 2 with every problem listed."""
     try:
-        model = load_tenant(file, kubeconfig) if kind == "tenant" else load_enrollment(file, kubeconfig)
+        model = load_tenant(file) if kind == "tenant" else load_enrollment(file)
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -71,7 +69,6 @@ def validate(
 
 def plan(
     file: Path,
-    kubeconfig: KubeconfigOpt = None,
     output: OutputOpt = "text",
     wide: WideOpt = False,
 ) -> None:
@@ -79,7 +76,7 @@ def plan(
     from tenantflow.starter.plan import preflight_and_plan, use_configured_services
 
     try:
-        contract = load_tenant(file, kubeconfig)
+        contract = load_tenant(file)
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None

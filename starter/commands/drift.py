@@ -1,10 +1,14 @@
 """``tenantflow drift``: how onboarded tenants differ from their recorded contracts, and its nightly schedule.
 
-``drift SLUG`` or ``drift --all`` checks the tenants recorded in the cluster of ``--kubeconfig``/``--context``
+``drift SLUG`` or ``drift --all`` checks, in this process, the tenants recorded in the cluster of
+``--kubeconfig``/``--context`` (the operator's kubeconfig, as for the other commands reading records; the tenants'
+own clusters come from this process's cluster registry, ``TENANTFLOW_KUBECONFIG``/``TENANTFLOW_CLUSTERS_FILE``)
 (:mod:`starter.drift`) and prints one row per object that is missing, changed or extra (80 columns), or JSON with
 ``-o json``. Exit 0: no drift; 3: drift; 1: a tenant could not be checked (and none drifted); 4: the tenant's
 record says it is no longer onboarded; 5: no record of the tenant. ``drift --schedule`` creates (or updates) the
-Temporal Schedule that runs the ``TenantDrift`` workflow nightly. Repair: ``tenantflow onboard`` with the
+Temporal Schedule that runs the ``TenantDrift`` workflow nightly on the worker: it names the records' cluster
+(``--context``, else the kubeconfig's current context) as the worker's cluster registry names it, never a
+kubeconfig path, which the worker would refuse. Repair: ``tenantflow onboard`` with the
 recorded contract, through the usual plan and approve gate.
 """
 
@@ -24,7 +28,6 @@ from tenantflow.starter.output import (
     EXIT_ERROR,
     EXIT_NOT_FOUND,
     EXIT_RUN_FAILED,
-    KubeconfigOpt,
     OutputOpt,
     Refused,
     console,
@@ -32,7 +35,7 @@ from tenantflow.starter.output import (
     errors,
     run,
 )
-from tenantflow.starter.records import ContextOpt, records_target, tenant_record
+from tenantflow.starter.records import ContextOpt, KubeconfigOpt, records_target, tenant_record
 
 NIGHTLY_HELP = "cron expression of the schedule (UTC), with --schedule"
 
@@ -69,6 +72,19 @@ async def selected(target: KubeTarget, slug: str | None, every: bool) -> list[st
     return [slug]
 
 
+def schedule_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
+    """The records' cluster as the schedule names it: ``--context`` (else the kubeconfig's current context), a
+    cluster of the worker's registry; the schedule never carries a kubeconfig path."""
+    if context:
+        return KubeTarget(context=context)
+    target = records_target(kubeconfig, context)
+    if target is None:
+        raise ContractError(
+            "--schedule: pass --context CLUSTER, the worker's cluster registry name of the cluster holding the records"
+        )
+    return KubeTarget(context=target.context)
+
+
 def drift(
     slug: Annotated[str | None, typer.Argument(help="the tenant to check")] = None,
     every: Annotated[bool, typer.Option("--all", help="every onboarded tenant recorded in the cluster")] = False,
@@ -86,13 +102,14 @@ def drift(
     from tenantflow.starter.plan import use_configured_services
 
     async def go() -> FleetDriftReport | str:
+        if schedule:
+            cluster = schedule_cluster(kubeconfig, context)
+            return await ensure_schedule(
+                await TenantflowClient.connect(), FleetDriftInput(records=cluster, concurrency=concurrency), cron
+            )
         target = records_target(kubeconfig, context)
         if target is None:
             raise ContractError("no kubeconfig for the records: pass --kubeconfig or export TENANTFLOW_KUBECONFIG")
-        if schedule:
-            return await ensure_schedule(
-                await TenantflowClient.connect(), FleetDriftInput(records=target, concurrency=concurrency), cron
-            )
         slugs = await selected(target, slug, every)
         return check_fleet(FleetDriftInput(records=target, slugs=slugs, concurrency=concurrency))
 

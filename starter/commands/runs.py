@@ -13,7 +13,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.output import ApproverOpt, OutputOpt, answered, console, emit, errors, print_outcome, run
+from tenantflow.starter.output import OutputOpt, answered, console, emit, errors, print_outcome, run
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
 
@@ -72,30 +72,25 @@ def status(
 def approve(
     workflow_id: str,
     plan_hash: Annotated[str, typer.Option("--plan-hash", help="the hash `status` shows")],
-    approver: ApproverOpt = "operator",
     comment: str = "",
     output: OutputOpt = "text",
 ) -> None:
-    """Approve a published plan (onboarding, enrollment or reset) by its exact hash."""
+    """Approve a published plan (onboarding, enrollment or reset) by its exact hash, as the Temporal client's
+    identity (TEMPORAL_IDENTITY, the mTLS certificate's subject, or user@host)."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()
-        answered(workflow_id, await api.approve(workflow_id, plan_hash, approver, comment), output)
+        answered(workflow_id, await api.approve(workflow_id, plan_hash, comment), output)
 
     run(go())
 
 
-def reject(
-    workflow_id: str,
-    reason: Annotated[str, typer.Option()],
-    approver: ApproverOpt = "operator",
-    output: OutputOpt = "text",
-) -> None:
-    """Reject a published onboarding plan: the run ends and nothing is written."""
+def reject(workflow_id: str, reason: Annotated[str, typer.Option()], output: OutputOpt = "text") -> None:
+    """Reject a published onboarding plan (as the Temporal client's identity): the run ends, nothing is written."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()
-        answered(workflow_id, await api.reject(workflow_id, reason, approver), output)
+        answered(workflow_id, await api.reject(workflow_id, reason), output)
 
     run(go())
 
@@ -103,12 +98,10 @@ def reject(
 def gate_command(gate: str, help_text: str) -> Callable[..., None]:
     """The command ``tenantflow <gate-with-dashes> ID``: answer one of a run's yes/no gates."""
 
-    def answer(
-        workflow_id: str, approver: ApproverOpt = "operator", comment: str = "", output: OutputOpt = "text"
-    ) -> None:
+    def answer(workflow_id: str, comment: str = "", output: OutputOpt = "text") -> None:
         async def go() -> None:
             api = await TenantflowClient.connect()
-            answered(workflow_id, await api.answer_gate(workflow_id, gate, approver, comment), output)
+            answered(workflow_id, await api.answer_gate(workflow_id, gate, comment), output)
 
         run(go())
 

@@ -20,25 +20,19 @@ from tenantflow.models.records import RecordStatus
 from tenantflow.starter.client import TenantflowClient, onboarding_id
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import (
-    ApproverOpt,
+from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
+from tenantflow.starter.records import (
+    ContextOpt,
     KubeconfigOpt,
-    OutputOpt,
-    Refused,
-    WaitOpt,
-    WideOpt,
-    console,
-    emit,
-    errors,
-    print_outcome,
-    run,
+    onboarded_contract,
+    records_target,
+    tenant_record,
+    tenant_records,
 )
-from tenantflow.starter.records import ContextOpt, onboarded_contract, records_target, tenant_record, tenant_records
 
 
 def onboard(
     file: Path,
-    kubeconfig: KubeconfigOpt = None,
     wait: WaitOpt = True,
     output: OutputOpt = "text",
     wide: WideOpt = False,
@@ -46,7 +40,7 @@ def onboard(
     """Start onboarding a tenant; prints the plan and how to approve it."""
 
     async def go() -> None:
-        contract = load_tenant(file, kubeconfig)
+        contract = load_tenant(file)
         api = await TenantflowClient.connect()
         await follow_start(api, await api.start_onboarding(contract), wait, output, wide)
 
@@ -79,7 +73,7 @@ def offboard(
     async def go() -> None:
         api = await TenantflowClient.connect()
         tenant = (
-            load_tenant(contract, kubeconfig)
+            load_tenant(contract)
             if contract is not None
             else await onboarded_contract(api, records_target(kubeconfig, context), slug)
         )
@@ -125,11 +119,11 @@ def handover(
 def renew(
     slug: str,
     days: Annotated[int, typer.Option(min=1, max=MAX_RENEW_DAYS, help="days to add to the term's end")],
-    approver: ApproverOpt = "operator",
     comment: Annotated[str, typer.Option(help="why (kept with the renewal)")] = "",
     output: OutputOpt = "text",
 ) -> None:
-    """Extend a tenant's term by DAYS: its lifecycle moves the end, records the renewal and reminds again."""
+    """Extend a tenant's term by DAYS: its lifecycle moves the end, records the renewal (approved by the Temporal
+    client's identity) and reminds again."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()
@@ -141,13 +135,12 @@ def renew(
                 f"the term of {slug} ended ({term.stage}, {term.offboarding or 'no offboarding'}): onboard it again "
                 "to start a new term"
             )
-        renewed = await api.renew(slug, days, approver, comment)
+        renewed = await api.renew(slug, days, comment)
         if output == "json":
             emit(renewed.model_dump(mode="json"), output)
         else:
-            emit(
-                f"the term of {slug} now ends {renewed.term_end:%Y-%m-%d %H:%M}Z (+{days} days, by {approver})", output
-            )
+            by = renewed.renewals[-1].approver if renewed.renewals else api.identity
+            emit(f"the term of {slug} now ends {renewed.term_end:%Y-%m-%d %H:%M}Z (+{days} days, by {by})", output)
 
     run(go())
 

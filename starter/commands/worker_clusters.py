@@ -11,8 +11,8 @@ import typer
 from tenantflow.starter.client import ENROLLMENT_GATES, TenantflowClient
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_enrollment
-from tenantflow.starter.output import KubeconfigOpt, OutputOpt, WideOpt, run
-from tenantflow.starter.records import ContextOpt, enrolled_contract, records_target
+from tenantflow.starter.output import OutputOpt, WideOpt, run
+from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target
 
 GATE_HELP = {
     "submissions_paused": "Confirm every Hub submission path of the organization is paused (brownfield).",
@@ -26,7 +26,6 @@ GATE_COMMANDS: dict[str, Callable[..., None]] = {gate: gate_command(gate, GATE_H
 
 def enroll(
     file: Path,
-    kubeconfig: KubeconfigOpt = None,
     wait: Annotated[bool, typer.Option(help="wait for the bootstrap plan and print it")] = True,
     output: OutputOpt = "text",
     wide: WideOpt = False,
@@ -34,7 +33,7 @@ def enroll(
     """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
 
     async def go() -> None:
-        contract = load_enrollment(file, kubeconfig)
+        contract = load_enrollment(file)
         api = await TenantflowClient.connect()
         await follow_start(api, await api.start_enrollment(contract), wait, output, wide)
 
@@ -60,7 +59,7 @@ def decommission(
     async def go() -> None:
         api = await TenantflowClient.connect()
         enrollment = (
-            load_enrollment(contract, kubeconfig)
+            load_enrollment(contract)
             if contract is not None
             else await enrolled_contract(api, records_target(kubeconfig, context), namespace, worker_name)
         )

@@ -87,7 +87,7 @@ async def rig(chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path: Path) 
 
 
 def tenant(lab: LabEndpoints, slug: str = "tenant-foo", **updates: Any) -> TenantContract:
-    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     return contract.model_copy(update={"slug": slug, **updates})
 
 

@@ -69,7 +69,7 @@ def mutated(path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("case", "path", "value", "field"), CONTRACT_CASES, ids=[c[0] for c in CONTRACT_CASES])
 def test_malformed_contract_is_refused_naming_the_field(case: str, path: str, value: Any, field: str) -> None:
     with pytest.raises(ContractError) as refused:
-        parse_contract(TenantContract, mutated(path, value), f"<{case}>", kubeconfig="/nonexistent")
+        parse_contract(TenantContract, mutated(path, value), f"<{case}>")
     assert field in str(refused.value), str(refused.value)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -82,8 +83,8 @@ class Lab:
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
         return WorkerEnrollment(
-            hub=KubeTarget(kubeconfig=str(self.kubeconfig), context=hub),
-            worker=KubeTarget(kubeconfig=str(self.kubeconfig), context=worker),
+            hub=KubeTarget(context=hub),
+            worker=KubeTarget(context=worker),
             tenant_namespace="forecasting",
             worker_name="forecasting-us",
             workload_namespaces=["forecasting"],
@@ -168,11 +169,16 @@ def start_lab(
             KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem),
         ],
     )
+    registry = tmp / "clusters.yaml"
+    contexts = ("hub", "hub-viewer", "worker", "worker-viewer")
+    registry.write_text(yaml.safe_dump({name: {"kubeconfig": str(path)} for name in contexts}))
     worker_tmp = tmp / "worker-tmp"
     worker_tmp.mkdir()
     saved_tempdir, tempfile.tempdir = tempfile.tempdir, str(worker_tmp)
     try:
-        yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores, worker_tmp)
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("TENANTFLOW_CLUSTERS_FILE", str(registry))  # the worker's cluster registry
+            yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores, worker_tmp)
     finally:
         tempfile.tempdir = saved_tempdir
     loop.call_soon_threadsafe(loop.stop)

@@ -61,7 +61,7 @@ async def fleet_check(api: TenantflowClient, lab: LabEndpoints) -> WorkflowHandl
         recorded_at=datetime.now(UTC),
     )
     await asyncio.to_thread(store, TenantRecord(contract=never, run=stamp), DEFAULT_NAMESPACE)
-    records = KubeTarget(kubeconfig=str(lab.kubeconfig), context="tenant-cluster")
+    records = KubeTarget(context="tenant-cluster")  # a cluster of the worker's registry
     handle = await api.client.start_workflow(
         DRIFT_WORKFLOW,
         FleetDriftInput(records=records, concurrency=2),

@@ -38,7 +38,7 @@ INJECTED = "InjectedFailure"
 
 def tenant(lab: LabEndpoints, tag: str) -> TenantContract:
     """The runbook's example tenant renamed to ``tenant-<tag>`` with users ``<name>-<tag>``: one per case."""
-    base = example_tenant(f"tenant-{tag}", kubeconfig=str(lab.kubeconfig))
+    base = example_tenant(f"tenant-{tag}")
     users = [
         u.model_copy(update={"username": f"{u.username}-{tag}", "email": f"{u.username}-{tag}@example.org"})
         for u in base.users

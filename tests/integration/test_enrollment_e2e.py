@@ -39,7 +39,7 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
     can_enroll = kubectl(lab, "hub", "-n", "forecasting", "auth", "can-i", "create", "bootstrapenrollments.trainy.ai")
     assert can_enroll == "yes"
     assert kubectl(lab, "hub", "auth", "can-i", "create", "organizations.trainy.ai").startswith("no")
-    contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml", kubeconfig=str(lab.kubeconfig))
+    contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         handle = await dev_env.client.start_workflow(
             "WorkerEnrollment",

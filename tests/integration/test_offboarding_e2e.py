@@ -17,7 +17,7 @@ USERS = ("dora", "emil")
 
 
 def small_tenant(lab: LabEndpoints) -> TenantContract:
-    foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
     users = [
         u.model_copy(update={"username": name, "email": f"{name}@tenant-off.example"})
         for u, name in zip(foo.users, USERS, strict=False)

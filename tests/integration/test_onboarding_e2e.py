@@ -133,7 +133,7 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
     dev_env: WorkflowEnvironment, any_lab: LabEndpoints
 ) -> None:
     lab = any_lab
-    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         result = await onboard(api, contract)
         try:

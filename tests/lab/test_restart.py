@@ -32,7 +32,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab's real slapd 
 
 def small_tenant(lab: LabEndpoints, tag: str, names: tuple[str, ...]) -> TenantContract:
     """The runbook's example tenant on two nodes as ``tenant-<tag>`` with users ``<name>-<tag>``."""
-    foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
     users = [
         u.model_copy(update={"username": f"{name}-{tag}", "email": f"{name}@tenant-{tag}.example"})
         for u, name in zip(foo.users, names, strict=False)

@@ -138,3 +138,14 @@ def test_a_disruption_budget_and_a_metrics_service_select_the_worker(objects: li
     assert metrics["selector"] == selector and metrics["ports"][0]["port"] == 9464
     codec = by_kind(objects, "Service")["tenantflow-codec-server"]["spec"]
     assert codec["ports"][0]["port"] == 8081
+
+
+def test_the_codec_server_reads_its_per_user_token_file_from_a_secret(objects: list[dict[str, Any]]) -> None:
+    codec = by_kind(objects, "Deployment")["tenantflow-codec-server"]["spec"]["template"]["spec"]
+    (container,) = codec["containers"]
+    tokens_file = {e["name"]: e["value"] for e in container["env"]}["TENANTFLOW_API_TOKENS_FILE"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in codec["volumes"]}
+    [(volume, path)] = [(name, path) for name, path in mounts.items() if tokens_file.startswith(f"{path}/")]
+    assert volumes[volume]["secret"]["secretName"] == "tenantflow-api-tokens"
+    assert tokens_file == f"{path}/tokens", "the key README's kubectl create secret names"

@@ -93,6 +93,15 @@ def test_the_ui_decodes_through_the_codec_server(services: dict[str, dict[str, A
     assert codec["environment"]["TENANTFLOW_CODEC_KEY_FILE"] == "/run/secrets/codec_keys"
 
 
+def test_the_codec_server_reads_its_per_user_token_file(compose: dict[str, Any]) -> None:
+    codec = compose["services"]["codec-server"]
+    assert codec["environment"]["TENANTFLOW_API_TOKENS_FILE"] == "/run/secrets/api_tokens"
+    assert "api_tokens" in codec["secrets"] and "api_tokens" not in compose["services"]["worker"]["secrets"]
+    assert compose["secrets"]["api_tokens"] == {"file": "./secrets/api-tokens"}
+    header = (ROOT / "docker-compose.yml").read_text().split("\nservices:")[0]
+    assert "codec-server token " in header and "secrets/api-tokens" in header
+
+
 def test_worker_runs_the_image_built_here(services: dict[str, dict[str, Any]]) -> None:
     worker = services["worker"]
     assert worker["build"] == "." and (ROOT / "Dockerfile").is_file()

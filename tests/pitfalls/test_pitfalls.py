@@ -27,7 +27,7 @@ from tenantflow.lab.pitfalls import Pitfall
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
-from tests.labfixture import lab_worker, whole_lab
+from tests.labfixture import lab_env, lab_worker, whole_lab
 from tests.workflows.contract import EXAMPLES
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L p@lab"
@@ -64,7 +64,7 @@ def render_table() -> str:
 
 
 def contract_for(lab: LabEndpoints, tag: str) -> TenantContract:
-    base = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    base = load_tenant(EXAMPLES / "tenant-foo.yaml")
     slug = f"tenant-{tag.replace('_', '-')}"[:30].rstrip("-")
     user = f"{tag.replace('_', '-')[:20].rstrip('-')}-u1"
     data = base.model_dump(mode="json")
@@ -159,27 +159,28 @@ async def test_the_ldap_bind_secret_in_the_wrong_namespace_is_reported_by_name_w
     """Runbook: the bind Secret the chart reads is not where it should be. Injected as an operator misplaces it
     (moved through the API from auth to slurm-control): preflight names it with the fix and nothing is written."""
     contract = contract_for(pitfall_lab, "bind_secret")
-    objs = KubeObjects(contract.cluster)
-    secret = objs.get("Secret", BIND_SECRET, "auth")
-    assert secret is not None
+    with lab_env(pitfall_lab):  # this process moves the Secret through the lab's registered cluster
+        objs = KubeObjects(contract.cluster)
+        secret = objs.get("Secret", BIND_SECRET, "auth")
+        assert secret is not None
 
-    def copy_to(namespace: str) -> None:
-        meta = {"name": BIND_SECRET, "namespace": namespace, "labels": secret["metadata"].get("labels") or {}}
-        objs.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": secret.get("data") or {}})
+        def copy_to(namespace: str) -> None:
+            meta = {"name": BIND_SECRET, "namespace": namespace, "labels": secret["metadata"].get("labels") or {}}
+            objs.create({"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": secret.get("data") or {}})
 
-    copy_to("slurm-control")
-    objs.delete("Secret", BIND_SECRET, "auth")
-    try:
-        message, exit_code = await failed_run(
-            dev_env,
-            pitfall_lab,
-            contract,
-            "bind_secret_namespace",
-            "Secret ldap-bind-creds moved from auth to slurm-control",
-        )
-    finally:
-        copy_to("auth")
-        objs.delete("Secret", BIND_SECRET, "slurm-control")
+        copy_to("slurm-control")
+        objs.delete("Secret", BIND_SECRET, "auth")
+        try:
+            message, exit_code = await failed_run(
+                dev_env,
+                pitfall_lab,
+                contract,
+                "bind_secret_namespace",
+                "Secret ldap-bind-creds moved from auth to slurm-control",
+            )
+        finally:
+            copy_to("auth")
+            objs.delete("Secret", BIND_SECRET, "slurm-control")
     assert "kube.ldap_bind_secret" in message and "never put the password in chart values" in message, message
     assert exit_code == 3
     assert_rolled_back(pitfall_lab, contract)

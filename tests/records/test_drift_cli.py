@@ -1,5 +1,6 @@
 """``tenantflow drift`` refuses what it cannot check before reading any service: no kubeconfig or neither a tenant
-nor ``--all`` (exit 2), a tenant without a record (exit 5), one whose record says it was offboarded (exit 4)."""
+nor ``--all``, a schedule naming no cluster (exit 2), a tenant without a record (exit 5), one whose record says it
+was offboarded (exit 4)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tenantflow.activities.clusters import KUBECONFIG_ENV
 from tenantflow.activities.records import store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordStatus
 from tests.lab.kubeapi.conftest import Cluster
@@ -23,9 +27,12 @@ def drift(cluster: Cluster | None, *args: str) -> subprocess.CompletedProcess[st
     return subprocess.run([CLI, "drift", *args, *target], env=env, capture_output=True, text=True, timeout=60)
 
 
-async def test_drift_refuses_what_it_cannot_check(cluster: Cluster) -> None:
+async def test_drift_refuses_what_it_cannot_check(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KUBECONFIG_ENV, str(cluster.kubeconfig))  # this process's registry, to store a record
     no_kubeconfig = drift(None, "--all")
     assert no_kubeconfig.returncode == 2 and "pass --kubeconfig" in no_kubeconfig.stderr
+    no_cluster = drift(None, "--schedule")
+    assert no_cluster.returncode == 2 and "pass --context CLUSTER" in no_cluster.stderr
     neither = drift(cluster)
     assert neither.returncode == 2 and "drift SLUG" in neither.stderr
     both = drift(cluster, "tenant-x", "--all")

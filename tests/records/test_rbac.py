@@ -8,6 +8,9 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from tenantflow.activities.clusters import KUBECONFIG_ENV
 from tenantflow.activities.records import list_records, read_latest, store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordKind, RunStamp, TenantRecord
 from tenantflow.models.targets import KubeTarget
@@ -17,8 +20,9 @@ from tests.workflows.contract import example_tenant
 __all__ = ["kubeconfig"]
 
 
-async def test_the_worker_role_stores_and_reads_records(kubeconfig: Path) -> None:
-    target = KubeTarget(kubeconfig=str(kubeconfig), context="worker")
+async def test_the_worker_role_stores_and_reads_records(kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KUBECONFIG_ENV, str(kubeconfig))  # the worker's cluster registry
+    target = KubeTarget(context="worker")
     contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}").model_copy(update={"cluster": target})
     record = TenantRecord(
         contract=contract,

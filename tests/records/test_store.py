@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities import clusters
 from tenantflow.activities.records import list_records, read_latest, store
 from tenantflow.models.records import (
     DEFAULT_NAMESPACE,
@@ -30,6 +31,14 @@ from tests.lab.kubeapi.conftest import Cluster
 from tests.workflows.contract import EXAMPLES, example_tenant
 
 
+@pytest.fixture(autouse=True)
+def registered(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulated cluster's contexts are the worker's cluster registry; the CLI's own (records_target) is
+    this test's alone."""
+    monkeypatch.setenv(clusters.KUBECONFIG_ENV, str(cluster.kubeconfig))
+    monkeypatch.setattr(clusters, "_operator", {})
+
+
 def stamp(run_id: str | None = None) -> RunStamp:
     return RunStamp(
         workflow_id="tenant/x",
@@ -41,8 +50,8 @@ def stamp(run_id: str | None = None) -> RunStamp:
 
 
 def tenant_record(cluster: Cluster, context: str = "admin", run_id: str | None = None) -> TenantRecord:
-    contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}", kubeconfig=str(cluster.kubeconfig))
-    contract = contract.model_copy(update={"cluster": KubeTarget(kubeconfig=str(cluster.kubeconfig), context=context)})
+    contract = example_tenant(f"tenant-r{uuid.uuid4().hex[:6]}")
+    contract = contract.model_copy(update={"cluster": KubeTarget(context=context)})
     return TenantRecord(contract=contract, run=stamp(run_id))
 
 
@@ -98,11 +107,9 @@ def test_listing_gives_the_current_version_of_every_tenant(cluster: Cluster) -> 
 
 
 def test_a_worker_record_is_named_by_hub_namespace_and_worker(cluster: Cluster) -> None:
-    contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml", kubeconfig=str(cluster.kubeconfig))
+    contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     worker = f"w{uuid.uuid4().hex[:6]}"
-    contract = contract.model_copy(
-        update={"worker_name": worker, "worker": KubeTarget(kubeconfig=str(cluster.kubeconfig), context="admin")}
-    )
+    contract = contract.model_copy(update={"worker_name": worker, "worker": KubeTarget(context="admin")})
     record = WorkerRecord(contract=contract, run=stamp())
     stored = store(record, DEFAULT_NAMESPACE)
     assert stored.name == f"tenantflow.worker.forecasting.{worker}.v1"

@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
+from tenantflow.worker.tokens import TokenTable, new_token
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
@@ -89,12 +90,39 @@ def test_keys_from_file_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert KeyRing.from_env(None).current[0] == "y"  # type: ignore[union-attr]
 
 
+async def test_plaintext_is_refused_when_encryption_is_required() -> None:
+    plain = payload('{"approver": "mallory"}')
+    with pytest.raises(CodecError, match="plaintext payload refused: encryption is required"):
+        await EncryptionCodec(ring("k1")).decode([plain])
+    assert await EncryptionCodec(ring("k1"), allow_plaintext=True).decode([plain]) == [plain]
+
+
+TOKEN, TOKEN_LINE = new_token("ui-user")
+
+
+async def test_codec_endpoint_without_credentials_answers_401() -> None:
+    codec = EncryptionCodec(ring("ui"))
+    [sealed] = await codec.encode([payload('"secret"')])
+    body = json_format.MessageToJson(Payloads(payloads=[sealed]))
+    server = TestServer(codec_app(codec, [UI], TokenTable.parse([TOKEN_LINE])))
+    async with server, httpx.AsyncClient(base_url=str(server.make_url("/"))) as http:
+        for path in ("/decode", "/encode"):
+            anonymous = await http.post(path, content=body, headers={"Origin": UI})
+            assert anonymous.status_code == 401 and "secret" not in anonymous.text
+            assert anonymous.headers["Access-Control-Allow-Origin"] == UI, "the UI can read the 401"
+            wrong = await http.post(path, content=body, headers={"Authorization": "Bearer guess"})
+            assert wrong.status_code == 401
+        allowed = await http.post("/decode", content=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert allowed.status_code == 200
+        assert base64.b64decode(allowed.json()["payloads"][0]["data"]) == b'"secret"'
+
+
 async def test_codec_endpoint_speaks_the_remote_codec_protocol_with_cors() -> None:
     codec = EncryptionCodec(ring("ui"))
-    async with TestServer(codec_app(codec, [UI])) as server:
+    async with TestServer(codec_app(codec, [UI], TokenTable.parse([TOKEN_LINE]))) as server:
         base = str(server.make_url("/"))
         body = json_format.MessageToJson(Payloads(payloads=[payload('"hello"')]))
-        async with httpx.AsyncClient(base_url=base) as http:
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
             pre = await http.options("/decode", headers={"Origin": UI, "Access-Control-Request-Method": "POST"})
             assert pre.status_code == 200 and pre.headers["Access-Control-Allow-Origin"] == UI
             assert "X-Namespace" in pre.headers["Access-Control-Allow-Headers"]

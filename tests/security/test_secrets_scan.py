@@ -49,7 +49,7 @@ SLUG, USERS = "tenant-sec", ("sia", "sol")
 
 
 def sec_tenant(lab: LabEndpoints) -> TenantContract:
-    foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
     users = [
         u.model_copy(update={"username": name, "email": f"{name}@{SLUG}.example"})
         for u, name in zip(foo.users, USERS, strict=False)

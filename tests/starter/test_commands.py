@@ -36,7 +36,10 @@ async def test_json_status_gates_list_and_exit_codes(fake_api: TenantflowClient)
     outcome = await tenantflow_json(fake_api, "result", handle.id)
     assert outcome["status"] == "completed"
     sheet = await tenantflow_json(fake_api, "handover", slug)
-    assert sheet["handover"]["markdown"].strip() == f"# {slug}"
+    title, approvals = sheet["handover"]["markdown"].split("\n\n## Approvals\n\n")
+    assert title.strip() == f"# {slug}"
+    assert approvals.startswith(f"- approve_plan approved (plan {status['plan_hash']}) by "), approvals
+    assert [a["gate"] for a in sheet["handover"]["approvals"]] == ["approve_plan"]
     code, out, _ = await tenantflow(fake_api, "handover", slug)
     assert code == 0 and f"# {slug}" in out
 

@@ -4,8 +4,8 @@ plan gate repairs the first two, once the third is gone. Onboarding plans never 
 plan gate is issue 17): while the hand-added member is there, the re-onboard's validation fails (the group's members
 must be the contract's users) and its rollback puts the hand edits back, so the operator removes the member the
 drift check named, by hand, re-onboards, and drift exits 0.
-The nightly schedule is created idempotently, is listed by ``temporal schedule list``, and a triggered run reports
-the lab's tenants."""
+The nightly schedule is created idempotently, names the records' cluster as the worker's registry does (no
+kubeconfig path), is listed by ``temporal schedule list``, and a triggered run reports the lab's tenants."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import ScheduleActionStartWorkflow, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities import manifests
@@ -23,7 +23,8 @@ from tenantflow.activities.authentik_client import AuthentikClient
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.drift import DRIFT_SCHEDULE_ID, FleetDriftReport
+from tenantflow.models.drift import DRIFT_SCHEDULE_ID, FleetDriftInput, FleetDriftReport
+from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tests.integration.runs import onboard
@@ -139,6 +140,10 @@ async def scheduled_check_reports(api: TenantflowClient, lab: LabEndpoints, tena
     assert (json.loads(first[1])["schedule"], json.loads(again[1])["schedule"]) == ("created", "updated")
     handle = api.client.get_schedule_handle(DRIFT_SCHEDULE_ID)
     try:
+        action = (await handle.describe()).schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        [params] = await api.client.data_converter.decode(action.args, [FleetDriftInput])
+        assert params.records == KubeTarget(context="tenant-cluster"), "a registered cluster, no kubeconfig path"
         listed = await temporal(api, "schedule", "list")
         assert DRIFT_SCHEDULE_ID in listed, listed
         reset_journals(lab)

@@ -1,26 +1,40 @@
-"""The HTTP API over a real socket: bearer token, start an onboarding, read its status, answer its gate."""
+"""The HTTP API over a real socket: per-user tokens, start an onboarding, read its status, answer its gate as the
+token's user (never as a name the client chooses), the four-eyes rule, and contracts that name kubeconfig files."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest_asyncio
 from aiohttp import web
+from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import free_port
 from tenantflow.starter.http_api import make_api_app
+from tenantflow.worker.tokens import TokenTable, new_token
+from tests.security.four_eyes import client_as, four_eyes_worker
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.harness import wait_for_stage
 
-TOKEN = "s3cret-test-token"
+ALICE, ALICE_LINE = new_token("alice")
+BOB, BOB_LINE = new_token("bob")
+AS_ALICE = {"Authorization": f"Bearer {ALICE}"}
+AS_BOB = {"Authorization": f"Bearer {BOB}"}
 
 
 @pytest_asyncio.fixture
-async def http(fake_api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
-    runner = web.AppRunner(make_api_app(fake_api, TOKEN))
+async def api(dev_env: WorkflowEnvironment) -> AsyncIterator[TenantflowClient]:
+    async with four_eyes_worker(dev_env) as queue:
+        yield await client_as(dev_env, "tenantflow-api@api-host", queue)
+
+
+@pytest_asyncio.fixture
+async def http(api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
+    runner = web.AppRunner(make_api_app(api, TokenTable.parse([ALICE_LINE, BOB_LINE])))
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
@@ -31,7 +45,7 @@ async def http(fake_api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
         await runner.cleanup()
 
 
-async def test_requests_without_the_token_are_refused(http: httpx.AsyncClient) -> None:
+async def test_requests_without_a_known_token_are_refused(http: httpx.AsyncClient) -> None:
     contract = example_tenant(unique_slug()).model_dump(mode="json")
     assert (await http.post("/runs/onboarding", json=contract)).status_code == 401
     wrong = {"Authorization": "Bearer nope"}
@@ -39,41 +53,55 @@ async def test_requests_without_the_token_are_refused(http: httpx.AsyncClient) -
     assert (await http.get("/runs/tenant/x")).status_code == 401
 
 
-async def test_start_status_and_approve(http: httpx.AsyncClient, fake_api: TenantflowClient) -> None:
-    auth = {"Authorization": f"Bearer {TOKEN}"}
+async def test_start_status_and_approve_as_the_tokens_user(http: httpx.AsyncClient, api: TenantflowClient) -> None:
     slug = unique_slug()
     contract = example_tenant(slug).model_dump(mode="json")
-    bad = await http.post("/runs/onboarding", json={**contract, "slug": "Not A Slug"}, headers=auth)
+    bad = await http.post("/runs/onboarding", json={**contract, "slug": "Not A Slug"}, headers=AS_ALICE)
     assert bad.status_code == 422 and "slug" in bad.json()["error"]
-    started = await http.post("/runs/onboarding", json=contract, headers=auth)
+    started = await http.post("/runs/onboarding", json=contract, headers=AS_ALICE)
     assert started.status_code == 201, started.text
     workflow_id = started.json()["workflow_id"]
     assert workflow_id == f"tenant/{slug}"
-    described = await fake_api.handle(workflow_id).describe()
+    described = await api.handle(workflow_id).describe()
     assert await described.static_summary() == f"Onboard {slug}: 64 GPUs h100-8x, 3 users"
     details = await described.static_details()
-    assert details is not None and f"started by: `{fake_api.identity}`" in details
-    assert (await http.post("/runs/onboarding", json=contract, headers=auth)).status_code == 409
-    await wait_for_stage(fake_api, fake_api.handle(workflow_id), "gate:approve_plan")
+    assert details is not None and "started by: `alice`" in details
+    assert (await http.post("/runs/onboarding", json=contract, headers=AS_ALICE)).status_code == 409
+    await wait_for_stage(api, api.handle(workflow_id), "gate:approve_plan")
 
-    status = (await http.get(f"/runs/{workflow_id}", headers=auth)).json()
+    status = (await http.get(f"/runs/{workflow_id}", headers=AS_BOB)).json()
     assert status["stage"] == "gate:approve_plan"
-    assert (await http.get("/runs/tenant/no-such-run", headers=auth)).status_code == 404
-    stale = await http.post(f"/runs/{workflow_id}/gates/approve_plan", json={"plan_hash": "0" * 16}, headers=auth)
+    assert (await http.get("/runs/tenant/no-such-run", headers=AS_BOB)).status_code == 404
+    gate = f"/runs/{workflow_id}/gates/approve_plan"
+    stale = await http.post(gate, json={"plan_hash": "0" * 16}, headers=AS_BOB)
     assert stale.status_code == 409 and "stale" in stale.json()["error"]
-    approved = await http.post(
-        f"/runs/{workflow_id}/gates/approve_plan",
-        json={"plan_hash": status["plan_hash"], "approver": "svc"},
-        headers=auth,
-    )
+    impersonating = await http.post(gate, json={"plan_hash": status["plan_hash"], "approver": "carol"}, headers=AS_BOB)
+    assert impersonating.status_code == 403 and "'bob'" in impersonating.json()["error"]
+    own = await http.post(gate, json={"plan_hash": status["plan_hash"]}, headers=AS_ALICE)
+    assert own.status_code == 409 and "four-eyes rule: 'alice' started this run" in own.json()["error"]
+    approved = await http.post(gate, json={"plan_hash": status["plan_hash"], "approver": "bob"}, headers=AS_BOB)
     assert approved.status_code == 200, approved.text
-    assert (await fake_api.result(workflow_id)).status == "completed"
+    assert approved.json()["answer"].endswith("approved by bob")
+    assert (await api.result(workflow_id)).status == "completed"
+
+
+async def test_a_contract_naming_a_kubeconfig_file_is_refused(http: httpx.AsyncClient, tmp_path: Path) -> None:
+    contract = example_tenant(unique_slug()).model_dump(mode="json")
+    contract["cluster"]["kubeconfig"] = str(tmp_path / "evil")
+    refused = await http.post("/runs/onboarding", json=contract, headers=AS_ALICE)
+    assert refused.status_code == 422
+    assert "cluster.kubeconfig: a contract cannot choose a kubeconfig file" in refused.json()["error"]
 
 
 async def test_a_change_that_renames_the_tenant_is_refused_with_the_reason(http: httpx.AsyncClient) -> None:
-    auth = {"Authorization": f"Bearer {TOKEN}"}
     contract = example_tenant(unique_slug()).model_dump(mode="json")
-    renamed = await http.post("/tenants/tenant-old/change", json=contract, headers=auth)
+    renamed = await http.post("/tenants/tenant-old/change", json=contract, headers=AS_ALICE)
     assert renamed.status_code == 422 and "cannot be renamed in place" in renamed.json()["error"], renamed.text
-    bad = await http.post(f"/tenants/{contract['slug']}/change", json={**contract, "users": []}, headers=auth)
+    bad = await http.post(f"/tenants/{contract['slug']}/change", json={**contract, "users": []}, headers=AS_ALICE)
     assert bad.status_code == 422 and "users" in bad.json()["error"], bad.text
+    path = await http.post(
+        f"/tenants/{contract['slug']}/change",
+        json={**contract, "cluster": {**contract["cluster"], "kubeconfig": "/tmp/evil"}},
+        headers=AS_ALICE,
+    )
+    assert path.status_code == 422 and "cluster.kubeconfig" in path.json()["error"], path.text

@@ -25,11 +25,7 @@ async def test_onboard_shows_each_planned_object_on_one_line_at_80_columns(
     async with lab_worker(dev_env.client, lab) as api:
         try:
             async with terminal(80) as session:
-                await run_cli(
-                    session,
-                    api,
-                    f"onboard {shlex.quote(str(contract))} --kubeconfig {shlex.quote(str(lab.kubeconfig))}",
-                )
+                await run_cli(session, api, f"onboard {shlex.quote(str(contract))}")
                 code, screen = await exit_code(session)
             assert code == 0, screen
             status = await api.status(workflow_id)

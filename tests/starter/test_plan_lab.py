@@ -19,7 +19,7 @@ from tests.workflows.contract import EXAMPLES
 def plan(lab_env: LabEndpoints, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TENANTFLOW_ENV_FILE": str(lab_env.state_dir / "lab.env"), "COLUMNS": "80"}
     return subprocess.run(
-        [CLI, "plan", str(EXAMPLES / "tenant-foo.yaml"), "--kubeconfig", str(lab_env.kubeconfig), *args],
+        [CLI, "plan", str(EXAMPLES / "tenant-foo.yaml"), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -56,12 +56,7 @@ def test_plan_exits_3_on_preflight_errors(lab: LabEndpoints, tmp_path: Path) -> 
     (tmp_path / "big.yaml").write_text(contract)
     env = {**os.environ, "TENANTFLOW_ENV_FILE": str(lab.state_dir / "lab.env")}
     done = subprocess.run(
-        [CLI, "plan", str(tmp_path / "big.yaml"), "--kubeconfig", str(lab.kubeconfig)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [CLI, "plan", str(tmp_path / "big.yaml")], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "preflight failed" in done.stderr

@@ -1,6 +1,7 @@
 """``tenantflow renew`` (the CLI as a subprocess) and the HTTP API's term routes against a running lifecycle on the
 dev server: the end moves by exactly the days asked; bad days are refused, naming the field, before any change; an
-ended term is refused with the reason."""
+ended term is refused with the reason. The renewal is recorded under the identity the caller authenticated as
+(the CLI's Temporal client identity, the API token's user), never a name the caller types."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 import httpx
+import pytest
 import pytest_asyncio
 from aiohttp import web
 from temporalio.testing import WorkflowEnvironment
@@ -17,12 +19,13 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL, TermStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.http_api import make_api_app
+from tenantflow.worker.tokens import TokenTable, new_token
 from tests.starter.conftest import tenantflow, unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.lifecycle_harness import notify_sink, start_term, term_worker
 
-TOKEN = "s3cret-renew-token"
+TOKEN, TOKEN_LINE = new_token("svc")
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -38,15 +41,20 @@ async def term_api(dev_env: WorkflowEnvironment) -> AsyncIterator[tuple[Tenantfl
             await handle.terminate("test done")
 
 
-async def test_cli_renew_moves_the_end_and_refuses_bad_days(term_api: tuple[TenantflowClient, str, datetime]) -> None:
+async def test_cli_renew_moves_the_end_and_refuses_bad_days(
+    term_api: tuple[TenantflowClient, str, datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
     api, slug, end = term_api
+    monkeypatch.setenv("TEMPORAL_IDENTITY", "ops@cli-host")  # the identity the CLI's Temporal client presents
     code, _, err = await tenantflow(api, "renew", slug, "--days", "0")
     assert code == 2 and "--days" in err
-    code, out, err = await tenantflow(api, "renew", slug, "--days", "30", "--approver", "ops", "-o", "json")
+    code, _, err = await tenantflow(api, "renew", slug, "--days", "30", "--approver", "mallory")
+    assert code == 2 and "--approver" in err, "the renewer is the client's identity, not a name typed"
+    code, out, err = await tenantflow(api, "renew", slug, "--days", "30", "-o", "json")
     assert code == 0, err
     renewed = TermStatus.model_validate(json.loads(out))
     assert renewed.term_end == end + timedelta(days=30)
-    assert [(r.days, r.approver) for r in renewed.renewals] == [(30, "ops")]
+    assert [(r.days, r.approver) for r in renewed.renewals] == [(30, "ops@cli-host")]
     code, _, err = await tenantflow(api, "renew", unique_slug(), "--days", "5")
     assert code == 4 and "has no lifecycle" in err
 
@@ -54,7 +62,7 @@ async def test_cli_renew_moves_the_end_and_refuses_bad_days(term_api: tuple[Tena
 @asynccontextmanager
 async def http_api(api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
     """``tenantflow serve-api``'s app on a free loopback port, and a client of it."""
-    runner = web.AppRunner(make_api_app(api, TOKEN))
+    runner = web.AppRunner(make_api_app(api, TokenTable.parse([TOKEN_LINE])))
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]
@@ -72,10 +80,13 @@ async def test_http_renew_and_term(term_api: tuple[TenantflowClient, str, dateti
         assert bad.status_code == 422 and "days=0" in bad.json()["error"]
         typo = await http.post(f"/tenants/{slug}/renew", json={"dayz": 10}, headers=AUTH)
         assert typo.status_code == 422 and "days" in typo.json()["error"]
-        renewed = await http.post(f"/tenants/{slug}/renew", json={"days": 10, "approver": "svc"}, headers=AUTH)
+        impersonating = await http.post(f"/tenants/{slug}/renew", json={"days": 10, "approver": "ops"}, headers=AUTH)
+        assert impersonating.status_code == 403 and "'svc'" in impersonating.json()["error"]
+        renewed = await http.post(f"/tenants/{slug}/renew", json={"days": 10}, headers=AUTH)
         assert renewed.status_code == 200, renewed.text
         term = TermStatus.model_validate_json((await http.get(f"/tenants/{slug}/term", headers=AUTH)).text)
-        assert term.term_end == end + timedelta(days=10) and term.renewals[0].approver == "svc"
+        assert term.term_end == end + timedelta(days=10), "only the token user's renewal moved the end"
+        assert [(r.days, r.approver) for r in term.renewals] == [(10, "svc")]
         missing = await http.post(f"/tenants/{unique_slug()}/renew", json={"days": 10}, headers=AUTH)
         assert missing.status_code == 404
         assert (await http.get(f"/tenants/{slug}/term")).status_code == 401

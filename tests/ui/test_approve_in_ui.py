@@ -78,7 +78,7 @@ async def approve_in_ui(browser: Browser, temporal_ui: DevServer, api: Tenantflo
 async def test_operator_approves_the_plan_in_the_ui(
     lab: LabEndpoints, temporal_ui: DevServer, ui_client: Client, browser: Browser
 ) -> None:
-    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(ui_client, lab) as api:
         handle = await api.start_onboarding(contract)
         await api.wait_for_plan(handle.id)

@@ -11,7 +11,7 @@ import yaml
 from tenantflow.models.tenant import TenantContract
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tenant-foo.yaml"
-CLUSTER = {"kubeconfig": "/etc/tenantflow/kubeconfig", "context": "tenant-cluster"}
+CLUSTER = {"context": "tenant-cluster"}
 
 
 def tenant_data(**changes: Any) -> dict[str, Any]:

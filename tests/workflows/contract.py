@@ -10,6 +10,6 @@ from tenantflow.starter.contracts import load_tenant
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def example_tenant(slug: str = "tenant-foo", kubeconfig: str = "/nonexistent/kubeconfig") -> TenantContract:
-    contract = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=kubeconfig)
+def example_tenant(slug: str = "tenant-foo") -> TenantContract:
+    contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     return contract if slug == contract.slug else contract.model_copy(update={"slug": slug})

@@ -26,7 +26,7 @@ from tenantflow.models.targets import KubeTarget
 from tenantflow.workflows.drift import TenantDrift
 
 SLUGS = [f"tenant-{n:02d}" for n in range(12)]
-RECORDS = KubeTarget(kubeconfig="/nonexistent/kubeconfig", context="records")
+RECORDS = KubeTarget(context="records")
 
 
 class Fleet:

@@ -41,8 +41,8 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
 ENROLLMENT = WorkerEnrollment(
-    hub=KubeTarget(kubeconfig="/nonexistent", context="hub"),
-    worker=KubeTarget(kubeconfig="/nonexistent", context="worker"),
+    hub=KubeTarget(context="hub"),
+    worker=KubeTarget(context="worker"),
     tenant_namespace="forecasting",
     worker_name="forecasting-us",
     workload_namespaces=["forecasting"],

@@ -11,6 +11,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.models.gates import STARTED_BY_MEMO
 from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.workflows.offboarding import offboarding_id
@@ -59,7 +60,9 @@ async def test_reminders_renew_and_expiry_open_the_offboarding_gate(ts_env: Work
         offboarding = api.client.get_workflow_handle(result.offboarding, result_type=OffboardingResult)
         status = await wait_for_stage(api, offboarding, "gate:approve_plan")
         assert status.plan_hash and not undos(world), "nothing is removed before the teardown plan is approved"
-        await api.approve(result.offboarding, status.plan_hash, approver="ops")
+        started_by = await (await offboarding.describe()).memo_value(STARTED_BY_MEMO, type_hint=str)
+        assert started_by == lifecycle_id(contract.slug), "the four-eyes rule lets any person approve it"
+        await api.approve(result.offboarding, status.plan_hash)
         done: OffboardingResult = await offboarding.result()
         assert done.status == "completed" and "identity.undo:users" in undos(world)
 

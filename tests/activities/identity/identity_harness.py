@@ -58,10 +58,7 @@ def make_contract(
         for name in usernames
     ]
     return TenantContract(
-        slug=slug,
-        display_name=slug.title(),
-        users=users,
-        cluster=KubeTarget(kubeconfig="/nonexistent/kubeconfig", context="tenant-cluster"),
+        slug=slug, display_name=slug.title(), users=users, cluster=KubeTarget(context="tenant-cluster")
     )
 
 

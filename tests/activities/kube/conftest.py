@@ -129,6 +129,8 @@ def lab(tmp_path: Path, slapd: SlapdHandle | None) -> Iterator[Lab]:
     thread.start()
     assert started.wait(10)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext(CONTEXT, box["url"], "admin-token")])
-    yield Lab(store, box["url"], KubeTarget(kubeconfig=str(kubeconfig), context=CONTEXT), ctx)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TENANTFLOW_KUBECONFIG", str(kubeconfig))  # the worker's cluster registry
+        yield Lab(store, box["url"], KubeTarget(context=CONTEXT), ctx)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)

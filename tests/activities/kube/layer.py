@@ -66,7 +66,8 @@ def reservation_status(lab: Lab, name: str, phase: str) -> dict[str, Any]:
 
 
 def kubectl(lab: Lab, *args: str) -> str:
-    env = {**os.environ, "KUBECONFIG": lab.target.kubeconfig, "KUBECACHEDIR": str(Path(lab.target.kubeconfig).parent)}
+    kubeconfig = os.environ["TENANTFLOW_KUBECONFIG"]  # the worker's registry, set by the lab fixture
+    env = {**os.environ, "KUBECONFIG": kubeconfig, "KUBECACHEDIR": str(Path(kubeconfig).parent)}
     return subprocess.run(
         ["kubectl", "--context", lab.target.context, *args],
         capture_output=True,

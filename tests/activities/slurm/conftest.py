@@ -113,7 +113,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory, slurm: SlurmHandle) -> Iterato
         assert time.monotonic() < deadline, "the slurm controller did not register its exec handler"
         time.sleep(0.05)
     assert isinstance(handler, slurm_controller.SlurmExec)
-    yield SlurmLab(store, KubeTarget(kubeconfig=str(kubeconfig), context=CONTEXT), ctx, slurm, handler)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TENANTFLOW_KUBECONFIG", str(kubeconfig))  # the worker's cluster registry
+        yield SlurmLab(store, KubeTarget(context=CONTEXT), ctx, slurm, handler)
     host_users.withdraw(ctx.state_dir)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
@@ -125,7 +127,7 @@ def make_contract(target: KubeTarget, users: tuple[str, ...] = ("alice", "bob"),
         {
             "slug": slug,
             "display_name": f"Test {slug[-6:]}",
-            "cluster": {"kubeconfig": target.kubeconfig, "context": target.context},
+            "cluster": {"context": target.context},
             "capacity": {"sku": "h100-8x", "gpus": 16, "nodes": SLURMD_NODES},
             "users": [
                 {"username": u, "email": f"{u}@example.org", "name": u.title(), "ssh_keys": [KEY]} for u in users

@@ -76,7 +76,7 @@ class StorageLab:
             display_name="Foo",
             users=users,
             storage=Storage(isolation=isolation, **storage),
-            cluster=KubeTarget(kubeconfig=str(self.kubeconfig), context="tenant-cluster"),
+            cluster=KubeTarget(context="tenant-cluster"),
         )
 
     async def writes(self) -> int:
@@ -127,6 +127,7 @@ async def storage_lab(
     kube_runner, kube_url = await start_kube_api(build_kube_app(store, name="tenant-cluster"))
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", [KubeContext("tenant-cluster", kube_url, "t")])
     for key, value in {
+        "TENANTFLOW_KUBECONFIG": str(kubeconfig),  # the worker's cluster registry
         "WEKA_URL": weka_url,
         "WEKA_USERNAME": USERNAME,
         "WEKA_PASSWORD": PASSWORD,

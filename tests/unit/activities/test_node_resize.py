@@ -14,7 +14,7 @@ OWN = ["gpu-01", "gpu-02", "gpu-03"]
 
 
 def contract(gpus: int, nodes: list[str] | None = None) -> TenantContract:
-    foo = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig="/nonexistent/kubeconfig")
+    foo = load_tenant(EXAMPLES / "tenant-foo.yaml")
     return foo.model_copy(update={"capacity": foo.capacity.model_copy(update={"gpus": gpus, "nodes": nodes})})
 
 
