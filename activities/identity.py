@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.identity_checks import (
     account_state,
     authentik_findings,
@@ -115,8 +116,8 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 },
             )
         ]
-        for user in contract.users:
-            existing = ak.user_by_username(user.username)
+        found = fan_out(ak.user_by_username, contract.usernames, "plan")
+        for user, existing in zip(contract.users, found, strict=True):
             action = Action.create
             detail: dict[str, object] = {
                 "email": user.email,
@@ -247,11 +248,10 @@ def ensure_users(inp: StepInput) -> StepResult:
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
-        for user in contract.users:
-            record, result = _ensure_user(ak, user, group, gid, contract.slug)
+        ensured = fan_out(lambda user: _ensure_user(ak, user, group, gid, contract.slug), contract.users, "users")
+        for user, (record, result) in zip(contract.users, ensured, strict=True):
             results.append(result)
             users[user.username] = UserFacts(pk=record.pk, uid_number=user_uid(record, provider), gid_number=gid)
-            activity.heartbeat(user.username)
     activity.logger.info(
         "identity.users %s: %s", contract.slug, ", ".join(f"{r.name}={r.outcome.value}" for r in results)
     )

@@ -113,6 +113,13 @@ class ServiceSettings(BaseSettings):
     )
     http_timeout_s: float = Field(30.0, alias="TENANTFLOW_HTTP_TIMEOUT")
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
+    fanout: int = Field(
+        8,
+        ge=1,
+        le=64,
+        alias="TENANTFLOW_FANOUT",
+        description="per-user REST calls (Authentik, Weka) a step has in flight at once",
+    )
 
     @field_validator("notify_webhook_url")
     @classmethod
