@@ -10,8 +10,8 @@ context (``contextvars``), so ``activity.info()`` and the logger work inside ``f
 Results come back in the items' order. When a call fails, the calls not yet started are
 cancelled, the running ones finish, and the first error (in the items' order) is raised as the
 loop it replaces would have raised it. Each item is still ensured on its own, with its own
-ownership check: only how the calls are issued changes. ``httpx.Client`` is thread-safe and
-pools connections (httpx documentation, "Clients": "Client instances are thread-safe").
+ownership check: only how the calls are issued changes. One ``httpx.Client`` serves all threads
+(its docstring: "It can be shared between threads"; encode/httpx pull request 2380).
 """
 
 from __future__ import annotations
