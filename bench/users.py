@@ -30,6 +30,7 @@ class UsersPoint(BaseModel):
     """One tenant of ``users`` users onboarded through Temporal against the lab."""
 
     users: int
+    slug: str
     workflow_id: str
     ok: bool
     message: str = ""
@@ -115,6 +116,7 @@ async def users_curve(
             points.append(
                 UsersPoint(
                     users=users,
+                    slug=contract.slug,
                     workflow_id=durable.run.workflow_id,
                     ok=durable.run.ok,
                     message=durable.run.message,
