@@ -200,9 +200,28 @@ def ensure_group(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, slug: str) -> tuple[User, EnsureResult]:
+def _refuse_foreign(user: TenantUser, existing: User | None, slug: str) -> None:
+    """A Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
+    and not adopted by the contract."""
+    if existing is None:
+        return
+    other = other_tenant(existing, slug)
+    if other:
+        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    if not tenant_of(existing, slug) and not user.adopt_existing:
+        raise fail(
+            "Conflict",
+            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
+            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
+            "person's account",
+        )
+
+
+def _ensure_user(
+    ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
+) -> tuple[User, EnsureResult]:
+    """Create ``user``, or bring ``existing`` (already checked by :func:`_refuse_foreign`) to the contract."""
     desired = desired_user(user, gid)
-    existing = ak.user_by_username(user.username)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
         created = ak.create_user(
@@ -214,16 +233,6 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
             name=user.username,
             outcome=Outcome.created,
             data=AuthentikUser(group_pk=group.pk, pk=created.pk),
-        )
-    other = other_tenant(existing, slug)
-    if other:
-        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
-    if not tenant_of(existing, slug) and not user.adopt_existing:
-        raise fail(
-            "Conflict",
-            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
-            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
-            "person's account",
         )
     patch, previous = user_patch(existing, desired)
     current = ak.patch_user(existing.pk, patch) if patch else existing
@@ -241,14 +250,20 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
 
 @activity.defn(name="identity.users")
 def ensure_users(inp: StepInput) -> StepResult:
-    """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group."""
+    """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
+    account is looked up and checked first (a foreign one fails the step before any write), then the users are
+    created or updated a few at a time (:mod:`activities.fanout`)."""
     contract = inp.contract
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
-        ensured = fan_out(lambda user: _ensure_user(ak, user, group, gid, contract.slug), contract.users, "users")
+        found = fan_out(ak.user_by_username, contract.usernames, "lookup")
+        for user, existing in zip(contract.users, found, strict=True):
+            _refuse_foreign(user, existing, contract.slug)
+        pairs = list(zip(contract.users, found, strict=True))
+        ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
         for user, (record, result) in zip(contract.users, ensured, strict=True):
             results.append(result)
             users[user.username] = UserFacts(pk=record.pk, uid_number=user_uid(record, provider), gid_number=gid)
