@@ -146,7 +146,7 @@ def _error(check: str, message: str, fix: str) -> Finding:
     return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
 
 
-def _passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
+def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
     """``getent passwd`` fields of every user that resolves on ``pod``, :data:`GETENT_BATCH` names an exec
     (getent(1) takes several keys, prints a line for each one found and exits 2 when any is missing); names a
     lookup did not find are asked again, as a cold or throttled outpost drops lookups."""
@@ -171,7 +171,7 @@ def _passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
 def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
     findings: list[Finding] = []
-    entries = _passwd_entries(contract, pod)
+    entries = passwd_entries(contract, pod)
     for user in contract.usernames:
         fields = entries.get(user)
         if fields is None:
