@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeensure, manifests
@@ -21,6 +20,7 @@ from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.node_choice import census, choose_nodes, error_finding, gpu_findings
 from tenantflow.activities.polling import from_poll_interval, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, LabelledNodes, Outcome, Severity
@@ -59,7 +59,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     return findings
 
 
-def _list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
+def list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
     try:
         return objs.list("Reservation")
     except ApplicationError as err:
@@ -72,12 +72,12 @@ def _list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
         raise
 
 
-@activity.defn(name="capacity.preflight")
+@defn(name="capacity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     contract = inp.contract
     cap = contract.capacity
     objs = KubeObjects(contract.cluster)
-    reservations = _list_reservations(objs)
+    reservations = list_reservations(objs)
     own = next((r for r in reservations if r["metadata"]["name"] == contract.reservation_name), None)
     findings = _slug_findings(objs, contract, own)
     if own is not None and (own.get("spec") or {}).get("tenant") != contract.slug:
@@ -131,7 +131,7 @@ def _reservation_owner(contract: TenantContract) -> Any:
     return claimed_by
 
 
-@activity.defn(name="capacity.plan")
+@defn(name="capacity.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     desired = manifests.reservation(contract, inp.facts.nodes)
@@ -155,7 +155,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-@activity.defn(name="capacity.reservation")
+@defn(name="capacity.reservation")
 def reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     if not inp.facts.nodes:
@@ -187,7 +187,7 @@ def _labelled(objs: KubeObjects, slug: str) -> list[str]:
     return sorted(n["metadata"]["name"] for n in objs.list("Node", label_selector=f"{manifests.RESERVED_LABEL}={slug}"))
 
 
-@activity.defn(name="capacity.wait_reservation")
+@defn(name="capacity.wait_reservation")
 def wait_reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -228,7 +228,7 @@ def wait_reservation(inp: StepInput) -> StepResult:
     )
 
 
-@activity.defn(name="capacity.undo")
+@defn(name="capacity.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the Reservation we created (or put back one we changed), then wait for the nodes' release."""
     contract = inp.contract

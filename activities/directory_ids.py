@@ -19,6 +19,7 @@ uid; the group, the tenant's users and their virtual groups (``ou=virtual-groups
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ldap3 import BASE, SUBTREE, Connection
@@ -102,42 +103,46 @@ def _virtual_group(user_dn: str) -> str:
     return user_dn.lower().replace(",ou=users,", ",ou=virtual-groups,", 1)
 
 
-def claims(conn: Connection, usernames: list[str], slug: str | None) -> list[Claim]:
-    """The numbers the tenant's entries hold now: each existing user's uid, and the group's gid (with ``slug``)."""
+def claims(conn: Connection, usernames: list[str], slug: str | None, leaving: Sequence[str] = ()) -> list[Claim]:
+    """The numbers the tenant's entries hold now: each existing user's uid, and the group's gid (with ``slug``).
+    ``leaving``: users a tenant change removes, who hold the tenant's gid until it has removed them."""
     found = [u for u in (ldap_check.lookup_user(conn, name) for name in usernames) if u is not None]
     result = [Claim("uidNumber", u.uid_number, u.dn, frozenset({u.dn.lower()})) for u in found if u.uid_number]
     gid = _group_gid(conn, slug) if slug else None
     if slug and gid:
         group = ldap_check.group_dn(slug)
-        tenant = {group.lower()} | {u.dn.lower() for u in found} | {_virtual_group(u.dn) for u in found}
+        members = found + [u for u in (ldap_check.lookup_user(conn, name) for name in leaving) if u is not None]
+        tenant = {group.lower()} | {u.dn.lower() for u in members} | {_virtual_group(u.dn) for u in members}
         result.append(Claim("gidNumber", gid, group, frozenset(tenant)))
     return result
 
 
-def collisions(conn: Connection, usernames: list[str], slug: str | None) -> list[Collision]:
+def collisions(
+    conn: Connection, usernames: list[str], slug: str | None, leaving: Sequence[str] = ()
+) -> list[Collision]:
     bases = naming_contexts(conn)
     return [
         Collision(claim, other)
-        for claim in claims(conn, usernames, slug)
+        for claim in claims(conn, usernames, slug, leaving)
         for other in holders(conn, bases, claim.attribute, claim.number)
         if other.lower() not in claim.allowed
     ]
 
 
-def preflight_findings(contract: TenantContract) -> list[Finding]:
+def preflight_findings(contract: TenantContract, leaving: Sequence[str] = ()) -> list[Finding]:
     """Collisions of what exists before the run (the group, adopted users); empty when the outpost does not
     answer (the outpost's own preflight finding reports that)."""
     try:
         with ldap_check.bound() as conn:
-            return [c.finding() for c in collisions(conn, contract.usernames, contract.slug)]
+            return [c.finding() for c in collisions(conn, contract.usernames, contract.slug, leaving)]
     except ApplicationError:
         return []
 
 
-def fail_on_collisions(contract: TenantContract) -> None:
+def fail_on_collisions(contract: TenantContract, leaving: Sequence[str] = ()) -> None:
     """Raise a non-retryable ``IdentityCollision`` (findings in the details) when a tenant number is not unique."""
     with ldap_check.bound() as conn:
-        found = collisions(conn, contract.usernames, contract.slug)
+        found = collisions(conn, contract.usernames, contract.slug, leaving)
     if found:
         findings = [c.finding() for c in found]
         raise ApplicationError(

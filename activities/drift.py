@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import capacity, drift_extras, identity, kube, login, slurm, storage
 from tenantflow.activities.errors import TRANSIENT
 from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.records import list_records, read_latest
+from tenantflow.activities.registered import defn
 from tenantflow.models.drift import DriftItem, DriftKind, DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import PlanStep
@@ -41,7 +41,7 @@ EXTRAS: tuple[Callable[[TenantContract], list[DriftItem]], ...] = (
 )
 
 
-@activity.defn(name="drift.tenants")
+@defn(name="drift.tenants")
 def tenants(inp: FleetDriftInput) -> list[str]:
     """The slug of every onboarded tenant recorded in ``inp.records`` (of ``inp.slugs`` when given)."""
     found = [
@@ -86,7 +86,7 @@ def check(contract: TenantContract) -> DriftReport:
     return DriftReport(slug=contract.slug, items=items)
 
 
-@activity.defn(name="drift.tenant")
+@defn(name="drift.tenant")
 def tenant(target: DriftTarget) -> DriftReport:
     """The drift of the tenant ``target.slug``, against the contract of its latest record."""
     record = read_latest(RecordKey.of_tenant(target.records, target.slug), TenantRecord)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from temporalio import activity
-
+from tenantflow.activities.registered import defn
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import Handover, StepInput
 from tenantflow.models.sku import lookup_sku
@@ -94,7 +93,7 @@ def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@activity.defn(name="handover.render")
+@defn(name="handover.render")
 def render(inp: StepInput) -> Handover:
     contract, nodes = inp.contract, inp.facts.nodes
     sheet: dict[str, object] = {

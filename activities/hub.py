@@ -1,9 +1,10 @@
-"""Hub-side enrollment activities: permission preflight, BootstrapEnrollment + blob, cordon, conditions, decommission.
+"""Hub-side enrollment activities: permission preflight, conditions, cordon, canary, decommission.
 
-All calls go to the explicit Hub target of the contract through
-:class:`activities.kubeobjects.KubeObjects`. Waits poll with heartbeats and backoff. Every cordon this
-module sets records who set it (:data:`CORDONED_BY`, the run's workflow id) and
-why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
+Writes go through the ``konduktor`` CLI as the runbook documents them (:mod:`activities.konduktor_cli`:
+``cluster cordon``, ``cluster decommission --yes``; the enrollment itself is ``konduktor.bootstrap``); reads
+and the cordon record go to the explicit Hub target through :class:`activities.kubeobjects.KubeObjects`.
+Waits poll with heartbeats and backoff. Every cordon this module sets records who set it (:data:`CORDONED_BY`,
+the run's workflow id) and why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
 members of the tenant's pool for an exact-routing canary and releases only the
 members this run cordoned.
 """
@@ -13,20 +14,23 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import enrollment_keys
+from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
+    AGENT_NAMESPACE,
+    BYOC_NAMESPACE,
     QUEUE_LABEL,
     Condition,
     ConditionReport,
     ConditionWait,
     Cordon,
-    EnrollmentFacts,
     EnrollmentStep,
 )
 from tenantflow.models.results import CordonState, EnsureResult, Finding, Outcome, PresetChoice
@@ -42,7 +46,7 @@ def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
     return Finding(check=check, ok=ok, message=message, fix=fix if not ok else "")
 
 
-@activity.defn(name="hub.preflight")
+@defn(name="hub.preflight")
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
     c = step.contract
@@ -103,43 +107,12 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="hub.create_enrollment")
-def create_enrollment(step: EnrollmentStep) -> EnrollmentFacts:
-    """Key Secret, BootstrapEnrollment and the signed blob; returns references only."""
-    c = step.contract
-    hub = KubeObjects(c.hub)
-    secret, public = enrollment_keys.create_key(hub, c.tenant_namespace, c.worker_name)
-    if hub.get("BootstrapEnrollment", c.worker_name, c.tenant_namespace) is None:
-        hub.create(
-            {
-                "apiVersion": "trainy.ai/v1alpha1",
-                "kind": "BootstrapEnrollment",
-                "metadata": {"name": c.worker_name, "namespace": c.tenant_namespace},
-                "spec": {
-                    "workerName": c.worker_name,
-                    "publicKey": public,
-                    "enrollmentId": step.facts.enrollment_id,
-                    "schedulingPreset": c.scheduling_preset,
-                    "workloadNamespaces": c.workload_namespaces,
-                },
-            }
-        )
-    claims = {
-        "hub": hub.host,
-        "namespace": c.tenant_namespace,
-        "worker": c.worker_name,
-        "enrollmentId": step.facts.enrollment_id,
-    }
-    enrollment_keys.sign_blob(hub, c.tenant_namespace, secret, claims)
-    return step.facts.model_copy(update={"key_secret": secret, "public_key": public})
-
-
-@activity.defn(name="hub.destroy_key")
+@defn(name="hub.destroy_key")
 def destroy_key(step: EnrollmentStep) -> bool:
-    """Delete the key Secret; its name follows from the worker, so a half-done create_enrollment is covered too."""
-    c = step.contract
-    secret = step.facts.key_secret or enrollment_keys.key_secret_name(c.worker_name)
-    return enrollment_keys.destroy_key(KubeObjects(c.hub), c.tenant_namespace, secret)
+    """Nothing to destroy: tenantflow holds no signing key (the blob lives only inside ``konduktor.bootstrap``).
+
+    Still registered: every enrollment's compensation schedules it (recorded histories include it)."""
+    return False
 
 
 def _unregistered(hub: KubeObjects, c: WorkerEnrollment) -> ConditionReport:
@@ -175,7 +148,7 @@ def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionRepor
     return ConditionReport(generation=wc["metadata"].get("generation", 1), conditions=conds)
 
 
-@activity.defn(name="hub.wait_conditions")
+@defn(name="hub.wait_conditions")
 def wait_conditions(wait: ConditionWait) -> ConditionReport:
     """Poll the WorkerCluster (heartbeat, backoff) until the conditions are True or the budget is spent."""
     hub = KubeObjects(wait.contract.hub)
@@ -194,10 +167,27 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
         budget_s=wait.budget_s,
         detail=lambda r: r.model_dump(mode="json"),
     ).value
-    return report.model_copy(update={"converged": True}) if converged(report) else report
+    if converged(report):
+        return report.model_copy(update={"converged": True})
+    return report.model_copy(update={"components": components(wait.contract)})
 
 
-@activity.defn(name="hub.wait_workercluster")
+def components(c: WorkerEnrollment) -> list[str]:
+    """``kubectl -n trainy-system get pods`` and ``-n trainy-byoc-system``: one line per namespace."""
+    worker = KubeObjects(c.worker)
+    lines = []
+    for namespace in (AGENT_NAMESPACE, BYOC_NAMESPACE):
+        try:
+            pods = worker.list("Pod", namespace)
+        except ApplicationError as err:
+            lines.append(f"{namespace}: pods not readable ({err.message})")
+            continue
+        listed = ", ".join(f"{p['metadata']['name']} {(p.get('status') or {}).get('phase', 'Unknown')}" for p in pods)
+        lines.append(f"{namespace}: {listed or 'no pods'}")
+    return lines
+
+
+@defn(name="hub.wait_workercluster")
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
     hub, c = KubeObjects(wait.contract.hub), wait.contract
@@ -209,21 +199,21 @@ def wait_workercluster(wait: ConditionWait) -> bool:
     ).done
 
 
-def _set_cordon(hub: KubeObjects, namespace: str, name: str, cordoned: bool, reason: str) -> None:
-    """Cordon (recording who and why) or uncordon (clearing the record) one WorkerCluster."""
+def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
+    """``konduktor cluster cordon [--uncordon]`` one WorkerCluster; who and why are recorded before a cordon and
+    cleared after an uncordon."""
     who = f"tenantflow {activity.info().workflow_id}" if cordoned else None
-    hub.patch(
-        "WorkerCluster",
-        name,
-        namespace,
-        {
-            "spec": {"cordoned": cordoned},
-            "metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}},
-        },
+    record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
+    if cordoned:
+        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
+    konduktor_cli.run(
+        c.hub, "cluster", "cordon", name, "-n", c.tenant_namespace, *(() if cordoned else ("--uncordon",))
     )
+    if not cordoned:
+        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
 
 
-@activity.defn(name="hub.cordon")
+@defn(name="hub.cordon")
 def cordon(request: Cordon) -> EnsureResult:
     c = request.contract
     hub = KubeObjects(c.hub)
@@ -235,7 +225,7 @@ def cordon(request: Cordon) -> EnsureResult:
     if bool((wc.get("spec") or {}).get("cordoned")) == request.cordoned:
         outcome = Outcome.unchanged
     else:
-        _set_cordon(hub, c.tenant_namespace, c.worker_name, request.cordoned, request.reason)
+        _set_cordon(c, c.worker_name, request.cordoned, request.reason)
         outcome = Outcome.updated
     return EnsureResult(
         layer="hub",
@@ -258,7 +248,7 @@ def _dispatch_ready(wc: Obj) -> bool:
     )
 
 
-@activity.defn(name="hub.cordon_pool")
+@defn(name="hub.cordon_pool")
 def cordon_pool(request: Cordon) -> list[EnsureResult]:
     """Exact routing: cordon every other dispatch-ready member of the tenant's pool and wait until none is
     DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
@@ -272,11 +262,11 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
         if name == c.worker_name:
             continue
         if request.cordoned and _dispatch_ready(wc) and not (wc.get("spec") or {}).get("cordoned"):
-            _set_cordon(hub, c.tenant_namespace, name, True, request.reason)
+            _set_cordon(c, name, True, request.reason)
         elif request.cordoned or annotations.get(CORDONED_BY) != me:
             continue
         else:
-            _set_cordon(hub, c.tenant_namespace, name, False, "")
+            _set_cordon(c, name, False, "")
         results.append(
             EnsureResult(
                 layer="hub",
@@ -306,7 +296,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
     return results
 
 
-@activity.defn(name="hub.select_preset")
+@defn(name="hub.select_preset")
 def select_preset(step: EnrollmentStep) -> EnsureResult:
     c = step.contract
     KubeObjects(c.hub).patch(
@@ -322,7 +312,7 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
     )
 
 
-@activity.defn(name="hub.canary")
+@defn(name="hub.canary")
 def canary(step: EnrollmentStep) -> Finding:
     """A short JobSet through ``user-queue`` on the Hub; it must be dispatched and complete."""
     c = step.contract
@@ -351,29 +341,33 @@ def canary(step: EnrollmentStep) -> Finding:
     return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
-@activity.defn(name="hub.remove_enrollment")
+@defn(name="hub.remove_enrollment")
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
-    """Delete the WorkerCluster and the BootstrapEnrollment (decommission, or compensation)."""
+    """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
+    compensation)."""
     c = step.contract
-    hub = KubeObjects(c.hub)
+    out = konduktor_cli.run(c.hub, "cluster", "decommission", c.worker_name, "-n", c.tenant_namespace, "--yes")
     results = []
-    for kind in ("WorkerCluster", "BootstrapEnrollment"):
-        gone = hub.delete(kind, c.worker_name, c.tenant_namespace)
-        results.append(
-            EnsureResult(
-                layer="hub",
-                kind=kind,
-                name=c.worker_name,
-                namespace=c.tenant_namespace,
-                outcome=Outcome.deleted if gone else Outcome.absent,
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] in ("deleted", "absent"):
+            kind = {"workercluster": "WorkerCluster", "bootstrapenrollment": "BootstrapEnrollment"}.get(
+                words[1], words[1]
             )
-        )
+            results.append(
+                EnsureResult(
+                    layer="hub",
+                    kind=kind,
+                    name=c.worker_name,
+                    namespace=c.tenant_namespace,
+                    outcome=Outcome.deleted if words[0] == "deleted" else Outcome.absent,
+                )
+            )
     return results
 
 
 ACTIVITIES = [
     preflight,
-    create_enrollment,
     destroy_key,
     wait_conditions,
     wait_workercluster,

@@ -50,6 +50,7 @@ from tenantflow.activities.identity_numbers import (
 )
 from tenantflow.activities.identity_undo import undo_group, undo_user
 from tenantflow.activities.polling import from_poll_interval, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
@@ -66,10 +67,14 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-@activity.defn(name="identity.preflight")
+@defn(name="identity.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
-    findings = [ldap_finding(), *ldap_check.tls_findings(), *directory_ids.preflight_findings(inp.contract)]
+    findings = [
+        ldap_finding(),
+        *ldap_check.tls_findings(),
+        *directory_ids.preflight_findings(inp.contract, inp.facts.remove_users),
+    ]
     try:
         with AuthentikClient.from_settings() as ak:
             findings.extend(authentik_findings(ak, inp.contract))
@@ -87,7 +92,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="identity.plan")
+@defn(name="identity.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     """The group and one step per user, with the action a run would take now."""
     contract = inp.contract
@@ -139,7 +144,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- apply ---------------------------------------------------------------------------------------
 
 
-@activity.defn(name="identity.group")
+@defn(name="identity.group")
 def ensure_group(inp: StepInput) -> StepResult:
     """Group ``<slug>`` under the parent group with tenant_slug and an explicit, collision-free gidNumber."""
     slug = inp.contract.slug
@@ -248,7 +253,7 @@ def _ensure_user(
     return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
-@activity.defn(name="identity.users")
+@defn(name="identity.users")
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
     account is looked up and checked first (a foreign one fails the step before any write), then the users are
@@ -308,7 +313,7 @@ def verify_budget_s() -> float:
     return min(budget, timeout.total_seconds() - 30) if timeout and timeout.total_seconds() > 60 else budget
 
 
-@activity.defn(name="identity.verify_ldap")
+@defn(name="identity.verify_ldap")
 def verify_ldap(inp: StepInput) -> StepResult:
     """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
     contract = inp.contract
@@ -325,7 +330,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
         budget_s=budget,
         detail=lambda found: f"attempt {next(attempt)}: {len(found)} problems",
     ).value
-    directory_ids.fail_on_collisions(contract)
+    directory_ids.fail_on_collisions(contract, inp.facts.remove_users)
     if problems:
         raise fail(
             "InvariantBroken",
@@ -343,7 +348,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[finding])
 
 
-@activity.defn(name="identity.undo")
+@defn(name="identity.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {

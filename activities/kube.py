@@ -8,12 +8,11 @@ changed or adopted.
 
 from __future__ import annotations
 
-from temporalio import activity
-
 from tenantflow.activities import kubeensure, manifests, netpol
 from tenantflow.activities.kubeensure import describe
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
@@ -100,7 +99,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     ]
 
 
-@activity.defn(name="kube.preflight")
+@defn(name="kube.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
     contract = inp.contract
@@ -150,7 +149,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="kube.plan")
+@defn(name="kube.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -169,37 +168,37 @@ def _ensure(inp: StepInput, step: str) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@activity.defn(name="kube.namespace")
+@defn(name="kube.namespace")
 def namespace(inp: StepInput) -> StepResult:
     """The tenant namespace with its pod-security labels."""
     return _ensure(inp, "namespace")
 
 
-@activity.defn(name="kube.quota")
+@defn(name="kube.quota")
 def quota(inp: StepInput) -> StepResult:
     """The ResourceQuota and LimitRange."""
     return _ensure(inp, "quota")
 
 
-@activity.defn(name="kube.binding")
+@defn(name="kube.binding")
 def binding(inp: StepInput) -> StepResult:
     """The ReservationBinding of the namespace to the tenant's Reservation."""
     return _ensure(inp, "binding")
 
 
-@activity.defn(name="kube.network_policy")
+@defn(name="kube.network_policy")
 def network_policy(inp: StepInput) -> StepResult:
     """The deny-all and allow NetworkPolicies."""
     return _ensure(inp, "network_policy")
 
 
-@activity.defn(name="kube.rbac")
+@defn(name="kube.rbac")
 def rbac(inp: StepInput) -> StepResult:
     """The RoleBinding of the tenant admins group."""
     return _ensure(inp, "rbac")
 
 
-@activity.defn(name="kube.undo")
+@defn(name="kube.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     return kubeensure.undo(KubeObjects(inp.contract.cluster), LAYER, inp.results, inp.contract.slug)
 

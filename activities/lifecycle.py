@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, http_error
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.lifecycle import NoticeSent, TermNotice
 
@@ -27,13 +28,13 @@ def idempotency_key(notice: TermNotice) -> str:
     return f"{notice.workflow_id}/{notice.event}/{notice.term_end.isoformat()}/{notice.days_left}"
 
 
-@activity.defn(name="lifecycle.reminder_days")
+@defn(name="lifecycle.reminder_days")
 def reminder_days(tenant: str) -> list[int]:
     """Days before a term's end that reminders go out, from ``TENANTFLOW_TERM_REMINDER_DAYS``."""
     return list(settings().term_reminder_days)
 
 
-@activity.defn(name="lifecycle.notify")
+@defn(name="lifecycle.notify")
 def notify(notice: TermNotice) -> NoticeSent:
     """POST ``notice`` to the webhook; undelivered (and logged) when no webhook is configured."""
     config = settings()

@@ -11,7 +11,6 @@ identity learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` a
 
 from __future__ import annotations
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient, kubeensure, manifests
@@ -19,6 +18,7 @@ from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.manifests import Manifest
 from tenantflow.activities.polling import from_poll_interval, heartbeat, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -62,7 +62,7 @@ def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
     return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
 
 
-@activity.defn(name="login.plan")
+@defn(name="login.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -110,7 +110,7 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
     return states
 
 
-@activity.defn(name="login.release")
+@defn(name="login.release")
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -294,7 +294,7 @@ def checks(inp: StepInput) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="login.verify")
+@defn(name="login.verify")
 def verify(inp: StepInput) -> StepResult:
     findings = checks(inp)
     errors = [f for f in findings if not f.ok]
@@ -306,7 +306,7 @@ def verify(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="login.undo")
+@defn(name="login.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the release and Secret we created; wait until the chart's pods are gone."""
     contract = inp.contract

@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.manifests import MANAGED_BY, MANAGER
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.records import (
     DATA_KEY,
@@ -180,13 +181,13 @@ def list_records(
     return [(_version(s), model.model_validate_json(_payload(s))) for _, s in sorted(latest.items())]
 
 
-@activity.defn(name="records.tenant")
+@defn(name="records.tenant")
 def record_tenant(record: TenantRecord) -> StoredRecord:
     """Store the onboarded tenant's record in its cluster."""
     return store(record, settings().records_namespace)
 
 
-@activity.defn(name="records.worker")
+@defn(name="records.worker")
 def record_worker(record: WorkerRecord) -> StoredRecord:
     """Store the enrolled worker's record in the worker cluster."""
     return store(record, settings().records_namespace)

@@ -95,6 +95,11 @@ class ServiceSettings(BaseSettings):
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    konduktor_bin: str = Field(
+        "konduktor",
+        alias="KONDUKTOR_BIN",
+        description="the konduktor CLI the enrollment steps run (a name on PATH or a path)",
+    )
     records_namespace: str = Field(
         RECORDS_NAMESPACE,
         alias="TENANTFLOW_RECORDS_NAMESPACE",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_accounting import (
     Ensurer,
@@ -62,7 +62,7 @@ def _ctl(c: TenantContract) -> SlurmCtl:
     return SlurmCtl.connect(c.cluster)
 
 
-@activity.defn(name="slurm.preflight")
+@defn(name="slurm.preflight")
 def preflight(inp: StepInput) -> StepResult:
     c = inp.contract
     findings: list[Finding] = []
@@ -164,7 +164,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
     )
 
 
-@activity.defn(name="slurm.plan")
+@defn(name="slurm.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     c = inp.contract
     ctl = _ctl(c)
@@ -192,20 +192,20 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return steps
 
 
-@activity.defn(name="slurm.accounts")
+@defn(name="slurm.accounts")
 def accounts(inp: StepInput) -> StepResult:
     ens = Ensurer(_ctl(inp.contract), inp.contract)
     return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
 
 
-@activity.defn(name="slurm.qos")
+@defn(name="slurm.qos")
 def qos(inp: StepInput) -> StepResult:
     c = inp.contract
     ens = Ensurer(_ctl(c), c)
     return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
 
 
-@activity.defn(name="slurm.users")
+@defn(name="slurm.users")
 def users(inp: StepInput) -> StepResult:
     c = inp.contract
     ctl = _ctl(c)
@@ -236,7 +236,7 @@ def users(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="slurm.partition")
+@defn(name="slurm.partition")
 def partition(inp: StepInput) -> StepResult:
     c = inp.contract
     nodes = _nodes(inp)
@@ -267,7 +267,7 @@ def partition(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts)
 
 
-@activity.defn(name="slurm.undo")
+@defn(name="slurm.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)

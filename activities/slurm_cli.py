@@ -31,7 +31,7 @@ from tenantflow.models.targets import KubeTarget
 SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
 UNAVAILABLE_PATTERNS = re.compile(
     r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
-    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint",
+    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint|Broken pipe",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")

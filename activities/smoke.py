@@ -32,11 +32,11 @@ from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import fail
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.slurm_cli import (
     SlurmCtl,
     command_error,
@@ -234,7 +234,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     )
 
 
-@activity.defn(name="smoke.single_node")
+@defn(name="smoke.single_node")
 def single_node(inp: StepInput) -> StepResult:
     job = _submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
     if isinstance(job, Finding):
@@ -251,7 +251,7 @@ def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
     return None
 
 
-@activity.defn(name="smoke.nccl")
+@defn(name="smoke.nccl")
 def nccl(inp: StepInput) -> StepResult:
     c = inp.contract
     per_node = c.capacity.gpus_per_node
@@ -311,7 +311,7 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     )
 
 
-@activity.defn(name="smoke.storage")
+@defn(name="smoke.storage")
 def storage(inp: StepInput) -> StepResult:
     conf = smoke_settings()
     path = f"{conf.scratch_root.rstrip('/')}/{word(inp.contract.slug)}"

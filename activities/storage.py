@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.fanout import fan_out
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
 from tenantflow.activities.storage_dirs import make_directories
@@ -115,7 +116,7 @@ def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="storage.preflight")
+@defn(name="storage.preflight")
 def preflight(inp: StepInput) -> StepResult:
     """Weka login works, free capacity >= requested + 20%, the org name is free or ours (read-only)."""
     try:
@@ -135,7 +136,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@activity.defn(name="storage.plan")
+@defn(name="storage.plan")
 def plan(inp: StepInput) -> list[PlanStep]:
     """Org, filesystems, directories and quotas (and for strict isolation the CSI objects)."""
     contract = inp.contract
@@ -252,7 +253,7 @@ def _ensure_directories(
     return results
 
 
-@activity.defn(name="storage.filesystems")
+@defn(name="storage.filesystems")
 def ensure_filesystems(inp: StepInput) -> StepResult:
     """Strict: org + admin + ``<slug>-home``/``<slug>-scratch``. Shared: the shared filesystems. Then the
     per-user home and per-tenant scratch directories."""
@@ -315,7 +316,7 @@ def _ensure_quota(
     )
 
 
-@activity.defn(name="storage.quotas")
+@defn(name="storage.quotas")
 def ensure_quotas(inp: StepInput) -> StepResult:
     """Hard/soft quota on every ``/home/<user>`` and on ``/scratch/<slug>``; compare before writing."""
     contract = inp.contract
@@ -343,7 +344,7 @@ def ensure_quotas(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@activity.defn(name="storage.csi")
+@defn(name="storage.csi")
 def ensure_csi(inp: StepInput) -> StepResult:
     """Strict isolation: token Secret, StorageClass ``weka-<slug>`` (Retain) and the tenant PVC."""
     contract = inp.contract
@@ -359,7 +360,7 @@ def ensure_csi(inp: StepInput) -> StepResult:
 # -- undo ----------------------------------------------------------------------------------------
 
 
-@activity.defn(name="storage.undo")
+@defn(name="storage.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate one storage step: only what that step created (or restore what it updated)."""
     contract = inp.contract

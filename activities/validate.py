@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from temporalio import activity
-
 from tenantflow.activities.authentik_client import AuthentikClient
 from tenantflow.activities.kubeclient import ExecOutput
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.login import login_exec, passwd_entries
 from tenantflow.activities.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.polling import heartbeat
+from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.activities.slurm_cli import (
     QOS_FORMAT,
@@ -266,7 +265,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-@activity.defn(name="validate.all")
+@defn(name="validate.all")
 def validate_all(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[check(inp) for check in CHECKS])
 

@@ -1,38 +1,28 @@
-"""Worker-side enrollment activities: install plan and bootstrap, invariants, adoption, canary checks, reset.
+"""Worker-side enrollment activities: bootstrap plan, invariants, adoption, drain, and ``worker reset``.
 
-Everything bootstrap installs carries ``trainy.ai/installed-by=tenantflow``;
-compensation and ``worker reset`` remove only such objects (namespaces
-``trainy-system`` and ``trainy-byoc-system`` with their contents, cluster-scoped
-RBAC). Kueue/JobSet objects, customer workloads, cert-manager and a shared
-VictoriaMetrics operator are left; preset objects lose the ownership labels
-(orphaned, not deleted). The enrollment blob reaches the worker by reference:
-the install reads it from the Hub's key Secret.
+The plan lists what the runbook's bootstrap results in; ``konduktor.bootstrap`` runs it. Compensation and
+decommission run ``konduktor worker reset`` (``--dry-run`` first for the plan): it removes only what Konduktor
+installed (``trainy.ai/installed-by=konduktor``) and releases the preset objects (their ownership labels go,
+the objects stay); Kueue/JobSet objects, customer workloads, cert-manager and a shared VictoriaMetrics
+operator are left. tenantflow installs nothing on the worker itself.
 """
 
 from __future__ import annotations
 
-import base64
-import secrets
-from typing import Any
-
-from temporalio import activity
-
-from tenantflow.activities import enrollment_keys
+from tenantflow.activities import konduktor_cli
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
 from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.registered import defn
 from tenantflow.activities.workercluster_invariants import invariants, verify_invariants, work_state
-from tenantflow.activities.workercluster_objects import VM_OPERATOR, install_objects, namespace_of
+from tenantflow.activities.workercluster_kueue import Kueue, spec_diff
 from tenantflow.models.enrollment_workflows import (
-    AGENT_NAMESPACE,
-    BOOTSTRAP_SECRET,
-    BYOC_NAMESPACE,
+    BOOTSTRAP_COMPONENTS,
     DEPENDENCIES,
-    INSTALLED_BY,
-    INSTALLER,
     MANAGED_BY,
     ORIGIN_LABEL,
     SCHEDULING_MANAGER,
+    VM_OPERATOR_LABEL,
     WORKER_LABEL,
     AdoptionDiff,
     ConditionWait,
@@ -46,14 +36,24 @@ from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRelease
 
 
-@activity.defn(name="worker.plan")
+@defn(name="worker.plan")
 def plan(step: EnrollmentStep) -> list[PlanStep]:
-    objs = KubeObjects(step.contract.worker)
-    steps = []
-    for obj in install_objects(step):
-        kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
-        existing = objs.get(kind, name, namespace)
-        action = Action.create if existing is None else Action.unchanged
+    """The runbook's bootstrap, object by object: the one-shot BootstrapEnrollment on the Hub, then what
+    ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
+    c = step.contract
+    objs = KubeObjects(c.worker)
+    steps = [
+        PlanStep(
+            layer="hub",
+            kind="BootstrapEnrollment",
+            name=c.worker_name,
+            namespace=c.tenant_namespace,
+            action=Action.create,
+            detail={"one_shot": True, "by": "konduktor cluster enroll"},
+        )
+    ]
+    for kind, namespace, name in BOOTSTRAP_COMPONENTS:
+        action = Action.create if objs.get(kind, name, namespace) is None else Action.unchanged
         steps.append(
             PlanStep(
                 layer="worker",
@@ -61,87 +61,52 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
                 name=name,
                 namespace=namespace,
                 action=action,
-                detail={"component": obj["metadata"]["labels"]["trainy.ai/component"]},
+                detail={"by": "konduktor worker bootstrap"},
             )
         )
-    vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
-    if vm is not None:
-        steps.append(
-            PlanStep(
-                layer="worker",
-                kind="Deployment",
-                name=VM_OPERATOR[1],
-                namespace=VM_OPERATOR[0],
-                action=Action.leave,
-                detail={"reason": "shared VictoriaMetrics operator is preserved"},
-            )
-        )
-    steps.append(
+    steps += [
         PlanStep(
-            layer="hub",
-            kind="BootstrapEnrollment",
-            name=step.contract.worker_name,
-            namespace=step.contract.tenant_namespace,
-            action=Action.create,
-            detail={"one_shot": True},
+            layer="worker",
+            kind="Deployment",
+            name=d["metadata"]["name"],
+            namespace=d["metadata"]["namespace"],
+            action=Action.leave,
+            detail={"reason": "shared VictoriaMetrics operator is preserved"},
         )
-    )
+        for d in objs.list("Deployment", None, VM_OPERATOR_LABEL)
+    ]
     return steps
 
 
-@activity.defn(name="worker.install")
-def install(step: EnrollmentStep) -> list[EnsureResult]:
-    """Create every bootstrap object that is absent; secrets get their values here, never in history."""
-    c = step.contract
-    objs = KubeObjects(c.worker)
-    if not step.facts.key_secret:
-        raise fail("Invalid", "install needs the enrollment key Secret reference")
-    results = []
-    for obj in install_objects(step):
-        kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
-        if objs.get(kind, name, namespace) is not None:
-            results.append(
-                EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
-            )
-            continue
-        if name == BOOTSTRAP_SECRET:
-            blob = enrollment_keys.read_blob(KubeObjects(c.hub), c.tenant_namespace, step.facts.key_secret)
-            obj = {**obj, "data": {"blob": base64.b64encode(blob.encode()).decode()}}
-        elif kind == "Secret":
-            obj = {**obj, "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()}}
-        objs.create(obj)
-        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.created))
-    return results
+def reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
+    args = ("worker", "reset", "--dry-run") if dry_run else ("worker", "reset")
+    return konduktor_cli.run(step.contract.worker, *args).splitlines()
 
 
-def _remove(objs: KubeObjects, refs: list[tuple[str, str, str | None]]) -> list[EnsureResult]:
-    """Delete objects that still carry our installed-by label; namespaces last."""
-    results = []
-    ordered = sorted(refs, key=lambda r: r[0] == "Namespace")
-    for kind, name, namespace in ordered:
-        current = objs.get(kind, name, namespace)
-        if current is None or (current["metadata"].get("labels") or {}).get(INSTALLED_BY) != INSTALLER:
-            continue
-        objs.delete(kind, name, namespace)
-        results.append(EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.deleted))
-    return results
+def _reset_entry(line: str) -> tuple[Action, str, str, str | None, str] | None:
+    """``delete|release|leave Kind ns/name [# why]`` of ``konduktor worker reset``, or None for other lines."""
+    text, _, why = line.partition("#")
+    words = text.split()
+    actions = {"delete": Action.delete, "release": Action.update, "leave": Action.leave}
+    if len(words) != 3 or words[0] not in actions:
+        return None
+    namespace, _, name = words[2].rpartition("/")
+    return actions[words[0]], words[1], name, namespace or None, why.strip()
 
 
-@activity.defn(name="worker.uninstall")
+@defn(name="worker.uninstall")
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
-    """Compensation: remove what this run created and release preset objects labelled for this worker;
-    objects that existed before stay."""
-    objs = KubeObjects(step.contract.worker)
-    created = [(r.kind, r.name, r.namespace) for r in step.facts.installed if r.outcome == Outcome.created]
-    return _remove(objs, created) + _release_preset(objs, step)
+    """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
+    objects; objects that existed before stay."""
+    return reset_results(reset_lines(step, dry_run=False))
 
 
-@activity.defn(name="worker.record_invariants")
+@defn(name="worker.record_invariants")
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
 
 
-@activity.defn(name="worker.check_invariants")
+@defn(name="worker.check_invariants")
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
@@ -155,7 +120,7 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
     ]
 
 
-@activity.defn(name="worker.wait_convergence")
+@defn(name="worker.wait_convergence")
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
@@ -187,25 +152,17 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     return now.deployments
 
 
-def _spec_diff(want: Any, have: Any, where: str = "spec") -> list[str]:
-    if isinstance(want, dict) and isinstance(have, dict):
-        out = []
-        for key in sorted(set(want) | set(have)):
-            out += _spec_diff(want.get(key), have.get(key), f"{where}.{key}")
-        return out
-    return [] if want == have else [f"{where}: preset {want!r}, found {have!r}"]
-
-
-@activity.defn(name="worker.adoption_diff")
+@defn(name="worker.adoption_diff")
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
-    """Compare every preset object found on the worker with the preset; note foreign owners."""
+    """Compare every preset object found on the worker with the preset as the worker's API server would store it
+    (at the Kueue version it serves); note foreign owners and name every field that really differs."""
     c = step.contract
-    objs = KubeObjects(c.worker)
+    kueue = Kueue(c.worker)
     identity = label_value(c.worker_identity)
     objects, diffs, foreign = [], {}, {}
     for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
-        kind, name, ns = want["kind"], want["metadata"]["name"], namespace_of(want)
-        have = objs.get(kind, name, ns)
+        kind, name, ns = want["kind"], want["metadata"]["name"], want["metadata"].get("namespace")
+        have = kueue.get(kind, name, ns)
         if have is None:
             continue
         ref = ObjectRef(kind=kind, name=name, namespace=ns, uid=have["metadata"]["uid"])
@@ -213,7 +170,7 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
         owner = (have["metadata"].get("labels") or {}).get(WORKER_LABEL)
         if owner and owner != identity:
             foreign[ref.key()] = owner
-        delta = _spec_diff(want["spec"], have.get("spec") or {})
+        delta = spec_diff(kueue.expected_spec(want), have.get("spec") or {})
         if delta:
             diffs[ref.key()] = delta
     findings = [
@@ -230,25 +187,26 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
             check="adoption.spec-differs",
             ok=False,
             message=f"{key}: " + "; ".join(lines),
-            fix="contact Trainy to express the existing policy as WorkerCluster scheduling overlays",
+            fix="do not add ownership labels: contact Trainy to express the existing policy as "
+            "WorkerCluster scheduling overlays",
         )
         for key, lines in diffs.items()
     ]
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
-@activity.defn(name="worker.adopt")
+@defn(name="worker.adopt")
 def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
     c = step.contract
-    objs = KubeObjects(c.worker)
+    objs, kueue = KubeObjects(c.worker), Kueue(c.worker)
     identity = label_value(c.worker_identity)
     if step.facts.invariants is not None:
         verify_invariants(objs, c.workload_namespaces, step.facts.invariants)
     adopted = []
     for ref in step.facts.adoption:
-        obj = objs.patch(
+        obj = kueue.patch(
             ref.kind,
             ref.name,
             ref.namespace,
@@ -260,12 +218,12 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     return adopted
 
 
-@activity.defn(name="worker.verify_uids")
+@defn(name="worker.verify_uids")
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
-    objs = KubeObjects(step.contract.worker)
+    kueue = Kueue(step.contract.worker)
     findings = []
     for ref in step.facts.adoption:
-        obj = objs.get(ref.kind, ref.name, ref.namespace)
+        obj = kueue.get(ref.kind, ref.name, ref.namespace)
         uid = obj["metadata"]["uid"] if obj else "absent"
         findings.append(Finding(check="adoption.uid", ok=uid == ref.uid, message=f"{ref.key()} uid {uid}"))
     if not all(f.ok for f in findings):
@@ -275,15 +233,15 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@activity.defn(name="worker.wait_no_remote_work")
+@defn(name="worker.wait_no_remote_work")
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
-    objs = KubeObjects(wait.contract.worker)
+    kueue = Kueue(wait.contract.worker)
     drained = poll_until(
         lambda: [
             f"{o['metadata']['namespace']}/{o['metadata']['name']}"
             for ns in wait.contract.workload_namespaces
-            for o in objs.list("Workload", ns, ORIGIN_LABEL)
+            for o in kueue.list("Workload", ns, ORIGIN_LABEL)
             if work_state(o) == "Admitted"
         ],
         lambda active: not active,
@@ -296,95 +254,64 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
     return True
 
 
-def _installed_refs(objs: KubeObjects) -> list[tuple[str, str, str | None]]:
-    refs: list[tuple[str, str, str | None]] = []
-    selector = f"{INSTALLED_BY}={INSTALLER}"
-    for ns in (AGENT_NAMESPACE, BYOC_NAMESPACE):
-        if objs.get("Namespace", ns) is None:
-            continue
-        for kind in ("Deployment", "Secret", "ServiceAccount"):
-            refs += [(kind, o["metadata"]["name"], ns) for o in objs.list(kind, ns, selector)]
-    for kind in ("ClusterRoleBinding", "ClusterRole", "Namespace"):
-        refs += [(kind, o["metadata"]["name"], None) for o in objs.list(kind, None, selector)]
-    return refs
-
-
-def _owned_preset(objs: KubeObjects, step: EnrollmentStep) -> list[ObjectRef]:
-    c = step.contract
-    selector = f"{MANAGED_BY}={SCHEDULING_MANAGER},{WORKER_LABEL}={label_value(c.worker_identity)}"
-    refs = []
-    for want in preset_objects(c.scheduling_preset, c.workload_namespaces):
-        kind, ns = want["kind"], namespace_of(want)
-        refs += [
-            ObjectRef(kind=kind, name=o["metadata"]["name"], namespace=ns, uid=o["metadata"]["uid"])
-            for o in objs.list(kind, ns, selector)
-            if o["metadata"]["name"] == want["metadata"]["name"]
-        ]
-    return refs
-
-
-@activity.defn(name="worker.reset_plan")
+@defn(name="worker.reset_plan")
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
-    """``worker reset --dry-run``: what reset deletes, releases and leaves."""
-    objs = KubeObjects(step.contract.worker)
-    steps = [
-        PlanStep(layer="worker", kind=k, name=n, namespace=ns, action=Action.delete)
-        for k, n, ns in _installed_refs(objs)
-    ]
-    steps += [
-        PlanStep(
-            layer="worker",
-            kind=r.kind,
-            name=r.name,
-            namespace=r.namespace,
-            action=Action.update,
-            detail={"release": "remove trainy.ai ownership labels; the object stays"},
+    """``konduktor worker reset --dry-run``: what reset deletes, releases and leaves."""
+    return reset_plan_steps(reset_lines(step, dry_run=True))
+
+
+def reset_plan_steps(lines: list[str]) -> list[PlanStep]:
+    """The plan steps of ``konduktor worker reset --dry-run`` output."""
+    steps = []
+    for line in lines:
+        entry = _reset_entry(line)
+        if entry is None:
+            continue
+        action, kind, name, namespace, why = entry
+        detail = (
+            {"release": "remove trainy.ai ownership labels; the object stays"}
+            if action == Action.update
+            else {"reason": why}
+            if why
+            else {}
         )
-        for r in _owned_preset(objs, step)
-    ]
-    vm = objs.get("Deployment", VM_OPERATOR[1], VM_OPERATOR[0])
-    if vm is not None:
-        steps.append(
-            PlanStep(
-                layer="worker",
-                kind="Deployment",
-                name=VM_OPERATOR[1],
-                namespace=VM_OPERATOR[0],
-                action=Action.leave,
-                detail={"reason": "shared VictoriaMetrics operator"},
-            )
-        )
+        steps.append(PlanStep(layer="worker", kind=kind, name=name, namespace=namespace, action=action, detail=detail))
     return steps
 
 
-def _release_preset(objs: KubeObjects, step: EnrollmentStep) -> list[EnsureResult]:
-    """Drop the ownership labels from the preset objects this WorkerCluster owns; the objects stay."""
+def reset_results(lines: list[str]) -> list[EnsureResult]:
     results = []
-    for ref in _owned_preset(objs, step):
-        objs.patch(ref.kind, ref.name, ref.namespace, {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
-        results.append(
-            EnsureResult(
-                layer="worker",
-                kind=ref.kind,
-                name=ref.name,
-                namespace=ref.namespace,
-                outcome=Outcome.updated,
-                data=PresetRelease(released=True),
+    for line in lines:
+        entry = _reset_entry(line)
+        if entry is None or entry[0] == Action.leave:
+            continue
+        action, kind, name, namespace, _ = entry
+        if action == Action.delete:
+            results.append(
+                EnsureResult(layer="worker", kind=kind, name=name, namespace=namespace, outcome=Outcome.deleted)
             )
-        )
+        else:
+            results.append(
+                EnsureResult(
+                    layer="worker",
+                    kind=kind,
+                    name=name,
+                    namespace=namespace,
+                    outcome=Outcome.updated,
+                    data=PresetRelease(released=True),
+                )
+            )
     return results
 
 
-@activity.defn(name="worker.reset")
+@defn(name="worker.reset")
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
-    """Remove what tenantflow and the agent installed (by label); release preset objects; leave the objs."""
-    objs = KubeObjects(step.contract.worker)
-    return _remove(objs, _installed_refs(objs)) + _release_preset(objs, step)
+    """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays."""
+    return reset_results(reset_lines(step, dry_run=False))
 
 
 ACTIVITIES = [
     plan,
-    install,
     uninstall,
     record_invariants,
     check_invariants,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.workercluster_objects import Obj
+from tenantflow.activities.workercluster_kueue import Kueue
 from tenantflow.models.enrollment_workflows import DEPENDENCIES, Invariants, ObjectRef
+
+Obj = dict[str, Any]
 
 
 def work_state(obj: Obj) -> str:
@@ -22,10 +26,17 @@ def work_state(obj: Obj) -> str:
 
 
 def invariants(objs: KubeObjects, namespaces: list[str]) -> Invariants:
+    """Active JobSets, Jobs and Kueue Workloads (read at the Kueue version the worker serves) and the Kueue and
+    JobSet Deployments."""
+    kueue = Kueue(objs.target)
     work = []
     for ns in sorted(set(namespaces) | {"default"}):
-        for kind in ("JobSet", "Job", "Workload"):
-            for obj in objs.list(kind, ns):
+        for kind, found in (
+            ("JobSet", objs.list("JobSet", ns)),
+            ("Job", objs.list("Job", ns)),
+            ("Workload", kueue.list("Workload", ns)),
+        ):
+            for obj in found:
                 if work_state(obj) in ("Finished", "Completed", "Failed"):
                     continue
                 work.append(

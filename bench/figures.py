@@ -171,6 +171,7 @@ async def bench(
     ``latency_s`` replaces the per-activity latencies by one value (quick runs, tests).
     """
     logs = Path(log_dir or tempfile.mkdtemp(prefix="tenantflow-bench-"))
+    logs.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:5]
     measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab else None
     curve = (

@@ -22,6 +22,11 @@ LAB_SMOKE_WRITE_MB = 16
 """Smoke 7c writes 16 MiB in the lab (the runbook's 10 GiB in production)."""
 
 
+def konduktor_bin(state_dir: Path) -> Path:
+    """Where ``lab serve`` puts the ``konduktor`` stand-in (:mod:`lab.konduktor`) for the worker."""
+    return state_dir / "bin" / "konduktor"
+
+
 class LabEndpoints(BaseModel):
     """Every address and credential of a running lab."""
 
@@ -59,6 +64,7 @@ class LabEndpoints(BaseModel):
             "SLURM_CONF": str(self.slurm_conf),
             "TENANTFLOW_SMOKE_SCRATCH_ROOT": str(mount_root(self.state_dir) / "scratch"),
             "TENANTFLOW_SMOKE_WRITE_MB": str(LAB_SMOKE_WRITE_MB),
+            "KONDUKTOR_BIN": str(konduktor_bin(self.state_dir)),
         }
         if self.notify_url:
             env["TENANTFLOW_NOTIFY_WEBHOOK_URL"] = f"{self.notify_url}/hooks/tenantflow"

@@ -5,9 +5,11 @@ namespaces ``forecasting`` and ``kube-system`` and the ``forecasting`` Organizat
 :func:`seed_worker` installs the Kueue/JobSet CRDs, namespaces ``default``,
 ``forecasting``, ``kube-system``, cert-manager and a shared VictoriaMetrics operator;
 with ``brownfield=True`` also Kueue v0.14.8 and JobSet v0.7.2 Deployments, the five
-unlabelled ``gke-dws`` objects (matching the preset) and a running JobSet with its
-Job and admitted Workload in ``forecasting``. :func:`seed_pool_member` adds an
-already enrolled, dispatch-ready second WorkerCluster of the tenant (its Hub objects
+unlabelled ``gke-dws`` objects as the customer applied them (``lab/brownfield/kueue-setup.yaml``
+created through the API, which defaults and normalizes them) and running JobSets with their
+Jobs and admitted Workloads in ``forecasting``. ``kueue_versions`` picks the Kueue flavour:
+:data:`KUEUE_BOTH` (v1beta1 and v1beta2 served) or :data:`KUEUE_V1BETA1` (only v1beta1).
+:func:`seed_pool_member` adds an already enrolled, dispatch-ready second WorkerCluster of the tenant (its Hub objects
 and its own worker store), so canaries can be routed across a pool.
 :func:`hub_policies` is the data the lab launcher passes to the Hub emulator's ``policies``.
 """
@@ -32,6 +34,11 @@ from tenantflow.models.enrollment_workflows import (
 )
 
 CRD_DIR = Path(__file__).parent / "crds_enrollment"
+BROWNFIELD_KUEUE = Path(__file__).parent / "brownfield" / "kueue-setup.yaml"
+KUEUE_BOTH = ("v1beta1", "v1beta2")
+"""Kueue >= 0.15: serves v1beta1 and v1beta2 (stores v1beta2 from 0.16)."""
+KUEUE_V1BETA1 = ("v1beta1",)
+"""Kueue <= 0.14: serves and stores only v1beta1."""
 TENANT_NS = "forecasting"
 ORG_ADMIN_TOKEN = "forecasting-org-admin-token"
 OLD_KUEUE = "registry.k8s.io/kueue/kueue:v0.14.8"
@@ -39,9 +46,36 @@ OLD_JOBSET = "registry.k8s.io/jobset/jobset:v0.7.2"
 Obj = dict[str, Any]
 
 
-def crds(groups: tuple[str, ...]) -> list[Obj]:
+def crds(groups: tuple[str, ...], kueue_versions: tuple[str, ...] = KUEUE_BOTH) -> list[Obj]:
+    """The CRDs of ``groups``; Kueue's serve only ``kueue_versions`` (the last one is the storage version)."""
     docs = [yaml.safe_load(path.read_text()) for path in sorted(CRD_DIR.glob("*.yaml"))]
+    for doc in docs:
+        if doc["spec"]["group"] == "kueue.x-k8s.io":
+            versions = [v for v in doc["spec"]["versions"] if v["name"] in kueue_versions]
+            doc["spec"]["versions"] = [{**v, "storage": v["name"] == kueue_versions[-1]} for v in versions]
     return [d for d in docs if d["spec"]["group"] in groups]
+
+
+def kueue_version(store: Store) -> str:
+    """The version a Kueue controller of ``store`` writes (its storage version)."""
+    rt = store.registry.get("kueue.x-k8s.io", "workloads")
+    return rt.storage_version if rt is not None else "v1beta2"
+
+
+KUBECTL_APPLY_MANAGER = "kubectl-client-side-apply"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def apply_manifests(store: Store, text: str) -> list[Obj]:
+    """``kubectl apply -f`` of plain manifests, as kubectl's client-side apply creates a new object: the manifest
+    (its JSON kept in the ``last-applied-configuration`` annotation) is created through the API (defaults,
+    normalization) under kubectl's field manager."""
+    created = []
+    for doc in (d for d in yaml.safe_load_all(text) if d):
+        annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[LAST_APPLIED] = json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
+        created.append(store.create(doc, manager=KUBECTL_APPLY_MANAGER))
+    return created
 
 
 def hub_policies(token: str = ORG_ADMIN_TOKEN, namespace: str = TENANT_NS) -> dict[str, Any]:
@@ -84,13 +118,18 @@ def seed_hub(store: Store) -> None:
                 "apiVersion": "trainy.ai/v1alpha1",
                 "kind": "Organization",
                 "metadata": {"name": TENANT_NS},
-                "spec": {"namespaces": [TENANT_NS], "kueueVersion": "v0.16.1", "jobsetVersion": "v0.8.1"},
+                "spec": {
+                    "namespaces": [TENANT_NS],
+                    "kueueVersion": "v0.16.1",
+                    "jobsetVersion": "v0.8.1",
+                    "schedulingPreset": "gke-dws",
+                },
             },
         ]
     )
 
 
-def _running_work(namespace: str, name: str) -> list[Obj]:
+def _running_work(namespace: str, name: str, kueue: str) -> list[Obj]:
     queue = {"kueue.x-k8s.io/queue-name": "user-queue"}
     return [
         {
@@ -116,7 +155,7 @@ def _running_work(namespace: str, name: str) -> list[Obj]:
             "status": {"active": 1, "ready": 1},
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "apiVersion": f"kueue.x-k8s.io/{kueue}",
             "kind": "Workload",
             "metadata": {"name": f"jobset-{name}", "namespace": namespace, "labels": queue},
             "spec": {"queueName": "user-queue", "podSets": [{"name": "workers", "count": 1}]},
@@ -131,8 +170,8 @@ def _running_work(namespace: str, name: str) -> list[Obj]:
     ]
 
 
-def seed_worker(store: Store, brownfield: bool = False) -> None:
-    store.seed(crds(("kueue.x-k8s.io", "jobset.x-k8s.io")))
+def seed_worker(store: Store, brownfield: bool = False, kueue_versions: tuple[str, ...] = KUEUE_BOTH) -> None:
+    store.seed(crds(("kueue.x-k8s.io", "jobset.x-k8s.io"), kueue_versions))
     store.seed([_ns(n) for n in ("default", TENANT_NS, "kube-system", "cert-manager", "victoria-metrics")])
     store.seed(
         [
@@ -155,8 +194,9 @@ def seed_worker(store: Store, brownfield: bool = False) -> None:
             deployment("jobset-system", "jobset-controller-manager", OLD_JOBSET),
         ]
     )
-    store.seed(preset_objects("gke-dws", [TENANT_NS]))
-    store.seed(_running_work(TENANT_NS, "train-llm") + _running_work(TENANT_NS, "eval-sweep"))
+    apply_manifests(store, BROWNFIELD_KUEUE.read_text())
+    kueue = kueue_version(store)
+    store.seed(_running_work(TENANT_NS, "train-llm", kueue) + _running_work(TENANT_NS, "eval-sweep", kueue))
 
 
 def seed_pool_member(hub: Store, worker: Store, name: str, context: str, namespace: str = TENANT_NS) -> None:

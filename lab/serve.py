@@ -4,9 +4,9 @@ Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
 tokens), the Authentik API (projecting into the real slapd) the Weka API and the webhook sink of term notices;
 runs the controllers against the emulated clusters (a controller that raises or returns is logged with its
 traceback and restarted; one that keeps dying stops ``lab serve`` with status 1 and the reason in
-``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``
-and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from the state the
-last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
+``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``, the ``konduktor`` stand-in
+``DIR/bin/konduktor`` and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from
+the state the last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
 and when they stop, so they agree with slapd and the Slurm database after a restart.
 """
 
@@ -30,8 +30,9 @@ from tenantflow.lab.authentik.slapd_sink import SlapdSink
 from tenantflow.lab.authentik.store import AuthentikStore
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
-from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.endpoints import LabEndpoints, konduktor_bin
 from tenantflow.lab.enrollment_seed import hub_policies
+from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi.auth import parse_policies
 from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
 from tenantflow.lab.kubeapi.podexec import ExecHandler, ExecResult
@@ -146,6 +147,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     tasks = [asyncio.create_task(supervised(run, ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 
     kubeconfig = write_kubeconfig(config.state_dir / "kubeconfig", kube_contexts, current="tenant-cluster")
+    write_wrapper(konduktor_bin(config.state_dir).parent)
     LabEndpoints(
         state_dir=config.state_dir,
         kubeconfig=kubeconfig,

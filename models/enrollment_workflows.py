@@ -20,7 +20,8 @@ from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult, Finding
 
 INSTALLED_BY = "trainy.ai/installed-by"
-INSTALLER = "tenantflow"
+INSTALLER = "konduktor"
+"""The ``trainy.ai/installed-by`` value of everything Konduktor's bootstrap and worker agent install."""
 MANAGED_BY = "trainy.ai/managed-by"
 SCHEDULING_MANAGER = "worker-scheduling"
 WORKER_LABEL = "trainy.ai/worker-cluster"
@@ -30,6 +31,24 @@ AGENT_NAMESPACE = "trainy-system"
 BYOC_NAMESPACE = "trainy-byoc-system"
 AGENT = "trainy-worker-agent"
 BOOTSTRAP_SECRET = "trainy-bootstrap"
+TUNNEL_SECRET = "trainy-tunnel-credentials"
+LOG_COLLECTOR = "trainy-log-collector"
+METRICS_AGENT = "trainy-metrics-agent"
+BOOTSTRAP_COMPONENTS: tuple[tuple[str, str | None, str], ...] = (
+    ("Namespace", None, AGENT_NAMESPACE),
+    ("Namespace", None, BYOC_NAMESPACE),
+    ("ServiceAccount", AGENT_NAMESPACE, AGENT),
+    ("ClusterRole", None, AGENT),
+    ("ClusterRoleBinding", None, AGENT),
+    ("Secret", AGENT_NAMESPACE, BOOTSTRAP_SECRET),
+    ("Deployment", AGENT_NAMESPACE, AGENT),
+    ("Secret", AGENT_NAMESPACE, TUNNEL_SECRET),
+    ("Deployment", BYOC_NAMESPACE, LOG_COLLECTOR),
+    ("Deployment", BYOC_NAMESPACE, METRICS_AGENT),
+)
+"""(kind, namespace, name) of what ``konduktor worker bootstrap`` results in, as the runbook lists it: the worker
+agent, tunnel credentials, log collector, metrics agent and their namespaces and RBAC."""
+VM_OPERATOR_LABEL = "app.kubernetes.io/name=victoria-metrics-operator"
 ADOPTION_REFUSAL = "refuse to adopt existing object not owned by this WorkerCluster"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue:v0.16.1"
 JOBSET_IMAGE = "registry.k8s.io/jobset/jobset:v0.8.1"
@@ -168,6 +187,11 @@ class ConditionReport(Strict):
     generation: int = 0
     conditions: dict[str, Condition] = Field(default_factory=dict)
     converged: bool = False
+    components: list[str] = Field(
+        default_factory=list,
+        description="when the conditions did not converge: the "
+        "pods of trainy-system and trainy-byoc-system on the worker (the runbook's check)",
+    )
 
     def true(self, name: str) -> bool:
         cond = self.conditions.get(name)

@@ -32,6 +32,17 @@ class Facts(Strict):
     weka_filesystems: dict[str, str] = Field(default_factory=dict, description="role (home/scratch) -> fs uid")
     csi_secret: str | None = None
     smoke: dict[str, str] = Field(default_factory=dict)
+    release_nodes: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda nodes: not nodes,
+        description="a change that shrinks capacity: the tenant's nodes it drains and releases",
+    )
+    remove_users: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda users: not users,
+        description="a change: usernames of the recorded contract the new one no longer lists",
+    )
+    """Both written only when set, so the facts of runs that change nothing encode as recorded histories hold them."""
 
 
 class StepInput(Strict):

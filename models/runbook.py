@@ -180,13 +180,57 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (
 )
 """Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
 
+# --- TenantChange (it also runs onboarding's plan, apply, validate, handover and record steps) ---------------------
+
+CHANGE_UNDO = _undo("change")
+DRAIN_TIMEOUT = timedelta(days=7)
+"""How long a change waits for the jobs on the nodes it releases (it heartbeats meanwhile)."""
+
+
+def _change(short: str, summary: str, **options: Any) -> Step[StepInput, StepResult]:
+    return Step(f"change.{short}", StepInput, StepResult, summary=summary, **options)
+
+
+CHANGE_PREFLIGHT = _change("preflight", "choose the nodes after the change; jobs holding what it removes")
+CHANGE_PLAN = Step("change.plan", StepInput, list[PlanStep], summary="plan the users removed and the nodes released")
+DRAIN_NODES = _change("drain", "drain the nodes the tenant gives back", kinds=("Node",), undo=CHANGE_UNDO)
+WAIT_DRAINED = _change(
+    "wait_drained", "wait until no job runs on the drained nodes", timeout=DRAIN_TIMEOUT, heartbeat=WAIT_HEARTBEAT
+)
+RELEASE_NODES = _change("release_nodes", "resume the nodes the tenant no longer holds")
+REMOVE_USERS = _change("remove_users", "remove the users the contract drops (homes kept)", undo=CHANGE_UNDO)
+CHANGE: tuple[Step[Any, Any], ...] = (
+    CHANGE_PREFLIGHT,
+    CHANGE_PLAN,
+    DRAIN_NODES,
+    WAIT_DRAINED,
+    RELEASE_NODES,
+    REMOVE_USERS,
+    CHANGE_UNDO,
+)
+"""The activities only TenantChange runs."""
+UNDO_ORDER: tuple[Step[UndoInput, list[EnsureResult]], ...] = (CHANGE_UNDO, *ROLLBACK)
+"""The order a saga unwinds in: a change's own steps first (its users back, its drains lifted), then the runbook's."""
+
 # --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
 
 HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
 HUB_CREATE_ENROLLMENT = Step(
-    "hub.create_enrollment", EnrollmentStep, EnrollmentFacts, summary="BootstrapEnrollment + signed blob"
+    "hub.create_enrollment",
+    EnrollmentStep,
+    EnrollmentFacts,
+    summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)",
 )
-HUB_DESTROY_KEY = Step("hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key")
+HUB_DESTROY_KEY = Step(
+    "hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key (a no-op: tenantflow holds none now)"
+)
+KONDUKTOR_BOOTSTRAP = Step(
+    "konduktor.bootstrap",
+    EnrollmentStep,
+    list[EnsureResult],
+    timeout=timedelta(minutes=5),
+    summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)",
+)
 HUB_WAIT_CONDITIONS = Step(
     "hub.wait_conditions",
     ConditionWait,
@@ -219,7 +263,9 @@ HUB_REMOVE_ENROLLMENT = Step(
 )
 
 WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
-WORKER_INSTALL = Step("worker.install", EnrollmentStep, list[EnsureResult], summary="bootstrap")
+WORKER_INSTALL = Step(
+    "worker.install", EnrollmentStep, list[EnsureResult], summary="retired: bootstrap (now konduktor.bootstrap)"
+)
 WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
 WORKER_RECORD_INVARIANTS = Step(
     "worker.record_invariants", EnrollmentStep, Invariants, summary="record running workload invariants"
@@ -251,8 +297,8 @@ RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_PREFLIGHT,
-    HUB_CREATE_ENROLLMENT,
     HUB_DESTROY_KEY,
+    KONDUKTOR_BOOTSTRAP,
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
     HUB_CORDON,
@@ -261,7 +307,6 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_CANARY,
     HUB_REMOVE_ENROLLMENT,
     WORKER_PLAN,
-    WORKER_INSTALL,
     WORKER_UNINSTALL,
     WORKER_RECORD_INVARIANTS,
     WORKER_CHECK_INVARIANTS,
@@ -276,6 +321,11 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     RECORD_WORKER,
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
+
+RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
+"""Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
+schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
+that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
 
 # --- TenantDrift ----------------------------------------------------------------------------------------------------
 
@@ -300,5 +350,7 @@ NOTIFY: Step[TermNotice, NoticeSent] = Step(
 LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
 """Every activity of TenantLifecycle."""
 
-CATALOGUE: dict[str, Step[Any, Any]] = {step.name: step for step in (*ONBOARDING, *ENROLLMENT, *DRIFT, *LIFECYCLE)}
+CATALOGUE: dict[str, Step[Any, Any]] = {
+    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *LIFECYCLE)
+}
 """Every step by activity name: the worker registers exactly these activities."""

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tenantflow.starter.commands import contracts, drift, runs, services, tenants, worker_clusters
+from tenantflow.starter.commands import changes, contracts, drift, runs, services, tenants, worker_clusters
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
@@ -63,6 +63,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("validate", contracts.validate),
     ("plan", contracts.plan),
     ("onboard", tenants.onboard),
+    ("apply", changes.apply),
     ("enroll", worker_clusters.enroll),
     ("decommission", worker_clusters.decommission),
     ("status", runs.status),

@@ -23,6 +23,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from tenantflow.models.change import CHANGE_WORKFLOW, ChangeInput
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     DecommissionInput,
@@ -131,6 +132,22 @@ class TenantflowClient:
             summaries.onboarding(contract, self.identity),
         )
 
+    async def start_change(
+        self, contract: TenantContract, previous: TenantContract, **options: Any
+    ) -> WorkflowHandle[Any, Any]:
+        """Change the onboarded tenant ``previous`` to ``contract`` (``TenantChange``, id ``tenant/<slug>``)."""
+        attributes = TypedSearchAttributes(
+            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
+        )
+        return await self._start(
+            CHANGE_WORKFLOW,
+            ChangeInput(contract=contract, previous=previous, **options),
+            onboarding_id(contract.slug),
+            attributes,
+            OnboardingResult,
+            summaries.change(contract, previous, self.identity),
+        )
+
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
         attributes = TypedSearchAttributes(
             [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
@@ -182,8 +199,11 @@ class TenantflowClient:
         return (await self._started_input(enrollment_id(namespace, worker), EnrollmentInput)).contract
 
     async def onboarded_contract(self, slug: str) -> TenantContract:
-        """The contract the latest onboarding run of ``slug`` was started with."""
-        return (await self._started_input(onboarding_id(slug), OnboardingInput)).contract
+        """The contract the latest onboarding (or change) run of ``slug`` was started with."""
+        workflow_id = onboarding_id(slug)
+        if (await self.handle(workflow_id).describe()).workflow_type == CHANGE_WORKFLOW:
+            return (await self._started_input(workflow_id, ChangeInput)).contract
+        return (await self._started_input(workflow_id, OnboardingInput)).contract
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
         return self.client.get_workflow_handle(workflow_id)

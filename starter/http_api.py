@@ -8,6 +8,9 @@ Every request needs ``Authorization: Bearer <token>``; the token comes from
 * ``GET /runs/{id}``: the run's ``status`` query (404 if unknown).
 * ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
   (``{"reason": ...}``) or an enrollment yes/no gate; 200 with the answer, 409 when refused.
+* ``POST /tenants/{slug}/change`` body: the new TenantContract: ``tenantflow apply`` (a ``TenantChange`` from the
+  tenant's record in the contract's cluster); 201 with ``{"workflow_id", "run_id"}``, 422 on a bad contract or a
+  slug other than ``{slug}`` (the slug cannot change), 404 without an ``onboarded`` record, 409 when a run is active.
 * ``GET /tenants/{slug}/term``: the tenant's term (its lifecycle's ``term`` query); 404 without a lifecycle.
 * ``POST /tenants/{slug}/renew`` body ``{"days": 90, "approver": ..., "comment": ...}``: extend the term; 200 with
   the term, 422 for days outside 1 to 3650, 404 without a lifecycle, 409 when the lifecycle refuses (its term ended).
@@ -27,11 +30,15 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from tenantflow.models.change import slug_refusal
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.lifecycle import RenewTerm, lifecycle_id, renew_days_problem
 from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.records import RecordStatus
+from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
+from tenantflow.starter.records import tenant_record
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
@@ -80,6 +87,25 @@ async def start_onboarding(request: web.Request) -> web.Response:
     api = request.app[API_KEY]
     try:
         handle = await api.start_onboarding(params.contract, **params.model_dump(exclude={"contract"}))
+    except RunAlreadyActive as exc:
+        return problem(409, str(exc))
+    return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
+
+
+async def start_change(request: web.Request) -> web.Response:
+    data = await body_of(request)
+    try:
+        contract = TenantContract.model_validate(data)
+    except ValidationError as exc:
+        return problem(422, format_validation_error("request body", exc))
+    refusal = slug_refusal(request.match_info["slug"], contract)
+    if refusal:
+        return problem(422, refusal)
+    record = await tenant_record(contract.cluster, contract.slug)
+    if record is None or record.status is not RecordStatus.onboarded:
+        return problem(404, f"{contract.slug} is not an onboarded tenant of {contract.cluster.describe()}")
+    try:
+        handle = await request.app[API_KEY].start_change(contract, record.contract)
     except RunAlreadyActive as exc:
         return problem(409, str(exc))
     return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
@@ -152,6 +178,7 @@ def make_api_app(api: TenantflowClient, token: str) -> web.Application:
     app.router.add_post("/runs/onboarding", start_onboarding)
     app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)
     app.router.add_get(r"/runs/{id:.+}", run_status)
+    app.router.add_post("/tenants/{slug}/change", start_change)
     app.router.add_get("/tenants/{slug}/term", tenant_term)
     app.router.add_post("/tenants/{slug}/renew", renew_term)
     return app

@@ -46,6 +46,7 @@ OutputFormat = Literal["text", "json"]
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text or json (machine-readable)")]
 KubeconfigOpt = Annotated[str | None, typer.Option(help="kubeconfig for targets the file leaves out")]
 ApproverOpt = Annotated[str, typer.Option(help="who answers (recorded in the run)")]
+WaitOpt = Annotated[bool, typer.Option(help="wait for the plan and print it")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="every detail of every planned object, not one line each")]
 
 

@@ -51,6 +51,17 @@ def onboarding(contract: TenantContract, started_by: str) -> RunDescription:
     return RunDescription(summary, _details(headline, _tenant_facts(contract), started_by))
 
 
+def change(contract: TenantContract, previous: TenantContract, started_by: str) -> RunDescription:
+    gpus = f"{previous.capacity.gpus} -> {contract.capacity.gpus} GPUs"
+    users = f"{len(previous.usernames)} -> {len(contract.usernames)} users"
+    summary = f"Change {contract.slug}: {gpus}, {users}"
+    headline = (
+        f"Changes tenant `{contract.slug}` ({contract.display_name}) from its recorded contract: a plan of the "
+        "creates, updates and removals to approve, then every layer, validation and a new tenant record."
+    )
+    return RunDescription(summary, _details(headline, _tenant_facts(contract), started_by))
+
+
 def offboarding(contract: TenantContract, purge_data: bool, started_by: str) -> RunDescription:
     data = "Weka data purged after confirm_purge" if purge_data else "Weka data kept"
     summary = f"Offboard {contract.slug} ({data})"

@@ -6,14 +6,14 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
-from temporalio import activity
-
 from tenantflow.activities import (
     capacity,
+    change,
     drift,
     handover,
     hub,
     identity,
+    konduktor,
     kube,
     lifecycle,
     login,
@@ -25,8 +25,10 @@ from tenantflow.activities import (
     worker_reset,
     workercluster,
 )
+from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
+from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.drift import TenantDrift
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
@@ -37,6 +39,7 @@ R = TypeVar("R")
 
 WORKFLOWS: list[type] = [
     TenantOnboarding,
+    TenantChange,
     TenantOffboarding,
     TenantLifecycle,
     *enrollment.WORKFLOWS,
@@ -55,24 +58,18 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     validate,
     handover,
     hub,
+    konduktor,
     workercluster,
     worker_reset,
     records,
     drift,
     lifecycle,
+    change,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]
 
 
-def activity_name(fn: Callable[..., Any]) -> str:
-    """The name ``fn`` is registered under (its ``@activity.defn(name=...)``).
-
-    temporalio has no public accessor for an activity's definition; this is the one place that reads it.
-    """
-    return str(activity._Definition.must_from_callable(fn).name)
-
-
-BY_NAME: dict[str, Callable[..., Any]] = {activity_name(fn): fn for fn in ACTIVITIES}
+BY_NAME: dict[str, Callable[..., Any]] = {registered_name(fn): fn for fn in ACTIVITIES}
 
 
 def implementation(step: Step[I, R]) -> Callable[[I], R]:

@@ -1,11 +1,12 @@
 """``WorkerDecommission``: a gated plan of the whole decommission, then cordon, drain, remove the Hub enrollment, reset.
 
-The plan (the Hub objects removed and ``worker reset --dry-run``) is published and
-waits for ``approve_plan`` with its hash before the first write (or
-``reject_plan``: nothing is written); then the worker is cordoned, remote work
-drained, the Hub enrollment removed and exactly the approved dry run applied
-(``worker.reset_approved``). Reset removes only what tenantflow and the agent
-installed (by label), releases preset objects and leaves customer workloads,
+Every write is a ``konduktor`` CLI command the runbook documents (``cluster cordon``,
+``cluster decommission --yes``, ``worker reset``). The plan (the Hub objects removed and
+``konduktor worker reset --dry-run``) is published and waits for ``approve_plan`` with its
+hash before the first write (or ``reject_plan``: nothing is written); then the worker is
+cordoned, remote work drained, the Hub enrollment removed and the approved dry run applied
+(``worker.reset_approved``: refused if the dry run changed since). Reset removes only what
+Konduktor installed (by label), releases preset objects and leaves customer workloads,
 Kueue/JobSet objects, cert-manager and a shared VictoriaMetrics operator. It does
 not need the agent. Runs recorded before the ``decommission-gate-first`` patch
 cordoned and removed the enrollment before the gate and recomputed the reset. The
@@ -75,7 +76,7 @@ class WorkerDecommissionWorkflow(GatedRun):
     async def run(self, params: DecommissionInput) -> DecommissionResult:
         c = params.contract
         self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
+        self._gates.label(WORKER_CLUSTER, c.worker_name)
         self._params = params
         step = EnrollmentStep(contract=c)
         if workflow.patched(GATE_FIRST_PATCH):

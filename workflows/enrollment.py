@@ -1,27 +1,25 @@
 """``WorkerEnrollment``: the enroll-worker-cluster runbook (greenfield and brownfield) as a gated workflow.
 
-Preflight (endpoints, the three permission checks, unique name) fails before any
-write; the install plan waits for ``approve_plan`` with its hash (planned again
-right before the first write: a changed plan opens the gate again); the one-shot
-BootstrapEnrollment and blob are created (the signing key stays in a Hub Secret,
-destroyed after redemption or on failure); bootstrap installs the worker side;
-the four conditions are awaited with durable polling, and each one that does not
-converge yields the runbook's troubleshooting finding. Brownfield adds the
-invariants, ``submissions_paused``, an immediate cordon, convergence with
-invariant checks, the adoption diff and ``approve_adoption``, ``uncordon``, a
-canary (with ``canary_exact_routing`` the other dispatch-ready pool members are
-cordoned for it and uncordoned right after) and ``resume_submissions``. A failure
-removes what the run installed (every planned create, even when bootstrap stopped
-half-way) and the enrollment record; a broken invariant (found by the
-``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned
-and adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+Preflight (endpoints, the three permission checks, unique name) fails before any write; the install plan waits
+for ``approve_plan`` with its hash (planned again right before the first write: a changed plan opens the gate
+again); one step (``konduktor.bootstrap``, patch ``konduktor-cli-bootstrap``) runs ``konduktor cluster
+enroll`` and ``konduktor worker bootstrap``, so the one-shot blob never leaves the worker host (runs recorded
+before the patch created the enrollment and installed the agent themselves); the four conditions are awaited
+with durable polling, and each one that does not converge yields the runbook's troubleshooting finding
+(``workflows/condition_findings.py``).
+Brownfield adds the invariants, ``submissions_paused``, an immediate cordon (a WorkerCluster that does not
+appear or cannot be cordoned stops the run at ``stopped-not-cordoned`` with submissions still paused and a
+finding saying what to do; nothing is skipped), convergence with invariant checks, the adoption diff and
+``approve_adoption``, ``uncordon``, a canary (with ``canary_exact_routing`` the other dispatch-ready pool
+members are cordoned for it and uncordoned right after) and ``resume_submissions``. A failure removes what the
+run installed (every planned create, even when bootstrap stopped half-way) and the enrollment record; a broken
+invariant (found by the ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned and
+adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
 
-Failure paths (``workflows/enrollment_failures.py``): once the worker has been
-uncordoned it may run work, so a later failure, an expired gate or a cancel never
-tears it down: it is cordoned again (unless its canary passed) and the run ends
-leaving it enrolled, with a finding that says what to do. Before that, a cancel
-rolls back like a failure, and the rollback keeps going past a failing step and
-lists what it left in ``status``.
+Failure paths (``workflows/enrollment_failures.py``): once the worker has been uncordoned it may run work, so
+a later failure, an expired gate or a cancel never tears it down: it is cordoned again (unless its canary
+passed) and the run ends leaving it enrolled, with a finding that says what to do. Before that, a cancel rolls
+back like a failure, and the rollback keeps going past a failing step and lists what it left in ``status``.
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Plan
     from tenantflow.models.records import WorkerRecord
-    from tenantflow.models.results import Finding
+    from tenantflow.models.results import EnsureResult, Finding, Outcome
     from tenantflow.models.runbook import (
         HUB_CANARY,
         HUB_CORDON,
@@ -57,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
+        KONDUKTOR_BOOTSTRAP,
         RECORD_WORKER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
@@ -68,46 +67,19 @@ with workflow.unsafe.imports_passed_through():
         WORKER_WAIT_CONVERGENCE,
     )
 
+from tenantflow.workflows.condition_findings import observability, troubleshoot
 from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
 from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
 from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
 from tenantflow.workflows.rollback import RETRY_ROLLBACK
+from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
+STOPPED_NOT_CORDONED = "stopped-not-cordoned"
+KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
+"""Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
 YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
-TROUBLESHOOTING = {
-    "Registered": (
-        "status.usedAt of the BootstrapEnrollment is empty: the worker did not complete registration",
-        "kubectl --context HUB -n NS get bootstrapenrollment WORKER -o yaml; check the bootstrap output "
-        "and worker access to the Hub API",
-    ),
-    "Connected": (
-        "the worker tunnel heartbeat is missing",
-        "kubectl --context WORKER -n trainy-system logs deploy/trainy-worker-agent; check outbound access "
-        "to the Hub tunnel",
-    ),
-    "WorkerConfigured": (
-        "the worker's Kueue configuration does not match the Hub",
-        "read the condition message; an adoption refusal needs the adoption review",
-    ),
-    "DispatchReady": (
-        "the Hub cannot dispatch to this worker",
-        "confirm the worker is connected, configured at the current generation and not cordoned",
-    ),
-}
-
-
-def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
-    findings = []
-    for name in wanted:
-        if report.true(name):
-            continue
-        cond = report.conditions.get(name)
-        detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
-        what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
-    return findings
 
 
 @workflow.defn(name="WorkerEnrollment")
@@ -158,7 +130,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         c = params.contract
         self._params = params
         self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        workflow.upsert_search_attributes([WORKER_CLUSTER.value_set(c.worker_name)])
+        self._gates.label(WORKER_CLUSTER, c.worker_name)
         step = EnrollmentStep(contract=c, facts=EnrollmentFacts(enrollment_id=workflow.info().workflow_id))
 
         self._gates.set_stage("preflight", "Checking both endpoints and permissions; nothing is written")
@@ -201,6 +173,8 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
             cause = application_error(err)
+            if cause is not None and cause.type == "CordonFailed":
+                raise
             if cause is not None and cause.type == "InvariantBroken":
                 self._findings.append(
                     Finding(
@@ -224,6 +198,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
             )
             await store_record(self, RECORD_WORKER, record)
+        self._findings += observability(self._report)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(
             worker=self._target,
@@ -237,6 +212,18 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
+        if workflow.patched(KONDUKTOR_PATCH):
+            self._gates.set_stage(
+                "bootstrap",
+                "konduktor cluster enroll, then worker bootstrap with the one-shot "
+                "blob (it never leaves the worker host)",
+            )
+            installed = await self._steps.run(KONDUKTOR_BOOTSTRAP, step)
+            step = self._step = self._with(step, installed=installed)
+            if c.brownfield:
+                await self._cordon_at_once(step)
+            await self._conditions(step, ["Registered", "Connected"])
+            return await self._configured(step)
         self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
         facts = await self._steps.run(HUB_CREATE_ENROLLMENT, step)
         step = self._step = step.model_copy(update={"facts": facts})
@@ -250,10 +237,12 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             await self._conditions(step, ["Registered", "Connected"])
         finally:
             await self._steps.run(HUB_DESTROY_KEY, step)
-        if c.brownfield:
-            step = await self._brownfield(step)
-        else:
-            await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
+        return await self._configured(step)
+
+    async def _configured(self, step: EnrollmentStep) -> EnrollmentStep:
+        if step.contract.brownfield:
+            return await self._brownfield(step)
+        await self._conditions(step, ["WorkerConfigured", "DispatchReady"])
         return step
 
     async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
@@ -261,7 +250,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         return Plan(
             title=f"Enroll {self._target}",
             steps=await self._steps.run(WORKER_PLAN, step),
-            notes=["the private signing key stays in a Hub Secret and is destroyed after redemption"],
+            notes=[
+                "konduktor cluster enroll writes the one-shot blob (a private signing key) into a private "
+                "file on the worker host; worker bootstrap consumes it and the file is removed at once"
+            ],
         )
 
     def _wait(self, step: EnrollmentStep, conditions: list[str]) -> ConditionWait:
@@ -285,11 +277,45 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 non_retryable=True,
             )
 
-    async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> None:
-        await self._steps.run(
+    async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> EnsureResult:
+        return await self._steps.run(
             HUB_CORDON,
             Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
             summary="cordon" if cordoned else "uncordon",
+        )
+
+    async def _cordon_at_once(self, step: EnrollmentStep) -> None:
+        """Brownfield: cordon the WorkerCluster as soon as it appears; if that cannot be done, stop (never skip)."""
+        c = step.contract
+        try:
+            appeared = await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
+            outcome = (await self._cordon(step, True, "brownfield enrollment")).outcome if appeared else None
+            why = (
+                ""
+                if outcome not in (None, Outcome.absent)
+                else (f"WorkerCluster {self._target} did not appear within {self._params.condition_budget_s:.0f} s")
+            )
+        except ActivityError as err:
+            why = f"cordoning WorkerCluster {self._target} failed: {root_message(err)}"
+        if not why:
+            return
+        fix = (
+            f"keep every organization submission path paused; cordon it by hand as soon as it appears "
+            f"(konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace}; check with "
+            f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
+            "runbook's brownfield steps or decommission the worker"
+        )
+        self._findings.append(
+            Finding(
+                check="brownfield.cordon",
+                ok=False,
+                fix=fix,
+                message=f"{why}: Hub dispatch to the worker is NOT cordoned",
+            )
+        )
+        self._gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
+        raise ApplicationError(
+            f"{why}; Hub dispatch is not cordoned, keep submissions paused", type="CordonFailed", non_retryable=True
         )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:

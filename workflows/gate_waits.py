@@ -5,6 +5,13 @@ run's current details and ``status`` query show both. Waiting is a durable
 ``wait_condition``: after ``escalate_after`` the gate escalates (a warning in the
 log and the ``Stage`` search attribute ends in ``-escalated``) and keeps
 waiting; after ``expire_after`` the run fails with ``GateExpired``.
+
+``Stage`` is the run's phase, upserted only when it changes: the steps of a phase
+(``apply:kube.quota``, ``smoke:nccl``) share one value (``apply``, ``smoke``), and
+each step stays visible in the current details, the activity's summary and ``status``.
+Every upsert is a history event and a visibility write on the server, so :meth:`Gates.label`
+skips the tenant or worker attribute the run was started with. Runs recorded before
+:data:`STAGE_ON_CHANGE_PATCH` upserted both, and every step, and replay that way.
 """
 
 from __future__ import annotations
@@ -12,12 +19,23 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import ApprovePlan, GateAnswer, GateState
 
 from tenantflow.workflows.search import STAGE
+
+STAGE_ON_CHANGE_PATCH = "stage-upsert-on-change"
+PER_STEP_PHASES = ("apply", "smoke")
+"""Phases whose stage names the step (``apply:<step>``); ``Stage`` shows only the phase."""
+
+
+def phase_of(stage: str) -> str:
+    """The ``Stage`` search attribute's value for ``stage``: its phase when the stage names a step of it."""
+    phase, sep, _ = stage.partition(":")
+    return phase if sep and phase in PER_STEP_PHASES else stage
 
 
 class Gates:
@@ -27,10 +45,23 @@ class Gates:
         self.open: dict[str, GateState] = {}
         self.answers: dict[str, GateAnswer] = {}
         self.stage = "starting"
+        self.searchable: str | None = None
+        """The ``Stage`` value last upserted by this run."""
+
+    def label(self, key: SearchAttributeKey[str], value: str) -> None:
+        """Make the run findable by ``key`` = ``value``; no upsert when it was started with it (the starter's
+        runs are)."""
+        if not workflow.patched(STAGE_ON_CHANGE_PATCH) or workflow.info().typed_search_attributes.get(key) != value:
+            workflow.upsert_search_attributes([key.value_set(value)])
 
     def set_stage(self, stage: str, details: str) -> None:
+        """``stage`` in ``status`` and ``details`` in the UI; ``Stage`` upserted when the phase changes."""
         self.stage = stage
-        workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        if not workflow.patched(STAGE_ON_CHANGE_PATCH):
+            workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        elif phase_of(stage) != self.searchable:
+            self.searchable = phase_of(stage)
+            workflow.upsert_search_attributes([STAGE.value_set(self.searchable)])
         workflow.set_current_details(details)
 
     def answer(self, name: str, answer: GateAnswer) -> None:

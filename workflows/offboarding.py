@@ -78,7 +78,7 @@ class TenantOffboarding(SagaRun):
     async def run(self, params: OffboardingInput) -> OffboardingResult:
         contract = params.contract
         self._target = contract.slug
-        workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
+        self._gates.label(TENANT_SLUG, contract.slug)
         escalate = timedelta(seconds=params.approval_escalate_after_s)
         expire = timedelta(days=7)
 

@@ -23,12 +23,14 @@ objects left in ``status`` (``workflows/rollback.py``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.change import ChangeInput
     from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.onboarding import (
         Facts,
@@ -66,6 +68,27 @@ LIFECYCLE_PATCH = "tenant-lifecycle"
 """Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""
 
 
+def preflight_failed(errors: list[Finding]) -> ApplicationError:
+    """The failure of a run whose preflight found ``errors``: each with its fix, nothing written."""
+    return ApplicationError(
+        "preflight failed, nothing was written: "
+        + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in errors),
+        [f.model_dump(mode="json") for f in errors],
+        type="PreflightFailed",
+        non_retryable=True,
+    )
+
+
+def validation_failed(failed: list[Finding]) -> ApplicationError:
+    """The failure of a run whose smoke tests or validation found ``failed``."""
+    return ApplicationError(
+        "validation failed: "
+        + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
+        type="ValidationFailed",
+        non_retryable=True,
+    )
+
+
 @workflow.defn(name="TenantOnboarding")
 class TenantOnboarding(SagaRun):
     WORKFLOW = "TenantOnboarding"
@@ -98,49 +121,16 @@ class TenantOnboarding(SagaRun):
     async def run(self, params: OnboardingInput) -> OnboardingResult:
         contract = params.contract
         self._target = self._steps.target = contract.slug
-        workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
+        self._gates.label(TENANT_SLUG, contract.slug)
 
         self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
         facts = self._facts = await self._preflight(StepInput(contract=contract, run_id=workflow.info().workflow_id))
-        if self._errors():
-            self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
-            raise ApplicationError(
-                "preflight failed, nothing was written: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in self._errors()),
-                [f.model_dump(mode="json") for f in self._errors()],
-                type="PreflightFailed",
-                non_retryable=True,
-            )
-
+        self._stop_on_preflight_errors()
         step_input = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
-        escalate = timedelta(seconds=params.approval_escalate_after_s)
-        expire = timedelta(seconds=params.approval_expire_after_s)
-        plan = await self._build_plan(step_input)
-        approved = await self._wait_plan_approval(plan, escalate, expire)
-        if approved:
-            approved, plan = await self._reapprove_if_changed(
-                plan, lambda: self._build_plan(step_input), escalate, expire
-            )
-        if not approved:
-            self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
-            reason = self._rejected.reason if self._rejected else ""
-            return OnboardingResult(
-                slug=contract.slug,
-                status="rejected",
-                plan_hash=plan.plan_hash,
-                plan=plan,
-                message=f"plan rejected: {reason}",
-            )
-
-        applied: list[EnsureResult] = []
-        try:
-            facts = await self._apply(step_input, applied)
-            handover = await self._finish(StepInput(contract=contract, facts=facts, run_id=step_input.run_id))
-        except (ActivityError, ApplicationError, asyncio.CancelledError) as err:
-            self._gates.set_stage("rolling-back", f"Rolling back after: {err}")
-            await self._roll_back(self._saga, contract, self._facts, escalate, expire)
-            self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
-            raise
+        outcome = await self._gated_writes(step_input, params, self._build_plan, self._apply_and_finish)
+        if isinstance(outcome, OnboardingResult):
+            return outcome
+        plan, applied, handover = outcome
         if workflow.patched(TENANT_RECORD_PATCH):
             record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
             await store_record(self, RECORD_TENANT, record)
@@ -148,9 +138,12 @@ class TenantOnboarding(SagaRun):
             self._gates.set_stage("term", "Starting the tenant's lifecycle: the contract's term as a timer")
             said = await start_lifecycle(contract)
             self._findings.append(Finding(check="term", ok=True, severity=Severity.info, message=said))
-        self._gates.set_stage("completed", f"Tenant {contract.slug} onboarded; handover sheet in the result")
+        return self._completed(f"Tenant {contract.slug} onboarded", plan, applied, handover)
+
+    def _completed(self, said: str, plan: Plan, applied: list[EnsureResult], handover: Handover) -> OnboardingResult:
+        self._gates.set_stage("completed", f"{said}; handover sheet in the result")
         return OnboardingResult(
-            slug=contract.slug,
+            slug=self._target,
             status="completed",
             plan_hash=plan.plan_hash,
             plan=plan,
@@ -158,6 +151,50 @@ class TenantOnboarding(SagaRun):
             findings=self._findings,
             handover=handover,
         )
+
+    def _stop_on_preflight_errors(self) -> None:
+        if self._errors():
+            self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
+            raise preflight_failed(self._errors())
+
+    async def _gated_writes(
+        self,
+        step_input: StepInput,
+        params: OnboardingInput | ChangeInput,
+        build: Callable[[StepInput], Awaitable[Plan]],
+        write: Callable[[StepInput, list[EnsureResult]], Awaitable[Handover]],
+    ) -> tuple[Plan, list[EnsureResult], Handover] | OnboardingResult:
+        """Build the plan, wait for its approval (re-planned before the first write), then ``write``; a failure or
+        cancel unwinds the saga and re-raises. (plan, applied, handover), or the result of a rejected plan."""
+        escalate = timedelta(seconds=params.approval_escalate_after_s)
+        expire = timedelta(seconds=params.approval_expire_after_s)
+        plan = await build(step_input)
+        approved = await self._wait_plan_approval(plan, escalate, expire)
+        if approved:
+            approved, plan = await self._reapprove_if_changed(plan, lambda: build(step_input), escalate, expire)
+        if not approved:
+            self._gates.set_stage("rejected", "The plan was rejected; nothing was written")
+            reason = self._rejected.reason if self._rejected else ""
+            return OnboardingResult(
+                slug=step_input.contract.slug,
+                status="rejected",
+                plan_hash=plan.plan_hash,
+                plan=plan,
+                message=f"plan rejected: {reason}",
+            )
+        applied: list[EnsureResult] = []
+        try:
+            handover = await write(step_input, applied)
+        except (ActivityError, ApplicationError, asyncio.CancelledError) as err:
+            self._gates.set_stage("rolling-back", f"Rolling back after: {err}")
+            await self._roll_back(self._saga, step_input.contract, self._facts, escalate, expire)
+            self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
+            raise
+        return plan, applied, handover
+
+    async def _apply_and_finish(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:
+        facts = await self._apply(step_input, applied)
+        return await self._finish(step_input.model_copy(update={"facts": facts}))
 
     async def _preflight(self, step_input: StepInput) -> Facts:
         facts = step_input.facts
@@ -233,12 +270,7 @@ class TenantOnboarding(SagaRun):
                 f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
             ] + failed
         if failed:
-            raise ApplicationError(
-                "validation failed: "
-                + "; ".join(f"{f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in failed),
-                type="ValidationFailed",
-                non_retryable=True,
-            )
+            raise validation_failed(failed)
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final)
 

@@ -1,6 +1,6 @@
 """The compensation stack of a run: each applied step records how to undo it.
 
-Unwinding follows the runbook's rollback order (``runbook.ROLLBACK``), not plain
+Unwinding follows the runbook's rollback order (``runbook.UNDO_ORDER``), not plain
 reverse order: Slurm first (cheap), then Kubernetes, the Reservation, Weka, and
 Authentik last (most disruptive). Inside one layer, later steps are undone first.
 
@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import PlanStep
     from tenantflow.models.results import EnsureResult, Outcome
     from tenantflow.models.rollback import Leftover
-    from tenantflow.models.runbook import ROLLBACK, Step
+    from tenantflow.models.runbook import UNDO_ORDER, Step
     from tenantflow.models.tenant import TenantContract
 
 from tenantflow.workflows.steps import execute
@@ -82,7 +82,7 @@ class Saga:
 
     def ordered(self) -> list[tuple[ApplyStep, list[EnsureResult]]]:
         indexed = list(enumerate(self._done))
-        indexed.sort(key=lambda item: (ROLLBACK.index(undo_of(item[1][0])), -item[0]))
+        indexed.sort(key=lambda item: (UNDO_ORDER.index(undo_of(item[1][0])), -item[0]))
         return [entry for _, entry in indexed]
 
     async def _undo_each(

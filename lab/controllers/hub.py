@@ -1,13 +1,14 @@
 """The lab's Konduktor Hub: one-shot redemption, WorkerCluster conditions, cordon and MultiKueue-style dispatch.
 
-* :func:`redeem` checks a blob's Ed25519 signature against the BootstrapEnrollment's
-  ``spec.publicKey``, refuses a blob already used (``status.usedAt`` set), sets
+* :func:`redeem` checks a redemption token's Ed25519 signature (:mod:`lab.konduktor.blob`) against the
+  BootstrapEnrollment's ``spec.publicKey``, refuses one already used (``status.usedAt`` set), sets
   ``usedAt`` and creates the WorkerCluster (uncordoned, like the real Hub).
 * The reconciler computes the four Kueue-style conditions of every WorkerCluster
   from what the worker agent reports over the "tunnel" (annotations
   :data:`HEARTBEAT` and :data:`CONFIG_REPORT`): ``Registered`` (enrollment
   redeemed), ``Connected`` (heartbeat seen), ``WorkerConfigured`` (the agent applied
-  the current generation), ``DispatchReady`` (connected, configured, not cordoned).
+  the current generation), ``DispatchReady`` (connected, configured, not cordoned), plus
+  ``ObservabilityIngestHealthy=Unknown`` (``NoTrafficYet``: the lab never ships telemetry).
 * JobSets created on the Hub with a ``kueue.x-k8s.io/queue-name`` label are
   dispatched to a DispatchReady worker of their namespace (copied there with
   ``kueue.x-k8s.io/multikueue-origin=hub``) and their status is synced back.
@@ -16,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import copy
 import json
@@ -24,13 +24,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from tenantflow.lab.context import LabContext
+from tenantflow.lab.konduktor import blob
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value, signed_claims
+from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value
 
 HUB_CONTEXT = "hub"
 TRAINY = "trainy.ai"
@@ -43,41 +41,43 @@ log = logging.getLogger(__name__)
 
 
 class RedeemRefused(Exception):
-    """The Hub refused a blob (bad signature, unknown enrollment, already redeemed)."""
+    """The Hub refused a redemption token (bad signature, unknown enrollment, already redeemed)."""
 
 
-def decode_blob(blob: str) -> dict[str, str]:
+def _organization(store: Store, namespace: str) -> Obj:
+    """The Organization whose namespaces include ``namespace`` (empty when none does)."""
+    for org in store.list(TRAINY, "organizations"):
+        if namespace in ((org.get("spec") or {}).get("namespaces") or []):
+            return org
+    return {}
+
+
+def redeem(store: Store, token: str) -> Obj:
+    """Redeem a bootstrap's redemption token once; return the new WorkerCluster or raise :class:`RedeemRefused`.
+
+    The WorkerCluster takes its workload namespaces and scheduling preset from the tenant's Organization.
+    """
     try:
-        data = json.loads(base64.b64decode(blob, validate=True))
-    except ValueError as exc:
-        raise RedeemRefused(f"malformed enrollment blob: {exc}") from None
-    if not isinstance(data, dict):
-        raise RedeemRefused("malformed enrollment blob")
-    return {str(k): str(v) for k, v in data.items()}
-
-
-def redeem(store: Store, blob: str) -> Obj:
-    """Redeem ``blob`` once; return the new WorkerCluster or raise :class:`RedeemRefused`."""
-    data = decode_blob(blob)
-    signature = data.pop("signature", "")
-    ns, worker = data.get("namespace", ""), data.get("worker", "")
+        claims = json.loads(token)
+        ns, worker = str(claims["namespace"]), str(claims["worker"])
+    except (ValueError, KeyError, TypeError):
+        raise RedeemRefused("malformed redemption token") from None
     try:
         enrollment = store.get(TRAINY, "bootstrapenrollments", worker, ns)
     except ApiError:
         raise RedeemRefused(f"no BootstrapEnrollment {ns}/{worker} on the Hub") from None
     try:
-        key = Ed25519PublicKey.from_public_bytes(base64.b64decode(enrollment["spec"]["publicKey"]))
-        key.verify(base64.b64decode(signature), signed_claims(data))
-    except (InvalidSignature, ValueError):
-        raise RedeemRefused(f"signature of the blob for {ns}/{worker} does not verify") from None
-    if data.get("enrollmentId") != enrollment["spec"].get("enrollmentId"):
-        raise RedeemRefused("the blob belongs to another enrollment")
+        claims = blob.verify(token, enrollment["spec"]["publicKey"])
+    except blob.BlobError as exc:
+        raise RedeemRefused(f"{exc} for {ns}/{worker}") from None
+    if claims["enrollmentId"] != enrollment["spec"].get("enrollmentId"):
+        raise RedeemRefused("the token belongs to an earlier key of this enrollment; run cluster enroll again")
     used = (enrollment.get("status") or {}).get("usedAt")
     if used:
         raise RedeemRefused(f"enrollment {ns}/{worker} was already redeemed at {used}; create a new one")
     enrollment["status"] = {**(enrollment.get("status") or {}), "usedAt": now(), "workerCluster": worker}
     store.update_status(enrollment)
-    spec = enrollment["spec"]
+    org = _organization(store, ns).get("spec") or {}
     return store.create(
         {
             "apiVersion": "trainy.ai/v1alpha1",
@@ -90,8 +90,8 @@ def redeem(store: Store, blob: str) -> Obj:
             "spec": {
                 "cordoned": False,
                 "enrollment": worker,
-                "workloadNamespaces": spec.get("workloadNamespaces", []),
-                "scheduling": {"preset": spec.get("schedulingPreset", "gke-dws")},
+                "workloadNamespaces": org.get("namespaces", [ns]),
+                "scheduling": {"preset": org.get("schedulingPreset", "gke-dws")},
             },
         }
     )
@@ -172,7 +172,14 @@ class HubController:
             else f"no new dispatch: {why}",
             gen,
         )
-        wanted = [registered, connected, configured, dispatch]
+        traffic = {
+            "type": "ObservabilityIngestHealthy",
+            "status": "Unknown",
+            "reason": "NoTrafficYet",
+            "message": "no log or metric traffic through the tunnel yet",
+            "observedGeneration": gen,
+        }
+        wanted = [registered, connected, configured, dispatch, traffic]
         old = {c["type"]: c for c in (wc.get("status") or {}).get("conditions") or []}
         stamped = [
             {

@@ -59,9 +59,10 @@ class KueueStandIn:
             cq = self._queue_open(meta["namespace"], meta["labels"][QUEUE_LABEL])
             if cq is None:
                 continue
+            served = self.store.registry.get(KUEUE, "workloads")
             workload = self.store.create(
                 {
-                    "apiVersion": f"{KUEUE}/v1beta2",
+                    "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}",
                     "kind": "Workload",
                     "metadata": {
                         "name": f"jobset-{meta['name']}",

@@ -1,15 +1,18 @@
-"""The lab's Trainy worker agent: redeems the bootstrap blob, heartbeats, upgrades Kueue/JobSet, applies the preset.
+"""The lab's Trainy worker agent: redeems the enrollment, installs its components, heartbeats, upgrades Kueue/JobSet,
+applies the preset.
 
 It acts on every non-Hub store whose ``trainy-system/trainy-worker-agent``
-Deployment exists (so it stops when reset removes it):
+Deployment exists (``konduktor worker bootstrap`` creates it; reset removes it):
 
-1. the ``trainy-bootstrap`` Secret's blob is redeemed on the Hub once; the
-   outcome is written on the Secret (``trainy.ai/redeemed`` or
-   ``trainy.ai/redeem-refused``);
-2. it reports a heartbeat and its lab context on the WorkerCluster (the tunnel);
-3. it upgrades the Kueue and JobSet Deployments in place to the organization's
+1. the redemption token ``konduktor worker bootstrap`` left in the ``trainy-bootstrap``
+   Secret is presented to the Hub once; the Secret is emptied and keeps only the
+   outcome (``trainy.ai/redeemed`` or ``trainy.ai/redeem-refused``);
+2. it installs the tunnel credentials, the log collector and the metrics agent
+   (labelled ``trainy.ai/installed-by=konduktor``);
+3. it reports a heartbeat and its lab context on the WorkerCluster (the tunnel);
+4. it upgrades the Kueue and JobSet Deployments in place to the organization's
    images (creating them on a greenfield worker); running work is never touched;
-4. it applies the WorkerCluster's scheduling preset: absent objects are created
+5. it applies the WorkerCluster's scheduling preset: absent objects are created
    with the ownership labels, objects carrying this WorkerCluster's labels are
    updated in place, any other object is refused
    (:data:`models.enrollment_workflows.ADOPTION_REFUSAL`), and reports the outcome
@@ -21,6 +24,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import secrets
 from typing import Any
 
 from tenantflow.lab.context import LabContext
@@ -34,6 +38,7 @@ from tenantflow.lab.controllers.hub import (
     redeem,
 )
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.objects import custom_defaults
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.workloads import deployment
 from tenantflow.models.enrollment_workflows import (
@@ -41,9 +46,15 @@ from tenantflow.models.enrollment_workflows import (
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
+    BYOC_NAMESPACE,
     DEPENDENCIES,
+    INSTALLED_BY,
+    INSTALLER,
+    LOG_COLLECTOR,
     MANAGED_BY,
+    METRICS_AGENT,
     SCHEDULING_MANAGER,
+    TUNNEL_SECRET,
     WORKER_LABEL,
     label_value,
     preset_objects,
@@ -82,6 +93,7 @@ class WorkerAgent:
         if REDEEMED not in annotations:
             self._redeem(secret)
             return
+        self._install_components()
         ns, name = annotations[REDEEMED].split("/", 1)
         wc = _get(self.hub, "trainy.ai", "workerclusters", name, ns)
         if wc is None:
@@ -91,13 +103,43 @@ class WorkerAgent:
             self._apply_preset(wc)
 
     def _redeem(self, secret: Obj) -> None:
-        blob = base64.b64decode((secret.get("data") or {}).get("blob", "")).decode()
+        """Present the redemption token once; the Secret keeps only the outcome, not the token."""
+        token = base64.b64decode((secret.get("data") or {}).get("token", "")).decode()
         try:
-            wc = redeem(self.hub, blob)
+            wc = redeem(self.hub, token)
             mark = {REDEEMED: f"{wc['metadata']['namespace']}/{wc['metadata']['name']}"}
         except RedeemRefused as exc:
             mark = {REFUSED: str(exc)}
-        self.worker.patch("", "secrets", BOOTSTRAP_SECRET, {"metadata": {"annotations": mark}}, MERGE, AGENT_NAMESPACE)
+        emptied = copy.deepcopy(secret)
+        emptied["metadata"]["annotations"] = {**(secret["metadata"].get("annotations") or {}), **mark}
+        emptied["data"] = {}
+        self.worker.replace("", "secrets", BOOTSTRAP_SECRET, emptied, AGENT_NAMESPACE)
+
+    def _install_components(self) -> None:
+        """The tunnel credentials, log collector and metrics agent (what the real agent's Helm release adds)."""
+        labels = {INSTALLED_BY: INSTALLER}
+        if _get(self.worker, "", "secrets", TUNNEL_SECRET, AGENT_NAMESPACE) is None:
+            self.worker.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "Opaque",
+                    "metadata": {
+                        "name": TUNNEL_SECRET,
+                        "namespace": AGENT_NAMESPACE,
+                        "labels": {**labels, "trainy.ai/component": "tunnel"},
+                    },
+                    "data": {"token": base64.b64encode(secrets.token_bytes(32)).decode()},
+                }
+            )
+        for name, image, component in (
+            (LOG_COLLECTOR, "ghcr.io/trainy-ai/log-collector:v1", "log-collector"),
+            (METRICS_AGENT, "ghcr.io/trainy-ai/vmagent:v1", "metrics-agent"),
+        ):
+            if _get(self.worker, "apps", "deployments", name, BYOC_NAMESPACE) is None:
+                self.worker.create(
+                    deployment(BYOC_NAMESPACE, name, image, {**labels, "trainy.ai/component": component})
+                )
 
     def _heartbeat(self, wc: Obj) -> None:
         annotations = wc["metadata"].get("annotations") or {}
@@ -131,9 +173,13 @@ class WorkerAgent:
     def _apply_preset(self, wc: Obj) -> None:
         meta, spec = wc["metadata"], wc.get("spec") or {}
         identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
-        objs = preset_objects(
-            (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or []
-        )
+        served = self._served_kueue()
+        objs = [
+            {**obj, "apiVersion": served}
+            for obj in preset_objects(
+                (spec.get("scheduling") or {}).get("preset", "gke-dws"), spec.get("workloadNamespaces") or []
+            )
+        ]
         refused = [self._check_owner(obj, identity) for obj in objs]
         problems = [p for p in refused if p]
         if problems:
@@ -154,6 +200,11 @@ class WorkerAgent:
                 meta["namespace"],
             )
 
+    def _served_kueue(self) -> str:
+        """The Kueue API version the agent writes: the worker's storage version."""
+        rt = self.worker.registry.get("kueue.x-k8s.io", "clusterqueues")
+        return f"kueue.x-k8s.io/{rt.storage_version if rt else 'v1beta2'}"
+
     def _check_owner(self, obj: Obj, identity: str) -> str:
         rt = self.worker.registry.for_object(obj)
         meta = obj["metadata"]
@@ -170,13 +221,17 @@ class WorkerAgent:
         return f"{ADOPTION_REFUSAL}: {where}"
 
     def _ensure(self, obj: Obj, identity: str) -> None:
+        """Create the preset object, or update it in place when its spec differs once the server defaulted it."""
         rt = self.worker.registry.for_object(obj)
         meta = obj["metadata"]
         labels = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
         current = _get(self.worker, rt.group, rt.plural, meta["name"], meta.get("namespace"))
         if current is None:
             self.worker.create({**obj, "metadata": {**meta, "labels": labels}})
-        elif current.get("spec") != obj["spec"]:
+            return
+        want = copy.deepcopy(obj)
+        custom_defaults(rt, want)
+        if current.get("spec") != want["spec"]:
             self.worker.replace(
                 rt.group, rt.plural, meta["name"], {**current, "spec": obj["spec"]}, meta.get("namespace")
             )

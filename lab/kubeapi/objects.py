@@ -3,7 +3,8 @@
 Objects are dicts keyed by :class:`ObjectKey` ``(group, resource, namespace, name)`` where ``resource``
 is the version-independent plural (``pods``, ``reservations``) and ``namespace`` is ``""`` for
 cluster-scoped objects. :func:`apply_defaults` fills what kube-apiserver fills on create (namespace
-labels and finalizer, pod phase, Secret type, a CRD's accepted names and conditions).
+labels and finalizer, pod phase, Secret type, a CRD's accepted names and conditions, a custom resource's schema
+defaults); :func:`custom_defaults` is also applied on update.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple
 
+from tenantflow.lab.kubeapi.defaulting import normalize_quantities, schema_defaults
 from tenantflow.lab.kubeapi.registry import ResourceType
 
 Obj = dict[str, Any]
@@ -35,8 +37,20 @@ def content(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
+def custom_defaults(rt: ResourceType, obj: Obj) -> None:
+    """A custom resource's schema defaults (create and update); Kueue objects also get canonical quantities."""
+    version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+    schema = rt.schemas.get(version) or rt.schemas.get(rt.storage_version) or {}
+    if not rt.custom or not schema:
+        return
+    schema_defaults(schema, obj)
+    if rt.group == "kueue.x-k8s.io" and "spec" in obj:
+        obj["spec"] = normalize_quantities((schema.get("properties") or {}).get("spec") or {}, obj["spec"])
+
+
 def apply_defaults(rt: ResourceType, obj: Obj) -> None:
     """Fill the fields kube-apiserver defaults on create."""
+    custom_defaults(rt, obj)
     if rt.key == NAMESPACE_KEY:
         obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])

@@ -5,7 +5,8 @@ resourceVersion from one global counter bumped on every write, generation bumped
 metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
 stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
 semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
-namespace deletion (contents go too) and CRD registration (creating a CRD serves its kind at once).
+namespace deletion (contents go too; in :mod:`lab.kubeapi.deletion`) and CRD registration (creating a CRD
+serves its kind at once).
 It is **thread-safe** (one re-entrant lock): the HTTP server calls it from its event loop, controllers from any.
 
 Reading and writing (``subresource``: ``None`` or ``"status"``; every write takes ``dry_run``, ``field_validation``
@@ -40,7 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tenantflow.lab.kubeapi import applying, errors
-from tenantflow.lab.kubeapi.clusterstate import ClusterState
+from tenantflow.lab.kubeapi.deletion import Deletion
 from tenantflow.lab.kubeapi.events import EventCallback
 from tenantflow.lab.kubeapi.managedfields import LAB_MANAGER, Record, Writer, updates
 from tenantflow.lab.kubeapi.objects import (
@@ -51,6 +52,7 @@ from tenantflow.lab.kubeapi.objects import (
     ObjectKey,
     apply_defaults,
     content,
+    custom_defaults,
     now,
 )
 from tenantflow.lab.kubeapi.patching import apply_patch
@@ -60,7 +62,7 @@ from tenantflow.lab.kubeapi.validation import enforce
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
 
 
-class Store(ClusterState):
+class Store(Deletion):
     """All objects of one cluster. See the module docstring for the contract."""
 
     def seed(self, objs: Iterable[Obj]) -> None:
@@ -300,6 +302,7 @@ class Store(ClusterState):
         meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
+        custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
         record(current, new)
         if rt.key == CRD_KEY:
@@ -342,59 +345,3 @@ class Store(ClusterState):
             result = self._delete(key, current)
         self._events.drain()
         return result
-
-    def _delete(self, key: ObjectKey, current: Obj) -> Obj:
-        meta = current["metadata"]
-        if key[:2] == NAMESPACE_KEY:
-            return self._delete_namespace(key, current)
-        if meta.get("finalizers"):
-            if not meta.get("deletionTimestamp"):
-                marked = copy.deepcopy(current)
-                marked["metadata"].update(
-                    deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-                )
-                self._objects[key] = marked
-                self._events.emit("MODIFIED", key, marked, self._rv)
-                return copy.deepcopy(marked)
-            return copy.deepcopy(current)
-        self._remove(key, current)
-        return copy.deepcopy(current)
-
-    def _remove(self, key: ObjectKey, last: Obj) -> None:
-        gone = copy.deepcopy(last)
-        gone["metadata"]["resourceVersion"] = self._bump()
-        del self._objects[key]
-        self._events.emit("DELETED", key, gone, self._rv)
-        if key[:2] == CRD_KEY:
-            rt = resource_type_from_crd(last)
-            for child in [k for k in self._objects if k[:2] == rt.key]:
-                self._remove(child, self._objects[child])
-            self.registry.remove(rt.key)
-        if key.namespace:
-            ns_key = ObjectKey("", "namespaces", "", key.namespace)
-            ns = self._objects.get(ns_key)
-            if ns is not None and ns["metadata"].get("deletionTimestamp"):
-                self._finish_namespace(ns_key, ns)
-
-    def _delete_namespace(self, key: ObjectKey, current: Obj) -> Obj:
-        if not current["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(current)
-            marked["metadata"].update(
-                deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
-            )
-            marked.setdefault("status", {})["phase"] = "Terminating"
-            self._objects[key] = marked
-            self._events.emit("MODIFIED", key, marked, self._rv)
-            for child in [k for k in self._objects if k.namespace == key.name]:
-                if child in self._objects:
-                    self._delete(child, self._objects[child])
-            current = marked
-        self._finish_namespace(key, current)
-        return copy.deepcopy(current)
-
-    def _finish_namespace(self, key: ObjectKey, ns: Obj) -> None:
-        if key not in self._objects:
-            return
-        if any(k.namespace == key.name for k in self._objects) or ns["metadata"].get("finalizers"):
-            return
-        self._remove(key, ns)

@@ -25,6 +25,7 @@ from tenantflow.starter.output import (
     KubeconfigOpt,
     OutputOpt,
     Refused,
+    WaitOpt,
     WideOpt,
     console,
     emit,
@@ -38,7 +39,7 @@ from tenantflow.starter.records import ContextOpt, onboarded_contract, records_t
 def onboard(
     file: Path,
     kubeconfig: KubeconfigOpt = None,
-    wait: Annotated[bool, typer.Option(help="wait for the plan and print it")] = True,
+    wait: WaitOpt = True,
     output: OutputOpt = "text",
     wide: WideOpt = False,
 ) -> None:

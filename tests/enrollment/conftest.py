@@ -3,6 +3,8 @@
 Besides the org-admin (``hub``) and cluster-admin (``worker``) contexts the kubeconfig
 has ``hub-viewer`` and ``worker-viewer`` (read-only tokens) for preflight refusals.
 ``start_lab(..., agent=False)`` runs no worker agent (a stopped agent);
+the ``konduktor`` stand-in is the worker's ``KONDUKTOR_BIN``;
+``kueue_versions`` picks the worker's Kueue flavour (``brownfield_v1beta1``: only v1beta1 served);
 ``pool=True`` seeds a second dispatch-ready WorkerCluster ``forecasting-eu`` with its
 own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` over HTTP.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
+import tempfile
 import threading
 import urllib.request
 import uuid
@@ -28,10 +32,20 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import records, worker_reset, workercluster
+from tenantflow.activities import konduktor, records, worker_reset, workercluster
+from tenantflow.activities.settings import settings
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
-from tenantflow.lab.enrollment_seed import ORG_ADMIN_TOKEN, hub_policies, seed_hub, seed_pool_member, seed_worker
+from tenantflow.lab.enrollment_seed import (
+    KUEUE_BOTH,
+    KUEUE_V1BETA1,
+    ORG_ADMIN_TOKEN,
+    hub_policies,
+    seed_hub,
+    seed_pool_member,
+    seed_worker,
+)
+from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
 from tenantflow.models.enrollment_contract import WorkerEnrollment
@@ -58,6 +72,13 @@ class Lab:
     urls: dict[str, str]
     ca_pem: bytes
     stores: dict[str, Store]
+    tmp: Path
+    """The worker's temporary directory (``tempfile.tempdir`` while the lab runs): where bootstrap's blob lives."""
+
+    def konduktor_calls(self) -> list[str]:
+        """``<context> <group> <command> [<flag>]`` of every konduktor call so far."""
+        log = self.tmp.parent / "konduktor-calls"
+        return [" ".join(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
 
     def contract(self, hub: str = "hub", worker: str = "worker", **overrides: object) -> WorkerEnrollment:
         return WorkerEnrollment(
@@ -82,10 +103,32 @@ class Lab:
             assert response.status == 200
 
 
-def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False) -> Iterator[Lab]:
+def use_konduktor_stand_in(tmp: Path) -> Path:
+    """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``), behind a wrapper
+    that appends ``<context> <group> <command> [<flag>]`` of every call to ``tmp/konduktor-calls`` (never the
+    blob: bootstrap's argument is not logged)."""
+    real = write_wrapper(tmp / "bin")
+    calls = tmp / "spy-bin" / "konduktor"
+    calls.parent.mkdir(exist_ok=True)
+    calls.write_text(f'''#!/bin/sh
+flag=""
+[ "$6" = reset ] && flag="$7"
+echo "$4 $5 $6 $flag" >> "{tmp / "konduktor-calls"}"
+exec "{real}" "$@"
+''')
+    calls.chmod(0o755)
+    os.environ["KONDUKTOR_BIN"] = str(calls)
+    settings.cache_clear()
+    return calls
+
+
+def start_lab(
+    tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False, kueue_versions: tuple[str, ...] = KUEUE_BOTH
+) -> Iterator[Lab]:
+    use_konduktor_stand_in(tmp)
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
-    seed_worker(stores["worker"], brownfield)
+    seed_worker(stores["worker"], brownfield, kueue_versions)
     if pool:
         stores[POOL_CONTEXT] = Store()
         seed_pool_member(stores["hub"], stores[POOL_CONTEXT], POOL_MEMBER, POOL_CONTEXT)
@@ -125,7 +168,13 @@ def start_lab(tmp: Path, brownfield: bool, agent: bool = True, pool: bool = Fals
             KubeContext("worker-viewer", urls["worker"], "worker-viewer-token", ca_pem=cert.cert_pem),
         ],
     )
-    yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores)
+    worker_tmp = tmp / "worker-tmp"
+    worker_tmp.mkdir()
+    saved_tempdir, tempfile.tempdir = tempfile.tempdir, str(worker_tmp)
+    try:
+        yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores, worker_tmp)
+    finally:
+        tempfile.tempdir = saved_tempdir
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 
@@ -138,6 +187,12 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
 @pytest.fixture
 def brownfield(tmp_path: Path) -> Iterator[Lab]:
     yield from start_lab(tmp_path, brownfield=True)
+
+
+@pytest.fixture
+def brownfield_v1beta1(tmp_path: Path) -> Iterator[Lab]:
+    """A brownfield worker whose Kueue (<= 0.14) serves only ``kueue.x-k8s.io/v1beta1``."""
+    yield from start_lab(tmp_path, brownfield=True, kueue_versions=KUEUE_V1BETA1)
 
 
 @pytest.fixture
@@ -169,6 +224,7 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
     activities: list[Any] = [
         *hub_activities.ACTIVITIES,
+        *konduktor.ACTIVITIES,
         *workercluster.ACTIVITIES,
         *worker_reset.ACTIVITIES,
         *records.ACTIVITIES,

@@ -9,7 +9,6 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.lab.controllers.hub import RedeemRefused, redeem
 from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
@@ -41,14 +40,6 @@ def uids(lab: Lab) -> dict[str, str]:
 
 async def test_brownfield_adopts_in_place(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:
     before = uids(brownfield)
-    keys: list[str] = []
-    brownfield.hub.subscribe(
-        lambda _t, key, obj: (
-            keys.extend([v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key"])
-            if key.resource == "secrets"
-            else None
-        )
-    )
     async with enrollment_worker(dev_env) as (client, queue):
         handle = await client.start_workflow(
             "WorkerEnrollment",
@@ -83,14 +74,11 @@ async def test_brownfield_adopts_in_place(dev_env: WorkflowEnvironment, brownfie
         labels = brownfield.worker.get("kueue.x-k8s.io", r, n, ns)["metadata"]["labels"]
         assert labels[WORKER_LABEL] == "11-forecasting-forecasting-us"
     assert brownfield.worker.list("jobset.x-k8s.io", "jobsets", label_selector=ORIGIN_LABEL)
-    public = brownfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")["spec"]
     text = decoded(history) + status.model_dump_json()
-    assert public["publicKey"] in text
-    assert keys and all(k not in text and base64.b64decode(k).hex() not in text for k in keys)
+    assert "konduktor.bootstrap" in text and "kdk1." not in text
     assert not brownfield.hub.list("", "secrets", "forecasting")
-    blob = base64.b64decode(brownfield.worker.get("", "secrets", "trainy-bootstrap", "trainy-system")["data"]["blob"])
-    with pytest.raises(RedeemRefused, match="already redeemed"):
-        redeem(brownfield.hub, blob.decode())
+    assert not brownfield.worker.get("", "secrets", "trainy-bootstrap", "trainy-system").get("data")
+    assert not list(brownfield.tmp.glob("konduktor-bootstrap.*")), "the blob's private directory was left"
 
 
 async def test_foreign_owner_stops_without_relabelling(dev_env: WorkflowEnvironment, brownfield: Lab) -> None:

@@ -12,7 +12,7 @@ async def test_install_failing_half_way_rolls_back_to_the_world_before(
     dev_env: WorkflowEnvironment, greenfield: Lab
 ) -> None:
     """The agent Deployment is refused (422) after namespaces, RBAC and Secrets were created: all of it goes,
-    so do the key Secret and BootstrapEnrollment, and every store equals its snapshot before the run."""
+    so does the BootstrapEnrollment, and every store equals its snapshot before the run."""
     greenfield.fault(
         "worker",
         [
@@ -28,9 +28,9 @@ async def test_install_failing_half_way_rolls_back_to_the_world_before(
     async with enrollment_worker(dev_env) as (client, queue):
         handle = await start_approved(client, queue, greenfield.contract(), condition_budget_s=5)
         kind, status = await failure(handle)
-    assert kind == "Invalid"
+    assert kind == "KonduktorFailed"
     assert status.stage == "rolled-back"
     steps = {s.name: s.state for s in status.steps}
-    assert steps["worker.install"] == "failed" and steps["worker.uninstall"] == "done"
+    assert steps["konduktor.bootstrap"] == "failed" and steps["worker.uninstall"] == "done"
     assert world(greenfield) == before
     assert not greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)

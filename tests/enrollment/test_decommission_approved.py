@@ -1,4 +1,5 @@
-"""Decommission writes nothing before its plan is approved, and reset applies exactly the approved dry run."""
+"""Decommission writes nothing before its plan is approved, and reset applies exactly the approved dry run (or
+nothing, when ``konduktor worker reset --dry-run`` no longer lists what was approved)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult
 from tenantflow.models.gates import RejectPlan
-from tests.enrollment.conftest import Lab, enrollment_worker, start_approved, wait_stage
+from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, wait_stage
 
 LATE = {
     "apiVersion": "v1",
     "kind": "ServiceAccount",
-    "metadata": {
-        "name": "late-agent",
-        "namespace": "trainy-system",
-        "labels": {"trainy.ai/installed-by": "tenantflow"},
-    },
+    "metadata": {"name": "late-agent", "namespace": "trainy-system", "labels": {"trainy.ai/installed-by": "konduktor"}},
 }
 
 
@@ -53,7 +50,7 @@ async def test_rejected_decommission_writes_nothing(dev_env: WorkflowEnvironment
     ), "the WorkerCluster was neither cordoned nor removed"
 
 
-async def test_reset_leaves_what_the_approved_dry_run_did_not_list(
+async def test_reset_refuses_when_the_dry_run_changed_since_approval(
     dev_env: WorkflowEnvironment, greenfield: Lab
 ) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
@@ -61,10 +58,9 @@ async def test_reset_leaves_what_the_approved_dry_run_did_not_list(
         status = await wait_stage(dec, "gate:approve_plan")
         greenfield.worker.create(LATE, "trainy-system")
         await dec.execute_update("approve_plan", {"plan_hash": status.plan_hash})
-        result = await dec.result()
-    assert result.status == "completed"
-    assert "late-agent" not in {r.name for r in result.removed}
+        kind, status = await failure(dec)
+    assert kind == "ResetPlanChanged"
     assert greenfield.worker.get("", "serviceaccounts", "late-agent", "trainy-system")
-    kept = [r for r in result.removed if r.kind == "Namespace" and r.name == "trainy-system"]
-    assert [r.outcome for r in kept] == ["unchanged"], "the namespace holding it is kept, not deleted"
-    assert not greenfield.worker.list("apps", "deployments", "trainy-system"), "what the plan listed is gone"
+    assert greenfield.worker.list("apps", "deployments", "trainy-system"), "nothing was reset"
+    [failed] = [s for s in status.steps if s.name == "worker.reset_approved"]
+    assert failed.state == "failed"

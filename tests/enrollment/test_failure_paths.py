@@ -104,7 +104,7 @@ async def test_rollback_goes_past_a_failing_step_lists_what_is_left_and_retries(
         greenfield.fault("worker", [])
         await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
         kind, status = await failure(handle)
-    assert kind == "Invalid", "the run ends with the failure that started the rollback"
+    assert kind == "KonduktorFailed", "the run ends with the failure that started the rollback"
     assert status.stage == "rolled-back" and not status.leftovers
     assert not greenfield.worker.list("", "namespaces", label_selector=INSTALLED_BY)
 

@@ -29,7 +29,12 @@ async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, g
         "Connected": "True",
         "WorkerConfigured": "True",
         "DispatchReady": "True",
-    }
+        "ObservabilityIngestHealthy": "Unknown",
+    }, "NoTrafficYet does not block the four conditions"
+    [traffic] = [f for f in result.findings if f.check == "condition.ObservabilityIngestHealthy"]
+    assert traffic.ok and "NoTrafficYet" in traffic.message and "canary" in traffic.fix
     enrollment = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")
     assert enrollment["status"]["usedAt"]
     assert not greenfield.hub.list("", "secrets", "forecasting")
+    assert greenfield.konduktor_calls() == ["hub cluster enroll", "worker worker bootstrap"]
+    assert not list(greenfield.tmp.glob("konduktor-bootstrap.*")), "the blob's private directory was removed"

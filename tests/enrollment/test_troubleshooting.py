@@ -32,6 +32,8 @@ async def enroll_and_fail(dev_env: WorkflowEnvironment, lab: Lab) -> dict[str, F
     assert not lab.hub.list("trainy.ai", "workerclusters", "forecasting")
     assert not lab.hub.list("", "secrets", "forecasting")
     assert not lab.worker.list("", "namespaces", label_selector=INSTALLED_BY)
+    [components] = [f for f in status.findings if f.check == "worker.components"]
+    assert "trainy-system: " in components.message and "trainy-byoc-system: " in components.message
     return failed_conditions(status.findings)
 
 
@@ -51,7 +53,7 @@ async def test_registered_false_when_no_agent_redeems(dev_env: WorkflowEnvironme
 
 
 async def test_connected_false_when_the_tunnel_never_comes_up(dev_env: WorkflowEnvironment, no_agent: Lab) -> None:
-    """The blob is redeemed (as the agent would) but no heartbeat ever arrives."""
+    """The redemption token bootstrap left is redeemed (as the agent would) but no heartbeat ever arrives."""
     before = world(no_agent)
 
     async def redeem_without_tunnel() -> None:
@@ -61,7 +63,7 @@ async def test_connected_false_when_the_tunnel_never_comes_up(dev_env: WorkflowE
             except ApiError:
                 await asyncio.sleep(0.05)
                 continue
-            redeem(no_agent.hub, base64.b64decode(secret["data"]["blob"]).decode())
+            redeem(no_agent.hub, base64.b64decode(secret["data"]["token"]).decode())
             return
 
     redeemer = asyncio.create_task(redeem_without_tunnel())

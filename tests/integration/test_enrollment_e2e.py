@@ -1,5 +1,6 @@
 """Greenfield enrollment of examples/worker-forecasting-us.yaml against the running lab (its own Hub and worker
-API servers, the Hub's org-admin RBAC, the Hub and worker-agent controllers)."""
+API servers, the Hub's org-admin RBAC, the Hub and worker-agent controllers, the ``konduktor`` stand-in the
+lab's ``lab.env`` names), then its decommission and ``worker reset``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import uuid
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import (
+    DecommissionInput,
+    DecommissionResult,
+    EnrollmentInput,
+    EnrollmentResult,
+)
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.starter.contracts import load_enrollment
 from tests.labfixture import lab_worker
@@ -51,6 +57,7 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
         "Connected": "True",
         "WorkerConfigured": "True",
         "DispatchReady": "True",
+        "ObservabilityIngestHealthy": "Unknown",
     }
     used_at = kubectl(
         lab,
@@ -77,4 +84,34 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
             "jsonpath={.metadata.name}",
         )
         == "trainy-worker-agent"
+    )
+    assert kubectl(
+        lab, "worker", "-n", "trainy-system", "get", "secret", "trainy-bootstrap", "-o", "jsonpath={.data}"
+    ) in ("", "{}"), "the worker keeps no copy of the enrollment"
+
+    async with lab_worker(dev_env.client, lab) as api:
+        dec = await dev_env.client.start_workflow(
+            "WorkerDecommission",
+            DecommissionInput(contract=contract),
+            id=f"decommission/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+            task_queue=api.task_queue,
+            result_type=DecommissionResult,
+        )
+        status = await wait_for_stage(api, dec, "gate:approve_plan")
+        await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+        done: DecommissionResult = await dec.result()
+    assert done.status == "completed"
+    assert "NotFound" in kubectl(lab, "hub", "-n", "forecasting", "get", "workercluster", "forecasting-us")
+    assert "NotFound" in kubectl(lab, "worker", "get", "namespace", "trainy-system")
+    for namespace, name in (
+        ("cert-manager", "cert-manager"),
+        ("victoria-metrics", "victoria-metrics-operator"),
+        ("kueue-system", "kueue-controller-manager"),
+    ):
+        assert kubectl(lab, "worker", "-n", namespace, "get", "deploy", name, "-o", "jsonpath={.metadata.name}") == name
+    assert (
+        kubectl(
+            lab, "worker", "get", "clusterqueues.kueue.x-k8s.io", "cluster-queue", "-o", "jsonpath={.metadata.name}"
+        )
+        == "cluster-queue"
     )

@@ -25,12 +25,12 @@ LAB_AND_DEV_ONLY = {
 PRODUCT_PACKAGES = ("models", "workflows", "activities", "worker", "starter")
 
 
-def run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(*argv: str | Path, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` without the caller's Temporal, tenantflow or pytest settings; it must succeed."""
     env = {
         key: value for key, value in os.environ.items() if not key.startswith(("TEMPORAL_", "TENANTFLOW_", "PYTEST_"))
     }
-    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env, timeout=600, cwd=cwd)
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     assert proc.returncode == 0, f"{argv}: {proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -90,6 +90,7 @@ def test_commands_of_the_lab_name_its_extra(venv: Path, command: tuple[str, ...]
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.timeout(1200)
 def test_the_unit_workflow_and_replay_tests_pass_on_3_12(wheel: Path, tmp_path: Path) -> None:
     """The suite proper runs on 3.11; on 3.12, the tests that need no lab run against the installed wheel."""
     python = interpreter("3.12")
@@ -109,5 +110,6 @@ def test_the_unit_workflow_and_replay_tests_pass_on_3_12(wheel: Path, tmp_path: 
         "tests/workflows",
         "tests/test_replay.py",
         cwd=ROOT,
+        timeout=1100,
     )  # exit 0: tests were collected and passed
     assert " passed" in proc.stdout

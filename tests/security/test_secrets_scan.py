@@ -5,8 +5,11 @@ Scanned: the full history of each run (every payload, decoded with the client's 
 history JSON), every distinct status query result seen while the runs went, the worker's log, and the CLI's
 output (``tenantflow status <id> -o json``, ``tenantflow result <id>`` as text and JSON). Secrets: the Authentik
 token, the LDAP bind password, the Weka password, the CSI user's password (read back from Secret ``weka-<slug>-creds``
-before offboarding), every bearer token of both kubeconfigs, and the bootstrap private key (captured from the
-hub's store when the worker wrote it). Each is looked for as is and base64-encoded.
+before offboarding), every bearer token of both kubeconfigs, and the one-shot bootstrap blob and its private
+key (captured by a spy ``konduktor`` wrapper that copies what ``cluster enroll`` prints to a file outside the
+worker's reach). Each is looked for as is and base64-encoded, also in every file left under the worker's
+``TMPDIR``, on the worker cluster (its ``trainy-bootstrap`` Secret keeps no data) and in every process's
+arguments (``/proc/*/cmdline``) taken as ``worker bootstrap`` starts (the blob goes as a file, never in argv).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.tenant import TenantContract
@@ -176,6 +180,43 @@ async def enroll_greenfield(
     return handle
 
 
+def spy_konduktor(tmp: Path, capture: Path, cmdlines: Path) -> Path:
+    """A ``konduktor`` wrapper that also copies the blob ``cluster enroll`` prints to ``capture`` and, when
+    ``worker bootstrap`` starts, every process's arguments (``/proc/*/cmdline``) to ``cmdlines``: the wrapper's
+    own arguments are the ones the bootstrap process then runs with, so the copy holds them."""
+    real = write_wrapper(tmp / "real-bin")
+    spy = tmp / "spy-bin" / "konduktor"
+    spy.parent.mkdir()
+    spy.write_text(f"""#!/bin/bash
+if [[ " $* " == *" cluster enroll "* ]]; then
+  "{real}" "$@" | tee -a "{capture}"; exit "${{PIPESTATUS[0]}}"
+fi
+if [[ " $* " == *" worker bootstrap "* ]]; then
+  for f in /proc/[0-9]*/cmdline; do {{ tr '\\0' ' ' < "$f"; }} 2>/dev/null; echo; done >> "{cmdlines}"
+fi
+exec "{real}" "$@"
+""")
+    spy.chmod(0o755)
+    return spy
+
+
+def blob_secrets(capture: Path) -> dict[str, str]:
+    """Each captured blob and the private key inside it."""
+    found = {}
+    for i, blob in enumerate(capture.read_text().split()):
+        body = json.loads(base64.urlsafe_b64decode(blob.removeprefix("kdk1.")))
+        found |= {
+            f"bootstrap blob {i}": blob,
+            f"bootstrap private key {i}": body["key"],
+            f"bootstrap private key {i} (hex)": base64.b64decode(body["key"]).hex(),
+        }
+    return found
+
+
+def files_text(root: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
+
+
 @pytest.fixture
 def greenfield(tmp_path: Path) -> Iterator[Lab]:
     (tmp_path / "greenfield").mkdir()
@@ -187,15 +228,16 @@ async def test_no_secret_in_history_status_logs_or_cli(
 ) -> None:
     address = dev_env.client.service_client.config.target_host
     queue = f"secrets-{uuid.uuid4().hex[:8]}"
-    private_keys: list[str] = []
-    greenfield.hub.subscribe(
-        lambda _t, key, obj: (
-            private_keys.extend(v for k, v in (obj.get("data") or {}).items() if k == "ed25519.key")
-            if key.resource == "secrets"
-            else None
-        )
+    capture, cmdlines, worker_tmp = tmp_path / "captured-blobs", tmp_path / "cmdlines", tmp_path / "worker-tmp"
+    worker_tmp.mkdir()
+    worker = WorkerProcess(
+        address,
+        queue,
+        lab,
+        tmp_path / "worker.log",
+        TMPDIR=str(worker_tmp),
+        KONDUKTOR_BIN=str(spy_konduktor(tmp_path, capture, cmdlines)),
     )
-    worker = WorkerProcess(address, queue, lab, tmp_path / "worker.log")
     api = await TenantflowClient.connect(settings(address, queue))
     recorder = StatusRecorder(api)
     contract = sec_tenant(lab)
@@ -226,21 +268,24 @@ async def test_no_secret_in_history_status_logs_or_cli(
     sources |= {f"history {h.id}": await history_text(api, h) for h in runs}
     sources["status queries"] = "\n".join(sorted(recorder.seen))
     sources["worker log"] = (tmp_path / "worker.log").read_text()
+    sources["files left in the worker's TMPDIR"] = files_text(worker_tmp)
+    sources["worker cluster"] = json.dumps(greenfield.worker.snapshot(include_volatile=True))
+    sources["hub cluster"] = json.dumps(greenfield.hub.snapshot(include_volatile=True))
+    sources["process arguments while worker bootstrap ran"] = cmdlines.read_text()
 
-    assert csi and private_keys, "the CSI password and the bootstrap key must have been seen to be looked for"
+    blobs = blob_secrets(capture)
+    assert csi and blobs, "the CSI password and the bootstrap blob must have been seen to be looked for"
     secrets = {
         "Authentik token": lab.authentik_token,
         "LDAP bind password": lab.ldap_bind_password,
         "Weka password": lab.weka_password,
         "CSI password": csi,
-        **{f"bootstrap private key {i}": key for i, key in enumerate(private_keys)},
+        **blobs,
         **{
             f"kube token {i}": token
             for i, token in enumerate(kube_tokens(lab.kubeconfig) + kube_tokens(greenfield.kubeconfig))
         },
     }
-    for i, key in enumerate(private_keys):
-        secrets[f"bootstrap private key {i} (hex)"] = base64.b64decode(key).hex()
     leaks = [
         f"{what} in {where}"
         for what, secret in secrets.items()
@@ -249,8 +294,13 @@ async def test_no_secret_in_history_status_logs_or_cli(
     ]
     assert not leaks, leaks
 
-    public = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")["spec"]
-    assert public["publicKey"] in sources[f"history {enrollment.id}"], "payloads were not decoded"
+    bootstraps = [
+        c for c in sources["process arguments while worker bootstrap ran"].splitlines() if " worker bootstrap " in c
+    ]
+    assert bootstraps and all("--blob-file" in c for c in bootstraps), "the bootstrap's own arguments were not seen"
+    assert "konduktor.bootstrap" in sources[f"history {enrollment.id}"]
+    assert '"worker_name":"forecasting-us"' in sources[f"history {enrollment.id}"], "payloads were not decoded"
+    assert not list(worker_tmp.glob("konduktor-bootstrap.*")), "bootstrap left its private directory"
     assert all('"stage": "completed"' in sources[f"cli {h.id}"] for h in runs), "the CLI printed no status"
     failed = [h.id for h in runs if sources[f"cli {h.id}"].count(" -> 0\n") != 3]
     assert not failed, [sources[f"cli {w}"] for w in failed]

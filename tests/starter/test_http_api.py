@@ -68,3 +68,12 @@ async def test_start_status_and_approve(http: httpx.AsyncClient, fake_api: Tenan
     )
     assert approved.status_code == 200, approved.text
     assert (await fake_api.result(workflow_id)).status == "completed"
+
+
+async def test_a_change_that_renames_the_tenant_is_refused_with_the_reason(http: httpx.AsyncClient) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    contract = example_tenant(unique_slug()).model_dump(mode="json")
+    renamed = await http.post("/tenants/tenant-old/change", json=contract, headers=auth)
+    assert renamed.status_code == 422 and "cannot be renamed in place" in renamed.json()["error"], renamed.text
+    bad = await http.post(f"/tenants/{contract['slug']}/change", json={**contract, "users": []}, headers=auth)
+    assert bad.status_code == 422 and "users" in bad.json()["error"], bad.text

@@ -13,10 +13,12 @@ EVERY_INPUT = {
     "TenantContract",
     "WorkerEnrollment",
     "OnboardingInput",
+    "ChangeInput",
     "OffboardingInput",
     "EnrollmentInput",
     "DecommissionInput",
     "LifecycleInput",
+    "FleetDriftInput",
 }
 
 

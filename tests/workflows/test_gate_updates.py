@@ -26,6 +26,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from tenantflow.models.change import ChangeInput
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import DecommissionInput, EnrollmentInput
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
@@ -49,6 +50,7 @@ ENROLLMENT = WorkerEnrollment(
 INPUTS: dict[str, BaseModel] = {
     "TenantOnboarding": OnboardingInput(contract=example_tenant("tenant-gates")),
     "TenantOffboarding": OffboardingInput(contract=example_tenant("tenant-gates")),
+    "TenantChange": ChangeInput(contract=example_tenant("tenant-gates"), previous=example_tenant("tenant-gates")),
     "WorkerEnrollment": EnrollmentInput(contract=ENROLLMENT),
     "WorkerDecommission": DecommissionInput(contract=ENROLLMENT),
 }

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tenantflow.activities.drift import PLANS
 from tenantflow.activities.drift_extras import leaf_differences
+from tenantflow.activities.registered import registered_name
 from tenantflow.models.runbook import PLAN
-from tenantflow.worker.registry import activity_name
 
 
 def test_the_drift_check_runs_every_plan_activity_of_the_catalogue_in_order() -> None:
-    assert [activity_name(fn) for fn in PLANS] == [step.name for step in PLAN]
+    assert [registered_name(fn) for fn in PLANS] == [step.name for step in PLAN]
 
 
 def test_leaf_differences_name_each_field_that_differs_with_both_values() -> None:

@@ -9,7 +9,18 @@ from typing import Any, get_type_hints
 import pytest
 
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.runbook import APPLY, CATALOGUE, DRIFT, ENROLLMENT, LIFECYCLE, ONBOARDING, ROLLBACK, SMOKE, Step
+from tenantflow.models.runbook import (
+    APPLY,
+    CATALOGUE,
+    CHANGE,
+    DRIFT,
+    ENROLLMENT,
+    LIFECYCLE,
+    ONBOARDING,
+    ROLLBACK,
+    SMOKE,
+    Step,
+)
 from tenantflow.worker.registry import ACTIVITIES, BY_NAME
 from tenantflow.workflows.saga import Saga
 
@@ -27,7 +38,7 @@ def signature_types(step: Step[Any, Any]) -> tuple[object, object]:
 def test_every_registered_activity_is_in_the_catalogue_once() -> None:
     assert len(BY_NAME) == len(ACTIVITIES), "two activity functions share a name"
     assert set(BY_NAME) == set(CATALOGUE)
-    assert len(CATALOGUE) == len(ONBOARDING) + len(ENROLLMENT) + len(DRIFT) + len(LIFECYCLE), (
+    assert len(CATALOGUE) == len(ONBOARDING) + len(CHANGE) + len(ENROLLMENT) + len(DRIFT) + len(LIFECYCLE), (
         "a step name appears twice in the catalogue"
     )
 

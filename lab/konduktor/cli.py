@@ -1,0 +1,82 @@
+"""Argument parsing of the stand-in: root ``--kubeconfig``/``--context`` before ``cluster``/``worker`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import stat
+import sys
+from pathlib import Path
+
+from tenantflow.lab.konduktor import hub_commands, worker_commands
+from tenantflow.lab.konduktor.blob import BlobError
+from tenantflow.lab.konduktor.rest import CommandError, Rest
+
+PROMPT = "Apply this plan? [y/N]"
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="konduktor", description="lab stand-in for the Konduktor CLI")
+    root.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    root.add_argument("--context", help="kubeconfig context (default: the current context)")
+    groups = root.add_subparsers(dest="group", required=True)
+    cluster = groups.add_parser("cluster").add_subparsers(dest="command", required=True)
+    for name in ("enroll", "status", "cordon", "decommission"):
+        sub = cluster.add_parser(name)
+        sub.add_argument("worker")
+        sub.add_argument("-n", "--ns", "--namespace", dest="namespace", required=True)
+        if name == "cordon":
+            sub.add_argument("--uncordon", action="store_true")
+        if name == "decommission":
+            sub.add_argument("--yes", action="store_true", help="required: confirm removing the Hub enrollment")
+    worker = groups.add_parser("worker").add_subparsers(dest="command", required=True)
+    given = worker.add_parser("bootstrap").add_mutually_exclusive_group(required=True)
+    given.add_argument("blob", nargs="?", help="the blob itself (the runbook's form: it shows in the process list)")
+    given.add_argument("--blob-file", type=Path, help="a file holding the blob, readable by its owner only")
+    worker.add_parser("reset").add_argument("--dry-run", action="store_true")
+    return root
+
+
+def confirm(plan: list[str]) -> bool:
+    print("\n".join(plan) + "\n\n" + PROMPT, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def read_blob(path: Path) -> str:
+    """The blob in ``path``, refused (like ssh refuses a key) unless only its owner can read it."""
+    try:
+        mode = path.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise CommandError(f"--blob-file {path}: mode {stat.S_IMODE(mode):o} lets others read it; chmod 600 it")
+        return path.read_text().strip()
+    except OSError as exc:
+        raise CommandError(f"--blob-file {path}: {exc.strerror}") from None
+
+
+def run(args: argparse.Namespace) -> list[str]:
+    if args.group == "cluster" and args.command == "decommission" and not args.yes:
+        parser().error("cluster decommission removes the Hub enrollment; pass --yes to confirm")
+    api = Rest(args.kubeconfig, args.context)
+    if args.group == "worker":
+        if args.command == "bootstrap":
+            the_blob = args.blob if args.blob_file is None else read_blob(args.blob_file)
+            return worker_commands.bootstrap(api, the_blob, confirm)
+        return worker_commands.reset(api, args.dry_run)
+    if args.command == "enroll":
+        return [hub_commands.enroll(api, args.worker, args.namespace)]
+    if args.command == "status":
+        return hub_commands.status(api, args.worker, args.namespace)
+    if args.command == "cordon":
+        return [hub_commands.cordon(api, args.worker, args.namespace, not args.uncordon)]
+    return hub_commands.decommission(api, args.worker, args.namespace)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    try:
+        lines = run(args)
+    except (CommandError, BlobError) as exc:
+        print(f"konduktor: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print("\n".join(lines), flush=True)
+    if lines and lines[-1].startswith("bootstrap aborted"):
+        raise SystemExit(1)

@@ -1,0 +1,85 @@
+"""A small Kubernetes REST client for the stand-in CLI: one kubeconfig context, JSON in and out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+Obj = dict[str, Any]
+MERGE = "application/merge-patch+json"
+
+
+class CommandError(Exception):
+    """A failure the CLI reports on stderr with exit code 1."""
+
+
+def path(api_version: str, plural: str, name: str | None = None, namespace: str | None = None) -> str:
+    """The REST path of a collection or one object."""
+    root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    where = f"{root}/namespaces/{namespace}/{plural}" if namespace else f"{root}/{plural}"
+    return f"{where}/{name}" if name else where
+
+
+class Rest:
+    def __init__(self, kubeconfig: str | None, context: str | None) -> None:
+        conf = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
+        self.server = str(conf.host)
+        self.api = client.ApiClient(configuration=conf)
+
+    def call(
+        self,
+        method: str,
+        where: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: list[tuple[str, str]] | None = None,
+    ) -> tuple[int, Obj]:
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        _, url, headers, body, _ = self.api.param_serialize(
+            method, where, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        try:
+            response = self.api.call_api(method, url, headers, body)
+            response.read()
+        except ApiException as exc:
+            return int(exc.status or 0), json.loads(exc.body or b"{}") if exc.body else {}
+        return int(response.status), dict(json.loads(response.data or b"{}"))
+
+    def _ok(self, method: str, where: str, status: int, answer: Obj) -> Obj:
+        if status >= 400:
+            raise CommandError(f"{method} {where}: {status} {answer.get('message', '')}".rstrip())
+        return answer
+
+    def get(self, where: str) -> Obj | None:
+        status, answer = self.call("GET", where)
+        return None if status == 404 else self._ok("GET", where, status, answer)
+
+    def list(self, where: str, selector: str = "") -> list[Obj]:
+        status, answer = self.call("GET", where, query=[("labelSelector", selector)] if selector else None)
+        if status == 404:
+            return []
+        return list(self._ok("GET", where, status, answer).get("items") or [])
+
+    def create(self, where: str, obj: Obj) -> Obj:
+        status, answer = self.call("POST", where, obj)
+        return self._ok("POST", where, status, answer)
+
+    def merge(self, where: str, patch: Obj) -> Obj:
+        status, answer = self.call("PATCH", where, patch, MERGE)
+        return self._ok("PATCH", where, status, answer)
+
+    def delete(self, where: str) -> bool:
+        status, answer = self.call("DELETE", where)
+        if status == 404:
+            return False
+        self._ok("DELETE", where, status, answer)
+        return True
+
+    def preferred_version(self, group: str) -> str | None:
+        """The group's preferred served version from API discovery, or None when the group is not served."""
+        found = self.get(f"/apis/{group}")
+        return None if found is None else str(found["preferredVersion"]["version"])

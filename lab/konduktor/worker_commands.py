@@ -1,0 +1,196 @@
+"""The stand-in's worker commands: ``worker bootstrap BLOB`` (plan, prompt, install) and ``worker reset``.
+
+Bootstrap installs the agent's namespaces, RBAC, ServiceAccount and Deployment and a ``trainy-bootstrap``
+Secret with the redemption token; the lab's worker agent (:mod:`lab.controllers.worker_agent`) redeems it and
+installs the rest of :data:`BOOTSTRAP_COMPONENTS`. Reset deletes what carries
+``trainy.ai/installed-by=konduktor`` and releases the preset objects Konduktor manages; Kueue and JobSet
+objects, customer workloads, cert-manager and a shared VictoriaMetrics operator stay.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from tenantflow.lab.konduktor import blob
+from tenantflow.lab.konduktor.rest import Rest, path
+from tenantflow.lab.workloads import deployment
+from tenantflow.models.enrollment_workflows import (
+    AGENT,
+    AGENT_NAMESPACE,
+    BOOTSTRAP_COMPONENTS,
+    BOOTSTRAP_SECRET,
+    BYOC_NAMESPACE,
+    INSTALLED_BY,
+    INSTALLER,
+    MANAGED_BY,
+    SCHEDULING_MANAGER,
+    VM_OPERATOR_LABEL,
+    WORKER_LABEL,
+)
+
+Obj = dict[str, Any]
+KINDS = {
+    "Namespace": ("v1", "namespaces"),
+    "ServiceAccount": ("v1", "serviceaccounts"),
+    "Secret": ("v1", "secrets"),
+    "Deployment": ("apps/v1", "deployments"),
+    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+}
+PRESET_KINDS = (
+    ("resourceflavors", "ResourceFlavor", False),
+    ("clusterqueues", "ClusterQueue", False),
+    ("admissionchecks", "AdmissionCheck", False),
+    ("provisioningrequestconfigs", "ProvisioningRequestConfig", False),
+    ("localqueues", "LocalQueue", True),
+)
+AGENT_RULES = [
+    {"apiGroups": ["kueue.x-k8s.io", "jobset.x-k8s.io"], "resources": ["*"], "verbs": ["*"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch"],
+    },
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "create"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "update", "patch"]},
+]
+
+
+def ref(kind: str, namespace: str | None, name: str) -> str:
+    return f"{kind} {namespace + '/' if namespace else ''}{name}"
+
+
+def object_path(kind: str, namespace: str | None, name: str | None = None) -> str:
+    api_version, plural = KINDS[kind]
+    return path(api_version, plural, name, namespace)
+
+
+def _labels(component: str) -> dict[str, str]:
+    return {INSTALLED_BY: INSTALLER, "trainy.ai/component": component}
+
+
+def _cli_objects(token: str) -> list[Obj]:
+    """What the CLI itself creates (the agent installs the rest)."""
+
+    def meta(name: str, component: str, namespace: str | None = None) -> Obj:
+        return {"name": name, **({"namespace": namespace} if namespace else {}), "labels": _labels(component)}
+
+    rbac = "rbac.authorization.k8s.io/v1"
+    agent = deployment(AGENT_NAMESPACE, AGENT, "ghcr.io/trainy-ai/worker-agent:v1", _labels("agent"))
+    agent["spec"]["template"]["spec"]["serviceAccountName"] = AGENT
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(AGENT_NAMESPACE, "agent")},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(BYOC_NAMESPACE, "observability")},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(AGENT, "agent", AGENT_NAMESPACE)},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta(AGENT, "rbac"), "rules": AGENT_RULES},
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": meta(AGENT, "rbac"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT},
+            "subjects": [{"kind": "ServiceAccount", "name": AGENT, "namespace": AGENT_NAMESPACE}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": meta(BOOTSTRAP_SECRET, "bootstrap", AGENT_NAMESPACE),
+            "data": {"token": base64.b64encode(token.encode()).decode()},
+        },
+        agent,
+    ]
+
+
+def _shared_operators(worker: Rest) -> list[str]:
+    return [
+        f"leave {ref('Deployment', d['metadata']['namespace'], d['metadata']['name'])} "
+        "# shared VictoriaMetrics operator is preserved"
+        for d in worker.list("/apis/apps/v1/deployments", VM_OPERATOR_LABEL)
+    ]
+
+
+def bootstrap_plan(worker: Rest) -> list[str]:
+    lines = [
+        f"{'exists' if worker.get(object_path(k, ns, n)) is not None else 'create'} {ref(k, ns, n)}"
+        for k, ns, n in BOOTSTRAP_COMPONENTS
+    ]
+    return lines + _shared_operators(worker)
+
+
+def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool]) -> list[str]:
+    """Show the plan, ask ``confirm``, then install; the private key never leaves this process."""
+    token = blob.redemption_token(the_blob)
+    plan = bootstrap_plan(worker)
+    if not confirm(plan):
+        return ["bootstrap aborted: nothing was changed"]
+    done = []
+    for obj in _cli_objects(token):
+        meta = obj["metadata"]
+        where = object_path(obj["kind"], meta.get("namespace"), meta["name"])
+        if worker.get(where) is None:
+            worker.create(object_path(obj["kind"], meta.get("namespace")), obj)
+            done.append(f"created {ref(obj['kind'], meta.get('namespace'), meta['name'])}")
+    return [
+        *done,
+        "bootstrap applied: the worker agent redeems the enrollment and installs the tunnel "
+        "credentials, log collector and metrics agent",
+    ]
+
+
+def _installed(worker: Rest) -> list[tuple[str, str | None, str]]:
+    selector = f"{INSTALLED_BY}={INSTALLER}"
+    found: list[tuple[str, str | None, str]] = []
+    for namespace in (AGENT_NAMESPACE, BYOC_NAMESPACE):
+        for kind in ("Deployment", "Secret", "ServiceAccount"):
+            found += [
+                (kind, namespace, o["metadata"]["name"]) for o in worker.list(object_path(kind, namespace), selector)
+            ]
+    for kind in ("ClusterRoleBinding", "ClusterRole", "Namespace"):
+        found += [(kind, None, o["metadata"]["name"]) for o in worker.list(object_path(kind, None), selector)]
+    return found
+
+
+def _managed_preset(worker: Rest) -> list[tuple[str, str, str | None, str]]:
+    """(path, kind, namespace, name) of every Kueue preset object Konduktor manages, at the served version."""
+    version = worker.preferred_version("kueue.x-k8s.io")
+    if version is None:
+        return []
+    selector = f"{MANAGED_BY}={SCHEDULING_MANAGER}"
+    found = []
+    for plural, kind, _ in PRESET_KINDS:
+        for obj in worker.list(path(f"kueue.x-k8s.io/{version}", plural), selector):
+            meta = obj["metadata"]
+            found.append(
+                (
+                    path(f"kueue.x-k8s.io/{version}", plural, meta["name"], meta.get("namespace")),
+                    kind,
+                    meta.get("namespace"),
+                    meta["name"],
+                )
+            )
+    return found
+
+
+def reset(worker: Rest, dry_run: bool) -> list[str]:
+    installed, preset = _installed(worker), _managed_preset(worker)
+    lines = [f"delete {ref(k, ns, n)}" for k, ns, n in installed]
+    lines += [f"release {ref(k, ns, n)}" for _, k, ns, n in preset]
+    lines += _shared_operators(worker)
+    lines += [
+        f"leave {ref('Deployment', ns, n)} # {why}"
+        for ns, n, why in (
+            ("kueue-system", "kueue-controller-manager", "Kueue"),
+            ("jobset-system", "jobset-controller-manager", "JobSet"),
+            ("cert-manager", "cert-manager", "cert-manager"),
+        )
+        if worker.get(object_path("Deployment", ns, n)) is not None
+    ]
+    if dry_run:
+        return [*lines, "dry run: nothing was changed"]
+    for kind, namespace, name in installed:
+        worker.delete(object_path(kind, namespace, name))
+    for where, *_ in preset:
+        worker.merge(where, {"metadata": {"labels": {MANAGED_BY: None, WORKER_LABEL: None}}})
+    return lines

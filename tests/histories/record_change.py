@@ -1,0 +1,42 @@
+"""Record the ``TenantChange`` history for the replay tests from a real run against a whole lab.
+
+Run ``python -m tests.histories.record_change`` (as root: the lab runs real slapd and Slurm) after a deliberate,
+versioned change of the change workflow; commit the JSON it writes beside this file. It onboards the test tenant
+of ``tests/starter/test_apply_lab.py`` with three users and 16 GPUs, then changes it to two users and 8 GPUs in one
+approved run: every step of a change runs (drain, wait, the apply steps, release, user removal, validation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.starter.client import TenantflowClient
+from tests.histories.record_drift import record_from_lab
+from tests.integration.runs import onboard
+from tests.starter.test_apply_lab import everyone, with_gpus, with_users
+from tests.workflows.harness import wait_for_stage
+
+
+async def shrink_and_remove(api: TenantflowClient, lab: LabEndpoints) -> WorkflowHandle[Any, OnboardingResult]:
+    three = everyone(lab)
+    assert (await onboard(api, three)).status == "completed"
+    handle = await api.start_change(with_gpus(with_users(three, ["uma", "vic"], three), 8), three)
+    status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=120)
+    assert status.plan_hash
+    await api.approve(handle.id, status.plan_hash)
+    result: OnboardingResult = await handle.result()
+    assert result.status == "completed", result.message
+    return handle
+
+
+async def main() -> None:
+    await record_from_lab("change-completed.json", shrink_and_remove)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
