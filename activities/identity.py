@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import directory_ids, ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.errors import TRANSIENT, fail
+from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.identity_checks import (
     account_state,
     authentik_findings,
@@ -120,8 +121,8 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 },
             )
         ]
-        for user in contract.users:
-            existing = ak.user_by_username(user.username)
+        found = fan_out(ak.user_by_username, contract.usernames, "plan")
+        for user, existing in zip(contract.users, found, strict=True):
             action = Action.create
             detail: dict[str, object] = {
                 "email": user.email,
@@ -204,9 +205,28 @@ def ensure_group(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, slug: str) -> tuple[User, EnsureResult]:
+def _refuse_foreign(user: TenantUser, existing: User | None, slug: str) -> None:
+    """A Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
+    and not adopted by the contract."""
+    if existing is None:
+        return
+    other = other_tenant(existing, slug)
+    if other:
+        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    if not tenant_of(existing, slug) and not user.adopt_existing:
+        raise fail(
+            "Conflict",
+            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
+            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
+            "person's account",
+        )
+
+
+def _ensure_user(
+    ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
+) -> tuple[User, EnsureResult]:
+    """Create ``user``, or bring ``existing`` (already checked by :func:`_refuse_foreign`) to the contract."""
     desired = desired_user(user, gid)
-    existing = ak.user_by_username(user.username)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
         created = ak.create_user(
@@ -218,16 +238,6 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
             name=user.username,
             outcome=Outcome.created,
             data=AuthentikUser(group_pk=group.pk, pk=created.pk),
-        )
-    other = other_tenant(existing, slug)
-    if other:
-        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
-    if not tenant_of(existing, slug) and not user.adopt_existing:
-        raise fail(
-            "Conflict",
-            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
-            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
-            "person's account",
         )
     patch, previous = user_patch(existing, desired)
     current = ak.patch_user(existing.pk, patch) if patch else existing
@@ -245,18 +255,23 @@ def _ensure_user(ak: AuthentikClient, user: TenantUser, group: Group, gid: int, 
 
 @defn(name="identity.users")
 def ensure_users(inp: StepInput) -> StepResult:
-    """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group."""
+    """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
+    account is looked up and checked first (a foreign one fails the step before any write), then the users are
+    created or updated a few at a time (:mod:`activities.fanout`)."""
     contract = inp.contract
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
-        for user in contract.users:
-            record, result = _ensure_user(ak, user, group, gid, contract.slug)
+        found = fan_out(ak.user_by_username, contract.usernames, "lookup")
+        for user, existing in zip(contract.users, found, strict=True):
+            _refuse_foreign(user, existing, contract.slug)
+        pairs = list(zip(contract.users, found, strict=True))
+        ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
+        for user, (record, result) in zip(contract.users, ensured, strict=True):
             results.append(result)
             users[user.username] = UserFacts(pk=record.pk, uid_number=user_uid(record, provider), gid_number=gid)
-            activity.heartbeat(user.username)
     activity.logger.info(
         "identity.users %s: %s", contract.slug, ", ".join(f"{r.name}={r.outcome.value}" for r in results)
     )

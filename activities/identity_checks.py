@@ -6,6 +6,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import ldap_check
 from tenantflow.activities.authentik_client import AuthentikClient, User
+from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.identity_numbers import (
     other_tenant,
     tenant_of,
@@ -58,8 +59,9 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
         )
     )
-    for user in contract.users:
-        findings.extend(username_findings(ak.user_by_username(user.username), user, slug))
+    found = fan_out(ak.user_by_username, contract.usernames, "preflight")
+    for user, existing in zip(contract.users, found, strict=True):
+        findings.extend(username_findings(existing, user, slug))
     return findings
 
 

@@ -5,8 +5,8 @@ namespace (where the chart looks it up), the ``<slug>-authorized-keys`` Secret (
 per username, public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password
 by Secret name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
 and Ready. ``login.verify`` execs into ``login-<slug>-0`` as runbook 5b does: ``getent
-passwd`` for every user (pre-warming nslcd's cache; uid/gid must match what identity
-learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
+passwd`` for every user, a hundred names an exec (pre-warming nslcd's cache; uid/gid must match what
+identity learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from tenantflow.models.tenant import TenantContract
 LAYER = "login"
 KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
+GETENT_BATCH = 100
+"""Users per ``getent passwd`` exec: keeps the exec's argv a few kilobytes."""
 GONE_ATTEMPTS = 20
 
 
@@ -144,18 +146,39 @@ def _error(check: str, message: str, fix: str) -> Finding:
     return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
 
 
+def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
+    """``getent passwd`` fields of every user that resolves on ``pod``, :data:`GETENT_BATCH` names an exec
+    (getent(1) takes several keys, prints a line for each one found and exits 2 when any is missing); names a
+    lookup did not find are asked again, as a cold or throttled outpost drops lookups."""
+    users = contract.usernames
+    entries: dict[str, list[str]] = {}
+    for start in range(0, len(users), GETENT_BATCH):
+        names = users[start : start + GETENT_BATCH]
+        heartbeat({"getent": {"done": start, "of": len(users)}})
+
+        def unresolved(names: list[str] = names) -> list[str]:
+            out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
+            for line in out.stdout.splitlines():
+                fields = line.strip().split(":")
+                if len(fields) >= 7 and fields[0] in names:
+                    entries[fields[0]] = fields
+            return [n for n in names if n not in entries]
+
+        poll_until(unresolved, lambda missing: not missing, every=from_poll_interval(1), attempts=GETENT_ATTEMPTS)
+    return entries
+
+
 def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
     findings: list[Finding] = []
+    entries = passwd_entries(contract, pod)
     for user in contract.usernames:
-        heartbeat({"getent": user})
-        out = _getent_warm(contract, pod, ["getent", "passwd", user])
-        fields = out.stdout.strip().split(":")
-        if out.exit_code != 0 or len(fields) < 7:
+        fields = entries.get(user)
+        if fields is None:
             findings.append(
                 _error(
                     "login.getent_passwd",
-                    f"getent passwd {user} on {pod} found nothing (exit {out.exit_code})",
+                    f"getent passwd {user} on {pod} found nothing",
                     "check the LDAP outpost and nslcd on the login pod; "
                     "if only some users fail, raise the nslcd cache TTL (outpost rate limit)",
                 )

@@ -125,6 +125,13 @@ class ServiceSettings(BaseSettings):
         "in-place retries (activities/httpretry.py) under the heartbeat timeout",
     )
     poll_interval_s: float = Field(0.5, alias="TENANTFLOW_POLL_INTERVAL")
+    fanout: int = Field(
+        8,
+        ge=1,
+        le=64,
+        alias="TENANTFLOW_FANOUT",
+        description="per-user REST calls (Authentik, Weka) a step has in flight at once",
+    )
 
     @field_validator("notify_webhook_url")
     @classmethod

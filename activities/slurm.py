@@ -32,6 +32,7 @@ from tenantflow.activities.slurm_partition import (
     restore_partition,
     write_partition_key,
 )
+from tenantflow.activities.slurm_user_batch import UserBatchEnsurer
 from tenantflow.activities.slurm_users import ensure_uids, wait_resolved
 from tenantflow.activities.slurm_wants import (
     partition_line,
@@ -213,7 +214,7 @@ def users(inp: StepInput) -> StepResult:
     if missing:
         raise fail("NotFound", f"QoS {', '.join(missing)} do not exist yet: slurm.qos must run before slurm.users")
     wait_resolved(ctl, c.usernames)
-    results = Ensurer(ctl, c).run(want_users(c))
+    results = UserBatchEnsurer(ctl, c).run(want_users(c))
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:

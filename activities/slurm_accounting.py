@@ -167,23 +167,29 @@ def _kv(values: dict[str, str]) -> list[str]:
     return out
 
 
-def add_argv(want: Want) -> list[str]:
+def add_argv(want: Want, names: list[str] | None = None) -> list[str]:
+    """``sacctmgr -i add <entity> <name> k=v ...``; with ``names``, one command adding all of them with the values
+    of ``want`` (``add user Name=a,b,c ...``)."""
     values = dict(want.values)
     entity = "account" if want.kind == "account" else want.kind
     if want.kind == "account" and values.get("Parent") == "root":
         values.pop("Parent")
     if want.kind == "qos" and not values.get("Flags"):
         values.pop("Flags")
-    return sacctmgr_write("add", entity, want.name, *_kv(values), *_kv(want.where))
+    listed = [f"Name={words(names)}"] if names else []
+    return sacctmgr_write("add", entity, "" if names else want.name, *listed, *_kv(values), *_kv(want.where))
 
 
 ACCOUNT_LEVEL = ("Description", "Organization")
 
 
-def modify_argvs(want: Want, keys: list[str], values: dict[str, str]) -> list[list[str]]:
-    """``modify ... where ... set ...`` commands: account-level fields without, limits with the cluster."""
+def modify_argvs(
+    want: Want, keys: list[str], values: dict[str, str], names: list[str] | None = None
+) -> list[list[str]]:
+    """``modify ... where ... set ...`` commands: account-level fields without, limits with the cluster;
+    ``names`` (same where and values as ``want``) are modified by the same commands (``where name=a,b,c``)."""
     entity = "account" if want.kind in ("account", "account-qos") else want.kind
-    where = {"name": word(want.name), **{k.lower(): word(v) for k, v in want.where.items()}}
+    where = {"name": words(names or [want.name]), **{k.lower(): word(v) for k, v in want.where.items()}}
     groups = [[k for k in keys if k not in ACCOUNT_LEVEL]]
     if entity == "account":
         groups.append([k for k in keys if k in ACCOUNT_LEVEL])
@@ -258,12 +264,16 @@ class Ensurer:
             and foreign(world, self.contract.slug, "account", account.account) is None
         )
 
+    def apply(self, wants: list[Want], world: World) -> None:
+        """Ensure each want in turn (one sacctmgr write per object that differs)."""
+        for want in wants:
+            heartbeat({"slurm": f"{want.kind} {want.name}"})
+            self.ensure(want, world)
+
     def run(self, wants: list[Want]) -> list[EnsureResult]:
         world = read_world(self.ctl, self.contract)
         try:
-            for want in wants:
-                heartbeat({"slurm": f"{want.kind} {want.name}"})
-                self.ensure(want, world)
+            self.apply(wants, world)
         except Exception:
             undo_results(self.ctl, self.contract.slug, list(reversed(self.results)))
             raise

@@ -12,7 +12,7 @@ Directories are made on a csi-wekafs mount by a Job (:mod:`activities.storage_di
 the marker :func:`quota_owner` in the quota's ``owner`` field. Ownership: created Weka objects record their
 uid; undo deletes only what carries the recorded uid (or, for quotas, the marker on the recorded inode) and
 reports the rest as left alone. Directories are never removed (another tenant may share the filesystem).
-Loops over users heartbeat.
+Per-user requests go a few at a time (:mod:`activities.fanout`), heartbeating.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT, fail
-from tenantflow.activities.polling import heartbeat
+from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
 from tenantflow.activities.storage_dirs import make_directories
 from tenantflow.activities.storage_layout import (
     LAYER,
+    QuotaTarget,
     deleted,
     filesystem_capacities,
     filesystem_names,
@@ -38,12 +39,13 @@ from tenantflow.activities.storage_layout import (
     org_is_ours,
     plan_action,
     quota_targets,
+    resolve_targets,
     storage_result,
     tenant_credentials,
     tenant_session,
 )
 from tenantflow.activities.storage_undo import locate_quota, quota_owner, undo_filesystems, undo_quota
-from tenantflow.activities.weka_client import Credentials, Filesystem, WekaClient, org_admin_credentials
+from tenantflow.activities.weka_client import Credentials, Filesystem, Quota, WekaClient, org_admin_credentials
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import (
@@ -157,11 +159,9 @@ def plan(inp: StepInput) -> list[PlanStep]:
         with WekaClient.from_settings(tenant_credentials(contract)) as tenant:
             filesystems = {f.name: f for f in tenant.filesystems()}
             quotas = {f.uid: tenant.quotas(f.uid) for f in filesystems.values()}
-            paths = {}
-            for t in quota_targets(contract):
-                heartbeat(f"storage.plan: {t.label}")
-                if t.filesystem in filesystems:
-                    paths[t.label] = tenant.resolve_path(filesystems[t.filesystem].uid, t.path)
+            paths = resolve_targets(
+                tenant, quota_targets(contract), {f.name: f.uid for f in filesystems.values()}, "plan"
+            )
     else:
         paths = {}
     if is_strict(contract):
@@ -224,19 +224,20 @@ def _ensure_directories(
     weka: WekaClient, contract: TenantContract, facts: Facts, filesystems: dict[str, Filesystem]
 ) -> list[EnsureResult]:
     missing: dict[str, list[DirectorySpec]] = {}
-    existed = set()
-    for target in quota_targets(contract):
-        heartbeat(f"storage.filesystems: {target.label}")
-        if weka.resolve_path(filesystems[target.role].uid, target.path) is None:
+    targets = quota_targets(contract)
+    uids = {f.name: f.uid for f in filesystems.values()}
+    found = resolve_targets(weka, targets, uids, "directories")
+    existed = {label for label, inode in found.items() if inode is not None}
+    for target in targets:
+        if target.label not in existed:
             missing.setdefault(target.role, []).append(_directory_spec(contract, facts, target.role, target.path))
-        else:
-            existed.add(target.label)
     for role, specs in missing.items():
         make_directories(contract, filesystems[role].name, _mount_credentials(contract), specs)
+    made = resolve_targets(weka, [t for t in targets if t.label not in existed], uids, "made")
     results = []
-    for target in quota_targets(contract):
+    for target in targets:
         fs = filesystems[target.role]
-        if target.label not in existed and weka.resolve_path(fs.uid, target.path) is None:
+        if target.label not in existed and made[target.label] is None:
             raise fail(
                 "NotFound",
                 f"{target.label} is still missing on Weka filesystem {fs.name} after the directory Job completed",
@@ -298,54 +299,48 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
 # -- quotas --------------------------------------------------------------------------------------
 
 
+def _ensure_quota(
+    weka: WekaClient, contract: TenantContract, target: QuotaTarget, current: Quota | None, fs_uid: str, inode: int
+) -> EnsureResult:
+    """One directory's quota: left alone when the limits match, else set (created, or updated from ``current``)."""
+    data = WekaQuota(filesystem_uid=fs_uid, inode_id=inode, path=target.path)
+    if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (target.hard, target.soft):
+        return storage_result("WekaQuota", target.label, Outcome.unchanged, data=data)
+    owner = quota_owner(contract) if current is None else current.owner
+    weka.set_quota(fs_uid, inode, target.path, target.hard, target.soft, owner)
+    if current is None:
+        return storage_result("WekaQuota", target.label, Outcome.created, data=data)
+    previous = QuotaLimits(hard=current.hard_limit_bytes, soft=current.soft_limit_bytes)
+    return storage_result(
+        "WekaQuota", target.label, Outcome.updated, data=data.model_copy(update={"previous": previous})
+    )
+
+
 @defn(name="storage.quotas")
 def ensure_quotas(inp: StepInput) -> StepResult:
     """Hard/soft quota on every ``/home/<user>`` and on ``/scratch/<slug>``; compare before writing."""
     contract = inp.contract
-    results: list[EnsureResult] = []
     with WekaClient.from_settings(tenant_credentials(contract)) as weka:
         filesystems = {f.name: f for f in weka.filesystems()}
         current_quotas = {
             f.uid: weka.quotas(f.uid) for f in filesystems.values() if f.name in filesystem_names(contract).values()
         }
-        for target in quota_targets(contract):
-            heartbeat(f"storage.quotas: {target.label}")
-            fs = filesystems.get(target.filesystem)
-            inode = weka.resolve_path(fs.uid, target.path) if fs else None
-            if fs is None or inode is None:
+        targets = quota_targets(contract)
+        inodes = resolve_targets(weka, targets, {f.name: f.uid for f in filesystems.values()}, "quotas")
+        for target in targets:
+            if inodes[target.label] is None:
                 raise fail(
                     "NotFound",
                     f"{target.label} ({target.path} on Weka filesystem {target.filesystem}) "
                     "does not exist; run storage.filesystems first",
                 )
-            current = current_quotas[fs.uid].get(inode)
-            data = WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)
-            if current is not None and (current.hard_limit_bytes, current.soft_limit_bytes) == (
-                target.hard,
-                target.soft,
-            ):
-                results.append(storage_result("WekaQuota", target.label, Outcome.unchanged, data=data))
-                continue
-            weka.set_quota(
-                fs.uid,
-                inode,
-                target.path,
-                target.hard,
-                target.soft,
-                quota_owner(contract) if current is None else current.owner,
-            )
-            if current is None:
-                results.append(storage_result("WekaQuota", target.label, Outcome.created, data=data))
-            else:
-                previous = QuotaLimits(hard=current.hard_limit_bytes, soft=current.soft_limit_bytes)
-                results.append(
-                    storage_result(
-                        "WekaQuota",
-                        target.label,
-                        Outcome.updated,
-                        data=WekaQuota(previous=previous, filesystem_uid=fs.uid, inode_id=inode, path=target.path),
-                    )
-                )
+
+        def ensure(target: QuotaTarget) -> EnsureResult:
+            fs, inode = filesystems[target.filesystem], inodes[target.label]
+            assert inode is not None
+            return _ensure_quota(weka, contract, target, current_quotas[fs.uid].get(inode), fs.uid, inode)
+
+        results = fan_out(ensure, targets, "quotas")
     return StepResult(results=results, facts=inp.facts)
 
 

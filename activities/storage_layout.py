@@ -15,6 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
 from tenantflow.models.results import EnsureResult, Kept, NoUndoData, Outcome, UndoRecord, WekaObject
@@ -68,6 +69,19 @@ def quota_targets(contract: TenantContract) -> list[QuotaTarget]:
         )
     )
     return targets
+
+
+def resolve_targets(
+    weka: WekaClient, targets: list[QuotaTarget], uids: dict[str, str], label: str
+) -> dict[str, int | None]:
+    """Each target's inode (``resolvePath``) by label, a few requests at a time; None when the directory or its
+    filesystem (not in ``uids``, filesystem uids by name) does not exist."""
+
+    def resolve(target: QuotaTarget) -> int | None:
+        uid = uids.get(target.filesystem)
+        return weka.resolve_path(uid, target.path) if uid is not None else None
+
+    return dict(zip((t.label for t in targets), fan_out(resolve, targets, label), strict=True))
 
 
 def tenant_credentials(contract: TenantContract) -> Credentials | None:

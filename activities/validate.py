@@ -12,7 +12,7 @@ from collections.abc import Callable
 from tenantflow.activities.authentik_client import AuthentikClient
 from tenantflow.activities.kubeclient import ExecOutput
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.login import login_exec
+from tenantflow.activities.login import login_exec, passwd_entries
 from tenantflow.activities.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.registered import defn
@@ -81,10 +81,7 @@ def identity_consistent(inp: StepInput) -> Finding:
     contract = inp.contract
     ctl = SlurmCtl.connect(contract.cluster)
     login_pod = login_pod_names(contract)[0]
-    login: dict[str, str] = {}
-    for user in contract.usernames:
-        heartbeat({"getent": user})
-        login |= _passwd_ids(login_exec(contract, login_pod, ["getent", "passwd", user]))
+    login = {user: f"{fields[2]}:{fields[3]}" for user, fields in passwd_entries(contract, login_pod).items()}
     pods = slurmd_pods(contract.cluster, inp.facts.nodes)
     mismatched = (
         [f"no slurmd pod runs on {compress_hostlist(sorted(set(inp.facts.nodes) - set(pods)))}"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import threading
 from typing import Any
 
 import httpx
@@ -126,6 +127,8 @@ class WekaClient:
         )
         self._access: str | None = None
         self._refresh: str | None = None
+        self._tokens = threading.Lock()
+        """Held while logging in or renewing: calls issued in parallel (:mod:`activities.fanout`) share one session."""
 
     @classmethod
     def from_settings(cls, credentials: Credentials | None = None) -> WekaClient:
@@ -189,11 +192,15 @@ class WekaClient:
 
     def _request(self, method: str, path: str, *, tolerate: tuple[int, ...] = (), **kwargs: Any) -> httpx.Response:
         """Send with the access token (renewed once on 401); raise unless OK or in ``tolerate``."""
-        if self._access is None:
-            self.login()
+        with self._tokens:
+            if self._access is None:
+                self.login()
+            used = self._access
         response = self._send(method, path, **kwargs)
         if response.status_code == 401:
-            self._renew()
+            with self._tokens:
+                if self._access == used:
+                    self._renew()
             response = self._send(method, path, **kwargs)
         if response.status_code not in tolerate:
             self._check(method, path, response)

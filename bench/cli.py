@@ -36,12 +36,15 @@ def bench(
     ] = 2,
     log_dir: Annotated[Path | None, typer.Option(help="where the bench workers write their logs")] = None,
     drift_tenants: Annotated[int, typer.Option(help="simulated tenants of the fleet drift check, figure (f)")] = 1000,
+    users_curve: Annotated[
+        str, typer.Option(help="with --lab-dir: tenant sizes (users) of the users curve, figure (g); '' skips it")
+    ] = "3,30,300",
     output: OutputOpt = "text",
 ) -> None:
     """Print the benchmark figures (see bench/figures.py); needs a Temporal server (TEMPORAL_ADDRESS).
 
     (a) one onboarding, (b) concurrent onboardings, (c) the durability tax, (d) history events, (e) gate latency,
-    (f) the drift check.
+    (f) the drift check, (g) the users curve.
 
     Exit code 3 when an onboarding failed or the lab could not be cleaned up.
     """
@@ -70,8 +73,10 @@ def bench(
                 tax_pairs,
                 log_dir,
                 drift_tenants,
+                sizes,
             )
 
+    sizes = users_sizes(users_curve)
     figures = run(go())
     facts = summary(figures)
     if output == "json":
@@ -85,3 +90,16 @@ def bench(
         console.print(table)
     if not facts["ok"]:
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def users_sizes(value: str) -> tuple[int, ...]:
+    """``3,30,300`` as sizes; a clear error naming ``--users-curve`` otherwise."""
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not a comma-separated list of user counts, e.g. 3,30,300", param_hint="--users-curve"
+        ) from None
+    if any(not 1 <= n <= 500 for n in sizes):
+        raise typer.BadParameter(f"{value!r}: a tenant has 1 to 500 users", param_hint="--users-curve")
+    return sizes

@@ -13,7 +13,9 @@
     start, p50 over a few onboardings on an otherwise idle worker (and, for
     information, under the load of (b));
 (f) the drift check: one lab tenant with the real activities, and a fleet of simulated
-    tenants through the ``TenantDrift`` workflow (:mod:`bench.drift`).
+    tenants through the ``TenantDrift`` workflow (:mod:`bench.drift`);
+(g) the users curve against the lab: tenants of 3, 30 and 300 users, each layer's seconds per
+    additional user, every activity on its first attempt (:mod:`bench.users`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from tenantflow.bench.history import activity_spans, gate_latency
 from tenantflow.bench.lab import LabFigures, lab_figures
 from tenantflow.bench.processes import worker_process
 from tenantflow.bench.runs import RunTiming, onboard_once
+from tenantflow.bench.users import UsersCurve, users_curve
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
@@ -76,6 +79,8 @@ class Figures(BaseModel):
     floor_cpu_s: float | None = None
     """CPU-seconds per run of the floor: the same activities, no-ops, on a default worker (:mod:`bench.floor`)."""
     lab: LabFigures | None = None
+    users: UsersCurve | None = None
+    """Figure (g), with a lab and sizes to run."""
 
     @property
     def floor_ratio(self) -> float | None:
@@ -159,6 +164,7 @@ async def bench(
     tax_pairs: int = 2,
     log_dir: Path | None = None,
     drift_tenants: int = 1000,
+    users_sizes: tuple[int, ...] = (),
 ) -> Figures:
     """Every figure: the lab part first (its latencies then drive the simulation), then the simulated runs.
 
@@ -168,6 +174,11 @@ async def bench(
     logs.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:5]
     measured = await lab_figures(client, lab, template, logs / f"lab-worker-{tag}.log", tax_pairs) if lab else None
+    curve = (
+        await users_curve(client, lab, template, logs / f"users-worker-{tag}.log", users_sizes)
+        if lab and users_sizes
+        else None
+    )
     seconds = {"*": latency_s} if latency_s is not None else measured.activity_seconds if measured else LAB_SECONDS
     if latency_s is None and measured:
         seconds = {**seconds, "drift.tenant": measured.drift.seconds if measured.drift else LAB_SECONDS["drift.tenant"]}
@@ -200,4 +211,5 @@ async def bench(
         fleet_drift=fleet,
         floor_cpu_s=await floor_cpu_per_run(client, names, tenants, logs / f"floor-{tag}.log"),
         lab=measured,
+        users=curve,
     )

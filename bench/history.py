@@ -39,6 +39,8 @@ class ActivitySpan(BaseModel):
     name: str
     started: float
     ended: float
+    attempt: int = 1
+    """The attempt that closed it (1: it finished on its first attempt)."""
 
     @property
     def seconds(self) -> float:
@@ -82,20 +84,30 @@ def gate_latency(events: Sequence[HistoryEvent]) -> float | None:
 
 
 def activity_spans(events: Sequence[HistoryEvent]) -> list[ActivitySpan]:
-    """Every activity of the run with its last start and its close, in scheduling order."""
+    """Every activity of the run with its last start, its close and that attempt's number, in scheduling order."""
     names: dict[int, str] = {}
     started: dict[int, float] = {}
+    attempts: dict[int, int] = {}
     spans: list[ActivitySpan] = []
     for event in events:
         kind = event.event_type
         if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             names[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            started[event.activity_task_started_event_attributes.scheduled_event_id] = seconds(event)
+            attributes = event.activity_task_started_event_attributes
+            started[attributes.scheduled_event_id] = seconds(event)
+            attempts[attributes.scheduled_event_id] = attributes.attempt
         else:
             scheduled = closed_activity(event)
             if scheduled is not None and scheduled in started:
-                spans.append(ActivitySpan(name=names[scheduled], started=started[scheduled], ended=seconds(event)))
+                spans.append(
+                    ActivitySpan(
+                        name=names[scheduled],
+                        started=started[scheduled],
+                        ended=seconds(event),
+                        attempt=attempts[scheduled],
+                    )
+                )
     return spans
 
 

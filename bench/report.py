@@ -84,6 +84,7 @@ def report_rows(f: Figures) -> list[tuple[str, str, str]]:
         )
     )
     rows += drift_rows(f)
+    rows += users_rows(f)
     if f.lab:
         rows.append(
             (
@@ -128,6 +129,43 @@ def drift_rows(f: Figures) -> list[tuple[str, str, str]]:
     return rows
 
 
+def users_rows(f: Figures) -> list[tuple[str, str, str]]:
+    """Figure (g): each tenant size's wall time and layers, the seconds per additional user, the attempts."""
+    curve = f.users
+    if curve is None:
+        return [("(g) users curve", NEEDS_LAB, "")]
+    rows = []
+    for p in curve.points:
+        layers = ", ".join(f"{layer} {s:.1f}" for layer, s in p.layer_s.items())
+        outcome = "completed" if p.ok else f"FAILED: {p.message}"
+        rows.append(
+            (
+                f"(g) {p.users} users: wall time without smoke jobs",
+                f"{p.wall_without_smoke_s:.1f} s ({outcome}; seconds per layer: {layers})",
+                "",
+            )
+        )
+    per_user = ", ".join(f"{layer} {1000 * s:.1f} ms" for layer, s in curve.per_user_s.items())
+    rows.append(("(g) seconds per additional user, by layer", per_user or "n/a: needs two sizes", ""))
+    ratio = curve.wall_ratio
+    rows.append(
+        (
+            "(g) largest / smallest tenant, wall time without smoke jobs",
+            f"{ratio:.2f}" if ratio is not None else "n/a: needs two sizes",
+            "<= 3",
+        )
+    )
+    retried = [r for p in curve.points for r in p.retried]
+    rows.append(
+        (
+            "(g) every activity on its first attempt",
+            "yes" if curve.first_attempt else "NO: " + ", ".join(retried),
+            "yes",
+        )
+    )
+    return rows
+
+
 def summary(f: Figures) -> dict[str, Any]:
     """Machine-readable figures; ``ok`` is false when an onboarding (simulated, through Temporal against the lab
     or direct) failed or the lab was not cleaned up."""
@@ -159,7 +197,8 @@ def summary(f: Figures) -> dict[str, Any]:
         and f.solo.ok
         and not f.fleet_drift.failed
         and f.fleet_drift.checked == f.fleet_drift.tenants
-        and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up)),
+        and (f.lab is None or (not f.lab.failures and f.lab.cleaned_up))
+        and (f.users is None or f.users.ok),
         "latencies": f.latencies,
         "activity_slots": f.activity_slots,
         "logs": str(f.logs),
@@ -178,5 +217,15 @@ def summary(f: Figures) -> dict[str, Any]:
         "cpu_per_onboarding_s": load.cpu_s,
         "floor_cpu_per_run_s": f.floor_cpu_s,
         "floor_ratio": f.floor_ratio,
+        "users_curve": (
+            f.users.model_dump()
+            | {
+                "per_user_s": f.users.per_user_s,
+                "wall_ratio": f.users.wall_ratio,
+                "first_attempt": f.users.first_attempt,
+            }
+            if f.users
+            else None
+        ),
         **lab,
     }

@@ -153,15 +153,28 @@ class DirectorySync:
         self._users: dict[str, DirectoryUser] = {}
         self._groups: dict[str, DirectoryGroup] = {}
         self._lock = asyncio.Lock()
+        self._requested = 0
+        """Sync requests so far; each comes after its API write reached the store."""
+        self._covered = 0
+        """Requests whose writes a successful push included."""
 
     async def sync(self) -> None:
-        """Write what changed since the last successful push (serialised; runs ldap3 in a thread)."""
+        """Write what changed since the last successful push (serialised; runs ldap3 in a thread). Writes that
+        queued behind a push are covered by the next one, as the outpost's refresh covers every change since
+        its last: concurrent API writes then cost one projection, not one each."""
+        self._requested += 1
+        wanted = self._requested
         async with self._lock:
+            if self._covered >= wanted:
+                return
+            covering = self._requested
             users, groups = project(self.store, self.settings)
             try:
                 await asyncio.to_thread(self._push, users, groups)
             except Exception:
                 log.exception("LDAP outpost sync failed; will retry on the next change")
+            else:
+                self._covered = covering
 
     async def resync(self) -> None:
         """Forget what was pushed and write every entry again."""

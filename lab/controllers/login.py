@@ -7,8 +7,8 @@ and registers an exec handler for the pods. When the release goes, so do they.
 
 The exec handler is a documented stand-in for the login pod's userland, answering only:
 
-* ``getent passwd <user>`` / ``getent group <name>`` from the real slapd (what nslcd does),
-  formatted like getent; exit 2 when the key is not found (and for every lookup while the
+* ``getent passwd <user> [<user> ...]`` / ``getent group <name>`` from the real slapd (what nslcd does),
+  formatted like getent; exit 2 when a key is not found (and for every lookup while the
   ``outpost_throttled`` pitfall has the outpost answer busy);
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
@@ -164,8 +164,8 @@ class LoginReleases:
                 return "", f"nslcd: failed to bind to LDAP server: Can't contact LDAP server ({blocked})\n", 2
             case ["sinfo", *_] if blocked := probe_blocked(self.store, namespace, pod, SLURMCTLD):
                 return "", f"sinfo: error: Unable to contact slurm controller (connect failure; {blocked})\n", 1
-            case ["getent", "passwd", user]:
-                return await asyncio.to_thread(self._getent_passwd, user)
+            case ["getent", "passwd", *users] if users:
+                return await asyncio.to_thread(self._getent_passwd, users)
             case ["getent", "group", name]:
                 return await asyncio.to_thread(self._getent_group, name)
             case ["ls", path] if path.rstrip("/") == KEYS_DIR:
@@ -203,23 +203,24 @@ class LoginReleases:
             conn.search(base, query, search_scope=SUBTREE, attributes=attributes)
             return list(conn.entries)
 
-    def _getent_passwd(self, user: str) -> ExecReply:
+    def _getent_passwd(self, users: list[str]) -> ExecReply:
+        """getent(1) with several keys: a line for each key found, in the keys' order; exit 2 when one or more
+        was not found."""
         try:
-            query = f"(&(objectClass=posixAccount)(uid={escape_filter_chars(user)}))"
+            wanted = "".join(f"(uid={escape_filter_chars(user)})" for user in users)
+            query = f"(&(objectClass=posixAccount)(|{wanted}))"
             entries = self._search(
                 ldap_tree.USERS_DN, query, ["uid", "uidNumber", "gidNumber", "displayName", "homeDirectory"]
             )
         except Exception as exc:  # nslcd reports any LDAP failure as "not found" plus a log line
             return "", f"nslcd: {exc}\n", 2
-        if not entries:
-            return "", "", 2
-        e = entries[0]
-        return (
-            f"{e.uid.value}:x:{e.uidNumber.value}:{e.gidNumber.value}:{e.displayName.value or ''}:"
-            f"{e.homeDirectory.value}:/bin/bash\n",
-            "",
-            0,
-        )
+        lines = {
+            str(e.uid.value): f"{e.uid.value}:x:{e.uidNumber.value}:{e.gidNumber.value}:{e.displayName.value or ''}:"
+            f"{e.homeDirectory.value}:/bin/bash\n"
+            for e in entries
+        }
+        found = "".join(lines[user] for user in users if user in lines)
+        return found, "", 0 if all(user in lines for user in users) else 2
 
     def _getent_group(self, name: str) -> ExecReply:
         try:

@@ -33,7 +33,7 @@ FIGURES = (
 def run_bench(env: WorkflowEnvironment, *args: str) -> subprocess.CompletedProcess[str]:
     """``tenantflow bench ARGS`` against ``env``'s Temporal server, wide enough that no table row wraps."""
     environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "COLUMNS": "250"}
-    return subprocess.run([str(TENANTFLOW), "bench", *args], env=environ, capture_output=True, text=True, timeout=280)
+    return subprocess.run([str(TENANTFLOW), "bench", *args], env=environ, capture_output=True, text=True, timeout=600)
 
 
 def row(stdout: str, figure: str) -> str:
@@ -76,6 +76,8 @@ async def test_bench_against_the_lab_counts_calls_per_layer_and_leaves_the_lab_c
         "1",
         "--tax-pairs",
         "1",
+        "--users-curve",
+        "2,5",
         "--lab-dir",
         str(lab.state_dir),
         "--log-dir",
@@ -94,6 +96,13 @@ async def test_bench_against_the_lab_counts_calls_per_layer_and_leaves_the_lab_c
     assert figures["durability_tax"] == pytest.approx(sum(durable) / sum(direct))
     assert figures["history_events"] > 100
     assert figures["lab_drift"]["clean"], figures["lab_drift"]
-    tags = [slug.removeprefix("tenant-") for slug in figures["lab_tenants"]]
+    curve = figures["users_curve"]
+    assert [(p["users"], p["ok"], p["cleaned_up"], p["retried"]) for p in curve["points"]] == [
+        (2, True, True, []),
+        (5, True, True, []),
+    ]
+    assert curve["first_attempt"] and {"identity", "slurm", "storage"} <= set(curve["per_user_s"])
+    slugs = figures["lab_tenants"] + [p["slug"] for p in curve["points"]]
+    tags = [slug.removeprefix("tenant-") for slug in slugs]
     residue = diff(before, world_snapshot(lab))
     assert all(line.startswith("+ ") and any(tag in line for tag in tags) for line in residue), "\n".join(residue)

@@ -12,6 +12,7 @@ from tenantflow.bench.figures import Batch, Figures
 from tenantflow.bench.lab import LabFigures
 from tenantflow.bench.report import report_rows, summary
 from tenantflow.bench.runs import RunTiming
+from tenantflow.bench.users import UsersCurve, UsersPoint
 
 RUN = RunTiming(workflow_id="tenant/tenant-x", seconds=3.0, ok=True)
 BATCH = Batch(runs=[RUN], wall_s=3.0, events=[250], gate_latencies_s=[0.01])
@@ -96,3 +97,35 @@ def test_the_floor_ratio_is_printed_or_named_as_unavailable() -> None:
     assert rows["(b) CPU per onboarding (worker + server) / floor"].startswith("1.20 s / 0.80 s = 1.50 ")
     assert summary(measured)["floor_ratio"] == pytest.approx(1.5)
     assert "n/a" in {row[0]: row[1] for row in report_rows(f)}["(b) CPU per onboarding (worker + server) / floor"]
+
+
+def point(users: int, slurm_s: float, retried: list[str] | None = None) -> UsersPoint:
+    return UsersPoint(
+        users=users,
+        slug=f"tenant-c1n{users}",
+        workflow_id=f"tenant/tenant-c1n{users}",
+        ok=True,
+        wall_s=10.0 + slurm_s + 6.0,
+        smoke_s=6.0,
+        layer_s={"identity": 1.0 + users / 100, "slurm": slurm_s},
+        retried=retried or [],
+        cleaned_up=True,
+    )
+
+
+def test_the_users_curve_prints_seconds_per_additional_user_by_layer_and_the_attempts() -> None:
+    curve = UsersCurve(points=[point(3, 0.5), point(30, 0.8), point(300, 3.5)])
+    f = figures(durable_s=[3.0], direct_s=[2.0], failures=[]).model_copy(update={"users": curve})
+    rows = {name: value for name, value, _ in report_rows(f)}
+    assert rows["(g) seconds per additional user, by layer"] == "identity 10.0 ms, slurm 10.1 ms"
+    assert rows["(g) largest / smallest tenant, wall time without smoke jobs"] == "1.29"
+    assert rows["(g) every activity on its first attempt"] == "yes"
+    facts = summary(f)
+    assert facts["users_curve"]["first_attempt"] and facts["ok"]
+    assert facts["users_curve"]["per_user_s"]["slurm"] == pytest.approx(3.0 / 297)
+
+    retried = UsersCurve(points=[point(3, 0.5), point(300, 3.5, ["slurm.users (attempt 2)"])])
+    rows = {name: value for name, value, _ in report_rows(f.model_copy(update={"users": retried}))}
+    assert rows["(g) every activity on its first attempt"] == "NO: slurm.users (attempt 2)"
+    no_lab = {name: value for name, value, _ in report_rows(f.model_copy(update={"users": None}))}
+    assert no_lab["(g) users curve"].startswith("n/a: needs a lab")

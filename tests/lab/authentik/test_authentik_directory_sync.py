@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import pytest
@@ -74,3 +75,17 @@ async def test_failed_push_is_retried(authentik: AuthentikLab, directory_sink: R
     assert "bo" not in directory_sink.users
     await authentik.client.post("/core/groups/", json={"name": "other"})
     assert "bo" in directory_sink.users and "other" in directory_sink.groups
+
+
+async def test_concurrent_writes_are_each_in_the_directory_when_answered(
+    authentik: AuthentikLab, directory_sink: RecordingSink
+) -> None:
+    """Writes queued behind a push share the next one, and none is answered before its entry is pushed."""
+
+    async def create(n: int) -> None:
+        created = await authentik.client.post("/core/users/", json={"username": f"u{n}", "name": f"U {n}"})
+        assert created.status_code == 201
+        assert f"u{n}" in directory_sink.users
+
+    await asyncio.gather(*(create(n) for n in range(20)))
+    assert {f"u{n}" for n in range(20)} <= set(directory_sink.users)
