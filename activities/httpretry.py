@@ -2,9 +2,12 @@
 inside the same activity attempt (honouring ``Retry-After``) before the failure goes to the activity's retry policy.
 
 Without this, one activity that makes many reads fails whole as soon as any single read hits a transient fault,
-so a dependency failing a modest share of its requests exhausts the step's attempts. Writes are never retried
-here: a write whose answer was lost may have happened, and only the activity (which reads before it writes) can
-tell. A ``Retry-After`` longer than :data:`MAX_IN_PLACE_WAIT_S` is left to the activity retry, which honours it
+so a dependency failing a modest share of its requests exhausts the step's attempts. A write is retried here
+only on a 429: the server throttled it before doing anything (Kubernetes API Priority and Fairness rejects a
+request with 429 and ``Retry-After`` before executing it, https://kubernetes.io/docs/concepts/cluster-administration/flow-control/,
+and client-go retries any verb on it; RFC 6585 defines 429 as a refusal). Any other failure of a write goes to the
+activity: a write whose answer was lost may have happened, and only the activity (which reads before it writes)
+can tell. A ``Retry-After`` longer than :data:`MAX_IN_PLACE_WAIT_S` is left to the activity retry, which honours it
 through ``next_retry_delay``. Retrying in place stops as soon as another try (its wait plus the client's read
 timeout) could end after :data:`IN_PLACE_BUDGET_S`, so one call never holds an activity thread past its 60 s
 heartbeat timeout: the failure then goes to the activity's retry policy, which heartbeats between attempts.
@@ -21,7 +24,8 @@ from urllib3.util.retry import Retry
 from tenantflow.activities.errors import retry_after_seconds
 
 READ_METHODS = frozenset({"GET", "HEAD"})
-TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+THROTTLED = 429
+TRANSIENT_STATUS = frozenset({THROTTLED, 500, 502, 503, 504})
 READ_ATTEMPTS = 4
 BACKOFF_S = 0.2
 MAX_IN_PLACE_WAIT_S = 10.0
@@ -44,20 +48,25 @@ def _fits(http: httpx.Client, started: float, wait: float) -> bool:
     return time.monotonic() - started + wait + longest <= IN_PLACE_BUDGET_S
 
 
+def retried_in_place(method: str, status: int) -> bool:
+    """A read on any transient status; a write only when it was throttled (never executed)."""
+    return status in TRANSIENT_STATUS if method.upper() in READ_METHODS else status == THROTTLED
+
+
 def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    """``http.request``; a read is retried in place on a transient answer or transport error, within
-    :data:`IN_PLACE_BUDGET_S`."""
-    tries = READ_ATTEMPTS if method.upper() in READ_METHODS else 1
+    """``http.request``; a read is retried in place on a transient answer or transport error, a write on a 429,
+    within :data:`IN_PLACE_BUDGET_S`."""
+    read = method.upper() in READ_METHODS
     started = time.monotonic()
-    for attempt in range(1, tries):
+    for attempt in range(1, READ_ATTEMPTS):
         try:
             response = http.request(method, path, **kwargs)
         except httpx.TransportError:
-            if not _fits(http, started, BACKOFF_S * 2**attempt):
+            if not read or not _fits(http, started, BACKOFF_S * 2**attempt):
                 raise
             time.sleep(BACKOFF_S * 2**attempt)
             continue
-        if response.status_code not in TRANSIENT_STATUS:
+        if not retried_in_place(method, response.status_code):
             return response
         wait = in_place_wait_s(attempt, response.headers.get("Retry-After"))
         if wait is None or not _fits(http, started, wait):
@@ -66,10 +75,20 @@ def send(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Res
     return http.request(method, path, **kwargs)
 
 
+class KubeRetry(Retry):
+    """urllib3's policy for reads (transient statuses and dropped connections), plus a throttled write that the
+    apiserver answered 429 with ``Retry-After`` (Priority and Fairness rejected it unexecuted)."""
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if status_code == THROTTLED and has_retry_after and self.total:
+            return True
+        return bool(super().is_retry(method, status_code, has_retry_after))
+
+
 def kube_retries() -> Retry:
-    """The same policy for the kubernetes client's urllib3 pool: reads only, the last answer is returned (not
-    raised) so the status and ``Retry-After`` reach :func:`activities.errors.http_error`."""
-    return Retry(
+    """The same policy for the kubernetes client's urllib3 pool; the last answer is returned (not raised) so the
+    status and ``Retry-After`` reach :func:`activities.errors.http_error`."""
+    return KubeRetry(
         total=READ_ATTEMPTS - 1,
         backoff_factor=BACKOFF_S,
         status_forcelist=TRANSIENT_STATUS,

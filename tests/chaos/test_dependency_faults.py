@@ -3,9 +3,9 @@
 * Under a fault storm (30% of reads answered 5xx, 10% of writes 429 with ``Retry-After``, dropped connections,
   latency) on the tenant cluster, Authentik and Weka, tenant-foo is onboarded again from scratch (offboarded with
   purge first) and the world equals the session's undisturbed onboarding of it.
-* A 429 with ``Retry-After: 2`` delays the next try of that request by at least 2 s, whether the read is retried
-  in place by the client or the write by the activity's retry policy (``next_retry_delay``): measured on the
-  stand-ins' journal timestamps.
+* A 429 with ``Retry-After: 2`` delays the next try of that request by at least 2 s, read or write (both are
+  retried in place while the wait fits, a throttled write never having run; then by the activity's retry policy
+  with ``next_retry_delay``): measured on the stand-ins' journal timestamps.
 * A 403 and a 422 fail the run fast with the API's message: the journal shows one request, no retry.
 """
 
@@ -68,7 +68,7 @@ async def gaps_while_faulted(
 
 
 async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
-    """Reads (kube nodes, retried in place) and a write (Weka login, retried by the activity) under 429."""
+    """Reads (kube nodes) and a write (Weka login) under 429: each try waits the Retry-After."""
     STATS.scenarios += 1
     assert baseline.end[0] == "completed"
     throttled = {"error_rate": 1.0, "error_status": 429, "retry_after_s": 2}
