@@ -107,3 +107,28 @@ def test_a_mount_takes_the_group_of_its_own_lab_not_the_hosts_merged_view(tmp_pa
     snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
     weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
     assert (weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo").stat().st_gid == 54321
+
+
+def test_a_reonboarded_tenant_group_sharing_its_users_gid_still_owns_its_scratch(tmp_path: Path) -> None:
+    """Re-onboarding with the users kept: their virtual groups (gid = the user's gidNumber = the new tenant
+    group's gid) come before the newer tenant group in the directory. Both must resolve in the lab's own
+    files, and the scratch mount must take this lab's tenant-foo gid, never another lab's of the same name."""
+    root, older_lab, lab = tmp_path / "extrausers", tmp_path / "a-older", tmp_path / "b-lab"
+    host_users.publish(older_lab, [], [GroupEntry("tenant-foo", 17806, ("alice",))], root)
+    groups = [GroupEntry("alice", 96920, ("alice",)), GroupEntry("tenant-foo", 96920, ("alice",))]
+    host_users.publish(lab, [PasswdEntry("alice", 2002, 96920, "", "/x")], groups, root)
+    assert (host_users.lab_nss_dir(lab) / "group").read_text() == "alice:x:96920:alice\ntenant-foo:x:96920:alice\n"
+    assert (root / "group").read_text().splitlines()[0] == "tenant-foo:x:17806:alice", "the older lab keeps it"
+    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
+    weka_mounts.apply(lab, weka_mounts.wanted_mounts(snapshot, lab))
+    assert (weka_mounts.mount_root(lab) / "scratch" / "tenant-foo").stat().st_gid == 96920
+
+
+def test_a_group_the_labs_own_files_lack_leaves_the_mount_to_root(tmp_path: Path) -> None:
+    """Not yet synced into the lab's files: root:root 0770 until a later sync, whatever the host resolves."""
+    nss = host_users.lab_nss_dir(tmp_path)
+    nss.mkdir()
+    (nss / "group").write_text("")
+    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/daemon"]}]}
+    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
+    assert (weka_mounts.mount_root(tmp_path) / "scratch" / "daemon").stat().st_gid == 0
