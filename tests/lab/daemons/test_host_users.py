@@ -99,14 +99,23 @@ def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
     )
 
 
+def _scratch_gid(state: Path, name: str) -> int:
+    """The gid the lab's Weka mount stand-in gives ``<scratch>/<name>`` after one sync."""
+    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": [f"/{name}"]}]}
+    weka_mounts.apply(state, weka_mounts.wanted_mounts(snapshot, state))
+    return (weka_mounts.mount_root(state) / "scratch" / name).stat().st_gid
+
+
+def _own_groups(state: Path, text: str) -> None:
+    nss = host_users.lab_nss_dir(state)
+    nss.mkdir()
+    (nss / "group").write_text(text)
+
+
 def test_a_mount_takes_the_group_of_its_own_lab_not_the_hosts_merged_view(tmp_path: Path) -> None:
     """Several labs on one host each have a tenant-foo group; the mount gets this lab's gid."""
-    nss = host_users.lab_nss_dir(tmp_path)
-    nss.mkdir()
-    (nss / "group").write_text("tenant-foo:x:54321:alice\n")
-    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
-    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
-    assert (weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo").stat().st_gid == 54321
+    _own_groups(tmp_path, "tenant-foo:x:54321:alice\n")
+    assert _scratch_gid(tmp_path, "tenant-foo") == 54321
 
 
 def test_a_reonboarded_tenant_group_sharing_its_users_gid_still_owns_its_scratch(tmp_path: Path) -> None:
@@ -119,16 +128,10 @@ def test_a_reonboarded_tenant_group_sharing_its_users_gid_still_owns_its_scratch
     host_users.publish(lab, [PasswdEntry("alice", 2002, 96920, "", "/x")], groups, root)
     assert (host_users.lab_nss_dir(lab) / "group").read_text() == "alice:x:96920:alice\ntenant-foo:x:96920:alice\n"
     assert (root / "group").read_text().splitlines()[0] == "tenant-foo:x:17806:alice", "the older lab keeps it"
-    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
-    weka_mounts.apply(lab, weka_mounts.wanted_mounts(snapshot, lab))
-    assert (weka_mounts.mount_root(lab) / "scratch" / "tenant-foo").stat().st_gid == 96920
+    assert _scratch_gid(lab, "tenant-foo") == 96920
 
 
 def test_a_group_the_labs_own_files_lack_leaves_the_mount_to_root(tmp_path: Path) -> None:
     """Not yet synced into the lab's files: root:root 0770 until a later sync, whatever the host resolves."""
-    nss = host_users.lab_nss_dir(tmp_path)
-    nss.mkdir()
-    (nss / "group").write_text("")
-    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/daemon"]}]}
-    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
-    assert (weka_mounts.mount_root(tmp_path) / "scratch" / "daemon").stat().st_gid == 0
+    _own_groups(tmp_path, "")
+    assert _scratch_gid(tmp_path, "daemon") == 0
