@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tenantflow.lab.daemons import host_users, weka_mounts
+from tenantflow.lab.daemons import ldap_tree as tree
 from tenantflow.lab.daemons.host_users import GroupEntry, PasswdEntry
+from tenantflow.lab.daemons.slapd import SlapdHandle
 
 LAB_BIN = Path(__file__).resolve().parents[3] / "lab" / "bin"
 
@@ -135,3 +137,22 @@ def test_a_group_the_labs_own_files_lack_leaves_the_mount_to_root(tmp_path: Path
     """Not yet synced into the lab's files: root:root 0770 until a later sync, whatever the host resolves."""
     _own_groups(tmp_path, "")
     assert _scratch_gid(tmp_path, "daemon") == 0
+
+
+@pytest.mark.ldap
+def test_a_tenant_group_remade_after_its_users_resolves_from_the_real_directory(
+    slapd: SlapdHandle, tmp_path: Path
+) -> None:
+    """Onboard, offboard keeping the users, re-onboard with a new gid, as the suite does to tenant-foo: the
+    users' virtual groups are older entries than the new tenant group and carry its gid; the lab's files
+    must still list the tenant group, or its scratch folder never gets its gid (smoke 7c: can't cd)."""
+    with slapd.connect_admin() as conn:
+        tree.upsert_group(conn, tree.LdapGroup("tenant-reon", 4301, members=("erin-reon",)))
+        tree.upsert_user(conn, tree.LdapUser("erin-reon", uid_number=2301, gid_number=4301))
+        tree.delete_group(conn, "tenant-reon")
+        tree.upsert_group(conn, tree.LdapGroup("tenant-reon", 4302, members=("erin-reon",)))
+        tree.upsert_user(conn, tree.LdapUser("erin-reon", uid_number=2301, gid_number=4302, is_active=True))
+    host_users.sync_once(slapd.url, slapd.bind_dn, slapd.bind_password, tmp_path, tmp_path / "extrausers")
+    own = (host_users.lab_nss_dir(tmp_path) / "group").read_text().splitlines()
+    assert {"erin-reon:x:4302:erin-reon", "tenant-reon:x:4302:erin-reon"} <= set(own)
+    assert _scratch_gid(tmp_path, "tenant-reon") == 4302
