@@ -294,19 +294,38 @@ def storage_script(path: str, write_mb: int) -> str:
     )
 
 
+def df_row(output: str) -> tuple[str, str] | None:
+    """(type, mount point) of the data row that follows ``df -PT``'s header, None without that header."""
+    lines = output.splitlines()
+    for at, line in enumerate(lines[:-1]):
+        header = line.split()
+        if header[:2] == ["Filesystem", "Type"] and header[-2:] == ["Mounted", "on"]:
+            row = lines[at + 1].split()
+            return (row[1], row[6]) if len(row) == 7 else None
+    return None
+
+
 def storage_finding(job: JobRun, path: str) -> Finding:
     """7c: the data went through ``path`` and ``df -PT`` shows a Weka mount, not the root filesystem."""
-    rows = [line.split() for line in job.output.splitlines() if len(line.split()) == 7]
-    fstype, mount = (rows[-1][1], rows[-1][6]) if rows and rows[-1][0] != "Filesystem" else ("?", "?")
+    output = job.output.strip()[-300:]
     wrote = re.search(r"^WROTE_MB=(\d+)$", job.output, re.M)
-    if job.state == "COMPLETED" and wrote and fstype in WEKA_FS_TYPES and mount != "/":
+    row = df_row(job.output)
+    if job.state != "COMPLETED" or wrote is None or row is None:
+        return _finding(
+            "storage",
+            False,
+            f"job {job.state} before writing and reading back {path}; output: {output}",
+            f"read the job output: {path} must exist on the Slurm nodes and be writable by the tenant's group",
+        )
+    fstype, mount = row
+    if fstype in WEKA_FS_TYPES and mount != "/":
         return _finding(
             "storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
         )
     return _finding(
         "storage",
         False,
-        f"job {job.state}; {path} is on {fstype} mounted at {mount}, not a Weka mount: {job.output.strip()[-300:]}",
+        f"{path} is on {fstype} mounted at {mount}, not a Weka mount: {output}",
         "add the Weka /scratch volumeMount to the SUNK NodeSet template",
     )
 

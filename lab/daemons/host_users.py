@@ -219,22 +219,29 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def _published(fragments: list[dict[str, Any]]) -> dict[str, str]:
-    """The passwd and group files for ``fragments`` (earlier ones win), without the host's own entries."""
+    """The passwd and group files for ``fragments`` (earlier ones win), without the host's own entries.
+
+    A number taken by the host or an earlier lab is skipped; inside one lab a number may repeat, as in
+    the directory itself: each user's virtual group (``ou=virtual-groups``) has the user's gidNumber,
+    which is the tenant group's, and both must resolve (dropping the later one would hide ``tenant-foo``
+    whenever its entry is newer than the users', e.g. a tenant re-onboarded with its users kept)."""
     files = {}
     for database, number in (("passwd", "uid"), ("group", "gid")):
         names, ids = _host_names_and_ids(Path("/etc") / database)
         lines = []
         for fragment in fragments:
+            own_ids = set()
             for entry in fragment[database]:
                 if entry["name"] in names or entry[number] in ids or entry[number] < MIN_ID:
                     continue
                 names.add(entry["name"])
-                ids.add(entry[number])
+                own_ids.add(entry[number])
                 lines.append(
                     PasswdEntry(**entry).line()
                     if database == "passwd"
                     else GroupEntry(entry["name"], entry["gid"], tuple(entry["members"])).line()
                 )
+            ids |= own_ids
         files[database] = "".join(f"{line}\n" for line in lines)
     return files
 

@@ -74,14 +74,16 @@ def wanted_mounts(snapshot: dict[str, Any], state_dir: Path) -> list[Mount]:
 
 
 def _group_id(state_dir: Path, name: str) -> int | None:
-    """The group's gid as this lab's slurmd pods resolve it (its own NSS files), else as the host does:
-    with several labs on one host, the host's merged view may hold another lab's group of the same name."""
+    """The group's gid as this lab's slurmd pods resolve it (its own NSS files; None while they lack it), else
+    (a lab without them) as the host does. Never the host's view when the lab has its own: with several labs
+    on one host, the host's merged view may hold another lab's group of the same name and gid."""
     own = lab_nss_dir(state_dir) / "group"
     if own.exists():
         for line in own.read_text().splitlines():
             fields = line.split(":")
             if len(fields) >= 3 and fields[0] == name and fields[2].isdigit():
                 return int(fields[2])
+        return None
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:

@@ -70,6 +70,15 @@ def test_storage_on_root_filesystem_is_an_error_finding() -> None:
     assert not bad.ok and "volumeMount" in bad.fix
 
 
+def test_a_failed_storage_job_says_so_and_shows_its_output() -> None:
+    """A 7-word error line is no df row: the finding is the failed job and its output, not a wrong mount."""
+    line = "/lab/slurm/spool/gpu-03/job00027/slurm_script: 5: cd: can't cd to /mnt/scratch/tenant-foo"
+    bad = smoke.storage_finding(JobRun("FAILED", f"{line}\n", {}), "/mnt/scratch/tenant-foo")
+    assert not bad.ok
+    assert bad.message == f"job FAILED before writing and reading back /mnt/scratch/tenant-foo; output: {line}"
+    assert "volumeMount" not in bad.fix
+
+
 def test_storage_script_writes_the_configured_size() -> None:
     assert "count=16 " in smoke.storage_script("/scratch/t", 16)
     assert smoke.SmokeSettings.model_fields["write_mb"].default == 10240

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tenantflow.lab.daemons import host_users, weka_mounts
+from tenantflow.lab.daemons import ldap_tree as tree
 from tenantflow.lab.daemons.host_users import GroupEntry, PasswdEntry
+from tenantflow.lab.daemons.slapd import SlapdHandle
 
 LAB_BIN = Path(__file__).resolve().parents[3] / "lab" / "bin"
 
@@ -99,11 +101,58 @@ def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
     )
 
 
+def _scratch_gid(state: Path, name: str) -> int:
+    """The gid the lab's Weka mount stand-in gives ``<scratch>/<name>`` after one sync."""
+    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": [f"/{name}"]}]}
+    weka_mounts.apply(state, weka_mounts.wanted_mounts(snapshot, state))
+    return (weka_mounts.mount_root(state) / "scratch" / name).stat().st_gid
+
+
+def _own_groups(state: Path, text: str) -> None:
+    nss = host_users.lab_nss_dir(state)
+    nss.mkdir()
+    (nss / "group").write_text(text)
+
+
 def test_a_mount_takes_the_group_of_its_own_lab_not_the_hosts_merged_view(tmp_path: Path) -> None:
     """Several labs on one host each have a tenant-foo group; the mount gets this lab's gid."""
-    nss = host_users.lab_nss_dir(tmp_path)
-    nss.mkdir()
-    (nss / "group").write_text("tenant-foo:x:54321:alice\n")
-    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": ["/tenant-foo"]}]}
-    weka_mounts.apply(tmp_path, weka_mounts.wanted_mounts(snapshot, tmp_path))
-    assert (weka_mounts.mount_root(tmp_path) / "scratch" / "tenant-foo").stat().st_gid == 54321
+    _own_groups(tmp_path, "tenant-foo:x:54321:alice\n")
+    assert _scratch_gid(tmp_path, "tenant-foo") == 54321
+
+
+def test_a_reonboarded_tenant_group_sharing_its_users_gid_still_owns_its_scratch(tmp_path: Path) -> None:
+    """Re-onboarding with the users kept: their virtual groups (gid = the user's gidNumber = the new tenant
+    group's gid) come before the newer tenant group in the directory. Both must resolve in the lab's own
+    files, and the scratch mount must take this lab's tenant-foo gid, never another lab's of the same name."""
+    root, older_lab, lab = tmp_path / "extrausers", tmp_path / "a-older", tmp_path / "b-lab"
+    host_users.publish(older_lab, [], [GroupEntry("tenant-foo", 17806, ("alice",))], root)
+    groups = [GroupEntry("alice", 96920, ("alice",)), GroupEntry("tenant-foo", 96920, ("alice",))]
+    host_users.publish(lab, [PasswdEntry("alice", 2002, 96920, "", "/x")], groups, root)
+    assert (host_users.lab_nss_dir(lab) / "group").read_text() == "alice:x:96920:alice\ntenant-foo:x:96920:alice\n"
+    assert (root / "group").read_text().splitlines()[0] == "tenant-foo:x:17806:alice", "the older lab keeps it"
+    assert _scratch_gid(lab, "tenant-foo") == 96920
+
+
+def test_a_group_the_labs_own_files_lack_leaves_the_mount_to_root(tmp_path: Path) -> None:
+    """Not yet synced into the lab's files: root:root 0770 until a later sync, whatever the host resolves."""
+    _own_groups(tmp_path, "")
+    assert _scratch_gid(tmp_path, "daemon") == 0
+
+
+@pytest.mark.ldap
+def test_a_tenant_group_remade_after_its_users_resolves_from_the_real_directory(
+    slapd: SlapdHandle, tmp_path: Path
+) -> None:
+    """Onboard, offboard keeping the users, re-onboard with a new gid, as the suite does to tenant-foo: the
+    users' virtual groups are older entries than the new tenant group and carry its gid; the lab's files
+    must still list the tenant group, or its scratch folder never gets its gid (smoke 7c: can't cd)."""
+    with slapd.connect_admin() as conn:
+        tree.upsert_group(conn, tree.LdapGroup("tenant-reon", 4301, members=("erin-reon",)))
+        tree.upsert_user(conn, tree.LdapUser("erin-reon", uid_number=2301, gid_number=4301))
+        tree.delete_group(conn, "tenant-reon")
+        tree.upsert_group(conn, tree.LdapGroup("tenant-reon", 4302, members=("erin-reon",)))
+        tree.upsert_user(conn, tree.LdapUser("erin-reon", uid_number=2301, gid_number=4302, is_active=True))
+    host_users.sync_once(slapd.url, slapd.bind_dn, slapd.bind_password, tmp_path, tmp_path / "extrausers")
+    own = (host_users.lab_nss_dir(tmp_path) / "group").read_text().splitlines()
+    assert {"erin-reon:x:4302:erin-reon", "tenant-reon:x:4302:erin-reon"} <= set(own)
+    assert _scratch_gid(tmp_path, "tenant-reon") == 4302
