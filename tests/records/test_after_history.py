@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.records import read_latest
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.lifecycle import lifecycle_id
+from tenantflow.models.lifecycle import LifecycleResult, lifecycle_id
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
 from tenantflow.starter.client import TenantflowClient, onboarding_id
@@ -88,6 +88,8 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         offboarded: OffboardingResult = await api.result(handle.id, OffboardingResult)
         assert offboarded.status == "completed"
         await wait_for_stage(api, api.handle(lifecycle_id(contract.slug)), "term:offboarded", timeout_s=60)
+        ended = await asyncio.wait_for(api.result(lifecycle_id(contract.slug), LifecycleResult), 60)
+        assert ended.status == "offboarded", "the lifecycle has ended before the worker stops"
 
     with lab_env(lab):  # this process reads the record with the lab's cluster registry
         last = read_latest(key, TenantRecord)
