@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tenantflow.activities import clusters
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import slurm as slurm_controller
@@ -39,6 +40,13 @@ from tenantflow.models.tenant import TenantContract
 CONTEXT = "tenant-cluster"
 SLURMD_NODES = ["gpu-01", "gpu-02"]
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L t@lab"
+
+
+def registered_kubeconfig(lab: SlurmLab) -> Path:
+    """The kubeconfig the worker's cluster registry holds for the lab's cluster (its apiserver's address)."""
+    kubeconfig = clusters.resolve(lab.target).kubeconfig
+    assert kubeconfig is not None, lab.target
+    return kubeconfig
 
 
 @dataclass

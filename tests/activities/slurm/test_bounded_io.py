@@ -4,7 +4,6 @@ over users heartbeat per object."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +18,7 @@ from tenantflow.activities.settings import ServiceSettings, settings
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.models.runbook import HEARTBEAT
 from tenantflow.models.tenant import TenantContract
-from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input
+from tests.activities.slurm.conftest import SlurmLab, make_contract, registered_kubeconfig, step_input
 
 
 def test_the_exec_timeout_stays_below_the_heartbeat_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +49,7 @@ def test_a_cancel_during_the_exec_handshake_stays_a_cancel(lab: SlurmLab) -> Non
     "kubernetes answered HTTP 0" (which made a cancelled onboarding end failed instead of cancelled)."""
     ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
     ctl.run(["scontrol", "ping"])  # the client's modules are loaded: the cancel lands in the handshake
-    server = yaml.safe_load(Path(lab.target.kubeconfig).read_text())["clusters"][0]["cluster"]["server"]
+    server = yaml.safe_load(registered_kubeconfig(lab).read_text())["clusters"][0]["cluster"]["server"]
     with httpx.Client(base_url=server, verify=False, timeout=10) as http:
         http.put("/_lab/faults", json={"rules": [{"path": r"/exec$", "latency_ms": 1500}]}).raise_for_status()
         env = ActivityEnvironment()

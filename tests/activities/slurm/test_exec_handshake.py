@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,13 +14,13 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.httpretry import READ_ATTEMPTS
 from tenantflow.activities.slurm_cli import SlurmCtl
-from tests.activities.slurm.conftest import SlurmLab
+from tests.activities.slurm.conftest import SlurmLab, registered_kubeconfig
 
 
 @contextmanager
 def refused_execs(lab: SlurmLab, rule: dict[str, Any]) -> Iterator[httpx.Client]:
     """The lab's apiserver refuses exec handshakes by ``rule`` while the block runs; its journal starts empty."""
-    server = yaml.safe_load(Path(lab.target.kubeconfig).read_text())["clusters"][0]["cluster"]["server"]
+    server = yaml.safe_load(registered_kubeconfig(lab).read_text())["clusters"][0]["cluster"]["server"]
     with httpx.Client(base_url=server, verify=False, timeout=10) as http:
         http.delete("/_lab/requests").raise_for_status()
         http.put("/_lab/faults", json={"rules": [{"path": r"/exec$", **rule}], "seed": 3}).raise_for_status()
