@@ -64,7 +64,7 @@ async def test_a_40_user_tenant_onboards_on_first_attempts_and_every_user_exists
     dev_env: WorkflowEnvironment, bench_lab: LabEndpoints, tmp_path: Path
 ) -> None:
     lab = bench_lab
-    template = load_tenant(EXAMPLES / "tenant-foo.yaml", kubeconfig=str(lab.kubeconfig))
+    template = load_tenant(EXAMPLES / "tenant-foo.yaml")
     contract = crowd(template, "big40", USERS)
     names = set(contract.usernames)
     assert len(names) == USERS
