@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle
 
+from tenantflow.activities.clusters import CLUSTERS_FILE_ENV
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer
@@ -134,19 +135,28 @@ def keys(lab: Lab) -> list[str]:
     ]
 
 
-@pytest.mark.xfail(
-    reason="harness bug since the cluster registry: the rig's worker process resolves the contexts 'hub' and "
-    "'worker' through the chaos lab's registry (its lab.env), not through these two brownfield labs' "
-    "clusters.yaml (set in this process after the worker was built), so both runs enroll against the chaos lab "
-    "and never reach approve_adoption; fix: a worker per brownfield lab with that lab's TENANTFLOW_CLUSTERS_FILE",
-    strict=False,
-)
+def serve_lab(worker: WorkerProcess, lab: Lab | None) -> None:
+    """Restart the rig's worker with ``lab``'s cluster registry (its ``clusters.yaml`` names ``hub`` and ``worker``,
+    overriding the chaos lab's contexts of the same names), or without one (``None``)."""
+    worker.stop()
+    if lab is None:
+        worker.env.pop(CLUSTERS_FILE_ENV, None)
+    else:
+        worker.env[CLUSTERS_FILE_ENV] = str(lab.kubeconfig.parent / "clusters.yaml")
+    worker.start()
+
+
 async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs: tuple[Lab, Lab]) -> None:
     STATS.scenarios += 1
     undisturbed, crashed = brownfield_labs
     before = uids(crashed)
-    calm = await enroll(rig.api, undisturbed, "enroll/forecasting/chaos-calm", None)
-    stormy = await enroll(rig.api, crashed, "enroll/forecasting/chaos-crash", rig.worker)
+    try:
+        serve_lab(rig.worker, undisturbed)
+        calm = await enroll(rig.api, undisturbed, "enroll/forecasting/chaos-calm", None)
+        serve_lab(rig.worker, crashed)
+        stormy = await enroll(rig.api, crashed, "enroll/forecasting/chaos-crash", rig.worker)
+    finally:
+        serve_lab(rig.worker, None)
     assert stormy.status == calm.status == "completed"
     assert len(stormy.adopted) == len(calm.adopted) == 5
     want, have = keys(undisturbed), keys(crashed)
