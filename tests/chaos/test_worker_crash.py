@@ -84,7 +84,7 @@ def brownfield_labs(tmp_path: Path) -> Iterator[tuple[Lab, Lab]]:
     undisturbed = start_lab(tmp_path / "undisturbed", brownfield=True)
     crashed = start_lab(tmp_path / "crashed", brownfield=True)
     yield next(undisturbed), next(crashed)
-    for gen in (undisturbed, crashed):
+    for gen in (crashed, undisturbed):  # last started, first stopped: each restores the environment it found
         next(gen, None)
 
 
