@@ -43,6 +43,14 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
     terminalreporter.section("chaos summary")
     for label, value in STATS.rows():
         terminalreporter.write_line(f"  {label:<45} {value:>5}")
+    if STATS.table:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(f"  {'scenario':<58} {'outcome':<22} lost  dup  foreign")
+        for line in STATS.table:
+            terminalreporter.write_line(
+                f"  {line.name[:58]:<58} {line.outcome[:22]:<22} {line.lost:>4} {line.duplicated:>4} "
+                f"{line.foreign_touched:>8}"
+            )
     for note in STATS.notes:
         terminalreporter.write_line(f"  - {note}")
 

@@ -22,11 +22,22 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.status import RunStatus, StepRecord
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import TemporalSettings
-from tests.integration.world import describe_diff, is_record
+from tests.integration.world import World, describe_diff, diff, is_record
 from tests.labfixture import lab_services, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLATILE = frozenset({"pk", "uuid", "num_pk"})
+
+
+@dataclass
+class Scenario:
+    """One scenario's line in the summary: how it ended and what it did to objects it had no business with."""
+
+    name: str
+    outcome: str = "not finished"
+    lost: int = 0
+    duplicated: int = 0
+    foreign_touched: int = 0
 
 
 @dataclass
@@ -43,6 +54,14 @@ class ChaosStats:
     lost: int = 0
     duplicated: int = 0
     notes: list[str] = field(default_factory=list)
+    table: list[Scenario] = field(default_factory=list)
+
+    def scenario(self, name: str) -> Scenario:
+        """Count a scenario and open its line in the per-scenario table."""
+        self.scenarios += 1
+        line = Scenario(name)
+        self.table.append(line)
+        return line
 
     def rows(self) -> list[tuple[str, int]]:
         return [
@@ -217,17 +236,45 @@ def object_keys(state: dict[str, Any]) -> list[str]:
 
 
 def compare_worlds(
-    expected: dict[str, Any], actual: dict[str, Any], view: Callable[[dict[str, Any]], Any] = dict
+    expected: dict[str, Any],
+    actual: dict[str, Any],
+    view: Callable[[dict[str, Any]], Any] = dict,
+    scenario: Scenario | None = None,
 ) -> None:
-    """Count lost and duplicated objects into STATS and assert the two worlds are equal (as seen through
-    ``view``, which may leave out what legitimately differs)."""
+    """Count lost and duplicated objects into STATS (and the scenario's line) and assert the two worlds are
+    equal (as seen through ``view``, which may leave out what legitimately differs)."""
     want, have = object_keys(expected), object_keys(actual)
     lost = sorted(set(want) - set(have))
     duplicated = sorted({k for k in have if have.count(k) > max(1, want.count(k))} | (set(have) - set(want)))
     STATS.lost += len(lost)
     STATS.duplicated += len(duplicated)
+    if scenario is not None:
+        scenario.lost += len(lost)
+        scenario.duplicated += len(duplicated)
     assert not lost and not duplicated, f"lost {lost}, duplicated or extra {duplicated}"
     assert view(actual) == view(expected), describe_diff(view(expected), view(actual))
+
+
+VOLATILE_LEAF = re.compile(
+    r"/(resourceVersion|generation|managedFields|lastHeartbeatTime|lastTransitionTime|renewTime|observedGeneration)(/|$)"
+)
+"""Leaves that change on objects nobody touched (versions, controller heartbeats, field-manager stamps)."""
+
+
+def foreign_touched(before: World, after: World, ours: tuple[str, ...], scenario: Scenario | None = None) -> list[str]:
+    """Leaves of objects that existed before and whose path names none of ``ours`` (the scenario's slugs,
+    usernames, accounts) that were changed or removed: what a run touched that it did not make. Additions are
+    not counted (a run's own new objects carry its names). Counted into the scenario's line."""
+    touched = [
+        line
+        for line in diff(before, after)
+        if not line.startswith("+ ")
+        and not VOLATILE_LEAF.search(line.split(": ", 1)[0])
+        and not any(word in line.split(": ", 1)[0] for word in ours)
+    ]
+    if scenario is not None:
+        scenario.foreign_touched += len(touched)
+    return touched
 
 
 def set_faults(

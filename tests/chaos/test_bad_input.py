@@ -74,7 +74,7 @@ def test_malformed_contract_is_refused_naming_the_field(case: str, path: str, va
 
 
 async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_lab: LabEndpoints) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("malformed gate payloads at the plan gate")
     api = rig.api
     contract = tenant(chaos_lab, slug="tenant-badin")
     reset_journals(chaos_lab)
@@ -106,3 +106,4 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
     with pytest.raises(Exception, match=r"already completed|not open|not found"):
         await api.approve(handle.id, status.plan_hash)
     assert sum(journal_writes(chaos_lab).values()) == 0, journal_writes(chaos_lab)
+    scenario.outcome = "refused, nothing written"

@@ -68,7 +68,7 @@ def mentioning(lines: list[str], words: tuple[str, ...]) -> list[str]:
 
 
 async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("two tenants racing for the same two nodes")
     assert baseline.end[0] == "completed"
     nodes = free_nodes(chaos_lab)[:2]
     assert len(nodes) == 2, nodes
@@ -86,6 +86,7 @@ async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEnd
     residue = diff(before, world_snapshot(chaos_lab))
     assert all(line.startswith("+ ") for line in residue), "\n".join(residue)
     assert mentioning(residue, USERS[won[0].slug]) == residue, "\n".join(residue)
+    scenario.outcome = "one won, one refused"
 
 
 def check_race(

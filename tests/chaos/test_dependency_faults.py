@@ -37,7 +37,7 @@ def storm(read_status: int) -> list[dict[str, Any]]:
 
 
 async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("fault storm (errors, drops, 429, latency) on every HTTP layer")
     contract = tenant(chaos_lab)
     gone = await offboard(rig.api, contract, purge=True)
     assert gone.status == "completed", gone.message
@@ -50,8 +50,9 @@ async def test_onboarding_completes_under_a_fault_storm(rig: Rig, chaos_lab: Lab
     assert (result.status, result.message) == baseline.end
     assert fired >= 30, f"only {fired} faults fired"
     STATS.notes.append(f"fault storm: {fired} errors and drops injected into one onboarding, which completed")
-    compare_worlds(baseline.after, world(chaos_lab), view=comparable)
+    compare_worlds(baseline.after, world(chaos_lab), view=comparable, scenario=scenario)
     STATS.runs_completed += 1
+    scenario.outcome = result.status
 
 
 async def gaps_while_faulted(
@@ -69,7 +70,7 @@ async def gaps_while_faulted(
 
 async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
     """Reads (kube nodes) and a write (Weka login) under 429: each try waits the Retry-After."""
-    STATS.scenarios += 1
+    scenario = STATS.scenario("429 with Retry-After on a read and a write")
     assert baseline.end[0] == "completed"
     throttled = {"error_rate": 1.0, "error_status": 429, "retry_after_s": 2}
     set_faults(
@@ -93,11 +94,12 @@ async def test_retry_after_delays_the_next_try(rig: Rig, chaos_lab: LabEndpoints
         f"write retries {min(write_gaps):.1f}-{max(write_gaps):.1f} s apart"
     )
     STATS.runs_completed += 1
+    scenario.outcome = "waited Retry-After"
 
 
 async def test_forbidden_and_invalid_fail_fast_with_the_api_message(rig: Rig, chaos_lab: LabEndpoints) -> None:
     for service, method, path, status in (("authentik", "GET", "/core/", 403), ("weka", "POST", "/login$", 422)):
-        STATS.scenarios += 1
+        scenario = STATS.scenario(f"{service} {method} answers {status}")
         reset_journals(chaos_lab)
         set_faults(
             chaos_lab,
@@ -117,3 +119,4 @@ async def test_forbidden_and_invalid_fail_fast_with_the_api_message(rig: Rig, ch
         assert len(hits) == 1, f"{service} {status} was retried: {hits}"
         assert took < 30, f"failing on {status} took {took:.0f}s"
         STATS.runs_failed_as_expected += 1
+        scenario.outcome = "failed fast"

@@ -11,7 +11,7 @@ from tests.chaos.kit import STATS
 async def test_run_resumes_after_dev_server_restart(
     rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints, baseline: Baseline
 ) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("dev server stopped and restarted at the plan gate")
     handle = await rig.api.start_onboarding(tenant(chaos_lab))
     await rig.api.wait_for_plan(handle.id)
     chaos_server.stop()
@@ -20,3 +20,4 @@ async def test_run_resumes_after_dev_server_restart(
     end = await approve_and_wait(rig.api, handle.id)
     assert end[0] == baseline.end[0], end
     STATS.runs_completed += 1
+    scenario.outcome = end[0]

@@ -51,7 +51,7 @@ def running(name: str) -> Any:
 async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline
 ) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("worker SIGKILL at the plan gate and mid-activity")
     start = world(chaos_lab)
     assert comparable(start) == comparable(baseline.after), "the lab must hold the undisturbed run's tenant-foo"
     api = rig.api
@@ -73,8 +73,9 @@ async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
 
     end = await outcome(api, handle.id)
     assert end == baseline.end
-    compare_worlds(start, world(chaos_lab))
+    compare_worlds(start, world(chaos_lab), scenario=scenario)
     STATS.runs_completed += 1
+    scenario.outcome = end[0]
 
 
 @pytest.fixture
@@ -147,7 +148,7 @@ def serve_lab(worker: WorkerProcess, lab: Lab | None) -> None:
 
 
 async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs: tuple[Lab, Lab]) -> None:
-    STATS.scenarios += 1
+    scenario = STATS.scenario("worker SIGKILL at three points of a brownfield enrollment")
     undisturbed, crashed = brownfield_labs
     before = uids(crashed)
     try:
@@ -164,6 +165,7 @@ async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs:
     duplicated = sorted({k for k in have if have.count(k) > 1})
     STATS.lost += len(lost)
     STATS.duplicated += len(extra) + len(duplicated)
+    scenario.lost, scenario.duplicated = len(lost), len(extra) + len(duplicated)
     assert not lost and not extra and not duplicated, (lost, extra, duplicated)
     after = uids(crashed)
     assert {k: after[k] for k in before} == before, "running work was recreated"
@@ -171,3 +173,4 @@ async def test_brownfield_enrollment_survives_sigkill(rig: Rig, brownfield_labs:
         labels = crashed.worker.get("kueue.x-k8s.io", resource, name, namespace)["metadata"]["labels"]
         assert labels[WORKER_LABEL] == "11-forecasting-forecasting-us"
     STATS.runs_completed += 2
+    scenario.outcome = stormy.status
