@@ -9,8 +9,11 @@ The projection follows ``internal/outpost/ldap`` (entries.go, group.go, utils.go
 * Inactive users stay in the tree: the outpost lists every user and marks them ``ak-active: FALSE``
   (binds for them fail in Authentik's flow, searches still return them).
 
-:class:`DirectorySync` keeps the last projection it pushed and, after every API write, writes only the
-entries that changed (renames become delete + upsert). A sink failure leaves the difference pending, so
+:class:`DirectorySync` keeps the last projection it pushed and, after every API write, projects only the
+users and groups the write touched (the store notes them) and writes only the entries that changed, each as
+its difference from the last write (renames become delete + upsert). The real outpost computes entries per
+search from the API, so its cost does not grow with the directory on a write; a full re-projection per write
+would have made the lab's cost per user grow with the number of users. A sink failure leaves the difference pending, so
 the next write (or :meth:`DirectorySync.resync`) retries it, like the outpost's periodic refresh.
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from tenantflow.lab.authentik.store import AuthentikStore, Group, User
 
@@ -66,9 +69,11 @@ class DirectoryGroup:
 class DirectorySink(Protocol):
     """Where the projection is written (the lab's slapd tree)."""
 
-    def upsert_user(self, user: DirectoryUser) -> None: ...
+    def upsert_user(self, user: DirectoryUser, previous: DirectoryUser | None) -> None:
+        """Write ``user``; ``previous`` is the entry last written under its DN (None: unknown, write it all)."""
 
-    def upsert_group(self, group: DirectoryGroup) -> None: ...
+    def upsert_group(self, group: DirectoryGroup, previous: DirectoryGroup | None) -> None:
+        """Write ``group``; ``previous`` as for :meth:`upsert_user` (members then change value by value)."""
 
     def delete_user(self, username: str) -> None: ...
 
@@ -135,23 +140,57 @@ def project_group(store: AuthentikStore, group: Group, settings: LdapSettings) -
     )
 
 
-def project(
-    store: AuthentikStore, settings: LdapSettings
-) -> tuple[dict[str, DirectoryUser], dict[str, DirectoryGroup]]:
-    users = {u.username: project_user(store, u, settings) for u in store.users.values()}
-    groups = {g.name: project_group(store, g, settings) for g in store.groups.values()}
-    return users, groups
+E = TypeVar("E", DirectoryUser, DirectoryGroup)
+K = TypeVar("K", int, str)
+
+
+class _Pushed(Generic[K, E]):
+    """What was pushed of one kind (users or groups), by entry name, and what is still to reconsider."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, E] = {}
+        """The entry last written under each name."""
+        self.names: dict[K, str] = {}
+        """The name each record (by pk) was last projected under."""
+        self.pending: set[K] = set()
+        self.pending_names: set[str] = set()
+
+    def changes(self, touched: set[K], current: dict[K, E]) -> tuple[dict[str, E], set[str]]:
+        """The wanted entries of the touched records (``current``: those still in the store, projected) and every
+        name to reconsider: theirs now, the ones they were pushed under, and those of an earlier failed push."""
+        self.pending |= touched
+        wanted = {entry_name(entry): entry for entry in current.values()}
+        self.pending_names |= set(wanted) | {self.names[pk] for pk in self.pending if pk in self.names}
+        for pk in self.pending:
+            if pk in current:
+                self.names[pk] = entry_name(current[pk])
+            else:
+                self.names.pop(pk, None)
+        return wanted, set(self.pending_names)
+
+    def done(self) -> None:
+        self.pending, self.pending_names = set(), set()
+
+    def forget(self, every: set[K]) -> None:
+        """Treat nothing as pushed and every record as touched (a full push)."""
+        self.entries, self.names = {}, {}
+        self.pending |= every
+
+
+def entry_name(entry: DirectoryUser | DirectoryGroup) -> str:
+    return entry.username if isinstance(entry, DirectoryUser) else entry.name
 
 
 class DirectorySync:
-    """Pushes the difference between the current projection and the last pushed one to a sink."""
+    """Pushes the entries of the users and groups that changed since the last push to a sink, each as the
+    difference from what was last written under its name."""
 
     def __init__(self, store: AuthentikStore, settings: LdapSettings, sink: DirectorySink) -> None:
         self.store = store
         self.settings = settings
         self.sink = sink
-        self._users: dict[str, DirectoryUser] = {}
-        self._groups: dict[str, DirectoryGroup] = {}
+        self._users: _Pushed[int, DirectoryUser] = _Pushed()
+        self._groups: _Pushed[str, DirectoryGroup] = _Pushed()
         self._lock = asyncio.Lock()
         self._requested = 0
         """Sync requests so far; each comes after its API write reached the store."""
@@ -161,39 +200,66 @@ class DirectorySync:
     async def sync(self) -> None:
         """Write what changed since the last successful push (serialised; runs ldap3 in a thread). Writes that
         queued behind a push are covered by the next one, as the outpost's refresh covers every change since
-        its last: concurrent API writes then cost one projection, not one each."""
+        its last: concurrent API writes then cost one push, and each push projects only the users and groups
+        the writes touched (:meth:`AuthentikStore.take_touched`), not the whole directory."""
         self._requested += 1
         wanted = self._requested
         async with self._lock:
             if self._covered >= wanted:
                 return
             covering = self._requested
-            users, groups = project(self.store, self.settings)
+            users, groups = self._changes()
             try:
                 await asyncio.to_thread(self._push, users, groups)
             except Exception:
                 log.exception("LDAP outpost sync failed; will retry on the next change")
             else:
+                self._users.done()
+                self._groups.done()
                 self._covered = covering
 
     async def resync(self) -> None:
         """Forget what was pushed and write every entry again."""
         async with self._lock:
-            self._users, self._groups = {}, {}
+            self._users.forget(set(self.store.users))
+            self._groups.forget(set(self.store.groups))
         await self.sync()
 
-    def _push(self, users: dict[str, DirectoryUser], groups: dict[str, DirectoryGroup]) -> None:
-        for name, entry in sorted(users.items()):
-            if self._users.get(name) != entry:
-                self.sink.upsert_user(entry)
-                self._users[name] = entry
-        for name, group in sorted(groups.items()):
-            if self._groups.get(name) != group:
-                self.sink.upsert_group(group)
-                self._groups[name] = group
-        for name in sorted(set(self._groups) - set(groups)):
-            self.sink.delete_group(name)
-            del self._groups[name]
-        for name in sorted(set(self._users) - set(users)):
-            self.sink.delete_user(name)
-            del self._users[name]
+    def _changes(self) -> tuple[tuple[dict[str, DirectoryUser], set[str]], tuple[dict[str, DirectoryGroup], set[str]]]:
+        """Project the touched users and groups (in the event loop, where the store is consistent)."""
+        touched_users, touched_groups = self.store.take_touched()
+        store, settings = self.store, self.settings
+        users = {
+            pk: project_user(store, store.users[pk], settings)
+            for pk in touched_users | self._users.pending
+            if pk in store.users
+        }
+        groups = {
+            pk: project_group(store, store.groups[pk], settings)
+            for pk in touched_groups | self._groups.pending
+            if pk in store.groups
+        }
+        return self._users.changes(touched_users, users), self._groups.changes(touched_groups, groups)
+
+    def _push(
+        self, users: tuple[dict[str, DirectoryUser], set[str]], groups: tuple[dict[str, DirectoryGroup], set[str]]
+    ) -> None:
+        (wanted_users, user_names), (wanted_groups, group_names) = users, groups
+        for name in sorted(user_names):
+            user = wanted_users.get(name)
+            if user is not None and self._users.entries.get(name) != user:
+                self.sink.upsert_user(user, self._users.entries.get(name))
+                self._users.entries[name] = user
+        for name in sorted(group_names):
+            group = wanted_groups.get(name)
+            if group is not None and self._groups.entries.get(name) != group:
+                self.sink.upsert_group(group, self._groups.entries.get(name))
+                self._groups.entries[name] = group
+        for name in sorted(group_names - set(wanted_groups)):
+            if name in self._groups.entries:
+                self.sink.delete_group(name)
+                del self._groups.entries[name]
+        for name in sorted(user_names - set(wanted_users)):
+            if name in self._users.entries:
+                self.sink.delete_user(name)
+                del self._users.entries[name]

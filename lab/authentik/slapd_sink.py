@@ -44,31 +44,39 @@ class SlapdSink:
             self._conn.unbind()
             self._conn = None
 
-    def upsert_user(self, user: DirectoryUser) -> None:
-        entry = ldap_tree.LdapUser(
-            username=user.username,
-            uid_number=int(user.uid_number),
-            gid_number=int(user.gid_number),
-            name=user.name,
-            email=user.email,
-            is_active=user.active,
-            is_superuser=user.superuser,
-            ssh_public_keys=user.ssh_keys,
-        )
-        self._run(lambda conn: ldap_tree.upsert_user(conn, entry))
+    def upsert_user(self, user: DirectoryUser, previous: DirectoryUser | None) -> None:
+        entry, was = _ldap_user(user), _ldap_user(previous) if previous else None
+        self._run(lambda conn: ldap_tree.update_user(conn, entry, was))
 
-    def upsert_group(self, group: DirectoryGroup) -> None:
-        entry = ldap_tree.LdapGroup(
-            name=group.name,
-            gid_number=int(group.gid_number),
-            uid=group.uid,
-            members=group.members,
-            is_superuser=group.superuser,
-        )
-        self._run(lambda conn: ldap_tree.upsert_group(conn, entry))
+    def upsert_group(self, group: DirectoryGroup, previous: DirectoryGroup | None) -> None:
+        entry, was = _ldap_group(group), _ldap_group(previous) if previous else None
+        self._run(lambda conn: ldap_tree.update_group(conn, entry, was))
 
     def delete_user(self, username: str) -> None:
         self._run(lambda conn: ldap_tree.delete_user(conn, username))
 
     def delete_group(self, name: str) -> None:
         self._run(lambda conn: ldap_tree.delete_group(conn, name))
+
+
+def _ldap_user(user: DirectoryUser) -> ldap_tree.LdapUser:
+    return ldap_tree.LdapUser(
+        username=user.username,
+        uid_number=int(user.uid_number),
+        gid_number=int(user.gid_number),
+        name=user.name,
+        email=user.email,
+        is_active=user.active,
+        is_superuser=user.superuser,
+        ssh_public_keys=user.ssh_keys,
+    )
+
+
+def _ldap_group(group: DirectoryGroup) -> ldap_tree.LdapGroup:
+    return ldap_tree.LdapGroup(
+        name=group.name,
+        gid_number=int(group.gid_number),
+        uid=group.uid,
+        members=group.members,
+        is_superuser=group.superuser,
+    )

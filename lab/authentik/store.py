@@ -4,7 +4,9 @@ Write operations validate like Authentik's DRF serializers and raise :class:`Api
 (field -> messages) or :class:`NotFoundError`; reads return the stored records. Rendering to the
 API's JSON shapes lives in :mod:`lab.authentik.serialize`. :meth:`AuthentikStore.dump` and
 :meth:`AuthentikStore.restore` carry the whole state, the user primary-key sequence included, across a
-restart of the lab (a pk is never handed out twice, as with Authentik's PostgreSQL sequence).
+restart of the lab (a pk is never handed out twice, as with Authentik's PostgreSQL sequence). Every write
+notes the users and groups whose LDAP projection it may change (:meth:`AuthentikStore.take_touched`), so
+the outpost projection (:mod:`lab.authentik.directory`) is recomputed for those only.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -111,6 +114,19 @@ class AuthentikStore:
         self.users: dict[int, User] = {}
         self.groups: dict[str, Group] = {}
         self._next_user_pk = 1
+        self._touched_users: set[int] = set()
+        self._touched_groups: set[str] = set()
+
+    def touch(self, users: Iterable[int] = (), groups: Iterable[str] = ()) -> None:
+        """Note users and groups (by pk) whose projection a write may have changed."""
+        self._touched_users.update(users)
+        self._touched_groups.update(groups)
+
+    def take_touched(self) -> tuple[set[int], set[str]]:
+        """The users and groups touched since the last call (deleted ones included)."""
+        taken = self._touched_users, self._touched_groups
+        self._touched_users, self._touched_groups = set(), set()
+        return taken
 
     # -- lookups ---------------------------------------------------------------------------------
 
@@ -188,13 +204,17 @@ class AuthentikStore:
         self._next_user_pk += 1
         self._apply_user(user, body)
         self.users[user.pk] = user
+        self.touch(users=[user.pk])
         return user
 
     def update_user(self, pk: int, body: dict[str, Any], *, partial: bool) -> User:
         user = self.user(pk)
         self._validate_user(body, partial=partial, current=user)
+        if body.get("username", user.username) != user.username:
+            self.touch(groups=(g.pk for g in self.groups_of(pk)))
         self._apply_user(user, body)
         user.last_updated = now_iso()
+        self.touch(users=[pk])
         return user
 
     def _apply_user(self, user: User, body: dict[str, Any]) -> None:
@@ -206,6 +226,8 @@ class AuthentikStore:
         if "groups" in body:
             wanted = set(body["groups"])
             for group in self.groups.values():
+                if (group.pk in wanted) != (user.pk in group.users):
+                    self.touch(groups=[group.pk])
                 if group.pk in wanted:
                     group.users.add(user.pk)
                 else:
@@ -213,6 +235,7 @@ class AuthentikStore:
 
     def delete_user(self, pk: int) -> User:
         user = self.user(pk)
+        self.touch(users=[pk], groups=(g.pk for g in self.groups_of(pk)))
         for group in self.groups.values():
             group.users.discard(pk)
         del self.users[pk]
@@ -258,12 +281,17 @@ class AuthentikStore:
         group = Group(pk=str(uuid.uuid4()), name=body["name"])
         self._apply_group(group, body)
         self.groups[group.pk] = group
+        self.touch(users=group.users, groups=[group.pk])
         return group
 
     def update_group(self, pk: str, body: dict[str, Any], *, partial: bool) -> Group:
         group = self.group(pk)
         self._validate_group(body, partial=partial, current=group)
+        before = (group.name, group.is_superuser, set(group.users))
         self._apply_group(group, body)
+        name, superuser, members = before
+        renamed = (name, superuser) != (group.name, group.is_superuser)
+        self.touch(users=members | group.users if renamed else members ^ group.users, groups=[pk])
         return group
 
     @staticmethod
@@ -280,6 +308,7 @@ class AuthentikStore:
 
     def delete_group(self, pk: str) -> Group:
         group = self.group(pk)
+        self.touch(users=group.users, groups=[pk])
         del self.groups[pk]
         for other in self.groups.values():
             if pk in other.parents:
@@ -292,6 +321,7 @@ class AuthentikStore:
         if user_pk not in self.users:
             raise NotFoundError("Not found.")
         group.users.add(user_pk)
+        self.touch(users=[user_pk], groups=[group_pk])
 
     def remove_user(self, group_pk: str, body: dict[str, Any]) -> None:
         group = self.group(group_pk)
@@ -299,6 +329,7 @@ class AuthentikStore:
         if user_pk not in self.users:
             raise NotFoundError("Not found.")
         group.users.discard(user_pk)
+        self.touch(users=[user_pk], groups=[group_pk])
 
     @staticmethod
     def _account_pk(body: dict[str, Any]) -> int:

@@ -47,8 +47,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldap3 import BASE, LEVEL, MODIFY_REPLACE, Connection, Server
-from ldap3.core.exceptions import LDAPNoSuchObjectResult
+from ldap3 import BASE, LEVEL, MODIFY_ADD, MODIFY_DELETE, MODIFY_REPLACE, Connection, Server
+from ldap3.core.exceptions import (
+    LDAPAttributeOrValueExistsResult,
+    LDAPNoSuchAttributeResult,
+    LDAPNoSuchObjectResult,
+)
 
 BASE_DN = "dc=auth,dc=example,dc=internal"
 USERS_DN = f"ou=users,{BASE_DN}"
@@ -221,6 +225,40 @@ def upsert(conn: Connection, dn: str, attributes: Mapping[str, list[str]]) -> bo
     return False
 
 
+def changes(previous: Mapping[str, list[str]], wanted: Mapping[str, list[str]]) -> dict[str, list[Any]]:
+    """The modify operations turning the entry written as ``previous`` into ``wanted``: a changed attribute is
+    replaced, except ``member``, whose values are added and deleted one by one (a replace of a big group's
+    ``member`` makes the memberof overlay rewrite every member's ``memberOf``)."""
+    result: dict[str, list[Any]] = {}
+    for name, values in wanted.items():
+        before = previous.get(name, [])
+        if sorted(before) == sorted(values):
+            continue
+        if name != "member":
+            result[name] = [(MODIFY_REPLACE, values)]
+            continue
+        added, removed = sorted(set(values) - set(before)), sorted(set(before) - set(values))
+        result[name] = [(MODIFY_ADD, added)] * bool(added) + [(MODIFY_DELETE, removed)] * bool(removed)
+    return result
+
+
+def update(
+    conn: Connection, dn: str, previous: Mapping[str, list[str]] | None, wanted: Mapping[str, list[str]]
+) -> None:
+    """Write only what differs from ``previous`` (the entry as last written; None: unknown). When the entry is not
+    as last written (gone, or a member already added or removed), write it whole with :func:`upsert`."""
+    if previous is None:
+        upsert(conn, dn, wanted)
+        return
+    modify = changes(previous, wanted)
+    if not modify:
+        return
+    try:
+        conn.modify(dn, modify)
+    except (LDAPNoSuchObjectResult, LDAPAttributeOrValueExistsResult, LDAPNoSuchAttributeResult):
+        upsert(conn, dn, wanted)
+
+
 def delete(conn: Connection, dn: str) -> bool:
     """Delete the entry; return False when it did not exist."""
     try:
@@ -248,6 +286,13 @@ def upsert_user(conn: Connection, user: LdapUser) -> bool:
     return created
 
 
+def update_user(conn: Connection, user: LdapUser, previous: LdapUser | None) -> None:
+    """Write the user entry and its virtual group as :func:`update` does (no password: the outpost has none)."""
+    update(conn, user.dn, user_attributes(previous) if previous else None, user_attributes(user))
+    was = virtual_group_attributes(previous) if previous else None
+    update(conn, virtual_group_dn(user.username), was, virtual_group_attributes(user))
+
+
 def delete_user(conn: Connection, username: str) -> bool:
     """Delete the user and its virtual group; the memberof overlay drops it from groups' ``member``."""
     delete(conn, virtual_group_dn(username))
@@ -257,6 +302,11 @@ def delete_user(conn: Connection, username: str) -> bool:
 def upsert_group(conn: Connection, group: LdapGroup) -> bool:
     """Write the group with exactly ``group.members``; return True when it was created."""
     return upsert(conn, group.dn, group_attributes(group))
+
+
+def update_group(conn: Connection, group: LdapGroup, previous: LdapGroup | None) -> None:
+    """Write the group as :func:`update` does: members added and removed value by value."""
+    update(conn, group.dn, group_attributes(previous) if previous else None, group_attributes(group))
 
 
 def delete_group(conn: Connection, name: str) -> bool:

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from authentik_harness import AuthentikLab
+from ldap3 import MODIFY_DELETE
 
 from tenantflow.lab.authentik.slapd_sink import SlapdSink
+from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.process import free_port, stop_all
 from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
 
@@ -123,3 +125,35 @@ async def test_user_resolves_through_ldap(authentik: AuthentikLab, slapd: SlapdH
     assert ldapsearch(slapd, "(uid=bob)") == {}
     assert ldapsearch(slapd, "(cn=tenant-foo)") == {}
     assert ldapsearch(slapd, "(uid=ldap-bind)", "uidNumber")["uidNumber"] == ["2001"]
+
+
+async def test_group_members_change_one_by_one_and_a_hand_edit_is_overwritten(
+    authentik: AuthentikLab, slapd: SlapdHandle
+) -> None:
+    """Member changes reach slapd value by value; when the entry is not as last written (a member removed by
+    hand), the group is written whole, so slapd ends as Authentik says."""
+    client = authentik.client
+    group = (await client.post("/core/groups/", json={"name": "tenant-big"})).json()
+    pks = {}
+    for name in ("amy", "ben", "cat"):
+        pks[name] = (
+            await client.post("/core/users/", json={"username": name, "name": name, "groups": [group["pk"]]})
+        ).json()["pk"]
+    conn = ldap_tree.connect(slapd.url, slapd.admin_dn, slapd.admin_password)
+    try:
+        conn.modify(ldap_tree.group_dn("tenant-big"), {"member": [(MODIFY_DELETE, [ldap_tree.user_dn("ben")])]})
+    finally:
+        conn.unbind()
+    await client.post(f"/core/groups/{group['pk']}/remove_user/", json={"pk": pks["ben"]})
+    await client.post("/core/users/", json={"username": "dan", "name": "dan", "groups": [group["pk"]]})
+    await client.post(f"/core/groups/{group['pk']}/remove_user/", json={"pk": pks["amy"]})
+
+    members = ldapsearch(slapd, "(&(objectClass=posixGroup)(cn=tenant-big))", "member")["member"]
+    assert sorted(members) == [ldap_tree.user_dn(u) for u in ("cat", "dan")]
+    assert ldapsearch(slapd, "(uid=dan)", "memberOf")["memberOf"] == [ldap_tree.group_dn("tenant-big")]
+    assert "memberOf" not in ldapsearch(slapd, "(uid=amy)", "memberOf")
+    for name in ("amy", "ben", "cat"):
+        await client.delete(f"/core/users/{pks[name]}/")
+    dan = (await client.get("/core/users/", params={"username": "dan"})).json()["results"][0]
+    await client.delete(f"/core/users/{dan['pk']}/")
+    await client.delete(f"/core/groups/{group['pk']}/")
