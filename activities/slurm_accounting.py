@@ -30,6 +30,7 @@ from tenantflow.activities.slurm_cli import (
     word,
     words,
 )
+from tenantflow.activities.slurm_user_delete import delete_users, delete_users_argv
 from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, qos_marker, want_account_qos
 from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
@@ -205,12 +206,7 @@ def modify_argvs(
 
 def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     if kind == "user":
-        return sacctmgr_write(
-            "delete",
-            "user",
-            "",
-            where={"name": word(name), "account": word(data.account or ""), "cluster": word(data.cluster or "")},
-        )
+        return delete_users_argv([name], data.account or "", data.cluster or "")
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
@@ -284,17 +280,28 @@ def undo_results(
     ctl: SlurmCtl, slug: str, results: list[EnsureResult], before_delete: Callable[[EnsureResult], None] | None = None
 ) -> list[EnsureResult]:
     """Delete what was created and put back what was updated, newest first; an object that does not carry
-    tenantflow's marker for ``slug`` is left alone and reported so (outcome unchanged, :class:`Kept`)."""
+    tenantflow's marker for ``slug`` is left alone and reported so (outcome unchanged, :class:`Kept`). Created
+    user associations go first, many a command (:mod:`activities.slurm_user_delete`): nothing of the tenant
+    depends on them."""
     done: list[EnsureResult] = []
     world = read_world_of(ctl, results)
+
+    def other_of(res: EnsureResult) -> str | None:
+        made = res.outcome in (Outcome.created, Outcome.updated)
+        return foreign(world, slug, res.kind, res.name, res.data_as(SlurmObject).account or "") if made else None
+
+    users = [r for r in results if r.kind == "user" and r.outcome == Outcome.created and other_of(r) is None]
+    for res in users:
+        if before_delete is not None:
+            before_delete(res)
+    deleted = delete_users(ctl, users, lambda name, detail: _undo_error("user", name, detail))
     for res in results:
         kind, data = res.kind, res.data_as(SlurmObject)
         heartbeat({"undo": f"{kind} {res.name}"})
-        other = (
-            foreign(world, slug, kind, res.name, data.account or "")
-            if res.outcome in (Outcome.created, Outcome.updated)
-            else None
-        )
+        if (res.name, data.account or "") in deleted and kind == "user" and res.outcome == Outcome.created:
+            done.append(res.model_copy(update={"outcome": deleted[(res.name, data.account or "")]}))
+            continue
+        other = other_of(res)
         if other is not None:
             done.append(
                 res.model_copy(

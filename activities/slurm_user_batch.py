@@ -31,11 +31,9 @@ from tenantflow.activities.slurm_accounting import (
     foreign,
     modify_argvs,
 )
+from tenantflow.activities.slurm_user_delete import BATCH
 from tenantflow.activities.slurm_wants import Want
 from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
-
-BATCH = 100
-"""Users per sacctmgr command: keeps one exec's argv (and the exec URL carrying it) a few kilobytes."""
 
 
 def chunks(wants: list[Want]) -> Iterator[list[Want]]:

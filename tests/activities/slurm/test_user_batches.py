@@ -1,6 +1,7 @@
 """A big tenant's user associations against the real slurmdbd: one ``sacctmgr add user Name=a,b,...`` per hundred
-users, one ``modify user where name=a,b`` for users that drifted alike, nothing on a re-run, and the per-user
-outcomes (created, updated with the previous values, unchanged) exactly as one command per user gave them."""
+users, one ``modify user where name=a,b`` for users that drifted alike, nothing on a re-run, one ``delete user where
+name=a,b,...`` per hundred users on undo, and the per-user outcomes (created, updated with the previous values,
+unchanged; deleted, then absent) exactly as one command per user gave them."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def user_rows(lab: SlurmLab, contract: TenantContract) -> dict[str, str]:
     return {line.split("|", 1)[0]: line for line in out.splitlines() if line.split("|", 1)[0]}
 
 
-def test_a_big_tenants_users_are_added_and_fixed_in_batches(lab: SlurmLab) -> None:
+def test_a_big_tenants_users_are_added_fixed_and_undone_in_batches(lab: SlurmLab) -> None:
     prefix = f"b{secrets.token_hex(2)}"
     contract = make_contract(lab.target, tuple(f"{prefix}u{n:03d}" for n in range(USERS)))
     lab.resolve(*contract.usernames)
@@ -63,6 +64,17 @@ def test_a_big_tenants_users_are_added_and_fixed_in_batches(lab: SlurmLab) -> No
         again = slurm.users(inp)
         assert writes_since(lab, before) == []
         assert {r.outcome for r in again.results} == {Outcome.unchanged}
+
+        undo_users = slurm.UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+        before = len(lab.sacctmgr_writes())
+        undone = slurm.undo(undo_users)
+        made.pop()
+        assert [argv[2:4] for argv in writes_since(lab, before)] == [["delete", "user"], ["delete", "user"]]
+        assert [(r.name, r.outcome) for r in undone] == [(n, Outcome.deleted) for n in reversed(contract.usernames)]
+        assert user_rows(lab, contract) == {}
+        before = len(lab.sacctmgr_writes())
+        assert {r.outcome for r in slurm.undo(undo_users)} == {Outcome.absent}
+        assert writes_since(lab, before) == []
     finally:
         for step, res in reversed(list(zip(("accounts", "qos", "users"), made, strict=False))):
             slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
