@@ -350,7 +350,8 @@ def verify_ldap(inp: StepInput) -> StepResult:
 
 @defn(name="identity.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
-    """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated."""
+    """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated, a few users at
+    a time (:mod:`activities.fanout`, heartbeating), each with its own ownership check."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
         "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
         "group": ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
@@ -358,10 +359,9 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]
+    changed = [r for r in inp.results if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)]
     with AuthentikClient.from_settings() as ak:
-        return [
-            undo_one(ak, r) for r in inp.results if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)
-        ]
+        return fan_out(lambda r: undo_one(ak, r), changed, "undo")
 
 
 ACTIVITIES = [preflight, plan, ensure_group, ensure_users, verify_ldap, undo]
