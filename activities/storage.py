@@ -362,7 +362,8 @@ def ensure_csi(inp: StepInput) -> StepResult:
 
 @defn(name="storage.undo")
 def undo(inp: UndoInput) -> list[EnsureResult]:
-    """Compensate one storage step: only what that step created (or restore what it updated)."""
+    """Compensate one storage step: only what that step created (or restore what it updated); quotas a few at a
+    time (:mod:`activities.fanout`, heartbeating)."""
     contract = inp.contract
     changed = [r for r in inp.results if r.outcome in (Outcome.created, Outcome.updated)]
     if inp.step == "csi":
@@ -373,8 +374,13 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
             return [deleted(False, r) for r in changed]
         with weka:
             present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
-            located = [(r, locate_quota(weka, contract, r)) for r in changed]
-            return [undo_quota(weka, contract, present, found) if found else deleted(False, r) for r, found in located]
+            located = fan_out(lambda r: locate_quota(weka, contract, r), changed, "locate")
+
+            def undo_one(pair: tuple[EnsureResult, EnsureResult | None]) -> EnsureResult:
+                result, found = pair
+                return undo_quota(weka, contract, present, found) if found else deleted(False, result)
+
+            return fan_out(undo_one, list(zip(changed, located, strict=True)), "quotas")
     if inp.step == "filesystems":
         return undo_filesystems(contract, changed)
     return []
