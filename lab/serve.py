@@ -97,9 +97,10 @@ def saved_states(
         Saved(state_file(config.state_dir, f"kube-{context}"), store.dump, version_of(store))
         for context, store in stores.items()
     ]
+    users = authentik[AUTHENTIK_SERVICE].store
     return [
         *saved,
-        Saved(state_file(config.state_dir, "authentik"), authentik[AUTHENTIK_SERVICE].store.dump),
+        Saved(state_file(config.state_dir, "authentik"), users.dump, lambda: users.revision),
         Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump),
     ]
 

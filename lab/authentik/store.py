@@ -116,9 +116,12 @@ class AuthentikStore:
         self._next_user_pk = 1
         self._touched_users: set[int] = set()
         self._touched_groups: set[str] = set()
+        self.revision = 0
+        """Bumped by every write: the lab saves the state when it moved (:class:`lab.statefile.Saved`)."""
 
     def touch(self, users: Iterable[int] = (), groups: Iterable[str] = ()) -> None:
-        """Note users and groups (by pk) whose projection a write may have changed."""
+        """Note a write, and the users and groups (by pk) whose projection it may have changed."""
+        self.revision += 1
         self._touched_users.update(users)
         self._touched_groups.update(groups)
 
@@ -248,6 +251,7 @@ class AuthentikStore:
             raise ApiValidationError({"password": ["This field is required."]})
         user.password_hash = hashlib.sha256(password.encode()).hexdigest()
         user.password_change_date = now_iso()
+        self.touch()
 
     # -- groups ----------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from aiohttp import web
 from tenantflow import lab
 from tenantflow.lab.authentik.api import SERVICE_KEY as AUTHENTIK_SERVICE
 from tenantflow.lab.authentik.app import build_app as build_authentik
-from tenantflow.lab.authentik.store import AuthentikStore
+from tenantflow.lab.authentik.store import ApiValidationError, AuthentikStore
 from tenantflow.lab.daemons.process import free_port
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store
@@ -173,3 +173,20 @@ def test_the_kube_serving_certificate_is_kept_across_restarts(tmp_path: Path) ->
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     key.unlink()
     assert kept_cert(cert, key).cert_pem != first.cert_pem
+
+
+def test_authentik_is_saved_after_every_write_and_only_then(tmp_path: Path) -> None:
+    """The Authentik store's revision moves with every write (a password too), so the lab saves it without
+    dumping the whole directory every quarter second to find out."""
+    store = AuthentikStore("install")
+    saved = Saved(tmp_path / "authentik.json", store.dump, lambda: store.revision)
+    assert saved.save_if_changed()
+    assert not saved.save_if_changed()
+    user = store.create_user({"username": "alice", "name": "Alice"})
+    assert saved.save_if_changed() and not saved.save_if_changed()
+    store.set_password(user.pk, {"password": "s3cret-pass"})
+    assert saved.save_if_changed()
+    assert load(tmp_path / "authentik.json") == json.loads(json.dumps(store.dump()))
+    with pytest.raises(ApiValidationError):
+        store.create_user({"username": "alice", "name": "Again"})
+    assert not saved.save_if_changed()
