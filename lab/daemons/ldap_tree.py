@@ -50,6 +50,7 @@ from typing import Any
 from ldap3 import BASE, LEVEL, MODIFY_ADD, MODIFY_DELETE, MODIFY_REPLACE, Connection, Server
 from ldap3.core.exceptions import (
     LDAPAttributeOrValueExistsResult,
+    LDAPEntryAlreadyExistsResult,
     LDAPNoSuchAttributeResult,
     LDAPNoSuchObjectResult,
 )
@@ -217,12 +218,14 @@ def exists(conn: Connection, dn: str) -> bool:
 
 
 def upsert(conn: Connection, dn: str, attributes: Mapping[str, list[str]]) -> bool:
-    """Create the entry or replace the given attributes; return True when it was created."""
-    if not exists(conn, dn):
+    """Create the entry or, when it exists (slapd answers entryAlreadyExists), replace the given attributes;
+    return True when it was created. One round trip for a new entry, two for an existing one."""
+    try:
         conn.add(dn, attributes={name: values for name, values in attributes.items() if values})
-        return True
-    conn.modify(dn, {name: [(MODIFY_REPLACE, values)] for name, values in attributes.items()})
-    return False
+    except LDAPEntryAlreadyExistsResult:
+        conn.modify(dn, {name: [(MODIFY_REPLACE, values)] for name, values in attributes.items()})
+        return False
+    return True
 
 
 def changes(previous: Mapping[str, list[str]], wanted: Mapping[str, list[str]]) -> dict[str, list[Any]]:
