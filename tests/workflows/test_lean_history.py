@@ -21,17 +21,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from tenantflow.bench.history import local_activity
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import OnboardingResult
-from tenantflow.models.runbook import (
-    APPLY,
-    CAPACITY_PREFLIGHT,
-    HANDOVER,
-    PLAN,
-    PREFLIGHT,
-    RECORD_TENANT,
-    SMOKE,
-    VALIDATE,
-)
 from tenantflow.models.status import RunStatus
 from tenantflow.worker.codec import PLAIN
 from tenantflow.worker.registry import WORKFLOWS
@@ -41,11 +32,11 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, fake_worker
 
 CHANGE_VERSION = SearchAttributeKey.for_keyword_list("TemporalChangeVersion")
-PHASES = [[CAPACITY_PREFLIGHT], PREFLIGHT[1:], PLAN, PLAN, [HANDOVER]]
+PHASES = [[runbook.CAPACITY_PREFLIGHT], runbook.PREFLIGHT[1:], runbook.PLAN, runbook.PLAN, [runbook.HANDOVER]]
 """The read-only steps by phase: the capacity preflight (it chooses the nodes), the other preflights, the plan, the
 re-plan after approval, the handover render."""
 LOCAL_STEPS = [step for phase in PHASES for step in phase]
-ACTIVITY_STEPS = [*APPLY, *SMOKE, VALIDATE, RECORD_TENANT]
+ACTIVITY_STEPS = [*runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.RECORD_TENANT]
 
 
 def scheduled(events: list[HistoryEvent]) -> list[str]:
@@ -70,9 +61,9 @@ async def onboard(
 
 
 async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_env: WorkflowEnvironment) -> None:
-    preflights, plans = asyncio.Barrier(len(PREFLIGHT) - 1), asyncio.Barrier(len(PLAN))
+    preflights, plans = asyncio.Barrier(len(runbook.PREFLIGHT) - 1), asyncio.Barrier(len(runbook.PLAN))
     world = FakeWorld(
-        rendezvous={s.name: preflights for s in PREFLIGHT[1:]} | {s.name: plans for s in PLAN},
+        rendezvous={s.name: preflights for s in runbook.PREFLIGHT[1:]} | {s.name: plans for s in runbook.PLAN},
     )
     result, status, handle = await onboard(world, dev_env)
     history = await handle.fetch_history()
@@ -81,7 +72,7 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     phases = [recorded[:1], recorded[1:5], recorded[5:11], recorded[11:17], recorded[17:]]
     assert [sorted(phase) for phase in phases] == [sorted((s.name, 1) for s in phase) for phase in PHASES], recorded
     assert scheduled(history.events) == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
-    ran = [*LOCAL_STEPS[:-1], *APPLY, *SMOKE, VALIDATE, HANDOVER, RECORD_TENANT]
+    ran = [*LOCAL_STEPS[:-1], *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed, local or not
     assert {s.state for s in status.steps} == {"done"}
     assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == [LEAN_HISTORY_PATCH]
