@@ -91,6 +91,19 @@ def _error(target: KubeTarget, status: int, body: bytes | str | None, reason: st
     return http_error(f"kubernetes {target.context}", status, _message(body, reason), retry_after)
 
 
+def request(
+    target: KubeTarget,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> Json:
+    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
+    A write carries ``fieldManager=tenantflow``."""
+    return dict(json.loads(_call(target, method, path, body, content_type, query, "application/json") or b"{}"))
+
+
 def _call(
     target: KubeTarget,
     method: str,
@@ -120,19 +133,6 @@ def _call(
     if response.status >= 400:
         raise _error(target, response.status, response.data, str(response.reason), response.headers)
     return bytes(response.data or b"")
-
-
-def request(
-    target: KubeTarget,
-    method: str,
-    path: str,
-    body: Any = None,
-    content_type: str = "application/json",
-    query: list[tuple[str, str]] | None = None,
-) -> Json:
-    """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
-    A write carries ``fieldManager=tenantflow``."""
-    return dict(json.loads(_call(target, method, path, body, content_type, query, "application/json") or b"{}"))
 
 
 def pod_log(target: KubeTarget, namespace: str, pod: str, container: str) -> str:
