@@ -4,14 +4,15 @@ tenant covers, and put a corrected owner back when the run rolls back.
 A directory is made, or its owner and mode set, by the directory Job (:mod:`activities.storage_dirs`), which
 also logs the owner each existing directory had. An existing directory keeps the owner it had unless this tenant
 provably covers it: every directory of a strict-isolation tenant (its own organization's filesystems),
-``/scratch/<slug>`` (named for the tenant), and on the shared home filesystem ``/home/<user>`` of a user the
-tenant's record (:mod:`activities.records`, its latest version, also ``offboarded``) lists. Such a directory is
+``/scratch/<slug>`` (named for the tenant), and on the shared home filesystem a ``/home/<user>`` that a version
+of the tenant's record (:mod:`activities.records`) shows this tenant made or set the owner of. Such a directory is
 checked and given the owner it would be made with (a re-onboarded tenant's group has a new gid; the directory
 would keep the gone group's): the result is ``updated``, with the owner found (``previous``) and the one set
-(``owner``), or ``unchanged`` when they were the same. The check is skipped (``unchanged``) when the record shows
-its run left the directory with the owner wanted now (a re-run of an onboarded tenant runs no Job); an
-``offboarded`` version records no owners, so a re-onboarding always checks. Any other existing directory is left
-as found (``unchanged``, and why). Every result records the owner the directory has after the run (``owner``).
+(``owner``), or ``unchanged`` when they were the same. The check is skipped (``unchanged``) when the record's
+latest version shows its run left the directory with the owner wanted now (a re-run of an onboarded tenant runs
+no Job); an ``offboarded`` version records no owners, so a re-onboarding always checks. Any other existing
+directory is left as found (``unchanged``, and why). Every result records the owner the directory has after the
+run (``owner``).
 Undo sets ``previous`` back on the directories a run corrected; directories are never removed.
 """
 
@@ -57,28 +58,35 @@ def mount_credentials(contract: TenantContract) -> Credentials:
     )
 
 
-def _record(contract: TenantContract) -> TenantRecord | None:
-    """The tenant's latest record (None: the tenant was never onboarded in this cluster)."""
-    return records.read_latest(RecordKey.of_tenant(contract.cluster, contract.slug), TenantRecord)
+def _history(contract: TenantContract) -> list[TenantRecord]:
+    """Every version of the tenant's record, oldest first (none: the tenant was never onboarded in this cluster)."""
+    return records.read_versions(RecordKey.of_tenant(contract.cluster, contract.slug), TenantRecord)
 
 
-def _recorded_owners(record: TenantRecord | None) -> dict[str, DirectoryOwner]:
-    """The owner the recorded run left on each directory, by label (an ``offboarded`` version records none)."""
-    return {
-        r.name: r.data.owner
-        for r in (record.applied if record else [])
-        if r.kind == "WekaDirectory" and isinstance(r.data, WekaDirectory) and r.data.owner is not None
+def _directories(record: TenantRecord) -> list[tuple[EnsureResult, WekaDirectory]]:
+    return [(r, r.data) for r in record.applied if r.kind == "WekaDirectory" and isinstance(r.data, WekaDirectory)]
+
+
+def _recorded_owners(history: list[TenantRecord]) -> dict[str, DirectoryOwner]:
+    """The owner the latest version's run left on each directory, by label (an ``offboarded`` version records
+    none)."""
+    return {r.name: data.owner for r, data in _directories(history[-1]) if data.owner} if history else {}
+
+
+def _not_covered(contract: TenantContract, existing: list[QuotaTarget], history: list[TenantRecord]) -> dict[str, str]:
+    """Existing directories this tenant cannot prove are its own, by label, with why they are left as found: on the
+    shared home filesystem, a home no version of the record shows this tenant made or set the owner of."""
+    ours = {
+        r.name
+        for record in history
+        for r, data in _directories(record)
+        if r.outcome in (Outcome.created, Outcome.updated) or data.owner
     }
-
-
-def _not_covered(contract: TenantContract, existing: list[QuotaTarget], record: TenantRecord | None) -> dict[str, str]:
-    """Existing directories this tenant cannot prove are its own, by label, with why they are left as found."""
-    known = set(record.contract.usernames) if record else set()
     return {
-        t.label: f"{t.label} existed on the shared home filesystem and no record of {contract.slug} lists "
-        f"{t.path.strip('/')}: its owner is left as found"
+        t.label: f"{t.label} existed on the shared home filesystem and no record of {contract.slug} shows it made "
+        "it or set its owner: its owner is left as found"
         for t in existing
-        if t.role == "home" and not is_strict(contract) and t.path.strip("/") not in known
+        if t.role == "home" and not is_strict(contract) and t.label not in ours
     }
 
 
@@ -108,9 +116,9 @@ def ensure_directories(
     uids = {f.name: f.uid for f in filesystems.values()}
     found = resolve_targets(weka, targets, uids, "directories")
     existed = {label for label, inode in found.items() if inode is not None}
-    record = _record(contract) if existed else None
-    left = _not_covered(contract, [t for t in targets if t.label in existed], record)
-    recorded = _recorded_owners(record)
+    history = _history(contract) if existed else []
+    left = _not_covered(contract, [t for t in targets if t.label in existed], history)
+    recorded = _recorded_owners(history)
     wanted = {t.label: directory_spec(facts, t.role, t.path) for t in targets if t.label not in left}
     checked = [
         t

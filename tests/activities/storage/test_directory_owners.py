@@ -1,7 +1,7 @@
 """The owner of an existing tenant directory is checked and corrected, only where the tenant covers it: a tenant
 onboarded again after an offboarding that kept its data has a new group (a new gid), and its directories must
 carry that gid, not the gone group's (on a real Weka mount its users could not enter them); a rollback puts the
-owner back; a home on the shared filesystem that no record of the tenant lists is left as found."""
+owner back; a home on the shared filesystem that the tenant's record does not show it made is left as found."""
 
 from __future__ import annotations
 
@@ -63,8 +63,9 @@ async def test_a_reonboarded_tenant_gets_its_directories_under_its_new_group(sto
     assert {gid for _, gid, _ in owners(storage_lab).values()} == {GROUP_GID}, "the rollback put the owners back"
 
 
-async def test_a_shared_home_no_record_of_the_tenant_lists_is_left_as_found(storage_lab: StorageLab) -> None:
-    """/alice on the shared home filesystem, made for someone else: the tenant creates the rest, never chowns it."""
+async def test_a_shared_home_the_tenant_did_not_make_is_left_as_found(storage_lab: StorageLab) -> None:
+    """/alice on the shared home filesystem, made for someone else: the tenant creates the rest and never chowns
+    it, not even once its record lists alice (the record shows it left /alice as found)."""
     home = next(f for f in storage_lab.weka.cluster.filesystems.values() if f.name == "home")
     home.mkdir("/alice")
     home.set_owner("/alice", 4242, 7000, 0o700)
@@ -79,5 +80,11 @@ async def test_a_shared_home_no_record_of_the_tenant_lists_is_left_as_found(stor
         "/scratch/tenant-foo": Outcome.created,
     }
     alice = next(r for r in done.results if r.name == "/home/alice")
-    assert "no record of tenant-foo lists alice" in alice.data_as(Kept).kept
+    assert "no record of tenant-foo shows it made it or set its owner" in alice.data_as(Kept).kept
+    assert home.owners["/alice"] == [4242, 7000, 0o700]
+
+    await record_tenant(contract, done.results)
+    again = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
+    assert {r.name: r.outcome for r in again.results} == dict.fromkeys(outcomes, Outcome.unchanged)
+    assert isinstance(next(r for r in again.results if r.name == "/home/alice").data, Kept)
     assert home.owners["/alice"] == [4242, 7000, 0o700]
