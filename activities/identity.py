@@ -49,7 +49,7 @@ from tenantflow.activities.identity_numbers import (
     user_uid,
 )
 from tenantflow.activities.identity_undo import undo_group, undo_user
-from tenantflow.activities.polling import from_poll_interval, poll_until
+from tenantflow.activities.polling import from_poll_interval, heartbeat, poll_until
 from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
@@ -358,9 +358,16 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     if inp.step not in undoers:
         return []
     kind, undo_one = undoers[inp.step]
+
+    def undo_beating(ak: AuthentikClient, result: EnsureResult) -> EnsureResult:
+        heartbeat({"undo": f"{kind} {result.name}"})
+        return undo_one(ak, result)
+
     with AuthentikClient.from_settings() as ak:
         return [
-            undo_one(ak, r) for r in inp.results if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)
+            undo_beating(ak, r)
+            for r in inp.results
+            if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)
         ]
 
 

@@ -86,9 +86,7 @@ def _plan(layer: str) -> Step[StepInput, list[PlanStep]]:
 
 
 def _undo(layer: str) -> Step[UndoInput, list[EnsureResult]]:
-    return Step(
-        f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step", heartbeat=None
-    )
+    return Step(f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step")
 
 
 def _apply(

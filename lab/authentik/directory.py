@@ -10,8 +10,9 @@ The projection follows ``internal/outpost/ldap`` (entries.go, group.go, utils.go
   (binds for them fail in Authentik's flow, searches still return them).
 
 :class:`DirectorySync` keeps the last projection it pushed and, after every API write, writes only the
-entries that changed (renames become delete + upsert). A sink failure leaves the difference pending, so
-the next write (or :meth:`DirectorySync.resync`) retries it, like the outpost's periodic refresh.
+entries that changed (renames become delete + upsert). A sink failure leaves the difference pending: the next
+write (or :meth:`DirectorySync.resync`) retries it, and so does a retry every :data:`RETRY_S` seconds until a push
+succeeds, like the outpost's periodic refresh (a restarted directory serves every change made while it was down).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 from tenantflow.lab.authentik.store import AuthentikStore, Group, User
 
 log = logging.getLogger(__name__)
+RETRY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class DirectorySync:
         """Sync requests so far; each comes after its API write reached the store."""
         self._covered = 0
         """Requests whose writes a successful push included."""
+        self._retry: asyncio.Task[None] | None = None
 
     async def sync(self) -> None:
         """Write what changed since the last successful push (serialised; runs ldap3 in a thread). Writes that
@@ -172,9 +175,16 @@ class DirectorySync:
             try:
                 await asyncio.to_thread(self._push, users, groups)
             except Exception:
-                log.exception("LDAP outpost sync failed; will retry on the next change")
+                log.exception("LDAP outpost sync failed; retrying every %s s and on the next change", RETRY_S)
+                if self._retry is None or self._retry.done():
+                    self._retry = asyncio.get_running_loop().create_task(self._retry_until_pushed())
             else:
                 self._covered = covering
+
+    async def _retry_until_pushed(self) -> None:
+        while self._covered < self._requested:
+            await asyncio.sleep(RETRY_S)
+            await self.sync()
 
     async def resync(self) -> None:
         """Forget what was pushed and write every entry again."""
