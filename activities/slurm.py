@@ -281,12 +281,10 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue
-        _, current = read_partition_key(c)
         previous = res.data_as(SlurmPartition).previous
-        if current == previous:
+        if not restore_partition(ctl, c, previous):
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
             continue
-        restore_partition(ctl, c, previous)
         done.append(res.model_copy(update={"outcome": Outcome.deleted if previous is None else Outcome.updated}))
     return done
 

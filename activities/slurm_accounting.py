@@ -5,7 +5,8 @@ with a :class:`~activities.slurm_wants.Want`; :class:`Ensurer` writes only what
 differs (re-runs make zero sacctmgr writes) and, when a step fails halfway,
 removes what it created before raising, so a retry or the saga never finds
 half-made debris. :func:`undo_results` deletes what was created and puts back
-what was updated.
+what was updated; an undo write that fails because slurmdbd or slurmctld cannot be
+reached is retryable (:func:`undo_error`), a refusal is not.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from temporalio.exceptions import ApplicationError
+
 from tenantflow.activities.errors import fail
 from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.slurm_cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
     QOS_FORMAT,
+    UNAVAILABLE_PATTERNS,
     Assoc,
     SlurmCtl,
     parse_accounts,
@@ -294,7 +298,7 @@ def undo_results(
     for res in users:
         if before_delete is not None:
             before_delete(res)
-    deleted = delete_users(ctl, users, lambda name, detail: _undo_error("user", name, detail))
+    deleted = delete_users(ctl, users, lambda name, detail: undo_error("user", name, detail))
     for res in results:
         kind, data = res.kind, res.data_as(SlurmObject)
         heartbeat({"undo": f"{kind} {res.name}"})
@@ -318,7 +322,7 @@ def undo_results(
             out = ctl.run(delete_argv(kind, res.name, data), check=False)
             gone = out.exit_code == 0 and "Nothing deleted" not in out.stdout + out.stderr
             if out.exit_code != 0 and "Nothing deleted" not in out.stdout + out.stderr:
-                raise _undo_error(kind, res.name, out.stderr or out.stdout)
+                raise undo_error(kind, res.name, out.stderr or out.stdout)
             done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         elif res.outcome == Outcome.updated and data.previous:
             previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
@@ -334,7 +338,7 @@ def undo_results(
                 if out.exit_code == 0:
                     outcome = Outcome.updated
                 elif "Nothing modified" not in out.stdout + out.stderr:
-                    raise _undo_error(kind, res.name, out.stderr or out.stdout)
+                    raise undo_error(kind, res.name, out.stderr or out.stdout)
             done.append(res.model_copy(update={"outcome": outcome}))
         else:
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
@@ -374,5 +378,10 @@ def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
         ctl.run(argv)
 
 
-def _undo_error(kind: str, name: str, detail: str) -> Exception:
-    return fail("SlurmCommandFailed", f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}")
+def undo_error(kind: str, name: str, detail: str) -> ApplicationError:
+    """Retryable (``Unavailable``) when Slurm could not be reached, as :func:`slurm_cli.command_error` decides; a
+    refusal fails the undo for good."""
+    message = f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}"
+    if UNAVAILABLE_PATTERNS.search(detail):
+        return ApplicationError(message, type="Unavailable")
+    return fail("SlurmCommandFailed", message)

@@ -73,6 +73,11 @@ def line_nodes(line: str | None) -> list[str] | None:
     return sorted(expand_hostlist(value)) if value else []
 
 
+def reports(part: Partition | None, nodes: list[str] | None) -> bool:
+    """``part`` (what slurmctld reports) has exactly ``nodes``; with None, the partition is gone."""
+    return part is None if nodes is None else part is not None and sorted(part.nodes) == sorted(nodes)
+
+
 def confirm_partition(
     ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float = CONFIRM_BUDGET_S
 ) -> Partition | None:
@@ -80,16 +85,13 @@ def confirm_partition(
     gone); a timeout error naming what slurmctld still reports."""
     want = None if nodes is None else sorted(nodes)
 
-    def loaded(part: Partition | None) -> bool:
-        return part is None if want is None else part is not None and sorted(part.nodes) == want
-
     def probe() -> Partition | None:
         ctl.run(["scontrol", "reconfigure"])
         return live_partition(ctl, c)
 
     waited = poll_until(
         probe,
-        loaded,
+        lambda part: reports(part, nodes),
         every=from_poll_interval(),
         budget_s=budget_s,
         detail=lambda part: f"waiting for slurmctld to report partition {c.slug}",
@@ -135,6 +137,13 @@ def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> li
     return problems
 
 
-def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> None:
+def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> bool:
+    """Put the ConfigMap key back to ``previous`` and confirm slurmctld reports it; False when both already held
+    it. A key already back is not enough: an attempt that wrote it and died before ``scontrol reconfigure`` left
+    slurmctld serving the tenant's partition."""
+    _, current = read_partition_key(c)
+    if current == previous and reports(live_partition(ctl, c), line_nodes(previous)):
+        return False
     write_partition_key(c, previous)
     confirm_partition(ctl, c, line_nodes(previous))
+    return True

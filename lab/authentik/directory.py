@@ -13,8 +13,10 @@ The projection follows ``internal/outpost/ldap`` (entries.go, group.go, utils.go
 users and groups the write touched (the store notes them) and writes only the entries that changed, each as
 its difference from the last write (renames become delete + upsert). The real outpost computes entries per
 search from the API, so its cost does not grow with the directory on a write; a full re-projection per write
-would have made the lab's cost per user grow with the number of users. A sink failure leaves the difference pending, so
-the next write (or :meth:`DirectorySync.resync`) retries it, like the outpost's periodic refresh.
+made the lab's cost per user grow with the number of users. A sink failure leaves the difference pending: the
+next write (or :meth:`DirectorySync.resync`) retries it, and so does a retry every :data:`RETRY_S` seconds until
+a push succeeds, like the outpost's periodic refresh (a restarted directory serves every change made while it
+was down).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from tenantflow.lab.authentik.store import AuthentikStore, Group, User
 
 log = logging.getLogger(__name__)
+RETRY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class DirectorySync:
         """Sync requests so far; each comes after its API write reached the store."""
         self._covered = 0
         """Requests whose writes a successful push included."""
+        self._retry: asyncio.Task[None] | None = None
 
     async def sync(self) -> None:
         """Write what changed since the last successful push (serialised; runs ldap3 in a thread). Writes that
@@ -212,11 +216,18 @@ class DirectorySync:
             try:
                 await asyncio.to_thread(self._push, users, groups)
             except Exception:
-                log.exception("LDAP outpost sync failed; will retry on the next change")
+                log.exception("LDAP outpost sync failed; retrying every %s s and on the next change", RETRY_S)
+                if self._retry is None or self._retry.done():
+                    self._retry = asyncio.get_running_loop().create_task(self._retry_until_pushed())
             else:
                 self._users.done()
                 self._groups.done()
                 self._covered = covering
+
+    async def _retry_until_pushed(self) -> None:
+        while self._covered < self._requested:
+            await asyncio.sleep(RETRY_S)
+            await self.sync()
 
     async def resync(self) -> None:
         """Forget what was pushed and write every entry again."""

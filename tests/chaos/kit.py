@@ -313,6 +313,11 @@ def step(status: RunStatus, name: str) -> StepRecord | None:
     return next((s for s in reversed(status.steps) if s.name == name), None)
 
 
+def running(name: str) -> Callable[[RunStatus], bool]:
+    """The latest record of step ``name`` says it is running."""
+    return lambda s: (r := step(s, name)) is not None and r.state == "running"
+
+
 async def wait_until(
     api: TenantflowClient,
     handle: WorkflowHandle[Any, Any],

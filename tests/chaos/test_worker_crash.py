@@ -35,17 +35,13 @@ from tests.chaos.kit import (
     clear_faults,
     comparable,
     compare_worlds,
+    running,
     set_faults,
-    step,
     wait_until,
     world,
 )
 from tests.enrollment.conftest import Lab, start_lab
 from tests.enrollment.test_brownfield import PRESET, uids
-
-
-def running(name: str) -> Any:
-    return lambda s: (r := step(s, name)) is not None and r.state == "running"
 
 
 async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(

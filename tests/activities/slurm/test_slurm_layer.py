@@ -7,7 +7,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import slurm, validate
 from tenantflow.activities.slurm_cli import SlurmCtl
-from tenantflow.activities.slurm_partition import partition_problems
+from tenantflow.activities.slurm_partition import partition_problems, write_partition_key
 from tenantflow.lab import pitfalls
 from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.pitfalls import Pitfall
@@ -155,6 +155,19 @@ def test_partition_is_confirmed_by_scontrol_without_any_annotation(
         assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
     finally:
         undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
+    assert [r.outcome for r in undone] == [Outcome.deleted]
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
+
+
+def test_partition_undo_finishes_what_a_crashed_attempt_left(lab: SlurmLab) -> None:
+    """An undo attempt that put the ConfigMap key back and died before ``scontrol reconfigure`` left slurmctld
+    serving the partition: the next attempt does not take the restored key for done, it reconfigures."""
+    contract = make_contract(lab.target)
+    inp = step_input(contract)
+    res = slurm.partition(inp)
+    write_partition_key(contract, None)
+    assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
+    undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
     assert [r.outcome for r in undone] == [Outcome.deleted]
     assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 from authentik_harness import AuthentikLab
 
-from tenantflow.lab.authentik.directory import DirectoryGroup, DirectoryUser
+from tenantflow.lab.authentik.directory import RETRY_S, DirectoryGroup, DirectoryUser
 
 
 @dataclass
@@ -81,6 +81,19 @@ async def test_failed_push_is_retried(authentik: AuthentikLab, directory_sink: R
     assert "bo" not in directory_sink.users
     await authentik.client.post("/core/groups/", json={"name": "other"})
     assert "bo" in directory_sink.users and "other" in directory_sink.groups
+
+
+async def test_failed_push_is_retried_without_a_further_write(
+    authentik: AuthentikLab, directory_sink: RecordingSink
+) -> None:
+    """A directory that was down gets what it missed once it answers again, as from the outpost's refresh."""
+    directory_sink.fail_next = True
+    created = await authentik.client.post("/core/users/", json={"username": "cy", "name": "Cy"})
+    assert created.status_code == 201
+    assert "cy" not in directory_sink.users
+    async with asyncio.timeout(10 * RETRY_S):
+        while "cy" not in directory_sink.users:
+            await asyncio.sleep(0.05)
 
 
 async def test_concurrent_writes_are_each_in_the_directory_when_answered(

@@ -19,6 +19,7 @@ from tenantflow.models.runbook import (
     ONBOARDING,
     ROLLBACK,
     SMOKE,
+    UNDO_ORDER,
     Step,
 )
 from tenantflow.worker.registry import ACTIVITIES, BY_NAME
@@ -89,3 +90,8 @@ def test_the_saga_unwinds_in_the_catalogues_rollback_order() -> None:
         "identity.users",
         "identity.group",
     ]
+
+
+def test_every_undo_has_a_heartbeat_timeout() -> None:
+    """A worker that dies during a rollback costs the undo a minute, not its 5-minute start-to-close timeout."""
+    assert all(step.heartbeat is not None and step.heartbeat < step.timeout for step in UNDO_ORDER)
