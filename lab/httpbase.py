@@ -5,8 +5,10 @@ Each emulator is an aiohttp application built with :func:`make_app`, which adds:
 * a request journal (``GET /_lab/requests``, reset with ``DELETE``) so tests can
   count the writes a workflow made ("a second run makes zero writes");
 * fault injection (``GET/PUT/DELETE /_lab/faults``): per-route latency, error
-  rates (5xx or 429 with ``Retry-After``) and dropped connections, switchable at
-  run time by reliability tests;
+  rates (5xx or 429 with ``Retry-After``), dropped connections (before the
+  handler runs) and lost responses (``drop_after_rate``: the handler runs, its
+  write is committed, then the connection is closed without the answer, journaled
+  as ``lost_response``), switchable at run time by reliability tests;
 * an optional snapshot hook (``GET /_lab/snapshot``) returning the emulator's
   whole state, used to prove a rollback leaves the world as it was.
 
@@ -21,7 +23,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from aiohttp import web
 from pydantic import BaseModel, Field
@@ -31,6 +33,11 @@ SnapshotFn = Callable[[], Any]
 
 CONTROL_PREFIX = "/_lab/"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+DROP = "drop"
+LOST_RESPONSE = "lost_response"
+COMMITTED = frozenset({None, LOST_RESPONSE})
+"""Journal marks of requests whose handler ran: a lost response's write happened all the same."""
+LOSE_RESPONSE_KEY = web.RequestKey("lab_lose_response", bool)
 
 
 class FaultRule(BaseModel):
@@ -43,6 +50,9 @@ class FaultRule(BaseModel):
     error_status: int = Field(503, ge=400, le=599)
     retry_after_s: int | None = Field(None, ge=0, le=3600)
     drop_rate: float = Field(0.0, ge=0.0, le=1.0, description="close the connection without a response")
+    drop_after_rate: float = Field(
+        0.0, ge=0.0, le=1.0, description="run the handler (its write is committed), then close without the response"
+    )
 
     def matches(self, method: str, path: str) -> bool:
         if self.methods and method.upper() not in {m.upper() for m in self.methods}:
@@ -100,7 +110,7 @@ STATE_KEY = web.AppKey("lab_http_state", LabHTTPState)
 
 
 async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamResponse | str | None:
-    """Return a response (or ``"drop"``) when a fault fires, else ``None``."""
+    """Return a response, :data:`DROP` or :data:`LOST_RESPONSE` when a fault fires, else ``None``."""
     rule = state.rule_for(request.method, request.path)
     if rule is None:
         return None
@@ -108,8 +118,7 @@ async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamR
         state.count_injected("latency")
         await asyncio.sleep(rule.latency_ms / 1000)
     if rule.drop_rate and state.rng.random() < rule.drop_rate:
-        state.count_injected("drop")
-        return "drop"
+        return DROP
     if rule.error_rate and state.rng.random() < rule.error_rate:
         state.count_injected(str(rule.error_status))
         headers = {}
@@ -127,7 +136,25 @@ async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamR
             status=rule.error_status,
             headers=headers,
         )
+    if rule.drop_after_rate and state.rng.random() < rule.drop_after_rate:
+        return LOST_RESPONSE
     return None
+
+
+def response_lost(request: web.Request) -> bool:
+    """Whether this request's answer is to be lost: a handler that sends its answer itself (the exec
+    websocket) runs its command and then returns without sending anything."""
+    return request.get(LOSE_RESPONSE_KEY, False)
+
+
+def _close_unanswered(state: LabHTTPState, request: web.Request, status: int, kind: str) -> NoReturn:
+    """Journal the request with the status its handler reached (0 when it never ran), then abort the connection."""
+    state.count_injected(kind)
+    state.journal.append(JournalEntry(request.method, request.path, request.query_string, status, time.time(), kind))
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
+    raise asyncio.CancelledError
 
 
 @web.middleware
@@ -136,22 +163,24 @@ async def lab_middleware(request: web.Request, handler: Handler) -> web.StreamRe
     if request.path.startswith(CONTROL_PREFIX):
         return await handler(request)
     fault = await _apply_fault(state, request)
-    if fault == "drop":
-        state.journal.append(JournalEntry(request.method, request.path, request.query_string, 0, time.time(), "drop"))
-        transport = request.transport
-        if transport is not None:
-            transport.abort()
-        raise asyncio.CancelledError
+    if fault == DROP:
+        _close_unanswered(state, request, 0, DROP)
     if isinstance(fault, web.StreamResponse):
         state.journal.append(
             JournalEntry(request.method, request.path, request.query_string, fault.status, time.time(), "error")
         )
         return fault
+    lose = fault == LOST_RESPONSE
+    request[LOSE_RESPONSE_KEY] = lose
     try:
         response = await handler(request)
     except web.HTTPException as exc:
+        if lose:
+            _close_unanswered(state, request, exc.status, LOST_RESPONSE)
         state.journal.append(JournalEntry(request.method, request.path, request.query_string, exc.status, time.time()))
         raise
+    if lose:
+        _close_unanswered(state, request, response.status, LOST_RESPONSE)
     state.journal.append(JournalEntry(request.method, request.path, request.query_string, response.status, time.time()))
     return response
 
@@ -159,7 +188,7 @@ async def lab_middleware(request: web.Request, handler: Handler) -> web.StreamRe
 def _control_routes(state: LabHTTPState, snapshot: SnapshotFn | None) -> list[web.RouteDef]:
     async def get_requests(_: web.Request) -> web.Response:
         entries = [e.as_dict() for e in state.journal]
-        writes = sum(1 for e in state.journal if e.method in WRITE_METHODS and e.injected is None)
+        writes = sum(1 for e in state.journal if e.method in WRITE_METHODS and e.injected in COMMITTED)
         return web.json_response(
             {"service": state.name, "requests": entries, "writes": writes, "injected": state.injected}
         )

@@ -70,3 +70,29 @@ async def test_latency_and_dropped_connections(server: str) -> None:
         with pytest.raises(httpx.TransportError):
             await http.post("/items")
         assert (await http.put("/_lab/faults", json={"rules": [{"error_rate": 2}]})).status_code == 422
+
+
+async def test_a_lost_response_commits_the_write_and_drops_the_answer(server: str) -> None:
+    """``drop_after_rate``: the handler runs (the item exists afterwards), the client sees the connection close."""
+    async with httpx.AsyncClient(base_url=server) as http:
+        rule = {"path": "^/items$", "methods": ["POST"], "drop_after_rate": 1.0}
+        await http.put("/_lab/faults", json={"seed": 3, "rules": [rule]})
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.post("/items")
+        assert (await http.get("/items")).json() == {"items": 1}
+        journal = (await http.get("/_lab/requests")).json()
+        assert journal["writes"] == 1
+        assert journal["injected"] == {"lost_response": 1}
+        assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [
+            ("POST", 201, "lost_response"),
+            ("GET", 200, None),
+        ]
+        await http.put("/_lab/faults", json={"seed": 3, "rules": [{**rule, "drop_after_rate": 0.5}]})
+        answered = 0
+        for _ in range(8):
+            try:
+                answered += (await http.post("/items")).status_code == 201
+            except httpx.TransportError:
+                pass
+        assert 0 < answered < 8
+        assert (await http.get("/items")).json() == {"items": 9}, "every write ran, answered or not"
