@@ -4,7 +4,10 @@ Each emulator is an aiohttp application built with :func:`make_app`, which adds:
 
 * a request journal (``GET /_lab/requests``, reset with ``DELETE``) so tests can
   count the writes a workflow made ("a second run makes zero writes");
-* fault injection (``GET/PUT/DELETE /_lab/faults``): per-route latency, error
+* fault injection (``GET/PUT/DELETE /_lab/faults``): per-route latency (time a
+  request waits before its handler; a client that gives up meanwhile is never
+  served, as an apiserver drops a queued request whose client left, journaled as
+  ``abandoned``), error
   rates (5xx or 429 with ``Retry-After``), dropped connections (before the
   handler runs) and lost responses (``drop_after_rate``: the handler runs, its
   write is committed, then the connection is closed without the answer, journaled
@@ -34,6 +37,8 @@ SnapshotFn = Callable[[], Any]
 CONTROL_PREFIX = "/_lab/"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 DROP = "drop"
+ABANDONED = "abandoned"
+POLL_S = 0.05
 LOST_RESPONSE = "lost_response"
 COMMITTED = frozenset({None, LOST_RESPONSE})
 """Journal marks of requests whose handler ran: a lost response's write happened all the same."""
@@ -45,7 +50,7 @@ class FaultRule(BaseModel):
 
     path: str = Field(".*", description="regular expression searched in the request path")
     methods: list[str] = Field(default_factory=list, description="empty means every method")
-    latency_ms: int = Field(0, ge=0, le=60_000)
+    latency_ms: int = Field(0, ge=0, le=300_000)
     error_rate: float = Field(0.0, ge=0.0, le=1.0)
     error_status: int = Field(503, ge=400, le=599)
     retry_after_s: int | None = Field(None, ge=0, le=3600)
@@ -110,13 +115,15 @@ STATE_KEY = web.AppKey("lab_http_state", LabHTTPState)
 
 
 async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamResponse | str | None:
-    """Return a response, :data:`DROP` or :data:`LOST_RESPONSE` when a fault fires, else ``None``."""
+    """Return a response, :data:`DROP`, :data:`ABANDONED` or :data:`LOST_RESPONSE` when a fault fires, else
+    ``None``."""
     rule = state.rule_for(request.method, request.path)
     if rule is None:
         return None
     if rule.latency_ms:
         state.count_injected("latency")
-        await asyncio.sleep(rule.latency_ms / 1000)
+        if not await _client_waited(request, rule.latency_ms / 1000):
+            return ABANDONED
     if rule.drop_rate and state.rng.random() < rule.drop_rate:
         return DROP
     if rule.error_rate and state.rng.random() < rule.error_rate:
@@ -141,6 +148,26 @@ async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamR
     return None
 
 
+async def _client_waited(request: web.Request, seconds: float) -> bool:
+    """Wait ``seconds``; False as soon as the client has closed its connection (noticed by polling, or by the
+    cancellation a server with ``handler_cancellation`` sends; any other cancellation goes on)."""
+    deadline = time.monotonic() + seconds
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if _client_gone(request):
+                return False
+            await asyncio.sleep(min(POLL_S, left))
+    except asyncio.CancelledError:
+        if not _client_gone(request):
+            raise
+        return False
+    return True
+
+
+def _client_gone(request: web.Request) -> bool:
+    return request.transport is None or request.transport.is_closing()
+
+
 def response_lost(request: web.Request) -> bool:
     """Whether this request's answer is to be lost: a handler that sends its answer itself (the exec
     websocket) runs its command and then returns without sending anything."""
@@ -163,8 +190,8 @@ async def lab_middleware(request: web.Request, handler: Handler) -> web.StreamRe
     if request.path.startswith(CONTROL_PREFIX):
         return await handler(request)
     fault = await _apply_fault(state, request)
-    if fault == DROP:
-        _close_unanswered(state, request, 0, DROP)
+    if fault in (DROP, ABANDONED):
+        _close_unanswered(state, request, 0, str(fault))
     if isinstance(fault, web.StreamResponse):
         state.journal.append(
             JournalEntry(request.method, request.path, request.query_string, fault.status, time.time(), "error")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -96,3 +97,20 @@ async def test_a_lost_response_commits_the_write_and_drops_the_answer(server: st
                 pass
         assert 0 < answered < 8
         assert (await http.get("/items")).json() == {"items": 9}, "every write ran, answered or not"
+
+
+async def test_a_request_whose_client_gave_up_during_the_latency_is_never_served(server: str) -> None:
+    """A hung connection the client abandons (its timeout below the latency) never reaches the handler."""
+    async with httpx.AsyncClient(base_url=server) as http:
+        await http.put(
+            "/_lab/faults", json={"rules": [{"path": "^/items$", "methods": ["POST"], "latency_ms": 90_000}]}
+        )
+        with pytest.raises(httpx.TimeoutException):
+            await http.post("/items", timeout=0.3)
+        deadline = time.monotonic() + 10
+        while not (journal := (await http.get("/_lab/requests")).json())["requests"]:
+            assert time.monotonic() < deadline, "the abandoned request is still waiting"
+            await asyncio.sleep(0.05)
+        assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [("POST", 0, "abandoned")]
+        assert journal["injected"] == {"latency": 1, "abandoned": 1} and journal["writes"] == 0
+        assert (await http.get("/items")).json() == {"items": 0}
