@@ -46,9 +46,10 @@ LOSE_RESPONSE_KEY = web.RequestKey("lab_lose_response", bool)
 
 
 class FaultRule(BaseModel):
-    """One fault rule; the first rule whose method and path match applies."""
+    """One fault rule; the first rule whose method, path and query match (and that is not spent) applies."""
 
     path: str = Field(".*", description="regular expression searched in the request path")
+    query: str = Field("", description="regular expression searched in the query string (an exec's command=...)")
     methods: list[str] = Field(default_factory=list, description="empty means every method")
     latency_ms: int = Field(0, ge=0, le=300_000)
     error_rate: float = Field(0.0, ge=0.0, le=1.0)
@@ -58,11 +59,14 @@ class FaultRule(BaseModel):
     drop_after_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="run the handler (its write is committed), then close without the response"
     )
+    max_fires: int | None = Field(
+        None, ge=1, description="the rule is spent after faulting this many requests (latency counts)"
+    )
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, query: str = "") -> bool:
         if self.methods and method.upper() not in {m.upper() for m in self.methods}:
             return False
-        return re.search(self.path, path) is not None
+        return re.search(self.path, path) is not None and re.search(self.query, query) is not None
 
 
 class FaultConfig(BaseModel):
@@ -99,13 +103,23 @@ class LabHTTPState:
     faults: FaultConfig = field(default_factory=FaultConfig)
     rng: random.Random = field(default_factory=random.Random)
     injected: dict[str, int] = field(default_factory=dict)
+    fires: dict[int, int] = field(default_factory=dict)
 
     def set_faults(self, config: FaultConfig) -> None:
         self.faults = config
         self.rng = random.Random(config.seed)
+        self.fires = {}
 
-    def rule_for(self, method: str, path: str) -> FaultRule | None:
-        return next((r for r in self.faults.rules if r.matches(method, path)), None)
+    def rule_for(self, request: web.Request) -> tuple[int, FaultRule] | None:
+        return next(
+            (
+                (index, rule)
+                for index, rule in enumerate(self.faults.rules)
+                if rule.matches(request.method, request.path, request.query_string)
+                and (rule.max_fires is None or self.fires.get(index, 0) < rule.max_fires)
+            ),
+            None,
+        )
 
     def count_injected(self, kind: str) -> None:
         self.injected[kind] = self.injected.get(kind, 0) + 1
@@ -117,9 +131,19 @@ STATE_KEY = web.AppKey("lab_http_state", LabHTTPState)
 async def _apply_fault(state: LabHTTPState, request: web.Request) -> web.StreamResponse | str | None:
     """Return a response, :data:`DROP`, :data:`ABANDONED` or :data:`LOST_RESPONSE` when a fault fires, else
     ``None``."""
-    rule = state.rule_for(request.method, request.path)
-    if rule is None:
+    found = state.rule_for(request)
+    if found is None:
         return None
+    index, rule = found
+    if rule.latency_ms:  # spent before the wait, so that requests arriving meanwhile see it spent
+        state.fires[index] = state.fires.get(index, 0) + 1
+    fault = await _rule_fault(state, rule, request)
+    if fault is not None and not rule.latency_ms:
+        state.fires[index] = state.fires.get(index, 0) + 1
+    return fault
+
+
+async def _rule_fault(state: LabHTTPState, rule: FaultRule, request: web.Request) -> web.StreamResponse | str | None:
     if rule.latency_ms:
         state.count_injected("latency")
         if not await _client_waited(request, rule.latency_ms / 1000):

@@ -114,3 +114,17 @@ async def test_a_request_whose_client_gave_up_during_the_latency_is_never_served
         assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [("POST", 0, "abandoned")]
         assert journal["injected"] == {"latency": 1, "abandoned": 1} and journal["writes"] == 0
         assert (await http.get("/items")).json() == {"items": 0}
+
+
+async def test_a_rule_matches_the_query_and_is_spent_after_max_fires(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server) as http:
+        rule = {"path": "^/items$", "query": "command=add", "drop_after_rate": 1.0, "max_fires": 2}
+        await http.put("/_lab/faults", json={"rules": [rule, {"path": "^/items$", "error_rate": 1.0}]})
+        assert (await http.post("/items", params={"command": "show"})).status_code == 503
+        for _ in range(2):
+            with pytest.raises(httpx.TransportError):
+                await http.post("/items", params={"command": "add"})
+        assert (await http.post("/items", params={"command": "add"})).status_code == 503, "spent: the next rule"
+        journal = (await http.get("/_lab/requests")).json()
+        assert [e["injected"] for e in journal["requests"]] == ["error", "lost_response", "lost_response", "error"]
+        assert (await http.get("/_lab/faults")).json()["rules"][0]["max_fires"] == 2
