@@ -7,22 +7,30 @@ from the worker's ``KONDUKTOR_BIN`` setting (default ``konduktor`` on PATH). No 
 (house rule: secrets never in the argv of our processes); a caller that holds one (the bootstrap blob, passed
 as a file) names it in ``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output or stderr
 would show it. A failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted
-stderr; the CLI's own exceptions never escape.
+stderr; the CLI's own exceptions never escape. While a command runs, the calling activity heartbeats every
+:data:`BEAT_S` (far below the 60 s heartbeat timeout), so a command that takes longer than the heartbeat
+timeout (up to :data:`CLI_TIMEOUT_S`) never makes Temporal start a second attempt beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import IO
 
 from tenantflow.activities import clusters
 from tenantflow.activities.errors import fail
+from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.settings import settings
 from tenantflow.models.targets import KubeTarget
 
 CLI_TIMEOUT_S = 120.0
+BEAT_S = 10.0
 PROMPT = "Apply this plan? [y/N]"
 REDACTED = "<secret>"
 
@@ -63,22 +71,44 @@ def run(
     """Run one command; its stdout (or write it to ``stdout``); ``KonduktorFailed`` on a non-zero exit."""
     command = argv(target, *args)
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             command,
             stdout=stdout or subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             text=True,
-            timeout=timeout_s,
-            check=False,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        raise _failed(command, f"did not finish within {timeout_s:.0f} s") from None
     except OSError as exc:
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
+    out, err = _communicate(proc, command, timeout_s)
     if proc.returncode != 0:
-        raise _failed(command, f"exited {proc.returncode}", proc.stderr, secrets)
-    return redact(proc.stdout or "", secrets)
+        raise _failed(command, f"exited {proc.returncode}", err, secrets)
+    return redact(out or "", secrets)
+
+
+def _communicate(
+    proc: subprocess.Popen[str], command: list[str], timeout_s: float, answer: str | None = None
+) -> tuple[str, str]:
+    """Wait for ``proc`` (sending ``answer`` to its stdin), heartbeating every :data:`BEAT_S`; kill it and fail
+    after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.communicate(input=answer, timeout=max(0.0, min(BEAT_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            answer = None
+            if time.monotonic() >= deadline:
+                _kill(proc)
+                proc.communicate()
+                raise _failed(command, f"did not finish within {timeout_s:.0f} s") from None
+            heartbeat(f"waiting for konduktor {' '.join(command[5:7])}")
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the command and whatever it started (its own session), so nothing keeps its pipes open."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def answer_plan(
@@ -96,11 +126,16 @@ def answer_plan(
     command = argv(target, *args)
     try:
         proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
     except OSError as exc:
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
-    timer = threading.Timer(timeout_s, proc.kill)
+    timer = threading.Timer(timeout_s, _kill, [proc])
     timer.start()
     try:
         assert proc.stdin is not None and proc.stdout is not None
@@ -114,7 +149,7 @@ def answer_plan(
             _, err = proc.communicate()
             raise _failed(command, f"exited {proc.returncode} without asking to apply a plan", err, secrets)
         ok = approve(plan)
-        out, err = proc.communicate(input="y\n" if ok else "n\n")
+        out, err = _communicate(proc, command, timeout_s, "y\n" if ok else "n\n")
     finally:
         timer.cancel()
     if not ok:

@@ -50,8 +50,9 @@ class Polled(Generic[T]):
 
 
 def heartbeat(*details: object) -> None:
-    """``activity.heartbeat`` when running in an activity (a plain call, as in a unit test, has no one to tell)."""
-    if activity.in_activity():
+    """``activity.heartbeat`` when running in an activity (a plain call, as in a unit test, has no one to tell; a
+    local activity has no heartbeat: its worker holds the workflow task meanwhile)."""
+    if activity.in_activity() and not activity.info().is_local:
         activity.heartbeat(*details)
 
 

@@ -5,7 +5,9 @@ activity at a time, so a request belongs to the activity whose span (start to
 close, from the history) contains it, and to that activity's layer
 (``identity.users`` -> identity); a stand-in journals a request when its
 response ends, which for an exec stream can be just after the activity closed,
-so a request belongs to the last activity started before it. Slurm commands run through an exec into the
+so a request belongs to the last activity started before it. Read-only steps that ran as local activities share
+their workflow task's span (:mod:`bench.history`): their requests count for ``reads`` (every layer's preflight and
+plan), not for one layer. Slurm commands run through an exec into the
 slurmctld pod (``kubectl exec``): those requests count as system ``slurm``, not
 as Kubernetes API calls. LDAP binds (slapd) are not journalled and not counted.
 """
@@ -22,6 +24,7 @@ from tenantflow.bench.history import ActivitySpan
 from tenantflow.lab.endpoints import LabEndpoints
 
 OUTSIDE = "(before the first activity)"
+LOCAL_READS = "reads"
 
 
 def journals(lab: LabEndpoints) -> dict[str, list[dict[str, Any]]]:
@@ -56,7 +59,7 @@ def calls_per_layer(
             at = float(request["at"])
             if not since <= at <= until:
                 continue
-            owners = [s.name for s in spans if s.started <= at]
-            layer = owners[-1].partition(".")[0] if owners else OUTSIDE
+            owners = [s for s in spans if s.started <= at]
+            layer = (LOCAL_READS if owners[-1].local else owners[-1].name.partition(".")[0]) if owners else OUTSIDE
             counts.setdefault(layer, Counter())[system_of(service, request["path"], slurm_namespace)] += 1
     return {layer: dict(sorted(systems.items())) for layer, systems in counts.items()}

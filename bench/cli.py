@@ -50,7 +50,7 @@ def bench(
     """
     require_extra("lab", "tenantflow bench")
     from tenantflow.bench.figures import bench as measure
-    from tenantflow.bench.report import report_rows, summary
+    from tenantflow.bench.report import ROW_KEYS, describe_machine, machine, report_rows, summary
     from tenantflow.lab.endpoints import LabEndpoints
     from tenantflow.worker.config import TemporalSettings
     from tenantflow.worker.temporal import connect
@@ -77,15 +77,20 @@ def bench(
             )
 
     sizes = users_sizes(users_curve)
+    before = machine()
     figures = run(go())
-    facts = summary(figures)
+    rows = report_rows(figures)
+    facts = summary(figures) | {
+        "machine": {"before": before, "after": machine()},
+        "rows": [dict(zip(ROW_KEYS, row, strict=True)) for row in rows],
+    }
     if output == "json":
         emit(facts, output)
     else:
-        table = Table(title="tenantflow bench")
-        for column in ("figure", "value", "target"):
+        table = Table(title="tenantflow bench", caption=describe_machine(facts["machine"]))
+        for column in ROW_KEYS:
             table.add_column(column)
-        for row in report_rows(figures):
+        for row in rows:
             table.add_row(*row)
         console.print(table)
     if not facts["ok"]:

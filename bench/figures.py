@@ -35,7 +35,7 @@ from temporalio.client import Client
 
 from tenantflow.bench.drift import FleetDrift, fleet_drift
 from tenantflow.bench.fakes import LAB_SECONDS
-from tenantflow.bench.floor import CpuMeter, floor_cpu_per_run, server_pid
+from tenantflow.bench.floor import CpuMeter, floor_cpu_per_run, floor_names, server_pid
 from tenantflow.bench.history import activity_spans, gate_latency
 from tenantflow.bench.lab import LabFigures, lab_figures
 from tenantflow.bench.processes import worker_process
@@ -200,7 +200,7 @@ async def bench(
         meter = CpuMeter(pid, server_pid(client))
         load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)], meter)
         fleet = await fleet_drift(api, template, drift_tenants, concurrency=min(DRIFT_CONCURRENCY, slots))
-        names = [span.name for span in activity_spans((await api.handle(solo.workflow_id).fetch_history()).events)]
+        names = floor_names(activity_spans((await api.handle(solo.workflow_id).fetch_history()).events))
     return Figures(
         latencies=described,
         activity_slots=slots,

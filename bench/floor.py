@@ -2,7 +2,10 @@
 with nothing of tenantflow in between, in CPU-seconds per run read from ``/proc``.
 
 ``BenchFloor`` (:mod:`bench.floorworker`) calls, one after another, no-op activities with the names an onboarding
-called, in its order, on a plain ``temporalio.worker.Worker`` with default settings in a process of its own.
+called, in its order, on a plain ``temporalio.worker.Worker`` with default settings in a process of its own; the
+steps the onboarding ran as local activities it calls as local activities too (one after another where the
+onboarding ran a phase's at once: the same markers in the same workflow task), so both histories have the same
+events per step.
 CPU time is ``utime + stime`` of ``/proc/PID/stat`` (proc(5)); the Temporal server's process is the one listening
 on the client's port (``/proc/net/tcp*`` and ``/proc/PID/fd``), so the figure is only available with a server on
 this host.
@@ -17,8 +20,14 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from tenantflow.bench.floorworker import FLOOR_WORKFLOW
+from tenantflow.bench.floorworker import FLOOR_WORKFLOW, LOCAL
+from tenantflow.bench.history import ActivitySpan
 from tenantflow.bench.processes import worker_process
+
+
+def floor_names(spans: list[ActivitySpan]) -> list[str]:
+    """What the floor calls for an onboarding's ``spans``, in order: a local activity's name ``local:``-prefixed."""
+    return [f"{LOCAL}{span.name}" if span.local else span.name for span in spans]
 
 
 def cpu_seconds(pid: int) -> float:

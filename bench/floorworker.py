@@ -1,5 +1,6 @@
 """The floor's worker (``python -m tenantflow.bench.floorworker QUEUE NAME...``): ``BenchFloor`` calls no-op
-activities with the given names one after another, on a plain ``temporalio.worker.Worker`` with default settings.
+activities with the given names one after another, on a plain ``temporalio.worker.Worker`` with default settings;
+a name ``local:<name>`` is called as a local activity (as the onboarding ran it).
 Only temporalio is imported here: the workflow sandbox re-imports this module for every run."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 FLOOR_WORKFLOW = "BenchFloor"
+LOCAL = "local:"
+"""The prefix of a name the floor calls as a local activity."""
 
 
 @workflow.defn(name=FLOOR_WORKFLOW)
@@ -22,7 +25,10 @@ class BenchFloor:
     @workflow.run
     async def run(self, names: list[str]) -> int:
         for name in names:
-            await workflow.execute_activity(name, start_to_close_timeout=timedelta(minutes=1))
+            if name.startswith(LOCAL):
+                await workflow.execute_local_activity(name[len(LOCAL) :], start_to_close_timeout=timedelta(minutes=1))
+            else:
+                await workflow.execute_activity(name, start_to_close_timeout=timedelta(minutes=1))
         return len(names)
 
 
@@ -35,7 +41,7 @@ def noop_activity(name: str) -> Any:
 
 async def serve(queue: str, names: list[str]) -> None:
     client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], namespace=os.environ["TEMPORAL_NAMESPACE"])
-    activities = [noop_activity(name) for name in sorted(set(names))]
+    activities = [noop_activity(name) for name in sorted({name.removeprefix(LOCAL) for name in names})]
     async with Worker(client, task_queue=queue, workflows=[BenchFloor], activities=activities):
         await asyncio.Event().wait()
 

@@ -1,7 +1,11 @@
 """What a run's history says: when a stage was entered, how many events, gate latency, when each activity ran.
 
 Everything here reads server-side event times, so the figures do not depend on
-how quickly the bench process notices things.
+how quickly the bench process notices things. A local activity has no events of
+its own: the SDK core records it with a ``core_local_activity`` marker whose
+``data`` detail names its activity type and attempt (what the Temporal UI shows
+for it), written when the workflow task that ran it completes; its span is that
+workflow task, shared by every local activity the task ran.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class ActivitySpan(BaseModel):
     ended: float
     attempt: int = 1
     """The attempt that closed it (1: it finished on its first attempt)."""
+    local: bool = False
+    """A local activity: its span is the workflow task that ran it."""
 
     @property
     def seconds(self) -> float:
@@ -83,15 +89,39 @@ def gate_latency(events: Sequence[HistoryEvent]) -> float | None:
     return None
 
 
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+
+
+def local_activity(event: HistoryEvent) -> tuple[str, int] | None:
+    """The activity type and attempt of the local activity this marker event records, else None."""
+    if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        return None
+    marker = event.marker_recorded_event_attributes
+    if marker.marker_name != LOCAL_ACTIVITY_MARKER:
+        return None
+    data = json.loads(marker.details["data"].payloads[0].data)
+    return str(data["activity_type"]), int(data["attempt"])
+
+
 def activity_spans(events: Sequence[HistoryEvent]) -> list[ActivitySpan]:
-    """Every activity of the run with its last start, its close and that attempt's number, in scheduling order."""
+    """Every activity of the run with its last start, its close and that attempt's number, in scheduling order
+    (a local activity in the order its workflow task recorded it)."""
     names: dict[int, str] = {}
     started: dict[int, float] = {}
     attempts: dict[int, int] = {}
     spans: list[ActivitySpan] = []
+    task_started = 0.0
     for event in events:
         kind = event.event_type
-        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        local = local_activity(event)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            task_started = seconds(event)
+        elif local is not None:
+            name, attempt = local
+            spans.append(
+                ActivitySpan(name=name, started=task_started, ended=seconds(event), attempt=attempt, local=True)
+            )
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             names[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
             attributes = event.activity_task_started_event_attributes

@@ -1,12 +1,37 @@
-"""The bench's figures as table rows (what ``tenantflow bench`` prints) and as a JSON summary."""
+"""The bench's figures as table rows (what ``tenantflow bench`` prints), as a JSON summary, and the JSON's rows
+as the README's Markdown table (``python -m tenantflow.bench.report BENCH.json``)."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from typing import Any
 
 from tenantflow.bench.figures import Figures, percentile
 
 NEEDS_LAB = "n/a: needs a lab (--lab-dir), real activities only"
+ROW_KEYS = ("figure", "value", "target")
+
+
+def machine() -> dict[str, Any]:
+    """The cores and the load averages (1, 5 and 15 min) now: the figures move with the box's load."""
+    return {"cpus": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
+
+
+def describe_machine(facts: dict[str, Any]) -> str:
+    before, after = facts["before"], facts["after"]
+    return (
+        f"{before['cpus']} cores; load average (1/5/15 min) {'/'.join(map(str, before['load']))} before the bench, "
+        f"{'/'.join(map(str, after['load']))} after"
+    )
+
+
+def markdown(facts: dict[str, Any]) -> str:
+    """The rows of one ``tenantflow bench --output json`` run as a Markdown table, the machine's load below it."""
+    lines = ["| figure | measured | target |", "|---|---|---|"]
+    lines += [f"| {r['figure']} | {r['value'].replace('|', '/')} | {r['target']} |" for r in facts["rows"]]
+    return "\n".join([*lines, "", f"Measured on {describe_machine(facts['machine'])}."])
 
 
 def layer_calls(systems: dict[str, int]) -> str:
@@ -229,3 +254,8 @@ def summary(f: Figures) -> dict[str, Any]:
         ),
         **lab,
     }
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as source:
+        print(markdown(json.load(source)))

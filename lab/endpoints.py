@@ -72,6 +72,24 @@ class LabEndpoints(BaseModel):
             env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url
         return env
 
+    def ldapsearch(self, search_filter: str, *attributes: str, password: str | None = None) -> list[str]:
+        """The runbook's ``ldapsearch`` check through the LDAP outpost, bound as the lab's bind account, for
+        ``search_filter`` and ``attributes``; ``password`` stands on the command line in place of the bind password
+        (the demo prints ``$LDAP_BIND_PASSWORD`` for the operator's shell)."""
+        bind = ["-D", self.ldap_bind_dn, "-w", password or self.ldap_bind_password]
+        return [
+            "ldapsearch",
+            "-x",
+            "-LLL",
+            "-H",
+            self.ldap_url,
+            *bind,
+            "-b",
+            self.ldap_base_dn,
+            search_filter,
+            *attributes,
+        ]
+
     def write(self) -> Path:
         path = self.state_dir / "lab.env"
         lines = [f"{key}={value}" for key, value in sorted(self.to_env().items())]

@@ -63,6 +63,8 @@ class Step(Generic[I, R]):
     """The plan kinds this step writes: the plan's ``create`` entries of these kinds are its own."""
     undo: Step[UndoInput, list[EnsureResult]] | None = None
     """The compensation of this step (called with the step's :attr:`short` name in ``UndoInput.step``)."""
+    local: bool = False
+    """Short and read-only, no heartbeat: a workflow may run it as a local activity (one history event, not six)."""
 
     @property
     def layer(self) -> str:
@@ -76,11 +78,11 @@ class Step(Generic[I, R]):
 
 
 def _preflight(layer: str) -> Step[StepInput, StepResult]:
-    return Step(f"{layer}.preflight", StepInput, StepResult, summary=f"{layer}: read-only preflight")
+    return Step(f"{layer}.preflight", StepInput, StepResult, summary=f"{layer}: read-only preflight", local=True)
 
 
 def _plan(layer: str) -> Step[StepInput, list[PlanStep]]:
-    return Step(f"{layer}.plan", StepInput, list[PlanStep], summary=f"{layer}: plan")
+    return Step(f"{layer}.plan", StepInput, list[PlanStep], summary=f"{layer}: plan", local=True)
 
 
 def _undo(layer: str) -> Step[UndoInput, list[EnsureResult]]:
@@ -162,7 +164,9 @@ SMOKE: tuple[Step[StepInput, StepResult], ...] = (
     _smoke("smoke.storage", "write and read /scratch on the Weka mount"),
 )
 VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult, summary="validate every layer")
-HANDOVER: Step[StepInput, Handover] = Step("handover.render", StepInput, Handover, summary="render the handover sheet")
+HANDOVER: Step[StepInput, Handover] = Step(
+    "handover.render", StepInput, Handover, summary="render the handover sheet", local=True
+)
 
 RECORD_TENANT: Step[TenantRecord, StoredRecord] = Step(
     "records.tenant", TenantRecord, StoredRecord, summary="store the tenant record in its cluster"

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.status import RunStatus
 
 from tenantflow.workflows.gate_waits import Gates
+from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.steps import StepTracker
 
 REPLAN_PATCH = "replan-before-apply"
@@ -43,7 +44,8 @@ class GatedRun:
     """What approve_plan answers (``str.format`` with ``plan_hash`` and ``approver``)."""
 
     def _init_gated(self) -> None:
-        self._gates = Gates()
+        self._patches = Patches()
+        self._gates = Gates(self._patches)
         self._steps = StepTracker()
         self._plan: Plan | None = None
         self._findings: list[Finding] = []
@@ -79,7 +81,7 @@ class GatedRun:
         """Right before the first write, plan again (read-only): while the plan differs from the approved one,
         ``approve_plan`` opens again with the new plan and what changed. (approved, the plan to apply)."""
         approved = True
-        while approved and workflow.patched(REPLAN_PATCH):
+        while approved and self._patches.has(REPLAN_PATCH):
             current = await replan()
             if current.plan_hash == plan.plan_hash:
                 break

@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState
 
+from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.search import STAGE
 
 STAGE_ON_CHANGE_PATCH = "stage-upsert-on-change"
@@ -41,7 +42,8 @@ def phase_of(stage: str) -> str:
 class Gates:
     """The open gates of one run and the answers received."""
 
-    def __init__(self) -> None:
+    def __init__(self, patches: Patches) -> None:
+        self.patches = patches
         self.open: dict[str, GateState] = {}
         self.answers: dict[str, GateAnswer] = {}
         self.approvals: list[Approval] = []
@@ -52,13 +54,13 @@ class Gates:
     def label(self, key: SearchAttributeKey[str], value: str) -> None:
         """Make the run findable by ``key`` = ``value``; no upsert when it was started with it (the starter's
         runs are)."""
-        if not workflow.patched(STAGE_ON_CHANGE_PATCH) or workflow.info().typed_search_attributes.get(key) != value:
+        if not self.patches.has(STAGE_ON_CHANGE_PATCH) or workflow.info().typed_search_attributes.get(key) != value:
             workflow.upsert_search_attributes([key.value_set(value)])
 
     def set_stage(self, stage: str, details: str) -> None:
         """``stage`` in ``status`` and ``details`` in the UI; ``Stage`` upserted when the phase changes."""
         self.stage = stage
-        if not workflow.patched(STAGE_ON_CHANGE_PATCH):
+        if not self.patches.has(STAGE_ON_CHANGE_PATCH):
             workflow.upsert_search_attributes([STAGE.value_set(stage)])
         elif phase_of(stage) != self.searchable:
             self.searchable = phase_of(stage)

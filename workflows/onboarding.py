@@ -18,13 +18,22 @@ Approval binds what is applied: right after it the plan activities run again
 gate waited), ``approve_plan`` opens again with the new plan and what changed. An
 undo that keeps failing stops the rollback at the ``retry_rollback`` gate with the
 objects left in ``status`` (``workflows/rollback.py``).
+
+Runs with :data:`LEAN_HISTORY_PATCH` keep their history short: the read-only
+preflight and plan steps (and the handover render) run as local activities, those
+of one phase at once (after the capacity preflight, which chooses the nodes), each
+still retried with the step retry policy and listed in ``status``; write and smoke
+steps stay activities in runbook order. That patch implies every earlier patch of
+the run (:class:`~tenantflow.workflows.patches.Patches`), so it is the run's one
+patch marker.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -55,10 +64,17 @@ with workflow.unsafe.imports_passed_through():
         Step,
     )
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import REPLAN_PATCH, GatedRun
+from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
 from tenantflow.workflows.lifecycle import start_lifecycle
-from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, stamped_approvals, store_record
-from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
+from tenantflow.workflows.records import (
+    APPROVALS_PATCH,
+    TENANT_RECORD_PATCH,
+    run_stamp,
+    stamped_approvals,
+    store_record,
+)
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, RETRY_ROLLBACK_PATCH, SagaRun
 from tenantflow.workflows.saga import Saga, as_planned
 from tenantflow.workflows.search import TENANT_SLUG
 
@@ -66,6 +82,24 @@ UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
 LIFECYCLE_PATCH = "tenant-lifecycle"
 """Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""
+SMOKE_FAILURES_PATCH = "smoke-failures-stop"
+"""Histories recorded before a failed smoke test failed the run replay without it."""
+LEAN_HISTORY_PATCH = "onboarding-lean-history"
+"""Read-only steps as local activities, a phase's at once; histories recorded before it replay one activity each."""
+IMPLIED_PATCHES = (
+    STAGE_ON_CHANGE_PATCH,
+    REPLAN_PATCH,
+    UNDO_PLANNED_PATCH,
+    SMOKE_FAILURES_PATCH,
+    APPROVALS_PATCH,
+    TENANT_RECORD_PATCH,
+    LIFECYCLE_PATCH,
+    RETRY_ROLLBACK_PATCH,
+)
+"""The patches a run with :data:`LEAN_HISTORY_PATCH` has without their markers: everything onboarding does now."""
+
+
+R = TypeVar("R")
 
 
 def preflight_failed(errors: list[Finding]) -> ApplicationError:
@@ -116,10 +150,13 @@ class TenantOnboarding(SagaRun):
         self._init_gated()
         self._saga = Saga()
         self._facts = Facts()
+        self._lean = False
+        """Read-only steps run as local activities, a phase's at once (:data:`LEAN_HISTORY_PATCH`)."""
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
         contract = params.contract
+        self._lean = self._patches.imply(LEAN_HISTORY_PATCH, IMPLIED_PATCHES)
         self._target = self._steps.target = contract.slug
         self._gates.label(TENANT_SLUG, contract.slug)
 
@@ -131,10 +168,10 @@ class TenantOnboarding(SagaRun):
         if isinstance(outcome, OnboardingResult):
             return outcome
         plan, applied, handover = outcome
-        if workflow.patched(TENANT_RECORD_PATCH):
+        if self._patches.has(TENANT_RECORD_PATCH):
             record = TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover)
             await store_record(self, RECORD_TENANT, record)
-        if workflow.patched(LIFECYCLE_PATCH):
+        if self._patches.has(LIFECYCLE_PATCH):
             self._gates.set_stage("term", "Starting the tenant's lifecycle: the contract's term as a timer")
             said = await start_lifecycle(contract)
             self._findings.append(Finding(check="term", ok=True, severity=Severity.info, message=said))
@@ -199,6 +236,12 @@ class TenantOnboarding(SagaRun):
         return await self._finish(step_input.model_copy(update={"facts": facts}))
 
     async def _preflight(self, step_input: StepInput) -> Facts:
+        if self._lean:
+            capacity = await self._steps.run(CAPACITY_PREFLIGHT, step_input, local=True)
+            self._findings.extend(capacity.findings)
+            rest = await self._reads(PREFLIGHT[1:], step_input.model_copy(update={"facts": capacity.facts}))
+            self._findings.extend(finding for result in rest for finding in result.findings)
+            return capacity.facts
         facts = step_input.facts
         for step in PREFLIGHT:
             result = await self._steps.run(step, step_input)
@@ -208,11 +251,19 @@ class TenantOnboarding(SagaRun):
                 step_input = step_input.model_copy(update={"facts": facts})
         return facts
 
+    async def _reads(self, steps: Sequence[Step[StepInput, R]], step_input: StepInput) -> list[R]:
+        """Read-only steps at once, as local activities: their results in ``steps`` order (the first failure is
+        raised; nothing was written)."""
+        return list(await asyncio.gather(*(self._steps.run(step, step_input, local=True) for step in steps)))
+
     async def _build_plan(self, step_input: StepInput) -> Plan:
         self._gates.set_stage("planning", "Computing the plan")
         steps: list[PlanStep] = []
-        for step in PLAN:
-            steps.extend(await self._steps.run(step, step_input))
+        if self._lean:
+            steps = [planned for layer in await self._reads(PLAN, step_input) for planned in layer]
+        else:
+            for step in PLAN:
+                steps.extend(await self._steps.run(step, step_input))
         contract = step_input.contract
         self._plan = Plan(
             title=f"Onboard {contract.slug}", steps=steps, notes=[f"nodes: {', '.join(step_input.facts.nodes)}"]
@@ -223,7 +274,7 @@ class TenantOnboarding(SagaRun):
         facts = step_input.facts
         for step in APPLY:
             self._gates.set_stage(f"apply:{step.name}", f"Applying {step.name}: {step.summary}")
-            patched = workflow.patched(UNDO_PLANNED_PATCH)
+            patched = self._patches.has(UNDO_PLANNED_PATCH)
             planned = self._planned_creates(step) if patched else []
             try:
                 result = await self._steps.run(
@@ -266,7 +317,7 @@ class TenantOnboarding(SagaRun):
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
         failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
-        if workflow.patched("smoke-failures-stop"):
+        if self._patches.has(SMOKE_FAILURES_PATCH):
             # a failed smoke test fails the run like a failed validation: never a "completed" handover
             failed = [
                 f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
@@ -274,7 +325,7 @@ class TenantOnboarding(SagaRun):
         if failed:
             raise validation_failed(failed)
         self._gates.set_stage("handover", "Rendering the handover sheet")
-        return await self._steps.run(HANDOVER, final)
+        return await self._steps.run(HANDOVER, final, local=self._lean)
 
     def _errors(self) -> list[Finding]:
         return [f for f in self._findings if not f.ok and f.severity == "error"]

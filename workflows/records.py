@@ -34,7 +34,7 @@ APPROVALS_PATCH = "approvals-stamped"
 def stamped_approvals(run: GatedRun) -> list[Approval]:
     """Who answered which gate and when, for what the run passes on (record, handover sheet); empty in runs
     recorded before :data:`APPROVALS_PATCH`, whose record and handover arguments replay unchanged."""
-    return list(run._gates.approvals) if workflow.patched(APPROVALS_PATCH) else []
+    return list(run._gates.approvals) if run._patches.has(APPROVALS_PATCH) else []
 
 
 def run_stamp(run: GatedRun) -> RunStamp:

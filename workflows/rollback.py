@@ -42,7 +42,7 @@ class SagaRun(RetryRollbackGate):
         self, saga: Saga, contract: TenantContract, facts: Facts, escalate_after: timedelta, expire_after: timedelta
     ) -> list[EnsureResult]:
         """Undo the saga; wait at ``retry_rollback`` while objects are left; ``RollbackIncomplete`` on expiry."""
-        if not workflow.patched(RETRY_ROLLBACK_PATCH):
+        if not self._patches.has(RETRY_ROLLBACK_PATCH):
             return await saga.unwind(contract, facts)
         undone, self._leftovers = await saga.undo_keeping_failures(contract, facts)
         while self._leftovers:

@@ -1,4 +1,10 @@
-"""Running catalogue steps as recorded activities: the progress every ``status`` query shows."""
+"""Running catalogue steps as recorded activities: the progress every ``status`` query shows.
+
+A step the catalogue marks :attr:`Step.local` (short and read-only) may run as a local activity: the worker
+that runs the workflow task runs it, with the same retry policy and timeout, and the history keeps one
+``MarkerRecorded`` event naming its activity type instead of an activity's three events and the workflow
+task that follows them (https://docs.temporal.io/local-activity).
+"""
 
 from __future__ import annotations
 
@@ -59,6 +65,20 @@ async def execute(
     return result
 
 
+async def execute_local(step: Step[I, R], arg: I, *, retry_policy: RetryPolicy, summary: str) -> R:
+    """Run ``step`` once as a local activity with the catalogue's timeout; a local activity has no heartbeat."""
+    assert step.local, f"{step.name} is not a local step: it writes or runs long"
+    result: R = await workflow.execute_local_activity(
+        step.name,
+        arg,
+        result_type=step.result,
+        start_to_close_timeout=step.timeout,
+        retry_policy=retry_policy,
+        summary=summary,
+    )
+    return result
+
+
 class StepTracker:
     """Keeps one :class:`StepRecord` per executed step."""
 
@@ -67,22 +87,35 @@ class StepTracker:
         self.target = ""
         """What the run is about (tenant slug, ns/worker): named in every activity summary for the UI."""
 
-    async def run(self, step: Step[I, R], arg: I, *, summary: str | None = None, wait_for_cancel: bool = False) -> R:
+    async def run(
+        self,
+        step: Step[I, R],
+        arg: I,
+        *,
+        summary: str | None = None,
+        wait_for_cancel: bool = False,
+        local: bool = False,
+    ) -> R:
         """Run ``step`` (``summary`` defaults to the catalogue's); with ``wait_for_cancel`` a cancel waits until the
-        activity has ended, so compensation never races a step that is still writing."""
+        activity has ended, so compensation never races a step that is still writing; with ``local`` as a local
+        activity (only a :attr:`Step.local` step)."""
         index = len(self.records)
         said = step.summary if summary is None else summary
         self.records.append(StepRecord(name=step.name, state="running", started_at=workflow.now(), summary=said))
+        shown = f"{step.name} [{self.target}]: {said}" if self.target else f"{step.name}: {said}"
         try:
-            result = await execute(
-                step,
-                arg,
-                retry_policy=STEP_RETRY,
-                summary=f"{step.name} [{self.target}]: {said}" if self.target else f"{step.name}: {said}",
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
-                if wait_for_cancel
-                else ActivityCancellationType.TRY_CANCEL,
-            )
+            if local:
+                result = await execute_local(step, arg, retry_policy=STEP_RETRY, summary=shown)
+            else:
+                result = await execute(
+                    step,
+                    arg,
+                    retry_policy=STEP_RETRY,
+                    summary=shown,
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+                    if wait_for_cancel
+                    else ActivityCancellationType.TRY_CANCEL,
+                )
         except (Exception, asyncio.CancelledError):
             self.records[index] = self.records[index].model_copy(
                 update={"state": "failed", "finished_at": workflow.now()}

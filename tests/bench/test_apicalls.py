@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenantflow.bench.apicalls import OUTSIDE, calls_per_layer
+from tenantflow.bench.apicalls import LOCAL_READS, OUTSIDE, calls_per_layer
 from tenantflow.bench.history import ActivitySpan
 
 SPANS = [
@@ -34,3 +34,14 @@ def test_requests_go_to_the_layer_of_the_activity_running_when_they_were_served(
         "kube": {"kube-tenant-cluster": 1},
         "slurm": {"kube-tenant-cluster": 1, "slurm": 2},
     }
+
+
+def test_requests_of_read_only_steps_run_as_local_activities_count_as_reads() -> None:
+    spans = [
+        ActivitySpan(name="capacity.preflight", started=10.0, ended=12.0, local=True),
+        ActivitySpan(name="identity.plan", started=10.0, ended=12.0, local=True),
+        ActivitySpan(name="identity.group", started=12.5, ended=13.0),
+    ]
+    entries = {"authentik": [entry("/api/v3/core/groups/", 11.0), entry("/api/v3/core/groups/", 12.6)]}
+    calls = calls_per_layer(entries, spans, since=9.0, until=14.0, slurm_namespace="slurm-control")
+    assert calls == {LOCAL_READS: {"authentik": 1}, "identity": {"authentik": 1}}

@@ -56,6 +56,7 @@ async def test_bench_prints_every_figure(dev_env: WorkflowEnvironment, tmp_path:
     assert "needs a lab" in row(done.stdout, "(c) durability tax")
     assert "(20 checked, 0 failed)" in row(done.stdout, "(f) drift check, 20 simulated")
     assert re.match(r"[\d.]+ s / [\d.]+ s = [\d.]+ ", row(done.stdout, "(b) CPU per onboarding")), done.stdout
+    assert "cores; load average" in done.stdout, "the machine's load is printed with the figures"
     worker_log = next(tmp_path.glob("simworker-*.log")).read_text().splitlines()
     finished = [entry for entry in map(json.loads, worker_log) if entry.get("event") == "activity attempt finished"]
     assert {entry["layer"] for entry in finished} >= {"capacity", "identity", "kube", "slurm", "storage", "smoke"}

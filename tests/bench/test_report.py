@@ -3,6 +3,7 @@ with both totals' runs, and named as missing when a run failed; the drift figure
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from tenantflow.bench.drift import FleetDrift, LabDrift
 from tenantflow.bench.figures import Batch, Figures
 from tenantflow.bench.lab import LabFigures
-from tenantflow.bench.report import report_rows, summary
+from tenantflow.bench.report import ROW_KEYS, machine, markdown, report_rows, summary
 from tenantflow.bench.runs import RunTiming
 from tenantflow.bench.users import UsersCurve, UsersPoint
 
@@ -129,3 +130,13 @@ def test_the_users_curve_prints_seconds_per_additional_user_by_layer_and_the_att
     assert rows["(g) every activity on its first attempt"] == "NO: slurm.users (attempt 2)"
     no_lab = {name: value for name, value, _ in report_rows(f.model_copy(update={"users": None}))}
     assert no_lab["(g) users curve"].startswith("n/a: needs a lab")
+
+
+def test_the_readme_table_is_the_json_rows_with_the_machines_load() -> None:
+    rows = [dict(zip(ROW_KEYS, row, strict=True)) for row in report_rows(figures([3.0], [2.5], []))]
+    facts = {"rows": rows, "machine": {"before": {"cpus": 2, "load": [0.5, 1, 2]}, "after": machine()}}
+    table = markdown(json.loads(json.dumps(facts))).splitlines()
+    assert table[:2] == ["| figure | measured | target |", "|---|---|---|"]
+    assert table[2] == f"| {rows[0]['figure']} | {rows[0]['value']} | {rows[0]['target']} |"
+    assert table.index("") == 2 + len(rows)
+    assert table[-1].startswith("Measured on 2 cores; load average (1/5/15 min) 0.5/1/2 before the bench")

@@ -55,24 +55,7 @@ def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
         "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
     )
     assert labels == "restricted"
-    ldap = sh(
-        lab,
-        "ldapsearch",
-        "-x",
-        "-LLL",
-        "-H",
-        lab.ldap_url,
-        "-D",
-        lab.ldap_bind_dn,
-        "-w",
-        lab.ldap_bind_password,
-        "-b",
-        lab.ldap_base_dn,
-        "(uid=alice)",
-        "uidNumber",
-        "gidNumber",
-        "memberOf",
-    )
+    ldap = sh(lab, *lab.ldapsearch("(uid=alice)", "uidNumber", "gidNumber", "memberOf"))
     assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
     assoc = sh(
         lab,

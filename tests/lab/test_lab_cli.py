@@ -78,23 +78,7 @@ def test_lab_up_serves_the_runbooks_commands_and_down_leaves_no_process(tmp_path
         )
         assert cluster.split() == ["production"]
         assert run(lab, "sacctmgr", "show", "cluster", "-P", "-n", "format=cluster").split() == ["production"]
-        bind = run(
-            lab,
-            "ldapsearch",
-            "-x",
-            "-LLL",
-            "-H",
-            lab.ldap_url,
-            "-D",
-            lab.ldap_bind_dn,
-            "-w",
-            lab.ldap_bind_password,
-            "-b",
-            lab.ldap_base_dn,
-            "(uid=ldap-bind)",
-            "uid",
-            "uidNumber",
-        )
+        bind = run(lab, *lab.ldapsearch("(uid=ldap-bind)", "uid", "uidNumber"))
         assert "uid: ldap-bind" in bind and "uidNumber: 2001" in bind
         hook = lab.to_env()["TENANTFLOW_NOTIFY_WEBHOOK_URL"]
         assert httpx.post(hook, json={"event": "term.reminder"}).status_code == 200

@@ -1,8 +1,10 @@
 """In-memory activities for the catalogue's onboarding steps (their names and types), for testing orchestration alone.
 
 They record every call so tests can assert order (apply, undo) and make a
-chosen step fail, a chosen undo fail a number of times, or a plan change between
-two planning rounds. Integration with the real systems is tested elsewhere.
+chosen step fail, a chosen undo fail a number of times, a read-only step fail
+retryably a number of times, read-only steps wait for each other (so they pass
+only when run at once), or a plan change between two planning rounds. Integration with
+the real systems is tested elsewhere.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from tenantflow.models.runbook import (
 )
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
+RENDEZVOUS_S = 30.0
+"""How long a read-only step waits at its rendezvous before it fails as having run alone."""
 
 
 @dataclass
@@ -47,6 +51,10 @@ class FakeWorld:
     """An apply step that heartbeats until it is cancelled (to cancel a run mid-apply)."""
     appeared: list[PlanStep] = field(default_factory=list)
     """Objects the plan activities of the same layer also report (something made by hand after planning)."""
+    flaky: dict[str, int] = field(default_factory=dict)
+    """Read-only step name -> how many more times it fails retryably (a transient refusal)."""
+    rendezvous: dict[str, asyncio.Barrier] = field(default_factory=dict)
+    """Read-only step name -> the barrier it waits at: it passes only when every step sharing the barrier runs."""
     calls: list[str] = field(default_factory=list)
     records: list[TenantRecord] = field(default_factory=list)
     """The tenant records the runs stored, in order."""
@@ -61,10 +69,25 @@ class FakeWorld:
         made.append(self._record(RECORD_TENANT))
         return made
 
+    async def _read(self, name: str) -> None:
+        """A read-only step's call: recorded, failed while ``flaky`` says so, then held at its ``rendezvous``."""
+        self.calls.append(name)
+        if self.flaky.get(name, 0) > 0:
+            self.flaky[name] -= 1
+            raise ApplicationError(f"injected transient failure at {name}", type="Unavailable")
+        barrier = self.rendezvous.get(name)
+        if barrier is not None:
+            try:
+                await asyncio.wait_for(barrier.wait(), RENDEZVOUS_S)
+            except (TimeoutError, asyncio.BrokenBarrierError):
+                raise ApplicationError(
+                    f"{name} ran alone: the steps sharing its rendezvous never ran with it", non_retryable=True
+                ) from None
+
     def _preflight(self, step: Step[StepInput, StepResult]) -> Callable[[StepInput], Awaitable[StepResult]]:
         @activity.defn(name=step.name)
         async def preflight(inp: StepInput) -> StepResult:
-            self.calls.append(step.name)
+            await self._read(step.name)
             findings = []
             if self.preflight_error and step is CAPACITY_PREFLIGHT:
                 findings.append(
@@ -78,7 +101,7 @@ class FakeWorld:
     def _plan(self, step: Step[StepInput, list[PlanStep]]) -> Callable[[StepInput], Awaitable[list[PlanStep]]]:
         @activity.defn(name=step.name)
         async def plan(inp: StepInput) -> list[PlanStep]:
-            self.calls.append(step.name)
+            await self._read(step.name)
             action = Action.unchanged if self.present else Action.create
             return [
                 PlanStep(

@@ -4,7 +4,8 @@ The gates are enumerated from the code: every call that opens one, in each workf
 class and its bases, must name a declared gate, and every declared gate must be
 opened somewhere. The UI's Send an Update form lists what the
 ``__temporal_workflow_metadata`` query reports, so each workflow is started (on a
-worker without activities: it waits at its first step) and asked. The gates are then
+worker with only the fake onboarding activities: a run waits at its first other step or at a gate; onboarding's
+read-only steps are local activities, which the workflow's own worker must run) and asked. The gates are then
 answered by name with the plain ``temporal`` CLI: offboarding's ``approve_plan`` and
 ``confirm_purge`` here, onboarding's ``approve_plan`` in tests/starter/test_temporal_cli.py,
 every gate of an enrollment and of a decommission in tests/enrollment/test_gate_updates.py,
@@ -111,7 +112,7 @@ def test_every_gate_opened_is_a_declared_gate() -> None:
 
 async def test_every_gate_of_every_workflow_is_a_described_update_and_signal(dev_env: WorkflowEnvironment) -> None:
     queue = f"gates-{uuid.uuid4().hex[:8]}"
-    async with Worker(dev_env.client, task_queue=queue, workflows=WORKFLOWS):
+    async with Worker(dev_env.client, task_queue=queue, workflows=WORKFLOWS, activities=FakeWorld().activities()):
         for workflow_class in GATED:
             name = workflow_class.WORKFLOW
             handle = await dev_env.client.start_workflow(
