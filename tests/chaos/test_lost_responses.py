@@ -38,7 +38,7 @@ from tests.chaos.kit import (
     set_faults,
     world,
 )
-from tests.integration.runs import offboard
+from tests.integration.runs import offboard, onboard
 from tests.integration.world import World, world_snapshot
 from tests.labfixture import lab_services
 
@@ -74,11 +74,7 @@ def lost_answers(lab: LabEndpoints) -> dict[str, list[str]]:
 
 
 async def onboard_to_the_end(api: TenantflowClient, contract: TenantContract) -> OnboardingResult:
-    handle = await api.start_onboarding(contract)
-    status = await api.wait_for_plan(handle.id)
-    assert status.plan_hash, status
-    await api.approve(handle.id, status.plan_hash)
-    result: OnboardingResult = await handle.result()
+    result = await onboard(api, contract)
     assert result.status == "completed", result.message
     return result
 

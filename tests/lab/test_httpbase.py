@@ -35,6 +35,16 @@ async def server() -> AsyncIterator[str]:
         yield str(test_server.make_url(""))
 
 
+async def journaled(http: httpx.AsyncClient) -> tuple[int, dict[str, int], list[tuple[str, int, str | None]]]:
+    """The journal's committed writes, injected faults by kind, and (method, status, injected) of each request."""
+    journal = (await http.get("/_lab/requests")).json()
+    return (
+        journal["writes"],
+        journal["injected"],
+        [(e["method"], e["status"], e["injected"]) for e in journal["requests"]],
+    )
+
+
 async def test_faults_are_per_route_switchable_and_journaled(server: str) -> None:
     async with httpx.AsyncClient(base_url=server) as http:
         rules = {
@@ -82,13 +92,7 @@ async def test_a_lost_response_commits_the_write_and_drops_the_answer(server: st
         with pytest.raises(httpx.RemoteProtocolError):
             await http.post("/items")
         assert (await http.get("/items")).json() == {"items": 1}
-        journal = (await http.get("/_lab/requests")).json()
-        assert journal["writes"] == 1
-        assert journal["injected"] == {"lost_response": 1}
-        assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [
-            ("POST", 201, "lost_response"),
-            ("GET", 200, None),
-        ]
+        assert await journaled(http) == (1, {"lost_response": 1}, [("POST", 201, "lost_response"), ("GET", 200, None)])
         await http.put("/_lab/faults", json={"seed": 3, "rules": [{**rule, "drop_after_rate": 0.5}]})
         answered = 0
         for _ in range(8):
