@@ -7,9 +7,9 @@ builds every object read and write on it. Every write (``POST``, ``PUT``, ``PATC
 :data:`FIELD_MANAGER` through the documented ``fieldManager`` query parameter (Kubernetes documentation,
 "Server-Side Apply", Managers: https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so
 ``metadata.managedFields`` names tenantflow instead of the client's User-Agent (``OpenAPI-Generator``); ``DELETE``
-takes no field manager (``DeleteOptions`` has none). ``exec_in`` runs a command in one named container of a pod over the
-exec websocket (a real apiserver refuses an exec without a container into a multi-container pod);
-``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
+takes no field manager (``DeleteOptions`` has none). ``pod_log`` reads a container's log as text. ``exec_in``
+runs a command in one named container of a pod over the exec websocket (a real apiserver refuses an exec without a
+container into a multi-container pod); ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
 
 Which kubeconfig reaches a target comes from the worker's cluster registry (:mod:`activities.clusters`), never
 from the contract. Every request has a timeout (:data:`REQUEST_TIMEOUT_S`, connect and read) and every exec a
@@ -102,8 +102,20 @@ def request(
 ) -> Json:
     """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
     A write carries ``fieldManager=tenantflow``."""
+    return dict(json.loads(_call(target, method, path, body, content_type, query, "application/json") or b"{}"))
+
+
+def _call(
+    target: KubeTarget,
+    method: str,
+    path: str,
+    body: Any,
+    content_type: str,
+    query: list[tuple[str, str]] | None,
+    accept: str,
+) -> bytes:
     api = api_client(target)
-    headers = {"Content-Type": content_type, "Accept": "application/json"}
+    headers = {"Content-Type": content_type, "Accept": accept}
     params = [*(query or []), *([("fieldManager", FIELD_MANAGER)] if method in WRITES else [])]
     _, url, headers, body, _ = api.param_serialize(
         method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
@@ -121,7 +133,15 @@ def request(
         ) from None
     if response.status >= 400:
         raise _error(target, response.status, response.data, str(response.reason), response.headers)
-    return dict(json.loads(response.data or b"{}"))
+    return bytes(response.data or b"")
+
+
+def pod_log(target: KubeTarget, namespace: str, pod: str, container: str) -> str:
+    """The log of one container of a pod (``GET /api/v1/namespaces/{ns}/pods/{name}/log?container=``, the
+    "read log of the specified Pod" operation of the Kubernetes API reference, Pod v1; what ``kubectl logs``
+    reads), as text."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+    return _call(target, "GET", path, None, "application/json", [("container", container)], "text/plain").decode()
 
 
 class ExecOutput(BaseModel):

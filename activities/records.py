@@ -9,7 +9,7 @@ run that leaves the record as it was (same contract, same status: a re-run) keep
 the current version, so a re-run writes nothing.
 Two writers racing for one version number meet a 409 and the loser takes the next.
 :func:`read_latest` and :func:`list_records` (which lists, with the operator's credentials) are what the CLI
-reads.
+reads; :func:`read_versions` is how the storage step learns which directories the tenant made.
 """
 
 from __future__ import annotations
@@ -162,6 +162,11 @@ def read_latest(key: RecordKey, model: type[M], namespace: str | None = None) ->
     namespace = namespace or settings().records_namespace
     versions = _versions(key, namespace)
     return model.model_validate_json(_payload(versions[-1])) if versions else None
+
+
+def read_versions(key: RecordKey, model: type[M], namespace: str | None = None) -> list[M]:
+    """Every version of ``key``'s record, oldest first, decoded as ``model``; empty when the cluster holds none."""
+    return [model.model_validate_json(_payload(v)) for v in _versions(key, namespace or settings().records_namespace)]
 
 
 def list_records(

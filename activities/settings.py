@@ -31,7 +31,8 @@ class ServiceSettings(BaseSettings):
     weka_helper_image: str = Field(
         "busybox:1.36",
         alias="WEKA_HELPER_IMAGE",
-        description="image of the Job that makes tenant directories on a Weka mount",
+        description="image of the Job that makes tenant directories on a Weka mount and sets their owner "
+        "(sh with stat -c, chown, chmod: BusyBox or coreutils)",
     )
     weka_helper_namespace: str = Field(
         "tenantflow-system",

@@ -8,10 +8,12 @@ StorageClass ``weka-<slug>`` and the PVC (6c). Shared org (6b): directories in t
 ``/scratch/<slug>`` (``/<slug>`` on the scratch filesystem) get the contract's hard/soft quotas (4e).
 
 Directories are made on a csi-wekafs mount by a Job (:mod:`activities.storage_dirs`), owned by the user
-(home, 0700) or root and the tenant group (scratch, 2770); quotas are set by inode (``resolvePath``) with
+(home, 0700) or root and the tenant group (scratch, 2770); the owner of existing ones the tenant covers is checked
+and corrected (:mod:`activities.storage_owners`); quotas are set by inode (``resolvePath``) with
 the marker :func:`quota_owner` in the quota's ``owner`` field. Ownership: created Weka objects record their
 uid; undo deletes only what carries the recorded uid (or, for quotas, the marker on the recorded inode) and
-reports the rest as left alone. Directories are never removed (another tenant may share the filesystem).
+reports the rest as left alone. Directories are never removed (another tenant may share the filesystem); a
+corrected owner is put back.
 Per-user requests go a few at a time (:mod:`activities.fanout`), heartbeating.
 """
 
@@ -26,9 +28,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.errors import TRANSIENT, fail
 from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.registered import defn
-from tenantflow.activities.settings import settings
 from tenantflow.activities.storage_csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
-from tenantflow.activities.storage_dirs import make_directories
 from tenantflow.activities.storage_layout import (
     LAYER,
     QuotaTarget,
@@ -44,9 +44,10 @@ from tenantflow.activities.storage_layout import (
     tenant_credentials,
     tenant_session,
 )
+from tenantflow.activities.storage_owners import ensure_directories
 from tenantflow.activities.storage_undo import locate_quota, quota_owner, undo_filesystems, undo_quota
-from tenantflow.activities.weka_client import Credentials, Filesystem, Quota, WekaClient, org_admin_credentials
-from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
+from tenantflow.activities.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import (
     EnsureResult,
@@ -54,12 +55,10 @@ from tenantflow.models.results import (
     Outcome,
     QuotaLimits,
     Severity,
-    WekaDirectory,
     WekaObject,
     WekaQuota,
 )
 from tenantflow.models.tenant import TenantContract
-from tenantflow.models.weka_mount import DirectorySpec
 
 BUFFER = 1.2
 
@@ -200,59 +199,6 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- filesystems and directories -----------------------------------------------------------------
 
 
-def _directory_spec(contract: TenantContract, facts: Facts, role: str, path: str) -> DirectorySpec:
-    """Who owns a new directory: the user and the tenant group (home, 0700), root and the group (scratch)."""
-    if facts.group_gid is None:
-        raise fail("NotFound", f"the tenant group's gid is unknown; run identity.group before storage ({path})")
-    if role == "scratch":
-        return DirectorySpec(path, 0, facts.group_gid, "2770")
-    user = facts.users.get(path.strip("/"))
-    if user is None:
-        raise fail("NotFound", f"the uid of {path.strip('/')} is unknown; run identity.users before storage")
-    return DirectorySpec(path, user.uid_number, facts.group_gid, "0700")
-
-
-def _mount_credentials(contract: TenantContract) -> Credentials:
-    """Who mounts the tenant's filesystems for the directory Job: the org admin, or the platform user."""
-    conf = settings()
-    return tenant_credentials(contract) or Credentials(
-        username=conf.weka_username, password=conf.weka_password, org=conf.weka_org
-    )
-
-
-def _ensure_directories(
-    weka: WekaClient, contract: TenantContract, facts: Facts, filesystems: dict[str, Filesystem]
-) -> list[EnsureResult]:
-    missing: dict[str, list[DirectorySpec]] = {}
-    targets = quota_targets(contract)
-    uids = {f.name: f.uid for f in filesystems.values()}
-    found = resolve_targets(weka, targets, uids, "directories")
-    existed = {label for label, inode in found.items() if inode is not None}
-    for target in targets:
-        if target.label not in existed:
-            missing.setdefault(target.role, []).append(_directory_spec(contract, facts, target.role, target.path))
-    for role, specs in missing.items():
-        make_directories(contract, filesystems[role].name, _mount_credentials(contract), specs)
-    made = resolve_targets(weka, [t for t in targets if t.label not in existed], uids, "made")
-    results = []
-    for target in targets:
-        fs = filesystems[target.role]
-        if target.label not in existed and made[target.label] is None:
-            raise fail(
-                "NotFound",
-                f"{target.label} is still missing on Weka filesystem {fs.name} after the directory Job completed",
-            )
-        results.append(
-            storage_result(
-                "WekaDirectory",
-                target.label,
-                Outcome.unchanged if target.label in existed else Outcome.created,
-                data=WekaDirectory(filesystem=fs.name, path=target.path),
-            )
-        )
-    return results
-
-
 @defn(name="storage.filesystems")
 def ensure_filesystems(inp: StepInput) -> StepResult:
     """Strict: org + admin + ``<slug>-home``/``<slug>-scratch``. Shared: the shared filesystems. Then the
@@ -286,7 +232,7 @@ def ensure_filesystems(inp: StepInput) -> StepResult:
             elif is_strict(contract):
                 results.append(storage_result("WekaFilesystem", name, Outcome.unchanged))
             filesystems[role] = fs
-        results.extend(_ensure_directories(tenant, contract, inp.facts, filesystems))
+        results.extend(ensure_directories(tenant, contract, inp.facts, filesystems))
     facts = inp.facts.model_copy(
         update={"weka_org_uid": org_uid, "weka_filesystems": {r: f.uid for r, f in filesystems.items()}}
     )

@@ -7,9 +7,12 @@ must allow ``baseline``), an API Secret in csi-wekafs's format (the
 login of the filesystem's owner: the tenant org admin, or the platform user for the shared filesystems), a
 static PersistentVolume ``weka/v2/<filesystem>`` with a PVC bound to it (csi-wekafs
 ``examples/static_volume/static_filesystem``), and a Job that mounts it at ``/weka`` and runs ``mkdir -p``,
-``chown uid:gid`` and ``chmod mode`` for each directory (:func:`models.weka_mount.directory_command`). It
-waits for the Job (heartbeating, :func:`activities.polling.poll_until`), then removes all four objects
-(they carry tenantflow's labels; a same-named object without them is refused, never touched).
+``chown uid:gid`` and ``chmod mode`` for each directory (:func:`models.weka_mount.directory_command`), first
+printing the owner of each directory that already existed. It waits for the Job (heartbeating,
+:func:`activities.polling.poll_until`), reads those owners from the log of the Job's pod (the pod the Job
+controller labels ``job-name=<job>`` with the Job as its owner, Kubernetes documentation "Jobs"; its log through
+:func:`activities.kubeclient.pod_log`), then removes all four objects (they carry tenantflow's labels; a
+same-named object without them is refused, never touched; the pod goes with its Job, background propagation).
 """
 
 from __future__ import annotations
@@ -32,13 +35,23 @@ from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.settings import settings
 from tenantflow.activities.weka_client import Credentials
 from tenantflow.models.tenant import TenantContract
-from tenantflow.models.weka_mount import DRIVER, MOUNT_PATH, DirectorySpec, directory_command, filesystem_handle
+from tenantflow.models.weka_mount import (
+    DRIVER,
+    MOUNT_PATH,
+    DirectorySpec,
+    Owner,
+    directory_command,
+    filesystem_handle,
+    parse_owners,
+)
 
 HELPER_LABEL = "tenantflow.io/helper"
 HELPER = "weka-directories"
 JOB_BUDGET_S = 120.0
 """Per Job (one per filesystem, two at most), so a step stays inside its 5-minute start-to-close timeout."""
 CONTAINER = "mkdir"
+JOB_NAME_LABEL = "job-name"
+"""Set by the Job controller on the Job's pods (all versions; ``batch.kubernetes.io/job-name`` too from 1.27)."""
 
 
 def api_secret_data(credentials: Credentials) -> dict[str, str]:
@@ -190,29 +203,45 @@ def _job_state(job: dict[str, Any] | None) -> tuple[str, str]:
     return "", ""
 
 
+def _owners_found(objs: KubeObjects, job: dict[str, Any] | None, ns: str, name: str) -> dict[str, Owner]:
+    """The owners the Job's container logged for the directories that already existed (its succeeded pod)."""
+    uid = ((job or {}).get("metadata") or {}).get("uid")
+    pods = [
+        p
+        for p in objs.list("Pod", ns, f"{JOB_NAME_LABEL}={name}")
+        if any(ref.get("uid") == uid for ref in (p.get("metadata") or {}).get("ownerReferences") or [])
+        and (p.get("status") or {}).get("phase") == "Succeeded"
+    ]
+    if not pods:
+        raise fail("NotFound", f"the Job {ns}/{name} completed but its pod is gone; its log (the owners found) is lost")
+    return parse_owners(kubeclient.pod_log(objs.target, ns, str(pods[0]["metadata"]["name"]), CONTAINER))
+
+
 def make_directories(
     contract: TenantContract, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
-) -> None:
-    """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails."""
+) -> dict[str, Owner]:
+    """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails. The owner each
+    directory had before, by path, for those that already existed."""
     if not specs:
-        return
+        return {}
     objs = KubeObjects(contract.cluster)
     ns = helper_namespace(objs)
     bodies = _manifests(contract, ns, filesystem, credentials, specs)
     name = bodies[0]["metadata"]["name"]
     with _helper_objects(objs, bodies, contract.slug):
         polled = poll_until(
-            lambda: _job_state(objs.get("Job", name, ns)),
-            lambda state: bool(state[0]),
+            lambda: objs.get("Job", name, ns),
+            lambda job: bool(_job_state(job)[0]),
             every=Backoff(settings().poll_interval_s, 1.5, 5.0),
             budget_s=JOB_BUDGET_S,
-            detail=lambda state: f"weka directory Job {ns}/{name}: {state[0] or 'running'}",
+            detail=lambda job: f"weka directory Job {ns}/{name}: {_job_state(job)[0] or 'running'}",
         )
-    state, message = polled.value
-    if state != "Complete":
-        paths = ", ".join(s.path for s in specs)
-        raise fail(
-            "DirectoryJobFailed",
-            f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
-            f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}",
-        )
+        state, message = _job_state(polled.value)
+        if state == "Complete":
+            return _owners_found(objs, polled.value, ns, name)
+    paths = ", ".join(s.path for s in specs)
+    raise fail(
+        "DirectoryJobFailed",
+        f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
+        f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}",
+    )

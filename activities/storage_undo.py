@@ -1,4 +1,5 @@
-"""Undoing the storage layer: quotas and Weka filesystems this run can prove it made (owner markers, recorded uids)."""
+"""Undoing the storage layer: quotas and Weka filesystems this run can prove it made (owner markers, recorded uids),
+and directory owners it corrected."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tenantflow.activities.storage_layout import (
     recorded_uid,
     tenant_session,
 )
+from tenantflow.activities.storage_owners import restore_owners
 from tenantflow.activities.weka_client import Quota, WekaClient
 from tenantflow.models.results import (
     EnsureResult,
@@ -71,8 +73,11 @@ def undo_quota(
 def undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
     """Delete the filesystems and the org this run created: by the uid it recorded, or (the step never returned)
     the tenant org that accepts the admin's derived password, the marker only tenantflow can write, and the
-    filesystems that org owns by name. Directories always stay."""
-    undone: list[EnsureResult] = []
+    filesystems that org owns by name. Directories always stay; the owner a directory had before this run
+    corrected it is put back."""
+    undone = restore_owners(
+        contract, [r for r in results if r.kind == "WekaDirectory" and r.outcome is Outcome.updated]
+    )
     created = [r for r in results if r.outcome is Outcome.created]
     undone.extend(
         left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")

@@ -146,12 +146,22 @@ class WekaQuota(UndoRecord):
     path: str | None = None
 
 
+class DirectoryOwner(Strict):
+    """A directory's owner, group and permission bits (octal, as ``stat -c %a`` prints them)."""
+
+    uid: int
+    gid: int
+    mode: str = Field(..., pattern=r"^[0-7]{1,4}$")
+
+
 class WekaDirectory(UndoRecord):
-    """A directory on a Weka filesystem."""
+    """A directory on a Weka filesystem; for one whose owner was corrected, the owner it had and the one set."""
 
     tag, keys = "weka-directory", ("filesystem",)
     filesystem: str = ""
     path: str = ""
+    previous: DirectoryOwner | None = None
+    owner: DirectoryOwner | None = None
 
 
 class WekaObject(UndoRecord):

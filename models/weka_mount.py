@@ -12,9 +12,13 @@ Public sources (weka/csi-wekafs on GitHub):
   ``weka/v2/<filesystem>`` mounts the whole filesystem (its root) into a pod.
 
 Weka's REST API has no mkdir, so directories are made on a mount: a short-lived Job mounts the filesystem
-through such a static volume and runs :data:`DIRECTORY_SCRIPT` (``mkdir``, ``chown``, ``chmod`` per
-directory). The product builds the command with :func:`directory_command`; the lab reads it back with
-:func:`parse_directory_command` and refuses anything else, so both sides share one definition.
+through such a static volume and runs :data:`DIRECTORY_SCRIPT`: per directory, when it already exists, one
+line ``before <path> <uid> <gid> <mode>`` on stdout (``stat -c '%u %g %a'``, GNU coreutils and BusyBox), then
+``mkdir -p``, ``chown uid:gid`` and ``chmod mode``. The values are positional arguments of a fixed script, never
+part of it. The product builds the command with :func:`directory_command` and reads the container's log (the
+Kubernetes ``pods/log`` API) back with :func:`parse_owners`; the lab reads the command back with
+:func:`parse_directory_command` (refusing anything else) and writes its log with :func:`before_line`, so both
+sides share one definition.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ SECRET_PARAMETERS = ("provisioner", "controller-publish", "controller-expand", "
 MOUNT_PATH = "/weka"
 FS_HANDLE_PREFIX = "weka/v2/"
 DIRECTORY_SCRIPT = (
-    'cd "$0"; while [ $# -gt 0 ]; do mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; shift 4; done'
+    'cd "$0"; while [ $# -gt 0 ]; do if [ -d ".$1" ]; then echo "before $1 $(stat -c \'%u %g %a\' -- ".$1")"; fi; '
+    'mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; shift 4; done'
 )
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
+_BEFORE = re.compile(r"before (?P<path>(/[A-Za-z0-9._-]+)+) (?P<uid>[0-9]+) (?P<gid>[0-9]+) (?P<mode>[0-7]{1,4})")
 
 
 def secret_parameters(name: str, namespace: str) -> dict[str, str]:
@@ -71,6 +77,34 @@ class DirectorySpec:
             raise ValueError(f"not an octal mode: {self.mode!r}")
         if self.uid < 0 or self.gid < 0:
             raise ValueError("uid and gid must not be negative")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A directory's owner, group and permission bits, as ``stat`` reports them."""
+
+    uid: int
+    gid: int
+    mode: int
+
+    @classmethod
+    def of(cls, spec: DirectorySpec) -> Owner:
+        return cls(spec.uid, spec.gid, int(spec.mode, 8))
+
+
+def before_line(path: str, owner: Owner) -> str:
+    """The line the script prints for a directory that existed: ``before <path> <uid> <gid> <octal mode>``."""
+    return f"before {path} {owner.uid} {owner.gid} {owner.mode:o}"
+
+
+def parse_owners(log: str) -> dict[str, Owner]:
+    """The owners the script found before changing anything, by path (only directories that existed)."""
+    owners: dict[str, Owner] = {}
+    for line in log.splitlines():
+        match = _BEFORE.fullmatch(line.strip())
+        if match:
+            owners[match["path"]] = Owner(int(match["uid"]), int(match["gid"]), int(match["mode"], 8))
+    return owners
 
 
 def directory_command(specs: list[DirectorySpec]) -> list[str]:

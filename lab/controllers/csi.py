@@ -10,27 +10,42 @@ cluster, acting on the Weka emulator's state as a real mount would.
 * A PVC naming a static PV (``volumeName``) of driver ``csi.weka.io`` is bound to it.
 * A Job whose container runs :func:`models.weka_mount.directory_command` on a PVC bound to a static
   ``weka/v2/<filesystem>`` PV is "run": the PV's ``nodePublishSecretRef`` must log in to the organization owning
-  the filesystem (else the mount fails, and so does the Job), then each directory is made (``mkdir -p``) and
-  given its uid, gid and mode; the Job ends ``Complete`` or ``Failed`` with the mount's message. Other Jobs are
-  not touched.
+  the filesystem (else the mount fails, and so does the Job), then for each directory the owner it had (when it
+  existed) is logged as the script's ``stat`` would (:func:`models.weka_mount.before_line`), and it is made
+  (``mkdir -p``) and given its uid, gid and mode, which the Weka stand-in records. As the Job controller and the
+  kubelet would, a Pod of the Job (labels ``batch.kubernetes.io/job-name``, ``job-name``, an ownerReference)
+  carries that log (served by ``pods/log``) and ends ``Succeeded``; then the Job ends ``Complete``, or (the mount
+  failed, no container ran) ``Failed`` with the mount's message. As the garbage collector would, a Job's Pods
+  go when the Job is gone. Other Jobs are not touched.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 from typing import Any
 
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.podexec import LOG_ANNOTATION
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.weka.service import WekaService
 from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
-from tenantflow.models.weka_mount import DRIVER, REQUIRED_SECRET_KEYS, handle_filesystem, parse_directory_command
+from tenantflow.models.weka_mount import (
+    DRIVER,
+    REQUIRED_SECRET_KEYS,
+    DirectorySpec,
+    before_line,
+    handle_filesystem,
+    parse_directory_command,
+)
 
 CONTEXT = "tenant-cluster"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 CSI_ROLES = frozenset({ROLE_CSI, ROLE_ORG_ADMIN, ROLE_CLUSTER_ADMIN})
 SIZES = {
     "Ki": 2**10,
@@ -56,6 +71,12 @@ def _bytes(quantity: str) -> int:
         if quantity.endswith(suffix):
             return int(float(quantity.removesuffix(suffix)) * factor)
     return int(float(quantity))
+
+
+def _directory_specs(pod: Obj) -> list[DirectorySpec] | None:
+    """What a pod spec's one container makes when it runs the directory helper's command; None for other pods."""
+    containers = pod.get("containers") or []
+    return parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
 
 
 class CsiWekafs:
@@ -258,12 +279,56 @@ class CsiWekafs:
         }
         self.store.update_status({**job, "status": status})
 
+    def _pod(self, job: Obj, log: str) -> None:
+        """The Job's one Pod, as the Job controller makes it and the kubelet leaves it, its log in the annotation
+        the lab's ``pods/log`` serves."""
+        meta = job["metadata"]
+        template = job["spec"]["template"]
+        labels = {
+            **((template.get("metadata") or {}).get("labels") or {}),
+            **dict.fromkeys(JOB_NAME_LABELS, meta["name"]),
+            **dict.fromkeys(CONTROLLER_UID_LABELS, meta["uid"]),
+        }
+        pod = self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{meta['name']}-{hashlib.sha256(meta['uid'].encode()).hexdigest()[:5]}",
+                    "namespace": meta["namespace"],
+                    "labels": labels,
+                    "annotations": {LOG_ANNOTATION: log},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": template["spec"],
+            }
+        )
+        self.store.update_status({**pod, "status": {"phase": "Succeeded"}})
+
+    def _collect_pods(self) -> None:
+        """The garbage collector, for the Pods this stand-in made: one whose owning Job (by uid) is gone goes too."""
+        jobs = {j["metadata"]["uid"] for j in self.store.list("batch", "jobs")}
+        for pod in self.store.list("", "pods"):
+            owners = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"]
+            if owners and _directory_specs(pod["spec"]) and not any(r.get("uid") in jobs for r in owners):
+                with contextlib.suppress(ApiError):
+                    self.store.delete("", "pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+
     def reconcile_job(self, job: Obj) -> None:
         if (job.get("status") or {}).get("conditions"):
             return
         pod = job["spec"]["template"]["spec"]
         containers = pod.get("containers") or []
-        specs = parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
+        specs = _directory_specs(pod)
         if specs is None:
             return
         claims = {
@@ -272,6 +337,7 @@ class CsiWekafs:
             if v.get("persistentVolumeClaim")
         }
         mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == "/weka"]
+        log: list[str] = []
         try:
             if len(mounts) != 1 or mounts[0]["name"] not in claims:
                 raise Refused("/weka is not a mounted volume: mkdir: can't create directory")
@@ -279,12 +345,15 @@ class CsiWekafs:
             if fs is None:
                 return
             for spec in specs:
+                if spec.path in fs.directories:
+                    log.append(before_line(spec.path, fs.owner_of(spec.path)))
                 fs.mkdir(spec.path)
                 fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
             self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')
             return
+        self._pod(job, "".join(f"{line}\n" for line in log))
         self._finish(job, "Complete", f"made {len(specs)} directories on {fs.name}")
 
     def reconcile(self) -> None:
@@ -292,6 +361,7 @@ class CsiWekafs:
             self.reconcile_pvc(pvc)
         for job in self.store.list("batch", "jobs"):
             self.reconcile_job(job)
+        self._collect_pods()
 
 
 async def run(ctx: LabContext) -> None:

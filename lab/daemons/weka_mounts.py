@@ -3,29 +3,28 @@
 In production the SUNK NodeSet mounts the Weka scratch filesystem, so a job's ``cd /scratch/<slug>``
 lands on ``wekafs``. The lab has no Weka client; :func:`sync_once` reads the Weka emulator's state
 (``/_lab/snapshot``) and, for every directory ``/<name>`` of a scratch filesystem (``scratch`` or
-``<slug>-scratch``), creates ``<state_dir>/mnt/scratch/<name>`` (root-owned, group = the tenant's
-group when the host resolves it, mode 2770, like a tenant directory with POSIX RBAC) and lists it in
-the mount table ``<state_dir>/mnt/mounts`` (``<fs>:/<name> <mount point> wekafs <size bytes>``, the
-size being the directory's hard quota when it has one). A directory whose filesystem is gone loses its
-line and its folder. The ``df`` stand-in in ``lab/bin`` reads that table (``LAB_MOUNT_TABLE``) and
-reports ``wekafs`` for paths below a listed mount point and the real filesystem otherwise, so a job
-writing elsewhere still shows the host's root filesystem, as the runbook's 7c warns.
+``<slug>-scratch``), creates ``<state_dir>/mnt/scratch/<name>`` with the owner, group and mode the emulator
+recorded for it (``owners``: what the directory Job's chown/chmod set, root:root 0755 before), as a mount shows
+the directory's own inode: never a gid looked up by the group's name, which would hide a directory left with a
+gone group's gid. It lists the directory in the mount table ``<state_dir>/mnt/mounts``
+(``<fs>:/<name> <mount point> wekafs <size bytes>``, the size being the directory's hard quota when it has one).
+A directory whose filesystem is gone loses its line and its folder. The ``df`` stand-in in ``lab/bin`` reads that
+table (``LAB_MOUNT_TABLE``) and reports ``wekafs`` for paths below a listed mount point and the real filesystem
+otherwise, so a job writing elsewhere still shows the host's root filesystem, as the runbook's 7c warns.
 """
 
 from __future__ import annotations
 
 import asyncio
-import grp
 import logging
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-
-from tenantflow.lab.daemons.host_users import lab_nss_dir
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +38,9 @@ class Mount:
     source: str
     mount_point: Path
     size_bytes: int
+    uid: int = 0
+    gid: int = 0
+    mode: int = 0o755
 
     def line(self) -> str:
         return f"{self.source} {self.mount_point} {FS_TYPE} {self.size_bytes}"
@@ -69,25 +71,18 @@ def wanted_mounts(snapshot: dict[str, Any], state_dir: Path) -> list[Mount]:
             if not name or "/" in name:
                 continue
             size = quotas.get(f"/{name}") or int(fs["total_capacity"])
-            mounts.append(Mount(f"{fs['name']}:/{name}", mount_root(state_dir) / SCRATCH_ROLE / name, size))
+            owner = (fs.get("owners") or {}).get(f"/{name}") or {}
+            mounts.append(
+                Mount(
+                    f"{fs['name']}:/{name}",
+                    mount_root(state_dir) / SCRATCH_ROLE / name,
+                    size,
+                    int(owner.get("uid", 0)),
+                    int(owner.get("gid", 0)),
+                    int(str(owner.get("mode", "755")), 8),
+                )
+            )
     return sorted(mounts, key=lambda m: str(m.mount_point))
-
-
-def _group_id(state_dir: Path, name: str) -> int | None:
-    """The group's gid as this lab's slurmd pods resolve it (its own NSS files; None while they lack it), else
-    (a lab without them) as the host does. Never the host's view when the lab has its own: with several labs
-    on one host, the host's merged view may hold another lab's group of the same name and gid."""
-    own = lab_nss_dir(state_dir) / "group"
-    if own.exists():
-        for line in own.read_text().splitlines():
-            fields = line.split(":")
-            if len(fields) >= 3 and fields[0] == name and fields[2].isdigit():
-                return int(fields[2])
-        return None
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        return None
 
 
 def apply(state_dir: Path, mounts: list[Mount]) -> None:
@@ -98,12 +93,12 @@ def apply(state_dir: Path, mounts: list[Mount]) -> None:
     for stale in (p for p in scratch.iterdir() if p.is_dir() and p not in wanted):
         shutil.rmtree(stale)
     for mount in mounts:
-        mount.mount_point.mkdir(mode=0o770, exist_ok=True)
-        gid = _group_id(state_dir, mount.mount_point.name)
+        mount.mount_point.mkdir(mode=0o700, exist_ok=True)
         info = mount.mount_point.stat()
-        if gid is not None and info.st_gid != gid:
-            os.chown(mount.mount_point, 0, gid)
-            mount.mount_point.chmod(0o2770)
+        if (info.st_uid, info.st_gid) != (mount.uid, mount.gid):
+            os.chown(mount.mount_point, mount.uid, mount.gid)
+        if stat.S_IMODE(info.st_mode) != mount.mode:
+            mount.mount_point.chmod(mount.mode)
     table = mount_table(state_dir)
     text = "".join(f"{m.line()}\n" for m in mounts)
     if not table.exists() or table.read_text() != text:

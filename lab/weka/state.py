@@ -5,7 +5,9 @@ its ``total_capacity`` from it, so ``GET /cluster`` reports ``capacity.unprovisi
 sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) caps the budgets of its
 filesystems. Directories exist only when seeded, made on a mount by the csi-wekafs stand-in
 (:mod:`lab.controllers.csi`, with their uid, gid and mode) or by the tests' ``/_lab/mkdir`` hook: real Weka
-creates them through a mount, never through the REST API. :meth:`ClusterState.dump` and
+creates them through a mount, never through the REST API. Each directory's owner is what the last chown/chmod
+on a mount recorded (root:root 0755 until then), reported as such in the snapshot (``owners``), never derived
+from a group's name. :meth:`ClusterState.dump` and
 :meth:`ClusterState.restore` carry the whole cluster across a restart of the lab.
 """
 
@@ -15,6 +17,8 @@ import posixpath
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from tenantflow.models.weka_mount import Owner
 
 ROOT_ORG = "Root"
 ROLE_CLUSTER_ADMIN = "ClusterAdmin"
@@ -140,9 +144,19 @@ class FileSystem:
             raise WekaError(404, f"{clean}: No such file or directory")
         self.owners[clean] = [uid, gid, mode]
 
-    def owner_of(self, path: str) -> tuple[int, int, int]:
+    def owner_of(self, path: str) -> Owner:
+        """The owner a mount's ``stat`` shows: what the last chown/chmod recorded, else root:root 0755 (``mkdir``
+        by root); never derived from names."""
         uid, gid, mode = self.owners.get(normalise_path(path), [0, 0, 0o755])
-        return uid, gid, mode
+        return Owner(uid, gid, mode)
+
+    def owners_dict(self) -> dict[str, dict[str, int | str]]:
+        """Every directory's owner as a mount shows it (``mode`` in octal, as ``stat -c %a``), by path."""
+        return {
+            path: {"uid": owner.uid, "gid": owner.gid, "mode": f"{owner.mode:o}"}
+            for path in sorted(self.directories)
+            for owner in [self.owner_of(path)]
+        }
 
     def path_of(self, inode_id: int) -> str | None:
         return next((p for p, i in self.directories.items() if i == inode_id), None)
@@ -354,6 +368,7 @@ class ClusterState:
                         "total_capacity": f.total_capacity,
                         "ssd_capacity": f.ssd_capacity,
                         "directories": sorted(f.directories),
+                        "owners": f.owners_dict(),
                         "quotas": [
                             {k: v for k, v in q.as_dict().items() if k != "inode_id"}
                             for q in sorted(f.quotas.values(), key=lambda q: q.path)

@@ -8,8 +8,10 @@ Activities are sync and talk HTTP to servers in this event loop, so tests run th
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +20,7 @@ import pytest
 from aiohttp import web
 from temporalio.testing import ActivityEnvironment
 
+from tenantflow.activities import records
 from tenantflow.activities.settings import settings
 from tenantflow.lab.controllers.csi import CsiWekafs
 from tenantflow.lab.controllers.hub import reconcile_on_events
@@ -29,6 +32,8 @@ from tenantflow.lab.weka.app import TiB
 from tenantflow.lab.weka.app import build_app as build_weka_app
 from tenantflow.lab.weka.service import SERVICE_KEY, WekaService
 from tenantflow.models.onboarding import Facts, UserFacts
+from tenantflow.models.records import RecordStatus, RunStamp, TenantRecord
+from tenantflow.models.results import EnsureResult
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import Storage, StorageIsolation, TenantContract, TenantUser
 
@@ -43,6 +48,21 @@ UIDS = {"alice": 10001, "bob": 10002}
 
 async def run_activity(fn: Callable[..., T], *args: Any, env: ActivityEnvironment | None = None) -> T:
     return await asyncio.to_thread((env or ActivityEnvironment()).run, fn, *args)
+
+
+async def record_tenant(
+    contract: TenantContract, applied: list[EnsureResult], status: RecordStatus = RecordStatus.onboarded
+) -> None:
+    """Store the tenant's record as a finished onboarding (or offboarding) would, with what it applied."""
+    stamp = RunStamp(
+        workflow_id=f"tenant/{contract.slug}",
+        run_id=uuid.uuid4().hex,
+        plan_hash="abc123",
+        approver="dana",
+        recorded_at=datetime.now(UTC),
+    )
+    record = TenantRecord(contract=contract, run=stamp, status=status, applied=applied)
+    await run_activity(records.record_tenant, record)
 
 
 def identity_facts(usernames: tuple[str, ...] = ("alice", "bob")) -> Facts:

@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from storage_harness import StorageLab, identity_facts, run_activity
+from storage_harness import StorageLab, identity_facts, record_tenant, run_activity
 
 from tenantflow.activities import storage
 from tenantflow.lab.weka.app import TiB
@@ -92,12 +92,13 @@ async def test_strict_org_with_quotas_and_csi_objects(
     everything = json.dumps([r.model_dump(mode="json") for r in done.values()]) + caplog.text
     assert token not in everything
 
+    await record_tenant(contract, [r for step in done.values() for r in step.results])
     await storage_lab.reset()
     again = await apply_storage(inp)
     assert {r.outcome for step in again.values() for r in step.results} == {Outcome.unchanged}
     plan = await run_activity(storage.plan, inp)
     assert {s.action.value for s in plan} == {"unchanged"}
-    assert await storage_lab.writes() == 0 and await storage_lab.kube_writes() == 0
+    assert await storage_lab.writes() == 0 and await storage_lab.kube_writes() == 0, "the record proves the owners"
 
 
 async def test_undo_removes_only_what_the_run_created(storage_lab: StorageLab) -> None:

@@ -3,22 +3,25 @@ quotas by inode, a csi-wekafs API Secret, and a PVC waited on until Bound (issue
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from storage_harness import GROUP_GID, UIDS, StorageLab, identity_facts, run_activity
+from storage_harness import GROUP_GID, UIDS, StorageLab, identity_facts, record_tenant, run_activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities import storage, storage_csi, storage_dirs
 from tenantflow.activities.weka_client import csi_user_credentials
 from tenantflow.models.onboarding import StepInput
+from tenantflow.models.results import Kept
 from tenantflow.models.tenant import StorageIsolation
 
 ROOT = Path(__file__).resolve().parents[3]
-HELPER_KINDS = ("secrets", "persistentvolumes", "persistentvolumeclaims", "jobs")
+HELPER_KINDS = ("secrets", "persistentvolumes", "persistentvolumeclaims", "jobs", "pods")
 
 
 def test_the_product_reaches_no_lab_route() -> None:
@@ -51,6 +54,24 @@ def _helpers_left(lab: StorageLab) -> list[str]:
     ]
 
 
+async def _helpers_gone(lab: StorageLab) -> list[str]:
+    """The helper objects left once the garbage collector is done with the Job's pod (background propagation
+    removes it after the Job, as on a real cluster): woken by each change of the store, for at most 5 s."""
+    loop, changed = asyncio.get_running_loop(), asyncio.Event()
+    stop = lab.store.subscribe(lambda *_: loop.call_soon_threadsafe(changed.set))
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                while True:
+                    changed.clear()
+                    if not _helpers_left(lab):
+                        break
+                    await changed.wait()
+    finally:
+        stop()
+    return _helpers_left(lab)
+
+
 async def test_directories_are_made_and_owned_by_a_job_on_a_csi_mount(storage_lab: StorageLab) -> None:
     jobs = _jobs_seen(storage_lab)
     contract = storage_lab.contract(StorageIsolation.shared_org)
@@ -71,9 +92,14 @@ async def test_directories_are_made_and_owned_by_a_job_on_a_csi_mount(storage_la
         "/bob": [UIDS["bob"], GROUP_GID, 0o700],
     }
     assert filesystems["scratch"].owners == {"/tenant-foo": [0, GROUP_GID, 0o2770]}
-    assert _helpers_left(storage_lab) == []
+    assert await _helpers_gone(storage_lab) == []
     again = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
-    assert {r.outcome.value for r in again.results} == {"unchanged"} and len(jobs) == 2
+    assert {r.outcome.value for r in again.results} == {"unchanged"}
+    assert len(jobs) == 3, "no record yet: /scratch/tenant-foo is checked, the shared homes are left as found"
+    assert {r.name for r in again.results if isinstance(r.data, Kept)} == {"/home/alice", "/home/bob"}
+    await record_tenant(contract, done.results)
+    third = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
+    assert {r.outcome.value for r in third.results} == {"unchanged"} and len(jobs) == 3, "the record proves it"
 
 
 async def test_a_refused_mount_fails_the_step_naming_it(
@@ -88,7 +114,7 @@ async def test_a_refused_mount_fails_the_step_naming_it(
         await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
     assert failed.value.type == "DirectoryJobFailed"
     assert "lacks organization" in str(failed.value) and "/alice" in str(failed.value)
-    assert _helpers_left(storage_lab) == []
+    assert await _helpers_gone(storage_lab) == []
     assert all(not f.owners for f in storage_lab.weka.cluster.filesystems.values())
 
 

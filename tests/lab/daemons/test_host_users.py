@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -101,11 +102,14 @@ def test_df_without_a_mount_table_is_the_real_df(path: str) -> None:
     )
 
 
-def _scratch_gid(state: Path, name: str) -> int:
-    """The gid the lab's Weka mount stand-in gives ``<scratch>/<name>`` after one sync."""
-    snapshot = {"filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": [f"/{name}"]}]}
+def _scratch_mount(state: Path, name: str, owners: dict[str, dict[str, object]]) -> os.stat_result:
+    """The folder the lab's Weka mount stand-in gives ``<scratch>/<name>`` after one sync, Weka recording
+    ``owners``."""
+    snapshot = {
+        "filesystems": [{"name": "scratch", "total_capacity": 10**12, "directories": [f"/{name}"], "owners": owners}]
+    }
     weka_mounts.apply(state, weka_mounts.wanted_mounts(snapshot, state))
-    return (weka_mounts.mount_root(state) / "scratch" / name).stat().st_gid
+    return (weka_mounts.mount_root(state) / "scratch" / name).stat()
 
 
 def _own_groups(state: Path, text: str) -> None:
@@ -114,29 +118,32 @@ def _own_groups(state: Path, text: str) -> None:
     (nss / "group").write_text(text)
 
 
-def test_a_mount_takes_the_group_of_its_own_lab_not_the_hosts_merged_view(tmp_path: Path) -> None:
-    """Several labs on one host each have a tenant-foo group; the mount gets this lab's gid."""
+def test_a_mount_shows_the_owner_weka_recorded_never_a_gid_looked_up_by_name(tmp_path: Path) -> None:
+    """The lab's own files name a tenant-foo group with another gid: the folder still shows what the directory
+    Job set (a directory left with a gone group's gid stays so, as on a real Weka mount)."""
     _own_groups(tmp_path, "tenant-foo:x:54321:alice\n")
-    assert _scratch_gid(tmp_path, "tenant-foo") == 54321
+    folder = _scratch_mount(tmp_path, "tenant-foo", {"/tenant-foo": {"uid": 0, "gid": 6000, "mode": "2770"}})
+    assert (folder.st_uid, folder.st_gid, stat.S_IMODE(folder.st_mode)) == (0, 6000, 0o2770)
+    folder = _scratch_mount(tmp_path, "tenant-foo", {"/tenant-foo": {"uid": 0, "gid": 6001, "mode": "2770"}})
+    assert folder.st_gid == 6001, "a later chown reaches the mount"
 
 
-def test_a_reonboarded_tenant_group_sharing_its_users_gid_still_owns_its_scratch(tmp_path: Path) -> None:
+def test_a_directory_without_a_recorded_owner_is_roots(tmp_path: Path) -> None:
+    """Made without a chown (seeded, or by hand): root:root 0755, as ``mkdir`` by root leaves it."""
+    folder = _scratch_mount(tmp_path, "daemon", {})
+    assert (folder.st_uid, folder.st_gid, stat.S_IMODE(folder.st_mode)) == (0, 0, 0o755)
+
+
+def test_a_reonboarded_tenant_group_sharing_its_users_gid_resolves_in_the_labs_own_files(tmp_path: Path) -> None:
     """Re-onboarding with the users kept: their virtual groups (gid = the user's gidNumber = the new tenant
     group's gid) come before the newer tenant group in the directory. Both must resolve in the lab's own
-    files, and the scratch mount must take this lab's tenant-foo gid, never another lab's of the same name."""
+    files (a pod's view of the scratch folder's group), never another lab's of the same name."""
     root, older_lab, lab = tmp_path / "extrausers", tmp_path / "a-older", tmp_path / "b-lab"
     host_users.publish(older_lab, [], [GroupEntry("tenant-foo", 17806, ("alice",))], root)
     groups = [GroupEntry("alice", 96920, ("alice",)), GroupEntry("tenant-foo", 96920, ("alice",))]
     host_users.publish(lab, [PasswdEntry("alice", 2002, 96920, "", "/x")], groups, root)
     assert (host_users.lab_nss_dir(lab) / "group").read_text() == "alice:x:96920:alice\ntenant-foo:x:96920:alice\n"
     assert (root / "group").read_text().splitlines()[0] == "tenant-foo:x:17806:alice", "the older lab keeps it"
-    assert _scratch_gid(lab, "tenant-foo") == 96920
-
-
-def test_a_group_the_labs_own_files_lack_leaves_the_mount_to_root(tmp_path: Path) -> None:
-    """Not yet synced into the lab's files: root:root 0770 until a later sync, whatever the host resolves."""
-    _own_groups(tmp_path, "")
-    assert _scratch_gid(tmp_path, "daemon") == 0
 
 
 @pytest.mark.ldap
@@ -145,7 +152,8 @@ def test_a_tenant_group_remade_after_its_users_resolves_from_the_real_directory(
 ) -> None:
     """Onboard, offboard keeping the users, re-onboard with a new gid, as the suite does to tenant-foo: the
     users' virtual groups are older entries than the new tenant group and carry its gid; the lab's files
-    must still list the tenant group, or its scratch folder never gets its gid (smoke 7c: can't cd)."""
+    must still list the tenant group, or a job's user is not in the group owning its scratch folder (smoke 7c:
+    can't cd)."""
     with slapd.connect_admin() as conn:
         tree.upsert_group(conn, tree.LdapGroup("tenant-reon", 4301, members=("erin-reon",)))
         tree.upsert_user(conn, tree.LdapUser("erin-reon", uid_number=2301, gid_number=4301))
@@ -155,4 +163,3 @@ def test_a_tenant_group_remade_after_its_users_resolves_from_the_real_directory(
     host_users.sync_once(slapd.url, slapd.bind_dn, slapd.bind_password, tmp_path, tmp_path / "extrausers")
     own = (host_users.lab_nss_dir(tmp_path) / "group").read_text().splitlines()
     assert {"erin-reon:x:4302:erin-reon", "tenant-reon:x:4302:erin-reon"} <= set(own)
-    assert _scratch_gid(tmp_path, "tenant-reon") == 4302

@@ -10,10 +10,19 @@ from typing import Any
 from weka_harness import PASSWORD, USERNAME
 
 from tenantflow.lab.controllers.csi import CsiWekafs
+from tenantflow.lab.kubeapi.podexec import annotation_logs
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.weka.app import TiB, build_app
 from tenantflow.lab.weka.service import SERVICE_KEY
-from tenantflow.models.weka_mount import DirectorySpec, directory_command, filesystem_handle, secret_parameters
+from tenantflow.lab.weka.state import ClusterState
+from tenantflow.models.weka_mount import (
+    DirectorySpec,
+    Owner,
+    directory_command,
+    filesystem_handle,
+    parse_owners,
+    secret_parameters,
+)
 
 NS = "tenant-foo"
 
@@ -136,6 +145,11 @@ def directory_job(store: Store, secret_name: str, command: list[str]) -> dict[st
             },
         }
     )
+    return job(store, command)
+
+
+def job(store: Store, command: list[str]) -> dict[str, Any]:
+    """The Job running ``command`` on the volume ``root`` (made by :func:`directory_job`)."""
     return store.create(
         {
             "apiVersion": "batch/v1",
@@ -175,6 +189,41 @@ def test_the_directory_job_makes_and_owns_directories_on_the_mount() -> None:
     assert job_condition(store)[0] == "Complete"
     fs = next(iter(csi.weka.cluster.filesystems.values()))
     assert "/tenant-foo" in fs.directories and fs.owners["/tenant-foo"] == [0, 5000, 0o2770]
+
+
+def job_pods(store: Store) -> list[dict[str, Any]]:
+    return store.list("", "pods", NS, label_selector="job-name=mkdir")
+
+
+def test_the_lab_records_the_owner_the_job_set_and_a_later_job_logs_it() -> None:
+    """Weka keeps the owner a chown/chmod on a mount set (what a pod's ``stat`` shows), never one derived from a
+    group's name: a directory left with a gone group's gid keeps it until a Job sets another, and that Job's pod
+    logs the owner it found, as the script's ``stat`` prints it."""
+    store, csi = lab()
+    secret(store, "creds", GOOD)
+    made = directory_job(store, "creds", directory_command([DirectorySpec("/tenant-foo", 0, 5000, "2770")]))
+    csi.reconcile()
+    [pod] = job_pods(store)
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
+    assert pod["status"]["phase"] == "Succeeded" and annotation_logs(NS, "", "mkdir", pod) == "", "it was new"
+    snapshot = {f["name"]: f for f in csi.weka.cluster.snapshot()["filesystems"]}["scratch"]
+    assert snapshot["owners"]["/tenant-foo"] == {"uid": 0, "gid": 5000, "mode": "2770"}
+    assert snapshot["owners"]["/"] == {"uid": 0, "gid": 0, "mode": "755"}, "never chowned: root's"
+
+    store.delete("batch", "jobs", "mkdir", NS)
+    csi.reconcile()
+    assert job_pods(store) == [], "the pod goes with its Job"
+    job(store, directory_command([DirectorySpec("/tenant-foo", 0, 6000, "2770"), DirectorySpec("/b", 7, 6000, "700")]))
+    csi.reconcile()
+    assert job_condition(store)[0] == "Complete"
+    [pod] = job_pods(store)
+    log = annotation_logs(NS, "", "mkdir", pod)
+    assert log == "before /tenant-foo 0 5000 2770\n"
+    assert parse_owners(log) == {"/tenant-foo": Owner(0, 5000, 0o2770)}
+    owners = {f["name"]: f for f in csi.weka.cluster.snapshot()["filesystems"]}["scratch"]["owners"]
+    assert owners["/tenant-foo"] == {"uid": 0, "gid": 6000, "mode": "2770"}
+    assert owners["/b"] == {"uid": 7, "gid": 6000, "mode": "700"}
+    assert csi.weka.cluster.snapshot() == ClusterState.restore(csi.weka.cluster.dump()).snapshot(), "kept on restart"
 
 
 def test_the_directory_job_fails_when_the_mount_would() -> None:

@@ -55,6 +55,16 @@ RECORDED: list[tuple[dict[str, Any], type[UndoRecord]]] = [
     ({"filesystem_uid": "fs", "inode_id": 12, "path": "/alice"}, WekaQuota),
     ({"previous": {"hard": 10, "soft": 8}, "filesystem_uid": "fs", "inode_id": 12, "path": "/alice"}, WekaQuota),
     ({"filesystem": "t-home", "path": "/alice"}, WekaDirectory),
+    ({"filesystem": "t-home", "path": "/alice", "owner": {"uid": 10001, "gid": 6000, "mode": "700"}}, WekaDirectory),
+    (
+        {
+            "filesystem": "t-scratch",
+            "path": "/t",
+            "previous": {"uid": 0, "gid": 5000, "mode": "2770"},
+            "owner": {"uid": 0, "gid": 6000, "mode": "2770"},
+        },
+        WekaDirectory,
+    ),
     ({"uid": "org-1"}, WekaObject),
     ({"token_uid": "tok-1"}, TokenRef),
     ({"previous_size": "10Gi"}, PvcSize),

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from tenantflow.models.weka_mount import (
     DirectorySpec,
+    Owner,
+    before_line,
     directory_command,
     filesystem_handle,
     handle_filesystem,
     parse_directory_command,
+    parse_owners,
     secret_parameters,
 )
 
@@ -37,3 +45,24 @@ def test_handles_and_secret_parameters() -> None:
     assert handle_filesystem("dir/v1/home/x") is None
     params = secret_parameters("creds", "ns")
     assert len(params) == 10 and params["csi.storage.k8s.io/node-publish-secret-name"] == "creds"
+
+
+def test_the_script_logs_the_owner_it_found_and_sets_the_wanted_one(tmp_path: Path) -> None:
+    """The real script under /bin/sh (as root, as the Job runs) on a folder standing in for the mount: an
+    existing directory's owner is logged as :func:`parse_owners` reads it, then every directory gets its own."""
+    old = tmp_path / "tenant-foo"
+    old.mkdir()
+    os.chown(old, 0, 5000)
+    old.chmod(0o2750)
+    specs = [DirectorySpec("/tenant-foo", 0, 6000, "2770"), DirectorySpec("/alice", 10001, 6000, "0700")]
+    command = directory_command(specs)
+    command[3] = str(tmp_path)
+    log = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert parse_owners(log) == {"/tenant-foo": Owner(0, 5000, 0o2750)}
+    assert log == before_line("/tenant-foo", Owner(0, 5000, 0o2750)) + "\n"
+    found = {p.name: (p.stat().st_uid, p.stat().st_gid, stat.S_IMODE(p.stat().st_mode)) for p in tmp_path.iterdir()}
+    assert found == {"tenant-foo": (0, 6000, 0o2770), "alice": (10001, 6000, 0o700)}
+
+
+def test_log_lines_that_are_not_the_scripts_are_ignored() -> None:
+    assert parse_owners("before /a 1 2\nbefore a 1 2 700\nnoise\nbefore /b 1 2 9\n") == {}
