@@ -30,6 +30,7 @@ import websocket
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
+from kubernetes.stream.ws_client import ERROR_CHANNEL
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError, CancelledError
 from urllib3 import HTTPHeaderDict
@@ -197,7 +198,8 @@ def exec_in(
                 time.sleep(_handshake_refused(target, exc, attempt))
                 continue
             cap = settings().exec_timeout_s
-            return _run(resp, cap if timeout_s is None else min(timeout_s, cap))
+            where = f"kubernetes {target.context}: exec of `{' '.join(argv[:4])}` in {namespace}/{pod}"
+            return _run(resp, cap if timeout_s is None else min(timeout_s, cap), where)
 
 
 def _handshake_refused(target: KubeTarget, exc: ApiException, attempt: int) -> float:
@@ -219,13 +221,28 @@ def _handshake_refused(target: KubeTarget, exc: ApiException, attempt: int) -> f
     return wait
 
 
-def _run(resp: Any, timeout_s: int) -> ExecOutput:
-    """Read an open exec stream to its end (at most ``timeout_s``)."""
+def _run(resp: Any, timeout_s: int, where: str) -> ExecOutput:
+    """Read an open exec stream to its end (at most ``timeout_s``).
+
+    A connection that ends without the final ``Status`` frame (channel 3, which the apiserver sends after the
+    command exits) lost its answer: the command may have run, so the attempt fails retryably and the
+    activity, which reads before it writes, finds out on its next attempt."""
     try:
-        resp.run_forever(timeout=timeout_s)
+        try:
+            resp.run_forever(timeout=timeout_s)
+        except (websocket.WebSocketException, OSError) as exc:
+            raise _lost(where, type(exc).__name__) from None
+        if not resp.is_open() and not resp.peek_channel(ERROR_CHANNEL):
+            raise _lost(where, "closed without a status")
         stdout = resp.read_stdout() if resp.peek_stdout() else ""
         stderr = resp.read_stderr() if resp.peek_stderr() else ""
         code = resp.returncode
     finally:
         resp.close()
     return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code if code is not None else -1))
+
+
+def _lost(where: str, how: str) -> ApplicationError:
+    return ApplicationError(
+        f"{where}: the connection ended before the command's exit status ({how}); it may have run", type=TRANSIENT
+    )

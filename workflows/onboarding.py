@@ -75,7 +75,7 @@ from tenantflow.workflows.records import (
     store_record,
 )
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, RETRY_ROLLBACK_PATCH, SagaRun
-from tenantflow.workflows.saga import Saga
+from tenantflow.workflows.saga import Saga, as_planned
 from tenantflow.workflows.search import TENANT_SLUG
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
@@ -291,7 +291,7 @@ class TenantOnboarding(SagaRun):
                 # a cancel that arrived while the step ran waited for it to finish, and its result swallows
                 # the CancelledError (temporalio/sdk-python#620): honour it now, with the step on the saga
                 raise asyncio.CancelledError(f"cancelled while {step.name} ran")
-            applied.extend(result.results)
+            applied.extend(as_planned(result.results, planned))
             self._findings.extend(result.findings)
             facts = self._facts = result.facts
         return facts

@@ -6,7 +6,9 @@ Authentik last (most disruptive). Inside one layer, later steps are undone first
 
 A step's entry also lists the plan's ``create`` entries for it: they count as
 created by this run even when the step failed before returning (a crash after
-its writes) or an earlier attempt made them (the result then says unchanged).
+its writes) or an earlier attempt made them and lost the answer (the result then
+says unchanged, or updated when the retry finished the object; the run's report
+says created too, :func:`as_planned`).
 Every undo looks objects up by name and leaves absent ones alone.
 
 :meth:`Saga.undo_keeping_failures` keeps the entries whose undo failed (after
@@ -42,15 +44,28 @@ UNDO_RETRY = RetryPolicy(
 )
 
 
-def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
-    """``results`` with every planned creation marked created, adding those the step did not report."""
-    creates = {(p.kind, p.name, p.namespace): p for p in planned}
-    merged = [
+OWN_EARLIER_WRITE = frozenset({Outcome.unchanged, Outcome.updated})
+"""What a step reports for a planned creation that an earlier attempt made and whose answer it never got: found
+already there and ours (``unchanged``), or ours and brought up to date (``updated``; Authentik's group gets its
+gid after the create). Never ``adopted``: an object that is not ours stays another's."""
+
+
+def as_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
+    """``results`` with every planned creation the step found made by an earlier attempt marked created."""
+    creates = {(p.kind, p.name, p.namespace) for p in planned}
+    return [
         r.model_copy(update={"outcome": Outcome.created})
-        if (r.kind, r.name, r.namespace) in creates and r.outcome is Outcome.unchanged
+        if (r.kind, r.name, r.namespace) in creates and r.outcome in OWN_EARLIER_WRITE
         else r
         for r in results
     ]
+
+
+def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[EnsureResult]:
+    """``results`` with every planned creation marked created (:func:`as_planned`), adding those the step did not
+    report."""
+    creates = {(p.kind, p.name, p.namespace): p for p in planned}
+    merged = as_planned(results, planned)
     reported = {(r.kind, r.name, r.namespace) for r in results}
     merged += [
         EnsureResult(layer=p.layer, kind=p.kind, name=p.name, namespace=p.namespace, outcome=Outcome.created)

@@ -4,7 +4,8 @@ Each frame is binary with a one-byte channel prefix: 0 stdin, 1 stdout, 2 stderr
 3 the final ``Status`` JSON (exit code in ``details.causes``), 255 (v5 only) a
 close signal from the client. Commands are not run here: an injectable
 :data:`ExecHandler` answers them, so the lab can route e.g. the slurmctld pod's
-``sacctmgr`` to the host. Stdin is collected first (until the v5 close signal,
+``sacctmgr`` to the host; under a lost-response fault (:func:`lab.httpbase.response_lost`) the command runs
+and the connection closes before its output and status. Stdin is collected first (until the v5 close signal,
 the client closing, or 0.3 s of silence) and handed over whole. SPDY upgrade
 attempts get a 400 ``Status`` (kubectl 1.32 speaks websockets first).
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tenantflow.lab.httpbase import response_lost
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -124,6 +126,8 @@ async def serve_exec(request: web.Request, pod: dict[str, Any], handler: ExecHan
         result = await handler(meta["namespace"], meta["name"], container, argv, stdin)
     except Exception as exc:
         result = ExecResult(stderr=f"lab exec handler failed: {exc!r}\n", exit_code=1)
+    if response_lost(request):
+        return ws  # the command ran; the lab middleware closes the connection before any of its output
     for channel, data in ((STDOUT, result.stdout), (STDERR, result.stderr)):
         payload = _as_bytes(data)
         wanted = query.get("stdout" if channel == STDOUT else "stderr", "true") in ("1", "true", "True")

@@ -22,7 +22,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.status import RunStatus, StepRecord
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import TemporalSettings
-from tests.integration.world import World, describe_diff, diff, is_record
+from tests.integration.world import World, describe_diff, is_record, leaves
 from tests.labfixture import lab_services, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,21 +256,41 @@ def compare_worlds(
 
 
 VOLATILE_LEAF = re.compile(
-    r"/(resourceVersion|generation|managedFields|lastHeartbeatTime|lastTransitionTime|renewTime|observedGeneration)(/|$)"
+    r"/(resourceVersion|generation|managedFields|lastHeartbeatTime|lastTransitionTime|renewTime|observedGeneration"
+    r"|slurm\.tenantflow\.io/rendered-hash|unprovisioned_bytes)(/|$)"
 )
-"""Leaves that change on objects nobody touched (versions, controller heartbeats, field-manager stamps)."""
+"""Leaves that change on objects nobody touched (versions, controller heartbeats, field-manager stamps), and
+totals that any tenant's own objects move (the partition operator's hash of all partitions, Weka's unprovisioned
+capacity)."""
 
 
 def foreign_touched(before: World, after: World, ours: tuple[str, ...], scenario: Scenario | None = None) -> list[str]:
     """Leaves of objects that existed before and whose path names none of ``ours`` (the scenario's slugs,
     usernames, accounts) that were changed or removed: what a run touched that it did not make. Additions are
-    not counted (a run's own new objects carry its names). Counted into the scenario's line."""
+    not counted (a run's own new objects carry its names), also inside a collection: an empty one that got
+    members, or a list leaf (Slurm's association lines, a node's taints) that only gained elements or lost
+    elements naming ``ours``. Counted into the scenario's line."""
+    old, new = leaves(before), leaves(after)
+
+    def mentions_ours(text: str) -> bool:
+        return any(word in text for word in ours)
+
+    def untouched(path: str, was: Any) -> bool:
+        if VOLATILE_LEAF.search(path) or mentions_ours(path) or (path in new and new[path] == was):
+            return True
+        if path not in new:
+            return was in ({}, []) and any(p.startswith(f"{path}/") for p in new)
+        now = new[path]
+        return (
+            isinstance(was, list)
+            and isinstance(now, list)
+            and all(item in now or mentions_ours(json.dumps(item)) for item in was)
+        )
+
     touched = [
-        line
-        for line in diff(before, after)
-        if not line.startswith("+ ")
-        and not VOLATILE_LEAF.search(line.split(": ", 1)[0])
-        and not any(word in line.split(": ", 1)[0] for word in ours)
+        f"- {path}: {json.dumps(was)}" if path not in new else f"~ {path}: {json.dumps(was)} -> {json.dumps(new[path])}"
+        for path, was in sorted(old.items())
+        if not untouched(path, was)
     ]
     if scenario is not None:
         scenario.foreign_touched += len(touched)

@@ -135,12 +135,16 @@ def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
         out[path] = value
 
 
+def leaves(world: World) -> dict[str, Any]:
+    """Every leaf of a snapshot by its ``/``-joined path (lists and empty dicts are leaves)."""
+    out: dict[str, Any] = {}
+    _flatten(world, "", out)
+    return out
+
+
 def diff(before: World, after: World) -> list[str]:
     """One line per leaf that was added, removed or changed, sorted by path."""
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    _flatten(before, "", old)
-    _flatten(after, "", new)
+    old, new = leaves(before), leaves(after)
     lines = []
     for path in sorted(old.keys() | new.keys()):
         if path not in new:

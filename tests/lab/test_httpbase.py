@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -31,6 +33,16 @@ async def server() -> AsyncIterator[str]:
     app.add_routes([web.post("/items", create), web.get("/items", read)])
     async with TestServer(app) as test_server:
         yield str(test_server.make_url(""))
+
+
+async def journaled(http: httpx.AsyncClient) -> tuple[int, dict[str, int], list[tuple[str, int, str | None]]]:
+    """The journal's committed writes, injected faults by kind, and (method, status, injected) of each request."""
+    journal = (await http.get("/_lab/requests")).json()
+    return (
+        journal["writes"],
+        journal["injected"],
+        [(e["method"], e["status"], e["injected"]) for e in journal["requests"]],
+    )
 
 
 async def test_faults_are_per_route_switchable_and_journaled(server: str) -> None:
@@ -70,3 +82,52 @@ async def test_latency_and_dropped_connections(server: str) -> None:
         with pytest.raises(httpx.TransportError):
             await http.post("/items")
         assert (await http.put("/_lab/faults", json={"rules": [{"error_rate": 2}]})).status_code == 422
+
+
+async def test_a_lost_response_commits_the_write_and_drops_the_answer(server: str) -> None:
+    """``drop_after_rate``: the handler runs (the item exists afterwards), the client sees the connection close."""
+    async with httpx.AsyncClient(base_url=server) as http:
+        rule = {"path": "^/items$", "methods": ["POST"], "drop_after_rate": 1.0}
+        await http.put("/_lab/faults", json={"seed": 3, "rules": [rule]})
+        with pytest.raises(httpx.RemoteProtocolError):
+            await http.post("/items")
+        assert (await http.get("/items")).json() == {"items": 1}
+        assert await journaled(http) == (1, {"lost_response": 1}, [("POST", 201, "lost_response"), ("GET", 200, None)])
+        await http.put("/_lab/faults", json={"seed": 3, "rules": [{**rule, "drop_after_rate": 0.5}]})
+        answered = 0
+        for _ in range(8):
+            with contextlib.suppress(httpx.TransportError):
+                answered += (await http.post("/items")).status_code == 201
+        assert 0 < answered < 8
+        assert (await http.get("/items")).json() == {"items": 9}, "every write ran, answered or not"
+
+
+async def test_a_request_whose_client_gave_up_during_the_latency_is_never_served(server: str) -> None:
+    """A hung connection the client abandons (its timeout below the latency) never reaches the handler."""
+    async with httpx.AsyncClient(base_url=server) as http:
+        await http.put(
+            "/_lab/faults", json={"rules": [{"path": "^/items$", "methods": ["POST"], "latency_ms": 90_000}]}
+        )
+        with pytest.raises(httpx.TimeoutException):
+            await http.post("/items", timeout=0.3)
+        deadline = time.monotonic() + 10
+        while not (journal := (await http.get("/_lab/requests")).json())["requests"]:
+            assert time.monotonic() < deadline, "the abandoned request is still waiting"
+            await asyncio.sleep(0.05)
+        assert [(e["method"], e["status"], e["injected"]) for e in journal["requests"]] == [("POST", 0, "abandoned")]
+        assert journal["injected"] == {"latency": 1, "abandoned": 1} and journal["writes"] == 0
+        assert (await http.get("/items")).json() == {"items": 0}
+
+
+async def test_a_rule_matches_the_query_and_is_spent_after_max_fires(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server) as http:
+        rule = {"path": "^/items$", "query": "command=add", "drop_after_rate": 1.0, "max_fires": 2}
+        await http.put("/_lab/faults", json={"rules": [rule, {"path": "^/items$", "error_rate": 1.0}]})
+        assert (await http.post("/items", params={"command": "show"})).status_code == 503
+        for _ in range(2):
+            with pytest.raises(httpx.TransportError):
+                await http.post("/items", params={"command": "add"})
+        assert (await http.post("/items", params={"command": "add"})).status_code == 503, "spent: the next rule"
+        journal = (await http.get("/_lab/requests")).json()
+        assert [e["injected"] for e in journal["requests"]] == ["error", "lost_response", "lost_response", "error"]
+        assert (await http.get("/_lab/faults")).json()["rules"][0]["max_fires"] == 2

@@ -1,5 +1,7 @@
 """An exec whose websocket handshake the apiserver refuses with a transient status never ran: it is opened again
-in place (honouring ``Retry-After``), and a handshake that keeps being refused fails with the apiserver's status."""
+in place (honouring ``Retry-After``), and a handshake that keeps being refused fails with the apiserver's status.
+An exec whose connection ends before the command's exit status (the lab's lost-response fault: the command ran)
+fails the attempt retryably, saying it may have run, and is not opened again in place."""
 
 from __future__ import annotations
 
@@ -60,3 +62,20 @@ def test_a_forbidden_handshake_is_not_tried_again(lab: SlurmLab) -> None:
         with pytest.raises(ApplicationError, match="HTTP 403"):
             ctl.run(["scontrol", "ping"])
         assert exec_answers(http) == [403]
+
+
+def test_an_exec_whose_status_is_lost_fails_retryably_and_ran_once(lab: SlurmLab) -> None:
+    ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
+    argv = ["sacctmgr", "-i", "add", "qos", "lost-answer", "Priority=7"]
+    ran = len(lab.exec_handler.history)
+    try:
+        with refused_execs(lab, {"drop_after_rate": 1.0}) as http:
+            with pytest.raises(ApplicationError, match="ended before the command's exit status") as err:
+                ctl.run(argv)
+            answers = http.get("/_lab/requests").json()["requests"]
+        assert not err.value.non_retryable and "may have run" in str(err.value)
+        assert lab.exec_handler.history[ran:] == [argv]
+        assert [e["injected"] for e in answers] == ["lost_response"]
+        assert "lost-answer|7" in lab.sh("sacctmgr", "-n", "-P", "show", "qos", "lost-answer", "format=name,priority")
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "qos", "lost-answer")

@@ -6,7 +6,7 @@ from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
 from tenantflow.models.runbook import APPLY, ROLLBACK, Step
-from tenantflow.workflows.saga import Saga, with_planned
+from tenantflow.workflows.saga import Saga, as_planned, with_planned
 
 STEP = {step.name: step for step in APPLY}
 
@@ -109,8 +109,21 @@ def test_with_planned_marks_planned_creations_created_and_keeps_the_rest() -> No
     assert [(r.name, r.outcome) for r in merged] == [
         ("ns", Outcome.created),
         ("quota", Outcome.unchanged),
-        ("limits", Outcome.updated),
+        ("limits", Outcome.created),
     ]
+
+
+def test_a_planned_creation_finished_by_a_later_attempt_is_created_and_an_adopted_one_is_not() -> None:
+    """Authentik's group whose create lost its answer: the next attempt finds it (ours) and sets its gid, reporting
+    updated with the attributes it had as ``previous``; undoing that would restore them and leave the group. An
+    object that is not ours (adopted) stays adopted."""
+    results = [
+        result("identity", "tenant-foo", Outcome.updated, kind="Group"),
+        result("identity", "alice", Outcome.adopted, kind="User"),
+    ]
+    creates = [planned("identity", "tenant-foo", kind="Group"), planned("identity", "alice", kind="User")]
+    assert [r.outcome for r in as_planned(results, creates)] == [Outcome.created, Outcome.adopted]
+    assert [r.outcome for r in with_planned(results, creates)] == [Outcome.created, Outcome.adopted]
 
 
 def test_with_planned_matches_kind_name_and_namespace() -> None:
