@@ -1,7 +1,7 @@
 """Issue 13 (bounded I/O): a 300-user tenant onboards through Temporal against a lab whose every HTTP stand-in
 (the kube apiservers, their pod exec route included, Authentik and Weka) answers each request 300 ms late, and
 every activity finishes on its first attempt: no per-user loop outlives a heartbeat or start-to-close timeout.
-It runs for about four minutes (300 users at the default fan-out of 8 cost about 11 s per pass over the users per
+It runs for about three minutes (300 users at the default fan-out of 8 cost about 11 s per pass over the users per
 layer at this latency); the test timeout is raised for it alone, no activity timeout is.
 
 The attempts come from the run's history (``ActivityTaskStarted.attempt``, read by :mod:`bench.history` as the
