@@ -6,9 +6,8 @@ sum of filesystem budgets. An organization's ``total_quota`` (0 = unlimited) cap
 filesystems. Directories exist only when seeded, made on a mount by the csi-wekafs stand-in
 (:mod:`lab.controllers.csi`, with their uid, gid and mode) or by the tests' ``/_lab/mkdir`` hook: real Weka
 creates them through a mount, never through the REST API. Each directory's owner is what the last chown/chmod
-on a mount recorded (root:root 0755 until then), reported as such in the snapshot (``owners``), never derived
-from a group's name. :meth:`ClusterState.dump` and
-:meth:`ClusterState.restore` carry the whole cluster across a restart of the lab.
+on a mount recorded (root:root 0755 until then), reported in the snapshot (``owners``), never derived from a
+group's name. :meth:`ClusterState.dump` and :meth:`ClusterState.restore` carry the cluster across a restart.
 """
 
 from __future__ import annotations
@@ -21,11 +20,8 @@ from typing import Any
 from tenantflow.models.weka_mount import Owner
 
 ROOT_ORG = "Root"
-ROLE_CLUSTER_ADMIN = "ClusterAdmin"
-ROLE_ORG_ADMIN = "OrgAdmin"
-ROLE_CSI = "CSI"
-ROLE_REGULAR = "Regular"
-ROLE_READ_ONLY = "ReadOnly"
+ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN, ROLE_CSI = "ClusterAdmin", "OrgAdmin", "CSI"
+ROLE_REGULAR, ROLE_READ_ONLY = "Regular", "ReadOnly"
 USER_ROLES = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN, ROLE_CSI, ROLE_REGULAR, ROLE_READ_ONLY})
 ROOT_INODE = 1
 
@@ -145,18 +141,13 @@ class FileSystem:
         self.owners[clean] = [uid, gid, mode]
 
     def owner_of(self, path: str) -> Owner:
-        """The owner a mount's ``stat`` shows: what the last chown/chmod recorded, else root:root 0755 (``mkdir``
-        by root); never derived from names."""
-        uid, gid, mode = self.owners.get(normalise_path(path), [0, 0, 0o755])
-        return Owner(uid, gid, mode)
+        """What a mount's ``stat`` shows: the last chown/chmod recorded, else root:root 0755 (``mkdir`` by root)."""
+        return Owner(*self.owners.get(normalise_path(path), [0, 0, 0o755]))
 
     def owners_dict(self) -> dict[str, dict[str, int | str]]:
         """Every directory's owner as a mount shows it (``mode`` in octal, as ``stat -c %a``), by path."""
-        return {
-            path: {"uid": owner.uid, "gid": owner.gid, "mode": f"{owner.mode:o}"}
-            for path in sorted(self.directories)
-            for owner in [self.owner_of(path)]
-        }
+        owners = {path: self.owner_of(path) for path in sorted(self.directories)}
+        return {path: {"uid": o.uid, "gid": o.gid, "mode": f"{o.mode:o}"} for path, o in owners.items()}
 
     def path_of(self, inode_id: int) -> str | None:
         return next((p for p, i in self.directories.items() if i == inode_id), None)
