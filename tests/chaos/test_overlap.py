@@ -1,18 +1,15 @@
 """Onboarding a tenant while the same tenant is being offboarded.
 
 A small tenant is onboarded; then its offboarding (with purge) and a new onboarding of the same slug are started
-together, and the offboarding's purge confirmation and the onboarding's approval are given at the same moment.
-Whatever tenantflow does with the pair (refuse one, or let one finish before the other writes), the tenant ends
-either whole or gone in every layer, never half, and nothing foreign is touched; it is then offboarded with purge
-and the world is the one before (deactivated user records aside).
+at the same moment. Their workflow ids differ, so tenantflow withdraws the run started second before any write
+(:mod:`starter.exclusive`), saying which run holds the tenant; the other completes, so the tenant ends whole or
+gone in every layer, never half, and nothing foreign is touched. It is then offboarded with purge and the world
+is the one before (deactivated user records aside).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from temporalio.client import WorkflowHandle
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.client import RunAlreadyActive
@@ -38,38 +35,29 @@ async def test_onboarding_while_the_same_tenant_is_offboarded(
         started = await asyncio.gather(
             api.start_offboarding(contract, purge_data=True), api.start_onboarding(contract), return_exceptions=True
         )
-        refused = [str(s) for s in started if isinstance(s, RunAlreadyActive)]
-        assert all(not isinstance(s, BaseException) or isinstance(s, RunAlreadyActive) for s in started), started
-        handles: list[WorkflowHandle[Any, Any]] = [s for s in started if not isinstance(s, BaseException)]
-        plans = await asyncio.gather(*(api.wait_for_plan(h.id) for h in handles))
-        off = next((h for h in handles if h.id.startswith("offboard/")), None)
-        if off is not None:
-            await api.approve(off.id, plans[handles.index(off)].plan_hash or "")
-            await wait_for_stage(api, off, "gate:confirm_purge")
-        await asyncio.gather(
-            *(
-                api.answer_gate(h.id, "confirm_purge") if h is off else api.approve(h.id, p.plan_hash or "")
-                for h, p in zip(handles, plans, strict=True)
-            )
+        refused = [s for s in started if isinstance(s, BaseException)]
+        assert len(refused) == 1 and isinstance(refused[0], RunAlreadyActive), started
+        assert "of the same tenant is in progress" in str(refused[0]) and "withdrawn before any write" in str(
+            refused[0]
         )
-        ends = await asyncio.gather(
-            *(settle(api, h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True))
+        [handle] = [s for s in started if not isinstance(s, BaseException)]
+        gone = handle.id.startswith("offboard/")
+        plan = await api.wait_for_plan(handle.id)
+        await api.approve(handle.id, plan.plan_hash or "")
+        if gone:
+            await wait_for_stage(api, handle, "gate:confirm_purge")
+            await api.answer_gate(handle.id, "confirm_purge")
+        end = await settle(api, handle.id, plan.plan_hash or "")
+        assert end[0] == "completed", end
+        expected = before.view if gone else whole
+        assert comparable(world(chaos_lab)) == comparable(expected), "half a tenant:\n" + describe_diff(
+            comparable(expected), comparable(world(chaos_lab))
         )
-        for handle, end in zip(handles, ends, strict=True):
-            if end[0] == "reopened":
-                await api.reject(handle.id, "the other run changed the tenant")
-        now = world(chaos_lab)
-        gone = comparable(now) == comparable(before.view)
-        assert gone or comparable(now) == comparable(whole), "half a tenant:\n" + describe_diff(
-            comparable(whole), comparable(now)
-        )
-        ended = [(h.id, e[0], e[1][:60]) for h, e in zip(handles, ends, strict=True)]
-        STATS.notes.append(
-            f"onboarding during offboarding: refused {refused}; {ended}; tenant {'gone' if gone else 'whole'}"
-        )
+        STATS.notes.append(f"onboarding during offboarding: {handle.id} ran; {refused[0]}"[:200])
         STATS.runs_completed += 1
+        STATS.runs_failed_as_expected += 1
     finally:
         if contract.slug in world_snapshot(chaos_lab)["authentik"]["groups"]:
             assert (await offboard(api, contract, purge=True)).status == "completed"
     tally(scenario, chaos_lab, before, (contract.slug, *contract.usernames, contract.team_account or ""))
-    scenario.outcome = f"tenant {'gone' if gone else 'whole'}, refused {len(refused)}"
+    scenario.outcome = f"one refused, tenant {'gone' if gone else 'whole'}"
