@@ -24,20 +24,9 @@ from tests.integration.world import World, world_snapshot
 
 def free_nodes(lab: LabEndpoints) -> list[str]:
     """Ready, schedulable GPU nodes no tenant holds, by name (what ``kubectl get nodes`` shows)."""
+    get = ["get", "nodes", "-l", "!reserved.tenant,node.kubernetes.io/instance-type", "-o", "json"]
     done = subprocess.run(
-        [
-            "kubectl",
-            "--kubeconfig",
-            str(lab.kubeconfig),
-            "--context",
-            "tenant-cluster",
-            "get",
-            "nodes",
-            "-l",
-            "!reserved.tenant,node.kubernetes.io/instance-type",
-            "-o",
-            "json",
-        ],
+        ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", "tenant-cluster", *get],
         env={**os.environ, **lab.to_env()},
         capture_output=True,
         text=True,

@@ -68,7 +68,7 @@ async def test_a_run_pinned_to_v1_waits_for_v1_while_v2_takes_new_runs(
         v1.stop()
         v2.stop()
     tally(scenario, chaos_lab, before, (contract.slug, *contract.usernames, contract.team_account or ""))
-    scenario.outcome = "pinned to v1, completed on v1"
+    scenario.outcome = "pinned, ended on v1"
 
 
 def contract_probe(lab: LabEndpoints, nodes: list[str]) -> TenantContract:

@@ -8,6 +8,7 @@ world is the one before (nothing lost, duplicated or foreign touched; deactivate
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tenantflow.lab.endpoints import LabEndpoints
@@ -119,13 +120,37 @@ def split(
     ]
 
 
-def winner_and_loser(
-    contracts: list[TenantContract], ends: list[tuple[str, str]]
-) -> tuple[TenantContract, tuple[TenantContract, tuple[str, str]]]:
-    won = [c for c, e in zip(contracts, ends, strict=True) if e[0] == "completed"]
-    assert len(won) == 1, ends
-    loser = next((c, e) for c, e in zip(contracts, ends, strict=True) if c is not won[0])
-    return won[0], loser
+async def one_wins(
+    rig: Rig,
+    lab: LabEndpoints,
+    scenario: Scenario,
+    contracts: list[TenantContract],
+    contested: str,
+    check: Callable[[TenantContract, World], None],
+) -> None:
+    """Race the two; exactly one completes, the other fails (or its gate reopens, and it is rejected) naming
+    ``contested``; ``check`` sees the winner's world; nothing of the loser but ``contested`` is left."""
+    before = Before.take(lab)
+    try:
+        raced = await race(rig.api, contracts)
+        ends = [await answer_reopened(rig.api, c, e, False) for c, e in zip(contracts, raced, strict=True)]
+        won = [c for c, e in zip(contracts, ends, strict=True) if e[0] == "completed"]
+        assert len(won) == 1, ends
+        winner, (loser, (state, message)) = (
+            won[0],
+            next((c, e) for c, e in zip(contracts, ends, strict=True) if c not in won),
+        )
+        assert state in ("failed", "reopened") and contested in message, (state, message)
+        after = world_snapshot(lab)
+        check(winner, after)
+        left = left_behind(before.snapshot, after, loser, keep=(contested,))
+        assert not left, "\n".join(left)
+        STATS.runs_completed += 1
+        STATS.runs_failed_as_expected += 1
+        STATS.notes.append(f"race for {contested}: {winner.slug} won; {loser.slug} {state}: {message[:100]}")
+    finally:
+        await finish(rig.api, scenario, lab, before, contracts)
+    scenario.outcome = f"one won, one {state}"
 
 
 async def test_two_tenants_racing_for_one_username(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
@@ -133,25 +158,14 @@ async def test_two_tenants_racing_for_one_username(rig: Rig, chaos_lab: LabEndpo
     scenario = STATS.scenario("two tenants racing for one username")
     assert baseline.end[0] == "completed"
     contracts = split(chaos_lab, ("tenant-ua", "tenant-ub"), (("same-user", "user-a2"), ("same-user", "user-b2")))
-    before = Before.take(chaos_lab)
-    try:
-        raced = await race(rig.api, contracts)
-        ends = [await answer_reopened(rig.api, c, e, False) for c, e in zip(contracts, raced, strict=True)]
-        winner, (loser, (state, message)) = winner_and_loser(contracts, ends)
-        assert state in ("failed", "reopened") and "same-user" in message, (state, message)
-        after = world_snapshot(chaos_lab)
+
+    def check(winner: TenantContract, after: World) -> None:
         user = active_user(after, "same-user")
         assert user is not None, "the winner's user was deactivated"
         assert user["groups"] == [winner.slug], user
-        assert loser.slug not in after["authentik"]["groups"], "the loser's group is left"
-        left = left_behind(before.snapshot, after, loser, keep=("same-user",))
-        assert not left, "\n".join(left)
-        STATS.runs_completed += 1
-        STATS.runs_failed_as_expected += 1
-        STATS.notes.append(f"username race: {winner.slug} won; {loser.slug} {state}: {message[:100]}")
-    finally:
-        await finish(rig.api, scenario, chaos_lab, before, contracts)
-    scenario.outcome = f"one won, one {state}"
+        assert not {c.slug for c in contracts} - {winner.slug} & set(after["authentik"]["groups"]), "loser's group"
+
+    await one_wins(rig, chaos_lab, scenario, contracts, "same-user", check)
 
 
 async def test_two_tenants_racing_for_one_team_account(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
@@ -162,22 +176,11 @@ async def test_two_tenants_racing_for_one_team_account(rig: Rig, chaos_lab: LabE
         c.model_copy(update={"slurm": c.slurm.model_copy(update={"team_account": "ml-team-shared"})})
         for c in split(chaos_lab, ("tenant-ta", "tenant-tb"), (("team-a1", "team-a2"), ("team-b1", "team-b2")))
     ]
-    before = Before.take(chaos_lab)
-    try:
-        raced = await race(rig.api, contracts)
-        ends = [await answer_reopened(rig.api, c, e, False) for c, e in zip(contracts, raced, strict=True)]
-        winner, (loser, (state, message)) = winner_and_loser(contracts, ends)
-        assert state in ("failed", "reopened") and "ml-team-shared" in message, (state, message)
-        after = world_snapshot(chaos_lab)
+
+    def check(winner: TenantContract, after: World) -> None:
         accounts = [line for line in after["slurm"]["account"] if line.startswith("ml-team-shared|")]
         assert len(accounts) == 1 and accounts[0].endswith(f"|{winner.slug}"), accounts
         assocs = [line for line in after["slurm"]["assoc"] if "|ml-team-shared|" in line]
         assert {line.split("|")[2] for line in assocs} == {"", *winner.usernames}, assocs
-        left = left_behind(before.snapshot, after, loser, keep=("ml-team-shared",))
-        assert not left, "\n".join(left)
-        STATS.runs_completed += 1
-        STATS.runs_failed_as_expected += 1
-        STATS.notes.append(f"team account race: {winner.slug} won; {loser.slug} {state}: {message[:100]}")
-    finally:
-        await finish(rig.api, scenario, chaos_lab, before, contracts)
-    scenario.outcome = f"one won, one {state}"
+
+    await one_wins(rig, chaos_lab, scenario, contracts, "ml-team-shared", check)
