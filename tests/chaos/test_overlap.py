@@ -60,4 +60,4 @@ async def test_onboarding_while_the_same_tenant_is_offboarded(
         if contract.slug in world_snapshot(chaos_lab)["authentik"]["groups"]:
             assert (await offboard(api, contract, purge=True)).status == "completed"
     tally(scenario, chaos_lab, before, (contract.slug, *contract.usernames, contract.team_account or ""))
-    scenario.outcome = f"one refused, tenant {'gone' if gone else 'whole'}"
+    scenario.outcome = f"one refused; {'gone' if gone else 'whole'}"
