@@ -222,6 +222,17 @@ def _refuse_foreign(user: TenantUser, existing: User | None, slug: str) -> None:
         )
 
 
+def _refuse_raced(ak: AuthentikClient, user: TenantUser, slug: str) -> None:
+    """After a failed create: the Conflict of :func:`_refuse_foreign` when another run created the username
+    since the lookup (two tenants racing for it); nothing when it cannot be read again (the create's error
+    stands)."""
+    try:
+        now = ak.user_by_username(user.username)
+    except ApplicationError:
+        return
+    _refuse_foreign(user, now, slug)
+
+
 def _ensure_user(
     ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
 ) -> tuple[User, EnsureResult]:
@@ -229,9 +240,19 @@ def _ensure_user(
     desired = desired_user(user, gid)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
-        created = ak.create_user(
-            {"username": user.username, **desired, "attributes": attributes, "is_active": True, "groups": [group.pk]}
-        )
+        try:
+            created = ak.create_user(
+                {
+                    "username": user.username,
+                    **desired,
+                    "attributes": attributes,
+                    "is_active": True,
+                    "groups": [group.pk],
+                }
+            )
+        except ApplicationError:
+            _refuse_raced(ak, user, group.name)
+            raise
         return created, EnsureResult(
             layer=LAYER,
             kind="User",

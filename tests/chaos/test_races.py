@@ -127,9 +127,10 @@ async def one_wins(
     contracts: list[TenantContract],
     contested: str,
     check: Callable[[TenantContract, World], None],
-) -> None:
+) -> str:
     """Race the two; exactly one completes, the other fails (or its gate reopens, and it is rejected) naming
-    ``contested``; ``check`` sees the winner's world; nothing of the loser but ``contested`` is left."""
+    ``contested``; ``check`` sees the winner's world; nothing of the loser but ``contested`` is left. Returns the
+    loser's message."""
     before = Before.take(lab)
     try:
         raced = await race(rig.api, contracts)
@@ -151,6 +152,7 @@ async def one_wins(
     finally:
         await finish(rig.api, scenario, lab, before, contracts)
     scenario.outcome = f"one won, one {state}"
+    return message
 
 
 async def test_two_tenants_racing_for_one_username(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
@@ -165,7 +167,8 @@ async def test_two_tenants_racing_for_one_username(rig: Rig, chaos_lab: LabEndpo
         assert user["groups"] == [winner.slug], user
         assert not {c.slug for c in contracts} - {winner.slug} & set(after["authentik"]["groups"]), "loser's group"
 
-    await one_wins(rig, chaos_lab, scenario, contracts, "same-user", check)
+    message = await one_wins(rig, chaos_lab, scenario, contracts, "same-user", check)
+    assert "Authentik user same-user" in message, message
 
 
 async def test_two_tenants_racing_for_one_team_account(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:
@@ -183,4 +186,5 @@ async def test_two_tenants_racing_for_one_team_account(rig: Rig, chaos_lab: LabE
         assocs = [line for line in after["slurm"]["assoc"] if "|ml-team-shared|" in line]
         assert {line.split("|")[2] for line in assocs} == {"", *winner.usernames}, assocs
 
-    await one_wins(rig, chaos_lab, scenario, contracts, "ml-team-shared", check)
+    message = await one_wins(rig, chaos_lab, scenario, contracts, "ml-team-shared", check)
+    assert "already exists and is not tenantflow's" in message and "pick another slurm.team_account" in message
