@@ -233,11 +233,13 @@ class Ensurer:
             try:
                 self.ctl.run(add_argv(want))
             except Exception:
-                self._refuse_raced(want)
-                raise
+                if (conflict := self._raced(want)) is None:
+                    raise
+                raise conflict from None
             outcome = Outcome.created
         else:
-            self._refuse_foreign(want, world)
+            if (conflict := self._foreign(want, world)) is not None:
+                raise conflict
             changed = differences(want, have)
             if changed and want.kind == "user" and "Account" in changed:
                 raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
@@ -248,26 +250,27 @@ class Ensurer:
             outcome = Outcome.updated if changed else Outcome.unchanged
         self.results.append(EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=outcome, data=data))
 
-    def _refuse_foreign(self, want: Want, world: World) -> None:
-        """A Conflict when ``world`` holds ``want``'s object and it is not provably ours."""
+    def _foreign(self, want: Want, world: World) -> Exception | None:
+        """The Conflict when ``world`` holds ``want``'s object and it is not provably ours; None otherwise."""
         other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
-        if other is not None and not self._legacy_qos(world, want):
-            field = "slurm.team_account" if want.name == self.contract.team_account else "slug"
-            raise fail(
-                "Conflict",
-                f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
-                f"{self.contract.slug} ({other}); it is not adopted: pick another {field} or "
-                "remove it by hand",
-            )
+        if other is None or self._legacy_qos(world, want):
+            return None
+        field = "slurm.team_account" if want.name == self.contract.team_account else "slug"
+        return fail(
+            "Conflict",
+            f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
+            f"{self.contract.slug} ({other}); it is not adopted: pick another {field} or remove it by hand",
+        )
 
-    def _refuse_raced(self, want: Want) -> None:
-        """After a failed add: the Conflict of :meth:`_refuse_foreign` when another run added the same name since
-        this step read the world; nothing when the world cannot be read again (the add's own error stands)."""
+    def _raced(self, want: Want) -> Exception | None:
+        """After a failed add: the Conflict of :meth:`_foreign` when another run added the same name since this
+        step read the world (two tenants racing for it); None when there is none or the world cannot be read
+        again (the add's own error stands)."""
         try:
             world = read_world(self.ctl, self.contract)
         except Exception:
-            return
-        self._refuse_foreign(want, world)
+            return None
+        return self._foreign(want, world)
 
     def _legacy_qos(self, world: World, want: Want) -> bool:
         """A QoS made before QoS carried the marker: unmarked (Slurm shows its name or nothing) and listed by

@@ -248,7 +248,7 @@ def test_a_team_account_another_run_added_after_the_read_is_a_conflict_naming_it
     lab: SlurmLab, contract: TenantContract
 ) -> None:
     """Two runs racing for one team account: this run read a world without it, the other added it since. The
-    failed add is reported as the Conflict naming the owner (not sacctmgr's "Nothing new added"), and undoing
+    failed add is reported as the Conflict naming the owner, alone (not sacctmgr's "Nothing new added"), and undoing
     this attempt keeps the other run's account."""
     ensurer = Ensurer(SlurmCtl.connect(lab.target), contract)
     stale = read_world(ensurer.ctl, contract)
@@ -258,8 +258,9 @@ def test_a_team_account_another_run_added_after_the_read_is_a_conflict_naming_it
         with pytest.raises(
             ApplicationError,
             match=f"Slurm account {team} already exists .*Organization=tenant-other.*pick another slurm.team_account",
-        ):
+        ) as caught:
             ensurer.apply(want_accounts(contract), stale)
+        assert caught.value.__suppress_context__, "sacctmgr's error would be reported as the Conflict's cause"
         undo_results(ensurer.ctl, contract.slug, list(reversed(ensurer.results)))
         shown = lab.sh("sacctmgr", "show", "account", f"{contract.slug},{team}", "format=account,org", "-P", "-n")
         assert shown.split() == [f"{team}|tenant-other"]
