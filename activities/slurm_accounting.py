@@ -236,6 +236,8 @@ class Ensurer:
                 if (conflict := self._raced(want)) is None:
                     raise
                 raise conflict from None
+            if want.kind in ("account", "qos") and (conflict := self._raced(want, read_back=True)) is not None:
+                raise conflict
             outcome = Outcome.created
         else:
             if (conflict := self._foreign(want, world)) is not None:
@@ -262,13 +264,18 @@ class Ensurer:
             f"{self.contract.slug} ({other}); it is not adopted: pick another {field} or remove it by hand",
         )
 
-    def _raced(self, want: Want) -> Exception | None:
-        """After a failed add: the Conflict of :meth:`_foreign` when another run added the same name since this
-        step read the world (two tenants racing for it); None when there is none or the world cannot be read
-        again (the add's own error stands)."""
+    def _raced(self, want: Want, read_back: bool = False) -> Exception | None:
+        """The Conflict of :meth:`_foreign` when another run added the name since this step read the world: after
+        a failed add (sacctmgr saw it), or read back after one that succeeded (slurmdbd stores two concurrent
+        adds of a name as one, with the last one's values). None when there is none, or when the world cannot be
+        read after a failed add (its error stands)."""
         try:
-            world = read_world(self.ctl, self.contract)
+            data = SlurmObject(values=want.values, account=want.where.get("Account", ""))
+            named = EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=Outcome.created, data=data)
+            world = read_world_of(self.ctl, [named])
         except Exception:
+            if read_back:
+                raise
             return None
         return self._foreign(want, world)
 
