@@ -227,6 +227,8 @@ class Ensurer:
         data = SlurmObject(
             values=want.values, cluster=self.contract.slurm.cluster, account=want.where.get("Account", "")
         )
+        if (conflict := self._foreign(want, world)) is not None:
+            raise conflict
         if have is None:
             if want.kind == "account-qos":
                 raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
@@ -240,8 +242,6 @@ class Ensurer:
                 raise conflict
             outcome = Outcome.created
         else:
-            if (conflict := self._foreign(want, world)) is not None:
-                raise conflict
             changed = differences(want, have)
             if changed and want.kind == "user" and "Account" in changed:
                 raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
