@@ -266,3 +266,21 @@ def test_a_team_account_another_run_added_after_the_read_is_a_conflict_naming_it
         assert shown.split() == [f"{team}|tenant-other"]
     finally:
         lab.sh("sacctmgr", "-i", "delete", "account", team)
+
+
+def test_users_are_never_added_under_a_team_account_another_tenant_owns(
+    lab: SlurmLab, contract: TenantContract
+) -> None:
+    """The team account a racing run's add overwrote (slurmdbd keeps the last add's Organization) is not ours any
+    more: the users step refuses to add associations under it."""
+    team, inp = contract.team_account or "", step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp)]
+    lab.sh("sacctmgr", "-i", "modify", "account", team, "set", "Organization=tenant-other")
+    try:
+        with pytest.raises(ApplicationError, match=f"account {team} has Organization=tenant-other"):
+            slurm.users(inp)
+        assert lab.sh("sacctmgr", "show", "assoc", "where", f"account={team}", "format=user", "-P", "-n").split() == []
+    finally:
+        lab.sh("sacctmgr", "-i", "modify", "account", team, "set", f"Organization={contract.slug}")
+        for step, res in reversed(list(zip(("accounts", "qos"), results, strict=True))):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
