@@ -205,33 +205,56 @@ def ensure_group(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _refuse_foreign(user: TenantUser, existing: User | None, slug: str) -> None:
-    """A Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
-    and not adopted by the contract."""
+def _foreign(user: TenantUser, existing: User | None, slug: str) -> ApplicationError | None:
+    """The Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
+    and not adopted by the contract; None when it may be ensured."""
     if existing is None:
-        return
+        return None
     other = other_tenant(existing, slug)
     if other:
-        raise fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+        return fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
     if not tenant_of(existing, slug) and not user.adopt_existing:
-        raise fail(
+        return fail(
             "Conflict",
             f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
             "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
             "person's account",
         )
+    return None
+
+
+def _raced(ak: AuthentikClient, user: TenantUser, slug: str) -> ApplicationError | None:
+    """After a failed create: the Conflict of :func:`_foreign` when another run created the username since the
+    lookup (two tenants racing for it); None when there is none or it cannot be read (the create's error
+    stands)."""
+    try:
+        now = ak.user_by_username(user.username)
+    except ApplicationError:
+        return None
+    return _foreign(user, now, slug)
 
 
 def _ensure_user(
     ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
 ) -> tuple[User, EnsureResult]:
-    """Create ``user``, or bring ``existing`` (already checked by :func:`_refuse_foreign`) to the contract."""
+    """Create ``user``, or bring ``existing`` (already checked by :func:`_foreign`) to the contract."""
     desired = desired_user(user, gid)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
-        created = ak.create_user(
-            {"username": user.username, **desired, "attributes": attributes, "is_active": True, "groups": [group.pk]}
-        )
+        try:
+            created = ak.create_user(
+                {
+                    "username": user.username,
+                    **desired,
+                    "attributes": attributes,
+                    "is_active": True,
+                    "groups": [group.pk],
+                }
+            )
+        except ApplicationError:
+            if (conflict := _raced(ak, user, group.name)) is None:
+                raise
+            raise conflict from None
         return created, EnsureResult(
             layer=LAYER,
             kind="User",
@@ -266,7 +289,8 @@ def ensure_users(inp: StepInput) -> StepResult:
         group, gid = require_group(ak, contract.slug, provider)
         found = fan_out(ak.user_by_username, contract.usernames, "lookup")
         for user, existing in zip(contract.users, found, strict=True):
-            _refuse_foreign(user, existing, contract.slug)
+            if (conflict := _foreign(user, existing, contract.slug)) is not None:
+                raise conflict
         pairs = list(zip(contract.users, found, strict=True))
         ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
         for user, (record, result) in zip(contract.users, ensured, strict=True):

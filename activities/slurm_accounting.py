@@ -227,20 +227,21 @@ class Ensurer:
         data = SlurmObject(
             values=want.values, cluster=self.contract.slurm.cluster, account=want.where.get("Account", "")
         )
+        if (conflict := self._foreign(want, world)) is not None:
+            raise conflict
         if have is None:
             if want.kind == "account-qos":
                 raise fail("NotFound", f"Slurm account {want.name} does not exist; run slurm.accounts first")
-            self.ctl.run(add_argv(want))
+            try:
+                self.ctl.run(add_argv(want))
+            except Exception:
+                if (conflict := self._raced(want)) is None:
+                    raise
+                raise conflict from None
+            if want.kind in ("account", "qos") and (conflict := self._raced(want, read_back=True)) is not None:
+                raise conflict
             outcome = Outcome.created
         else:
-            other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
-            if other is not None and not self._legacy_qos(world, want):
-                raise fail(
-                    "Conflict",
-                    f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
-                    f"{self.contract.slug} ({other}); it is not adopted: pick another slug or "
-                    "remove it by hand",
-                )
             changed = differences(want, have)
             if changed and want.kind == "user" and "Account" in changed:
                 raise fail("Conflict", f"user {want.name} has no association with account {want.where['Account']}")
@@ -250,6 +251,33 @@ class Ensurer:
                 data = SlurmObject(values=data.values, cluster=data.cluster, account=data.account, previous=changed)
             outcome = Outcome.updated if changed else Outcome.unchanged
         self.results.append(EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=outcome, data=data))
+
+    def _foreign(self, want: Want, world: World) -> Exception | None:
+        """The Conflict when ``world`` holds ``want``'s object and it is not provably ours; None otherwise."""
+        other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
+        if other is None or self._legacy_qos(world, want):
+            return None
+        field = "slurm.team_account" if want.name == self.contract.team_account else "slug"
+        return fail(
+            "Conflict",
+            f"Slurm {want.kind} {want.name} already exists and is not tenantflow's for "
+            f"{self.contract.slug} ({other}); it is not adopted: pick another {field} or remove it by hand",
+        )
+
+    def _raced(self, want: Want, read_back: bool = False) -> Exception | None:
+        """The Conflict of :meth:`_foreign` when another run added the name since this step read the world: after
+        a failed add (sacctmgr saw it), or read back after one that succeeded (slurmdbd stores two concurrent
+        adds of a name as one, with the last one's values). None when there is none, or when the world cannot be
+        read after a failed add (its error stands)."""
+        try:
+            data = SlurmObject(values=want.values, account=want.where.get("Account", ""))
+            named = EnsureResult(layer=LAYER, kind=want.kind, name=want.name, outcome=Outcome.created, data=data)
+            world = read_world_of(self.ctl, [named])
+        except Exception:
+            if read_back:
+                raise
+            return None
+        return self._foreign(want, world)
 
     def _legacy_qos(self, world: World, want: Want) -> bool:
         """A QoS made before QoS carried the marker: unmarked (Slurm shows its name or nothing) and listed by

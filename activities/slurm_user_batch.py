@@ -55,10 +55,16 @@ class UserBatchEnsurer(Ensurer):
         unchanged: list[Want] = []
         for want in wants:
             have = current_values(world, want)
+            other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
+            if other is not None and have is None:
+                raise fail(
+                    "Conflict",
+                    f"Slurm user {want.name} is not added under account {want.where.get('Account')}: it is not "
+                    f"tenantflow's for {self.contract.slug} ({other}); pick another slurm.team_account",
+                )
             if have is None:
                 missing.append(want)
                 continue
-            other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
             if other is not None:
                 raise fail(
                     "Conflict",

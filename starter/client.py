@@ -38,6 +38,7 @@ from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import summaries
+from tenantflow.starter.exclusive import withdrawn_for
 from tenantflow.starter.summaries import RunDescription
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
@@ -105,9 +106,12 @@ class TenantflowClient:
         result_type: type,
         description: RunDescription,
         started_by: str | None = None,
+        rival: str | None = None,
     ) -> WorkflowHandle[Any, Any]:
+        """Start ``workflow`` as ``workflow_id``; with ``rival``, the id of a run that must not run at the same
+        time, the start is withdrawn when that run started first (:mod:`starter.exclusive`)."""
         try:
-            return await self.client.start_workflow(
+            handle = await self.client.start_workflow(
                 workflow,
                 arg,
                 id=workflow_id,
@@ -125,6 +129,12 @@ class TenantflowClient:
                 f"a run with id {workflow_id} is already in progress; see "
                 f"`tenantflow status {workflow_id}` or cancel it first"
             ) from None
+        if rival is not None and await withdrawn_for(self.client, handle, rival):
+            raise RunAlreadyActive(
+                f"{rival} of the same tenant is in progress, so {workflow_id} was withdrawn before any write; "
+                f"wait for it to end (`tenantflow status {rival}`) or cancel it first"
+            )
+        return handle
 
     async def start_onboarding(
         self, contract: TenantContract, on_behalf_of: str | None = None, **options: Any
@@ -142,6 +152,7 @@ class TenantflowClient:
             OnboardingResult,
             summaries.onboarding(contract, starter),
             starter,
+            rival=offboarding_id(contract.slug),
         )
 
     async def start_change(
@@ -161,6 +172,7 @@ class TenantflowClient:
             OnboardingResult,
             summaries.change(contract, previous, starter),
             starter,
+            rival=offboarding_id(contract.slug),
         )
 
     async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
@@ -174,6 +186,7 @@ class TenantflowClient:
             attributes,
             OffboardingResult,
             summaries.offboarding(contract, purge_data, self.identity),
+            rival=onboarding_id(contract.slug),
         )
 
     def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:

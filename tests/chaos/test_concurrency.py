@@ -8,63 +8,15 @@ winner is offboarded with purge, leaving only the deactivated user records the r
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import subprocess
-
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import TenantflowClient
-from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant
+from tests.chaos.conftest import Baseline, Rig, small_tenant
 from tests.chaos.kit import STATS
+from tests.chaos.racing import free_nodes, mentioning, race
 from tests.integration.runs import offboard
 from tests.integration.world import World, diff, world_snapshot
 
 USERS = {"tenant-ra": ("racer-a1", "racer-a2"), "tenant-rb": ("racer-b1", "racer-b2")}
-
-
-def free_nodes(lab: LabEndpoints) -> list[str]:
-    """Ready, schedulable GPU nodes no tenant holds, by name (what ``kubectl get nodes`` shows)."""
-    done = subprocess.run(
-        [
-            "kubectl",
-            "--kubeconfig",
-            str(lab.kubeconfig),
-            "--context",
-            "tenant-cluster",
-            "get",
-            "nodes",
-            "-l",
-            "!reserved.tenant,node.kubernetes.io/instance-type",
-            "-o",
-            "json",
-        ],
-        env={**os.environ, **lab.to_env()},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return sorted(
-        n["metadata"]["name"]
-        for n in json.loads(done.stdout)["items"]
-        if not n["spec"].get("unschedulable")
-        and {"type": "Ready", "status": "True"}.items()
-        <= next((c for c in n["status"]["conditions"] if c["type"] == "Ready"), {}).items()
-    )
-
-
-async def race(api: TenantflowClient, contracts: list[TenantContract]) -> list[tuple[str, str]]:
-    """Start both, approve both plans together, and return how each ended."""
-    handles = await asyncio.gather(*(api.start_onboarding(c) for c in contracts))
-    plans = await asyncio.gather(*(api.wait_for_plan(h.id) for h in handles))
-    await asyncio.gather(*(api.approve(h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True)))
-    return list(await asyncio.gather(*(outcome(api, h.id) for h in handles)))
-
-
-def mentioning(lines: list[str], words: tuple[str, ...]) -> list[str]:
-    return [line for line in lines if any(word in line for word in words)]
 
 
 async def test_two_tenants_racing_for_the_same_nodes(rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline) -> None:

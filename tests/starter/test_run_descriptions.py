@@ -22,15 +22,15 @@ async def described(handle: WorkflowHandle[object, object]) -> tuple[str | None,
 
 async def test_every_run_says_what_it_does_to_which_target_and_who_started_it(dev_env: WorkflowEnvironment) -> None:
     api = TenantflowClient(dev_env.client, f"no-worker-{uuid.uuid4().hex[:8]}")
-    slug = unique_slug()
+    slug, leaving = unique_slug(), unique_slug()
     worker = ENROLLMENT.model_copy(update={"worker_name": f"w{uuid.uuid4().hex[:6]}"})
     tenant, worker_name = example_tenant(slug), worker.worker_name
     runs = [
         (f"Onboard {slug}: 64 GPUs h100-8x, 3 users", slug, await api.start_onboarding(tenant)),
         (
-            f"Offboard {slug} (Weka data purged after confirm_purge)",
-            slug,
-            await api.start_offboarding(tenant, purge_data=True),
+            f"Offboard {leaving} (Weka data purged after confirm_purge)",
+            leaving,
+            await api.start_offboarding(example_tenant(leaving), purge_data=True),
         ),
         (
             f"Enroll worker {worker_name} into forecasting (greenfield)",

@@ -6,8 +6,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import slurm, validate
+from tenantflow.activities.slurm_accounting import Ensurer, read_world, undo_results
 from tenantflow.activities.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm_partition import partition_problems, write_partition_key
+from tenantflow.activities.slurm_wants import want_accounts
 from tenantflow.lab import pitfalls
 from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.pitfalls import Pitfall
@@ -252,4 +254,46 @@ def test_the_wall_limit_check_reads_the_qos_max_wall_too(lab: SlurmLab) -> None:
         assert f"QoS normal-{contract.short} MaxWall=1-00:00:00" in found.message and "QoS MaxWall" in found.fix
     finally:
         for step, res in reversed(list(zip(("accounts", "qos", "partition"), results, strict=True))):
+            slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
+
+
+def test_a_team_account_another_run_added_after_the_read_is_a_conflict_naming_its_owner(
+    lab: SlurmLab, contract: TenantContract
+) -> None:
+    """Two runs racing for one team account: this run read a world without it, the other added it since. The
+    failed add is reported as the Conflict naming the owner, alone (not sacctmgr's "Nothing new added"), and undoing
+    this attempt keeps the other run's account."""
+    ensurer = Ensurer(SlurmCtl.connect(lab.target), contract)
+    stale = read_world(ensurer.ctl, contract)
+    team = contract.team_account or ""
+    lab.sh("sacctmgr", "-i", "add", "account", team, "Organization=tenant-other", "Cluster=production")
+    try:
+        with pytest.raises(
+            ApplicationError,
+            match=f"Slurm account {team} already exists .*Organization=tenant-other.*pick another slurm.team_account",
+        ) as caught:
+            ensurer.apply(want_accounts(contract), stale)
+        assert caught.value.__suppress_context__, "sacctmgr's error would be reported as the Conflict's cause"
+        undo_results(ensurer.ctl, contract.slug, list(reversed(ensurer.results)))
+        shown = lab.sh("sacctmgr", "show", "account", f"{contract.slug},{team}", "format=account,org", "-P", "-n")
+        assert shown.split() == [f"{team}|tenant-other"]
+    finally:
+        lab.sh("sacctmgr", "-i", "delete", "account", team)
+
+
+def test_users_are_never_added_under_a_team_account_another_tenant_owns(
+    lab: SlurmLab, contract: TenantContract
+) -> None:
+    """The team account a racing run's add overwrote (slurmdbd keeps the last add's Organization) is not ours any
+    more: the users step refuses to add associations under it."""
+    team, inp = contract.team_account or "", step_input(contract)
+    results = [slurm.accounts(inp), slurm.qos(inp)]
+    lab.sh("sacctmgr", "-i", "modify", "account", team, "set", "Organization=tenant-other")
+    try:
+        with pytest.raises(ApplicationError, match=f"account {team} has Organization=tenant-other"):
+            slurm.users(inp)
+        assert lab.sh("sacctmgr", "show", "assoc", "where", f"account={team}", "format=user", "-P", "-n").split() == []
+    finally:
+        lab.sh("sacctmgr", "-i", "modify", "account", team, "set", f"Organization={contract.slug}")
+        for step, res in reversed(list(zip(("accounts", "qos"), results, strict=True))):
             slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))

@@ -1,0 +1,63 @@
+"""Onboarding a tenant while the same tenant is being offboarded.
+
+A small tenant is onboarded; then its offboarding (with purge) and a new onboarding of the same slug are started
+at the same moment. Their workflow ids differ, so tenantflow withdraws the run started second before any write
+(:mod:`starter.exclusive`), saying which run holds the tenant; the other completes, so the tenant ends whole or
+gone in every layer, never half, and nothing foreign is touched. It is then offboarded with purge and the world
+is the one before (deactivated user records aside).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.starter.client import RunAlreadyActive
+from tests.chaos.conftest import Baseline, Rig, small_tenant
+from tests.chaos.kit import STATS, comparable, world
+from tests.chaos.racing import Before, free_nodes, settle, tally
+from tests.integration.runs import offboard, onboard
+from tests.integration.world import describe_diff, world_snapshot
+from tests.workflows.harness import wait_for_stage
+
+
+async def test_onboarding_while_the_same_tenant_is_offboarded(
+    rig: Rig, chaos_lab: LabEndpoints, baseline: Baseline
+) -> None:
+    scenario = STATS.scenario("onboarding while the same tenant is offboarded")
+    assert baseline.end[0] == "completed"
+    api = rig.api
+    contract = small_tenant(chaos_lab, "tenant-ov", ("overlap-1", "overlap-2"), free_nodes(chaos_lab)[:2])
+    before = Before.take(chaos_lab)
+    assert (await onboard(api, contract)).status == "completed"
+    whole = world(chaos_lab)
+    try:
+        started = await asyncio.gather(
+            api.start_offboarding(contract, purge_data=True), api.start_onboarding(contract), return_exceptions=True
+        )
+        refused = [s for s in started if isinstance(s, BaseException)]
+        assert len(refused) == 1 and isinstance(refused[0], RunAlreadyActive), started
+        assert "of the same tenant is in progress" in str(refused[0]) and "withdrawn before any write" in str(
+            refused[0]
+        )
+        [handle] = [s for s in started if not isinstance(s, BaseException)]
+        gone = handle.id.startswith("offboard/")
+        plan = await api.wait_for_plan(handle.id)
+        await api.approve(handle.id, plan.plan_hash or "")
+        if gone:
+            await wait_for_stage(api, handle, "gate:confirm_purge")
+            await api.answer_gate(handle.id, "confirm_purge")
+        end = await settle(api, handle.id, plan.plan_hash or "")
+        assert end[0] == "completed", end
+        expected = before.view if gone else whole
+        assert comparable(world(chaos_lab)) == comparable(expected), "half a tenant:\n" + describe_diff(
+            comparable(expected), comparable(world(chaos_lab))
+        )
+        STATS.notes.append(f"onboarding during offboarding: {handle.id} ran; {refused[0]}"[:200])
+        STATS.runs_completed += 1
+        STATS.runs_failed_as_expected += 1
+    finally:
+        if contract.slug in world_snapshot(chaos_lab)["authentik"]["groups"]:
+            assert (await offboard(api, contract, purge=True)).status == "completed"
+    tally(scenario, chaos_lab, before, (contract.slug, *contract.usernames, contract.team_account or ""))
+    scenario.outcome = f"one refused; {'gone' if gone else 'whole'}"
