@@ -19,8 +19,8 @@ from tenantflow.activities.slurm_accounting import (
     Ensurer,
     current_values,
     differences,
+    modify_argvs,
     read_world,
-    release_qos,
     undo_results,
 )
 from tenantflow.activities.slurm_cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
@@ -290,3 +290,19 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
 
 
 ACTIVITIES = [preflight, plan, accounts, users, qos, partition, undo]
+
+
+def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
+    """Before deleting a QoS this run created, drop it from the tenant account's QOS and DefaultQOS.
+
+    Only this run can have referenced a QoS it created; when ``slurm.qos`` failed before returning,
+    the saga does not know the account-qos change, and sacctmgr refuses to delete a default QoS.
+    """
+    acc = read_world(ctl, c).account(c.slug) if res.kind == "qos" else None
+    if acc is None:
+        return
+    values = {"QOS": ",".join(q for q in acc.qos if q != res.name)} if res.name in acc.qos else {}
+    if acc.defaultqos == res.name:
+        values["DefaultQOS"] = "-1"
+    for argv in modify_argvs(want_account_qos(c), list(values), values):
+        ctl.run(argv)

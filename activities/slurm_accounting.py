@@ -6,7 +6,7 @@ differs (re-runs make zero sacctmgr writes) and, when a step fails halfway,
 removes what it created before raising, so a retry or the saga never finds
 half-made debris. :func:`undo_results` deletes what was created and puts back
 what was updated; an undo write that fails because slurmdbd or slurmctld cannot be
-reached is retryable (:func:`undo_error`), a refusal is not.
+reached is retryable (:func:`~activities.slurm_cli.undo_error`), a refusal is not.
 """
 
 from __future__ import annotations
@@ -14,15 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from temporalio.exceptions import ApplicationError
-
 from tenantflow.activities.errors import fail
 from tenantflow.activities.polling import heartbeat
 from tenantflow.activities.slurm_cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
     QOS_FORMAT,
-    UNAVAILABLE_PATTERNS,
     Assoc,
     SlurmCtl,
     parse_accounts,
@@ -31,11 +28,12 @@ from tenantflow.activities.slurm_cli import (
     sacctmgr_write,
     same_duration,
     text,
+    undo_error,
     word,
     words,
 )
 from tenantflow.activities.slurm_user_delete import delete_users, delete_users_argv
-from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, qos_marker, want_account_qos
+from tenantflow.activities.slurm_wants import Want, allow_accounts, qos_list, qos_marker
 from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
@@ -388,28 +386,3 @@ def read_world_of(ctl: SlurmCtl, results: list[EnsureResult]) -> World:
         organizations={r.account: r.organization for r in records},
         qos={q.name: {"Description": q.description} for q in rows},
     )
-
-
-def release_qos(ctl: SlurmCtl, c: TenantContract, res: EnsureResult) -> None:
-    """Before deleting a QoS this run created, drop it from the tenant account's QOS and DefaultQOS.
-
-    Only this run can have referenced a QoS it created; when ``slurm.qos`` failed before returning,
-    the saga does not know the account-qos change, and sacctmgr refuses to delete a default QoS.
-    """
-    acc = read_world(ctl, c).account(c.slug) if res.kind == "qos" else None
-    if acc is None:
-        return
-    values = {"QOS": ",".join(q for q in acc.qos if q != res.name)} if res.name in acc.qos else {}
-    if acc.defaultqos == res.name:
-        values["DefaultQOS"] = "-1"
-    for argv in modify_argvs(want_account_qos(c), list(values), values):
-        ctl.run(argv)
-
-
-def undo_error(kind: str, name: str, detail: str) -> ApplicationError:
-    """Retryable (``Unavailable``) when Slurm could not be reached, as :func:`slurm_cli.command_error` decides; a
-    refusal fails the undo for good."""
-    message = f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}"
-    if UNAVAILABLE_PATTERNS.search(detail):
-        return ApplicationError(message, type="Unavailable")
-    return fail("SlurmCommandFailed", message)

@@ -332,7 +332,17 @@ def slurmd_pods(target: KubeTarget, nodes: Iterable[str]) -> dict[str, Manifest]
 def command_error(argv: list[str], out: kubeclient.ExecOutput) -> ApplicationError:
     """Retryable when Slurm or slurmdbd is unreachable, non-retryable otherwise; the message names the command."""
     detail = (out.stderr.strip() or out.stdout.strip() or f"exit code {out.exit_code}")[-600:]
-    message = f"`{' '.join(argv[:5])}` failed in the slurmctld pod: {detail}"
+    return slurm_error(f"`{' '.join(argv[:5])}` failed in the slurmctld pod: {detail}", detail)
+
+
+def undo_error(kind: str, name: str, detail: str) -> ApplicationError:
+    """An undo write that failed: retryable while Slurm cannot be reached, for good on a refusal."""
+    return slurm_error(f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}", detail)
+
+
+def slurm_error(message: str, detail: str) -> ApplicationError:
+    """Retryable (``Unavailable``) when ``detail`` says slurmctld or slurmdbd could not be reached, else a
+    non-retryable ``SlurmCommandFailed``."""
     if UNAVAILABLE_PATTERNS.search(detail):
         return ApplicationError(message, type="Unavailable")
     return fail("SlurmCommandFailed", message)

@@ -16,6 +16,7 @@ from temporalio.testing import ActivityEnvironment
 from tenantflow.activities import slurm
 from tenantflow.activities.settings import ServiceSettings, settings
 from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.models.results import EnsureResult
 from tenantflow.models.runbook import HEARTBEAT
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SlurmLab, make_contract, registered_kubeconfig, step_input
@@ -75,6 +76,10 @@ def test_the_users_step_heartbeats_its_progress_and_undo_every_user(lab: SlurmLa
     try:
         assert {"slurm": {"users": len(users), "outcome": "created"}} in beats, beats
     finally:
-        for step, res in reversed(list(zip(("accounts", "qos", "users"), results, strict=True))):
+        undone: list[list[EnsureResult]] = [
             env.run(slurm.undo, slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
-    assert {f"user {u}" for u in users} <= {b.get("undo") for b in beats if isinstance(b, dict)}
+            for step, res in reversed(list(zip(("accounts", "qos", "users"), results, strict=True)))
+        ]
+    batches = [b["undo"] for b in beats if isinstance(b, dict) and isinstance(b.get("undo"), dict)]
+    assert [(b["users"], b["of"]) for b in batches] == [(0, len(users))], "one batch heartbeat for the 6 users"
+    assert {r.name for r in undone[0] if r.kind == "user" and r.outcome == "deleted"} == set(users)

@@ -1,11 +1,11 @@
-"""activities/slurm_accounting.undo_error: an undo write that fails while slurmdbd is down is retried; a refusal is not.
+"""activities/slurm_cli.undo_error: an undo write that fails while slurmdbd is down is retried; a refusal is not.
 
 The outage output is what ``sacctmgr -i delete account`` printed (exit 1) with the lab's slurmdbd stopped.
 """
 
 from __future__ import annotations
 
-from tenantflow.activities.slurm_accounting import undo_error
+from tenantflow.activities.slurm_cli import undo_error
 
 SLURMDBD_DOWN = (
     "sacctmgr: error: slurm_persist_conn_open_without_init: failed to open persistent connection to "
