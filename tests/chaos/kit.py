@@ -195,9 +195,12 @@ def world(lab: LabEndpoints) -> dict[str, Any]:
 
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-RECREATED = frozenset({"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime", "gidNumber"})
+RECREATED = frozenset(
+    {"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime", "gidNumber", "gid"}
+)
 """What recreating an object changes by itself: kube identity, versions and condition times, and the tenant
-group's gidNumber (Authentik's num_pk of the new group, copied to its users)."""
+group's gidNumber (Authentik's num_pk of the new group, copied to its users and set as the group of the tenant's
+Weka directories, ``owners/<path>/gid``)."""
 
 
 def comparable(state: Any) -> Any:
