@@ -225,11 +225,19 @@ def comparable(state: Any) -> Any:
 
 def object_keys(state: dict[str, Any]) -> list[str]:
     """One key per object in a world snapshot; a key seen twice is a duplicate. Generated UUIDs in names
-    (a dynamically provisioned PersistentVolume is ``pvc-<claim uid>``) read as ``<uuid>``."""
+    (a dynamically provisioned PersistentVolume is ``pvc-<claim uid>``) read as ``<uuid>``, such a volume keyed
+    by its claim as well (two tenants' volumes are two objects, not one twice)."""
     keys: list[str] = []
     for service, snap in state["http"].items():
         for obj in snap.get("objects", []):
             name = UUID.sub("<uuid>", obj["name"])
+            claim = (
+                obj.get("object", {}).get("spec", {}).get("claimRef")
+                if obj["resource"] == "persistentvolumes"
+                else None
+            )
+            if claim and name != obj["name"]:
+                name += f" for {claim.get('namespace')}/{claim.get('name')}"
             keys.append(f"{service}/{obj['group']}/{obj['resource']}/{obj['namespace']}/{name}")
         keys += [f"{service}/user/{u['username']}" for u in snap.get("users", [])]
         keys += [f"{service}/group/{g['name']}" for g in snap.get("groups", [])]

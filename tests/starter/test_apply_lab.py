@@ -306,7 +306,8 @@ async def shrink_and_grow(
     assert result.status == "completed", result.message
     part = live_partition(SlurmCtl.connect(contract.cluster), half)
     assert part is not None and released["name"] not in part.nodes and len(part.nodes) == 1
-    assert node_state(contract, released["name"]) == "idle", "the released node is resumed"
+    # resumed: not drained any more; a trailing * only says its slurmd missed slurmctld's last ping (a busy host)
+    assert node_state(contract, released["name"]) in ("idle", "idle*"), "the released node is resumed"
     await drift_clean(api, lab, contract.slug)
 
     code, status, err = await apply(api, lab, contract, tmp)
