@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import time
 import uuid
@@ -207,7 +208,13 @@ class DurableRun(BaseModel):
 
     @property
     def activity_s(self) -> float:
-        return sum(s.seconds for s in self.spans)
+        """The time some activity ran: the union of the spans (a phase's local reads run at once and share their
+        workflow task's window, so a plain sum would count that window once per read)."""
+        covered, reached = 0.0, -math.inf
+        for span in sorted(self.spans, key=lambda s: s.started):
+            covered += max(0.0, span.ended - max(span.started, reached))
+            reached = max(reached, span.ended)
+        return covered
 
 
 async def durable_once(api: TenantflowClient, contract: TenantContract) -> DurableRun:

@@ -10,7 +10,8 @@ import pytest
 
 from tenantflow.bench.drift import FleetDrift, LabDrift
 from tenantflow.bench.figures import Batch, Figures
-from tenantflow.bench.lab import LabFigures
+from tenantflow.bench.history import ActivitySpan
+from tenantflow.bench.lab import DurableRun, LabFigures
 from tenantflow.bench.report import ROW_KEYS, machine, markdown, report_rows, summary
 from tenantflow.bench.runs import RunTiming
 from tenantflow.bench.users import UsersCurve, UsersPoint
@@ -140,3 +141,14 @@ def test_the_readme_table_is_the_json_rows_with_the_machines_load() -> None:
     assert table[2] == f"| {rows[0]['figure']} | {rows[0]['value']} | {rows[0]['target']} |"
     assert table.index("") == 2 + len(rows)
     assert table[-1].startswith("Measured on 2 cores; load average (1/5/15 min) 0.5/1/2 before the bench")
+
+
+def test_time_in_activities_counts_a_window_shared_by_concurrent_local_reads_once() -> None:
+    spans = [
+        ActivitySpan(name="capacity.plan", started=10.0, ended=11.0, local=True),
+        ActivitySpan(name="identity.plan", started=10.0, ended=11.0, local=True),
+        ActivitySpan(name="kube.namespace", started=11.5, ended=12.0),
+        ActivitySpan(name="kube.quota", started=11.8, ended=12.5),
+    ]
+    run = DurableRun(run=RUN, spans=spans, events=10)
+    assert run.activity_s == pytest.approx(1.0 + 1.0)
