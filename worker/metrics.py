@@ -16,12 +16,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from tenantflow.worker.ports import free_port
+from tenantflow.worker.temporal import core_logging
 
 
 def sdk_runtime() -> tuple[Runtime, str]:
     """A Temporal runtime exporting SDK metrics on a private loopback port; returns it and its URL."""
     address = f"127.0.0.1:{free_port()}"
-    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address), logging=core_logging()))
     return runtime, f"http://{address}/metrics"
 
 

@@ -23,7 +23,9 @@ the API key or a certificate's contents).
 
 from __future__ import annotations
 
+import functools
 import getpass
+import logging
 import os
 import socket
 from pathlib import Path
@@ -31,7 +33,7 @@ from pathlib import Path
 from cryptography import x509
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientConnectConfig
-from temporalio.runtime import Runtime
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from tenantflow.worker.codec import KeyRing, data_converter
@@ -90,6 +92,24 @@ def client_identity(tls: bool | TLSConfig) -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
+CORE_LOGGER = "temporalio.core"
+
+
+def core_logging() -> LoggingConfig:
+    """The SDK core's warnings and errors (a payload over the size warning limit, ...) through Python logging, as
+    records of the ``temporalio.core`` logger: the core's own logger prints to stdout, which would break
+    ``--output json`` (https://python.temporal.io/temporalio.runtime.LogForwardingConfig.html)."""
+    return LoggingConfig(
+        filter=LoggingConfig.default.filter, forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER))
+    )
+
+
+@functools.cache
+def default_runtime() -> Runtime:
+    """The runtime of every client made here without one of its own (the worker's metrics bring theirs)."""
+    return Runtime(telemetry=TelemetryConfig(logging=core_logging()))
+
+
 async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:
     """A client for ``settings``; raises :class:`TemporalConnectError` naming the setting when the server refuses."""
     config = connect_config(settings)
@@ -103,7 +123,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
             **config,
             data_converter=converter,
             interceptors=interceptors,
-            runtime=runtime,
+            runtime=runtime or default_runtime(),
             identity=client_identity(tls),
         )
     except RuntimeError as exc:
