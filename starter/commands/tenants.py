@@ -146,13 +146,22 @@ def renew(
 
 
 async def terms(slugs: list[str]) -> dict[str, TermStatus | None]:
-    """The term of each tenant from its lifecycle; empty (with a warning) when Temporal cannot be asked."""
+    """The term of each tenant from its lifecycle. A tenant whose lifecycle cannot be asked (a running lifecycle
+    no worker answers, say) is left out with a warning naming it; the other tenants keep theirs."""
     try:
         api = await TenantflowClient.connect()
-        return {slug: await api.term(slug) for slug in slugs}
     except RPCError as exc:
         errors.print(f"cannot ask Temporal for the terms ({exc.message}); the term column is empty", style="yellow")
         return {}
+    found: dict[str, TermStatus | None] = {}
+    for slug in slugs:
+        try:
+            found[slug] = await api.term(slug)
+        except RPCError as exc:
+            errors.print(
+                f"cannot ask Temporal for the term of {slug} ({exc.message}); its term is empty", style="yellow"
+            )
+    return found
 
 
 COLUMNS = ("slug", "status", "version", "term_end", "plan_hash", "approver", "recorded_at")
