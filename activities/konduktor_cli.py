@@ -70,21 +70,21 @@ def run(
 ) -> str:
     """Run one command; its stdout (or write it to ``stdout``); ``KonduktorFailed`` on a non-zero exit."""
     command = argv(target, *args)
-    try:
-        proc = subprocess.Popen(
-            command,
-            stdout=stdout or subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
+    proc = _start(command, subprocess.DEVNULL, stdout or subprocess.PIPE)
     out, err = _communicate(proc, command, timeout_s)
     if proc.returncode != 0:
         raise _failed(command, f"exited {proc.returncode}", err, secrets)
     return redact(out or "", secrets)
+
+
+def _start(command: list[str], stdin: int, stdout: IO[str] | int) -> subprocess.Popen[str]:
+    """Start ``command`` in a session of its own (so :func:`_kill` reaches whatever it starts), stderr piped."""
+    try:
+        return subprocess.Popen(
+            command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+    except OSError as exc:
+        raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
 
 
 def _communicate(
@@ -124,17 +124,7 @@ def answer_plan(
     command fails or never asks.
     """
     command = argv(target, *args)
-    try:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
+    proc = _start(command, subprocess.PIPE, subprocess.PIPE)
     timer = threading.Timer(timeout_s, _kill, [proc])
     timer.start()
     try:
