@@ -18,9 +18,9 @@ from temporalio.client import WorkflowHandle
 from tenantflow.bench.history import wait_for_stage
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.run_ids import offboarding_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.offboarding import offboarding_id
 
 PLAN_GATE = "gate:approve_plan"
 

@@ -19,6 +19,7 @@ from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
 from tenantflow.models.gates import Approval
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult, Finding
+from tenantflow.models.status import RunOutcome
 
 INSTALLED_BY = "trainy.ai/installed-by"
 INSTALLER = "konduktor"
@@ -217,7 +218,7 @@ class EnrollmentInput(Strict):
 
 class EnrollmentResult(Strict):
     worker: str
-    status: str = Field(..., description="completed, rejected, failed")
+    status: RunOutcome
     plan_hash: str | None = None
     conditions: dict[str, Condition] = Field(default_factory=dict)
     installed: list[EnsureResult] = Field(default_factory=list)
@@ -243,7 +244,7 @@ class ApprovedReset(Strict):
 
 class DecommissionResult(Strict):
     worker: str
-    status: str
+    status: RunOutcome
     plan_hash: str | None = None
     plan: Plan | None = None
     removed: list[EnsureResult] = Field(default_factory=list)

@@ -1,8 +1,8 @@
 """The contract's term as a durable timer: ``TenantLifecycle``'s input, its ``renew`` update, notices and state.
 
-One lifecycle run per tenant (workflow id :func:`lifecycle_id`) lives until the term ends; it sends a
-:class:`TermNotice` through the notifier before the end (reminders at ``reminder_days`` days before it), on
-each renewal and at expiry, when it starts the tenant's offboarding, which waits at its plan gate.
+One lifecycle run per tenant (workflow id :func:`tenantflow.models.run_ids.lifecycle_id`) lives until the term
+ends; it sends a :class:`TermNotice` through the notifier before the end (reminders at ``reminder_days`` days before
+it), on each renewal and at expiry, when it starts the tenant's offboarding, which waits at its plan gate.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pydantic import Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.gates import APPROVER_PATTERN
+from tenantflow.models.status import TermOutcome
 from tenantflow.models.tenant import TenantContract
 
 DEFAULT_REMINDER_DAYS = (30, 7, 1)
@@ -25,11 +26,6 @@ MAX_RENEW_DAYS = 3650
 
 OFFBOARDED_SIGNAL = "tenant_offboarded"
 """What a completed offboarding signals the tenant's lifecycle (argument: the offboarding's workflow id): it ends."""
-
-
-def lifecycle_id(slug: str) -> str:
-    """The workflow id of a tenant's lifecycle: one per tenant."""
-    return f"lifecycle/{slug}"
 
 
 def renew_days_problem(days: int) -> str | None:
@@ -114,11 +110,7 @@ class TermStatus(Strict):
 
 class LifecycleResult(Strict):
     tenant: str
-    status: str = Field(
-        ...,
-        description="expired: the term ended and offboarding waits at its plan gate; offboarded: an offboarding "
-        "completed before the end",
-    )
+    status: TermOutcome
     term_end: datetime
     offboarding: str
     message: str = ""

@@ -8,6 +8,7 @@ from tenantflow.models.base import Strict
 from tenantflow.models.gates import Approval
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
 
 
@@ -19,7 +20,7 @@ class OffboardingInput(Strict):
 
 class OffboardingResult(Strict):
     slug: str
-    status: str = Field(..., description="completed or rejected")
+    status: RunOutcome
     plan: Plan | None = None
     removed: list[EnsureResult] = Field(default_factory=list)
     kept: list[PlanStep] = Field(default_factory=list, description="data kept because purge_data was not set")

@@ -13,6 +13,7 @@ from tenantflow.models.base import Strict
 from tenantflow.models.gates import Approval, approvals_excluded
 from tenantflow.models.plan import Plan
 from tenantflow.models.results import EnsureResult, Finding
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
 
 
@@ -90,7 +91,7 @@ class Handover(Strict):
 
 class OnboardingResult(Strict):
     slug: str
-    status: str = Field(..., description="completed, rejected, preflight-failed, rolled-back")
+    status: RunOutcome
     plan_hash: str | None = None
     plan: Plan | None = None
     applied: list[EnsureResult] = Field(default_factory=list)

@@ -1,8 +1,10 @@
-"""What the ``status`` query of every run answers: stage, plan, gates, steps, findings."""
+"""What the ``status`` query of every run answers (stage, plan, gates, steps, findings) and the states a step and
+a run end in. The states are ``StrEnum``: each is its string on the wire, as before they were typed."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import Field
 
@@ -13,9 +15,29 @@ from tenantflow.models.results import Finding
 from tenantflow.models.rollback import Leftover
 
 
+class StepState(StrEnum):
+    running = "running"
+    done = "done"
+    failed = "failed"
+
+
+class RunOutcome(StrEnum):
+    """How a run that returns a result ended; a run that fails (preflight, validation, a rollback) raises instead."""
+
+    completed = "completed"
+    rejected = "rejected"
+
+
+class TermOutcome(StrEnum):
+    """How a tenant's lifecycle ended: its term expired (the offboarding waits at its gate), or it was offboarded."""
+
+    expired = "expired"
+    offboarded = "offboarded"
+
+
 class StepRecord(Strict):
     name: str
-    state: str = Field(..., description="running, done, failed, undone")
+    state: StepState
     started_at: datetime
     finished_at: datetime | None = None
     summary: str = ""

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
+    SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -22,6 +23,8 @@ from temporalio.common import (
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.types import MethodAsyncSingleParam
+from temporalio.workflow import UpdateMethodMultiParam
 
 from tenantflow.models.change import CHANGE_WORKFLOW, ChangeInput
 from tenantflow.models.enrollment_contract import WorkerEnrollment
@@ -32,9 +35,10 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentResult,
 )
 from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
-from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
+from tenantflow.models.run_ids import decommission_id, enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import summaries
@@ -42,37 +46,52 @@ from tenantflow.starter.exclusive import withdrawn_for
 from tenantflow.starter.summaries import RunDescription
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
-from tenantflow.workflows.offboarding import offboarding_id
+from tenantflow.workflows.change import TenantChange
+from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
+from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+from tenantflow.workflows.lifecycle import TenantLifecycle
+from tenantflow.workflows.offboarding import TenantOffboarding
+from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 
 T = TypeVar("T")
+W = TypeVar("W")
+P = TypeVar("P")
+R = TypeVar("R")
 
-RESULT_TYPES: dict[str, type] = {
-    "TenantOnboarding": OnboardingResult,
-    "TenantOffboarding": OffboardingResult,
-    "WorkerEnrollment": EnrollmentResult,
-    "WorkerDecommission": DecommissionResult,
-    "TenantLifecycle": LifecycleResult,
+RUNS: dict[str, MethodAsyncSingleParam[Any, Any, Any]] = {
+    "TenantOnboarding": TenantOnboarding.run,
+    CHANGE_WORKFLOW: TenantChange.run,
+    "TenantOffboarding": TenantOffboarding.run,
+    "WorkerEnrollment": WorkerEnrollmentWorkflow.run,
+    "WorkerDecommission": WorkerDecommissionWorkflow.run,
+    "TenantLifecycle": TenantLifecycle.run,
 }
-ENROLLMENT_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
-YES_NO_GATES = (*ENROLLMENT_GATES, "confirm_purge", "retry_rollback")
-"""Every yes/no gate of any workflow: each is answered by the update of its own name."""
+"""The run method of each workflow type the client starts, by the name Temporal reports (``describe``): a typed
+handle decodes the run's result as that method's return type."""
+ENROLLMENT_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
+    "submissions_paused": WorkerEnrollmentWorkflow.submissions_paused,
+    "approve_adoption": WorkerEnrollmentWorkflow.approve_adoption,
+    "uncordon": WorkerEnrollmentWorkflow.uncordon,
+    "resume_submissions": WorkerEnrollmentWorkflow.resume_submissions,
+}
+YES_NO_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
+    **ENROLLMENT_GATES,
+    "confirm_purge": TenantOffboarding.confirm_purge,
+    "retry_rollback": TenantOnboarding.retry_rollback,
+}
+"""Every yes/no gate of any workflow, by name: each is answered by the update of its own name (the method)."""
 
 
 class RunAlreadyActive(RuntimeError):
     """A run for the same target is already in progress."""
 
 
-def onboarding_id(slug: str) -> str:
-    return f"tenant/{slug}"
-
-
-def enrollment_id(namespace: str, worker: str) -> str:
-    return f"enroll/{namespace}/{worker}"
-
-
-def decommission_id(namespace: str, worker: str) -> str:
-    return f"decommission/{namespace}/{worker}"
+async def _answer(handle: WorkflowHandle[Any, Any], update: UpdateMethodMultiParam[..., Any], *args: Any) -> str:
+    """Run the gate update ``update`` of ``handle`` with ``args``: every gate update answers a line of text. (The SDK
+    types an ``async`` update declared with ``name=`` as returning its coroutine, so the text is typed here.)"""
+    answer: str = await handle.execute_update(update, args=list(args))
+    return answer
 
 
 class TenantflowClient:
@@ -99,24 +118,25 @@ class TenantflowClient:
 
     async def _start(
         self,
-        workflow: str,
-        arg: Any,
+        run: MethodAsyncSingleParam[W, P, R],
+        arg: P,
         workflow_id: str,
-        attributes: TypedSearchAttributes,
-        result_type: type,
+        label: tuple[SearchAttributeKey[str], str],
         description: RunDescription,
         started_by: str | None = None,
         rival: str | None = None,
-    ) -> WorkflowHandle[Any, Any]:
-        """Start ``workflow`` as ``workflow_id``; with ``rival``, the id of a run that must not run at the same
-        time, the start is withdrawn when that run started first (:mod:`starter.exclusive`)."""
+    ) -> WorkflowHandle[W, R]:
+        """Start the workflow of ``run`` as ``workflow_id``, labelled with the search attribute ``label`` and the
+        stage ``starting``; with ``rival``, the id of a run that must not run at the same time, the start is
+        withdrawn when that run started first (:mod:`starter.exclusive`)."""
+        key, value = label
+        attributes = TypedSearchAttributes([SearchAttributePair(key, value), SearchAttributePair(STAGE, "starting")])
         try:
             handle = await self.client.start_workflow(
-                workflow,
+                run,
                 arg,
                 id=workflow_id,
                 task_queue=self.task_queue,
-                result_type=result_type,
                 search_attributes=attributes,
                 memo={STARTED_BY_MEMO: started_by or self.identity},
                 static_summary=description.summary,
@@ -138,18 +158,14 @@ class TenantflowClient:
 
     async def start_onboarding(
         self, contract: TenantContract, on_behalf_of: str | None = None, **options: Any
-    ) -> WorkflowHandle[Any, Any]:
+    ) -> WorkflowHandle[TenantOnboarding, OnboardingResult]:
         """Start onboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
-        attributes = TypedSearchAttributes(
-            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
-        )
         starter = self._approver(on_behalf_of)
         return await self._start(
-            "TenantOnboarding",
+            TenantOnboarding.run,
             OnboardingInput(contract=contract, **options),
             onboarding_id(contract.slug),
-            attributes,
-            OnboardingResult,
+            (TENANT_SLUG, contract.slug),
             summaries.onboarding(contract, starter),
             starter,
             rival=offboarding_id(contract.slug),
@@ -157,60 +173,51 @@ class TenantflowClient:
 
     async def start_change(
         self, contract: TenantContract, previous: TenantContract, on_behalf_of: str | None = None, **options: Any
-    ) -> WorkflowHandle[Any, Any]:
+    ) -> WorkflowHandle[TenantChange, OnboardingResult]:
         """Change the onboarded tenant ``previous`` to ``contract`` (``TenantChange``, id ``tenant/<slug>``),
         recorded as started by this client (or by ``on_behalf_of``)."""
-        attributes = TypedSearchAttributes(
-            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
-        )
         starter = self._approver(on_behalf_of)
         return await self._start(
-            CHANGE_WORKFLOW,
+            TenantChange.run,
             ChangeInput(contract=contract, previous=previous, **options),
             onboarding_id(contract.slug),
-            attributes,
-            OnboardingResult,
+            (TENANT_SLUG, contract.slug),
             summaries.change(contract, previous, starter),
             starter,
             rival=offboarding_id(contract.slug),
         )
 
-    async def start_offboarding(self, contract: TenantContract, purge_data: bool = False) -> WorkflowHandle[Any, Any]:
-        attributes = TypedSearchAttributes(
-            [SearchAttributePair(TENANT_SLUG, contract.slug), SearchAttributePair(STAGE, "starting")]
-        )
+    async def start_offboarding(
+        self, contract: TenantContract, purge_data: bool = False
+    ) -> WorkflowHandle[TenantOffboarding, OffboardingResult]:
         return await self._start(
-            "TenantOffboarding",
+            TenantOffboarding.run,
             OffboardingInput(contract=contract, purge_data=purge_data),
             offboarding_id(contract.slug),
-            attributes,
-            OffboardingResult,
+            (TENANT_SLUG, contract.slug),
             summaries.offboarding(contract, purge_data, self.identity),
             rival=onboarding_id(contract.slug),
         )
 
-    def _worker_attributes(self, contract: WorkerEnrollment) -> TypedSearchAttributes:
-        return TypedSearchAttributes(
-            [SearchAttributePair(WORKER_CLUSTER, contract.worker_name), SearchAttributePair(STAGE, "starting")]
-        )
-
-    async def start_enrollment(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
+    async def start_enrollment(
+        self, contract: WorkerEnrollment, **options: Any
+    ) -> WorkflowHandle[WorkerEnrollmentWorkflow, EnrollmentResult]:
         return await self._start(
-            "WorkerEnrollment",
+            WorkerEnrollmentWorkflow.run,
             EnrollmentInput(contract=contract, **options),
             enrollment_id(contract.tenant_namespace, contract.worker_name),
-            self._worker_attributes(contract),
-            EnrollmentResult,
+            (WORKER_CLUSTER, contract.worker_name),
             summaries.enrollment(contract, self.identity),
         )
 
-    async def start_decommission(self, contract: WorkerEnrollment, **options: Any) -> WorkflowHandle[Any, Any]:
+    async def start_decommission(
+        self, contract: WorkerEnrollment, **options: Any
+    ) -> WorkflowHandle[WorkerDecommissionWorkflow, DecommissionResult]:
         return await self._start(
-            "WorkerDecommission",
+            WorkerDecommissionWorkflow.run,
             DecommissionInput(contract=contract, **options),
             decommission_id(contract.tenant_namespace, contract.worker_name),
-            self._worker_attributes(contract),
-            DecommissionResult,
+            (WORKER_CLUSTER, contract.worker_name),
             summaries.decommission(contract, self.identity),
         )
 
@@ -237,8 +244,8 @@ class TenantflowClient:
         return self.client.get_workflow_handle(workflow_id)
 
     async def status(self, workflow_id: str) -> RunStatus:
-        result: RunStatus = await self.handle(workflow_id).query("status", result_type=RunStatus)
-        return result
+        """The run's ``status`` query: every workflow answers one of this name and type (the onboarding's)."""
+        return await self.handle(workflow_id).query(TenantOnboarding.status)
 
     async def running(self, workflow_id: str) -> bool:
         described = await self.handle(workflow_id).describe()
@@ -264,25 +271,25 @@ class TenantflowClient:
     ) -> str:
         """Approve the plan ``plan_hash``, recorded as approved by this client's identity (or ``on_behalf_of``)."""
         approval = ApprovePlan(plan_hash=plan_hash, approver=self._approver(on_behalf_of), comment=comment)
-        answer: str = await self.handle(workflow_id).execute_update("approve_plan", approval, result_type=str)
-        return answer
+        return await _answer(self.handle(workflow_id), TenantOnboarding.approve_plan, approval)
 
     async def reject(self, workflow_id: str, reason: str, on_behalf_of: str | None = None) -> str:
         rejection = RejectPlan(reason=reason, approver=self._approver(on_behalf_of))
-        answer: str = await self.handle(workflow_id).execute_update("reject_plan", rejection, result_type=str)
-        return answer
+        return await _answer(self.handle(workflow_id), TenantOnboarding.reject_plan, rejection)
 
     async def answer_gate(self, workflow_id: str, gate: str, comment: str = "", on_behalf_of: str | None = None) -> str:
         """Answer one of a run's yes/no gates through the update of the gate's own name, recorded as answered by
-        this client's identity (or ``on_behalf_of``)."""
+        this client's identity (or ``on_behalf_of``). A name that is no yes/no gate goes to the run's generic
+        ``answer_gate`` update, which refuses it naming the run's gates."""
         yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
-        answer: str = await self.handle(workflow_id).execute_update(gate, yes, result_type=str)
-        return answer
+        if gate in YES_NO_GATES:
+            return await _answer(self.handle(workflow_id), YES_NO_GATES[gate], yes)
+        return await _answer(self.handle(workflow_id), TenantOnboarding.answer_gate, gate, yes)
 
     async def term(self, slug: str) -> TermStatus | None:
         """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
         needed); None when it has none, or it was terminated."""
-        handle = self.handle(lifecycle_id(slug))
+        handle = self.client.get_workflow_handle_for(TenantLifecycle.run, lifecycle_id(slug))
         try:
             described = await handle.describe()
         except RPCError as exc:
@@ -290,11 +297,10 @@ class TenantflowClient:
                 return None
             raise
         if described.status == WorkflowExecutionStatus.RUNNING:
-            found: TermStatus = await handle.query("term", result_type=TermStatus)
-            return found
+            return await handle.query(TenantLifecycle.term)
         if described.status != WorkflowExecutionStatus.COMPLETED:
             return None
-        ended: LifecycleResult = await self.result(handle.id, LifecycleResult)
+        ended = await handle.result()
         return TermStatus(
             tenant=slug, stage=f"term:{ended.status}", term_end=ended.term_end, offboarding=ended.offboarding
         )
@@ -303,20 +309,20 @@ class TenantflowClient:
         """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1), recorded
         as approved by this client's identity (or ``on_behalf_of``)."""
         renewal = RenewTerm(days=days, approver=self._approver(on_behalf_of), comment=comment)
-        renewed: TermStatus = await self.handle(lifecycle_id(slug)).execute_update(
-            "renew", renewal, result_type=TermStatus
-        )
-        return renewed
+        lifecycle = self.client.get_workflow_handle_for(TenantLifecycle.run, lifecycle_id(slug))
+        return await lifecycle.execute_update(TenantLifecycle.renew, renewal)
 
     async def cancel(self, workflow_id: str) -> None:
         await self.handle(workflow_id).cancel()
 
     async def result(self, workflow_id: str, result_type: type | None = None) -> Any:
-        """Wait for a run's result, decoded as its workflow type's result model."""
-        if result_type is None:
-            described = await self.handle(workflow_id).describe()
-            result_type = RESULT_TYPES.get(described.workflow_type, OnboardingResult)
-        return await self.client.get_workflow_handle(workflow_id, result_type=result_type).result()
+        """Wait for a run's result, decoded as ``result_type``, by default as its workflow's run method returns
+        it (a workflow type the client does not start: as an onboarding's)."""
+        if result_type is not None:
+            return await self.client.get_workflow_handle(workflow_id, result_type=result_type).result()
+        described = await self.handle(workflow_id).describe()
+        run = RUNS.get(described.workflow_type, TenantOnboarding.run)
+        return await self.client.get_workflow_handle_for(run, workflow_id).result()
 
     async def list_runs(self, query: str = "", limit: int = 100) -> list[WorkflowExecution]:
         runs: list[WorkflowExecution] = []

@@ -38,7 +38,9 @@ from tenantflow.models.drift import (
     FleetDriftInput,
     FleetDriftReport,
 )
-from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.models.run_ids import onboarding_id
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.drift import TenantDrift
 
 
 def _environment(workflow_id: str) -> ActivityEnvironment:
@@ -64,7 +66,7 @@ def check_fleet(params: FleetDriftInput) -> FleetDriftReport:
 
 def nightly_schedule(api: TenantflowClient, params: FleetDriftInput, cron: str) -> Schedule:
     return Schedule(
-        action=ScheduleActionStartWorkflow(DRIFT_WORKFLOW, params, id="drift", task_queue=api.task_queue),
+        action=ScheduleActionStartWorkflow(TenantDrift.run, params, id="drift", task_queue=api.task_queue),
         spec=ScheduleSpec(cron_expressions=[cron]),
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
     )

@@ -35,9 +35,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from tenantflow.models.change import slug_refusal
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
-from tenantflow.models.lifecycle import RenewTerm, lifecycle_id, renew_days_problem
+from tenantflow.models.lifecycle import RenewTerm, renew_days_problem
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.records import RecordStatus
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
 from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths

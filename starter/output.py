@@ -28,6 +28,7 @@ from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
 
@@ -93,5 +94,5 @@ def print_outcome(outcome: Any, output: str) -> None:
         console.print(outcome.handover.markdown, markup=False, highlight=False)
     else:
         console.print(f"{outcome.status}: {getattr(outcome, 'message', '')}")
-    if outcome.status != "completed":
+    if outcome.status != RunOutcome.completed:
         raise typer.Exit(EXIT_RUN_FAILED)

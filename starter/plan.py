@@ -19,9 +19,9 @@ from tenantflow.models.base import Strict
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import Finding
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import onboarding_id
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.registry import implementation
 from tenantflow.worker.run import load_env_file

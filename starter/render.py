@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tenantflow.models.plan import Action, Plan, PlanStep
-from tenantflow.models.results import Finding
-from tenantflow.models.status import RunStatus
+from tenantflow.models.results import Finding, Severity
+from tenantflow.models.status import RunStatus, StepState
 
 if TYPE_CHECKING:
     from tenantflow.starter.client import TenantflowClient
@@ -28,6 +28,8 @@ ACTION_STYLE = {
     Action.delete: "red",
     Action.leave: "dim",
 }
+STEP_STYLES = {StepState.done: "green", StepState.failed: "red", StepState.running: "yellow"}
+SEVERITY_STYLES = {Severity.error: "red", Severity.warning: "yellow", Severity.info: ""}
 ACTION_MARK = {
     Action.create: "+",
     Action.adopt: "&",
@@ -122,7 +124,7 @@ def status_view(workflow_id: str, status: RunStatus) -> Group:
         took = ""
         if record.finished_at is not None:
             took = f"{(record.finished_at - record.started_at).total_seconds():.1f}s"
-        style = {"done": "green", "failed": "red", "running": "yellow"}.get(record.state, "")
+        style = STEP_STYLES[record.state]
         steps.add_row(record.name, Text(record.state, style=style), took, record.summary)
     parts: list[Panel | Table | Text] = [
         Text(f"{status.workflow} {workflow_id}  target={status.target}  stage={status.stage}", style="bold")
@@ -146,7 +148,7 @@ def findings_table(findings: list[Finding]) -> Table:
     for column in ("check", "severity", "message", "fix"):
         table.add_column(column)
     for finding in findings:
-        style = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "")
+        style = SEVERITY_STYLES[finding.severity]
         table.add_row(finding.check, Text(finding.severity.value, style=style), finding.message, finding.fix)
     return table
 
@@ -182,7 +184,7 @@ async def wait_with_progress(
         result = asyncio.ensure_future(api.result(workflow_id))
         while not result.done():
             current = await api.status(workflow_id)
-            done = sum(1 for record in current.steps if record.state == "done")
+            done = sum(1 for record in current.steps if record.state is StepState.done)
             progress.update(task, completed=done, description=f"{workflow_id} [{current.stage}]")
             await asyncio.wait([result], timeout=refresh_s)
         return result.result()

@@ -34,15 +34,15 @@ with workflow.unsafe.imports_passed_through():
         RenewTerm,
         TermNotice,
         TermStatus,
-        lifecycle_id,
         renew_days_problem,
     )
     from tenantflow.models.offboarding import OffboardingInput
+    from tenantflow.models.run_ids import lifecycle_id, offboarding_id
     from tenantflow.models.runbook import NOTIFY, REMINDER_DAYS
     from tenantflow.models.status import RunStatus
     from tenantflow.models.tenant import TenantContract
 
-from tenantflow.workflows.offboarding import TenantOffboarding, offboarding_id
+from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG
 from tenantflow.workflows.steps import StepTracker
 

@@ -22,11 +22,12 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL, lifecycle_id
+    from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.run_ids import lifecycle_id
     from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
 from tenantflow.workflows.gate_handlers import yes_no_gate
@@ -38,10 +39,6 @@ from tenantflow.workflows.search import TENANT_SLUG
 PRESENT = (Action.unchanged, Action.update)
 END_TERM_PATCH = "offboarding-ends-term"
 """Histories recorded before a completed offboarding ended the tenant's lifecycle replay without it."""
-
-
-def offboarding_id(slug: str) -> str:
-    return f"offboard/{slug}"
 
 
 def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) -> Plan:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer
 from tenantflow.starter.extras import require_extra
@@ -133,5 +134,5 @@ def demo(state_dir: Annotated[Path, typer.Option(help="state of the lab and Temp
     from tenantflow.starter.demo import demo as run_demo
 
     outcome = run(run_demo(state_dir.resolve(), console))
-    if outcome.status != "completed":
+    if outcome.status != RunOutcome.completed:
         raise typer.Exit(EXIT_RUN_FAILED)

@@ -14,10 +14,12 @@ import typer
 from rich.table import Table
 from temporalio.service import RPCError
 
-from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
-from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.models.status import RunOutcome
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import follow_start, gate_command
 from tenantflow.starter.contracts import ContractError, load_tenant
 from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
@@ -99,7 +101,7 @@ def handover(
         if record is not None:
             return OnboardingResult(
                 slug=slug,
-                status="completed",
+                status=RunOutcome.completed,
                 plan_hash=record.run.plan_hash,
                 applied=record.applied,
                 handover=record.handover,

@@ -13,8 +13,8 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.bench.history import activity_spans
 from tenantflow.bench.users import crowd
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import onboarding_id
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
 from tests.labfixture import lab_worker, snapshot

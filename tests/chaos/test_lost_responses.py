@@ -24,8 +24,9 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.plan import Action
 from tenantflow.models.results import Outcome
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.starter.client import TenantflowClient
 from tests.chaos.conftest import Rig, small_tenant
 from tests.chaos.kit import (
     STATS,

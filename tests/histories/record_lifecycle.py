@@ -19,7 +19,7 @@ from pathlib import Path
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.lifecycle import lifecycle_id
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.starter.client import TenantflowClient
 from tests.temporal_env import start_time_skipping
 from tests.workflows.contract import example_tenant

@@ -26,8 +26,8 @@ from tenantflow.models.enrollment_workflows import DecommissionInput, Decommissi
 from tenantflow.models.gates import GateAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.run_ids import offboarding_id
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.offboarding import offboarding_id
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
 from tests.enrollment.test_failure_paths import brownfield_until
 from tests.histories.record_more import save

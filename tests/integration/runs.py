@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.run_ids import offboarding_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.offboarding import offboarding_id
 from tests.workflows.harness import wait_for_stage
 
 

@@ -14,10 +14,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.records import read_latest
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.lifecycle import LifecycleResult, lifecycle_id
+from tenantflow.models.lifecycle import LifecycleResult
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
-from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.starter.client import TenantflowClient
 from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_env, lab_worker

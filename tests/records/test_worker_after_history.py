@@ -8,7 +8,8 @@ from tenantflow.activities.records import read_latest
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordStatus, WorkerRecord
-from tenantflow.starter.client import TenantflowClient, enrollment_id
+from tenantflow.models.run_ids import enrollment_id
+from tenantflow.starter.client import TenantflowClient
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 from tests.records.test_after_history import delete_history
 from tests.starter.conftest import tenantflow_json

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.bench.history import activity_spans
 from tenantflow.bench.users import crowd
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.starter.client import onboarding_id
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.starter.contracts import load_tenant
 from tests.chaos.kit import set_faults
 from tests.integration.runs import offboard, onboard

@@ -36,10 +36,10 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.run_ids import offboarding_id, onboarding_id
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import TenantflowClient, onboarding_id
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
-from tenantflow.workflows.offboarding import offboarding_id
 from tests.chaos.kit import ROOT, WorkerProcess, settings
 from tests.enrollment.conftest import Lab, start_lab
 from tests.integration.runs import offboard, onboard

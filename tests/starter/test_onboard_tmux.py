@@ -10,7 +10,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.starter.client import onboarding_id
+from tenantflow.models.run_ids import onboarding_id
 from tests.labfixture import lab_worker
 from tests.starter.plan_screen import assert_one_line_per_object
 from tests.starter.tmux import exit_code, run_cli, terminal

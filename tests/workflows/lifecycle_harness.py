@@ -26,7 +26,8 @@ from temporalio.worker import Worker
 
 from tenantflow.activities import lifecycle
 from tenantflow.lab.notify_sink import build_app
-from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle

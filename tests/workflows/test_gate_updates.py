@@ -32,10 +32,10 @@ from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import DecommissionInput, EnrollmentInput
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.run_ids import offboarding_id
 from tenantflow.models.targets import KubeTarget
 from tenantflow.worker.registry import WORKFLOWS
 from tenantflow.workflows.gate_handlers import GatedRun
-from tenantflow.workflows.offboarding import offboarding_id
 from tests.starter.test_temporal_cli import temporal
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld

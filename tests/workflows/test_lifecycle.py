@@ -12,9 +12,9 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.gates import STARTED_BY_MEMO
-from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus, lifecycle_id
+from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingResult
-from tenantflow.workflows.offboarding import offboarding_id
+from tenantflow.models.run_ids import lifecycle_id, offboarding_id
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, wait_for_stage

@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action
-from tenantflow.workflows.offboarding import offboarding_id
+from tenantflow.models.run_ids import offboarding_id
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage

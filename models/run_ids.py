@@ -1,0 +1,32 @@
+"""The workflow id of every kind of run, one function each: what the CLI, the API and the workflows address runs by.
+
+One run of a kind per target at a time: a start under an id that is running is refused. An onboarding and a
+change of the same tenant share ``tenant/<slug>``; its offboarding is ``offboard/<slug>``.
+"""
+
+from __future__ import annotations
+
+
+def onboarding_id(slug: str) -> str:
+    """The workflow id of a tenant's onboarding, and of every later change of it."""
+    return f"tenant/{slug}"
+
+
+def offboarding_id(slug: str) -> str:
+    """The workflow id of a tenant's offboarding."""
+    return f"offboard/{slug}"
+
+
+def lifecycle_id(slug: str) -> str:
+    """The workflow id of a tenant's lifecycle: one per tenant."""
+    return f"lifecycle/{slug}"
+
+
+def enrollment_id(namespace: str, workercluster: str) -> str:
+    """The workflow id of the enrollment of the worker cluster ``workercluster`` of the Hub namespace."""
+    return f"enroll/{namespace}/{workercluster}"
+
+
+def decommission_id(namespace: str, workercluster: str) -> str:
+    """The workflow id of the decommission of the worker cluster ``workercluster`` of the Hub namespace."""
+    return f"decommission/{namespace}/{workercluster}"
