@@ -41,7 +41,7 @@ from tenantflow.models.onboarding import StepInput
 from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.worker import logging as worker_logging
+from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.registry import BY_NAME
 from tenantflow.worker.run import run_worker
@@ -106,7 +106,7 @@ def bench_tenant(template: TenantContract, tag: str) -> TenantContract:
 
 def log_to(path: Path) -> None:
     """This process's log lines (JSON, as the worker writes them in production) go to ``path``, not the output."""
-    worker_logging.configure("json")
+    logs.configure("json")
     handler = logging.getLogger().handlers[0]
     assert isinstance(handler, logging.StreamHandler)
     handler.setStream(path.open("a"))

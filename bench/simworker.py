@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tenantflow.bench.fakes import as_activities, simulated_activities
-from tenantflow.worker import logging as worker_logging
+from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker, stop_on_signals
 
@@ -25,7 +25,7 @@ from tenantflow.worker.run import run_worker, stop_on_signals
 def main() -> None:
     seconds: dict[str, float] = json.loads(Path(sys.argv[1]).read_text())
     settings = WorkerSettings()
-    worker_logging.configure(settings.log_format, settings.log_level)
+    logs.configure(settings.log_format, settings.log_level)
     activities = as_activities(simulated_activities(seconds, default_s=seconds.get("*", 0.01)))
 
     async def serve() -> None:

@@ -21,7 +21,7 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
-from tenantflow.worker import logging as worker_logging
+from tenantflow.worker import logs
 from tenantflow.worker.approvals import FourEyes
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
@@ -107,7 +107,7 @@ async def run_worker(
 def main() -> None:
     """Run the worker; a connection that fails ends it with exit code 1 and the message naming the setting."""
     settings = WorkerSettings()
-    worker_logging.configure(settings.log_format, settings.log_level)
+    logs.configure(settings.log_format, settings.log_level)
 
     async def serve() -> None:
         stop = asyncio.Event()

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import free_port
-from tenantflow.worker import logging as worker_logging
+from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
@@ -40,7 +40,7 @@ def restored_logging() -> Iterator[None]:
 async def test_log_context_and_metrics_after_a_run(
     dev_env: WorkflowEnvironment, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    worker_logging.configure("json", "INFO")
+    logs.configure("json", "INFO")
     port = free_port()
     settings = WorkerSettings(
         TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host,
