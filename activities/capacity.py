@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities import kubeensure, manifests
 from tenantflow.activities.errors import fail
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.node_choice import census, choose_nodes, error_finding, gpu_findings
+from tenantflow.activities.node_choice import census, choose_nodes, gpu_findings
 from tenantflow.activities.polling import from_poll_interval, poll_until
 from tenantflow.activities.registered import defn
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
@@ -39,7 +39,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     findings: list[Finding] = []
     if own is not None and (own.get("spec") or {}).get("tenant") != contract.slug:
         findings.append(
-            error_finding(
+            Finding.failed(
                 "capacity.slug",
                 f"Reservation {contract.reservation_name} already exists for "
                 f"tenant {(own.get('spec') or {}).get('tenant')}: the slug is in use",
@@ -50,7 +50,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     other = kubeensure.foreign_owner(ns, contract.slug) if ns else None
     if other:
         findings.append(
-            error_finding(
+            Finding.failed(
                 "capacity.slug",
                 f"namespace {contract.namespace} already exists and belongs to {other}: the slug is in use",
                 "choose another slug",
@@ -88,7 +88,7 @@ def preflight(inp: StepInput) -> StepResult:
             (n["metadata"].get("labels") or {}).get(manifests.INSTANCE_TYPE_LABEL, "<none>") for n in objs.list("Node")
         )
         findings.append(
-            error_finding(
+            Finding.failed(
                 "capacity.sku",
                 f"no node has {manifests.INSTANCE_TYPE_LABEL}={cap.sku}; the cluster "
                 f"has: " + (", ".join(f"{t} ({n})" for t, n in sorted(types.items())) or "no nodes"),
@@ -102,19 +102,16 @@ def preflight(inp: StepInput) -> StepResult:
     findings += choice_findings + gpu_findings(contract, chosen, found)
     if not any(not f.ok for f in findings):
         findings.append(
-            Finding(
+            Finding.passed(
                 check="capacity.nodes",
-                ok=True,
-                severity=Severity.info,
                 message=f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}"
                 + (" (existing Reservation reused)" if own else ""),
             )
         )
     if contract.capacity.evict_on_release:
         findings.append(
-            Finding(
+            Finding.failed(
                 check="capacity.evict_on_release",
-                ok=False,
                 severity=Severity.warning,
                 message=f"the contract asks for evictOnRelease=true: {EVICT_WARNING}",
                 fix="set capacity.evict_on_release: false unless the tenant accepts it",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from tenantflow.activities import manifests
 from tenantflow.activities.capacity import list_reservations
 from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.node_choice import census, error_finding, gpu_findings
+from tenantflow.activities.node_choice import census, gpu_findings
 from tenantflow.activities.node_resize import resize_nodes
 from tenantflow.activities.polling import Backoff, poll_until
 from tenantflow.activities.registered import defn
@@ -55,7 +55,7 @@ def _own_nodes(objs: KubeObjects, contract: TenantContract) -> tuple[list[str], 
     own = objs.get("Reservation", contract.reservation_name)
     if own is None or (own.get("spec") or {}).get("tenant") != contract.slug:
         return [], [
-            error_finding(
+            Finding.failed(
                 "change.reservation",
                 f"tenant {contract.slug} has no Reservation {contract.reservation_name}: it is not onboarded",
                 "onboard it first (tenantflow onboard CONTRACT); apply changes an onboarded tenant",
@@ -96,7 +96,7 @@ def preflight(inp: StepInput) -> StepResult:
     ]
     held = jobs(ctl, users=inp.facts.remove_users)
     findings += [
-        error_finding(
+        Finding.failed(
             "change.user_jobs",
             f"user {user} has running or pending jobs {', '.join(held[user])}: removing the user would orphan "
             "them; nothing was changed",

@@ -62,9 +62,8 @@ class Collision:
 
     def finding(self) -> Finding:
         kind, fix = ("uid", UID_FIX) if self.claim.attribute == "uidNumber" else ("gid", GID_FIX)
-        return Finding(
+        return Finding.failed(
             check=CHECK,
-            ok=False,
             message=f"{self.claim.attribute} {self.claim.number} of {self.claim.owner} is also held by "
             f"{self.other}: both would own the same files on shared storage ({kind} collision)",
             fix=fix.format(other=self.other),
@@ -160,9 +159,8 @@ def unresolved_causes(usernames: list[str]) -> list[Finding]:
         missing = [name for name in usernames if ldap_check.lookup_user(conn, name) is None]
         found = collisions(conn, usernames, None)
     causes = [
-        Finding(
+        Finding.failed(
             check=MISSING_CHECK,
-            ok=False,
             message=f"{name} is missing from the directory (no cn={name} under {ldap_check.users_dn()})",
             fix="check that the identity step created the user in Authentik and that the LDAP outpost serves it",
         )

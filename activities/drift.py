@@ -56,7 +56,7 @@ def plan_drift(contract: TenantContract) -> list[DriftItem]:
     """What the onboarding plan of ``contract`` would change in the world now, as drift."""
     step_input = StepInput(contract=contract, run_id=f"drift/{contract.slug}")
     found = capacity.preflight(step_input)
-    errors = [f.message for f in found.findings if not f.ok and f.severity == "error"]
+    errors = [f.message for f in found.findings if f.blocks]
     if not found.facts.nodes:
         raise ApplicationError(f"capacity: no nodes found for the tenant ({'; '.join(errors) or 'none chosen'})")
     step_input = step_input.model_copy(update={"facts": found.facts})

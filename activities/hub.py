@@ -42,10 +42,6 @@ CANARY_BUDGET_S = 120.0
 Obj = dict[str, Any]
 
 
-def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(check=check, ok=ok, message=message, fix=fix if not ok else "")
-
-
 @defn(name="hub.preflight")
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
@@ -54,12 +50,11 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     for role, target in (("hub", c.hub), ("worker", c.worker)):
         try:
             KubeObjects(target).version()
-            findings.append(_finding(f"{role}.endpoint", True, f"{target.describe()} answers"))
+            findings.append(Finding.passed(f"{role}.endpoint", f"{target.describe()} answers"))
         except Exception as exc:
             findings.append(
-                _finding(
+                Finding.failed(
                     f"{role}.endpoint",
-                    False,
                     f"{target.describe()} does not answer: {exc}",
                     f"check the {role} kubeconfig and context",
                 )
@@ -89,7 +84,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     )
     for check, allowed, want, fix in checks:
         findings.append(
-            _finding(
+            Finding.verdict(
                 check, allowed == want, f"answer {'yes' if allowed else 'no'}, required {'yes' if want else 'no'}", fix
             )
         )
@@ -97,7 +92,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
         plural = KINDS[kind].plural
         taken = hub.get(kind, c.worker_name, c.tenant_namespace) is not None
         findings.append(
-            _finding(
+            Finding.verdict(
                 f"hub.unique-{plural}",
                 not taken,
                 f"{plural} {c.tenant_namespace}/{c.worker_name} {'already exists' if taken else 'is free'}",
@@ -338,7 +333,7 @@ def canary(step: EnrollmentStep) -> Finding:
     if not run.done:
         raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
     hub.delete("JobSet", name, ns)
-    return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
+    return Finding.passed("canary", f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
 @defn(name="hub.remove_enrollment")

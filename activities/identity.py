@@ -32,7 +32,6 @@ from tenantflow.activities.fanout import fan_out
 from tenantflow.activities.identity_checks import (
     account_state,
     authentik_findings,
-    finding,
     ldap_finding,
 )
 from tenantflow.activities.identity_numbers import (
@@ -54,7 +53,7 @@ from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome, Severity
+from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 LAYER = "identity"
@@ -82,10 +81,9 @@ def preflight(inp: StepInput) -> StepResult:
         if err.type == TRANSIENT:
             raise
         findings.append(
-            finding(
+            Finding.failed(
                 "identity.authentik",
                 f"Authentik API is not usable: {err}",
-                "",
                 "check AUTHENTIK_URL and that the API token is valid and may read users, groups and providers",
             )
         )
@@ -363,10 +361,8 @@ def verify_ldap(inp: StepInput) -> StepResult:
             f"must resolve with non-zero uidNumber and gidNumber, the same gidNumber ({gid}) and distinct "
             f"uidNumbers. {PROPERTY_MAPPING_HINT}",
         )
-    finding = Finding(
+    finding = Finding.passed(
         check="identity.ldap",
-        ok=True,
-        severity=Severity.info,
         message=f"{len(contract.users)} users resolve through LDAP with gidNumber {gid}",
     )
     return StepResult(facts=inp.facts, findings=[finding])

@@ -16,17 +16,11 @@ from tenantflow.models.results import Finding, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 
-def finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
-    if problem is None:
-        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
-    return Finding(check=check, ok=False, message=problem, fix=fix)
-
-
 def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
     slug, parent_name = contract.slug, settings().authentik_parent_group
     providers = ak.ldap_providers()
     findings = [
-        finding(
+        Finding.of_problem(
             "identity.ldap_provider",
             None if providers else "Authentik has no LDAP provider",
             f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
@@ -35,7 +29,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
     ]
     parent = ak.group_by_name(parent_name)
     findings.append(
-        finding(
+        Finding.of_problem(
             "identity.parent_group",
             None if parent else f"the platform group {parent_name!r} does not exist",
             f"parent group {parent_name} exists",
@@ -52,7 +46,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             else f"Authentik group {slug} already exists and is not marked as a tenant group"
         )
     findings.append(
-        finding(
+        Finding.of_problem(
             "identity.group",
             problem,
             f"group {slug} is free or already ours",
@@ -73,39 +67,35 @@ def username_findings(existing: User | None, user: TenantUser, slug: str) -> lis
     """A username Authentik already knows is refused unless it is this tenant's or ``adopt_existing`` says so."""
     name = user.username
     if existing is None or tenant_of(existing, slug):
-        return [finding("identity.username", None, f"username {name} is free or already ours")]
+        return [Finding.passed("identity.username", f"username {name} is free or already ours")]
     other = other_tenant(existing, slug)
     if other:
         return [
-            finding(
+            Finding.failed(
                 "identity.username",
                 f"username {name} is taken by a user of tenant {other}",
-                "",
                 f"choose another username than {name} in the contract (adopt_existing never takes a "
                 "user from another tenant)",
             )
         ]
     if not user.adopt_existing:
         return [
-            finding(
+            Finding.failed(
                 "identity.username",
                 f"username {name} is already an Authentik account "
                 f"({account_state(existing)}, in no tenant); tenantflow does not take it over",
-                "",
                 f"set adopt_existing: true for {name} in the contract if that account is this person's, "
                 "or choose another username",
             )
         ]
     return [
-        finding(
+        Finding.passed(
             "identity.username",
-            None,
             f"username {name}: the existing Authentik account "
             f"({account_state(existing)}) is adopted (adopt_existing: true)",
         ),
-        Finding(
+        Finding.failed(
             check="identity.adopted_home",
-            ok=False,
             severity=Severity.warning,
             message=f"{name} reuses an existing Authentik account and keeps its uid; a home directory "
             f"/home/{name} left by an earlier tenant must not be handed over",
@@ -119,11 +109,10 @@ def ldap_finding() -> Finding:
     try:
         entries = ldap_check.probe()
     except ApplicationError as err:
-        return finding(
+        return Finding.failed(
             "identity.ldap_outpost",
             f"the LDAP outpost does not answer a bind and search: {err}",
-            "",
             "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
             f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
         )
-    return finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
+    return Finding.passed("identity.ldap_outpost", f"LDAP outpost answered (bind + search, {entries} users)")

@@ -17,7 +17,7 @@ from tenantflow.activities.settings import settings
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.results import EnsureResult, Finding
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "kube"
@@ -49,10 +49,6 @@ def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
     return dict(obj.get("spec") or {})
 
 
-def _error(check: str, message: str, fix: str) -> Finding:
-    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
-
-
 def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Finding]:
     """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off."""
     ours = manifests.network_policies(contract)
@@ -78,16 +74,14 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     blocked = netpol.unreachable(policies, login, netpol.Cluster(namespaces), peers)
     if not blocked:
         return [
-            Finding(
+            Finding.passed(
                 check="kube.network_policy",
-                ok=True,
-                severity=Severity.info,
                 message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
                 "and receives SSH on 22/TCP under the tenant NetworkPolicies",
             )
         ]
     return [
-        _error(
+        Finding.failed(
             "kube.network_policy",
             f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
             f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
@@ -115,7 +109,7 @@ def preflight(inp: StepInput) -> StepResult:
             other = kubeensure.foreign_owner(existing, contract.slug) if existing else None
             if other:
                 findings.append(
-                    _error(
+                    Finding.failed(
                         f"kube.{step}",
                         f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
                         f"already exists and belongs to {other}",
@@ -125,7 +119,7 @@ def preflight(inp: StepInput) -> StepResult:
     for ns in sorted({*manifests.EGRESS_NAMESPACES, *manifests.ALLOWED_PEER_NAMESPACES}):
         if objs.get("Namespace", ns) is None:
             findings.append(
-                _error(
+                Finding.failed(
                     "kube.namespaces",
                     f"namespace {ns} does not exist, so the tenant NetworkPolicy would allow traffic to nothing there",
                     f"create the platform namespace {ns}",
@@ -135,7 +129,7 @@ def preflight(inp: StepInput) -> StepResult:
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
         findings.append(
-            _error(
+            Finding.failed(
                 "kube.ldap_bind_secret",
                 f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
                 f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
@@ -145,7 +139,9 @@ def preflight(inp: StepInput) -> StepResult:
             )
         )
     if contract.admins_group and objs.get("ClusterRole", "edit") is None:
-        findings.append(_error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
+        findings.append(
+            Finding.failed("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles")
+        )
     return StepResult(facts=inp.facts, findings=findings)
 
 

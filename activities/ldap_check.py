@@ -93,9 +93,8 @@ def tls_findings() -> list[Finding]:
     if not settings().ldap_tls_insecure:
         return []
     return [
-        Finding(
+        Finding.failed(
             check="identity.ldap_tls",
-            ok=False,
             severity=Severity.warning,
             message="LDAP_TLS_INSECURE is set: the LDAP outpost's certificate is NOT verified (labs only)",
             fix="set LDAP_CA_FILE to the CA that signed the outpost's certificate and unset LDAP_TLS_INSECURE",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tenantflow.activities.node_choice import NodeCensus, error_finding
+from tenantflow.activities.node_choice import NodeCensus
 from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
 
@@ -30,7 +30,7 @@ def resize_nodes(contract: TenantContract, found: NodeCensus, own: list[str], bu
     if cap.nodes is not None:
         wanted = sorted(cap.nodes)
         problems = [
-            error_finding(
+            Finding.failed(
                 "capacity.nodes",
                 f"node {node} {problem}",
                 "choose another node; free nodes: " + (", ".join(found.free) or "none"),
@@ -46,7 +46,7 @@ def resize_nodes(contract: TenantContract, found: NodeCensus, own: list[str], bu
             return Resize(
                 sorted(own),
                 findings=[
-                    error_finding(
+                    Finding.failed(
                         "capacity.nodes",
                         f"{cap.gpus} GPUs need {more} more {cap.sku} nodes in pool {cap.hardware_pool}, but only "
                         f"{len(found.free)} are free ({found.summary()})",

@@ -45,7 +45,7 @@ from tenantflow.activities.slurm_wants import (
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity, SlurmObject, SlurmPartition
+from tenantflow.models.results import EnsureResult, Finding, Outcome, SlurmObject, SlurmPartition
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
@@ -222,10 +222,8 @@ def users(inp: StepInput) -> StepResult:
         raise
     findings = (
         [
-            Finding(
+            Finding.passed(
                 check="slurm.user_uids",
-                ok=True,
-                severity=Severity.info,
                 message="slurmctld had recorded new users without a uid (its NSS had not synced them "
                 "yet); scontrol reconfigure looked them up again",
             )

@@ -72,9 +72,8 @@ def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     if is_strict(contract) and weka.organization(contract.slug) is not None:
         if not org_is_ours(contract):
             findings.append(
-                Finding(
+                Finding.failed(
                     check="storage.org",
-                    ok=False,
                     message=f"Weka organization {contract.slug} exists and is not this tenant's",
                     fix=f"remove or rename the Weka organization {contract.slug}",
                 )
@@ -86,9 +85,8 @@ def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
         missing = [n for n in filesystem_names(contract).values() if weka.filesystem(n) is None]
         if missing:
             findings.append(
-                Finding(
+                Finding.failed(
                     check="storage.shared_filesystems",
-                    ok=False,
                     message=f"shared Weka filesystems missing: {', '.join(missing)}",
                     fix="create the shared home and scratch filesystems in the platform org",
                 )
@@ -125,9 +123,8 @@ def preflight(inp: StepInput) -> StepResult:
         if err.type == TRANSIENT:
             raise
         findings = [
-            Finding(
+            Finding.failed(
                 check="storage.weka",
-                ok=False,
                 message=f"Weka API is not usable: {err}",
                 fix="check WEKA_URL and the platform user's credentials (ClusterAdmin of Root)",
             )

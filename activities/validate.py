@@ -36,12 +36,6 @@ from tenantflow.models.tenant import TenantContract
 Check = Callable[[StepInput], Finding]
 
 
-def finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(
-        check=check, ok=ok, severity=Severity.info if ok else Severity.error, message=message, fix="" if ok else fix
-    )
-
-
 def partition_nodes(contract: TenantContract) -> list[str]:
     ctl = SlurmCtl.connect(contract.cluster)
     partition = parse_partition(ctl.run(["scontrol", "show", "partition", contract.slug]).stdout)
@@ -56,7 +50,7 @@ def reservation_matches_partition(inp: StepInput) -> Finding:
     )
     in_partition = sorted(partition_nodes(contract))
     ok = labelled == in_partition == sorted(inp.facts.nodes)
-    return finding(
+    return Finding.verdict(
         "reservation.partition_nodes",
         ok,
         f"Reservation nodes {compress_hostlist(labelled)}, "
@@ -96,7 +90,7 @@ def identity_consistent(inp: StepInput) -> Finding:
             for user in contract.usernames
             if user not in login or login[user] != slurmd.get(user) or ":0" in login[user]
         ]
-    return finding(
+    return Finding.verdict(
         "identity.uid_gid",
         not mismatched,
         "same uid/gid on the login pod and every slurmd pod for every user"
@@ -120,7 +114,7 @@ def quotas_live(inp: StepInput) -> Finding:
     wanted = {f"/{user}" for user in contract.usernames} | {f"/{contract.slug}"}
     found = {p for p in paths if p.rsplit("/", 1)[-1] in {w.lstrip("/") for w in wanted}}
     missing = sorted(w for w in wanted if not any(p.endswith(w) for p in found))
-    return finding(
+    return Finding.verdict(
         "storage.quotas",
         not missing,
         "home and scratch quotas are ACTIVE" if not missing else f"no active quota for {missing}",
@@ -134,7 +128,7 @@ def group_members(inp: StepInput) -> Finding:
         group = authentik.group_by_name(contract.slug)
     members = sorted(u.username for u in (group.users_obj or [])) if group else []
     ok = members == sorted(contract.usernames)
-    return finding(
+    return Finding.verdict(
         "identity.group_members",
         ok,
         f"Authentik group {contract.slug} members: {members}",
@@ -156,7 +150,7 @@ def binding_selects_tenant_pods(inp: StepInput) -> Finding:
     ]
     without = sorted(set(inp.facts.nodes) - set(slurmd))
     ok = bool(selector) and not unmatched and all(p is not None for p in login) and not without
-    return finding(
+    return Finding.verdict(
         "kube.binding_selector",
         ok,
         f"ReservationBinding selects {selector}; pods not selected (jobs land on whatever toleration "
@@ -178,7 +172,7 @@ def partition_max_time(inp: StepInput) -> Finding:
     limits = [m for m in (duration_minutes(max_time), duration_minutes(max_wall)) if m is not None]
     have, want = min(limits, default=None), duration_minutes(contract.slurm.contract_wall_limit)
     ok = bool(max_time) and bool(qos) and (have is None or (want is not None and have >= want))
-    return finding(
+    return Finding.verdict(
         "slurm.max_time",
         ok,
         f"partition MaxTime={max_time or 'unset'}, QoS {contract.normal_qos_name} "
@@ -194,14 +188,13 @@ def evict_on_release_off(inp: StepInput) -> Finding:
     reservation = KubeObjects(contract.cluster).get("Reservation", contract.reservation_name) or {}
     evict = (reservation.get("spec") or {}).get("evictOnRelease")
     if evict is True and contract.capacity.evict_on_release:
-        return Finding(
+        return Finding.failed(
             check="capacity.evict_on_release",
-            ok=False,
             severity=Severity.warning,
             message="Reservation evictOnRelease=True, as the contract asks (warned in the plan)",
             fix="tell the tenant that removing a node kills its running jobs",
         )
-    return finding(
+    return Finding.verdict(
         "capacity.evict_on_release",
         evict is False,
         f"Reservation evictOnRelease={evict}",
@@ -215,7 +208,7 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
     release = objs.get("HelmRelease", f"login-{contract.slug}", contract.namespace) or {}
     name = (((release.get("spec") or {}).get("values") or {}).get("ldap") or {}).get("bindPasswordSecret")
     present = bool(name) and objs.get("Secret", str(name), contract.namespace) is not None
-    return finding(
+    return Finding.verdict(
         "login.bind_secret",
         present,
         f"bindPasswordSecret {name!r} {'exists' if present else 'is missing'} in {contract.namespace}",
@@ -229,7 +222,7 @@ def authorized_keys_present(inp: StepInput) -> Finding:
     out = login_exec(contract, login_pod_names(contract)[0], ["ls", "/etc/ssh/authorized_keys.d/"])
     listed = set(out.stdout.split())
     missing = sorted(set(contract.usernames) - listed)
-    return finding(
+    return Finding.verdict(
         "login.authorized_keys",
         out.exit_code == 0 and not missing,
         f"authorized_keys.d lists {sorted(listed)}" + (f"; missing {missing}" if missing else ""),
@@ -240,7 +233,7 @@ def authorized_keys_present(inp: StepInput) -> Finding:
 def associations_have_uids(inp: StepInput) -> Finding:
     contract = inp.contract
     missing = uidless(SlurmCtl.connect(contract.cluster), contract.usernames)
-    return finding(
+    return Finding.verdict(
         "slurm.user_uids",
         not missing,
         "slurmctld holds every user's association with a uid"

@@ -111,10 +111,8 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
     return [
-        Finding(
+        Finding.passed(
             check="invariants",
-            ok=True,
-            severity="info",
             message=f"{len(recorded.workloads)} recorded workloads keep their UIDs and status",
         )
     ]
@@ -174,18 +172,16 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
         if delta:
             diffs[ref.key()] = delta
     findings = [
-        Finding(
+        Finding.failed(
             check="adoption.foreign-owner",
-            ok=False,
             message=f"{key} is owned by WorkerCluster {owner}",
             fix="release it from the other WorkerCluster (decommission or relabel) before enrolling",
         )
         for key, owner in foreign.items()
     ]
     findings += [
-        Finding(
+        Finding.failed(
             check="adoption.spec-differs",
-            ok=False,
             message=f"{key}: " + "; ".join(lines),
             fix="do not add ownership labels: contact Trainy to express the existing policy as "
             "WorkerCluster scheduling overlays",

@@ -271,10 +271,34 @@ class Severity(StrEnum):
 
 
 class Finding(Strict):
-    """One check's verdict, with what to do about it."""
+    """One check's verdict, with what to do about it. Built with :meth:`passed`, :meth:`failed`, :meth:`verdict`
+    or :meth:`of_problem`: a passed check is ``info`` and has no fix."""
 
     check: str
     ok: bool
     severity: Severity = Severity.error
     message: str
     fix: str = ""
+
+    @property
+    def blocks(self) -> bool:
+        """A failed check of ``error`` severity: it stops a run (a ``warning`` is reported and the run goes on)."""
+        return not self.ok and self.severity is Severity.error
+
+    @classmethod
+    def passed(cls, check: str, message: str) -> Finding:
+        return cls(check=check, ok=True, severity=Severity.info, message=message)
+
+    @classmethod
+    def failed(cls, check: str, message: str, fix: str = "", severity: Severity = Severity.error) -> Finding:
+        return cls(check=check, ok=False, severity=severity, message=message, fix=fix)
+
+    @classmethod
+    def verdict(cls, check: str, ok: bool, message: str, fix: str = "") -> Finding:
+        """:meth:`passed` when ``ok``, else an error with ``fix``."""
+        return cls.passed(check, message) if ok else cls.failed(check, message, fix)
+
+    @classmethod
+    def of_problem(cls, check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
+        """:meth:`passed` with ``ok_message`` when there is no ``problem``, else an error saying the problem."""
+        return cls.passed(check, ok_message) if problem is None else cls.failed(check, problem, fix)

@@ -37,7 +37,7 @@ class PlanReport(Strict):
 
     @property
     def errors(self) -> list[Finding]:
-        return [f for f in self.findings if not f.ok and f.severity == "error"]
+        return [f for f in self.findings if f.blocks]
 
 
 def use_configured_services() -> None:

@@ -153,7 +153,7 @@ class TenantChange(TenantOnboarding):
         self._gates.set_stage("validate", "End-to-end validation: what done looks like")
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
-        failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        failed = [f for f in validation.findings if f.blocks]
         if failed:
             raise validation_failed(failed)
         self._gates.set_stage("handover", "Rendering the handover sheet")

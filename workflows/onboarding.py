@@ -316,16 +316,14 @@ class TenantOnboarding(SagaRun):
         self._gates.set_stage("validate", "End-to-end validation: what done looks like")
         validation = await self._steps.run(VALIDATE, final)
         self._findings.extend(validation.findings)
-        failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
+        failed = [f for f in validation.findings if f.blocks]
         if self._patches.has(SMOKE_FAILURES_PATCH):
             # a failed smoke test fails the run like a failed validation: never a "completed" handover
-            failed = [
-                f for f in self._findings if f.check.startswith("smoke.") and not f.ok and f.severity == "error"
-            ] + failed
+            failed = [f for f in self._findings if f.check.startswith("smoke.") and f.blocks] + failed
         if failed:
             raise validation_failed(failed)
         self._gates.set_stage("handover", "Rendering the handover sheet")
         return await self._steps.run(HANDOVER, final, local=self._lean)
 
     def _errors(self) -> list[Finding]:
-        return [f for f in self._findings if not f.ok and f.severity == "error"]
+        return [f for f in self._findings if f.blocks]
