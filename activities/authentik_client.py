@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenantflow.activities.errors import fail, http_error
 from tenantflow.activities.httpretry import send
 from tenantflow.activities.settings import settings
+from tenantflow.models.content_types import JSON
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
@@ -106,7 +107,7 @@ class AuthentikClient:
         self._http = httpx.Client(
             base_url=url.rstrip("/") + "/api/v3",
             timeout=timeout_s,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            headers={"Authorization": f"Bearer {token}", "Accept": JSON},
         )
 
     @classmethod

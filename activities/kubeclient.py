@@ -39,6 +39,7 @@ from tenantflow.activities import clusters
 from tenantflow.activities.errors import TRANSIENT, http_error
 from tenantflow.activities.httpretry import READ_ATTEMPTS, TRANSIENT_STATUS, in_place_wait_s, kube_retries
 from tenantflow.activities.settings import settings
+from tenantflow.models.content_types import JSON, TEXT
 from tenantflow.models.targets import KubeTarget
 
 Json = dict[str, Any]
@@ -97,12 +98,12 @@ def request(
     method: str,
     path: str,
     body: Any = None,
-    content_type: str = "application/json",
+    content_type: str = JSON,
     query: list[tuple[str, str]] | None = None,
 ) -> Json:
     """One JSON request to ``path`` (``/api/v1/...``, ``/apis/<group>/<version>/...``); the decoded answer.
     A write carries ``fieldManager=tenantflow``."""
-    return dict(json.loads(_call(target, method, path, body, content_type, query, "application/json") or b"{}"))
+    return dict(json.loads(_call(target, method, path, body, content_type, query, JSON) or b"{}"))
 
 
 def _call(
@@ -141,7 +142,7 @@ def pod_log(target: KubeTarget, namespace: str, pod: str, container: str) -> str
     "read log of the specified Pod" operation of the Kubernetes API reference, Pod v1; what ``kubectl logs``
     reads), as text."""
     path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
-    return _call(target, "GET", path, None, "application/json", [("container", container)], "text/plain").decode()
+    return _call(target, "GET", path, None, JSON, [("container", container)], TEXT).decode()
 
 
 class ExecOutput(BaseModel):

@@ -15,9 +15,9 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient
+from tenantflow.models.content_types import JSON, MERGE_PATCH
 from tenantflow.models.targets import KubeTarget
 
-MERGE_PATCH = "application/merge-patch+json"
 Manifest = dict[str, Any]
 
 
@@ -98,7 +98,7 @@ class KubeObjects:
         method: str,
         path: str,
         body: Any = None,
-        content_type: str = "application/json",
+        content_type: str = JSON,
         query: list[tuple[str, str]] | None = None,
     ) -> Manifest:
         return kubeclient.request(self.target, method, path, body, content_type, query)

@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.errors import TRANSIENT, http_error
 from tenantflow.activities.registered import defn
 from tenantflow.activities.settings import settings
+from tenantflow.models.content_types import JSON
 from tenantflow.models.lifecycle import NoticeSent, TermNotice
 
 
@@ -45,7 +46,7 @@ def notify(notice: TermNotice) -> NoticeSent:
         answer = httpx.post(
             config.notify_webhook_url,
             content=notice.model_dump_json(),
-            headers={"Content-Type": "application/json", "Idempotency-Key": idempotency_key(notice)},
+            headers={"Content-Type": JSON, "Idempotency-Key": idempotency_key(notice)},
             timeout=config.http_timeout_s,
         )
     except httpx.HTTPError as exc:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from tenantflow.activities.errors import http_error
 from tenantflow.activities.httpretry import send
 from tenantflow.activities.settings import settings
+from tenantflow.models.content_types import JSON
 
 SERVICE = "weka"
 
@@ -122,9 +123,7 @@ class WekaClient:
     def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self._credentials = credentials
-        self._http = httpx.Client(
-            base_url=self.url + "/api/v2", timeout=timeout_s, headers={"Accept": "application/json"}
-        )
+        self._http = httpx.Client(base_url=self.url + "/api/v2", timeout=timeout_s, headers={"Accept": JSON})
         self._access: str | None = None
         self._refresh: str | None = None
         self._tokens = threading.Lock()

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities import kubeclient
 from tenantflow.activities.kubeobjects import Kind
+from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.targets import KubeTarget
 
 GROUP = "kueue.x-k8s.io"
@@ -78,9 +79,7 @@ class Kueue:
         return list(found.get("items") or [])
 
     def patch(self, kind: str, name: str, namespace: str | None, body: Obj) -> Obj:
-        return kubeclient.request(
-            self.target, "PATCH", self.kind(kind).path(namespace, name), body, "application/merge-patch+json"
-        )
+        return kubeclient.request(self.target, "PATCH", self.kind(kind).path(namespace, name), body, MERGE_PATCH)
 
     def expected_spec(self, preset: Obj) -> Obj:
         """The preset object's spec as this worker's API server stores it (defaults filled, quantities normalized):

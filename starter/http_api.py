@@ -33,6 +33,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.change import slug_refusal
+from tenantflow.models.content_types import JSON
 from tenantflow.models.explain import format_validation_error
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.lifecycle import RenewTerm, renew_days_problem
@@ -64,7 +65,7 @@ def problem(status: int, message: str) -> web.Response:
 async def body_of(request: web.Request) -> dict[str, Any]:
     data = await request.json() if request.can_read_body else {}
     if not isinstance(data, dict):
-        raise web.HTTPUnprocessableEntity(text='{"error": "expected a JSON object"}', content_type="application/json")
+        raise web.HTTPUnprocessableEntity(text='{"error": "expected a JSON object"}', content_type=JSON)
     return data
 
 

@@ -39,6 +39,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import DataConverter, PayloadCodec
 
+from tenantflow.models.content_types import JSON
 from tenantflow.worker.converter import ExplainingPayloadConverter
 from tenantflow.worker.tokens import TokenTable, bearer_auth
 
@@ -190,7 +191,7 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTab
             except (json_format.ParseError, CodecError) as exc:
                 return web.json_response({"error": str(exc)}, status=400)
             body = json_format.MessageToJson(Payloads(payloads=converted))
-            return web.Response(text=body, content_type="application/json")
+            return web.Response(text=body, content_type=JSON)
 
         return web.post("/encode" if encode else "/decode", handle)
 

@@ -34,6 +34,7 @@ from tenantflow.lab.kubeapi.podexec import LOG_ANNOTATION
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.weka.service import WekaService
 from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
+from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.weka_mount import (
     DRIVER,
     REQUIRED_SECRET_KEYS,
@@ -162,7 +163,7 @@ class CsiWekafs:
                 "persistentvolumeclaims",
                 meta["name"],
                 {"spec": {"volumeName": pv["metadata"]["name"]}},
-                "application/merge-patch+json",
+                MERGE_PATCH,
                 meta["namespace"],
             )
         self.store.update_status(

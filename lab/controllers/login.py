@@ -35,12 +35,12 @@ from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, probe_blocked
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
+from tenantflow.models.content_types import MERGE_PATCH
 
 CONTEXT = "tenant-cluster"
 GROUP = "helm.example.io"
 PREFIX = "login-"
 KEYS_DIR = "/etc/ssh/authorized_keys.d"
-MERGE = "application/merge-patch+json"
 Obj = dict[str, Any]
 ExecReply = tuple[str, str, int]
 
@@ -108,7 +108,7 @@ class LoginReleases:
                     "pods",
                     name,
                     {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
-                    MERGE,
+                    MERGE_PATCH,
                     namespace=ns,
                     subresource="status",
                 )
@@ -126,7 +126,7 @@ class LoginReleases:
                 "helmreleases",
                 release["metadata"]["name"],
                 {"status": status},
-                MERGE,
+                MERGE_PATCH,
                 namespace=ns,
                 subresource="status",
             )

@@ -27,12 +27,12 @@ from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store, now
+from tenantflow.models.content_types import MERGE_PATCH
 
 CONTEXT = "tenant-cluster"
 GROUP = "scheduling.example.io"
 LABEL = "reserved.tenant"
 HOLDER_ANNOTATION = "scheduling.example.io/reservation"
-MERGE = "application/merge-patch+json"
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class ReservationOperator:
                     "reservations",
                     res["metadata"]["name"],
                     {"spec": {"evictOnRelease": True}},
-                    "application/merge-patch+json",
+                    MERGE_PATCH,
                 )
 
     def _claim_rank(self, res: Obj, nodes: dict[str, Obj]) -> tuple[int, int]:
@@ -172,7 +172,7 @@ class ReservationOperator:
             "conditions": [condition],
         }
         if status != old:
-            self.store.patch(GROUP, "reservations", name, {"status": status}, MERGE, subresource="status")
+            self.store.patch(GROUP, "reservations", name, {"status": status}, MERGE_PATCH, subresource="status")
 
 
 async def run(ctx: LabContext) -> None:

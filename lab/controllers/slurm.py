@@ -53,6 +53,7 @@ from tenantflow.lab.daemons import host_users, weka_mounts
 from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
+from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.hostlist import expand_hostlist
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,6 @@ ALLOWED_COMMANDS = frozenset(
     {"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "getent", "cat"}
 )
 EXEC_TIMEOUT_S = 120.0
-MERGE_PATCH = "application/merge-patch+json"
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
 RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
 SLURMD_SELECTOR = "app.kubernetes.io/component=slurmd"

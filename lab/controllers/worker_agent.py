@@ -41,6 +41,7 @@ from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.objects import custom_defaults
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.workloads import deployment
+from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
     AGENT,
@@ -62,7 +63,6 @@ from tenantflow.models.enrollment_workflows import (
 
 REDEEMED = "trainy.ai/redeemed"
 REFUSED = "trainy.ai/redeem-refused"
-MERGE = "application/merge-patch+json"
 Obj = dict[str, Any]
 
 
@@ -149,7 +149,7 @@ class WorkerAgent:
                 "workerclusters",
                 wc["metadata"]["name"],
                 {"metadata": {"annotations": {HEARTBEAT: now(), LAB_CONTEXT: self.context}}},
-                MERGE,
+                MERGE_PATCH,
                 wc["metadata"]["namespace"],
             )
 
@@ -196,7 +196,7 @@ class WorkerAgent:
                 "workerclusters",
                 meta["name"],
                 {"metadata": {"annotations": {CONFIG_REPORT: text}}},
-                MERGE,
+                MERGE_PATCH,
                 meta["namespace"],
             )
 

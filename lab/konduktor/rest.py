@@ -8,8 +8,9 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from tenantflow.models.content_types import MERGE_PATCH
+
 Obj = dict[str, Any]
-MERGE = "application/merge-patch+json"
 
 
 class CommandError(Exception):
@@ -69,7 +70,7 @@ class Rest:
         return self._ok("POST", where, status, answer)
 
     def merge(self, where: str, patch: Obj) -> Obj:
-        status, answer = self.call("PATCH", where, patch, MERGE)
+        status, answer = self.call("PATCH", where, patch, MERGE_PATCH)
         return self._ok("PATCH", where, status, answer)
 
     def delete(self, where: str) -> bool:

@@ -17,12 +17,9 @@ import copy
 from typing import Any
 
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.models.content_types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 LIST_MERGE_KEYS: dict[str, tuple[str, ...]] = {
     "containers": ("name",),
@@ -176,7 +173,7 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> Any:
         return json_patch(target, patch)
     if media == MERGE_PATCH:
         return merge_patch(target, patch)
-    if media == STRATEGIC_PATCH:
+    if media == STRATEGIC_MERGE_PATCH:
         return strategic_merge(copy.deepcopy(target), patch)
     raise unsupported_patch()
 

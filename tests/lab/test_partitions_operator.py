@@ -16,10 +16,10 @@ from tenantflow.lab.controllers.slurm import (
     PartitionsOperator,
     rendered_hash,
 )
-from tenantflow.lab.kubeapi.patching import MERGE_PATCH
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.pitfalls import Pitfall
 from tenantflow.lab.seed import slurmd_pod
+from tenantflow.models.content_types import MERGE_PATCH
 
 LINE = "PartitionName=tenant-foo Nodes=gpu-[001-004] AllowAccounts=tenant-foo State=UP"
 
