@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
 from temporalio.client import WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import OutputOpt, answered, console, emit, errors, print_outcome, run
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
+
+C = TypeVar("C", TenantContract, WorkerEnrollment)
 
 
 async def show_plan(api: TenantflowClient, workflow_id: str, output: str, wide: bool = False) -> None:
@@ -40,6 +46,38 @@ async def follow_start(
         emit({"workflow_id": handle.id, "run_id": handle.result_run_id}, output)
     else:
         emit(f"started {handle.id}; follow it with: tenantflow status {handle.id} --watch", output)
+
+
+async def start_from_file(
+    file: Path,
+    load: Callable[[Path], C],
+    start: Callable[[TenantflowClient, C], Awaitable[WorkflowHandle[Any, Any]]],
+    wait: bool,
+    output: str,
+    wide: bool,
+) -> None:
+    """Start a run (an onboarding, an enrollment) of the contract in ``file`` and follow it (:func:`follow_start`)."""
+    contract = load(file)
+    api = await TenantflowClient.connect()
+    await follow_start(api, await start(api, contract), wait, output, wide)
+
+
+async def start_teardown(
+    given: Path | None,
+    load: Callable[[Path], C],
+    recorded: Callable[[TenantflowClient], Awaitable[C]],
+    target_of: Callable[[C], str],
+    target: str,
+    start: Callable[[TenantflowClient, C], Awaitable[WorkflowHandle[Any, Any]]],
+    output: str,
+) -> None:
+    """Start tearing ``target`` down (an offboarding, a decommission) from the contract file ``given``, else from the
+    contract ``recorded`` (the target's record, else its latest run); a file of another target is refused."""
+    api = await TenantflowClient.connect()
+    contract = load(given) if given is not None else await recorded(api)
+    if target_of(contract) != target:
+        raise ContractError(f"{given}: is the contract of {target_of(contract)}, not {target}")
+    await follow_start(api, await start(api, contract), False, output)
 
 
 def status(

@@ -20,7 +20,7 @@ from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.commands.runs import follow_start, gate_command
+from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
 from tenantflow.starter.contracts import ContractError, load_tenant
 from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
 from tenantflow.starter.records import (
@@ -41,12 +41,7 @@ def onboard(
 ) -> None:
     """Start onboarding a tenant; prints the plan and how to approve it."""
 
-    async def go() -> None:
-        contract = load_tenant(file)
-        api = await TenantflowClient.connect()
-        await follow_start(api, await api.start_onboarding(contract), wait, output, wide)
-
-    run(go())
+    run(start_from_file(file, load_tenant, lambda api, contract: api.start_onboarding(contract), wait, output, wide))
 
 
 confirm_purge = gate_command(
@@ -72,18 +67,17 @@ def offboard(
 ) -> None:
     """Offboard a tenant: a gated teardown in rollback order; data is kept unless --purge-data."""
 
-    async def go() -> None:
-        api = await TenantflowClient.connect()
-        tenant = (
-            load_tenant(contract)
-            if contract is not None
-            else await onboarded_contract(api, records_target(kubeconfig, context), slug)
+    run(
+        start_teardown(
+            contract,
+            load_tenant,
+            lambda api: onboarded_contract(api, records_target(kubeconfig, context), slug),
+            lambda tenant: tenant.slug,
+            slug,
+            lambda api, tenant: api.start_offboarding(tenant, purge_data),
+            output,
         )
-        if tenant.slug != slug:
-            raise ContractError(f"{contract}: is the contract of {tenant.slug}, not {slug}")
-        await follow_start(api, await api.start_offboarding(tenant, purge_data), False, output)
-
-    run(go())
+    )
 
 
 def handover(

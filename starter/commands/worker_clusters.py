@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from tenantflow.starter.client import ENROLLMENT_GATES, TenantflowClient
-from tenantflow.starter.commands.runs import follow_start, gate_command
-from tenantflow.starter.contracts import ContractError, load_enrollment
+from tenantflow.starter.client import ENROLLMENT_GATES
+from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
+from tenantflow.starter.contracts import load_enrollment
 from tenantflow.starter.output import OutputOpt, WideOpt, run
 from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target
 
@@ -32,12 +32,9 @@ def enroll(
 ) -> None:
     """Start enrolling a worker cluster into the Hub (greenfield or brownfield, as the file says)."""
 
-    async def go() -> None:
-        contract = load_enrollment(file)
-        api = await TenantflowClient.connect()
-        await follow_start(api, await api.start_enrollment(contract), wait, output, wide)
-
-    run(go())
+    run(
+        start_from_file(file, load_enrollment, lambda api, contract: api.start_enrollment(contract), wait, output, wide)
+    )
 
 
 def decommission(
@@ -55,19 +52,15 @@ def decommission(
     output: OutputOpt = "text",
 ) -> None:
     """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
-
-    async def go() -> None:
-        api = await TenantflowClient.connect()
-        enrollment = (
-            load_enrollment(contract)
-            if contract is not None
-            else await enrolled_contract(api, records_target(kubeconfig, context), namespace, worker_name)
+    workercluster = f"{namespace}/{worker_name}"
+    run(
+        start_teardown(
+            contract,
+            load_enrollment,
+            lambda api: enrolled_contract(api, records_target(kubeconfig, context), namespace, worker_name),
+            lambda enrollment: f"{enrollment.tenant_namespace}/{enrollment.worker_name}",
+            workercluster,
+            lambda api, enrollment: api.start_decommission(enrollment),
+            output,
         )
-        if (enrollment.tenant_namespace, enrollment.worker_name) != (namespace, worker_name):
-            raise ContractError(
-                f"{contract}: names {enrollment.tenant_namespace}/{enrollment.worker_name}, "
-                f"not {namespace}/{worker_name}"
-            )
-        await follow_start(api, await api.start_decommission(enrollment), False, output)
-
-    run(go())
+    )
