@@ -218,7 +218,7 @@ class EnrollmentInput(Strict):
 
 class EnrollmentResult(Strict):
     worker: str
-    status: RunOutcome
+    status: RunOutcome = Field(..., description="completed, or rejected at the plan gate; a run that fails raises")
     plan_hash: str | None = None
     conditions: dict[str, Condition] = Field(default_factory=dict)
     installed: list[EnsureResult] = Field(default_factory=list)

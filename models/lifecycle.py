@@ -110,7 +110,11 @@ class TermStatus(Strict):
 
 class LifecycleResult(Strict):
     tenant: str
-    status: TermOutcome
+    status: TermOutcome = Field(
+        ...,
+        description="expired: the term ended and offboarding waits at its plan gate; offboarded: an offboarding "
+        "completed before the end",
+    )
     term_end: datetime
     offboarding: str
     message: str = ""

@@ -20,7 +20,7 @@ class OffboardingInput(Strict):
 
 class OffboardingResult(Strict):
     slug: str
-    status: RunOutcome
+    status: RunOutcome = Field(..., description="completed, or rejected at the plan gate")
     plan: Plan | None = None
     removed: list[EnsureResult] = Field(default_factory=list)
     kept: list[PlanStep] = Field(default_factory=list, description="data kept because purge_data was not set")

@@ -91,7 +91,7 @@ class Handover(Strict):
 
 class OnboardingResult(Strict):
     slug: str
-    status: RunOutcome
+    status: RunOutcome = Field(..., description="completed, or rejected at the plan gate; a run that fails raises")
     plan_hash: str | None = None
     plan: Plan | None = None
     applied: list[EnsureResult] = Field(default_factory=list)

@@ -37,7 +37,7 @@ DATA_KEY = "record"
 RECORD_LABEL = "tenantflow.io/record"
 TENANT_LABEL = "tenantflow.io/tenant"
 HUB_NAMESPACE_LABEL = "tenantflow.io/hub-namespace"
-WORKER_LABEL = "tenantflow.io/worker"
+WORKERCLUSTER_LABEL = "tenantflow.io/worker"
 VERSION_LABEL = "tenantflow.io/version"
 STATUS_LABEL = "tenantflow.io/status"
 RUN_ID_ANNOTATION = "tenantflow.io/run-id"
@@ -45,7 +45,7 @@ RUN_ID_ANNOTATION = "tenantflow.io/run-id"
 
 class RecordKind(StrEnum):
     tenant = "tenant"
-    worker = "worker"
+    workercluster = "worker"
 
 
 class RecordStatus(StrEnum):
@@ -104,14 +104,16 @@ class RecordKey(Strict):
         return cls(kind=RecordKind.tenant, target=target, tenant=slug)
 
     @classmethod
-    def of_worker(cls, target: KubeTarget, hub_namespace: str, worker: str) -> RecordKey:
-        return cls(kind=RecordKind.worker, target=target, hub_namespace=hub_namespace, worker=worker)
+    def of_workercluster(cls, target: KubeTarget, hub_namespace: str, workercluster: str) -> RecordKey:
+        return cls(kind=RecordKind.workercluster, target=target, hub_namespace=hub_namespace, worker=workercluster)
 
     @classmethod
     def of(cls, record: TenantRecord | WorkerRecord) -> RecordKey:
         if isinstance(record, TenantRecord):
             return cls.of_tenant(record.contract.cluster, record.contract.slug)
-        return cls.of_worker(record.contract.worker, record.contract.tenant_namespace, record.contract.worker_name)
+        return cls.of_workercluster(
+            record.contract.worker, record.contract.tenant_namespace, record.contract.worker_name
+        )
 
     @property
     def stem(self) -> str:
@@ -128,7 +130,11 @@ class RecordKey(Strict):
         """The labels every version of this record carries (the version label is added per Secret)."""
         if self.kind is RecordKind.tenant:
             return {RECORD_LABEL: self.kind.value, TENANT_LABEL: self.tenant}
-        return {RECORD_LABEL: self.kind.value, HUB_NAMESPACE_LABEL: self.hub_namespace, WORKER_LABEL: self.worker}
+        return {
+            RECORD_LABEL: self.kind.value,
+            HUB_NAMESPACE_LABEL: self.hub_namespace,
+            WORKERCLUSTER_LABEL: self.worker,
+        }
 
     @property
     def selector(self) -> str:

@@ -12,21 +12,21 @@ def onboarding_id(slug: str) -> str:
     return f"tenant/{slug}"
 
 
-def offboarding_id(slug: str) -> str:
-    """The workflow id of a tenant's offboarding."""
-    return f"offboard/{slug}"
-
-
-def lifecycle_id(slug: str) -> str:
-    """The workflow id of a tenant's lifecycle: one per tenant."""
-    return f"lifecycle/{slug}"
-
-
 def enrollment_id(namespace: str, workercluster: str) -> str:
     """The workflow id of the enrollment of the worker cluster ``workercluster`` of the Hub namespace."""
     return f"enroll/{namespace}/{workercluster}"
 
 
+def offboarding_id(slug: str) -> str:
+    """The workflow id of a tenant's offboarding."""
+    return f"offboard/{slug}"
+
+
 def decommission_id(namespace: str, workercluster: str) -> str:
     """The workflow id of the decommission of the worker cluster ``workercluster`` of the Hub namespace."""
     return f"decommission/{namespace}/{workercluster}"
+
+
+def lifecycle_id(slug: str) -> str:
+    """The workflow id of a tenant's lifecycle: one per tenant."""
+    return f"lifecycle/{slug}"

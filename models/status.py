@@ -14,25 +14,12 @@ from tenantflow.models.plan import Plan
 from tenantflow.models.results import Finding
 from tenantflow.models.rollback import Leftover
 
-
-class StepState(StrEnum):
-    running = "running"
-    done = "done"
-    failed = "failed"
-
-
-class RunOutcome(StrEnum):
-    """How a run that returns a result ended; a run that fails (preflight, validation, a rollback) raises instead."""
-
-    completed = "completed"
-    rejected = "rejected"
-
-
-class TermOutcome(StrEnum):
-    """How a tenant's lifecycle ended: its term expired (the offboarding waits at its gate), or it was offboarded."""
-
-    expired = "expired"
-    offboarded = "offboarded"
+StepState = StrEnum("StepState", ["running", "done", "failed"])
+"""Where a step of a run stands (each member's value is its name)."""
+RunOutcome = StrEnum("RunOutcome", ["completed", "rejected"])
+"""How a run that returns a result ended; a run that fails (preflight, validation, a rollback) raises instead."""
+TermOutcome = StrEnum("TermOutcome", ["expired", "offboarded"])
+"""How a tenant's lifecycle ended: its term expired (the offboarding waits at its gate), or it was offboarded."""
 
 
 class StepRecord(Strict):

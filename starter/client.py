@@ -229,9 +229,9 @@ class TenantflowClient:
         decoded: T = params
         return decoded
 
-    async def enrolled_contract(self, namespace: str, worker: str) -> WorkerEnrollment:
-        """The contract the latest enrollment run of ``namespace/worker`` was started with."""
-        return (await self._started_input(enrollment_id(namespace, worker), EnrollmentInput)).contract
+    async def enrolled_contract(self, namespace: str, workercluster: str) -> WorkerEnrollment:
+        """The contract the latest enrollment run of ``namespace/workercluster`` was started with."""
+        return (await self._started_input(enrollment_id(namespace, workercluster), EnrollmentInput)).contract
 
     async def onboarded_contract(self, slug: str) -> TenantContract:
         """The contract the latest onboarding (or change) run of ``slug`` was started with."""

@@ -94,13 +94,17 @@ async def onboarded_contract(api: TenantflowClient, target: KubeTarget | None, s
 
 
 async def enrolled_contract(
-    api: TenantflowClient, target: KubeTarget | None, namespace: str, worker: str
+    api: TenantflowClient, target: KubeTarget | None, namespace: str, workercluster: str
 ) -> WorkerEnrollment:
-    """The contract of ``namespace/worker``'s record in ``target`` (the worker cluster), else of its latest run."""
-    record = None if target is None else await read_record(RecordKey.of_worker(target, namespace, worker), WorkerRecord)
+    """The contract of ``namespace/workercluster``'s record in ``target`` (that cluster), else of its latest run."""
+    record = (
+        None
+        if target is None
+        else await read_record(RecordKey.of_workercluster(target, namespace, workercluster), WorkerRecord)
+    )
     if isinstance(record, WorkerRecord):
         return record.contract
-    return await api.enrolled_contract(namespace, worker)
+    return await api.enrolled_contract(namespace, workercluster)
 
 
 async def tenant_records(target: KubeTarget) -> list[tuple[int, TenantRecord]]:

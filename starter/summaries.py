@@ -72,7 +72,7 @@ def offboarding(contract: TenantContract, purge_data: bool, started_by: str) -> 
     return RunDescription(summary, _details(headline, _tenant_facts(contract), started_by))
 
 
-def _worker_facts(contract: WorkerEnrollment) -> dict[str, str]:
+def _workercluster_facts(contract: WorkerEnrollment) -> dict[str, str]:
     return {
         "hub": f"context `{contract.hub.context}`, namespace `{contract.tenant_namespace}`",
         "worker cluster": f"context `{contract.worker.context}`",
@@ -89,7 +89,7 @@ def enrollment(contract: WorkerEnrollment, started_by: str) -> RunDescription:
         f"`{contract.tenant_namespace}`: preflight, a bootstrap plan to approve, the four conditions, "
         "a canary."
     )
-    return RunDescription(summary, _details(headline, _worker_facts(contract), started_by))
+    return RunDescription(summary, _details(headline, _workercluster_facts(contract), started_by))
 
 
 def decommission(contract: WorkerEnrollment, started_by: str) -> RunDescription:
@@ -98,4 +98,4 @@ def decommission(contract: WorkerEnrollment, started_by: str) -> RunDescription:
         f"Decommissions worker cluster `{contract.worker_name}` of the Hub namespace "
         f"`{contract.tenant_namespace}`: cordon, drain, remove from the Hub, then a reset plan to approve."
     )
-    return RunDescription(summary, _details(headline, _worker_facts(contract), started_by))
+    return RunDescription(summary, _details(headline, _workercluster_facts(contract), started_by))

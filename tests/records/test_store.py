@@ -113,10 +113,12 @@ def test_a_worker_record_is_named_by_hub_namespace_and_worker(cluster: Cluster) 
     record = WorkerRecord(contract=contract, run=stamp())
     stored = store(record, DEFAULT_NAMESPACE)
     assert stored.name == f"tenantflow.worker.forecasting.{worker}.v1"
-    key = RecordKey.of_worker(contract.worker, "forecasting", worker)
+    key = RecordKey.of_workercluster(contract.worker, "forecasting", worker)
     assert read_latest(key, WorkerRecord, DEFAULT_NAMESPACE) == record
     assert (
-        read_latest(RecordKey.of_worker(contract.worker, "forecasting", "nobody"), WorkerRecord, DEFAULT_NAMESPACE)
+        read_latest(
+            RecordKey.of_workercluster(contract.worker, "forecasting", "nobody"), WorkerRecord, DEFAULT_NAMESPACE
+        )
         is None
     )
 

@@ -19,7 +19,7 @@ async def test_decommission_works_from_the_record_once_the_history_is_deleted(
     dev_env: WorkflowEnvironment, greenfield: Lab
 ) -> None:
     contract = greenfield.contract()
-    key = RecordKey.of_worker(contract.worker, contract.tenant_namespace, contract.worker_name)
+    key = RecordKey.of_workercluster(contract.worker, contract.tenant_namespace, contract.worker_name)
     async with enrollment_worker(dev_env) as (client, queue):
         api = TenantflowClient(client, queue)
         workflow_id = enrollment_id(contract.tenant_namespace, contract.worker_name)
