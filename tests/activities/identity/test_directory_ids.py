@@ -19,7 +19,7 @@ import httpx
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.slurm_users import unresolved_error
+from tenantflow.activities.slurm.users import unresolved_error
 from tenantflow.lab.endpoints import LabEndpoints
 from tests.integration.rollback_rig import assert_world_restored, failure_of, start_approved, tenant
 from tests.integration.world import world_snapshot
