@@ -80,7 +80,7 @@ class TenantRecord(Strict):
     handover: Handover | None = None
 
 
-class WorkerRecord(Strict):
+class WorkerClusterRecord(Strict):
     """An enrolled worker as its enrollment left it: the contract applied and what was installed and adopted."""
 
     contract: WorkerEnrollment
@@ -108,7 +108,7 @@ class RecordKey(Strict):
         return cls(kind=RecordKind.workercluster, target=target, hub_namespace=hub_namespace, worker=workercluster)
 
     @classmethod
-    def of(cls, record: TenantRecord | WorkerRecord) -> RecordKey:
+    def of(cls, record: TenantRecord | WorkerClusterRecord) -> RecordKey:
         if isinstance(record, TenantRecord):
             return cls.of_tenant(record.contract.cluster, record.contract.slug)
         return cls.of_workercluster(

@@ -30,7 +30,7 @@ from tenantflow.models.enrollment_workflows import (
 from tenantflow.models.lifecycle import NoticeSent, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
+from tenantflow.models.records import StoredRecord, TenantRecord, WorkerClusterRecord
 from tenantflow.models.results import EnsureResult, Finding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
@@ -293,8 +293,8 @@ WORKER_RESET_APPROVED = Step(
     "worker.reset_approved", ApprovedReset, list[EnsureResult], summary="worker reset of exactly the approved dry run"
 )
 
-RECORD_WORKER: Step[WorkerRecord, StoredRecord] = Step(
-    "records.worker", WorkerRecord, StoredRecord, summary="store the worker record in the worker cluster"
+RECORD_WORKERCLUSTER: Step[WorkerClusterRecord, StoredRecord] = Step(
+    "records.worker", WorkerClusterRecord, StoredRecord, summary="store the worker record in the worker cluster"
 )
 
 ENROLLMENT: tuple[Step[Any, Any], ...] = (
@@ -320,7 +320,7 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     WORKER_RESET_PLAN,
     WORKER_RESET,
     WORKER_RESET_APPROVED,
-    RECORD_WORKER,
+    RECORD_WORKERCLUSTER,
 )
 """Every activity of WorkerEnrollment and WorkerDecommission."""
 

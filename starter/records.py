@@ -23,7 +23,7 @@ from urllib3.exceptions import HTTPError
 from tenantflow.activities.common import clusters
 from tenantflow.activities.records.steps import list_records, read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerRecord
+from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerClusterRecord
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
@@ -66,8 +66,8 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
 
 
 async def read_record(
-    key: RecordKey, model: type[TenantRecord] | type[WorkerRecord]
-) -> TenantRecord | WorkerRecord | None:
+    key: RecordKey, model: type[TenantRecord] | type[WorkerClusterRecord]
+) -> TenantRecord | WorkerClusterRecord | None:
     """The latest record of ``key``; None (with a warning on stderr) when the cluster cannot be read."""
     try:
         return await asyncio.to_thread(read_latest, key, model)
@@ -100,9 +100,9 @@ async def enrolled_contract(
     record = (
         None
         if target is None
-        else await read_record(RecordKey.of_workercluster(target, namespace, workercluster), WorkerRecord)
+        else await read_record(RecordKey.of_workercluster(target, namespace, workercluster), WorkerClusterRecord)
     )
-    if isinstance(record, WorkerRecord):
+    if isinstance(record, WorkerClusterRecord):
         return record.contract
     return await api.enrolled_contract(namespace, workercluster)
 

@@ -30,12 +30,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.plan import Action, Plan, PlanStep
-    from tenantflow.models.records import RecordStatus, WorkerRecord
+    from tenantflow.models.records import RecordStatus, WorkerClusterRecord
     from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import (
         HUB_CORDON,
         HUB_REMOVE_ENROLLMENT,
-        RECORD_WORKER,
+        RECORD_WORKERCLUSTER,
         WORKER_RESET,
         WORKER_RESET_APPROVED,
         WORKER_RESET_PLAN,
@@ -137,10 +137,10 @@ class WorkerDecommissionWorkflow(GatedRun):
 
     async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
         if workflow.patched(WORKER_RECORD_PATCH):
-            record = WorkerRecord(
+            record = WorkerClusterRecord(
                 contract=self._params.contract, run=run_stamp(self), status=RecordStatus.decommissioned
             )
-            await store_record(self, RECORD_WORKER, record)
+            await store_record(self, RECORD_WORKERCLUSTER, record)
         self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
         return self._result("completed", plan, removed)
 

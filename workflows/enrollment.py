@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.gates import ApprovePlan, GateAnswer
     from tenantflow.models.plan import Plan
-    from tenantflow.models.records import WorkerRecord
+    from tenantflow.models.records import WorkerClusterRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
     from tenantflow.models.runbook import (
         HUB_CANARY,
@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
         KONDUKTOR_BOOTSTRAP,
-        RECORD_WORKER,
+        RECORD_WORKERCLUSTER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
         WORKER_CHECK_INVARIANTS,
@@ -195,10 +195,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 await self._after_failure(plan, err)
             raise
         if workflow.patched(WORKER_RECORD_PATCH):
-            record = WorkerRecord(
+            record = WorkerClusterRecord(
                 contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
             )
-            await store_record(self, RECORD_WORKER, record)
+            await store_record(self, RECORD_WORKERCLUSTER, record)
         self._findings += observability(self._report)
         self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
         return EnrollmentResult(

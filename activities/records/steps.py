@@ -37,7 +37,7 @@ from tenantflow.models.records import (
     RecordKind,
     StoredRecord,
     TenantRecord,
-    WorkerRecord,
+    WorkerClusterRecord,
     decode_payload,
     encode_payload,
 )
@@ -76,7 +76,9 @@ def _payload(secret: Manifest) -> bytes:
     return decode_payload(base64.b64decode(secret["data"][DATA_KEY]).decode())
 
 
-def _stored(key: RecordKey, secret: Manifest, record: TenantRecord | WorkerRecord, created: bool) -> StoredRecord:
+def _stored(
+    key: RecordKey, secret: Manifest, record: TenantRecord | WorkerClusterRecord, created: bool
+) -> StoredRecord:
     meta = secret["metadata"]
     return StoredRecord(
         kind=key.kind,
@@ -89,7 +91,7 @@ def _stored(key: RecordKey, secret: Manifest, record: TenantRecord | WorkerRecor
     )
 
 
-def _same_state(secret: Manifest, record: TenantRecord | WorkerRecord) -> bool:
+def _same_state(secret: Manifest, record: TenantRecord | WorkerClusterRecord) -> bool:
     """True when the stored version already says what ``record`` says: same contract, same status."""
     stored = type(record).model_validate_json(_payload(secret))
     return stored.contract == record.contract and stored.status is record.status
@@ -107,7 +109,7 @@ def _ensure_namespace(objects: KubeObjects, namespace: str) -> None:
             raise
 
 
-def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerRecord) -> Manifest:
+def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord | WorkerClusterRecord) -> Manifest:
     encoded = base64.b64encode(encode_payload(record).encode()).decode()
     return {
         "apiVersion": "v1",
@@ -129,7 +131,7 @@ def _secret(key: RecordKey, namespace: str, version: int, record: TenantRecord |
     }
 
 
-def store(record: TenantRecord | WorkerRecord, namespace: str) -> StoredRecord:
+def store(record: TenantRecord | WorkerClusterRecord, namespace: str) -> StoredRecord:
     """Write the next version of ``record``'s record, or return the one its run already wrote (or that already
     records the same contract and status)."""
     key = RecordKey.of(record)
@@ -171,11 +173,11 @@ def read_versions(key: RecordKey, model: type[M], namespace: str | None = None) 
 
 def list_records(
     target: KubeTarget, kind: RecordKind, namespace: str | None = None
-) -> list[tuple[int, TenantRecord | WorkerRecord]]:
+) -> list[tuple[int, TenantRecord | WorkerClusterRecord]]:
     """The current (highest) version of every record of ``kind`` in the cluster, with its version number."""
     namespace = namespace or settings().records_namespace
     found = KubeObjects(target).list("Secret", namespace, f"{RECORD_LABEL}={kind.value}")
-    model: type[TenantRecord | WorkerRecord] = TenantRecord if kind is RecordKind.tenant else WorkerRecord
+    model: type[TenantRecord | WorkerClusterRecord] = TenantRecord if kind is RecordKind.tenant else WorkerClusterRecord
     latest: dict[str, Manifest] = {}
     for secret in found:
         if secret.get("type") != SECRET_TYPE or _version(secret) == 0:
@@ -193,7 +195,7 @@ def record_tenant(record: TenantRecord) -> StoredRecord:
 
 
 @defn(name="records.worker")
-def record_worker(record: WorkerRecord) -> StoredRecord:
+def record_worker(record: WorkerClusterRecord) -> StoredRecord:
     """Store the enrolled worker's record in the worker cluster."""
     return store(record, settings().records_namespace)
 

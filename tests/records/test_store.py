@@ -22,7 +22,7 @@ from tenantflow.models.records import (
     RecordStatus,
     RunStamp,
     TenantRecord,
-    WorkerRecord,
+    WorkerClusterRecord,
 )
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.contracts import ContractError, load_enrollment
@@ -110,14 +110,14 @@ def test_a_worker_record_is_named_by_hub_namespace_and_worker(cluster: Cluster) 
     contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     worker = f"w{uuid.uuid4().hex[:6]}"
     contract = contract.model_copy(update={"worker_name": worker, "worker": KubeTarget(context="admin")})
-    record = WorkerRecord(contract=contract, run=stamp())
+    record = WorkerClusterRecord(contract=contract, run=stamp())
     stored = store(record, DEFAULT_NAMESPACE)
     assert stored.name == f"tenantflow.worker.forecasting.{worker}.v1"
     key = RecordKey.of_workercluster(contract.worker, "forecasting", worker)
-    assert read_latest(key, WorkerRecord, DEFAULT_NAMESPACE) == record
+    assert read_latest(key, WorkerClusterRecord, DEFAULT_NAMESPACE) == record
     assert (
         read_latest(
-            RecordKey.of_workercluster(contract.worker, "forecasting", "nobody"), WorkerRecord, DEFAULT_NAMESPACE
+            RecordKey.of_workercluster(contract.worker, "forecasting", "nobody"), WorkerClusterRecord, DEFAULT_NAMESPACE
         )
         is None
     )

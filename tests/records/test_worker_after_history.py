@@ -7,7 +7,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.activities.records.steps import read_latest
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
-from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordStatus, WorkerRecord
+from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordStatus, WorkerClusterRecord
 from tenantflow.models.run_ids import enrollment_id
 from tenantflow.starter.client import TenantflowClient
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
@@ -34,7 +34,7 @@ async def test_decommission_works_from_the_record_once_the_history_is_deleted(
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or "", approver="fay"))
         enrolled = await handle.result()
         assert enrolled.status == "completed"
-        record = read_latest(key, WorkerRecord, DEFAULT_NAMESPACE)
+        record = read_latest(key, WorkerClusterRecord, DEFAULT_NAMESPACE)
         assert record is not None and record.status is RecordStatus.enrolled
         assert (record.contract, record.run.approver, record.installed) == (contract, "fay", enrolled.installed)
         assert not greenfield.hub.list("", "namespaces", label_selector="app.kubernetes.io/managed-by=tenantflow"), (
@@ -57,6 +57,6 @@ async def test_decommission_works_from_the_record_once_the_history_is_deleted(
         status = await wait_stage(dec, "gate:approve_plan")
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or "", approver="gus"))
         assert (await api.result(dec.id, DecommissionResult)).status == "completed"
-    last = read_latest(key, WorkerRecord, DEFAULT_NAMESPACE)
+    last = read_latest(key, WorkerClusterRecord, DEFAULT_NAMESPACE)
     assert last is not None and last.status is RecordStatus.decommissioned and last.run.approver == "gus"
     assert not greenfield.hub.list("trainy.ai", "workerclusters", "forecasting")
