@@ -158,7 +158,7 @@ def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
 
         def unresolved(names: list[str] = names) -> list[str]:
             out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
-            for line in out.stdout.splitlines():
+            for line in out.stdout.split("\n"):
                 fields = line.strip().split(":")
                 if len(fields) >= 7 and fields[0] in names:
                     entries[fields[0]] = fields
