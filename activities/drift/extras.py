@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from tenantflow.activities.common import manifests
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.identity.authentik_client import AuthentikClient
 from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.slurm.accounting import read_world
 from tenantflow.activities.slurm.cli import SlurmCtl

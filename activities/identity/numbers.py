@@ -12,8 +12,8 @@ from typing import Any
 
 from temporalio import activity
 
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, LdapProvider, User
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.identity.authentik_client import AuthentikClient, Group, LdapProvider, User
 from tenantflow.models.tenant import TenantUser
 
 
@@ -53,10 +53,6 @@ def ldap_provider(ak: AuthentikClient) -> LdapProvider:
     if not providers:
         raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
     return providers[0]
-
-
-CREATED_BY = "tenantflow.io/created-by"
-"""Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
 
 
 def this_workflow() -> str:

@@ -25,13 +25,13 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common import directory_ids, ldap_check
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, User
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity import directory_ids, ldap_check
-from tenantflow.activities.identity.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.identity.checks import (
     account_state,
     authentik_findings,
@@ -39,7 +39,6 @@ from tenantflow.activities.identity.checks import (
     ldap_finding,
 )
 from tenantflow.activities.identity.numbers import (
-    CREATED_BY,
     choose_gid,
     desired_user,
     ldap_provider,

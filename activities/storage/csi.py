@@ -25,6 +25,7 @@ from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RUN_ANNOTATION, owner_labels
 from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
 from tenantflow.activities.common.settings import settings
+from tenantflow.activities.common.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.activities.storage.dirs import api_secret_data
 from tenantflow.activities.storage.layout import (
     LAYER,
@@ -38,7 +39,6 @@ from tenantflow.activities.storage.layout import (
     tenant_session,
     this_run,
 )
-from tenantflow.activities.storage.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, PvcSize, WekaObject
 from tenantflow.models.tenant import TenantContract

@@ -1,7 +1,7 @@
 """Where a tenant's storage lives: Weka filesystem names, directories and quotas, and the owning session.
 
 Strict isolation (6a): organization ``<slug>`` with admin ``admin-<short>`` (password derived, see
-:func:`activities.storage.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``.
+:func:`activities.common.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``.
 Shared org (6b): directories in the shared ``home`` and ``scratch`` filesystems. Either way ``/home/<user>``
 (``/<user>`` on the home filesystem) and ``/scratch/<slug>`` (``/<slug>`` on the scratch filesystem) get the
 contract's hard/soft quotas (4e).
@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.fanout import fan_out
-from tenantflow.activities.storage.weka_client import Credentials, WekaClient, org_admin_credentials
+from tenantflow.activities.common.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
 from tenantflow.models.results import EnsureResult, Kept, NoUndoData, Outcome, UndoRecord, WekaObject
 from tenantflow.models.tenant import StorageIsolation, TenantContract

@@ -1,7 +1,7 @@
 """Storage layer (runbook steps 4e and 6): Weka org, filesystems, directories and quotas, and the CSI objects.
 
 Strict isolation (6a): organization ``<slug>`` with admin ``admin-<short>`` (password derived, see
-:func:`activities.storage.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``,
+:func:`activities.common.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``,
 and an org API token that goes only into Secret ``weka-<slug>-creds`` in the tenant namespace, followed by
 StorageClass ``weka-<slug>`` and the PVC (6c). Shared org (6b): directories in the shared ``home`` and
 ``scratch`` filesystems. Either way ``/home/<user>`` (``/<user>`` on the home filesystem) and
@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
 from tenantflow.activities.storage.csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
 from tenantflow.activities.storage.layout import (
     LAYER,
@@ -46,7 +47,6 @@ from tenantflow.activities.storage.layout import (
 )
 from tenantflow.activities.storage.owners import ensure_directories
 from tenantflow.activities.storage.undo import locate_quota, quota_owner, undo_filesystems, undo_quota
-from tenantflow.activities.storage.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import (

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity.authentik_client import AuthentikClient
+from tenantflow.activities.common.weka_client import WekaClient
 from tenantflow.activities.login.steps import login_exec, passwd_entries
 from tenantflow.activities.slurm.cli import (
     QOS_FORMAT,
@@ -27,7 +28,6 @@ from tenantflow.activities.slurm.cli import (
 )
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
-from tenantflow.activities.storage.weka_client import WekaClient
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import Finding, Severity

@@ -22,6 +22,8 @@ SERVICE = "authentik"
 PAGE_SIZE = 100
 FIRST_MULTI_PARENT_YEAR = 2025
 """Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
+CREATED_BY = "tenantflow.io/created-by"
+"""Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
 
 
 def parent_field(version: str) -> str:
