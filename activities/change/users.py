@@ -30,6 +30,7 @@ from tenantflow.activities.common.registered import defn
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.activities.slurm.wants import want_users
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import AuthentikUser, EnsureResult, Outcome, SlurmObject
@@ -131,7 +132,7 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     return EnsureResult(layer=LAYER, kind="User", name=name, outcome=Outcome.deleted, data=data)
 
 
-@defn(name="change.remove_users")
+@defn(runbook.REMOVE_USERS)
 def remove_users(inp: StepInput) -> StepResult:
     """Remove each user the change drops from Slurm, then from the Authentik group (deactivating ours)."""
     c = inp.contract

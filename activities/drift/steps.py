@@ -24,6 +24,7 @@ from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.storage import steps as storage
+from tenantflow.models import runbook
 from tenantflow.models.drift import DriftItem, DriftKind, DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import PlanStep
@@ -47,7 +48,7 @@ EXTRAS: tuple[Callable[[TenantContract], list[DriftItem]], ...] = (
 )
 
 
-@defn(name="drift.tenants")
+@defn(runbook.DRIFT_TENANTS)
 def tenants(inp: FleetDriftInput) -> list[str]:
     """The slug of every onboarded tenant recorded in ``inp.records`` (of ``inp.slugs`` when given)."""
     found = [
@@ -92,7 +93,7 @@ def check(contract: TenantContract) -> DriftReport:
     return DriftReport(slug=contract.slug, items=items)
 
 
-@defn(name="drift.tenant")
+@defn(runbook.DRIFT_TENANT)
 def tenant(target: DriftTarget) -> DriftReport:
     """The drift of the tenant ``target.slug``, against the contract of its latest record."""
     record = read_latest(RecordKey.of_tenant(target.records, target.slug), TenantRecord)

@@ -51,6 +51,7 @@ from tenantflow.activities.identity.numbers import (
     user_uid,
 )
 from tenantflow.activities.identity.undo import undo_group, undo_user
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome, Severity
@@ -66,7 +67,7 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-@defn(name="identity.preflight")
+@defn(runbook.IDENTITY_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
     findings = [
@@ -91,7 +92,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(name="identity.plan")
+@defn(runbook.IDENTITY_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     """The group and one step per user, with the action a run would take now."""
     contract = inp.contract
@@ -143,7 +144,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- apply ---------------------------------------------------------------------------------------
 
 
-@defn(name="identity.group")
+@defn(runbook.IDENTITY_GROUP)
 def ensure_group(inp: StepInput) -> StepResult:
     """Group ``<slug>`` under the parent group with tenant_slug and an explicit, collision-free gidNumber."""
     slug = inp.contract.slug
@@ -275,7 +276,7 @@ def _ensure_user(
     return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
-@defn(name="identity.users")
+@defn(runbook.IDENTITY_USERS)
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
     account is looked up and checked first (a foreign one fails the step before any write), then the users are
@@ -336,7 +337,7 @@ def verify_budget_s() -> float:
     return min(budget, timeout.total_seconds() - 30) if timeout and timeout.total_seconds() > 60 else budget
 
 
-@defn(name="identity.verify_ldap")
+@defn(runbook.IDENTITY_VERIFY_LDAP)
 def verify_ldap(inp: StepInput) -> StepResult:
     """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
     contract = inp.contract
@@ -371,13 +372,13 @@ def verify_ldap(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[finding])
 
 
-@defn(name="identity.undo")
+@defn(runbook.IDENTITY_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated, a few users at
     a time (:mod:`activities.common.fanout`, heartbeating), each with its own ownership check."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
-        "group": ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
+        runbook.IDENTITY_USERS.short: ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
+        runbook.IDENTITY_GROUP.short: ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
     }
     if inp.step not in undoers:
         return []

@@ -8,16 +8,17 @@ from __future__ import annotations
 from tenantflow.activities.common.recordstore import store
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.models import runbook
 from tenantflow.models.records import StoredRecord, TenantRecord, WorkerRecord
 
 
-@defn(name="records.tenant")
+@defn(runbook.RECORD_TENANT)
 def record_tenant(record: TenantRecord) -> StoredRecord:
     """Store the onboarded tenant's record in its cluster."""
     return store(record, settings().records_namespace)
 
 
-@defn(name="records.worker")
+@defn(runbook.RECORD_WORKER)
 def record_worker(record: WorkerRecord) -> StoredRecord:
     """Store the enrolled worker's record in the worker cluster."""
     return store(record, settings().records_namespace)

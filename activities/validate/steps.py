@@ -28,6 +28,7 @@ from tenantflow.activities.slurm.cli import (
 )
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
+from tenantflow.models import runbook
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import Finding, Severity
@@ -265,7 +266,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-@defn(name="validate.all")
+@defn(runbook.VALIDATE)
 def validate_all(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[check(inp) for check in CHECKS])
 
