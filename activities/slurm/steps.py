@@ -23,7 +23,7 @@ from tenantflow.activities.slurm.accounting import (
     read_world,
     undo_results,
 )
-from tenantflow.activities.slurm.cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
+from tenantflow.activities.slurm.cli import SlurmCtl, parse_node_states, word
 from tenantflow.activities.slurm.partition import (
     confirm_partition,
     line_nodes,
@@ -32,6 +32,7 @@ from tenantflow.activities.slurm.partition import (
     restore_partition,
     write_partition_key,
 )
+from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.user_batch import UserBatchEnsurer
 from tenantflow.activities.slurm.users import ensure_uids, wait_resolved
 from tenantflow.activities.slurm.wants import (

@@ -19,13 +19,12 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import WekaClient
 from tenantflow.activities.login.steps import login_exec, passwd_entries
 from tenantflow.activities.slurm.cli import (
-    QOS_FORMAT,
     SlurmCtl,
     duration_minutes,
     parse_partition,
-    parse_qos,
     slurmd_pods,
 )
+from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
 from tenantflow.models import runbook
@@ -175,7 +174,7 @@ def partition_max_time(inp: StepInput) -> Finding:
     partition = parse_partition(ctl.run(["scontrol", "show", "partition", contract.slug]).stdout)
     max_time = partition.get("MaxTime") if partition else ""
     qos = parse_qos(ctl.show("qos", {"names": contract.normal_qos_name}, QOS_FORMAT))
-    max_wall = qos[0].maxwall if qos else ""
+    max_wall = qos[0].limits["MaxWall"] if qos else ""
     limits = [m for m in (duration_minutes(max_time), duration_minutes(max_wall)) if m is not None]
     have, want = min(limits, default=None), duration_minutes(contract.slurm.contract_wall_limit)
     ok = bool(max_time) and bool(qos) and (have is None or (want is not None and have >= want))
