@@ -27,6 +27,7 @@ from tenantflow.activities.change.capacity import jobs
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import tenant_run
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.activities.slurm.wants import want_users
@@ -37,11 +38,6 @@ from tenantflow.models.results import AuthentikUser, EnsureResult, Outcome, Slur
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "change"
-
-
-def tenant_run(slug: str) -> str:
-    """The workflow id of the tenant's onboarding and change runs: what ``created-by`` holds for their users."""
-    return f"tenant/{slug}"
 
 
 def ours(user: User, slug: str) -> bool:

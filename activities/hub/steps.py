@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import konduktor_cli
@@ -21,6 +20,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import this_run
 from tenantflow.models import runbook
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
@@ -203,7 +203,7 @@ def wait_workercluster(wait: ConditionWait) -> bool:
 def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
     """``konduktor cluster cordon [--uncordon]`` one WorkerCluster; who and why are recorded before a cordon and
     cleared after an uncordon."""
-    who = f"tenantflow {activity.info().workflow_id}" if cordoned else None
+    who = f"tenantflow {this_run()}" if cordoned else None
     record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
     if cordoned:
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
@@ -255,7 +255,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
     DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
     c = request.contract
     hub = KubeObjects(c.hub)
-    me = f"tenantflow {activity.info().workflow_id}"
+    me = f"tenantflow {this_run()}"
     results = []
     for wc in hub.list("WorkerCluster", c.tenant_namespace):
         name = wc["metadata"]["name"]

@@ -31,6 +31,7 @@ from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import this_workflow
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.checks import (
     account_state,
@@ -46,7 +47,6 @@ from tenantflow.activities.identity.numbers import (
     require_group,
     string_number,
     tenant_of,
-    this_workflow,
     user_patch,
     user_uid,
 )

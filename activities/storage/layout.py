@@ -130,11 +130,6 @@ def is_teardown() -> bool:
     return activity.in_activity() and activity.info().workflow_type == TEARDOWN_WORKFLOW
 
 
-def this_run() -> str:
-    """The workflow id of the run undoing (the run annotation it wrote at create time), "" outside an activity."""
-    return (activity.info().workflow_id or "") if activity.in_activity() else ""
-
-
 def recorded_uid(result: EnsureResult) -> str | None:
     """The uid a create recorded (Weka object or Kubernetes object), None when nothing was recorded."""
     return (result.data.uid or None) if isinstance(result.data, WekaObject) else None
