@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common import directory_ids
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
-from tenantflow.activities.identity import directory_ids
 from tenantflow.activities.slurm.cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"

@@ -185,3 +185,20 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     lab.store.create(runbook_allow_policy())
     [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
+
+
+def test_preflight_names_the_apply_step_of_an_object_another_tenant_holds(lab: Lab) -> None:
+    c = contract(lab)
+    run(kube.namespace, StepInput(contract=c, run_id=f"tenant/{c.slug}"))
+    lab.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": f"{c.slug}-quota", "namespace": c.slug, "labels": {"tenant": "tenant-other"}},
+            "spec": {"hard": {"requests.cpu": "1"}},
+        }
+    )
+    refused = [f for f in run(kube.preflight, StepInput(contract=c)).findings if not f.ok]
+    assert [(f.check, f.message) for f in refused] == [
+        ("kube.quota", f"ResourceQuota {c.slug}/{c.slug}-quota already exists and belongs to tenant-other")
+    ]

@@ -22,7 +22,6 @@ from tenantflow.activities.slurm.cli import (
     parse_node_states,
     parse_partition,
     parse_pipe,
-    parse_qos,
     parse_sbatch,
     sacctmgr_show,
     sacctmgr_write,
@@ -30,6 +29,7 @@ from tenantflow.activities.slurm.cli import (
     text,
     word,
 )
+from tenantflow.activities.slurm.qos import parse_qos
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
 
@@ -76,12 +76,20 @@ def test_accounts_keep_slurms_lowercased_description() -> None:
 
 def test_qos_rows_with_flags_and_walltime_as_slurm_prints_them() -> None:
     qos = {q.name: q for q in parse_qos(output("qos.txt"))}
-    assert qos["normal-foo"].maxwall == "1-00:00:00"
-    assert qos["normal-foo"].flags == ["DenyOnLimit"]
-    assert qos["normal-foo"].grptres == "gres/gpu=64"
-    assert qos["interactive-foo"].flags == []
-    assert qos["interactive-foo"].preemptmode == "cluster"
-    assert (qos["interactive-foo"].priority, qos["interactive-foo"].maxwall) == ("200", "04:00:00")
+    assert qos["normal-foo"].limits == {
+        "Priority": "100",
+        "GrpTRES": "gres/gpu=64",
+        "MaxWall": "1-00:00:00",
+        "Flags": "DenyOnLimit",
+        "PreemptMode": "cluster",
+    }
+    assert qos["interactive-foo"].limits == {
+        "Priority": "200",
+        "GrpTRES": "gres/gpu=8",
+        "MaxWall": "04:00:00",
+        "Flags": "",
+        "PreemptMode": "cluster",
+    }
     assert {q.description for q in qos.values()} == {"tenantflow:tenant-foo"}
 
 
