@@ -11,8 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = re.compile(r"\.\./shared|" + "/wo" + "rk/")
 """A sibling checkout's specs or a machine path; spelled in pieces so that this file does not match it."""
-PENDING = {"activities/storage/weka_client.py"}
-"""Files known to still point outside, each to be fixed where it is owned; an entry that no longer does fails."""
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
@@ -34,8 +32,7 @@ def test_no_tracked_file_points_outside_the_repository() -> None:
             continue
         if OUTSIDE.search(text):
             offending.add(name)
-    assert offending - PENDING == set(), "these files refer to paths outside the repository"
-    assert offending >= PENDING, f"no longer pointing outside: remove {sorted(PENDING - offending)} from PENDING"
+    assert offending == set(), "these files refer to paths outside the repository"
 
 
 def anchors(markdown: Path) -> set[str]:

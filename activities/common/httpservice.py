@@ -1,0 +1,60 @@
+"""The base of the JSON HTTP service clients (Authentik, Weka): one session, its failures as Temporal errors.
+
+An :class:`HttpService` owns one ``httpx.Client`` under the API's base URL with the configured timeout, is used
+as a context manager, sends every request through :func:`activities.common.httpretry.send` (transient read
+failures retried in place), turns a request that did not complete into a retryable 503 and an error response
+into :func:`activities.common.errors.http_error` (400/403/404 fail fast, 429 and 5xx retry honouring
+``Retry-After``), with the service's own error text (:meth:`HttpService.error_text`). Credentials live in headers
+and never appear in a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import httpx
+
+from tenantflow.activities.common.errors import http_error
+from tenantflow.activities.common.httpretry import send
+
+
+class HttpService:
+    """One API session; subclasses add the service's calls and its :meth:`error_text`."""
+
+    service = "http"
+    """How errors name the service (``authentik``, ``weka``)."""
+
+    def __init__(self, base_url: str, timeout_s: float, headers: dict[str, str]) -> None:
+        self._http = httpx.Client(
+            base_url=base_url, timeout=timeout_s, headers={"Accept": "application/json", **headers}
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @staticmethod
+    def error_text(response: httpx.Response) -> str:
+        """The service's explanation of an error response (at most 500 characters of its body by default)."""
+        return response.text[:500] or response.reason_phrase
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return send(self._http, method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise http_error(self.service, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
+
+    def _check(self, method: str, path: str, response: httpx.Response) -> None:
+        """Raise the Temporal error of an error response; nothing for a success."""
+        if response.status_code >= 400:
+            raise http_error(
+                self.service,
+                response.status_code,
+                f"{method} {path}: {self.error_text(response)}",
+                response.headers.get("Retry-After"),
+            )
