@@ -90,14 +90,17 @@ class AuthentikClient(HttpService):
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
     service = SERVICE
+    ca_setting = "AUTHENTIK_CA_FILE"
 
-    def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
-        super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"})
+    def __init__(self, url: str, token: str, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
+        super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"}, ca_file)
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
         conf = settings()
-        return cls(conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s)
+        return cls(
+            conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s, conf.authentik_ca_file
+        )
 
     @staticmethod
     def error_text(response: httpx.Response) -> str:
