@@ -21,8 +21,9 @@ stay untouched. The run:
 5. stores the tenant record of the new contract. Smoke jobs are not re-run (the NCCL test needs two nodes; a
    one-node tenant is a valid change).
 
-A sibling of ``TenantOnboarding``, not a subclass: the plan gate, the apply steps on the saga, validation and the
-record come from the :class:`~tenantflow.workflows.tenant_run.TenantRun` both own.
+A sibling of ``TenantOnboarding``, not a subclass: both inherit
+:class:`~tenantflow.workflows.tenant_run.TenantWorkflow` (the tenant's handlers), and the plan gate, the apply steps
+on the saga, validation and the record come from the :class:`~tenantflow.workflows.tenant_run.TenantRun` it builds.
 """
 
 from __future__ import annotations
@@ -48,24 +49,13 @@ with workflow.unsafe.imports_passed_through():
         Step,
     )
 
-from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal, approve_plan_update
-from tenantflow.workflows.onboarding import APPROVE_TENANT_PLAN, APPROVE_TENANT_PLAN_SIGNAL
-from tenantflow.workflows.rollback import RETRY_ROLLBACK, retry_rollback_gate
 from tenantflow.workflows.search import TENANT_SLUG
-from tenantflow.workflows.tenant_run import TenantRun
+from tenantflow.workflows.tenant_run import TenantWorkflow
 
 
 @workflow.defn(name="TenantChange")
-class TenantChange(GatedWorkflow):
+class TenantChange(TenantWorkflow):
     WORKFLOW = "TenantChange"
-    YES_NO_GATES = (RETRY_ROLLBACK,)
-    approve_plan = approve_plan_update(APPROVE_TENANT_PLAN)
-    approve_plan_signal = approve_plan_signal(APPROVE_TENANT_PLAN_SIGNAL)
-    retry_rollback, retry_rollback_signal = retry_rollback_gate()
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tenant = TenantRun(self.state)
 
     @workflow.run
     async def run(self, params: ChangeInput) -> OnboardingResult:

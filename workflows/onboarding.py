@@ -19,7 +19,8 @@ gate waited), ``approve_plan`` opens again with the new plan and what changed. A
 undo that keeps failing stops the rollback at the ``retry_rollback`` gate with the
 objects left in ``status`` (``workflows/rollback.py``). The gate, the saga and the record are collaborators the
 workflow owns (its :class:`~tenantflow.workflows.run_state.RunState` and a
-:class:`~tenantflow.workflows.tenant_run.TenantRun`, shared with ``TenantChange``).
+:class:`~tenantflow.workflows.tenant_run.TenantRun`, shared with its sibling ``TenantChange`` through
+:class:`~tenantflow.workflows.tenant_run.TenantWorkflow`).
 
 Runs with :data:`LEAN_HISTORY_PATCH` keep their history short: the read-only
 preflight and plan steps (and the handover render) run as local activities, those
@@ -44,14 +45,13 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import EnsureResult, Finding, Severity
     from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE, Step
 
-from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal, approve_plan_update
 from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
 from tenantflow.workflows.lifecycle import start_lifecycle
 from tenantflow.workflows.records import APPROVALS_PATCH, TENANT_RECORD_PATCH
-from tenantflow.workflows.rollback import RETRY_ROLLBACK, RETRY_ROLLBACK_PATCH, retry_rollback_gate
+from tenantflow.workflows.rollback import RETRY_ROLLBACK_PATCH
 from tenantflow.workflows.run_state import REPLAN_PATCH
 from tenantflow.workflows.search import TENANT_SLUG
-from tenantflow.workflows.tenant_run import UNDO_PLANNED_PATCH, TenantRun
+from tenantflow.workflows.tenant_run import UNDO_PLANNED_PATCH, TenantWorkflow
 
 LIFECYCLE_PATCH = "tenant-lifecycle"
 """Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""
@@ -70,30 +70,16 @@ IMPLIED_PATCHES = (
     RETRY_ROLLBACK_PATCH,
 )
 """The patches a run with :data:`LEAN_HISTORY_PATCH` has without their markers: everything onboarding does now."""
-APPROVE_TENANT_PLAN = (
-    'Approve the published plan by its exact hash (payload {"plan_hash": "...", "approver": "..."}); '
-    "the apply steps start"
-)
-"""approve_plan of the tenant runs (onboarding and change)."""
-APPROVE_TENANT_PLAN_SIGNAL = (
-    "Signal form of approve_plan (same payload; a stale hash is ignored with a warning, prefer the update which "
-    "refuses it)"
-)
 
 R = TypeVar("R")
 
 
 @workflow.defn(name="TenantOnboarding")
-class TenantOnboarding(GatedWorkflow):
+class TenantOnboarding(TenantWorkflow):
     WORKFLOW = "TenantOnboarding"
-    YES_NO_GATES = (RETRY_ROLLBACK,)
-    approve_plan = approve_plan_update(APPROVE_TENANT_PLAN)
-    approve_plan_signal = approve_plan_signal(APPROVE_TENANT_PLAN_SIGNAL)
-    retry_rollback, retry_rollback_signal = retry_rollback_gate()
 
     def __init__(self) -> None:
         super().__init__()
-        self.tenant = TenantRun(self.state)
         self._lean = False
         """Read-only steps run as local activities, a phase's at once (:data:`LEAN_HISTORY_PATCH`)."""
 

@@ -1,11 +1,13 @@
 """What ``TenantOnboarding`` and ``TenantChange`` share: the plan gate, the apply steps on the saga, validation.
 
-Both workflows own one :class:`TenantRun` over their run state. :meth:`TenantRun.gated_writes` builds the plan,
-waits for its approval (planned again right before the first write: a changed plan opens ``approve_plan`` again),
-runs the writes and, when they fail or the run is cancelled, unwinds the saga in the runbook's rollback order
-(``workflows/rollback.py``). :meth:`TenantRun.apply` runs the runbook's apply steps, each on the saga with the
-plan's creations for it (runs recorded with :data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but
-before its result is recorded, and an earlier attempt of a step may have created an object whose answer it lost.
+Both workflows inherit :class:`TenantWorkflow` (siblings one level under it): the handlers they share, bound once
+with the tenant runs' texts, and the :class:`TenantRun` it builds over their run state.
+:meth:`TenantRun.gated_writes` builds the plan, waits for its approval (planned again right before the first
+write: a changed plan opens ``approve_plan`` again), runs the writes and, when they fail or the run is cancelled,
+unwinds the saga in the runbook's rollback order (``workflows/rollback.py``). :meth:`TenantRun.apply` runs the
+runbook's apply steps, each on the saga with the plan's creations for it (runs recorded with
+:data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but before its result is recorded, and an earlier
+attempt of a step may have created an object whose answer it lost.
 """
 
 from __future__ import annotations
@@ -26,14 +28,23 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.runbook import APPLY, HANDOVER, RECORD_TENANT, VALIDATE, Step
     from tenantflow.models.tenant import TenantContract
 
+from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal, approve_plan_update
 from tenantflow.workflows.records import Records
-from tenantflow.workflows.rollback import Rollback
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, Rollback, retry_rollback_gate
 from tenantflow.workflows.run_state import RunState
 from tenantflow.workflows.saga import Saga, as_planned, undo_steps
 
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
 
+APPROVE_TENANT_PLAN = (
+    'Approve the published plan by its exact hash (payload {"plan_hash": "...", "approver": "..."}); '
+    "the apply steps start"
+)
+APPROVE_TENANT_PLAN_SIGNAL = (
+    "Signal form of approve_plan (same payload; a stale hash is ignored with a warning, prefer the update which "
+    "refuses it)"
+)
 Written = tuple[Plan, list[EnsureResult], Handover]
 """What an approved run wrote: the plan it applied, the objects, the handover sheet."""
 
@@ -180,3 +191,17 @@ class TenantRun:
             handover=handover,
             approvals=state.gates.approvals,
         )
+
+
+class TenantWorkflow(GatedWorkflow):
+    """The base of the tenant runs that apply a contract: the tenant's plan gate, ``retry_rollback`` and a
+    :class:`TenantRun` as ``self.tenant``."""
+
+    YES_NO_GATES = (RETRY_ROLLBACK,)
+    approve_plan = approve_plan_update(APPROVE_TENANT_PLAN)
+    approve_plan_signal = approve_plan_signal(APPROVE_TENANT_PLAN_SIGNAL)
+    retry_rollback, retry_rollback_signal = retry_rollback_gate()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tenant = TenantRun(self.state)
