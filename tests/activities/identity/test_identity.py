@@ -9,8 +9,8 @@ from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import identity
-from tenantflow.activities.identity_numbers import CREATED_BY
+from tenantflow.activities.identity import steps as identity
+from tenantflow.activities.identity.numbers import CREATED_BY
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome
@@ -181,7 +181,7 @@ async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: Ide
 async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
     identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tenantflow.activities.settings import settings
+    from tenantflow.activities.common.settings import settings
 
     monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")
     monkeypatch.setenv("LDAP_BIND_PASSWORD", "wrong")
@@ -316,7 +316,7 @@ async def test_verify_waits_heartbeating_for_an_outpost_that_serves_the_fix_late
 
 
 def test_the_default_verify_budget_outlasts_an_outpost_cache_refresh() -> None:
-    from tenantflow.activities.settings import ServiceSettings
+    from tenantflow.activities.common.settings import ServiceSettings
     from tenantflow.models.runbook import ONBOARDING
 
     budget = ServiceSettings().ldap_verify_budget_s

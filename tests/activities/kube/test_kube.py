@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tenantflow.activities import kube, login
+from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.login import steps as login
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tenantflow.activities import kube, login
+from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.login import steps as login
 from tenantflow.lab.daemons.slapd import SlapdHandle
 from tenantflow.lab.daemons.slurm import SlurmHandle
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput, UserFacts

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import slurm
-from tenantflow.activities.settings import ServiceSettings, settings
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.common.settings import ServiceSettings, settings
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.runbook import HEARTBEAT
 from tenantflow.models.tenant import TenantContract

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.kubeensure import before_values, foreign_owner, matches, matches_before, owned, plan_action
-from tenantflow.activities.kubeobjects import KINDS
-from tenantflow.activities.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
+from tenantflow.activities.common.kubeensure import (
+    before_values,
+    foreign_owner,
+    matches,
+    matches_before,
+    owned,
+    plan_action,
+)
+from tenantflow.activities.common.kubeobjects import KINDS
+from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
 from tenantflow.models.plan import Action
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}

@@ -3,8 +3,8 @@ nodes first, and a contract's node list is taken as it is; a slug change is refu
 
 from __future__ import annotations
 
-from tenantflow.activities.node_choice import NodeCensus
-from tenantflow.activities.node_resize import resize_nodes
+from tenantflow.activities.capacity.node_choice import NodeCensus
+from tenantflow.activities.capacity.node_resize import resize_nodes
 from tenantflow.models.change import removed_users, slug_refusal
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import Backoff, poll_until
 
 
 class FakeClock:

@@ -1,0 +1,61 @@
+"""Which nodes a tenant keeps, gains or gives back when its contract's GPU count changes (a pure choice).
+
+Growing keeps every node of the tenant's Reservation and adds the first free ones of the census
+(:mod:`activities.capacity.node_choice`); shrinking keeps the nodes and releases the rest, idle nodes first (a
+node running or about to run a job is released only when there are not enough idle ones, and the run
+then drains it and waits for its jobs). A contract that lists ``capacity.nodes`` gets exactly those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tenantflow.activities.capacity.node_choice import NodeCensus, error_finding
+from tenantflow.models.results import Finding
+from tenantflow.models.tenant import TenantContract
+
+
+@dataclass
+class Resize:
+    """The tenant's nodes after the change, the nodes it gives back, and why the change cannot be made."""
+
+    keep: list[str]
+    release: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def resize_nodes(contract: TenantContract, found: NodeCensus, own: list[str], busy: dict[str, list[str]]) -> Resize:
+    """The nodes of ``contract`` from the Reservation's ``own`` nodes; ``busy``: node -> its job ids."""
+    cap = contract.capacity
+    if cap.nodes is not None:
+        wanted = sorted(cap.nodes)
+        problems = [
+            error_finding(
+                "capacity.nodes",
+                f"node {node} {problem}",
+                "choose another node; free nodes: " + (", ".join(found.free) or "none"),
+            )
+            for node in wanted
+            if node not in own and (problem := found.problem(node))
+        ]
+        return Resize(wanted, sorted(set(own) - set(wanted)), problems)
+    need = cap.node_count
+    if need >= len(own):
+        more = need - len(own)
+        if len(found.free) < more:
+            return Resize(
+                sorted(own),
+                findings=[
+                    error_finding(
+                        "capacity.nodes",
+                        f"{cap.gpus} GPUs need {more} more {cap.sku} nodes in pool {cap.hardware_pool}, but only "
+                        f"{len(found.free)} are free ({found.summary()})",
+                        f"lower capacity.gpus to at most {(len(own) + len(found.free)) * cap.gpus_per_node}, or "
+                        "free nodes first",
+                    )
+                ],
+            )
+        return Resize(sorted([*own, *found.free[:more]]))
+    by_preference = sorted(own, key=lambda node: (node in busy, [-ord(ch) for ch in node]))
+    release = sorted(by_preference[: len(own) - need])
+    return Resize(sorted(set(own) - set(release)), release)

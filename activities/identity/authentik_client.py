@@ -1,0 +1,211 @@
+"""A thin typed client of the Authentik API v3: users, groups, membership and the LDAP provider.
+
+Only the fields the identity layer reads are modelled (unknown fields are ignored). Lists follow
+Authentik's pagination envelope, whose ``next`` is ``0`` (not null) on the last page. Every failure
+becomes a Temporal error through :func:`activities.common.errors.http_error` (400/403/404 fail fast, 429
+and 5xx retry honouring ``Retry-After``); the API token never appears in a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from tenantflow.activities.common.errors import fail, http_error
+from tenantflow.activities.common.httpretry import send
+from tenantflow.activities.common.settings import settings
+
+SERVICE = "authentik"
+PAGE_SIZE = 100
+FIRST_MULTI_PARENT_YEAR = 2025
+"""Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
+
+
+def parent_field(version: str) -> str:
+    """``parent`` or ``parents``: the group field the release with this version string reads."""
+    try:
+        year = int(version.split(".", 1)[0])
+    except ValueError:
+        raise fail("Unsupported", f"unrecognised Authentik version {version!r} from /admin/version/") from None
+    return "parent" if year < FIRST_MULTI_PARENT_YEAR else "parents"
+
+
+class _Read(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class PartialGroup(_Read):
+    pk: str
+    name: str
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class PartialUser(_Read):
+    pk: int
+    username: str
+
+
+class User(_Read):
+    pk: int
+    username: str
+    name: str
+    email: str = ""
+    is_active: bool = True
+    groups: list[str] = Field(default_factory=list)
+    groups_obj: list[PartialGroup] | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class Group(_Read):
+    """A group as either release serves it: 2024.x ``parent`` (one or null), 2025+ ``parents``."""
+
+    pk: str
+    num_pk: int
+    name: str
+    parents: list[str] = Field(default_factory=list)
+    parent: str | None = None
+    users: list[int] = Field(default_factory=list)
+    users_obj: list[PartialUser] | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def parent_pks(self) -> list[str]:
+        return [self.parent] if self.parent else list(self.parents)
+
+
+class LdapProvider(_Read):
+    pk: int
+    name: str
+    base_dn: str
+    uid_start_number: int = 2000
+    gid_start_number: int = 4000
+
+
+def _message(response: httpx.Response) -> str:
+    """Authentik's error text: ``{"detail"}`` or a ValidationError's field -> messages map."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500] or response.reason_phrase
+    if isinstance(body, dict):
+        if isinstance(body.get("detail"), str):
+            return str(body["detail"])
+        return "; ".join(
+            f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}" for key, value in body.items()
+        )
+    return str(body)[:500]
+
+
+class AuthentikClient:
+    """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
+
+    def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
+        self._http = httpx.Client(
+            base_url=url.rstrip("/") + "/api/v3",
+            timeout=timeout_s,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        )
+
+    @classmethod
+    def from_settings(cls) -> AuthentikClient:
+        conf = settings()
+        return cls(conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s)
+
+    def __enter__(self) -> AuthentikClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._http.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return send(self._http, method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
+
+    def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
+        """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""
+        response = self._send(method, path, **kwargs)
+        if response.status_code >= 400 and not (missing_ok and response.status_code == 404):
+            raise http_error(
+                SERVICE,
+                response.status_code,
+                f"{method} {path}: {_message(response)}",
+                response.headers.get("Retry-After"),
+            )
+        return response
+
+    def _paged(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        page = 1
+        while page:
+            body = self._request("GET", path, params={**params, "page": page, "page_size": PAGE_SIZE}).json()
+            yield from body["results"]
+            page = int(body["pagination"]["next"] or 0)
+
+    # -- users -----------------------------------------------------------------------------------
+
+    def users(self, **filters: Any) -> list[User]:
+        return [User.model_validate(u) for u in self._paged("/core/users/", filters)]
+
+    def user_by_username(self, username: str) -> User | None:
+        found = self.users(username=username)
+        return found[0] if found else None
+
+    def user(self, pk: int) -> User | None:
+        response = self._request("GET", f"/core/users/{pk}/", missing_ok=True)
+        return None if response.status_code == 404 else User.model_validate(response.json())
+
+    def create_user(self, body: dict[str, Any]) -> User:
+        return User.model_validate(self._request("POST", "/core/users/", json=body).json())
+
+    def patch_user(self, pk: int, body: dict[str, Any]) -> User:
+        return User.model_validate(self._request("PATCH", f"/core/users/{pk}/", json=body).json())
+
+    # -- groups ----------------------------------------------------------------------------------
+
+    def groups(self, **filters: Any) -> list[Group]:
+        return [Group.model_validate(g) for g in self._paged("/core/groups/", filters)]
+
+    def group_by_name(self, name: str) -> Group | None:
+        found = self.groups(name=name)
+        return found[0] if found else None
+
+    def group(self, pk: str) -> Group | None:
+        response = self._request("GET", f"/core/groups/{pk}/", missing_ok=True)
+        return None if response.status_code == 404 else Group.model_validate(response.json())
+
+    def create_group(self, body: dict[str, Any]) -> Group:
+        return Group.model_validate(self._request("POST", "/core/groups/", json=body).json())
+
+    def patch_group(self, pk: str, body: dict[str, Any]) -> Group:
+        return Group.model_validate(self._request("PATCH", f"/core/groups/{pk}/", json=body).json())
+
+    def delete_group(self, pk: str) -> None:
+        self._request("DELETE", f"/core/groups/{pk}/")
+
+    def add_user(self, group_pk: str, user_pk: int) -> None:
+        self._request("POST", f"/core/groups/{group_pk}/add_user/", json={"pk": user_pk})
+
+    def remove_user(self, group_pk: str, user_pk: int) -> None:
+        self._request("POST", f"/core/groups/{group_pk}/remove_user/", json={"pk": user_pk})
+
+    # -- server -----------------------------------------------------------------------------------
+
+    def version(self) -> str:
+        """The running release, ``GET /admin/version/`` ``version_current`` (e.g. ``2024.10.5``)."""
+        return str(self._request("GET", "/admin/version/").json()["version_current"])
+
+    def single_parent(self) -> bool:
+        """Whether groups have one ``parent`` (Authentik before 2025) rather than ``parents``."""
+        return parent_field(self.version()) == "parent"
+
+    # -- LDAP provider ---------------------------------------------------------------------------
+
+    def ldap_providers(self) -> list[LdapProvider]:
+        return [LdapProvider.model_validate(p) for p in self._paged("/providers/ldap/", {})]
