@@ -16,7 +16,7 @@ payload's (hence their ``type: ignore[no-untyped-def]``); the handlers' types na
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from temporalio import workflow
@@ -36,6 +36,7 @@ STATUS = "Stage, plan, open gates with how to answer, steps and findings"
 ApprovePlanUpdate = UpdateMethodMultiParam[[Any, ApprovePlan], Awaitable[str]]
 AnswerGateUpdate = UpdateMethodMultiParam[[Any, str, GateAnswer], Awaitable[str]]
 GateUpdate = UpdateMethodMultiParam[[Any, GateAnswer], Awaitable[str]]
+GateSignal = Callable[[Any, GateAnswer], None]
 
 
 def approve_plan_update(description: str, answer: str = PLAN_APPROVED) -> ApprovePlanUpdate:
@@ -53,7 +54,7 @@ def approve_plan_update(description: str, answer: str = PLAN_APPROVED) -> Approv
     return update
 
 
-def approve_plan_signal(description: str = APPROVE_PLAN_SIGNAL) -> Any:
+def approve_plan_signal_handler(description: str = APPROVE_PLAN_SIGNAL) -> Callable[[Any, ApprovePlan], None]:
     """The ``approve_plan_signal`` signal described by ``description`` (a stale hash is ignored with a warning)."""
 
     def by_signal(self, approval: ApprovePlan) -> None:  # type: ignore[no-untyped-def]
@@ -78,7 +79,7 @@ def answer_gate_update(
     return update
 
 
-def status_query(description: str = STATUS) -> Any:
+def status_query(description: str = STATUS) -> Callable[[Any], RunStatus]:
     """The ``status`` query described by ``description``: the run's :class:`RunStatus`."""
 
     def status(self) -> RunStatus:  # type: ignore[no-untyped-def]
@@ -88,7 +89,7 @@ def status_query(description: str = STATUS) -> Any:
     return workflow.query(name="status", description=description)(status)
 
 
-def yes_no_gate(gate: str, description: str) -> tuple[GateUpdate, Any]:
+def yes_no_gate(gate: str, description: str) -> tuple[GateUpdate, GateSignal]:
     """The update ``gate`` (one :class:`GateAnswer` argument, refused unless the gate is open) and the signal
     ``<gate>_signal`` (ignored unless open), both described by ``description`` for the UI."""
 
@@ -118,7 +119,7 @@ class GatedWorkflow:
         self.state = RunState(self.WORKFLOW, self.YES_NO_GATES)
 
     approve_plan = approve_plan_update(APPROVE_PLAN)
-    approve_plan_signal = approve_plan_signal()
+    approve_plan_signal = approve_plan_signal_handler()
     answer_gate = answer_gate_update()
     status = status_query()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -23,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import EnsureResult
 
-from tenantflow.workflows.gate_handlers import GateUpdate, yes_no_gate
+from tenantflow.workflows.gate_handlers import GateSignal, GateUpdate, yes_no_gate
 from tenantflow.workflows.run_state import RunState
 from tenantflow.workflows.saga import Saga, Undo
 
@@ -31,7 +30,7 @@ RETRY_ROLLBACK_PATCH = "retry-rollback-gate"
 RETRY_ROLLBACK = "retry_rollback"
 
 
-def retry_rollback_gate() -> tuple[GateUpdate, Any]:
+def retry_rollback_gate() -> tuple[GateUpdate, GateSignal]:
     """The ``retry_rollback`` update and signal, for a workflow class to bind once."""
     return yes_no_gate(
         RETRY_ROLLBACK, "Undo again the steps whose undo failed (status lists the objects left); fix their cause first"

@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.runbook import APPLY, HANDOVER, RECORD_TENANT, VALIDATE, Step
     from tenantflow.models.tenant import TenantContract
 
-from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal, approve_plan_update
+from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal_handler, approve_plan_update
 from tenantflow.workflows.records import Records
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, Rollback, retry_rollback_gate
 from tenantflow.workflows.run_state import RunState
@@ -199,7 +199,7 @@ class TenantWorkflow(GatedWorkflow):
 
     YES_NO_GATES = (RETRY_ROLLBACK,)
     approve_plan = approve_plan_update(APPROVE_TENANT_PLAN)
-    approve_plan_signal = approve_plan_signal(APPROVE_TENANT_PLAN_SIGNAL)
+    approve_plan_signal = approve_plan_signal_handler(APPROVE_TENANT_PLAN_SIGNAL)
     retry_rollback, retry_rollback_signal = retry_rollback_gate()
 
     def __init__(self) -> None:
