@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from urllib3.exceptions import HTTPError
 
 from tenantflow.activities.common import clusters
-from tenantflow.activities.records.steps import list_records, read_latest
+from tenantflow.activities.common.recordstore import list_records, read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerRecord
 from tenantflow.models.targets import KubeTarget

@@ -21,6 +21,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, LabelledNodes, Outcome, Severity
@@ -72,7 +73,7 @@ def list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
         raise
 
 
-@defn(name="capacity.preflight")
+@defn(runbook.CAPACITY_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     contract = inp.contract
     cap = contract.capacity
@@ -131,7 +132,7 @@ def _reservation_owner(contract: TenantContract) -> Any:
     return claimed_by
 
 
-@defn(name="capacity.plan")
+@defn(runbook.CAPACITY_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     desired = manifests.reservation(contract, inp.facts.nodes)
@@ -155,7 +156,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-@defn(name="capacity.reservation")
+@defn(runbook.CAPACITY_RESERVATION)
 def reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     if not inp.facts.nodes:
@@ -187,7 +188,7 @@ def _labelled(objs: KubeObjects, slug: str) -> list[str]:
     return sorted(n["metadata"]["name"] for n in objs.list("Node", label_selector=f"{manifests.RESERVED_LABEL}={slug}"))
 
 
-@defn(name="capacity.wait_reservation")
+@defn(runbook.CAPACITY_WAIT_RESERVATION)
 def wait_reservation(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -228,13 +229,13 @@ def wait_reservation(inp: StepInput) -> StepResult:
     )
 
 
-@defn(name="capacity.undo")
+@defn(runbook.CAPACITY_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the Reservation we created (or put back one we changed), then wait for the nodes' release."""
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
-    if inp.step != "reservation" or objs.get("Reservation", contract.reservation_name) is not None:
+    if inp.step != runbook.CAPACITY_RESERVATION.short or objs.get("Reservation", contract.reservation_name) is not None:
         return done
     released = poll_until(
         lambda: _labelled(objs, contract.slug),

@@ -23,6 +23,7 @@ from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.slurm.cli import SlurmCtl, word, words
+from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_MARK, DRAIN_REASON
 from tenantflow.models.hostlist import expand_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
@@ -44,7 +45,7 @@ def jobs(ctl: SlurmCtl, *, users: list[str] | None = None, nodes: list[str] | No
     out = ctl.run(["squeue", "-h", *where, "-o", JOB_FORMAT]).stdout
     found: dict[str, list[str]] = {}
     wanted = set(users or nodes or [])
-    for line in out.splitlines():
+    for line in out.split("\n"):
         job, user, state, on = [*line.split("|"), "", "", ""][:4]
         keys = [user] if users else (expand_hostlist(on) if on else [])
         for key in (k for k in keys if k in wanted):
@@ -65,7 +66,7 @@ def _own_nodes(objs: KubeObjects, contract: TenantContract) -> tuple[list[str], 
     return sorted((own.get("spec") or {}).get("reservedNodes") or []), []
 
 
-@defn(name="change.preflight")
+@defn(runbook.CHANGE_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     """The nodes after the change (``facts.nodes``), the nodes to release and the users to remove, with the jobs
     that hold them; ``inp.facts.remove_users`` must already name the users the new contract drops."""
@@ -115,7 +116,7 @@ def _reason(ctl: SlurmCtl, node: str) -> str:
     return out.partition(" Reason=")[2].strip()
 
 
-@defn(name="change.drain")
+@defn(runbook.DRAIN_NODES)
 def drain(inp: StepInput) -> StepResult:
     """Drain the nodes the change releases, with a reason that marks the drain as ours."""
     contract = inp.contract
@@ -128,7 +129,7 @@ def drain(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@defn(name="change.wait_drained")
+@defn(runbook.WAIT_DRAINED)
 def wait_drained(inp: StepInput) -> StepResult:
     """Wait, heartbeating the jobs still running, until no job is left on the drained nodes."""
     ctl = SlurmCtl.connect(inp.contract.cluster)
@@ -155,7 +156,7 @@ def resume(ctl: SlurmCtl, nodes: list[str]) -> list[EnsureResult]:
     return done
 
 
-@defn(name="change.release_nodes")
+@defn(runbook.RELEASE_NODES)
 def release_nodes(inp: StepInput) -> StepResult:
     """Resume the released nodes: the partition and the Reservation no longer hold them."""
     ctl = SlurmCtl.connect(inp.contract.cluster)

@@ -14,13 +14,14 @@ from tenantflow.activities.change import capacity as change_capacity
 from tenantflow.activities.change import users as change_users
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_REASON
 from tenantflow.models.onboarding import StepInput, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult
 
 
-@defn(name="change.plan")
+@defn(runbook.CHANGE_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     """The removals of the change: users dropped by the contract, nodes given back (read-only)."""
     c = inp.contract
@@ -44,10 +45,10 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return steps
 
 
-@defn(name="change.undo")
+@defn(runbook.CHANGE_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Resume the nodes ``change.drain`` drained (ours only); put back the users ``change.remove_users`` removed."""
-    if inp.step == "drain":
+    if inp.step == runbook.DRAIN_NODES.short:
         return change_capacity.resume(SlurmCtl.connect(inp.contract.cluster), [r.name for r in inp.results])
     return change_users.undo_removed(inp.contract, inp.results)
 

@@ -24,24 +24,20 @@ from typing import Any
 from temporalio import activity
 
 from tenantflow.activities.change.capacity import jobs
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.identity.authentik_client import AuthentikClient, User
-from tenantflow.activities.identity.numbers import CREATED_BY
+from tenantflow.activities.common.runs import tenant_run
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.activities.slurm.wants import want_users
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import AuthentikUser, EnsureResult, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "change"
-
-
-def tenant_run(slug: str) -> str:
-    """The workflow id of the tenant's onboarding and change runs: what ``created-by`` holds for their users."""
-    return f"tenant/{slug}"
 
 
 def ours(user: User, slug: str) -> bool:
@@ -132,7 +128,7 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     return EnsureResult(layer=LAYER, kind="User", name=name, outcome=Outcome.deleted, data=data)
 
 
-@defn(name="change.remove_users")
+@defn(runbook.REMOVE_USERS)
 def remove_users(inp: StepInput) -> StepResult:
     """Remove each user the change drops from Slurm, then from the Authentik group (deactivating ours)."""
     c = inp.contract

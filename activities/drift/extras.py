@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.common import manifests
+from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.identity.authentik_client import AuthentikClient
 from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.slurm.accounting import read_world
 from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.models import runbook
 from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.tenant import TenantContract
 
@@ -60,7 +61,7 @@ def kube_extras(contract: TenantContract) -> list[DriftItem]:
     """NetworkPolicies labelled as this tenant's that the contract does not render."""
     selector = ",".join(f"{key}={value}" for key, value in manifests.owner_labels(contract.slug).items())
     found = KubeObjects(contract.cluster).list("NetworkPolicy", contract.namespace, selector)
-    wanted = {obj["metadata"]["name"] for obj in step_manifests(contract)["network_policy"]}
+    wanted = {obj["metadata"]["name"] for obj in step_manifests(contract)[runbook.KUBE_NETWORK_POLICY]}
     return [
         extra("kube", "NetworkPolicy", name, "labelled as this tenant's, not in the contract", contract.namespace)
         for name in sorted(str(obj["metadata"]["name"]) for obj in found)
@@ -68,12 +69,19 @@ def kube_extras(contract: TenantContract) -> list[DriftItem]:
     ]
 
 
-def leaf_differences(want: Any, have: Any, path: str = "") -> list[str]:
-    """``path: have (want W)`` for every leaf of ``want`` whose value ``have`` does not hold."""
+def leaf_differences(want: Any, have: Any, path: str = "", in_resource_list: bool = False) -> list[str]:
+    """``path: have (want W)`` for every leaf of ``want`` whose value ``have`` does not hold (compared as
+    :func:`activities.common.kubeensure.matches` compares them)."""
     if isinstance(want, dict) and want:
         have = have if isinstance(have, dict) else {}
-        return [d for key, value in want.items() for d in leaf_differences(value, have.get(key), f"{path}.{key}")]
-    return [] if want == have else [f"{path.lstrip('.')}: {have} (want {want})"]
+        return [
+            d
+            for key, value in want.items()
+            for d in leaf_differences(
+                value, have.get(key), f"{path}.{key}", kubeensure.quantity_child(key, value, in_resource_list)
+            )
+        ]
+    return [] if kubeensure.matches(want, have, in_resource_list) else [f"{path.lstrip('.')}: {have} (want {want})"]
 
 
 def kube_changes(contract: TenantContract, item: DriftItem) -> str:

@@ -4,7 +4,7 @@
 onboarding workflow do (the capacity preflight to find the tenant's nodes, then every layer's read-only plan
 activity, in the catalogue's order) and reports every object the plan would create (missing) or update
 (changed), then adds what is there but not wanted (:mod:`activities.drift.extras`). Nothing is written.
-``drift.tenants`` reads which tenants to check from the tenant records (:mod:`activities.records.steps`).
+``drift.tenants`` reads which tenants to check from the tenant records (:mod:`activities.common.recordstore`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.capacity import steps as capacity
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.polling import heartbeat
+from tenantflow.activities.common.recordstore import list_records, read_latest
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.drift import extras as drift_extras
 from tenantflow.activities.identity import steps as identity
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
-from tenantflow.activities.records.steps import list_records, read_latest
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.storage import steps as storage
+from tenantflow.models import runbook
 from tenantflow.models.drift import DriftItem, DriftKind, DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import PlanStep
@@ -47,7 +48,7 @@ EXTRAS: tuple[Callable[[TenantContract], list[DriftItem]], ...] = (
 )
 
 
-@defn(name="drift.tenants")
+@defn(runbook.DRIFT_TENANTS)
 def tenants(inp: FleetDriftInput) -> list[str]:
     """The slug of every onboarded tenant recorded in ``inp.records`` (of ``inp.slugs`` when given)."""
     found = [
@@ -92,7 +93,7 @@ def check(contract: TenantContract) -> DriftReport:
     return DriftReport(slug=contract.slug, items=items)
 
 
-@defn(name="drift.tenant")
+@defn(runbook.DRIFT_TENANT)
 def tenant(target: DriftTarget) -> DriftReport:
     """The drift of the tenant ``target.slug``, against the contract of its latest record."""
     record = read_latest(RecordKey.of_tenant(target.records, target.slug), TenantRecord)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import this_run
+from tenantflow.models import runbook
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
@@ -46,7 +47,7 @@ def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
     return Finding(check=check, ok=ok, message=message, fix=fix if not ok else "")
 
 
-@defn(name="hub.preflight")
+@defn(runbook.HUB_PREFLIGHT)
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
     c = step.contract
@@ -107,7 +108,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@defn(name="hub.destroy_key")
+@defn(runbook.HUB_DESTROY_KEY)
 def destroy_key(step: EnrollmentStep) -> bool:
     """Nothing to destroy: tenantflow holds no signing key (the blob lives only inside ``konduktor.bootstrap``).
 
@@ -148,7 +149,7 @@ def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionRepor
     return ConditionReport(generation=wc["metadata"].get("generation", 1), conditions=conds)
 
 
-@defn(name="hub.wait_conditions")
+@defn(runbook.HUB_WAIT_CONDITIONS)
 def wait_conditions(wait: ConditionWait) -> ConditionReport:
     """Poll the WorkerCluster (heartbeat, backoff) until the conditions are True or the budget is spent."""
     hub = KubeObjects(wait.contract.hub)
@@ -163,7 +164,7 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
     report = poll_until(
         lambda: _report(hub, wait.contract),
         lambda r: converged(r) or refused(r),
-        every=Backoff(wait.poll_s, 1.5, 5.0),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=lambda r: r.model_dump(mode="json"),
     ).value
@@ -187,14 +188,14 @@ def components(c: WorkerEnrollment) -> list[str]:
     return lines
 
 
-@defn(name="hub.wait_workercluster")
+@defn(runbook.HUB_WAIT_WORKERCLUSTER)
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
     hub, c = KubeObjects(wait.contract.hub), wait.contract
     return poll_until(
         lambda: hub.get("WorkerCluster", c.worker_name, c.tenant_namespace),
         lambda wc: wc is not None,
-        every=Backoff(0.1),
+        every=growing(0.1, max_s=2.0),
         budget_s=wait.budget_s,
     ).done
 
@@ -202,7 +203,7 @@ def wait_workercluster(wait: ConditionWait) -> bool:
 def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
     """``konduktor cluster cordon [--uncordon]`` one WorkerCluster; who and why are recorded before a cordon and
     cleared after an uncordon."""
-    who = f"tenantflow {activity.info().workflow_id}" if cordoned else None
+    who = f"tenantflow {this_run()}" if cordoned else None
     record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
     if cordoned:
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
@@ -213,7 +214,7 @@ def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> 
         KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
 
 
-@defn(name="hub.cordon")
+@defn(runbook.HUB_CORDON)
 def cordon(request: Cordon) -> EnsureResult:
     c = request.contract
     hub = KubeObjects(c.hub)
@@ -248,13 +249,13 @@ def _dispatch_ready(wc: Obj) -> bool:
     )
 
 
-@defn(name="hub.cordon_pool")
+@defn(runbook.HUB_CORDON_POOL)
 def cordon_pool(request: Cordon) -> list[EnsureResult]:
     """Exact routing: cordon every other dispatch-ready member of the tenant's pool and wait until none is
     DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
     c = request.contract
     hub = KubeObjects(c.hub)
-    me = f"tenantflow {activity.info().workflow_id}"
+    me = f"tenantflow {this_run()}"
     results = []
     for wc in hub.list("WorkerCluster", c.tenant_namespace):
         name = wc["metadata"]["name"]
@@ -287,7 +288,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
             if wc["metadata"]["name"] in held and _dispatch_ready(wc)
         ],
         lambda still: not still,
-        every=Backoff(0.2),
+        every=growing(0.2, max_s=2.0),
         budget_s=CORDON_BUDGET_S,
         detail=list,
     )
@@ -296,7 +297,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
     return results
 
 
-@defn(name="hub.select_preset")
+@defn(runbook.HUB_SELECT_PRESET)
 def select_preset(step: EnrollmentStep) -> EnsureResult:
     c = step.contract
     KubeObjects(c.hub).patch(
@@ -312,7 +313,7 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
     )
 
 
-@defn(name="hub.canary")
+@defn(runbook.HUB_CANARY)
 def canary(step: EnrollmentStep) -> Finding:
     """A short JobSet through ``user-queue`` on the Hub; it must be dispatched and complete."""
     c = step.contract
@@ -331,7 +332,7 @@ def canary(step: EnrollmentStep) -> Finding:
     run = poll_until(
         lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}),
         _completed,
-        every=Backoff(0.3),
+        every=growing(0.3),
         budget_s=CANARY_BUDGET_S,
         detail=dict,
     )
@@ -341,7 +342,7 @@ def canary(step: EnrollmentStep) -> Finding:
     return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
-@defn(name="hub.remove_enrollment")
+@defn(runbook.HUB_REMOVE_ENROLLMENT)
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
     compensation)."""

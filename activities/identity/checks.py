@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common import ldap_check
+from tenantflow.activities.common.authentik_client import AuthentikClient, User
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity import ldap_check
-from tenantflow.activities.identity.authentik_client import AuthentikClient, User
 from tenantflow.activities.identity.numbers import (
     other_tenant,
     tenant_of,

@@ -12,8 +12,9 @@ from typing import Any
 
 from temporalio import activity
 
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, LdapProvider, User
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.identity.authentik_client import AuthentikClient, Group, LdapProvider, User
+from tenantflow.activities.common.runs import this_workflow
 from tenantflow.models.tenant import TenantUser
 
 
@@ -53,21 +54,6 @@ def ldap_provider(ak: AuthentikClient) -> LdapProvider:
     if not providers:
         raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
     return providers[0]
-
-
-CREATED_BY = "tenantflow.io/created-by"
-"""Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
-
-
-def this_workflow() -> str:
-    """The id of the workflow running this activity: what :data:`CREATED_BY` holds for its creations."""
-    workflow_id = activity.info().workflow_id
-    if not workflow_id:
-        raise fail(
-            "Unsupported",
-            "identity activities mark what they create with their workflow's id; run them from a workflow",
-        )
-    return workflow_id
 
 
 OFFBOARDING = "TenantOffboarding"

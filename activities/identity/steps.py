@@ -25,13 +25,14 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common import directory_ids, ldap_check
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, User
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import this_workflow
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity import directory_ids, ldap_check
-from tenantflow.activities.identity.authentik_client import AuthentikClient, Group, User
 from tenantflow.activities.identity.checks import (
     account_state,
     authentik_findings,
@@ -39,7 +40,6 @@ from tenantflow.activities.identity.checks import (
     ldap_finding,
 )
 from tenantflow.activities.identity.numbers import (
-    CREATED_BY,
     choose_gid,
     desired_user,
     ldap_provider,
@@ -47,11 +47,11 @@ from tenantflow.activities.identity.numbers import (
     require_group,
     string_number,
     tenant_of,
-    this_workflow,
     user_patch,
     user_uid,
 )
 from tenantflow.activities.identity.undo import undo_group, undo_user
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import AuthentikGroup, AuthentikUser, EnsureResult, Finding, Outcome, Severity
@@ -67,7 +67,7 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-@defn(name="identity.preflight")
+@defn(runbook.IDENTITY_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
     findings = [
@@ -92,7 +92,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(name="identity.plan")
+@defn(runbook.IDENTITY_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     """The group and one step per user, with the action a run would take now."""
     contract = inp.contract
@@ -144,7 +144,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- apply ---------------------------------------------------------------------------------------
 
 
-@defn(name="identity.group")
+@defn(runbook.IDENTITY_GROUP)
 def ensure_group(inp: StepInput) -> StepResult:
     """Group ``<slug>`` under the parent group with tenant_slug and an explicit, collision-free gidNumber."""
     slug = inp.contract.slug
@@ -276,7 +276,7 @@ def _ensure_user(
     return current, EnsureResult(layer=LAYER, kind="User", name=user.username, outcome=outcome, data=data)
 
 
-@defn(name="identity.users")
+@defn(runbook.IDENTITY_USERS)
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
     account is looked up and checked first (a foreign one fails the step before any write), then the users are
@@ -337,7 +337,7 @@ def verify_budget_s() -> float:
     return min(budget, timeout.total_seconds() - 30) if timeout and timeout.total_seconds() > 60 else budget
 
 
-@defn(name="identity.verify_ldap")
+@defn(runbook.IDENTITY_VERIFY_LDAP)
 def verify_ldap(inp: StepInput) -> StepResult:
     """Every user resolves with non-zero uid/gid, the group's gid for all, distinct uids, memberOf the group."""
     contract = inp.contract
@@ -372,13 +372,13 @@ def verify_ldap(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[finding])
 
 
-@defn(name="identity.undo")
+@defn(runbook.IDENTITY_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated, a few users at
     a time (:mod:`activities.common.fanout`, heartbeating), each with its own ownership check."""
     undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        "users": ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
-        "group": ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
+        runbook.IDENTITY_USERS.short: ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
+        runbook.IDENTITY_GROUP.short: ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
     }
     if inp.step not in undoers:
         return []

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.identity.authentik_client import AuthentikClient
-from tenantflow.activities.identity.numbers import CREATED_BY, may_undo
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient
+from tenantflow.activities.identity.numbers import may_undo
 from tenantflow.models.results import (
     AuthentikGroup,
     AuthentikUser,

@@ -15,23 +15,25 @@ from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.kube import netpol
+from tenantflow.models import runbook
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.runbook import Step
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "kube"
 
 
-def step_manifests(contract: TenantContract) -> dict[str, list[Manifest]]:
+def step_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
     """The objects of each apply step, in the order they are written."""
     return {
-        "namespace": [manifests.namespace(contract)],
-        "quota": [manifests.resource_quota(contract), manifests.limit_range(contract)],
-        "binding": [manifests.reservation_binding(contract)],
-        "network_policy": manifests.network_policies(contract),
-        "rbac": [manifests.admins_role_binding(contract)] if contract.admins_group else [],
+        runbook.KUBE_NAMESPACE: [manifests.namespace(contract)],
+        runbook.KUBE_QUOTA: [manifests.resource_quota(contract), manifests.limit_range(contract)],
+        runbook.KUBE_BINDING: [manifests.reservation_binding(contract)],
+        runbook.KUBE_NETWORK_POLICY: manifests.network_policies(contract),
+        runbook.KUBE_RBAC: [manifests.admins_role_binding(contract)] if contract.admins_group else [],
     }
 
 
@@ -100,7 +102,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     ]
 
 
-@defn(name="kube.preflight")
+@defn(runbook.KUBE_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
     contract = inp.contract
@@ -109,7 +111,7 @@ def preflight(inp: StepInput) -> StepResult:
     namespace_exists = objs.get("Namespace", contract.namespace) is not None
     for step, objects in step_manifests(contract).items():
         for obj in objects:
-            if step == "namespace" or not namespace_exists:
+            if step is runbook.KUBE_NAMESPACE or not namespace_exists:
                 continue
             meta = obj["metadata"]
             existing = objs.get(obj["kind"], meta["name"], meta.get("namespace"))
@@ -117,7 +119,7 @@ def preflight(inp: StepInput) -> StepResult:
             if other:
                 findings.append(
                     _error(
-                        f"kube.{step}",
+                        step.name,
                         f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
                         f"already exists and belongs to {other}",
                         "remove it or choose another slug",
@@ -150,7 +152,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(name="kube.plan")
+@defn(runbook.KUBE_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -161,7 +163,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-def _ensure(inp: StepInput, step: str) -> StepResult:
+def _ensure(inp: StepInput, step: Step[StepInput, StepResult]) -> StepResult:
     """Ensure the objects of one apply step (see :func:`step_manifests`)."""
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -169,37 +171,37 @@ def _ensure(inp: StepInput, step: str) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@defn(name="kube.namespace")
+@defn(runbook.KUBE_NAMESPACE)
 def namespace(inp: StepInput) -> StepResult:
     """The tenant namespace with its pod-security labels."""
-    return _ensure(inp, "namespace")
+    return _ensure(inp, runbook.KUBE_NAMESPACE)
 
 
-@defn(name="kube.quota")
+@defn(runbook.KUBE_QUOTA)
 def quota(inp: StepInput) -> StepResult:
     """The ResourceQuota and LimitRange."""
-    return _ensure(inp, "quota")
+    return _ensure(inp, runbook.KUBE_QUOTA)
 
 
-@defn(name="kube.binding")
+@defn(runbook.KUBE_BINDING)
 def binding(inp: StepInput) -> StepResult:
     """The ReservationBinding of the namespace to the tenant's Reservation."""
-    return _ensure(inp, "binding")
+    return _ensure(inp, runbook.KUBE_BINDING)
 
 
-@defn(name="kube.network_policy")
+@defn(runbook.KUBE_NETWORK_POLICY)
 def network_policy(inp: StepInput) -> StepResult:
     """The deny-all and allow NetworkPolicies."""
-    return _ensure(inp, "network_policy")
+    return _ensure(inp, runbook.KUBE_NETWORK_POLICY)
 
 
-@defn(name="kube.rbac")
+@defn(runbook.KUBE_RBAC)
 def rbac(inp: StepInput) -> StepResult:
     """The RoleBinding of the tenant admins group."""
-    return _ensure(inp, "rbac")
+    return _ensure(inp, runbook.KUBE_RBAC)
 
 
-@defn(name="kube.undo")
+@defn(runbook.KUBE_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     return kubeensure.undo(KubeObjects(inp.contract.cluster), LAYER, inp.results, inp.contract.slug)
 

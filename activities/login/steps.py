@@ -20,6 +20,7 @@ from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Severity
@@ -62,7 +63,7 @@ def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
     return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
 
 
-@defn(name="login.plan")
+@defn(runbook.LOGIN_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -110,11 +111,16 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
     return states
 
 
-@defn(name="login.release")
+@defn(runbook.LOGIN_RELEASE)
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
+    bind, keys, chart = _objects(objs, contract)
+    results = [
+        kubeensure.ensure(objs, LAYER, bind, contract.slug, inp.run_id),
+        kubeensure.ensure(objs, LAYER, keys, contract.slug, inp.run_id, public_payload=True),
+        kubeensure.ensure(objs, LAYER, chart, contract.slug, inp.run_id),
+    ]
     poll_until(
         lambda: _pod_states(objs, contract),
         lambda states: all(states.values()),
@@ -158,7 +164,7 @@ def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
 
         def unresolved(names: list[str] = names) -> list[str]:
             out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
-            for line in out.stdout.splitlines():
+            for line in out.stdout.split("\n"):
                 fields = line.strip().split(":")
                 if len(fields) >= 7 and fields[0] in names:
                     entries[fields[0]] = fields
@@ -294,7 +300,7 @@ def checks(inp: StepInput) -> list[Finding]:
     return findings
 
 
-@defn(name="login.verify")
+@defn(runbook.LOGIN_VERIFY)
 def verify(inp: StepInput) -> StepResult:
     findings = checks(inp)
     errors = [f for f in findings if not f.ok]
@@ -306,14 +312,14 @@ def verify(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(name="login.undo")
+@defn(runbook.LOGIN_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the release and Secret we created; wait until the chart's pods are gone."""
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
     if (
-        inp.step != "release"
+        inp.step != runbook.LOGIN_RELEASE.short
         or objs.get("HelmRelease", manifests.login_release_name(contract), contract.namespace) is not None
     ):
         return done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tenantflow.activities.common.registered import defn
+from tenantflow.models import runbook
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import Handover, StepInput
 from tenantflow.models.sku import lookup_sku
@@ -93,7 +94,7 @@ def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@defn(name="handover.render")
+@defn(runbook.HANDOVER)
 def render(inp: StepInput) -> Handover:
     contract, nodes = inp.contract, inp.facts.nodes
     sheet: dict[str, object] = {

@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.errors import TRANSIENT, http_error
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.models import runbook
 from tenantflow.models.lifecycle import NoticeSent, TermNotice
 
 
@@ -28,13 +29,13 @@ def idempotency_key(notice: TermNotice) -> str:
     return f"{notice.workflow_id}/{notice.event}/{notice.term_end.isoformat()}/{notice.days_left}"
 
 
-@defn(name="lifecycle.reminder_days")
+@defn(runbook.REMINDER_DAYS)
 def reminder_days(tenant: str) -> list[int]:
     """Days before a term's end that reminders go out, from ``TENANTFLOW_TERM_REMINDER_DAYS``."""
     return list(settings().term_reminder_days)
 
 
-@defn(name="lifecycle.notify")
+@defn(runbook.NOTIFY)
 def notify(notice: TermNotice) -> NoticeSent:
     """POST ``notice`` to the webhook; undelivered (and logged) when no webhook is configured."""
     config = settings()

@@ -19,36 +19,40 @@ from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.slurm.cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
-    QOS_FORMAT,
     Assoc,
     SlurmCtl,
     parse_accounts,
     parse_assocs,
-    parse_qos,
     sacctmgr_write,
-    same_duration,
     text,
     undo_error,
     word,
     words,
 )
+from tenantflow.activities.slurm.qos import BY_KEY, QOS_FORMAT, parse_qos, same_words
 from tenantflow.activities.slurm.user_delete import delete_users, delete_users_argv
 from tenantflow.activities.slurm.wants import Want, allow_accounts, qos_list, qos_marker
 from tenantflow.models.results import EnsureResult, Kept, Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "slurm"
-CLEARED = {
+ASSOC_CLEARED = {
     "grptres": "gres/gpu=-1",
     "grpjobs": "-1",
     "maxjobs": "-1",
     "grptresmins": "gres/gpu=-1",
-    "priority": "0",
-    "maxwall": "-1",
-    "flags": "-1",
     "defaultqos": "-1",
     "qos": "",
 }
+"""What removes an account or user association limit (by lower-case sacctmgr key); a QoS limit's is in its
+:data:`~activities.slurm.qos.QOS_LIMITS` entry."""
+
+
+def cleared(kind: str, key: str) -> str | None:
+    """The value that removes limit ``key`` of a ``kind`` object; None when ``key`` is not a clearable limit."""
+    if kind == "qos":
+        return BY_KEY[key].cleared if key in BY_KEY else None
+    return ASSOC_CLEARED.get(key.lower())
 
 
 @dataclass
@@ -78,17 +82,7 @@ def read_world(ctl: SlurmCtl, c: TenantContract) -> World:
         assocs=assocs,
         descriptions={r.account: r.description for r in records},
         organizations={r.account: r.organization for r in records},
-        qos={
-            q.name: {
-                "Description": q.description,
-                "Priority": q.priority,
-                "GrpTRES": q.grptres,
-                "MaxWall": q.maxwall,
-                "Flags": ",".join(q.flags),
-                "PreemptMode": q.preemptmode,
-            }
-            for q in qos_rows
-        },
+        qos={q.name: {"Description": q.description, **q.limits} for q in qos_rows},
     )
 
 
@@ -124,14 +118,11 @@ def current_values(world: World, want: Want) -> dict[str, str] | None:
     }
 
 
-def _same(key: str, want: str, have: str) -> bool:
-    if key in ("Description", "Organization", "Flags"):
-        return sorted(want.lower().split(",")) == sorted(have.lower().split(","))
-    if key == "MaxWall":
-        return bool(have) and same_duration(want, have)
-    if key == "PreemptMode":
-        # Slurm 22.05 stores a QoS PreemptMode=OFF as 0 and prints it as "cluster" (the cluster's mode is OFF).
-        return want.lower() == have.lower() or (want.upper() == "OFF" and have.lower() in ("cluster", "off"))
+def _same(kind: str, key: str, want: str, have: str) -> bool:
+    if kind == "qos" and key in BY_KEY:
+        return BY_KEY[key].same(want, have)
+    if key in ("Description", "Organization"):
+        return same_words(want, have)
     if key == "GrpTRES":
         return want in have.split(",")
     return want == have
@@ -154,7 +145,7 @@ def foreign(world: World, slug: str, kind: str, name: str, account: str = "") ->
 
 def differences(want: Want, have: dict[str, str]) -> dict[str, str]:
     """Keys whose current value differs, mapped to their current value."""
-    return {k: have.get(k, "") for k, v in want.values.items() if not _same(k, v, have.get(k, ""))}
+    return {k: have.get(k, "") for k, v in want.values.items() if not _same(want.kind, k, v, have.get(k, ""))}
 
 
 # ---------------------------------------------------------------- writing
@@ -351,7 +342,7 @@ def undo_results(
                 raise undo_error(kind, res.name, out.stderr or out.stdout)
             done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
         elif res.outcome == Outcome.updated and data.previous:
-            previous = {k: v or CLEARED.get(k.lower(), v) for k, v in data.previous.items()}
+            previous = {k: v or cleared(kind, k) or v for k, v in data.previous.items()}
             want = Want(
                 kind,
                 res.name,
@@ -359,7 +350,8 @@ def undo_results(
                 {"Cluster": data.cluster or ""} | ({"Account": data.account or ""} if kind == "user" else {}),
             )
             outcome = Outcome.absent
-            for argv in modify_argvs(want, [k for k in previous if k.lower() in CLEARED or previous[k]], previous):
+            keys = [k for k in previous if cleared(kind, k) is not None or previous[k]]
+            for argv in modify_argvs(want, keys, previous):
                 out = ctl.run(argv, check=False)
                 if out.exit_code == 0:
                     outcome = Outcome.updated

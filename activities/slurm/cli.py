@@ -111,16 +111,6 @@ class AccountRecord(BaseModel):
     organization: str = ""
 
 
-class QosRecord(BaseModel):
-    name: str
-    description: str = ""
-    priority: str = ""
-    grptres: str = ""
-    maxwall: str = ""
-    flags: list[str] = Field(default_factory=list)
-    preemptmode: str = ""
-
-
 class Partition(BaseModel):
     """``scontrol show partition <name>`` as a key/value map with the fields we compare."""
 
@@ -161,14 +151,14 @@ ASSOC_FORMAT = (
     "defaultqos",
 )
 ACCOUNT_FORMAT = ("account", "description", "organization")
-QOS_FORMAT = ("name", "description", "priority", "grptres", "maxwall", "flags", "preemptmode")
 
 
 def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
-    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields."""
+    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields. Rows end at "\\n" only
+    (sacctmgr ends its rows so): ``str.splitlines`` would also split inside a value at U+2028, U+0085 or \\x1c."""
     names = list(columns)
     rows = []
-    for line in output.splitlines():
+    for line in output.split("\n"):
         if not line.strip():
             continue
         values = line.split("|")
@@ -192,13 +182,6 @@ def parse_assocs(output: str) -> list[Assoc]:
 
 def parse_accounts(output: str) -> list[AccountRecord]:
     return [AccountRecord(**row) for row in parse_pipe(output, ACCOUNT_FORMAT)]
-
-
-def parse_qos(output: str) -> list[QosRecord]:
-    return [
-        QosRecord(**{k: v for k, v in row.items() if k != "flags"}, flags=_list(row["flags"]))
-        for row in parse_pipe(output, QOS_FORMAT)
-    ]
 
 
 def parse_keyvalues(output: str) -> dict[str, str]:
@@ -287,7 +270,7 @@ class SlurmCtl:
     @classmethod
     def connect(cls, target: KubeTarget) -> SlurmCtl:
         cfg = settings()
-        return cls(target=target, pod=kubeclient.deployment_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
+        return cls(target=target, pod=kubeclient.workload_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
 
     def run(self, argv: list[str], *, check: bool = True) -> kubeclient.ExecOutput:
         if is_write(argv):

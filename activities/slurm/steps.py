@@ -23,7 +23,7 @@ from tenantflow.activities.slurm.accounting import (
     read_world,
     undo_results,
 )
-from tenantflow.activities.slurm.cli import QOS_FORMAT, SlurmCtl, parse_node_states, parse_qos, word
+from tenantflow.activities.slurm.cli import SlurmCtl, parse_node_states, word
 from tenantflow.activities.slurm.partition import (
     confirm_partition,
     line_nodes,
@@ -32,6 +32,7 @@ from tenantflow.activities.slurm.partition import (
     restore_partition,
     write_partition_key,
 )
+from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.user_batch import UserBatchEnsurer
 from tenantflow.activities.slurm.users import ensure_uids, wait_resolved
 from tenantflow.activities.slurm.wants import (
@@ -42,6 +43,7 @@ from tenantflow.activities.slurm.wants import (
     want_qos,
     want_users,
 )
+from tenantflow.models import runbook
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
@@ -62,7 +64,7 @@ def _ctl(c: TenantContract) -> SlurmCtl:
     return SlurmCtl.connect(c.cluster)
 
 
-@defn(name="slurm.preflight")
+@defn(runbook.SLURM_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     c = inp.contract
     findings: list[Finding] = []
@@ -164,7 +166,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
     )
 
 
-@defn(name="slurm.plan")
+@defn(runbook.SLURM_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     c = inp.contract
     ctl = _ctl(c)
@@ -192,20 +194,20 @@ def plan(inp: StepInput) -> list[PlanStep]:
     return steps
 
 
-@defn(name="slurm.accounts")
+@defn(runbook.SLURM_ACCOUNTS)
 def accounts(inp: StepInput) -> StepResult:
     ens = Ensurer(_ctl(inp.contract), inp.contract)
     return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
 
 
-@defn(name="slurm.qos")
+@defn(runbook.SLURM_QOS)
 def qos(inp: StepInput) -> StepResult:
     c = inp.contract
     ens = Ensurer(_ctl(c), c)
     return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
 
 
-@defn(name="slurm.users")
+@defn(runbook.SLURM_USERS)
 def users(inp: StepInput) -> StepResult:
     c = inp.contract
     ctl = _ctl(c)
@@ -236,7 +238,7 @@ def users(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts, findings=findings)
 
 
-@defn(name="slurm.partition")
+@defn(runbook.SLURM_PARTITION)
 def partition(inp: StepInput) -> StepResult:
     c = inp.contract
     nodes = _nodes(inp)
@@ -267,7 +269,7 @@ def partition(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts)
 
 
-@defn(name="slurm.undo")
+@defn(runbook.SLURM_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tenantflow.activities.slurm.cli import word, words
+from tenantflow.activities.slurm.qos import gpu_tres, qos_values
 from tenantflow.models.hostlist import compress_hostlist
-from tenantflow.models.tenant import Qos, TenantContract
+from tenantflow.models.tenant import TenantContract
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,6 @@ class Want:
     name: str
     values: dict[str, str]
     where: dict[str, str] = field(default_factory=dict)
-
-
-def _tres(gpus: int) -> str:
-    return f"gres/gpu={gpus}"
 
 
 def want_accounts(c: TenantContract) -> list[Want]:
@@ -43,7 +40,7 @@ def want_accounts(c: TenantContract) -> list[Want]:
                 "Organization": c.slug,
                 "Parent": "root",
                 "Fairshare": str(s.fairshare),
-                "GrpTRES": _tres(c.capacity.gpus),
+                "GrpTRES": gpu_tres(c.capacity.gpus),
                 "GrpJobs": str(s.grp_jobs),
             },
             {"Cluster": s.cluster},
@@ -71,23 +68,10 @@ def qos_marker(slug: str) -> str:
     return f"tenantflow:{slug}"
 
 
-def _qos_values(c: TenantContract, q: Qos) -> dict[str, str]:
-    values = {
-        "Description": qos_marker(c.slug),
-        "Priority": str(q.priority),
-        "GrpTRES": _tres(q.grp_gpus or c.capacity.gpus),
-        "MaxWall": q.max_wall,
-        "Flags": "DenyOnLimit" if q.deny_on_limit else "",
-    }
-    if q.preempt_off:
-        values["PreemptMode"] = "OFF"
-    return values
-
-
 def want_qos(c: TenantContract) -> list[Want]:
     return [
-        Want("qos", c.normal_qos_name, _qos_values(c, c.slurm.normal_qos)),
-        Want("qos", c.interactive_qos_name, _qos_values(c, c.slurm.interactive_qos)),
+        Want("qos", c.normal_qos_name, qos_values(qos_marker(c.slug), c, c.slurm.normal_qos)),
+        Want("qos", c.interactive_qos_name, qos_values(qos_marker(c.slug), c, c.slurm.interactive_qos)),
     ]
 
 
@@ -111,7 +95,7 @@ def want_users(c: TenantContract) -> list[Want]:
                 "DefaultAccount": c.user_account,
                 "Fairshare": "parent",
                 "MaxJobs": str(c.slurm.user_max_jobs),
-                "GrpTRESMins": _tres(c.user_budget_gpu_minutes),
+                "GrpTRESMins": gpu_tres(c.user_budget_gpu_minutes),
                 "QOS": qos_list(c),
                 "DefaultQOS": c.normal_qos_name,
             },

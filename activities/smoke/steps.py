@@ -46,6 +46,7 @@ from tenantflow.activities.slurm.cli import (
     word,
 )
 from tenantflow.activities.slurm.users import Account, resolve_user
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import Finding
 from tenantflow.models.sku import lookup_sku
@@ -234,7 +235,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     )
 
 
-@defn(name="smoke.single_node")
+@defn(runbook.SMOKE_SINGLE_NODE)
 def single_node(inp: StepInput) -> StepResult:
     job = _submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
     if isinstance(job, Finding):
@@ -251,7 +252,7 @@ def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
     return None
 
 
-@defn(name="smoke.nccl")
+@defn(runbook.SMOKE_NCCL)
 def nccl(inp: StepInput) -> StepResult:
     c = inp.contract
     per_node = c.capacity.gpus_per_node
@@ -330,7 +331,7 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     )
 
 
-@defn(name="smoke.storage")
+@defn(runbook.SMOKE_STORAGE)
 def storage(inp: StepInput) -> StepResult:
     conf = smoke_settings()
     path = f"{conf.scratch_root.rstrip('/')}/{word(inp.contract.slug)}"

@@ -24,7 +24,9 @@ from tenantflow.activities.common.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RUN_ANNOTATION, owner_labels
 from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
+from tenantflow.activities.common.runs import this_run
 from tenantflow.activities.common.settings import settings
+from tenantflow.activities.common.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.activities.storage.dirs import api_secret_data
 from tenantflow.activities.storage.layout import (
     LAYER,
@@ -36,9 +38,7 @@ from tenantflow.activities.storage.layout import (
     recorded_uid,
     storage_result,
     tenant_session,
-    this_run,
 )
-from tenantflow.activities.storage.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, NoUndoData, Outcome, PvcSize, WekaObject
 from tenantflow.models.tenant import TenantContract

@@ -33,7 +33,7 @@ from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.manifests import owner_labels
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.storage.weka_client import Credentials
+from tenantflow.activities.common.weka_client import Credentials
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.weka_mount import (
     DRIVER,

@@ -1,7 +1,7 @@
 """Where a tenant's storage lives: Weka filesystem names, directories and quotas, and the owning session.
 
 Strict isolation (6a): organization ``<slug>`` with admin ``admin-<short>`` (password derived, see
-:func:`activities.storage.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``.
+:func:`activities.common.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``.
 Shared org (6b): directories in the shared ``home`` and ``scratch`` filesystems. Either way ``/home/<user>``
 (``/<user>`` on the home filesystem) and ``/scratch/<slug>`` (``/<slug>`` on the scratch filesystem) get the
 contract's hard/soft quotas (4e).
@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.fanout import fan_out
-from tenantflow.activities.storage.weka_client import Credentials, WekaClient, org_admin_credentials
+from tenantflow.activities.common.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
 from tenantflow.models.results import EnsureResult, Kept, NoUndoData, Outcome, UndoRecord, WekaObject
 from tenantflow.models.tenant import StorageIsolation, TenantContract
@@ -128,11 +128,6 @@ quota owner, the org admin's login) prove an object is the tenant's; in a rollba
 
 def is_teardown() -> bool:
     return activity.in_activity() and activity.info().workflow_type == TEARDOWN_WORKFLOW
-
-
-def this_run() -> str:
-    """The workflow id of the run undoing (the run annotation it wrote at create time), "" outside an activity."""
-    return (activity.info().workflow_id or "") if activity.in_activity() else ""
 
 
 def recorded_uid(result: EnsureResult) -> str | None:

@@ -1,26 +1,26 @@
 """The tenant's Weka directories and their owners: make the missing ones, correct the owner of existing ones this
 tenant covers, and put a corrected owner back when the run rolls back.
 
-A directory is made, or its owner and mode set, by the directory Job (:mod:`activities.storage.dirs`), which
-also logs the owner each existing directory had. An existing directory keeps the owner it had unless this tenant
-provably covers it: every directory of a strict-isolation tenant (its own organization's filesystems),
-``/scratch/<slug>`` (named for the tenant), and on the shared home filesystem a ``/home/<user>`` that a version
-of the tenant's record (:mod:`activities.records.steps`) shows this tenant made or set the owner of. Such a directory is
-checked and given the owner it would be made with (a re-onboarded tenant's group has a new gid; the directory
-would keep the gone group's): the result is ``updated``, with the owner found (``previous``) and the one set
-(``owner``), or ``unchanged`` when they were the same. The check is skipped (``unchanged``) when the record's
-latest version shows its run left the directory with the owner wanted now (a re-run of an onboarded tenant runs
-no Job); an ``offboarded`` version records no owners, so a re-onboarding always checks. Any other existing
-directory is left as found (``unchanged``, and why). Every result records the owner the directory has after the
-run (``owner``).
-Undo sets ``previous`` back on the directories a run corrected; directories are never removed.
+A directory is made, or its owner and mode set, by the directory Job (:mod:`activities.storage.dirs`), which also logs
+the owner each existing directory had. An existing directory keeps the owner it had unless this tenant provably covers
+it: every directory of a strict-isolation tenant (its own organization's filesystems), ``/scratch/<slug>`` (named for
+the tenant), and on the shared home filesystem a ``/home/<user>`` that a version of the tenant's record
+(:mod:`activities.common.recordstore`) shows this tenant made or set the owner of. Such a directory is checked and
+given the owner it would be made with (a re-onboarded tenant's group has a new gid; the directory would keep the gone
+group's): the result is ``updated``, with the owner found (``previous``) and the one set (``owner``), or ``unchanged``
+when they were the same. The check is skipped (``unchanged``) when the record's latest version shows its run left the
+directory with the owner wanted now (a re-run of an onboarded tenant runs no Job); an ``offboarded`` version records
+no owners, so a re-onboarding always checks. Any other existing directory is left as found (``unchanged``, and why).
+Every result records the owner the directory has after the run (``owner``). Undo sets ``previous`` back on the
+directories a run corrected; directories are never removed.
 """
 
 from __future__ import annotations
 
+from tenantflow.activities.common import recordstore
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.records import steps as records
+from tenantflow.activities.common.weka_client import Credentials, Filesystem, WekaClient
 from tenantflow.activities.storage.dirs import make_directories
 from tenantflow.activities.storage.layout import (
     QuotaTarget,
@@ -30,7 +30,6 @@ from tenantflow.activities.storage.layout import (
     storage_result,
     tenant_credentials,
 )
-from tenantflow.activities.storage.weka_client import Credentials, Filesystem, WekaClient
 from tenantflow.models.onboarding import Facts
 from tenantflow.models.records import RecordKey, TenantRecord
 from tenantflow.models.results import DirectoryOwner, EnsureResult, Kept, Outcome, WekaDirectory
@@ -60,7 +59,7 @@ def mount_credentials(contract: TenantContract) -> Credentials:
 
 def _history(contract: TenantContract) -> list[TenantRecord]:
     """Every version of the tenant's record, oldest first (none: the tenant was never onboarded in this cluster)."""
-    return records.read_versions(RecordKey.of_tenant(contract.cluster, contract.slug), TenantRecord)
+    return recordstore.read_versions(RecordKey.of_tenant(contract.cluster, contract.slug), TenantRecord)
 
 
 def _directories(record: TenantRecord) -> list[tuple[EnsureResult, WekaDirectory]]:

@@ -1,7 +1,7 @@
 """Storage layer (runbook steps 4e and 6): Weka org, filesystems, directories and quotas, and the CSI objects.
 
 Strict isolation (6a): organization ``<slug>`` with admin ``admin-<short>`` (password derived, see
-:func:`activities.storage.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``,
+:func:`activities.common.weka_client.org_admin_credentials`), filesystems ``<slug>-home`` and ``<slug>-scratch``,
 and an org API token that goes only into Secret ``weka-<slug>-creds`` in the tenant namespace, followed by
 StorageClass ``weka-<slug>`` and the PVC (6c). Shared org (6b): directories in the shared ``home`` and
 ``scratch`` filesystems. Either way ``/home/<user>`` (``/<user>`` on the home filesystem) and
@@ -28,6 +28,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
 from tenantflow.activities.storage.csi import csi_plan, csi_secret_name, ensure_csi_objects, undo_csi
 from tenantflow.activities.storage.layout import (
     LAYER,
@@ -46,7 +47,7 @@ from tenantflow.activities.storage.layout import (
 )
 from tenantflow.activities.storage.owners import ensure_directories
 from tenantflow.activities.storage.undo import locate_quota, quota_owner, undo_filesystems, undo_quota
-from tenantflow.activities.storage.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import (
@@ -115,7 +116,7 @@ def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     return findings
 
 
-@defn(name="storage.preflight")
+@defn(runbook.STORAGE_PREFLIGHT)
 def preflight(inp: StepInput) -> StepResult:
     """Weka login works, free capacity >= requested + 20%, the org name is free or ours (read-only)."""
     try:
@@ -135,7 +136,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(name="storage.plan")
+@defn(runbook.STORAGE_PLAN)
 def plan(inp: StepInput) -> list[PlanStep]:
     """Org, filesystems, directories and quotas (and for strict isolation the CSI objects)."""
     contract = inp.contract
@@ -199,7 +200,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
 # -- filesystems and directories -----------------------------------------------------------------
 
 
-@defn(name="storage.filesystems")
+@defn(runbook.STORAGE_FILESYSTEMS)
 def ensure_filesystems(inp: StepInput) -> StepResult:
     """Strict: org + admin + ``<slug>-home``/``<slug>-scratch``. Shared: the shared filesystems. Then the
     per-user home and per-tenant scratch directories."""
@@ -262,7 +263,7 @@ def _ensure_quota(
     )
 
 
-@defn(name="storage.quotas")
+@defn(runbook.STORAGE_QUOTAS)
 def ensure_quotas(inp: StepInput) -> StepResult:
     """Hard/soft quota on every ``/home/<user>`` and on ``/scratch/<slug>``; compare before writing."""
     contract = inp.contract
@@ -290,7 +291,7 @@ def ensure_quotas(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-@defn(name="storage.csi")
+@defn(runbook.STORAGE_CSI)
 def ensure_csi(inp: StepInput) -> StepResult:
     """Strict isolation: token Secret, StorageClass ``weka-<slug>`` (Retain) and the tenant PVC."""
     contract = inp.contract
@@ -306,15 +307,15 @@ def ensure_csi(inp: StepInput) -> StepResult:
 # -- undo ----------------------------------------------------------------------------------------
 
 
-@defn(name="storage.undo")
+@defn(runbook.STORAGE_UNDO)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate one storage step: only what that step created (or restore what it updated); quotas a few at a
     time (:mod:`activities.common.fanout`, heartbeating)."""
     contract = inp.contract
     changed = [r for r in inp.results if r.outcome in (Outcome.created, Outcome.updated)]
-    if inp.step == "csi":
+    if inp.step == runbook.STORAGE_CSI.short:
         return [undone for r in reversed(changed) for undone in undo_csi(contract, r)]
-    if inp.step == "quotas":
+    if inp.step == runbook.STORAGE_QUOTAS.short:
         weka = tenant_session(contract) if changed else None
         if weka is None:
             return [deleted(False, r) for r in changed]
@@ -327,7 +328,7 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
                 return undo_quota(weka, contract, present, found) if found else deleted(False, result)
 
             return fan_out(undo_one, list(zip(changed, located, strict=True)), "quotas")
-    if inp.step == "filesystems":
+    if inp.step == runbook.STORAGE_FILESYSTEMS.short:
         return undo_filesystems(contract, changed)
     return []
 

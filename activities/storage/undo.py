@@ -4,6 +4,7 @@ and directory owners it corrected."""
 from __future__ import annotations
 
 from tenantflow.activities.common.polling import heartbeat
+from tenantflow.activities.common.weka_client import Quota, WekaClient
 from tenantflow.activities.storage.layout import (
     deleted,
     left_alone,
@@ -13,7 +14,6 @@ from tenantflow.activities.storage.layout import (
     tenant_session,
 )
 from tenantflow.activities.storage.owners import restore_owners
-from tenantflow.activities.storage.weka_client import Quota, WekaClient
 from tenantflow.models.results import (
     EnsureResult,
     Outcome,

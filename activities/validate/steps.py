@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity.authentik_client import AuthentikClient
+from tenantflow.activities.common.weka_client import WekaClient
 from tenantflow.activities.login.steps import login_exec, passwd_entries
 from tenantflow.activities.slurm.cli import (
-    QOS_FORMAT,
     SlurmCtl,
     duration_minutes,
     parse_partition,
-    parse_qos,
     slurmd_pods,
 )
+from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
-from tenantflow.activities.storage.weka_client import WekaClient
+from tenantflow.models import runbook
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import Finding, Severity
@@ -72,7 +72,7 @@ def _getent(out: ExecOutput) -> str:
 
 def _passwd_ids(out: ExecOutput) -> dict[str, str]:
     """``uid:gid`` by user from ``getent passwd`` output."""
-    rows = [line.split(":") for line in _getent(out).splitlines()]
+    rows = [line.split(":") for line in _getent(out).split("\n")]
     return {r[0]: f"{r[2]}:{r[3]}" for r in rows if len(r) >= 4}
 
 
@@ -174,7 +174,7 @@ def partition_max_time(inp: StepInput) -> Finding:
     partition = parse_partition(ctl.run(["scontrol", "show", "partition", contract.slug]).stdout)
     max_time = partition.get("MaxTime") if partition else ""
     qos = parse_qos(ctl.show("qos", {"names": contract.normal_qos_name}, QOS_FORMAT))
-    max_wall = qos[0].maxwall if qos else ""
+    max_wall = qos[0].limits["MaxWall"] if qos else ""
     limits = [m for m in (duration_minutes(max_time), duration_minutes(max_wall)) if m is not None]
     have, want = min(limits, default=None), duration_minutes(contract.slurm.contract_wall_limit)
     ok = bool(max_time) and bool(qos) and (have is None or (want is not None and have >= want))
@@ -265,7 +265,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-@defn(name="validate.all")
+@defn(runbook.VALIDATE)
 def validate_all(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[check(inp) for check in CHECKS])
 

@@ -18,7 +18,7 @@ from kubernetes.utils import parse_quantity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
-from tenantflow.activities.common.kubeobjects import Kind
+from tenantflow.activities.common.kubeobjects import MERGE_PATCH, Kind
 from tenantflow.models.targets import KubeTarget
 
 GROUP = "kueue.x-k8s.io"
@@ -78,9 +78,7 @@ class Kueue:
         return list(found.get("items") or [])
 
     def patch(self, kind: str, name: str, namespace: str | None, body: Obj) -> Obj:
-        return kubeclient.request(
-            self.target, "PATCH", self.kind(kind).path(namespace, name), body, "application/merge-patch+json"
-        )
+        return kubeclient.request(self.target, "PATCH", self.kind(kind).path(namespace, name), body, MERGE_PATCH)
 
     def expected_spec(self, preset: Obj) -> Obj:
         """The preset object's spec as this worker's API server stores it (defaults filled, quantities normalized):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.steps import reset_lines, reset_plan_steps, reset_results
+from tenantflow.models import runbook
 from tenantflow.models.enrollment_workflows import ApprovedReset, EnrollmentStep
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult
@@ -25,7 +26,7 @@ def _writes(steps: list[PlanStep]) -> set[str]:
     }
 
 
-@defn(name="worker.reset_approved")
+@defn(runbook.WORKER_RESET_APPROVED)
 def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     """Re-run the dry run; reset only when it still lists exactly the approved deletes and releases."""
     step = EnrollmentStep(contract=reset.contract)

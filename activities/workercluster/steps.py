@@ -12,10 +12,11 @@ from __future__ import annotations
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster.kueue import Kueue, spec_diff
+from tenantflow.models import runbook
 from tenantflow.models.enrollment_workflows import (
     BOOTSTRAP_COMPONENTS,
     DEPENDENCIES,
@@ -36,7 +37,7 @@ from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRelease
 
 
-@defn(name="worker.plan")
+@defn(runbook.WORKER_PLAN)
 def plan(step: EnrollmentStep) -> list[PlanStep]:
     """The runbook's bootstrap, object by object: the one-shot BootstrapEnrollment on the Hub, then what
     ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
@@ -94,19 +95,19 @@ def _reset_entry(line: str) -> tuple[Action, str, str, str | None, str] | None:
     return actions[words[0]], words[1], name, namespace or None, why.strip()
 
 
-@defn(name="worker.uninstall")
+@defn(runbook.WORKER_UNINSTALL)
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
     objects; objects that existed before stay."""
     return reset_results(reset_lines(step, dry_run=False))
 
 
-@defn(name="worker.record_invariants")
+@defn(runbook.WORKER_RECORD_INVARIANTS)
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
 
 
-@defn(name="worker.check_invariants")
+@defn(runbook.WORKER_CHECK_INVARIANTS)
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
@@ -120,7 +121,7 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
     ]
 
 
-@defn(name="worker.wait_convergence")
+@defn(runbook.WORKER_WAIT_CONVERGENCE)
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
@@ -138,7 +139,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     polled = poll_until(
         pending,
         lambda seen: not seen[1],
-        every=Backoff(wait.poll_s),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=lambda seen: seen[1],
     )
@@ -152,7 +153,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     return now.deployments
 
 
-@defn(name="worker.adoption_diff")
+@defn(runbook.WORKER_ADOPTION_DIFF)
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     """Compare every preset object found on the worker with the preset as the worker's API server would store it
     (at the Kueue version it serves); note foreign owners and name every field that really differs."""
@@ -195,7 +196,7 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
-@defn(name="worker.adopt")
+@defn(runbook.WORKER_ADOPT)
 def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
@@ -218,7 +219,7 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     return adopted
 
 
-@defn(name="worker.verify_uids")
+@defn(runbook.WORKER_VERIFY_UIDS)
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
     kueue = Kueue(step.contract.worker)
     findings = []
@@ -233,7 +234,7 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@defn(name="worker.wait_no_remote_work")
+@defn(runbook.WORKER_WAIT_NO_REMOTE_WORK)
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     kueue = Kueue(wait.contract.worker)
@@ -245,7 +246,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
             if work_state(o) == "Admitted"
         ],
         lambda active: not active,
-        every=Backoff(wait.poll_s),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=list,
     )
@@ -254,7 +255,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
     return True
 
 
-@defn(name="worker.reset_plan")
+@defn(runbook.WORKER_RESET_PLAN)
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``konduktor worker reset --dry-run``: what reset deletes, releases and leaves."""
     return reset_plan_steps(reset_lines(step, dry_run=True))
@@ -304,7 +305,7 @@ def reset_results(lines: list[str]) -> list[EnsureResult]:
     return results
 
 
-@defn(name="worker.reset")
+@defn(runbook.WORKER_RESET)
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays."""
     return reset_results(reset_lines(step, dry_run=False))

@@ -1,7 +1,7 @@
 """Which Authentik release the stand-in plays: 2024.10 (a group has one ``parent``) or current (``parents``).
 
 Authentik 2024.10's ``GroupSerializer`` has ``parent`` (a group UUID or null) and ``parent_name``; from
-2025 on a group has a list ``parents`` (see ``/work/shared/reference/authentik-schema.yml``, 2026.5:
+2025 on a group has a list ``parents`` (``lab/authentik/schema.yaml``, Authentik 2026.5's OpenAPI schema:
 ``parents``, ``parents_obj``, ``children``). Like Django REST framework, each release ignores a field it
 does not know, so a client writing the other release's field gets a 2xx and an un-nested group.
 ``GET /api/v3/admin/version/`` tells them apart.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tenantflow.activities.common.clusters import KUBECONFIG_ENV
-from tenantflow.activities.records.steps import store
+from tenantflow.activities.common.recordstore import store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordStatus
 from tests.lab.kubeapi.conftest import Cluster
 from tests.records.test_store import tenant_record

@@ -26,7 +26,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.common import manifests
-from tenantflow.activities.identity.authentik_client import AuthentikClient
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.slurm.cli import SlurmCtl, parse_keyvalues
 from tenantflow.activities.slurm.partition import live_partition
 from tenantflow.activities.slurm.users import resolve_user

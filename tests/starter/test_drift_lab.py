@@ -19,8 +19,8 @@ from temporalio.client import ScheduleActionStartWorkflow, WorkflowFailureError,
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.common import manifests
+from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.identity.authentik_client import AuthentikClient
 from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.drift import DRIFT_SCHEDULE_ID, FleetDriftInput, FleetDriftReport

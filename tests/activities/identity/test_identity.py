@@ -9,8 +9,8 @@ from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from tenantflow.activities.common.authentik_client import CREATED_BY
 from tenantflow.activities.identity import steps as identity
-from tenantflow.activities.identity.numbers import CREATED_BY
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome

@@ -14,14 +14,16 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from tenantflow.activities.common.errors import fail, http_error
-from tenantflow.activities.common.httpretry import send
+from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.httpservice import HttpService
 from tenantflow.activities.common.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
 FIRST_MULTI_PARENT_YEAR = 2025
 """Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
+CREATED_BY = "tenantflow.io/created-by"
+"""Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
 
 
 def parent_field(version: str) -> str:
@@ -84,61 +86,43 @@ class LdapProvider(_Read):
     gid_start_number: int = 4000
 
 
-def _message(response: httpx.Response) -> str:
-    """Authentik's error text: ``{"detail"}`` or a ValidationError's field -> messages map."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500] or response.reason_phrase
-    if isinstance(body, dict):
-        if isinstance(body.get("detail"), str):
-            return str(body["detail"])
-        return "; ".join(
-            f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}" for key, value in body.items()
-        )
-    return str(body)[:500]
-
-
-class AuthentikClient:
+class AuthentikClient(HttpService):
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
-    def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
-        self._http = httpx.Client(
-            base_url=url.rstrip("/") + "/api/v3",
-            timeout=timeout_s,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-        )
+    service = SERVICE
+    ca_setting = "AUTHENTIK_CA_FILE"
+
+    def __init__(self, url: str, token: str, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
+        super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"}, ca_file)
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
         conf = settings()
-        return cls(conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s)
+        return cls(
+            conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s, conf.authentik_ca_file
+        )
 
-    def __enter__(self) -> AuthentikClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._http.close()
-
-    def close(self) -> None:
-        self._http.close()
-
-    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    @staticmethod
+    def error_text(response: httpx.Response) -> str:
+        """Authentik's error text: ``{"detail"}`` or a ValidationError's field -> messages map."""
         try:
-            return send(self._http, method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
+            body = response.json()
+        except ValueError:
+            return response.text[:500] or response.reason_phrase
+        if isinstance(body, dict):
+            if isinstance(body.get("detail"), str):
+                return str(body["detail"])
+            return "; ".join(
+                f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}"
+                for key, value in body.items()
+            )
+        return str(body)[:500]
 
     def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""
         response = self._send(method, path, **kwargs)
-        if response.status_code >= 400 and not (missing_ok and response.status_code == 404):
-            raise http_error(
-                SERVICE,
-                response.status_code,
-                f"{method} {path}: {_message(response)}",
-                response.headers.get("Retry-After"),
-            )
+        if not (missing_ok and response.status_code == 404):
+            self._check(method, path, response)
         return response
 
     def _paged(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:

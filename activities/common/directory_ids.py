@@ -26,8 +26,8 @@ from ldap3 import BASE, SUBTREE, Connection
 from ldap3.core.exceptions import LDAPNoSuchObjectResult
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common import ldap_check
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.identity import ldap_check
 from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
 

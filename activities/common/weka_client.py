@@ -1,11 +1,11 @@
 """A thin typed client of the Weka REST API v2: login/refresh, cluster capacity, organizations, org users,
 filesystems, resolvePath and directory quotas.
 
-Routes as the public sources name them (see ``../shared/reference/kubernetes-authentik-weka-facts.md`` §5):
-``POST /login``, ``/login/refresh``, ``/organizations``, ``/fileSystems``, ``GET /fileSystems/{uid}/resolvePath``
-(csi-wekafs's ``ResolvePath``), ``PUT|DELETE /fileSystems/{uid}/quota/{inode_id}``, and ``GET|POST /users``,
-``DELETE /users/{uid}`` (``weka user add <name> <role> <password>`` in Weka's "REST API and equivalent CLI
-commands"). The REST API has no mkdir: directories are made on a mount (:mod:`activities.storage.dirs`).
+Routes as Weka's public sources name them: ``POST /login``, ``/login/refresh``, ``/organizations``,
+``/fileSystems``, ``GET /fileSystems/{uid}/resolvePath`` (csi-wekafs's ``ResolvePath``),
+``PUT|DELETE /fileSystems/{uid}/quota/{inode_id}``, and ``GET|POST /users``, ``DELETE /users/{uid}``
+(``weka user add <name> <role> <password>`` in Weka's "REST API and equivalent CLI commands"). The REST API has
+no mkdir: directories are made on a mount (:mod:`activities.storage.dirs`).
 
 Responses are ``{"data": ...}``; errors carry ``message``. A session logs in lazily with
 ``POST /login`` and, when the access token expires (401), renews it once with ``/login/refresh``
@@ -26,7 +26,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from tenantflow.activities.common.errors import http_error
-from tenantflow.activities.common.httpretry import send
+from tenantflow.activities.common.httpservice import HttpService
 from tenantflow.activities.common.settings import settings
 
 SERVICE = "weka"
@@ -108,23 +108,16 @@ def csi_user_credentials(slug: str) -> Credentials:
     )
 
 
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:500] or response.reason_phrase
-    return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)[:500]
-
-
-class WekaClient:
+class WekaClient(HttpService):
     """Synchronous calls to ``<url>/api/v2`` as one user of one organization; use as a context manager."""
 
-    def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0) -> None:
+    service = SERVICE
+    ca_setting = "WEKA_CA_FILE"
+
+    def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
         self.url = url.rstrip("/")
         self._credentials = credentials
-        self._http = httpx.Client(
-            base_url=self.url + "/api/v2", timeout=timeout_s, headers={"Accept": "application/json"}
-        )
+        super().__init__(self.url + "/api/v2", timeout_s, {}, ca_file)
         self._access: str | None = None
         self._refresh: str | None = None
         self._tokens = threading.Lock()
@@ -135,35 +128,22 @@ class WekaClient:
     def from_settings(cls, credentials: Credentials | None = None) -> WekaClient:
         conf = settings()
         creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password, org=conf.weka_org)
-        return cls(conf.weka_url, creds, conf.http_timeout_s)
+        return cls(conf.weka_url, creds, conf.http_timeout_s, conf.weka_ca_file)
 
-    def __enter__(self) -> WekaClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._http.close()
-
-    def close(self) -> None:
-        self._http.close()
+    @staticmethod
+    def error_text(response: httpx.Response) -> str:
+        """Weka's error text: the ``message`` of the error body."""
+        try:
+            body = response.json()
+        except ValueError:
+            return response.text[:500] or response.reason_phrase
+        return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)[:500]
 
     # -- transport and tokens --------------------------------------------------------------------
 
     def _send(self, method: str, path: str, *, auth: bool = True, **kwargs: Any) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self._access}"} if auth and self._access else {}
-        try:
-            return send(self._http, method, path, headers=headers, **kwargs)
-        except httpx.TransportError as exc:
-            raise http_error(SERVICE, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
-
-    @staticmethod
-    def _check(method: str, path: str, response: httpx.Response) -> None:
-        if response.status_code >= 400:
-            raise http_error(
-                SERVICE,
-                response.status_code,
-                f"{method} {path}: {_message(response)}",
-                response.headers.get("Retry-After"),
-            )
+        return super()._send(method, path, headers=headers, **kwargs)
 
     def _store_tokens(self, response: httpx.Response) -> None:
         tokens = response.json()["data"]
@@ -273,14 +253,18 @@ class WekaClient:
         """The directory's inode id, or None when it does not exist (Weka answers 400 PATH_NOT_FOUND)."""
         url = f"/fileSystems/{fs_uid}/resolvePath"
         response = self._request("GET", url, tolerate=(400,), params={"path": path})
-        if response.status_code == 400 and "PATH_NOT_FOUND" in _message(response):
+        if response.status_code == 400 and "PATH_NOT_FOUND" in self.error_text(response):
             return None
         self._check("GET", url, response)
         return int(response.json()["data"]["inode_id"])
 
     def quotas(self, fs_uid: str) -> dict[int, Quota]:
+        """The directory quotas of a filesystem by inode id. ``data`` comes in two shapes: an object keyed by
+        quota id (as Backend.AI's Weka client reads it) or a list of quotas (as csi-wekafs's apiclient decodes
+        it); both are read, and each quota is keyed by its own ``inode_id``."""
         body = self._data("GET", f"/fileSystems/{fs_uid}/quota") or {}
-        return {int(key): Quota.model_validate(value) for key, value in body.items()}
+        listed = body.values() if isinstance(body, dict) else body
+        return {quota.inode_id: quota for quota in (Quota.model_validate(item) for item in listed)}
 
     def set_quota(self, fs_uid: str, inode_id: int, path: str, hard: int, soft: int, owner: str = "") -> Quota:
         """Create or replace the directory quota; ``owner`` is the quota's free-text owner (``weka fs quota set
