@@ -157,8 +157,11 @@ def ensure(
     slug: str,
     run_id: str,
     claimed_by: Callable[[Manifest], str | None] | None = None,
+    public_payload: bool = False,
 ) -> EnsureResult:
-    """Read, compare the owned fields, then create, patch or leave the object."""
+    """Read, compare the owned fields, then create, patch or leave the object. An updated or adopted object's
+    previous owned values are the undo state (:func:`undo_fields`: never a Secret's payload unless
+    ``public_payload``)."""
     kind, name, namespace = _ref(desired)
     existing = objs.get(kind, name, namespace)
     result = EnsureResult(layer=layer, kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
@@ -179,9 +182,23 @@ def ensure(
     outcome = Outcome.updated if is_ours(existing, slug) else Outcome.adopted
     if outcome is Outcome.adopted and stamp:
         want = _merge(want, stamp)
-    before = before_values(want, existing)
+    before = before_values(undo_fields(kind, want, public_payload), existing)
     objs.patch(kind, name, namespace, want)
     return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
+
+
+SECRET_PAYLOAD = ("data", "stringData")
+
+
+def undo_fields(kind: str, want: Manifest, public_payload: bool) -> Manifest:
+    """The owned fields whose previous values an undo keeps: a Secret's payload only when the caller says it is
+    public (the authorized-keys Secret holds public keys). Any other Secret's old ``data`` would land in the
+    activity result, the workflow history, the run result and the tenant record (base64 is no protection); its
+    undo puts the labels and annotations back and leaves the data, which the source of truth (the platform's
+    bind Secret, say, after a password rotation) owns."""
+    if kind != "Secret" or public_payload:
+        return want
+    return {key: value for key, value in want.items() if key not in SECRET_PAYLOAD}
 
 
 def _merge(base: Manifest, extra: Manifest) -> Manifest:

@@ -115,7 +115,12 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
+    bind, keys, chart = _objects(objs, contract)
+    results = [
+        kubeensure.ensure(objs, LAYER, bind, contract.slug, inp.run_id),
+        kubeensure.ensure(objs, LAYER, keys, contract.slug, inp.run_id, public_payload=True),
+        kubeensure.ensure(objs, LAYER, chart, contract.slug, inp.run_id),
+    ]
     poll_until(
         lambda: _pod_states(objs, contract),
         lambda states: all(states.values()),
