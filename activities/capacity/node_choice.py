@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tenantflow.activities.common import manifests
-from tenantflow.models.results import Finding, Severity
+from tenantflow.activities.common.findings import error
+from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
 
 
@@ -105,11 +106,6 @@ def census(
     return out
 
 
-def error_finding(check: str, message: str, fix: str) -> Finding:
-    """An error finding of ``check`` with its fix."""
-    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
-
-
 def choose_nodes(
     contract: TenantContract, found: NodeCensus, own: dict[str, Any] | None
 ) -> tuple[list[str], list[Finding]]:
@@ -119,7 +115,7 @@ def choose_nodes(
     if own is not None:
         chosen = sorted((own.get("spec") or {}).get("reservedNodes") or [])
         held = [
-            error_finding(
+            error(
                 "capacity.nodes",
                 f"node {node} of Reservation {contract.reservation_name} is also held by {found.reserved[node]}",
                 "release it from the other Reservation, or offboard this tenant and re-run with other nodes",
@@ -131,7 +127,7 @@ def choose_nodes(
             return chosen, held
         if cap.nodes is not None and sorted(cap.nodes) != chosen:
             return chosen, [
-                error_finding(
+                error(
                     "capacity.nodes",
                     f"Reservation {contract.reservation_name} already holds "
                     f"{', '.join(chosen)}, not the contract's {', '.join(sorted(cap.nodes))}",
@@ -141,7 +137,7 @@ def choose_nodes(
         return chosen, []
     if cap.nodes is not None:
         findings = [
-            error_finding(
+            error(
                 "capacity.nodes",
                 f"node {node} {problem}",
                 "choose another node; free nodes: " + (", ".join(found.free) or "none"),
@@ -152,7 +148,7 @@ def choose_nodes(
         return sorted(cap.nodes), findings
     if len(found.free) < need:
         return [], [
-            error_finding(
+            error(
                 "capacity.nodes",
                 f"{cap.gpus} {cap.sku} GPUs need {need} healthy unreserved nodes in "
                 f"pool {cap.hardware_pool}, but only {len(found.free)} are available "
@@ -168,7 +164,7 @@ def gpu_findings(contract: TenantContract, chosen: list[str], found: NodeCensus)
     """Each chosen node reports the SKU's GPU count, and the nodes add up to the contract's GPUs."""
     cap = contract.capacity
     findings = [
-        error_finding(
+        error(
             "capacity.gpus",
             f"node {node} reports {found.gpus.get(node, 0)} {manifests.GPU_RESOURCE} "
             f"but a {cap.sku} node has {cap.gpus_per_node}",
@@ -179,7 +175,7 @@ def gpu_findings(contract: TenantContract, chosen: list[str], found: NodeCensus)
     ]
     if chosen and len(chosen) * cap.gpus_per_node != cap.gpus:
         findings.append(
-            error_finding(
+            error(
                 "capacity.gpus",
                 f"{len(chosen)} nodes x {cap.gpus_per_node} GPUs = "
                 f"{len(chosen) * cap.gpus_per_node}, not the contract's {cap.gpus}",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tenantflow.activities.capacity.node_choice import NodeCensus, error_finding
+from tenantflow.activities.capacity.node_choice import NodeCensus
+from tenantflow.activities.common.findings import error
 from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
 
@@ -30,7 +31,7 @@ def resize_nodes(contract: TenantContract, found: NodeCensus, own: list[str], bu
     if cap.nodes is not None:
         wanted = sorted(cap.nodes)
         problems = [
-            error_finding(
+            error(
                 "capacity.nodes",
                 f"node {node} {problem}",
                 "choose another node; free nodes: " + (", ".join(found.free) or "none"),
@@ -46,7 +47,7 @@ def resize_nodes(contract: TenantContract, found: NodeCensus, own: list[str], bu
             return Resize(
                 sorted(own),
                 findings=[
-                    error_finding(
+                    error(
                         "capacity.nodes",
                         f"{cap.gpus} GPUs need {more} more {cap.sku} nodes in pool {cap.hardware_pool}, but only "
                         f"{len(found.free)} are free ({found.summary()})",

@@ -15,9 +15,10 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.capacity.node_choice import census, choose_nodes, error_finding, gpu_findings
+from tenantflow.activities.capacity.node_choice import census, choose_nodes, gpu_findings
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.findings import error
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
@@ -40,7 +41,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     findings: list[Finding] = []
     if own is not None and (own.get("spec") or {}).get("tenant") != contract.slug:
         findings.append(
-            error_finding(
+            error(
                 "capacity.slug",
                 f"Reservation {contract.reservation_name} already exists for "
                 f"tenant {(own.get('spec') or {}).get('tenant')}: the slug is in use",
@@ -51,7 +52,7 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
     other = kubeensure.foreign_owner(ns, contract.slug) if ns else None
     if other:
         findings.append(
-            error_finding(
+            error(
                 "capacity.slug",
                 f"namespace {contract.namespace} already exists and belongs to {other}: the slug is in use",
                 "choose another slug",
@@ -89,7 +90,7 @@ def preflight(inp: StepInput) -> StepResult:
             (n["metadata"].get("labels") or {}).get(manifests.INSTANCE_TYPE_LABEL, "<none>") for n in objs.list("Node")
         )
         findings.append(
-            error_finding(
+            error(
                 "capacity.sku",
                 f"no node has {manifests.INSTANCE_TYPE_LABEL}={cap.sku}; the cluster "
                 f"has: " + (", ".join(f"{t} ({n})" for t, n in sorted(types.items())) or "no nodes"),

@@ -15,10 +15,11 @@ reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason
 
 from __future__ import annotations
 
-from tenantflow.activities.capacity.node_choice import census, error_finding, gpu_findings
+from tenantflow.activities.capacity.node_choice import census, gpu_findings
 from tenantflow.activities.capacity.node_resize import resize_nodes
 from tenantflow.activities.capacity.steps import list_reservations
 from tenantflow.activities.common import manifests
+from tenantflow.activities.common.findings import error
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
@@ -57,7 +58,7 @@ def _own_nodes(objs: KubeObjects, contract: TenantContract) -> tuple[list[str], 
     own = objs.get("Reservation", contract.reservation_name)
     if own is None or (own.get("spec") or {}).get("tenant") != contract.slug:
         return [], [
-            error_finding(
+            error(
                 "change.reservation",
                 f"tenant {contract.slug} has no Reservation {contract.reservation_name}: it is not onboarded",
                 "onboard it first (tenantflow onboard CONTRACT); apply changes an onboarded tenant",
@@ -98,7 +99,7 @@ def preflight(inp: StepInput) -> StepResult:
     ]
     held = jobs(ctl, users=inp.facts.remove_users)
     findings += [
-        error_finding(
+        error(
             "change.user_jobs",
             f"user {user} has running or pending jobs {', '.join(held[user])}: removing the user would orphan "
             "them; nothing was changed",

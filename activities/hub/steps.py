@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
@@ -43,10 +44,6 @@ CANARY_BUDGET_S = 120.0
 Obj = dict[str, Any]
 
 
-def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(check=check, ok=ok, message=message, fix=fix if not ok else "")
-
-
 @defn(runbook.HUB_PREFLIGHT)
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
@@ -55,10 +52,10 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     for role, target in (("hub", c.hub), ("worker", c.worker)):
         try:
             KubeObjects(target).version()
-            findings.append(_finding(f"{role}.endpoint", True, f"{target.describe()} answers"))
+            findings.append(finding(f"{role}.endpoint", True, f"{target.describe()} answers"))
         except Exception as exc:
             findings.append(
-                _finding(
+                finding(
                     f"{role}.endpoint",
                     False,
                     f"{target.describe()} does not answer: {exc}",
@@ -90,7 +87,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     )
     for check, allowed, want, fix in checks:
         findings.append(
-            _finding(
+            finding(
                 check, allowed == want, f"answer {'yes' if allowed else 'no'}, required {'yes' if want else 'no'}", fix
             )
         )
@@ -98,7 +95,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
         plural = KINDS[kind].plural
         taken = hub.get(kind, c.worker_name, c.tenant_namespace) is not None
         findings.append(
-            _finding(
+            finding(
                 f"hub.unique-{plural}",
                 not taken,
                 f"{plural} {c.tenant_namespace}/{c.worker_name} {'already exists' if taken else 'is free'}",
@@ -339,7 +336,7 @@ def canary(step: EnrollmentStep) -> Finding:
     if not run.done:
         raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
     hub.delete("JobSet", name, ns)
-    return _finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
+    return finding("canary", True, f"canary {ns}/{name} completed on {run.value.get('clusterContext')}")
 
 
 @defn(runbook.HUB_REMOVE_ENROLLMENT)

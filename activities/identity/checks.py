@@ -7,6 +7,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import ldap_check
 from tenantflow.activities.common.authentik_client import AuthentikClient, User
 from tenantflow.activities.common.fanout import fan_out
+from tenantflow.activities.common.findings import verdict
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.numbers import (
     other_tenant,
@@ -16,17 +17,11 @@ from tenantflow.models.results import Finding, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
 
-def finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
-    if problem is None:
-        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
-    return Finding(check=check, ok=False, message=problem, fix=fix)
-
-
 def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
     slug, parent_name = contract.slug, settings().authentik_parent_group
     providers = ak.ldap_providers()
     findings = [
-        finding(
+        verdict(
             "identity.ldap_provider",
             None if providers else "Authentik has no LDAP provider",
             f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
@@ -35,7 +30,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
     ]
     parent = ak.group_by_name(parent_name)
     findings.append(
-        finding(
+        verdict(
             "identity.parent_group",
             None if parent else f"the platform group {parent_name!r} does not exist",
             f"parent group {parent_name} exists",
@@ -52,7 +47,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             else f"Authentik group {slug} already exists and is not marked as a tenant group"
         )
     findings.append(
-        finding(
+        verdict(
             "identity.group",
             problem,
             f"group {slug} is free or already ours",
@@ -73,11 +68,11 @@ def username_findings(existing: User | None, user: TenantUser, slug: str) -> lis
     """A username Authentik already knows is refused unless it is this tenant's or ``adopt_existing`` says so."""
     name = user.username
     if existing is None or tenant_of(existing, slug):
-        return [finding("identity.username", None, f"username {name} is free or already ours")]
+        return [verdict("identity.username", None, f"username {name} is free or already ours")]
     other = other_tenant(existing, slug)
     if other:
         return [
-            finding(
+            verdict(
                 "identity.username",
                 f"username {name} is taken by a user of tenant {other}",
                 "",
@@ -87,7 +82,7 @@ def username_findings(existing: User | None, user: TenantUser, slug: str) -> lis
         ]
     if not user.adopt_existing:
         return [
-            finding(
+            verdict(
                 "identity.username",
                 f"username {name} is already an Authentik account "
                 f"({account_state(existing)}, in no tenant); tenantflow does not take it over",
@@ -97,7 +92,7 @@ def username_findings(existing: User | None, user: TenantUser, slug: str) -> lis
             )
         ]
     return [
-        finding(
+        verdict(
             "identity.username",
             None,
             f"username {name}: the existing Authentik account "
@@ -119,11 +114,11 @@ def ldap_finding() -> Finding:
     try:
         entries = ldap_check.probe()
     except ApplicationError as err:
-        return finding(
+        return verdict(
             "identity.ldap_outpost",
             f"the LDAP outpost does not answer a bind and search: {err}",
             "",
             "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
             f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
         )
-    return finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")
+    return verdict("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")

@@ -29,6 +29,7 @@ from tenantflow.activities.common import directory_ids, ldap_check
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, User
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
+from tenantflow.activities.common.findings import verdict
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.runs import this_workflow
@@ -36,7 +37,6 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.checks import (
     account_state,
     authentik_findings,
-    finding,
     ldap_finding,
 )
 from tenantflow.activities.identity.numbers import (
@@ -82,7 +82,7 @@ def preflight(inp: StepInput) -> StepResult:
         if err.type == TRANSIENT:
             raise
         findings.append(
-            finding(
+            verdict(
                 "identity.authentik",
                 f"Authentik API is not usable: {err}",
                 "",

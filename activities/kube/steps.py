@@ -9,6 +9,7 @@ changed or adopted.
 from __future__ import annotations
 
 from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.findings import error
 from tenantflow.activities.common.kubeensure import describe
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import Manifest
@@ -52,10 +53,6 @@ def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
     return dict(obj.get("spec") or {})
 
 
-def _error(check: str, message: str, fix: str) -> Finding:
-    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
-
-
 def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Finding]:
     """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off."""
     ours = manifests.network_policies(contract)
@@ -90,7 +87,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
             )
         ]
     return [
-        _error(
+        error(
             "kube.network_policy",
             f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
             f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
@@ -118,7 +115,7 @@ def preflight(inp: StepInput) -> StepResult:
             other = kubeensure.foreign_owner(existing, contract.slug) if existing else None
             if other:
                 findings.append(
-                    _error(
+                    error(
                         step.name,
                         f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
                         f"already exists and belongs to {other}",
@@ -128,7 +125,7 @@ def preflight(inp: StepInput) -> StepResult:
     for ns in sorted({*manifests.EGRESS_NAMESPACES, *manifests.ALLOWED_PEER_NAMESPACES}):
         if objs.get("Namespace", ns) is None:
             findings.append(
-                _error(
+                error(
                     "kube.namespaces",
                     f"namespace {ns} does not exist, so the tenant NetworkPolicy would allow traffic to nothing there",
                     f"create the platform namespace {ns}",
@@ -138,7 +135,7 @@ def preflight(inp: StepInput) -> StepResult:
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
         findings.append(
-            _error(
+            error(
                 "kube.ldap_bind_secret",
                 f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
                 f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
@@ -148,7 +145,7 @@ def preflight(inp: StepInput) -> StepResult:
             )
         )
     if contract.admins_group and objs.get("ClusterRole", "edit") is None:
-        findings.append(_error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
+        findings.append(error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
     return StepResult(facts=inp.facts, findings=findings)
 
 

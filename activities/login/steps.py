@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient, kubeensure, manifests
 from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.findings import error
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
@@ -143,10 +144,6 @@ def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubecli
     ).value
 
 
-def _error(check: str, message: str, fix: str) -> Finding:
-    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
-
-
 def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
     """``getent passwd`` fields of every user that resolves on ``pod``, :data:`GETENT_BATCH` names an exec
     (getent(1) takes several keys, prints a line for each one found and exits 2 when any is missing); names a
@@ -177,7 +174,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
         fields = entries.get(user)
         if fields is None:
             findings.append(
-                _error(
+                error(
                     "login.getent_passwd",
                     f"getent passwd {user} on {pod} found nothing",
                     "check the LDAP outpost and nslcd on the login pod; "
@@ -188,7 +185,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
         known = inp.facts.users.get(user)
         if known and (fields[2], fields[3]) != (str(known.uid_number), str(known.gid_number)):
             findings.append(
-                _error(
+                error(
                     "login.getent_passwd",
                     f"{user} is uid {fields[2]} gid {fields[3]} on {pod} but "
                     f"{known.uid_number}/{known.gid_number} in LDAP",
@@ -204,7 +201,7 @@ def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
     fields = out.stdout.strip().split(":")
     if out.exit_code != 0 or len(fields) < 4:
         return [
-            _error(
+            error(
                 "login.getent_group",
                 f"getent group {contract.slug} on {pod} found nothing",
                 "check the Authentik group and the outpost's group search base",
@@ -213,7 +210,7 @@ def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
     findings: list[Finding] = []
     if inp.facts.group_gid is not None and fields[2] != str(inp.facts.group_gid):
         findings.append(
-            _error(
+            error(
                 "login.getent_group",
                 f"group {contract.slug} has gid {fields[2]} on {pod} but {inp.facts.group_gid} in Authentik",
                 "fix the gidNumber property mapping",
@@ -222,7 +219,7 @@ def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
     missing = sorted(set(contract.usernames) - set(filter(None, fields[3].split(","))))
     if missing:
         findings.append(
-            _error(
+            error(
                 "login.getent_group",
                 f"group {contract.slug} on {pod} lacks {', '.join(missing)}",
                 "add the users to the Authentik group",
@@ -236,7 +233,7 @@ def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
     listed = set(out.stdout.split())
     if out.exit_code != 0 or not listed:
         return [
-            _error(
+            error(
                 "login.authorized_keys",
                 f"authorized_keys is empty on {pod} ({KEYS_DIR} lists nothing)",
                 f"sync the Secret {manifests.authorized_keys_secret_name(contract)} from Authentik's ssh_keys, "
@@ -246,7 +243,7 @@ def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
     missing = sorted(set(contract.usernames) - listed)
     return (
         [
-            _error(
+            error(
                 "login.authorized_keys",
                 f"no authorized_keys on {pod} for {', '.join(missing)}",
                 f"add their keys to the Secret {manifests.authorized_keys_secret_name(contract)} and restart "
@@ -263,7 +260,7 @@ def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
     if out.exit_code != 0 or contract.slug not in out.stdout:
         detail = out.stderr.strip() or out.stdout.strip() or f"exit {out.exit_code}"
         return [
-            _error(
+            error(
                 "login.sinfo",
                 f"sinfo -p {contract.slug} on {pod} failed: {detail}",
                 "check that slurmctld is reachable from the tenant namespace and the partition exists",

@@ -35,6 +35,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.slurm.cli import (
@@ -93,10 +94,6 @@ class JobRun:
     state: str
     output: str
     info: dict[str, str]
-
-
-def _finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(check=f"smoke.{check}", ok=ok, message=message, fix=fix)
 
 
 def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
@@ -167,8 +164,8 @@ def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]
     user = c.usernames[0]
     account = resolve_user(ctl, user)
     if account is None:
-        return _finding(
-            name,
+        return finding(
+            f"smoke.{name}",
             False,
             f"getent passwd {user} finds nothing on the Slurm nodes: jobs cannot run as {user}",
             "point nslcd/nsscache of the slurmd pods at the LDAP outpost",
@@ -207,16 +204,16 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     allocated = allocated_gpus(job.info)
     first = job.output.splitlines()[0] if job.output else ""
     if job.state != "COMPLETED" or visible is None or allocated is None or step is None:
-        return _finding(
-            "single_node",
+        return finding(
+            "smoke.single_node",
             False,
             f"job {job.state}; GPUs visible: {visible}, allocated: {allocated}, "
             f"seen by a 1-GPU step: {step}; output: {job.output.strip()[-300:]}",
             "read the job's slurmd log; check the partition, GRES config and the user's home",
         )
     if visible != allocated or step != 1:
-        return _finding(
-            "single_node",
+        return finding(
+            "smoke.single_node",
             False,
             f"all GPUs visible to a 1-GPU job: on {first} the job sees {visible} "
             f"GPU(s) of the {allocated} Slurm allocated, a --gres=gpu:1 step sees "
@@ -228,8 +225,8 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
         if allocated > requested
         else ""
     )
-    return _finding(
-        "single_node",
+    return finding(
+        "smoke.single_node",
         True,
         f"job on {first} sees exactly its {allocated} allocated GPU(s), a 1-GPU step sees 1{whole_node}",
     )
@@ -274,8 +271,8 @@ def nccl(inp: StepInput) -> StepResult:
         inp,
         "nccl_busbw_gbps",
         str(busbw),
-        _finding(
-            "nccl",
+        finding(
+            "smoke.nccl",
             ok,
             message,
             ""
@@ -312,19 +309,19 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     wrote = re.search(r"^WROTE_MB=(\d+)$", job.output, re.M)
     row = df_row(job.output)
     if job.state != "COMPLETED" or wrote is None or row is None:
-        return _finding(
-            "storage",
+        return finding(
+            "smoke.storage",
             False,
             f"job {job.state} before writing and reading back {path}; output: {output}",
             f"read the job output: {path} must exist on the Slurm nodes and be writable by the tenant's group",
         )
     fstype, mount = row
     if fstype in WEKA_FS_TYPES and mount != "/":
-        return _finding(
-            "storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
+        return finding(
+            "smoke.storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
         )
-    return _finding(
-        "storage",
+    return finding(
+        "smoke.storage",
         False,
         f"{path} is on {fstype} mounted at {mount}, not a Weka mount: {output}",
         "add the Weka /scratch volumeMount to the SUNK NodeSet template",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenantflow.activities.common.authentik_client import AuthentikClient
+from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
@@ -34,12 +35,6 @@ from tenantflow.models.results import Finding, Severity
 from tenantflow.models.tenant import TenantContract
 
 Check = Callable[[StepInput], Finding]
-
-
-def finding(check: str, ok: bool, message: str, fix: str = "") -> Finding:
-    return Finding(
-        check=check, ok=ok, severity=Severity.info if ok else Severity.error, message=message, fix="" if ok else fix
-    )
 
 
 def partition_nodes(contract: TenantContract) -> list[str]:
