@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.capacity.node_choice import census, choose_nodes, gpu_findings
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.findings import error
+from tenantflow.activities.common.findings import error, finding
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
@@ -103,15 +103,9 @@ def preflight(inp: StepInput) -> StepResult:
     chosen, choice_findings = choose_nodes(contract, found, own)
     findings += choice_findings + gpu_findings(contract, chosen, found)
     if not any(not f.ok for f in findings):
-        findings.append(
-            Finding(
-                check="capacity.nodes",
-                ok=True,
-                severity=Severity.info,
-                message=f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}"
-                + (" (existing Reservation reused)" if own else ""),
-            )
-        )
+        reused = " (existing Reservation reused)" if own else ""
+        nodes_text = f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}{reused}"
+        findings.append(finding("capacity.nodes", True, nodes_text))
     if contract.capacity.evict_on_release:
         findings.append(
             Finding(

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.httpservice import HttpService
+from tenantflow.activities.common.httpservice import ApiModel, HttpService
 from tenantflow.activities.common.settings import settings
 
 SERVICE = "authentik"
@@ -35,22 +35,18 @@ def parent_field(version: str) -> str:
     return "parent" if year < FIRST_MULTI_PARENT_YEAR else "parents"
 
 
-class _Read(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class PartialGroup(_Read):
+class PartialGroup(ApiModel):
     pk: str
     name: str
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
-class PartialUser(_Read):
+class PartialUser(ApiModel):
     pk: int
     username: str
 
 
-class User(_Read):
+class User(ApiModel):
     pk: int
     username: str
     name: str
@@ -61,7 +57,7 @@ class User(_Read):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
-class Group(_Read):
+class Group(ApiModel):
     """A group as either release serves it: 2024.x ``parent`` (one or null), 2025+ ``parents``."""
 
     pk: str
@@ -78,7 +74,7 @@ class Group(_Read):
         return [self.parent] if self.parent else list(self.parents)
 
 
-class LdapProvider(_Read):
+class LdapProvider(ApiModel):
     pk: int
     name: str
     base_dn: str

@@ -13,9 +13,16 @@ from __future__ import annotations
 from typing import Any, Self
 
 import httpx
+from pydantic import BaseModel, ConfigDict
 
 from tenantflow.activities.common.errors import http_error
 from tenantflow.activities.common.httpretry import send
+
+
+class ApiModel(BaseModel):
+    """An object a service returns, with only the fields tenantflow reads (the others are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class HttpService:

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient, kubeensure, manifests
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.findings import error
+from tenantflow.activities.common.findings import error, finding
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
@@ -24,7 +24,7 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.results import EnsureResult, Finding
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "login"
@@ -280,15 +280,8 @@ def checks(inp: StepInput) -> list[Finding]:
         + _sinfo_findings(contract, pod)
     )
     if not findings:
-        findings.append(
-            Finding(
-                check="login.verify",
-                ok=True,
-                severity=Severity.info,
-                message=f"{pod}: {len(contract.users)} users resolve, group {contract.slug}, "
-                "authorized_keys present, sinfo answers",
-            )
-        )
+        summary = f"{len(contract.users)} users resolve, group {contract.slug}, authorized_keys present, sinfo answers"
+        findings.append(finding("login.verify", True, f"{pod}: {summary}"))
     return findings
 
 
