@@ -46,7 +46,7 @@ def jobs(ctl: SlurmCtl, *, users: list[str] | None = None, nodes: list[str] | No
     out = ctl.run(["squeue", "-h", *where, "-o", JOB_FORMAT]).stdout
     found: dict[str, list[str]] = {}
     wanted = set(users or nodes or [])
-    for line in out.splitlines():
+    for line in out.split("\n"):
         job, user, state, on = [*line.split("|"), "", "", ""][:4]
         keys = [user] if users else (expand_hostlist(on) if on else [])
         for key in (k for k in keys if k in wanted):

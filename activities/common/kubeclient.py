@@ -226,21 +226,28 @@ def _run(resp: Any, timeout_s: int, where: str) -> ExecOutput:
     """Read an open exec stream to its end (at most ``timeout_s``).
 
     A connection that ends without the final ``Status`` frame (channel 3, which the apiserver sends after the
-    command exits) lost its answer: the command may have run, so the attempt fails retryably and the
+    command exits) lost its answer, and a command still running at ``timeout_s`` has none yet: either may have
+    written (a slow ``sacctmgr add`` commits after we stop waiting), so the attempt fails retryably and the
     activity, which reads before it writes, finds out on its next attempt."""
     try:
         try:
             resp.run_forever(timeout=timeout_s)
         except (websocket.WebSocketException, OSError) as exc:
             raise _lost(where, type(exc).__name__) from None
-        if not resp.is_open() and not resp.peek_channel(ERROR_CHANNEL):
+        if resp.is_open():
+            raise ApplicationError(
+                f"{where}: no exit status within {timeout_s} s (TENANTFLOW_EXEC_TIMEOUT); the command may still "
+                "be running and may have written, so the step reads back before it tries again",
+                type=TRANSIENT,
+            )
+        if not resp.peek_channel(ERROR_CHANNEL):
             raise _lost(where, "closed without a status")
         stdout = resp.read_stdout() if resp.peek_stdout() else ""
         stderr = resp.read_stderr() if resp.peek_stderr() else ""
         code = resp.returncode
     finally:
         resp.close()
-    return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code if code is not None else -1))
+    return ExecOutput(stdout=stdout, stderr=stderr, exit_code=int(code))
 
 
 def _lost(where: str, how: str) -> ApplicationError:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubernetes.utils import parse_quantity
+
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
@@ -34,13 +36,60 @@ def owned(desired: Manifest) -> Manifest:
     return out
 
 
-def matches(want: Any, have: Any) -> bool:
-    """True when every key of ``want`` (recursively, lists compared whole) has the same value in ``have``."""
+RESOURCE_LISTS = frozenset({"hard", "requests", "limits", "max", "min", "default", "defaultRequest"})
+"""Keys whose map is a ``ResourceList`` (``map[ResourceName]resource.Quantity`` in k8s.io/api core/v1 types.go:
+ResourceQuota ``spec.hard``, LimitRange items' ``max``/``min``/``default``/``defaultRequest``, a claim's or a
+container's ``resources.requests``/``limits``). kube-apiserver stores a Quantity in its canonical form
+(``8192Gi`` reads back as ``8Ti``), so values there are compared by amount, not spelling."""
+
+
+def same_value(want: Any, have: Any, quantity: bool) -> bool:
+    """``want == have``; for a ``quantity`` leaf also the same amount (``8192Gi`` and ``8Ti``), parsed with the
+    kubernetes client's ``parse_quantity``."""
+    if want == have:
+        return True
+    if not quantity or isinstance(want, bool) or isinstance(have, bool):
+        return False
+    if not isinstance(want, (str, int)) or not isinstance(have, (str, int)):
+        return False
+    try:
+        return bool(parse_quantity(want) == parse_quantity(have))
+    except ValueError:
+        return False
+
+
+def quantity_child(key: str, value: Any, in_resource_list: bool) -> bool:
+    """Whether ``value`` under ``key`` is compared as a quantity: a leaf of a ResourceList, or a ResourceList."""
+    return key in RESOURCE_LISTS if isinstance(value, dict) else in_resource_list
+
+
+def equal(want: Any, have: Any, in_resource_list: bool = False) -> bool:
+    """Exact structural equality (list items and their keys included), quantities compared by amount."""
+    if isinstance(want, dict):
+        return (
+            isinstance(have, dict)
+            and want.keys() == have.keys()
+            and all(equal(v, have[k], quantity_child(k, v, in_resource_list)) for k, v in want.items())
+        )
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(equal(w, h, in_resource_list) for w, h in zip(want, have, strict=True))
+        )
+    return same_value(want, have, in_resource_list)
+
+
+def matches(want: Any, have: Any, in_resource_list: bool = False) -> bool:
+    """True when every key of ``want`` (recursively; lists compared whole) has the same value in ``have``,
+    quantities by amount (:data:`RESOURCE_LISTS`)."""
     if isinstance(want, dict):
         if not want:
             return have in (None, {})
-        return isinstance(have, dict) and all(matches(v, have.get(k)) for k, v in want.items())
-    return bool(want == have)
+        return isinstance(have, dict) and all(
+            matches(v, have.get(k), quantity_child(k, v, in_resource_list)) for k, v in want.items()
+        )
+    return equal(want, have, in_resource_list)
 
 
 def before_values(want: Manifest, have: Manifest) -> Manifest:
@@ -108,8 +157,11 @@ def ensure(
     slug: str,
     run_id: str,
     claimed_by: Callable[[Manifest], str | None] | None = None,
+    public_payload: bool = False,
 ) -> EnsureResult:
-    """Read, compare the owned fields, then create, patch or leave the object."""
+    """Read, compare the owned fields, then create, patch or leave the object. An updated or adopted object's
+    previous owned values are the undo state (:func:`undo_fields`: never a Secret's payload unless
+    ``public_payload``)."""
     kind, name, namespace = _ref(desired)
     existing = objs.get(kind, name, namespace)
     result = EnsureResult(layer=layer, kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
@@ -130,9 +182,23 @@ def ensure(
     outcome = Outcome.updated if is_ours(existing, slug) else Outcome.adopted
     if outcome is Outcome.adopted and stamp:
         want = _merge(want, stamp)
-    before = before_values(want, existing)
+    before = before_values(undo_fields(kind, want, public_payload), existing)
     objs.patch(kind, name, namespace, want)
     return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
+
+
+SECRET_PAYLOAD = ("data", "stringData")
+
+
+def undo_fields(kind: str, want: Manifest, public_payload: bool) -> Manifest:
+    """The owned fields whose previous values an undo keeps: a Secret's payload only when the caller says it is
+    public (the authorized-keys Secret holds public keys). Any other Secret's old ``data`` would land in the
+    activity result, the workflow history, the run result and the tenant record (base64 is no protection); its
+    undo puts the labels and annotations back and leaves the data, which the source of truth (the platform's
+    bind Secret, say, after a password rotation) owns."""
+    if kind != "Secret" or public_payload:
+        return want
+    return {key: value for key, value in want.items() if key not in SECRET_PAYLOAD}
 
 
 def _merge(base: Manifest, extra: Manifest) -> Manifest:

@@ -35,6 +35,13 @@ class Backoff:
         return min(delay * self.factor, self.max_s)
 
 
+def growing(first_s: float, max_s: float = 5.0) -> Backoff:
+    """Start at ``first_s`` (quick to see a fast change), grow by half each try, at most ``max_s``: a wait that
+    lasts minutes costs a request every few seconds, not ten a second, on a Hub or API server other tenants
+    share."""
+    return Backoff(first_s, 1.5, max_s)
+
+
 def from_poll_interval(factor: float = 1.5, max_s: float = 5.0) -> Backoff:
     """A backoff starting at the configured poll interval (``TENANTFLOW_POLL_INTERVAL``)."""
     return Backoff(settings().poll_interval_s, factor, max_s)

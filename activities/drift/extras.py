@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.common import manifests
+from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
@@ -69,12 +69,19 @@ def kube_extras(contract: TenantContract) -> list[DriftItem]:
     ]
 
 
-def leaf_differences(want: Any, have: Any, path: str = "") -> list[str]:
-    """``path: have (want W)`` for every leaf of ``want`` whose value ``have`` does not hold."""
+def leaf_differences(want: Any, have: Any, path: str = "", in_resource_list: bool = False) -> list[str]:
+    """``path: have (want W)`` for every leaf of ``want`` whose value ``have`` does not hold (compared as
+    :func:`activities.common.kubeensure.matches` compares them)."""
     if isinstance(want, dict) and want:
         have = have if isinstance(have, dict) else {}
-        return [d for key, value in want.items() for d in leaf_differences(value, have.get(key), f"{path}.{key}")]
-    return [] if want == have else [f"{path.lstrip('.')}: {have} (want {want})"]
+        return [
+            d
+            for key, value in want.items()
+            for d in leaf_differences(
+                value, have.get(key), f"{path}.{key}", kubeensure.quantity_child(key, value, in_resource_list)
+            )
+        ]
+    return [] if kubeensure.matches(want, have, in_resource_list) else [f"{path.lstrip('.')}: {have} (want {want})"]
 
 
 def kube_changes(contract: TenantContract, item: DriftItem) -> str:

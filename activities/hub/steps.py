@@ -19,7 +19,7 @@ from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.runs import this_run
 from tenantflow.models import runbook
@@ -161,7 +161,7 @@ def wait_conditions(wait: ConditionWait) -> ConditionReport:
     report = poll_until(
         lambda: _report(hub, wait.contract),
         lambda r: converged(r) or refused(r),
-        every=Backoff(wait.poll_s, 1.5, 5.0),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=lambda r: r.model_dump(mode="json"),
     ).value
@@ -192,7 +192,7 @@ def wait_workercluster(wait: ConditionWait) -> bool:
     return poll_until(
         lambda: hub.get("WorkerCluster", c.worker_name, c.tenant_namespace),
         lambda wc: wc is not None,
-        every=Backoff(0.1),
+        every=growing(0.1, max_s=2.0),
         budget_s=wait.budget_s,
     ).done
 
@@ -285,7 +285,7 @@ def cordon_pool(request: Cordon) -> list[EnsureResult]:
             if wc["metadata"]["name"] in held and _dispatch_ready(wc)
         ],
         lambda still: not still,
-        every=Backoff(0.2),
+        every=growing(0.2, max_s=2.0),
         budget_s=CORDON_BUDGET_S,
         detail=list,
     )
@@ -329,7 +329,7 @@ def canary(step: EnrollmentStep) -> Finding:
     run = poll_until(
         lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}),
         _completed,
-        every=Backoff(0.3),
+        every=growing(0.3),
         budget_s=CANARY_BUDGET_S,
         detail=dict,
     )

@@ -116,7 +116,12 @@ def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
 def release(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in _objects(objs, contract)]
+    bind, keys, chart = _objects(objs, contract)
+    results = [
+        kubeensure.ensure(objs, LAYER, bind, contract.slug, inp.run_id),
+        kubeensure.ensure(objs, LAYER, keys, contract.slug, inp.run_id, public_payload=True),
+        kubeensure.ensure(objs, LAYER, chart, contract.slug, inp.run_id),
+    ]
     poll_until(
         lambda: _pod_states(objs, contract),
         lambda states: all(states.values()),
@@ -156,7 +161,7 @@ def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
 
         def unresolved(names: list[str] = names) -> list[str]:
             out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
-            for line in out.stdout.splitlines():
+            for line in out.stdout.split("\n"):
                 fields = line.strip().split(":")
                 if len(fields) >= 7 and fields[0] in names:
                     entries[fields[0]] = fields

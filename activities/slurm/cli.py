@@ -154,10 +154,11 @@ ACCOUNT_FORMAT = ("account", "description", "organization")
 
 
 def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
-    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields."""
+    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields. Rows end at "\\n" only
+    (sacctmgr ends its rows so): ``str.splitlines`` would also split inside a value at U+2028, U+0085 or \\x1c."""
     names = list(columns)
     rows = []
-    for line in output.splitlines():
+    for line in output.split("\n"):
         if not line.strip():
             continue
         values = line.split("|")

@@ -54,7 +54,7 @@ def unresolved(ctl: SlurmCtl, users: list[str]) -> list[str]:
     """The users the slurmctld pod does not resolve, from one ``getent passwd u1 u2 ...`` (it prints the ones
     it finds and exits 2 when any is missing)."""
     out = ctl.run(["getent", "passwd", *(word(u) for u in users)], check=False)
-    found = {line.split(":", 1)[0] for line in out.stdout.splitlines()}
+    found = {line.split(":", 1)[0] for line in out.stdout.split("\n")}
     return [u for u in users if u not in found]
 
 

@@ -67,7 +67,7 @@ def _getent(out: ExecOutput) -> str:
 
 def _passwd_ids(out: ExecOutput) -> dict[str, str]:
     """``uid:gid`` by user from ``getent passwd`` output."""
-    rows = [line.split(":") for line in _getent(out).splitlines()]
+    rows = [line.split(":") for line in _getent(out).split("\n")]
     return {r[0]: f"{r[2]}:{r[3]}" for r in rows if len(r) >= 4}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster.kueue import Kueue, spec_diff
@@ -139,7 +139,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     polled = poll_until(
         pending,
         lambda seen: not seen[1],
-        every=Backoff(wait.poll_s),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=lambda seen: seen[1],
     )
@@ -246,7 +246,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
             if work_state(o) == "Admitted"
         ],
         lambda active: not active,
-        every=Backoff(wait.poll_s),
+        every=growing(wait.poll_s),
         budget_s=wait.budget_s,
         detail=list,
     )

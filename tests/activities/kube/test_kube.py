@@ -115,6 +115,25 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     assert hard["requests.cpu"] == "8"
 
 
+def test_quantities_the_apiserver_respells_are_unchanged_on_a_second_run_and_no_drift(lab: Lab) -> None:
+    """kube-apiserver stores a Quantity canonically (8192Gi reads back as 8Ti): the second run writes nothing and
+    the plan (which drift reads) finds nothing to change."""
+    data = contract(lab).model_dump(mode="json")
+    data["kube_quota"].update(requests_memory="8192Gi", limits_memory="10240Gi", default_memory="16384Mi")
+    c = TenantContract.model_validate(data)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    first = run(kube.quota, inp).results
+    assert [r.outcome for r in first] == [Outcome.created, Outcome.created]
+    hard = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
+    assert (hard["requests.memory"], hard["limits.memory"]) == ("8Ti", "10Ti")
+    [limits] = lab.store.get("", "limitranges", f"{c.slug}-defaults", c.slug)["spec"]["limits"]
+    assert limits["default"]["memory"] == "16Gi"
+    assert [r.outcome for r in run(kube.quota, inp).results] == [Outcome.unchanged, Outcome.unchanged]
+    actions = {(s.kind, s.action.value) for s in run(kube.plan, inp) if s.kind in {"ResourceQuota", "LimitRange"}}
+    assert actions == {("ResourceQuota", "unchanged"), ("LimitRange", "unchanged")}
+
+
 def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContract:
     data = contract(lab).model_dump(mode="json", by_alias=True, exclude_none=True)
     data["network"]["policies"] = policies

@@ -11,6 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.slurm.cli import (
+    ACCOUNT_FORMAT,
     Assoc,
     NodeState,
     duration_minutes,
@@ -99,6 +100,12 @@ def test_no_rows_parse_to_nothing() -> None:
 def test_a_line_with_the_wrong_field_count_is_refused() -> None:
     with pytest.raises(ValueError, match="3 fields, expected 2"):
         parse_pipe("a|b|c\n", ("user", "defaultaccount"))
+
+
+def test_a_row_ends_at_newline_only() -> None:
+    rows = parse_pipe("tenant-foo|Acme\u2028Labs\u0085EU|acme\nml-team-foo|team|acme\n", ACCOUNT_FORMAT)
+    assert [row["account"] for row in rows] == ["tenant-foo", "ml-team-foo"]
+    assert rows[0]["description"] == "Acme\u2028Labs\u0085EU"
 
 
 def test_partition_as_scontrol_shows_it() -> None:
