@@ -96,12 +96,8 @@ class AuthentikClient(HttpService):
         return cls(conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s)
 
     @staticmethod
-    def error_text(response: httpx.Response) -> str:
+    def explain(body: Any) -> str:
         """Authentik's error text: ``{"detail"}`` or a ValidationError's field -> messages map."""
-        try:
-            body = response.json()
-        except ValueError:
-            return response.text[:500] or response.reason_phrase
         if isinstance(body, dict):
             if isinstance(body.get("detail"), str):
                 return str(body["detail"])
@@ -109,7 +105,7 @@ class AuthentikClient(HttpService):
                 f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}"
                 for key, value in body.items()
             )
-        return str(body)[:500]
+        return str(body)
 
     def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""

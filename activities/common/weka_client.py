@@ -126,13 +126,9 @@ class WekaClient(HttpService):
         return cls(conf.weka_url, creds, conf.http_timeout_s)
 
     @staticmethod
-    def error_text(response: httpx.Response) -> str:
+    def explain(body: Any) -> str:
         """Weka's error text: the ``message`` of the error body."""
-        try:
-            body = response.json()
-        except ValueError:
-            return response.text[:500] or response.reason_phrase
-        return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)[:500]
+        return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)
 
     # -- transport and tokens --------------------------------------------------------------------
 
