@@ -81,7 +81,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     if not blocked:
         return [
             Finding(
-                check="kube.network_policy",
+                check=runbook.KUBE_NETWORK_POLICY.name,
                 ok=True,
                 severity=Severity.info,
                 message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
@@ -90,7 +90,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
         ]
     return [
         error(
-            "kube.network_policy",
+            runbook.KUBE_NETWORK_POLICY.name,
             f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
             f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
             f"{'to' if path.direction == 'egress' else 'from'} {path.peer} "
@@ -147,7 +147,9 @@ def preflight(inp: StepInput) -> StepResult:
             )
         )
     if contract.admins_group and objs.get("ClusterRole", "edit") is None:
-        findings.append(error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
+        findings.append(
+            error(runbook.KUBE_RBAC.name, "ClusterRole edit does not exist", "install the default ClusterRoles")
+        )
     return StepResult(facts=inp.facts, findings=findings)
 
 

@@ -286,7 +286,7 @@ def checks(inp: StepInput) -> list[Finding]:
     )
     if not findings:
         summary = f"{len(contract.users)} users resolve, group {contract.slug}, authorized_keys present, sinfo answers"
-        findings.append(finding("login.verify", True, f"{pod}: {summary}"))
+        findings.append(finding(runbook.LOGIN_VERIFY.name, True, f"{pod}: {summary}"))
     return findings
 
 

@@ -205,7 +205,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     first = job.output.splitlines()[0] if job.output else ""
     if job.state != "COMPLETED" or visible is None or allocated is None or step is None:
         return finding(
-            "smoke.single_node",
+            runbook.SMOKE_SINGLE_NODE.name,
             False,
             f"job {job.state}; GPUs visible: {visible}, allocated: {allocated}, "
             f"seen by a 1-GPU step: {step}; output: {job.output.strip()[-300:]}",
@@ -213,7 +213,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
         )
     if visible != allocated or step != 1:
         return finding(
-            "smoke.single_node",
+            runbook.SMOKE_SINGLE_NODE.name,
             False,
             f"all GPUs visible to a 1-GPU job: on {first} the job sees {visible} "
             f"GPU(s) of the {allocated} Slurm allocated, a --gres=gpu:1 step sees "
@@ -226,7 +226,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
         else ""
     )
     return finding(
-        "smoke.single_node",
+        runbook.SMOKE_SINGLE_NODE.name,
         True,
         f"job on {first} sees exactly its {allocated} allocated GPU(s), a 1-GPU step sees 1{whole_node}",
     )
@@ -272,7 +272,7 @@ def nccl(inp: StepInput) -> StepResult:
         "nccl_busbw_gbps",
         str(busbw),
         finding(
-            "smoke.nccl",
+            runbook.SMOKE_NCCL.name,
             ok,
             message,
             ""
@@ -310,7 +310,7 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     row = df_row(job.output)
     if job.state != "COMPLETED" or wrote is None or row is None:
         return finding(
-            "smoke.storage",
+            runbook.SMOKE_STORAGE.name,
             False,
             f"job {job.state} before writing and reading back {path}; output: {output}",
             f"read the job output: {path} must exist on the Slurm nodes and be writable by the tenant's group",
@@ -318,10 +318,12 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     fstype, mount = row
     if fstype in WEKA_FS_TYPES and mount != "/":
         return finding(
-            "smoke.storage", True, f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
+            runbook.SMOKE_STORAGE.name,
+            True,
+            f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}",
         )
     return finding(
-        "smoke.storage",
+        runbook.SMOKE_STORAGE.name,
         False,
         f"{path} is on {fstype} mounted at {mount}, not a Weka mount: {output}",
         "add the Weka /scratch volumeMount to the SUNK NodeSet template",

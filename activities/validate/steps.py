@@ -116,7 +116,7 @@ def quotas_live(inp: StepInput) -> Finding:
     found = {p for p in paths if p.rsplit("/", 1)[-1] in {w.lstrip("/") for w in wanted}}
     missing = sorted(w for w in wanted if not any(p.endswith(w) for p in found))
     return finding(
-        "storage.quotas",
+        runbook.STORAGE_QUOTAS.name,
         not missing,
         "home and scratch quotas are ACTIVE" if not missing else f"no active quota for {missing}",
         "re-run the storage quotas step",
