@@ -13,12 +13,12 @@ from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, passwd_entries
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import WekaClient
-from tenantflow.activities.login.steps import login_exec, passwd_entries
 from tenantflow.activities.slurm.cli import (
     SlurmCtl,
     duration_minutes,
@@ -221,7 +221,7 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
 
 def authorized_keys_present(inp: StepInput) -> Finding:
     contract = inp.contract
-    out = login_exec(contract, login_pod_names(contract)[0], ["ls", "/etc/ssh/authorized_keys.d/"])
+    out = login_exec(contract, login_pod_names(contract)[0], ["ls", KEYS_DIR])
     listed = set(out.stdout.split())
     missing = sorted(set(contract.usernames) - listed)
     return finding(
