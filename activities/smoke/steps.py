@@ -38,7 +38,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.findings import finding
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.slurm.cli import (
+from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
     command_error,
     parse_keyvalues,
