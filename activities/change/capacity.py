@@ -10,7 +10,8 @@ and waited for.
 documented way to stop new jobs landing on a node while running ones finish); ``change.wait_drained`` polls
 ``squeue -w`` with heartbeats until no job is left on them (no job is ever killed); once the partition and the
 Reservation no longer hold them, ``change.release_nodes`` resumes them (``State=RESUME``), only drains whose
-reason is ours. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason``, squeue(1) ``-w -o -h``.
+reason is ours. A node drained, down or failing for another reason (an RMA) is never chosen, re-reasoned or
+resumed. Sources: scontrol(1) ``update NodeName State=DRAIN|RESUME Reason``, squeue(1) ``-w -o -h``.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def preflight(inp: StepInput) -> StepResult:
     found = census(nodes, list_reservations(objs), contract, own)
     ctl = SlurmCtl.connect(contract.cluster)
     busy = jobs(ctl, nodes=own)
-    resize = resize_nodes(contract, found, own, busy)
+    resize = resize_nodes(contract, found, own, busy, held_nodes(ctl, own))
     findings = resize.findings + gpu_findings(contract, resize.keep, found)
     findings += [
         Finding(
@@ -111,20 +112,47 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=facts, findings=findings)
 
 
+UNAVAILABLE_FLAGS = ("DRAIN", "DOWN", "FAIL", "MAINT", "REBOOT")
+"""Node state flags (scontrol(1) node ``State``, e.g. ``IDLE+DRAIN``, ``DOWN*``) that mean someone or something took
+the node out of service."""
+
+
 def _reason(ctl: SlurmCtl, node: str) -> str:
     """The node's drain reason (``Reason=`` of ``scontrol show node -o``, the rest of the line), or ''."""
     out = ctl.run(["scontrol", "show", "node", word(node), "-o"]).stdout
     return out.partition(" Reason=")[2].strip()
 
 
+def held_nodes(ctl: SlurmCtl, nodes: list[str]) -> dict[str, str]:
+    """The nodes drained, down or failing for a reason that is not a tenantflow release: node -> ``STATE: reason``
+    (one ``scontrol show node -o`` line per node: ``NodeName=... State=IDLE+DRAIN ... Reason=RMA: GPU3 [...]``)."""
+    if not nodes:
+        return {}
+    out = ctl.run(["scontrol", "show", "node", words(nodes), "-o"]).stdout
+    held = {}
+    for line in out.split("\n"):
+        name = line.partition("NodeName=")[2].split(" ", 1)[0]
+        state = line.partition(" State=")[2].split(" ", 1)[0]
+        reason = line.partition(" Reason=")[2].strip()
+        flags = state.replace("*", "").split("+")
+        if name and any(flag.startswith(UNAVAILABLE_FLAGS) for flag in flags) and not reason.startswith(DRAIN_MARK):
+            held[name] = f"{state}: {reason or 'no reason given'}"
+    return held
+
+
 @defn(runbook.DRAIN_NODES)
 def drain(inp: StepInput) -> StepResult:
-    """Drain the nodes the change releases, with a reason that marks the drain as ours."""
+    """Drain the nodes the change releases, with a reason that marks the drain as ours; a node someone else drained
+    or took down since the plan keeps its state and reason (``unchanged``), so the release never resumes it."""
     contract = inp.contract
     ctl = SlurmCtl.connect(contract.cluster)
     reason = DRAIN_REASON.format(slug=contract.slug, run=inp.run_id)
+    held = held_nodes(ctl, inp.facts.release_nodes)
     results = []
     for node in inp.facts.release_nodes:
+        if node in held:
+            results.append(EnsureResult(layer=LAYER, kind="Node", name=node, outcome=Outcome.unchanged))
+            continue
         ctl.run(["scontrol", "update", f"NodeName={word(node)}", "State=DRAIN", f"Reason={reason}"])
         results.append(EnsureResult(layer=LAYER, kind="Node", name=node, outcome=Outcome.updated))
     return StepResult(results=results, facts=inp.facts)

@@ -20,19 +20,8 @@ from tenantflow.activities.common.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
-FIRST_MULTI_PARENT_YEAR = 2025
-"""Authentik 2024.x groups have a single ``parent``; from 2025 on a list ``parents``."""
 CREATED_BY = "tenantflow.io/created-by"
 """Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
-
-
-def parent_field(version: str) -> str:
-    """``parent`` or ``parents``: the group field the release with this version string reads."""
-    try:
-        year = int(version.split(".", 1)[0])
-    except ValueError:
-        raise fail("Unsupported", f"unrecognised Authentik version {version!r} from /admin/version/") from None
-    return "parent" if year < FIRST_MULTI_PARENT_YEAR else "parents"
 
 
 class PartialGroup(ApiModel):
@@ -58,7 +47,7 @@ class User(ApiModel):
 
 
 class Group(ApiModel):
-    """A group as either release serves it: 2024.x ``parent`` (one or null), 2025+ ``parents``."""
+    """A group as either shape serves it: ``parent`` (one or null, up to 2025.10) or ``parents`` (later)."""
 
     pk: str
     num_pk: int
@@ -86,14 +75,17 @@ class AuthentikClient(HttpService):
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
     service = SERVICE
+    ca_setting = "AUTHENTIK_CA_FILE"
 
-    def __init__(self, url: str, token: str, timeout_s: float = 30.0) -> None:
-        super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"})
+    def __init__(self, url: str, token: str, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
+        super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"}, ca_file)
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
         conf = settings()
-        return cls(conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s)
+        return cls(
+            conf.authentik_url, conf.authentik_token.get_secret_value(), conf.http_timeout_s, conf.authentik_ca_file
+        )
 
     @staticmethod
     def explain(body: Any) -> str:
@@ -174,9 +166,23 @@ class AuthentikClient(HttpService):
         """The running release, ``GET /admin/version/`` ``version_current`` (e.g. ``2024.10.5``)."""
         return str(self._request("GET", "/admin/version/").json()["version_current"])
 
-    def single_parent(self) -> bool:
-        """Whether groups have one ``parent`` (Authentik before 2025) rather than ``parents``."""
-        return parent_field(self.version()) == "parent"
+    def parent_field(self) -> str | None:
+        """``parent`` (one group) or ``parents`` (a list): the field that nests a group, read from how the server
+        serializes the platform's parent group (``AUTHENTIK_PARENT_GROUP``), not guessed from the version:
+        releases up to 2025.10 (and the authentik-client 2025.10 package) serve ``parent``, later ones
+        ``parents``, and each silently ignores the other's field on writes. ``None`` when that group does not
+        exist (preflight refuses the run then)."""
+        name = settings().authentik_parent_group
+        found = self._request("GET", "/core/groups/", params={"name": name, "page_size": 1}).json()["results"]
+        if not found:
+            return None
+        for field in ("parents", "parent"):
+            if field in found[0]:
+                return field
+        raise fail(
+            "Unsupported",
+            f"Authentik serves group {name!r} with neither 'parent' nor 'parents'; this release is not supported",
+        )
 
     # -- LDAP provider ---------------------------------------------------------------------------
 

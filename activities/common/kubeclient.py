@@ -10,7 +10,7 @@ https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers), so 
 tenantflow instead of the client's User-Agent (``OpenAPI-Generator``); ``DELETE`` takes no field manager
 (``DeleteOptions`` has none). ``pod_log`` reads a container's log as text. ``exec_in`` runs a command in one named
 container of a pod over the exec websocket (a real apiserver refuses an exec without a container into a
-multi-container pod); ``deployment_pod`` picks the pod ``kubectl exec deploy/NAME`` would.
+multi-container pod); ``workload_pod`` picks the pod ``kubectl exec deploy/NAME`` (or ``sts/NAME``) would.
 
 Which kubeconfig reaches a target comes from the worker's cluster registry (:mod:`activities.common.clusters`), never
 from the contract. Every request has a timeout (:data:`REQUEST_TIMEOUT_S`, connect and read) and every exec a
@@ -151,10 +151,30 @@ class ExecOutput(BaseModel):
     exit_code: int
 
 
-def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
-    """The name of a running pod of ``deployment`` (what ``kubectl exec deploy/NAME`` picks)."""
-    dep = request(target, "GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/{deployment}")
-    labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+CONTROLLER_KINDS = ("deployments", "statefulsets")
+"""What runs a named control-plane workload: SUNK's slurmctld is a Deployment, Slinky's a StatefulSet
+(``slurmctld-0``)."""
+
+
+def workload_pod(target: KubeTarget, namespace: str, name: str) -> str:
+    """The name of a running pod of the Deployment or StatefulSet ``name`` (what ``kubectl exec deploy/NAME`` or
+    ``sts/NAME`` picks), found through the workload's own selector."""
+    workload: dict[str, Any] | None = None
+    for plural in CONTROLLER_KINDS:
+        try:
+            workload = request(target, "GET", f"/apis/apps/v1/namespaces/{namespace}/{plural}/{name}")
+            break
+        except ApplicationError as exc:
+            if exc.type != "NotFound":
+                raise
+    if workload is None:
+        raise ApplicationError(
+            f"kubernetes {target.context}: no Deployment or StatefulSet {namespace}/{name}; set the workload's name "
+            "(SLURM_CONTROLLER for slurmctld)",
+            type="NotFound",
+            non_retryable=True,
+        )
+    labels = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
     pods = request(target, "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)])
     running = [
@@ -162,7 +182,8 @@ def deployment_pod(target: KubeTarget, namespace: str, deployment: str) -> str:
     ]
     if not running:
         raise ApplicationError(
-            f"kubernetes {target.context}: deployment {namespace}/{deployment} has no running pod", type="NoRunningPod"
+            f"kubernetes {target.context}: {workload.get('kind', 'workload')} {namespace}/{name} has no running pod",
+            type="NoRunningPod",
         )
     return sorted(running)[0]
 

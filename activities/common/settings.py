@@ -24,10 +24,21 @@ class ServiceSettings(BaseSettings):
     authentik_url: str = Field("https://auth.example.internal", alias="AUTHENTIK_URL")
     authentik_token: SecretStr = Field(SecretStr(""), alias="AUTHENTIK_TOKEN")
     authentik_parent_group: str = Field("tenants", alias="AUTHENTIK_PARENT_GROUP")
+    authentik_ca_file: str | None = Field(
+        None,
+        alias="AUTHENTIK_CA_FILE",
+        description="PEM CA bundle that signed Authentik's certificate; default: the system's trust store",
+    )
     weka_url: str = Field("https://weka-api.example.internal:14000", alias="WEKA_URL")
     weka_username: str = Field("admin", alias="WEKA_USERNAME")
     weka_password: SecretStr = Field(SecretStr(""), alias="WEKA_PASSWORD")
     weka_org: str = Field("Root", alias="WEKA_ORG")
+    weka_ca_file: str | None = Field(
+        None,
+        alias="WEKA_CA_FILE",
+        description="PEM CA bundle that signed the Weka API's certificate (often a cluster-internal CA); "
+        "default: the system's trust store",
+    )
     weka_helper_image: str = Field(
         "busybox:1.36",
         alias="WEKA_HELPER_IMAGE",

@@ -270,7 +270,7 @@ class SlurmCtl:
     @classmethod
     def connect(cls, target: KubeTarget) -> SlurmCtl:
         cfg = settings()
-        return cls(target=target, pod=kubeclient.deployment_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
+        return cls(target=target, pod=kubeclient.workload_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
 
     def run(self, argv: list[str], *, check: bool = True) -> kubeclient.ExecOutput:
         if is_write(argv):

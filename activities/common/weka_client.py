@@ -108,11 +108,12 @@ class WekaClient(HttpService):
     """Synchronous calls to ``<url>/api/v2`` as one user of one organization; use as a context manager."""
 
     service = SERVICE
+    ca_setting = "WEKA_CA_FILE"
 
-    def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, credentials: Credentials, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
         self.url = url.rstrip("/")
         self._credentials = credentials
-        super().__init__(self.url + "/api/v2", timeout_s, {})
+        super().__init__(self.url + "/api/v2", timeout_s, {}, ca_file)
         self._access: str | None = None
         self._refresh: str | None = None
         self._tokens = threading.Lock()
@@ -123,7 +124,7 @@ class WekaClient(HttpService):
     def from_settings(cls, credentials: Credentials | None = None) -> WekaClient:
         conf = settings()
         creds = credentials or Credentials(username=conf.weka_username, password=conf.weka_password, org=conf.weka_org)
-        return cls(conf.weka_url, creds, conf.http_timeout_s)
+        return cls(conf.weka_url, creds, conf.http_timeout_s, conf.weka_ca_file)
 
     @staticmethod
     def explain(body: Any) -> str:
@@ -250,8 +251,12 @@ class WekaClient(HttpService):
         return int(response.json()["data"]["inode_id"])
 
     def quotas(self, fs_uid: str) -> dict[int, Quota]:
+        """The directory quotas of a filesystem by inode id. ``data`` comes in two shapes: an object keyed by
+        quota id (as Backend.AI's Weka client reads it) or a list of quotas (as csi-wekafs's apiclient decodes
+        it); both are read, and each quota is keyed by its own ``inode_id``."""
         body = self._data("GET", f"/fileSystems/{fs_uid}/quota") or {}
-        return {int(key): Quota.model_validate(value) for key, value in body.items()}
+        listed = body.values() if isinstance(body, dict) else body
+        return {quota.inode_id: quota for quota in (Quota.model_validate(item) for item in listed)}
 
     def set_quota(self, fs_uid: str, inode_id: int, path: str, hard: int, soft: int, owner: str = "") -> Quota:
         """Create or replace the directory quota; ``owner`` is the quota's free-text owner (``weka fs quota set

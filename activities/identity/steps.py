@@ -8,9 +8,9 @@ in use. Every tenant user gets ``attributes.gidNumber`` = that gid (one primary 
 ``attributes.ssh_keys`` (one key per line) and membership of the group. Undo deactivates users and
 removes them from the group, never deletes them; the group is deleted only when empty.
 
-The group is nested through ``parent`` on Authentik 2024.x and ``parents`` from 2025 on (read from
-``GET /api/v3/admin/version/``). Users and groups this layer creates carry the attribute
-``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
+The group is nested through ``parent`` (Authentik up to 2025.10) or ``parents`` (later), whichever the server
+serializes its groups with (:meth:`AuthentikClient.parent_field`). Users and groups this layer creates carry
+the attribute ``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
 (:mod:`activities.identity.undo`). A username Authentik already knows (active or not) that is not this
 tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
 of another tenant is never taken.
@@ -115,7 +115,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 action=group_action,
                 detail={
                     "parent": settings().authentik_parent_group,
-                    "nested_by": "parent" if ak.single_parent() else "parents",
+                    "nested_by": ak.parent_field() or "the parent group is missing",
                     "tenant_slug": contract.slug,
                     "gidNumber": str(gid) if gid else f"{provider.gid_start_number} + num_pk unless taken",
                 },
@@ -157,7 +157,7 @@ def ensure_group(inp: StepInput) -> StepResult:
                 f"the platform group {settings().authentik_parent_group!r} does not exist; "
                 "create it in Authentik and re-run",
             )
-        field = "parent" if ak.single_parent() else "parents"
+        field = ak.parent_field() or "parents"
         group = ak.group_by_name(slug)
         previous: dict[str, Any] = {}
         if group is None:

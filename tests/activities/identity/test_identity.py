@@ -11,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.common.authentik_client import CREATED_BY
 from tenantflow.activities.identity import steps as identity
-from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_10
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome
 
@@ -274,8 +274,8 @@ async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_pa
     assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
 
 
-@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10])
-async def test_authentik_2024_10_nests_the_group_through_its_single_parent(with_parent: IdentityLab) -> None:
+@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10, AUTHENTIK_2025_10])
+async def test_a_release_with_one_parent_nests_the_group_through_it(with_parent: IdentityLab) -> None:
     inp = StepInput(contract=make_contract(usernames=("alice",)))
     group, _, _ = await apply_identity(inp)
     assert [r.outcome for r in group.results] == [Outcome.created]

@@ -60,3 +60,13 @@ def test_removed_users_are_those_the_new_contract_drops() -> None:
     foo = contract(64)
     fewer = foo.model_copy(update={"users": foo.users[:1]})
     assert removed_users(foo, fewer) == ["bob", "carol"] and removed_users(fewer, foo) == []
+
+
+def test_shrinking_never_chooses_a_node_held_by_an_admins_drain() -> None:
+    held = {"gpu-02": "IDLE+DRAIN: RMA: GPU3 fails"}
+    shrunk = resize_nodes(contract(16), NodeCensus(ours=OWN), OWN, {}, held)
+    assert (shrunk.keep, shrunk.release, shrunk.findings) == (["gpu-01", "gpu-02"], ["gpu-03"], [])
+    refused = resize_nodes(contract(8), NodeCensus(ours=OWN), OWN, {}, {**held, "gpu-03": "DOWN*: Not responding"})
+    [finding] = refused.findings
+    assert not finding.ok and refused.release == [] and refused.keep == OWN
+    assert "gpu-02 (IDLE+DRAIN: RMA: GPU3 fails)" in finding.message and "gpu-03 (DOWN*" in finding.message
