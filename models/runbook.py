@@ -108,27 +108,14 @@ IDENTITY_PREFLIGHT = _preflight("identity")
 KUBE_PREFLIGHT = _preflight("kube")
 SLURM_PREFLIGHT = _preflight("slurm")
 STORAGE_PREFLIGHT = _preflight("storage")
-PREFLIGHT: tuple[Step[StepInput, StepResult], ...] = (
-    CAPACITY_PREFLIGHT,
-    IDENTITY_PREFLIGHT,
-    KUBE_PREFLIGHT,
-    SLURM_PREFLIGHT,
-    STORAGE_PREFLIGHT,
-)
+PREFLIGHT = (CAPACITY_PREFLIGHT, IDENTITY_PREFLIGHT, KUBE_PREFLIGHT, SLURM_PREFLIGHT, STORAGE_PREFLIGHT)
 CAPACITY_PLAN = _plan("capacity")
 IDENTITY_PLAN = _plan("identity")
 KUBE_PLAN = _plan("kube")
 SLURM_PLAN = _plan("slurm")
 STORAGE_PLAN = _plan("storage")
 LOGIN_PLAN = _plan("login")
-PLAN: tuple[Step[StepInput, list[PlanStep]], ...] = (
-    CAPACITY_PLAN,
-    IDENTITY_PLAN,
-    KUBE_PLAN,
-    SLURM_PLAN,
-    STORAGE_PLAN,
-    LOGIN_PLAN,
-)
+PLAN = (CAPACITY_PLAN, IDENTITY_PLAN, KUBE_PLAN, SLURM_PLAN, STORAGE_PLAN, LOGIN_PLAN)
 
 LOGIN_UNDO = _undo("login")
 SLURM_UNDO = _undo("slurm")
@@ -136,14 +123,7 @@ KUBE_UNDO = _undo("kube")
 CAPACITY_UNDO = _undo("capacity")
 STORAGE_UNDO = _undo("storage")
 IDENTITY_UNDO = _undo("identity")
-ROLLBACK: tuple[Step[UndoInput, list[EnsureResult]], ...] = (
-    LOGIN_UNDO,
-    SLURM_UNDO,
-    KUBE_UNDO,
-    CAPACITY_UNDO,
-    STORAGE_UNDO,
-    IDENTITY_UNDO,
-)
+ROLLBACK = (LOGIN_UNDO, SLURM_UNDO, KUBE_UNDO, CAPACITY_UNDO, STORAGE_UNDO, IDENTITY_UNDO)
 """The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
 Weka, and Authentik last (most disruptive)."""
 

@@ -102,13 +102,9 @@ def preflight(inp: StepInput) -> StepResult:
     chosen, choice_findings = choose_nodes(contract, found, own)
     findings += choice_findings + gpu_findings(contract, chosen, found)
     if not any(not f.ok for f in findings):
-        findings.append(
-            Finding.passed(
-                check="capacity.nodes",
-                message=f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}"
-                + (" (existing Reservation reused)" if own else ""),
-            )
-        )
+        reused = " (existing Reservation reused)" if own else ""
+        nodes_text = f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}{reused}"
+        findings.append(Finding.passed("capacity.nodes", nodes_text))
     if contract.capacity.evict_on_release:
         findings.append(
             Finding.failed(

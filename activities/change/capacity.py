@@ -23,7 +23,7 @@ from tenantflow.activities.common import manifests
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.slurm.cli import SlurmCtl, word, words
+from tenantflow.activities.common.slurm_cli import SlurmCtl, word, words
 from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_MARK, DRAIN_REASON
 from tenantflow.models.hostlist import expand_hostlist

@@ -13,7 +13,7 @@ from __future__ import annotations
 from tenantflow.activities.change import capacity as change_capacity
 from tenantflow.activities.change import users as change_users
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_REASON
 from tenantflow.models.onboarding import StepInput, UndoInput

@@ -28,8 +28,8 @@ from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikC
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.runs import tenant_run
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
-from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.activities.slurm.wants import want_users
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult

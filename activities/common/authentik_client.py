@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.httpservice import HttpService
+from tenantflow.activities.common.httpservice import ApiModel, HttpService
 from tenantflow.activities.common.settings import settings
 
 SERVICE = "authentik"
@@ -24,22 +24,18 @@ CREATED_BY = "tenantflow.io/created-by"
 """Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
 
 
-class _Read(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class PartialGroup(_Read):
+class PartialGroup(ApiModel):
     pk: str
     name: str
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
-class PartialUser(_Read):
+class PartialUser(ApiModel):
     pk: int
     username: str
 
 
-class User(_Read):
+class User(ApiModel):
     pk: int
     username: str
     name: str
@@ -50,7 +46,7 @@ class User(_Read):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
-class Group(_Read):
+class Group(ApiModel):
     """A group as either shape serves it: ``parent`` (one or null, up to 2025.10) or ``parents`` (later)."""
 
     pk: str
@@ -67,7 +63,7 @@ class Group(_Read):
         return [self.parent] if self.parent else list(self.parents)
 
 
-class LdapProvider(_Read):
+class LdapProvider(ApiModel):
     pk: int
     name: str
     base_dn: str
@@ -92,12 +88,8 @@ class AuthentikClient(HttpService):
         )
 
     @staticmethod
-    def error_text(response: httpx.Response) -> str:
+    def explain(body: Any) -> str:
         """Authentik's error text: ``{"detail"}`` or a ValidationError's field -> messages map."""
-        try:
-            body = response.json()
-        except ValueError:
-            return response.text[:500] or response.reason_phrase
         if isinstance(body, dict):
             if isinstance(body.get("detail"), str):
                 return str(body["detail"])
@@ -105,7 +97,7 @@ class AuthentikClient(HttpService):
                 f"{key}: {' '.join(map(str, value)) if isinstance(value, list) else value}"
                 for key, value in body.items()
             )
-        return str(body)[:500]
+        return str(body)
 
     def _request(self, method: str, path: str, *, missing_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send and raise on failure; with ``missing_ok`` a 404 is returned for the caller to read."""

@@ -4,7 +4,7 @@ An :class:`HttpService` owns one ``httpx.Client`` under the API's base URL with 
 as a context manager, sends every request through :func:`activities.common.httpretry.send` (transient read
 failures retried in place), turns a request that did not complete into a retryable 503 and an error response
 into :func:`activities.common.errors.http_error` (400/403/404 fail fast, 429 and 5xx retry honouring
-``Retry-After``), with the service's own error text (:meth:`HttpService.error_text`). Credentials live in headers
+``Retry-After``), with the service's own error text (:meth:`HttpService.explain`). Credentials live in headers
 and never appear in a message. TLS is verified against httpx's default trust, or only against ``ca_file`` (a PEM
 bundle, as ``AUTHENTIK_CA_FILE``/``WEKA_CA_FILE`` name it) when given; verification is never switched off.
 """
@@ -15,6 +15,7 @@ import ssl
 from typing import Any, Self
 
 import httpx
+from pydantic import BaseModel, ConfigDict
 
 from tenantflow.activities.common.errors import fail, http_error
 from tenantflow.activities.common.httpretry import send
@@ -42,8 +43,14 @@ def _untrusted(exc: BaseException) -> bool:
     return False
 
 
+class ApiModel(BaseModel):
+    """An object a service returns, with only the fields tenantflow reads (the others are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
 class HttpService:
-    """One API session; subclasses add the service's calls and its :meth:`error_text`."""
+    """One API session; subclasses add the service's calls and its :meth:`explain`."""
 
     service = "http"
     """How errors name the service (``authentik``, ``weka``)."""
@@ -68,9 +75,18 @@ class HttpService:
         self._http.close()
 
     @staticmethod
-    def error_text(response: httpx.Response) -> str:
-        """The service's explanation of an error response (at most 500 characters of its body by default)."""
-        return response.text[:500] or response.reason_phrase
+    def explain(body: Any) -> str:
+        """The service's explanation in a JSON error body (the whole body by default)."""
+        return str(body)
+
+    @classmethod
+    def error_text(cls, response: httpx.Response) -> str:
+        """At most 500 characters explaining an error response: :meth:`explain` of a JSON body, else its text."""
+        try:
+            body = response.json()
+        except ValueError:
+            return response.text[:500] or response.reason_phrase
+        return cls.explain(body)[:500]
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

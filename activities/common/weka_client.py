@@ -23,30 +23,26 @@ import threading
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
 from tenantflow.activities.common.errors import http_error
-from tenantflow.activities.common.httpservice import HttpService
+from tenantflow.activities.common.httpservice import ApiModel, HttpService
 from tenantflow.activities.common.settings import settings
 
 SERVICE = "weka"
 
 
-class _Read(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class Capacity(_Read):
+class Capacity(ApiModel):
     total_bytes: int
     unprovisioned_bytes: int
 
 
-class Cluster(_Read):
+class Cluster(ApiModel):
     name: str
     capacity: Capacity
 
 
-class Organization(_Read):
+class Organization(ApiModel):
     uid: str
     id: int
     name: str
@@ -54,7 +50,7 @@ class Organization(_Read):
     total_allocated: int = 0
 
 
-class Filesystem(_Read):
+class Filesystem(ApiModel):
     uid: str
     name: str
     group_name: str = ""
@@ -62,7 +58,7 @@ class Filesystem(_Read):
     free_total: int = 0
 
 
-class Quota(_Read):
+class Quota(ApiModel):
     inode_id: int
     path: str = ""
     hard_limit_bytes: int
@@ -72,7 +68,7 @@ class Quota(_Read):
     owner: str = ""
 
 
-class WekaUser(_Read):
+class WekaUser(ApiModel):
     uid: str
     username: str
     role: str = ""
@@ -131,13 +127,9 @@ class WekaClient(HttpService):
         return cls(conf.weka_url, creds, conf.http_timeout_s, conf.weka_ca_file)
 
     @staticmethod
-    def error_text(response: httpx.Response) -> str:
+    def explain(body: Any) -> str:
         """Weka's error text: the ``message`` of the error body."""
-        try:
-            body = response.json()
-        except ValueError:
-            return response.text[:500] or response.reason_phrase
-        return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)[:500]
+        return str(body.get("message") if isinstance(body, dict) and body.get("message") else body)
 
     # -- transport and tokens --------------------------------------------------------------------
 

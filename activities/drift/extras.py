@@ -20,9 +20,9 @@ from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.slurm.accounting import read_world
-from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.models import runbook
 from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.tenant import TenantContract

@@ -12,6 +12,7 @@ from tenantflow.activities.identity.numbers import (
     other_tenant,
     tenant_of,
 )
+from tenantflow.models import runbook
 from tenantflow.models.results import Finding, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
@@ -47,7 +48,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
         )
     findings.append(
         Finding.of_problem(
-            "identity.group",
+            runbook.IDENTITY_GROUP.name,
             problem,
             f"group {slug} is free or already ours",
             f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",

@@ -8,6 +8,8 @@ changed or adopted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.kubeensure import describe
 from tenantflow.activities.common.kubeobjects import KubeObjects
@@ -78,14 +80,14 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     if not blocked:
         return [
             Finding.passed(
-                check="kube.network_policy",
+                check=runbook.KUBE_NETWORK_POLICY.name,
                 message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
                 "and receives SSH on 22/TCP under the tenant NetworkPolicies",
             )
         ]
     return [
         Finding.failed(
-            "kube.network_policy",
+            runbook.KUBE_NETWORK_POLICY.name,
             f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
             f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
             f"{'to' if path.direction == 'egress' else 'from'} {path.peer} "
@@ -143,7 +145,9 @@ def preflight(inp: StepInput) -> StepResult:
         )
     if contract.admins_group and objs.get("ClusterRole", "edit") is None:
         findings.append(
-            Finding.failed("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles")
+            Finding.failed(
+                runbook.KUBE_RBAC.name, "ClusterRole edit does not exist", "install the default ClusterRoles"
+            )
         )
     return StepResult(facts=inp.facts, findings=findings)
 
@@ -159,42 +163,26 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-def _ensure(inp: StepInput, step: Step[StepInput, StepResult]) -> StepResult:
-    """Ensure the objects of one apply step (see :func:`step_manifests`)."""
-    contract = inp.contract
-    objs = KubeObjects(contract.cluster)
-    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in step_manifests(contract)[step]]
-    return StepResult(results=results, facts=inp.facts)
+def _apply_step(step: Step[StepInput, StepResult]) -> Callable[[StepInput], StepResult]:
+    """The activity of one apply step: ensure its objects (see :func:`step_manifests`); named ``step.short``."""
+
+    def ensure_step(inp: StepInput) -> StepResult:
+        contract = inp.contract
+        objs = KubeObjects(contract.cluster)
+        wanted = step_manifests(contract)[step]
+        results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in wanted]
+        return StepResult(results=results, facts=inp.facts)
+
+    ensure_step.__name__ = ensure_step.__qualname__ = step.short
+    ensure_step.__doc__ = f"{step.summary} (the objects of ``{step.name}`` in :func:`step_manifests`)."
+    return defn(step)(ensure_step)
 
 
-@defn(runbook.KUBE_NAMESPACE)
-def namespace(inp: StepInput) -> StepResult:
-    """The tenant namespace with its pod-security labels."""
-    return _ensure(inp, runbook.KUBE_NAMESPACE)
-
-
-@defn(runbook.KUBE_QUOTA)
-def quota(inp: StepInput) -> StepResult:
-    """The ResourceQuota and LimitRange."""
-    return _ensure(inp, runbook.KUBE_QUOTA)
-
-
-@defn(runbook.KUBE_BINDING)
-def binding(inp: StepInput) -> StepResult:
-    """The ReservationBinding of the namespace to the tenant's Reservation."""
-    return _ensure(inp, runbook.KUBE_BINDING)
-
-
-@defn(runbook.KUBE_NETWORK_POLICY)
-def network_policy(inp: StepInput) -> StepResult:
-    """The deny-all and allow NetworkPolicies."""
-    return _ensure(inp, runbook.KUBE_NETWORK_POLICY)
-
-
-@defn(runbook.KUBE_RBAC)
-def rbac(inp: StepInput) -> StepResult:
-    """The RoleBinding of the tenant admins group."""
-    return _ensure(inp, runbook.KUBE_RBAC)
+namespace = _apply_step(runbook.KUBE_NAMESPACE)
+quota = _apply_step(runbook.KUBE_QUOTA)
+binding = _apply_step(runbook.KUBE_BINDING)
+network_policy = _apply_step(runbook.KUBE_NETWORK_POLICY)
+rbac = _apply_step(runbook.KUBE_RBAC)
 
 
 @defn(runbook.KUBE_UNDO)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common import kubeclient, kubeensure, manifests
+from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.loginpod import KEYS_DIR, getent_warm, login_exec, passwd_entries
 from tenantflow.activities.common.manifests import Manifest
-from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
+from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.models import runbook
@@ -27,10 +28,6 @@ from tenantflow.models.results import EnsureResult, Finding
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "login"
-KEYS_DIR = "/etc/ssh/authorized_keys.d/"
-GETENT_ATTEMPTS = 3
-GETENT_BATCH = 100
-"""Users per ``getent passwd`` exec: keeps the exec's argv a few kilobytes."""
 GONE_ATTEMPTS = 20
 
 
@@ -130,46 +127,6 @@ def release(inp: StepInput) -> StepResult:
     return StepResult(results=results, facts=inp.facts)
 
 
-def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
-    """Run ``argv`` in the login container (setting ``login_container``) of one of the tenant's login pods."""
-    cfg = settings()
-    return kubeclient.exec_in(
-        contract.cluster, contract.namespace, pod, cfg.login_container, argv, timeout_s=cfg.exec_timeout_s
-    )
-
-
-def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
-    """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
-    return poll_until(
-        lambda: login_exec(contract, pod, argv),
-        lambda out: out.exit_code != 2,
-        every=from_poll_interval(1),
-        attempts=GETENT_ATTEMPTS,
-    ).value
-
-
-def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
-    """``getent passwd`` fields of every user that resolves on ``pod``, :data:`GETENT_BATCH` names an exec
-    (getent(1) takes several keys, prints a line for each one found and exits 2 when any is missing); names a
-    lookup did not find are asked again, as a cold or throttled outpost drops lookups."""
-    users = contract.usernames
-    entries: dict[str, list[str]] = {}
-    for start in range(0, len(users), GETENT_BATCH):
-        names = users[start : start + GETENT_BATCH]
-        heartbeat({"getent": {"done": start, "of": len(users)}})
-
-        def unresolved(names: list[str] = names) -> list[str]:
-            out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
-            for line in out.stdout.split("\n"):
-                fields = line.strip().split(":")
-                if len(fields) >= 7 and fields[0] in names:
-                    entries[fields[0]] = fields
-            return [n for n in names if n not in entries]
-
-        poll_until(unresolved, lambda missing: not missing, every=from_poll_interval(1), attempts=GETENT_ATTEMPTS)
-    return entries
-
-
 def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
     findings: list[Finding] = []
@@ -201,7 +158,7 @@ def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
 
 def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
-    out = _getent_warm(contract, pod, ["getent", "group", contract.slug])
+    out = getent_warm(contract, pod, ["getent", "group", contract.slug])
     fields = out.stdout.strip().split(":")
     if out.exit_code != 0 or len(fields) < 4:
         return [
@@ -284,13 +241,8 @@ def checks(inp: StepInput) -> list[Finding]:
         + _sinfo_findings(contract, pod)
     )
     if not findings:
-        findings.append(
-            Finding.passed(
-                check="login.verify",
-                message=f"{pod}: {len(contract.users)} users resolve, group {contract.slug}, "
-                "authorized_keys present, sinfo answers",
-            )
-        )
+        summary = f"{len(contract.users)} users resolve, group {contract.slug}, authorized_keys present, sinfo answers"
+        findings.append(Finding.passed(runbook.LOGIN_VERIFY.name, f"{pod}: {summary}"))
     return findings
 
 

@@ -6,7 +6,7 @@ differs (re-runs make zero sacctmgr writes) and, when a step fails halfway,
 removes what it created before raising, so a retry or the saga never finds
 half-made debris. :func:`undo_results` deletes what was created and puts back
 what was updated; an undo write that fails because slurmdbd or slurmctld cannot be
-reached is retryable (:func:`~activities.slurm.cli.undo_error`), a refusal is not.
+reached is retryable (:func:`~activities.common.slurm_cli.undo_error`), a refusal is not.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.polling import heartbeat
-from tenantflow.activities.slurm.cli import (
+from tenantflow.activities.common.slurm_cli import (
     ACCOUNT_FORMAT,
     ASSOC_FORMAT,
     Assoc,

@@ -17,7 +17,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.slurm.cli import Partition, SlurmCtl, parse_partition, same_duration, word
+from tenantflow.activities.common.slurm_cli import Partition, SlurmCtl, parse_partition, same_duration, word
 from tenantflow.activities.slurm.wants import allow_accounts
 from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.tenant import TenantContract

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from tenantflow.activities.slurm.cli import parse_pipe, same_duration
+from tenantflow.activities.common.slurm_cli import parse_pipe, same_duration
 from tenantflow.models.tenant import Qos, TenantContract
 
 

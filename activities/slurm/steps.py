@@ -1,7 +1,7 @@
 """Slurm layer of onboarding (runbook step 4a-4d): the activities for accounts, user associations, QoS, partition.
 
 Every command runs in the slurmctld pod of ``contract.cluster`` (see
-:class:`activities.slurm.cli.SlurmCtl`). The desired objects come from
+:class:`activities.common.slurm_cli.SlurmCtl`). The desired objects come from
 :mod:`activities.slurm.wants`, sacctmgr reads, writes and undo from
 :mod:`activities.slurm.accounting`, the partition from :mod:`activities.slurm.partition`.
 """
@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.activities.common.slurm_cli import SlurmCtl, parse_node_states, word
 from tenantflow.activities.slurm.accounting import (
     Ensurer,
     current_values,
@@ -23,7 +24,6 @@ from tenantflow.activities.slurm.accounting import (
     read_world,
     undo_results,
 )
-from tenantflow.activities.slurm.cli import SlurmCtl, parse_node_states, word
 from tenantflow.activities.slurm.partition import (
     confirm_partition,
     line_nodes,

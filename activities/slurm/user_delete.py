@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenantflow.activities.common.polling import heartbeat
-from tenantflow.activities.slurm.cli import ASSOC_FORMAT, SlurmCtl, parse_assocs, sacctmgr_write, word, words
+from tenantflow.activities.common.slurm_cli import ASSOC_FORMAT, SlurmCtl, parse_assocs, sacctmgr_write, word, words
 from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
 
 BATCH = 100

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import directory_ids
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
-from tenantflow.activities.slurm.cli import SlurmCtl, word, words
+from tenantflow.activities.common.slurm_cli import SlurmCtl, word, words
 
 NO_UID = "4294967294"
 """Slurm's NO_VAL: the uid slurmctld records for a user name it could not resolve."""

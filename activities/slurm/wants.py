@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tenantflow.activities.slurm.cli import word, words
+from tenantflow.activities.common.slurm_cli import word, words
 from tenantflow.activities.slurm.qos import gpu_tres, qos_values
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.tenant import TenantContract

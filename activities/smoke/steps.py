@@ -37,7 +37,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.slurm.cli import (
+from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
     command_error,
     parse_keyvalues,
@@ -203,14 +203,14 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
     first = job.output.splitlines()[0] if job.output else ""
     if job.state != "COMPLETED" or visible is None or allocated is None or step is None:
         return Finding.failed(
-            "smoke.single_node",
+            runbook.SMOKE_SINGLE_NODE.name,
             f"job {job.state}; GPUs visible: {visible}, allocated: {allocated}, "
             f"seen by a 1-GPU step: {step}; output: {job.output.strip()[-300:]}",
             "read the job's slurmd log; check the partition, GRES config and the user's home",
         )
     if visible != allocated or step != 1:
         return Finding.failed(
-            "smoke.single_node",
+            runbook.SMOKE_SINGLE_NODE.name,
             f"all GPUs visible to a 1-GPU job: on {first} the job sees {visible} "
             f"GPU(s) of the {allocated} Slurm allocated, a --gres=gpu:1 step sees "
             f"{step}: the device cgroup does not constrain jobs",
@@ -222,7 +222,7 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
         else ""
     )
     return Finding.passed(
-        "smoke.single_node",
+        runbook.SMOKE_SINGLE_NODE.name,
         f"job on {first} sees exactly its {allocated} allocated GPU(s), a 1-GPU step sees 1{whole_node}",
     )
 
@@ -267,7 +267,7 @@ def nccl(inp: StepInput) -> StepResult:
         "nccl_busbw_gbps",
         str(busbw),
         Finding.verdict(
-            "smoke.nccl",
+            runbook.SMOKE_NCCL.name,
             ok,
             message,
             "run the ACS disable runbook on each tenant node, then network validation (IB plane, MTU), and re-run "
@@ -303,17 +303,18 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     row = df_row(job.output)
     if job.state != "COMPLETED" or wrote is None or row is None:
         return Finding.failed(
-            "smoke.storage",
+            runbook.SMOKE_STORAGE.name,
             f"job {job.state} before writing and reading back {path}; output: {output}",
             f"read the job output: {path} must exist on the Slurm nodes and be writable by the tenant's group",
         )
     fstype, mount = row
     if fstype in WEKA_FS_TYPES and mount != "/":
         return Finding.passed(
-            "smoke.storage", f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}"
+            runbook.SMOKE_STORAGE.name,
+            f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}",
         )
     return Finding.failed(
-        "smoke.storage",
+        runbook.SMOKE_STORAGE.name,
         f"{path} is on {fstype} mounted at {mount}, not a Weka mount: {output}",
         "add the Weka /scratch volumeMount to the SUNK NodeSet template",
     )

@@ -12,18 +12,18 @@ from collections.abc import Callable
 from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, passwd_entries
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.common.weka_client import WekaClient
-from tenantflow.activities.login.steps import login_exec, passwd_entries
-from tenantflow.activities.slurm.cli import (
+from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
     duration_minutes,
     parse_partition,
     slurmd_pods,
 )
+from tenantflow.activities.common.weka_client import WekaClient
 from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
@@ -115,7 +115,7 @@ def quotas_live(inp: StepInput) -> Finding:
     found = {p for p in paths if p.rsplit("/", 1)[-1] in {w.lstrip("/") for w in wanted}}
     missing = sorted(w for w in wanted if not any(p.endswith(w) for p in found))
     return Finding.verdict(
-        "storage.quotas",
+        runbook.STORAGE_QUOTAS.name,
         not missing,
         "home and scratch quotas are ACTIVE" if not missing else f"no active quota for {missing}",
         "re-run the storage quotas step",
@@ -219,7 +219,7 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
 
 def authorized_keys_present(inp: StepInput) -> Finding:
     contract = inp.contract
-    out = login_exec(contract, login_pod_names(contract)[0], ["ls", "/etc/ssh/authorized_keys.d/"])
+    out = login_exec(contract, login_pod_names(contract)[0], ["ls", KEYS_DIR])
     listed = set(out.stdout.split())
     missing = sorted(set(contract.usernames) - listed)
     return Finding.verdict(

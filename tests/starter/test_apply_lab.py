@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.common import manifests
 from tenantflow.activities.common.authentik_client import AuthentikClient
-from tenantflow.activities.slurm.cli import SlurmCtl, parse_keyvalues
+from tenantflow.activities.common.slurm_cli import SlurmCtl, parse_keyvalues
 from tenantflow.activities.slurm.partition import live_partition
 from tenantflow.activities.slurm.users import resolve_user
 from tenantflow.lab.endpoints import LabEndpoints

@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.activities.common import manifests
 from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.drift import DRIFT_SCHEDULE_ID, FleetDriftInput, FleetDriftReport
 from tenantflow.models.targets import KubeTarget

@@ -14,8 +14,8 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.common.settings import ServiceSettings, settings
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm import steps as slurm
-from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.runbook import HEARTBEAT
 from tenantflow.models.tenant import TenantContract

@@ -9,7 +9,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.change import capacity as change_capacity
-from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.models.onboarding import Facts, StepInput
 from tenantflow.models.results import Outcome
 from tests.activities.slurm.conftest import SlurmLab, make_contract

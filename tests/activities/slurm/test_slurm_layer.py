@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.slurm.accounting import Ensurer, read_world, undo_results
-from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.activities.slurm.partition import partition_problems, write_partition_key
 from tenantflow.activities.slurm.wants import want_accounts
 from tenantflow.activities.validate import steps as validate

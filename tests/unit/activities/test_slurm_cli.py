@@ -1,4 +1,4 @@
-"""activities/slurm/cli.py: parsers fed real sacctmgr/scontrol/sinfo/sbatch output, durations, argv builders.
+"""activities/common/slurm_cli.py: parsers fed real sacctmgr/scontrol/sinfo/sbatch output, durations, argv builders.
 
 The outputs in ``slurm_outputs/`` come from a real Slurm 22.05 (see its README for each command).
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.slurm.cli import (
+from tenantflow.activities.common.slurm_cli import (
     ACCOUNT_FORMAT,
     Assoc,
     NodeState,
