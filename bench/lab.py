@@ -39,6 +39,7 @@ from tenantflow.bench.runs import RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker import logs
@@ -252,7 +253,7 @@ async def lab_figures(
                 else:
                     direct.append(await direct_once(lab_functions(), contract))
             finally:
-                cleaned = (await offboard(api, contract)).status == "completed" and cleaned
+                cleaned = (await offboard(api, contract)).status == RunOutcome.completed and cleaned
             if through_temporal and not calls:
                 spans = durable[-1].spans
                 calls = calls_per_layer(

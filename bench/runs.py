@@ -19,8 +19,10 @@ from tenantflow.bench.history import wait_for_stage
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.run_ids import offboarding_id
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.offboarding import TenantOffboarding
 
 PLAN_GATE = "gate:approve_plan"
 
@@ -49,7 +51,7 @@ async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTi
     try:
         await approve_when_open(api, handle)
         result: OnboardingResult = await api.result(handle.id, OnboardingResult)
-        ok, message = result.status == "completed", result.message
+        ok, message = result.status == RunOutcome.completed, result.message
     except Exception as exc:  # a failed run is a figure (failures), not a crash of the bench
         ok, message = False, f"{type(exc).__name__}: {exc}"
     return RunTiming(workflow_id=handle.id, seconds=time.perf_counter() - started, ok=ok, message=message)
@@ -58,11 +60,10 @@ async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTi
 async def offboard(api: TenantflowClient, contract: TenantContract) -> OffboardingResult:
     """Tear a bench tenant down with ``TenantOffboarding``, data purged: the lab is left as before."""
     handle = await api.client.start_workflow(
-        "TenantOffboarding",
+        TenantOffboarding.run,
         OffboardingInput(contract=contract, purge_data=True),
         id=offboarding_id(contract.slug),
         task_queue=api.task_queue,
-        result_type=OffboardingResult,
     )
     await approve_when_open(api, handle)
     await wait_for_stage(handle, "gate:confirm_purge")

@@ -20,6 +20,7 @@ from tenantflow.bench.lab import bench_tenant, durable_once, lab_worker
 from tenantflow.bench.runs import offboard
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.runbook import SMOKE
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
 
 SIZES = (3, 30, 300)
@@ -108,7 +109,7 @@ async def users_curve(
             try:
                 durable = await durable_once(api, contract)
             finally:
-                cleaned = (await offboard(api, contract)).status == "completed"
+                cleaned = (await offboard(api, contract)).status == RunOutcome.completed
             layers: dict[str, float] = {}
             for span in durable.spans:
                 layer = span.name.partition(".")[0]

@@ -27,7 +27,6 @@ from tenantflow.activities.change.capacity import jobs
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.common.runs import tenant_run
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm.wants import want_users
@@ -35,6 +34,7 @@ from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import AuthentikUser, EnsureResult, Outcome, SlurmObject
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "change"
@@ -42,7 +42,7 @@ LAYER = "change"
 
 def ours(user: User, slug: str) -> bool:
     """Whether tenantflow created the Authentik user for this tenant (so it may deactivate it)."""
-    return user.attributes.get(CREATED_BY) == tenant_run(slug)
+    return user.attributes.get(CREATED_BY) == onboarding_id(slug)
 
 
 def user_want(c: TenantContract, username: str) -> Want | None:

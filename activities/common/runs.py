@@ -7,11 +7,6 @@ from temporalio import activity
 from tenantflow.activities.common.errors import fail
 
 
-def tenant_run(slug: str) -> str:
-    """The workflow id of the tenant's onboarding and change runs (``tenant/<slug>``)."""
-    return f"tenant/{slug}"
-
-
 def this_run() -> str:
     """The workflow id of the running activity; "" outside an activity (or for an activity outside a workflow)."""
     return (activity.info().workflow_id or "") if activity.in_activity() else ""
