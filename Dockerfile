@@ -3,6 +3,7 @@
 # ...). Rules, checked by tests/packaging/test_dockerfile.py and hadolint:
 # - two stages: the builder builds the wheel and installs it with its runtime dependencies into /opt/tenantflow;
 #   the final stage is the same python slim base with that virtualenv copied in and nothing else;
+# - every dependency is installed at the version constraints.txt pins (scripts/lock-constraints.sh), as run.sh does;
 # - the final stage has no compiler, build tool or pip, and only the product with its [otel] extra (tracing, off
 #   unless OTEL_* ask for it): no lab, tests, examples or Temporal binaries (the [lab] and [dev] extras). The
 #   bench's modules stay (the CLI registers `tenantflow bench`), inert without the lab: it names the [lab] extra;
@@ -16,7 +17,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY models/ models/
 COPY workflows/ workflows/
 COPY activities/ activities/
@@ -27,7 +28,7 @@ COPY lab/ lab/
 COPY bench/ bench/
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
     && python -m venv /opt/tenantflow \
-    && /opt/tenantflow/bin/pip install "/wheels/tenantflow-0.1.0-py3-none-any.whl[otel]" \
+    && /opt/tenantflow/bin/pip install -c constraints.txt "/wheels/tenantflow-0.1.0-py3-none-any.whl[otel]" \
     && site="$(/opt/tenantflow/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
     && rm -r "$site/tenantflow/lab" \
     && /opt/tenantflow/bin/pip uninstall --yes pip

@@ -14,8 +14,9 @@ setup() {
   py=$(command -v python3.11 || command -v python3)
   [ -x .venv/bin/python ] || "$py" -m venv .venv
   local stamp=.venv/.tenantflow-installed
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    .venv/bin/pip install --quiet --disable-pip-version-check -e '.[lab,dev]'
+  # every distribution at the version constraints.txt pins (scripts/lock-constraints.sh regenerates it)
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+    .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[lab,dev]'
     touch "$stamp"
   fi
   typecheck_tree

@@ -30,7 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.settings import settings as service_settings
+from tenantflow.activities.common.settings import settings as service_settings
 from tenantflow.bench.apicalls import calls_per_layer, journals
 from tenantflow.bench.drift import LabDrift, lab_drift
 from tenantflow.bench.history import ActivitySpan, activity_spans

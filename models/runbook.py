@@ -104,63 +104,109 @@ def _smoke(name: str, summary: str) -> Step[StepInput, StepResult]:
 
 CAPACITY_PREFLIGHT = _preflight("capacity")
 """The first preflight: it also chooses the nodes (``facts.nodes``) every later step uses."""
+IDENTITY_PREFLIGHT = _preflight("identity")
+KUBE_PREFLIGHT = _preflight("kube")
+SLURM_PREFLIGHT = _preflight("slurm")
+STORAGE_PREFLIGHT = _preflight("storage")
 PREFLIGHT: tuple[Step[StepInput, StepResult], ...] = (
     CAPACITY_PREFLIGHT,
-    _preflight("identity"),
-    _preflight("kube"),
-    _preflight("slurm"),
-    _preflight("storage"),
+    IDENTITY_PREFLIGHT,
+    KUBE_PREFLIGHT,
+    SLURM_PREFLIGHT,
+    STORAGE_PREFLIGHT,
 )
-PLAN: tuple[Step[StepInput, list[PlanStep]], ...] = tuple(
-    _plan(layer) for layer in ("capacity", "identity", "kube", "slurm", "storage", "login")
+CAPACITY_PLAN = _plan("capacity")
+IDENTITY_PLAN = _plan("identity")
+KUBE_PLAN = _plan("kube")
+SLURM_PLAN = _plan("slurm")
+STORAGE_PLAN = _plan("storage")
+LOGIN_PLAN = _plan("login")
+PLAN: tuple[Step[StepInput, list[PlanStep]], ...] = (
+    CAPACITY_PLAN,
+    IDENTITY_PLAN,
+    KUBE_PLAN,
+    SLURM_PLAN,
+    STORAGE_PLAN,
+    LOGIN_PLAN,
 )
 
-ROLLBACK: tuple[Step[UndoInput, list[EnsureResult]], ...] = tuple(
-    _undo(layer) for layer in ("login", "slurm", "kube", "capacity", "storage", "identity")
+LOGIN_UNDO = _undo("login")
+SLURM_UNDO = _undo("slurm")
+KUBE_UNDO = _undo("kube")
+CAPACITY_UNDO = _undo("capacity")
+STORAGE_UNDO = _undo("storage")
+IDENTITY_UNDO = _undo("identity")
+ROLLBACK: tuple[Step[UndoInput, list[EnsureResult]], ...] = (
+    LOGIN_UNDO,
+    SLURM_UNDO,
+    KUBE_UNDO,
+    CAPACITY_UNDO,
+    STORAGE_UNDO,
+    IDENTITY_UNDO,
 )
 """The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
 Weka, and Authentik last (most disruptive)."""
 
+CAPACITY_RESERVATION = _apply("capacity.reservation", "create the Reservation of the chosen nodes", ("Reservation",))
+CAPACITY_WAIT_RESERVATION = _apply(
+    "capacity.wait_reservation", "wait until the operator labels exactly the chosen nodes", timeout=LONG_TIMEOUT
+)
+IDENTITY_GROUP = _apply("identity.group", "create the Authentik group", ("Group",))
+IDENTITY_USERS = _apply("identity.users", "create the Authentik users with SSH keys", ("User",))
+IDENTITY_VERIFY_LDAP = _apply(
+    "identity.verify_ldap", "verify every user through the LDAP outpost", timeout=LONG_TIMEOUT
+)
+KUBE_NAMESPACE = _apply("kube.namespace", "create the namespace with pod-security labels", ("Namespace",))
+KUBE_QUOTA = _apply("kube.quota", "create the ResourceQuota and LimitRange", ("ResourceQuota", "LimitRange"))
+KUBE_BINDING = _apply("kube.binding", "create the ReservationBinding", ("ReservationBinding",))
+KUBE_NETWORK_POLICY = _apply("kube.network_policy", "create the deny-all and allow NetworkPolicies", ("NetworkPolicy",))
+KUBE_RBAC = _apply("kube.rbac", "bind the tenant admins group", ("RoleBinding",))
+SLURM_ACCOUNTS = _apply("slurm.accounts", "add the Slurm account hierarchy", ("account",))
+SLURM_QOS = _apply("slurm.qos", "add the QoS and bind them to the account", ("qos", "account-qos"))
+SLURM_USERS = _apply("slurm.users", "add the per-user associations", ("user",))
+SLURM_PARTITION = _apply("slurm.partition", "add the partition and reconfigure slurmctld", ("partition",))
+STORAGE_FILESYSTEMS = _apply(
+    "storage.filesystems",
+    "create the Weka org and filesystems or tenant directories",
+    ("WekaOrganization", "WekaFilesystem"),
+)
+STORAGE_QUOTAS = _apply("storage.quotas", "set the /home and /scratch quotas", ("WekaQuota",))
+STORAGE_CSI = _apply(
+    "storage.csi",
+    "create the CSI Secret, StorageClass and PVC",
+    ("Secret", "StorageClass", "PersistentVolumeClaim"),
+)
+LOGIN_RELEASE = _apply("login.release", "deploy the login pod release", ("Secret", "HelmRelease"), timeout=LONG_TIMEOUT)
+LOGIN_VERIFY = _apply("login.verify", "check getent, authorized_keys and sinfo on the login pod")
 APPLY: tuple[Step[StepInput, StepResult], ...] = (
-    _apply("capacity.reservation", "create the Reservation of the chosen nodes", ("Reservation",)),
-    _apply(
-        "capacity.wait_reservation", "wait until the operator labels exactly the chosen nodes", timeout=LONG_TIMEOUT
-    ),
-    _apply("identity.group", "create the Authentik group", ("Group",)),
-    _apply("identity.users", "create the Authentik users with SSH keys", ("User",)),
-    _apply("identity.verify_ldap", "verify every user through the LDAP outpost", timeout=LONG_TIMEOUT),
-    _apply("kube.namespace", "create the namespace with pod-security labels", ("Namespace",)),
-    _apply("kube.quota", "create the ResourceQuota and LimitRange", ("ResourceQuota", "LimitRange")),
-    _apply("kube.binding", "create the ReservationBinding", ("ReservationBinding",)),
-    _apply("kube.network_policy", "create the deny-all and allow NetworkPolicies", ("NetworkPolicy",)),
-    _apply("kube.rbac", "bind the tenant admins group", ("RoleBinding",)),
-    _apply("slurm.accounts", "add the Slurm account hierarchy", ("account",)),
-    _apply("slurm.qos", "add the QoS and bind them to the account", ("qos", "account-qos")),
-    _apply("slurm.users", "add the per-user associations", ("user",)),
-    _apply("slurm.partition", "add the partition and reconfigure slurmctld", ("partition",)),
-    _apply(
-        "storage.filesystems",
-        "create the Weka org and filesystems or tenant directories",
-        ("WekaOrganization", "WekaFilesystem"),
-    ),
-    _apply("storage.quotas", "set the /home and /scratch quotas", ("WekaQuota",)),
-    _apply(
-        "storage.csi",
-        "create the CSI Secret, StorageClass and PVC",
-        ("Secret", "StorageClass", "PersistentVolumeClaim"),
-    ),
-    _apply("login.release", "deploy the login pod release", ("Secret", "HelmRelease"), timeout=LONG_TIMEOUT),
-    _apply("login.verify", "check getent, authorized_keys and sinfo on the login pod"),
+    CAPACITY_RESERVATION,
+    CAPACITY_WAIT_RESERVATION,
+    IDENTITY_GROUP,
+    IDENTITY_USERS,
+    IDENTITY_VERIFY_LDAP,
+    KUBE_NAMESPACE,
+    KUBE_QUOTA,
+    KUBE_BINDING,
+    KUBE_NETWORK_POLICY,
+    KUBE_RBAC,
+    SLURM_ACCOUNTS,
+    SLURM_QOS,
+    SLURM_USERS,
+    SLURM_PARTITION,
+    STORAGE_FILESYSTEMS,
+    STORAGE_QUOTAS,
+    STORAGE_CSI,
+    LOGIN_RELEASE,
+    LOGIN_VERIFY,
 )
 """The apply steps in runbook order; each one's results go on the saga."""
-DATA_STEPS = frozenset(step for step in APPLY if step.name in ("storage.filesystems", "storage.quotas"))
+DATA_STEPS = frozenset((STORAGE_FILESYSTEMS, STORAGE_QUOTAS))
 """Steps whose objects hold the tenant's data: offboarding keeps them unless purge_data is confirmed."""
 
-SMOKE: tuple[Step[StepInput, StepResult], ...] = (
-    _smoke("smoke.single_node", "single-node GPU job sees exactly one GPU"),
-    _smoke("smoke.nccl", "2-node NCCL all-reduce reaches the tier busbw"),
-    _smoke("smoke.storage", "write and read /scratch on the Weka mount"),
-)
+SMOKE_SINGLE_NODE = _smoke("smoke.single_node", "single-node GPU job sees exactly one GPU")
+SMOKE_NCCL = _smoke("smoke.nccl", "2-node NCCL all-reduce reaches the tier busbw")
+SMOKE_STORAGE = _smoke("smoke.storage", "write and read /scratch on the Weka mount")
+SMOKE: tuple[Step[StepInput, StepResult], ...] = (SMOKE_SINGLE_NODE, SMOKE_NCCL, SMOKE_STORAGE)
 VALIDATE: Step[StepInput, StepResult] = Step("validate.all", StepInput, StepResult, summary="validate every layer")
 HANDOVER: Step[StepInput, Handover] = Step(
     "handover.render", StepInput, Handover, summary="render the handover sheet", local=True

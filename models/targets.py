@@ -1,7 +1,7 @@
 """Explicit Kubernetes targets: a cluster named in the worker's cluster registry, never the current context.
 
 A contract names a cluster (``context``); the worker alone knows which kubeconfig reaches it
-(:mod:`activities.clusters`, ``TENANTFLOW_CLUSTERS_FILE``). ``kubeconfig`` is never loaded from a contract: the
+(:mod:`activities.common.clusters`, ``TENANTFLOW_CLUSTERS_FILE``). ``kubeconfig`` is never loaded from a contract: the
 contract loaders refuse it, and the worker refuses a target whose ``kubeconfig`` differs from its registry's. The
 field stays so that runs recorded before the registry still decode on replay; unset, it is left out of a
 serialized target.

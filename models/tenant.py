@@ -8,6 +8,7 @@ so every layer uses the same ones.
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import StrEnum
 from typing import Annotated, Self
 
@@ -57,7 +58,32 @@ DISPLAY_NAME_FORBIDDEN = ",'\"=<>{}$`\\;|&"
 quotes, so ``Acme, Inc.`` fails ``slurm.accounts`` after approval) or a shell or LDAP would treat specially."""
 
 
+UNPRINTABLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+"""Unicode categories a name must not contain: controls (U+0085 NEXT LINE among them), format characters
+(zero-width and bidirectional marks), surrogates, private use, unassigned, and the line and paragraph separators
+U+2028/U+2029. A line or paragraph separator splits a row of ``sacctmgr -P`` output for any reader that splits
+on Unicode line boundaries, and none of them has a place in a person's or a company's name."""
+
+
+def _check_printable(field: str, value: str) -> str:
+    """``value`` when every character is printable text (letters, marks, digits, punctuation, symbols, spaces);
+    a ``ValueError`` naming ``field``, each character by its code point and name, and the fix otherwise."""
+    bad = sorted({c for c in value if unicodedata.category(c) in UNPRINTABLE_CATEGORIES})
+    if bad:
+        shown = ", ".join(f"U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})" for c in bad)
+        raise ValueError(
+            f"{field} contains {shown}, which is not printable text (a control, format or line-separator "
+            f"character); write the name without it"
+        )
+    return value
+
+
+def _check_user_name(value: str) -> str:
+    return _check_printable("name", value)
+
+
 def _check_display_name(value: str) -> str:
+    _check_printable("display_name", value)
     bad = sorted({c for c in value if c in DISPLAY_NAME_FORBIDDEN or ord(c) < 0x20 or ord(c) == 0x7F})
     if bad:
         shown = " ".join(repr(c) for c in bad)
@@ -122,13 +148,16 @@ class TenantUser(Strict):
         ..., pattern=USERNAME_PATTERN, description="lowercase, starts with a letter, letters digits and hyphens, max 32"
     )
     email: str = Field(..., max_length=254, pattern=EMAIL_PATTERN)
-    name: str = Field(
-        ...,
-        min_length=1,
-        max_length=150,
-        pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
-        description="full name; no control or shell characters",
-    )
+    name: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=150,
+            pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
+            description="full name; no control or shell characters",
+        ),
+        AfterValidator(_check_user_name),
+    ]
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
     adopt_existing: bool = Field(
         False,

@@ -109,7 +109,7 @@ def lab_up(
     authentik: Annotated[
         str | None,
         typer.Option(
-            help="the Authentik release to play: 2024.10 (groups have one parent) or current (parents); "
+            help="the Authentik release to play: 2024.10 or 2025.10 (groups have one parent) or current (parents); "
             "default: the last run's, else current"
         ),
     ] = None,

@@ -39,6 +39,15 @@ def port_open(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+class PortTaken(RuntimeError):
+    """A port the dev server would listen on is held by another process; ``option`` is the flag that moves it."""
+
+    def __init__(self, port: int, option: str) -> None:
+        super().__init__(f"port {port} is taken by another process")
+        self.port = port
+        self.option = option
+
+
 def _alive(pid: int) -> bool:
     """True while ``pid`` runs; reaps it first when it is our own exited child."""
     try:
@@ -113,8 +122,9 @@ class DevServer:
         pid = self.running_pid()
         if pid is not None:
             return pid
-        if port_open(self.ip, self.port):
-            raise RuntimeError(f"port {self.port} is taken by another process; pick --port or stop it")
+        for port, option in ((self.port, "--port"), *(() if headless else ((self.ui_port, "--ui-port"),))):
+            if port_open(self.ip, port):
+                raise PortTaken(port, option)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as log:
             proc = subprocess.Popen(

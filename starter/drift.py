@@ -1,6 +1,6 @@
 """``tenantflow drift``: the drift check run in-process, and the Temporal Schedule that runs it nightly.
 
-In-process, the ``drift.tenants`` and ``drift.tenant`` activities (:mod:`activities.drift`), the ones the
+In-process, the ``drift.tenants`` and ``drift.tenant`` activities (:mod:`activities.drift.steps`), the ones the
 ``TenantDrift`` workflow runs, are called through ``temporalio.testing.ActivityEnvironment`` as ``tenantflow
 plan`` calls the plan activities, with the tenant's onboarding workflow id (the identity layer's ownership
 check reads it), at most ``concurrency`` tenants at a time. Nothing is written.
@@ -28,7 +28,7 @@ from temporalio.client import (
 )
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import drift
+from tenantflow.activities.drift import steps as drift
 from tenantflow.models.drift import (
     DRIFT_SCHEDULE_ID,
     DRIFT_WORKFLOW,

@@ -14,7 +14,7 @@ import dataclasses
 from pydantic import Field
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.settings import settings as service_settings
+from tenantflow.activities.common.settings import settings as service_settings
 from tenantflow.models.base import Strict
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.plan import Plan, PlanStep

@@ -20,8 +20,8 @@ from kubernetes import config
 from temporalio.exceptions import ApplicationError
 from urllib3.exceptions import HTTPError
 
-from tenantflow.activities import clusters
-from tenantflow.activities.records import list_records, read_latest
+from tenantflow.activities.common import clusters
+from tenantflow.activities.common.recordstore import list_records, read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerRecord
 from tenantflow.models.targets import KubeTarget
@@ -46,7 +46,7 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``).
 
     The operator chooses this kubeconfig for the CLI's own reads, as for kubectl; it joins this process's cluster
-    registry (:func:`activities.clusters.use_operator_kubeconfig`), never the worker's.
+    registry (:func:`activities.common.clusters.use_operator_kubeconfig`), never the worker's.
     """
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:

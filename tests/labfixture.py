@@ -14,8 +14,8 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from tenantflow.activities.settings import settings as service_settings
-from tenantflow.activities.smoke import smoke_settings
+from tenantflow.activities.common.settings import settings as service_settings
+from tenantflow.activities.smoke.steps import smoke_settings
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.httpbase import COMMITTED
 from tenantflow.lab.supervisor import down, up

@@ -6,26 +6,23 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
-from tenantflow.activities import (
-    capacity,
-    change,
-    drift,
-    handover,
-    hub,
-    identity,
-    konduktor,
-    kube,
-    lifecycle,
-    login,
-    records,
-    slurm,
-    smoke,
-    storage,
-    validate,
-    worker_reset,
-    workercluster,
-)
-from tenantflow.activities.registered import registered_name
+from tenantflow.activities.capacity import steps as capacity
+from tenantflow.activities.change import steps as change
+from tenantflow.activities.common.registered import registered_name
+from tenantflow.activities.drift import steps as drift
+from tenantflow.activities.hub import konduktor
+from tenantflow.activities.hub import steps as hub
+from tenantflow.activities.identity import steps as identity
+from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.login import steps as login
+from tenantflow.activities.records import handover, lifecycle
+from tenantflow.activities.records import steps as records
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.smoke import steps as smoke
+from tenantflow.activities.storage import steps as storage
+from tenantflow.activities.validate import steps as validate
+from tenantflow.activities.workercluster import reset as worker_reset
+from tenantflow.activities.workercluster import steps as workercluster
 from tenantflow.models.runbook import Step
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.change import TenantChange

@@ -20,6 +20,10 @@ stay untouched. The run:
    own steps first: users back, drains lifted; then the runbook's order);
 5. stores the tenant record of the new contract. Smoke jobs are not re-run (the NCCL test needs two nodes; a
    one-node tenant is a valid change).
+
+A sibling of ``TenantOnboarding``, not a subclass: both inherit
+:class:`~tenantflow.workflows.tenant_run.TenantWorkflow` (the tenant's handlers), and the plan gate, the apply steps
+on the saga, validation and the record come from the :class:`~tenantflow.workflows.tenant_run.TenantRun` it builds.
 """
 
 from __future__ import annotations
@@ -31,74 +35,68 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.change import ChangeInput, removed_users, slug_refusal
     from tenantflow.models.onboarding import Facts, Handover, OnboardingResult, StepInput, StepResult
     from tenantflow.models.plan import Plan, PlanStep
-    from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Outcome
     from tenantflow.models.runbook import (
         CAPACITY_PREFLIGHT,
         CHANGE_PLAN,
         CHANGE_PREFLIGHT,
         DRAIN_NODES,
-        HANDOVER,
         PLAN,
         PREFLIGHT,
-        RECORD_TENANT,
         RELEASE_NODES,
         REMOVE_USERS,
-        VALIDATE,
         WAIT_DRAINED,
         Step,
     )
 
-from tenantflow.workflows.onboarding import TenantOnboarding, validation_failed
-from tenantflow.workflows.records import run_stamp, store_record
 from tenantflow.workflows.search import TENANT_SLUG
+from tenantflow.workflows.tenant_run import TenantWorkflow
 
 
 @workflow.defn(name="TenantChange")
-class TenantChange(TenantOnboarding):
+class TenantChange(TenantWorkflow):
     WORKFLOW = "TenantChange"
 
     @workflow.run
-    async def run(self, params: ChangeInput) -> OnboardingResult:  # type: ignore[override]  # another input
+    async def run(self, params: ChangeInput) -> OnboardingResult:
+        state, tenant = self.state, self.tenant
         contract = params.contract
-        self._target = self._steps.target = contract.slug
+        state.target = state.steps.target = contract.slug
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(contract.slug)])
         refusal = slug_refusal(params.previous.slug, contract)
         if refusal:
-            self._gates.set_stage("refused", refusal)
+            state.gates.set_stage("refused", refusal)
             raise ApplicationError(refusal, type="Invalid", non_retryable=True)
 
-        self._gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
+        state.gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
         facts = Facts(remove_users=removed_users(params.previous, contract))
         run_id = workflow.info().workflow_id
-        facts = self._facts = await self._change_preflight(StepInput(contract=contract, facts=facts, run_id=run_id))
-        self._stop_on_preflight_errors()
+        facts = tenant.facts = await self._preflight(StepInput(contract=contract, facts=facts, run_id=run_id))
+        tenant.stop_on_preflight_errors()
         step_input = StepInput(contract=contract, facts=facts, run_id=run_id)
-        outcome = await self._gated_writes(step_input, params, self._build_change_plan, self._apply_and_validate)
+        outcome = await tenant.gated_writes(step_input, params, self._build_plan, self._apply_and_validate)
         if isinstance(outcome, OnboardingResult):
             return outcome
         plan, applied, handover = outcome
-        await store_record(
-            self,
-            RECORD_TENANT,
-            TenantRecord(contract=contract, run=run_stamp(self), applied=applied, handover=handover),
-        )
-        return self._completed(f"Tenant {contract.slug} changed", plan, applied, handover)
+        await tenant.store_record(contract, applied, handover)
+        return tenant.completed(f"Tenant {contract.slug} changed", plan, applied, handover)
 
-    async def _change_preflight(self, step_input: StepInput) -> Facts:
-        result = await self._steps.run(CHANGE_PREFLIGHT, step_input)
-        self._findings.extend(result.findings)
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        steps, findings = self.state.steps, self.state.findings
+        result = await steps.run(CHANGE_PREFLIGHT, step_input)
+        findings.extend(result.findings)
         step_input = step_input.model_copy(update={"facts": result.facts})
         for step in PREFLIGHT:
             if step is not CAPACITY_PREFLIGHT:
-                self._findings.extend((await self._steps.run(step, step_input)).findings)
+                findings.extend((await steps.run(step, step_input)).findings)
         return result.facts
 
-    async def _build_change_plan(self, step_input: StepInput) -> Plan:
-        self._gates.set_stage("planning", "Computing the plan: the new contract against the world, and removals")
+    async def _build_plan(self, step_input: StepInput) -> Plan:
+        state = self.state
+        state.gates.set_stage("planning", "Computing the plan: the new contract against the world, and removals")
         steps: list[PlanStep] = []
         for step in (*PLAN, CHANGE_PLAN):
-            steps.extend(await self._steps.run(step, step_input))
+            steps.extend(await state.steps.run(step, step_input))
         facts, contract = step_input.facts, step_input.contract
         notes = [f"nodes: {', '.join(facts.nodes)}"]
         notes += (
@@ -107,24 +105,25 @@ class TenantChange(TenantOnboarding):
             else []
         )
         notes += [f"users removed (homes kept): {', '.join(facts.remove_users)}"] if facts.remove_users else []
-        self._plan = Plan(title=f"Change {contract.slug}", steps=steps, notes=notes)
-        return self._plan
+        state.plan = Plan(title=f"Change {contract.slug}", steps=steps, notes=notes)
+        return state.plan
 
     async def _own_step(self, step: Step[StepInput, StepResult], step_input: StepInput, stage: str) -> Facts:
-        self._gates.set_stage(f"apply:{step.name}", stage)
+        state, saga = self.state, self.tenant.saga
+        state.gates.set_stage(f"apply:{step.name}", stage)
         try:
-            result = await self._steps.run(step, step_input, summary=f"change: {stage}")
+            result = await state.steps.run(step, step_input, summary=f"change: {stage}")
         except BaseException:
             if step is DRAIN_NODES:  # some nodes may be drained: the undo resumes those whose drain is ours
                 maybe = [
                     EnsureResult(layer="change", kind="Node", name=node, outcome=Outcome.updated)
                     for node in step_input.facts.release_nodes
                 ]
-                self._saga.push(step, maybe)
+                saga.push(step, maybe)
             raise
         if step.undo is not None:
-            self._saga.push(step, result.results)
-        self._findings.extend(result.findings)
+            saga.push(step, result.results)
+        state.findings.extend(result.findings)
         return result.facts
 
     async def _apply_change(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
@@ -135,7 +134,7 @@ class TenantChange(TenantOnboarding):
             await self._own_step(
                 WAIT_DRAINED, step_input, f"Waiting for the jobs running on {nodes} to end (none is killed)"
             )
-        facts = await self._apply(step_input, applied)
+        facts = await self.tenant.apply(step_input, applied)
         step_input = step_input.model_copy(update={"facts": facts})
         if facts.release_nodes:
             await self._own_step(RELEASE_NODES, step_input, "Resuming the nodes the tenant gave back")
@@ -147,14 +146,4 @@ class TenantChange(TenantOnboarding):
 
     async def _apply_and_validate(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:
         facts = await self._apply_change(step_input, applied)
-        return await self._validate(step_input.model_copy(update={"facts": facts}))
-
-    async def _validate(self, final: StepInput) -> Handover:
-        self._gates.set_stage("validate", "End-to-end validation: what done looks like")
-        validation = await self._steps.run(VALIDATE, final)
-        self._findings.extend(validation.findings)
-        failed = [f for f in validation.findings if not f.ok and f.severity == "error"]
-        if failed:
-            raise validation_failed(failed)
-        self._gates.set_stage("handover", "Rendering the handover sheet")
-        return await self._steps.run(HANDOVER, final)
+        return await self.tenant.validate_and_hand_over(step_input.model_copy(update={"facts": facts}))

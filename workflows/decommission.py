@@ -28,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         DecommissionResult,
         EnrollmentStep,
     )
-    from tenantflow.models.gates import ApprovePlan
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, WorkerRecord
     from tenantflow.models.results import EnsureResult
@@ -41,58 +40,51 @@ with workflow.unsafe.imports_passed_through():
         WORKER_RESET_PLAN,
         WORKER_WAIT_NO_REMOTE_WORK,
     )
-    from tenantflow.models.status import RunStatus
 
-from tenantflow.workflows.gate_handlers import GatedRun
-from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
+from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_update, status_query
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, Records
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
 
 
 @workflow.defn(name="WorkerDecommission")
-class WorkerDecommissionWorkflow(GatedRun):
+class WorkerDecommissionWorkflow(GatedWorkflow):
     WORKFLOW = "WorkerDecommission"
-    PLAN_APPROVED = "reset plan {plan_hash} approved"
-
-    @workflow.update(
-        name="approve_plan",
-        description="Approve the decommission plan (Hub removal and worker reset) "
+    approve_plan = approve_plan_update(
+        "Approve the decommission plan (Hub removal and worker reset) "
         'by its exact hash (payload {"plan_hash": "..."}); cordon, drain, removal and reset run',
+        answer="reset plan {plan_hash} approved",
     )
-    async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
-        return self._approve(approval)
-
-    approve_plan.validator(GatedRun._validate_approve)
-
-    @workflow.query(name="status", description="Stage, reset plan, open gate with how to answer, steps")
-    def status(self) -> RunStatus:
-        return self._run_status()
+    status = status_query("Stage, reset plan, open gate with how to answer, steps")
 
     def __init__(self) -> None:
-        self._init_gated()
+        super().__init__()
+        self.records = Records(self.state)
 
     @workflow.run
     async def run(self, params: DecommissionInput) -> DecommissionResult:
         c = params.contract
-        self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        self._gates.label(WORKER_CLUSTER, c.worker_name)
+        self.state.target = self.state.steps.target = f"{c.tenant_namespace}/{c.worker_name}"
+        self.state.gates.label(WORKER_CLUSTER, c.worker_name)
         self._params = params
         step = EnrollmentStep(contract=c)
         if workflow.patched(GATE_FIRST_PATCH):
             return await self._approved_first(step)
         removed = await self._leave_hub(step)
-        plan = Plan(title=f"worker reset {self._target}", steps=await self._steps.run(WORKER_RESET_PLAN, step))
-        if not await self._wait_plan_approval(plan, *self._gate_times()):
-            self._gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
+        plan = Plan(
+            title=f"worker reset {self.state.target}", steps=await self.state.steps.run(WORKER_RESET_PLAN, step)
+        )
+        if not await self.state.wait_plan_approval(plan, *self._gate_times()):
+            self.state.gates.set_stage("rejected", "The reset plan was rejected; the Hub enrollment is already removed")
             return self._result("rejected", plan, removed)
-        self._gates.set_stage("reset", "Removing Trainy-installed worker components")
-        removed += await self._steps.run(WORKER_RESET, step)
+        self.state.gates.set_stage("reset", "Removing Trainy-installed worker components")
+        removed += await self.state.steps.run(WORKER_RESET, step)
         return await self._completed(plan, removed)
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
-        self._gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
+        self.state.gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
         hub = [
             PlanStep(
                 layer="hub",
@@ -107,13 +99,15 @@ class WorkerDecommissionWorkflow(GatedRun):
                 ("BootstrapEnrollment", {}),
             )
         ]
-        plan = Plan(title=f"decommission {self._target}", steps=hub + await self._steps.run(WORKER_RESET_PLAN, step))
-        if not await self._wait_plan_approval(plan, *self._gate_times()):
-            self._gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
+        plan = Plan(
+            title=f"decommission {self.state.target}", steps=hub + await self.state.steps.run(WORKER_RESET_PLAN, step)
+        )
+        if not await self.state.wait_plan_approval(plan, *self._gate_times()):
+            self.state.gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
             return self._result("rejected", plan, [])
         removed = await self._leave_hub(step)
-        self._gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
-        removed += await self._steps.run(
+        self.state.gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
+        removed += await self.state.steps.run(
             WORKER_RESET_APPROVED, ApprovedReset(contract=c, steps=[s for s in plan.steps if s.layer == "worker"])
         )
         return await self._completed(plan, removed)
@@ -121,13 +115,15 @@ class WorkerDecommissionWorkflow(GatedRun):
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
         """Cordon, wait until no admitted remote work remains, remove the WorkerCluster and its enrollment."""
         c = step.contract
-        self._gates.set_stage("cordon", "Stopping new Hub dispatch")
-        await self._steps.run(HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon")
-        self._gates.set_stage("drain", "Waiting until no admitted remote work remains")
-        await self._steps.run(
+        self.state.gates.set_stage("cordon", "Stopping new Hub dispatch")
+        await self.state.steps.run(
+            HUB_CORDON, Cordon(contract=c, cordoned=True, reason="decommission"), summary="cordon"
+        )
+        self.state.gates.set_stage("drain", "Waiting until no admitted remote work remains")
+        await self.state.steps.run(
             WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=c, conditions=[], budget_s=self._params.drain_budget_s)
         )
-        return await self._steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
+        return await self.state.steps.run(HUB_REMOVE_ENROLLMENT, step, summary="decommission on the Hub")
 
     def _gate_times(self) -> tuple[timedelta, timedelta]:
         return (
@@ -138,20 +134,20 @@ class WorkerDecommissionWorkflow(GatedRun):
     async def _completed(self, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
         if workflow.patched(WORKER_RECORD_PATCH):
             record = WorkerRecord(
-                contract=self._params.contract, run=run_stamp(self), status=RecordStatus.decommissioned
+                contract=self._params.contract, run=self.records.stamp(), status=RecordStatus.decommissioned
             )
-            await store_record(self, RECORD_WORKER, record)
-        self._gates.set_stage("completed", f"{self._target} decommissioned and reset")
+            await self.records.store(RECORD_WORKER, record)
+        self.state.gates.set_stage("completed", f"{self.state.target} decommissioned and reset")
         return self._result("completed", plan, removed)
 
     def _result(self, status: str, plan: Plan, removed: list[EnsureResult]) -> DecommissionResult:
         return DecommissionResult(
-            worker=self._target,
+            worker=self.state.target,
             status=status,
             plan_hash=plan.plan_hash,
             plan=plan,
             removed=removed,
-            approvals=self._gates.approvals,
+            approvals=self.state.gates.approvals,
         )
 
 

@@ -14,7 +14,8 @@ finding saying what to do; nothing is skipped), convergence with invariant check
 members are cordoned for it and uncordoned right after) and ``resume_submissions``. A failure removes what the
 run installed (every planned create, even when bootstrap stopped half-way) and the enrollment record; a broken
 invariant (found by the ``InvariantBroken`` type anywhere in the failure chain) keeps the worker cordoned and
-adopts nothing. The gate handlers are the shared :class:`GatedRun` ones.
+adopts nothing. The gate handlers are the shared ones (``workflows/gate_handlers.py``), bound with enrollment's
+texts.
 
 Failure paths (``workflows/enrollment_failures.py``): once the worker has been uncordoned it may run work, so
 a later failure, an expired gate or a cancel never tears it down: it is cordoned again (unless its canary
@@ -25,6 +26,7 @@ back like a failure, and the rollback keeps going past a failing step and lists 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -41,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentResult,
         EnrollmentStep,
     )
-    from tenantflow.models.gates import ApprovePlan, GateAnswer
+    from tenantflow.models.gates import GateAnswer
     from tenantflow.models.plan import Plan
     from tenantflow.models.records import WorkerRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
@@ -68,10 +70,16 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from tenantflow.workflows.condition_findings import observability, troubleshoot
-from tenantflow.workflows.enrollment_failures import CANARY_PASSED, EnrollmentFailures, application_error
-from tenantflow.workflows.gate_handlers import GatedRun, yes_no_gate
-from tenantflow.workflows.records import WORKER_RECORD_PATCH, run_stamp, store_record
-from tenantflow.workflows.rollback import RETRY_ROLLBACK
+from tenantflow.workflows.enrollment_failures import (
+    CANARY_PASSED,
+    CANCEL_PATCH,
+    EnrollmentFailures,
+    application_error,
+    with_facts,
+)
+from tenantflow.workflows.gate_handlers import GatedWorkflow, answer_gate_update, approve_plan_update, yes_no_gate
+from tenantflow.workflows.records import WORKER_RECORD_PATCH, Records
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, retry_rollback_gate
 from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
@@ -83,20 +91,19 @@ YES_NO_GATES = (*BROWNFIELD_GATES, RETRY_ROLLBACK)
 
 
 @workflow.defn(name="WorkerEnrollment")
-class WorkerEnrollmentWorkflow(EnrollmentFailures):
+class WorkerEnrollmentWorkflow(GatedWorkflow):
     WORKFLOW = "WorkerEnrollment"
     YES_NO_GATES = YES_NO_GATES
-    PLAN_APPROVED = "plan {plan_hash} approved"
-
-    @workflow.update(
-        name="approve_plan",
-        description="Approve the bootstrap plan by its exact hash (payload "
+    approve_plan = approve_plan_update(
+        "Approve the bootstrap plan by its exact hash (payload "
         '{"plan_hash": "..."}); the one-shot enrollment is created',
+        answer="plan {plan_hash} approved",
     )
-    async def approve_plan(self, approval: ApprovePlan) -> str:  # type: ignore[override]  # self is this class
-        return self._approve(approval)
-
-    approve_plan.validator(GatedRun._validate_approve)
+    answer_gate = answer_gate_update(
+        'Older form of the gate updates: args [gate, {"approver": '
+        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate"
+    )
+    retry_rollback, retry_rollback_signal = retry_rollback_gate()
 
     submissions_paused, submissions_paused_signal = yes_no_gate(
         "submissions_paused",
@@ -110,34 +117,28 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         "resume_submissions", "The canary passed: resume the organization's submission paths"
     )
 
-    @workflow.update(
-        name="answer_gate",
-        description='Older form of the gate updates: args [gate, {"approver": '
-        '"..."}] with gate one of ' + ", ".join(YES_NO_GATES) + "; prefer the update named for the gate",
-    )
-    async def answer_gate(self, name: str, answer: GateAnswer) -> str:  # type: ignore[override]  # self is this class
-        return self._answer(name, answer)
-
-    answer_gate.validator(GatedRun._validate_gate)
-
     def __init__(self) -> None:
-        self._init_gated()
+        super().__init__()
+        self.records = Records(self.state)
+        self.failures = EnrollmentFailures(self.state)
         self._report = ConditionReport()
         self._diff: AdoptionDiff | None = None
+        self._live: str | None = None
+        """None until the worker is uncordoned, then ``uncordoned`` or ``canary passed``."""
 
     @workflow.run
     async def run(self, params: EnrollmentInput) -> EnrollmentResult:
         c = params.contract
         self._params = params
-        self._target = self._steps.target = f"{c.tenant_namespace}/{c.worker_name}"
-        self._gates.label(WORKER_CLUSTER, c.worker_name)
+        self.state.target = self.state.steps.target = f"{c.tenant_namespace}/{c.worker_name}"
+        self.state.gates.label(WORKER_CLUSTER, c.worker_name)
         step = EnrollmentStep(contract=c, facts=EnrollmentFacts(enrollment_id=workflow.info().workflow_id))
 
-        self._gates.set_stage("preflight", "Checking both endpoints and permissions; nothing is written")
-        self._findings += await self._steps.run(HUB_PREFLIGHT, step)
-        errors = [f for f in self._findings if not f.ok]
+        self.state.gates.set_stage("preflight", "Checking both endpoints and permissions; nothing is written")
+        self.state.findings += await self.state.steps.run(HUB_PREFLIGHT, step)
+        errors = [f for f in self.state.findings if not f.ok]
         if errors:
-            self._gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
+            self.state.gates.set_stage("preflight-failed", "Preflight failed; nothing was written")
             raise ApplicationError(
                 "preflight failed, nothing was written: "
                 + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
@@ -146,27 +147,27 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             )
 
         if c.brownfield:
-            invariants = await self._steps.run(WORKER_RECORD_INVARIANTS, step)
-            step = self._with(step, invariants=invariants)
+            invariants = await self.state.steps.run(WORKER_RECORD_INVARIANTS, step)
+            step = with_facts(step, invariants=invariants)
 
         planned = step
         plan = await self._bootstrap_plan(planned)
-        approved = await self._wait_plan_approval(plan, *self._gate_times())
+        approved = await self.state.wait_plan_approval(plan, *self._gate_times())
         if approved and c.brownfield:
             await self._gate("submissions_paused", "pause every Hub submission path for the organization")
         if approved:
-            approved, plan = await self._reapprove_if_changed(
+            approved, plan = await self.state.reapprove_if_changed(
                 plan, lambda: self._bootstrap_plan(planned), *self._gate_times()
             )
         if not approved:
-            self._gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
+            self.state.gates.set_stage("rejected", "The bootstrap plan was rejected; nothing was written")
             return EnrollmentResult(
-                worker=self._target,
+                worker=self.state.target,
                 status="rejected",
                 plan_hash=plan.plan_hash,
-                findings=self._findings,
-                approvals=self._gates.approvals,
-                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+                findings=self.state.findings,
+                approvals=self.state.gates.approvals,
+                message=f"rejected: {self.state.rejected.reason if self.state.rejected else ''}",
             )
 
         self._step = step
@@ -177,7 +178,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             if cause is not None and cause.type == "CordonFailed":
                 raise
             if cause is not None and cause.type == "InvariantBroken":
-                self._findings.append(
+                self.state.findings.append(
                     Finding(
                         check="invariants",
                         ok=False,
@@ -186,59 +187,59 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                         "what changed the recorded work before enrolling again",
                     )
                 )
-                self._gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
+                self.state.gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._after_failure(plan, err)
             raise
         except asyncio.CancelledError as err:
-            if self._cancel_compensates():
+            if workflow.patched(CANCEL_PATCH):
                 await self._after_failure(plan, err)
             raise
         if workflow.patched(WORKER_RECORD_PATCH):
             record = WorkerRecord(
-                contract=c, run=run_stamp(self), installed=step.facts.installed, adopted=step.facts.adoption
+                contract=c, run=self.records.stamp(), installed=step.facts.installed, adopted=step.facts.adoption
             )
-            await store_record(self, RECORD_WORKER, record)
-        self._findings += observability(self._report)
-        self._gates.set_stage("completed", f"{self._target} enrolled; all four conditions True")
+            await self.records.store(RECORD_WORKER, record)
+        self.state.findings += observability(self._report)
+        self.state.gates.set_stage("completed", f"{self.state.target} enrolled; all four conditions True")
         return EnrollmentResult(
-            worker=self._target,
+            worker=self.state.target,
             status="completed",
             plan_hash=plan.plan_hash,
             conditions=self._report.conditions,
             installed=step.facts.installed,
             adopted=step.facts.adoption,
-            findings=self._findings,
-            approvals=self._gates.approvals,
+            findings=self.state.findings,
+            approvals=self.state.gates.approvals,
         )
 
     async def _enroll(self, step: EnrollmentStep) -> EnrollmentStep:
         c = step.contract
         if workflow.patched(KONDUKTOR_PATCH):
-            self._gates.set_stage(
+            self.state.gates.set_stage(
                 "bootstrap",
                 "konduktor cluster enroll, then worker bootstrap with the one-shot "
                 "blob (it never leaves the worker host)",
             )
-            installed = await self._steps.run(KONDUKTOR_BOOTSTRAP, step)
-            step = self._step = self._with(step, installed=installed)
+            installed = await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
+            step = self._step = with_facts(step, installed=installed)
             if c.brownfield:
                 await self._cordon_at_once(step)
             await self._conditions(step, ["Registered", "Connected"])
             return await self._configured(step)
-        self._gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
-        facts = await self._steps.run(HUB_CREATE_ENROLLMENT, step)
+        self.state.gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
+        facts = await self.state.steps.run(HUB_CREATE_ENROLLMENT, step)
         step = self._step = step.model_copy(update={"facts": facts})
         try:
-            self._gates.set_stage("bootstrap", "Installing the worker agent, tunnel, log and metrics agents")
-            installed = await self._steps.run(WORKER_INSTALL, step)
-            step = self._step = self._with(step, installed=installed)
+            self.state.gates.set_stage("bootstrap", "Installing the worker agent, tunnel, log and metrics agents")
+            installed = await self.state.steps.run(WORKER_INSTALL, step)
+            step = self._step = with_facts(step, installed=installed)
             if c.brownfield:
-                await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
+                await self.state.steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
                 await self._cordon(step, True, "brownfield enrollment")
             await self._conditions(step, ["Registered", "Connected"])
         finally:
-            await self._steps.run(HUB_DESTROY_KEY, step)
+            await self.state.steps.run(HUB_DESTROY_KEY, step)
         return await self._configured(step)
 
     async def _configured(self, step: EnrollmentStep) -> EnrollmentStep:
@@ -248,10 +249,10 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         return step
 
     async def _bootstrap_plan(self, step: EnrollmentStep) -> Plan:
-        self._gates.set_stage("planning", "Computing the bootstrap plan")
+        self.state.gates.set_stage("planning", "Computing the bootstrap plan")
         return Plan(
-            title=f"Enroll {self._target}",
-            steps=await self._steps.run(WORKER_PLAN, step),
+            title=f"Enroll {self.state.target}",
+            steps=await self.state.steps.run(WORKER_PLAN, step),
             notes=[
                 "konduktor cluster enroll writes the one-shot blob (a private signing key) into a private "
                 "file on the worker host; worker bootstrap consumes it and the file is removed at once"
@@ -267,12 +268,12 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         )
 
     async def _conditions(self, step: EnrollmentStep, wanted: list[str], stop_on_refusal: bool = False) -> None:
-        self._gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
+        self.state.gates.set_stage(f"wait:{'+'.join(wanted)}", f"Waiting for {', '.join(wanted)}")
         wait = self._wait(step, wanted).model_copy(update={"stop_on_refusal": stop_on_refusal})
-        self._report = await self._steps.run(HUB_WAIT_CONDITIONS, wait, summary=f"wait for {', '.join(wanted)}")
+        self._report = await self.state.steps.run(HUB_WAIT_CONDITIONS, wait, summary=f"wait for {', '.join(wanted)}")
         if not self._report.converged and not stop_on_refusal:
             findings = troubleshoot(self._report, wanted)
-            self._findings += findings
+            self.state.findings += findings
             raise ApplicationError(
                 "conditions did not converge: " + "; ".join(f.message for f in findings),
                 type="NotConverged",
@@ -280,7 +281,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             )
 
     async def _cordon(self, step: EnrollmentStep, cordoned: bool, reason: str) -> EnsureResult:
-        return await self._steps.run(
+        return await self.state.steps.run(
             HUB_CORDON,
             Cordon(contract=step.contract, cordoned=cordoned, reason=reason),
             summary="cordon" if cordoned else "uncordon",
@@ -290,15 +291,17 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         """Brownfield: cordon the WorkerCluster as soon as it appears; if that cannot be done, stop (never skip)."""
         c = step.contract
         try:
-            appeared = await self._steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
+            appeared = await self.state.steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
             outcome = (await self._cordon(step, True, "brownfield enrollment")).outcome if appeared else None
             why = (
                 ""
                 if outcome not in (None, Outcome.absent)
-                else (f"WorkerCluster {self._target} did not appear within {self._params.condition_budget_s:.0f} s")
+                else (
+                    f"WorkerCluster {self.state.target} did not appear within {self._params.condition_budget_s:.0f} s"
+                )
             )
         except ActivityError as err:
-            why = f"cordoning WorkerCluster {self._target} failed: {root_message(err)}"
+            why = f"cordoning WorkerCluster {self.state.target} failed: {root_message(err)}"
         if not why:
             return
         fix = (
@@ -307,7 +310,7 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
             f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
             "runbook's brownfield steps or decommission the worker"
         )
-        self._findings.append(
+        self.state.findings.append(
             Finding(
                 check="brownfield.cordon",
                 ok=False,
@@ -315,33 +318,33 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
                 message=f"{why}: Hub dispatch to the worker is NOT cordoned",
             )
         )
-        self._gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
+        self.state.gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
         raise ApplicationError(
             f"{why}; Hub dispatch is not cordoned, keep submissions paused", type="CordonFailed", non_retryable=True
         )
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
-        self._gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
-        await self._steps.run(WORKER_WAIT_CONVERGENCE, self._wait(step, []))
+        self.state.gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
+        await self.state.steps.run(WORKER_WAIT_CONVERGENCE, self._wait(step, []))
         await self._conditions(step, ["WorkerConfigured"], stop_on_refusal=True)
         configured = self._report.conditions.get("WorkerConfigured")
         if configured and ADOPTION_REFUSAL in configured.message:
-            diff = self._diff = await self._steps.run(WORKER_ADOPTION_DIFF, step)
-            self._findings += diff.findings
+            diff = self._diff = await self.state.steps.run(WORKER_ADOPTION_DIFF, step)
+            self.state.findings += diff.findings
             if diff.foreign or diff.differences:
-                self._gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
+                self.state.gates.set_stage("adoption-blocked", "Adoption blocked; nothing was relabelled")
                 raise ApplicationError(
                     "adoption blocked: " + "; ".join(f.message for f in diff.findings),
                     type="AdoptionRefused",
                     non_retryable=True,
                 )
             await self._gate("approve_adoption", f"adopt {len(diff.objects)} objects (diff is empty)")
-            adopted = await self._steps.run(WORKER_ADOPT, self._with(step, adoption=diff.objects))
-            step = self._with(step, adoption=adopted)
-            await self._steps.run(HUB_SELECT_PRESET, step)
+            adopted = await self.state.steps.run(WORKER_ADOPT, with_facts(step, adoption=diff.objects))
+            step = with_facts(step, adoption=adopted)
+            await self.state.steps.run(HUB_SELECT_PRESET, step)
             await self._conditions(step, ["WorkerConfigured"])
-            self._findings += await self._steps.run(WORKER_VERIFY_UIDS, step)
-        self._findings += await self._steps.run(WORKER_CHECK_INVARIANTS, step)
+            self.state.findings += await self.state.steps.run(WORKER_VERIFY_UIDS, step)
+        self.state.findings += await self.state.steps.run(WORKER_CHECK_INVARIANTS, step)
         await self._gate("uncordon", "recorded work verified; enable Hub dispatch")
         await self._cordon(step, False, "")
         self._live = "uncordoned"
@@ -355,25 +358,34 @@ class WorkerEnrollmentWorkflow(EnrollmentFailures):
         """The canary through user-queue; with exact routing the other pool members are cordoned around it."""
         c = step.contract
         exact = c.canary_exact_routing
-        self._gates.set_stage(
+        self.state.gates.set_stage(
             "canary",
             "Running a canary JobSet through user-queue" + (" with the other pool members cordoned" if exact else ""),
         )
-        hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self._target}")
+        hold = Cordon(contract=c, cordoned=True, reason=f"exact-routing canary for {self.state.target}")
         if exact:
-            await self._steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
+            await self.state.steps.run(HUB_CORDON_POOL, hold, summary="cordon the other pool members")
         try:
-            self._findings.append(await self._steps.run(HUB_CANARY, step))
+            self.state.findings.append(await self.state.steps.run(HUB_CANARY, step))
         finally:
             if exact:
-                await self._steps.run(
+                await self.state.steps.run(
                     HUB_CORDON_POOL,
                     hold.model_copy(update={"cordoned": False}),
                     summary="uncordon the other pool members",
                 )
 
+    def _gate_times(self) -> tuple[timedelta, timedelta]:
+        return (
+            timedelta(seconds=self._params.gate_escalate_after_s),
+            timedelta(seconds=self._params.gate_expire_after_s),
+        )
+
+    async def _after_failure(self, plan: Plan, err: BaseException) -> None:
+        await self.failures.after_failure(self._step, self._live, plan, err, *self._gate_times())
+
     async def _gate(self, name: str, description: str) -> GateAnswer:
-        return await self._wait_gate(name, description, *self._gate_times())
+        return await self.state.wait_gate(name, description, *self._gate_times())
 
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:

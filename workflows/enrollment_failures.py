@@ -9,7 +9,9 @@ waits at ``retry_rollback``, which runs the failed removals again, and ends with
 worker is uncordoned it may run work: a later failure, an expired gate or a
 cancel cordons it again (unless its canary passed) and ends leaving it enrolled,
 with a finding saying what to do. Each change is guarded by its own patch, so
-runs recorded before it replay unchanged.
+runs recorded before it replay unchanged. The removals are the steps of a
+:class:`~tenantflow.workflows.saga.Saga`, in the order they run, retried at
+``retry_rollback`` by the :class:`~tenantflow.workflows.rollback.Rollback` the tenant runs use.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_workflows import Cordon, EnrollmentInput, EnrollmentStep
+    from tenantflow.models.enrollment_workflows import Cordon, EnrollmentStep
     from tenantflow.models.plan import Action, Plan
     from tenantflow.models.results import EnsureResult, Finding, Outcome
-    from tenantflow.models.rollback import Leftover
-    from tenantflow.models.runbook import HUB_CORDON, HUB_DESTROY_KEY, HUB_REMOVE_ENROLLMENT, WORKER_UNINSTALL, Step
+    from tenantflow.models.runbook import HUB_CORDON, HUB_DESTROY_KEY, HUB_REMOVE_ENROLLMENT, WORKER_UNINSTALL
 
-from tenantflow.workflows.rollback import RETRY_ROLLBACK, RetryRollbackGate
-from tenantflow.workflows.saga import root_message
+from tenantflow.workflows.rollback import Rollback
+from tenantflow.workflows.run_state import RunState
+from tenantflow.workflows.saga import Entry, Saga, root_message
 
 KEEP_LIVE_PATCH = "enrollment-keeps-live-worker"
 CANCEL_PATCH = "enrollment-cancel-compensates"
@@ -45,40 +47,39 @@ def application_error(err: BaseException | None) -> ApplicationError | None:
     return None
 
 
-Removal = tuple[Step[EnrollmentStep, object], list[EnsureResult]]
-"""A removal step of the compensation and the objects it removes."""
+def with_facts(step: EnrollmentStep, **facts: object) -> EnrollmentStep:
+    """``step`` with some of its facts replaced."""
+    return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
 
 
-class EnrollmentFailures(RetryRollbackGate):
-    _params: EnrollmentInput
-    _step: EnrollmentStep
-    _live: str | None = None
-    """None until the worker is uncordoned, then ``uncordoned`` or ``canary passed``."""
+class EnrollmentFailures:
+    """What an enrollment does after a failure: roll back what it installed, or keep a live worker enrolled."""
 
-    def _with(self, step: EnrollmentStep, **facts: object) -> EnrollmentStep:
-        return step.model_copy(update={"facts": step.facts.model_copy(update=facts)})
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.rollback = Rollback(state)
 
-    def _gate_times(self) -> tuple[timedelta, timedelta]:
-        return (
-            timedelta(seconds=self._params.gate_escalate_after_s),
-            timedelta(seconds=self._params.gate_expire_after_s),
-        )
-
-    def _cancel_compensates(self) -> bool:
-        return workflow.patched(CANCEL_PATCH)
-
-    async def _after_failure(self, plan: Plan, err: BaseException) -> None:
-        if self._live is not None and workflow.patched(KEEP_LIVE_PATCH):
-            await self._keep_enrolled(err)
+    async def after_failure(
+        self,
+        step: EnrollmentStep,
+        live: str | None,
+        plan: Plan,
+        err: BaseException,
+        escalate_after: timedelta,
+        expire_after: timedelta,
+    ) -> None:
+        """``live``: None until the worker is uncordoned, then ``uncordoned`` or ``canary passed``."""
+        if live is not None and workflow.patched(KEEP_LIVE_PATCH):
+            await self.keep_enrolled(step, live, err)
         else:
-            await self._compensate(plan, err)
+            await self.compensate(step, plan, err, escalate_after, expire_after)
 
-    async def _keep_enrolled(self, err: BaseException) -> None:
+    async def keep_enrolled(self, step: EnrollmentStep, live: str, err: BaseException) -> None:
         """The worker may run work: cordon it again unless its canary passed, and say what to do."""
-        c = self._step.contract
+        c = step.contract
         why = root_message(err) or type(err).__name__
         decommission = f"tenantflow decommission {c.tenant_namespace} {c.worker_name}"
-        if self._live == CANARY_PASSED:
+        if live == CANARY_PASSED:
             todo = (
                 "the worker is enrolled, dispatch-ready and passed its canary: resume the organization's "
                 "submission paths; nothing was torn down"
@@ -86,7 +87,7 @@ class EnrollmentFailures(RetryRollbackGate):
             commands = [decommission]
             fix = f"{todo} (or decommission it ({decommission}))"
         else:
-            await self._steps.run(
+            await self.state.steps.run(
                 HUB_CORDON,
                 Cordon(contract=c, cordoned=True, reason=f"enrollment stopped: {why}"[:200]),
                 summary="cordon again",
@@ -101,26 +102,29 @@ class EnrollmentFailures(RetryRollbackGate):
                 f"the worker stays enrolled and cordoned: fix the cause, then uncordon it ({uncordon}) "
                 f"or decommission it ({decommission})"
             )
-        self._findings.append(
+        self.state.findings.append(
             Finding(
                 check="enrollment.stopped",
                 ok=False,
                 fix=fix,
-                message=f"stopped after the worker was {self._live}: {why}; the worker was not torn down",
+                message=f"stopped after the worker was {live}: {why}; the worker was not torn down",
             )
         )
         headline = f"Stopped, `{c.worker_name}` left enrolled: {todo}"
-        self._gates.set_stage("stopped-enrolled", self._gates.details(headline, commands, "What to run:"))
+        self.state.gates.set_stage("stopped-enrolled", self.state.gates.details(headline, commands, "What to run:"))
 
-    async def _compensate(self, plan: Plan, err: BaseException) -> None:
+    async def compensate(
+        self, step: EnrollmentStep, plan: Plan, err: BaseException, escalate_after: timedelta, expire_after: timedelta
+    ) -> None:
         """Remove every object the plan created (whatever bootstrap got to), the key and the enrollment record."""
-        self._gates.set_stage("compensating", f"Removing what this run installed after: {err}")
+        gates = self.state.gates
+        gates.set_stage("compensating", f"Removing what this run installed after: {err}")
         planned = [
             EnsureResult(layer=s.layer, kind=s.kind, name=s.name, namespace=s.namespace, outcome=Outcome.created)
             for s in plan.steps
             if s.layer == "worker" and s.action == Action.create
         ]
-        step = self._with(self._step, installed=planned)
+        step = with_facts(step, installed=planned)
         c = step.contract
         hub = [
             EnsureResult(
@@ -141,53 +145,31 @@ class EnrollmentFailures(RetryRollbackGate):
             if step.facts.key_secret
             else []
         )
-        removals: list[Removal] = [(HUB_DESTROY_KEY, key), (WORKER_UNINSTALL, planned), (HUB_REMOVE_ENROLLMENT, hub)]
-        if not workflow.patched(CONTINUE_PATCH):
-            for activity, _ in removals:
-                await self._steps.run(activity, step)
-        else:
-            failed = await self._remove_each(step, removals)
-            while failed and workflow.patched(RETRY_PATCH):
-                left = "; ".join(item.describe() for item in self._leftovers)
-                try:
-                    await self._wait_gate(
-                        RETRY_ROLLBACK,
-                        f"{len(self._leftovers)} objects left by a failed removal: {left}",
-                        *self._gate_times(),
-                    )
-                except ApplicationError:
-                    break
-                self._gates.set_stage("compensating", "Retrying the failed removals")
-                failed = await self._remove_each(step, failed)
-            if failed:
-                left = "; ".join(item.describe() for item in self._leftovers)
-                self._gates.set_stage("rollback-incomplete", f"Rollback incomplete after: {err}; left: {left}")
-                raise ApplicationError(
-                    f"rollback incomplete, objects left: {left}",
-                    *[item.model_dump(mode="json") for item in self._leftovers],
-                    type="RollbackIncomplete",
-                    non_retryable=True,
-                ) from err
-        self._gates.set_stage("rolled-back", f"Rolled back after: {err}")
+        saga = Saga(order=list)
+        saga.add(HUB_DESTROY_KEY, key)
+        saga.add(WORKER_UNINSTALL, planned)
+        saga.add(HUB_REMOVE_ENROLLMENT, hub)
 
-    async def _remove_each(self, step: EnrollmentStep, removals: list[Removal]) -> list[Removal]:
-        """Run every removal even when one fails; the failed ones, their objects in ``status`` leftovers."""
-        self._leftovers = []
-        failed: list[Removal] = []
-        for activity, objects in removals:
-            try:
-                await self._steps.run(activity, step)
-            except Exception as exc:  # one failed removal must not stop the others
-                failed.append((activity, objects))
-                self._leftovers += [
-                    Leftover(
-                        layer=o.layer,
-                        kind=o.kind,
-                        name=o.name,
-                        namespace=o.namespace,
-                        step=activity.name,
-                        why=root_message(exc),
-                    )
-                    for o in objects
-                ]
-        return failed
+        async def remove(entry: Entry) -> list[EnsureResult]:
+            await self.state.steps.run(entry[0], step)
+            return []
+
+        if not workflow.patched(CONTINUE_PATCH):
+            for entry in saga.ordered():
+                await remove(entry)
+        else:
+            await self.rollback.undo_until_done(
+                saga,
+                remove,
+                what="removal",
+                retrying=("compensating", "Retrying the failed removals"),
+                retry=lambda: workflow.patched(RETRY_PATCH),
+                escalate_after=escalate_after,
+                expire_after=expire_after,
+            )
+            if saga:
+                gates.set_stage(
+                    "rollback-incomplete", f"Rollback incomplete after: {err}; left: {self.rollback.left()}"
+                )
+                raise self.rollback.incomplete() from err
+        gates.set_stage("rolled-back", f"Rolled back after: {err}")

@@ -29,10 +29,10 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.records import RecordStatus, TenantRecord
     from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
 
-from tenantflow.workflows.gate_handlers import yes_no_gate
-from tenantflow.workflows.records import TENANT_RECORD_PATCH, run_stamp, store_record
-from tenantflow.workflows.rollback import RETRY_ROLLBACK, SagaRun
-from tenantflow.workflows.saga import Saga
+from tenantflow.workflows.gate_handlers import GatedWorkflow, yes_no_gate
+from tenantflow.workflows.records import TENANT_RECORD_PATCH, Records
+from tenantflow.workflows.rollback import RETRY_ROLLBACK, Rollback, retry_rollback_gate
+from tenantflow.workflows.saga import Saga, undo_steps
 from tenantflow.workflows.search import TENANT_SLUG
 
 PRESENT = (Action.unchanged, Action.update)
@@ -64,41 +64,43 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
 
 
 @workflow.defn(name="TenantOffboarding")
-class TenantOffboarding(SagaRun):
+class TenantOffboarding(GatedWorkflow):
     WORKFLOW = "TenantOffboarding"
     YES_NO_GATES = ("confirm_purge", RETRY_ROLLBACK)
     confirm_purge, confirm_purge_signal = yes_no_gate(
         "confirm_purge", "Confirm permanently deleting the tenant's Weka organization, filesystems and quotas"
     )
+    retry_rollback, retry_rollback_signal = retry_rollback_gate()
 
     def __init__(self) -> None:
-        self._init_gated()
+        super().__init__()
+        self.records = Records(self.state)
+        self.rollback = Rollback(self.state)
 
     @workflow.run
     async def run(self, params: OffboardingInput) -> OffboardingResult:
+        state = self.state
         contract = params.contract
-        self._target = contract.slug
-        self._gates.label(TENANT_SLUG, contract.slug)
+        state.target = contract.slug
+        state.gates.label(TENANT_SLUG, contract.slug)
         escalate = timedelta(seconds=params.approval_escalate_after_s)
         expire = timedelta(days=7)
 
         self._params = params
         plan = await self._read()
-        approved = await self._wait_plan_approval(plan, escalate, expire)
+        approved = await state.wait_plan_approval(plan, escalate, expire)
         if approved and params.purge_data:
-            await self._wait_gate(
-                "confirm_purge", f"permanently delete the Weka data of {contract.slug}", escalate, expire
-            )
+            await self._confirm_purge(contract.slug, escalate, expire)
         if approved:
-            approved, plan = await self._reapprove_if_changed(plan, self._read, escalate, expire)
+            approved, plan = await state.reapprove_if_changed(plan, self._read, escalate, expire)
         if not approved:
-            self._gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
+            state.gates.set_stage("rejected", "The teardown plan was rejected; nothing was removed")
             return OffboardingResult(
                 slug=contract.slug,
                 status="rejected",
                 plan=plan,
-                approvals=self._gates.approvals,
-                message=f"rejected: {self._rejected.reason if self._rejected else ''}",
+                approvals=state.gates.approvals,
+                message=f"rejected: {state.rejected.reason if state.rejected else ''}",
             )
         step_input = self._step_input
 
@@ -107,22 +109,26 @@ class TenantOffboarding(SagaRun):
             saga.push(
                 step, [], [p for p in plan.steps if p.detail.get("step") == step.name and p.action is Action.delete]
             )
-        self._gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
-        removed = await self._roll_back(saga, contract, step_input.facts, escalate, expire)
+        state.gates.set_stage("tearing-down", f"Removing {len(plan.writes())} objects in rollback order")
+        removed = await self.rollback.roll_back(saga, undo_steps(contract, step_input.facts), escalate, expire)
         if workflow.patched(TENANT_RECORD_PATCH):
-            record = TenantRecord(contract=contract, run=run_stamp(self), status=RecordStatus.offboarded)
-            await store_record(self, RECORD_TENANT, record)
+            record = TenantRecord(contract=contract, run=self.records.stamp(), status=RecordStatus.offboarded)
+            await self.records.store(RECORD_TENANT, record)
         if workflow.patched(END_TERM_PATCH):
             await self._end_term(contract.slug)
-        self._gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
+        state.gates.set_stage("completed", f"Tenant {contract.slug} offboarded")
         return OffboardingResult(
             slug=contract.slug,
             status="completed",
             plan=plan,
             removed=removed,
             kept=[p for p in plan.steps if p.action is Action.leave],
-            approvals=self._gates.approvals,
+            approvals=state.gates.approvals,
         )
+
+    async def _confirm_purge(self, slug: str, escalate: timedelta, expire: timedelta) -> None:
+        """Wait at ``confirm_purge`` before the Weka data goes too."""
+        await self.state.wait_gate("confirm_purge", f"permanently delete the Weka data of {slug}", escalate, expire)
 
     async def _end_term(self, slug: str) -> None:
         """Tell the tenant's lifecycle it was offboarded; none runs when it started this offboarding at expiry."""
@@ -136,11 +142,12 @@ class TenantOffboarding(SagaRun):
     async def _read(self) -> Plan:
         """Read every layer of the tenant (nothing is written) and make the teardown plan of what exists."""
         contract = self._params.contract
-        self._gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
+        steps = self.state.steps
+        self.state.gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
         step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        census = await self._steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
+        census = await steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
         step_input = self._step_input = step_input.model_copy(update={"facts": census.facts})
         present: list[PlanStep] = []
         for read in PLAN:
-            present += await self._steps.run(read, step_input, summary=f"{read.layer}: read")
+            present += await steps.run(read, step_input, summary=f"{read.layer}: read")
         return teardown_plan(contract.slug, present, self._params.purge_data)

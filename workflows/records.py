@@ -3,7 +3,8 @@
 Onboarding and offboarding store a tenant record, enrollment and decommission a worker record, as their last step
 and only in runs recorded with the patch :data:`TENANT_RECORD_PATCH` (:data:`WORKER_RECORD_PATCH`), so histories
 recorded before replay unchanged. The stamp says which run, under which approved plan and approver, and when, and
-(patch :data:`APPROVALS_PATCH`) every gate answer: who, when, which plan hash.
+(patch :data:`APPROVALS_PATCH`) every gate answer: who, when, which plan hash. A workflow owns one :class:`Records`
+over its :class:`~tenantflow.workflows.run_state.RunState`, which it reads through public attributes only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import Finding, Severity
     from tenantflow.models.runbook import Step
 
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.run_state import RunState
 
 I = TypeVar("I")  # noqa: E741 - the record step's input type
 
@@ -31,39 +32,43 @@ APPROVALS_PATCH = "approvals-stamped"
 """Histories recorded before the record and the handover sheet carried every gate answer replay without them."""
 
 
-def stamped_approvals(run: GatedRun) -> list[Approval]:
-    """Who answered which gate and when, for what the run passes on (record, handover sheet); empty in runs
-    recorded before :data:`APPROVALS_PATCH`, whose record and handover arguments replay unchanged."""
-    return list(run._gates.approvals) if run._patches.has(APPROVALS_PATCH) else []
+class Records:
+    """The stamp and the storing of one run's record."""
 
+    def __init__(self, state: RunState) -> None:
+        self.state = state
 
-def run_stamp(run: GatedRun) -> RunStamp:
-    """This run, its approved plan and the plan's approver, now: the stamp on the record it stores."""
-    info = workflow.info()
-    answer = run._gates.answers.get("approve_plan")
-    return RunStamp(
-        workflow_id=info.workflow_id,
-        run_id=info.run_id,
-        plan_hash=run._plan.plan_hash if run._plan else "",
-        approver=answer.approver if answer else "",
-        recorded_at=workflow.now(),
-        approvals=stamped_approvals(run),
-    )
+    def approvals(self) -> list[Approval]:
+        """Who answered which gate and when, for what the run passes on (record, handover sheet); empty in runs
+        recorded before :data:`APPROVALS_PATCH`, whose record and handover arguments replay unchanged."""
+        return list(self.state.gates.approvals) if self.state.patches.has(APPROVALS_PATCH) else []
 
-
-async def store_record(run: GatedRun, step: Step[I, StoredRecord], record: I) -> None:
-    """Store ``record`` in the cluster; a record that cannot be written leaves the run completed, with a warning
-    finding."""
-    run._gates.set_stage("record", "Storing the record in the cluster")
-    try:
-        await run._steps.run(step, record)
-    except ActivityError as err:
-        run._findings.append(
-            Finding(
-                check="record",
-                ok=False,
-                severity=Severity.warning,
-                message=f"the record was not stored: {err.cause or err}",
-                fix="until the history expires the CLI reads the contract from it; later pass --contract",
-            )
+    def stamp(self) -> RunStamp:
+        """This run, its approved plan and the plan's approver, now: the stamp on the record it stores."""
+        info = workflow.info()
+        answer = self.state.gates.answers.get("approve_plan")
+        return RunStamp(
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            plan_hash=self.state.plan_hash or "",
+            approver=answer.approver if answer else "",
+            recorded_at=workflow.now(),
+            approvals=self.approvals(),
         )
+
+    async def store(self, step: Step[I, StoredRecord], record: I) -> None:
+        """Store ``record`` in the cluster; a record that cannot be written leaves the run completed, with a warning
+        finding."""
+        self.state.gates.set_stage("record", "Storing the record in the cluster")
+        try:
+            await self.state.steps.run(step, record)
+        except ActivityError as err:
+            self.state.findings.append(
+                Finding(
+                    check="record",
+                    ok=False,
+                    severity=Severity.warning,
+                    message=f"the record was not stored: {err.cause or err}",
+                    fix="until the history expires the CLI reads the contract from it; later pass --contract",
+                )
+            )

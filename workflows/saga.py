@@ -14,11 +14,17 @@ Every undo looks objects up by name and leaves absent ones alone.
 :meth:`Saga.undo_keeping_failures` keeps the entries whose undo failed (after
 its retries) and reports their objects as :class:`Leftover`; running it again
 retries exactly those, so a rollback can be resumed (see ``workflows/rollback.py``).
+
+One saga serves every run that undoes: the tenant runs push the runbook steps they applied and undo each with its
+catalogue undo (:func:`undo_steps`); enrollment adds its removals (:meth:`Saga.add`) in the order they run, with
+``order=list``, and undoes each by running the removal itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -35,7 +41,10 @@ with workflow.unsafe.imports_passed_through():
 from tenantflow.workflows.steps import execute
 
 ApplyStep = Step[StepInput, StepResult]
-Entry = tuple[ApplyStep, list[EnsureResult]]
+Entry = tuple[Step[Any, Any], list[EnsureResult]]
+"""A step on the saga and the objects its undo removes."""
+Undo = Callable[[Entry], Awaitable[list[EnsureResult]]]
+"""How a saga's entry is undone: what the undo reports."""
 UNDO_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
@@ -75,55 +84,72 @@ def with_planned(results: list[EnsureResult], planned: list[PlanStep]) -> list[E
     return merged
 
 
-def undo_of(step: ApplyStep) -> Step[UndoInput, list[EnsureResult]]:
+def undo_of(step: Step[Any, Any]) -> Step[UndoInput, list[EnsureResult]]:
     if step.undo is None:
         raise ValueError(f"{step.name} has no undo in the catalogue; it cannot go on the saga")
     return step.undo
 
 
-class Saga:
-    """Records applied steps and undoes what they made."""
+def in_runbook_order(entries: list[Entry]) -> list[Entry]:
+    """The runbook's rollback order (``UNDO_ORDER`` of each step's undo); inside one layer, later steps first."""
+    indexed = list(enumerate(entries))
+    indexed.sort(key=lambda item: (UNDO_ORDER.index(undo_of(item[1][0])), -item[0]))
+    return [entry for _, entry in indexed]
 
-    def __init__(self) -> None:
-        self._done: list[tuple[ApplyStep, list[EnsureResult]]] = []
+
+def undo_steps(contract: TenantContract, facts: Facts) -> Undo:
+    """Undo an applied runbook step with its catalogue undo activity, given what the step reported."""
+
+    async def undo(entry: Entry) -> list[EnsureResult]:
+        step, results = entry
+        return await execute(
+            undo_of(step),
+            UndoInput(contract=contract, facts=facts, step=step.short, results=results),
+            retry_policy=UNDO_RETRY,
+            summary=f"undo {step.name}",
+        )
+
+    return undo
+
+
+class Saga:
+    """Records applied steps and undoes what they made, in ``order`` (by default the runbook's)."""
+
+    def __init__(self, order: Callable[[list[Entry]], list[Entry]] = in_runbook_order) -> None:
+        self._done: list[Entry] = []
+        self._order = order
 
     def push(self, step: ApplyStep, results: list[EnsureResult], planned: list[PlanStep] | None = None) -> None:
+        """Record ``step`` with what it wrote (and the plan's creations for it); nothing when it wrote nothing."""
         merged = with_planned(results, planned or [])
         if any(r.wrote for r in merged):
             self._done.append((step, merged))
 
+    def add(self, step: Step[Any, Any], objects: list[EnsureResult]) -> None:
+        """Record ``step``, undone whatever it recorded; ``objects``: what is left when its undo fails."""
+        self._done.append((step, objects))
+
     def __len__(self) -> int:
         return len(self._done)
 
-    def ordered(self) -> list[tuple[ApplyStep, list[EnsureResult]]]:
-        indexed = list(enumerate(self._done))
-        indexed.sort(key=lambda item: (UNDO_ORDER.index(undo_of(item[1][0])), -item[0]))
-        return [entry for _, entry in indexed]
+    def ordered(self) -> list[Entry]:
+        return self._order(list(self._done))
 
-    async def _undo_each(
-        self, contract: TenantContract, facts: Facts
-    ) -> tuple[list[EnsureResult], list[tuple[Entry, Exception]]]:
+    async def _undo_each(self, undo: Undo) -> tuple[list[EnsureResult], list[tuple[Entry, Exception]]]:
         """Undo every recorded step in rollback order; keep going past a failed undo."""
         undone: list[EnsureResult] = []
         failed: list[tuple[Entry, Exception]] = []
-        for step, results in self.ordered():
+        for entry in self.ordered():
             try:
-                undone.extend(
-                    await execute(
-                        undo_of(step),
-                        UndoInput(contract=contract, facts=facts, step=step.short, results=results),
-                        retry_policy=UNDO_RETRY,
-                        summary=f"undo {step.name}",
-                    )
-                )
+                undone.extend(await undo(entry))
             except Exception as exc:  # an undo that keeps failing must not stop the others
-                failed.append(((step, results), exc))
+                failed.append((entry, exc))
         return undone, failed
 
-    async def unwind(self, contract: TenantContract, facts: Facts) -> list[EnsureResult]:
+    async def unwind(self, undo: Undo) -> list[EnsureResult]:
         """Undo every recorded step, clear the saga and raise ``RollbackIncomplete`` if an undo failed (the
         behaviour of runs recorded before ``retry_rollback``)."""
-        undone, failed = await self._undo_each(contract, facts)
+        undone, failed = await self._undo_each(undo)
         self._done.clear()
         if failed:
             raise ApplicationError(
@@ -133,12 +159,10 @@ class Saga:
             )
         return undone
 
-    async def undo_keeping_failures(
-        self, contract: TenantContract, facts: Facts
-    ) -> tuple[list[EnsureResult], list[Leftover]]:
+    async def undo_keeping_failures(self, undo: Undo) -> tuple[list[EnsureResult], list[Leftover]]:
         """Undo every recorded step; only the steps whose undo failed stay on the saga, their objects returned
-        as leftovers (an empty list: the rollback is complete)."""
-        undone, failed = await self._undo_each(contract, facts)
+        as leftovers."""
+        undone, failed = await self._undo_each(undo)
         self._done = [entry for entry, _ in failed]
         return undone, [
             Leftover(

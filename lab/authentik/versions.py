@@ -1,10 +1,11 @@
-"""Which Authentik release the stand-in plays: 2024.10 (a group has one ``parent``) or current (``parents``).
+"""Which Authentik release the stand-in plays: 2024.10 or 2025.10 (a group has one ``parent``), or current
+(``parents``).
 
-Authentik 2024.10's ``GroupSerializer`` has ``parent`` (a group UUID or null) and ``parent_name``; from
-2025 on a group has a list ``parents`` (see ``/work/shared/reference/authentik-schema.yml``, 2026.5:
-``parents``, ``parents_obj``, ``children``). Like Django REST framework, each release ignores a field it
-does not know, so a client writing the other release's field gets a 2xx and an un-nested group.
-``GET /api/v3/admin/version/`` tells them apart.
+Up to 2025.10 Authentik's ``GroupSerializer`` has ``parent`` (a group UUID or null) and ``parent_name`` (the
+authentik-client 2025.10 package on PyPI still models ``parent``); 2025.12 gave a group a list ``parents``
+(``lab/authentik/schema.yaml``, Authentik 2026.5's OpenAPI schema: ``parents``, ``parents_obj``, ``children``).
+Like Django REST framework, each release ignores a field it does not know, so a client writing the other
+release's field gets a 2xx and an un-nested group. ``GET /api/v3/admin/version/`` reports the release.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 AUTHENTIK_2024_10 = "2024.10.5"
+AUTHENTIK_2025_10 = "2025.10.3"
 AUTHENTIK_CURRENT = "2026.5.0"
-MODES = {"2024.10": AUTHENTIK_2024_10, "current": AUTHENTIK_CURRENT}
+MODES = {"2024.10": AUTHENTIK_2024_10, "2025.10": AUTHENTIK_2025_10, "current": AUTHENTIK_CURRENT}
+FIRST_PARENTS_RELEASE = (2025, 12)
+"""The first release whose groups have a list ``parents`` instead of one ``parent``."""
 
 
 def single_parent(version: str) -> bool:
-    """Releases before 2025 give a group a single ``parent``."""
-    return int(version.split(".", 1)[0]) < 2025
+    """Releases before 2025.12 give a group a single ``parent``."""
+    year, minor = (int(part) for part in version.split(".")[:2])
+    return (year, minor) < FIRST_PARENTS_RELEASE
 
 
 def group_write(version: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,14 @@
-"""Structural defaulting of custom resources, and Kueue's quantity normalization.
+"""Structural defaulting of custom resources, and quantity normalization (Kueue's and the core types').
 
 :func:`schema_defaults` fills every absent property whose schema has a ``default``, recursively into objects that
 exist (or were just defaulted) and into array items, the way kube-apiserver defaults a custom resource on create
 and update from its CRD version's OpenAPI schema. :func:`normalize_quantities` rewrites ``int-or-string``
 quantity fields (a schema ``pattern`` of a Kubernetes quantity) to their canonical form (``10000`` becomes
 ``"10k"``, ``"1024Mi"`` becomes ``"1Gi"``): what Kueue's defaulting webhooks return, since they round-trip the
-object through Go's ``resource.Quantity``.
+object through Go's ``resource.Quantity``. :func:`canonical_resource_lists` does the same for the ``ResourceList``
+maps of the core types (k8s.io/api core/v1 types.go: ``type ResourceList map[ResourceName]resource.Quantity``),
+which kube-apiserver decodes into Quantities and so stores canonically: a ResourceQuota's ``hard.requests.memory:
+8192Gi`` reads back as ``8Ti``.
 """
 
 from __future__ import annotations
@@ -67,3 +70,41 @@ def normalize_quantities(schema: dict[str, Any], value: Any) -> Any:
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [normalize_quantities(schema["items"], item) for item in value]
     return value
+
+
+ANY_ITEM = "*"
+CORE_RESOURCE_LISTS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("", "resourcequotas"): (("spec", "hard"), ("status", "hard"), ("status", "used")),
+    ("", "limitranges"): tuple(
+        ("spec", "limits", ANY_ITEM, field) for field in ("max", "min", "default", "defaultRequest")
+    ),
+    ("", "persistentvolumeclaims"): (("spec", "resources", "requests"), ("spec", "resources", "limits")),
+    ("", "pods"): tuple(
+        ("spec", containers, ANY_ITEM, "resources", field)
+        for containers in ("containers", "initContainers")
+        for field in ("requests", "limits")
+    ),
+}
+"""Where each core resource holds a ``ResourceList`` (``*``: every item of a list)."""
+
+
+def _resource_lists(value: Any, path: tuple[str, ...]) -> list[dict[str, Any]]:
+    if not path:
+        return [value] if isinstance(value, dict) else []
+    head, rest = path[0], path[1:]
+    if head == ANY_ITEM:
+        return [found for item in value for found in _resource_lists(item, rest)] if isinstance(value, list) else []
+    return _resource_lists(value.get(head), rest) if isinstance(value, dict) else []
+
+
+def canonical_resource_lists(key: tuple[str, str], obj: dict[str, Any]) -> None:
+    """Rewrite, in place, every quantity of ``obj``'s ResourceLists in canonical form (unparsable values stay:
+    validation refuses them)."""
+    for path in CORE_RESOURCE_LISTS.get(key, ()):
+        for resources in _resource_lists(obj, path):
+            for name, amount in resources.items():
+                if isinstance(amount, (str, int, float)) and not isinstance(amount, bool):
+                    try:
+                        resources[name] = canonical_quantity(amount)
+                    except ValueError:
+                        continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple
 
-from tenantflow.lab.kubeapi.defaulting import normalize_quantities, schema_defaults
+from tenantflow.lab.kubeapi.defaulting import canonical_resource_lists, normalize_quantities, schema_defaults
 from tenantflow.lab.kubeapi.registry import ResourceType
 
 Obj = dict[str, Any]
@@ -38,7 +38,9 @@ def content(obj: Obj) -> Obj:
 
 
 def custom_defaults(rt: ResourceType, obj: Obj) -> None:
-    """A custom resource's schema defaults (create and update); Kueue objects also get canonical quantities."""
+    """What the apiserver normalizes on create and update: a core type's ResourceList quantities in canonical
+    form, a custom resource's schema defaults; Kueue objects also get canonical quantities."""
+    canonical_resource_lists(rt.key, obj)
     version = str(obj.get("apiVersion", "")).rpartition("/")[2]
     schema = rt.schemas.get(version) or rt.schemas.get(rt.storage_version) or {}
     if not rt.custom or not schema:

@@ -299,10 +299,10 @@ class Store(Deletion):
                 meta.pop(fixed, None)
         meta["name"] = key.name
         meta["resourceVersion"] = old_meta["resourceVersion"]
+        custom_defaults(rt, new)
         meta["generation"] = old_meta.get("generation", 1) + (content(new) != content(current))
         if rt.key == NAMESPACE_KEY:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = key.name
-        custom_defaults(rt, new)
         enforce(rt, new, field_validation, warnings)
         record(current, new)
         if rt.key == CRD_KEY:

@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.devserver import DevServer
+from tenantflow.starter.devserver import DevServer, PortTaken
 from tenantflow.starter.extras import require_extra
-from tenantflow.starter.output import EXIT_BAD_INPUT, EXIT_RUN_FAILED, console, errors, run
+from tenantflow.starter.output import EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_RUN_FAILED, console, errors, run
 from tenantflow.worker.tokens import TokenFileError, TokenTable
 
 
@@ -35,7 +35,15 @@ def dev_server(
     if stop:
         console.print("stopped" if server.stop() else "not running")
         return
-    pid = server.start(headless=headless)
+    try:
+        pid = server.start(headless=headless)
+    except PortTaken as exc:
+        errors.print(
+            f"[red]{exc}: start the dev server on another one ({exc.option} PORT), or stop the other server "
+            f"listening on {exc.port}[/red]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_REFUSED) from None
     ui = "" if headless else f", UI http://127.0.0.1:{ui_port}"
     console.print(f"Temporal dev server pid {pid} on {server.address}{ui}; log {server.log_file}")
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from temporalio.api.enums.v1 import EventType
 
-from tenantflow.activities.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL
+from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.plan import Action

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle
 
-from tenantflow.activities.clusters import CLUSTERS_FILE_ENV
+from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer

@@ -32,9 +32,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tenantflow.activities import hub as hub_activities
-from tenantflow.activities import konduktor, records, worker_reset, workercluster
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.hub import konduktor
+from tenantflow.activities.hub import steps as hub_activities
+from tenantflow.activities.records import steps as records
+from tenantflow.activities.workercluster import reset as worker_reset
+from tenantflow.activities.workercluster import steps as workercluster
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import hub, kueue, worker_agent
 from tenantflow.lab.enrollment_seed import (

@@ -7,9 +7,9 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.workercluster import adoption_diff
-from tenantflow.activities.workercluster_invariants import invariants
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.workercluster.invariants import invariants
+from tenantflow.activities.workercluster.steps import adoption_diff
 from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentStep
 from tenantflow.models.gates import GateAnswer
 from tenantflow.models.status import RunStatus

@@ -18,7 +18,7 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from tenantflow.activities.records import store
+from tenantflow.activities.common.recordstore import store
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.supervisor import down, up
 from tenantflow.models.drift import DRIFT_WORKFLOW, FleetDriftInput, FleetDriftReport

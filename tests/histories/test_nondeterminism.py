@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
         EnrollmentResult,
         EnrollmentStep,
     )
-    from tenantflow.models.gates import GateAnswer
     from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, NoticeKind
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
@@ -95,7 +94,7 @@ class OnboardingWithoutAPreflight(TenantOnboarding):
     async def _preflight(self, step_input: StepInput) -> Facts:
         facts = step_input.facts
         for step in PREFLIGHT[:-1]:
-            result = await self._steps.run(step, step_input)
+            result = await self.state.steps.run(step, step_input)
             if step is CAPACITY_PREFLIGHT:
                 facts = result.facts
                 step_input = step_input.model_copy(update={"facts": facts})
@@ -110,10 +109,8 @@ class OffboardingWithoutPurgeGate(TenantOffboarding):
     async def run(self, params: OffboardingInput) -> OffboardingResult:
         return await super().run(params)
 
-    async def _wait_gate(
-        self, name: str, description: str, escalate_after: timedelta, expire_after: timedelta
-    ) -> GateAnswer:
-        return GateAnswer()
+    async def _confirm_purge(self, slug: str, escalate: timedelta, expire: timedelta) -> None:
+        return None
 
 
 class ReversedSaga(Saga):
@@ -127,7 +124,7 @@ class OnboardingWithReversedRollback(TenantOnboarding):
 
     def __init__(self) -> None:
         super().__init__()
-        self._saga = ReversedSaga()
+        self.tenant.saga = ReversedSaga()
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
@@ -143,9 +140,10 @@ class DecommissionRemovingFirst(WorkerDecommissionWorkflow):
         return await super().run(params)
 
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
-        removed = await self._steps.run(HUB_REMOVE_ENROLLMENT, step)
-        await self._steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=True, reason="decommission"))
-        await self._steps.run(WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=step.contract, conditions=[]))
+        steps = self.state.steps
+        removed = await steps.run(HUB_REMOVE_ENROLLMENT, step)
+        await steps.run(HUB_CORDON, Cordon(contract=step.contract, cordoned=True, reason="decommission"))
+        await steps.run(WORKER_WAIT_NO_REMOTE_WORK, ConditionWait(contract=step.contract, conditions=[]))
         return removed
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.kubeobjects import KINDS
+from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult

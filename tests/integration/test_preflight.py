@@ -18,8 +18,8 @@ import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.weka_client import WekaClient, org_admin_credentials
+from tenantflow.activities.common.authentik_client import AuthentikClient
+from tenantflow.activities.common.weka_client import WekaClient, org_admin_credentials
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tenantflow.activities import kube, manifests
+from tenantflow.activities.common import manifests
+from tenantflow.activities.kube import steps as kube
 from tenantflow.models.tenant import TenantContract
 from tests.workflows.contract import example_tenant
 

@@ -79,4 +79,4 @@ def test_dockerignore_lets_in_only_what_the_wheel_is_built_from() -> None:
     lines = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert lines[0] == "*", "everything is excluded, then the build inputs are let back in"
     allowed = {line[1:] for line in lines if line.startswith("!")}
-    assert allowed == PRODUCT | {"pyproject.toml", "README.md", "lab/", "bench/"}
+    assert allowed == PRODUCT | {"pyproject.toml", "README.md", "constraints.txt", "lab/", "bench/"}

@@ -20,7 +20,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.kubeobjects import KubeObjects
+from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.lab import pitfalls
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.pitfalls import Pitfall

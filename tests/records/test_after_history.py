@@ -12,7 +12,7 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.records import read_latest
+from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.lifecycle import LifecycleResult, lifecycle_id
 from tenantflow.models.offboarding import OffboardingResult

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tenantflow.activities.clusters import KUBECONFIG_ENV
-from tenantflow.activities.records import store
+from tenantflow.activities.common.clusters import KUBECONFIG_ENV
+from tenantflow.activities.common.recordstore import store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordStatus
 from tests.lab.kubeapi.conftest import Cluster
 from tests.records.test_store import tenant_record

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tenantflow.activities.clusters import KUBECONFIG_ENV
-from tenantflow.activities.records import list_records, read_latest, store
+from tenantflow.activities.common.clusters import KUBECONFIG_ENV
+from tenantflow.activities.common.recordstore import list_records, read_latest, store
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordKind, RunStamp, TenantRecord
 from tenantflow.models.targets import KubeTarget
 from tests.manifests.test_rbac_in_the_emulator import kubeconfig

@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import clusters
-from tenantflow.activities.records import list_records, read_latest, store
+from tenantflow.activities.common import clusters
+from tenantflow.activities.common.recordstore import list_records, read_latest, store
 from tenantflow.models.records import (
     DEFAULT_NAMESPACE,
     SECRET_TYPE,

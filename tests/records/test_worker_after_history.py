@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.records import read_latest
+from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.records import DEFAULT_NAMESPACE, RecordKey, RecordStatus, WorkerRecord

@@ -13,9 +13,9 @@ import pytest
 import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import kubeclient
-from tenantflow.activities.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
-from tenantflow.activities.errors import TRANSIENT
+from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
+from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
 from tenantflow.models.targets import KubeTarget
 

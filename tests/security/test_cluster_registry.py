@@ -13,8 +13,8 @@ import yaml
 from kubernetes import client, config
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import kubeclient
-from tenantflow.activities.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
+from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract

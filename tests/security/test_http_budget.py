@@ -12,7 +12,7 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tenantflow.activities import httpretry
+from tenantflow.activities.common import httpretry
 
 
 @pytest_asyncio.fixture

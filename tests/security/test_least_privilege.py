@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tenantflow.activities import kube, manifests
+from tenantflow.activities.common import manifests
+from tenantflow.activities.kube import steps as kube
 from tenantflow.models.runbook import APPLY
 from tenantflow.models.tenant import TenantContract
 from tests.workflows.contract import example_tenant

@@ -13,7 +13,7 @@ import urllib3
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tenantflow.activities import httpretry
+from tenantflow.activities.common import httpretry
 
 Hits = list[str]
 

@@ -25,11 +25,11 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities import manifests
-from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.slurm_cli import SlurmCtl, parse_keyvalues
-from tenantflow.activities.slurm_partition import live_partition
-from tenantflow.activities.slurm_users import resolve_user
+from tenantflow.activities.common import manifests
+from tenantflow.activities.common.authentik_client import AuthentikClient
+from tenantflow.activities.slurm.cli import SlurmCtl, parse_keyvalues
+from tenantflow.activities.slurm.partition import live_partition
+from tenantflow.activities.slurm.users import resolve_user
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract

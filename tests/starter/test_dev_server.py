@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tenantflow.starter.cli import app
@@ -32,3 +35,26 @@ def test_dev_server_serves_ui_and_registers_search_attributes(tmp_path: Path) ->
         stopped = CliRunner().invoke(app, [*args, "--stop"])
     assert stopped.exit_code == 0 and "stopped" in stopped.output
     assert DevServer(state_dir=tmp_path, port=port).running_pid() is None
+
+
+@pytest.mark.parametrize("taken", ["--port", "--ui-port"])
+def test_a_taken_port_is_one_line_naming_the_port_and_the_fix(tmp_path: Path, taken: str) -> None:
+    ports = {"--port": free_port(), "--ui-port": free_port()}
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", ports[taken]))
+        holder.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "tenantflow.starter", "dev-server", "--state-dir", str(tmp_path)]
+            + [arg for option, port in ports.items() for arg in (option, str(port))],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 4, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"port {ports[taken]} is taken" in lines[0]
+    assert f"({taken} PORT)" in lines[0] and "stop the other server" in lines[0]
+    assert DevServer(state_dir=tmp_path, port=ports["--port"]).running_pid() is None

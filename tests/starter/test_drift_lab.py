@@ -18,10 +18,10 @@ import pytest
 from temporalio.client import ScheduleActionStartWorkflow, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities import manifests
-from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.kubeobjects import KubeObjects
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.common import manifests
+from tenantflow.activities.common.authentik_client import AuthentikClient
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.drift import DRIFT_SCHEDULE_ID, FleetDriftInput, FleetDriftReport
 from tenantflow.models.targets import KubeTarget

@@ -24,7 +24,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tenantflow.activities import lifecycle
+from tenantflow.activities.records import lifecycle
 from tenantflow.lab.notify_sink import build_app
 from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus, lifecycle_id
 from tenantflow.models.tenant import TenantContract

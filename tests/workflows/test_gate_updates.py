@@ -1,8 +1,9 @@
 """Every gate of every workflow is an update of its own name (one JSON argument) with a description, and a signal.
 
 The gates are enumerated from the code: every call that opens one, in each workflow
-class and its bases, must name a declared gate, and every declared gate must be
-opened somewhere. The UI's Send an Update form lists what the
+class, its bases and the collaborators their ``__init__`` builds (run state, saga rollback,
+records ...), must name a declared gate, and every declared gate must be opened somewhere.
+The UI's Send an Update form lists what the
 ``__temporal_workflow_metadata`` query reports, so each workflow is started (on a
 worker with only the fake onboarding activities: a run waits at its first other step or at a gate; onboarding's
 read-only steps are local activities, which the workflow's own worker must run) and asked. The gates are then
@@ -34,7 +35,7 @@ from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.targets import KubeTarget
 from tenantflow.worker.registry import WORKFLOWS
-from tenantflow.workflows.gate_handlers import GatedRun
+from tenantflow.workflows.gate_handlers import GatedWorkflow
 from tenantflow.workflows.offboarding import offboarding_id
 from tests.starter.test_temporal_cli import temporal
 from tests.workflows.contract import example_tenant
@@ -57,7 +58,7 @@ INPUTS: dict[str, BaseModel] = {
 }
 
 
-GATED = [workflow for workflow in WORKFLOWS if issubclass(workflow, GatedRun)]
+GATED = [workflow for workflow in WORKFLOWS if issubclass(workflow, GatedWorkflow)]
 """Every workflow with gates (TenantLifecycle has none: it starts the offboarding, which has)."""
 
 
@@ -65,8 +66,8 @@ def test_every_gated_workflow_has_an_input_here() -> None:
     assert {workflow.WORKFLOW for workflow in GATED} == set(INPUTS)
 
 
-OPENERS = {"_wait_gate", "_gate", "_wait_plan_approval"}
-"""The methods that open a gate: the gate's name is their first argument (``_wait_plan_approval``: approve_plan)."""
+OPENERS = {"wait_gate", "_gate", "wait_plan_approval"}
+"""The methods that open a gate: the gate's name is their first argument (``wait_plan_approval``: approve_plan)."""
 
 
 def gates_of(workflow_class: Any) -> list[str]:
@@ -74,14 +75,38 @@ def gates_of(workflow_class: Any) -> list[str]:
     return ["approve_plan", *workflow_class.YES_NO_GATES]
 
 
-def gates_opened_by(workflow_class: Any) -> set[str]:
-    """The gates the code of a workflow class and of its bases opens, read from their source: the first argument
-    of every gate opening call, a literal or a module constant; a helper handing its own parameter on is skipped
-    (its callers are read)."""
-    opened: set[str] = set()
-    for cls in workflow_class.__mro__:
-        if not cls.__module__.startswith("tenantflow.workflows."):
+def ours(cls: Any) -> bool:
+    return isinstance(cls, type) and cls.__module__.startswith("tenantflow.workflows.")
+
+
+def classes_of(workflow_class: Any) -> list[type]:
+    """The workflow class, its bases and every collaborator their ``__init__`` builds (by a call of a class of
+    tenantflow.workflows), and theirs in turn."""
+    found: list[type] = []
+    todo = [cls for cls in workflow_class.__mro__ if ours(cls)]
+    while todo:
+        cls = todo.pop()
+        if cls in found:
             continue
+        found.append(cls)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        module = sys.modules[cls.__module__]
+        for call in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(init)))):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                built = getattr(module, call.func.id, None)
+                if ours(built):
+                    todo.append(built)
+    return found
+
+
+def gates_opened_by(workflow_class: Any) -> set[str]:
+    """The gates the code of a workflow class, its bases and its collaborators opens, read from their source: the
+    first argument of every gate opening call, a literal or a module constant; a helper handing its own parameter on
+    is skipped (its callers are read)."""
+    opened: set[str] = set()
+    for cls in classes_of(workflow_class):
         module = sys.modules[cls.__module__]
         for function in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(cls)))):
             if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -90,10 +115,10 @@ def gates_opened_by(workflow_class: Any) -> set[str]:
             for call in ast.walk(function):
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
                     continue
-                if call.func.attr == "_wait_plan_approval":
+                if call.func.attr == "wait_plan_approval":
                     opened.add("approve_plan")
                 elif call.func.attr in OPENERS or (
-                    call.func.attr == "wait" and ast.unparse(call.func.value) == "self._gates"
+                    call.func.attr == "wait" and ast.unparse(call.func.value).endswith("gates")
                 ):
                     name = call.args[0]
                     if isinstance(name, ast.Constant):

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common.settings import settings
 from tenantflow.lab.authentik.app import build_app
 from tenantflow.lab.authentik.slapd_sink import SlapdSink
 from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT

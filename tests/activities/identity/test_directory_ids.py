@@ -1,7 +1,8 @@
 """Identity numbers unique across the directory, against the whole lab: a stale entry added by hand to the
 lab's real slapd (``ldapadd``, in a tree of its own) holding a number a tenant entry gets or holds.
 
-* At apply time the stale entry holds the uidNumber the tenant's first new user will get: the run stops
+* At apply time the stale entry holds the uidNumber the tenant's next new user will get (users are created
+  concurrently, so which of them gets it is not fixed; the test reads the name from the error): the run stops
   at ``identity.verify_ldap`` with a non-retryable ``IdentityCollision`` whose finding names both entries
   and the fix; the saga unwinds identity and nothing reaches Slurm or Weka.
 * At plan time the stale entry holds the uidNumber of a user the run would adopt: preflight refuses.
@@ -19,7 +20,7 @@ import httpx
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.slurm_users import unresolved_error
+from tenantflow.activities.slurm.users import unresolved_error
 from tenantflow.lab.endpoints import LabEndpoints
 from tests.integration.rollback_rig import assert_world_restored, failure_of, start_approved, tenant
 from tests.integration.world import world_snapshot
@@ -83,7 +84,6 @@ async def test_uid_held_by_a_stale_entry_stops_the_run_at_identity(
     dev_env: WorkflowEnvironment, lab: LabEndpoints
 ) -> None:
     contract = tenant(lab, "uidclash")
-    first = contract.users[0].username
     uid = next_uid(lab)
     with stale_entry(lab, "olduser-uidclash", uid) as stale:
         before = world_snapshot(lab)
@@ -96,8 +96,13 @@ async def test_uid_held_by_a_stale_entry_stops_the_run_at_identity(
     assert isinstance(cause, ActivityError) and cause.activity_type == "identity.verify_ldap", repr(cause)
     error = cause.cause
     assert isinstance(error, ApplicationError) and error.type == "IdentityCollision" and error.non_retryable
-    user_dn = f"cn={first},ou=users,{lab.ldap_base_dn}"
-    assert f"uidNumber {uid} of {user_dn} is also held by {stale}" in error.message, error.message
+    held = [
+        f"cn={name},ou=users,{lab.ldap_base_dn}"
+        for name in contract.usernames
+        if f"uidNumber {uid} of cn={name},ou=users,{lab.ldap_base_dn} is also held by {stale}" in error.message
+    ]
+    assert len(held) == 1, error.message
+    user_dn = held[0]
     finding = error.details[0]
     assert finding["check"] == "identity.unique_ids" and not finding["ok"], finding
     assert user_dn in finding["message"] and stale in finding["message"], finding

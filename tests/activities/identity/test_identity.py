@@ -9,9 +9,9 @@ from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import identity
-from tenantflow.activities.identity_numbers import CREATED_BY
-from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
+from tenantflow.activities.common.authentik_client import CREATED_BY
+from tenantflow.activities.identity import steps as identity
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_10
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome
 
@@ -181,7 +181,7 @@ async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: Ide
 async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
     identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tenantflow.activities.settings import settings
+    from tenantflow.activities.common.settings import settings
 
     monkeypatch.setenv("AUTHENTIK_TOKEN", "wrong")
     monkeypatch.setenv("LDAP_BIND_PASSWORD", "wrong")
@@ -274,8 +274,8 @@ async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_pa
     assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
 
 
-@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10])
-async def test_authentik_2024_10_nests_the_group_through_its_single_parent(with_parent: IdentityLab) -> None:
+@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10, AUTHENTIK_2025_10])
+async def test_a_release_with_one_parent_nests_the_group_through_it(with_parent: IdentityLab) -> None:
     inp = StepInput(contract=make_contract(usernames=("alice",)))
     group, _, _ = await apply_identity(inp)
     assert [r.outcome for r in group.results] == [Outcome.created]
@@ -316,7 +316,7 @@ async def test_verify_waits_heartbeating_for_an_outpost_that_serves_the_fix_late
 
 
 def test_the_default_verify_budget_outlasts_an_outpost_cache_refresh() -> None:
-    from tenantflow.activities.settings import ServiceSettings
+    from tenantflow.activities.common.settings import ServiceSettings
     from tenantflow.models.runbook import ONBOARDING
 
     budget = ServiceSettings().ldap_verify_budget_s

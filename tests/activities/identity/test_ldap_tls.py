@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import ldap_check
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common import ldap_check
+from tenantflow.activities.common.settings import settings
 from tenantflow.lab.kubeapi.tls import self_signed
 
 

@@ -7,9 +7,9 @@ import pytest
 from identity_harness import IdentityLab, make_contract, run_activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import identity
-from tenantflow.activities.authentik_client import AuthentikClient
-from tenantflow.activities.identity_numbers import ldap_provider, require_group
+from tenantflow.activities.common.authentik_client import AuthentikClient
+from tenantflow.activities.identity import steps as identity
+from tenantflow.activities.identity.numbers import ldap_provider, require_group
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.tenant import TenantContract
 

@@ -11,9 +11,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import konduktor_cli
-from tenantflow.activities.konduktor import bootstrap, remove_blob
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common import konduktor_cli
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.hub.konduktor import bootstrap, remove_blob
 from tenantflow.models.enrollment_workflows import EnrollmentStep
 from tests.enrollment.conftest import Lab, start_lab
 

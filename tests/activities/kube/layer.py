@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import capacity, kube
+from tenantflow.activities.capacity import steps as capacity
+from tenantflow.activities.kube import steps as kube
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.tenant import TenantContract

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import capacity
+from tenantflow.activities.capacity import steps as capacity
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tests.activities.kube.conftest import Lab

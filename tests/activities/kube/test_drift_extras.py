@@ -4,8 +4,9 @@ quota names the field that changed."""
 
 from __future__ import annotations
 
-from tenantflow.activities import kube, manifests
-from tenantflow.activities.drift_extras import kube_changes, kube_extras
+from tenantflow.activities.common import manifests
+from tenantflow.activities.drift.extras import kube_changes, kube_extras
+from tenantflow.activities.kube import steps as kube
 from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.onboarding import StepInput
 from tests.activities.kube.conftest import Lab

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tenantflow.activities import kube, login
+from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.login import steps as login
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
@@ -114,6 +115,25 @@ def test_changed_quota_is_updated_and_undo_puts_it_back(lab: Lab) -> None:
     assert hard["requests.cpu"] == "8"
 
 
+def test_quantities_the_apiserver_respells_are_unchanged_on_a_second_run_and_no_drift(lab: Lab) -> None:
+    """kube-apiserver stores a Quantity canonically (8192Gi reads back as 8Ti): the second run writes nothing and
+    the plan (which drift reads) finds nothing to change."""
+    data = contract(lab).model_dump(mode="json")
+    data["kube_quota"].update(requests_memory="8192Gi", limits_memory="10240Gi", default_memory="16384Mi")
+    c = TenantContract.model_validate(data)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    first = run(kube.quota, inp).results
+    assert [r.outcome for r in first] == [Outcome.created, Outcome.created]
+    hard = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
+    assert (hard["requests.memory"], hard["limits.memory"]) == ("8Ti", "10Ti")
+    [limits] = lab.store.get("", "limitranges", f"{c.slug}-defaults", c.slug)["spec"]["limits"]
+    assert limits["default"]["memory"] == "16Gi"
+    assert [r.outcome for r in run(kube.quota, inp).results] == [Outcome.unchanged, Outcome.unchanged]
+    actions = {(s.kind, s.action.value) for s in run(kube.plan, inp) if s.kind in {"ResourceQuota", "LimitRange"}}
+    assert actions == {("ResourceQuota", "unchanged"), ("LimitRange", "unchanged")}
+
+
 def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContract:
     data = contract(lab).model_dump(mode="json", by_alias=True, exclude_none=True)
     data["network"]["policies"] = policies
@@ -165,3 +185,20 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     lab.store.create(runbook_allow_policy())
     [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
+
+
+def test_preflight_names_the_apply_step_of_an_object_another_tenant_holds(lab: Lab) -> None:
+    c = contract(lab)
+    run(kube.namespace, StepInput(contract=c, run_id=f"tenant/{c.slug}"))
+    lab.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": f"{c.slug}-quota", "namespace": c.slug, "labels": {"tenant": "tenant-other"}},
+            "spec": {"hard": {"requests.cpu": "1"}},
+        }
+    )
+    refused = [f for f in run(kube.preflight, StepInput(contract=c)).findings if not f.ok]
+    assert [(f.check, f.message) for f in refused] == [
+        ("kube.quota", f"ResourceQuota {c.slug}/{c.slug}-quota already exists and belongs to tenant-other")
+    ]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
-from tenantflow.activities import kube, login
+from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.login import steps as login
 from tenantflow.lab.daemons.slapd import SlapdHandle
 from tenantflow.lab.daemons.slurm import SlurmHandle
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput, UserFacts
@@ -43,6 +47,32 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
     assert [r.outcome for r in undone] == [Outcome.deleted, Outcome.deleted, Outcome.deleted]
     assert lab.store.list("", "pods", c.slug) == []
     assert lab.store.get("", "secrets", "ldap-bind-creds", "auth")
+
+
+def test_a_rotated_bind_password_never_enters_the_undo_state(lab: Lab) -> None:
+    """After the platform rotates the LDAP bind password, re-applying updates the tenant's copy; the old password
+    (base64 or plain) appears nowhere in the step's result, and the undo leaves the current password in place
+    (the platform's Secret owns it) while the authorized keys, public, still go back."""
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    run(kube.namespace, inp)
+    run(login.release, inp)
+    old = base64.b64decode(lab.store.get("", "secrets", "ldap-bind-creds", "auth")["data"]["password"]).decode()
+    new = base64.b64encode(b"rotated-by-the-platform").decode()
+    lab.store.patch(
+        "", "secrets", "ldap-bind-creds", {"data": {"password": new}}, "application/merge-patch+json", "auth"
+    )
+    alice, bob = c.users[0], c.users[1]
+    keys = c.model_copy(update={"users": [alice.model_copy(update={"ssh_keys": bob.ssh_keys}), *c.users[1:]]})
+    reapplied = run(login.release, StepInput(contract=keys, run_id=f"tenant/{c.slug}")).results
+    assert [r.outcome for r in reapplied[:2]] == [Outcome.updated, Outcome.updated]
+    recorded = json.dumps([r.model_dump(mode="json") for r in reapplied])
+    assert old not in recorded and base64.b64encode(old.encode()).decode() not in recorded, recorded
+    undo = UndoInput(contract=keys, facts=inp.facts, step="release", results=reapplied)
+    run(login.undo, undo)
+    assert lab.store.get("", "secrets", "ldap-bind-creds", c.slug)["data"]["password"] == new
+    restored = lab.store.get("", "secrets", f"{c.slug}-authorized-keys", c.slug)["data"]
+    assert base64.b64decode(restored[alice.username]).decode() == "\n".join(alice.ssh_keys) + "\n"
 
 
 def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle | None) -> None:

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.lifecycle import idempotency_key, notify, reminder_days
-from tenantflow.activities.settings import ServiceSettings
+from tenantflow.activities.common.settings import ServiceSettings
+from tenantflow.activities.records.lifecycle import idempotency_key, notify, reminder_days
 from tenantflow.models.lifecycle import TermNotice
 from tests.labfixture import exported
 from tests.workflows.lifecycle_harness import notify_sink, received

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from tenantflow.activities import clusters
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.common import clusters
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.daemons import host_users

@@ -10,12 +10,12 @@ import httpx
 import pytest
 import yaml
 from pydantic import ValidationError
-from temporalio.exceptions import CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import slurm
-from tenantflow.activities.settings import ServiceSettings, settings
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.common.settings import ServiceSettings, settings
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.runbook import HEARTBEAT
 from tenantflow.models.tenant import TenantContract
@@ -29,19 +29,25 @@ def test_the_exec_timeout_stays_below_the_heartbeat_timeout(monkeypatch: pytest.
 
 
 def test_a_hung_exec_is_cut_at_the_exec_timeout(lab: SlurmLab, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``squeue --iterate`` never ends: the slurmctld and slurmd execs are cut (no exit status) instead of
-    outliving the activity's heartbeat timeout."""
+    """``squeue --iterate`` never ends: the slurmctld and slurmd execs are cut at the exec timeout instead of
+    outliving the activity's heartbeat timeout, and the attempt fails retryably (the outcome is unknown, so the
+    step reads back on its next attempt), never as a failed command with a made-up exit code."""
     monkeypatch.setenv("TENANTFLOW_EXEC_TIMEOUT", "2")
     settings.cache_clear()
+    ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
+    cut: list[ApplicationError] = []
     try:
-        ctl = SlurmCtl(target=lab.target, pod="slurmctld-0")
-        cut = [
-            ctl.run(["squeue", "--iterate=1"], check=False),
-            ctl.on_slurmd("slurmd-gpu-01", ["squeue", "--iterate=1"]),
-        ]
+        for run in (
+            lambda: ctl.run(["squeue", "--iterate=1"], check=False),
+            lambda: ctl.on_slurmd("slurmd-gpu-01", ["squeue", "--iterate=1"]),
+        ):
+            with pytest.raises(ApplicationError) as raised:
+                run()
+            cut.append(raised.value)
     finally:
         settings.cache_clear()
-    assert [out.exit_code for out in cut] == [-1, -1], cut
+    assert [(e.type, e.non_retryable) for e in cut] == [("Unavailable", False)] * 2, cut
+    assert all("no exit status within 2 s" in e.message and "`squeue --iterate=1`" in e.message for e in cut), cut
 
 
 def test_a_cancel_during_the_exec_handshake_stays_a_cancel(lab: SlurmLab) -> None:

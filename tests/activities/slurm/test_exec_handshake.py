@@ -14,8 +14,8 @@ import pytest
 import yaml
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.httpretry import READ_ATTEMPTS
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.common.httpretry import READ_ATTEMPTS
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tests.activities.slurm.conftest import SlurmLab, registered_kubeconfig
 
 

@@ -3,8 +3,8 @@ contract does not list is extra; a deleted one is missing from the plan."""
 
 from __future__ import annotations
 
-from tenantflow.activities import slurm
-from tenantflow.activities.drift_extras import slurm_extras
+from tenantflow.activities.drift.extras import slurm_extras
+from tenantflow.activities.slurm import steps as slurm
 from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SlurmLab, step_input

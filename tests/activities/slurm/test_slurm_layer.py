@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities import slurm, validate
-from tenantflow.activities.slurm_accounting import Ensurer, read_world, undo_results
-from tenantflow.activities.slurm_cli import SlurmCtl
-from tenantflow.activities.slurm_partition import partition_problems, write_partition_key
-from tenantflow.activities.slurm_wants import want_accounts
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.slurm.accounting import Ensurer, read_world, undo_results
+from tenantflow.activities.slurm.cli import SlurmCtl
+from tenantflow.activities.slurm.partition import partition_problems, write_partition_key
+from tenantflow.activities.slurm.wants import want_accounts
+from tenantflow.activities.validate import steps as validate
 from tenantflow.lab import pitfalls
 from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.pitfalls import Pitfall

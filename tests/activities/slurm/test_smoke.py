@@ -1,4 +1,4 @@
-"""Smoke-test checks (activities/smoke.py) on job outputs and ``scontrol show job -d`` fields.
+"""Smoke-test checks (activities/smoke/steps.py) on job outputs and ``scontrol show job -d`` fields.
 
 The real jobs (as the tenant's LDAP user, in its home, on the lab's Weka mount stand-in) run in
 tests/integration/test_onboarding_e2e.py.
@@ -6,8 +6,8 @@ tests/integration/test_onboarding_e2e.py.
 
 from __future__ import annotations
 
-from tenantflow.activities import smoke
-from tenantflow.activities.smoke import JobRun
+from tenantflow.activities.smoke import steps as smoke
+from tenantflow.activities.smoke.steps import JobRun
 
 GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\nGPUS={n}\nSTEP_GPUS={step}\n"
 

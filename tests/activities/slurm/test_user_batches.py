@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import secrets
 
-from tenantflow.activities import slurm
-from tenantflow.activities.slurm_user_batch import BATCH
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.slurm.user_batch import BATCH
 from tenantflow.models.results import Outcome, SlurmObject
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input

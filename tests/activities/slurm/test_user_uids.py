@@ -15,8 +15,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import slurm, slurm_users
-from tenantflow.activities.slurm_cli import SlurmCtl
+from tenantflow.activities.slurm import steps as slurm
+from tenantflow.activities.slurm import users as slurm_users
+from tenantflow.activities.slurm.cli import SlurmCtl
 from tests.activities.slurm.conftest import SlurmLab, make_contract, step_input
 
 

@@ -20,8 +20,8 @@ import pytest
 from aiohttp import web
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import records
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.records import steps as records
 from tenantflow.lab.controllers.csi import CsiWekafs
 from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from storage_harness import GROUP_GID, UIDS, StorageLab, identity_facts, record_tenant, run_activity
 
-from tenantflow.activities import storage
+from tenantflow.activities.storage import steps as storage
 from tenantflow.models.onboarding import StepInput, UndoInput
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.results import DirectoryOwner, Kept, Outcome, WekaDirectory

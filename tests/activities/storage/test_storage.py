@@ -9,7 +9,7 @@ import logging
 import pytest
 from storage_harness import StorageLab, identity_facts, record_tenant, run_activity
 
-from tenantflow.activities import storage
+from tenantflow.activities.storage import steps as storage
 from tenantflow.lab.weka.app import TiB
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.results import Outcome

@@ -14,8 +14,10 @@ from storage_harness import GROUP_GID, UIDS, StorageLab, identity_facts, record_
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import storage, storage_csi, storage_dirs
-from tenantflow.activities.weka_client import csi_user_credentials
+from tenantflow.activities.common.weka_client import csi_user_credentials
+from tenantflow.activities.storage import csi as storage_csi
+from tenantflow.activities.storage import dirs as storage_dirs
+from tenantflow.activities.storage import steps as storage
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.results import Kept
 from tenantflow.models.tenant import StorageIsolation

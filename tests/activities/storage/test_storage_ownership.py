@@ -10,7 +10,7 @@ from storage_harness import StorageLab, identity_facts, run_activity
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import storage
+from tenantflow.activities.storage import steps as storage
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Kept, Outcome
 from tenantflow.models.tenant import StorageIsolation, TenantContract

@@ -12,7 +12,7 @@ from authentik_harness import TOKEN, AuthentikLab, start_server
 from typer.testing import CliRunner
 
 from tenantflow.lab.authentik.app import build_app
-from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_10, single_parent
 from tenantflow.starter.cli import EXIT_REFUSED, app
 
 
@@ -49,7 +49,17 @@ async def test_2024_10_mode_nests_by_parent_and_ignores_parents(authentik_2024: 
     assert bad.status_code == 400
 
 
+def test_groups_have_one_parent_up_to_2025_10_and_parents_from_2025_12() -> None:
+    assert [single_parent(v) for v in ("2024.10.5", AUTHENTIK_2025_10, "2025.12.0", "2026.5.0")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert single_parent(AUTHENTIK_2024_10)
+
+
 def test_lab_up_refuses_an_unknown_authentik_mode_before_starting_anything(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["lab", "up", "--state-dir", str(tmp_path / "lab"), "--authentik", "2023.1"])
     assert result.exit_code == EXIT_REFUSED, result.output
-    assert "2024.10, current" in result.output and not (tmp_path / "lab").exists()
+    assert "2024.10, 2025.10, current" in result.output and not (tmp_path / "lab").exists()

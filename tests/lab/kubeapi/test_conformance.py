@@ -266,6 +266,28 @@ def test_conflicts_not_found_and_invalid(cluster: Cluster) -> None:
     assert [c.metadata.name for c in core.list_namespaced_config_map(ns).items] == ["a"]
 
 
+def test_core_quantities_read_back_in_canonical_form(cluster: Cluster) -> None:
+    """kube-apiserver decodes a ResourceList into resource.Quantity values and stores them canonically, so
+    ``kubectl get`` shows ``8Ti`` for a quota written as ``8192Gi`` (k8s.io/apimachinery resource.Quantity)."""
+    core = client.CoreV1Api(cluster.api())
+    ns = cluster.namespace()
+    hard = {"requests.memory": "8192Gi", "requests.cpu": "1024", "limits.cpu": "1500m", "requests.storage": "1024Ti"}
+    core.create_namespaced_resource_quota(ns, {"metadata": {"name": "q"}, "spec": {"hard": hard}})
+    stored = core.read_namespaced_resource_quota("q", ns).spec.hard
+    assert stored == {
+        "requests.memory": "8Ti",
+        "requests.cpu": "1024",
+        "limits.cpu": "1500m",
+        "requests.storage": "1Pi",
+    }
+    core.patch_namespaced_resource_quota("q", ns, {"spec": {"hard": {"requests.memory": "2048Mi"}}})
+    assert core.read_namespaced_resource_quota("q", ns).spec.hard["requests.memory"] == "2Gi"
+    limits = [{"type": "Container", "default": {"memory": "16384Mi"}, "defaultRequest": {"cpu": "1000m"}}]
+    core.create_namespaced_limit_range(ns, {"metadata": {"name": "l"}, "spec": {"limits": limits}})
+    [item] = core.read_namespaced_limit_range("l", ns).spec.limits
+    assert (item.default, item.default_request) == ({"memory": "16Gi"}, {"cpu": "1"})
+
+
 def test_field_validation(cluster: Cluster) -> None:
     ns = cluster.namespace()
     body = {**_cm("u", k="v"), "bogus": 1}

@@ -3,9 +3,9 @@ and says which owned fields of a changed object differ."""
 
 from __future__ import annotations
 
-from tenantflow.activities.drift import PLANS
-from tenantflow.activities.drift_extras import leaf_differences
-from tenantflow.activities.registered import registered_name
+from tenantflow.activities.common.registered import registered_name
+from tenantflow.activities.drift.extras import leaf_differences
+from tenantflow.activities.drift.steps import PLANS
 from tenantflow.models.runbook import PLAN
 
 

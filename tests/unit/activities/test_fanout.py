@@ -10,7 +10,7 @@ import pytest
 from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.fanout import fan_out
+from tenantflow.activities.common.fanout import fan_out
 
 
 def test_results_keep_the_items_order_and_no_more_than_limit_run_at_once() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tenantflow.activities.handover import render_markdown
+from tenantflow.activities.records.handover import render_markdown
 from tests.workflows.contract import example_tenant
 
 

@@ -11,9 +11,9 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities import konduktor_cli
-from tenantflow.activities.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
-from tenantflow.activities.settings import settings
+from tenantflow.activities.common import konduktor_cli
+from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
+from tenantflow.activities.common.settings import settings
 from tenantflow.models.targets import KubeTarget
 
 HUB = KubeTarget(context="hub")

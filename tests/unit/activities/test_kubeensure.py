@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities.kubeensure import before_values, foreign_owner, matches, matches_before, owned, plan_action
-from tenantflow.activities.kubeobjects import KINDS
-from tenantflow.activities.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
+from tenantflow.activities.common.kubeensure import (
+    before_values,
+    foreign_owner,
+    matches,
+    matches_before,
+    owned,
+    plan_action,
+)
+from tenantflow.activities.common.kubeobjects import KINDS
+from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
 from tenantflow.models.plan import Action
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
@@ -63,3 +70,16 @@ def test_kind_paths_for_core_grouped_namespaced_and_cluster_scoped_kinds() -> No
     assert KINDS["Deployment"].path() == "/apis/apps/v1/deployments"
     assert KINDS["Reservation"].path("ignored", "r") == "/apis/scheduling.example.io/v1alpha1/reservations/r"
     assert KINDS["WorkerCluster"].path("t", "w") == "/apis/trainy.ai/v1alpha1/namespaces/t/workerclusters/w"
+
+
+def test_resource_list_quantities_match_by_amount_and_nothing_else_does() -> None:
+    quota = {"spec": {"hard": {"requests.memory": "8192Gi", "requests.cpu": "1024", "pods": "100"}}}
+    stored = {"spec": {"hard": {"requests.memory": "8Ti", "requests.cpu": "1024", "pods": "100"}}}
+    assert matches(quota, stored)
+    assert not matches(quota, {"spec": {"hard": {**stored["spec"]["hard"], "requests.memory": "9Ti"}}})
+    limits = {"spec": {"limits": [{"type": "Container", "default": {"memory": "16384Mi", "cpu": "4"}}]}}
+    assert matches(limits, {"spec": {"limits": [{"type": "Container", "default": {"memory": "16Gi", "cpu": "4"}}]}})
+    extra_key = {"type": "Container", "default": {"memory": "16Gi", "cpu": "4"}, "max": {"cpu": "8"}}
+    assert not matches(limits, {"spec": {"limits": [extra_key]}}), "list items are still compared whole"
+    assert not matches({"metadata": {"labels": {"tier": "1"}}}, {"metadata": {"labels": {"tier": "1.0"}}})
+    assert not matches({"spec": {"replicas": 2}}, {"spec": {"replicas": "2"}})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenantflow.activities.workercluster_kueue import spec_diff
+from tenantflow.activities.workercluster.kueue import spec_diff
 
 
 def test_quantity_forms_compare_equal() -> None:

@@ -1,4 +1,4 @@
-"""activities/manifests.py: the Kubernetes objects rendered for a contract (labels, quotas, policies).
+"""activities/common/manifests.py: the Kubernetes objects rendered for a contract (labels, quotas, policies).
 
 The built-in kinds are also checked against Kubernetes 1.32's strict schemas (``kubernetes-validate``), so a
 misspelt field fails here rather than at the apiserver.
@@ -13,7 +13,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from tenantflow.activities import manifests
+from tenantflow.activities.common import manifests
 from tenantflow.models.tenant import TenantContract
 from tests.unit.tenants import tenant
 

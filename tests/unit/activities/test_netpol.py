@@ -1,10 +1,11 @@
-"""activities/netpol.py: Kubernetes' NetworkPolicy semantics for the login pod's required paths (pure)."""
+"""activities/kube/netpol.py: Kubernetes' NetworkPolicy semantics for the login pod's required paths (pure)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tenantflow.activities import manifests, netpol
+from tenantflow.activities.common import manifests
+from tenantflow.activities.kube import netpol
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tests.unit.tenants import tenant
 

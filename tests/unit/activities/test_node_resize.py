@@ -3,8 +3,8 @@ nodes first, and a contract's node list is taken as it is; a slug change is refu
 
 from __future__ import annotations
 
-from tenantflow.activities.node_choice import NodeCensus
-from tenantflow.activities.node_resize import resize_nodes
+from tenantflow.activities.capacity.node_choice import NodeCensus
+from tenantflow.activities.capacity.node_resize import resize_nodes
 from tenantflow.models.change import removed_users, slug_refusal
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant
@@ -60,3 +60,13 @@ def test_removed_users_are_those_the_new_contract_drops() -> None:
     foo = contract(64)
     fewer = foo.model_copy(update={"users": foo.users[:1]})
     assert removed_users(foo, fewer) == ["bob", "carol"] and removed_users(fewer, foo) == []
+
+
+def test_shrinking_never_chooses_a_node_held_by_an_admins_drain() -> None:
+    held = {"gpu-02": "IDLE+DRAIN: RMA: GPU3 fails"}
+    shrunk = resize_nodes(contract(16), NodeCensus(ours=OWN), OWN, {}, held)
+    assert (shrunk.keep, shrunk.release, shrunk.findings) == (["gpu-01", "gpu-02"], ["gpu-03"], [])
+    refused = resize_nodes(contract(8), NodeCensus(ours=OWN), OWN, {}, {**held, "gpu-03": "DOWN*: Not responding"})
+    [finding] = refused.findings
+    assert not finding.ok and refused.release == [] and refused.keep == OWN
+    assert "gpu-02 (IDLE+DRAIN: RMA: GPU3 fails)" in finding.message and "gpu-03 (DOWN*" in finding.message

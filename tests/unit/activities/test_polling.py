@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import Backoff, growing, poll_until
 
 
 class FakeClock:
@@ -84,3 +85,12 @@ def test_inside_an_activity_each_wait_heartbeats_its_detail() -> None:
     )
     assert polled.done
     assert beats == [({"value": 0},), ({"value": 0},)]
+
+
+def test_a_growing_backoff_starts_quick_and_is_capped() -> None:
+    backoff = growing(0.1, max_s=2.0)
+    delays = [backoff.first_s]
+    for _ in range(12):
+        delays.append(backoff.next(delays[-1]))
+    assert delays[:4] == pytest.approx([0.1, 0.15, 0.225, 0.3375])
+    assert max(delays) == 2.0 and delays[-1] == 2.0

@@ -1,4 +1,4 @@
-"""activities/slurm_cli.py: parsers fed real sacctmgr/scontrol/sinfo/sbatch output, durations, argv builders.
+"""activities/slurm/cli.py: parsers fed real sacctmgr/scontrol/sinfo/sbatch output, durations, argv builders.
 
 The outputs in ``slurm_outputs/`` come from a real Slurm 22.05 (see its README for each command).
 """
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.slurm_cli import (
+from tenantflow.activities.slurm.cli import (
+    ACCOUNT_FORMAT,
     Assoc,
     NodeState,
     duration_minutes,
@@ -21,7 +22,6 @@ from tenantflow.activities.slurm_cli import (
     parse_node_states,
     parse_partition,
     parse_pipe,
-    parse_qos,
     parse_sbatch,
     sacctmgr_show,
     sacctmgr_write,
@@ -29,6 +29,7 @@ from tenantflow.activities.slurm_cli import (
     text,
     word,
 )
+from tenantflow.activities.slurm.qos import parse_qos
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
 
@@ -75,12 +76,20 @@ def test_accounts_keep_slurms_lowercased_description() -> None:
 
 def test_qos_rows_with_flags_and_walltime_as_slurm_prints_them() -> None:
     qos = {q.name: q for q in parse_qos(output("qos.txt"))}
-    assert qos["normal-foo"].maxwall == "1-00:00:00"
-    assert qos["normal-foo"].flags == ["DenyOnLimit"]
-    assert qos["normal-foo"].grptres == "gres/gpu=64"
-    assert qos["interactive-foo"].flags == []
-    assert qos["interactive-foo"].preemptmode == "cluster"
-    assert (qos["interactive-foo"].priority, qos["interactive-foo"].maxwall) == ("200", "04:00:00")
+    assert qos["normal-foo"].limits == {
+        "Priority": "100",
+        "GrpTRES": "gres/gpu=64",
+        "MaxWall": "1-00:00:00",
+        "Flags": "DenyOnLimit",
+        "PreemptMode": "cluster",
+    }
+    assert qos["interactive-foo"].limits == {
+        "Priority": "200",
+        "GrpTRES": "gres/gpu=8",
+        "MaxWall": "04:00:00",
+        "Flags": "",
+        "PreemptMode": "cluster",
+    }
     assert {q.description for q in qos.values()} == {"tenantflow:tenant-foo"}
 
 
@@ -91,6 +100,12 @@ def test_no_rows_parse_to_nothing() -> None:
 def test_a_line_with_the_wrong_field_count_is_refused() -> None:
     with pytest.raises(ValueError, match="3 fields, expected 2"):
         parse_pipe("a|b|c\n", ("user", "defaultaccount"))
+
+
+def test_a_row_ends_at_newline_only() -> None:
+    rows = parse_pipe("tenant-foo|Acme\u2028Labs\u0085EU|acme\nml-team-foo|team|acme\n", ACCOUNT_FORMAT)
+    assert [row["account"] for row in rows] == ["tenant-foo", "ml-team-foo"]
+    assert rows[0]["description"] == "Acme\u2028Labs\u0085EU"
 
 
 def test_partition_as_scontrol_shows_it() -> None:

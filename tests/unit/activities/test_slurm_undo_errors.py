@@ -5,7 +5,7 @@ The outage output is what ``sacctmgr -i delete account`` printed (exit 1) with t
 
 from __future__ import annotations
 
-from tenantflow.activities.slurm_cli import undo_error
+from tenantflow.activities.slurm.cli import undo_error
 
 SLURMDBD_DOWN = (
     "sacctmgr: error: slurm_persist_conn_open_without_init: failed to open persistent connection to "

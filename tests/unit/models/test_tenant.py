@@ -61,6 +61,9 @@ BAD_INPUTS = [
     ({"display_name": "Acme, Inc."}, "display_name", "contains ',', which sacctmgr cannot store"),
     ({"display_name": "O'Brien Labs"}, "display_name", "write it without them, e.g. 'O Brien Labs'"),
     ({"display_name": "Acme=Labs"}, "display_name", "contains '='"),
+    ({"display_name": "Acme\u2028Labs"}, "display_name", "contains U+2028 (LINE SEPARATOR), which is not printable"),
+    ({"display_name": "Acme\u0085Labs"}, "display_name", "contains U+0085"),
+    ({"display_name": "Acme\u202eLabs"}, "display_name", "contains U+202E (RIGHT-TO-LEFT OVERRIDE)"),
     (
         {"capacity__nodes": ["gpu-01,gpu-02", *(f"gpu-{i:02d}" for i in range(3, 10))]},
         "capacity.nodes.0",
@@ -92,6 +95,21 @@ def test_a_user_problem_names_the_user_by_index() -> None:
     users = tenant_data()["users"]
     users[2]["email"] = "carol at tenant-foo"
     assert [loc for loc, _ in errors_of(users=users)] == ["users.2.email"]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\u200b"])
+def test_a_person_name_with_a_line_separator_or_format_character_is_refused(separator: str) -> None:
+    users = tenant_data()["users"]
+    users[1]["name"] = f"Bob{separator}Builder"
+    errors = errors_of(users=users)
+    assert [loc for loc, _ in errors] == ["users.1.name"], errors
+    assert f"U+{ord(separator):04X}" in errors[0][1] and "write the name without it" in errors[0][1], errors
+
+
+def test_names_in_any_script_are_kept() -> None:
+    users = tenant_data()["users"]
+    users[0]["name"] = "Zoë Ñúñez-Ōtsuka 王小明"
+    assert tenant(users=users, display_name="Société Générale AI Lab").users[0].name == "Zoë Ñúñez-Ōtsuka 王小明"
 
 
 def test_a_username_given_twice_is_refused() -> None:

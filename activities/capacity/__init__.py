@@ -1,0 +1,1 @@
+"""Layer ``capacity``: the tenant's node reservation (node census, choice and resize)."""

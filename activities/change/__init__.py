@@ -1,0 +1,1 @@
+"""Layer ``change``: changing an onboarded tenant's capacity and users."""

@@ -1,0 +1,94 @@
+"""The base of the JSON HTTP service clients (Authentik, Weka): one session, its failures as Temporal errors.
+
+An :class:`HttpService` owns one ``httpx.Client`` under the API's base URL with the configured timeout, is used
+as a context manager, sends every request through :func:`activities.common.httpretry.send` (transient read
+failures retried in place), turns a request that did not complete into a retryable 503 and an error response
+into :func:`activities.common.errors.http_error` (400/403/404 fail fast, 429 and 5xx retry honouring
+``Retry-After``), with the service's own error text (:meth:`HttpService.error_text`). Credentials live in headers
+and never appear in a message. TLS is verified against httpx's default trust, or only against ``ca_file`` (a PEM
+bundle, as ``AUTHENTIK_CA_FILE``/``WEKA_CA_FILE`` name it) when given; verification is never switched off.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any, Self
+
+import httpx
+
+from tenantflow.activities.common.errors import fail, http_error
+from tenantflow.activities.common.httpretry import send
+
+
+def trust(ca_file: str | None) -> ssl.SSLContext | bool:
+    """TLS verification: httpx's default trust (``True``), or a context that trusts only the CAs in ``ca_file``.
+    A missing or unreadable file is a non-retryable error naming the file, raised before any request."""
+    if ca_file is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise fail("Invalid", f"CA file {ca_file!r} cannot be used ({exc}); set it to a PEM bundle") from None
+
+
+def _untrusted(exc: BaseException) -> bool:
+    """Whether a failed request failed on verifying the server's certificate (not retried: it will not change)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class HttpService:
+    """One API session; subclasses add the service's calls and its :meth:`error_text`."""
+
+    service = "http"
+    """How errors name the service (``authentik``, ``weka``)."""
+    ca_setting = "the service's CA file setting"
+    """The setting an untrusted certificate's error names (``AUTHENTIK_CA_FILE``, ``WEKA_CA_FILE``)."""
+
+    def __init__(self, base_url: str, timeout_s: float, headers: dict[str, str], ca_file: str | None = None) -> None:
+        self._http = httpx.Client(
+            base_url=base_url,
+            timeout=timeout_s,
+            headers={"Accept": "application/json", **headers},
+            verify=trust(ca_file),
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @staticmethod
+    def error_text(response: httpx.Response) -> str:
+        """The service's explanation of an error response (at most 500 characters of its body by default)."""
+        return response.text[:500] or response.reason_phrase
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return send(self._http, method, path, **kwargs)
+        except httpx.TransportError as exc:
+            if _untrusted(exc):
+                raise fail(
+                    "Forbidden",
+                    f"{self.service}: the server's TLS certificate is not trusted ({exc}); set {self.ca_setting} "
+                    "to the PEM bundle of the CA that signed it",
+                ) from None
+            raise http_error(self.service, 503, f"{method} {path} did not complete: {type(exc).__name__}") from None
+
+    def _check(self, method: str, path: str, response: httpx.Response) -> None:
+        """Raise the Temporal error of an error response; nothing for a success."""
+        if response.status_code >= 400:
+            raise http_error(
+                self.service,
+                response.status_code,
+                f"{method} {path}: {self.error_text(response)}",
+                response.headers.get("Retry-After"),
+            )

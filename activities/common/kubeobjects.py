@@ -1,0 +1,161 @@
+"""Plain-JSON reads and writes of Kubernetes objects by kind, on one explicit target.
+
+:data:`KINDS` says where each kind lives in the API (group/version, plural, scope);
+:class:`KubeObjects` gets, lists, creates, replaces, merge-patches and deletes them as
+plain dicts over :func:`activities.common.kubeclient.request`, for built-in and custom kinds
+alike (no generated models, so fields a model does not know are kept). Every layer,
+the Hub and the worker cluster use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.common import kubeclient
+from tenantflow.models.targets import KubeTarget
+
+MERGE_PATCH = "application/merge-patch+json"
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How to address one kind: its API group/version, plural and scope."""
+
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str = "") -> str:
+        """The collection (or, with ``name``, the object) URL path; a namespaced kind without a namespace lists
+        across all namespaces."""
+        root = f"/apis/{self.api_version}" if "/" in self.api_version else f"/api/{self.api_version}"
+        where = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
+        return f"{root}{where}/{self.plural}" + (f"/{name}" if name else "")
+
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+KINDS: dict[str, Kind] = {
+    k.kind: k
+    for k in (
+        Kind("Namespace", "v1", "namespaces", False),
+        Kind("Node", "v1", "nodes", False),
+        Kind("Pod", "v1", "pods", True),
+        Kind("Secret", "v1", "secrets", True),
+        Kind("Service", "v1", "services", True),
+        Kind("ConfigMap", "v1", "configmaps", True),
+        Kind("ServiceAccount", "v1", "serviceaccounts", True),
+        Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
+        Kind("PersistentVolume", "v1", "persistentvolumes", False),
+        Kind("Event", "v1", "events", True),
+        Kind("ResourceQuota", "v1", "resourcequotas", True),
+        Kind("LimitRange", "v1", "limitranges", True),
+        Kind("Deployment", "apps/v1", "deployments", True),
+        Kind("Job", "batch/v1", "jobs", True),
+        Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
+        Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
+        Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True),
+        Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False),
+        Kind("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+        Kind("SelfSubjectAccessReview", "authorization.k8s.io/v1", "selfsubjectaccessreviews", False),
+        Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
+        Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
+        Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
+        Kind("BootstrapEnrollment", "trainy.ai/v1alpha1", "bootstrapenrollments", True),
+        Kind("WorkerCluster", "trainy.ai/v1alpha1", "workerclusters", True),
+        Kind("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", True),
+        Kind("Workload", KUEUE, "workloads", True),
+        Kind("LocalQueue", KUEUE, "localqueues", True),
+        Kind("ResourceFlavor", KUEUE, "resourceflavors", False),
+        Kind("ClusterQueue", KUEUE, "clusterqueues", False),
+        Kind("AdmissionCheck", KUEUE, "admissionchecks", False),
+        Kind("ProvisioningRequestConfig", KUEUE, "provisioningrequestconfigs", False),
+    )
+}
+
+
+def _absent(err: ApplicationError) -> bool:
+    return err.type == "NotFound"
+
+
+class KubeObjects:
+    """Plain-dict CRUD of the kinds in :data:`KINDS` on one explicit target; 404 reads as absence."""
+
+    def __init__(self, target: KubeTarget) -> None:
+        self.target = target
+
+    @property
+    def host(self) -> str:
+        """The API server URL of the target."""
+        return str(kubeclient.api_client(self.target).configuration.host)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: list[tuple[str, str]] | None = None,
+    ) -> Manifest:
+        return kubeclient.request(self.target, method, path, body, content_type, query)
+
+    def version(self) -> Manifest:
+        """``GET /version``: whether the API server answers, and with which version."""
+        return self._send("GET", "/version")
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
+        try:
+            return self._send("GET", KINDS[kind].path(namespace, name))
+        except ApplicationError as err:
+            if _absent(err):
+                return None
+            raise
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Manifest]:
+        query = [("labelSelector", label_selector)] if label_selector else []
+        return list(self._send("GET", KINDS[kind].path(namespace), query=query).get("items") or [])
+
+    def create(self, body: Manifest) -> Manifest:
+        return self._send("POST", KINDS[body["kind"]].path((body.get("metadata") or {}).get("namespace")), body)
+
+    def replace(self, body: Manifest) -> Manifest:
+        meta = body["metadata"]
+        return self._send("PUT", KINDS[body["kind"]].path(meta.get("namespace"), meta["name"]), body)
+
+    def patch(self, kind: str, name: str, namespace: str | None, body: Manifest) -> Manifest:
+        """A JSON merge patch (``None`` removes a key); the object as patched."""
+        return self._send("PATCH", KINDS[kind].path(namespace, name), body, MERGE_PATCH)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete; False when it was already gone."""
+        try:
+            self._send("DELETE", KINDS[kind].path(namespace, name))
+        except ApplicationError as err:
+            if _absent(err):
+                return False
+            raise
+        return True
+
+    def delete_if_present(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Read first, so an undo that finds nothing makes no write; True when something was deleted."""
+        if self.get(kind, name, namespace) is None:
+            return False
+        self.delete(kind, name, namespace)
+        return True
+
+    def can_i(self, verb: str, group: str, resource: str, namespace: str = "") -> bool:
+        """A SelfSubjectAccessReview: may this target's identity do ``verb`` on ``resource``?"""
+        review = self.create(
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+                },
+            }
+        )
+        return bool((review.get("status") or {}).get("allowed"))

@@ -1,0 +1,1 @@
+"""Layer ``drift``: what the plan would create against what is there, per layer."""

@@ -1,0 +1,1 @@
+"""Layer ``identity``: Authentik users and groups, their POSIX numbers and the LDAP directory checks."""

@@ -1,0 +1,129 @@
+"""Identity preflight checks: Authentik reachable and configured, usernames free or adopted, the LDAP outpost."""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.common import ldap_check
+from tenantflow.activities.common.authentik_client import AuthentikClient, User
+from tenantflow.activities.common.fanout import fan_out
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.identity.numbers import (
+    other_tenant,
+    tenant_of,
+)
+from tenantflow.models.results import Finding, Severity
+from tenantflow.models.tenant import TenantContract, TenantUser
+
+
+def finding(check: str, problem: str | None, ok_message: str, fix: str = "") -> Finding:
+    if problem is None:
+        return Finding(check=check, ok=True, severity=Severity.info, message=ok_message)
+    return Finding(check=check, ok=False, message=problem, fix=fix)
+
+
+def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
+    slug, parent_name = contract.slug, settings().authentik_parent_group
+    providers = ak.ldap_providers()
+    findings = [
+        finding(
+            "identity.ldap_provider",
+            None if providers else "Authentik has no LDAP provider",
+            f"LDAP provider {providers[0].name if providers else ''} serves {contract.slug}",
+            "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants",
+        )
+    ]
+    parent = ak.group_by_name(parent_name)
+    findings.append(
+        finding(
+            "identity.parent_group",
+            None if parent else f"the platform group {parent_name!r} does not exist",
+            f"parent group {parent_name} exists",
+            f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run",
+        )
+    )
+    group = ak.group_by_name(slug)
+    owner = group.attributes.get("tenant_slug") if group else None
+    problem = None
+    if group is not None and owner != slug:
+        problem = (
+            f"Authentik group {slug} already exists with tenant_slug={owner!r}"
+            if owner
+            else f"Authentik group {slug} already exists and is not marked as a tenant group"
+        )
+    findings.append(
+        finding(
+            "identity.group",
+            problem,
+            f"group {slug} is free or already ours",
+            f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
+        )
+    )
+    found = fan_out(ak.user_by_username, contract.usernames, "preflight")
+    for user, existing in zip(contract.users, found, strict=True):
+        findings.extend(username_findings(existing, user, slug))
+    return findings
+
+
+def account_state(existing: User) -> str:
+    return f"{'active' if existing.is_active else 'inactive'}, pk {existing.pk}"
+
+
+def username_findings(existing: User | None, user: TenantUser, slug: str) -> list[Finding]:
+    """A username Authentik already knows is refused unless it is this tenant's or ``adopt_existing`` says so."""
+    name = user.username
+    if existing is None or tenant_of(existing, slug):
+        return [finding("identity.username", None, f"username {name} is free or already ours")]
+    other = other_tenant(existing, slug)
+    if other:
+        return [
+            finding(
+                "identity.username",
+                f"username {name} is taken by a user of tenant {other}",
+                "",
+                f"choose another username than {name} in the contract (adopt_existing never takes a "
+                "user from another tenant)",
+            )
+        ]
+    if not user.adopt_existing:
+        return [
+            finding(
+                "identity.username",
+                f"username {name} is already an Authentik account "
+                f"({account_state(existing)}, in no tenant); tenantflow does not take it over",
+                "",
+                f"set adopt_existing: true for {name} in the contract if that account is this person's, "
+                "or choose another username",
+            )
+        ]
+    return [
+        finding(
+            "identity.username",
+            None,
+            f"username {name}: the existing Authentik account "
+            f"({account_state(existing)}) is adopted (adopt_existing: true)",
+        ),
+        Finding(
+            check="identity.adopted_home",
+            ok=False,
+            severity=Severity.warning,
+            message=f"{name} reuses an existing Authentik account and keeps its uid; a home directory "
+            f"/home/{name} left by an earlier tenant must not be handed over",
+            fix=f"storage: create /home/{name} afresh for {slug} (never reuse another tenant's), or "
+            "archive the old one first",
+        ),
+    ]
+
+
+def ldap_finding() -> Finding:
+    try:
+        entries = ldap_check.probe()
+    except ApplicationError as err:
+        return finding(
+            "identity.ldap_outpost",
+            f"the LDAP outpost does not answer a bind and search: {err}",
+            "",
+            "check the outpost (kubectl -n auth get pods | grep ldap-outpost) and the bind Secret "
+            f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
+        )
+    return finding("identity.ldap_outpost", None, f"LDAP outpost answered (bind + search, {entries} users)")

@@ -1,0 +1,96 @@
+"""Compensation of the identity layer: restore or deactivate users and remove or restore the tenant group.
+
+Undo deactivates users and removes them from the group, never deletes them; the group is deleted
+only when empty. It touches only what it can prove this workflow made or changed: a created user or
+group must carry :data:`~activities.identity.numbers.CREATED_BY` with this workflow's id (the tenant's
+offboarding may also undo the tenant's group and its members); an updated one must be the pk the
+step recorded. Anything else, such as a same-named user another tenant created meanwhile, is left
+alone and reported as kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient
+from tenantflow.activities.identity.numbers import may_undo
+from tenantflow.models.results import (
+    AuthentikGroup,
+    AuthentikUser,
+    EnsureResult,
+    Kept,
+    NoUndoData,
+    Outcome,
+    Restored,
+)
+
+
+def _kept(result: EnsureResult, why: str) -> EnsureResult:
+    return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept=why)})
+
+
+def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
+    """Created users: deactivate and leave the group. Updated users: restore what we changed.
+
+    A result without data (a planned creation whose step failed before returning) finds the user by
+    username, and undoes it only when its :data:`CREATED_BY` marker names this workflow.
+    """
+    data = result.data_as(AuthentikUser)
+    user = ak.user(data.pk) if data.pk else ak.user_by_username(result.name)
+    group = None if data.group_pk else ak.group_by_name(slug)
+    group_pk = str(data.group_pk or (group.pk if group else ""))
+    if user is None:
+        return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
+    if result.outcome is Outcome.created:
+        of_tenant = any(g.attributes.get("tenant_slug") == slug for g in user.groups_obj or [])
+        if not may_undo(user.attributes, of_tenant):
+            return _kept(
+                result,
+                f"user {user.username} (pk {user.pk}) was not created by this run "
+                f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone",
+            )
+        patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
+        leave = group_pk in user.groups
+    elif not data.pk:
+        return _kept(result, f"no record of what this run changed on user {user.username}; left alone")
+    else:
+        patch = {key: value for key, value in (data.previous or {}).items() if getattr(user, key) != value}
+        leave = bool(data.added_to_group) and group_pk in user.groups
+    if patch:
+        ak.patch_user(user.pk, patch)
+    if leave:
+        ak.remove_user(group_pk, user.pk)
+    changed = bool(patch or leave)
+    return result.model_copy(
+        update={
+            "outcome": Outcome.updated if changed else Outcome.absent,
+            "data": Restored(restored=sorted(patch), left_group=leave),
+        }
+    )
+
+
+def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
+    """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
+    data = result.data_as(AuthentikGroup)
+    group = ak.group(str(data.pk)) if data.pk else ak.group_by_name(result.name)
+    if group is None:
+        return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
+    if result.outcome is Outcome.created:
+        if not may_undo(group.attributes, group.attributes.get("tenant_slug") == slug):
+            return _kept(
+                result,
+                f"group {group.name} was not created by this run "
+                f"({CREATED_BY}={group.attributes.get(CREATED_BY)!r}); left alone",
+            )
+        if group.users:
+            return result.model_copy(
+                update={"outcome": Outcome.unchanged, "data": Kept(kept=f"still has {len(group.users)} members")}
+            )
+        ak.delete_group(group.pk)
+        return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
+    patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
+    if patch:
+        ak.patch_group(group.pk, patch)
+    return result.model_copy(
+        update={"outcome": Outcome.updated if patch else Outcome.absent, "data": Restored(restored=sorted(patch))}
+    )

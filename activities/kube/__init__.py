@@ -1,0 +1,1 @@
+"""Layer ``kube``: the tenant's namespace, quota, limits, policies and role bindings."""

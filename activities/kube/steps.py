@@ -1,0 +1,209 @@
+"""Kubernetes layer (runbook step 3): namespace, quota and limits, ReservationBinding, NetworkPolicy, RBAC.
+
+Each apply step ensures the objects of :mod:`activities.common.manifests` for its runbook
+sub-step; ``kube.undo`` removes what a step created (deleting the namespace deletes
+its contents, and the saga undoes the namespace step last) and puts back what it
+changed or adopted.
+"""
+
+from __future__ import annotations
+
+from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.kubeensure import describe
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.manifests import Manifest
+from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.kube import netpol
+from tenantflow.models import runbook
+from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.runbook import Step
+from tenantflow.models.tenant import TenantContract
+
+LAYER = "kube"
+
+
+def step_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
+    """The objects of each apply step, in the order they are written."""
+    return {
+        runbook.KUBE_NAMESPACE: [manifests.namespace(contract)],
+        runbook.KUBE_QUOTA: [manifests.resource_quota(contract), manifests.limit_range(contract)],
+        runbook.KUBE_BINDING: [manifests.reservation_binding(contract)],
+        runbook.KUBE_NETWORK_POLICY: manifests.network_policies(contract),
+        runbook.KUBE_RBAC: [manifests.admins_role_binding(contract)] if contract.admins_group else [],
+    }
+
+
+def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
+    kind = obj["kind"]
+    if kind == "Namespace":
+        return {"labels": obj["metadata"]["labels"]}
+    if kind == "ResourceQuota":
+        return {"hard": obj["spec"]["hard"]}
+    if kind == "LimitRange":
+        return {"limits": obj["spec"]["limits"]}
+    if kind == "RoleBinding":
+        return {"group": obj["subjects"][0]["name"], "clusterRole": obj["roleRef"]["name"]}
+    if kind == "NetworkPolicy" and obj["metadata"]["name"] == manifests.allow_policy(contract)["metadata"]["name"]:
+        return {**obj["spec"], "why": list(manifests.POLICY_ADDITIONS)}
+    return dict(obj.get("spec") or {})
+
+
+def _error(check: str, message: str, fix: str) -> Finding:
+    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
+
+
+def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Finding]:
+    """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off."""
+    ours = manifests.network_policies(contract)
+    names = {p["metadata"]["name"] for p in ours}
+    present = objs.list("NetworkPolicy", contract.namespace) if objs.get("Namespace", contract.namespace) else []
+    policies = [
+        NetworkPolicy.model_validate(p) for p in [*ours, *(p for p in present if p["metadata"]["name"] not in names)]
+    ]
+    namespaces = {contract.namespace: manifests.namespace(contract)["metadata"]["labels"]}
+    peers: dict[str, dict[str, str]] = {}
+    for path in REQUIRED_PATHS:
+        if path.peer_namespace is None:
+            continue
+        ns = objs.get("Namespace", path.peer_namespace)
+        namespaces[path.peer_namespace] = dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+        service = objs.get("Service", path.service, path.peer_namespace) if path.service else None
+        if service and (service.get("spec") or {}).get("selector"):
+            peers[str(path.service)] = dict(service["spec"]["selector"])
+    login = netpol.Endpoint(
+        contract.namespace,
+        {manifests.WORKLOAD_LABEL: contract.slug, "app": "login", **manifests.login_selector(contract)},
+    )
+    blocked = netpol.unreachable(policies, login, netpol.Cluster(namespaces), peers)
+    if not blocked:
+        return [
+            Finding(
+                check="kube.network_policy",
+                ok=True,
+                severity=Severity.info,
+                message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
+                "and receives SSH on 22/TCP under the tenant NetworkPolicies",
+            )
+        ]
+    return [
+        _error(
+            "kube.network_policy",
+            f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
+            f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
+            f"{'to' if path.direction == 'egress' else 'from'} {path.peer} "
+            f"({path.peer_namespace or 'outside the cluster'}), or drop network.policies to use the "
+            "generated policy",
+        )
+        for path in blocked
+    ]
+
+
+@defn(runbook.KUBE_PREFLIGHT)
+def preflight(inp: StepInput) -> StepResult:
+    """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    findings: list[Finding] = []
+    namespace_exists = objs.get("Namespace", contract.namespace) is not None
+    for step, objects in step_manifests(contract).items():
+        for obj in objects:
+            if step is runbook.KUBE_NAMESPACE or not namespace_exists:
+                continue
+            meta = obj["metadata"]
+            existing = objs.get(obj["kind"], meta["name"], meta.get("namespace"))
+            other = kubeensure.foreign_owner(existing, contract.slug) if existing else None
+            if other:
+                findings.append(
+                    _error(
+                        step.name,
+                        f"{describe(obj['kind'], meta['name'], meta.get('namespace'))} "
+                        f"already exists and belongs to {other}",
+                        "remove it or choose another slug",
+                    )
+                )
+    for ns in sorted({*manifests.EGRESS_NAMESPACES, *manifests.ALLOWED_PEER_NAMESPACES}):
+        if objs.get("Namespace", ns) is None:
+            findings.append(
+                _error(
+                    "kube.namespaces",
+                    f"namespace {ns} does not exist, so the tenant NetworkPolicy would allow traffic to nothing there",
+                    f"create the platform namespace {ns}",
+                )
+            )
+    findings.extend(network_findings(objs, contract))
+    cfg = settings()
+    if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
+        findings.append(
+            _error(
+                "kube.ldap_bind_secret",
+                f"the LDAP bind Secret {cfg.ldap_bind_secret} is not in "
+                f"namespace {cfg.ldap_bind_secret_namespace}; login pods would fail with "
+                "'ldap_simple_bind: Invalid credentials'",
+                "create it in the auth namespace or set LDAP_BIND_SECRET[_NAMESPACE]; never put the "
+                "password in chart values",
+            )
+        )
+    if contract.admins_group and objs.get("ClusterRole", "edit") is None:
+        findings.append(_error("kube.rbac", "ClusterRole edit does not exist", "install the default ClusterRoles"))
+    return StepResult(facts=inp.facts, findings=findings)
+
+
+@defn(runbook.KUBE_PLAN)
+def plan(inp: StepInput) -> list[PlanStep]:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    return [
+        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(contract, obj))
+        for objects in step_manifests(contract).values()
+        for obj in objects
+    ]
+
+
+def _ensure(inp: StepInput, step: Step[StepInput, StepResult]) -> StepResult:
+    """Ensure the objects of one apply step (see :func:`step_manifests`)."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in step_manifests(contract)[step]]
+    return StepResult(results=results, facts=inp.facts)
+
+
+@defn(runbook.KUBE_NAMESPACE)
+def namespace(inp: StepInput) -> StepResult:
+    """The tenant namespace with its pod-security labels."""
+    return _ensure(inp, runbook.KUBE_NAMESPACE)
+
+
+@defn(runbook.KUBE_QUOTA)
+def quota(inp: StepInput) -> StepResult:
+    """The ResourceQuota and LimitRange."""
+    return _ensure(inp, runbook.KUBE_QUOTA)
+
+
+@defn(runbook.KUBE_BINDING)
+def binding(inp: StepInput) -> StepResult:
+    """The ReservationBinding of the namespace to the tenant's Reservation."""
+    return _ensure(inp, runbook.KUBE_BINDING)
+
+
+@defn(runbook.KUBE_NETWORK_POLICY)
+def network_policy(inp: StepInput) -> StepResult:
+    """The deny-all and allow NetworkPolicies."""
+    return _ensure(inp, runbook.KUBE_NETWORK_POLICY)
+
+
+@defn(runbook.KUBE_RBAC)
+def rbac(inp: StepInput) -> StepResult:
+    """The RoleBinding of the tenant admins group."""
+    return _ensure(inp, runbook.KUBE_RBAC)
+
+
+@defn(runbook.KUBE_UNDO)
+def undo(inp: UndoInput) -> list[EnsureResult]:
+    return kubeensure.undo(KubeObjects(inp.contract.cluster), LAYER, inp.results, inp.contract.slug)
+
+
+ACTIVITIES = [preflight, plan, namespace, quota, binding, network_policy, rbac, undo]

@@ -1,0 +1,1 @@
+"""Layer ``login``: the tenant's login node (Helm release, authorized keys, readiness)."""

@@ -1,0 +1,342 @@
+"""Login layer (runbook step 5): the SSH keys Secret, the login pod release, and its identity checks.
+
+``login.release`` ensures a copy of the platform's LDAP bind Secret in the tenant
+namespace (where the chart looks it up), the ``<slug>-authorized-keys`` Secret (one key
+per username, public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password
+by Secret name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
+and Ready. ``login.verify`` execs into ``login-<slug>-0`` as runbook 5b does: ``getent
+passwd`` for every user, a hundred names an exec (pre-warming nslcd's cache; uid/gid must match what
+identity learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
+"""
+
+from __future__ import annotations
+
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.common import kubeclient, kubeensure, manifests
+from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.manifests import Manifest
+from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
+from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.settings import settings
+from tenantflow.models import runbook
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
+from tenantflow.models.results import EnsureResult, Finding, Severity
+from tenantflow.models.tenant import TenantContract
+
+LAYER = "login"
+KEYS_DIR = "/etc/ssh/authorized_keys.d/"
+GETENT_ATTEMPTS = 3
+GETENT_BATCH = 100
+"""Users per ``getent passwd`` exec: keeps the exec's argv a few kilobytes."""
+GONE_ATTEMPTS = 20
+
+
+def release_manifest(contract: TenantContract) -> Manifest:
+    cfg = settings()
+    return manifests.login_release(
+        contract,
+        ldap_uri=cfg.ldap_outpost_uri,
+        ldap_base_dn=cfg.ldap_base_dn,
+        ldap_bind_dn=cfg.ldap_bind_dn,
+        bind_password_secret=cfg.ldap_bind_secret,
+        slurm_controller_host=f"{cfg.slurm_controller}.{cfg.slurm_namespace}.svc",
+    )
+
+
+def bind_secret(objs: KubeObjects, contract: TenantContract) -> Manifest:
+    """The platform's LDAP bind Secret (in ``auth``) as a copy in the tenant namespace."""
+    cfg = settings()
+    source = objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace)
+    if source is None:
+        raise fail(
+            "NotFound",
+            f"LDAP bind Secret {cfg.ldap_bind_secret_namespace}/{cfg.ldap_bind_secret} not "
+            "found; create it from the outpost's bind account before onboarding",
+        )
+    return manifests.bind_secret_copy(contract, cfg.ldap_bind_secret, source.get("data") or {})
+
+
+def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
+    return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
+
+
+@defn(runbook.LOGIN_PLAN)
+def plan(inp: StepInput) -> list[PlanStep]:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    bind, secret, release = _objects(objs, contract)
+    values = release["spec"]["values"]
+    cfg = settings()
+    return [
+        kubeensure.plan_step(
+            objs,
+            LAYER,
+            bind,
+            contract.slug,
+            {"copied_from": f"{cfg.ldap_bind_secret_namespace}/{cfg.ldap_bind_secret}", "keys": sorted(bind["data"])},
+        ),
+        kubeensure.plan_step(objs, LAYER, secret, contract.slug, {"users": sorted(secret["data"])}),
+        kubeensure.plan_step(
+            objs,
+            LAYER,
+            release,
+            contract.slug,
+            {
+                "chart": release["spec"]["chart"],
+                "replicas": values["replicas"],
+                "hostname": contract.login_hostname,
+                "bindPasswordSecret": values["ldap"]["bindPasswordSecret"],
+                "sshKeysSecret": values["sshKeysSecret"],
+                "slurmControllerHost": values["slurm"]["controllerHost"],
+            },
+        ),
+    ]
+
+
+def _ready(pod: Manifest) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
+    states: dict[str, bool] = {}
+    for name in manifests.login_pod_names(contract):
+        pod = objs.get("Pod", name, contract.namespace)
+        states[name] = pod is not None and _ready(pod)
+    return states
+
+
+@defn(runbook.LOGIN_RELEASE)
+def release(inp: StepInput) -> StepResult:
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    bind, keys, chart = _objects(objs, contract)
+    results = [
+        kubeensure.ensure(objs, LAYER, bind, contract.slug, inp.run_id),
+        kubeensure.ensure(objs, LAYER, keys, contract.slug, inp.run_id, public_payload=True),
+        kubeensure.ensure(objs, LAYER, chart, contract.slug, inp.run_id),
+    ]
+    poll_until(
+        lambda: _pod_states(objs, contract),
+        lambda states: all(states.values()),
+        every=from_poll_interval(),
+        detail=lambda states: {"pods": states},
+    )
+    return StepResult(results=results, facts=inp.facts)
+
+
+def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    """Run ``argv`` in the login container (setting ``login_container``) of one of the tenant's login pods."""
+    cfg = settings()
+    return kubeclient.exec_in(
+        contract.cluster, contract.namespace, pod, cfg.login_container, argv, timeout_s=cfg.exec_timeout_s
+    )
+
+
+def _getent_warm(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+    """getent, asked again a few times when it finds nothing: a cold or throttled outpost drops lookups."""
+    return poll_until(
+        lambda: login_exec(contract, pod, argv),
+        lambda out: out.exit_code != 2,
+        every=from_poll_interval(1),
+        attempts=GETENT_ATTEMPTS,
+    ).value
+
+
+def _error(check: str, message: str, fix: str) -> Finding:
+    return Finding(check=check, ok=False, severity=Severity.error, message=message, fix=fix)
+
+
+def passwd_entries(contract: TenantContract, pod: str) -> dict[str, list[str]]:
+    """``getent passwd`` fields of every user that resolves on ``pod``, :data:`GETENT_BATCH` names an exec
+    (getent(1) takes several keys, prints a line for each one found and exits 2 when any is missing); names a
+    lookup did not find are asked again, as a cold or throttled outpost drops lookups."""
+    users = contract.usernames
+    entries: dict[str, list[str]] = {}
+    for start in range(0, len(users), GETENT_BATCH):
+        names = users[start : start + GETENT_BATCH]
+        heartbeat({"getent": {"done": start, "of": len(users)}})
+
+        def unresolved(names: list[str] = names) -> list[str]:
+            out = login_exec(contract, pod, ["getent", "passwd", *(n for n in names if n not in entries)])
+            for line in out.stdout.split("\n"):
+                fields = line.strip().split(":")
+                if len(fields) >= 7 and fields[0] in names:
+                    entries[fields[0]] = fields
+            return [n for n in names if n not in entries]
+
+        poll_until(unresolved, lambda missing: not missing, every=from_poll_interval(1), attempts=GETENT_ATTEMPTS)
+    return entries
+
+
+def _passwd_findings(inp: StepInput, pod: str) -> list[Finding]:
+    contract = inp.contract
+    findings: list[Finding] = []
+    entries = passwd_entries(contract, pod)
+    for user in contract.usernames:
+        fields = entries.get(user)
+        if fields is None:
+            findings.append(
+                _error(
+                    "login.getent_passwd",
+                    f"getent passwd {user} on {pod} found nothing",
+                    "check the LDAP outpost and nslcd on the login pod; "
+                    "if only some users fail, raise the nslcd cache TTL (outpost rate limit)",
+                )
+            )
+            continue
+        known = inp.facts.users.get(user)
+        if known and (fields[2], fields[3]) != (str(known.uid_number), str(known.gid_number)):
+            findings.append(
+                _error(
+                    "login.getent_passwd",
+                    f"{user} is uid {fields[2]} gid {fields[3]} on {pod} but "
+                    f"{known.uid_number}/{known.gid_number} in LDAP",
+                    "restart nslcd on the login pod (pkill -HUP nslcd): its cache or property mapping differs",
+                )
+            )
+    return findings
+
+
+def _group_findings(inp: StepInput, pod: str) -> list[Finding]:
+    contract = inp.contract
+    out = _getent_warm(contract, pod, ["getent", "group", contract.slug])
+    fields = out.stdout.strip().split(":")
+    if out.exit_code != 0 or len(fields) < 4:
+        return [
+            _error(
+                "login.getent_group",
+                f"getent group {contract.slug} on {pod} found nothing",
+                "check the Authentik group and the outpost's group search base",
+            )
+        ]
+    findings: list[Finding] = []
+    if inp.facts.group_gid is not None and fields[2] != str(inp.facts.group_gid):
+        findings.append(
+            _error(
+                "login.getent_group",
+                f"group {contract.slug} has gid {fields[2]} on {pod} but {inp.facts.group_gid} in Authentik",
+                "fix the gidNumber property mapping",
+            )
+        )
+    missing = sorted(set(contract.usernames) - set(filter(None, fields[3].split(","))))
+    if missing:
+        findings.append(
+            _error(
+                "login.getent_group",
+                f"group {contract.slug} on {pod} lacks {', '.join(missing)}",
+                "add the users to the Authentik group",
+            )
+        )
+    return findings
+
+
+def _keys_findings(contract: TenantContract, pod: str) -> list[Finding]:
+    out = login_exec(contract, pod, ["ls", KEYS_DIR])
+    listed = set(out.stdout.split())
+    if out.exit_code != 0 or not listed:
+        return [
+            _error(
+                "login.authorized_keys",
+                f"authorized_keys is empty on {pod} ({KEYS_DIR} lists nothing)",
+                f"sync the Secret {manifests.authorized_keys_secret_name(contract)} from Authentik's ssh_keys, "
+                "check it, then restart the login pod to refresh the projected volume",
+            )
+        ]
+    missing = sorted(set(contract.usernames) - listed)
+    return (
+        [
+            _error(
+                "login.authorized_keys",
+                f"no authorized_keys on {pod} for {', '.join(missing)}",
+                f"add their keys to the Secret {manifests.authorized_keys_secret_name(contract)} and restart "
+                "the login pod",
+            )
+        ]
+        if missing
+        else []
+    )
+
+
+def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
+    out = login_exec(contract, pod, ["sinfo", "-p", contract.slug])
+    if out.exit_code != 0 or contract.slug not in out.stdout:
+        detail = out.stderr.strip() or out.stdout.strip() or f"exit {out.exit_code}"
+        return [
+            _error(
+                "login.sinfo",
+                f"sinfo -p {contract.slug} on {pod} failed: {detail}",
+                "check that slurmctld is reachable from the tenant namespace and the partition exists",
+            )
+        ]
+    return []
+
+
+def checks(inp: StepInput) -> list[Finding]:
+    """Runbook 5b on the first login pod; an ok finding when everything passed."""
+    contract = inp.contract
+    pod = manifests.login_pod_names(contract)[0]
+    findings = (
+        _passwd_findings(inp, pod)
+        + _group_findings(inp, pod)
+        + _keys_findings(contract, pod)
+        + _sinfo_findings(contract, pod)
+    )
+    if not findings:
+        findings.append(
+            Finding(
+                check="login.verify",
+                ok=True,
+                severity=Severity.info,
+                message=f"{pod}: {len(contract.users)} users resolve, group {contract.slug}, "
+                "authorized_keys present, sinfo answers",
+            )
+        )
+    return findings
+
+
+@defn(runbook.LOGIN_VERIFY)
+def verify(inp: StepInput) -> StepResult:
+    findings = checks(inp)
+    errors = [f for f in findings if not f.ok]
+    if errors:
+        raise fail(
+            "VerificationFailed",
+            "login pod checks failed: " + "; ".join(f"{f.check}: {f.message} (fix: {f.fix})" for f in errors),
+        )
+    return StepResult(facts=inp.facts, findings=findings)
+
+
+@defn(runbook.LOGIN_UNDO)
+def undo(inp: UndoInput) -> list[EnsureResult]:
+    """Delete the release and Secret we created; wait until the chart's pods are gone."""
+    contract = inp.contract
+    objs = KubeObjects(contract.cluster)
+    done = kubeensure.undo(objs, LAYER, inp.results, contract.slug)
+    if (
+        inp.step != runbook.LOGIN_RELEASE.short
+        or objs.get("HelmRelease", manifests.login_release_name(contract), contract.namespace) is not None
+    ):
+        return done
+    gone = poll_until(
+        lambda: [
+            name
+            for name in manifests.login_pod_names(contract)
+            if objs.get("Pod", name, contract.namespace) is not None
+        ],
+        lambda left: not left,
+        every=from_poll_interval(),
+        attempts=GONE_ATTEMPTS,
+        detail=lambda left: {"pods_left": left},
+    )
+    if not gone.done:
+        raise ApplicationError(f"login pods {', '.join(gone.value)} are still there", type="Unavailable")
+    return done
+
+
+ACTIVITIES = [plan, release, verify, undo]

@@ -1,0 +1,1 @@
+"""Layer ``records``: what the house keeps and tells about a tenant: run records, the handover sheet, term notices."""

@@ -1,0 +1,331 @@
+"""Talking to Slurm's command-line tools: argv builders, output parsers and the exec runner.
+
+Every command is an argv list (never a shell string) whose values are validated
+first (:func:`word`, :func:`text`). Parsers turn ``sacctmgr show ... -P -n``
+(pipe-separated, no header), ``scontrol show ...`` (``Key=Value`` tokens) and
+``sinfo`` output into pydantic models. Durations are compared in minutes and node
+lists through Slurm's compressed hostlist form (``gpu-[01-08]``), both of which
+Slurm normalises on output. :class:`SlurmCtl` runs commands in the slurmctld pod
+of a tenant cluster (like ``kubectl -n slurm-control exec deploy/slurmctld -c slurmctld --``);
+:func:`slurmd_pods` finds the SUNK NodeSet (slurmd) pods of given nodes, where jobs run, and
+:meth:`SlurmCtl.on_slurmd` runs a command in one of them (container ``slurmd_container``).
+Every exec is bounded by ``exec_timeout_s``, below the activities' heartbeat timeout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
+from tenantflow.activities.common.settings import settings
+from tenantflow.models.hostlist import expand_hostlist
+from tenantflow.models.targets import KubeTarget
+
+SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
+UNAVAILABLE_PATTERNS = re.compile(
+    r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
+    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint|Broken pipe",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
+_TEXT = re.compile(r"^[^\x00-\x1f\"'`|,=\\$;]{1,200}$")
+_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def word(value: str | int) -> str:
+    """A name or number safe as one Slurm argument value (no spaces, separators or quotes)."""
+    text_value = str(value)
+    if not _WORD.match(text_value):
+        raise fail("Invalid", f"{text_value!r} is not a valid Slurm name or value")
+    return text_value
+
+
+def text(value: str) -> str:
+    """Free text (a Description) safe as one argument: no quotes, pipes, commas, '=' or control characters."""
+    if not _TEXT.match(value):
+        raise fail("Invalid", f"{value!r} cannot be used as a Slurm description")
+    return value
+
+
+def words(values: Iterable[str]) -> str:
+    return ",".join(word(v) for v in values)
+
+
+# ---------------------------------------------------------------- durations
+
+
+def duration_minutes(value: str) -> int | None:
+    """Slurm time (``24:00:00``, ``1-00:00:00``, ``90``, ``UNLIMITED``) in minutes; None for unlimited."""
+    value = value.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", ""):
+        return None
+    match = _DURATION.match(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a Slurm duration")
+    days, first, second, third = (int(g) if g is not None else None for g in match.groups())
+    assert first is not None
+    if days is not None:
+        hours, minutes, seconds = first, second or 0, third or 0
+    elif third is not None:
+        hours, minutes, seconds = first, second or 0, third
+    elif second is not None:
+        hours, minutes, seconds = 0, first, second
+    else:
+        hours, minutes, seconds = 0, first, 0
+    return ((days or 0) * 24 + hours) * 60 + minutes + (1 if seconds else 0)
+
+
+def same_duration(a: str, b: str) -> bool:
+    return duration_minutes(a) == duration_minutes(b)
+
+
+# ---------------------------------------------------------------- parsed records
+
+
+class Assoc(BaseModel):
+    """One row of ``sacctmgr show assoc format=ASSOC_FORMAT -P -n``."""
+
+    cluster: str
+    account: str
+    user: str = ""
+    parent: str = ""
+    fairshare: str = ""
+    grptres: str = ""
+    grpjobs: str = ""
+    maxjobs: str = ""
+    grptresmins: str = ""
+    qos: list[str] = Field(default_factory=list)
+    defaultqos: str = ""
+
+
+class AccountRecord(BaseModel):
+    account: str
+    description: str = ""
+    organization: str = ""
+
+
+class Partition(BaseModel):
+    """``scontrol show partition <name>`` as a key/value map with the fields we compare."""
+
+    name: str
+    fields: dict[str, str]
+
+    def get(self, key: str) -> str:
+        return self.fields.get(key, "")
+
+    @property
+    def nodes(self) -> list[str]:
+        value = self.get("Nodes")
+        return [] if value in ("", "(null)") else expand_hostlist(value)
+
+
+class NodeState(BaseModel):
+    node: str
+    state: str
+
+    @property
+    def usable(self) -> bool:
+        """Up and answering: not powered down (``~``), down, drained or not responding (``*``)."""
+        base = self.state.rstrip("*~#%!$@^-")
+        return self.state == base and base in ("idle", "mix", "alloc", "completing")
+
+
+ASSOC_FORMAT = (
+    "cluster",
+    "account",
+    "user",
+    "parentname",
+    "fairshare",
+    "grptres",
+    "grpjobs",
+    "maxjobs",
+    "grptresmins",
+    "qos",
+    "defaultqos",
+)
+ACCOUNT_FORMAT = ("account", "description", "organization")
+
+
+def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
+    """Rows of ``-P -n`` output as dicts; raises when a line has the wrong number of fields. Rows end at "\\n" only
+    (sacctmgr ends its rows so): ``str.splitlines`` would also split inside a value at U+2028, U+0085 or \\x1c."""
+    names = list(columns)
+    rows = []
+    for line in output.split("\n"):
+        if not line.strip():
+            continue
+        values = line.split("|")
+        if len(values) != len(names):
+            raise ValueError(f"unexpected sacctmgr line {line!r}: {len(values)} fields, expected {len(names)}")
+        rows.append(dict(zip(names, values, strict=True)))
+    return rows
+
+
+def _list(value: str) -> list[str]:
+    return sorted(v for v in value.split(",") if v)
+
+
+def parse_assocs(output: str) -> list[Assoc]:
+    rows = parse_pipe(output, ASSOC_FORMAT)
+    return [
+        Assoc(**{k if k != "parentname" else "parent": v for k, v in row.items() if k != "qos"}, qos=_list(row["qos"]))
+        for row in rows
+    ]
+
+
+def parse_accounts(output: str) -> list[AccountRecord]:
+    return [AccountRecord(**row) for row in parse_pipe(output, ACCOUNT_FORMAT)]
+
+
+def parse_keyvalues(output: str) -> dict[str, str]:
+    """``Key=Value`` tokens of ``scontrol show ...`` (values may contain '=' but no spaces)."""
+    result: dict[str, str] = {}
+    for token in output.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            result[key] = value
+    return result
+
+
+def parse_partition(output: str) -> Partition | None:
+    fields = parse_keyvalues(output)
+    name = fields.get("PartitionName")
+    return Partition(name=name, fields=fields) if name else None
+
+
+def parse_node_states(output: str) -> list[NodeState]:
+    """``sinfo -h -N -p P -o '%N|%t'`` rows."""
+    return [NodeState(node=row["node"], state=row["state"]) for row in parse_pipe(output, ("node", "state"))]
+
+
+def parse_sbatch(output: str) -> int:
+    """The job id from ``sbatch --parsable`` (``123`` or ``123;cluster``)."""
+    first = output.strip().split(";")[0]
+    if not first.isdigit():
+        raise ValueError(f"sbatch did not print a job id: {output.strip()!r}")
+    return int(first)
+
+
+# ---------------------------------------------------------------- argv builders
+
+
+def sacctmgr_show(entity: str, where: Mapping[str, str], columns: Iterable[str]) -> list[str]:
+    conditions = [f"{k}={v}" for k, v in where.items()]
+    return [
+        "sacctmgr",
+        "-P",
+        "-n",
+        "show",
+        entity,
+        *(["where", *conditions] if conditions else []),
+        f"format={','.join(columns)}",
+    ]
+
+
+def sacctmgr_write(
+    verb: str,
+    entity: str,
+    name: str,
+    *settings_args: str,
+    where: Mapping[str, str] | None = None,
+    set_mode: bool = False,
+) -> list[str]:
+    """``sacctmgr -i <verb> <entity> <name> [where k=v ...] [set] k=v ...``."""
+    argv = ["sacctmgr", "-i", verb, entity, word(name) if name else ""]
+    argv = [a for a in argv if a]
+    if where:
+        argv += ["where", *(f"{k}={v}" for k, v in where.items())]
+    if set_mode and settings_args:
+        argv.append("set")
+    return argv + list(settings_args)
+
+
+def is_write(argv: list[str]) -> bool:
+    """True for sacctmgr commands that change accounting and for scontrol reconfigure/create/update/delete."""
+    if not argv:
+        return False
+    if argv[0] == "sacctmgr":
+        return any(a in SACCTMGR_WRITE_VERBS for a in argv[1:4])
+    return argv[0] == "scontrol" and len(argv) > 1 and argv[1] in ("reconfigure", "create", "update", "delete")
+
+
+# ---------------------------------------------------------------- running in the slurmctld pod
+
+
+@dataclass
+class SlurmCtl:
+    """Runs Slurm commands in the slurmctld pod of ``target`` and remembers which of them wrote."""
+
+    target: KubeTarget
+    pod: str = ""
+    writes: list[list[str]] = field(default_factory=list)
+
+    @classmethod
+    def connect(cls, target: KubeTarget) -> SlurmCtl:
+        cfg = settings()
+        return cls(target=target, pod=kubeclient.workload_pod(target, cfg.slurm_namespace, cfg.slurm_controller))
+
+    def run(self, argv: list[str], *, check: bool = True) -> kubeclient.ExecOutput:
+        if is_write(argv):
+            self.writes.append(argv)
+        cfg = settings()
+        out = kubeclient.exec_in(
+            self.target,
+            cfg.slurm_namespace,
+            self.pod,
+            cfg.slurm_controller_container,
+            argv,
+            timeout_s=cfg.exec_timeout_s,
+        )
+        if check and out.exit_code != 0:
+            raise command_error(argv, out)
+        return out
+
+    def show(self, entity: str, where: Mapping[str, str], columns: Iterable[str]) -> str:
+        return self.run(sacctmgr_show(entity, where, columns)).stdout
+
+    def on_slurmd(self, pod: str, argv: list[str]) -> kubeclient.ExecOutput:
+        """Run a read-only command in the slurmd container of the NodeSet pod ``pod``."""
+        cfg = settings()
+        return kubeclient.exec_in(
+            self.target, cfg.slurm_namespace, pod, cfg.slurmd_container, argv, timeout_s=cfg.exec_timeout_s
+        )
+
+
+def slurmd_pods(target: KubeTarget, nodes: Iterable[str]) -> dict[str, Manifest]:
+    """The running slurmd (SUNK NodeSet) pods on ``nodes``, by node: pods matching ``slurmd_pod_selector`` in
+    the Slurm namespace whose ``spec.nodeName`` is one of the nodes."""
+    cfg = settings()
+    wanted = set(nodes)
+    found: dict[str, Manifest] = {}
+    for pod in KubeObjects(target).list("Pod", cfg.slurm_namespace, label_selector=cfg.slurmd_pod_selector):
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        if node in wanted and (pod.get("status") or {}).get("phase") == "Running":
+            found.setdefault(node, pod)
+    return dict(sorted(found.items()))
+
+
+def command_error(argv: list[str], out: kubeclient.ExecOutput) -> ApplicationError:
+    """Retryable when Slurm or slurmdbd is unreachable, non-retryable otherwise; the message names the command."""
+    detail = (out.stderr.strip() or out.stdout.strip() or f"exit code {out.exit_code}")[-600:]
+    return slurm_error(f"`{' '.join(argv[:5])}` failed in the slurmctld pod: {detail}", detail)
+
+
+def undo_error(kind: str, name: str, detail: str) -> ApplicationError:
+    """An undo write that failed: retryable while Slurm cannot be reached, for good on a refusal."""
+    return slurm_error(f"could not undo Slurm {kind} {name}: {detail.strip()[-300:]}", detail)
+
+
+def slurm_error(message: str, detail: str) -> ApplicationError:
+    """Retryable (``Unavailable``) when ``detail`` says slurmctld or slurmdbd could not be reached, else a
+    non-retryable ``SlurmCommandFailed``."""
+    if UNAVAILABLE_PATTERNS.search(detail):
+        return ApplicationError(message, type="Unavailable")
+    return fail("SlurmCommandFailed", message)

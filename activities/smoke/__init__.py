@@ -1,0 +1,1 @@
+"""Layer ``smoke``: the smoke-test job run as the tenant."""

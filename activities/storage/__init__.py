@@ -1,0 +1,1 @@
+"""Layer ``storage``: the tenant's Weka organisation, filesystems, quotas, directories and CSI objects."""

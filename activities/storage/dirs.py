@@ -1,0 +1,247 @@
+"""Tenant directories on Weka, made on a csi-wekafs mount by a short-lived Kubernetes Job (Weka's REST API has
+no mkdir).
+
+For one filesystem the helper creates, in the platform namespace ``WEKA_HELPER_NAMESPACE`` (the Job runs as
+root to ``chown``, which the tenant namespace's pod-security ``restricted`` forbids; the platform namespace
+must allow ``baseline``), an API Secret in csi-wekafs's format (the
+login of the filesystem's owner: the tenant org admin, or the platform user for the shared filesystems), a
+static PersistentVolume ``weka/v2/<filesystem>`` with a PVC bound to it (csi-wekafs
+``examples/static_volume/static_filesystem``), and a Job that mounts it at ``/weka`` and runs ``mkdir -p``,
+``chown uid:gid`` and ``chmod mode`` for each directory (:func:`models.weka_mount.directory_command`), first
+printing the owner of each directory that already existed. It waits for the Job (heartbeating,
+:func:`activities.common.polling.poll_until`), reads those owners from the log of the Job's pod (the pod the Job
+controller labels ``job-name=<job>`` with the Job as its owner, Kubernetes documentation "Jobs"; its log through
+:func:`activities.common.kubeclient.pod_log`), then removes all four objects (they carry tenantflow's labels; a
+same-named object without them is refused, never touched; the pod goes with its Job, background propagation).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from temporalio.exceptions import ApplicationError
+
+from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.kubeensure import is_ours
+from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
+from tenantflow.activities.common.manifests import owner_labels
+from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.settings import settings
+from tenantflow.activities.common.weka_client import Credentials
+from tenantflow.models.tenant import TenantContract
+from tenantflow.models.weka_mount import (
+    DRIVER,
+    MOUNT_PATH,
+    DirectorySpec,
+    Owner,
+    directory_command,
+    filesystem_handle,
+    parse_owners,
+)
+
+HELPER_LABEL = "tenantflow.io/helper"
+HELPER = "weka-directories"
+JOB_BUDGET_S = 120.0
+"""Per Job (one per filesystem, two at most), so a step stays inside its 5-minute start-to-close timeout."""
+CONTAINER = "mkdir"
+JOB_NAME_LABEL = "job-name"
+"""Set by the Job controller on the Job's pods (all versions; ``batch.kubernetes.io/job-name`` too from 1.27)."""
+
+
+def api_secret_data(credentials: Credentials) -> dict[str, str]:
+    """The csi-wekafs API Secret's ``data`` (base64): username, password, organization, endpoints, scheme."""
+    url = urlsplit(settings().weka_url)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    values = {
+        "username": credentials.username,
+        "password": credentials.password.get_secret_value(),
+        "organization": credentials.org,
+        "endpoints": f"{url.hostname}:{port}",
+        "scheme": url.scheme or "https",
+    }
+    return {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}
+
+
+def helper_namespace(objs: KubeObjects) -> str:
+    """The platform namespace of the helper; it must exist (a platform prerequisite, like slurm-control)."""
+    ns = settings().weka_helper_namespace
+    if objs.get("Namespace", ns) is None:
+        raise fail(
+            "NotFound",
+            f"namespace {ns} (WEKA_HELPER_NAMESPACE) is missing: create it with pod-security "
+            "baseline; the Weka directory Job runs there as root to chown the tenant's directories",
+        )
+    return ns
+
+
+def helper_name(contract: TenantContract, filesystem: str) -> str:
+    digest = hashlib.sha256(f"{contract.namespace}/{filesystem}".encode()).hexdigest()[:10]
+    return f"tenantflow-weka-dirs-{digest}"
+
+
+def _manifests(
+    contract: TenantContract, ns: str, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+) -> list[dict[str, Any]]:
+    name = helper_name(contract, filesystem)
+    meta = {"name": name, "labels": {**owner_labels(contract.slug), HELPER_LABEL: HELPER}}
+    ref = {"name": name, "namespace": ns}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {**meta, "namespace": ns},
+            "data": api_secret_data(credentials),
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": meta,
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "volumeMode": "Filesystem",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": ns, "name": name},
+                "csi": {
+                    "driver": DRIVER,
+                    "volumeHandle": filesystem_handle(filesystem),
+                    "nodeStageSecretRef": ref,
+                    "nodePublishSecretRef": ref,
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {**meta, "namespace": ns},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": name,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {**meta, "namespace": ns},
+            "spec": {
+                "backoffLimit": 0,
+                "activeDeadlineSeconds": int(JOB_BUDGET_S),
+                "ttlSecondsAfterFinished": 600,
+                "template": {
+                    "metadata": {"labels": {HELPER_LABEL: HELPER}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {
+                                "name": CONTAINER,
+                                "image": settings().weka_helper_image,
+                                "command": directory_command(specs),
+                                "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
+                                "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}],
+                            }
+                        ],
+                        "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": name}}],
+                    },
+                },
+            },
+        },
+    ]
+
+
+def _remove(objs: KubeObjects, body: dict[str, Any], slug: str) -> None:
+    """Delete a helper object while it is ours (a Job with its pods); refuse to touch a foreign one."""
+    kind, meta = body["kind"], body["metadata"]
+    existing = objs.get(kind, meta["name"], meta.get("namespace"))
+    if existing is None:
+        return
+    labels = (existing.get("metadata") or {}).get("labels") or {}
+    if not is_ours(existing, slug) or labels.get(HELPER_LABEL) != HELPER:
+        raise fail(
+            "Conflict", f"{kind} {meta['name']} exists and is not tenantflow's directory helper; remove or rename it"
+        )
+    path = KINDS[kind].path(meta.get("namespace"), meta["name"])
+    try:
+        kubeclient.request(
+            objs.target,
+            "DELETE",
+            path,
+            {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+        )
+    except ApplicationError as err:
+        if err.type != "NotFound":
+            raise
+
+
+@contextmanager
+def _helper_objects(objs: KubeObjects, bodies: list[dict[str, Any]], slug: str) -> Iterator[None]:
+    for body in reversed(bodies):
+        _remove(objs, body, slug)
+    try:
+        for body in bodies:
+            objs.create(body)
+        yield
+    finally:
+        for body in reversed(bodies):
+            _remove(objs, body, slug)
+
+
+def _job_state(job: dict[str, Any] | None) -> tuple[str, str]:
+    """("Complete" | "Failed" | "", message) from the Job's conditions."""
+    for cond in ((job or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") in ("Complete", "Failed"):
+            return str(cond["type"]), str(cond.get("message") or cond.get("reason") or "")
+    return "", ""
+
+
+def _owners_found(objs: KubeObjects, job: dict[str, Any] | None, ns: str, name: str) -> dict[str, Owner]:
+    """The owners the Job's container logged for the directories that already existed (its succeeded pod)."""
+    uid = ((job or {}).get("metadata") or {}).get("uid")
+    pods = [
+        p
+        for p in objs.list("Pod", ns, f"{JOB_NAME_LABEL}={name}")
+        if any(ref.get("uid") == uid for ref in (p.get("metadata") or {}).get("ownerReferences") or [])
+        and (p.get("status") or {}).get("phase") == "Succeeded"
+    ]
+    if not pods:
+        raise fail("NotFound", f"the Job {ns}/{name} completed but its pod is gone; its log (the owners found) is lost")
+    return parse_owners(kubeclient.pod_log(objs.target, ns, str(pods[0]["metadata"]["name"]), CONTAINER))
+
+
+def make_directories(
+    contract: TenantContract, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+) -> dict[str, Owner]:
+    """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails. The owner each
+    directory had before, by path, for those that already existed."""
+    if not specs:
+        return {}
+    objs = KubeObjects(contract.cluster)
+    ns = helper_namespace(objs)
+    bodies = _manifests(contract, ns, filesystem, credentials, specs)
+    name = bodies[0]["metadata"]["name"]
+    with _helper_objects(objs, bodies, contract.slug):
+        polled = poll_until(
+            lambda: objs.get("Job", name, ns),
+            lambda job: bool(_job_state(job)[0]),
+            every=Backoff(settings().poll_interval_s, 1.5, 5.0),
+            budget_s=JOB_BUDGET_S,
+            detail=lambda job: f"weka directory Job {ns}/{name}: {_job_state(job)[0] or 'running'}",
+        )
+        state, message = _job_state(polled.value)
+        if state == "Complete":
+            return _owners_found(objs, polled.value, ns, name)
+    paths = ", ".join(s.path for s in specs)
+    raise fail(
+        "DirectoryJobFailed",
+        f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
+        f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}",
+    )

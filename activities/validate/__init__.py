@@ -1,0 +1,1 @@
+"""Layer ``validate``: the read-only cross-check of an onboarded tenant."""

@@ -1,0 +1,1 @@
+"""Layer ``workercluster``: the worker cluster's Kueue objects, invariants and reset."""
