@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tenantflow.lab.changes import Changes
+
 if TYPE_CHECKING:
     from tenantflow.lab.kubeapi.store import Store
     from tenantflow.lab.weka.service import WekaService
@@ -35,6 +37,8 @@ class LabContext:
     exec_handlers: dict[tuple[str, str, str], ExecFn] = field(default_factory=dict)
     weka: WekaService | None = None
     """The Weka emulator's state, which the csi-wekafs stand-in mounts (:mod:`lab.controllers.csi`)."""
+    changes: Changes = field(default_factory=Changes)
+    """Every write the lab sees (``lab serve`` wires it), for loops that sleep while the lab is idle."""
 
     def register_exec(self, context: str, namespace: str, pod_prefix: str, handler: ExecFn) -> None:
         self.exec_handlers[(context, namespace, pod_prefix)] = handler

@@ -2,12 +2,14 @@
 
 Serves one Kubernetes API per context (HTTPS with a lab CA, so kubectl sends
 tokens), the Authentik API (projecting into the real slapd) the Weka API and the webhook sink of term notices;
-runs the controllers against the emulated clusters (a controller that raises or returns is logged with its
-traceback and restarted; one that keeps dying stops ``lab serve`` with status 1 and the reason in
-``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``, the ``konduktor`` stand-in
-``DIR/bin/konduktor`` and ``DIR/lab.env`` once everything listens; stops on SIGTERM. The emulators start from
-the state the last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there is none, and save it while they run
-and when they stop, so they agree with slapd and the Slurm database after a restart.
+runs the controllers against the emulated clusters, waking them on ``ctx.changes`` (:mod:`lab.changes`: every
+event of a cluster, every write to the Authentik and Weka stand-ins) rather than polling (a controller that
+raises or returns is logged with its traceback and restarted; one that keeps dying stops ``lab serve`` with
+status 1 and the reason in ``DIR/logs/lab-serve.log``, never silently); writes ``DIR/kubeconfig``, the
+``konduktor`` stand-in ``DIR/bin/konduktor`` and ``DIR/lab.env`` once everything listens; stops on SIGTERM.
+The emulators start from the state the last run on ``DIR`` saved (:mod:`lab.statefile`), or seeded when there
+is none, and save it while they run and when they stop, so they agree with slapd and the Slurm database after a
+restart.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from tenantflow.lab import controllers
 from tenantflow.lab.authentik.api import SERVICE_KEY as AUTHENTIK_SERVICE
@@ -28,10 +31,12 @@ from tenantflow.lab.authentik.app import PLATFORM_TENANTS_GROUP
 from tenantflow.lab.authentik.app import build_app as build_authentik
 from tenantflow.lab.authentik.slapd_sink import SlapdSink
 from tenantflow.lab.authentik.store import AuthentikStore
+from tenantflow.lab.changes import Changes
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.endpoints import LabEndpoints, konduktor_bin
 from tenantflow.lab.enrollment_seed import hub_policies
+from tenantflow.lab.httpbase import WRITE_METHODS, Handler
 from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi.auth import parse_policies
 from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
@@ -70,6 +75,20 @@ def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
     return handler
 
 
+def count_writes(changes: Changes) -> Middleware:
+    """Bump ``changes`` after each write request a stand-in served (one an injected fault stopped never gets here)."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        finally:
+            if request.method in WRITE_METHODS:
+                changes.bump()
+
+    return middleware
+
+
 async def start_site(app: web.Application, port: int) -> web.AppRunner:
     runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
@@ -88,8 +107,12 @@ def kube_store(config: LabConfig, context: str) -> Store:
 
 
 def saved_states(
-    config: LabConfig, stores: dict[str, Store], authentik: web.Application, weka: web.Application
+    config: LabConfig, stores: dict[str, Store], authentik: web.Application, weka: web.Application, changes: Changes
 ) -> list[Saved]:
+    """The stand-ins' state files. Weka has no revision of its own; its state changes by a write request (which
+    bumps ``changes``) or by the csi-wekafs stand-in, whose mounts end in a write to the cluster (which does too),
+    so the lab's change count stands in for it rather than a dump every check."""
+
     def version_of(store: Store) -> Callable[[], object]:
         return lambda: store.resource_version
 
@@ -101,7 +124,7 @@ def saved_states(
     return [
         *saved,
         Saved(state_file(config.state_dir, "authentik"), users.dump, lambda: users.revision),
-        Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump),
+        Saved(state_file(config.state_dir, "weka"), weka[WEKA_SERVICE].dump, lambda: changes.revision),
     ]
 
 
@@ -116,6 +139,8 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         ldap_bind_dn=config.ldap_bind_dn,
         ldap_bind_password=config.ldap_bind_password,
     )
+    for store in stores.values():
+        store.subscribe(ctx.changes.bump)
     cert = kept_cert(config.state_dir / "kube-ca.pem", config.state_dir / "kube-ca.key")
     runners: list[web.AppRunner] = []
     kube_contexts: list[KubeContext] = []
@@ -135,15 +160,17 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         store=AuthentikStore.restore(saved_authentik) if saved_authentik else None,
         version=config.authentik_version,
     )
+    authentik.middlewares.append(count_writes(ctx.changes))
     runners.append(await start_site(authentik, config.authentik_port))
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
+    weka.middlewares.append(count_writes(ctx.changes))
     runners.append(await start_site(weka, config.weka_port))
     ctx.weka = weka[WEKA_SERVICE]
     notify_url = ""
     if config.notify_port is not None:
         runners.append(await start_site(build_notify_sink(), config.notify_port))
         notify_url = f"http://127.0.0.1:{config.notify_port}"
-    saved = saved_states(config, stores, authentik, weka)
+    saved = saved_states(config, stores, authentik, weka, ctx.changes)
     saver = asyncio.create_task(keep_saved(saved, stop))
     tasks = [asyncio.create_task(supervised(run, ctx), name=run.__module__) for run in controllers.CONTROLLERS]
 

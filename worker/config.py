@@ -49,6 +49,13 @@ class WorkerSettings(TemporalSettings):
         description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
         "whose gates the identity that started the run cannot approve",
     )
+    max_heartbeat_timeout_s: float | None = Field(
+        None,
+        alias="TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S",
+        gt=0,
+        description="lower every step's heartbeat timeout to this many seconds (tests that kill workers; "
+        "unset: the step catalogue's timeouts)",
+    )
     deployment_name: str | None = Field(
         None,
         alias="TENANTFLOW_DEPLOYMENT_NAME",

@@ -19,12 +19,13 @@ from typing import Any
 import structlog
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.worker import Worker, WorkerDeploymentConfig
+from temporalio.worker import Interceptor, Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logs
 from tenantflow.worker.approvals import FourEyes
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
+from tenantflow.worker.heartbeat_cap import HeartbeatCap
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
@@ -48,6 +49,14 @@ def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None
         use_worker_versioning=True,
         default_versioning_behavior=VersioningBehavior.PINNED,
     )
+
+
+def interceptors(settings: WorkerSettings) -> list[Interceptor]:
+    """Step logs and metrics, the four-eyes rule, and the heartbeat bound when one is set."""
+    chain: list[Interceptor] = [StepObservability(), FourEyes(settings.four_eyes_workflows)]
+    if settings.max_heartbeat_timeout_s is not None:
+        chain.append(HeartbeatCap(timedelta(seconds=settings.max_heartbeat_timeout_s)))
+    return chain
 
 
 async def run_worker(
@@ -82,7 +91,7 @@ async def run_worker(
             activities=activities,
             activity_executor=pool,
             max_concurrent_activities=settings.max_concurrent_activities,
-            interceptors=[StepObservability(), FourEyes(settings.four_eyes_workflows)],
+            interceptors=interceptors(settings),
             graceful_shutdown_timeout=timedelta(seconds=30),
             deployment_config=versioning,
         )

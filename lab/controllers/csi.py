@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 from typing import Any
 
+from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -369,4 +370,7 @@ async def run(ctx: LabContext) -> None:
     store = ctx.stores.get(CONTEXT)
     if store is None or ctx.weka is None:
         return
-    await reconcile_on_events([store], CsiWekafs(store, ctx.weka).reconcile)
+    # Weka's state changes by its API, not by events of the store: ctx.changes counts those writes too
+    await reconcile_on_events(
+        [store], CsiWekafs(store, ctx.weka).reconcile, changes=ctx.changes, idle_max_s=RESYNC_MAX_S
+    )

@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from tenantflow.lab.changes import RESYNC_MAX_S, RESYNC_MIN_S, Changes, Resync
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.konduktor import blob
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -236,24 +236,30 @@ class HubController:
                 self.hub.update_status({**job, "status": {**status, "conditions": remote_status["conditions"]}})
 
 
-async def reconcile_on_events(stores: list[Store], reconcile: Callable[[], None], period_s: float = 1.0) -> None:
-    """Run ``reconcile`` after every batch of store events (and every ``period_s``) until cancelled."""
-    loop = asyncio.get_running_loop()
-    wake = asyncio.Event()
-
-    def on_event(*_: object) -> None:
-        loop.call_soon_threadsafe(wake.set)
-
-    unsubscribe = [store.subscribe(on_event) for store in stores]
+async def reconcile_on_events(
+    stores: list[Store],
+    reconcile: Callable[[], None],
+    period_s: float = RESYNC_MIN_S,
+    *,
+    changes: Changes | None = None,
+    idle_max_s: float | None = None,
+) -> None:
+    """Run ``reconcile`` after every batch of events of ``stores`` (or of ``changes``, when given) and on a resync
+    period until cancelled. The period is ``period_s``; with ``idle_max_s`` it doubles while nothing changes, up to
+    that ceiling, and falls back to ``period_s`` on a change or a failed reconcile (which is retried)."""
+    wake = changes or Changes()
+    resync = Resync(period_s, idle_max_s if idle_max_s is not None else period_s)
+    unsubscribe = [store.subscribe(wake.bump) for store in stores]
     try:
         while True:
-            wake.clear()
+            seen = wake.revision
+            failed = False
             try:
                 reconcile()
             except ApiError as exc:
                 log.warning("reconcile failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=period_s)
+                failed = True
+            resync.after(await wake.wait(seen, resync.period_s) or failed)
             await asyncio.sleep(0.02)
     finally:
         for stop in unsubscribe:
@@ -265,4 +271,4 @@ async def run(ctx: LabContext) -> None:
     if hub is None:
         return
     controller = HubController(hub, ctx.stores)
-    await reconcile_on_events(list(ctx.stores.values()), controller.reconcile)
+    await reconcile_on_events(list(ctx.stores.values()), controller.reconcile, idle_max_s=RESYNC_MAX_S)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import HUB_CONTEXT, reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -99,4 +100,4 @@ async def run(ctx: LabContext) -> None:
         for stand_in in stand_ins:
             stand_in.reconcile()
 
-    await reconcile_on_events([s.store for s in stand_ins], reconcile)
+    await reconcile_on_events([s.store for s in stand_ins], reconcile, idle_max_s=RESYNC_MAX_S)

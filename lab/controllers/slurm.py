@@ -280,13 +280,17 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
     if ctx.ldap_url:
         tasks.append(
             asyncio.create_task(
-                host_users.sync_loop(ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir),
+                host_users.sync_loop(
+                    ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir, ctx.changes
+                ),
                 name="host-users",
             )
         )
     if (ctx.state_dir / "lab.json").exists():
         weka_url = f"http://127.0.0.1:{LabConfig.read(ctx.state_dir).weka_port}"
-        tasks.append(asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir), name="weka-mounts"))
+        tasks.append(
+            asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir, ctx.changes), name="weka-mounts")
+        )
     return tasks
 
 

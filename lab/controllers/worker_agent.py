@@ -27,6 +27,7 @@ import json
 import secrets
 from typing import Any
 
+from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import (
     CONFIG_REPORT,
@@ -247,4 +248,4 @@ async def run(ctx: LabContext) -> None:
         for agent in agents:
             agent.reconcile()
 
-    await reconcile_on_events(list(ctx.stores.values()), reconcile)
+    await reconcile_on_events(list(ctx.stores.values()), reconcile, idle_max_s=RESYNC_MAX_S)

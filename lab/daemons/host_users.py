@@ -8,7 +8,8 @@ nsscache) and :func:`publish` writes ``/var/lib/extrausers/passwd`` and ``group`
 after ``/etc/passwd`` once :func:`ensure_nsswitch` has added ``extrausers`` after ``files`` on the
 ``passwd`` and ``group`` lines of ``/etc/nsswitch.conf``. ``getent passwd alice``, ``sbatch --uid``,
 slurmctld and slurmstepd then all see the same uid/gid as the login pod. :func:`sync_loop` repeats the
-sync every second (nsscache's cron, shortened) and :func:`withdraw` removes the lab's entries when it
+sync at most every second while the lab changes and on a resync period backing off to half a minute while it
+is idle (nsscache's cron, shortened) and :func:`withdraw` removes the lab's entries when it
 stops; ``lab down`` stops it with ``lab serve``.
 
 Several labs can run on one host, each numbering its users from 2000, so one set of files cannot be
@@ -46,6 +47,7 @@ from typing import Any
 from ldap3 import SUBTREE
 
 from tenantflow.lab import pitfalls
+from tenantflow.lab.changes import Changes, follow
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.process import proc_start_time
 
@@ -320,25 +322,29 @@ def sync_once(url: str, bind_dn: str, password: str, state_dir: Path, root: Path
 
 
 async def sync_loop(
-    url: str, bind_dn: str, password: str, state_dir: Path, interval_s: float = SYNC_INTERVAL_S
+    url: str, bind_dn: str, password: str, state_dir: Path, changes: Changes, interval_s: float = SYNC_INTERVAL_S
 ) -> None:
-    """Sync every ``interval_s`` until cancelled, then withdraw the lab's entries. A failed sync keeps the last
-    files (a down or restarting slapd, like nsscache); it is logged when it starts failing, when the reason
-    changes and when it recovers."""
+    """Sync until cancelled, then withdraw the lab's entries: at most once per ``interval_s`` while the lab changes
+    (the Authentik stand-in writes the outpost's directory), on a backing-off resync period while it is idle
+    (:func:`follow`). A failed sync keeps the last files (a down or restarting slapd, like nsscache); it is logged
+    when it starts failing, when the reason changes and when it recovers."""
     ensure_nsswitch()
     failing: str | None = None
+
+    async def step() -> None:
+        nonlocal failing
+        try:
+            await asyncio.to_thread(sync_once, url, bind_dn, password, state_dir)
+        except Exception as exc:
+            if repr(exc) != failing:
+                log.warning("host users: sync from %s failed, keeping the last files: %r", url, exc)
+            failing = repr(exc)
+        else:
+            if failing is not None:
+                log.warning("host users: sync from %s works again", url)
+            failing = None
+
     try:
-        while True:
-            try:
-                await asyncio.to_thread(sync_once, url, bind_dn, password, state_dir)
-            except Exception as exc:
-                if repr(exc) != failing:
-                    log.warning("host users: sync from %s failed, keeping the last files: %r", url, exc)
-                failing = repr(exc)
-            else:
-                if failing is not None:
-                    log.warning("host users: sync from %s works again", url)
-                failing = None
-            await asyncio.sleep(interval_s)
+        await follow(changes, step, interval_s)
     finally:
         withdraw(state_dir)

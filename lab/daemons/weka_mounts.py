@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from tenantflow.lab.changes import Changes, follow
+
 log = logging.getLogger(__name__)
 
 FS_TYPE = "wekafs"
@@ -107,22 +109,26 @@ def apply(state_dir: Path, mounts: list[Mount]) -> None:
         tmp.replace(table)
 
 
-def read_snapshot(weka_url: str) -> dict[str, Any]:
-    response = httpx.get(f"{weka_url}/_lab/snapshot", timeout=5.0)
+def read_snapshot(client: httpx.Client, weka_url: str) -> dict[str, Any]:
+    response = client.get(f"{weka_url}/_lab/snapshot", timeout=5.0)
     response.raise_for_status()
     snapshot: dict[str, Any] = response.json()
     return snapshot
 
 
-def sync_once(weka_url: str, state_dir: Path) -> None:
-    apply(state_dir, wanted_mounts(read_snapshot(weka_url), state_dir))
+def sync_once(client: httpx.Client, weka_url: str, state_dir: Path) -> None:
+    apply(state_dir, wanted_mounts(read_snapshot(client, weka_url), state_dir))
 
 
-async def sync_loop(weka_url: str, state_dir: Path, interval_s: float = SYNC_INTERVAL_S) -> None:
-    """Follow the Weka emulator until cancelled (the mounts stay: they are the lab's data)."""
-    while True:
+async def sync_loop(weka_url: str, state_dir: Path, changes: Changes, interval_s: float = SYNC_INTERVAL_S) -> None:
+    """Follow the Weka emulator until cancelled (the mounts stay: they are the lab's data): at most once per
+    ``interval_s`` while the lab changes, on a backing-off resync period while it is idle (:func:`follow`)."""
+
+    async def step() -> None:
         try:
-            await asyncio.to_thread(sync_once, weka_url, state_dir)
+            await asyncio.to_thread(sync_once, client, weka_url, state_dir)
         except Exception as exc:
             log.warning("weka mounts: sync from %s failed: %s", weka_url, exc)
-        await asyncio.sleep(interval_s)
+
+    with httpx.Client() as client:
+        await follow(changes, step, interval_s)

@@ -29,6 +29,16 @@ from tests.integration.runs import offboard
 from tests.labfixture import whole_lab
 from tests.workflows.contract import EXAMPLES
 
+HEARTBEAT_BOUND = "heartbeat_bound"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{HEARTBEAT_BOUND}(seconds): the rig's worker lowers every step's heartbeat timeout to that bound "
+        "(TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S), so a test that kills it mid-step waits that long, not the minute",
+    )
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
@@ -83,10 +93,14 @@ class Rig:
 
 
 @pytest_asyncio.fixture
-async def rig(chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path: Path) -> AsyncIterator[Rig]:
+async def rig(
+    chaos_server: DevServer, chaos_lab: LabEndpoints, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Rig]:
     queue = f"chaos-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "worker.log"
-    worker = WorkerProcess(chaos_server.address, queue, chaos_lab, log)
+    bound = request.node.get_closest_marker(HEARTBEAT_BOUND)
+    env = {} if bound is None else {"TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S": str(bound.args[0])}
+    worker = WorkerProcess(chaos_server.address, queue, chaos_lab, log, **env)
     worker.start()
     try:
         yield Rig(await TenantflowClient.connect(settings(chaos_server.address, queue)), worker, log)

@@ -4,7 +4,8 @@ mid-step; runs end as undisturbed ones do, and a rollback outlives a slurmdbd ou
 * A fresh onboarding of tenant-foo (offboarded with purge first) meets four faults, each in a different step and
   each acted on when Temporal shows the attempt it hits (pending activities, :mod:`tests.chaos.daemons`):
   slapd SIGKILLed while ``identity.users`` writes (so ``identity.verify_ldap`` finds the outpost unreachable) and
-  restarted once verify has failed on it; the worker SIGKILLed inside ``kube.quota`` (the namespace just created);
+  restarted once verify has failed on it; the worker SIGKILLed inside ``kube.quota`` (the namespace just created;
+  the rig's worker bounds heartbeat timeouts to 30 s, so the step is retried after 30 s rather than a minute);
   slurmctld SIGKILLed inside ``slurm.partition`` and restarted once the step has failed on it; the dev server
   SIGKILLed while ``login.release`` runs. The run ends as the session's undisturbed onboarding did and the world
   equals the one it left (nothing lost, nothing duplicated). Latency faults hold each step open for its fault.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from temporalio.client import WorkflowHandle
 
 from tenantflow.lab.endpoints import LabEndpoints
@@ -68,6 +70,7 @@ def settle(lines: list[Scenario], source: Scenario, outcome: str) -> None:
         line.outcome = outcome
 
 
+@pytest.mark.heartbeat_bound(30)
 async def test_fresh_onboarding_outlives_slapd_slurmctld_worker_and_server_kills(
     rig: Rig, chaos_server: DevServer, chaos_lab: LabEndpoints, baseline: Baseline
 ) -> None:
