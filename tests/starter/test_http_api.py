@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest_asyncio
 from aiohttp import web
+from openapi_spec_validator import validate
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
@@ -105,3 +106,51 @@ async def test_a_change_that_renames_the_tenant_is_refused_with_the_reason(http:
         headers=AS_ALICE,
     )
     assert path.status_code == 422 and "cluster.kubeconfig" in path.json()["error"], path.text
+
+
+async def test_the_api_serves_its_openapi_document(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/openapi.json")).status_code == 401
+    served = await http.get("/openapi.json", headers=AS_ALICE)
+    assert served.status_code == 200, served.text
+    document = served.json()
+    validate(document)
+    assert document["openapi"] == "3.1.0"
+    approve = document["paths"]["/runs/{id}/gates/approve_plan"]["post"]
+    assert approve["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ApprovePlanBody"
+    }
+    assert {"200", "401", "403", "404", "409", "422"} <= set(approve["responses"])
+    assert document["components"]["schemas"]["TenantContract"]["required"] == [
+        "slug",
+        "display_name",
+        "cluster",
+        "users",
+    ]
+
+
+async def test_malformed_requests_get_a_problem_naming_the_reason_or_the_field(http: httpx.AsyncClient) -> None:
+    """Each of these answered 500 (aiohttp's text page) before the API turned every refusal into a problem."""
+    start = "/runs/onboarding"
+    truncated = await http.post(start, content=b'{"slug": ', headers=AS_ALICE)
+    assert truncated.status_code == 400 and "request body: not JSON (Expecting value" in truncated.json()["error"]
+    not_utf8 = await http.post(start, content=b'{"slug": "\xff"}', headers=AS_ALICE)
+    assert not_utf8.status_code == 400 and "not JSON" in not_utf8.json()["error"]
+    nested = await http.post(start, content=b"[" * 200_000, headers=AS_ALICE)
+    assert nested.status_code == 400 and "not JSON" in nested.json()["error"]
+    array = await http.post(start, json=[1], headers=AS_ALICE)
+    assert array.status_code == 400 and "expected a JSON object, not list" in array.json()["error"]
+    contract = example_tenant(unique_slug()).model_dump(mode="json")
+    wrong = await http.post(start, json={**contract, "users": "alice"}, headers=AS_ALICE)
+    assert wrong.status_code == 422 and wrong.json()["fields"] == ["contract.users"]
+    assert "contract.users: Input should be a valid list" in wrong.json()["error"]
+    oversized = await http.post(start, content=b" " * (2 << 20), headers=AS_ALICE)
+    assert oversized.status_code == 413 and "Maximum request body size" in oversized.json()["error"]
+    nowhere = await http.get("/runz", headers=AS_ALICE)
+    assert nowhere.status_code == 404 and nowhere.json()["error"].startswith("no route GET /runz")
+    wrong_method = await http.delete("/tenants/tenant-x/change", headers=AS_ALICE)
+    assert wrong_method.status_code == 405 and "(allowed: POST)" in wrong_method.json()["error"]
+    gate = await http.post("/runs/tenant/x/gates/approve-plan", json={}, headers=AS_ALICE)
+    assert gate.status_code == 422 and gate.json()["fields"] == ["gate"], gate.text
+    assert "answer one of submissions_paused" in gate.json()["error"]
+    slug = await http.get("/tenants/Tenant_X/term", headers=AS_ALICE)
+    assert slug.status_code == 422 and slug.json()["fields"] == ["slug"]
