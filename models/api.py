@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import DNS_LABEL, WorkerEnrollment
@@ -70,7 +70,13 @@ class RunSummary(Strict):
     closed: datetime | None
 
 
-class RunsQuery(Strict):
+class Params(BaseModel):
+    """Path and query parameters: closed like :class:`Strict`, but taken as sent (a workflow id may hold spaces)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunsQuery(Params):
     """The filters of ``GET /runs`` (the search attributes every run carries)."""
 
     tenant: str | None = Field(None, pattern=SLUG_PATTERN, max_length=32, description="tenant slug")
@@ -80,16 +86,16 @@ class RunsQuery(Strict):
     limit: int = Field(100, ge=1, le=1000)
 
 
-class TenantPath(Strict):
+class TenantPath(Params):
     slug: str = Field(..., pattern=SLUG_PATTERN, max_length=32, description="the tenant's slug (tenant-<name>)")
 
 
-class WorkerPath(Strict):
+class WorkerPath(Params):
     namespace: str = Field(..., pattern=DNS_LABEL, description="the organization's namespace on the Hub")
     worker: str = Field(..., pattern=DNS_LABEL, description="the worker cluster's name in that namespace")
 
 
-class RunPath(Strict):
+class RunPath(Params):
     id: str = Field(
         ...,
         min_length=1,

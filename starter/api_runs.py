@@ -213,8 +213,8 @@ async def start_decommission(request: web.Request) -> web.Response:
     if (contract.tenant_namespace, contract.worker_name) != (where.namespace, where.worker):
         raise ApiProblem(
             422,
-            f"contract: is the contract of {contract.tenant_namespace}/{contract.worker_name}, not "
-            f"{where.namespace}/{where.worker}",
+            f"contract.tenant_namespace, contract.worker_name: the contract is of {contract.tenant_namespace}/"
+            f"{contract.worker_name}, not {where.namespace}/{where.worker}; send the contract of that worker",
             ["contract.tenant_namespace", "contract.worker_name"],
         )
     refuse_kubeconfig_paths(contract, "request body: contract")

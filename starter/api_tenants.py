@@ -94,7 +94,9 @@ async def start_offboarding(request: web.Request) -> web.Response:
     body = await body_as(request, OffboardRequest)
     contract = body.contract or await recorded_contract(client_of(request), slug)
     if contract.slug != slug:
-        raise ApiProblem(422, f"contract.slug: is {contract.slug}, not {slug}; send the contract of {slug}", ["slug"])
+        raise ApiProblem(
+            422, f"contract.slug: is {contract.slug}, not {slug}; send the contract of {slug}", ["contract.slug"]
+        )
     refuse_kubeconfig_paths(contract, "request body: contract")
     return started(await client_of(request).start_offboarding(contract, body.purge_data, on_behalf_of=user_of(request)))
 

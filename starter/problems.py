@@ -19,7 +19,7 @@ from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedErro
 from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.api import Problem
-from tenantflow.models.explain import format_validation_error
+from tenantflow.models.explain import field_path, format_validation_error
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
 
@@ -47,8 +47,13 @@ class ApiProblem(Exception):
 
 def invalid(source: str, exc: ValidationError) -> ApiProblem:
     """422 for what ``exc`` refuses in ``source`` (the body, the path, the query): one line per field and fix."""
-    fields = [".".join(str(part) for part in error["loc"]) for error in exc.errors()]
-    return ApiProblem(422, format_validation_error(source, exc), [f for f in fields if f])
+    fields = [field_path(error["loc"]) for error in exc.errors() if error["loc"]]
+    return ApiProblem(422, format_validation_error(source, exc), fields)
+
+
+def not_json(constant: str) -> None:
+    """Python's parser takes ``NaN`` and ``Infinity``; JSON (RFC 8259) has no such numbers."""
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
@@ -57,7 +62,7 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=not_json)
     except (ValueError, RecursionError) as exc:
         raise ApiProblem(400, f"request body: not JSON ({exc}); send a JSON object ({SCHEMA_HINT})") from None
     if not isinstance(data, dict):
