@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from tenantflow.models.base import Strict
-from tenantflow.models.gates import APPROVER_PATTERN
+from tenantflow.models.gates import APPROVER_PATTERN, proof_field
 from tenantflow.models.status import TermOutcome
 from tenantflow.models.tenant import TenantContract
 
@@ -71,6 +71,7 @@ class RenewTerm(Strict):
         description="who renews: the HTTP API's token user or the Temporal client's identity, never free text",
     )
     comment: str = Field("", max_length=1000)
+    proof: str | None = proof_field()
 
 
 NoticeKind = Literal["term.reminder", "term.renewed", "term.expired"]

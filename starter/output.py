@@ -88,11 +88,17 @@ def answered(workflow_id: str, answer: str, output: str) -> None:
 
 
 def print_outcome(outcome: Any, output: str) -> None:
+    """A run's result: JSON, or its handover sheet (its approvals section marks the verified approvers), else its
+    status and message; then each approval whose approver was only declared, saying so."""
     if output == "json":
         emit(outcome.model_dump(mode="json"), output)
     elif getattr(outcome, "handover", None) is not None:
         console.print(outcome.handover.markdown, markup=False, highlight=False)
     else:
         console.print(f"{outcome.status}: {getattr(outcome, 'message', '')}")
+    declared = [a for a in getattr(outcome, "approvals", []) if a.established == "declared"]
+    if output != "json":
+        for approval in declared:
+            console.print(f"note: {approval.describe_established()}", markup=False, highlight=False)
     if outcome.status != RunOutcome.completed:
         raise typer.Exit(EXIT_RUN_FAILED)

@@ -22,13 +22,15 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Interceptor, Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logs
-from tenantflow.worker.approvals import FourEyes
+from tenantflow.worker.approvals import ApprovalRules, Approvals, GatePolicy
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.heartbeat_cap import HeartbeatCap
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
+from tenantflow.worker.principals import IdentityMap
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
+from tenantflow.worker.signatures import AllowedSigners
 from tenantflow.worker.temporal import TemporalConnectError, connect
 
 log = structlog.get_logger("tenantflow.worker")
@@ -51,9 +53,28 @@ def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None
     )
 
 
+def approval_rules(settings: WorkerSettings) -> ApprovalRules:
+    """What gate answers must prove (``TENANTFLOW_VERIFIED_APPROVERS``, ``TENANTFLOW_FOUR_EYES``), with the identity
+    map and allowed signers they are checked against; a file that cannot be read raises naming its setting."""
+    rules = ApprovalRules(
+        four_eyes=GatePolicy.parse(settings.four_eyes),
+        verified=GatePolicy.parse(settings.verified_approvers),
+        identities=IdentityMap.load(settings.principals_file),
+        signers=AllowedSigners.load(settings.allowed_signers_file) if settings.allowed_signers_file else None,
+    )
+    guarded = sorted(rules.four_eyes.workflow_types | rules.verified.workflow_types)
+    if guarded and (settings.principals_file is None or rules.signers is None):
+        log.warning(
+            "approvals of these workflows need a verified, distinct principal, but TENANTFLOW_PRINCIPALS or "
+            "TENANTFLOW_ALLOWED_SIGNERS is unset: every approval of them will be refused until both are set",
+            workflows=guarded,
+        )
+    return rules
+
+
 def interceptors(settings: WorkerSettings) -> list[Interceptor]:
-    """Step logs and metrics, the four-eyes rule, and the heartbeat bound when one is set."""
-    chain: list[Interceptor] = [StepObservability(), FourEyes(settings.four_eyes_workflows)]
+    """Step logs and metrics, the approval rules, and the heartbeat bound when one is set."""
+    chain: list[Interceptor] = [StepObservability(), Approvals(approval_rules(settings))]
     if settings.max_heartbeat_timeout_s is not None:
         chain.append(HeartbeatCap(timedelta(seconds=settings.max_heartbeat_timeout_s)))
     return chain

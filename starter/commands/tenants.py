@@ -99,6 +99,7 @@ def handover(
                 plan_hash=record.run.plan_hash,
                 applied=record.applied,
                 handover=record.handover,
+                approvals=record.run.approvals,
             )
         api = await TenantflowClient.connect()
         workflow_id = onboarding_id(slug)
