@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,6 +14,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from tenantflow.activities.records import lifecycle
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.approvals import Approvals
 from tenantflow.worker.codec import PLAIN
@@ -48,14 +50,16 @@ async def four_eyes_worker(
 ) -> AsyncIterator[str]:
     """Yield the task queue of a worker with the approval rules of ``WorkerSettings(**settings)`` (four-eyes and
     verified approvers for every guarded workflow type unless ``settings`` say otherwise, with the session's
-    principals and allowed signers) over onboarding, offboarding and lifecycle."""
+    principals and allowed signers) over onboarding, offboarding and lifecycle (its notices only logged)."""
     queue = f"four-eyes-{uuid.uuid4().hex[:8]}"
     guarded = {"TENANTFLOW_FOUR_EYES": GUARDED_WORKFLOWS, "TENANTFLOW_VERIFIED_APPROVERS": GUARDED_WORKFLOWS}
-    async with Worker(
-        env.client,
-        task_queue=queue,
-        workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle],
-        activities=(world or FakeWorld()).activities(),
-        interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],
-    ):
-        yield queue
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        async with Worker(
+            env.client,
+            task_queue=queue,
+            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle],
+            activities=[*(world or FakeWorld()).activities(), *lifecycle.ACTIVITIES],
+            activity_executor=pool,
+            interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],
+        ):
+            yield queue
