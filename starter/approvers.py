@@ -10,9 +10,14 @@ so that its approval passes the four-eyes rule the way a real one does.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from temporalio.client import Client
+
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.principals import PRINCIPALS_ENV
 from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, ApprovalSigner, write_key
 
@@ -43,3 +48,28 @@ class LocalApprovers:
     def env(self) -> dict[str, str]:
         """The worker's settings that point at these files."""
         return {PRINCIPALS_ENV: str(self.principals_file), ALLOWED_SIGNERS_ENV: str(self.allowed_signers_file)}
+
+
+@dataclass(frozen=True)
+class StandInOperators:
+    """Two people who exist only for a demo or a bench, each with a key: one starts runs, the other approves them,
+    as the four-eyes rule and verified approvers (on by default) require."""
+
+    trust: LocalApprovers
+    requester: str
+    approver: str
+
+    @classmethod
+    def make(cls, directory: Path, requester: str, approver: str) -> StandInOperators:
+        """Fresh principals ``requester`` and ``approver`` (and their keys) in ``directory``, emptied first."""
+        shutil.rmtree(directory, ignore_errors=True)
+        trust = LocalApprovers(directory)
+        for name in (requester, approver):
+            trust.add(name)
+        return cls(trust, requester, approver)
+
+    def client(self, client: Client, task_queue: str, principal: str) -> TenantflowClient:
+        """A client that starts runs and answers gates as ``principal``, signing with its key."""
+        return TenantflowClient(
+            client, task_queue, ApprovalSigner(self.trust.directory / f"{principal}.key"), principal
+        )

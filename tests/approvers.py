@@ -6,8 +6,8 @@ workflow type. :func:`session_approvers` makes, once per test process, an identi
 (in-process with ``run_worker``, or as a subprocess inheriting the environment) checks approvals against them.
 Each principal has its own key:
 
-- ``tester``: the identities this process starts runs under (the SDK's default client identity ``pid@host`` and
-  tenantflow's ``user@host``);
+- ``tester``: the identities this process starts runs under (the SDK's default client identity ``pid@host``,
+  tenantflow's ``user@host``, the subject of the tests' mTLS client certificate);
 - ``reviewer``: a second person: :func:`reviewer` answers gates as them, verified;
 - ``alice`` and ``bob`` (``alice@ops-host``, ``alice@laptop``; ``bob@ops-host``), for the four-eyes tests;
 - ``tenantflow-api`` (``tenantflow-api@api-host``), whose key may sign for anyone (``*``), as the HTTP API's does.
@@ -36,7 +36,7 @@ REVIEWER = "reviewer"
 API = "tenantflow-api"
 TESTER_IDENTITIES = (f"{os.getpid()}@{socket.gethostname()}", f"{getpass.getuser()}@{socket.gethostname()}")
 PRINCIPALS: Mapping[str, tuple[tuple[str, ...], str | None]] = {
-    TESTER: (TESTER_IDENTITIES, None),
+    TESTER: ((*TESTER_IDENTITIES, "CN=worker"), None),  # CN=worker: tests/worker/test_temporal_tls.py's mTLS client
     REVIEWER: ((), None),
     "alice": (("alice@ops-host", "alice@laptop"), None),
     "bob": (("bob@ops-host",), None),

@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TASK_QUEUE = "tenantflow"
 GUARDED_WORKFLOWS = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
-"""Where the four-eyes rule and verified approvers should hold: onboarding, change, offboarding (its plan and the
+"""Where the four-eyes rule and verified approvers hold by default: onboarding, change, offboarding (its plan and the
 purge), decommission (the reset plan) and renew."""
 
 
@@ -53,14 +53,14 @@ class WorkerSettings(TemporalSettings):
         None, alias="TENANTFLOW_ENV_FILE", description="dotenv file (e.g. the lab's lab.env) loaded at start"
     )
     four_eyes: str = Field(
-        "",
+        GUARDED_WORKFLOWS,
         alias="TENANTFLOW_FOUR_EYES",
         description="comma-separated workflow types (TenantOnboarding) or gates of one "
         "(TenantOffboarding.confirm_purge) that the principal who started the run (or asked for the renewal) "
         "cannot approve; empty: nowhere",
     )
     verified_approvers: str = Field(
-        "",
+        GUARDED_WORKFLOWS,
         alias="TENANTFLOW_VERIFIED_APPROVERS",
         description="comma-separated workflow types or Type.gate whose answers need a verified approver (a signed "
         "proof); elsewhere a declared one (a Temporal UI payload) counts too; empty: nowhere",

@@ -16,6 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.principals import IdentityMap
+from tenantflow.worker.signatures import AllowedSigners
 from tests.packaging.envvars import listed, worker_variables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,3 +126,31 @@ def test_the_variable_scan_finds_settings_and_environ_reads() -> None:
     read = worker_variables()
     assert {"TEMPORAL_ADDRESS", "AUTHENTIK_TOKEN", "TENANTFLOW_SMOKE_WRITE_MB", "TENANTFLOW_HEALTH_PORT"} <= read
     assert "TENANTFLOW_CODEC_KEYS" in read, "os.environ.get(KEYS_ENV) in worker/codec.py, through the constant"
+
+
+def guarded_in(env_file: Path) -> dict[str, str]:
+    """The approval settings an env file sets (uncommented)."""
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line and line[0] != "#")
+    return {name: values[name] for name in ("TENANTFLOW_FOUR_EYES", "TENANTFLOW_VERIFIED_APPROVERS") if name in values}
+
+
+def test_four_eyes_and_verified_approvers_are_on_in_what_ships(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TENANTFLOW_FOUR_EYES", raising=False)
+    monkeypatch.delenv("TENANTFLOW_VERIFIED_APPROVERS", raising=False)
+    defaults = WorkerSettings()
+    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+    assert defaults.four_eyes == defaults.verified_approvers == guarded, "on without any setting"
+    on = {"TENANTFLOW_FOUR_EYES": guarded, "TENANTFLOW_VERIFIED_APPROVERS": guarded}
+    assert guarded_in(ROOT / "worker.env.example") == on
+    assert guarded_in(ROOT / "deploy" / "base" / "worker-config.env") == on
+    worker = services["worker"]
+    assert worker["environment"]["TENANTFLOW_PRINCIPALS"] == "/etc/tenantflow/approvals/principals.toml"
+    assert worker["environment"]["TENANTFLOW_ALLOWED_SIGNERS"] == "/etc/tenantflow/approvals/allowed_signers"
+    assert "${APPROVALS_DIR:-./approvals}:/etc/tenantflow/approvals:ro" in worker["volumes"]
+    header = (ROOT / "docker-compose.yml").read_text().split("\nservices:")[0]
+    assert "cp -r deploy/base/approvals approvals" in header and "ON by default" in header
+    shipped = ROOT / "deploy" / "base" / "approvals"
+    assert IdentityMap.load(shipped / "principals.toml").principal("Alice@Ops-Laptop") == "alice"
+    assert AllowedSigners.load(shipped / "allowed_signers").signers == (), "no key is trusted until one is added"
