@@ -25,6 +25,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
+from temporalio.converter import WorkflowSerializationContext
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.types import MethodAsyncSingleParam
@@ -261,7 +262,9 @@ class TenantflowClient:
         """The input the latest run of ``workflow_id`` was started with."""
         history = await self.handle(workflow_id).fetch_history()
         started = history.events[0].workflow_execution_started_event_attributes
-        [params] = await self.client.data_converter.decode(started.input.payloads, [input_type])
+        context = WorkflowSerializationContext(namespace=self.client.namespace, workflow_id=workflow_id)
+        converter = self.client.data_converter.with_context(context)
+        [params] = await converter.decode(started.input.payloads, [input_type])
         decoded: T = params
         return decoded
 

@@ -31,6 +31,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
+from tenantflow.worker.codec import CodecError
+from tenantflow.worker.signatures import ProofError
 
 T = TypeVar("T")
 
@@ -59,6 +61,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except (ProofError, CodecError) as exc:  # an approval key or codec setting that cannot be used
+        errors.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     except (RunAlreadyActive, Refused) as exc:
         errors.print(f"[red]{exc}[/red]")

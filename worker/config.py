@@ -36,6 +36,12 @@ class TemporalSettings(BaseSettings):
         description="accept unencrypted payloads although keys are configured "
         "(only while plaintext histories written before are open)",
     )
+    require_encryption: bool = Field(
+        False,
+        alias="TENANTFLOW_REQUIRE_ENCRYPTION",
+        description="refuse to start without codec keys (TENANTFLOW_CODEC_KEY_FILE or TENANTFLOW_CODEC_KEYS) "
+        "rather than send plaintext payloads",
+    )
     approval_key: Path | None = Field(
         None,
         alias="TENANTFLOW_APPROVAL_KEY",

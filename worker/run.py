@@ -23,6 +23,7 @@ from temporalio.worker import Interceptor, Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logs
 from tenantflow.worker.approvals import ApprovalRules, Approvals, GatePolicy
+from tenantflow.worker.codec import EncryptionRequired
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.heartbeat_cap import HeartbeatCap
@@ -117,6 +118,11 @@ async def run_worker(
             deployment_config=versioning,
         )
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
+        if client.data_converter.payload_codec is None:
+            log.warning(
+                "payloads are not encrypted: no TENANTFLOW_CODEC_KEY_FILE or TENANTFLOW_CODEC_KEYS (set "
+                "TENANTFLOW_REQUIRE_ENCRYPTION=true to refuse to start without them)"
+            )
         log.info(
             "worker started",
             address=client.service_client.config.target_host,
@@ -135,7 +141,8 @@ async def run_worker(
 
 
 def main() -> None:
-    """Run the worker; a connection that fails ends it with exit code 1 and the message naming the setting."""
+    """Run the worker; a connection that fails, or encryption required without keys, ends it with exit code 1 and
+    the message naming the setting."""
     settings = WorkerSettings()
     logs.configure(settings.log_format, settings.log_level)
 
@@ -148,4 +155,7 @@ def main() -> None:
         asyncio.run(serve())
     except TemporalConnectError as exc:
         print(f"tenantflow worker: cannot connect to Temporal: {exc.message}", file=sys.stderr)
+        sys.exit(1)
+    except EncryptionRequired as exc:
+        print(f"tenantflow worker: {exc}", file=sys.stderr)
         sys.exit(1)

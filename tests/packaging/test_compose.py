@@ -154,3 +154,10 @@ def test_four_eyes_and_verified_approvers_are_on_in_what_ships(
     shipped = ROOT / "deploy" / "base" / "approvals"
     assert IdentityMap.load(shipped / "principals.toml").principal("Alice@Ops-Laptop") == "alice"
     assert AllowedSigners.load(shipped / "allowed_signers").signers == (), "no key is trusted until one is added"
+
+
+def test_the_worker_refuses_to_run_without_its_codec_keys(services: dict[str, dict[str, Any]]) -> None:
+    worker = services["worker"]["environment"]
+    assert worker["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and worker["TENANTFLOW_CODEC_KEY_FILE"]
+    shipped = dict(line.split("=", 1) for line in (ROOT / "deploy/base/worker-config.env").read_text().splitlines())
+    assert shipped["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and shipped["TENANTFLOW_CODEC_KEY_FILE"]
