@@ -89,7 +89,7 @@ def test_temporal_is_the_maintained_server_on_an_explicit_schema_and_retention(
 def test_the_ui_decodes_through_the_codec_server(services: dict[str, dict[str, Any]]) -> None:
     ui, codec = services["temporal-ui"], services["codec-server"]
     assert ui["environment"]["TEMPORAL_CODEC_ENDPOINT"] == "http://localhost:8081"
-    assert "8081:8081" in codec["ports"]
+    assert "${TEMPORAL_BIND:-127.0.0.1}:8081:8081" in codec["ports"]
     command = codec["command"]
     assert command[0] == "codec-server"
     assert command[command.index("--cors-origin") + 1] == ui["environment"]["TEMPORAL_CORS_ORIGINS"]
@@ -161,3 +161,14 @@ def test_the_worker_refuses_to_run_without_its_codec_keys(services: dict[str, di
     assert worker["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and worker["TENANTFLOW_CODEC_KEY_FILE"]
     shipped = dict(line.split("=", 1) for line in (ROOT / "deploy/base/worker-config.env").read_text().splitlines())
     assert shipped["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and shipped["TENANTFLOW_CODEC_KEY_FILE"]
+
+
+def test_temporal_and_its_ui_are_published_on_loopback_only(services: dict[str, dict[str, Any]]) -> None:
+    published = {name: service.get("ports", []) for name, service in services.items()}
+    loopback = "${TEMPORAL_BIND:-127.0.0.1}"
+    for name, port in (("temporal", 7233), ("temporal-ui", 8080), ("codec-server", 8081)):
+        assert published[name] == [f"{loopback}:{port}:{port}"], (name, published[name])
+    header = (ROOT / "docker-compose.yml").read_text().split("\nservices:")[0]
+    assert "127.0.0.1 only" in header and "authorizer" in header
+    readme = (ROOT / "README.md").read_text()
+    assert "TEMPORAL_AUTH_AUTHORIZER=default" in readme and "TEMPORAL_AUTH_CLAIM_MAPPER=default" in readme
