@@ -8,6 +8,9 @@ into a rerun B of the same plan is refused. The principals and keys are the sess
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
@@ -17,6 +20,7 @@ from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.proofs import ApprovalStatement
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.devserver import binary
 from tests.approvers import API, session_approvers
 from tests.security.four_eyes import UNSIGNED, client_as, four_eyes_worker
 from tests.starter.conftest import unique_slug
@@ -49,6 +53,30 @@ async def test_a_raw_update_without_proof_does_not_approve_and_says_how(dev_env:
         assert f"tenantflow approve {handle.id}" in message and "TENANTFLOW_APPROVAL_KEY" in message
         status = await alice.status(handle.id)
         assert status.stage == "gate:approve_plan" and not status.approvals, "the refusal changed nothing"
+        await alice.reject(handle.id, "test over")
+
+
+async def test_the_temporal_cli_cannot_approve_without_proof(dev_env: WorkflowEnvironment) -> None:
+    """The acceptance check as written: ``temporal workflow update execute --name approve_plan --input '{"plan_hash":
+    H, "approver": "bob"}'`` (the real CLI, a client with no key) does not approve, and says how to."""
+    async with four_eyes_worker(dev_env) as queue:
+        alice = await client_as(dev_env, "alice@laptop", queue)
+        handle, plan_hash = await at_plan_gate(alice, unique_slug())
+        update = ["workflow", "update", "execute", "--workflow-id", handle.id, "--name", "approve_plan"]
+        cli = await asyncio.create_subprocess_exec(
+            binary("temporal"),
+            *update,
+            "--input",
+            json.dumps({"plan_hash": plan_hash, "approver": "bob"}),
+            "--address",
+            dev_env.client.service_client.config.target_host,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await cli.communicate()
+        assert cli.returncode != 0, out.decode()
+        assert "needs a verified approver" in err.decode() and "tenantflow approve" in err.decode()
+        assert (await alice.status(handle.id)).stage == "gate:approve_plan"
         await alice.reject(handle.id, "test over")
 
 
