@@ -5,7 +5,7 @@ approver is a name in the payload, and only a proof makes it more than a claim. 
 interceptor that checks every gate answer (``approve_plan``, ``reject_plan``, each yes/no gate's update such as
 ``confirm_purge``, the older ``answer_gate``, the lifecycle's ``renew``; any update or signal carrying an
 :class:`ApprovePlan`, :class:`RejectPlan`, :class:`GateAnswer` or :class:`RenewTerm`) in the update validator,
-before the run sees it:
+after the run's own validator (the gate is open, the hash current) and before the run sees it:
 
 1. **Proof.** An answer with ``proof`` must carry an SSH signature of its own approval statement (namespace,
    workflow id, run id, gate, plan hash, approver: :mod:`tenantflow.models.proofs`) by a key the allowed-signers
@@ -201,8 +201,8 @@ class Approvals(Interceptor):
 
         class Inbound(WorkflowInboundInterceptor):
             def handle_update_validator(self, input: HandleUpdateInput) -> None:
+                super().handle_update_validator(input)  # the run's own checks first: the gate open, the hash current
                 check(input.update, input.args)
-                super().handle_update_validator(input)
 
             async def handle_signal(self, input: HandleSignalInput) -> None:
                 try:
