@@ -221,6 +221,8 @@ def verify(
     try:
         signature = SshSignature.parse(proof)
         key = ed25519_key(signature.public_key)
+        algorithm, offset = read_string(signature.signature, 0)
+        raw, _ = read_string(signature.signature, offset)
     except (ProofFormatError, ValueError) as exc:
         raise ProofError(f"the proof is not an SSH signature tenantflow can check: {exc}") from None
     if signature.namespace != SIGNATURE_NAMESPACE or signature.hash_algorithm not in HASHES:
@@ -228,8 +230,6 @@ def verify(
             f"the proof was signed for namespace {signature.namespace!r} with {signature.hash_algorithm}, "
             f"not {SIGNATURE_NAMESPACE!r} with {' or '.join(HASHES)}"
         )
-    algorithm, offset = read_string(signature.signature, 0)
-    raw, _ = read_string(signature.signature, offset)
     try:
         if algorithm.decode(errors="replace") != KEY_TYPE:
             raise InvalidSignature
