@@ -29,9 +29,9 @@ from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.heartbeat_cap import HeartbeatCap
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
-from tenantflow.worker.principals import IdentityMap
+from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
-from tenantflow.worker.signatures import AllowedSigners
+from tenantflow.worker.signatures import AllowedSigners, SignersFileError
 from tenantflow.worker.temporal import TemporalConnectError, connect
 
 log = structlog.get_logger("tenantflow.worker")
@@ -95,6 +95,7 @@ async def run_worker(
     function makes the client) the Temporal SDK's metrics.
     """
     load_env_file(settings)
+    chain = interceptors(settings)  # before connecting: an unreadable identity map or signers file stops the start
     sdk_metrics: str | None = None
     if client is None:
         runtime = None
@@ -113,7 +114,7 @@ async def run_worker(
             activities=activities,
             activity_executor=pool,
             max_concurrent_activities=settings.max_concurrent_activities,
-            interceptors=interceptors(settings),
+            interceptors=chain,
             graceful_shutdown_timeout=timedelta(seconds=30),
             deployment_config=versioning,
         )
@@ -141,8 +142,8 @@ async def run_worker(
 
 
 def main() -> None:
-    """Run the worker; a connection that fails, or encryption required without keys, ends it with exit code 1 and
-    the message naming the setting."""
+    """Run the worker; a connection that fails, encryption required without keys, or an identity map or
+    allowed-signers file that cannot be used ends it with exit code 1 and the message naming the setting."""
     settings = WorkerSettings()
     logs.configure(settings.log_format, settings.log_level)
 
@@ -156,6 +157,6 @@ def main() -> None:
     except TemporalConnectError as exc:
         print(f"tenantflow worker: cannot connect to Temporal: {exc.message}", file=sys.stderr)
         sys.exit(1)
-    except EncryptionRequired as exc:
+    except (EncryptionRequired, PrincipalsFileError, SignersFileError) as exc:
         print(f"tenantflow worker: {exc}", file=sys.stderr)
         sys.exit(1)
