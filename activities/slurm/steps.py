@@ -9,6 +9,7 @@ Every command runs in the slurmctld pod of ``contract.cluster`` (see
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from temporalio.exceptions import ApplicationError
 
@@ -203,17 +204,15 @@ def plan(inp: StepInput) -> list[PlanStep]:
 
 @defn(runbook.SLURM_ACCOUNTS)
 def accounts(inp: StepInput) -> StepResult:
-    ens = Ensurer(_ctl(inp.contract), inp.contract)
-    with _turn(inp.contract).held():
-        return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
+    ens = Ensurer(_ctl(inp.contract), inp.contract, _turn(inp.contract).held)
+    return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
 
 
 @defn(runbook.SLURM_QOS)
 def qos(inp: StepInput) -> StepResult:
     c = inp.contract
-    ens = Ensurer(_ctl(c), c)
-    with _turn(c).held():
-        return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
+    ens = Ensurer(_ctl(c), c, _turn(c).held)
+    return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
 
 
 @defn(runbook.SLURM_USERS)
@@ -225,8 +224,7 @@ def users(inp: StepInput) -> StepResult:
     if missing:
         raise fail("NotFound", f"QoS {', '.join(missing)} do not exist yet: slurm.qos must run before slurm.users")
     wait_resolved(ctl, c.usernames)
-    with _turn(c).held():
-        results = UserBatchEnsurer(ctl, c).run(want_users(c))
+    results = UserBatchEnsurer(ctl, c, _turn(c).held).run(want_users(c))
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:
@@ -288,7 +286,8 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         for r in reversed(inp.results)
         if r.kind != "partition"
     ]
-    with _turn(c).held():
+    made = any(r.outcome in (Outcome.created, Outcome.updated) for r in accounting)
+    with _turn(c).held() if made else nullcontext():
         done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
