@@ -46,18 +46,19 @@ async def client_as(
 
 @asynccontextmanager
 async def four_eyes_worker(
-    env: WorkflowEnvironment, world: FakeWorld | None = None, **settings: str
+    env: WorkflowEnvironment, world: FakeWorld | None = None, lifecycle_too: bool = False, **settings: str
 ) -> AsyncIterator[str]:
     """Yield the task queue of a worker with the approval rules of ``WorkerSettings(**settings)`` (four-eyes and
     verified approvers for every guarded workflow type unless ``settings`` say otherwise, with the session's
-    principals and allowed signers) over onboarding, offboarding and lifecycle (its notices only logged)."""
+    principals and allowed signers) over onboarding and offboarding, and with ``lifecycle_too`` the lifecycle a
+    completed onboarding starts (its notices only logged)."""
     queue = f"four-eyes-{uuid.uuid4().hex[:8]}"
     guarded = {"TENANTFLOW_FOUR_EYES": GUARDED_WORKFLOWS, "TENANTFLOW_VERIFIED_APPROVERS": GUARDED_WORKFLOWS}
     with ThreadPoolExecutor(max_workers=2) as pool:
         async with Worker(
             env.client,
             task_queue=queue,
-            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle],
+            workflows=[TenantOnboarding, TenantOffboarding, *([TenantLifecycle] if lifecycle_too else [])],
             activities=[*(world or FakeWorld()).activities(), *lifecycle.ACTIVITIES],
             activity_executor=pool,
             interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],

@@ -283,7 +283,7 @@ async def test_every_path_of_a_tenants_life_decodes_the_payloads_bound_to_it(
     encrypted = await connect(TemporalSettings(TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host))
     env = WorkflowEnvironment.from_client(encrypted)
     contract = example_tenant(f"tenant-b{uuid.uuid4().hex[:6]}")
-    async with four_eyes_worker(env, FakeWorld(present=True)) as queue:
+    async with four_eyes_worker(env, FakeWorld(present=True), lifecycle_too=True) as queue:
         alice = TenantflowClient(encrypted, queue, session_approvers().signers["alice"], "alice@ops-host")
         bob = TenantflowClient(encrypted, queue, session_approvers().signers["bob"], "bob@ops-host")
         onboarding = await alice.start_onboarding(contract)

@@ -28,7 +28,7 @@ async def refusal(attempt: object) -> str:
 async def test_renew_waits_for_another_principals_verified_approval(dev_env: WorkflowEnvironment) -> None:
     slug = f"tenant-r{uuid.uuid4().hex[:6]}"
     bob_key = session_approvers().signers["bob"]
-    async with four_eyes_worker(dev_env) as queue:
+    async with four_eyes_worker(dev_env, lifecycle_too=True) as queue:
         alice = await client_as(dev_env, "alice@laptop", queue)
         bob = await client_as(dev_env, "bob@ops-host", queue)
         end = await dev_env.get_current_time() + timedelta(days=365)
