@@ -12,9 +12,16 @@ from _pytest.terminal import TerminalReporter
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tests.approvers import SessionApprovers, session_approvers
 from tests.chaos.kit import STATS
 from tests.labfixture import whole_lab
 from tests.temporal_env import start_dev_server, start_time_skipping
+
+
+@pytest.fixture(scope="session", autouse=True)
+def approvers() -> SessionApprovers:
+    """The session's principals and keys, their settings exported before any worker starts (tests/approvers.py)."""
+    return session_approvers()
 
 
 @pytest_asyncio.fixture(scope="session")
