@@ -47,7 +47,7 @@ case "${1:-}" in
     lint >build/lint.log 2>&1 &
     lint_pid=$!
     tests=0
-    .venv/bin/pytest -n "${TENANTFLOW_TEST_WORKERS:-3}" --dist loadfile "${@:2}" || tests=$?
+    .venv/bin/pytest -n "${TENANTFLOW_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "${@:2}" || tests=$?
     linted=0
     wait "$lint_pid" || linted=$?
     echo "== lint (ruff, ruff format, mypy, lint-imports) =="

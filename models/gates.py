@@ -42,7 +42,13 @@ class ApprovePlan(Strict):
 
 
 class RejectPlan(Strict):
-    reason: str = Field(..., min_length=1, max_length=1000)
+    reason: str = Field(
+        ...,
+        min_length=1,
+        max_length=1000,
+        pattern=r"\S",
+        description="why the plan is rejected: not blank (surrounding whitespace is dropped)",
+    )
     approver: str = Field("operator", min_length=1, max_length=200, pattern=APPROVER_PATTERN)
     proof: str | None = proof_field()
 

@@ -29,6 +29,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
+from tests.approvers import reviewer
 from tests.integration.world import World, describe_diff
 from tests.labfixture import lab_env
 from tests.workflows.contract import example_tenant
@@ -102,7 +103,7 @@ async def start_approved(api: TenantflowClient, contract: TenantContract) -> Wor
     handle = await api.start_onboarding(contract)
     status = await api.wait_for_plan(handle.id)
     assert status.plan_hash, status
-    await api.approve(handle.id, status.plan_hash)
+    await reviewer(api).approve(handle.id, status.plan_hash)
     return handle
 
 
