@@ -1,5 +1,5 @@
 """Undoing the storage layer: quotas and Weka filesystems this run can prove it made (owner markers, recorded uids),
-and directory owners it corrected."""
+directory owners it corrected, and (a confirmed purge of a shared-org tenant) its directories."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.weka_client import Quota, WekaClient
 from tenantflow.activities.storage.layout import (
     deleted,
+    is_teardown,
     left_alone,
     org_is_ours,
     quota_targets,
     recorded_uid,
     tenant_session,
 )
-from tenantflow.activities.storage.owners import restore_owners
+from tenantflow.activities.storage.owners import purge_directories, restore_owners
 from tenantflow.models.results import (
     EnsureResult,
     Outcome,
@@ -73,17 +74,21 @@ def undo_quota(
 def undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
     """Delete the filesystems and the org this run created: by the uid it recorded, or (the step never returned)
     the tenant org that accepts the admin's derived password, the marker only tenantflow can write, and the
-    filesystems that org owns by name. Directories always stay; the owner a directory had before this run
-    corrected it is put back."""
+    filesystems that org owns by name. A rollback leaves directories where they are and puts back the owner a
+    directory had before this run corrected it; an offboarding (this step's deletions reach it only when the
+    purge was confirmed) removes the shared-org directories its plan lists as the tenant's."""
     undone = restore_owners(
         contract, [r for r in results if r.kind == "WekaDirectory" and r.outcome is Outcome.updated]
     )
     created = [r for r in results if r.outcome is Outcome.created]
-    undone.extend(
-        left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
-        for r in created
-        if r.kind == "WekaDirectory"
-    )
+    directories = [r for r in created if r.kind == "WekaDirectory"]
+    if is_teardown():
+        undone.extend(purge_directories(contract, directories))
+    else:
+        undone.extend(
+            left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
+            for r in directories
+        )
     fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:
