@@ -16,18 +16,22 @@ before: only the deactivated user records the runbook keeps may remain.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import subprocess
 from typing import Any
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from pydantic import ValidationError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
+from tests.chaos.racing import free_nodes
 from tests.integration.runs import offboard, onboard
 from tests.integration.world import World, diff, world_snapshot
 from tests.labfixture import lab_worker
@@ -46,6 +50,20 @@ def user(username: str, name: str, email: str) -> dict[str, Any]:
     return {"username": username, "name": name, "email": email, "ssh_keys": [ssh_key(username)]}
 
 
+def tenant(
+    slug: str, display_name: str, gpus: int, users: list[dict[str, Any]], isolation: str = "strict-org"
+) -> dict[str, Any]:
+    """A contract as written in a YAML file: ``gpus`` of ``h100-8x`` nodes, every other field at its default."""
+    return {
+        "slug": slug,
+        "display_name": display_name,
+        "cluster": CLUSTER,
+        "capacity": {"sku": "h100-8x", "gpus": gpus},
+        "users": users,
+        "storage": {"isolation": isolation},
+    }
+
+
 def sh(lab: LabEndpoints, *argv: str) -> str:
     done = subprocess.run(
         list(argv), env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=60, check=True
@@ -60,6 +78,13 @@ def kubectl(lab: LabEndpoints, *argv: str) -> str:
 def sacctmgr(lab: LabEndpoints, entity: str, where: str, fmt: str) -> list[str]:
     """``sacctmgr -P -n show`` rows, sorted."""
     return sorted(sh(lab, "sacctmgr", "-P", "-n", "show", entity, where, f"format={fmt}").splitlines())
+
+
+def groups_of(lab: LabEndpoints, uid: str) -> list[str]:
+    """The ``memberOf`` values of ``uid`` through the LDAP outpost (``ldapsearch``, lines unwrapped)."""
+    command, *rest = lab.ldapsearch(f"(uid={uid})", "memberOf")
+    out = sh(lab, command, "-o", "ldif-wrap=no", *rest)
+    return [line.removeprefix("memberOf: ") for line in out.splitlines() if line.startswith("memberOf: ")]
 
 
 def reserved_nodes(lab: LabEndpoints, slug: str) -> list[str]:
@@ -79,13 +104,7 @@ def assert_only_user_records_left(before: World, lab: LabEndpoints, usernames: l
 
 # -- (a) one node, one user -----------------------------------------------------------------------------------
 
-SOLO: dict[str, Any] = {
-    "slug": "tenant-solo",
-    "display_name": "Solo Research",
-    "cluster": CLUSTER,
-    "capacity": {"sku": "h100-8x", "gpus": 8},
-    "users": [user("sol", "Sol Single", "sol@tenant-solo.example")],
-}
+SOLO = tenant("tenant-solo", "Solo Research", 8, [user("sol", "Sol Single", "sol@tenant-solo.example")])
 SOLO_NODES = 1
 """8 GPUs of ``h100-8x`` nodes, 8 GPUs each (the runbook's SKU table): one node."""
 
@@ -125,10 +144,116 @@ async def test_a_one_node_one_user_tenant_onboards_and_offboards(
             assert sacctmgr(lab, "assoc", "account=ml-team-solo", "user") == ["", "sol"]
             partition = sh(lab, "scontrol", "-o", "show", "partition", "tenant-solo")
             assert f" Nodes={nodes[0]} " in partition, partition
-            assert "memberOf: cn=tenant-solo,ou=groups,dc=auth,dc=example,dc=internal" in sh(
-                lab, *lab.ldapsearch("(uid=sol)", "memberOf")
-            )
+            assert groups_of(lab, "sol") == ["cn=tenant-solo,ou=groups,dc=auth,dc=example,dc=internal"]
         finally:
             purged = await offboard(api, contract, purge=True)
     assert purged.status == "completed"
     assert_only_user_records_left(before, lab, ["sol"])
+
+
+# -- (b) the longest names, shared-org storage, beside another tenant -------------------------------------------
+
+LONG_SLUG = "tenant-0long--slug-shared-org-9"
+"""``tenant-`` and 24 characters, the most SLUG_PATTERN allows (first and last a letter or digit, ``--`` inside)."""
+LONG_SHORT = "0long--slug-shared-org-9"
+LONG_USERS = ("thirty-two-character-username-x-", "z--0123456789abcdefghijklmnopqrs", "q")
+"""32 characters (the most USERNAME_PATTERN allows), one ending in ``-``, one with ``--``; and the shortest, 1."""
+LONG_DISPLAY = "Ångström Über-Long Research Collective № 9 (Zürich / Kraków) — a tenant display name of 100 chars!!!"
+LONG_NAME = (
+    "O'Brien-Ñúñez, Zoë Łukasiewicz (ゾーイ), PhD — a researcher whose full name runs right up to the contract's "
+    "limit of one hundred and fifty characters...."
+)
+"""A comma and a quote (allowed in a person's name, not in the display name), non-Latin letters, 150 characters."""
+LONG_EMAIL = f"{'e' * 56}+shapes9@{'d' * 63}.{'o' * 63}.{'m' * 44}.example.internal"
+"""254 characters, the most the contract allows: a 64-character local part and DNS labels of at most 63."""
+LONG = tenant(
+    LONG_SLUG,
+    LONG_DISPLAY,
+    16,
+    [
+        user(LONG_USERS[0], LONG_NAME, LONG_EMAIL),
+        user(LONG_USERS[1], "Zed Double-Dash", "zed@long.example"),
+        user(LONG_USERS[2], "Q", "q@long.example"),
+    ],
+    "shared-org",
+)
+NEIGHBOUR = tenant("tenant-nbr", "Neighbour", 8, [user("nia", "Nia Next-Door", "nia@tenant-nbr.example")], "shared-org")
+SHARED_HOME, SHARED_SCRATCH = "home", "scratch"
+"""The platform's shared Weka filesystems (runbook 6b): /home/<user> is /<user> on one, /scratch/<slug> /<slug>."""
+
+
+def test_the_long_names_are_the_longest_the_contract_allows() -> None:
+    """The limits as the contract documents them (slug max 32 with the ``tenant-`` prefix and an alphanumeric last
+    character, usernames 32, display name 100, a person's name 150, email 254)."""
+    assert (len(LONG_SLUG), [len(u) for u in LONG_USERS]) == (31, [32, 32, 1])
+    assert (len(LONG_DISPLAY), len(LONG_NAME), len(LONG_EMAIL)) == (100, 150, 254)
+    assert f"tenant-{LONG_SHORT}" == LONG_SLUG
+    TenantContract.model_validate(LONG)
+    for longer in ({"slug": f"{LONG_SLUG}0"}, {"users": [user(f"{LONG_USERS[0]}0", "Too Long", "t@l.example")]}):
+        with pytest.raises(ValidationError):
+            TenantContract.model_validate({**LONG, **longer})
+
+
+def weka_paths(lab: LabEndpoints) -> dict[str, tuple[set[str], set[str]]]:
+    """Each shared filesystem's directories and the paths that carry a quota, from the Weka stand-in's state."""
+    filesystems = world_snapshot(lab)["weka"]["filesystems"]
+    return {
+        name: (set(filesystems[name]["directories"]), {q["path"] for q in filesystems[name]["quotas"]})
+        for name in (SHARED_HOME, SHARED_SCRATCH)
+    }
+
+
+def check_long_tenant(lab: LabEndpoints, result: OnboardingResult, nodes: list[str]) -> None:
+    """Every layer holds the long names as written in the contract."""
+    assert result.status == "completed", result.message
+    assert result.handover is not None
+    assert f"Login host: login.{LONG_SLUG}.example.internal (port 22)" in result.handover.markdown
+    assert kubectl(lab, "get", "namespace", LONG_SLUG, "-o", "name").strip() == f"namespace/{LONG_SLUG}"
+    assert reserved_nodes(lab, LONG_SLUG) == sorted(nodes)
+    assert sacctmgr(lab, "assoc", f"account=ml-team-{LONG_SHORT}", "user") == sorted(["", *LONG_USERS])
+    assert sacctmgr(lab, "qos", f"names=normal-{LONG_SHORT},interactive-{LONG_SHORT}", "name") == sorted(
+        [f"normal-{LONG_SHORT}", f"interactive-{LONG_SHORT}"]
+    )
+    for name in LONG_USERS:
+        assert groups_of(lab, name) == [f"cn={LONG_SLUG},ou=groups,dc=auth,dc=example,dc=internal"], name
+    people = {u["username"]: u for u in world_snapshot(lab)["authentik"]["users"].values()}
+    assert (people[LONG_USERS[0]]["name"], people[LONG_USERS[0]]["email"]) == (LONG_NAME, LONG_EMAIL)
+    paths = weka_paths(lab)
+    assert {f"/{u}" for u in LONG_USERS} <= paths[SHARED_HOME][0] & paths[SHARED_HOME][1]
+    assert f"/{LONG_SLUG}" in paths[SHARED_SCRATCH][0] & paths[SHARED_SCRATCH][1]
+
+
+async def test_long_names_in_the_shared_org_beside_another_tenant_onboard_and_purge_only_their_own(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
+    """Both tenants onboard at once, on nodes of their own (two onboardings that let tenantflow choose may race
+    for the same free nodes, and one then fails: tests/chaos/test_races.py); purging the long-named one removes
+    its directories and quotas from the shared filesystems and leaves the neighbour's; purging the neighbour leaves
+    the lab as it was."""
+    free = free_nodes(lab)
+    assert len(free) >= 3, free
+    long = TenantContract.model_validate({**LONG, "capacity": {**LONG["capacity"], "nodes": free[:2]}})
+    neighbour = TenantContract.model_validate({**NEIGHBOUR, "capacity": {**NEIGHBOUR["capacity"], "nodes": free[2:3]}})
+    before = world_snapshot(lab)
+    async with lab_worker(dev_env.client, lab) as api:
+        results = await asyncio.gather(onboard(api, long), onboard(api, neighbour), return_exceptions=True)
+        try:
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+            assert isinstance(results[1], OnboardingResult) and results[1].status == "completed", results[1]
+            assert isinstance(results[0], OnboardingResult)
+            check_long_tenant(lab, results[0], free[:2])
+
+            assert (await offboard(api, long, purge=True)).status == "completed"
+            paths = weka_paths(lab)
+            left = {f"/{u}" for u in LONG_USERS} & (paths[SHARED_HOME][0] | paths[SHARED_HOME][1])
+            assert not left, f"the purged tenant's homes are still on the shared filesystem: {left}"
+            assert f"/{LONG_SLUG}" not in paths[SHARED_SCRATCH][0] | paths[SHARED_SCRATCH][1]
+            assert "/nia" in paths[SHARED_HOME][0] & paths[SHARED_HOME][1]
+            assert "/tenant-nbr" in paths[SHARED_SCRATCH][0] & paths[SHARED_SCRATCH][1]
+        finally:
+            for contract, result in zip((long, neighbour), results, strict=True):
+                if isinstance(result, OnboardingResult):
+                    await offboard(api, contract, purge=True)
+    assert_only_user_records_left(before, lab, [*LONG_USERS, "nia"])
