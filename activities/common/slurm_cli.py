@@ -15,7 +15,7 @@ Every exec is bounded by ``exec_timeout_s``, below the activities' heartbeat tim
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -64,6 +64,19 @@ def text(value: str) -> str:
 
 def words(values: Iterable[str]) -> str:
     return ",".join(word(v) for v in values)
+
+
+BATCH = 100
+"""Names per command that lists users (``getent passwd``, ``scontrol ... users=``, ``sacctmgr ... name=``): the
+argv travels in the exec request's URL, one ``command=`` query parameter per argument, and the request line must
+stay well under the 8 KiB that HTTP servers and proxies in front of an apiserver commonly accept (aiohttp's
+``max_line_size`` 8190, nginx's ``large_client_header_buffers`` 8k); 100 names of the longest username the
+contract allows (32 characters) keep it near 4 KiB."""
+
+
+def batches(values: Sequence[str], size: int = BATCH) -> list[Sequence[str]]:
+    """``values`` cut into runs of at most ``size``, in order."""
+    return [values[start : start + size] for start in range(0, len(values), size)]
 
 
 # ---------------------------------------------------------------- durations
