@@ -320,8 +320,10 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         if weka is None:
             return [deleted(False, r) for r in changed]
         with weka:
-            present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
-            located = fan_out(lambda r: locate_quota(weka, contract, r), changed, "locate")
+            filesystems = {f.name: f.uid for f in weka.filesystems()}
+            present = {uid: weka.quotas(uid) for uid in filesystems.values()}
+            targets = {t.label: t for t in quota_targets(contract)}
+            located = fan_out(lambda r: locate_quota(weka, targets, filesystems, r), changed, "locate")
 
             def undo_one(pair: tuple[EnsureResult, EnsureResult | None]) -> EnsureResult:
                 result, found = pair

@@ -6,11 +6,11 @@ from __future__ import annotations
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.weka_client import Quota, WekaClient
 from tenantflow.activities.storage.layout import (
+    QuotaTarget,
     deleted,
     is_teardown,
     left_alone,
     org_is_ours,
-    quota_targets,
     recorded_uid,
     tenant_session,
 )
@@ -28,17 +28,21 @@ def quota_owner(contract: TenantContract) -> str:
     return f"tenantflow:{contract.slug}"
 
 
-def locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
-    """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
+def locate_quota(
+    weka: WekaClient, targets: dict[str, QuotaTarget], filesystems: dict[str, str], result: EnsureResult
+) -> EnsureResult | None:
+    """A quota result with its filesystem uid and inode (looked up by label when the step never returned);
+    ``targets``: the tenant's quota targets by label, ``filesystems``: the uid of each filesystem the session sees
+    by name, both read once for all results."""
     heartbeat(f"storage.undo: locate {result.name}")
     if result.data_as(WekaQuota).inode_id is not None:
         return result
-    target = next((t for t in quota_targets(contract) if t.label == result.name), None)
-    fs = next((f for f in weka.filesystems() if target and f.name == target.filesystem), None)
-    inode = weka.resolve_path(fs.uid, target.path) if fs and target else None
-    if fs is None or target is None or inode is None:
+    target = targets.get(result.name)
+    fs_uid = filesystems.get(target.filesystem) if target else None
+    inode = weka.resolve_path(fs_uid, target.path) if fs_uid and target else None
+    if fs_uid is None or target is None or inode is None:
         return None
-    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)})
+    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs_uid, inode_id=inode, path=target.path)})
 
 
 def undo_quota(
