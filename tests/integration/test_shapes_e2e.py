@@ -20,6 +20,8 @@ import asyncio
 import hashlib
 import os
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -102,6 +104,24 @@ def assert_only_user_records_left(before: World, lab: LabEndpoints, usernames: l
     assert all(any(name in line for name in usernames) for line in residue), "\n".join(residue)
 
 
+@asynccontextmanager
+async def onboarded(
+    env: WorkflowEnvironment, lab: LabEndpoints, contract: TenantContract
+) -> AsyncIterator[OnboardingResult]:
+    """The tenant onboarded through a real worker (its completed result); then offboarded with its data purged,
+    leaving the lab as it was but for the deactivated users."""
+    before = world_snapshot(lab)
+    async with lab_worker(env.client, lab) as api:
+        result = await onboard(api, contract)
+        try:
+            assert result.status == "completed", result.message
+            yield result
+        finally:
+            purged = await offboard(api, contract, purge=True)
+    assert purged.status == "completed"
+    assert_only_user_records_left(before, lab, contract.usernames)
+
+
 # -- (a) one node, one user -----------------------------------------------------------------------------------
 
 SOLO = tenant("tenant-solo", "Solo Research", 8, [user("sol", "Sol Single", "sol@tenant-solo.example")])
@@ -131,24 +151,15 @@ def check_one_node_handover(result: OnboardingResult, node: str) -> None:
 async def test_a_one_node_one_user_tenant_onboards_and_offboards(
     dev_env: WorkflowEnvironment, lab: LabEndpoints
 ) -> None:
-    contract = TenantContract.model_validate(SOLO)
-    before = world_snapshot(lab)
-    async with lab_worker(dev_env.client, lab) as api:
-        result = await onboard(api, contract)
-        try:
-            assert result.status == "completed", result.message
-            nodes = reserved_nodes(lab, "tenant-solo")
-            assert len(nodes) == SOLO_NODES
-            check_one_node_handover(result, nodes[0])
-            assert sacctmgr(lab, "assoc", "account=tenant-solo", "account,user,grptres") == ["tenant-solo||gres/gpu=8"]
-            assert sacctmgr(lab, "assoc", "account=ml-team-solo", "user") == ["", "sol"]
-            partition = sh(lab, "scontrol", "-o", "show", "partition", "tenant-solo")
-            assert f" Nodes={nodes[0]} " in partition, partition
-            assert groups_of(lab, "sol") == ["cn=tenant-solo,ou=groups,dc=auth,dc=example,dc=internal"]
-        finally:
-            purged = await offboard(api, contract, purge=True)
-    assert purged.status == "completed"
-    assert_only_user_records_left(before, lab, ["sol"])
+    async with onboarded(dev_env, lab, TenantContract.model_validate(SOLO)) as result:
+        nodes = reserved_nodes(lab, "tenant-solo")
+        assert len(nodes) == SOLO_NODES
+        check_one_node_handover(result, nodes[0])
+        assert sacctmgr(lab, "assoc", "account=tenant-solo", "account,user,grptres") == ["tenant-solo||gres/gpu=8"]
+        assert sacctmgr(lab, "assoc", "account=ml-team-solo", "user") == ["", "sol"]
+        partition = sh(lab, "scontrol", "-o", "show", "partition", "tenant-solo")
+        assert f" Nodes={nodes[0]} " in partition, partition
+        assert groups_of(lab, "sol") == ["cn=tenant-solo,ou=groups,dc=auth,dc=example,dc=internal"]
 
 
 # -- (b) the longest names, shared-org storage, beside another tenant -------------------------------------------
@@ -257,3 +268,46 @@ async def test_long_names_in_the_shared_org_beside_another_tenant_onboard_and_pu
                 if isinstance(result, OnboardingResult):
                     await offboard(api, contract, purge=True)
     assert_only_user_records_left(before, lab, [*LONG_USERS, "nia"])
+
+
+# -- (c) the most users the contract allows ---------------------------------------------------------------------
+
+MAX_USERS = 500
+"""``TenantContract.users``: ``max_length=500``."""
+CROWD_USERS = [f"crowd{n:03d}" for n in range(1, MAX_USERS + 1)]
+CROWD = tenant(
+    "tenant-crowd",
+    "Crowd",
+    8,
+    [user(name, f"Crowd Member {name[5:]}", f"{name}@tenant-crowd.example") for name in CROWD_USERS],
+)
+
+
+def test_the_crowd_is_the_most_users_the_contract_allows() -> None:
+    TenantContract.model_validate(CROWD)
+    one_more = user("crowd501", "One Too Many", "crowd501@tenant-crowd.example")
+    with pytest.raises(ValidationError, match="at most 500 items"):
+        TenantContract.model_validate({**CROWD, "users": [*CROWD["users"], one_more]})
+
+
+def ldap_members(lab: LabEndpoints, group_dn: str) -> set[str]:
+    """The ``uid`` of every entry that is ``memberOf`` the group, through the LDAP outpost."""
+    command, *rest = lab.ldapsearch(f"(memberOf={group_dn})", "uid")
+    out = sh(lab, command, "-o", "ldif-wrap=no", *rest)
+    return {line.removeprefix("uid: ") for line in out.splitlines() if line.startswith("uid: ")}
+
+
+async def test_a_tenant_of_the_most_users_onboards_and_offboards(
+    dev_env: WorkflowEnvironment, lab: LabEndpoints
+) -> None:
+    """Every one of the 500 users exists in every layer: an Authentik member of the tenant group, an LDAP entry
+    of it, a Slurm association under the team account, a home directory on Weka with its quota."""
+    async with onboarded(dev_env, lab, TenantContract.model_validate(CROWD)):
+        world = world_snapshot(lab)
+        members = {name for name, u in world["authentik"]["users"].items() if "tenant-crowd" in u["groups"]}
+        assert members == set(CROWD_USERS)
+        assert ldap_members(lab, "cn=tenant-crowd,ou=groups,dc=auth,dc=example,dc=internal") == set(CROWD_USERS)
+        assert sacctmgr(lab, "assoc", "account=ml-team-crowd", "user") == sorted(["", *CROWD_USERS])
+        home = world["weka"]["filesystems"]["tenant-crowd-home"]
+        assert {f"/{u}" for u in CROWD_USERS} <= set(home["directories"])
+        assert {q["path"] for q in home["quotas"]} == {f"/{u}" for u in CROWD_USERS}
