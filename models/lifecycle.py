@@ -62,7 +62,11 @@ class LifecycleInput(Strict):
 class RenewTerm(Strict):
     """The ``renew`` update's payload; the update's validator refuses ``days`` < 1 or > 3650 with the reason."""
 
-    days: int = Field(..., description=f"days to add to the term's end, 1 to {MAX_RENEW_DAYS}")
+    days: int = Field(
+        ...,
+        description=f"days to add to the term's end, 1 to {MAX_RENEW_DAYS}",
+        json_schema_extra={"minimum": 1, "maximum": MAX_RENEW_DAYS},  # the validator refuses others, with the reason
+    )
     approver: str = Field(
         "operator",
         min_length=1,

@@ -188,37 +188,46 @@ class TenantflowClient:
         )
 
     async def start_offboarding(
-        self, contract: TenantContract, purge_data: bool = False
+        self, contract: TenantContract, purge_data: bool = False, on_behalf_of: str | None = None
     ) -> WorkflowHandle[TenantOffboarding, OffboardingResult]:
+        """Start offboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
+        starter = self._approver(on_behalf_of)
         return await self._start(
             TenantOffboarding.run,
             OffboardingInput(contract=contract, purge_data=purge_data),
             offboarding_id(contract.slug),
             (TENANT_SLUG, contract.slug),
-            summaries.offboarding(contract, purge_data, self.identity),
+            summaries.offboarding(contract, purge_data, starter),
+            starter,
             rival=onboarding_id(contract.slug),
         )
 
     async def start_enrollment(
-        self, contract: WorkerEnrollment, **options: Any
+        self, contract: WorkerEnrollment, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[WorkerEnrollmentWorkflow, EnrollmentResult]:
+        """Start enrolling ``contract``'s worker, recorded as started by this client (or by ``on_behalf_of``)."""
+        starter = self._approver(on_behalf_of)
         return await self._start(
             WorkerEnrollmentWorkflow.run,
             EnrollmentInput(contract=contract, **options),
             enrollment_id(contract.tenant_namespace, contract.worker_name),
             (WORKER_CLUSTER, contract.worker_name),
-            summaries.enrollment(contract, self.identity),
+            summaries.enrollment(contract, starter),
+            starter,
         )
 
     async def start_decommission(
-        self, contract: WorkerEnrollment, **options: Any
+        self, contract: WorkerEnrollment, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[WorkerDecommissionWorkflow, DecommissionResult]:
+        """Start decommissioning ``contract``'s worker, recorded as started by this client (or by ``on_behalf_of``)."""
+        starter = self._approver(on_behalf_of)
         return await self._start(
             WorkerDecommissionWorkflow.run,
             DecommissionInput(contract=contract, **options),
             decommission_id(contract.tenant_namespace, contract.worker_name),
             (WORKER_CLUSTER, contract.worker_name),
-            summaries.decommission(contract, self.identity),
+            summaries.decommission(contract, starter),
+            starter,
         )
 
     async def _started_input(self, workflow_id: str, input_type: type[T]) -> T:

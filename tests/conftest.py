@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from _pytest.terminal import TerminalReporter
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tests.chaos.kit import STATS
 from tests.labfixture import whole_lab
 from tests.temporal_env import start_dev_server, start_time_skipping
 
@@ -31,3 +35,33 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
     """One whole lab (``lab up``) for the session; tests leave it as they found it."""
     yield from whole_lab(tmp_path_factory, "lab")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker: hand this worker's chaos figures to the controller, which prints the table."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["chaos"] = dataclasses.asdict(STATS)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the pytest-xdist controller: add up each worker's chaos figures as it finishes."""
+    STATS.absorb(getattr(node, "workeroutput", {}).get("chaos") or {})
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    if not STATS.scenarios:
+        return
+    terminalreporter.section("chaos summary")
+    for label, value in STATS.rows():
+        terminalreporter.write_line(f"  {label:<45} {value:>5}")
+    if STATS.table:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(f"  {'scenario':<58} {'outcome':<22} lost  dup  foreign")
+        for line in STATS.table:
+            terminalreporter.write_line(
+                f"  {line.name[:58]:<58} {line.outcome[:22]:<22} {line.lost:>4} {line.duplicated:>4} "
+                f"{line.foreign_touched:>8}"
+            )
+    for note in STATS.notes:
+        terminalreporter.write_line(f"  - {note}")

@@ -1,7 +1,8 @@
 """Chaos fixtures: a lab of their own, one restartable Temporal dev server (SQLite file) and the summary table.
 
 Every test here is marked ``chaos``; the table of scenarios, crashes, faults and
-lost/duplicated objects is printed at the end of the pytest run.
+lost/duplicated objects is printed at the end of the pytest run (by the root conftest, which the pytest-xdist
+controller loads).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
 from tenantflow.lab.endpoints import LabEndpoints
@@ -45,24 +45,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.chaos)
-
-
-def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
-    if not STATS.scenarios:
-        return
-    terminalreporter.section("chaos summary")
-    for label, value in STATS.rows():
-        terminalreporter.write_line(f"  {label:<45} {value:>5}")
-    if STATS.table:
-        terminalreporter.write_line("")
-        terminalreporter.write_line(f"  {'scenario':<58} {'outcome':<22} lost  dup  foreign")
-        for line in STATS.table:
-            terminalreporter.write_line(
-                f"  {line.name[:58]:<58} {line.outcome[:22]:<22} {line.lost:>4} {line.duplicated:>4} "
-                f"{line.foreign_touched:>8}"
-            )
-    for note in STATS.notes:
-        terminalreporter.write_line(f"  - {note}")
 
 
 @pytest.fixture(scope="session")
