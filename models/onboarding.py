@@ -23,6 +23,19 @@ class UserFacts(Strict):
     gid_number: int
 
 
+class SmokeEvidence(Strict):
+    """What one smoke check ran, on which nodes and with which figures, or why it was skipped: the handover
+    sheet's evidence (runbook step 7)."""
+
+    check: str = Field(..., description="the check it stands for, e.g. smoke.nccl or smoke.nccl.two_node")
+    ran: str = Field(..., description="what ran, in the runbook's words; empty when skipped")
+    state: str = Field(..., description="the job's final Slurm state, or SKIPPED")
+    nodes: list[str] = Field(default_factory=list, description="the nodes the job ran on")
+    job_id: int | None = None
+    figures: dict[str, str] = Field(default_factory=dict, description="what it measured, by name")
+    note: str = Field("", description="why it was skipped, or what the figures mean")
+
+
 class Facts(Strict):
     """What earlier steps learned, for later steps. References only: no tokens or passwords."""
 
@@ -34,6 +47,11 @@ class Facts(Strict):
     weka_filesystems: dict[str, str] = Field(default_factory=dict, description="role (home/scratch) -> fs uid")
     csi_secret: str | None = None
     smoke: dict[str, str] = Field(default_factory=dict)
+    smoke_evidence: list[SmokeEvidence] = Field(
+        default_factory=list,
+        exclude_if=lambda evidence: not evidence,
+        description="each smoke check's evidence for the handover, in the order they ran",
+    )
     release_nodes: list[str] = Field(
         default_factory=list,
         exclude_if=lambda nodes: not nodes,
@@ -44,7 +62,8 @@ class Facts(Strict):
         exclude_if=lambda users: not users,
         description="a change: usernames of the recorded contract the new one no longer lists",
     )
-    """Both written only when set, so the facts of runs that change nothing encode as recorded histories hold them."""
+    """Written only when set (the smoke evidence too), so facts that do not use them encode as recorded histories
+    hold them."""
 
 
 class StepInput(Strict):

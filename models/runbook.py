@@ -148,7 +148,7 @@ SLURM_PARTITION = _apply("slurm.partition", "add the partition and reconfigure s
 STORAGE_FILESYSTEMS = _apply(
     "storage.filesystems",
     "create the Weka org and filesystems or tenant directories",
-    ("WekaOrganization", "WekaFilesystem"),
+    ("WekaOrganization", "WekaFilesystem", "WekaDirectory"),
 )
 STORAGE_QUOTAS = _apply("storage.quotas", "set the /home and /scratch quotas", ("WekaQuota",))
 STORAGE_CSI = _apply(

@@ -19,6 +19,11 @@ part of it. The product builds the command with :func:`directory_command` and re
 Kubernetes ``pods/log`` API) back with :func:`parse_owners`; the lab reads the command back with
 :func:`parse_directory_command` (refusing anything else) and writes its log with :func:`before_line`, so both
 sides share one definition.
+
+Nor has it an rmdir: a purge of a tenant whose directories live in the shared filesystems runs
+:data:`REMOVE_SCRIPT` the same way, which removes each directory that exists with everything in it
+(``rm -rf``) and prints ``removed <path>`` for it; :func:`removal_command` builds it, :func:`parse_removed`
+reads the log, :func:`parse_removal_command` and :func:`removed_line` are the lab's side.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ DIRECTORY_SCRIPT = (
     'cd "$0"; while [ $# -gt 0 ]; do if [ -d ".$1" ]; then echo "before $1 $(stat -c \'%u %g %a\' -- ".$1")"; fi; '
     'mkdir -p -- ".$1"; chown -- "$2:$3" ".$1"; chmod -- "$4" ".$1"; shift 4; done'
 )
+REMOVE_SCRIPT = 'cd "$0"; for p; do if [ -d ".$p" ]; then rm -rf -- ".$p"; echo "removed $p"; fi; done'
 _SAFE_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+$")
+_REMOVED = re.compile(r"removed (?P<path>(/[A-Za-z0-9._-]+)+)")
 _BEFORE = re.compile(r"before (?P<path>(/[A-Za-z0-9._-]+)+) (?P<uid>[0-9]+) (?P<gid>[0-9]+) (?P<mode>[0-7]{1,4})")
 
 
@@ -61,6 +68,13 @@ def handle_filesystem(handle: str) -> str | None:
     return rest if rest != handle and rest and "/" not in rest else None
 
 
+def check_path(path: str) -> str:
+    """``path`` when it is a plain absolute path below the mount's root (no ``.``/``..``, no doubled ``/``)."""
+    if not _SAFE_PATH.fullmatch(path) or posixpath.normpath(path) != path:
+        raise ValueError(f"not a plain absolute path: {path!r}")
+    return path
+
+
 @dataclass(frozen=True)
 class DirectorySpec:
     """One directory to make on the mounted filesystem, with its owner and mode (octal, e.g. ``2770``)."""
@@ -71,8 +85,7 @@ class DirectorySpec:
     mode: str
 
     def __post_init__(self) -> None:
-        if not _SAFE_PATH.fullmatch(self.path) or posixpath.normpath(self.path) != self.path:
-            raise ValueError(f"not a plain absolute path: {self.path!r}")
+        check_path(self.path)
         if not re.fullmatch(r"[0-7]{3,4}", self.mode):
             raise ValueError(f"not an octal mode: {self.mode!r}")
         if self.uid < 0 or self.gid < 0:
@@ -122,3 +135,28 @@ def parse_directory_command(command: list[str]) -> list[DirectorySpec] | None:
         return [DirectorySpec(args[i], int(args[i + 1]), int(args[i + 2]), args[i + 3]) for i in range(0, len(args), 4)]
     except ValueError:
         return None
+
+
+def removal_command(paths: list[str]) -> list[str]:
+    """The container command that removes ``paths`` (plain absolute paths) and all they hold."""
+    return ["/bin/sh", "-ec", REMOVE_SCRIPT, MOUNT_PATH, *(check_path(path) for path in paths)]
+
+
+def parse_removal_command(command: list[str]) -> list[str] | None:
+    """The paths a :func:`removal_command` removes; None for any other command."""
+    if command[:4] != ["/bin/sh", "-ec", REMOVE_SCRIPT, MOUNT_PATH] or not command[4:]:
+        return None
+    try:
+        return [check_path(path) for path in command[4:]]
+    except ValueError:
+        return None
+
+
+def removed_line(path: str) -> str:
+    """The line the removal script prints for a directory it removed."""
+    return f"removed {path}"
+
+
+def parse_removed(log: str) -> set[str]:
+    """The paths the removal script removed (those that existed)."""
+    return {match["path"] for line in log.splitlines() if (match := _REMOVED.fullmatch(line.strip()))}

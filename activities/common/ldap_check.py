@@ -13,7 +13,7 @@ import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ldap3 import BASE, LEVEL, Connection, Server, Tls
+from ldap3 import BASE, LEVEL, Connection, Entry, Server, Tls
 from ldap3.core.exceptions import (
     LDAPBindError,
     LDAPException,
@@ -139,17 +139,13 @@ def probe() -> int:
         return len(conn.entries)
 
 
-def lookup_user(conn: Connection, username: str) -> DirectoryUser | None:
-    """What ``ldapsearch (cn=<username>) uidNumber gidNumber memberOf`` shows, or ``None``."""
-    conn.search(
-        users_dn(),
-        f"(cn={escape_filter_chars(username)})",
-        search_scope=LEVEL,
-        attributes=["cn", "uidNumber", "gidNumber", "memberOf"],
-    )
-    if not conn.entries:
-        return None
-    entry = conn.entries[0]
+USER_ATTRIBUTES = ["cn", "uidNumber", "gidNumber", "memberOf"]
+LOOKUP_BATCH = 100
+"""Usernames per search of :func:`lookup_users`: one ``(|(cn=a)(cn=b)...)`` filter (RFC 4515) of at most this many
+terms instead of a search per user."""
+
+
+def _directory_user(entry: Entry, username: str) -> DirectoryUser:
     attrs = entry.entry_attributes_as_dict
     return DirectoryUser(
         dn=entry.entry_dn,
@@ -160,9 +156,23 @@ def lookup_user(conn: Connection, username: str) -> DirectoryUser | None:
     )
 
 
+def lookup_user(conn: Connection, username: str) -> DirectoryUser | None:
+    """What ``ldapsearch (cn=<username>) uidNumber gidNumber memberOf`` shows, or ``None``."""
+    conn.search(users_dn(), f"(cn={escape_filter_chars(username)})", search_scope=LEVEL, attributes=USER_ATTRIBUTES)
+    return _directory_user(conn.entries[0], username) if conn.entries else None
+
+
 def lookup_users(usernames: list[str]) -> dict[str, DirectoryUser | None]:
+    """:func:`lookup_user` for every name, :data:`LOOKUP_BATCH` names a search; None for a name not found."""
+    found: dict[str, DirectoryUser] = {}
     with bound() as conn:
-        return {name: lookup_user(conn, name) for name in usernames}
+        for start in range(0, len(usernames), LOOKUP_BATCH):
+            terms = "".join(f"(cn={escape_filter_chars(n)})" for n in usernames[start : start + LOOKUP_BATCH])
+            conn.search(users_dn(), f"(|{terms})", search_scope=LEVEL, attributes=USER_ATTRIBUTES)
+            for entry in conn.entries:
+                name = str(entry.entry_attributes_as_dict["cn"][0]).lower()
+                found[name] = _directory_user(entry, name)
+    return {name: found.get(name.lower()) for name in usernames}
 
 
 def lookup_group(name: str) -> DirectoryGroup | None:

@@ -15,7 +15,7 @@ Every exec is bounded by ``exec_timeout_s``, below the activities' heartbeat tim
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -31,9 +31,17 @@ from tenantflow.models.targets import KubeTarget
 SACCTMGR_WRITE_VERBS = frozenset({"add", "create", "modify", "update", "delete", "remove"})
 UNAVAILABLE_PATTERNS = re.compile(
     r"Unable to contact slurm controller|Connection refused|Socket timed out|Problem talking to the database|"
-    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint|Broken pipe",
+    r"Zero Bytes were transmitted|Unable to establish|slurm_persist_conn_open|Transport endpoint|Broken pipe|"
+    r"fatal: Unable to process configuration file",
     re.IGNORECASE,
 )
+"""Answers of a Slurm client that mean "try again". Among them the client's own failure to read ``slurm.conf``:
+every ``sacctmgr``/``scontrol`` parses it and its includes first, and ``s_p_parse_file``
+(SchedMD/slurm ``src/common/parse_config.c``) sizes its line buffer by ``stat()`` before it opens the file, so a
+partitions include swapped for a longer one in between (the Slurm operator re-rendering it for another tenant, the
+kubelet swapping a ConfigMap volume) is read in pieces: ``Parse error ... fatal: Unable to process configuration
+file`` although both versions are sound. Nothing was done; the command is retried like a lost connection (a
+configuration broken for good still fails, after the step's retries, with this message)."""
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
 _TEXT = re.compile(r"^[^\x00-\x1f\"'`|,=\\$;]{1,200}$")
 _DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -56,6 +64,19 @@ def text(value: str) -> str:
 
 def words(values: Iterable[str]) -> str:
     return ",".join(word(v) for v in values)
+
+
+BATCH = 100
+"""Names per command that lists users (``getent passwd``, ``scontrol ... users=``, ``sacctmgr ... name=``): the
+argv travels in the exec request's URL, one ``command=`` query parameter per argument, and the request line must
+stay well under the 8 KiB that HTTP servers and proxies in front of an apiserver commonly accept (aiohttp's
+``max_line_size`` 8190, nginx's ``large_client_header_buffers`` 8k); 100 names of the longest username the
+contract allows (32 characters) keep it near 4 KiB."""
+
+
+def batches(values: Sequence[str], size: int = BATCH) -> list[Sequence[str]]:
+    """``values`` cut into runs of at most ``size``, in order."""
+    return [values[start : start + size] for start in range(0, len(values), size)]
 
 
 # ---------------------------------------------------------------- durations

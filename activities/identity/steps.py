@@ -19,7 +19,6 @@ of another tenant is never taken.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
@@ -49,7 +48,7 @@ from tenantflow.activities.identity.numbers import (
     user_patch,
     user_uid,
 )
-from tenantflow.activities.identity.undo import undo_group, undo_user
+from tenantflow.activities.identity.undo import tenant_group_pk, undo_group, undo_user
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput, UserFacts
 from tenantflow.models.plan import Action, PlanStep
@@ -372,16 +371,16 @@ def verify_ldap(inp: StepInput) -> StepResult:
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated, a few users at
     a time (:mod:`activities.common.fanout`, heartbeating), each with its own ownership check."""
-    undoers: dict[str, tuple[str, Callable[[AuthentikClient, EnsureResult], EnsureResult]]] = {
-        runbook.IDENTITY_USERS.short: ("User", lambda ak, r: undo_user(ak, r, inp.contract.slug)),
-        runbook.IDENTITY_GROUP.short: ("Group", lambda ak, r: undo_group(ak, r, inp.contract.slug)),
-    }
-    if inp.step not in undoers:
+    slug = inp.contract.slug
+    kinds = {runbook.IDENTITY_USERS.short: "User", runbook.IDENTITY_GROUP.short: "Group"}
+    if inp.step not in kinds:
         return []
-    kind, undo_one = undoers[inp.step]
-    changed = [r for r in inp.results if r.kind == kind and r.outcome in (Outcome.created, Outcome.updated)]
+    changed = [r for r in inp.results if r.kind == kinds[inp.step] and r.outcome in (Outcome.created, Outcome.updated)]
     with AuthentikClient.from_settings() as ak:
-        return fan_out(lambda r: undo_one(ak, r), changed, "undo")
+        if inp.step == runbook.IDENTITY_GROUP.short:
+            return fan_out(lambda r: undo_group(ak, r, slug), changed, "undo")
+        group_pk = tenant_group_pk(ak, changed, slug)
+        return fan_out(lambda r: undo_user(ak, r, slug, group_pk), changed, "undo")
 
 
 ACTIVITIES = [preflight, plan, ensure_group, ensure_users, verify_ldap, undo]

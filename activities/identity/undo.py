@@ -29,16 +29,25 @@ def _kept(result: EnsureResult, why: str) -> EnsureResult:
     return result.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept=why)})
 
 
-def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
+def tenant_group_pk(ak: AuthentikClient, results: list[EnsureResult], slug: str) -> str:
+    """The tenant group's pk for user results that did not record it (planned creations, an offboarding's
+    deletions), looked up once for all of them; empty when none needs it or the group is gone."""
+    if all(r.data_as(AuthentikUser).group_pk for r in results):
+        return ""
+    group = ak.group_by_name(slug)
+    return str(group.pk) if group else ""
+
+
+def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_found: str = "") -> EnsureResult:
     """Created users: deactivate and leave the group. Updated users: restore what we changed.
 
     A result without data (a planned creation whose step failed before returning) finds the user by
-    username, and undoes it only when its :data:`CREATED_BY` marker names this workflow.
+    username, and undoes it only when its :data:`CREATED_BY` marker names this workflow; the group it leaves is
+    the one it recorded, else ``group_pk_found`` (:func:`tenant_group_pk`).
     """
     data = result.data_as(AuthentikUser)
     user = ak.user(data.pk) if data.pk else ak.user_by_username(result.name)
-    group = None if data.group_pk else ak.group_by_name(slug)
-    group_pk = str(data.group_pk or (group.pk if group else ""))
+    group_pk = str(data.group_pk or group_pk_found)
     if user is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:

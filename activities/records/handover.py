@@ -1,11 +1,12 @@
-"""Step 8: the connection sheet and the capacity contract the tenant receives."""
+"""Step 8: the connection sheet and the capacity contract the tenant receives, with the smoke tests' evidence
+(step 7: what ran, on which nodes, the figures, and how a check that does not apply to the tenant was handled)."""
 
 from __future__ import annotations
 
 from tenantflow.activities.common.registered import defn
 from tenantflow.models import runbook
 from tenantflow.models.hostlist import compress_hostlist
-from tenantflow.models.onboarding import Handover, StepInput
+from tenantflow.models.onboarding import Handover, SmokeEvidence, StepInput
 from tenantflow.models.sku import lookup_sku
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import parse_size
@@ -49,7 +50,17 @@ def ssh_snippet(contract: TenantContract, user: str) -> list[str]:
     ]
 
 
-def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
+def smoke_line(proof: SmokeEvidence) -> str:
+    """One smoke check as a line of the sheet: what ran where and what it measured, or why it did not run."""
+    if not proof.ran:
+        return f"- {proof.check}: {proof.state}: {proof.note}"
+    where = f" on {', '.join(proof.nodes)}" if proof.nodes else ""
+    job = f"job {proof.job_id} " if proof.job_id is not None else ""
+    figures = "; ".join(f"{key} {value}" for key, value in proof.figures.items())
+    return f"- {proof.check}: {proof.ran}{where} ({job}{proof.state})" + (f": {figures}" if figures else "")
+
+
+def render_markdown(contract: TenantContract, nodes: list[str], smoke: list[SmokeEvidence] | None = None) -> str:
     sku = lookup_sku(contract.capacity.sku)
     scratch_tb = parse_size(contract.storage.scratch.hard) / 10**12
     lines = [
@@ -90,6 +101,8 @@ def render_markdown(contract: TenantContract, nodes: list[str]) -> str:
         "",
     ]
     lines += [f"- {key}: {value}" for key, value in capacity_contract(contract, nodes).items()]
+    if smoke:
+        lines += ["", "## Smoke tests", "", *(smoke_line(proof) for proof in smoke)]
     lines += ["", "## Escalation", "", "First response: 1 hour in business hours, 4 hours otherwise (on-call rota)."]
     return "\n".join(lines) + "\n"
 
@@ -118,9 +131,12 @@ def render(inp: StepInput) -> Handover:
             "/home/<user>": contract.storage.home_per_user.hard,
             f"/scratch/{contract.slug}": contract.storage.scratch.hard,
         },
+        "smoke": [proof.model_dump(mode="json") for proof in inp.facts.smoke_evidence],
     }
     return Handover(
-        markdown=render_markdown(contract, nodes), sheet=sheet, capacity_contract=capacity_contract(contract, nodes)
+        markdown=render_markdown(contract, nodes, inp.facts.smoke_evidence),
+        sheet=sheet,
+        capacity_contract=capacity_contract(contract, nodes),
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.polling import heartbeat
+from tenantflow.activities.common.slurm_cli import BATCH
 from tenantflow.activities.slurm.accounting import (
     LAYER,
     Ensurer,
@@ -31,7 +32,6 @@ from tenantflow.activities.slurm.accounting import (
     foreign,
     modify_argvs,
 )
-from tenantflow.activities.slurm.user_delete import BATCH
 from tenantflow.activities.slurm.wants import Want
 from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
 

@@ -13,11 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenantflow.activities.common.polling import heartbeat
-from tenantflow.activities.common.slurm_cli import ASSOC_FORMAT, SlurmCtl, parse_assocs, sacctmgr_write, word, words
+from tenantflow.activities.common.slurm_cli import (
+    ASSOC_FORMAT,
+    BATCH,
+    SlurmCtl,
+    parse_assocs,
+    sacctmgr_write,
+    word,
+    words,
+)
 from tenantflow.models.results import EnsureResult, Outcome, SlurmObject
-
-BATCH = 100
-"""Users per sacctmgr command: keeps one exec's argv (and the exec URL carrying it) a few kilobytes."""
 
 NOTHING_DELETED = "Nothing deleted"
 

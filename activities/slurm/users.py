@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import directory_ids
 from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
-from tenantflow.activities.common.slurm_cli import SlurmCtl, word, words
+from tenantflow.activities.common.slurm_cli import SlurmCtl, batches, word, words
 
 NO_UID = "4294967294"
 """Slurm's NO_VAL: the uid slurmctld records for a user name it could not resolve."""
@@ -51,17 +51,24 @@ def resolve_user(ctl: SlurmCtl, user: str) -> Account | None:
 
 
 def unresolved(ctl: SlurmCtl, users: list[str]) -> list[str]:
-    """The users the slurmctld pod does not resolve, from one ``getent passwd u1 u2 ...`` (it prints the ones
-    it finds and exits 2 when any is missing)."""
-    out = ctl.run(["getent", "passwd", *(word(u) for u in users)], check=False)
-    found = {line.split(":", 1)[0] for line in out.stdout.split("\n")}
+    """The users the slurmctld pod does not resolve, from ``getent passwd u1 u2 ...`` for :data:`BATCH` users at a
+    time (it prints the ones it finds and exits 2 when any is missing)."""
+    found: set[str] = set()
+    for batch in batches(users):
+        out = ctl.run(["getent", "passwd", *(word(u) for u in batch)], check=False)
+        found.update(line.split(":", 1)[0] for line in out.stdout.split("\n"))
     return [u for u in users if u not in found]
 
 
 def uidless(ctl: SlurmCtl, users: list[str]) -> list[str]:
-    """Users whose association slurmctld holds without a uid (``scontrol show assoc_mgr``)."""
-    out = ctl.run(["scontrol", "show", "assoc_mgr", f"users={words(users)}", "flags=assoc"])
-    return sorted({name for name, uid in re.findall(r"UserName=([^(\s]+)\((\d+)\)", out.stdout) if uid == NO_UID})
+    """Users whose association slurmctld holds without a uid (``scontrol show assoc_mgr``, :data:`BATCH` users a
+    command)."""
+    held = [
+        ctl.run(["scontrol", "show", "assoc_mgr", f"users={words(batch)}", "flags=assoc"]).stdout
+        for batch in batches(users)
+    ]
+    pairs = (pair for out in held for pair in re.findall(r"UserName=([^(\s]+)\((\d+)\)", out))
+    return sorted({name for name, uid in pairs if uid == NO_UID})
 
 
 def wait_resolved(ctl: SlurmCtl, users: list[str], budget_s: float = RESOLVE_BUDGET_S) -> None:

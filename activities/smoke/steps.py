@@ -1,12 +1,6 @@
 """Smoke tests of runbook step 7: real sbatch jobs in the tenant partition, output checked.
 
-Each test submits a job through the slurmctld pod as the tenant's first user, as
-that user would from the login pod: ``sbatch --uid --gid --chdir`` with the uid,
-primary gid and home the Slurm nodes resolve (``getent passwd`` in the slurmctld
-pod; a user they cannot resolve is an error finding). The job runs on nodes of
-the partition that are up, is waited for with backoff and heartbeats
-(``scontrol show job -d``), and its ``smoke-<test>-<id>.out`` in the home is read
-and checked:
+Each test runs one job as the tenant's first user (:mod:`activities.smoke.jobs`) and checks its output:
 
 * 7a: the GPUs the job sees (``nvidia-smi -L``) must be exactly the GPUs Slurm
   allocated to it (``JOB_GRES`` of ``scontrol show job -d``), and a 1-GPU step
@@ -14,62 +8,51 @@ and checked:
   ``--gres=gpu:1``; on an ``OverSubscribe=EXCLUSIVE`` partition Slurm allocates
   every GPU of the node to the job, so only the 1-GPU step shows whether the
   device cgroup constrains jobs (``ConstrainDevices=yes``), whatever OverSubscribe.
+  A GPU is a line of ``nvidia-smi -L`` that starts with ``GPU ``: with MIG enabled
+  the listing adds an indented ``MIG ... Device n: (UUID: MIG-...)`` line under each
+  GPU for each of its instances (NVIDIA's MIG User Guide, "Getting Started with MIG").
 * 7b: all-reduce busbw at 4 GB against the SKU tier, launched ``srun --mpi=pmix``
-  as the runbook does.
+  as the runbook does, on 2 of the tenant's nodes. A tenant of one node has no
+  second node to reach: it runs the all-reduce on its node alone (one rank per
+  GPU, inside the node: NVLink/NVSwitch, or PCIe on the L40S SKU; the tier's
+  inter-node figure stays the floor) and records the 2-node test as skipped,
+  with why, in its findings and evidence.
 * 7c: write and read back ``write_mb`` MiB under ``<scratch_root>/<slug>`` and
   ``df -PT`` it: it must be a Weka mount (``wekafs``), not the root filesystem.
   ``write_mb`` and ``scratch_root`` come from :class:`SmokeSettings` (runbook:
   10 GiB under ``/scratch``; the lab sets a small size and its mount root).
 
-A check that fails is returned as an error finding, never as success.
+A check that fails is returned as an error finding, never as success. Each test
+adds its evidence (what ran, on which nodes, the job, the figures; or why it was
+skipped) to ``facts.smoke_evidence``, which the handover sheet shows.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.common.slurm_cli import (
-    SlurmCtl,
-    command_error,
-    parse_keyvalues,
-    parse_node_states,
-    parse_sbatch,
-    word,
-)
-from tenantflow.activities.slurm.users import Account, resolve_user
+from tenantflow.activities.common.slurm_cli import word
+from tenantflow.activities.smoke.jobs import JobRun, submit
 from tenantflow.models import runbook
-from tenantflow.models.onboarding import StepInput, StepResult
+from tenantflow.models.onboarding import SmokeEvidence, StepInput, StepResult
 from tenantflow.models.results import Finding
 from tenantflow.models.sku import lookup_sku
 from tenantflow.models.tenant import TenantContract
 
-JOB_TIMEOUT_S = 600.0
-FINISHED = {
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "PREEMPTED",
-    "BOOT_FAIL",
-    "DEADLINE",
-}
 BUSBW_TOO_LOW = 0.8
 """A busbw below this fraction of the tier expectation is a finding (runbook: 'dramatically below')."""
 FOUR_GB = 4 * 1024**3
 WEKA_FS_TYPES = ("wekafs",)
-ASSOCIATION_LAG = re.compile(r"Invalid account or account/partition combination", re.IGNORECASE)
-"""sbatch's answer while slurmctld has not yet loaded an association or partition made moments ago."""
+TWO_NODE = "smoke.nccl.two_node"
+"""The check that records how the 2-node all-reduce was handled for a tenant of one node."""
+NOT_RUN, SKIPPED = "NOT_RUN", "SKIPPED"
 
 
 class SmokeSettings(BaseSettings):
@@ -86,126 +69,37 @@ def smoke_settings() -> SmokeSettings:
     return SmokeSettings()
 
 
-@dataclass(frozen=True)
-class JobRun:
-    """A finished (or abandoned) smoke job: final state, output text, ``scontrol show job -d`` fields."""
-
-    state: str
-    output: str
-    info: dict[str, str]
-    wrote_output: bool = True
-
-    @property
-    def launch_failed(self) -> bool:
-        """Ended without ever creating its output file: slurmd/slurmstepd could not start it (a launch failure,
-        which slurmctld reports as FAILED or NODE_FAIL with the launch error as the exit code), not a result."""
-        return self.state in ("FAILED", "NODE_FAIL", "BOOT_FAIL") and not self.wrote_output
-
-
-def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
-    states = parse_node_states(ctl.run(["sinfo", "-h", "-N", "-p", word(c.slug), "-o", "%N|%t"]).stdout)
-    usable = sorted({s.node for s in states if s.usable})
-    if len(usable) < count:
-        raise fail(
-            "SmokeFailed",
-            f"partition {c.slug} has {len(usable)} responding node(s), the test needs "
-            f"{count}: {', '.join(f'{s.node}={s.state}' for s in states)}",
-        )
-    return usable[:count]
-
-
-def run_job(
-    ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str], extra: list[str]
-) -> JobRun:
-    """Submit as ``account`` from its home, wait, and return the finished job; a job whose launch failed (see
-    :attr:`JobRun.launch_failed`) is submitted once more, as an operator re-runs a smoke test after a node hiccup,
-    and a second launch failure is returned with the first one's exit code and reason in its output."""
-    first = _run_job_once(ctl, c, account, name, script, nodes, extra)
-    if not first.launch_failed:
-        return first
-    heartbeat({"smoke": f"{name}: job launch failed, submitting once more"})
-    again = _run_job_once(ctl, c, account, name, script, nodes, extra)
-    if not again.launch_failed:
-        return again
-    code, reason = first.info.get("ExitCode", "?"), first.info.get("Reason", "?")
-    why = f"launch failed twice (first: ExitCode={code} Reason={reason})"
-    return JobRun(again.state, f"{again.output} {why}", again.info, wrote_output=False)
-
-
-def _run_job_once(
-    ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str], extra: list[str]
-) -> JobRun:
-    argv = [
-        "sbatch",
-        "--parsable",
-        f"--uid={account.uid}",
-        f"--gid={account.gid}",
-        f"--chdir={account.home}",
-        f"--partition={word(c.slug)}",
-        f"--account={word(c.user_account)}",
-        f"--job-name=smoke-{name}",
-        f"--nodelist={','.join(nodes)}",
-        f"--output=smoke-{name}-%j.out",
-        "--time=00:05:00",
-        *extra,
-        "--wrap",
-        script,
-    ]
-    submitted = ctl.run(argv, check=False)
-    if submitted.exit_code != 0 and ASSOCIATION_LAG.search(submitted.stderr):
-        raise ApplicationError(
-            f"sbatch refused the account {c.user_account} on partition {c.slug}: "
-            f"{submitted.stderr.strip()} (slurmctld may not have loaded the new association "
-            "or partition yet; retried)",
-            type="Unavailable",
-        )
-    if submitted.exit_code != 0:
-        raise command_error(argv, submitted)
-    job = parse_sbatch(submitted.stdout)
-    ran = poll_until(
-        lambda: parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout),
-        lambda info: info.get("JobState", "") in FINISHED,
-        every=Backoff(0.5, 1.5, 10.0),
-        budget_s=JOB_TIMEOUT_S,
-        detail=lambda info: f"job {job} {info.get('JobState', '')}",
+def evidence(check: str, ran: str, job: JobRun, figures: Mapping[str, object], note: str = "") -> SmokeEvidence:
+    """What ``job`` ran for ``check``, where, and what it measured (figures not measured are left out)."""
+    shown = {key: str(value) for key, value in figures.items() if value is not None}
+    return SmokeEvidence(
+        check=check, ran=ran, state=job.state, nodes=list(job.nodes), job_id=job.job_id, figures=shown, note=note
     )
-    info, state = ran.value, ran.value.get("JobState", "")
-    if not ran.done:
-        ctl.run(["scancel", str(job)], check=False)
-        return JobRun(
-            "TIMEOUT", f"job {job} still {state} ({info.get('Reason', '')}) after {JOB_TIMEOUT_S:.0f} s", info
-        )
-    out = ctl.run(["cat", info.get("StdOut", "")], check=False)
-    text = out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
-    return JobRun(state, text, info, wrote_output=out.exit_code == 0)
 
 
-def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]) -> JobRun | Finding:
-    """Run the job, or the finding that the first user does not resolve on the Slurm nodes."""
-    c = inp.contract
-    ctl = SlurmCtl.connect(c.cluster)
-    user = c.usernames[0]
-    account = resolve_user(ctl, user)
-    if account is None:
-        return Finding.failed(
-            f"smoke.{name}",
-            f"getent passwd {user} finds nothing on the Slurm nodes: jobs cannot run as {user}",
-            "point nslcd/nsscache of the slurmd pods at the LDAP outpost",
-        )
-    return run_job(ctl, c, account, name, script, up_nodes(ctl, c, nodes), extra)
+def not_run(finding: Finding) -> SmokeEvidence:
+    """The evidence of a test whose job could not be submitted: why, from its finding."""
+    return SmokeEvidence(check=finding.check, ran="", state=NOT_RUN, note=finding.message)
 
 
-def _result(inp: StepInput, key: str, value: str, finding: Finding) -> StepResult:
-    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, key: value}})
-    return StepResult(facts=facts, findings=[finding])
+def _result(inp: StepInput, key: str, value: str, findings: list[Finding], proof: list[SmokeEvidence]) -> StepResult:
+    """The facts with this test's state and evidence (replacing what an earlier run of the same checks left)."""
+    checks = {e.check for e in proof}
+    kept = [e for e in inp.facts.smoke_evidence if e.check not in checks]
+    facts = inp.facts.model_copy(update={"smoke": {**inp.facts.smoke, key: value}, "smoke_evidence": [*kept, *proof]})
+    return StepResult(facts=facts, findings=findings)
 
 
-SINGLE_NODE = """set -eu
+JOB_LISTING, STEP_LISTING = "job", "1-GPU step"
+SINGLE_NODE = f"""set -eu
 hostname
-echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
+echo "CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES:-unset}}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
-echo "GPUS=$(nvidia-smi -L | wc -l)"
-echo "STEP_GPUS=$(srun --ntasks=1 --gres=gpu:1 nvidia-smi -L | wc -l)"
+echo "== nvidia-smi -L ({JOB_LISTING})"
+nvidia-smi -L
+echo "== nvidia-smi -L ({STEP_LISTING})"
+srun --ntasks=1 --gres=gpu:1 nvidia-smi -L
+echo "== end"
 """
 
 
@@ -215,14 +109,22 @@ def allocated_gpus(info: dict[str, str]) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _count(output: str, key: str) -> int | None:
-    seen = re.search(rf"^{key}=(\d+)$", output, re.M)
-    return int(seen.group(1)) if seen else None
+def listed_gpus(output: str, listing: str) -> int | None:
+    """The GPUs of one ``nvidia-smi -L`` listing of :data:`SINGLE_NODE`'s output: its lines that start with
+    ``GPU `` (a MIG instance's indented line is not a GPU). None when the listing did not run to its end (the
+    next ``== `` line)."""
+    lines = output.splitlines()
+    header = f"== nvidia-smi -L ({listing})"
+    if header not in lines:
+        return None
+    body = lines[lines.index(header) + 1 :]
+    end = next((at for at, line in enumerate(body) if line.startswith("== ")), None)
+    return None if end is None else sum(1 for line in body[:end] if line.startswith("GPU "))
 
 
 def gpu_finding(job: JobRun, requested: int) -> Finding:
     """7a: the job sees exactly the GPUs Slurm allocated to it, and a 1-GPU step inside it sees 1."""
-    visible, step = _count(job.output, "GPUS"), _count(job.output, "STEP_GPUS")
+    visible, step = listed_gpus(job.output, JOB_LISTING), listed_gpus(job.output, STEP_LISTING)
     allocated = allocated_gpus(job.info)
     first = job.output.splitlines()[0] if job.output else ""
     if job.state != "COMPLETED" or visible is None or allocated is None or step is None:
@@ -253,10 +155,17 @@ def gpu_finding(job: JobRun, requested: int) -> Finding:
 
 @defn(runbook.SMOKE_SINGLE_NODE)
 def single_node(inp: StepInput) -> StepResult:
-    job = _submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
+    job = submit(inp, "single_node", SINGLE_NODE, 1, ["--gres=gpu:1"])
     if isinstance(job, Finding):
-        return _result(inp, "single_node", "NOUSER", job)
-    return _result(inp, "single_node", job.state, gpu_finding(job, 1))
+        return _result(inp, "single_node", "NOUSER", [job], [not_run(job)])
+    figures = {
+        "gpus_allocated": allocated_gpus(job.info),
+        "gpus_seen_by_job": listed_gpus(job.output, JOB_LISTING),
+        "gpus_seen_by_1_gpu_step": listed_gpus(job.output, STEP_LISTING),
+    }
+    ran = "sbatch --gres=gpu:1; nvidia-smi -L in the job and in a 1-GPU srun step"
+    proof = evidence(runbook.SMOKE_SINGLE_NODE.name, ran, job, figures)
+    return _result(inp, "single_node", job.state, [gpu_finding(job, 1)], [proof])
 
 
 def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
@@ -268,36 +177,86 @@ def parse_busbw(output: str, size: int = FOUR_GB) -> float | None:
     return None
 
 
+NCCL_SCRIPT = "set -eu\nsrun --mpi=pmix all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """One shape of test 7b: how many nodes, what a low busbw points at, and what to do about it."""
+
+    nodes: int
+    kind: str
+    cause: str
+    fix: str
+
+
+TWO_NODES = AllReduce(
+    2,
+    "2-node",
+    "PCIe ACS left on, IB plane or MTU",
+    "run the ACS disable runbook on each tenant node, then network validation (IB plane, MTU), and re-run the smoke "
+    "test",
+)
+ONE_NODE = AllReduce(
+    1,
+    "single-node",
+    "NVLink/NVSwitch degraded or PCIe ACS left on",
+    "check the node's NVLink/NVSwitch (nvidia-smi nvlink -s, nvidia-smi topo -m) and that PCIe ACS is off, then "
+    "re-run the smoke test",
+)
+
+
+def busbw_finding(job: JobRun, tier: float, shape: AllReduce) -> Finding:
+    """7b: the 4 GB row's busbw reaches :data:`BUSBW_TOO_LOW` of the SKU tier."""
+    busbw = parse_busbw(job.output)
+    ok = job.state == "COMPLETED" and busbw is not None and busbw >= BUSBW_TOO_LOW * tier
+    where = f"{shape.kind} all-reduce on {', '.join(job.nodes)}"
+    message = (
+        f"{where}: busbw {busbw} GB/s at 4 GB (tier {tier} GB/s)"
+        if busbw is not None
+        else f"{where}: job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}"
+    )
+    if busbw is not None and not ok:
+        message = f"{where}: busbw {busbw} GB/s at 4 GB is far below the tier's {tier} GB/s: {shape.cause}"
+    return Finding.verdict(runbook.SMOKE_NCCL.name, ok, message, shape.fix)
+
+
+def two_node_skipped(c: TenantContract, nodes: list[str]) -> tuple[Finding, SmokeEvidence]:
+    """How the 2-node all-reduce was handled for a tenant of one node: skipped, and why."""
+    why = (
+        f"{c.slug} has {c.capacity.node_count} node ({c.capacity.gpus} GPUs) and the 2-node all-reduce needs 2 of "
+        f"the tenant's nodes: the all-reduce ran on {', '.join(nodes) or 'its node'} alone, inside the node; no job "
+        "of this tenant crosses the inter-node fabric"
+    )
+    return (
+        Finding.passed(TWO_NODE, f"2-node all-reduce skipped: {why}"),
+        SmokeEvidence(check=TWO_NODE, ran="", state=SKIPPED, note=why),
+    )
+
+
 @defn(runbook.SMOKE_NCCL)
 def nccl(inp: StepInput) -> StepResult:
     c = inp.contract
     per_node = c.capacity.gpus_per_node
-    script = "set -eu\nsrun --mpi=pmix all_reduce_perf -b 8 -e 4G -f 2 -g 1\n"
-    job = _submit(inp, "nccl", script, 2, ["--nodes=2", f"--ntasks-per-node={per_node}", f"--gres=gpu:{per_node}"])
+    shape = ONE_NODE if c.capacity.node_count == 1 else TWO_NODES
+    extra = [f"--nodes={shape.nodes}", f"--ntasks-per-node={per_node}", f"--gres=gpu:{per_node}"]
+    job = submit(inp, "nccl", NCCL_SCRIPT, shape.nodes, extra)
     if isinstance(job, Finding):
-        return _result(inp, "nccl_busbw_gbps", "None", job)
+        return _result(inp, "nccl_busbw_gbps", "None", [job], [not_run(job)])
     tier = lookup_sku(c.capacity.sku).tier_busbw_gbps
     busbw = parse_busbw(job.output)
-    ok = job.state == "COMPLETED" and busbw is not None and busbw >= BUSBW_TOO_LOW * tier
-    message = (
-        f"busbw {busbw} GB/s at 4 GB (tier {tier} GB/s)"
-        if busbw is not None
-        else f"job {job.state}; no 4 GB row in output: {job.output.strip()[-300:]}"
+    ran = (
+        f"{shape.kind} NCCL all-reduce, {shape.nodes * per_node} ranks: "
+        "srun --mpi=pmix all_reduce_perf -b 8 -e 4G -f 2 -g 1"
     )
-    if busbw is not None and not ok:
-        message = f"busbw {busbw} GB/s at 4 GB is far below the tier's {tier} GB/s: PCIe ACS left on, IB plane or MTU"
-    return _result(
-        inp,
-        "nccl_busbw_gbps",
-        str(busbw),
-        Finding.verdict(
-            runbook.SMOKE_NCCL.name,
-            ok,
-            message,
-            "run the ACS disable runbook on each tenant node, then network validation (IB plane, MTU), and re-run "
-            "the smoke test",
-        ),
-    )
+    figures = {"busbw_gbps_at_4gb": busbw, "tier_busbw_gbps": tier, "floor_gbps": round(BUSBW_TOO_LOW * tier, 2)}
+    findings = [busbw_finding(job, tier, shape)]
+    proof = [evidence(runbook.SMOKE_NCCL.name, ran, job, figures)]
+    if shape is ONE_NODE:
+        skipped, why = two_node_skipped(c, list(job.nodes))
+        findings.append(skipped)
+        proof.append(why)
+    return _result(inp, "nccl_busbw_gbps", str(busbw), findings, proof)
 
 
 def storage_script(path: str, write_mb: int) -> str:
@@ -320,10 +279,15 @@ def df_row(output: str) -> tuple[str, str] | None:
     return None
 
 
+def written_mb(output: str) -> str | None:
+    wrote = re.search(r"^WROTE_MB=(\d+)$", output, re.M)
+    return wrote.group(1) if wrote else None
+
+
 def storage_finding(job: JobRun, path: str) -> Finding:
     """7c: the data went through ``path`` and ``df -PT`` shows a Weka mount, not the root filesystem."""
     output = job.output.strip()[-300:]
-    wrote = re.search(r"^WROTE_MB=(\d+)$", job.output, re.M)
+    wrote = written_mb(job.output)
     row = df_row(job.output)
     if job.state != "COMPLETED" or wrote is None or row is None:
         return Finding.failed(
@@ -335,7 +299,7 @@ def storage_finding(job: JobRun, path: str) -> Finding:
     if fstype in WEKA_FS_TYPES and mount != "/":
         return Finding.passed(
             runbook.SMOKE_STORAGE.name,
-            f"{path}: {wrote.group(1)} MiB written and read back on {fstype} mounted at {mount}",
+            f"{path}: {wrote} MiB written and read back on {fstype} mounted at {mount}",
         )
     return Finding.failed(
         runbook.SMOKE_STORAGE.name,
@@ -348,10 +312,18 @@ def storage_finding(job: JobRun, path: str) -> Finding:
 def storage(inp: StepInput) -> StepResult:
     conf = smoke_settings()
     path = f"{conf.scratch_root.rstrip('/')}/{word(inp.contract.slug)}"
-    job = _submit(inp, "storage", storage_script(path, conf.write_mb), 1, [])
+    job = submit(inp, "storage", storage_script(path, conf.write_mb), 1, [])
     if isinstance(job, Finding):
-        return _result(inp, "storage", "NOUSER", job)
-    return _result(inp, "storage", job.state, storage_finding(job, path))
+        return _result(inp, "storage", "NOUSER", [job], [not_run(job)])
+    row = df_row(job.output)
+    figures = {
+        "mib_written_and_read": written_mb(job.output),
+        "filesystem_type": row and row[0],
+        "mount": row and row[1],
+    }
+    ran = f"write and read back {conf.write_mb} MiB under {path}, then df -PT {path}"
+    proof = evidence(runbook.SMOKE_STORAGE.name, ran, job, figures)
+    return _result(inp, "storage", job.state, [storage_finding(job, path)], [proof])
 
 
 ACTIVITIES = [single_node, nccl, storage]

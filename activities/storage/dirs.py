@@ -8,11 +8,13 @@ login of the filesystem's owner: the tenant org admin, or the platform user for 
 static PersistentVolume ``weka/v2/<filesystem>`` with a PVC bound to it (csi-wekafs
 ``examples/static_volume/static_filesystem``), and a Job that mounts it at ``/weka`` and runs ``mkdir -p``,
 ``chown uid:gid`` and ``chmod mode`` for each directory (:func:`models.weka_mount.directory_command`), first
-printing the owner of each directory that already existed. It waits for the Job (heartbeating,
-:func:`activities.common.polling.poll_until`), reads those owners from the log of the Job's pod (the pod the Job
-controller labels ``job-name=<job>`` with the Job as its owner, Kubernetes documentation "Jobs"; its log through
-:func:`activities.common.kubeclient.pod_log`), then removes all four objects (they carry tenantflow's labels; a
-same-named object without them is refused, never touched; the pod goes with its Job, background propagation).
+printing the owner of each directory that already existed; or, for a purge, ``rm -rf`` of each directory
+that exists (:func:`models.weka_mount.removal_command`), printing the ones it removed. It waits for the Job
+(heartbeating, :func:`activities.common.polling.poll_until`), reads those owners (or what it removed) from the
+log of the Job's pod (the pod the Job controller labels ``job-name=<job>`` with the Job as its owner, Kubernetes
+documentation "Jobs"; its log through :func:`activities.common.kubeclient.pod_log`), then removes all four
+objects (they carry tenantflow's labels; a same-named object without them is refused, never touched; the pod goes
+with its Job, background propagation).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from tenantflow.models.weka_mount import (
     directory_command,
     filesystem_handle,
     parse_owners,
+    parse_removed,
+    removal_command,
 )
 
 HELPER_LABEL = "tenantflow.io/helper"
@@ -86,7 +90,7 @@ def helper_name(contract: TenantContract, filesystem: str) -> str:
 
 
 def _manifests(
-    contract: TenantContract, ns: str, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+    contract: TenantContract, ns: str, filesystem: str, credentials: Credentials, command: list[str]
 ) -> list[dict[str, Any]]:
     name = helper_name(contract, filesystem)
     meta = {"name": name, "labels": {**owner_labels(contract.slug), HELPER_LABEL: HELPER}}
@@ -145,7 +149,7 @@ def _manifests(
                             {
                                 "name": CONTAINER,
                                 "image": settings().weka_helper_image,
-                                "command": directory_command(specs),
+                                "command": command,
                                 "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
                                 "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}],
                             }
@@ -203,8 +207,8 @@ def _job_state(job: dict[str, Any] | None) -> tuple[str, str]:
     return "", ""
 
 
-def _owners_found(objs: KubeObjects, job: dict[str, Any] | None, ns: str, name: str) -> dict[str, Owner]:
-    """The owners the Job's container logged for the directories that already existed (its succeeded pod)."""
+def _job_log(objs: KubeObjects, job: dict[str, Any] | None, ns: str, name: str) -> str:
+    """What the Job's container logged (its succeeded pod)."""
     uid = ((job or {}).get("metadata") or {}).get("uid")
     pods = [
         p
@@ -213,20 +217,16 @@ def _owners_found(objs: KubeObjects, job: dict[str, Any] | None, ns: str, name: 
         and (p.get("status") or {}).get("phase") == "Succeeded"
     ]
     if not pods:
-        raise fail("NotFound", f"the Job {ns}/{name} completed but its pod is gone; its log (the owners found) is lost")
-    return parse_owners(kubeclient.pod_log(objs.target, ns, str(pods[0]["metadata"]["name"]), CONTAINER))
+        raise fail("NotFound", f"the Job {ns}/{name} completed but its pod is gone; its log is lost")
+    return kubeclient.pod_log(objs.target, ns, str(pods[0]["metadata"]["name"]), CONTAINER)
 
 
-def make_directories(
-    contract: TenantContract, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
-) -> dict[str, Owner]:
-    """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails. The owner each
-    directory had before, by path, for those that already existed."""
-    if not specs:
-        return {}
+def _run_job(contract: TenantContract, filesystem: str, credentials: Credentials, command: list[str], what: str) -> str:
+    """Run the helper Job with ``command`` on a mount of ``filesystem`` and wait for it; its log, or an error
+    saying ``what`` it was doing when it failed."""
     objs = KubeObjects(contract.cluster)
     ns = helper_namespace(objs)
-    bodies = _manifests(contract, ns, filesystem, credentials, specs)
+    bodies = _manifests(contract, ns, filesystem, credentials, command)
     name = bodies[0]["metadata"]["name"]
     with _helper_objects(objs, bodies, contract.slug):
         polled = poll_until(
@@ -238,10 +238,31 @@ def make_directories(
         )
         state, message = _job_state(polled.value)
         if state == "Complete":
-            return _owners_found(objs, polled.value, ns, name)
-    paths = ", ".join(s.path for s in specs)
+            return _job_log(objs, polled.value, ns, name)
     raise fail(
         "DirectoryJobFailed",
-        f"the Job {ns}/{name} making {paths} on Weka filesystem {filesystem} "
+        f"the Job {ns}/{name} {what} on Weka filesystem {filesystem} "
         f"{'failed: ' + message if state else f'did not finish within {JOB_BUDGET_S:.0f} s'}",
     )
+
+
+def make_directories(
+    contract: TenantContract, filesystem: str, credentials: Credentials, specs: list[DirectorySpec]
+) -> dict[str, Owner]:
+    """Run the directory Job for ``specs`` on ``filesystem`` and wait for it; raise when it fails. The owner each
+    directory had before, by path, for those that already existed."""
+    if not specs:
+        return {}
+    paths = ", ".join(s.path for s in specs)
+    return parse_owners(_run_job(contract, filesystem, credentials, directory_command(specs), f"making {paths}"))
+
+
+def remove_directories(
+    contract: TenantContract, filesystem: str, credentials: Credentials, paths: list[str]
+) -> set[str]:
+    """Run the removal Job for ``paths`` on ``filesystem`` (``rm -rf`` of each that exists) and wait for it; raise
+    when it fails. The paths that existed and were removed."""
+    if not paths:
+        return set()
+    shown = ", ".join(paths)
+    return parse_removed(_run_job(contract, filesystem, credentials, removal_command(paths), f"removing {shown}"))

@@ -12,7 +12,13 @@ when they were the same. The check is skipped (``unchanged``) when the record's 
 directory with the owner wanted now (a re-run of an onboarded tenant runs no Job); an ``offboarded`` version records
 no owners, so a re-onboarding always checks. Any other existing directory is left as found (``unchanged``, and why).
 Every result records the owner the directory has after the run (``owner``). Undo sets ``previous`` back on the
-directories a run corrected; directories are never removed.
+directories a run corrected; a rollback never removes a directory.
+
+In the shared org the directories are the tenant's storage, so the plan lists them (:func:`directory_plan`):
+``create`` when missing, ``leave`` (and why) when one exists that this tenant cannot prove its own, else
+``unchanged``. An offboarding that purges the tenant's data (confirmed at its gate) turns the ``unchanged`` ones
+into deletions, and :func:`purge_directories` removes them with all they hold (the directory Job with
+:func:`models.weka_mount.removal_command`); in strict isolation they go with the tenant's filesystems.
 """
 
 from __future__ import annotations
@@ -21,16 +27,21 @@ from tenantflow.activities.common import recordstore
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import Credentials, Filesystem, WekaClient
-from tenantflow.activities.storage.dirs import make_directories
+from tenantflow.activities.storage.dirs import make_directories, remove_directories
 from tenantflow.activities.storage.layout import (
+    LAYER,
     QuotaTarget,
+    deleted,
     is_strict,
+    left_alone,
+    plan_action,
     quota_targets,
     resolve_targets,
     storage_result,
     tenant_credentials,
 )
 from tenantflow.models.onboarding import Facts
+from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import RecordKey, TenantRecord
 from tenantflow.models.results import DirectoryOwner, EnsureResult, Kept, Outcome, WekaDirectory
 from tenantflow.models.tenant import TenantContract
@@ -57,7 +68,7 @@ def mount_credentials(contract: TenantContract) -> Credentials:
     )
 
 
-def _history(contract: TenantContract) -> list[TenantRecord]:
+def record_history(contract: TenantContract) -> list[TenantRecord]:
     """Every version of the tenant's record, oldest first (none: the tenant was never onboarded in this cluster)."""
     return recordstore.read_versions(RecordKey.of_tenant(contract.cluster, contract.slug), TenantRecord)
 
@@ -72,7 +83,7 @@ def _recorded_owners(history: list[TenantRecord]) -> dict[str, DirectoryOwner]:
     return {r.name: data.owner for r, data in _directories(history[-1]) if data.owner} if history else {}
 
 
-def _not_covered(contract: TenantContract, existing: list[QuotaTarget], history: list[TenantRecord]) -> dict[str, str]:
+def not_covered(contract: TenantContract, existing: list[QuotaTarget], history: list[TenantRecord]) -> dict[str, str]:
     """Existing directories this tenant cannot prove are its own, by label, with why they are left as found: on the
     shared home filesystem, a home no version of the record shows this tenant made or set the owner of."""
     ours = {
@@ -87,6 +98,46 @@ def _not_covered(contract: TenantContract, existing: list[QuotaTarget], history:
         for t in existing
         if t.role == "home" and not is_strict(contract) and t.label not in ours
     }
+
+
+def directory_plan(contract: TenantContract, found: dict[str, int | None]) -> list[PlanStep]:
+    """The shared-org tenant's directories as the plan shows them, from ``found`` (each target's inode by label,
+    None when missing)."""
+    targets = quota_targets(contract)
+    existing = [t for t in targets if found.get(t.label) is not None]
+    left = not_covered(contract, existing, record_history(contract) if existing else [])
+    steps = []
+    for target in targets:
+        detail: dict[str, object] = {"filesystem": target.filesystem, "path": target.path}
+        if target.label in left:
+            action, detail = Action.leave, {**detail, "why": left[target.label]}
+        else:
+            action = plan_action(found.get(target.label) is not None)
+        steps.append(PlanStep(layer=LAYER, kind="WekaDirectory", name=target.label, action=action, detail=detail))
+    return steps
+
+
+def purge_directories(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
+    """Remove the directories of a purged shared-org tenant (the teardown plan's deletions, by label: the path
+    comes from the contract, never from the result), one Job per filesystem; each result ``deleted``, or
+    ``absent`` when it was already gone."""
+    targets = {t.label: t for t in quota_targets(contract)}
+    by_fs: dict[str, list[QuotaTarget]] = {}
+    for r in results:
+        target = targets.get(r.name)
+        if target is not None:
+            by_fs.setdefault(target.filesystem, []).append(target)
+    removed = {
+        (filesystem, path)
+        for filesystem, chosen in by_fs.items()
+        for path in remove_directories(contract, filesystem, mount_credentials(contract), [t.path for t in chosen])
+    }
+    return [
+        deleted((targets[r.name].filesystem, targets[r.name].path) in removed, r)
+        if r.name in targets
+        else left_alone(r, f"{r.name} is none of {contract.slug}'s directories")
+        for r in results
+    ]
 
 
 def as_owner(owner: Owner) -> DirectoryOwner:
@@ -115,8 +166,8 @@ def ensure_directories(
     uids = {f.name: f.uid for f in filesystems.values()}
     found = resolve_targets(weka, targets, uids, "directories")
     existed = {label for label, inode in found.items() if inode is not None}
-    history = _history(contract) if existed else []
-    left = _not_covered(contract, [t for t in targets if t.label in existed], history)
+    history = record_history(contract) if existed else []
+    left = not_covered(contract, [t for t in targets if t.label in existed], history)
     recorded = _recorded_owners(history)
     wanted = {t.label: directory_spec(facts, t.role, t.path) for t in targets if t.label not in left}
     checked = [

@@ -12,8 +12,9 @@ Directories are made on a csi-wekafs mount by a Job (:mod:`activities.storage.di
 and corrected (:mod:`activities.storage.owners`); quotas are set by inode (``resolvePath``) with
 the marker :func:`quota_owner` in the quota's ``owner`` field. Ownership: created Weka objects record their
 uid; undo deletes only what carries the recorded uid (or, for quotas, the marker on the recorded inode) and
-reports the rest as left alone. Directories are never removed (another tenant may share the filesystem); a
-corrected owner is put back.
+reports the rest as left alone. A rollback never removes a directory (another tenant may share the filesystem)
+and puts a corrected owner back; in the shared org the plan lists the tenant's directories, and an offboarding
+whose purge was confirmed removes those (:mod:`activities.storage.owners`).
 Per-user requests go a few at a time (:mod:`activities.common.fanout`), heartbeating.
 """
 
@@ -45,7 +46,7 @@ from tenantflow.activities.storage.layout import (
     tenant_credentials,
     tenant_session,
 )
-from tenantflow.activities.storage.owners import ensure_directories
+from tenantflow.activities.storage.owners import directory_plan, ensure_directories
 from tenantflow.activities.storage.undo import locate_quota, quota_owner, undo_filesystems, undo_quota
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
@@ -191,6 +192,8 @@ def plan(inp: StepInput) -> list[PlanStep]:
         )
     if is_strict(contract):
         steps.extend(csi_plan(contract))
+    else:
+        steps[:0] = directory_plan(contract, paths)
     return steps
 
 
@@ -317,8 +320,10 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         if weka is None:
             return [deleted(False, r) for r in changed]
         with weka:
-            present = {f.uid: weka.quotas(f.uid) for f in weka.filesystems()}
-            located = fan_out(lambda r: locate_quota(weka, contract, r), changed, "locate")
+            filesystems = {f.name: f.uid for f in weka.filesystems()}
+            present = {uid: weka.quotas(uid) for uid in filesystems.values()}
+            targets = {t.label: t for t in quota_targets(contract)}
+            located = fan_out(lambda r: locate_quota(weka, targets, filesystems, r), changed, "locate")
 
             def undo_one(pair: tuple[EnsureResult, EnsureResult | None]) -> EnsureResult:
                 result, found = pair

@@ -1,19 +1,20 @@
 """Undoing the storage layer: quotas and Weka filesystems this run can prove it made (owner markers, recorded uids),
-and directory owners it corrected."""
+directory owners it corrected, and (a confirmed purge of a shared-org tenant) its directories."""
 
 from __future__ import annotations
 
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.weka_client import Quota, WekaClient
 from tenantflow.activities.storage.layout import (
+    QuotaTarget,
     deleted,
+    is_teardown,
     left_alone,
     org_is_ours,
-    quota_targets,
     recorded_uid,
     tenant_session,
 )
-from tenantflow.activities.storage.owners import restore_owners
+from tenantflow.activities.storage.owners import purge_directories, restore_owners
 from tenantflow.models.results import (
     EnsureResult,
     Outcome,
@@ -27,17 +28,21 @@ def quota_owner(contract: TenantContract) -> str:
     return f"tenantflow:{contract.slug}"
 
 
-def locate_quota(weka: WekaClient, contract: TenantContract, result: EnsureResult) -> EnsureResult | None:
-    """A quota result with its filesystem uid and inode (looked up by label when the step never returned)."""
+def locate_quota(
+    weka: WekaClient, targets: dict[str, QuotaTarget], filesystems: dict[str, str], result: EnsureResult
+) -> EnsureResult | None:
+    """A quota result with its filesystem uid and inode (looked up by label when the step never returned);
+    ``targets``: the tenant's quota targets by label, ``filesystems``: the uid of each filesystem the session sees
+    by name, both read once for all results."""
     heartbeat(f"storage.undo: locate {result.name}")
     if result.data_as(WekaQuota).inode_id is not None:
         return result
-    target = next((t for t in quota_targets(contract) if t.label == result.name), None)
-    fs = next((f for f in weka.filesystems() if target and f.name == target.filesystem), None)
-    inode = weka.resolve_path(fs.uid, target.path) if fs and target else None
-    if fs is None or target is None or inode is None:
+    target = targets.get(result.name)
+    fs_uid = filesystems.get(target.filesystem) if target else None
+    inode = weka.resolve_path(fs_uid, target.path) if fs_uid and target else None
+    if fs_uid is None or target is None or inode is None:
         return None
-    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs.uid, inode_id=inode, path=target.path)})
+    return result.model_copy(update={"data": WekaQuota(filesystem_uid=fs_uid, inode_id=inode, path=target.path)})
 
 
 def undo_quota(
@@ -73,17 +78,21 @@ def undo_quota(
 def undo_filesystems(contract: TenantContract, results: list[EnsureResult]) -> list[EnsureResult]:
     """Delete the filesystems and the org this run created: by the uid it recorded, or (the step never returned)
     the tenant org that accepts the admin's derived password, the marker only tenantflow can write, and the
-    filesystems that org owns by name. Directories always stay; the owner a directory had before this run
-    corrected it is put back."""
+    filesystems that org owns by name. A rollback leaves directories where they are and puts back the owner a
+    directory had before this run corrected it; an offboarding (this step's deletions reach it only when the
+    purge was confirmed) removes the shared-org directories its plan lists as the tenant's."""
     undone = restore_owners(
         contract, [r for r in results if r.kind == "WekaDirectory" and r.outcome is Outcome.updated]
     )
     created = [r for r in results if r.outcome is Outcome.created]
-    undone.extend(
-        left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
-        for r in created
-        if r.kind == "WekaDirectory"
-    )
+    directories = [r for r in created if r.kind == "WekaDirectory"]
+    if is_teardown():
+        undone.extend(purge_directories(contract, directories))
+    else:
+        undone.extend(
+            left_alone(r, "directories stay: the filesystem may hold data or be shared with other tenants")
+            for r in directories
+        )
     fs_results = [r for r in created if r.kind == "WekaFilesystem"]
     tenant = tenant_session(contract) if fs_results else None
     if tenant is None:

@@ -19,6 +19,7 @@ from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
+    batches,
     duration_minutes,
     parse_partition,
     slurmd_pods,
@@ -84,7 +85,11 @@ def identity_consistent(inp: StepInput) -> Finding:
     )
     for node, pod in pods.items():
         heartbeat({"slurmd": node})
-        slurmd = _passwd_ids(ctl.on_slurmd(pod["metadata"]["name"], ["getent", "passwd", *contract.usernames]))
+        slurmd = {
+            user: ids
+            for batch in batches(contract.usernames)
+            for user, ids in _passwd_ids(ctl.on_slurmd(pod["metadata"]["name"], ["getent", "passwd", *batch])).items()
+        }
         mismatched += [
             f"{user} login={login.get(user, 'missing')} {pod['metadata']['name']}={slurmd.get(user, 'missing')}"
             for user in contract.usernames

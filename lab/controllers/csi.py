@@ -17,6 +17,9 @@ cluster, acting on the Weka emulator's state as a real mount would.
   carries that log (served by ``pods/log``) and ends ``Succeeded``; then the Job ends ``Complete``, or (the mount
   failed, no container ran) ``Failed`` with the mount's message. As the garbage collector would, a Job's Pods
   go when the Job is gone. Other Jobs are not touched.
+* A Job running :func:`models.weka_mount.removal_command` on such a mount removes each directory that exists with
+  all it holds (``rm -rf``: the directories under it and the quotas on their inodes go too) and logs
+  :func:`models.weka_mount.removed_line` for it; the rest is as for the directory Job.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from tenantflow.models.weka_mount import (
     before_line,
     handle_filesystem,
     parse_directory_command,
+    parse_removal_command,
+    removed_line,
 )
 
 CONTEXT = "tenant-cluster"
@@ -79,6 +84,30 @@ def _directory_specs(pod: Obj) -> list[DirectorySpec] | None:
     """What a pod spec's one container makes when it runs the directory helper's command; None for other pods."""
     containers = pod.get("containers") or []
     return parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
+
+
+def _removals(pod: Obj) -> list[str] | None:
+    """What a pod spec's one container removes when it runs the removal command; None for other pods."""
+    containers = pod.get("containers") or []
+    return parse_removal_command(containers[0].get("command") or []) if len(containers) == 1 else None
+
+
+def _runs_on_a_mount(pod: Obj) -> bool:
+    return _directory_specs(pod) is not None or _removals(pod) is not None
+
+
+def _run(fs: FileSystem, specs: list[DirectorySpec] | None, removals: list[str] | None) -> tuple[list[str], str]:
+    """Run the helper's script on ``fs``: its log lines and what it did, in words."""
+    if removals is not None:
+        removed = [path for path in removals if fs.remove_tree(path)]
+        return [removed_line(path) for path in removed], f"removed {len(removed)} directories from {fs.name}"
+    log = []
+    for spec in specs or []:
+        if spec.path in fs.directories:
+            log.append(before_line(spec.path, fs.owner_of(spec.path)))
+        fs.mkdir(spec.path)
+        fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
+    return log, f"made {len(specs or [])} directories on {fs.name}"
 
 
 class CsiWekafs:
@@ -321,7 +350,7 @@ class CsiWekafs:
         jobs = {j["metadata"]["uid"] for j in self.store.list("batch", "jobs")}
         for pod in self.store.list("", "pods"):
             owners = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"]
-            if owners and _directory_specs(pod["spec"]) and not any(r.get("uid") in jobs for r in owners):
+            if owners and _runs_on_a_mount(pod["spec"]) and not any(r.get("uid") in jobs for r in owners):
                 with contextlib.suppress(ApiError):
                     self.store.delete("", "pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
@@ -330,8 +359,8 @@ class CsiWekafs:
             return
         pod = job["spec"]["template"]["spec"]
         containers = pod.get("containers") or []
-        specs = _directory_specs(pod)
-        if specs is None:
+        specs, removals = _directory_specs(pod), _removals(pod)
+        if specs is None and removals is None:
             return
         claims = {
             v["name"]: v["persistentVolumeClaim"]["claimName"]
@@ -339,24 +368,19 @@ class CsiWekafs:
             if v.get("persistentVolumeClaim")
         }
         mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == "/weka"]
-        log: list[str] = []
         try:
             if len(mounts) != 1 or mounts[0]["name"] not in claims:
                 raise Refused("/weka is not a mounted volume: mkdir: can't create directory")
             fs = self._mounted_filesystem(job["metadata"]["namespace"], claims[mounts[0]["name"]])
             if fs is None:
                 return
-            for spec in specs:
-                if spec.path in fs.directories:
-                    log.append(before_line(spec.path, fs.owner_of(spec.path)))
-                fs.mkdir(spec.path)
-                fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
+            log, done = _run(fs, specs, removals)
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
             self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')
             return
         self._pod(job, "".join(f"{line}\n" for line in log))
-        self._finish(job, "Complete", f"made {len(specs)} directories on {fs.name}")
+        self._finish(job, "Complete", done)
 
     def reconcile(self) -> None:
         for pvc in self.store.list("", "persistentvolumeclaims"):

@@ -133,6 +133,18 @@ class FileSystem:
         self.directories[clean] = inode
         return inode
 
+    def remove_tree(self, path: str) -> bool:
+        """``rm -rf`` on a mount: ``path`` and every directory under it go, with their owners and the quotas on
+        their inodes (a directory quota lives on its inode); False when ``path`` did not exist."""
+        clean = normalise_path(path)
+        if clean == "/" or clean not in self.directories:
+            return False
+        gone = [p for p in self.directories if p == clean or p.startswith(f"{clean}/")]
+        for gone_path in gone:
+            self.quotas.pop(self.directories.pop(gone_path), None)
+            self.owners.pop(gone_path, None)
+        return True
+
     def set_owner(self, path: str, uid: int, gid: int, mode: int) -> None:
         """``chown uid:gid`` and ``chmod mode`` on an existing directory."""
         clean = normalise_path(path)

@@ -7,9 +7,22 @@ tests/integration/test_onboarding_e2e.py.
 from __future__ import annotations
 
 from tenantflow.activities.smoke import steps as smoke
-from tenantflow.activities.smoke.steps import JobRun
+from tenantflow.activities.smoke.jobs import JobRun
 
-GPU_OUT = "gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\nGPUS={n}\nSTEP_GPUS={step}\n"
+
+def listing(gpus: int) -> str:
+    """``nvidia-smi -L`` of ``gpus`` H100s, as the driver prints it."""
+    return "".join(
+        f"GPU {n}: NVIDIA H100 80GB HBM3 (UUID: GPU-0000000{n}-aaaa-bbbb-cccc-dddddddddddd)\n" for n in range(gpus)
+    )
+
+
+def gpu_out(cvd: str, n: int, step: int) -> str:
+    """The single-node job's output: its node, the devices it was given, its listing and its 1-GPU step's."""
+    return (
+        f"gpu-01\nCUDA_VISIBLE_DEVICES={cvd}\nNVIDIA H100 80GB HBM3, 81559 MiB\n"
+        f"== nvidia-smi -L (job)\n{listing(n)}== nvidia-smi -L (1-GPU step)\n{listing(step)}== end\n"
+    )
 
 
 def test_parse_busbw_picks_the_4gb_row() -> None:
@@ -28,33 +41,48 @@ def test_allocated_gpus_from_job_gres() -> None:
 
 
 def test_one_allocated_gpu_seen_once_is_ok() -> None:
-    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="0", n=1, step=1), {"JOB_GRES": "gpu:1"}), 1)
+    finding = smoke.gpu_finding(JobRun("COMPLETED", gpu_out("0", 1, 1), {"JOB_GRES": "gpu:1"}), 1)
     assert finding.ok and "exactly its 1 allocated" in finding.message
 
 
 def test_more_gpus_visible_than_allocated_means_no_device_constraint() -> None:
-    finding = smoke.gpu_finding(JobRun("COMPLETED", GPU_OUT.format(cvd="unset", n=8, step=8), {"JOB_GRES": "gpu:1"}), 1)
+    finding = smoke.gpu_finding(JobRun("COMPLETED", gpu_out("unset", 8, 8), {"JOB_GRES": "gpu:1"}), 1)
     assert not finding.ok and "ConstrainDevices=yes" in finding.fix
 
 
 def test_exclusive_partition_allocates_the_whole_node() -> None:
-    finding = smoke.gpu_finding(
-        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8, step=1), {"JOB_GRES": "gpu:8"}), 1
-    )
+    finding = smoke.gpu_finding(JobRun("COMPLETED", gpu_out("0,1,2,3,4,5,6,7", 8, 1), {"JOB_GRES": "gpu:8"}), 1)
     assert finding.ok and "whole node" in finding.message
 
 
 def test_exclusive_partition_without_constrain_devices_is_seen_by_the_one_gpu_step() -> None:
     """On OverSubscribe=EXCLUSIVE the job rightly sees its 8 allocated GPUs; the 1-GPU step must see 1."""
-    finding = smoke.gpu_finding(
-        JobRun("COMPLETED", GPU_OUT.format(cvd="0,1,2,3,4,5,6,7", n=8, step=8), {"JOB_GRES": "gpu:8"}), 1
-    )
+    finding = smoke.gpu_finding(JobRun("COMPLETED", gpu_out("0,1,2,3,4,5,6,7", 8, 8), {"JOB_GRES": "gpu:8"}), 1)
     assert not finding.ok and "all GPUs visible to a 1-GPU job" in finding.message
     assert "ConstrainDevices=yes" in finding.fix
 
 
 def test_a_job_without_the_step_count_is_an_error_finding() -> None:
-    assert not smoke.gpu_finding(JobRun("COMPLETED", "gpu-01\nGPUS=1\n", {"JOB_GRES": "gpu:1"}), 1).ok
+    """The job's listing ran, the step's never finished (no closing line): no count, an error."""
+    out = f"gpu-01\n== nvidia-smi -L (job)\n{listing(1)}== nvidia-smi -L (1-GPU step)\n{listing(1)}"
+    assert not smoke.gpu_finding(JobRun("COMPLETED", out, {"JOB_GRES": "gpu:1"}), 1).ok
+
+
+MIG_LISTING = (
+    "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)\n"
+    "  MIG 1g.5gb      Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)\n"
+    "  MIG 1g.5gb      Device  1: (UUID: MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb)\n"
+)
+"""``nvidia-smi -L`` of one A100 split into two MIG instances, in the form of NVIDIA's MIG User Guide: each GPU's
+line, then an indented line per instance."""
+
+
+def test_mig_instance_lines_are_not_counted_as_gpus() -> None:
+    """One GPU with two MIG instances is one GPU, not three: a line is a GPU when it starts with ``GPU ``."""
+    out = f"gpu-01\n== nvidia-smi -L (job)\n{MIG_LISTING}== nvidia-smi -L (1-GPU step)\n{MIG_LISTING}== end\n"
+    assert (smoke.listed_gpus(out, "job"), smoke.listed_gpus(out, "1-GPU step")) == (1, 1)
+    finding = smoke.gpu_finding(JobRun("COMPLETED", out, {"JOB_GRES": "gpu:1"}), 1)
+    assert finding.ok, finding
 
 
 def test_failed_job_is_an_error_finding() -> None:

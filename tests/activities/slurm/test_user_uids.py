@@ -71,3 +71,16 @@ def test_users_step_waits_until_slurmctld_resolves_the_users(lab: SlurmLab) -> N
         later.join()
         for step, res in reversed(list(zip(("accounts", "qos", "users"), done, strict=False))):
             slurm.undo(slurm.UndoInput(contract=contract, facts=res.facts, step=step, results=res.results))
+
+
+def test_the_most_users_the_contract_allows_are_asked_about_in_requests_an_apiserver_accepts(lab: SlurmLab) -> None:
+    """500 users (``TenantContract.users`` allows no more) of the longest name (32 characters): named in one exec,
+    the request line would be about 21 KB, which the apiserver's front refuses (8 KiB here, as in aiohttp and
+    nginx); asked a batch at a time, every name is answered, the known one found."""
+    ctl = SlurmCtl.connect(lab.target)
+    known = f"kim{secrets.token_hex(3)}"
+    lab.resolve(known)
+    names = [f"u{n:03d}-{'x' * 27}" for n in range(499)] + [known]
+    assert {len(name) for name in names[:-1]} == {32}
+    assert slurm_users.unresolved(ctl, names) == names[:-1]
+    assert slurm_users.uidless(ctl, names) == []

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.slurm_cli import (
     ACCOUNT_FORMAT,
     Assoc,
     NodeState,
+    command_error,
     duration_minutes,
     is_write,
     parse_accounts,
@@ -262,3 +264,14 @@ def test_write_argv_never_prompts() -> None:
 )
 def test_which_commands_write(argv: list[str], writes: bool) -> None:
     assert is_write(argv) is writes
+
+
+def test_a_configuration_read_during_a_swap_is_retried_and_a_refusal_is_not() -> None:
+    """A Slurm client that read ``partitions.conf`` while it was swapped stops before doing anything: retryable.
+    A refusal of the request itself is final."""
+    torn = ExecOutput(stdout="", stderr=(OUTPUTS / "torn_config.txt").read_text(), exit_code=1)
+    error = command_error(["sacctmgr", "-P", "-n", "show", "qos"], torn)
+    assert (error.type, error.non_retryable) == ("Unavailable", False)
+    refused = ExecOutput(stdout="", stderr=" Nothing new added.\n sacctmgr: error: Invalid account\n", exit_code=1)
+    final = command_error(["sacctmgr", "-i", "add", "user", "alice"], refused)
+    assert (final.type, final.non_retryable) == ("SlurmCommandFailed", True)
