@@ -9,11 +9,13 @@ from tenantflow.activities.common.kubeensure import (
     foreign_owner,
     matches,
     matches_before,
+    merge_patch_for,
     owned,
     plan_action,
 )
 from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
+from tenantflow.lab.kubeapi.patching import merge_patch
 from tenantflow.models.plan import Action
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
@@ -83,3 +85,16 @@ def test_resource_list_quantities_match_by_amount_and_nothing_else_does() -> Non
     assert not matches(limits, {"spec": {"limits": [extra_key]}}), "list items are still compared whole"
     assert not matches({"metadata": {"labels": {"tier": "1"}}}, {"metadata": {"labels": {"tier": "1.0"}}})
     assert not matches({"spec": {"replicas": 2}}, {"spec": {"replicas": "2"}})
+
+
+def test_the_patch_of_an_empty_selector_clears_what_the_object_selected() -> None:
+    """Found by tests/generated: ensure patched a deny-all whose podSelector had been narrowed with
+    ``podSelector: {}``, which a JSON merge patch (RFC 7386, applied here by the lab apiserver's implementation)
+    leaves as it was: the policy still denied only the selected pods, and every run reported it updated."""
+    want = {"spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}
+    have = {"spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Ingress"]}, "status": {}}
+    patch = merge_patch_for(want, have)
+    assert patch == {"spec": {"podSelector": {"matchLabels": None}, "policyTypes": ["Ingress", "Egress"]}}
+    assert matches(want, merge_patch(have, patch))
+    labels = {"metadata": {"labels": {"a": "1"}}}
+    assert merge_patch_for(labels, {"metadata": {"labels": {"b": "2"}}}) == labels, "other maps merge as before"

@@ -14,7 +14,6 @@ from tenantflow.activities.common.slurm_cli import (
     ACCOUNT_FORMAT,
     Assoc,
     NodeState,
-    duration_minutes,
     is_write,
     parse_accounts,
     parse_assocs,
@@ -30,6 +29,7 @@ from tenantflow.activities.common.slurm_cli import (
     word,
 )
 from tenantflow.activities.slurm.qos import parse_qos
+from tenantflow.models.durations import duration_minutes
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
 
