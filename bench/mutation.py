@@ -52,7 +52,13 @@ class ModuleScore:
         return sum(n for status, n in self.statuses.items() if status in KILLED)
 
 
-def workspace_config(only: list[str]) -> str:
+FRESH_IMPORTS = ('process_isolation = "forkserver"', 'forkserver_warmup = "none"')
+"""mutmut settings under which every mutant's tests import the code afresh: needed where a function runs when its
+module loads (``models/runbook.py`` builds its catalogue so), which a worker forked from a process that already
+imported it never runs again. Slower: each mutant pays the imports."""
+
+
+def workspace_config(only: list[str], fresh_imports: bool = False) -> str:
     """The scratch workspace's pyproject.toml: the repository's pytest settings plus mutmut's."""
     pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     lines = ["[tool.pytest.ini_options]"]
@@ -64,11 +70,12 @@ def workspace_config(only: list[str]) -> str:
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]',
         f"pytest_add_cli_args_test_selection = {json.dumps(list(TESTS))}",
         'also_copy = ["tenantflow", "examples"]',
+        *(FRESH_IMPORTS if fresh_imports else ()),
     ]
     return "\n".join(lines) + "\n"
 
 
-def prepare(workdir: Path, only: list[str]) -> None:
+def prepare(workdir: Path, only: list[str], fresh_imports: bool = False) -> None:
     """A fresh workspace: ``tenantflow/<folder>`` copies, the fast tests, the examples, the settings."""
     shutil.rmtree(workdir, ignore_errors=True)
     (workdir / "tenantflow").mkdir(parents=True)
@@ -77,7 +84,7 @@ def prepare(workdir: Path, only: list[str]) -> None:
         shutil.copytree(ROOT / package, workdir / "tenantflow" / package, ignore=ignore)
     shutil.copytree(ROOT / "tests", workdir / "tests", ignore=ignore)
     shutil.copytree(ROOT / "examples", workdir / "examples")
-    (workdir / "pyproject.toml").write_text(workspace_config(only))
+    (workdir / "pyproject.toml").write_text(workspace_config(only, fresh_imports))
 
 
 def mutmut(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -131,7 +138,7 @@ def report(found: dict[str, ModuleScore], diffs: dict[str, str]) -> str:
         percent = 100 * score.killed / max(score.total, 1)
         lines.append(f"| {module} | {score.total} | {score.killed} | {percent:.1f} % | {rest or '-'} |")
     lines += ["", "## Surviving mutants", ""]
-    for module, score in sorted(found.items()):
+    for _, score in sorted(found.items()):
         for mutant in score.survivors:
             lines.append(f"- `{mutant.removeprefix('tenantflow.')}`: `{diffs.get(mutant, '')}`")
     return "\n".join(lines) + "\n"
@@ -144,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--report", type=Path, default=ROOT / "bench" / "reports" / "mutation.md")
     parser.add_argument("--merge", action="store_true", help="keep the other modules of the report's raw data")
+    parser.add_argument("--fresh-imports", action="store_true", help="for code that runs when its module loads")
     args = parser.parse_args(argv)
-    prepare(args.workdir, args.only)
+    prepare(args.workdir, args.only, args.fresh_imports)
     run = mutmut(args.workdir, "run", "--max-children", str(args.max_children))
     if run.returncode != 0:
         print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", file=sys.stderr)

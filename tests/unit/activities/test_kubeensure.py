@@ -6,12 +6,16 @@ from typing import Any
 
 from tenantflow.activities.common.kubeensure import (
     before_values,
+    describe,
+    equal,
     foreign_owner,
     matches,
     matches_before,
     merge_patch_for,
     owned,
     plan_action,
+    plan_step,
+    same_value,
 )
 from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
@@ -98,3 +102,61 @@ def test_the_patch_of_an_empty_selector_clears_what_the_object_selected() -> Non
     assert matches(want, merge_patch(have, patch))
     labels = {"metadata": {"labels": {"a": "1"}}}
     assert merge_patch_for(labels, {"metadata": {"labels": {"b": "2"}}}) == labels, "other maps merge as before"
+
+
+def test_equal_compares_structure_exactly_and_quantities_by_amount_only_in_resource_lists() -> None:
+    assert equal({"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]})
+    assert not equal({"a": [1]}, {"a": [1, 2]}), "a list with more items"
+    assert not equal({"a": 1}, {"a": 1, "b": 2}), "a map with more keys"
+    assert not equal({"a": {"b": 1}}, {"a": [1]}) and not equal([1], {"a": 1})
+    assert equal({"hard": {"cpu": "1000m"}}, {"hard": {"cpu": "1"}}) and equal(
+        {"hard": {"cpu": 2}}, {"hard": {"cpu": "2"}}
+    )
+    assert not equal({"spec": {"cpu": "1000m"}}, {"spec": {"cpu": "1"}}), "outside a ResourceList spelling counts"
+    assert not equal({"hard": {"cpu": "1"}}, {"hard": {"cpu": "2"}})
+
+
+def test_same_value_parses_only_quantity_leaves_that_are_numbers_or_strings() -> None:
+    assert same_value("1Gi", "1024Mi", quantity=True) and not same_value("1Gi", "1024Mi", quantity=False)
+    assert not same_value(True, "1", quantity=True) and not same_value("1", True, quantity=True)
+    assert not same_value(1.0, "1", quantity=True) and not same_value("1", None, quantity=True)
+    assert not same_value("lots", "lots of", quantity=True), "what is no quantity compares as text"
+    assert same_value("x", "x", quantity=False)
+
+
+def test_matches_wants_an_empty_map_empty_or_absent() -> None:
+    assert matches({"podSelector": {}}, {"podSelector": {}}) and matches({"podSelector": {}}, {})
+    assert not matches({"podSelector": {}}, {"podSelector": {"matchLabels": {"a": "b"}}})
+    assert not matches({"spec": {"a": 1}}, {"spec": [1]})
+
+
+class OneObject:
+    """What ``KubeObjects.get`` answers for a cluster holding at most ``found``."""
+
+    def __init__(self, found: dict[str, Any] | None) -> None:
+        self.found = found
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self.found
+
+
+def test_a_plan_step_names_the_object_and_the_action_the_world_calls_for() -> None:
+    desired = quota({"cpu": "4"})
+    step = plan_step(OneObject(None), "kube", desired, "tenant-a", {"hard": {"cpu": "4"}})  # type: ignore[arg-type]
+    assert (step.layer, step.kind, step.name, step.namespace, step.action, step.detail) == (
+        "kube",
+        "ResourceQuota",
+        "q",
+        "tenant-a",
+        Action.create,
+        {"hard": {"cpu": "4"}},
+    )
+    assert plan_step(OneObject(quota({"cpu": "2"})), "kube", desired, "tenant-a").action is Action.update  # type: ignore[arg-type]
+    assert plan_step(OneObject(desired), "kube", desired, "tenant-a").detail == {}  # type: ignore[arg-type]
+    cluster_scoped = {"kind": "Namespace", "metadata": {"name": "tenant-a"}}
+    assert plan_step(OneObject(None), "kube", cluster_scoped, "tenant-a").namespace is None  # type: ignore[arg-type]
+
+
+def test_an_object_is_described_with_its_namespace_when_it_has_one() -> None:
+    assert describe("ResourceQuota", "q", "tenant-a") == "ResourceQuota tenant-a/q"
+    assert describe("Namespace", "tenant-a", None) == "Namespace tenant-a"
