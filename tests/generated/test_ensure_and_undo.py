@@ -9,7 +9,6 @@ values changed, keys dropped or added, empty selectors filled, labels of another
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -19,8 +18,8 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.kube import steps as kube
-from tenantflow.lab.kubeapi.patching import merge_patch
 from tests.generated.strategies import Drawn, contract_of, contracts
+from tests.memory_cluster import MemoryCluster
 
 SCALARS = st.one_of(st.text("abc019-", min_size=1, max_size=6), st.integers(0, 99), st.booleans())
 
@@ -65,38 +64,6 @@ def objects(drawn: Drawn) -> list[dict[str, Any]]:
     ]
 
 
-class MemoryCluster:
-    """Objects by (kind, name, namespace), read and written as ``KubeObjects`` reads and writes them; a patch is
-    applied with the lab apiserver's RFC 7386 merge patch."""
-
-    def __init__(self, *objects: dict[str, Any]) -> None:
-        self.objects = {
-            self.key(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")): obj for obj in objects
-        }
-
-    @staticmethod
-    def key(kind: str, name: str, namespace: str | None) -> tuple[str, str, str]:
-        return kind, name, namespace or ""
-
-    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        found = self.objects.get(self.key(kind, name, namespace))
-        return copy.deepcopy(found) if found is not None else None
-
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self.objects[self.key(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))] = copy.deepcopy(
-            obj
-        )
-        return obj
-
-    def patch(self, kind: str, name: str, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
-        key = self.key(kind, name, namespace)
-        self.objects[key] = merge_patch(self.objects[key], copy.deepcopy(body))
-        return copy.deepcopy(self.objects[key])
-
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
-        return self.objects.pop(self.key(kind, name, namespace), None) is not None
-
-
 PUBLIC_PAYLOADS = {"Secret"}
 """The one Secret these tests plan is the authorized-keys Secret, whose payload (public keys) may be kept."""
 
@@ -108,8 +75,10 @@ def test_ensure_reaches_the_planned_fields_and_undo_restores_what_was_there(draw
         kind, name, namespace = desired["kind"], desired["metadata"]["name"], desired["metadata"].get("namespace")
         want = kubeensure.owned(desired)
         metadata = {**data.draw(drifted(want.get("metadata", {}))), "name": name}
+        if data.draw(st.booleans()):
+            metadata["labels"] = {**(metadata.get("labels") or {}), **manifests.owner_labels(slug)}
         existing = {
-            **data.draw(drifted(want)),
+            **data.draw(st.one_of(st.just(want), drifted(want))),
             "kind": kind,
             "metadata": {**metadata, **({"namespace": namespace} if namespace else {})},
         }
@@ -122,11 +91,30 @@ def test_ensure_reaches_the_planned_fields_and_undo_restores_what_was_there(draw
             continue
         result = kubeensure.ensure(cluster, "kube", desired, slug, "tenant/run", public_payload=kind in PUBLIC_PAYLOADS)  # type: ignore[arg-type]
         ensured = cluster.get(kind, name, namespace)
+        assert (result.layer, result.kind, result.name, result.namespace) == ("kube", kind, name, namespace)
         assert kubeensure.matches(want, ensured), f"{kind}: ensure left {existing} as {ensured}"
         assert kubeensure.plan_action(ensured, desired, slug).value == "unchanged"
-        kubeensure.undo(cluster, "kube", [result], slug)  # type: ignore[arg-type]
+        labels = existing["metadata"].get("labels") or {}
+        ours = labels.get("app.kubernetes.io/managed-by") == "tenantflow" and labels.get("tenantflow.io/tenant") == slug
+        expected = (
+            "created" if not present else "adopted" if not ours else "unchanged" if ensured == existing else "updated"
+        )
+        assert result.outcome.value == expected
+        stamped = (ensured["metadata"].get("annotations") or {}).get("tenantflow.io/run")
+        assert stamped == ("tenant/run" if expected in ("created", "adopted") else existing_run(existing))
+        (undone,) = kubeensure.undo(cluster, "kube", [result], slug) or [None]  # type: ignore[arg-type]
         after = cluster.get(kind, name, namespace)
         assert pruned(after) == (pruned(existing) if present else None), f"{kind}: undo of {result.outcome}"
+        if expected == "unchanged":
+            assert undone is None
+        else:
+            assert undone is not None and (undone.kind, undone.name, undone.namespace) == (kind, name, namespace)
+            back = "deleted" if expected == "created" else "updated" if after != ensured else "unchanged"
+            assert undone.outcome.value == back
+
+
+def existing_run(existing: dict[str, Any]) -> object:
+    return (existing["metadata"].get("annotations") or {}).get("tenantflow.io/run")
 
 
 @given(contracts(), st.data())

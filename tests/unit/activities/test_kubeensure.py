@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from temporalio.exceptions import ApplicationError
+
 from tenantflow.activities.common.kubeensure import (
     before_values,
     describe,
+    ensure,
     equal,
     foreign_owner,
     matches,
@@ -16,11 +20,14 @@ from tenantflow.activities.common.kubeensure import (
     plan_action,
     plan_step,
     same_value,
+    undo,
 )
 from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
 from tenantflow.lab.kubeapi.patching import merge_patch
 from tenantflow.models.plan import Action
+from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
+from tests.memory_cluster import MemoryCluster
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
 
@@ -160,3 +167,49 @@ def test_a_plan_step_names_the_object_and_the_action_the_world_calls_for() -> No
 def test_an_object_is_described_with_its_namespace_when_it_has_one() -> None:
     assert describe("ResourceQuota", "q", "tenant-a") == "ResourceQuota tenant-a/q"
     assert describe("Namespace", "tenant-a", None) == "Namespace tenant-a"
+
+
+def test_ensure_refuses_another_tenants_object_naming_it() -> None:
+    theirs = quota({"cpu": "2"}, labels={MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-b"})
+    cluster = MemoryCluster(theirs)
+    with pytest.raises(ApplicationError) as refused:
+        ensure(cluster, "kube", quota({"cpu": "4"}), "tenant-a", "tenant/run")  # type: ignore[arg-type]
+    assert refused.value.type == "Conflict"
+    assert str(refused.value) == (
+        "Conflict: ResourceQuota tenant-a/q already exists and belongs to tenant-b; pick another tenant slug or "
+        "remove the other object"
+    )
+    assert cluster.get("ResourceQuota", "q", "tenant-a") == theirs
+
+
+def result(outcome: Outcome, kind: str = "ResourceQuota", before: dict[str, Any] | None = None) -> EnsureResult:
+    data = KubeBefore(before=before) if before is not None else KubeBefore(before={})
+    return EnsureResult(layer="kube", kind=kind, name="q", namespace="tenant-a", outcome=outcome, data=data)
+
+
+def test_undo_reports_what_it_found_for_each_result_latest_first() -> None:
+    gone = MemoryCluster()
+    assert [(r.outcome, r.namespace) for r in undo(gone, "kube", [result(Outcome.created)], "tenant-a")] == [  # type: ignore[arg-type]
+        (Outcome.absent, "tenant-a")
+    ]
+    deleting = MemoryCluster({**quota({"cpu": "4"}), "metadata": {**quota({})["metadata"], "deletionTimestamp": "x"}})
+    assert [r.outcome for r in undo(deleting, "kube", [result(Outcome.created)], "tenant-a")] == [Outcome.absent]  # type: ignore[arg-type]
+    taken = MemoryCluster(quota({"cpu": "4"}, labels={"app": "x"}))
+    assert [r.outcome for r in undo(taken, "kube", [result(Outcome.created)], "tenant-a")] == [Outcome.unchanged]  # type: ignore[arg-type]
+    assert taken.get("ResourceQuota", "q", "tenant-a") is not None, "no longer ours: left alone"
+    restored = MemoryCluster(quota({"cpu": "2"}))
+    back = result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})
+    assert [r.outcome for r in undo(restored, "kube", [back], "tenant-a")] == [Outcome.unchanged]  # type: ignore[arg-type]
+    both = MemoryCluster(quota({"cpu": "4"}))
+    results = [
+        result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}}),
+        result(Outcome.created, "Widget"),
+        result(Outcome.unchanged),
+    ]
+    assert [(r.kind, r.outcome) for r in undo(both, "kube", results, "tenant-a")] == [
+        ("ResourceQuota", Outcome.updated)
+    ]  # type: ignore[arg-type]
+    assert both.get("ResourceQuota", "q", "tenant-a")["spec"] == {"hard": {"cpu": "2"}}  # type: ignore[index]
+    twice = MemoryCluster(quota({"cpu": "4"}))
+    order = [result(Outcome.created), result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})]
+    assert [r.outcome for r in undo(twice, "kube", order, "tenant-a")] == [Outcome.updated, Outcome.deleted]  # type: ignore[arg-type]

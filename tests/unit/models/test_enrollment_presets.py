@@ -13,7 +13,14 @@ import re
 
 import pytest
 
-from tenantflow.models.enrollment_workflows import label_value, preset_objects
+from tenantflow.models.enrollment_workflows import (
+    Condition,
+    ConditionReport,
+    ObjectRef,
+    label_value,
+    preset_objects,
+    signed_claims,
+)
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 FLAVOR = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}, "spec": {}}
@@ -99,3 +106,26 @@ def test_a_worker_identity_becomes_a_valid_stable_label_value(identity: str, val
     """Found by the mutation run: an identity starting with '-' kept it in the hashed form, which no label takes."""
     assert label_value(identity) == value
     assert len(value) <= 63 and LABEL_VALUE.match(value)
+
+
+def test_an_object_ref_key_names_kind_namespace_and_name() -> None:
+    assert (
+        ObjectRef(kind="Deployment", name="agent", namespace="trainy-system").key() == "Deployment/trainy-system/agent"
+    )
+    assert ObjectRef(kind="ClusterQueue", name="cluster-queue").key() == "ClusterQueue/cluster-queue"
+
+
+def test_a_condition_is_true_only_for_the_generation_the_report_is_about() -> None:
+    report = ConditionReport(
+        generation=3,
+        conditions={
+            "Ready": Condition(type="Ready", status="True", observed_generation=3),
+            "Stale": Condition(type="Stale", status="True", observed_generation=2),
+            "Down": Condition(type="Down", status="False", observed_generation=3),
+        },
+    )
+    assert [report.true(name) for name in ("Ready", "Stale", "Down", "Missing")] == [True, False, False, False]
+
+
+def test_an_enrollment_signature_covers_canonical_json_of_the_claims() -> None:
+    assert signed_claims({"worker": "w", "hub": "h"}) == b'{"hub":"h","worker":"w"}'
