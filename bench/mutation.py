@@ -9,10 +9,11 @@ ones (``tests/unit``, ``tests/generated`` with the small ``mutation`` Hypothesis
 mutmut mutates a source tree it can copy beside the tests, while the repository installs its top-level folders
 as ``tenantflow.<folder>``; so the run happens in a scratch workspace holding ``tenantflow/<folder>`` copies, the
 tests, the example contracts and a ``pyproject.toml`` with the ``[tool.mutmut]`` settings. The report (Markdown,
-``bench/reports/mutation.md`` by default) gives the score per module and lists every surviving mutant with its
-diff. Install the tool with ``pip install -c constraints.txt -e '.[mutation]'``. It takes long on two cores: name
-modules with ``--only models/plan.py models/hostlist.py`` to measure a few at a time, and ``--merge`` to add
-their rows to an existing report's raw data (``mutation.json`` beside it).
+``docs/mutation.md`` by default: outside the package folders the wheel ships) gives the score per module and
+lists every surviving mutant with its diff. Install the tool with ``pip install -c constraints.txt -e
+'.[mutation]'``. It takes long on two cores: name modules with ``--only models/plan.py models/hostlist.py`` to
+measure a few at a time, ``--merge`` to put their rows into an existing report's raw data (``mutation.json``
+beside it), ``--from-json`` to write the report again.
 """
 
 from __future__ import annotations
@@ -52,13 +53,7 @@ class ModuleScore:
         return sum(n for status, n in self.statuses.items() if status in KILLED)
 
 
-FRESH_IMPORTS = ('process_isolation = "forkserver"', 'forkserver_warmup = "none"')
-"""mutmut settings under which every mutant's tests import the code afresh: needed where a function runs when its
-module loads (``models/runbook.py`` builds its catalogue so), which a worker forked from a process that already
-imported it never runs again. Slower: each mutant pays the imports."""
-
-
-def workspace_config(only: list[str], fresh_imports: bool = False) -> str:
+def workspace_config(only: list[str]) -> str:
     """The scratch workspace's pyproject.toml: the repository's pytest settings plus mutmut's."""
     pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     lines = ["[tool.pytest.ini_options]"]
@@ -70,12 +65,11 @@ def workspace_config(only: list[str], fresh_imports: bool = False) -> str:
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]',
         f"pytest_add_cli_args_test_selection = {json.dumps(list(TESTS))}",
         'also_copy = ["tenantflow", "examples"]',
-        *(FRESH_IMPORTS if fresh_imports else ()),
     ]
     return "\n".join(lines) + "\n"
 
 
-def prepare(workdir: Path, only: list[str], fresh_imports: bool = False) -> None:
+def prepare(workdir: Path, only: list[str]) -> None:
     """A fresh workspace: ``tenantflow/<folder>`` copies, the fast tests, the examples, the settings."""
     shutil.rmtree(workdir, ignore_errors=True)
     (workdir / "tenantflow").mkdir(parents=True)
@@ -84,7 +78,7 @@ def prepare(workdir: Path, only: list[str], fresh_imports: bool = False) -> None
         shutil.copytree(ROOT / package, workdir / "tenantflow" / package, ignore=ignore)
     shutil.copytree(ROOT / "tests", workdir / "tests", ignore=ignore)
     shutil.copytree(ROOT / "examples", workdir / "examples")
-    (workdir / "pyproject.toml").write_text(workspace_config(only, fresh_imports))
+    (workdir / "pyproject.toml").write_text(workspace_config(only))
 
 
 def mutmut(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -119,6 +113,15 @@ def diff_of(workdir: Path, mutant: str) -> str:
     return " / ".join(line.strip() for line in changed)[:300]
 
 
+EQUIVALENT_NOTE = (
+    "Some survivors cannot be killed by any test, and are listed like the others (so the score is a lower bound): "
+    "equivalent mutants that change nothing observable (a guard the caller already made, `zip(strict=...)` after "
+    "a length check, the replacement text of a key that only groups), and mutants in functions that run only while "
+    "their module loads (`models/runbook.py` builds the step catalogue so): mutmut forks each mutant's worker from "
+    "a process that has imported the code already, so those never run with the mutant switched on."
+)
+
+
 def report(found: dict[str, ModuleScore], diffs: dict[str, str]) -> str:
     killed, total = sum(m.killed for m in found.values()), sum(m.total for m in found.values())
     lines = [
@@ -127,6 +130,8 @@ def report(found: dict[str, ModuleScore], diffs: dict[str, str]) -> str:
         "Measured with `python -m tenantflow.bench.mutation` (mutmut, tests/unit and tests/generated with the",
         "`mutation` Hypothesis profile); not part of CI. A mutant counts as killed when a test failed, timed out or",
         "the type checker refused it.",
+        "",
+        EQUIVALENT_NOTE,
         "",
         f"**Score: {killed} of {total} mutants killed ({100 * killed / max(total, 1):.1f} %).**",
         "",
@@ -149,21 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", default=list(CORE), help="paths under the repository to mutate")
     parser.add_argument("--workdir", type=Path, default=ROOT / ".state" / "mutation")
     parser.add_argument("--max-children", type=int, default=2)
-    parser.add_argument("--report", type=Path, default=ROOT / "bench" / "reports" / "mutation.md")
+    parser.add_argument("--report", type=Path, default=ROOT / "docs" / "mutation.md")
     parser.add_argument("--merge", action="store_true", help="keep the other modules of the report's raw data")
-    parser.add_argument("--fresh-imports", action="store_true", help="for code that runs when its module loads")
+    parser.add_argument("--from-json", action="store_true", help="only write the report again from its raw data")
     args = parser.parse_args(argv)
-    prepare(args.workdir, args.only, args.fresh_imports)
-    run = mutmut(args.workdir, "run", "--max-children", str(args.max_children))
-    if run.returncode != 0:
-        print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", file=sys.stderr)
-        return run.returncode
-    found = scores(args.workdir)
-    diffs = {mutant: diff_of(args.workdir, mutant) for score in found.values() for mutant in score.survivors}
     raw = args.report.with_suffix(".json")
-    merged = json.loads(raw.read_text()) if args.merge and raw.exists() else {}
-    for module, score in found.items():
-        merged[module] = {"statuses": dict(score.statuses), "survivors": {m: diffs[m] for m in score.survivors}}
+    merged = json.loads(raw.read_text()) if (args.merge or args.from_json) and raw.exists() else {}
+    if not args.from_json:
+        prepare(args.workdir, args.only)
+        run = mutmut(args.workdir, "run", "--max-children", str(args.max_children))
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", file=sys.stderr)
+            return run.returncode
+        found = scores(args.workdir)
+        diffs = {mutant: diff_of(args.workdir, mutant) for score in found.values() for mutant in score.survivors}
+        if args.merge and raw.exists():
+            merged = json.loads(raw.read_text())
+        for module, score in found.items():
+            survivors = {m: diffs[m] for m in score.survivors}
+            merged[module] = {"statuses": dict(score.statuses), "survivors": survivors}
     every = {m: ModuleScore(Counter(d["statuses"]), list(d["survivors"])) for m, d in merged.items()}
     every_diff = {m: diff for d in merged.values() for m, diff in d["survivors"].items()}
     args.report.parent.mkdir(parents=True, exist_ok=True)
