@@ -21,7 +21,12 @@ class WorkerEnrollment(Strict):
     worker: KubeTarget
     tenant_namespace: str = Field(..., pattern=DNS_LABEL, description="the organization's namespace on the Hub")
     worker_name: str = Field(..., pattern=DNS_LABEL, description="unique inside the tenant namespace")
-    workload_namespaces: list[str] = Field(..., min_length=1, max_length=64)
+    workload_namespaces: list[str] = Field(
+        ...,
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"items": {"type": "string", "pattern": DNS_LABEL}, "uniqueItems": True},  # as _namespaces
+    )
     brownfield: bool = Field(False, description="the worker already runs Kueue workloads that must keep running")
     scheduling_preset: str = Field("gke-dws")
     canary_exact_routing: bool = Field(False, description="cordon other pool members while the canary runs")

@@ -13,10 +13,15 @@ def shown(value: object) -> str:
     return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text)} chars)"
 
 
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """Where a problem is: the dotted path of its field (an empty field name shown as ``''``), or ``(top level)``."""
+    return ".".join(str(part) if part != "" else "''" for part in loc) or "(top level)"
+
+
 def format_validation_error(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: {exc.error_count()} problem(s):"]
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        where = field_path(error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown field; remove it or check the spelling"

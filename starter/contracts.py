@@ -17,7 +17,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class ContractError(ValueError):
-    """A contract file that cannot be used; ``str()`` lists every problem, one per line."""
+    """A contract file that cannot be used; ``str()`` lists every problem, one per line, and ``fields`` names the
+    fields concerned when the problem is theirs."""
+
+    def __init__(self, message: str, fields: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.fields = fields or []
 
 
 def refuse_kubeconfig_paths(contract: BaseModel, source: str) -> None:
@@ -27,7 +32,8 @@ def refuse_kubeconfig_paths(contract: BaseModel, source: str) -> None:
     if paths:
         raise ContractError(
             f"{source}: {', '.join(paths)}: a contract cannot choose a kubeconfig file; remove it "
-            "and name a cluster of the worker's registry (TENANTFLOW_CLUSTERS_FILE) in .context"
+            "and name a cluster of the worker's registry (TENANTFLOW_CLUSTERS_FILE) in .context",
+            paths,
         )
 
 

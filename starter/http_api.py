@@ -1,53 +1,183 @@
-"""``tenantflow serve-api``: a small authenticated HTTP endpoint to start runs and answer gates.
+"""``tenantflow serve-api``: a small authenticated HTTP API to start runs, follow them and answer their gates, for
+services that would otherwise run the CLI; ``GET /openapi.json`` describes every route, body and answer.
 
 Every request needs ``Authorization: Bearer <token>`` with a token of the per-user token file named by
 ``TENANTFLOW_API_TOKENS_FILE`` (:mod:`worker.tokens`; ``tenantflow token USER`` makes one). The token's user is
-who answers a gate: it is recorded as the approver, a body naming another ``approver`` is refused (403), and the
-worker's four-eyes rule compares it with who started the run. Runs started here are started by the API's own
-Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
+who starts a run and who answers a gate: it is recorded as the approver, a body naming another ``approver`` is
+refused (403), and the worker's four-eyes rule compares it with who started the run. Runs are started by the API's
+own Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
 
-* ``POST /runs/onboarding`` body: a TenantContract (JSON) or ``{"contract": {...}, ...}`` (OnboardingInput);
-  201 with ``{"workflow_id", "run_id"}``, 409 when a run for the tenant is active, 422 on a bad contract.
-* ``GET /runs/{id}``: the run's ``status`` query (404 if unknown).
-* ``POST /runs/{id}/gates/{gate}``: ``approve_plan`` (body ``{"plan_hash": ...}``), ``reject_plan``
-  (``{"reason": ...}``) or a yes/no gate (``YES_NO_GATES``: enrollment gates, ``confirm_purge``,
-  ``retry_rollback``); 200 with the answer, 403 for another approver, 409 when refused.
-* ``POST /tenants/{slug}/change`` body: the new TenantContract: ``tenantflow apply`` (a ``TenantChange`` from the
-  tenant's record in the contract's cluster); 201 with ``{"workflow_id", "run_id"}``, 422 on a bad contract or a
-  slug other than ``{slug}`` (the slug cannot change), 404 without an ``onboarded`` record, 409 when a run is active.
-* ``GET /tenants/{slug}/term``: the tenant's term (its lifecycle's ``term`` query); 404 without a lifecycle.
-* ``POST /tenants/{slug}/renew`` body ``{"days": 90, "comment": ...}``: extend the term, renewed by the token's
-  user (403 for a body naming another ``approver``); 200 with the term, 422 for days outside 1 to 3650, 404
-  without a lifecycle, 409 when the lifecycle refuses (its term ended).
+:data:`ROUTES` is the table the app is built from and the OpenAPI document generated from (:mod:`starter.openapi`);
+handlers live in :mod:`starter.api_tenants` and :mod:`starter.api_runs`. Every refusal is a JSON problem naming
+the field and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 422 for a field a model
+refuses, 404 for an unknown run, 409 when the run refuses.
 """
 
 from __future__ import annotations
 
 import os
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.service import RPCError, RPCStatusCode
 
-from tenantflow.models.change import slug_refusal
-from tenantflow.models.content_types import JSON
-from tenantflow.models.explain import format_validation_error
-from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
-from tenantflow.models.lifecycle import RenewTerm, renew_days_problem
+from tenantflow.models.api import (
+    CancelRequested,
+    DecommissionRequest,
+    GateAnswered,
+    OffboardRequest,
+    RunPath,
+    RunResult,
+    RunsQuery,
+    RunSummary,
+    StartedRun,
+    TenantPath,
+    WorkerPath,
+)
+from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.enrollment_workflows import EnrollmentInput
+from tenantflow.models.lifecycle import TermStatus
 from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.models.records import RecordStatus
-from tenantflow.models.run_ids import lifecycle_id
+from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import YES_NO_GATES, RunAlreadyActive, TenantflowClient
-from tenantflow.starter.contracts import ContractError, refuse_kubeconfig_paths
-from tenantflow.starter.records import tenant_record
-from tenantflow.worker.tokens import TOKENS_FILE_ENV, USER_KEY, TokenFileError, TokenTable, bearer_auth
+from tenantflow.starter import api_runs, api_tenants
+from tenantflow.starter.api_requests import API_KEY
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.openapi import Reply, Route, openapi_document, register
+from tenantflow.starter.problems import problems
+from tenantflow.worker.tokens import TOKENS_FILE_ENV, TokenFileError, TokenTable, bearer_auth
 
-API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
-M = TypeVar("M", bound=BaseModel)
+STARTED = {201: Reply("the run started: its workflow id and run id", StartedRun)}
+ACTIVE = {409: Reply("a run for the same target is in progress (the message names it)")}
+NO_RUN = {404: Reply("Temporal knows no run of this id")}
+GATE = {
+    200: Reply("the run's answer", GateAnswered),
+    403: Reply("the body names an approver other than the token's user"),
+    **NO_RUN,
+    409: Reply("the run refused: a stale plan hash, a gate that is not open, four-eyes (the message says which)"),
+}
+TERM = {200: Reply("the term", TermStatus), 404: Reply("the tenant has no lifecycle: its onboarding has not completed")}
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """This API as an OpenAPI 3.1 document."""
+    return web.json_response(request.app[DOCUMENT_KEY])
+
+
+ROUTES: list[Route] = [
+    Route("GET", "/openapi.json", openapi, {200: Reply("the document", dict[str, Any])}),
+    Route("GET", "/runs", api_runs.list_runs, {200: Reply("the runs", list[RunSummary])}, query=RunsQuery),
+    Route(
+        "POST",
+        "/runs/onboarding",
+        api_tenants.start_onboarding,
+        {**STARTED, **ACTIVE},
+        body=OnboardingInput | TenantContract,
+    ),
+    Route(
+        "POST",
+        "/runs/enrollment",
+        api_runs.start_enrollment,
+        {**STARTED, **ACTIVE},
+        body=EnrollmentInput | WorkerEnrollment,
+    ),
+    Route(
+        "POST",
+        "/runs/{id:.+}/gates/approve_plan",
+        api_runs.approve_plan,
+        GATE,
+        body=api_runs.APPROVE_BODY,
+        path_params=RunPath,
+    ),
+    Route(
+        "POST",
+        "/runs/{id:.+}/gates/reject_plan",
+        api_runs.reject_plan,
+        GATE,
+        body=api_runs.REJECT_BODY,
+        path_params=RunPath,
+    ),
+    Route(
+        "POST",
+        "/runs/{id:.+}/gates/{gate}",
+        api_runs.answer_gate,
+        GATE,
+        body=api_runs.GATE_BODY,
+        body_required=False,
+        path_params=api_runs.GatePath,
+    ),
+    Route(
+        "POST",
+        "/runs/{id:.+}/cancel",
+        api_runs.cancel_run,
+        {202: Reply("cancel requested", CancelRequested), **NO_RUN},
+        path_params=RunPath,
+    ),
+    Route(
+        "GET",
+        "/runs/{id:.+}/result",
+        api_runs.run_result,
+        {
+            200: Reply("how the run ended", RunResult),
+            404: Reply("Temporal knows no run of this id, or it is of a kind that reports no result"),
+            409: Reply("the run is still in progress"),
+        },
+        path_params=RunPath,
+    ),
+    Route(
+        "GET",
+        "/runs/{id:.+}",
+        api_runs.run_status,
+        {200: Reply("the status", RunStatus), **NO_RUN},
+        path_params=RunPath,
+    ),
+    Route(
+        "POST",
+        "/tenants/{slug}/change",
+        api_tenants.start_change,
+        {**STARTED, 404: Reply("the tenant has no `onboarded` record in the contract's cluster"), **ACTIVE},
+        body=TenantContract,
+        path_params=TenantPath,
+    ),
+    Route(
+        "POST",
+        "/tenants/{slug}/offboarding",
+        api_tenants.start_offboarding,
+        {**STARTED, 404: Reply("no contract given and Temporal no longer has the tenant's onboarding run"), **ACTIVE},
+        body=OffboardRequest,
+        body_required=False,
+        path_params=TenantPath,
+    ),
+    Route("GET", "/tenants/{slug}/term", api_tenants.tenant_term, TERM, path_params=TenantPath),
+    Route(
+        "POST",
+        "/tenants/{slug}/renew",
+        api_tenants.renew_term,
+        {
+            **TERM,
+            403: Reply("the body names an approver other than the token's user"),
+            409: Reply("the term has ended"),
+        },
+        body=api_tenants.RENEW_BODY,
+        path_params=TenantPath,
+    ),
+    Route(
+        "POST",
+        "/workerclusters/{namespace}/{worker}/decommission",
+        api_runs.start_decommission,
+        {**STARTED, 404: Reply("no contract given and Temporal no longer has the worker's enrollment run"), **ACTIVE},
+        body=DecommissionRequest,
+        body_required=False,
+        path_params=WorkerPath,
+    ),
+]
+DOCUMENT_KEY: web.AppKey[dict[str, Any]] = web.AppKey("openapi", dict)
+
+
+def api_document() -> dict[str, Any]:
+    """The OpenAPI document of :data:`ROUTES`."""
+    return openapi_document(ROUTES, "tenantflow", version("tenantflow"), __doc__ or "")
 
 
 def api_tokens() -> TokenTable:
@@ -58,143 +188,9 @@ def api_tokens() -> TokenTable:
     return TokenTable.load(Path(path))
 
 
-def problem(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
-
-
-async def body_of(request: web.Request) -> dict[str, Any]:
-    data = await request.json() if request.can_read_body else {}
-    if not isinstance(data, dict):
-        raise web.HTTPUnprocessableEntity(text='{"error": "expected a JSON object"}', content_type=JSON)
-    return data
-
-
-async def start_onboarding(request: web.Request) -> web.Response:
-    data = await body_of(request)
-    try:
-        params = OnboardingInput.model_validate(data if "contract" in data else {"contract": data})
-        refuse_kubeconfig_paths(params.contract, "request body")
-    except ValidationError as exc:
-        return problem(422, format_validation_error("request body", exc))
-    except ContractError as exc:
-        return problem(422, str(exc))
-    api = request.app[API_KEY]
-    try:
-        handle = await api.start_onboarding(
-            params.contract, on_behalf_of=request[USER_KEY], **params.model_dump(exclude={"contract"})
-        )
-    except RunAlreadyActive as exc:
-        return problem(409, str(exc))
-    return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
-
-
-async def start_change(request: web.Request) -> web.Response:
-    data = await body_of(request)
-    try:
-        contract = TenantContract.model_validate(data)
-    except ValidationError as exc:
-        return problem(422, format_validation_error("request body", exc))
-    refusal = slug_refusal(request.match_info["slug"], contract)
-    if refusal:
-        return problem(422, refusal)
-    try:
-        refuse_kubeconfig_paths(contract, "request body")
-    except ContractError as exc:
-        return problem(422, str(exc))
-    record = await tenant_record(contract.cluster, contract.slug)
-    if record is None or record.status is not RecordStatus.onboarded:
-        return problem(404, f"{contract.slug} is not an onboarded tenant of {contract.cluster.describe()}")
-    try:
-        handle = await request.app[API_KEY].start_change(contract, record.contract, on_behalf_of=request[USER_KEY])
-    except RunAlreadyActive as exc:
-        return problem(409, str(exc))
-    return web.json_response({"workflow_id": handle.id, "run_id": handle.result_run_id}, status=201)
-
-
-async def run_status(request: web.Request) -> web.Response:
-    try:
-        status = await request.app[API_KEY].status(request.match_info["id"])
-    except RPCError as exc:
-        return problem(404 if exc.status == RPCStatusCode.NOT_FOUND else 502, exc.message)
-    return web.json_response(text=status.model_dump_json())
-
-
-class NotTheTokenUser(ValueError):
-    """A gate answer naming an approver other than the token's user."""
-
-
-def as_user(model: type[M], data: dict[str, Any], user: str) -> M:
-    """The gate payload with the authenticated ``user`` as approver; a body naming someone else is refused."""
-    named = data.get("approver", user)
-    if named != user:
-        raise NotTheTokenUser(f"approver must be the token's user {user!r}, not {named!r}")
-    return model.model_validate({**data, "approver": user})
-
-
-async def answer_gate(request: web.Request) -> web.Response:
-    api, workflow_id, gate = request.app[API_KEY], request.match_info["id"], request.match_info["gate"]
-    data, user = await body_of(request), request[USER_KEY]
-    try:
-        if gate == "approve_plan":
-            approval = as_user(ApprovePlan, data, user)
-            answer = await api.approve(workflow_id, approval.plan_hash, approval.comment, on_behalf_of=user)
-        elif gate == "reject_plan":
-            rejection = as_user(RejectPlan, data, user)
-            answer = await api.reject(workflow_id, rejection.reason, on_behalf_of=user)
-        elif gate in YES_NO_GATES:
-            yes = as_user(GateAnswer, data, user)
-            answer = await api.answer_gate(workflow_id, gate, yes.comment, on_behalf_of=user)
-        else:
-            return problem(404, f"unknown gate {gate!r}")
-    except NotTheTokenUser as exc:
-        return problem(403, str(exc))
-    except ValidationError as exc:
-        return problem(422, format_validation_error("request body", exc))
-    except WorkflowUpdateFailedError as exc:
-        return problem(409, str(getattr(exc.cause, "message", None) or exc.cause or exc))
-    except RPCError as exc:
-        return problem(404 if exc.status == RPCStatusCode.NOT_FOUND else 502, exc.message)
-    return web.json_response({"workflow_id": workflow_id, "gate": gate, "answer": answer})
-
-
-async def tenant_term(request: web.Request) -> web.Response:
-    slug = request.match_info["slug"]
-    term = await request.app[API_KEY].term(slug)
-    if term is None:
-        return problem(404, f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
-    return web.json_response(text=term.model_dump_json())
-
-
-async def renew_term(request: web.Request) -> web.Response:
-    api, slug, user = request.app[API_KEY], request.match_info["slug"], request[USER_KEY]
-    try:
-        renewal = as_user(RenewTerm, await body_of(request), user)
-    except NotTheTokenUser as exc:
-        return problem(403, str(exc))
-    except ValidationError as exc:
-        return problem(422, format_validation_error("request body", exc))
-    bad_days = renew_days_problem(renewal.days)
-    if bad_days:
-        return problem(422, bad_days)
-    current = await api.term(slug)
-    if current is None:
-        return problem(404, f"{slug} has no lifecycle ({lifecycle_id(slug)}): its onboarding has not completed")
-    if current.stage != "term:running":
-        return problem(409, f"the term of {slug} ended ({current.stage}): onboard it again to start a new term")
-    try:
-        term = await api.renew(slug, renewal.days, renewal.comment, on_behalf_of=user)
-    except WorkflowUpdateFailedError as exc:
-        return problem(409, str(getattr(exc.cause, "message", None) or exc.cause or exc))
-    return web.json_response(text=term.model_dump_json())
-
-
 def make_api_app(api: TenantflowClient, tokens: TokenTable) -> web.Application:
-    app = web.Application(middlewares=[bearer_auth(tokens)])
+    app = web.Application(middlewares=[problems, bearer_auth(tokens)])
     app[API_KEY] = api
-    app.router.add_post("/runs/onboarding", start_onboarding)
-    app.router.add_post(r"/runs/{id:.+}/gates/{gate}", answer_gate)
-    app.router.add_get(r"/runs/{id:.+}", run_status)
-    app.router.add_post("/tenants/{slug}/change", start_change)
-    app.router.add_get("/tenants/{slug}/term", tenant_term)
-    app.router.add_post("/tenants/{slug}/renew", renew_term)
+    app[DOCUMENT_KEY] = api_document()
+    register(app, ROUTES)
     return app

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from _pytest.terminal import TerminalReporter
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tests.approvers import SessionApprovers, session_approvers
+from tests.chaos.kit import STATS
 from tests.labfixture import whole_lab
 from tests.temporal_env import start_dev_server, start_time_skipping
+
+
+@pytest.fixture(scope="session", autouse=True)
+def approvers() -> SessionApprovers:
+    """The session's principals and keys, their settings exported before any worker starts (tests/approvers.py)."""
+    return session_approvers()
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -31,3 +42,56 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabEndpoints]:
     """One whole lab (``lab up``) for the session; tests leave it as they found it."""
     yield from whole_lab(tmp_path_factory, "lab")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker: hand this worker's chaos figures to the controller, which prints the table."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["chaos"] = dataclasses.asdict(STATS)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the pytest-xdist controller: add up each worker's chaos figures as it finishes."""
+    STATS.absorb(getattr(node, "workeroutput", {}).get("chaos") or {})
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    if not STATS.scenarios:
+        return
+    terminalreporter.section("chaos summary")
+    for label, value in STATS.rows():
+        terminalreporter.write_line(f"  {label:<45} {value:>5}")
+    if STATS.table:
+        terminalreporter.write_line("")
+        terminalreporter.write_line(f"  {'scenario':<58} {'outcome':<22} lost  dup  foreign")
+        for line in STATS.table:
+            terminalreporter.write_line(
+                f"  {line.name[:58]:<58} {line.outcome[:22]:<22} {line.lost:>4} {line.duplicated:>4} "
+                f"{line.foreign_touched:>8}"
+            )
+    for note in STATS.notes:
+        terminalreporter.write_line(f"  - {note}")
+
+
+SLOWEST_FIRST = (
+    "tests/packaging/test_install.py",
+    "tests/security/test_big_tenant_latency.py",
+    "tests/chaos/test_daemon_faults.py",
+    "tests/chaos/test_worker_crash.py",
+    "tests/chaos/test_dependency_faults.py",
+    "tests/starter/test_apply_lab.py",
+    "tests/bench/test_bench_cli.py",
+    "tests/integration/test_rollback.py",
+    "tests/starter/test_drift_lab.py",
+    "tests/lab/test_restart.py",
+    "tests/records/test_after_history.py",
+)
+"""Files that take minutes, started first so that no worker begins one while the others are finishing (pytest-xdist
+hands out whole files in collection order); the rest keep their order. Measured with ``--durations`` on two cores."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
+    root = config.rootpath
+    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))

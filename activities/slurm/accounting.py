@@ -12,6 +12,7 @@ reached is retryable (:func:`~activities.common.slurm_cli.undo_error`), a refusa
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from tenantflow.activities.common.errors import fail
@@ -203,12 +204,21 @@ def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
+def _no_turn() -> AbstractContextManager[None]:
+    return nullcontext()
+
+
 @dataclass
 class Ensurer:
-    """Applies wants one by one; on an error removes what it created in this attempt, then re-raises."""
+    """Applies wants one by one; on an error removes what it created in this attempt, then re-raises.
+
+    ``turn`` is the critical section of every writer of this Slurm accounting (a Lease,
+    :mod:`activities.common.kubelease`): taken, and the world read again under it, only when the first read
+    shows something to write or someone else's object, so a rerun that changes nothing writes nothing at all."""
 
     ctl: SlurmCtl
     contract: TenantContract
+    turn: Callable[[], AbstractContextManager[None]] = _no_turn
     results: list[EnsureResult] = field(default_factory=list)
 
     def ensure(self, want: Want, world: World) -> None:
@@ -287,13 +297,27 @@ class Ensurer:
             heartbeat({"slurm": f"{want.kind} {want.name}"})
             self.ensure(want, world)
 
+    def settled(self, wants: list[Want], world: World) -> bool:
+        """Whether ``world`` already holds every want as it should, each provably ours: nothing to write."""
+        for want in wants:
+            have = current_values(world, want)
+            other = foreign(world, self.contract.slug, want.kind, want.name, want.where.get("Account", ""))
+            if have is None or other is not None or differences(want, have):
+                return False
+        return True
+
     def run(self, wants: list[Want]) -> list[EnsureResult]:
         world = read_world(self.ctl, self.contract)
-        try:
+        if self.settled(wants, world):
             self.apply(wants, world)
-        except Exception:
-            undo_results(self.ctl, self.contract.slug, list(reversed(self.results)))
-            raise
+            return self.results
+        with self.turn():
+            world = read_world(self.ctl, self.contract)
+            try:
+                self.apply(wants, world)
+            except Exception:
+                undo_results(self.ctl, self.contract.slug, list(reversed(self.results)))
+                raise
         return self.results
 
 

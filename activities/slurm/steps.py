@@ -9,10 +9,12 @@ Every command runs in the slurmctld pod of ``contract.cluster`` (see
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import TRANSIENT, fail
+from tenantflow.activities.common.kubelease import SLURM_ACCOUNTING, Lease
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.slurm_cli import SlurmCtl, parse_node_states, word
@@ -62,6 +64,12 @@ def _nodes(inp: StepInput) -> list[str]:
 
 def _ctl(c: TenantContract) -> SlurmCtl:
     return SlurmCtl.connect(c.cluster)
+
+
+def _turn(c: TenantContract) -> Lease:
+    """The Lease every run holds while it reads, checks and writes Slurm accounting (see
+    :mod:`activities.common.kubelease`: slurmdbd keeps the last of two concurrent adds of one name)."""
+    return Lease(c.cluster, settings().slurm_namespace, SLURM_ACCOUNTING)
 
 
 @defn(runbook.SLURM_PREFLIGHT)
@@ -196,14 +204,14 @@ def plan(inp: StepInput) -> list[PlanStep]:
 
 @defn(runbook.SLURM_ACCOUNTS)
 def accounts(inp: StepInput) -> StepResult:
-    ens = Ensurer(_ctl(inp.contract), inp.contract)
+    ens = Ensurer(_ctl(inp.contract), inp.contract, _turn(inp.contract).held)
     return StepResult(results=ens.run(want_accounts(inp.contract)), facts=inp.facts)
 
 
 @defn(runbook.SLURM_QOS)
 def qos(inp: StepInput) -> StepResult:
     c = inp.contract
-    ens = Ensurer(_ctl(c), c)
+    ens = Ensurer(_ctl(c), c, _turn(c).held)
     return StepResult(results=ens.run([*want_qos(c), want_account_qos(c)]), facts=inp.facts)
 
 
@@ -216,11 +224,12 @@ def users(inp: StepInput) -> StepResult:
     if missing:
         raise fail("NotFound", f"QoS {', '.join(missing)} do not exist yet: slurm.qos must run before slurm.users")
     wait_resolved(ctl, c.usernames)
-    results = UserBatchEnsurer(ctl, c).run(want_users(c))
+    results = UserBatchEnsurer(ctl, c, _turn(c).held).run(want_users(c))
     try:
         reconfigured = ensure_uids(ctl, c.usernames)
     except Exception:
-        undo_results(ctl, c.slug, list(reversed(results)))
+        with _turn(c).held():
+            undo_results(ctl, c.slug, list(reversed(results)))
         raise
     findings = (
         [
@@ -277,7 +286,9 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         for r in reversed(inp.results)
         if r.kind != "partition"
     ]
-    done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
+    made = any(r.outcome in (Outcome.created, Outcome.updated) for r in accounting)
+    with _turn(c).held() if made else nullcontext():
+        done = undo_results(ctl, c.slug, accounting, before_delete=lambda res: release_qos(ctl, c, res))
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue

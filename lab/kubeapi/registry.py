@@ -112,6 +112,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", False),
     _rt("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", False),
     _rt("networking.k8s.io", "NetworkPolicy", "networkpolicies", True, ("netpol",)),
+    _rt("coordination.k8s.io", "Lease", "leases", True),
     _rt("policy", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), True),
     _rt("storage.k8s.io", "StorageClass", "storageclasses", False, ("sc",), delete_returns_object=True),
     _rt("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),

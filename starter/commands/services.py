@@ -122,8 +122,8 @@ def serve_api(
     tls_cert: TlsCertOpt = None,
     tls_key: TlsKeyOpt = None,
 ) -> None:
-    """Serve the HTTP API (POST /runs/onboarding, GET /runs/ID, POST /runs/ID/gates/GATE) to callers with a
-    per-user token of TENANTFLOW_API_TOKENS_FILE; the token's user is recorded as the approver."""
+    """Serve the HTTP API (every route in GET /openapi.json: start runs, follow them, answer their gates) to callers
+    with a per-user token of TENANTFLOW_API_TOKENS_FILE; the token's user is recorded as the approver."""
     from aiohttp import web
 
     from tenantflow.starter.http_api import make_api_app

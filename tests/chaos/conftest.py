@@ -1,7 +1,8 @@
 """Chaos fixtures: a lab of their own, one restartable Temporal dev server (SQLite file) and the summary table.
 
 Every test here is marked ``chaos``; the table of scenarios, crashes, faults and
-lost/duplicated objects is printed at the end of the pytest run.
+lost/duplicated objects is printed at the end of the pytest run (by the root conftest, which the pytest-xdist
+controller loads).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from _pytest.terminal import TerminalReporter
 from temporalio.client import WorkflowFailureError
 
 from tenantflow.lab.endpoints import LabEndpoints
@@ -24,6 +24,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.devserver import DevServer, free_port
+from tests.approvers import reviewer
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
 from tests.integration.runs import offboard
 from tests.labfixture import whole_lab
@@ -45,24 +46,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.chaos)
-
-
-def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
-    if not STATS.scenarios:
-        return
-    terminalreporter.section("chaos summary")
-    for label, value in STATS.rows():
-        terminalreporter.write_line(f"  {label:<45} {value:>5}")
-    if STATS.table:
-        terminalreporter.write_line("")
-        terminalreporter.write_line(f"  {'scenario':<58} {'outcome':<22} lost  dup  foreign")
-        for line in STATS.table:
-            terminalreporter.write_line(
-                f"  {line.name[:58]:<58} {line.outcome[:22]:<22} {line.lost:>4} {line.duplicated:>4} "
-                f"{line.foreign_touched:>8}"
-            )
-    for note in STATS.notes:
-        terminalreporter.write_line(f"  - {note}")
 
 
 @pytest.fixture(scope="session")
@@ -138,7 +121,7 @@ async def approve_and_wait(api: TenantflowClient, workflow_id: str) -> tuple[str
     """Approve the published plan and wait for the end: (``completed``/``failed``, message)."""
     status = await api.wait_for_plan(workflow_id)
     assert status.plan_hash, status
-    await api.approve(workflow_id, status.plan_hash)
+    await reviewer(api).approve(workflow_id, status.plan_hash)
     return await outcome(api, workflow_id)
 
 

@@ -63,6 +63,16 @@ class ChaosStats:
         self.table.append(line)
         return line
 
+    def absorb(self, other: dict[str, Any]) -> None:
+        """Add what another pytest-xdist worker's session did (its :func:`dataclasses.asdict` form)."""
+        for key, value in other.items():
+            if key == "table":
+                self.table += [Scenario(**line) for line in value]
+            elif key == "notes":
+                self.notes += value
+            else:
+                setattr(self, key, getattr(self, key) + value)
+
     def rows(self) -> list[tuple[str, int]]:
         return [
             ("scenarios run", self.scenarios),

@@ -54,3 +54,9 @@ def test_an_oversized_input_is_cut_in_the_message() -> None:
     text = problems(slug="T" * 5000)
     assert "... (5002 chars))" in text
     assert len(text) < 400
+
+
+def test_a_field_with_an_empty_name_is_named_not_taken_for_the_top_level() -> None:
+    with pytest.raises(ValidationError) as error:
+        TenantContract.model_validate({**tenant_data(), "": 1})
+    assert "  - '': unknown field; remove it or check the spelling" in format_validation_error("body", error.value)

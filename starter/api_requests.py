@@ -1,0 +1,86 @@
+"""What every HTTP API handler reads from a request: the client it acts through, the token's user it acts for, the
+body as a model; and the answer to a start.
+
+A gate answer's body is the gate payload with ``approver`` optional (:func:`answered_by_token_user`): the approver
+is the token's user, and a body naming anyone else is refused (403), so a caller cannot answer in another's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, cast
+
+from aiohttp import web
+from pydantic import BaseModel, Field, ValidationError, create_model
+from temporalio.client import WorkflowHandle
+
+from tenantflow.models.api import TOKEN_USER, StartedRun
+from tenantflow.models.base import Strict
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.openapi import PATH_KEY, QUERY_KEY
+from tenantflow.starter.problems import ApiProblem, invalid, json_object
+from tenantflow.worker.tokens import USER_KEY
+
+API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
+M = TypeVar("M", bound=BaseModel)
+
+
+def client_of(request: web.Request) -> TenantflowClient:
+    return request.app[API_KEY]
+
+
+def user_of(request: web.Request) -> str:
+    """The token's user: who the request starts runs and answers gates for."""
+    return request[USER_KEY]
+
+
+def parsed(model: type[M], data: dict[str, Any], source: str = "request body") -> M:
+    """``data`` as ``model``; 422 naming every field it refuses."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(source, exc) from None
+
+
+async def body_as(request: web.Request, model: type[M]) -> M:
+    """The request's JSON body as ``model`` (400 when it is no JSON object, 422 naming each field refused)."""
+    return parsed(model, await json_object(request))
+
+
+def path_as(request: web.Request, model: type[M]) -> M:
+    """The route's path parameters, validated as ``model`` before the handler ran (:func:`openapi.register`)."""
+    return cast(M, request[PATH_KEY])
+
+
+def query_as(request: web.Request, model: type[M]) -> M:
+    """The route's query parameters, validated as ``model`` before the handler ran (:func:`openapi.register`)."""
+    return cast(M, request[QUERY_KEY])
+
+
+def answered_by_token_user(model: type[BaseModel]) -> type[BaseModel]:
+    """The body of a gate answer: the fields of the gate payload ``model``, with ``approver`` optional."""
+    fields: dict[str, Any] = {
+        name: (info.annotation, info) for name, info in model.model_fields.items() if name != "approver"
+    }
+    return create_model(
+        f"{model.__name__}Body",
+        __base__=Strict,
+        __doc__=model.__doc__,
+        approver=(str | None, Field(None, description=TOKEN_USER)),
+        **fields,
+    )
+
+
+async def as_token_user(request: web.Request, body: type[BaseModel], payload: type[M]) -> M:
+    """The gate payload of the request's ``body`` (a model of :func:`answered_by_token_user`), answered by the token's
+    user; 403 for a body naming another approver."""
+    answer, user = await body_as(request, body), user_of(request)
+    named = getattr(answer, "approver", None)
+    if named not in (None, user):
+        raise ApiProblem(403, f"approver must be the token's user {user!r}, not {named!r}: omit it", ["approver"])
+    return payload.model_validate({**answer.model_dump(exclude={"approver"}), "approver": user})
+
+
+def started(handle: WorkflowHandle[Any, Any]) -> web.Response:
+    """201 with how to address the run just started."""
+    run = StartedRun(workflow_id=handle.id, run_id=handle.result_run_id)
+    return web.json_response(text=run.model_dump_json(), status=201)

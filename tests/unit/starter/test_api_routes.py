@@ -1,0 +1,82 @@
+"""Every CLI action another service needs has an HTTP route in the API's OpenAPI document; the commands that have
+none are listed here with the reason. A new CLI command fails this test until it gets a route or a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openapi_spec_validator import validate
+
+from tenantflow.starter.cli import app
+from tenantflow.starter.http_api import api_document
+
+GATE = ("POST", "/runs/{id}/gates/{gate}")
+ROUTE_OF: dict[str, tuple[str, str]] = {
+    "onboard": ("POST", "/runs/onboarding"),
+    "apply": ("POST", "/tenants/{slug}/change"),
+    "enroll": ("POST", "/runs/enrollment"),
+    "decommission": ("POST", "/workerclusters/{namespace}/{worker}/decommission"),
+    "offboard": ("POST", "/tenants/{slug}/offboarding"),
+    "status": ("GET", "/runs/{id}"),
+    "result": ("GET", "/runs/{id}/result"),
+    "list": ("GET", "/runs"),
+    "cancel": ("POST", "/runs/{id}/cancel"),
+    "approve": ("POST", "/runs/{id}/gates/approve_plan"),
+    "reject": ("POST", "/runs/{id}/gates/reject_plan"),
+    "submissions-paused": GATE,
+    "approve-adoption": GATE,
+    "uncordon": GATE,
+    "resume-submissions": GATE,
+    "confirm-purge": GATE,
+    "retry-rollback": GATE,
+    "renew": ("POST", "/tenants/{slug}/renew"),
+}
+"""Each CLI command a service would run, and the route that does the same."""
+NO_ROUTE: dict[str, str] = {
+    "worker": "runs the worker process itself, where the services' credentials are",
+    "dev-server": "starts a Temporal server on the operator's machine, for development",
+    "codec-server": "is a server of its own, which the Temporal UI calls",
+    "serve-api": "is the API",
+    "token": "mints a credential into the API's token file: a token must not be able to mint tokens",
+    "demo": "brings the lab and Temporal up on the operator's machine",
+    "lab": "runs the stand-ins on the operator's machine, for development",
+    "bench": "measures runs against a local lab",
+    "schema": "the contract schemas are in the document itself (components.schemas)",
+    "validate": "every start validates its contract and refuses it (422, naming each field) before anything runs",
+    "plan": "runs the plan's read steps in the CLI's own process, with the services' credentials (issue 27 moves it "
+    "to a read-only workflow on the worker, which the API can then start)",
+    "drift": "runs its read steps in the CLI's own process, with the services' credentials (as plan)",
+    "handover": "the sheet is the `handover` of GET /runs/tenant/<slug>/result; its recorded copy is read with the "
+    "operator's kubeconfig, which the API does not hold",
+    "tenants": "reads the records with the operator's kubeconfig, which the API does not hold; "
+    "GET /runs?tenant=SLUG lists a tenant's runs",
+}
+"""Each CLI command without a route, and why."""
+API_ONLY = {("GET", "/openapi.json"), ("GET", "/tenants/{slug}/term")}
+"""Routes no single CLI command matches: the document, and the term (`tenantflow tenants` shows it per tenant)."""
+
+
+def cli_commands() -> set[str]:
+    return {str(c.name) for c in app.registered_commands} | {str(g.name) for g in app.registered_groups}
+
+
+def operations(document: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(method.upper(), path) for path, item in document["paths"].items() for method in item}
+
+
+def test_every_cli_command_has_a_route_or_a_reason() -> None:
+    assert not set(ROUTE_OF) & set(NO_ROUTE)
+    assert cli_commands() == set(ROUTE_OF) | set(NO_ROUTE)
+
+
+def test_every_route_of_the_table_is_in_the_document_and_every_documented_route_in_the_table() -> None:
+    document = api_document()
+    validate(document)
+    assert operations(document) == set(ROUTE_OF.values()) | API_ONLY
+
+
+def test_every_gate_command_is_a_gate_the_gate_route_answers() -> None:
+    route = api_document()["paths"]["/runs/{id}/gates/{gate}"]["post"]
+    [gate] = [p for p in route["parameters"] if p["name"] == "gate"]
+    gates = {command.replace("-", "_") for command, answered in ROUTE_OF.items() if answered == GATE}
+    assert set(gate["schema"]["enum"]) == gates
