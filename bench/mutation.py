@@ -116,9 +116,9 @@ def diff_of(workdir: Path, mutant: str) -> str:
 EQUIVALENT_NOTE = (
     "Some survivors cannot be killed by any test, and are listed like the others (so the score is a lower bound): "
     "equivalent mutants that change nothing observable (a guard the caller already made, `zip(strict=...)` after "
-    "a length check, the replacement text of a key that only groups), and mutants in functions that run only while "
-    "their module loads (`models/runbook.py` builds the step catalogue so): mutmut forks each mutant's worker from "
-    "a process that has imported the code already, so those never run with the mutant switched on."
+    "a length check, the replacement text of a key that only groups). Code that runs only while its module loads "
+    "(the step catalogue of `models/runbook.py`) is measured through tests that call its builders: mutmut forks "
+    "each mutant's worker from a process that has imported the code already."
 )
 
 
