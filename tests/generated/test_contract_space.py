@@ -9,6 +9,7 @@ from hypothesis import given
 from tenantflow.models.durations import duration_minutes
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import parse_size
+from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
 
 SCHEMA = jsonschema.Draft202012Validator(TenantContract.model_json_schema())
@@ -22,6 +23,7 @@ def at(data: dict[str, object], path: str) -> object:
     return node
 
 
+@GENERATED
 @given(contracts())
 def test_a_valid_contract_reads_back_the_same_from_its_json_and_passes_the_published_schema(drawn: Drawn) -> None:
     contract = contract_of(drawn)
@@ -32,6 +34,7 @@ def test_a_valid_contract_reads_back_the_same_from_its_json_and_passes_the_publi
     assert not errors, errors
 
 
+@GENERATED
 @given(contracts())
 def test_derived_names_and_shares_follow_the_contract(drawn: Drawn) -> None:
     contract, data = contract_of(drawn), drawn.data
@@ -49,6 +52,7 @@ def test_derived_names_and_shares_follow_the_contract(drawn: Drawn) -> None:
     assert contract.usernames == [user["username"] for user in data["users"]]
 
 
+@GENERATED
 @given(contracts())
 def test_sizes_and_durations_read_as_written(drawn: Drawn) -> None:
     contract = contract_of(drawn).model_dump(mode="json")

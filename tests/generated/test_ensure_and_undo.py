@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.kube import steps as kube
+from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
 from tests.memory_cluster import MemoryCluster
 
@@ -68,6 +69,7 @@ PUBLIC_PAYLOADS = {"Secret"}
 """The one Secret these tests plan is the authorized-keys Secret, whose payload (public keys) may be kept."""
 
 
+@GENERATED
 @given(contracts(), st.data())
 def test_ensure_reaches_the_planned_fields_and_undo_restores_what_was_there(drawn: Drawn, data: st.DataObject) -> None:
     slug = drawn.data["slug"]
@@ -117,6 +119,7 @@ def existing_run(existing: dict[str, Any]) -> object:
     return (existing["metadata"].get("annotations") or {}).get("tenantflow.io/run")
 
 
+@GENERATED
 @given(contracts(), st.data())
 def test_undo_of_an_adopted_secret_keeps_its_payload_out_of_the_undo_data(drawn: Drawn, data: st.DataObject) -> None:
     contract = contract_of(drawn)

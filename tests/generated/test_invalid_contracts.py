@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import ContractError, parse_contract
-from tests.generated.conftest import EXAMPLES
+from tests.generated.profile import EXAMPLES, GENERATED
 from tests.generated.strategies import PUBLIC_KEYS, Drawn, contracts
 
 Data = dict[str, Any]
@@ -214,7 +214,7 @@ def refusal_of(data: Data) -> str:
     return str(refused.value)
 
 
-@settings(max_examples=max(EXAMPLES // 6, 5))
+@settings(GENERATED, max_examples=max(EXAMPLES // 6, 5))
 @given(contracts(), st.data())
 def test_every_broken_field_is_refused_naming_the_field(drawn: Drawn, data: st.DataObject) -> None:
     for breaker in BREAKERS:
@@ -226,6 +226,7 @@ def test_every_broken_field_is_refused_naming_the_field(drawn: Drawn, data: st.D
         assert names(path, refusal), f"{edits}: {refusal}"
 
 
+@GENERATED
 @given(contracts())
 def test_a_kubeconfig_in_any_contract_is_refused_naming_the_field(drawn: Drawn) -> None:
     broken = copy.deepcopy(drawn.data)

@@ -22,6 +22,7 @@ from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.seed import platform_objects
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.tenant import TenantContract
+from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
 
 DNS_TCP = Target("kube-system", "kube-dns", 53, "TCP", (("k8s-app", "kube-dns"),))
@@ -66,6 +67,7 @@ def admits_ssh_from_anywhere(policies: list[dict[str, Any]], labels: dict[str, s
     return False
 
 
+@GENERATED
 @given(contracts())
 def test_the_generated_policies_open_every_path_the_login_pod_needs(drawn: Drawn) -> None:
     contract = contract_of(drawn)
@@ -157,6 +159,7 @@ def tenant_policies(draw: st.DrawFn, slug: str) -> list[dict[str, Any]]:
     return drawn
 
 
+@GENERATED
 @given(contracts(), st.data())
 def test_the_product_and_the_lab_agree_on_the_paths_a_contracts_own_policies_leave_open(
     drawn: Drawn, data: st.DataObject

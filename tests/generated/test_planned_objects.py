@@ -28,6 +28,7 @@ from tenantflow.lab.seed import seed_tenant_cluster
 from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import format_kube_quantity
+from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -90,6 +91,7 @@ def apiserver_problems(obj: dict[str, Any]) -> list[str]:
     return problems
 
 
+@GENERATED
 @given(contracts())
 def test_every_planned_object_passes_the_strict_schemas_and_the_apiservers_rules(drawn: Drawn) -> None:
     contract = contract_of(drawn)
@@ -102,6 +104,7 @@ def test_every_planned_object_passes_the_strict_schemas_and_the_apiservers_rules
         assert (labels[manifests.MANAGED_BY], labels[manifests.TENANT_LABEL]) == ("tenantflow", drawn.data["slug"])
 
 
+@GENERATED
 @given(contracts())
 def test_quota_and_reservation_carry_the_contracts_values_and_the_tenant_pvc_fits_the_quota(drawn: Drawn) -> None:
     contract, data = contract_of(drawn), drawn.data
@@ -141,6 +144,7 @@ def kube_plan(contract: TenantContract, nodes: list[str]) -> Plan:
     return Plan(title=f"onboard {contract.slug}", steps=steps)
 
 
+@GENERATED
 @given(contracts())
 def test_the_plan_hash_depends_on_the_contract_only(drawn: Drawn) -> None:
     contract = contract_of(drawn)

@@ -19,6 +19,7 @@ from tenantflow.activities.common.slurm_cli import text, word
 from tenantflow.activities.slurm import wants
 from tenantflow.activities.storage import csi, layout
 from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
+from tests.generated.profile import GENERATED
 from tests.generated.strategies import LOWER, Drawn, contract_of, contracts, names
 
 
@@ -35,6 +36,7 @@ def qos_values(drawn: Drawn, which: str) -> dict[str, str]:
     return {**values, "PreemptMode": "OFF"} if q["preempt_off"] else values
 
 
+@GENERATED
 @given(contracts())
 def test_slurm_accounts_qos_and_users_carry_the_contracts_values(drawn: Drawn) -> None:
     contract, data = contract_of(drawn), drawn.data
@@ -87,6 +89,7 @@ def test_slurm_accounts_qos_and_users_carry_the_contracts_values(drawn: Drawn) -
         assert text(want.values.get("Description", "-")) == want.values.get("Description", "-")
 
 
+@GENERATED
 @given(contracts())
 def test_the_partition_line_names_the_tenants_nodes_accounts_and_times(drawn: Drawn) -> None:
     contract, data = contract_of(drawn), drawn.data
@@ -107,6 +110,7 @@ def test_the_partition_line_names_the_tenants_nodes_accounts_and_times(drawn: Dr
     }
 
 
+@GENERATED
 @given(contracts())
 def test_weka_filesystems_quotas_and_mounts_follow_the_storage_mode(drawn: Drawn) -> None:
     contract, data = contract_of(drawn), drawn.data
@@ -140,6 +144,7 @@ def test_weka_filesystems_quotas_and_mounts_follow_the_storage_mode(drawn: Drawn
 NODE_NAMES = names(LOWER, LOWER + "0123456789.-", LOWER + "0123456789", 20)
 
 
+@GENERATED
 @given(st.lists(st.tuples(NODE_NAMES, st.integers(0, 10_000), st.integers(1, 5)), min_size=1, max_size=40))
 def test_a_compressed_hostlist_expands_to_the_same_nodes(parts: list[tuple[str, int, int]]) -> None:
     nodes = [f"{stem}{number:0{width}d}" if stem[-1].isalpha() else f"{stem}-{number}" for stem, number, width in parts]
