@@ -9,12 +9,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from tenantflow.models.base import Strict
+from tenantflow.models.contract_fields import SLUG_PATTERN
 from tenantflow.models.enrollment_contract import DNS_LABEL, WorkerEnrollment
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentResult
 from tenantflow.models.lifecycle import LifecycleResult
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
-from tenantflow.models.tenant import SLUG_PATTERN, TenantContract
+from tenantflow.models.tenant import TenantContract
 
 TOKEN_USER = "omit it (or null): the token's user; any other name is refused (403)"
 """What every gate body says of its ``approver``: who answers is who the token authenticates."""

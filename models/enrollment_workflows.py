@@ -67,7 +67,8 @@ def label_value(identity: str) -> str:
     if len(identity) <= 63 and re.fullmatch(LABEL_VALUE, identity):
         return identity
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
-    return f"{identity[:52].rstrip('-_.')}-{digest}"
+    prefix = identity[:52].strip("-_.")
+    return f"{prefix}-{digest}" if prefix else digest
 
 
 def preset_objects(preset: str, workload_namespaces: list[str]) -> list[Obj]:

@@ -23,8 +23,8 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 def _label_key(key: str) -> str:
-    prefix, _, name = key.rpartition("/")
-    if not LABEL_NAME.match(name) or (prefix and not DNS_SUBDOMAIN.match(prefix)):
+    prefix, slash, name = key.rpartition("/")
+    if not LABEL_NAME.match(name) or (slash and not DNS_SUBDOMAIN.match(prefix)):
         raise ValueError(
             f"{key!r} is not a Kubernetes label key: [prefix/]name, the name at most 63 letters, "
             "digits, '-', '_' or '.' starting and ending alphanumeric, the prefix a DNS subdomain"

@@ -7,117 +7,30 @@ so every layer uses the same ones.
 
 from __future__ import annotations
 
-import re
-import unicodedata
+from collections import Counter
 from enum import StrEnum
 from typing import Annotated, Self
 
-from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from tenantflow.models.base import Strict
+from tenantflow.models.contract_fields import (
+    DURATION_PATTERN,
+    EMAIL_PATTERN,
+    MAX_SECRET_BYTES,
+    SLUG_PATTERN,
+    USERNAME_PATTERN,
+    NodeName,
+    SshKey,
+    check_display_name,
+    check_hostname,
+    check_user_name,
+)
+from tenantflow.models.durations import duration_minutes, longer
 from tenantflow.models.network_policy import NetworkPolicy
 from tenantflow.models.sku import lookup_sku
 from tenantflow.models.targets import KubeTarget
-from tenantflow.models.units import Size, parse_size
-
-SLUG_PATTERN = r"^tenant-[a-z0-9]([a-z0-9-]{0,22}[a-z0-9])?$"
-USERNAME_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
-EMAIL_PATTERN = r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,180}\.[A-Za-z]{2,24}$"
-DURATION_PATTERN = r"^(UNLIMITED|(\d+-)?\d{1,2}:\d{2}:\d{2})$"
-SSH_KEY_TYPES = (
-    "ssh-ed25519",
-    "ssh-rsa",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "sk-ssh-ed25519@openssh.com",
-)
-
-
-def _check_ssh_key(key: str) -> str:
-    if "\n" in key or "\r" in key:
-        raise ValueError("an SSH key must be one line; put several keys in separate list items")
-    parts = key.split()
-    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise ValueError(
-            f"not an OpenSSH public key; expected '<type> <base64> [comment]' with type one of "
-            f"{', '.join(SSH_KEY_TYPES)}"
-        )
-    if len(parts) > 2 and not re.fullmatch(r"[A-Za-z0-9@._+-]{1,100}", " ".join(parts[2:]).replace(" ", "_")):
-        raise ValueError("the SSH key comment may only hold letters, digits and @._+-")
-    try:
-        load_ssh_public_key(" ".join(parts[:2]).encode())
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"malformed SSH public key ({exc}); paste the line from ~/.ssh/id_*.pub") from None
-    return key
-
-
-DISPLAY_NAME_FORBIDDEN = ",'\"=<>{}$`\\;|&"
-"""Characters sacctmgr cannot take in ``Description=`` (it splits values at commas and strips ' and " as
-quotes, so ``Acme, Inc.`` fails ``slurm.accounts`` after approval) or a shell or LDAP would treat specially."""
-
-
-UNPRINTABLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-"""Unicode categories a name must not contain: controls (U+0085 NEXT LINE among them), format characters
-(zero-width and bidirectional marks), surrogates, private use, unassigned, and the line and paragraph separators
-U+2028/U+2029. A line or paragraph separator splits a row of ``sacctmgr -P`` output for any reader that splits
-on Unicode line boundaries, and none of them has a place in a person's or a company's name."""
-
-
-def _check_printable(field: str, value: str) -> str:
-    """``value`` when every character is printable text (letters, marks, digits, punctuation, symbols, spaces);
-    a ``ValueError`` naming ``field``, each character by its code point and name, and the fix otherwise."""
-    bad = sorted({c for c in value if unicodedata.category(c) in UNPRINTABLE_CATEGORIES})
-    if bad:
-        shown = ", ".join(f"U+{ord(c):04X} ({unicodedata.name(c, 'unnamed')})" for c in bad)
-        raise ValueError(
-            f"{field} contains {shown}, which is not printable text (a control, format or line-separator "
-            f"character); write the name without it"
-        )
-    return value
-
-
-def _check_user_name(value: str) -> str:
-    return _check_printable("name", value)
-
-
-def _check_display_name(value: str) -> str:
-    _check_printable("display_name", value)
-    bad = sorted({c for c in value if c in DISPLAY_NAME_FORBIDDEN or ord(c) < 0x20 or ord(c) == 0x7F})
-    if bad:
-        shown = " ".join(repr(c) for c in bad)
-        cleaned = " ".join("".join(" " if c in bad else c for c in value).split())
-        raise ValueError(
-            f"display_name {value!r} contains {shown}, which sacctmgr cannot store in an account's "
-            f"Description (it splits values at commas and strips quotes); write it without them, "
-            f"e.g. {cleaned!r}"
-        )
-    return value
-
-
-SshKey = Annotated[str, Field(max_length=16_384), AfterValidator(_check_ssh_key)]
-
-
-NodeName = Annotated[
-    str,
-    Field(
-        pattern=r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$",
-        description="a Kubernetes node name that is also a Slurm NodeName and a label "
-        "value: lowercase letters, digits, '-' and '.', at most 63",
-    ),
-]
-
-
-def _check_hostname(value: str | None) -> str | None:
-    if value is not None and any(
-        not label or len(label) > 63 or label.startswith("-") or label.endswith("-") for label in value.split(".")
-    ):
-        raise ValueError(
-            f"login.hostname {value!r} is not a DNS name: each dot-separated label must be 1 to 63 "
-            "letters, digits or '-', not starting or ending with '-'"
-        )
-    return value
+from tenantflow.models.units import Size, parse_quantity, parse_size
 
 
 class PartitionType(StrEnum):
@@ -156,7 +69,7 @@ class TenantUser(Strict):
             pattern=r"^[^\x00-\x1f<>{}$`\\;|&]+$",
             description="full name; no control or shell characters",
         ),
-        AfterValidator(_check_user_name),
+        AfterValidator(check_user_name),
     ]
     ssh_keys: list[SshKey] = Field(..., min_length=1, max_length=16)
     adopt_existing: bool = Field(
@@ -191,6 +104,12 @@ class Capacity(Strict):
                 f"gpus={self.gpus} is not a multiple of {per_node} GPUs per {self.sku} node; "
                 f"ask for {self.gpus - self.gpus % per_node or per_node} or "
                 f"{self.gpus + per_node - self.gpus % per_node}"
+            )
+        repeated = sorted(name for name, times in Counter(self.nodes or []).items() if times > 1)
+        if repeated:
+            raise ValueError(
+                f"nodes lists {', '.join(repeated)} more than once; a node is reserved once, so name "
+                f"{self.node_count} different nodes"
             )
         if self.nodes is not None and len(self.nodes) != self.node_count:
             raise ValueError(
@@ -235,12 +154,29 @@ class KubeQuota(Strict):
     requests_cpu: str = Field("1024", pattern=r"^\d+m?$")
     requests_memory: str = Field("8Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti|Pi)?$")
     limits_memory: str = Field("10Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti|Pi)?$")
-    persistentvolumeclaims: int = Field(50, ge=0, le=10_000)
+    persistentvolumeclaims: int = Field(
+        50, ge=1, le=10_000, description="at least 1: onboarding makes the tenant PVC (storage.pvc_name)"
+    )
     requests_storage: str = Field("100Ti", pattern=r"^\d+(Ki|Mi|Gi|Ti|Pi)?$")
     default_cpu: str = Field("4", pattern=r"^\d+m?$")
     default_memory: str = Field("16Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)?$")
     default_request_cpu: str = Field("1", pattern=r"^\d+m?$")
     default_request_memory: str = Field("4Gi", pattern=r"^\d+(Ki|Mi|Gi|Ti)?$")
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> Self:
+        """The apiserver refuses a LimitRange whose default request is above its default limit
+        (``ValidateLimitRange`` in kubernetes pkg/apis/core/validation/validation.go: "default request value
+        ... is greater than default limit value"), which would fail ``kube.quota`` after approval."""
+        for resource in ("cpu", "memory"):
+            request, limit = getattr(self, f"default_request_{resource}"), getattr(self, f"default_{resource}")
+            if parse_quantity(request) > parse_quantity(limit):
+                raise ValueError(
+                    f"default_request_{resource}={request} is above default_{resource}={limit}; Kubernetes refuses "
+                    f"a LimitRange whose default request is above its default limit: lower default_request_{resource}"
+                    f" or raise default_{resource}"
+                )
+        return self
 
 
 class Qos(Strict):
@@ -252,12 +188,16 @@ class Qos(Strict):
 
 
 class Slurm(Strict):
-    cluster: str = Field("production", pattern=r"^[a-z0-9_-]{1,40}$")
+    cluster: str = Field(
+        "production",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+        description="the Slurm ClusterName; starts with a letter or digit (a leading '-' would read as an option)",
+    )
     fairshare: int = Field(300, ge=1, le=1_000_000)
     grp_jobs: int = Field(200, ge=1, le=1_000_000)
     team_account: str | None = Field(
         None,
-        pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$",
+        pattern=r"^([a-z0-9][a-z0-9_-]{0,39})?$",
         description="sub-account; default ml-team-<short>; empty string skips",
     )
     team_fairshare: int = Field(200, ge=1, le=1_000_000)
@@ -271,6 +211,28 @@ class Slurm(Strict):
     contract_wall_limit: str = Field(
         "24:00:00", pattern=DURATION_PATTERN, description="the wall limit the tenant bought; UNLIMITED for none"
     )
+
+    @model_validator(mode="after")
+    def _times_fit(self) -> Self:
+        """slurmctld drops a partition DefaultTime above MaxTime (``_build_single_partitionline_info`` in
+        src/slurmctld/read_config.c: "DefaultTime exceeds MaxTime"), and the validate step's ``slurm.max_time``
+        fails a tenant whose partition MaxTime or normal QoS MaxWall is shorter than its wall limit, after
+        every write: both are refused here instead."""
+        max_time = duration_minutes(self.partition_max_time)
+        if longer(duration_minutes(self.partition_default_time), max_time):
+            raise ValueError(
+                f"partition_default_time={self.partition_default_time} is longer than partition_max_time="
+                f"{self.partition_max_time}; slurmctld would drop it: lower partition_default_time"
+            )
+        wall = duration_minutes(self.contract_wall_limit)
+        for name, limit in (("partition_max_time", max_time), ("normal_qos.max_wall", self.normal_qos.max_wall)):
+            minutes = limit if not isinstance(limit, str) else duration_minutes(limit)
+            if longer(wall, minutes):
+                raise ValueError(
+                    f"contract_wall_limit={self.contract_wall_limit} is longer than {name}, so jobs could not run "
+                    f"as long as the contract says: raise {name} or lower contract_wall_limit"
+                )
+        return self
 
 
 class Network(Strict):
@@ -293,7 +255,7 @@ class Network(Strict):
 
 
 class Login(Strict):
-    hostname: Annotated[str | None, AfterValidator(_check_hostname)] = Field(
+    hostname: Annotated[str | None, AfterValidator(check_hostname)] = Field(
         None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", description="default login.<slug>.example.internal"
     )
     replicas: int = Field(2, ge=1, le=10)
@@ -306,7 +268,7 @@ class TenantContract(Strict):
     slug: str = Field(
         ..., pattern=SLUG_PATTERN, description="tenant-<name>: lowercase letters, digits and hyphens, max 32 characters"
     )
-    display_name: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_check_display_name)]
+    display_name: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_display_name)]
     cluster: KubeTarget
     capacity: Capacity = Capacity()
     users: list[TenantUser] = Field(..., min_length=1, max_length=500)
@@ -336,6 +298,18 @@ class TenantContract(Strict):
         for qos_name, qos in (("normal_qos", self.slurm.normal_qos), ("interactive_qos", self.slurm.interactive_qos)):
             if qos.grp_gpus is not None and qos.grp_gpus > self.capacity.gpus:
                 raise ValueError(f"slurm.{qos_name}.grp_gpus={qos.grp_gpus} exceeds capacity.gpus={self.capacity.gpus}")
+        if parse_size(self.storage.pvc_size) > parse_quantity(self.kube_quota.requests_storage):
+            raise ValueError(
+                f"storage.pvc_size={self.storage.pvc_size} is above kube_quota.requests_storage="
+                f"{self.kube_quota.requests_storage}; the ResourceQuota would refuse the tenant PVC: lower "
+                "storage.pvc_size or raise kube_quota.requests_storage"
+            )
+        keys_bytes = sum(len("\n".join(user.ssh_keys)) + 1 for user in self.users)
+        if keys_bytes > MAX_SECRET_BYTES:
+            raise ValueError(
+                f"users[].ssh_keys add up to {keys_bytes} bytes, above the 1 MiB Kubernetes allows in the "
+                "authorized-keys Secret: give each user fewer keys, or shorter ones (ssh-ed25519)"
+            )
         return self
 
     @property

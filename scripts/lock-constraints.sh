@@ -11,9 +11,9 @@ py=$(command -v python3.11 || command -v python3)
 scratch=$(mktemp -d)
 trap 'rm -rf -- "$scratch"' EXIT
 "$py" -m venv "$scratch/venv"
-"$scratch/venv/bin/pip" install --quiet --disable-pip-version-check -e '.[lab,dev]'
+"$scratch/venv/bin/pip" install --quiet --disable-pip-version-check -e '.[lab,dev,mutation]'
 {
-  echo "# Every distribution the development install (pip install -e '.[lab,dev]') brings, at the version resolved"
+  echo "# Every distribution the development install (pip install -e '.[lab,dev]') and the mutation extra bring, at the version resolved"
   echo "# when this file was made, with $("$scratch/venv/bin/python" --version). run.sh and the Dockerfile install with"
   echo "# -c constraints.txt. Do not edit by hand: regenerate with scripts/lock-constraints.sh after a dependency change."
   "$scratch/venv/bin/pip" freeze --exclude-editable --disable-pip-version-check

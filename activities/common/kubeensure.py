@@ -7,7 +7,7 @@ patches (``updated``; ``adopted`` when the object was not ours yet) or leaves it
 (``unchanged``). Updated and adopted results keep the previous values of the owned
 fields as :class:`models.results.KubeBefore` so :func:`undo` can put them back;
 created objects are deleted only while they still carry our owner labels. The
-comparisons (:func:`owned`, :func:`matches`, :func:`before_values`,
+comparisons (:func:`owned`, :func:`matches`, :func:`before_values`, :func:`merge_patch_for`,
 :func:`plan_action`) are pure functions of the manifests.
 """
 
@@ -104,6 +104,20 @@ def before_values(want: Manifest, have: Manifest) -> Manifest:
     return out
 
 
+def merge_patch_for(want: Manifest, have: Any) -> Manifest:
+    """``want`` as a JSON merge patch that leaves ``have`` matching it (:func:`matches`): an empty map in ``want``
+    (a NetworkPolicy's ``podSelector: {}``, every pod) also removes the keys ``have`` holds there, which ``{}``
+    alone would keep (RFC 7386: merging an empty object changes nothing)."""
+    out: Manifest = {}
+    for key, value in want.items():
+        current = have.get(key) if isinstance(have, dict) else None
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = merge_patch_for(value, current) if value else dict.fromkeys(current)
+        else:
+            out[key] = value
+    return out
+
+
 def is_ours(obj: Manifest, slug: str) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return labels.get(MANAGED_BY) == MANAGER and labels.get(TENANT_LABEL) == slug
@@ -183,7 +197,7 @@ def ensure(
     if outcome is Outcome.adopted and stamp:
         want = _merge(want, stamp)
     before = before_values(undo_fields(kind, want, public_payload), existing)
-    objs.patch(kind, name, namespace, want)
+    objs.patch(kind, name, namespace, merge_patch_for(want, existing))
     return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
 
 

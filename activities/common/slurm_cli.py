@@ -25,6 +25,7 @@ from tenantflow.activities.common import kubeclient
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.settings import settings
+from tenantflow.models.durations import duration_minutes
 from tenantflow.models.hostlist import expand_hostlist
 from tenantflow.models.targets import KubeTarget
 
@@ -44,7 +45,6 @@ file`` although both versions are sound. Nothing was done; the command is retrie
 configuration broken for good still fails, after the step's retries, with this message)."""
 _WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}$")
 _TEXT = re.compile(r"^[^\x00-\x1f\"'`|,=\\$;]{1,200}$")
-_DURATION = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
 def word(value: str | int) -> str:
@@ -80,27 +80,6 @@ def batches(values: Sequence[str], size: int = BATCH) -> list[Sequence[str]]:
 
 
 # ---------------------------------------------------------------- durations
-
-
-def duration_minutes(value: str) -> int | None:
-    """Slurm time (``24:00:00``, ``1-00:00:00``, ``90``, ``UNLIMITED``) in minutes; None for unlimited."""
-    value = value.strip()
-    if value.upper() in ("UNLIMITED", "INFINITE", ""):
-        return None
-    match = _DURATION.match(value)
-    if match is None:
-        raise ValueError(f"{value!r} is not a Slurm duration")
-    days, first, second, third = (int(g) if g is not None else None for g in match.groups())
-    assert first is not None
-    if days is not None:
-        hours, minutes, seconds = first, second or 0, third or 0
-    elif third is not None:
-        hours, minutes, seconds = first, second or 0, third
-    elif second is not None:
-        hours, minutes, seconds = 0, first, second
-    else:
-        hours, minutes, seconds = 0, first, 0
-    return ((days or 0) * 24 + hours) * 60 + minutes + (1 if seconds else 0)
 
 
 def same_duration(a: str, b: str) -> bool:

@@ -17,18 +17,13 @@ from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_nam
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.common.slurm_cli import (
-    SlurmCtl,
-    batches,
-    duration_minutes,
-    parse_partition,
-    slurmd_pods,
-)
+from tenantflow.activities.common.slurm_cli import SlurmCtl, batches, parse_partition, slurmd_pods
 from tenantflow.activities.common.weka_client import WekaClient
 from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.users import uidless
 from tenantflow.activities.storage.layout import tenant_credentials
 from tenantflow.models import runbook
+from tenantflow.models.durations import duration_minutes
 from tenantflow.models.hostlist import compress_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import Finding, Severity

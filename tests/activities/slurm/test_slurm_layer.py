@@ -175,8 +175,13 @@ def test_partition_undo_finishes_what_a_crashed_attempt_left(lab: SlurmLab) -> N
     assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
 
 
+UNLIMITED_QOS = {"priority": 100, "max_wall": "UNLIMITED"}
+
+
 def test_a_partition_max_time_shorter_than_the_contract_fails_by_name_and_is_removed(lab: SlurmLab) -> None:
-    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    contract = make_contract(
+        lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED", normal_qos=UNLIMITED_QOS
+    )
     pitfalls.switch(lab.ctx.state_dir, Pitfall.short_max_time, True)
     try:
         with pytest.raises(ApplicationError, match=r"slurm\.max_time: MaxTime=12:00:00.*MaxTime=UNLIMITED"):
@@ -244,12 +249,16 @@ def test_undo_leaves_alone_an_account_and_qos_it_cannot_prove_it_made(lab: Slurm
 
 
 def test_the_wall_limit_check_reads_the_qos_max_wall_too(lab: SlurmLab) -> None:
-    """An UNLIMITED partition does not help when the default QoS stops jobs at 24 h."""
-    contract = make_contract(lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED")
+    """An UNLIMITED partition does not help when the default QoS stops jobs at 24 h (here set by hand after the
+    apply: a contract whose normal QoS is shorter than its wall limit is refused before any write)."""
+    contract = make_contract(
+        lab.target, partition_max_time="UNLIMITED", contract_wall_limit="UNLIMITED", normal_qos=UNLIMITED_QOS
+    )
     lab.resolve(*contract.usernames)
     inp = step_input(contract)
     results = [slurm.accounts(inp), slurm.qos(inp), slurm.partition(inp)]
     try:
+        lab.sh("sacctmgr", "-i", "modify", "qos", contract.normal_qos_name, "set", "MaxWall=24:00:00")
         found = validate.partition_max_time(inp)
         assert not found.ok and "MaxTime=UNLIMITED" in found.message
         assert f"QoS normal-{contract.short} MaxWall=1-00:00:00" in found.message and "QoS MaxWall" in found.fix

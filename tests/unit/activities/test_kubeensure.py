@@ -4,17 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from temporalio.exceptions import ApplicationError
+
 from tenantflow.activities.common.kubeensure import (
     before_values,
+    describe,
+    ensure,
+    equal,
     foreign_owner,
     matches,
     matches_before,
+    merge_patch_for,
     owned,
     plan_action,
+    plan_step,
+    same_value,
+    undo,
 )
 from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
+from tenantflow.lab.kubeapi.patching import merge_patch
 from tenantflow.models.plan import Action
+from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
+from tests.memory_cluster import MemoryCluster
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
 
@@ -83,3 +96,120 @@ def test_resource_list_quantities_match_by_amount_and_nothing_else_does() -> Non
     assert not matches(limits, {"spec": {"limits": [extra_key]}}), "list items are still compared whole"
     assert not matches({"metadata": {"labels": {"tier": "1"}}}, {"metadata": {"labels": {"tier": "1.0"}}})
     assert not matches({"spec": {"replicas": 2}}, {"spec": {"replicas": "2"}})
+
+
+def test_the_patch_of_an_empty_selector_clears_what_the_object_selected() -> None:
+    """Found by tests/generated: ensure patched a deny-all whose podSelector had been narrowed with
+    ``podSelector: {}``, which a JSON merge patch (RFC 7386, applied here by the lab apiserver's implementation)
+    leaves as it was: the policy still denied only the selected pods, and every run reported it updated."""
+    want = {"spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}
+    have = {"spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Ingress"]}, "status": {}}
+    patch = merge_patch_for(want, have)
+    assert patch == {"spec": {"podSelector": {"matchLabels": None}, "policyTypes": ["Ingress", "Egress"]}}
+    assert matches(want, merge_patch(have, patch))
+    labels = {"metadata": {"labels": {"a": "1"}}}
+    assert merge_patch_for(labels, {"metadata": {"labels": {"b": "2"}}}) == labels, "other maps merge as before"
+
+
+def test_equal_compares_structure_exactly_and_quantities_by_amount_only_in_resource_lists() -> None:
+    assert equal({"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]})
+    assert not equal({"a": [1]}, {"a": [1, 2]}), "a list with more items"
+    assert not equal({"a": 1}, {"a": 1, "b": 2}), "a map with more keys"
+    assert not equal({"a": {"b": 1}}, {"a": [1]}) and not equal([1], {"a": 1})
+    assert equal({"hard": {"cpu": "1000m"}}, {"hard": {"cpu": "1"}}) and equal(
+        {"hard": {"cpu": 2}}, {"hard": {"cpu": "2"}}
+    )
+    assert not equal({"spec": {"cpu": "1000m"}}, {"spec": {"cpu": "1"}}), "outside a ResourceList spelling counts"
+    assert not equal({"hard": {"cpu": "1"}}, {"hard": {"cpu": "2"}})
+
+
+def test_same_value_parses_only_quantity_leaves_that_are_numbers_or_strings() -> None:
+    assert same_value("1Gi", "1024Mi", quantity=True) and not same_value("1Gi", "1024Mi", quantity=False)
+    assert not same_value(True, "1", quantity=True) and not same_value("1", True, quantity=True)
+    assert not same_value(1.0, "1", quantity=True) and not same_value("1", None, quantity=True)
+    assert not same_value("lots", "lots of", quantity=True), "what is no quantity compares as text"
+    assert same_value("x", "x", quantity=False)
+
+
+def test_matches_wants_an_empty_map_empty_or_absent() -> None:
+    assert matches({"podSelector": {}}, {"podSelector": {}}) and matches({"podSelector": {}}, {})
+    assert not matches({"podSelector": {}}, {"podSelector": {"matchLabels": {"a": "b"}}})
+    assert not matches({"spec": {"a": 1}}, {"spec": [1]})
+
+
+class OneObject:
+    """What ``KubeObjects.get`` answers for a cluster holding at most ``found``."""
+
+    def __init__(self, found: dict[str, Any] | None) -> None:
+        self.found = found
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self.found
+
+
+def test_a_plan_step_names_the_object_and_the_action_the_world_calls_for() -> None:
+    desired = quota({"cpu": "4"})
+    step = plan_step(OneObject(None), "kube", desired, "tenant-a", {"hard": {"cpu": "4"}})  # type: ignore[arg-type]
+    assert (step.layer, step.kind, step.name, step.namespace, step.action, step.detail) == (
+        "kube",
+        "ResourceQuota",
+        "q",
+        "tenant-a",
+        Action.create,
+        {"hard": {"cpu": "4"}},
+    )
+    assert plan_step(OneObject(quota({"cpu": "2"})), "kube", desired, "tenant-a").action is Action.update  # type: ignore[arg-type]
+    assert plan_step(OneObject(desired), "kube", desired, "tenant-a").detail == {}  # type: ignore[arg-type]
+    cluster_scoped = {"kind": "Namespace", "metadata": {"name": "tenant-a"}}
+    assert plan_step(OneObject(None), "kube", cluster_scoped, "tenant-a").namespace is None  # type: ignore[arg-type]
+
+
+def test_an_object_is_described_with_its_namespace_when_it_has_one() -> None:
+    assert describe("ResourceQuota", "q", "tenant-a") == "ResourceQuota tenant-a/q"
+    assert describe("Namespace", "tenant-a", None) == "Namespace tenant-a"
+
+
+def test_ensure_refuses_another_tenants_object_naming_it() -> None:
+    theirs = quota({"cpu": "2"}, labels={MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-b"})
+    cluster = MemoryCluster(theirs)
+    with pytest.raises(ApplicationError) as refused:
+        ensure(cluster, "kube", quota({"cpu": "4"}), "tenant-a", "tenant/run")  # type: ignore[arg-type]
+    assert refused.value.type == "Conflict"
+    assert str(refused.value) == (
+        "Conflict: ResourceQuota tenant-a/q already exists and belongs to tenant-b; pick another tenant slug or "
+        "remove the other object"
+    )
+    assert cluster.get("ResourceQuota", "q", "tenant-a") == theirs
+
+
+def result(outcome: Outcome, kind: str = "ResourceQuota", before: dict[str, Any] | None = None) -> EnsureResult:
+    data = KubeBefore(before=before) if before is not None else KubeBefore(before={})
+    return EnsureResult(layer="kube", kind=kind, name="q", namespace="tenant-a", outcome=outcome, data=data)
+
+
+def test_undo_reports_what_it_found_for_each_result_latest_first() -> None:
+    gone = MemoryCluster()
+    assert [(r.outcome, r.namespace) for r in undo(gone, "kube", [result(Outcome.created)], "tenant-a")] == [  # type: ignore[arg-type]
+        (Outcome.absent, "tenant-a")
+    ]
+    deleting = MemoryCluster({**quota({"cpu": "4"}), "metadata": {**quota({})["metadata"], "deletionTimestamp": "x"}})
+    assert [r.outcome for r in undo(deleting, "kube", [result(Outcome.created)], "tenant-a")] == [Outcome.absent]  # type: ignore[arg-type]
+    taken = MemoryCluster(quota({"cpu": "4"}, labels={"app": "x"}))
+    assert [r.outcome for r in undo(taken, "kube", [result(Outcome.created)], "tenant-a")] == [Outcome.unchanged]  # type: ignore[arg-type]
+    assert taken.get("ResourceQuota", "q", "tenant-a") is not None, "no longer ours: left alone"
+    restored = MemoryCluster(quota({"cpu": "2"}))
+    back = result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})
+    assert [r.outcome for r in undo(restored, "kube", [back], "tenant-a")] == [Outcome.unchanged]  # type: ignore[arg-type]
+    both = MemoryCluster(quota({"cpu": "4"}))
+    results = [
+        result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}}),
+        result(Outcome.created, "Widget"),
+        result(Outcome.unchanged),
+    ]
+    assert [(r.kind, r.outcome) for r in undo(both, "kube", results, "tenant-a")] == [
+        ("ResourceQuota", Outcome.updated)
+    ]  # type: ignore[arg-type]
+    assert both.get("ResourceQuota", "q", "tenant-a")["spec"] == {"hard": {"cpu": "2"}}  # type: ignore[index]
+    twice = MemoryCluster(quota({"cpu": "4"}))
+    order = [result(Outcome.created), result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})]
+    assert [r.outcome for r in undo(twice, "kube", order, "tenant-a")] == [Outcome.updated, Outcome.deleted]  # type: ignore[arg-type]

@@ -16,7 +16,6 @@ from tenantflow.activities.common.slurm_cli import (
     Assoc,
     NodeState,
     command_error,
-    duration_minutes,
     is_write,
     parse_accounts,
     parse_assocs,
@@ -32,6 +31,7 @@ from tenantflow.activities.common.slurm_cli import (
     word,
 )
 from tenantflow.activities.slurm.qos import parse_qos
+from tenantflow.models.durations import duration_minutes
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
 

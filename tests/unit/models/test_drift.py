@@ -41,3 +41,12 @@ def test_a_fleet_report_tells_drifted_from_unchecked_tenants() -> None:
     assert [t.slug for t in report.drifted] == ["b"]
     assert [t.slug for t in report.failed] == ["c"]
     assert [t.clean for t in report.tenants] == [True, False, False]
+
+
+def test_a_drift_item_keeps_the_step_and_says_what_the_plan_would_do() -> None:
+    missing = DriftItem.of_step(PlanStep(layer="kube", kind="Namespace", name="tenant-a", action=Action.create))
+    assert missing is not None
+    assert (missing.layer, missing.kind, missing.name, missing.namespace) == ("kube", "Namespace", "tenant-a", None)
+    assert missing.detail == "not there: the plan would create it"
+    changed = DriftItem.of_step(PlanStep(layer="slurm", kind="qos", name="normal-a", action=Action.adopt))
+    assert changed is not None and changed.detail == "the plan would adopt it"

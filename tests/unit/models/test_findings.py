@@ -37,3 +37,15 @@ def test_only_failed_errors_block_a_run() -> None:
     assert Finding(check="a", ok=False, severity=Severity.error, message="m").blocks
     assert not Finding(check="a", ok=False, severity=Severity.warning, message="m").blocks
     assert not Finding(check="a", ok=True, severity=Severity.error, message="m").blocks
+
+
+def test_the_builders_give_a_passing_info_or_a_failing_error_with_its_fix() -> None:
+    assert Finding.failed("c", "broken", "mend it") == Finding(
+        check="c", ok=False, severity=Severity.error, message="broken", fix="mend it"
+    )
+    assert Finding.verdict("c", True, "fine", "unused") == Finding(
+        check="c", ok=True, severity=Severity.info, message="fine"
+    )
+    assert Finding.verdict("c", False, "broken", "mend it") == Finding.failed("c", "broken", "mend it")
+    assert Finding.of_problem("c", None, "fine", "unused") == Finding.passed("c", "fine")
+    assert Finding.of_problem("c", "broken", "fine", "mend it") == Finding.failed("c", "broken", "mend it")

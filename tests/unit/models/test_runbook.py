@@ -8,6 +8,9 @@ from typing import Any, get_type_hints
 
 import pytest
 
+from tenantflow.models import runbook
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
 from tenantflow.models.runbook import (
     APPLY,
@@ -95,3 +98,30 @@ def test_the_saga_unwinds_in_the_catalogues_rollback_order() -> None:
 def test_every_undo_has_a_heartbeat_timeout() -> None:
     """A worker that dies during a rollback costs the undo a minute, not its 5-minute start-to-close timeout."""
     assert all(step.heartbeat is not None and step.heartbeat < step.timeout for step in UNDO_ORDER)
+
+
+def test_the_catalogue_builders_give_the_names_types_and_options_the_wire_knows() -> None:
+    """The catalogue is built from these when its module loads; called here, a change to one shows as a test
+    failure (bench/mutation.py measures them so: its workers import the catalogue before a mutant is on)."""
+    preflight, plan, undo = runbook._preflight("kube"), runbook._plan("kube"), runbook._undo("kube")
+    assert preflight == runbook.Step(
+        "kube.preflight", StepInput, StepResult, summary="kube: read-only preflight", local=True
+    )
+    assert plan == runbook.Step("kube.plan", StepInput, list[PlanStep], summary="kube: plan", local=True)
+    assert undo == runbook.Step("kube.undo", UndoInput, list[EnsureResult], summary="kube: undo one applied step")
+    applied = runbook._apply("kube.quota", "quota", kinds=("ResourceQuota",), timeout=runbook.LONG_TIMEOUT)
+    assert applied == runbook.Step(
+        "kube.quota",
+        StepInput,
+        StepResult,
+        summary="quota",
+        timeout=runbook.LONG_TIMEOUT,
+        kinds=("ResourceQuota",),
+        undo=runbook.KUBE_UNDO,
+    )
+    assert runbook._smoke("smoke.nccl", "all-reduce") == runbook.Step(
+        "smoke.nccl", StepInput, StepResult, summary="all-reduce", timeout=runbook.SMOKE_TIMEOUT
+    )
+    assert runbook._change("drain", "drain", kinds=("Node",)) == runbook.Step(
+        "change.drain", StepInput, StepResult, summary="drain", kinds=("Node",)
+    )

@@ -151,3 +151,112 @@ def test_a_contract_network_policy_is_checked_as_the_apiserver_would(
 def test_a_valid_contract_network_policy_is_kept() -> None:
     contract = tenant(network__policies=[_policy({"egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]})])
     assert contract.network.policies is not None and contract.network.policies[0].spec.types() == {"Ingress", "Egress"}
+
+
+def test_an_empty_team_account_skips_the_sub_account_as_documented() -> None:
+    """Found by tests/generated: the field says "empty string skips", yet its pattern refused the empty string."""
+    contract = tenant(slurm__team_account="")
+    assert contract.team_account is None and contract.user_account == "tenant-foo"
+
+
+def test_a_node_named_twice_is_refused() -> None:
+    """Found by tests/generated: ``nodes: [gpu-01, gpu-01]`` for 16 GPUs passed, then reserved one node (the
+    Reservation and the partition's hostlist drop the repeat) while the quota and the plan counted two."""
+    errors = errors_of(capacity__gpus=16, capacity__nodes=["gpu-01", "gpu-01"], slurm__interactive_qos__grp_gpus=8)
+    assert errors == [
+        (
+            "capacity",
+            "Value error, nodes lists gpu-01 more than once; a node is reserved once, so name 2 different nodes",
+        )
+    ]
+
+
+SLURM_TIMES_REFUSED = [
+    (
+        {"slurm__partition_default_time": "24:00:01"},
+        "partition_default_time=24:00:01 is longer than partition_max_time=24:00:00; slurmctld would drop it",
+    ),
+    ({"slurm__partition_default_time": "UNLIMITED"}, "partition_default_time=UNLIMITED is longer than"),
+    (
+        {"slurm__contract_wall_limit": "48:00:00", "slurm__normal_qos__max_wall": "UNLIMITED"},
+        "contract_wall_limit=48:00:00 is longer than partition_max_time",
+    ),
+    (
+        {"slurm__contract_wall_limit": "UNLIMITED", "slurm__partition_max_time": "UNLIMITED"},
+        "contract_wall_limit=UNLIMITED is longer than normal_qos.max_wall",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), SLURM_TIMES_REFUSED)
+def test_slurm_times_that_slurm_or_the_validate_step_would_refuse_are_refused_up_front(
+    changes: dict[str, Any], message: str
+) -> None:
+    """Found by tests/generated: slurmctld drops a DefaultTime above MaxTime, and the validate step's
+    slurm.max_time fails (after every write) a wall limit longer than MaxTime or the normal QoS's MaxWall."""
+    assert any(loc == "slurm" and message in msg for loc, msg in errors_of(**changes)), errors_of(**changes)
+
+
+def test_unlimited_times_that_fit_are_kept() -> None:
+    contract = tenant(
+        slurm__contract_wall_limit="UNLIMITED",
+        slurm__partition_max_time="UNLIMITED",
+        slurm__partition_default_time="UNLIMITED",
+        slurm__normal_qos__max_wall="UNLIMITED",
+    )
+    assert contract.slurm.partition_default_time == "UNLIMITED"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        (
+            {"kube_quota__default_request_cpu": "2", "kube_quota__default_cpu": "1500m"},
+            "kube_quota",
+            "default_request_cpu=2 is above default_cpu=1500m; Kubernetes refuses a LimitRange",
+        ),
+        (
+            {"kube_quota__default_request_memory": "17Gi"},
+            "kube_quota",
+            "default_request_memory=17Gi is above default_memory=16Gi",
+        ),
+        (
+            {"storage__pvc_size": "101Ti"},
+            "",
+            "storage.pvc_size=101Ti is above kube_quota.requests_storage=100Ti; the ResourceQuota would refuse",
+        ),
+        ({"kube_quota__persistentvolumeclaims": 0}, "kube_quota.persistentvolumeclaims", "greater than or equal to 1"),
+        ({"slurm__cluster": "-prod"}, "slurm.cluster", "String should match pattern"),
+        ({"slurm__cluster": "_prod"}, "slurm.cluster", "String should match pattern"),
+    ],
+)
+def test_quotas_the_apiserver_or_the_tenant_pvc_would_trip_on_are_refused(
+    changes: dict[str, Any], field: str, message: str
+) -> None:
+    """Found by tests/generated: each of these passed validation and failed after approval (the LimitRange is
+    refused by the apiserver, the tenant PVC by the ResourceQuota, a Slurm cluster name starting with '-' or '_'
+    by the sacctmgr argument check)."""
+    assert any(loc == field and message in msg for loc, msg in errors_of(**changes)), errors_of(**changes)
+
+
+def test_authorized_keys_above_a_secrets_limit_are_refused() -> None:
+    """Found by tests/generated: 500 users with 16 RSA keys each need about 3 MB in the authorized-keys Secret,
+    which the apiserver refuses above 1 MiB."""
+    rsa = (
+        "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCedwHTVsbozpIzb2OfUBJnyDmh+FqGxFGOZQMUm8F/IqsAXjsy5ccKM+obQGrMnu7bc3+B7"
+        "j06sGm+ClT1kSmJ1Q1RoI+2VHXIFvn6UcceAA3akMVPMt9oWj+pf3YxPUJj2v443byZ3f7mRAlajQQc9t9YYbdfjxZdXvLE7rx3/bJqF6T0o94U"
+        "jxMyd+6T3VuKHuclYvvNZaFKSXUU55xtNZ91Fjwe1XDgYJXYx7NqOh9jwMnAM+KqScX8CEI5ng4LZYeoxHzPsECGt+pzyQjO4be37da55WHdHXL"
+        "nDQofsEmGJ6xNXlzMcb69LtOf3pncis8H4ia7QWX2pdAik3V7"
+    )
+    users = [
+        {"username": f"u{i}", "email": f"u{i}@example.org", "name": f"User {i}", "ssh_keys": [rsa] * 16}
+        for i in range(500)
+    ]
+    errors = errors_of(users=users)
+    assert errors == [
+        (
+            "",
+            "Value error, users[].ssh_keys add up to 3048000 bytes, above the 1 MiB Kubernetes allows in the "
+            "authorized-keys Secret: give each user fewer keys, or shorter ones (ssh-ed25519)",
+        )
+    ]

@@ -66,3 +66,32 @@ def test_the_script_logs_the_owner_it_found_and_sets_the_wanted_one(tmp_path: Pa
 
 def test_log_lines_that_are_not_the_scripts_are_ignored() -> None:
     assert parse_owners("before /a 1 2\nbefore a 1 2 700\nnoise\nbefore /b 1 2 9\n") == {}
+
+
+def test_a_spec_says_what_is_wrong_with_it() -> None:
+    with pytest.raises(ValueError, match=r"not a plain absolute path: 'a'"):
+        DirectorySpec("a", 0, 0, "0700")
+    with pytest.raises(ValueError, match=r"not an octal mode: '0800'"):
+        DirectorySpec("/a", 0, 0, "0800")
+    for uid, gid in ((-1, 0), (0, -1)):
+        with pytest.raises(ValueError, match="uid and gid must not be negative"):
+            DirectorySpec("/a", uid, gid, "0700")
+    assert DirectorySpec("/a", 0, 0, "700").gid == 0
+
+
+def test_the_owner_a_spec_asks_for() -> None:
+    assert Owner.of(DirectorySpec("/alice", 10001, 5000, "2770")) == Owner(10001, 5000, 0o2770)
+
+
+@pytest.mark.parametrize(
+    ("handle", "filesystem"),
+    [("weka/v2/home", "home"), ("weka/v2/", None), ("weka/v2/home/alice", None), ("home", None), ("x/weka/v2/a", None)],
+)
+def test_only_a_whole_filesystem_handle_names_its_filesystem(handle: str, filesystem: str | None) -> None:
+    assert handle_filesystem(handle) == filesystem
+
+
+def test_every_csi_secret_parameter_names_the_secret_and_its_namespace() -> None:
+    params = secret_parameters("weka-creds", "tenant-a")
+    assert params["csi.storage.k8s.io/node-publish-secret-namespace"] == "tenant-a"
+    assert sorted(set(params.values())) == ["tenant-a", "weka-creds"] and len(params) == 10
