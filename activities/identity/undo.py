@@ -36,8 +36,8 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
     username, and undoes it only when its :data:`CREATED_BY` marker names this workflow.
     """
     data = result.data_as(AuthentikUser)
-    user = ak.user(data.pk) if data.pk else ak.user_by_username(result.name)
-    group = None if data.group_pk else ak.group_by_name(slug)
+    user = ak.users.get(data.pk) if data.pk else ak.users.named(result.name)
+    group = None if data.group_pk else ak.groups.named(slug)
     group_pk = str(data.group_pk or (group.pk if group else ""))
     if user is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
@@ -57,7 +57,7 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
         patch = {key: value for key, value in (data.previous or {}).items() if getattr(user, key) != value}
         leave = bool(data.added_to_group) and group_pk in user.groups
     if patch:
-        ak.patch_user(user.pk, patch)
+        ak.users.patch(user.pk, patch)
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
@@ -72,7 +72,7 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRes
 def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
     """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
     data = result.data_as(AuthentikGroup)
-    group = ak.group(str(data.pk)) if data.pk else ak.group_by_name(result.name)
+    group = ak.groups.get(str(data.pk)) if data.pk else ak.groups.named(result.name)
     if group is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
@@ -86,11 +86,11 @@ def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRe
             return result.model_copy(
                 update={"outcome": Outcome.unchanged, "data": Kept(kept=f"still has {len(group.users)} members")}
             )
-        ak.delete_group(group.pk)
+        ak.groups.delete(group.pk)
         return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
     patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
     if patch:
-        ak.patch_group(group.pk, patch)
+        ak.groups.patch(group.pk, patch)
     return result.model_copy(
         update={"outcome": Outcome.updated if patch else Outcome.absent, "data": Restored(restored=sorted(patch))}
     )
