@@ -39,10 +39,11 @@ from tenantflow.bench.floor import CpuMeter, floor_cpu_per_run, floor_names, ser
 from tenantflow.bench.history import activity_spans, gate_latency
 from tenantflow.bench.lab import LabFigures, lab_figures
 from tenantflow.bench.processes import worker_process
-from tenantflow.bench.runs import RunTiming, onboard_once
+from tenantflow.bench.runs import APPROVER, REQUESTER, RunTiming, onboard_once
 from tenantflow.bench.users import UsersCurve, users_curve
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.approvers import StandInOperators
 from tenantflow.starter.client import TenantflowClient
 
 DRIFT_CONCURRENCY = 64
@@ -114,17 +115,20 @@ def percentile(values: list[float], q: float) -> float:
 async def simulated_worker(
     client: Client, seconds: dict[str, float], max_activities: int, log: Path
 ) -> AsyncIterator[tuple[TenantflowClient, int]]:
-    """A ``bench.simworker`` process on a fresh task queue, and its pid; stopped with SIGTERM (it drains) on exit."""
+    """A ``bench.simworker`` process on a fresh task queue, and its pid; stopped with SIGTERM (it drains) on exit.
+    It checks approvals against the bench's two stand-in operators; the client approves as :data:`APPROVER`."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     table = log.with_suffix(".json")
     table.write_text(json.dumps(seconds))
+    operators = StandInOperators.make(log.parent / f"approvals-{queue}", REQUESTER, APPROVER)
     env = {
         "TENANTFLOW_TASK_QUEUE": queue,
         "TENANTFLOW_MAX_ACTIVITIES": str(max_activities),
         "TENANTFLOW_LOG_FORMAT": "json",
+        **operators.trust.env(),
     }
     async with worker_process(client, queue, ["tenantflow.bench.simworker", str(table)], env, log) as pid:
-        yield TenantflowClient(client, queue), pid
+        yield operators.client(client, queue, APPROVER), pid
 
 
 async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract], meter: CpuMeter | None = None) -> Batch:

@@ -35,12 +35,13 @@ from tenantflow.bench.apicalls import calls_per_layer, journals
 from tenantflow.bench.drift import LabDrift, lab_drift
 from tenantflow.bench.history import ActivitySpan, activity_spans
 from tenantflow.bench.noise import RatioInterval, ratio_interval
-from tenantflow.bench.runs import RunTiming, offboard, onboard_once
+from tenantflow.bench.runs import APPROVER, REQUESTER, RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
 from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
 from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.approvers import StandInOperators
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
@@ -115,15 +116,17 @@ def log_to(path: Path) -> None:
 
 @asynccontextmanager
 async def lab_worker(client: Client, lab: LabEndpoints, log: Path) -> AsyncIterator[TenantflowClient]:
-    """The production worker (``worker.run.run_worker``) pointed at the lab, on a private task queue."""
+    """The production worker (``worker.run.run_worker``) pointed at the lab, on a private task queue, checking
+    approvals against the bench's two stand-in operators; the client approves as :data:`APPROVER`."""
     log_to(log)
-    os.environ.update(lab.to_env())
+    operators = StandInOperators.make(log.parent / "approvals", REQUESTER, APPROVER)
+    os.environ.update(lab.to_env() | operators.trust.env())
     service_settings.cache_clear()
     settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=f"bench-lab-{uuid.uuid4().hex[:6]}")
     stop = asyncio.Event()
     worker = asyncio.create_task(run_worker(settings, stop, client=client))
     try:
-        yield TenantflowClient(client, settings.task_queue)
+        yield operators.client(client, settings.task_queue, APPROVER)
     finally:
         stop.set()
         await worker

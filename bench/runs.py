@@ -4,7 +4,9 @@ The bench never polls the ``status`` query: queries are answered by workflow
 tasks on the same worker and would compete with the work being measured. It
 follows the history (a server long poll) until the ``Stage`` search attribute
 says the plan gate is open, asks ``status`` once for the plan hash, and answers
-with the ``approve_plan`` update.
+with the ``approve_plan`` update. As the worker's defaults (four-eyes, verified approvers) require, runs are
+started on behalf of :data:`REQUESTER` and approved by the bench's client, :data:`APPROVER`, a second principal
+signing its answers (:class:`tenantflow.starter.approvers.StandInOperators`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowHandle
 
 from tenantflow.bench.history import wait_for_stage
+from tenantflow.models.gates import STARTED_BY_MEMO
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.run_ids import offboarding_id
@@ -25,6 +28,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 
 PLAN_GATE = "gate:approve_plan"
+REQUESTER, APPROVER = "bench-requester", "bench-approver"
 
 
 class RunTiming(BaseModel):
@@ -47,7 +51,7 @@ async def approve_when_open(api: TenantflowClient, handle: WorkflowHandle[Any, A
 async def onboard_once(api: TenantflowClient, contract: TenantContract) -> RunTiming:
     """Start one onboarding, auto-approve its plan, wait for its end; time it."""
     started = time.perf_counter()
-    handle = await api.start_onboarding(contract)
+    handle = await api.start_onboarding(contract, on_behalf_of=REQUESTER)
     try:
         await approve_when_open(api, handle)
         result: OnboardingResult = await api.result(handle.id, OnboardingResult)
@@ -64,6 +68,7 @@ async def offboard(api: TenantflowClient, contract: TenantContract) -> Offboardi
         OffboardingInput(contract=contract, purge_data=True),
         id=offboarding_id(contract.slug),
         task_queue=api.task_queue,
+        memo={STARTED_BY_MEMO: REQUESTER},
     )
     await approve_when_open(api, handle)
     await wait_for_stage(handle, "gate:confirm_purge")

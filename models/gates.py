@@ -1,28 +1,50 @@
-"""Payloads of the human gates (updates and signals) and what a run reports about them."""
+"""Payloads of the human gates (updates and signals) and what a run reports about them.
+
+Every gate answer may carry ``proof``: an SSH signature over the :class:`~tenantflow.models.proofs.ApprovalStatement`
+of exactly that answer (:mod:`tenantflow.models.proofs`). The worker verifies it before the run sees the answer; the
+run records the signing key's fingerprint as :attr:`Approval.verified_by`, and an answer without proof as
+*declared*: the approver is only the name the caller wrote.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import Field
 
 from tenantflow.models.base import Strict
+from tenantflow.models.proofs import proof_fingerprint
 
 STARTED_BY_MEMO = "started_by"
 """The memo key holding the identity that started a run (what the four-eyes rule compares approvers with)."""
 APPROVER_PATTERN = r"^[A-Za-z0-9@._ =,/:+-]+$"
 """An approver: a token's user name, a Temporal client identity (``user@host``) or a certificate subject."""
+Established = Literal["verified", "declared"]
+
+
+def proof_field() -> Any:
+    """The ``proof`` field of a gate payload: absent (and left out of the payload) when the answer has none."""
+    return Field(
+        None,
+        max_length=4000,
+        exclude_if=lambda proof: proof is None,
+        description="an armored SSH signature of the answer's approval statement (`tenantflow approve` makes it); "
+        "without one the approver is only declared",
+    )
 
 
 class ApprovePlan(Strict):
     plan_hash: str = Field(..., pattern=r"^[0-9a-f]{16}$", description="the hash shown by `status`")
     approver: str = Field("operator", min_length=1, max_length=200, pattern=APPROVER_PATTERN)
     comment: str = Field("", max_length=1000)
+    proof: str | None = proof_field()
 
 
 class RejectPlan(Strict):
     reason: str = Field(..., min_length=1, max_length=1000)
     approver: str = Field("operator", min_length=1, max_length=200, pattern=APPROVER_PATTERN)
+    proof: str | None = proof_field()
 
 
 class GateAnswer(Strict):
@@ -30,11 +52,12 @@ class GateAnswer(Strict):
 
     approver: str = Field("operator", min_length=1, max_length=200, pattern=APPROVER_PATTERN)
     comment: str = Field("", max_length=1000)
+    proof: str | None = proof_field()
 
 
 class Approval(Strict):
-    """One answer to a gate as the run recorded it: who (the identity the caller authenticated as), when, and
-    for ``approve_plan`` the plan hash approved (or the rejection)."""
+    """One answer to a gate as the run recorded it: who, how that was established (verified by a signature the
+    worker checked, or declared), when, and for ``approve_plan`` the plan hash approved (or the rejection)."""
 
     gate: str
     approver: str
@@ -42,11 +65,43 @@ class Approval(Strict):
     approved: bool = Field(True, description="False: reject_plan answered approve_plan")
     plan_hash: str | None = None
     comment: str = ""
+    verified_by: str = Field(
+        "",
+        exclude_if=lambda key: not key,
+        description="fingerprint of the SSH key whose signature of this answer the worker verified; "
+        "empty: the approver is declared (a payload without proof: the Temporal UI, `temporal workflow update`)",
+    )
+
+    @property
+    def established(self) -> Established:
+        return "verified" if self.verified_by else "declared"
 
     def describe(self) -> str:
+        """One line; a verified approver with the key that proved it (a declared one as runs recorded it before
+        proofs existed, so the handover sheets they pass on replay unchanged)."""
         what = f"{self.gate} {'approved' if self.approved else 'rejected'}"
         plan = f" (plan {self.plan_hash})" if self.plan_hash else ""
-        return f"{what}{plan} by {self.approver} at {self.at:%Y-%m-%d %H:%M:%S}Z"
+        how = f" (verified, key {self.verified_by})" if self.verified_by else ""
+        return f"{what}{plan} by {self.approver}{how} at {self.at:%Y-%m-%d %H:%M:%S}Z"
+
+    def describe_established(self) -> str:
+        """:meth:`describe`, saying ``declared`` too: for what people read (status, result), not for records."""
+        return self.describe() if self.verified_by else f"{self.describe()} (declared)"
+
+
+def recorded_approval(
+    gate: str, answer: GateAnswer, at: datetime, plan_hash: str | None = None, approved: bool = True
+) -> Approval:
+    """The :class:`Approval` a run records for ``answer``, verified by the key of its proof when it has one."""
+    return Approval(
+        gate=gate,
+        approver=answer.approver,
+        at=at,
+        approved=approved,
+        plan_hash=plan_hash,
+        comment=answer.comment,
+        verified_by=proof_fingerprint(answer.proof),
+    )
 
 
 def approvals_excluded(approvals: list[Approval]) -> bool:

@@ -7,13 +7,14 @@ it), on each renewal and at expiry, when it starts the tenant's offboarding, whi
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
 
 from tenantflow.models.base import Strict
-from tenantflow.models.gates import APPROVER_PATTERN
+from tenantflow.models.gates import APPROVER_PATTERN, proof_field
 from tenantflow.models.status import TermOutcome
 from tenantflow.models.tenant import TenantContract
 
@@ -36,13 +37,37 @@ def renew_days_problem(days: int) -> str | None:
 
 
 class Renewal(Strict):
-    """One accepted ``renew``: by how much, by whom, when, and the term's end it set."""
+    """One renewal that moved the end: by how much, approved by whom (and, for a renewal that waited at the gate, asked
+    for by whom, and whether its approver was verified), when, and the term's end it set."""
 
     days: int
     approver: str
     comment: str = ""
     at: datetime
     term_end: datetime
+    requested_by: str = Field(
+        "", exclude_if=lambda who: not who, description="who asked for it (empty: it was not gated)"
+    )
+    verified_by: str = Field(
+        "", exclude_if=lambda key: not key, description="the key that proved the approver; empty: declared"
+    )
+
+
+class PendingRenewal(Strict):
+    """A ``renew`` waiting at the lifecycle's ``approve_plan`` gate for another person's approval."""
+
+    days: int
+    requested_by: str
+    comment: str = ""
+    at: datetime
+    plan_hash: str = Field(..., description="what approve_plan (or reject_plan) answers, as for a plan")
+    verified_by: str = Field("", exclude_if=lambda key: not key, description="the key that proved the requester")
+
+    @staticmethod
+    def hash_of(days: int, requested_by: str, at: datetime) -> str:
+        """The renewal's hash, like a plan's content hash (an approval's proof binds the lifecycle's run besides)."""
+        body = f"{days}|{requested_by}|{at.isoformat()}"
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 class LifecycleInput(Strict):
@@ -57,6 +82,9 @@ class LifecycleInput(Strict):
         None, description="offsets already sent (or already past) for this term_end; unset: those already past"
     )
     renewals: list[Renewal] = Field(default_factory=list)
+    pending_renewal: PendingRenewal | None = Field(
+        None, exclude_if=lambda pending: pending is None, description="a renewal waiting for approval"
+    )
 
 
 class RenewTerm(Strict):
@@ -75,6 +103,7 @@ class RenewTerm(Strict):
         description="who renews: the HTTP API's token user or the Temporal client's identity, never free text",
     )
     comment: str = Field("", max_length=1000)
+    proof: str | None = proof_field()
 
 
 NoticeKind = Literal["term.reminder", "term.renewed", "term.expired"]
@@ -108,6 +137,11 @@ class TermStatus(Strict):
     reminder_days: list[int] = Field(default_factory=list)
     reminders_done: list[int] = Field(default_factory=list)
     renewals: list[Renewal] = Field(default_factory=list)
+    pending_renewal: PendingRenewal | None = Field(
+        None,
+        exclude_if=lambda pending: pending is None,
+        description="a renewal waiting at approve_plan for another person's approval",
+    )
     offboarding: str = Field("", description="workflow id of the offboarding started at expiry")
     notices: list[TermNotice] = Field(default_factory=list, description="notices this run sent")
 

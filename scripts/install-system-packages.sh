@@ -3,8 +3,9 @@
 # libpmix-dev, whose libpmix.so the mpi/pmix plugin loads for the smoke test's `srun --mpi=pmix`; tmux;
 # iproute2 for the loopback quickack route that keeps Slurm RPCs fast; libnss-extrausers so the host
 # resolves the lab's LDAP users from /var/lib/extrausers, see lab/daemons/host_users.py; nginx as the
-# TLS-terminating gRPC proxy of tests/worker/test_temporal_tls.py; chromium, the headless browser
-# tests/ui drives through playwright).
+# TLS-terminating gRPC proxy of tests/worker/test_temporal_tls.py; openssh-client, whose ssh-keygen signs
+# approval proofs for keys held by ssh-agent or a passphrase and checks ours in tests/security; chromium, the
+# headless browser tests/ui drives through playwright).
 #
 # Idempotent; run as root on Debian 12. No daemon is started: a policy-rc.d denies every
 # invoke-rc.d call for the duration of the install, and the previous policy-rc.d (if any) is
@@ -14,7 +15,7 @@ set -euo pipefail
 PACKAGES=(
   slapd ldap-utils munge mariadb-server slurmdbd slurmctld slurmd slurm-client
   slurm-wlm-basic-plugins slurm-wlm-mysql-plugin slurmrestd libpmix-dev tmux iproute2 libnss-extrausers nginx
-  chromium
+  openssh-client chromium
 )
 POLICY=/usr/sbin/policy-rc.d
 BACKUP="$POLICY.tenantflow-saved"

@@ -6,6 +6,10 @@ Example::
     handle = await api.start_onboarding(contract)
     status = await api.status(handle.id)
     await api.approve(handle.id, status.plan_hash)
+
+With ``TENANTFLOW_APPROVAL_KEY`` set (or a :class:`~tenantflow.worker.signatures.ApprovalSigner` given), every gate
+answer carries a proof: the signature of its approval statement (namespace, workflow id, the run id it is sent to,
+gate, plan hash, approver), so the worker records the approver as verified (:mod:`tenantflow.worker.approvals`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from temporalio.common import (
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
+from temporalio.converter import WorkflowSerializationContext
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.types import MethodAsyncSingleParam
@@ -38,6 +43,7 @@ from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, Re
 from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
+from tenantflow.models.proofs import ApprovalStatement, Decision
 from tenantflow.models.run_ids import decommission_id, enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
@@ -45,6 +51,7 @@ from tenantflow.starter import summaries
 from tenantflow.starter.exclusive import withdrawn_for
 from tenantflow.starter.summaries import RunDescription
 from tenantflow.worker.config import TemporalSettings
+from tenantflow.worker.signatures import ApprovalSigner
 from tenantflow.worker.temporal import connect
 from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
@@ -97,19 +104,49 @@ async def _answer(handle: WorkflowHandle[Any, Any], update: UpdateMethodMultiPar
 class TenantflowClient:
     """Thin, typed operations on tenantflow runs."""
 
-    def __init__(self, client: Client, task_queue: str) -> None:
+    def __init__(
+        self, client: Client, task_queue: str, signer: ApprovalSigner | None = None, identity: str | None = None
+    ) -> None:
         self.client = client
         self.task_queue = task_queue
+        self.signer = signer
+        """Signs this client's gate answers (None: they carry no proof, the approver is declared)."""
+        self._identity = identity
 
     @classmethod
     async def connect(cls, settings: TemporalSettings | None = None) -> TenantflowClient:
         settings = settings or TemporalSettings()
-        return cls(await connect(settings), settings.task_queue)
+        return cls(await connect(settings), settings.task_queue, ApprovalSigner.from_path(settings.approval_key))
 
     @property
     def identity(self) -> str:
-        """Who starts runs and answers gates through this client (the Temporal client identity)."""
-        return self.client.identity
+        """Who starts runs and answers gates through this client: the identity it was given, else the Temporal
+        client identity."""
+        return self._identity or self.client.identity
+
+    async def _gate_handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
+        """The run a gate answer goes to: with a signer, the latest run by its id (the proof names it)."""
+        if self.signer is None:
+            return self.handle(workflow_id)
+        run_id = (await self.handle(workflow_id).describe()).run_id
+        return self.client.get_workflow_handle(workflow_id, run_id=run_id)
+
+    async def _proof(
+        self, handle: WorkflowHandle[Any, Any], gate: str, approver: str, plan: str = "", decision: Decision = "approve"
+    ) -> str | None:
+        """The signature of this answer's approval statement; None without a signer."""
+        if self.signer is None or handle.run_id is None:
+            return None
+        statement = ApprovalStatement(
+            namespace=self.client.namespace,
+            workflow_id=handle.id,
+            run_id=handle.run_id,
+            gate=gate,
+            plan=plan,
+            approver=approver,
+            decision=decision,
+        )
+        return await asyncio.to_thread(self.signer.sign, statement)
 
     def _approver(self, on_behalf_of: str | None) -> str:
         """Who a start or a gate answer is recorded under: this client's identity, or the user a caller
@@ -234,7 +271,9 @@ class TenantflowClient:
         """The input the latest run of ``workflow_id`` was started with."""
         history = await self.handle(workflow_id).fetch_history()
         started = history.events[0].workflow_execution_started_event_attributes
-        [params] = await self.client.data_converter.decode(started.input.payloads, [input_type])
+        context = WorkflowSerializationContext(namespace=self.client.namespace, workflow_id=workflow_id)
+        converter = self.client.data_converter.with_context(context)
+        [params] = await converter.decode(started.input.payloads, [input_type])
         decoded: T = params
         return decoded
 
@@ -279,21 +318,26 @@ class TenantflowClient:
         self, workflow_id: str, plan_hash: str, comment: str = "", on_behalf_of: str | None = None
     ) -> str:
         """Approve the plan ``plan_hash``, recorded as approved by this client's identity (or ``on_behalf_of``)."""
-        approval = ApprovePlan(plan_hash=plan_hash, approver=self._approver(on_behalf_of), comment=comment)
-        return await _answer(self.handle(workflow_id), TenantOnboarding.approve_plan, approval)
+        approver, handle = self._approver(on_behalf_of), await self._gate_handle(workflow_id)
+        proof = await self._proof(handle, "approve_plan", approver, plan_hash)
+        approval = ApprovePlan(plan_hash=plan_hash, approver=approver, comment=comment, proof=proof)
+        return await _answer(handle, TenantOnboarding.approve_plan, approval)
 
     async def reject(self, workflow_id: str, reason: str, on_behalf_of: str | None = None) -> str:
-        rejection = RejectPlan(reason=reason, approver=self._approver(on_behalf_of))
-        return await _answer(self.handle(workflow_id), TenantOnboarding.reject_plan, rejection)
+        approver, handle = self._approver(on_behalf_of), await self._gate_handle(workflow_id)
+        proof = await self._proof(handle, "approve_plan", approver, decision="reject")
+        rejection = RejectPlan(reason=reason, approver=approver, proof=proof)
+        return await _answer(handle, TenantOnboarding.reject_plan, rejection)
 
     async def answer_gate(self, workflow_id: str, gate: str, comment: str = "", on_behalf_of: str | None = None) -> str:
         """Answer one of a run's yes/no gates through the update of the gate's own name, recorded as answered by
         this client's identity (or ``on_behalf_of``). A name that is no yes/no gate goes to the run's generic
         ``answer_gate`` update, which refuses it naming the run's gates."""
-        yes = GateAnswer(approver=self._approver(on_behalf_of), comment=comment)
+        approver, handle = self._approver(on_behalf_of), await self._gate_handle(workflow_id)
+        yes = GateAnswer(approver=approver, comment=comment, proof=await self._proof(handle, gate, approver))
         if gate in YES_NO_GATES:
-            return await _answer(self.handle(workflow_id), YES_NO_GATES[gate], yes)
-        return await _answer(self.handle(workflow_id), TenantOnboarding.answer_gate, gate, yes)
+            return await _answer(handle, YES_NO_GATES[gate], yes)
+        return await _answer(handle, TenantOnboarding.answer_gate, gate, yes)
 
     async def term(self, slug: str) -> TermStatus | None:
         """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
@@ -317,8 +361,10 @@ class TenantflowClient:
     async def renew(self, slug: str, days: int, comment: str = "", on_behalf_of: str | None = None) -> TermStatus:
         """Extend the term of ``slug`` by ``days`` (the lifecycle's ``renew`` update; it refuses days < 1), recorded
         as approved by this client's identity (or ``on_behalf_of``)."""
-        renewal = RenewTerm(days=days, approver=self._approver(on_behalf_of), comment=comment)
-        lifecycle = self.client.get_workflow_handle_for(TenantLifecycle.run, lifecycle_id(slug))
+        approver, handle = self._approver(on_behalf_of), await self._gate_handle(lifecycle_id(slug))
+        proof = await self._proof(handle, "renew", approver, f"days={days}", "request")
+        renewal = RenewTerm(days=days, approver=approver, comment=comment, proof=proof)
+        lifecycle = self.client.get_workflow_handle_for(TenantLifecycle.run, handle.id, run_id=handle.run_id)
         return await lifecycle.execute_update(TenantLifecycle.renew, renewal)
 
     async def cancel(self, workflow_id: str) -> None:

@@ -109,10 +109,20 @@ def parameters(
             "in": where,
             "required": where == "path" or name in required,
             "description": prop.get("description", ""),
-            "schema": {key: value for key, value in prop.items() if key not in ("title", "description")},
+            "schema": _not_null({key: value for key, value in prop.items() if key not in ("title", "description")}),
         }
         for name, prop in schema["properties"].items()
     ]
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema without pydantic's ``null`` alternative of an optional field: a path or query string
+    cannot carry JSON null (leaving the parameter out says "none"), so ``?stage=null`` is the string ``null``."""
+    options = [option for option in schema.get("anyOf", []) if option != {"type": "null"}]
+    if len(options) != 1:
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf" and (key, value) != ("default", None)}
+    return {**options[0], **rest}
 
 
 def openapi_document(routes: Sequence[Route], title: str, version: str, description: str) -> dict[str, Any]:

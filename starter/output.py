@@ -31,6 +31,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
+from tenantflow.worker.codec import CodecError
+from tenantflow.worker.signatures import ProofError
 
 T = TypeVar("T")
 
@@ -60,6 +62,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except (ProofError, CodecError) as exc:  # an approval key or codec setting that cannot be used
+        errors.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     except (RunAlreadyActive, Refused) as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
@@ -88,11 +93,17 @@ def answered(workflow_id: str, answer: str, output: str) -> None:
 
 
 def print_outcome(outcome: Any, output: str) -> None:
+    """A run's result: JSON, or its handover sheet (its approvals section marks the verified approvers), else its
+    status and message; then each approval whose approver was only declared, saying so."""
     if output == "json":
         emit(outcome.model_dump(mode="json"), output)
     elif getattr(outcome, "handover", None) is not None:
         console.print(outcome.handover.markdown, markup=False, highlight=False)
     else:
         console.print(f"{outcome.status}: {getattr(outcome, 'message', '')}")
+    declared = [a for a in getattr(outcome, "approvals", []) if a.established == "declared"]
+    if output != "json":
+        for approval in declared:
+            console.print(f"note: {approval.describe_established()}", markup=False, highlight=False)
     if outcome.status != RunOutcome.completed:
         raise typer.Exit(EXIT_RUN_FAILED)

@@ -131,7 +131,7 @@ def status_view(workflow_id: str, status: RunStatus) -> Group:
     ]
     if status.plan_hash:
         parts.append(Text(f"plan hash: {status.plan_hash}"))
-    parts += [Text(approval.describe()) for approval in status.approvals]
+    parts += [Text(approval.describe_established()) for approval in status.approvals]
     for gate in status.gates:
         body = "\n".join([gate.description, "", "answer with:", *(f"  {line}" for line in gate.how_to_answer)])
         title = f"waiting on gate {gate.name}" + (" (ESCALATED)" if gate.escalated else "")

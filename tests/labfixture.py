@@ -100,10 +100,11 @@ def lab_env(lab: LabEndpoints) -> AbstractContextManager[None]:
 
 
 @asynccontextmanager
-async def lab_worker(client: Client, lab: LabEndpoints) -> AsyncIterator[TenantflowClient]:
-    """A real worker (every workflow and activity) on a private task queue, pointed at the lab."""
+async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> AsyncIterator[TenantflowClient]:
+    """A real worker (every workflow and activity) on a private task queue, pointed at the lab, with the shipped
+    settings (four-eyes and verified approvers on: tests/approvers.py) but for ``overrides``."""
     queue = f"it-{uuid.uuid4().hex[:8]}"
-    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16)
+    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16, **overrides)
     stop = asyncio.Event()
     with lab_env(lab):
         task = asyncio.create_task(run_worker(settings, stop, client=client))

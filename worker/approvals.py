@@ -1,25 +1,36 @@
-"""The four-eyes rule, enforced by the worker: the identity that started a run cannot approve its gates.
+"""Who may answer a gate, enforced by the worker: verified approvers and the four-eyes rule, between principals.
 
-Temporal's SDK does not tell workflow code who sent an update, so the approver is the identity the caller
-authenticated as, carried in the payload: the HTTP API puts its token's user there (and refuses any other
-name), the CLI and the Python API the Temporal client's identity (:func:`worker.temporal.client_identity`).
-The starter's identity travels the same way, in the run's memo ``started_by``
-(:data:`models.gates.STARTED_BY_MEMO`), written by :class:`starter.client.TenantflowClient`.
+Temporal does not tell workflow code who sent an update (its server records no user identity on them), so the
+approver is a name in the payload, and only a proof makes it more than a claim. :class:`Approvals` is a worker
+interceptor that checks every gate answer (``approve_plan``, ``reject_plan``, each yes/no gate's update such as
+``confirm_purge``, the older ``answer_gate``, the lifecycle's ``renew``; any update or signal carrying an
+:class:`ApprovePlan`, :class:`RejectPlan`, :class:`GateAnswer` or :class:`RenewTerm`) in the update validator,
+after the run's own validator (the gate is open, the hash current) and before the run sees it:
 
-:class:`FourEyes` is a worker interceptor: for the workflow types named in ``TENANTFLOW_FOUR_EYES`` it refuses,
-in the update validator, every gate answer (``approve_plan``, each yes/no gate's update of its own name such as
-``confirm_purge`` or ``retry_rollback``, and the older ``answer_gate``: any update carrying an
-:class:`ApprovePlan` or :class:`GateAnswer`) whose approver is the run's starter, or any approval of a run that
-does not record its starter. A refused update is never written to the history, so turning the rule on or off
-changes no history and replays stay green. The signal forms (``approve_plan_signal``, ``<gate>_signal``) cannot be
-refused; the same rule makes the workflow ignore them, with a warning. A signal is in the history, so a run that
-received a signal from its starter must not change between a worker with the rule and one without: change
-``TENANTFLOW_FOUR_EYES`` only while no such run is open.
+1. **Proof.** An answer with ``proof`` must carry an SSH signature of its own approval statement (namespace,
+   workflow id, run id, gate, plan hash, approver: :mod:`tenantflow.models.proofs`) by a key the allowed-signers
+   file lists for the approver (:mod:`tenantflow.worker.signatures`); a proof for another run (a rerun of the same
+   plan), gate, hash or approver is refused. The run records the approver as *verified* (the key's fingerprint).
+2. **Verified approvers.** Where ``TENANTFLOW_VERIFIED_APPROVERS`` covers the gate (by default every gate of
+   onboarding, change, offboarding, decommission and the lifecycle's renew), an answer without proof (the Temporal
+   UI, ``temporal workflow update``) is refused, naming how to approve; elsewhere it counts as *declared*.
+   Rejections need no proof (they write nothing) and are recorded verified or declared alike.
+3. **Four-eyes.** Where ``TENANTFLOW_FOUR_EYES`` covers the gate, the approver's principal
+   (:mod:`tenantflow.worker.principals`) must be known and differ from that of the run's starter (memo
+   ``started_by``, :data:`models.gates.STARTED_BY_MEMO`, written by :class:`starter.client.TenantflowClient`), or,
+   for a renewal, of whoever asked for it (the workflow's ``requested_by(gate)``). A run started by its parent
+   workflow (the lifecycle's offboarding at expiry) may be approved by any principal.
+
+A refused update is never written to the history, so changing these settings changes no history. The signal forms
+(``approve_plan_signal``, ``<gate>_signal``) cannot be refused: the same checks make the workflow ignore them, with
+a warning. A signal is in the history and the checks run again when it replays, so change the settings (or the
+allowed signers and principals) only while no run holds a signal they would judge differently.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 
 from temporalio import workflow
 from temporalio.worker import (
@@ -30,56 +41,172 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer
+from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.lifecycle import RenewTerm
+from tenantflow.models.proofs import ApprovalStatement, Decision
+from tenantflow.worker.principals import PRINCIPALS_ENV, IdentityMap
+from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, APPROVAL_KEY_ENV, AllowedSigners, verify
+
+GENERIC_UPDATES = ("answer_gate", "answer_gate_signal")
+"""Updates and signals whose first argument names the gate."""
+Payload = ApprovePlan | RejectPlan | GateAnswer | RenewTerm
 
 
-def approval_in(args: Collection[object]) -> ApprovePlan | GateAnswer | None:
-    """The gate answer an update or signal carries (None: not a gate answer, e.g. ``reject_plan``)."""
+@dataclass(frozen=True)
+class GateAnswerSeen:
+    """A gate answer as the checks see it: which gate, what it signs for, and its payload."""
+
+    gate: str
+    plan: str
+    decision: Decision
+    payload: Payload
+
+
+def answer_in(name: str, args: Collection[object]) -> GateAnswerSeen | None:
+    """The gate answer the update or signal ``name`` carries (None: not a gate answer)."""
     for arg in args:
-        if isinstance(arg, ApprovePlan | GateAnswer):
-            return arg
+        if isinstance(arg, ApprovePlan):
+            return GateAnswerSeen("approve_plan", arg.plan_hash, "approve", arg)
+        if isinstance(arg, RejectPlan):
+            return GateAnswerSeen("approve_plan", "", "reject", arg)
+        if isinstance(arg, RenewTerm):
+            return GateAnswerSeen("renew", f"days={arg.days}", "request", arg)
+        if isinstance(arg, GateAnswer):
+            first = next(iter(args))
+            gate = str(first) if name in GENERIC_UPDATES else name.removesuffix("_signal")
+            return GateAnswerSeen(gate, "", "approve", arg)
     return None
 
 
-def check_four_eyes(approver: str, started_by: str | None) -> None:
-    """Raise when the approval breaks the four-eyes rule."""
-    if started_by is None:
-        raise ValueError(
-            "four-eyes rule: this run does not record who started it (memo 'started_by'); "
-            "start runs with tenantflow so that another person can approve them"
-        )
-    if approver == started_by:
-        raise ValueError(
-            f"four-eyes rule: {started_by!r} started this run and cannot approve it; another person must approve"
-        )
+@dataclass(frozen=True)
+class GatePolicy:
+    """Workflow types (``TenantOnboarding``) and single gates (``TenantOffboarding.confirm_purge``) a rule holds for."""
+
+    entries: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, setting: str) -> GatePolicy:
+        return cls(frozenset(entry.strip() for entry in setting.split(",") if entry.strip()))
+
+    def covers(self, workflow_type: str, gate: str) -> bool:
+        return workflow_type in self.entries or f"{workflow_type}.{gate}" in self.entries
+
+    @property
+    def workflow_types(self) -> frozenset[str]:
+        return frozenset(entry.partition(".")[0] for entry in self.entries)
 
 
-class FourEyes(Interceptor):
-    """Refuse approvals by the starter of runs of ``workflow_types``."""
+@dataclass(frozen=True)
+class ApprovalRules:
+    """What the worker requires of gate answers."""
 
-    def __init__(self, workflow_types: Collection[str]) -> None:
-        self.workflow_types = frozenset(workflow_types)
+    four_eyes: GatePolicy = GatePolicy()
+    verified: GatePolicy = GatePolicy()
+    identities: IdentityMap = field(default_factory=IdentityMap)
+    signers: AllowedSigners | None = None
+
+    def names(self, identity: str) -> list[str]:
+        """What allowed-signers principals are matched against for ``identity``: its principal, then itself."""
+        principal = self.identities.principal(identity)
+        return [principal, identity] if principal and principal != identity.casefold() else [identity]
+
+    def check(self, workflow_type: str, seen: GateAnswerSeen, requester: Callable[[], str | None]) -> None:
+        """Raise ``ValueError`` saying why the answer ``seen`` does not count."""
+        info = workflow.info()
+        approver = seen.payload.approver
+        if seen.payload.proof is not None:
+            statement = ApprovalStatement(
+                namespace=info.namespace,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+                gate=seen.gate,
+                plan=seen.plan,
+                approver=approver,
+                decision=seen.decision,
+            )
+            verify(seen.payload.proof, statement, self.signers, self.names(approver), workflow.now())
+        elif seen.decision != "reject" and self.verified.covers(workflow_type, seen.gate):
+            raise ValueError(declared_refusal(workflow_type, seen.gate, approver, info.workflow_id))
+        if seen.decision == "approve" and self.four_eyes.covers(workflow_type, seen.gate):
+            parent = info.parent.workflow_id if info.parent else None
+            self.check_four_eyes(approver, requester(), parent)
+
+    def check_four_eyes(self, approver: str, started_by: str | None, parent: str | None = None) -> None:
+        """Raise when ``approver`` is no principal, or the principal of ``started_by``."""
+        if started_by is None:
+            raise ValueError(
+                "four-eyes rule: this run does not record who started it (memo 'started_by'); "
+                "start runs with tenantflow so that another person can approve them"
+            )
+        mine = self.identities.principal(approver)
+        if mine is None:
+            raise ValueError(
+                f"four-eyes rule: {approver!r} is no principal of the identity map ({PRINCIPALS_ENV}), so it cannot "
+                "be told apart from the run's starter; add it to its principal's identities there"
+            )
+        if parent is not None and started_by == parent:
+            return
+        theirs = self.identities.principal(started_by)
+        if theirs is None:
+            raise ValueError(
+                f"four-eyes rule: this run's starter {started_by!r} is no principal of the identity map "
+                f"({PRINCIPALS_ENV}), so no approver can be shown to be someone else; add it there"
+            )
+        if mine == theirs:
+            raise ValueError(
+                f"four-eyes rule: {started_by!r} started this run and cannot approve it ({approver!r} is the same "
+                f"principal, {mine!r}); another person must approve"
+            )
+
+
+def declared_refusal(workflow_type: str, gate: str, approver: str, workflow_id: str) -> str:
+    """Why an answer without proof is refused, and how to answer properly."""
+    return (
+        f"{gate} of {workflow_type} needs a verified approver, and this answer carries no proof: {approver!r} is only "
+        "declared (the Temporal UI and `temporal workflow update` cannot prove who sends them). Answer with "
+        f"`tenantflow {'approve' if gate == 'approve_plan' else gate.replace('_', '-')} {workflow_id} ...` "
+        f"with {APPROVAL_KEY_ENV} set to your SSH key (listed for you in the worker's {ALLOWED_SIGNERS_ENV}), or "
+        "through the HTTP API; or let declared approvers count for this gate by removing it from "
+        "TENANTFLOW_VERIFIED_APPROVERS"
+    )
+
+
+def requester_of(gate: str) -> Callable[[], str | None]:
+    """Who the four-eyes rule keeps from approving ``gate``: whoever the workflow says asked for it (its
+    ``requested_by(gate)``, e.g. the lifecycle's renewal), else the run's starter (memo ``started_by``)."""
+
+    def requester() -> str | None:
+        asked: Callable[[str], str | None] | None = getattr(workflow.instance(), "requested_by", None)
+        named = asked(gate) if asked is not None else None
+        return named or workflow.memo_value(STARTED_BY_MEMO, None, type_hint=str)
+
+    return requester
+
+
+class Approvals(Interceptor):
+    """Check every gate answer against ``rules`` (this module's docstring)."""
+
+    def __init__(self, rules: ApprovalRules) -> None:
+        self.rules = rules
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor] | None:
-        guarded = self.workflow_types
-        if not guarded:
-            return None
+        rules = self.rules
 
-        def check(args: Collection[object]) -> None:
-            approval = approval_in(args)
-            if approval is not None and workflow.info().workflow_type in guarded:
-                check_four_eyes(approval.approver, workflow.memo_value(STARTED_BY_MEMO, None, type_hint=str))
+        def check(name: str, args: Collection[object]) -> None:
+            seen = answer_in(name, args)
+            if seen is not None:
+                rules.check(workflow.info().workflow_type, seen, requester_of(seen.gate))
 
         class Inbound(WorkflowInboundInterceptor):
             def handle_update_validator(self, input: HandleUpdateInput) -> None:
-                check(input.args)
-                super().handle_update_validator(input)
+                super().handle_update_validator(input)  # the run's own checks first: the gate open, the hash current
+                check(input.update, input.args)
 
             async def handle_signal(self, input: HandleSignalInput) -> None:
                 try:
-                    check(input.args)
+                    check(input.signal, input.args)
                 except ValueError as refused:
                     workflow.logger.warning("ignored signal %s: %s", input.signal, refused)
                     return

@@ -9,23 +9,33 @@ history written with it has been closed.
 
 An encrypted payload has ``encoding: binary/encrypted`` and
 ``encryption-key-id: <id>``; its data is a 12-byte nonce followed by the AES-GCM
-ciphertext of the serialized original payload, authenticated together with the
-key id. A tampered or foreign payload is refused, never passed through, and so is a plaintext payload:
-when encryption is configured it is required (``TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true`` lets a deployment
-read the plaintext histories it wrote before it turned encryption on, and nothing else).
+ciphertext of the serialized original payload. A payload sealed for a workflow (the SDK gives the codec the
+namespace and workflow id of every workflow input, result, signal, update, query, memo and activity argument:
+its serialization context, https://python.temporal.io/temporalio.converter.WithSerializationContext.html) also
+carries ``encryption-binding: ["<namespace>", "<workflow id>"]``, and the ciphertext is authenticated together
+with the key id and that binding (its associated data): decoded for another workflow (an approval of one run
+copied into another) it is refused, and a binding changed or removed fails authentication. A payload sealed
+without a context (by the codec server for the UI, or before the binding existed) is bound to the key id alone.
+A tampered or foreign payload is refused, never passed through, and so is a plaintext payload: when encryption
+is configured it is required (``TENANTFLOW_CODEC_ALLOW_PLAINTEXT=true`` lets a deployment read the plaintext
+histories it wrote before it turned encryption on, and nothing else). ``TENANTFLOW_REQUIRE_ENCRYPTION=true``
+makes a process without keys refuse to start (:func:`data_converter`) rather than run in plaintext.
 
 ``codec_app`` serves Temporal's remote codec protocol (``POST /encode`` and
 ``POST /decode`` with ``{"payloads": [...]}`` in protobuf JSON), with CORS for
 the UI's origin: run it with ``tenantflow codec-server`` and start the UI with
 ``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file
 (:mod:`worker.tokens`; the UI sends it with ``--ui-codec-pass-access-token`` or from its auth provider): without
-one the server answers 401, so the endpoint never decrypts for an anonymous caller.
+one the server answers 401, so the endpoint never decrypts for an anonymous caller. ``/encode`` refuses (403) a
+payload that is a gate answer (:func:`is_gate_answer`): a token holder cannot mint an encrypted approval through
+it; gates are answered with ``tenantflow`` or the HTTP API, which sign them.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -36,16 +46,22 @@ from aiohttp import web
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
+from pydantic import BaseModel, ValidationError
 from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import DataConverter, PayloadCodec, SerializationContext, WithSerializationContext
 
 from tenantflow.models.content_types import JSON
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.lifecycle import RenewTerm
 from tenantflow.worker.converter import ExplainingPayloadConverter
 from tenantflow.worker.tokens import TokenTable, bearer_auth
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
+BINDING = "encryption-binding"
 KEYS_ENV = "TENANTFLOW_CODEC_KEYS"
+REQUIRE_ENV = "TENANTFLOW_REQUIRE_ENCRYPTION"
+GATE_PAYLOADS: tuple[type[BaseModel], ...] = (ApprovePlan, RejectPlan, RenewTerm, GateAnswer)
 NONCE_BYTES = 12
 KEY_ID_FORMAT = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -116,12 +132,33 @@ def new_key_entry(key_id: str) -> str:
     return f"{key_id}:{base64.b64encode(AESGCM.generate_key(bit_length=256)).decode()}"
 
 
-class EncryptionCodec(PayloadCodec):
-    """AES-GCM over whole payloads, with the key id in the metadata; plaintext is refused unless allowed."""
+class EncryptionRequired(CodecError):
+    """Encryption is required (``TENANTFLOW_REQUIRE_ENCRYPTION``) and no key is configured."""
 
-    def __init__(self, ring: KeyRing, allow_plaintext: bool = False) -> None:
+
+Binding = tuple[str, str]
+"""The namespace and workflow id a payload is sealed for."""
+
+
+def associated_data(key_id: str, binding: bytes | None) -> bytes:
+    """What AES-GCM authenticates with the ciphertext: the key id, and the binding when there is one."""
+    return key_id.encode() if binding is None else key_id.encode() + b"\0" + binding
+
+
+class EncryptionCodec(PayloadCodec, WithSerializationContext):
+    """AES-GCM over whole payloads, with the key id (and the workflow the payload belongs to) in the metadata and
+    the associated data; plaintext is refused unless allowed."""
+
+    def __init__(self, ring: KeyRing, allow_plaintext: bool = False, binding: Binding | None = None) -> None:
         self.ring = ring
         self.allow_plaintext = allow_plaintext
+        self.binding = binding
+        """The namespace and workflow id this codec seals for and accepts (None: no serialization context)."""
+
+    def with_context(self, context: SerializationContext) -> EncryptionCodec:
+        namespace, workflow_id = getattr(context, "namespace", None), getattr(context, "workflow_id", None)
+        binding = (namespace, workflow_id) if namespace and workflow_id else None
+        return EncryptionCodec(self.ring, self.allow_plaintext, binding)
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self.encrypt(p) for p in payloads]
@@ -132,8 +169,26 @@ class EncryptionCodec(PayloadCodec):
     def encrypt(self, payload: Payload) -> Payload:
         key_id, key = self.ring.current
         nonce = os.urandom(NONCE_BYTES)
-        sealed = AESGCM(key).encrypt(nonce, payload.SerializeToString(), key_id.encode())
-        return Payload(metadata={"encoding": ENCODING, KEY_ID: key_id.encode()}, data=nonce + sealed)
+        metadata = {"encoding": ENCODING, KEY_ID: key_id.encode()}
+        binding = json.dumps(list(self.binding)).encode() if self.binding else None
+        if binding is not None:
+            metadata[BINDING] = binding
+        sealed = AESGCM(key).encrypt(nonce, payload.SerializeToString(), associated_data(key_id, binding))
+        return Payload(metadata=metadata, data=nonce + sealed)
+
+    def check_binding(self, binding: bytes | None) -> None:
+        """Refuse a payload sealed for another workflow than the one this codec decodes for."""
+        if binding is None or self.binding is None:
+            return
+        try:
+            sealed_for = tuple(json.loads(binding))
+        except (ValueError, TypeError):
+            sealed_for = ()
+        if sealed_for != self.binding:
+            raise CodecError(
+                f"payload sealed for {sealed_for!r} refused in workflow {self.binding[1]!r} of namespace "
+                f"{self.binding[0]!r}: an encrypted payload is valid only for the workflow it was written for"
+            )
 
     def decrypt(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != ENCODING:
@@ -146,9 +201,11 @@ class EncryptionCodec(PayloadCodec):
             )
         key_id = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
         key = self.ring.key(key_id)
+        binding = payload.metadata.get(BINDING, None)
+        self.check_binding(binding)
         nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
         try:
-            plain = AESGCM(key).decrypt(nonce, sealed, key_id.encode())
+            plain = AESGCM(key).decrypt(nonce, sealed, associated_data(key_id, binding))
         except InvalidTag:
             raise CodecError(
                 f"payload encrypted with key {key_id!r} failed authentication (tampered, truncated or wrong key)"
@@ -162,11 +219,42 @@ PLAIN = DataConverter(payload_converter_class=ExplainingPayloadConverter)
 """The project's pydantic converter, unencrypted (no key ring configured; tests and replay)."""
 
 
-def data_converter(ring: KeyRing | None, allow_plaintext: bool = False) -> DataConverter:
-    """The project's pydantic converter, encrypting (and requiring encryption) when a key ring is configured."""
+def data_converter(ring: KeyRing | None, allow_plaintext: bool = False, require: bool = False) -> DataConverter:
+    """The project's pydantic converter, encrypting (and requiring encryption) when a key ring is configured;
+    without one, plaintext, unless ``require`` (``TENANTFLOW_REQUIRE_ENCRYPTION``) refuses that."""
     if ring is None:
+        if require:
+            raise EncryptionRequired(
+                f"{REQUIRE_ENV}=true but no codec key is configured: set TENANTFLOW_CODEC_KEY_FILE (or {KEYS_ENV}), "
+                f"or unset {REQUIRE_ENV} to run with plaintext payloads"
+            )
         return PLAIN
     return replace(PLAIN, payload_codec=EncryptionCodec(ring, allow_plaintext))
+
+
+def is_gate_answer(payload: Payload) -> bool:
+    """Whether ``payload`` is a gate answer (approve_plan, reject_plan, a yes/no gate's or renew's payload)."""
+    if payload.metadata.get("encoding") != b"json/plain":
+        return False
+    try:
+        value = json.loads(payload.data)
+    except ValueError:
+        return False
+    if not isinstance(value, dict):
+        return False
+    for model in GATE_PAYLOADS:
+        try:
+            model.model_validate(value)
+        except ValidationError:
+            continue
+        return True
+    return False
+
+
+GATE_ANSWER_REFUSED = (
+    "the codec server does not encrypt gate answers: answer gates with `tenantflow approve` (or the gate's "
+    "command) or through the HTTP API, which sign them for the worker to verify"
+)
 
 
 def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTable) -> web.Application:
@@ -187,6 +275,8 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTab
         async def handle(request: web.Request) -> web.StreamResponse:
             try:
                 payloads = json_format.Parse(await request.text(), Payloads())
+                if encode and any(is_gate_answer(p) for p in payloads.payloads):
+                    return web.json_response({"error": GATE_ANSWER_REFUSED}, status=403)
                 converted = await (codec.encode if encode else codec.decode)(payloads.payloads)
             except (json_format.ParseError, CodecError) as exc:
                 return web.json_response({"error": str(exc)}, status=400)

@@ -16,6 +16,9 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TASK_QUEUE = "tenantflow"
+GUARDED_WORKFLOWS = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+"""Where the four-eyes rule and verified approvers hold by default: onboarding, change, offboarding (its plan and the
+purge), decommission (the reset plan) and renew."""
 
 
 class TemporalSettings(BaseSettings):
@@ -33,6 +36,18 @@ class TemporalSettings(BaseSettings):
         description="accept unencrypted payloads although keys are configured "
         "(only while plaintext histories written before are open)",
     )
+    require_encryption: bool = Field(
+        False,
+        alias="TENANTFLOW_REQUIRE_ENCRYPTION",
+        description="refuse to start without codec keys (TENANTFLOW_CODEC_KEY_FILE or TENANTFLOW_CODEC_KEYS) "
+        "rather than send plaintext payloads",
+    )
+    approval_key: Path | None = Field(
+        None,
+        alias="TENANTFLOW_APPROVAL_KEY",
+        description="OpenSSH private key (Ed25519) that signs this client's gate answers, so the worker can verify "
+        "the approver (listed for them in the worker's TENANTFLOW_ALLOWED_SIGNERS)",
+    )
 
 
 class WorkerSettings(TemporalSettings):
@@ -44,10 +59,25 @@ class WorkerSettings(TemporalSettings):
         None, alias="TENANTFLOW_ENV_FILE", description="dotenv file (e.g. the lab's lab.env) loaded at start"
     )
     four_eyes: str = Field(
-        "",
+        GUARDED_WORKFLOWS,
         alias="TENANTFLOW_FOUR_EYES",
-        description="comma-separated workflow types (e.g. TenantOnboarding,WorkerDecommission) "
-        "whose gates the identity that started the run cannot approve",
+        description="comma-separated workflow types (TenantOnboarding) or gates of one "
+        "(TenantOffboarding.confirm_purge) that the principal who started the run (or asked for the renewal) "
+        "cannot approve; empty: nowhere",
+    )
+    verified_approvers: str = Field(
+        GUARDED_WORKFLOWS,
+        alias="TENANTFLOW_VERIFIED_APPROVERS",
+        description="comma-separated workflow types or Type.gate whose answers need a verified approver (a signed "
+        "proof); elsewhere a declared one (a Temporal UI payload) counts too; empty: nowhere",
+    )
+    principals_file: Path | None = Field(
+        None, alias="TENANTFLOW_PRINCIPALS", description="TOML identity map: which identities are one principal"
+    )
+    allowed_signers_file: Path | None = Field(
+        None,
+        alias="TENANTFLOW_ALLOWED_SIGNERS",
+        description="OpenSSH allowed-signers file: the keys that prove approvers, and for which principals",
     )
     max_heartbeat_timeout_s: float | None = Field(
         None,
@@ -76,10 +106,6 @@ class WorkerSettings(TemporalSettings):
                 "worker versioning needs both TENANTFLOW_DEPLOYMENT_NAME and TENANTFLOW_BUILD_ID (or neither)"
             )
         return self
-
-    @property
-    def four_eyes_workflows(self) -> frozenset[str]:
-        return frozenset(name.strip() for name in self.four_eyes.split(",") if name.strip())
 
 
 def load_env_file(settings: WorkerSettings) -> None:

@@ -22,13 +22,16 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Interceptor, Worker, WorkerDeploymentConfig
 
 from tenantflow.worker import logs
-from tenantflow.worker.approvals import FourEyes
+from tenantflow.worker.approvals import ApprovalRules, Approvals, GatePolicy
+from tenantflow.worker.codec import EncryptionRequired
 from tenantflow.worker.config import WorkerSettings, load_env_file
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.heartbeat_cap import HeartbeatCap
 from tenantflow.worker.interceptors import StepObservability
 from tenantflow.worker.metrics import sdk_runtime, serve_metrics
+from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
+from tenantflow.worker.signatures import AllowedSigners, SignersFileError
 from tenantflow.worker.temporal import TemporalConnectError, connect
 
 log = structlog.get_logger("tenantflow.worker")
@@ -51,9 +54,28 @@ def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None
     )
 
 
+def approval_rules(settings: WorkerSettings) -> ApprovalRules:
+    """What gate answers must prove (``TENANTFLOW_VERIFIED_APPROVERS``, ``TENANTFLOW_FOUR_EYES``), with the identity
+    map and allowed signers they are checked against; a file that cannot be read raises naming its setting."""
+    rules = ApprovalRules(
+        four_eyes=GatePolicy.parse(settings.four_eyes),
+        verified=GatePolicy.parse(settings.verified_approvers),
+        identities=IdentityMap.load(settings.principals_file),
+        signers=AllowedSigners.load(settings.allowed_signers_file) if settings.allowed_signers_file else None,
+    )
+    guarded = sorted(rules.four_eyes.workflow_types | rules.verified.workflow_types)
+    if guarded and (settings.principals_file is None or rules.signers is None):
+        log.warning(
+            "approvals of these workflows need a verified, distinct principal, but TENANTFLOW_PRINCIPALS or "
+            "TENANTFLOW_ALLOWED_SIGNERS is unset: every approval of them will be refused until both are set",
+            workflows=guarded,
+        )
+    return rules
+
+
 def interceptors(settings: WorkerSettings) -> list[Interceptor]:
-    """Step logs and metrics, the four-eyes rule, and the heartbeat bound when one is set."""
-    chain: list[Interceptor] = [StepObservability(), FourEyes(settings.four_eyes_workflows)]
+    """Step logs and metrics, the approval rules, and the heartbeat bound when one is set."""
+    chain: list[Interceptor] = [StepObservability(), Approvals(approval_rules(settings))]
     if settings.max_heartbeat_timeout_s is not None:
         chain.append(HeartbeatCap(timedelta(seconds=settings.max_heartbeat_timeout_s)))
     return chain
@@ -73,6 +95,7 @@ async def run_worker(
     function makes the client) the Temporal SDK's metrics.
     """
     load_env_file(settings)
+    chain = interceptors(settings)  # before connecting: an unreadable identity map or signers file stops the start
     sdk_metrics: str | None = None
     if client is None:
         runtime = None
@@ -91,11 +114,16 @@ async def run_worker(
             activities=activities,
             activity_executor=pool,
             max_concurrent_activities=settings.max_concurrent_activities,
-            interceptors=interceptors(settings),
+            interceptors=chain,
             graceful_shutdown_timeout=timedelta(seconds=30),
             deployment_config=versioning,
         )
         await stack.enter_async_context(serve_health(HealthSettings(), Probe(client, worker, stop)))
+        if client.data_converter.payload_codec is None:
+            log.warning(
+                "payloads are not encrypted: no TENANTFLOW_CODEC_KEY_FILE or TENANTFLOW_CODEC_KEYS (set "
+                "TENANTFLOW_REQUIRE_ENCRYPTION=true to refuse to start without them)"
+            )
         log.info(
             "worker started",
             address=client.service_client.config.target_host,
@@ -114,7 +142,8 @@ async def run_worker(
 
 
 def main() -> None:
-    """Run the worker; a connection that fails ends it with exit code 1 and the message naming the setting."""
+    """Run the worker; a connection that fails, encryption required without keys, or an identity map or
+    allowed-signers file that cannot be used ends it with exit code 1 and the message naming the setting."""
     settings = WorkerSettings()
     logs.configure(settings.log_format, settings.log_level)
 
@@ -127,4 +156,7 @@ def main() -> None:
         asyncio.run(serve())
     except TemporalConnectError as exc:
         print(f"tenantflow worker: cannot connect to Temporal: {exc.message}", file=sys.stderr)
+        sys.exit(1)
+    except (EncryptionRequired, PrincipalsFileError, SignersFileError) as exc:
+        print(f"tenantflow worker: {exc}", file=sys.stderr)
         sys.exit(1)

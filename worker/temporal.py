@@ -10,8 +10,10 @@ set on :class:`TemporalSettings` itself (``TemporalSettings(TEMPORAL_ADDRESS=...
 without any, the address is ``localhost:7233`` and the namespace ``default``.
 
 When ``TENANTFLOW_CODEC_KEY_FILE`` (or ``TENANTFLOW_CODEC_KEYS``) is set, every payload is encrypted with
-:mod:`worker.codec` before it reaches the server. When the standard ``OTEL_*`` variables ask for traces, the
-client (and every worker built on it) carries the OpenTelemetry tracing interceptor (:mod:`worker.tracing`).
+:mod:`worker.codec` before it reaches the server; with ``TENANTFLOW_REQUIRE_ENCRYPTION=true`` and neither set,
+:func:`connect` raises :class:`~tenantflow.worker.codec.EncryptionRequired` naming the setting. When the standard
+``OTEL_*`` variables ask for traces, the client (and every worker built on it) carries the OpenTelemetry tracing
+interceptor (:mod:`worker.tracing`).
 
 The client's identity, which Temporal records on every start, signal and update and which tenantflow records as
 the approver of a gate, is ``TEMPORAL_IDENTITY`` when set, else the subject of the mTLS client certificate, else
@@ -116,7 +118,9 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
     address, namespace, tls = config["target_host"], config["namespace"], config.get("tls", False)
     client_cert = isinstance(tls, TLSConfig) and tls.client_cert is not None
     api_key = "api_key" in config
-    converter = data_converter(KeyRing.from_env(settings.codec_key_file), settings.codec_allow_plaintext)
+    converter = data_converter(
+        KeyRing.from_env(settings.codec_key_file), settings.codec_allow_plaintext, settings.require_encryption
+    )
     interceptors = tracing_interceptors()
     try:
         return await Client.connect(

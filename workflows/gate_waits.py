@@ -23,7 +23,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState
+    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState, recorded_approval
 
 from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.search import STAGE
@@ -37,6 +37,11 @@ def phase_of(stage: str) -> str:
     """The ``Stage`` search attribute's value for ``stage``: its phase when the stage names a step of it."""
     phase, sep, _ = stage.partition(":")
     return phase if sep and phase in PER_STEP_PHASES else stage
+
+
+def answer_of(approval: ApprovePlan) -> GateAnswer:
+    """The gate answer an ``approve_plan`` payload gives (its approver, comment and proof)."""
+    return GateAnswer(approver=approval.approver, comment=approval.comment, proof=approval.proof)
 
 
 class Gates:
@@ -68,24 +73,16 @@ class Gates:
         workflow.set_current_details(details)
 
     def answer(self, name: str, answer: GateAnswer, plan_hash: str | None = None, approved: bool = True) -> None:
-        """Record ``answer`` to gate ``name`` (and who gave it, when, for which plan) and close the gate."""
+        """Record ``answer`` to gate ``name`` (who gave it, verified or declared, when, for which plan) and close
+        the gate."""
         self.answers[name] = answer
         self.open.pop(name, None)
-        self.approvals.append(
-            Approval(
-                gate=name,
-                approver=answer.approver,
-                at=workflow.now(),
-                approved=approved,
-                plan_hash=plan_hash,
-                comment=answer.comment,
-            )
-        )
+        self.approvals.append(recorded_approval(name, answer, workflow.now(), plan_hash, approved))
 
     def approve_by_signal(self, plan_hash: str | None, approval: ApprovePlan) -> None:
         """The signal form of ``approve_plan``: answer only an open gate with the current hash, else warn."""
         if "approve_plan" in self.open and plan_hash is not None and approval.plan_hash == plan_hash:
-            self.answer("approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment), plan_hash)
+            self.answer("approve_plan", answer_of(approval), plan_hash)
         else:
             workflow.logger.warning("ignored approve_plan signal with hash %s", approval.plan_hash)
 

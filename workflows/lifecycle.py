@@ -4,11 +4,15 @@ A completed onboarding starts it (:func:`start_lifecycle`, an abandoned child, s
 with the term's end: the completion time plus ``capacity.term_days``. It sleeps on timers until each reminder
 (``reminder_days`` days before the end: the worker's ``TENANTFLOW_TERM_REMINDER_DAYS``, default 30, 7 and 1)
 and sends a notice through the notifier (``lifecycle.notify``). The ``renew`` update (validated: 1 to 3650
-days, refused once the term has ended) moves the end, is kept in ``renewals`` and announced, and the run
-continues as new with the new end (reminders already past for it are skipped); it also continues as new when
-Temporal suggests it. At the end it starts the tenant's ``TenantOffboarding`` (an abandoned child, id
-``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until that plan is
-approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
+days, refused once the term has ended or while another renewal waits) is a request: it waits at the run's
+``approve_plan`` gate under a hash of its own (``term`` and ``status`` show it, with the command that answers it),
+so that under the four-eyes rule someone other than the requester approves it (the worker's checks ask the run's
+``requested_by``); ``reject_plan`` drops it. Approved, it moves the end, is kept in ``renewals`` and announced, and
+the run continues as new with the new end (reminders already past for it are skipped; a renewal still waiting is
+carried over); it also continues as new when Temporal suggests it. Runs recorded before :data:`RENEW_GATE_PATCH`
+moved the end at ``renew`` itself and replay that way. At the end it starts the tenant's ``TenantOffboarding``
+(an abandoned child, id ``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until
+that plan is approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
 :data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. An offboarding
 that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
 ``term`` query says where the term stands; ``status`` is the shared run status.
@@ -24,12 +28,21 @@ from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import STARTED_BY_MEMO
+    from tenantflow.models.gates import (
+        STARTED_BY_MEMO,
+        Approval,
+        ApprovePlan,
+        GateAnswer,
+        GateState,
+        RejectPlan,
+        recorded_approval,
+    )
     from tenantflow.models.lifecycle import (
         OFFBOARDED_SIGNAL,
         LifecycleInput,
         LifecycleResult,
         NoticeKind,
+        PendingRenewal,
         Renewal,
         RenewTerm,
         TermNotice,
@@ -37,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         renew_days_problem,
     )
     from tenantflow.models.offboarding import OffboardingInput
+    from tenantflow.models.proofs import proof_fingerprint
     from tenantflow.models.run_ids import lifecycle_id, offboarding_id
     from tenantflow.models.runbook import NOTIFY, REMINDER_DAYS
     from tenantflow.models.status import RunStatus
@@ -51,6 +65,8 @@ EXPIRED = "term:expired"
 OFFBOARDED = "term:offboarded"
 EXPIRY_STARTER_PATCH = "expiry-offboarding-started-by"
 """Runs with it give the offboarding started at expiry the memo ``started_by`` (the lifecycle's workflow id)."""
+RENEW_GATE_PATCH = "renew-gated"
+"""Runs with it hold a ``renew`` at the ``approve_plan`` gate until another answer approves it."""
 
 
 def days_left(term_end: datetime, now: datetime) -> int:
@@ -72,6 +88,8 @@ class TenantLifecycle:
         self._days = sorted(set(params.reminder_days or []), reverse=True)
         self._done = list(params.reminders_done or [])
         self._renewals = list(params.renewals)
+        self._pending = params.pending_renewal
+        self._approvals: list[Approval] = []
         self._unannounced = 0
         self._stage = RUNNING
         self._offboarding = ""
@@ -116,12 +134,22 @@ class TenantLifecycle:
 
     @workflow.update(
         name="renew",
-        description='Extend the term by days (payload {"days": 90, "approver": "...", "comment": "..."}); '
-        "reminders start over for the new end",
+        description='Ask to extend the term by days (payload {"days": 90, "approver": "...", "comment": "..."}); '
+        "it waits at approve_plan for approval, then reminders start over for the new end",
     )
     def renew(self, request: RenewTerm) -> TermStatus:
-        self._term_end += timedelta(days=request.days)
-        self._renewals.append(
+        if workflow.patched(RENEW_GATE_PATCH):
+            now = workflow.now()
+            self._pending = PendingRenewal(
+                days=request.days,
+                requested_by=request.approver,
+                comment=request.comment,
+                at=now,
+                plan_hash=PendingRenewal.hash_of(request.days, request.approver, now),
+                verified_by=proof_fingerprint(request.proof),
+            )
+            return self.term()
+        self._extend(
             Renewal(
                 days=request.days,
                 approver=request.approver,
@@ -130,8 +158,65 @@ class TenantLifecycle:
                 term_end=self._term_end,
             )
         )
-        self._unannounced += 1
         return self.term()
+
+    def _extend(self, renewal: Renewal) -> None:
+        """Move the end by ``renewal`` (its ``term_end`` set to the new end), to be announced."""
+        self._term_end += timedelta(days=renewal.days)
+        self._renewals.append(renewal.model_copy(update={"term_end": self._term_end}))
+        self._unannounced += 1
+
+    def requested_by(self, gate: str) -> str | None:
+        """Who asked for what ``gate`` answers, whom the four-eyes rule keeps from approving it: the requester of the
+        waiting renewal (``worker.approvals`` reads it)."""
+        return self._pending.requested_by if gate == "approve_plan" and self._pending else None
+
+    @workflow.update(
+        name="approve_plan", description='Approve the waiting renewal by its hash (payload {"plan_hash": "..."})'
+    )
+    def approve_plan(self, approval: ApprovePlan) -> str:
+        pending = self._require_pending(approval.plan_hash)
+        self._pending = None
+        answer = GateAnswer(approver=approval.approver, comment=approval.comment, proof=approval.proof)
+        self._approvals.append(recorded_approval("approve_plan", answer, workflow.now(), pending.plan_hash))
+        self._extend(
+            Renewal(
+                days=pending.days,
+                approver=approval.approver,
+                comment=pending.comment,
+                at=workflow.now(),
+                term_end=self._term_end,
+                requested_by=pending.requested_by,
+                verified_by=proof_fingerprint(approval.proof),
+            )
+        )
+        return f"renewal {pending.plan_hash} by {pending.days} days approved by {approval.approver}"
+
+    @approve_plan.validator
+    def _validate_approve(self, approval: ApprovePlan) -> None:
+        self._require_pending(approval.plan_hash)
+
+    @workflow.update(name="reject_plan", description="Reject the waiting renewal; the term is unchanged")
+    def reject_plan(self, rejection: RejectPlan) -> str:
+        pending = self._require_pending()
+        self._pending = None
+        answer = GateAnswer(approver=rejection.approver, comment=rejection.reason, proof=rejection.proof)
+        self._approvals.append(recorded_approval("approve_plan", answer, workflow.now(), pending.plan_hash, False))
+        return f"renewal {pending.plan_hash} rejected by {rejection.approver}"
+
+    @reject_plan.validator
+    def _validate_reject(self, rejection: RejectPlan) -> None:
+        self._require_pending()
+
+    def _require_pending(self, plan_hash: str | None = None) -> PendingRenewal:
+        """The waiting renewal (with ``plan_hash``, when given); refused without one."""
+        if self._pending is None:
+            raise ValueError(f"no renewal of {self._contract.slug} waits for approval (see `tenantflow term`)")
+        if plan_hash is not None and plan_hash != self._pending.plan_hash:
+            raise ValueError(
+                f"stale or unknown renewal hash {plan_hash}; the waiting renewal is {self._pending.plan_hash}"
+            )
+        return self._pending
 
     @renew.validator
     def _validate_renew(self, request: RenewTerm) -> None:
@@ -145,6 +230,11 @@ class TenantLifecycle:
                 f"the term of {self._contract.slug} ended at {self._term_end:%Y-%m-%d %H:%M}Z and offboarding "
                 f"{self._offboarding} was started: reject its plan to keep the tenant, then onboard it again to "
                 "start a new term"
+            )
+        if self._pending is not None:
+            raise ValueError(
+                f"a renewal by {self._pending.days} days asked for by {self._pending.requested_by} waits for approval "
+                f"(hash {self._pending.plan_hash}): approve or reject it first"
             )
 
     @workflow.signal(
@@ -174,15 +264,30 @@ class TenantLifecycle:
             reminder_days=self._days,
             reminders_done=self._done,
             renewals=self._renewals,
+            pending_renewal=self._pending,
         )
 
-    @workflow.query(name="status", description="Stage, steps (the notices sent) and when the term ends")
+    @workflow.query(
+        name="status", description="Stage, steps (the notices sent), when the term ends and a renewal waiting"
+    )
     def status(self) -> RunStatus:
+        pending, wid = self._pending, workflow.info().workflow_id
+        gates = []
+        if pending is not None:
+            how = [
+                f"tenantflow approve {wid} --plan-hash {pending.plan_hash}",
+                f"tenantflow reject {wid} --reason '...'",
+            ]
+            described = f"renew the term by {pending.days} days, asked for by {pending.requested_by}"
+            gates = [GateState(name="approve_plan", description=described, opened_at=pending.at, how_to_answer=how)]
         return RunStatus(
             workflow="TenantLifecycle",
             target=self._contract.slug,
-            stage=self._stage,
+            stage="gate:approve_plan" if pending is not None and self._stage == RUNNING else self._stage,
+            plan_hash=pending.plan_hash if pending else None,
+            gates=gates,
             steps=self._steps.records,
+            approvals=self._approvals,
             message=f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
         )
 

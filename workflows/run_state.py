@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.rollback import Leftover
     from tenantflow.models.status import RunStatus
 
-from tenantflow.workflows.gate_waits import Gates
+from tenantflow.workflows.gate_waits import Gates, answer_of
 from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.steps import StepTracker
 
@@ -104,9 +104,7 @@ class RunState:
 
     def approve(self, approval: ApprovePlan, answer: str = PLAN_APPROVED) -> str:
         """approve_plan: close the gate; ``answer`` formatted with the plan hash and the approver."""
-        self.gates.answer(
-            "approve_plan", GateAnswer(approver=approval.approver, comment=approval.comment), approval.plan_hash
-        )
+        self.gates.answer("approve_plan", answer_of(approval), approval.plan_hash)
         return answer.format(plan_hash=approval.plan_hash, approver=approval.approver)
 
     def validate_approval(self, approval: ApprovePlan) -> None:
@@ -125,7 +123,10 @@ class RunState:
     def reject(self, rejection: RejectPlan) -> str:
         self.rejected = rejection
         self.gates.answer(
-            "approve_plan", GateAnswer(approver=rejection.approver, comment=rejection.reason), self.plan_hash, False
+            "approve_plan",
+            GateAnswer(approver=rejection.approver, comment=rejection.reason, proof=rejection.proof),
+            self.plan_hash,
+            False,
         )
         return f"plan rejected by {rejection.approver}"
 

@@ -35,7 +35,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
@@ -93,6 +93,13 @@ class JobRun:
     state: str
     output: str
     info: dict[str, str]
+    wrote_output: bool = True
+
+    @property
+    def launch_failed(self) -> bool:
+        """Ended without ever creating its output file: slurmd/slurmstepd could not start it (a launch failure,
+        which slurmctld reports as FAILED or NODE_FAIL with the launch error as the exit code), not a result."""
+        return self.state in ("FAILED", "NODE_FAIL", "BOOT_FAIL") and not self.wrote_output
 
 
 def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
@@ -110,7 +117,24 @@ def up_nodes(ctl: SlurmCtl, c: TenantContract, count: int) -> list[str]:
 def run_job(
     ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str], extra: list[str]
 ) -> JobRun:
-    """Submit as ``account`` from its home, wait, and return the finished job."""
+    """Submit as ``account`` from its home, wait, and return the finished job; a job whose launch failed (see
+    :attr:`JobRun.launch_failed`) is submitted once more, as an operator re-runs a smoke test after a node hiccup,
+    and a second launch failure is returned with the first one's exit code and reason in its output."""
+    first = _run_job_once(ctl, c, account, name, script, nodes, extra)
+    if not first.launch_failed:
+        return first
+    heartbeat({"smoke": f"{name}: job launch failed, submitting once more"})
+    again = _run_job_once(ctl, c, account, name, script, nodes, extra)
+    if not again.launch_failed:
+        return again
+    code, reason = first.info.get("ExitCode", "?"), first.info.get("Reason", "?")
+    why = f"launch failed twice (first: ExitCode={code} Reason={reason})"
+    return JobRun(again.state, f"{again.output} {why}", again.info, wrote_output=False)
+
+
+def _run_job_once(
+    ctl: SlurmCtl, c: TenantContract, account: Account, name: str, script: str, nodes: list[str], extra: list[str]
+) -> JobRun:
     argv = [
         "sbatch",
         "--parsable",
@@ -153,7 +177,7 @@ def run_job(
         )
     out = ctl.run(["cat", info.get("StdOut", "")], check=False)
     text = out.stdout if out.exit_code == 0 else f"(output unreadable: {out.stderr.strip()})"
-    return JobRun(state, text, info)
+    return JobRun(state, text, info, wrote_output=out.exit_code == 0)
 
 
 def _submit(inp: StepInput, name: str, script: str, nodes: int, extra: list[str]) -> JobRun | Finding:

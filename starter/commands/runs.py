@@ -113,8 +113,9 @@ def approve(
     comment: str = "",
     output: OutputOpt = "text",
 ) -> None:
-    """Approve a published plan (onboarding, enrollment or reset) by its exact hash, as the Temporal client's
-    identity (TEMPORAL_IDENTITY, the mTLS certificate's subject, or user@host)."""
+    """Approve a published plan (onboarding, enrollment, reset, a renewal) by its exact hash, as the Temporal
+    client's identity (TEMPORAL_IDENTITY, the mTLS certificate's subject, or user@host), signed with the SSH key
+    TENANTFLOW_APPROVAL_KEY names so that the worker records the approver as verified."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()

@@ -99,6 +99,7 @@ def handover(
                 plan_hash=record.run.plan_hash,
                 applied=record.applied,
                 handover=record.handover,
+                approvals=record.run.approvals,
             )
         api = await TenantflowClient.connect()
         workflow_id = onboarding_id(slug)
@@ -118,8 +119,9 @@ def renew(
     comment: Annotated[str, typer.Option(help="why (kept with the renewal)")] = "",
     output: OutputOpt = "text",
 ) -> None:
-    """Extend a tenant's term by DAYS: its lifecycle moves the end, records the renewal (approved by the Temporal
-    client's identity) and reminds again."""
+    """Ask to extend a tenant's term by DAYS, as the Temporal client's identity (signed with TENANTFLOW_APPROVAL_KEY):
+    the renewal waits at the lifecycle's approve_plan gate until another person approves it (`tenantflow approve
+    lifecycle/SLUG --plan-hash H`); then the end moves, the renewal is recorded and reminders start over."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()
@@ -132,8 +134,16 @@ def renew(
                 "to start a new term"
             )
         renewed = await api.renew(slug, days, comment)
+        pending = renewed.pending_renewal
         if output == "json":
             emit(renewed.model_dump(mode="json"), output)
+        elif pending is not None:
+            emit(
+                f"the renewal of {slug} by {days} days waits for another person's approval (the term still ends "
+                f"{renewed.term_end:%Y-%m-%d %H:%M}Z): tenantflow approve {lifecycle_id(slug)} --plan-hash "
+                f"{pending.plan_hash}",
+                output,
+            )
         else:
             by = renewed.renewals[-1].approver if renewed.renewals else api.identity
             emit(f"the term of {slug} now ends {renewed.term_end:%Y-%m-%d %H:%M}Z (+{days} days, by {by})", output)

@@ -24,6 +24,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.devserver import DevServer, free_port
+from tests.approvers import reviewer
 from tests.chaos.kit import STATS, WorkerProcess, settings, world
 from tests.integration.runs import offboard
 from tests.labfixture import whole_lab
@@ -120,7 +121,7 @@ async def approve_and_wait(api: TenantflowClient, workflow_id: str) -> tuple[str
     """Approve the published plan and wait for the end: (``completed``/``failed``, message)."""
     status = await api.wait_for_plan(workflow_id)
     assert status.plan_hash, status
-    await api.approve(workflow_id, status.plan_hash)
+    await reviewer(api).approve(workflow_id, status.plan_hash)
     return await outcome(api, workflow_id)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tests.approvers import reviewer
 from tests.chaos.conftest import outcome
 from tests.chaos.kit import Scenario, comparable, compare_worlds, foreign_touched, world
 from tests.integration.world import World, world_snapshot
@@ -61,7 +62,7 @@ async def race(api: TenantflowClient, contracts: list[TenantContract]) -> list[t
     handles = await asyncio.gather(*(api.start_onboarding(c) for c in contracts))
     plans = await asyncio.gather(*(api.wait_for_plan(h.id) for h in handles))
     assert all(p.plan_hash for p in plans), [p.stage for p in plans]
-    await asyncio.gather(*(api.approve(h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True)))
+    await asyncio.gather(*(reviewer(api).approve(h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True)))
     return list(
         await asyncio.gather(*(settle(api, h.id, p.plan_hash or "") for h, p in zip(handles, plans, strict=True)))
     )

@@ -14,6 +14,7 @@ from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError, parse_contract
+from tests.approvers import reviewer
 from tests.chaos.conftest import Rig, tenant
 from tests.chaos.kit import STATS
 from tests.labfixture import journal_writes, reset_journals
@@ -87,7 +88,7 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
     with pytest.raises(RunAlreadyActive, match="tenant/tenant-badin is already in progress"):
         await api.start_onboarding(contract)
     refusals: list[tuple[str, Any, str]] = [
-        ("approve_plan", ApprovePlan(plan_hash="0" * 16), "stale or unknown plan hash"),
+        ("approve_plan", ApprovePlan(plan_hash=status.plan_hash), "needs a verified approver"),  # no proof
         ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "plan_hash: Input should be a valid string"),
         ("approve_plan", {"plan_hash": 42, "approver": ["x"]}, "approver: Input should be a valid string"),
         (
@@ -104,9 +105,12 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
             await handle.execute_update(update, payload)
         assert message in str(refused.value.cause), (update, payload, refused.value.cause)
         STATS.runs_failed_as_expected += 1
+    with pytest.raises(WorkflowUpdateFailedError, match="Workflow update failed") as stale:
+        await reviewer(api).approve(handle.id, "0" * 16)
+    assert "stale or unknown plan hash" in str(stale.value.cause)
     assert (await api.status(handle.id)).stage == "gate:approve_plan"
     await api.reject(handle.id, "bad input table")
     with pytest.raises(Exception, match=r"already completed|not open|not found"):
-        await api.approve(handle.id, status.plan_hash)
+        await reviewer(api).approve(handle.id, status.plan_hash)
     assert sum(journal_writes(chaos_lab).values()) == 0, journal_writes(chaos_lab)
     scenario.outcome = "refused, nothing written"

@@ -32,6 +32,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.rollback import Leftover
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, Rig, outcome, small_tenant, tenant
 from tests.chaos.daemons import (
     failed_unavailable,
@@ -93,7 +94,7 @@ async def test_fresh_onboarding_outlives_slapd_slurmctld_worker_and_server_kills
     ]
     set_faults(chaos_lab, slow_kube, services=["kube-tenant-cluster"])
     try:
-        await api.approve(handle.id, plan.plan_hash or "")
+        await reviewer(api).approve(handle.id, plan.plan_hash or "")
 
         await wait_pending(handle, named("identity.users"), started, "identity.users running")
         with outage(chaos_lab, "slapd", kill=True, ready=slapd_ready(chaos_lab)) as slapd:
@@ -137,7 +138,7 @@ async def test_rollback_outlives_a_slurmdbd_outage_and_a_worker_kill(
     set_faults(chaos_lab, [{**refused, "error_status": 403}], services=["weka"])
     handle = await api.start_onboarding(contract)
     plan = await api.wait_for_plan(handle.id)
-    await api.approve(handle.id, plan.plan_hash or "")
+    await reviewer(api).approve(handle.id, plan.plan_hash or "")
     dbd_ready = slurm_ready(chaos_lab, "sacctmgr", "-n", "show", "cluster")
     try:
         await wait_until(api, handle, running("storage.filesystems"), what="storage.filesystems running")
@@ -158,7 +159,7 @@ async def test_rollback_outlives_a_slurmdbd_outage_and_a_worker_kill(
     )
     if status.stage == "gate:retry_rollback":
         assert_left_exactly(before, world(chaos_lab), status.leftovers)
-        await api.answer_gate(handle.id, "retry_rollback")
+        await reviewer(api).answer_gate(handle.id, "retry_rollback")
         STATS.notes.append(f"slurmdbd outage: the rollback waited at retry_rollback for {len(status.leftovers)}")
     end = await outcome(api, handle.id)
     final = await api.status(handle.id)

@@ -15,6 +15,7 @@ import subprocess
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.runbook import APPLY
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, Rig, tenant
 from tests.chaos.kit import STATS, comparable, compare_worlds, foreign_touched, world
 from tests.chaos.racing import settle
@@ -39,7 +40,7 @@ async def test_an_object_deleted_between_approval_and_apply_reopens_the_gate(
     assert first.plan_hash
     try:
         rig.worker.stop()
-        approval = asyncio.create_task(rig.api.approve(handle.id, first.plan_hash))
+        approval = asyncio.create_task(reviewer(rig.api).approve(handle.id, first.plan_hash))
         subprocess.run(
             ["kubectl", "--context", "tenant-cluster", "-n", contract.namespace, "delete", "resourcequota", quota],
             env={**os.environ, "KUBECONFIG": str(chaos_lab.kubeconfig)},
@@ -58,7 +59,7 @@ async def test_an_object_deleted_between_approval_and_apply_reopens_the_gate(
         again = await rig.api.status(handle.id)
         assert not {s.name for s in again.steps} & {s.name for s in APPLY}, "applied on a changed plan"
         assert not quotas(world_snapshot(chaos_lab), contract.namespace), "the quota was recreated without approval"
-        await rig.api.approve(handle.id, again.plan_hash or "")
+        await reviewer(rig.api).approve(handle.id, again.plan_hash or "")
         end = await settle(rig.api, handle.id, again.plan_hash or "")
         assert end[0] == "completed", end
     finally:

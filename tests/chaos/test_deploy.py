@@ -20,6 +20,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, small_tenant
 from tests.chaos.kit import STATS, WorkerProcess, settings
 from tests.chaos.racing import Before, free_nodes, settle, tally
@@ -89,7 +90,7 @@ async def pinned_through_a_deploy(
     v2.start()
     await set_current(api.client, deployment, "v2")
     v1.stop()
-    approval = asyncio.create_task(api.approve(old.id, plan.plan_hash or ""))
+    approval = asyncio.create_task(reviewer(api).approve(old.id, plan.plan_hash or ""))
     probe = await api.start_onboarding(probe_contract)
     assert (await api.wait_for_plan(probe.id)).plan_hash
     await api.reject(probe.id, "a probe of v2")

@@ -13,6 +13,7 @@ import asyncio
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.client import RunAlreadyActive
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, Rig, small_tenant
 from tests.chaos.kit import STATS, comparable, world
 from tests.chaos.racing import Before, free_nodes, settle, tally
@@ -43,10 +44,10 @@ async def test_onboarding_while_the_same_tenant_is_offboarded(
         [handle] = [s for s in started if not isinstance(s, BaseException)]
         gone = handle.id.startswith("offboard/")
         plan = await api.wait_for_plan(handle.id)
-        await api.approve(handle.id, plan.plan_hash or "")
+        await reviewer(api).approve(handle.id, plan.plan_hash or "")
         if gone:
             await wait_for_stage(api, handle, "gate:confirm_purge")
-            await api.answer_gate(handle.id, "confirm_purge")
+            await reviewer(api).answer_gate(handle.id, "confirm_purge")
         end = await settle(api, handle.id, plan.plan_hash or "")
         assert end[0] == "completed", end
         expected = before.view if gone else whole

@@ -14,6 +14,7 @@ from typing import Any
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, Rig, small_tenant
 from tests.chaos.kit import STATS, Scenario
 from tests.chaos.racing import Before, free_nodes, mentioning, race, settle, tally
@@ -74,7 +75,7 @@ async def answer_reopened(
         assert (await settle(api, workflow_id, ""))[0] == "rejected"
         return end
     status = await api.status(workflow_id)
-    await api.approve(workflow_id, status.plan_hash or "")
+    await reviewer(api).approve(workflow_id, status.plan_hash or "")
     return await settle(api, workflow_id, status.plan_hash or "")
 
 

@@ -30,6 +30,7 @@ from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
+from tests.approvers import reviewer
 from tests.chaos.conftest import Baseline, Rig, outcome, tenant
 from tests.chaos.kit import (
     STATS,
@@ -61,7 +62,7 @@ async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     status = await api.wait_for_plan(handle.id)
     assert status.plan_hash
     rig.worker.restart_after_crash()
-    await api.approve(handle.id, status.plan_hash)
+    await reviewer(api).approve(handle.id, status.plan_hash)
 
     set_faults(
         chaos_lab, [{"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500}], services=["kube-tenant-cluster"]

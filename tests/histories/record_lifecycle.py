@@ -5,8 +5,10 @@ Run ``python -m tests.histories.record_lifecycle NAME...`` after a deliberate, v
 already committed are never recorded again); commit the JSON files it writes beside this file (their workflow ids
 go in ``strict_replay.TIME_SKIPPING_IDS``): ``lifecycle`` writes ``lifecycle-renewed`` (a reminder, ``renew``,
 the continue-as-new) and ``lifecycle-expired`` (the run after it: the reminders of the new end, expiry, the
-offboarding started); ``onboarding-lifecycle`` a completed onboarding that starts the tenant's lifecycle;
-``offboarding-ends-term`` a completed offboarding that ends the tenant's running lifecycle.
+offboarding started), both recorded before ``renew`` waited for an approval; ``lifecycle-renew-gated`` the first run
+of the same scenario since (a reminder, ``renew`` waiting at ``approve_plan``, its approval, the continue-as-new);
+``onboarding-lifecycle`` a completed onboarding that starts the tenant's lifecycle; ``offboarding-ends-term`` a
+completed offboarding that ends the tenant's running lifecycle.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ async def lifecycle(env: WorkflowEnvironment, api: TenantflowClient, sink: str) 
     await save(last, "lifecycle-expired")
 
 
+async def lifecycle_renew_gated(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    seen = await drive_term(env, api, sink, example_tenant("tenant-term-gated"))
+    await save(
+        env.client.get_workflow_handle(lifecycle_id("tenant-term-gated"), run_id=seen.first_run_id),
+        "lifecycle-renew-gated",
+    )
+
+
 async def onboarding_lifecycle(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
     handle = await approved_onboarding(api, example_tenant("tenant-onboard-term"))
     await handle.result()
@@ -64,6 +74,7 @@ async def offboarding_ends_term(env: WorkflowEnvironment, api: TenantflowClient,
 
 RECORDERS: dict[str, Recorder] = {
     "lifecycle": lifecycle,
+    "lifecycle-renew-gated": lifecycle_renew_gated,
     "onboarding-lifecycle": onboarding_lifecycle,
     "offboarding-ends-term": offboarding_ends_term,
 }

@@ -32,6 +32,7 @@ TIME_SKIPPING_IDS = {
     "enrollment-resume-expired": "enroll/forecasting/fp-411373",
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",
+    "lifecycle-renew-gated": "lifecycle/tenant-term-gated",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
     "offboarding-ends-term": "offboard/tenant-gone",
 }

@@ -196,6 +196,7 @@ class LifecycleWithOtherNotices(TenantLifecycle):
         await super()._notify(kind, f"{message}.")
 
 
+RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated")
 ROLLBACKS = (
     "onboarding-rolledback",
     "onboarding-cancelled",
@@ -237,8 +238,8 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in ENROLLMENTS
         if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
     ],  # no condition wait
-    ("lifecycle-renewed", LifecycleNotAnnouncingRenewals, NondeterminismError),
-    *[(name, LifecycleWithOtherNotices, ArgumentsChanged) for name in ("lifecycle-renewed", "lifecycle-expired")],
+    *[(name, LifecycleNotAnnouncingRenewals, NondeterminismError) for name in RENEWALS],
+    *[(name, LifecycleWithOtherNotices, ArgumentsChanged) for name in (*RENEWALS, "lifecycle-expired")],
 ]
 
 

@@ -1,12 +1,15 @@
-"""Driving whole runs as an operator would: start, wait for the plan, approve, answer gates, wait."""
+"""Driving whole runs as operators would: start (as the tester), wait for the plan, approve and answer gates (as the
+reviewer, another principal, with proof: the worker's defaults require it), wait."""
 
 from __future__ import annotations
 
+from tenantflow.models.gates import STARTED_BY_MEMO
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.run_ids import offboarding_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
+from tests.approvers import reviewer
 from tests.workflows.harness import wait_for_stage
 
 
@@ -14,7 +17,7 @@ async def onboard(api: TenantflowClient, contract: TenantContract) -> Onboarding
     handle = await api.start_onboarding(contract)
     status = await api.wait_for_plan(handle.id)
     assert status.plan_hash, status
-    await api.approve(handle.id, status.plan_hash)
+    await reviewer(api).approve(handle.id, status.plan_hash)
     result: OnboardingResult = await handle.result()
     return result
 
@@ -26,12 +29,13 @@ async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool)
         id=offboarding_id(contract.slug),
         task_queue=api.task_queue,
         result_type=OffboardingResult,
+        memo={STARTED_BY_MEMO: api.identity},
     )
     status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
     assert status.plan_hash
-    await api.approve(handle.id, status.plan_hash)
+    await reviewer(api).approve(handle.id, status.plan_hash)
     if purge:
         await wait_for_stage(api, handle, "gate:confirm_purge")
-        await api.answer_gate(handle.id, "confirm_purge")
+        await reviewer(api).answer_gate(handle.id, "confirm_purge")
     result: OffboardingResult = await handle.result()
     return result

@@ -11,6 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.runbook import APPLY
+from tests.approvers import reviewer
 from tests.integration.rollback_rig import tenant
 from tests.integration.world import describe_diff, world_snapshot
 from tests.labfixture import lab_worker
@@ -46,7 +47,7 @@ async def test_a_namespace_and_a_user_made_by_hand_after_approval_reopen_the_gat
             made = ak.post("/core/users/", json={"username": username, "name": "Made By Hand"})
             made.raise_for_status()
         try:
-            await api.approve(handle.id, first.plan_hash)
+            await reviewer(api).approve(handle.id, first.plan_hash)
             again = await wait_for_stage(api, handle, "gate:approve_plan")
             while again.plan_hash == first.plan_hash:
                 again = await wait_for_stage(api, handle, "gate:approve_plan")

@@ -17,8 +17,9 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentInput,
     EnrollmentResult,
 )
-from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan
 from tenantflow.starter.contracts import load_enrollment
+from tests.approvers import reviewer
 from tests.labfixture import lab_worker
 from tests.workflows.contract import EXAMPLES
 from tests.workflows.harness import wait_for_stage
@@ -96,9 +97,10 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
             id=f"decommission/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
             task_queue=api.task_queue,
             result_type=DecommissionResult,
+            memo={STARTED_BY_MEMO: api.identity},
         )
         status = await wait_for_stage(api, dec, "gate:approve_plan")
-        await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+        await reviewer(api).approve(dec.id, status.plan_hash or "")
         done: DecommissionResult = await dec.result()
     assert done.status == "completed"
     assert "NotFound" in kubectl(lab, "hub", "-n", "forecasting", "get", "workercluster", "forecasting-us")

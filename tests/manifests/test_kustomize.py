@@ -149,3 +149,17 @@ def test_the_codec_server_reads_its_per_user_token_file_from_a_secret(objects: l
     [(volume, path)] = [(name, path) for name, path in mounts.items() if tokens_file.startswith(f"{path}/")]
     assert volumes[volume]["secret"]["secretName"] == "tenantflow-api-tokens"
     assert tokens_file == f"{path}/tokens", "the key README's kubectl create secret names"
+
+
+def test_the_worker_reads_its_approval_rules_from_a_config_map(objects: list[dict[str, Any]]) -> None:
+    config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("tenantflow-w"))
+    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+    assert config["data"]["TENANTFLOW_FOUR_EYES"] == config["data"]["TENANTFLOW_VERIFIED_APPROVERS"] == guarded
+    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    (container,) = worker["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    approvals = next(v for v in worker["volumes"] if v["name"] == "approvals")["configMap"]["name"]
+    files = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == approvals)["data"]
+    assert config["data"]["TENANTFLOW_PRINCIPALS"] == f"{mounts['approvals']}/principals.toml"
+    assert config["data"]["TENANTFLOW_ALLOWED_SIGNERS"] == f"{mounts['approvals']}/allowed_signers"
+    assert set(files) == {"principals.toml", "allowed_signers"}

@@ -16,6 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.principals import IdentityMap
+from tenantflow.worker.signatures import AllowedSigners
 from tests.packaging.envvars import listed, worker_variables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +89,7 @@ def test_temporal_is_the_maintained_server_on_an_explicit_schema_and_retention(
 def test_the_ui_decodes_through_the_codec_server(services: dict[str, dict[str, Any]]) -> None:
     ui, codec = services["temporal-ui"], services["codec-server"]
     assert ui["environment"]["TEMPORAL_CODEC_ENDPOINT"] == "http://localhost:8081"
-    assert "8081:8081" in codec["ports"]
+    assert "${TEMPORAL_BIND:-127.0.0.1}:8081:8081" in codec["ports"]
     command = codec["command"]
     assert command[0] == "codec-server"
     assert command[command.index("--cors-origin") + 1] == ui["environment"]["TEMPORAL_CORS_ORIGINS"]
@@ -123,3 +126,49 @@ def test_the_variable_scan_finds_settings_and_environ_reads() -> None:
     read = worker_variables()
     assert {"TEMPORAL_ADDRESS", "AUTHENTIK_TOKEN", "TENANTFLOW_SMOKE_WRITE_MB", "TENANTFLOW_HEALTH_PORT"} <= read
     assert "TENANTFLOW_CODEC_KEYS" in read, "os.environ.get(KEYS_ENV) in worker/codec.py, through the constant"
+
+
+def guarded_in(env_file: Path) -> dict[str, str]:
+    """The approval settings an env file sets (uncommented)."""
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line and line[0] != "#")
+    return {name: values[name] for name in ("TENANTFLOW_FOUR_EYES", "TENANTFLOW_VERIFIED_APPROVERS") if name in values}
+
+
+def test_four_eyes_and_verified_approvers_are_on_in_what_ships(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TENANTFLOW_FOUR_EYES", raising=False)
+    monkeypatch.delenv("TENANTFLOW_VERIFIED_APPROVERS", raising=False)
+    defaults = WorkerSettings()
+    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+    assert defaults.four_eyes == defaults.verified_approvers == guarded, "on without any setting"
+    on = {"TENANTFLOW_FOUR_EYES": guarded, "TENANTFLOW_VERIFIED_APPROVERS": guarded}
+    assert guarded_in(ROOT / "worker.env.example") == on
+    assert guarded_in(ROOT / "deploy" / "base" / "worker-config.env") == on
+    worker = services["worker"]
+    assert worker["environment"]["TENANTFLOW_PRINCIPALS"] == "/etc/tenantflow/approvals/principals.toml"
+    assert worker["environment"]["TENANTFLOW_ALLOWED_SIGNERS"] == "/etc/tenantflow/approvals/allowed_signers"
+    assert "${APPROVALS_DIR:-./approvals}:/etc/tenantflow/approvals:ro" in worker["volumes"]
+    header = (ROOT / "docker-compose.yml").read_text().split("\nservices:")[0]
+    assert "cp -r deploy/base/approvals approvals" in header and "ON by default" in header
+    shipped = ROOT / "deploy" / "base" / "approvals"
+    assert IdentityMap.load(shipped / "principals.toml").principal("Alice@Ops-Laptop") == "alice"
+    assert AllowedSigners.load(shipped / "allowed_signers").signers == (), "no key is trusted until one is added"
+
+
+def test_the_worker_refuses_to_run_without_its_codec_keys(services: dict[str, dict[str, Any]]) -> None:
+    worker = services["worker"]["environment"]
+    assert worker["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and worker["TENANTFLOW_CODEC_KEY_FILE"]
+    shipped = dict(line.split("=", 1) for line in (ROOT / "deploy/base/worker-config.env").read_text().splitlines())
+    assert shipped["TENANTFLOW_REQUIRE_ENCRYPTION"] == "true" and shipped["TENANTFLOW_CODEC_KEY_FILE"]
+
+
+def test_temporal_and_its_ui_are_published_on_loopback_only(services: dict[str, dict[str, Any]]) -> None:
+    published = {name: service.get("ports", []) for name, service in services.items()}
+    loopback = "${TEMPORAL_BIND:-127.0.0.1}"
+    for name, port in (("temporal", 7233), ("temporal-ui", 8080), ("codec-server", 8081)):
+        assert published[name] == [f"{loopback}:{port}:{port}"], (name, published[name])
+    header = (ROOT / "docker-compose.yml").read_text().split("\nservices:")[0]
+    assert "127.0.0.1 only" in header and "authorizer" in header
+    readme = (ROOT / "README.md").read_text()
+    assert "TEMPORAL_AUTH_AUTHORIZER=default" in readme and "TEMPORAL_AUTH_CLAIM_MAPPER=default" in readme

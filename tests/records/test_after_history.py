@@ -19,6 +19,7 @@ from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.starter.client import TenantflowClient
+from tests.approvers import REVIEWER, reviewer
 from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_env, lab_worker
@@ -72,7 +73,7 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         assert (record.contract, record.run.plan_hash, record.run.approver) == (
             contract,
             onboarded.plan_hash,
-            api.identity,
+            REVIEWER,
         )
 
         assert onboarded.handover is not None and record.handover == onboarded.handover
@@ -85,7 +86,7 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         handle = api.handle(started["workflow_id"])
         status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
         assert status.plan_hash and status.plan and status.plan.writes(), "the teardown found the tenant"
-        await api.approve(handle.id, status.plan_hash, on_behalf_of="erin")
+        await reviewer(api).approve(handle.id, status.plan_hash)
         offboarded: OffboardingResult = await api.result(handle.id, OffboardingResult)
         assert offboarded.status == "completed"
         await wait_for_stage(api, api.handle(lifecycle_id(contract.slug)), "term:offboarded", timeout_s=60)
@@ -94,13 +95,13 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
 
     with lab_env(lab):  # this process reads the record with the lab's cluster registry
         last = read_latest(key, TenantRecord)
-    assert last is not None and last.status is RecordStatus.offboarded and last.run.approver == "erin"
+    assert last is not None and last.status is RecordStatus.offboarded and last.run.approver == REVIEWER
     [listed] = [
         row
         for row in await tenantflow_json(api, "tenants", *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
         if row["slug"] == contract.slug
     ]
-    assert (listed["status"], listed["version"], listed["approver"]) == ("offboarded", 2, "erin")
+    assert (listed["status"], listed["version"], listed["approver"]) == ("offboarded", 2, REVIEWER)
     assert listed["term_end"].endswith(" (offboarded)"), "the completed offboarding ended the tenant's term"
     code, _, err = await tenantflow(api, "handover", contract.slug, *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
     assert code == 4 and "offboarded" in err

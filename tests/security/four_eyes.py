@@ -1,42 +1,66 @@
-"""A fake-activity worker with the four-eyes rule on for onboarding and offboarding, and clients with chosen
-identities."""
+"""A fake-activity worker with the shipped approval rules (four-eyes and verified approvers on by default) read from
+the session's principals and allowed signers (tests/approvers.py), and clients with chosen identities that sign
+their gate answers with their principal's key."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from tenantflow.activities.records import lifecycle
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.worker.approvals import FourEyes
+from tenantflow.worker.approvals import Approvals
 from tenantflow.worker.codec import PLAIN
+from tenantflow.worker.config import GUARDED_WORKFLOWS, WorkerSettings
+from tenantflow.worker.run import approval_rules
+from tenantflow.worker.signatures import ApprovalSigner
+from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.approvers import session_approvers
 from tests.workflows.fakes import FakeWorld
 
+UNSIGNED: Any = object()
+"""``client_as(..., signer=UNSIGNED)``: a client whose answers carry no proof."""
 
-async def client_as(env: WorkflowEnvironment, identity: str, task_queue: str) -> TenantflowClient:
-    """A tenantflow client on ``env`` that presents ``identity`` to Temporal."""
+
+async def client_as(
+    env: WorkflowEnvironment, identity: str, task_queue: str, signer: ApprovalSigner | None = None
+) -> TenantflowClient:
+    """A tenantflow client on ``env`` that presents ``identity`` to Temporal and signs with ``signer`` (by default
+    the key of the principal ``identity`` belongs to; ``UNSIGNED``: none)."""
     config = env.client.service_client.config
     client = await Client.connect(
         config.target_host, namespace=env.client.namespace, identity=identity, data_converter=PLAIN
     )
-    return TenantflowClient(client, task_queue)
+    key = session_approvers().signer_of(identity) if signer is None else None if signer is UNSIGNED else signer
+    return TenantflowClient(client, task_queue, signer=key)
 
 
 @asynccontextmanager
-async def four_eyes_worker(env: WorkflowEnvironment, world: FakeWorld | None = None) -> AsyncIterator[str]:
-    """Yield the task queue of a worker refusing approvals of onboardings and offboardings by their starter."""
+async def four_eyes_worker(
+    env: WorkflowEnvironment, world: FakeWorld | None = None, lifecycle_too: bool = False, **settings: str
+) -> AsyncIterator[str]:
+    """Yield the task queue of a worker with the approval rules of ``WorkerSettings(**settings)`` (four-eyes and
+    verified approvers for every guarded workflow type unless ``settings`` say otherwise, with the session's
+    principals and allowed signers) over onboarding and offboarding, and with ``lifecycle_too`` the lifecycle a
+    completed onboarding starts (its notices only logged)."""
     queue = f"four-eyes-{uuid.uuid4().hex[:8]}"
-    async with Worker(
-        env.client,
-        task_queue=queue,
-        workflows=[TenantOnboarding, TenantOffboarding],
-        activities=(world or FakeWorld()).activities(),
-        interceptors=[FourEyes({"TenantOnboarding", "TenantOffboarding"})],
-    ):
-        yield queue
+    guarded = {"TENANTFLOW_FOUR_EYES": GUARDED_WORKFLOWS, "TENANTFLOW_VERIFIED_APPROVERS": GUARDED_WORKFLOWS}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        async with Worker(
+            env.client,
+            task_queue=queue,
+            workflows=[TenantOnboarding, TenantOffboarding, *([TenantLifecycle] if lifecycle_too else [])],
+            activities=[*(world or FakeWorld()).activities(), *lifecycle.ACTIVITIES],
+            activity_executor=pool,
+            interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],
+        ):
+            yield queue

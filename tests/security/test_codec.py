@@ -1,9 +1,13 @@
-"""The encrypting payload codec: round trip, rotation, tampering, the UI codec endpoint, and no plaintext in history."""
+"""The encrypting payload codec: round trip, rotation, tampering, payloads bound to their workflow, the UI codec
+endpoint (which does not encrypt gate answers), and no plaintext in history."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import re
+import uuid
 from pathlib import Path
 
 import httpx
@@ -11,15 +15,34 @@ import pytest
 from aiohttp.test_utils import TestServer
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.converter import ActivitySerializationContext, WorkflowSerializationContext
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.worker.codec import KEY_ID, CodecError, EncryptionCodec, KeyRing, codec_app, new_key_entry
+from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.lifecycle import LifecycleResult, RenewTerm
+from tenantflow.models.offboarding import OffboardingResult
+from tenantflow.models.run_ids import lifecycle_id
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker.codec import (
+    BINDING,
+    KEY_ID,
+    CodecError,
+    EncryptionCodec,
+    EncryptionRequired,
+    KeyRing,
+    codec_app,
+    data_converter,
+    new_key_entry,
+)
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
 from tenantflow.worker.tokens import TokenTable, new_token
+from tests.approvers import session_approvers
+from tests.security.four_eyes import four_eyes_worker
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
+from tests.workflows.lifecycle_harness import wait_renewed
 
 UI = "http://localhost:8233"
 
@@ -97,7 +120,71 @@ async def test_plaintext_is_refused_when_encryption_is_required() -> None:
     assert await EncryptionCodec(ring("k1"), allow_plaintext=True).decode([plain]) == [plain]
 
 
+def sealed_for(namespace: str, workflow_id: str) -> WorkflowSerializationContext:
+    return WorkflowSerializationContext(namespace=namespace, workflow_id=workflow_id)
+
+
+async def test_a_payload_sealed_for_one_workflow_is_refused_in_another() -> None:
+    codec = EncryptionCodec(ring("k1"))
+    approval = payload('{"plan_hash": "0123456789abcdef", "approver": "bob"}')
+    [sealed] = await codec.with_context(sealed_for("default", "tenant/run-a")).encode([approval])
+    assert sealed.metadata[BINDING] == b'["default", "tenant/run-a"]'
+    assert await codec.with_context(sealed_for("default", "tenant/run-a")).decode([sealed]) == [approval]
+    activity = ActivitySerializationContext(
+        namespace="default",
+        activity_id="1",
+        activity_type="kube.quota",
+        activity_task_queue="q",
+        workflow_id="tenant/run-a",
+        workflow_type="TenantOnboarding",
+        is_local=False,
+    )
+    assert await codec.with_context(activity).decode([sealed]) == [approval], "an activity of the same workflow"
+    for namespace, workflow_id in (("default", "tenant/run-b"), ("other", "tenant/run-a")):
+        with pytest.raises(CodecError, match="payload sealed for \\('default', 'tenant/run-a'\\) refused"):
+            await codec.with_context(sealed_for(namespace, workflow_id)).decode([sealed])
+    assert await codec.decode([sealed]) == [approval], "the codec server (no context) reads the binding it carries"
+    moved = Payload(metadata={**sealed.metadata, BINDING: b'["default", "tenant/run-b"]'}, data=sealed.data)
+    unbound = Payload(metadata={k: v for k, v in sealed.metadata.items() if k != BINDING}, data=sealed.data)
+    for forged in (moved, unbound):
+        with pytest.raises(CodecError, match="failed authentication"):
+            await codec.decode([forged])
+    [old] = await codec.encode([approval])
+    assert BINDING not in old.metadata, "sealed without a context (the codec server; before the binding existed)"
+    assert await codec.with_context(sealed_for("default", "tenant/run-b")).decode([old]) == [approval]
+
+
+def test_encryption_required_without_keys_is_refused_naming_the_setting() -> None:
+    with pytest.raises(EncryptionRequired, match="TENANTFLOW_REQUIRE_ENCRYPTION=true but no codec key"):
+        data_converter(None, require=True)
+    assert data_converter(None).payload_codec is None
+    assert isinstance(data_converter(ring("k1"), require=True).payload_codec, EncryptionCodec)
+
+
 TOKEN, TOKEN_LINE = new_token("ui-user")
+
+
+async def test_the_codec_endpoint_does_not_encrypt_gate_answers() -> None:
+    codec = EncryptionCodec(ring("ui"))
+    answers = [
+        ApprovePlan(plan_hash="0123456789abcdef", approver="bob"),
+        GateAnswer(),
+        RenewTerm(days=3650),
+        {"reason": "no", "approver": "bob"},
+    ]
+    async with TestServer(codec_app(codec, [UI], TokenTable.parse([TOKEN_LINE]))) as server:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(base_url=str(server.make_url("/")), headers=auth) as http:
+            for answer in answers:
+                text = answer.model_dump_json() if not isinstance(answer, dict) else json.dumps(answer)
+                body = json_format.MessageToJson(Payloads(payloads=[payload('"tenant/x"'), payload(text)]))
+                refused = await http.post("/encode", content=body)
+                assert refused.status_code == 403, (answer, refused.text)
+                assert "does not encrypt gate answers" in refused.json()["error"]
+                assert "binary/encrypted" not in refused.text
+            contract = json.dumps({"contract": {"slug": "tenant-x"}})
+            body = json_format.MessageToJson(Payloads(payloads=[payload(contract), payload('"tenant/x"')]))
+            assert (await http.post("/encode", content=body)).status_code == 200, "other payloads are encrypted"
 
 
 async def test_codec_endpoint_without_credentials_answers_401() -> None:
@@ -182,3 +269,35 @@ async def test_history_recorded_with_the_codec_has_no_plaintext_input(
     assert sealed and all(p.metadata["encoding"] == b"binary/encrypted" for p in sealed)
     [opened] = await EncryptionCodec(KeyRing.load(key_file)).decode(sealed)
     assert email in opened.data.decode()
+
+
+async def test_every_path_of_a_tenants_life_decodes_the_payloads_bound_to_it(
+    dev_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Onboarding, its lifecycle (a child), a renewal and its approval, the continue-as-new, an offboarding and
+    its signal to the lifecycle: every payload crosses with its workflow's binding, and each is decoded where it
+    belongs."""
+    key_file = tmp_path / "codec.keys"
+    key_file.write_text(new_key_entry("test") + "\n")
+    monkeypatch.setenv("TENANTFLOW_CODEC_KEY_FILE", str(key_file))
+    encrypted = await connect(TemporalSettings(TEMPORAL_ADDRESS=dev_env.client.service_client.config.target_host))
+    env = WorkflowEnvironment.from_client(encrypted)
+    contract = example_tenant(f"tenant-b{uuid.uuid4().hex[:6]}")
+    async with four_eyes_worker(env, FakeWorld(present=True), lifecycle_too=True) as queue:
+        alice = TenantflowClient(encrypted, queue, session_approvers().signers["alice"], "alice@ops-host")
+        bob = TenantflowClient(encrypted, queue, session_approvers().signers["bob"], "bob@ops-host")
+        onboarding = await alice.start_onboarding(contract)
+        await bob.approve(onboarding.id, (await alice.wait_for_plan(onboarding.id)).plan_hash or "")
+        assert (await onboarding.result()).status == "completed"
+        asked = await alice.renew(contract.slug, 30)
+        await bob.approve(lifecycle_id(contract.slug), asked.pending_renewal.plan_hash if asked.pending_renewal else "")
+        await wait_renewed(bob, contract.slug)
+        offboarding = await alice.start_offboarding(contract)
+        await bob.approve(offboarding.id, (await alice.wait_for_plan(offboarding.id)).plan_hash or "")
+        assert (await bob.result(offboarding.id, OffboardingResult)).status == "completed"
+        ended = await asyncio.wait_for(bob.result(lifecycle_id(contract.slug), LifecycleResult), 60)
+    assert ended.status == "offboarded"
+    for workflow_id in (onboarding.id, lifecycle_id(contract.slug), offboarding.id):
+        history = await encrypted.get_workflow_handle(workflow_id).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes.input.payloads
+        assert [json.loads(p.metadata[BINDING]) for p in started] == [["default", workflow_id]]

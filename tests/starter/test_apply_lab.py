@@ -35,6 +35,7 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
+from tests.approvers import reviewer
 from tests.integration.runs import onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_worker
@@ -110,7 +111,7 @@ async def apply(
 async def approved(api: TenantflowClient, status: dict[str, Any]) -> OnboardingResult:
     """Approve the printed plan by its hash and wait for the change to finish."""
     workflow_id = f"tenant/{status['target']}"
-    await api.approve(workflow_id, status["plan_hash"])
+    await reviewer(api).approve(workflow_id, status["plan_hash"])
     result: OnboardingResult = await asyncio.wait_for(
         api.client.get_workflow_handle(workflow_id, result_type=OnboardingResult).result(), CHANGE_TIMEOUT_S
     )
@@ -270,7 +271,7 @@ async def removal_rolled_back(
     await asyncio.to_thread(intrude, current, intruder)
     code, status, err = await apply(api, lab, target, tmp)
     assert code == 0, err
-    await api.approve(f"tenant/{target.slug}", status["plan_hash"])
+    await reviewer(api).approve(f"tenant/{target.slug}", status["plan_hash"])
     handle = api.client.get_workflow_handle(f"tenant/{target.slug}", result_type=OnboardingResult)
     with pytest.raises(WorkflowFailureError) as failed:
         await asyncio.wait_for(handle.result(), CHANGE_TIMEOUT_S)
@@ -293,7 +294,7 @@ async def shrink_and_grow(
     assert code == 0, err
     [released] = [s for s in status["plan"]["steps"] if s["kind"] == "Node" and s["action"] == "delete"]
     assert job in released["detail"]["wait_for_jobs"], released
-    await api.approve(f"tenant/{contract.slug}", status["plan_hash"])
+    await reviewer(api).approve(f"tenant/{contract.slug}", status["plan_hash"])
     handle = api.client.get_workflow_handle(f"tenant/{contract.slug}", result_type=OnboardingResult)
     waiting = await wait_for_stage(api, handle, "apply:change.wait_drained", timeout_s=120)
     [step] = [s for s in waiting.steps if s.name == "change.wait_drained"]

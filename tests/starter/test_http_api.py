@@ -127,6 +127,8 @@ async def test_the_api_serves_its_openapi_document(http: httpx.AsyncClient) -> N
         "$ref": "#/components/schemas/ApprovePlanBody"
     }
     assert {"200", "401", "403", "404", "409", "422"} <= set(approve["responses"])
+    stage = next(p for p in document["paths"]["/runs"]["get"]["parameters"] if p["name"] == "stage")
+    assert stage["schema"] == {"type": "string", "pattern": "^[a-z_]+(:[a-z_.]+)?$"}, "a query string has no null"
     assert document["components"]["schemas"]["TenantContract"]["required"] == [
         "slug",
         "display_name",

@@ -19,6 +19,7 @@ from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.approvers import reviewer
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -59,7 +60,7 @@ async def test_log_context_and_metrics_after_a_run(
         handle = await api.start_onboarding(example_tenant(slug))
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
-        await api.approve(handle.id, status.plan_hash)
+        await reviewer(api).approve(handle.id, status.plan_hash)
         with pytest.raises(WorkflowFailureError):
             await handle.result()
         async with httpx.AsyncClient(timeout=10) as http:

@@ -15,6 +15,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.approvers import reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
@@ -63,7 +64,7 @@ async def onboard_with_worker(slug: str) -> Run:
         handle = await api.start_onboarding(example_tenant(slug))
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
-        await api.approve(handle.id, status.plan_hash)
+        await reviewer(api).approve(handle.id, status.plan_hash)
         result = await handle.result()
     finally:
         stop.set()

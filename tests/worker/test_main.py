@@ -1,5 +1,6 @@
 """``tenantflow worker`` as a process: the address it logs is the one it connected to (a profile's too), and a
-failed connection ends it with exit code 1 and the message naming the setting, no traceback."""
+failed connection, or encryption required without keys, ends it with exit code 1 and the message naming the
+setting, no traceback."""
 
 from __future__ import annotations
 
@@ -42,6 +43,35 @@ async def test_a_failed_connection_exits_1_with_the_message_alone(tmp_path: Path
     assert proc.returncode == 1, text
     assert "TEMPORAL_ADDRESS: no Temporal server answers there" in text
     assert "Traceback" not in text
+
+
+async def test_a_worker_requiring_encryption_without_keys_exits_1_naming_the_setting(tmp_path: Path) -> None:
+    env = worker_env(tmp_path, TEMPORAL_ADDRESS=refused_address(), TENANTFLOW_REQUIRE_ENCRYPTION="true")
+    env.pop("TENANTFLOW_CODEC_KEYS", None)
+    proc = await asyncio.create_subprocess_exec(
+        CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    text = err.decode()
+    assert proc.returncode == 1, text
+    assert "TENANTFLOW_REQUIRE_ENCRYPTION=true but no codec key is configured" in text
+    assert "TENANTFLOW_CODEC_KEY_FILE" in text and "Traceback" not in text
+
+
+async def test_an_unreadable_identity_map_or_signers_file_exits_1_naming_the_setting(tmp_path: Path) -> None:
+    bad_signers = tmp_path / "allowed_signers"
+    bad_signers.write_text("alice ssh-rsa AAAAB3NzaC1yc2E= alice\n")
+    for variables, message in (
+        ({"TENANTFLOW_PRINCIPALS": str(tmp_path / "absent.toml")}, "TENANTFLOW_PRINCIPALS="),
+        ({"TENANTFLOW_ALLOWED_SIGNERS": str(bad_signers)}, "line 1: only ssh-ed25519 keys sign approvals"),
+    ):
+        env = worker_env(tmp_path, TEMPORAL_ADDRESS=refused_address(), **variables)
+        proc = await asyncio.create_subprocess_exec(
+            CLI, "worker", env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await proc.communicate()
+        text = err.decode()
+        assert proc.returncode == 1 and message in text and "Traceback" not in text, text
 
 
 async def test_the_started_line_names_the_address_of_the_profile(dev_env: WorkflowEnvironment, tmp_path: Path) -> None:

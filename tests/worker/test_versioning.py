@@ -28,6 +28,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import deployment_config, run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tests.approvers import reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
@@ -93,8 +94,8 @@ async def test_a_run_started_on_version_a_finishes_on_a_while_b_takes_new_runs(d
             new = await api.start_onboarding(example_tenant(f"tenant-v{uuid.uuid4().hex[:6]}"))
             new_plan = await wait_for_stage(api, new, "gate:approve_plan")
             assert old_plan.plan_hash and new_plan.plan_hash
-            await api.approve(old.id, old_plan.plan_hash)
-            await api.approve(new.id, new_plan.plan_hash)
+            await reviewer(api).approve(old.id, old_plan.plan_hash)
+            await reviewer(api).approve(new.id, new_plan.plan_hash)
             old_result: OnboardingResult = await old.result()
             new_result: OnboardingResult = await new.result()
     assert old_result.status == new_result.status == "completed"

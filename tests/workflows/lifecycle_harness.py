@@ -4,12 +4,14 @@ The worker runs the lifecycle, the offboarding it starts and the onboarding that
 orchestration fakes (:mod:`tests.workflows.fakes`) for the tenant's layers and the real ``lifecycle.*``
 activities, configured through the worker's environment (``TENANTFLOW_NOTIFY_WEBHOOK_URL`` pointing at
 the sink, ``TENANTFLOW_TERM_REMINDER_DAYS``). :func:`drive_term` is the scenario the tests check and the
-replay recorder records: a reminder, a renewal (a continue-as-new), the reminders of the new end, expiry.
+replay recorder records: a reminder, a renewal asked for and approved by someone else (a continue-as-new), the
+reminders of the new end, expiry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,12 +22,13 @@ from typing import Any
 
 import httpx
 from aiohttp import web
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowContinuedAsNewError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities.records import lifecycle
 from tenantflow.lab.notify_sink import build_app
+from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus
 from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.models.tenant import TenantContract
@@ -97,7 +100,10 @@ class TermRun:
     renewed_end: datetime
     first_run_id: str
     notices: list[dict[str, Any]]
-    renewed: TermStatus
+    requested: TermStatus
+    """What ``renew`` answered: the renewal waiting for approval."""
+    renewed: LifecycleInput
+    """What the first run carried into the next once the renewal was approved and announced."""
 
 
 async def start_term(
@@ -119,18 +125,43 @@ async def start_term(
     return handle, end
 
 
+async def wait_renewed(api: TenantflowClient, slug: str, timeout_s: float = 30) -> TermStatus:
+    """The term once an approved renewal moved its end (the lifecycle announces it and continues as new)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not (term := await api.term(slug)) or not term.renewals:
+        assert asyncio.get_running_loop().time() < deadline, f"no renewal recorded: {term}"
+        await asyncio.sleep(0.1)
+    return term
+
+
+async def carried_over(client: Client, workflow_id: str, run_id: str) -> LifecycleInput:
+    """The input the run ``run_id`` continued as new with, once it has (read from its history's last event)."""
+    run = client.get_workflow_handle(workflow_id, run_id=run_id)
+    with contextlib.suppress(WorkflowContinuedAsNewError):
+        await run.result(follow_runs=False)
+    last = (await run.fetch_history()).events[-1].workflow_execution_continued_as_new_event_attributes
+    [carried] = await client.data_converter.decode(last.input.payloads, [LifecycleInput])
+    assert isinstance(carried, LifecycleInput)
+    return carried
+
+
 async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str, contract: TenantContract) -> TermRun:
-    """A 40-day term: the 30-day reminder, ``renew`` by 20 days (continue-as-new), the 30, 7 and 1-day reminders of
-    the new end, then expiry (day 60), which starts the offboarding."""
+    """A 40-day term: the 30-day reminder, ``renew`` by 20 days asked for by ``ops`` and approved by ``reviewer``
+    (continue-as-new), the 30, 7 and 1-day reminders of the new end, then expiry (day 60), which starts the
+    offboarding."""
     handle, first_end = await start_term(env, api, contract, days=40, reminder_days=None)
     start = first_end - timedelta(days=40)
     first_run_id = handle.result_run_id or ""
     await env.sleep(timedelta(days=10, hours=1))
     await wait_received(sink, 1)
-    renewed: TermStatus = await handle.execute_update(
+    requested: TermStatus = await handle.execute_update(
         "renew", RenewTerm(days=20, approver="ops", comment="renewed for Q3"), result_type=TermStatus
     )
+    assert requested.pending_renewal is not None
+    approval = ApprovePlan(plan_hash=requested.pending_renewal.plan_hash, approver="reviewer")
+    await handle.execute_update("approve_plan", approval, result_type=str)
     await wait_received(sink, 2)
+    renewed = await carried_over(env.client, handle.id, first_run_id)
     for day, count in ((30, 3), (53, 4), (59, 5), (60, 6)):
         await env.sleep(start + timedelta(days=day, minutes=1) - await env.get_current_time())
         await wait_received(sink, count)
@@ -140,5 +171,6 @@ async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str,
         renewed_end=renewed.term_end,
         first_run_id=first_run_id,
         notices=await received(sink),
+        requested=requested,
         renewed=renewed,
     )

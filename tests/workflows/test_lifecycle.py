@@ -1,6 +1,7 @@
 """TenantLifecycle on the time-skipping server: reminders reach the lab's webhook sink over HTTP at the configured
-offsets, ``renew`` moves the end (and is refused with the reason for a bad number of days), expiry starts the
-offboarding, which removes nothing until its plan is approved; a completed onboarding starts the lifecycle."""
+offsets, ``renew`` waits for an approval and then moves the end (and is refused with the reason for a bad number of
+days), expiry starts the offboarding, which removes nothing until its plan is approved; a completed onboarding
+starts the lifecycle. (``renew`` under the four-eyes rule: tests/security/test_renew_gate.py.)"""
 
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ async def test_reminders_renew_and_expiry_open_the_offboarding_gate(ts_env: Work
     async with notify_sink() as sink, term_worker(ts_env, world, sink) as api:
         seen = await drive_term(ts_env, api, sink, contract)
         new_end = seen.first_end + timedelta(days=20)
-        assert seen.renewed_end == new_end
-        assert [r.days for r in seen.renewed.renewals] == [20] and seen.renewed.renewals[0].approver == "ops"
+        pending = seen.requested.pending_renewal
+        assert seen.requested.term_end == seen.first_end and pending is not None, "renew waits for an approval"
+        assert (pending.days, pending.requested_by, pending.comment) == (20, "ops", "renewed for Q3")
+        assert seen.renewed_end == new_end and seen.renewed.pending_renewal is None
+        [renewal] = seen.renewed.renewals
+        assert (renewal.days, renewal.requested_by, renewal.approver) == (20, "ops", "reviewer")
 
         bodies = [n["body"] for n in seen.notices]
         assert {n["path"] for n in seen.notices} == {"/hooks/term"}

@@ -82,3 +82,15 @@ def test_a_failed_storage_job_says_so_and_shows_its_output() -> None:
 def test_storage_script_writes_the_configured_size() -> None:
     assert "count=16 " in smoke.storage_script("/scratch/t", 16)
     assert smoke.SmokeSettings.model_fields["write_mb"].default == 10240
+
+
+def test_a_job_that_never_created_its_output_is_a_launch_failure_not_a_result() -> None:
+    """slurmctld reports a batch launch that slurmd could not start as FAILED (the launch error as exit code); a job
+    that ran and failed wrote its output first, and a finished job is never a launch failure."""
+    assert JobRun(
+        "FAILED", "(output unreadable: cat: x: No such file or directory)", {}, wrote_output=False
+    ).launch_failed
+    assert JobRun("NODE_FAIL", "", {}, wrote_output=False).launch_failed
+    assert not JobRun("FAILED", "srun: error: task 0 exited 1", {}).launch_failed
+    assert not JobRun("COMPLETED", "", {}, wrote_output=False).launch_failed
+    assert not JobRun("TIMEOUT", "job 4 still PENDING", {}, wrote_output=False).launch_failed

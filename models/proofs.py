@@ -1,0 +1,154 @@
+"""What an approval's proof signs, and the proof's wire format: an SSH signature (SSHSIG) over an approval statement.
+
+A gate answer (``approve_plan``, ``reject_plan``, a yes/no gate, ``renew``) may carry ``proof``: an SSH signature
+in the armored format ``ssh-keygen -Y sign -n tenantflow-approval`` writes and git verifies signed commits with
+(OpenSSH's PROTOCOL.sshsig: https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.sshsig), over the
+text of an :class:`ApprovalStatement`: the Temporal namespace, workflow id, run id, gate, plan (the plan hash, or
+what a renewal adds), approver and decision. A proof therefore answers exactly one gate of one run for one plan,
+as one approver: the same signature sent to another run (a rerun of the same plan), another gate or another hash
+does not verify. The worker checks the signature and that the signing key is allowed for the approver
+(:mod:`tenantflow.worker.signatures`); this module only builds the statement and reads the signature's fields,
+which workflow code needs to record the signing key's fingerprint.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import struct
+from dataclasses import dataclass
+from typing import Literal
+
+from tenantflow.models.base import Strict
+
+SIGNATURE_NAMESPACE = "tenantflow-approval"
+"""The SSHSIG namespace of approval proofs (``ssh-keygen -Y sign -n tenantflow-approval``): a signature made for
+another purpose (a git commit, a file) never counts as an approval."""
+STATEMENT_HEADER = "tenantflow approval statement v1"
+ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
+ARMOR_END = "-----END SSH SIGNATURE-----"
+MAGIC = b"SSHSIG"
+VERSION = 1
+Decision = Literal["approve", "reject", "request"]
+
+
+class ProofFormatError(ValueError):
+    """A proof that is not an armored SSH signature."""
+
+
+class ApprovalStatement(Strict):
+    """What a proof signs: one decision at one gate of one run, by one approver."""
+
+    namespace: str
+    workflow_id: str
+    run_id: str
+    gate: str
+    plan: str = ""
+    approver: str
+    decision: Decision = "approve"
+
+    def text(self) -> bytes:
+        """The signed message: a header line, then ``field: value`` per field, in this order."""
+        fields = self.model_dump()
+        for name, value in fields.items():
+            if "\n" in str(value):
+                raise ValueError(f"approval statement field {name} must be one line")
+        return "\n".join([STATEMENT_HEADER, *(f"{name}: {value}" for name, value in fields.items()), ""]).encode()
+
+
+def ssh_string(value: bytes) -> bytes:
+    """RFC 4251 ``string``: a uint32 length, then the bytes."""
+    return struct.pack(">I", len(value)) + value
+
+
+def read_string(data: bytes, offset: int) -> tuple[bytes, int]:
+    """The RFC 4251 ``string`` at ``offset`` of ``data``, and the offset after it."""
+    if offset + 4 > len(data):
+        raise ProofFormatError("SSH signature truncated")
+    (length,) = struct.unpack_from(">I", data, offset)
+    end = offset + 4 + length
+    if end > len(data):
+        raise ProofFormatError("SSH signature truncated")
+    return data[offset + 4 : end], end
+
+
+@dataclass(frozen=True)
+class SshSignature:
+    """The fields of an SSHSIG blob."""
+
+    public_key: bytes
+    """The signer's public key in SSH wire format."""
+    namespace: str
+    hash_algorithm: str
+    signature: bytes
+    """The SSH signature blob (``string`` algorithm, ``string`` signature bytes)."""
+
+    @classmethod
+    def parse(cls, armored: str) -> SshSignature:
+        """Read an armored SSH signature (``-----BEGIN SSH SIGNATURE-----``)."""
+        text = armored.strip()
+        if not (text.startswith(ARMOR_BEGIN) and text.endswith(ARMOR_END)):
+            raise ProofFormatError(f"a proof is an armored SSH signature ({ARMOR_BEGIN} ... {ARMOR_END})")
+        body = "".join(text[len(ARMOR_BEGIN) : -len(ARMOR_END)].split())
+        try:
+            blob = base64.b64decode(body, validate=True)
+        except binascii.Error:
+            raise ProofFormatError("the SSH signature is not valid base64") from None
+        if blob[:6] != MAGIC or len(blob) < 10 or struct.unpack_from(">I", blob, 6)[0] != VERSION:
+            raise ProofFormatError("not an SSHSIG version 1 signature")
+        offset = 10
+        public_key, offset = read_string(blob, offset)
+        namespace, offset = read_string(blob, offset)
+        _reserved, offset = read_string(blob, offset)
+        hash_algorithm, offset = read_string(blob, offset)
+        signature, offset = read_string(blob, offset)
+        if offset != len(blob):
+            raise ProofFormatError("trailing bytes after the SSH signature")
+        return cls(public_key, namespace.decode(errors="replace"), hash_algorithm.decode(errors="replace"), signature)
+
+    def armored(self) -> str:
+        """The signature as ``ssh-keygen -Y sign`` writes it (76 base64 characters a line)."""
+        blob = (
+            MAGIC
+            + struct.pack(">I", VERSION)
+            + ssh_string(self.public_key)
+            + ssh_string(self.namespace.encode())
+            + ssh_string(b"")
+            + ssh_string(self.hash_algorithm.encode())
+            + ssh_string(self.signature)
+        )
+        body = base64.b64encode(blob).decode()
+        return "\n".join([ARMOR_BEGIN, *(body[i : i + 76] for i in range(0, len(body), 76)), ARMOR_END])
+
+    @property
+    def fingerprint(self) -> str:
+        return key_fingerprint(self.public_key)
+
+
+def signed_data(namespace: str, hash_algorithm: str, message: bytes) -> bytes:
+    """What the key signs for ``message`` (PROTOCOL.sshsig): the preamble, namespace, reserved, hash name and
+    ``H(message)``."""
+    digest = hashlib.new(hash_algorithm, message).digest()
+    return (
+        MAGIC
+        + ssh_string(namespace.encode())
+        + ssh_string(b"")
+        + ssh_string(hash_algorithm.encode())
+        + ssh_string(digest)
+    )
+
+
+def key_fingerprint(public_key: bytes) -> str:
+    """``SHA256:...`` as ``ssh-keygen -l`` prints it."""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(public_key).digest()).decode().rstrip("=")
+
+
+def proof_fingerprint(proof: str | None) -> str:
+    """The fingerprint of the key that made ``proof``; empty without one (or for one the worker never accepted)."""
+    if not proof:
+        return ""
+    try:
+        return SshSignature.parse(proof).fingerprint
+    except ProofFormatError:
+        return ""

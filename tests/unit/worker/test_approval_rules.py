@@ -1,0 +1,124 @@
+"""The pure parts of approval checking: proofs signed and verified in-process, the allowed-signers file, the identity
+map and the per-gate policies. (Interoperation with OpenSSH's own ssh-keygen: tests/security/test_approval_proofs.py;
+the rules in a running worker: tests/security/test_approvals.py.)"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tenantflow.models.proofs import ApprovalStatement, SshSignature
+from tenantflow.worker.approvals import ApprovalRules, GatePolicy
+from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
+from tenantflow.worker.signatures import AllowedSigners, ApprovalSigner, ProofError, SignersFileError, verify, write_key
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+STATEMENT = ApprovalStatement(
+    namespace="default",
+    workflow_id="tenant/foo",
+    run_id="run-a",
+    gate="approve_plan",
+    plan="0123456789abcdef",
+    approver="bob@ops-host",
+)
+
+
+def key(tmp_path: Path, name: str) -> tuple[ApprovalSigner, str]:
+    public = write_key(tmp_path / name, name)
+    return ApprovalSigner(tmp_path / name), public
+
+
+def test_a_proof_verifies_only_for_its_own_statement(tmp_path: Path) -> None:
+    bob, public = key(tmp_path, "bob")
+    signers = AllowedSigners.parse([f"bob {public}"])
+    proof = bob.sign(STATEMENT)
+    assert verify(proof, STATEMENT, signers, ["bob"], NOW) == bob.fingerprint == SshSignature.parse(proof).fingerprint
+    for change in ({"run_id": "run-b"}, {"gate": "confirm_purge"}, {"plan": "fedcba9876543210"}, {"approver": "bob"}):
+        with pytest.raises(ProofError, match="does not sign this answer"):
+            verify(proof, STATEMENT.model_copy(update=change), signers, ["bob"], NOW)
+    with pytest.raises(ProofError, match="not an allowed signer for 'bob@ops-host'"):
+        verify(proof, STATEMENT, signers, ["alice"], NOW)
+    with pytest.raises(ProofError, match="no TENANTFLOW_ALLOWED_SIGNERS"):
+        verify(proof, STATEMENT, None, ["bob"], NOW)
+    with pytest.raises(ProofError, match="not an SSH signature"):
+        verify("bob says yes", STATEMENT, signers, ["bob"], NOW)
+
+
+def test_allowed_signers_patterns_and_options(tmp_path: Path) -> None:
+    _, public = key(tmp_path, "k")
+    blob = SshSignature.parse(ApprovalSigner(tmp_path / "k").sign(STATEMENT)).public_key
+    signers = AllowedSigners.parse(
+        [
+            "# a comment",
+            "",
+            f'*@ops-host,!mallory@ops-host namespaces="git,tenantflow-approval" {public}',
+        ]
+    )
+    assert signers.allows(blob, ["Bob@OPS-host"], NOW)
+    assert not signers.allows(blob, ["mallory@ops-host"], NOW)
+    assert not signers.allows(blob, ["bob@elsewhere"], NOW)
+    git_only = AllowedSigners.parse([f'* namespaces="git" {public}'])
+    assert not git_only.allows(blob, ["bob"], NOW), "a key for git commits only does not sign approvals"
+    expired = AllowedSigners.parse([f"* valid-after=20250101,valid-before=20260101Z {public}"])
+    assert not expired.allows(blob, ["bob"], NOW)
+    assert expired.allows(blob, ["bob"], datetime(2025, 6, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("bob ssh-rsa AAAAB3NzaC1yc2E= bob", "only ssh-ed25519 keys"),
+        ("bob cert-authority ssh-ed25519 AAAA", "option cert-authority is not supported"),
+        ("bob ssh-ed25519 not-base64!", "not a valid base64 ssh-ed25519 public key"),
+        ("bob", "expected 'PRINCIPALS [OPTIONS] ssh-ed25519 BASE64 [COMMENT]'"),
+        ("bob valid-before=tomorrow ssh-ed25519 AAAA", "time 'tomorrow' is not YYYYMMDD"),
+    ],
+)
+def test_a_bad_allowed_signers_line_is_refused_naming_it(line: str, problem: str, tmp_path: Path) -> None:
+    if "valid-before" in line:
+        line = line.replace("ssh-ed25519 AAAA", write_key(tmp_path / "k", "k"))
+    with pytest.raises(SignersFileError, match="line 2") as refused:
+        AllowedSigners.parse(["# first", line])
+    assert problem in str(refused.value)
+
+
+def test_identities_map_to_principals_case_insensitively_and_unknown_ones_to_none() -> None:
+    identities = IdentityMap.parse('[principals]\nalice = ["alice@laptop", "CN=alice,O=Example Corp"]\nbob = []\n')
+    assert {identities.principal(i) for i in ("alice", "Alice@Laptop", "cn=alice,o=example corp")} == {"alice"}
+    assert identities.principal("BOB") == "bob"
+    assert identities.principal("alice@laptop2") is None
+    assert IdentityMap().principal("alice") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("alice = [", "not TOML"),
+        ('alice = ["alice@laptop"]', "expected a [principals] table"),
+        ('[principals]\nalice = ["me"]\nbob = ["ME"]', "identity 'ME' is listed for both 'alice' and 'bob'"),
+        ('[principals]\nalice = "alice@laptop"', "principals.alice must be a list"),
+        ('[principals]\n"a b" = []', "principal name 'a b' must match"),
+    ],
+)
+def test_a_bad_identity_map_is_refused_naming_the_setting(text: str, problem: str) -> None:
+    with pytest.raises(PrincipalsFileError, match="TENANTFLOW_PRINCIPALS") as refused:
+        IdentityMap.parse(text)
+    assert problem in str(refused.value)
+
+
+def test_a_policy_covers_workflow_types_and_single_gates() -> None:
+    policy = GatePolicy.parse(" TenantOnboarding, TenantOffboarding.confirm_purge ,")
+    assert policy.covers("TenantOnboarding", "approve_plan") and policy.covers("TenantOnboarding", "retry_rollback")
+    assert policy.covers("TenantOffboarding", "confirm_purge")
+    assert not policy.covers("TenantOffboarding", "approve_plan")
+    assert policy.workflow_types == {"TenantOnboarding", "TenantOffboarding"}
+    assert not GatePolicy.parse("").entries
+
+
+def test_the_approver_is_matched_by_principal_then_identity() -> None:
+    rules = ApprovalRules(identities=IdentityMap.parse('[principals]\nalice = ["alice@laptop"]\n'))
+    assert rules.names("Alice@Laptop") == ["alice", "Alice@Laptop"]
+    assert rules.names("alice") == ["alice"]
+    assert rules.names("carol") == ["carol"]
