@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -170,50 +171,29 @@ class RequiredPath(Strict):
         return f"login pod {arrow} {self.peer} {self.port}/{self.protocol.value}"
 
 
-SLURM_NAMESPACE = "slurm-control"
-AUTH_NAMESPACE = "auth"
-DNS_NAMESPACE = "kube-system"
-SLURMCTLD_LABELS = {"app": "slurmctld"}
-LDAP_OUTPOST_LABELS = {"app": "authentik-ldap-outpost"}
-DNS_LABELS = {"k8s-app": "kube-dns"}
+@dataclass(frozen=True)
+class _Service:
+    """An in-cluster peer the login pod reaches through a Service: the :class:`RequiredPath` fields that say who
+    and where it is."""
+
+    peer: str
+    peer_namespace: str
+    service: str
+    peer_labels: dict[str, str]
+
+    def egress(self, port: int, protocol: Protocol, why: str) -> RequiredPath:
+        return RequiredPath(direction="egress", port=port, protocol=protocol, why=why, **asdict(self))
+
+
+SLURMCTLD = _Service("slurmctld", "slurm-control", "slurmctld", {"app": "slurmctld"})
+LDAP_OUTPOST = _Service("the LDAP outpost", "auth", "authentik-ldap-outpost", {"app": "authentik-ldap-outpost"})
+DNS = _Service("DNS", "kube-system", "kube-dns", {"k8s-app": "kube-dns"})
 
 REQUIRED_PATHS: tuple[RequiredPath, ...] = (
-    RequiredPath(
-        direction="egress",
-        peer="slurmctld",
-        peer_namespace=SLURM_NAMESPACE,
-        service="slurmctld",
-        peer_labels=SLURMCTLD_LABELS,
-        port=6817,
-        protocol=Protocol.tcp,
-        why="srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817",
-    ),
-    RequiredPath(
-        direction="egress",
-        peer="the LDAP outpost",
-        peer_namespace=AUTH_NAMESPACE,
-        service="authentik-ldap-outpost",
-        peer_labels=LDAP_OUTPOST_LABELS,
-        port=636,
-        protocol=Protocol.tcp,
-        why="sssd resolves users and groups over LDAPS (runbook 2c)",
-    ),
-    *(
-        RequiredPath(
-            direction="egress",
-            peer="DNS",
-            peer_namespace=DNS_NAMESPACE,
-            service="kube-dns",
-            peer_labels=DNS_LABELS,
-            port=53,
-            protocol=protocol,
-            why=why,
-        )
-        for protocol, why in (
-            (Protocol.udp, "name resolution"),
-            (Protocol.tcp, "DNS falls back to TCP for answers over 512 bytes (RFC 7766)"),
-        )
-    ),
+    SLURMCTLD.egress(6817, Protocol.tcp, "srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817"),
+    LDAP_OUTPOST.egress(636, Protocol.tcp, "sssd resolves users and groups over LDAPS (runbook 2c)"),
+    DNS.egress(53, Protocol.udp, "name resolution"),
+    DNS.egress(53, Protocol.tcp, "DNS falls back to TCP for answers over 512 bytes (RFC 7766)"),
     RequiredPath(
         direction="ingress",
         peer="SSH clients",

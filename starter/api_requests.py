@@ -15,13 +15,17 @@ from temporalio.client import WorkflowHandle
 
 from tenantflow.models.api import TOKEN_USER, StartedRun
 from tenantflow.models.base import Strict
+from tenantflow.models.enrollment_workflows import EnrollmentInput
+from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.openapi import PATH_KEY, QUERY_KEY
 from tenantflow.starter.problems import ApiProblem, invalid, json_object
 from tenantflow.worker.tokens import USER_KEY
 
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
 M = TypeVar("M", bound=BaseModel)
+StartInput = TypeVar("StartInput", OnboardingInput, EnrollmentInput)
 
 
 def client_of(request: web.Request) -> TenantflowClient:
@@ -44,6 +48,15 @@ def parsed(model: type[M], data: dict[str, Any], source: str = "request body") -
 async def body_as(request: web.Request, model: type[M]) -> M:
     """The request's JSON body as ``model`` (400 when it is no JSON object, 422 naming each field refused)."""
     return parsed(model, await json_object(request))
+
+
+async def start_input(request: web.Request, model: type[StartInput]) -> tuple[StartInput, dict[str, Any]]:
+    """The body of a start as the run's input ``model``: the input itself (``{"contract": {...}, ...}``) or its bare
+    contract; with the input's options besides the contract. 422 naming each field refused, a kubeconfig path too."""
+    data = await json_object(request)
+    params = parsed(model, data if "contract" in data else {"contract": data})
+    refuse_kubeconfig_paths(params.contract, "request body")
+    return params, params.model_dump(exclude={"contract"})
 
 
 def path_as(request: web.Request, model: type[M]) -> M:

@@ -13,7 +13,6 @@ from typing import Any
 from aiohttp import web
 from pydantic import Field, field_validator
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
-from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.api import (
     CancelRequested,
@@ -34,15 +33,15 @@ from tenantflow.starter.api_requests import (
     as_token_user,
     body_as,
     client_of,
-    parsed,
     path_as,
     query_as,
+    start_input,
     started,
     user_of,
 )
 from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
-from tenantflow.starter.problems import ApiProblem, json_object
+from tenantflow.starter.problems import ApiProblem, or_404
 from tenantflow.workflows.search import STAGE
 
 APPROVE_BODY = answered_by_token_user(ApprovePlan)
@@ -185,23 +184,14 @@ async def start_enrollment(request: web.Request) -> web.Response:
     The body is a WorkerEnrollment, or an EnrollmentInput (`{"contract": {...}, ...}`); the run is
     `enroll/<namespace>/<worker>`, with its yes/no gates answered at `POST /runs/{id}/gates/{gate}`.
     """
-    data = await json_object(request)
-    params = parsed(EnrollmentInput, data if "contract" in data else {"contract": data})
-    refuse_kubeconfig_paths(params.contract, "request body")
-    options = params.model_dump(exclude={"contract"})
+    params, options = await start_input(request, EnrollmentInput)
     return started(await client_of(request).start_enrollment(params.contract, on_behalf_of=user_of(request), **options))
 
 
 async def enrolled_contract(request: web.Request, namespace: str, worker: str) -> WorkerEnrollment:
     """The contract of the latest enrollment run of ``namespace/worker``; 404 when Temporal no longer has it."""
-    try:
-        return await client_of(request).enrolled_contract(namespace, worker)
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        raise ApiProblem(
-            404, f"no run {enrollment_id(namespace, worker)} in Temporal's history: send the contract as `contract`"
-        ) from None
+    missing = f"no run {enrollment_id(namespace, worker)} in Temporal's history: send the contract as `contract`"
+    return await or_404(client_of(request).enrolled_contract(namespace, worker), missing)
 
 
 async def start_decommission(request: web.Request) -> web.Response:

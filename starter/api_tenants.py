@@ -7,7 +7,6 @@ Each start is recorded as started by the token's user (the four-eyes rule compar
 from __future__ import annotations
 
 from aiohttp import web
-from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.models.api import OffboardRequest, TenantPath
 from tenantflow.models.change import slug_refusal
@@ -21,14 +20,14 @@ from tenantflow.starter.api_requests import (
     as_token_user,
     body_as,
     client_of,
-    parsed,
     path_as,
+    start_input,
     started,
     user_of,
 )
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
-from tenantflow.starter.problems import ApiProblem, json_object
+from tenantflow.starter.problems import ApiProblem, or_404
 from tenantflow.starter.records import tenant_record
 
 RENEW_BODY = answered_by_token_user(RenewTerm)
@@ -41,10 +40,7 @@ async def start_onboarding(request: web.Request) -> web.Response:
     The run is `tenant/<slug>`; it plans, then waits at its `approve_plan` gate (`GET /runs/{id}` shows the plan
     and its hash).
     """
-    data = await json_object(request)
-    params = parsed(OnboardingInput, data if "contract" in data else {"contract": data})
-    refuse_kubeconfig_paths(params.contract, "request body")
-    options = params.model_dump(exclude={"contract"})
+    params, options = await start_input(request, OnboardingInput)
     return started(await client_of(request).start_onboarding(params.contract, on_behalf_of=user_of(request), **options))
 
 
@@ -72,14 +68,8 @@ async def start_change(request: web.Request) -> web.Response:
 async def recorded_contract(api: TenantflowClient, slug: str) -> TenantContract:
     """The contract of ``slug``'s record in the cluster its latest onboarding (or change) run named, else that run's
     own input; 404 when Temporal no longer has the run."""
-    try:
-        latest = await api.onboarded_contract(slug)
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        raise ApiProblem(
-            404, f"no run {onboarding_id(slug)} in Temporal's history: send the tenant's contract as `contract`"
-        ) from None
+    missing = f"no run {onboarding_id(slug)} in Temporal's history: send the tenant's contract as `contract`"
+    latest = await or_404(api.onboarded_contract(slug), missing)
     record = await tenant_record(latest.cluster, slug)
     return record.contract if record is not None else latest
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -22,6 +22,8 @@ from tenantflow.models.api import Problem
 from tenantflow.models.explain import field_path, format_validation_error
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
+
+T = TypeVar("T")
 
 SCHEMA_HINT = "GET /openapi.json describes every route and body"
 TEMPORAL_STATUS = {
@@ -49,6 +51,17 @@ def invalid(source: str, exc: ValidationError) -> ApiProblem:
     """422 for what ``exc`` refuses in ``source`` (the body, the path, the query): one line per field and fix."""
     fields = [field_path(error["loc"]) for error in exc.errors() if error["loc"]]
     return ApiProblem(422, format_validation_error(source, exc), fields)
+
+
+async def or_404(pending: Awaitable[T], missing: str) -> T:
+    """What ``pending`` answers; 404 saying ``missing`` (what is gone and what to send instead) when Temporal knows
+    no such run."""
+    try:
+        return await pending
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise ApiProblem(404, missing) from None
 
 
 def not_json(constant: str) -> None:

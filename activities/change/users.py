@@ -57,7 +57,7 @@ def plan_users(c: TenantContract, usernames: list[str]) -> list[PlanStep]:
     ctl = SlurmCtl.connect(c.cluster)
     world = read_world(ctl, c)
     with AuthentikClient.from_settings() as ak:
-        group = ak.group_by_name(c.slug)
+        group = ak.groups.named(c.slug)
         for name in usernames:
             other = foreign(world, c.slug, "user", name, c.user_account)
             assoc = world.user(name, c.user_account)
@@ -70,7 +70,7 @@ def plan_users(c: TenantContract, usernames: list[str]) -> list[PlanStep]:
                     detail={"account": c.user_account, "why": other or ("no association" if assoc is None else "")},
                 )
             )
-            user = ak.user_by_username(name)
+            user = ak.users.named(name)
             member = user is not None and group is not None and group.pk in user.groups
             deactivate = user is not None and ours(user, c.slug) and user.is_active
             steps.append(
@@ -107,7 +107,7 @@ def _remove_association(ctl: SlurmCtl, c: TenantContract, name: str) -> EnsureRe
 def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureResult | None:
     """Leave the group; ours: deactivate; the tenant's gid (``attributes.gidNumber``, which tenantflow set) goes,
     so the former member no longer holds the tenant's primary gid in the directory."""
-    user, group = ak.user_by_username(name), ak.group_by_name(c.slug)
+    user, group = ak.users.named(name), ak.groups.named(c.slug)
     if user is None:
         return None
     member = group is not None and group.pk in user.groups
@@ -118,7 +118,7 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     if member and group is not None:
         ak.remove_user(group.pk, user.pk)
     if patch:
-        ak.patch_user(user.pk, patch)
+        ak.users.patch(user.pk, patch)
     if not (member or patch):
         return None
     previous = {key: user.is_active if key == "is_active" else user.attributes for key in patch}
@@ -168,7 +168,7 @@ def undo_removed(c: TenantContract, results: list[EnsureResult]) -> list[EnsureR
             else:
                 user = res.data_as(AuthentikUser)
                 if user.pk is not None and user.previous:
-                    ak.patch_user(user.pk, user.previous)
+                    ak.users.patch(user.pk, user.previous)
                 if user.pk is not None and user.group_pk and user.added_to_group:
                     ak.add_user(user.group_pk, user.pk)
             done.append(res.model_copy(update={"outcome": Outcome.created}))

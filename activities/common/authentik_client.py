@@ -9,7 +9,7 @@ and 5xx retry honouring ``Retry-After``); the API token never appears in a messa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 from pydantic import Field
@@ -20,6 +20,8 @@ from tenantflow.activities.common.settings import settings
 
 SERVICE = "authentik"
 PAGE_SIZE = 100
+M = TypeVar("M", bound=ApiModel)
+K = TypeVar("K", int, str)
 CREATED_BY = "tenantflow.io/created-by"
 """Attribute tenantflow puts on every Authentik user and group it creates: the creating workflow's id."""
 
@@ -71,6 +73,40 @@ class LdapProvider(ApiModel):
     gid_start_number: int = 4000
 
 
+class Collection(Generic[M, K]):
+    """One collection of the API (``/core/users/``, ``/core/groups/``): its objects as ``M``, addressed by primary
+    keys of type ``K`` and found by the unique name in ``name_field``."""
+
+    def __init__(self, client: AuthentikClient, path: str, model: type[M], name_field: str = "name") -> None:
+        self._client = client
+        self._path = path
+        self._model = model
+        self._name_field = name_field
+
+    def list(self, **filters: Any) -> list[M]:
+        """Every object matching ``filters`` (query parameters such as ``username``, ``include_groups``)."""
+        return [self._model.model_validate(o) for o in self._client._paged(self._path, filters)]
+
+    def named(self, name: str) -> M | None:
+        """The object of this name (a user's ``username``, a group's ``name``), or None."""
+        found = self.list(**{self._name_field: name})
+        return found[0] if found else None
+
+    def get(self, pk: K) -> M | None:
+        """The object ``pk``, or None when there is none."""
+        response = self._client._request("GET", f"{self._path}{pk}/", missing_ok=True)
+        return None if response.status_code == 404 else self._model.model_validate(response.json())
+
+    def create(self, body: dict[str, Any]) -> M:
+        return self._model.model_validate(self._client._request("POST", self._path, json=body).json())
+
+    def patch(self, pk: K, body: dict[str, Any]) -> M:
+        return self._model.model_validate(self._client._request("PATCH", f"{self._path}{pk}/", json=body).json())
+
+    def delete(self, pk: K) -> None:
+        self._client._request("DELETE", f"{self._path}{pk}/")
+
+
 class AuthentikClient(HttpService):
     """Synchronous calls to ``<url>/api/v3``; use as a context manager."""
 
@@ -79,6 +115,9 @@ class AuthentikClient(HttpService):
 
     def __init__(self, url: str, token: str, timeout_s: float = 30.0, ca_file: str | None = None) -> None:
         super().__init__(url.rstrip("/") + "/api/v3", timeout_s, {"Authorization": f"Bearer {token}"}, ca_file)
+        self.users = Collection[User, int](self, "/core/users/", User, "username")
+        self.groups = Collection[Group, str](self, "/core/groups/", Group)
+        self.ldap_providers = Collection[LdapProvider, int](self, "/providers/ldap/", LdapProvider)
 
     @classmethod
     def from_settings(cls) -> AuthentikClient:
@@ -113,46 +152,7 @@ class AuthentikClient(HttpService):
             yield from body["results"]
             page = int(body["pagination"]["next"] or 0)
 
-    # -- users -----------------------------------------------------------------------------------
-
-    def users(self, **filters: Any) -> list[User]:
-        return [User.model_validate(u) for u in self._paged("/core/users/", filters)]
-
-    def user_by_username(self, username: str) -> User | None:
-        found = self.users(username=username)
-        return found[0] if found else None
-
-    def user(self, pk: int) -> User | None:
-        response = self._request("GET", f"/core/users/{pk}/", missing_ok=True)
-        return None if response.status_code == 404 else User.model_validate(response.json())
-
-    def create_user(self, body: dict[str, Any]) -> User:
-        return User.model_validate(self._request("POST", "/core/users/", json=body).json())
-
-    def patch_user(self, pk: int, body: dict[str, Any]) -> User:
-        return User.model_validate(self._request("PATCH", f"/core/users/{pk}/", json=body).json())
-
-    # -- groups ----------------------------------------------------------------------------------
-
-    def groups(self, **filters: Any) -> list[Group]:
-        return [Group.model_validate(g) for g in self._paged("/core/groups/", filters)]
-
-    def group_by_name(self, name: str) -> Group | None:
-        found = self.groups(name=name)
-        return found[0] if found else None
-
-    def group(self, pk: str) -> Group | None:
-        response = self._request("GET", f"/core/groups/{pk}/", missing_ok=True)
-        return None if response.status_code == 404 else Group.model_validate(response.json())
-
-    def create_group(self, body: dict[str, Any]) -> Group:
-        return Group.model_validate(self._request("POST", "/core/groups/", json=body).json())
-
-    def patch_group(self, pk: str, body: dict[str, Any]) -> Group:
-        return Group.model_validate(self._request("PATCH", f"/core/groups/{pk}/", json=body).json())
-
-    def delete_group(self, pk: str) -> None:
-        self._request("DELETE", f"/core/groups/{pk}/")
+    # -- group membership ----------------------------------------------------------------------
 
     def add_user(self, group_pk: str, user_pk: int) -> None:
         self._request("POST", f"/core/groups/{group_pk}/add_user/", json={"pk": user_pk})
@@ -183,8 +183,3 @@ class AuthentikClient(HttpService):
             "Unsupported",
             f"Authentik serves group {name!r} with neither 'parent' nor 'parents'; this release is not supported",
         )
-
-    # -- LDAP provider ---------------------------------------------------------------------------
-
-    def ldap_providers(self) -> list[LdapProvider]:
-        return [LdapProvider.model_validate(p) for p in self._paged("/providers/ldap/", {})]

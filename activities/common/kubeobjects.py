@@ -10,12 +10,13 @@ the Hub and the worker cluster use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
-from tenantflow.models.content_types import JSON, MERGE_PATCH
+from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.targets import KubeTarget
 
 Manifest = dict[str, Any]
@@ -87,21 +88,12 @@ class KubeObjects:
 
     def __init__(self, target: KubeTarget) -> None:
         self.target = target
+        self._send = partial(kubeclient.request, target)  # every request of this object goes to its target
 
     @property
     def host(self) -> str:
         """The API server URL of the target."""
         return str(kubeclient.api_client(self.target).configuration.host)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        content_type: str = JSON,
-        query: list[tuple[str, str]] | None = None,
-    ) -> Manifest:
-        return kubeclient.request(self.target, method, path, body, content_type, query)
 
     def version(self) -> Manifest:
         """``GET /version``: whether the API server answers, and with which version."""

@@ -26,6 +26,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
 SCHEDULING_API = "scheduling.example.io/v1alpha1"
 HELM_API = "helm.example.io/v1"
+NETWORKING_API = "networking.k8s.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_API = f"{RBAC_GROUP}/v1"
 LOGIN_CHART = "sunk-login"
 WORKLOAD_LABEL = MANAGED_BY
 """The label every tenant workload carries (value: the slug), selected by the ReservationBinding."""
@@ -55,6 +58,16 @@ def _meta(
     if annotations:
         meta["annotations"] = annotations
     return meta
+
+
+def _namespaced(contract: TenantContract, api_version: str, kind: str, name: str, **fields: Any) -> Manifest:
+    """The object ``kind`` ``name`` in the tenant's namespace, with the owner labels and ``fields``."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": _meta(name, contract.slug, contract.namespace),
+        **fields,
+    }
 
 
 def reservation(contract: TenantContract, nodes: list[str]) -> Manifest:
@@ -88,69 +101,50 @@ def namespace(contract: TenantContract) -> Manifest:
 def resource_quota(contract: TenantContract) -> Manifest:
     """Runbook step 3b: the ResourceQuota (GPUs from the contract's capacity)."""
     quota = contract.kube_quota
-    return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": _meta(f"{contract.slug}-quota", contract.slug, contract.namespace),
-        "spec": {
-            "hard": {
-                f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
-                "requests.cpu": quota.requests_cpu,
-                "requests.memory": quota.requests_memory,
-                "limits.memory": quota.limits_memory,
-                "persistentvolumeclaims": str(quota.persistentvolumeclaims),
-                "requests.storage": quota.requests_storage,
-            }
-        },
+    hard = {
+        f"requests.{GPU_RESOURCE}": str(contract.capacity.gpus),
+        "requests.cpu": quota.requests_cpu,
+        "requests.memory": quota.requests_memory,
+        "limits.memory": quota.limits_memory,
+        "persistentvolumeclaims": str(quota.persistentvolumeclaims),
+        "requests.storage": quota.requests_storage,
     }
+    return _namespaced(contract, "v1", "ResourceQuota", f"{contract.slug}-quota", spec={"hard": hard})
 
 
 def limit_range(contract: TenantContract) -> Manifest:
     """Runbook step 3b: the container defaults."""
     quota = contract.kube_quota
-    return {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": _meta(f"{contract.slug}-defaults", contract.slug, contract.namespace),
-        "spec": {
-            "limits": [
-                {
-                    "type": "Container",
-                    "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
-                    "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
-                }
-            ]
-        },
+    container = {
+        "type": "Container",
+        "default": {"cpu": quota.default_cpu, "memory": quota.default_memory},
+        "defaultRequest": {"cpu": quota.default_request_cpu, "memory": quota.default_request_memory},
     }
+    return _namespaced(contract, "v1", "LimitRange", f"{contract.slug}-defaults", spec={"limits": [container]})
 
 
 def reservation_binding(contract: TenantContract) -> Manifest:
     """Runbook step 3c: tenant pods (``app.kubernetes.io/managed-by: <slug>``) go to the Reservation."""
-    return {
-        "apiVersion": SCHEDULING_API,
-        "kind": "ReservationBinding",
-        "metadata": _meta(f"{contract.slug}-binding", contract.slug, contract.namespace),
-        "spec": {
-            "reservationName": contract.reservation_name,
-            "podSelector": {"matchLabels": {WORKLOAD_LABEL: contract.slug}},
-            "injectAffinity": True,
-            "injectToleration": True,
-        },
+    spec = {
+        "reservationName": contract.reservation_name,
+        "podSelector": {"matchLabels": {WORKLOAD_LABEL: contract.slug}},
+        "injectAffinity": True,
+        "injectToleration": True,
     }
+    return _namespaced(contract, SCHEDULING_API, "ReservationBinding", f"{contract.slug}-binding", spec=spec)
 
 
 def _namespace_peer(name: str) -> dict[str, Any]:
     return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
 
 
+def _policy(contract: TenantContract, suffix: str, spec: dict[str, Any]) -> Manifest:
+    return _namespaced(contract, NETWORKING_API, "NetworkPolicy", f"{contract.slug}-{suffix}", spec=spec)
+
+
 def deny_all_policy(contract: TenantContract) -> Manifest:
     """Runbook step 3d: deny every ingress and egress by default."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(f"{contract.slug}-deny-all", contract.slug, contract.namespace),
-        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-    }
+    return _policy(contract, "deny-all", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
 
 
 def _port(port: int, protocol: str) -> dict[str, Any]:
@@ -161,24 +155,24 @@ def allow_policy(contract: TenantContract) -> Manifest:
     """Runbook step 3d (tenant-internal traffic, Slurm, LDAP 636, DNS 53/UDP, HTTPS 443), plus the two egress
     rules the runbook's policy lacks (:data:`POLICY_ADDITIONS` says why)."""
     slug = contract.namespace
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(f"{contract.slug}-allow", contract.slug, contract.namespace),
-        "spec": {
+    egress = [
+        {
+            "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
+            "ports": [_port(port, protocol) for port, protocol in EGRESS_PORTS],
+        },
+        {"to": [_namespace_peer(SLURM_NAMESPACE)], "ports": [_port(SLURMCTLD_PORT, "TCP")]},
+        {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(53, "TCP")]},
+    ]
+    return _policy(
+        contract,
+        "allow",
+        {
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}],
-            "egress": [
-                {
-                    "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
-                    "ports": [_port(port, protocol) for port, protocol in EGRESS_PORTS],
-                },
-                {"to": [_namespace_peer(SLURM_NAMESPACE)], "ports": [_port(SLURMCTLD_PORT, "TCP")]},
-                {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(53, "TCP")]},
-            ],
+            "egress": egress,
         },
-    }
+    )
 
 
 def login_selector(contract: TenantContract) -> dict[str, str]:
@@ -188,21 +182,16 @@ def login_selector(contract: TenantContract) -> dict[str, str]:
 
 def login_ssh_policy(contract: TenantContract) -> Manifest:
     """SSH (22/TCP) into the login pods only, from any address: the LoadBalancer Service's clients."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(f"{contract.slug}-login-ssh", contract.slug, contract.namespace),
-        "spec": {
+    anywhere = [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}]
+    return _policy(
+        contract,
+        "login-ssh",
+        {
             "podSelector": {"matchLabels": login_selector(contract)},
             "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}],
-                    "ports": [_port(22, "TCP")],
-                }
-            ],
+            "ingress": [{"from": anywhere, "ports": [_port(22, "TCP")]}],
         },
-    }
+    )
 
 
 def contract_policy(contract: TenantContract, policy: NetworkPolicy) -> Manifest:
@@ -232,13 +221,18 @@ POLICY_ADDITIONS = (
 def admins_role_binding(contract: TenantContract) -> Manifest:
     """Runbook step 3e: the ``<slug>-admins`` group gets ClusterRole ``edit`` in the namespace only."""
     group = f"{contract.slug}-admins"
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": _meta(group, contract.slug, contract.namespace),
-        "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
-        "roleRef": {"kind": "ClusterRole", "name": "edit", "apiGroup": "rbac.authorization.k8s.io"},
-    }
+    return _namespaced(
+        contract,
+        RBAC_API,
+        "RoleBinding",
+        group,
+        subjects=[{"kind": "Group", "name": group, "apiGroup": RBAC_GROUP}],
+        roleRef={"kind": "ClusterRole", "name": "edit", "apiGroup": RBAC_GROUP},
+    )
+
+
+def _secret(contract: TenantContract, name: str, data: dict[str, str]) -> Manifest:
+    return _namespaced(contract, "v1", "Secret", name, type="Opaque", data=data)
 
 
 def authorized_keys_secret_name(contract: TenantContract) -> str:
@@ -250,25 +244,13 @@ def authorized_keys_secret(contract: TenantContract) -> Manifest:
     data = {
         user.username: base64.b64encode(("\n".join(user.ssh_keys) + "\n").encode()).decode() for user in contract.users
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": _meta(authorized_keys_secret_name(contract), contract.slug, contract.namespace),
-        "type": "Opaque",
-        "data": data,
-    }
+    return _secret(contract, authorized_keys_secret_name(contract), data)
 
 
 def bind_secret_copy(contract: TenantContract, name: str, data: dict[str, str]) -> Manifest:
     """The LDAP bind Secret copied into the tenant namespace, where the login chart looks it up
     (runbook: "LDAP bind credentials in the wrong namespace"); ``data`` is copied as it is, never logged."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": _meta(name, contract.slug, contract.namespace),
-        "type": "Opaque",
-        "data": dict(data),
-    }
+    return _secret(contract, name, dict(data))
 
 
 def login_release_name(contract: TenantContract) -> str:
@@ -296,11 +278,12 @@ def login_release(
     slurm_controller_host: str,
 ) -> Manifest:
     """Runbook step 5a: the login pod chart release; the bind password only by Secret name."""
-    return {
-        "apiVersion": HELM_API,
-        "kind": "HelmRelease",
-        "metadata": _meta(login_release_name(contract), contract.slug, contract.namespace),
-        "spec": {
+    return _namespaced(
+        contract,
+        HELM_API,
+        "HelmRelease",
+        login_release_name(contract),
+        spec={
             "chart": {"name": LOGIN_CHART, "version": contract.login.chart_version},
             "values": {
                 "tenant": contract.slug,
@@ -325,4 +308,4 @@ def login_release(
                 },
             },
         },
-    }
+    )

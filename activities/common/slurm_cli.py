@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
@@ -89,23 +90,33 @@ def same_duration(a: str, b: str) -> bool:
 # ---------------------------------------------------------------- parsed records
 
 
+def _list(value: Any) -> Any:
+    """A comma-separated column (``qos``) as its sorted values."""
+    return sorted(v for v in value.split(",") if v) if isinstance(value, str) else value
+
+
 class Assoc(BaseModel):
-    """One row of ``sacctmgr show assoc format=ASSOC_FORMAT -P -n``."""
+    """One row of ``sacctmgr show assoc format=ASSOC_FORMAT -P -n``: a field per column, in column order (the
+    column's name is the field's alias where they differ)."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     cluster: str
     account: str
     user: str = ""
-    parent: str = ""
+    parent: str = Field("", alias="parentname")
     fairshare: str = ""
     grptres: str = ""
     grpjobs: str = ""
     maxjobs: str = ""
     grptresmins: str = ""
-    qos: list[str] = Field(default_factory=list)
+    qos: Annotated[list[str], BeforeValidator(_list)] = Field(default_factory=list)
     defaultqos: str = ""
 
 
 class AccountRecord(BaseModel):
+    """One row of ``sacctmgr show account format=ACCOUNT_FORMAT -P -n``."""
+
     account: str
     description: str = ""
     organization: str = ""
@@ -137,20 +148,13 @@ class NodeState(BaseModel):
         return self.state == base and base in ("idle", "mix", "alloc", "completing")
 
 
-ASSOC_FORMAT = (
-    "cluster",
-    "account",
-    "user",
-    "parentname",
-    "fairshare",
-    "grptres",
-    "grpjobs",
-    "maxjobs",
-    "grptresmins",
-    "qos",
-    "defaultqos",
-)
-ACCOUNT_FORMAT = ("account", "description", "organization")
+def columns(row: type[BaseModel]) -> tuple[str, ...]:
+    """The ``format=`` columns whose ``-P -n`` output parses as ``row``: its fields' aliases (else names), in order."""
+    return tuple(info.alias or name for name, info in row.model_fields.items())
+
+
+ASSOC_FORMAT = columns(Assoc)
+ACCOUNT_FORMAT = columns(AccountRecord)
 
 
 def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
@@ -168,20 +172,12 @@ def parse_pipe(output: str, columns: Iterable[str]) -> list[dict[str, str]]:
     return rows
 
 
-def _list(value: str) -> list[str]:
-    return sorted(v for v in value.split(",") if v)
-
-
 def parse_assocs(output: str) -> list[Assoc]:
-    rows = parse_pipe(output, ASSOC_FORMAT)
-    return [
-        Assoc(**{k if k != "parentname" else "parent": v for k, v in row.items() if k != "qos"}, qos=_list(row["qos"]))
-        for row in rows
-    ]
+    return [Assoc.model_validate(row) for row in parse_pipe(output, ASSOC_FORMAT)]
 
 
 def parse_accounts(output: str) -> list[AccountRecord]:
-    return [AccountRecord(**row) for row in parse_pipe(output, ACCOUNT_FORMAT)]
+    return [AccountRecord.model_validate(row) for row in parse_pipe(output, ACCOUNT_FORMAT)]
 
 
 def parse_keyvalues(output: str) -> dict[str, str]:

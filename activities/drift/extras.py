@@ -35,7 +35,7 @@ def extra(layer: str, kind: str, name: str, detail: str, namespace: str | None =
 def identity_extras(contract: TenantContract) -> list[DriftItem]:
     """Members of the tenant's group the contract does not list."""
     with AuthentikClient.from_settings() as ak:
-        group = ak.group_by_name(contract.slug)
+        group = ak.groups.named(contract.slug)
     if group is None:
         return []
     wanted = set(contract.usernames)

@@ -19,7 +19,7 @@ from tenantflow.models.tenant import TenantContract, TenantUser
 
 def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Finding]:
     slug, parent_name = contract.slug, settings().authentik_parent_group
-    providers = ak.ldap_providers()
+    providers = ak.ldap_providers.list()
     findings = [
         Finding.of_problem(
             "identity.ldap_provider",
@@ -28,7 +28,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             "deploy the LDAP provider and outpost (runbook 2c) before onboarding tenants",
         )
     ]
-    parent = ak.group_by_name(parent_name)
+    parent = ak.groups.named(parent_name)
     findings.append(
         Finding.of_problem(
             "identity.parent_group",
@@ -37,7 +37,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             f"create the Authentik group {parent_name!r} (platform state, parent of every tenant group) and re-run",
         )
     )
-    group = ak.group_by_name(slug)
+    group = ak.groups.named(slug)
     owner = group.attributes.get("tenant_slug") if group else None
     problem = None
     if group is not None and owner != slug:
@@ -54,7 +54,7 @@ def authentik_findings(ak: AuthentikClient, contract: TenantContract) -> list[Fi
             f"rename or remove the existing group {slug}, or set its attribute tenant_slug={slug} to adopt it",
         )
     )
-    found = fan_out(ak.user_by_username, contract.usernames, "preflight")
+    found = fan_out(ak.users.named, contract.usernames, "preflight")
     for user, existing in zip(contract.users, found, strict=True):
         findings.extend(username_findings(existing, user, slug))
     return findings

@@ -33,8 +33,8 @@ def user_uid(user: User, provider: LdapProvider) -> int:
 
 def _taken_numbers(ak: AuthentikClient, provider: LdapProvider, group_pk: str) -> set[int]:
     """gidNumbers of every other group and of every user's own (virtual) group, i.e. their uidNumbers."""
-    taken = {group_gid(g, provider) for g in ak.groups(include_users="false") if g.pk != group_pk}
-    return taken | {user_uid(u, provider) for u in ak.users(include_groups="false")}
+    taken = {group_gid(g, provider) for g in ak.groups.list(include_users="false") if g.pk != group_pk}
+    return taken | {user_uid(u, provider) for u in ak.users.list(include_groups="false")}
 
 
 def choose_gid(ak: AuthentikClient, provider: LdapProvider, group: Group) -> int:
@@ -50,7 +50,7 @@ def choose_gid(ak: AuthentikClient, provider: LdapProvider, group: Group) -> int
 
 
 def ldap_provider(ak: AuthentikClient) -> LdapProvider:
-    providers = ak.ldap_providers()
+    providers = ak.ldap_providers.list()
     if not providers:
         raise fail("NotFound", "Authentik has no LDAP provider; deploy the LDAP provider and outpost (runbook 2c)")
     return providers[0]
@@ -113,7 +113,7 @@ def user_patch(existing: User, desired: dict[str, Any]) -> tuple[dict[str, Any],
 
 
 def require_group(ak: AuthentikClient, slug: str, provider: LdapProvider) -> tuple[Group, int]:
-    group = ak.group_by_name(slug)
+    group = ak.groups.named(slug)
     gid = string_number(group.attributes, "gidNumber") if group else None
     if group is None or gid is None:
         raise fail(

@@ -95,7 +95,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
-        group = ak.group_by_name(contract.slug)
+        group = ak.groups.named(contract.slug)
         gid = choose_gid(ak, provider, group) if group else None
         group_action = Action.create
         if group is not None:
@@ -118,7 +118,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
                 },
             )
         ]
-        found = fan_out(ak.user_by_username, contract.usernames, "plan")
+        found = fan_out(ak.users.named, contract.usernames, "plan")
         for user, existing in zip(contract.users, found, strict=True):
             action = Action.create
             detail: dict[str, object] = {
@@ -147,7 +147,7 @@ def ensure_group(inp: StepInput) -> StepResult:
     slug = inp.contract.slug
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
-        parent = ak.group_by_name(settings().authentik_parent_group)
+        parent = ak.groups.named(settings().authentik_parent_group)
         if parent is None:
             raise fail(
                 "NotFound",
@@ -155,10 +155,10 @@ def ensure_group(inp: StepInput) -> StepResult:
                 "create it in Authentik and re-run",
             )
         field = ak.parent_field() or "parents"
-        group = ak.group_by_name(slug)
+        group = ak.groups.named(slug)
         previous: dict[str, Any] = {}
         if group is None:
-            group = ak.create_group(
+            group = ak.groups.create(
                 {
                     "name": slug,
                     field: parent.pk if field == "parent" else [parent.pk],
@@ -183,7 +183,7 @@ def ensure_group(inp: StepInput) -> StepResult:
             patch["attributes"] = {**group.attributes, "gidNumber": str(gid)}
             previous["attributes"] = group.attributes
         if patch:
-            group = ak.patch_group(group.pk, patch)
+            group = ak.groups.patch(group.pk, patch)
             if outcome is Outcome.unchanged:
                 outcome = Outcome.updated
         if parent.pk not in group.parent_pks:
@@ -225,7 +225,7 @@ def _raced(ak: AuthentikClient, user: TenantUser, slug: str) -> ApplicationError
     lookup (two tenants racing for it); None when there is none or it cannot be read (the create's error
     stands)."""
     try:
-        now = ak.user_by_username(user.username)
+        now = ak.users.named(user.username)
     except ApplicationError:
         return None
     return _foreign(user, now, slug)
@@ -239,7 +239,7 @@ def _ensure_user(
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
         try:
-            created = ak.create_user(
+            created = ak.users.create(
                 {
                     "username": user.username,
                     **desired,
@@ -260,7 +260,7 @@ def _ensure_user(
             data=AuthentikUser(group_pk=group.pk, pk=created.pk),
         )
     patch, previous = user_patch(existing, desired)
-    current = ak.patch_user(existing.pk, patch) if patch else existing
+    current = ak.users.patch(existing.pk, patch) if patch else existing
     added = group.pk not in existing.groups
     if added:
         ak.add_user(group.pk, existing.pk)
@@ -284,7 +284,7 @@ def ensure_users(inp: StepInput) -> StepResult:
     with AuthentikClient.from_settings() as ak:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
-        found = fan_out(ak.user_by_username, contract.usernames, "lookup")
+        found = fan_out(ak.users.named, contract.usernames, "lookup")
         for user, existing in zip(contract.users, found, strict=True):
             if (conflict := _foreign(user, existing, contract.slug)) is not None:
                 raise conflict

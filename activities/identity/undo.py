@@ -34,7 +34,7 @@ def tenant_group_pk(ak: AuthentikClient, results: list[EnsureResult], slug: str)
     deletions), looked up once for all of them; empty when none needs it or the group is gone."""
     if all(r.data_as(AuthentikUser).group_pk for r in results):
         return ""
-    group = ak.group_by_name(slug)
+    group = ak.groups.named(slug)
     return str(group.pk) if group else ""
 
 
@@ -46,7 +46,7 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_fou
     the one it recorded, else ``group_pk_found`` (:func:`tenant_group_pk`).
     """
     data = result.data_as(AuthentikUser)
-    user = ak.user(data.pk) if data.pk else ak.user_by_username(result.name)
+    user = ak.users.get(data.pk) if data.pk else ak.users.named(result.name)
     group_pk = str(data.group_pk or group_pk_found)
     if user is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
@@ -66,7 +66,7 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_fou
         patch = {key: value for key, value in (data.previous or {}).items() if getattr(user, key) != value}
         leave = bool(data.added_to_group) and group_pk in user.groups
     if patch:
-        ak.patch_user(user.pk, patch)
+        ak.users.patch(user.pk, patch)
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
@@ -81,7 +81,7 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_fou
 def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:
     """A created group is deleted when empty; an updated one gets its previous parents/attributes back."""
     data = result.data_as(AuthentikGroup)
-    group = ak.group(str(data.pk)) if data.pk else ak.group_by_name(result.name)
+    group = ak.groups.get(str(data.pk)) if data.pk else ak.groups.named(result.name)
     if group is None:
         return result.model_copy(update={"outcome": Outcome.absent, "data": NoUndoData()})
     if result.outcome is Outcome.created:
@@ -95,11 +95,11 @@ def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureRe
             return result.model_copy(
                 update={"outcome": Outcome.unchanged, "data": Kept(kept=f"still has {len(group.users)} members")}
             )
-        ak.delete_group(group.pk)
+        ak.groups.delete(group.pk)
         return result.model_copy(update={"outcome": Outcome.deleted, "data": NoUndoData()})
     patch = {key: value for key, value in (data.previous or {}).items() if getattr(group, key) != value}
     if patch:
-        ak.patch_group(group.pk, patch)
+        ak.groups.patch(group.pk, patch)
     return result.model_copy(
         update={"outcome": Outcome.updated if patch else Outcome.absent, "data": Restored(restored=sorted(patch))}
     )

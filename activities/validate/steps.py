@@ -125,7 +125,7 @@ def quotas_live(inp: StepInput) -> Finding:
 def group_members(inp: StepInput) -> Finding:
     contract = inp.contract
     with AuthentikClient.from_settings() as authentik:
-        group = authentik.group_by_name(contract.slug)
+        group = authentik.groups.named(contract.slug)
     members = sorted(u.username for u in (group.users_obj or [])) if group else []
     ok = members == sorted(contract.usernames)
     return Finding.verdict(

@@ -144,9 +144,9 @@ def _kube_namespace(lab: LabEndpoints, contract: TenantContract) -> Iterator[Non
 
 def _authentik_group(lab: LabEndpoints, contract: TenantContract) -> Iterator[None]:
     with AuthentikClient.from_settings() as ak:
-        group = ak.create_group({"name": contract.slug, "attributes": {"tenant_slug": "tenant-other"}})
+        group = ak.groups.create({"name": contract.slug, "attributes": {"tenant_slug": "tenant-other"}})
         yield
-        ak.delete_group(group.pk)
+        ak.groups.delete(group.pk)
 
 
 def _slurm_account(lab: LabEndpoints, contract: TenantContract) -> Iterator[None]:

@@ -182,7 +182,7 @@ def node_state(contract: TenantContract, node: str) -> str:
 
 def account_of(user: str) -> tuple[bool, list[str]]:
     with AuthentikClient.from_settings() as ak:
-        found = ak.user_by_username(user)
+        found = ak.users.named(user)
         assert found is not None
         return found.is_active, [g.name for g in found.groups_obj or []]
 
@@ -249,8 +249,8 @@ async def test_apply_shrinks_onto_a_busy_node_without_killing_its_job_and_grows_
 def intrude(contract: TenantContract, intruder: str) -> None:
     """A member of the tenant's group the contract does not list, added by hand: validation fails while it is there."""
     with AuthentikClient.from_settings() as ak:
-        user = ak.create_user({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
-        group = ak.group_by_name(contract.slug)
+        user = ak.users.create({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
+        group = ak.groups.named(contract.slug)
         assert group is not None
         ak.add_user(group.pk, user.pk)
 

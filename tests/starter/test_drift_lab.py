@@ -74,8 +74,8 @@ def edit_by_hand(contract: TenantContract, intruder: str) -> str:
         ["sacctmgr", "-i", "delete", "user", "name=omar", f"account={contract.user_account}"]
     )
     with AuthentikClient.from_settings() as ak:
-        user = ak.create_user({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
-        group = ak.group_by_name(contract.slug)
+        user = ak.users.create({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
+        group = ak.groups.named(contract.slug)
         assert group is not None
         ak.add_user(group.pk, user.pk)
     return quota
@@ -83,7 +83,7 @@ def edit_by_hand(contract: TenantContract, intruder: str) -> str:
 
 def remove_by_hand(contract: TenantContract, intruder: str) -> None:
     with AuthentikClient.from_settings() as ak:
-        group, user = ak.group_by_name(contract.slug), ak.user_by_username(intruder)
+        group, user = ak.groups.named(contract.slug), ak.users.named(intruder)
         assert group is not None and user is not None
         ak.remove_user(group.pk, user.pk)
 
