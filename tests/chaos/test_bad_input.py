@@ -15,7 +15,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError, parse_contract
 from tests.approvers import reviewer
-from tests.chaos.conftest import Rig, tenant
+from tests.chaos.conftest import Rig, small_tenant
 from tests.chaos.kit import STATS
 from tests.labfixture import journal_writes, reset_journals
 from tests.workflows.contract import EXAMPLES
@@ -80,7 +80,7 @@ def test_malformed_contract_is_refused_naming_the_field(case: str, path: str, va
 async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_lab: LabEndpoints) -> None:
     scenario = STATS.scenario("malformed gate payloads at the plan gate")
     api = rig.api
-    contract = tenant(chaos_lab, slug="tenant-badin")
+    contract = small_tenant(chaos_lab, "tenant-badin", ("badin-a", "badin-b"))
     reset_journals(chaos_lab)
     handle = await api.start_onboarding(contract)
     status = await api.wait_for_plan(handle.id)
