@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -48,7 +47,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """On a pytest-xdist worker: hand this worker's chaos figures to the controller, which prints the table."""
     output = getattr(session.config, "workeroutput", None)
     if output is not None:
-        output["chaos"] = dataclasses.asdict(STATS)
+        output["chaos"] = STATS.marshal()
 
 
 def pytest_testnodedown(node: Any, error: object) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -62,6 +63,12 @@ class ChaosStats:
         line = Scenario(name)
         self.table.append(line)
         return line
+
+    def marshal(self) -> dict[str, Any]:
+        """These figures in builtin types only, as execnet sends them: a StrEnum outcome such as ``RunOutcome``
+        would make the worker crash as it hands its output to the controller."""
+        marshalled: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(self)))
+        return marshalled
 
     def absorb(self, other: dict[str, Any]) -> None:
         """Add what another pytest-xdist worker's session did (its :func:`dataclasses.asdict` form)."""
