@@ -30,3 +30,23 @@ def decommission_id(namespace: str, workercluster: str) -> str:
 def lifecycle_id(slug: str) -> str:
     """The workflow id of a tenant's lifecycle: one per tenant."""
     return f"lifecycle/{slug}"
+
+
+def tenant_of_run(workflow_id: str) -> str | None:
+    """The tenant slug of a run of one of the tenant's kinds (onboarding or change, offboarding, lifecycle); None
+    for any other id."""
+    _, _, slug = workflow_id.partition("/")
+    if slug and "/" not in slug and workflow_id in (onboarding_id(slug), offboarding_id(slug), lifecycle_id(slug)):
+        return slug
+    return None
+
+
+def worker_of_run(workflow_id: str) -> tuple[str, str] | None:
+    """The (Hub namespace, worker cluster) of an enrollment or decommission run; None for any other id."""
+    parts = workflow_id.split("/")
+    if len(parts) != 3 or not all(parts):
+        return None
+    _, namespace, worker = parts
+    if workflow_id in (enrollment_id(namespace, worker), decommission_id(namespace, worker)):
+        return namespace, worker
+    return None

@@ -1,7 +1,8 @@
 """The HTTP API's routes on runs of any kind (status, result, gates, cancel, the list) and of a worker cluster's life
 in the Hub (enroll, decommission).
 
-A run is addressed by its workflow id (``tenant/<slug>``, ``enroll/<ns>/<worker>``, ...), slashes and all. Gates
+A run is addressed by its workflow id (``tenant/<slug>``, ``enroll/<ns>/<worker>``, ...), slashes and all, which
+names the tenant or worker cluster whose roles it needs (:mod:`starter.api_auth`). Gates
 are answered by the token's user; the run's own validator refuses a stale plan hash, a gate that is not open, or
 (four-eyes) the user who started it, and the API answers 409 with its words.
 """
@@ -28,6 +29,7 @@ from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.run_ids import enrollment_id
+from tenantflow.starter.api_auth import authorize, may_view, run, worker_cluster
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
@@ -42,6 +44,7 @@ from tenantflow.starter.api_requests import (
 from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.problems import ApiProblem, or_404
+from tenantflow.worker.tokens import Role
 from tenantflow.workflows.search import STAGE
 
 APPROVE_BODY = answered_by_token_user(ApprovePlan)
@@ -155,7 +158,8 @@ def quoted(value: str) -> str:
 
 
 async def list_runs(request: web.Request) -> web.Response:
-    """The runs, newest first, filtered by tenant, worker cluster, stage or whether they are in progress."""
+    """The runs the token may view, newest first, filtered by tenant, worker cluster, stage or whether they are in
+    progress."""
     query = query_as(request, RunsQuery)
     clauses = [
         f"TenantSlug = {quoted(query.tenant)}" if query.tenant else "",
@@ -163,7 +167,9 @@ async def list_runs(request: web.Request) -> web.Response:
         f"Stage = {quoted(query.stage)}" if query.stage else "",
         "ExecutionStatus = 'Running'" if query.running else "",
     ]
-    found = await client_of(request).list_runs(" AND ".join(c for c in clauses if c), query.limit)
+    found = await client_of(request).list_runs(
+        " AND ".join(c for c in clauses if c), query.limit, keep=lambda execution: may_view(request, run(execution.id))
+    )
     rows = [
         RunSummary(
             id=run.id,
@@ -185,6 +191,7 @@ async def start_enrollment(request: web.Request) -> web.Response:
     `enroll/<namespace>/<worker>`, with its yes/no gates answered at `POST /runs/{id}/gates/{gate}`.
     """
     params, options = await start_input(request, EnrollmentInput)
+    authorize(request, Role.requester, worker_cluster(params.contract.tenant_namespace, params.contract.worker_name))
     return started(await client_of(request).start_enrollment(params.contract, on_behalf_of=user_of(request), **options))
 
 

@@ -1,7 +1,9 @@
 """The HTTP API's routes of a tenant's life: onboard, change, offboard, its term and its renewal.
 
-Each start is recorded as started by the token's user (the four-eyes rule compares approvers with it) and answers
-201 with the run's ids; a contract is validated, naming each field and its fix, before anything starts.
+Each needs a role over the tenant (:mod:`starter.api_auth`): an onboarding's tenant is its contract's slug,
+checked once the body is read. Each start is recorded as started by the token's user (the four-eyes rule compares
+approvers with it) and answers 201 with the run's ids; a contract is validated, naming each field and its fix,
+before anything starts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.api_auth import authorize, tenant
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
@@ -29,6 +32,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.problems import ApiProblem, or_404
 from tenantflow.starter.records import tenant_record
+from tenantflow.worker.tokens import Role
 
 RENEW_BODY = answered_by_token_user(RenewTerm)
 
@@ -41,6 +45,7 @@ async def start_onboarding(request: web.Request) -> web.Response:
     and its hash).
     """
     params, options = await start_input(request, OnboardingInput)
+    authorize(request, Role.requester, tenant(params.contract.slug))
     return started(await client_of(request).start_onboarding(params.contract, on_behalf_of=user_of(request), **options))
 
 

@@ -15,6 +15,7 @@ gate, plan hash, approver), so the worker records the approver as verified (:mod
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
@@ -379,8 +380,14 @@ class TenantflowClient:
         run = RUNS.get(described.workflow_type, TenantOnboarding.run)
         return await self.client.get_workflow_handle_for(run, workflow_id).result()
 
-    async def list_runs(self, query: str = "", limit: int = 100) -> list[WorkflowExecution]:
+    async def list_runs(
+        self, query: str = "", limit: int = 100, keep: Callable[[WorkflowExecution], bool] | None = None
+    ) -> list[WorkflowExecution]:
+        """The first ``limit`` runs ``query`` finds, newest first; with ``keep``, the first ``limit`` it keeps."""
         runs: list[WorkflowExecution] = []
-        async for execution in self.client.list_workflows(query or None, limit=limit):
-            runs.append(execution)
+        async for execution in self.client.list_workflows(query or None, limit=None if keep else limit):
+            if keep is None or keep(execution):
+                runs.append(execution)
+            if len(runs) == limit:
+                break
         return runs

@@ -1,16 +1,23 @@
 """``tenantflow serve-api``: a small authenticated HTTP API to start runs, follow them and answer their gates, for
 services that would otherwise run the CLI; ``GET /openapi.json`` describes every route, body and answer.
 
-Every request needs ``Authorization: Bearer <token>`` with a token of the per-user token file named by
-``TENANTFLOW_API_TOKENS_FILE`` (:mod:`worker.tokens`; ``tenantflow token USER`` makes one). The token's user is
-who starts a run and who answers a gate: it is recorded as the approver, a body naming another ``approver`` is
-refused (403), and the worker's four-eyes rule compares it with who started the run. Runs are started by the API's
-own Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
+Every request needs ``Authorization: Bearer <token>`` (the ``Bearer`` scheme is required) with a token of the
+per-user token file named by ``TENANTFLOW_API_TOKENS_FILE`` (:mod:`worker.tokens`; ``tenantflow token USER --role
+ROLE:PATTERN`` makes one); the file is read again on every request, so a token removed from it stops working at
+once. Each token's line grants roles over tenant (and worker cluster) patterns, and every route needs one
+(:mod:`starter.api_auth`; each operation's ``x-required-role``): ``viewer`` reads, ``requester`` starts, changes,
+renews, offboards and cancels, ``approver`` answers gates, ``admin`` does all; a token without the role for the
+run's tenant is refused (403, naming the role and the tenant), and ``GET /runs`` lists only the runs it may view.
+The token's user is who starts a run and who answers a gate: it is recorded as the approver, a body naming another
+``approver`` is refused (403), and the worker's four-eyes rule compares it with who started the run. Runs are
+started by the API's own Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert
+--tls-key`` serves HTTPS.
 
 :data:`ROUTES` is the table the app is built from and the OpenAPI document generated from (:mod:`starter.openapi`);
 handlers live in :mod:`starter.api_tenants` and :mod:`starter.api_runs`. Every refusal is a JSON problem naming
-the field and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 422 for a field a model
-refuses, 404 for an unknown run, 409 when the run refuses.
+the field and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 401 for a missing or
+unknown token, 403 for a role the token lacks, 422 for a field a model refuses, 404 for an unknown run, 409 when
+the run refuses.
 """
 
 from __future__ import annotations
@@ -42,11 +49,12 @@ from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import api_runs, api_tenants
+from tenantflow.starter.api_auth import of_run_path, of_tenant_path, of_worker_path
 from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.openapi import Reply, Route, openapi_document, register
 from tenantflow.starter.problems import problems
-from tenantflow.worker.tokens import TOKENS_FILE_ENV, TokenFileError, TokenTable, bearer_auth
+from tenantflow.worker.tokens import TOKENS_FILE_ENV, Role, TokenFile, TokenFileError, TokenSource, bearer_auth
 
 STARTED = {201: Reply("the run started: its workflow id and run id", StartedRun)}
 ACTIVE = {409: Reply("a run for the same target is in progress (the message names it)")}
@@ -66,14 +74,22 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 ROUTES: list[Route] = [
-    Route("GET", "/openapi.json", openapi, {200: Reply("the document", dict[str, Any])}),
-    Route("GET", "/runs", api_runs.list_runs, {200: Reply("the runs", list[RunSummary])}, query=RunsQuery),
+    Route("GET", "/openapi.json", openapi, {200: Reply("the document", dict[str, Any])}, role=None),
+    Route(
+        "GET",
+        "/runs",
+        api_runs.list_runs,
+        {200: Reply("the runs the token may view", list[RunSummary])},
+        query=RunsQuery,
+        role=Role.viewer,
+    ),
     Route(
         "POST",
         "/runs/onboarding",
         api_tenants.start_onboarding,
         {**STARTED, **ACTIVE},
         body=OnboardingInput | TenantContract,
+        role=Role.requester,
     ),
     Route(
         "POST",
@@ -81,6 +97,7 @@ ROUTES: list[Route] = [
         api_runs.start_enrollment,
         {**STARTED, **ACTIVE},
         body=EnrollmentInput | WorkerEnrollment,
+        role=Role.requester,
     ),
     Route(
         "POST",
@@ -89,6 +106,8 @@ ROUTES: list[Route] = [
         GATE,
         body=api_runs.APPROVE_BODY,
         path_params=RunPath,
+        role=Role.approver,
+        target=of_run_path,
     ),
     Route(
         "POST",
@@ -97,6 +116,8 @@ ROUTES: list[Route] = [
         GATE,
         body=api_runs.REJECT_BODY,
         path_params=RunPath,
+        role=Role.approver,
+        target=of_run_path,
     ),
     Route(
         "POST",
@@ -106,6 +127,8 @@ ROUTES: list[Route] = [
         body=api_runs.GATE_BODY,
         body_required=False,
         path_params=api_runs.GatePath,
+        role=Role.approver,
+        target=of_run_path,
     ),
     Route(
         "POST",
@@ -113,6 +136,8 @@ ROUTES: list[Route] = [
         api_runs.cancel_run,
         {202: Reply("cancel requested", CancelRequested), **NO_RUN},
         path_params=RunPath,
+        role=Role.requester,
+        target=of_run_path,
     ),
     Route(
         "GET",
@@ -124,6 +149,8 @@ ROUTES: list[Route] = [
             409: Reply("the run is still in progress"),
         },
         path_params=RunPath,
+        role=Role.viewer,
+        target=of_run_path,
     ),
     Route(
         "GET",
@@ -131,6 +158,8 @@ ROUTES: list[Route] = [
         api_runs.run_status,
         {200: Reply("the status", RunStatus), **NO_RUN},
         path_params=RunPath,
+        role=Role.viewer,
+        target=of_run_path,
     ),
     Route(
         "POST",
@@ -139,6 +168,8 @@ ROUTES: list[Route] = [
         {**STARTED, 404: Reply("the tenant has no `onboarded` record in the contract's cluster"), **ACTIVE},
         body=TenantContract,
         path_params=TenantPath,
+        role=Role.requester,
+        target=of_tenant_path,
     ),
     Route(
         "POST",
@@ -148,8 +179,18 @@ ROUTES: list[Route] = [
         body=OffboardRequest,
         body_required=False,
         path_params=TenantPath,
+        role=Role.requester,
+        target=of_tenant_path,
     ),
-    Route("GET", "/tenants/{slug}/term", api_tenants.tenant_term, TERM, path_params=TenantPath),
+    Route(
+        "GET",
+        "/tenants/{slug}/term",
+        api_tenants.tenant_term,
+        TERM,
+        path_params=TenantPath,
+        role=Role.viewer,
+        target=of_tenant_path,
+    ),
     Route(
         "POST",
         "/tenants/{slug}/renew",
@@ -161,6 +202,8 @@ ROUTES: list[Route] = [
         },
         body=api_tenants.RENEW_BODY,
         path_params=TenantPath,
+        role=Role.requester,
+        target=of_tenant_path,
     ),
     Route(
         "POST",
@@ -170,6 +213,8 @@ ROUTES: list[Route] = [
         body=DecommissionRequest,
         body_required=False,
         path_params=WorkerPath,
+        role=Role.requester,
+        target=of_worker_path,
     ),
 ]
 DOCUMENT_KEY: web.AppKey[dict[str, Any]] = web.AppKey("openapi", dict)
@@ -180,15 +225,20 @@ def api_document() -> dict[str, Any]:
     return openapi_document(ROUTES, "tenantflow", version("tenantflow"), __doc__ or "")
 
 
-def api_tokens() -> TokenTable:
-    """The per-user tokens of ``TENANTFLOW_API_TOKENS_FILE``; refuse to run without."""
+def api_tokens() -> TokenFile:
+    """The per-user token file of ``TENANTFLOW_API_TOKENS_FILE``, read once now so that a missing or invalid file
+    stops the server from starting (then again on every request); refuse to run without."""
     path = os.environ.get(TOKENS_FILE_ENV, "")
     if not path:
-        raise TokenFileError(f"set {TOKENS_FILE_ENV} to a token file (make entries with `tenantflow token USER`)")
-    return TokenTable.load(Path(path))
+        raise TokenFileError(
+            f"set {TOKENS_FILE_ENV} to a token file (make entries with `tenantflow token USER --role ROLE:PATTERN`)"
+        )
+    tokens = TokenFile(Path(path))
+    tokens.current()
+    return tokens
 
 
-def make_api_app(api: TenantflowClient, tokens: TokenTable) -> web.Application:
+def make_api_app(api: TenantflowClient, tokens: TokenSource) -> web.Application:
     app = web.Application(middlewares=[problems, bearer_auth(tokens)])
     app[API_KEY] = api
     app[DOCUMENT_KEY] = api_document()

@@ -2,8 +2,9 @@
 
 A :class:`Route` names its method, its aiohttp path, its handler (whose docstring is the operation's summary and
 description), the pydantic models of its path and query parameters and of its request body, and each answer's
-status with its model. :func:`register` adds the routes to an aiohttp app, refusing parameters their model refuses
-(422, naming them) before the handler runs; :func:`openapi_document` builds the OpenAPI 3.1 document
+status with its model, and the role a token needs for it over its target (:mod:`starter.api_auth`).
+:func:`register` adds the routes to an aiohttp app, refusing parameters their model refuses (422, naming them) and
+a token without the role (403) before the handler runs; :func:`openapi_document` builds the OpenAPI 3.1 document
 (https://spec.openapis.org/oas/v3.1.0) from the same table: its schemas are the JSON Schema 2020-12 pydantic
 generates for the models, so the document cannot drift from what the handlers validate.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from inspect import cleandoc
 from typing import Any
 
@@ -21,7 +22,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tenantflow.models.api import Problem
 from tenantflow.models.content_types import JSON
+from tenantflow.starter.api_auth import Target, authorize
 from tenantflow.starter.problems import invalid
+from tenantflow.worker.tokens import Role
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PATH_KEY: web.RequestKey[BaseModel] = web.RequestKey("path", BaseModel)
@@ -50,6 +53,11 @@ class Route:
     body_required: bool = True
     path_params: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
+    role: Role | None = field(kw_only=True)
+    """The role a token needs (:mod:`starter.api_auth`); None: any known token."""
+    target: Callable[[Any], Target] | None = None
+    """What the route acts on, from its validated path parameters; None: the role over any target (a handler
+    whose target is in the body checks it once the body is read, a list filters its rows)."""
 
     @property
     def openapi_path(self) -> str:
@@ -57,14 +65,21 @@ class Route:
 
     def answers(self) -> dict[int, Reply]:
         """Its replies and those every route of its kind may give: a body or parameters their model refuses
-        (400 for a body that is no JSON, 422), a missing or unknown token (401)."""
+        (400 for a body that is no JSON, 422), a missing or unknown token (401), a token without the route's role
+        (403), a token file that is invalid since its last change (503)."""
         common: dict[int, Reply] = {}
         if self.body is not None:
             common[400] = Reply("the body is not JSON, or not a JSON object")
         if self.body is not None or self.path_params is not None or self.query is not None:
             common[422] = Reply("a field of the body, path or query is invalid: `fields` names each one")
         common[401] = Reply("no `Authorization: Bearer TOKEN` header with a known token")
-        return {**common, **self.replies}
+        if self.role is not None:
+            common[403] = Reply(f"the token has no {self.role} role (or admin) for the tenant or worker cluster")
+        common[503] = Reply("the token file is invalid since its last change (the message names the line and fix)")
+        own = dict(self.replies)
+        if 403 in common and 403 in own:
+            own[403] = Reply(f"{common[403].description}; or {own[403].description}", own[403].body)
+        return {**common, **own}
 
 
 def validated(model: type[BaseModel], values: Mapping[str, str], source: str) -> BaseModel:
@@ -76,13 +91,15 @@ def validated(model: type[BaseModel], values: Mapping[str, str], source: str) ->
 
 
 def checked(route: Route) -> Handler:
-    """The route's handler behind the validation of its path and query parameters."""
+    """The route's handler behind the validation of its path and query parameters and the check of its role."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if route.path_params is not None:
             request[PATH_KEY] = validated(route.path_params, request.match_info, "path")
         if route.query is not None:
             request[QUERY_KEY] = validated(route.query, request.query, "query")
+        if route.role is not None:
+            authorize(request, route.role, route.target(request[PATH_KEY]) if route.target is not None else None)
         return await route.handler(request)
 
     return handle
@@ -149,6 +166,7 @@ def openapi_document(routes: Sequence[Route], title: str, version: str, descript
             "operationId": route.handler.__name__,
             "summary": summary,
             "description": details.strip(),
+            **({"x-required-role": str(route.role)} if route.role is not None else {}),
             "parameters": parameters(route.path_params, "path", components)
             + parameters(route.query, "query", components),
             "responses": {

@@ -24,11 +24,12 @@ makes a process without keys refuse to start (:func:`data_converter`) rather tha
 ``codec_app`` serves Temporal's remote codec protocol (``POST /encode`` and
 ``POST /decode`` with ``{"payloads": [...]}`` in protobuf JSON), with CORS for
 the UI's origin: run it with ``tenantflow codec-server`` and start the UI with
-``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file
-(:mod:`worker.tokens`; the UI sends it with ``--ui-codec-pass-access-token`` or from its auth provider): without
-one the server answers 401, so the endpoint never decrypts for an anonymous caller. ``/encode`` refuses (403) a
-payload that is a gate answer (:func:`is_gate_answer`): a token holder cannot mint an encrypted approval through
-it; gates are answered with ``tenantflow`` or the HTTP API, which sign them.
+``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file,
+whatever its roles (:mod:`worker.tokens`, read again on every request; the UI sends it with
+``--ui-codec-pass-access-token`` or from its auth provider): without one the server answers 401, so the endpoint
+never decrypts for an anonymous caller. ``/encode`` refuses (403) a payload that is a gate answer
+(:func:`is_gate_answer`): a token holder cannot mint an encrypted approval through it; gates are answered with
+``tenantflow`` or the HTTP API, which sign them.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from tenantflow.models.content_types import JSON
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.lifecycle import RenewTerm
 from tenantflow.worker.converter import ExplainingPayloadConverter
-from tenantflow.worker.tokens import TokenTable, bearer_auth
+from tenantflow.worker.tokens import TokenSource, bearer_auth
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
@@ -257,7 +258,7 @@ GATE_ANSWER_REFUSED = (
 )
 
 
-def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenTable) -> web.Application:
+def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenSource) -> web.Application:
     """Temporal's remote codec protocol: ``POST /encode`` and ``POST /decode`` for a caller with a token of
     ``tokens``, with CORS for ``cors_origins`` (also on a 401, so the UI can show it)."""
     allowed = set(cors_origins)

@@ -14,7 +14,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer, PortTaken
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_RUN_FAILED, console, errors, run
-from tenantflow.worker.tokens import TokenFileError, TokenTable
+from tenantflow.worker.tokens import TokenFile, TokenFileError
 
 
 def worker() -> None:
@@ -65,7 +65,7 @@ def tls_context(cert: Path | None, key: Path | None) -> ssl.SSLContext | None:
     return context
 
 
-def load_tokens() -> TokenTable:
+def load_tokens() -> TokenFile:
     """The per-user token file (``TENANTFLOW_API_TOKENS_FILE``), or exit naming the fix."""
     from tenantflow.starter.http_api import api_tokens
 
@@ -76,17 +76,27 @@ def load_tokens() -> TokenTable:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
-def token(user: str) -> None:
-    """Make a bearer token for USER: prints the token once, and the line to append to TENANTFLOW_API_TOKENS_FILE."""
+def token(
+    user: str,
+    role: Annotated[
+        list[str],
+        typer.Option(
+            help="ROLE:PATTERN, repeatable: viewer, requester, approver or admin over the tenants (and worker "
+            "clusters, as workerclusters/NS/WORKER) the fnmatch pattern matches, e.g. requester:tenant-a*"
+        ),
+    ],
+) -> None:
+    """Make a bearer token for USER with its roles: prints the token once, and the line to append to
+    TENANTFLOW_API_TOKENS_FILE."""
     from tenantflow.worker.tokens import new_token
 
     try:
-        secret, line = new_token(user)
+        secret, line = new_token(user, role)
     except TokenFileError as exc:
-        errors.print(f"[red]{exc}[/red]")
+        errors.print(f"[red]{exc}[/red]", soft_wrap=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     console.print(f"token for {user} (shown once): {secret}")
-    console.print(f"append to the token file: {line}")
+    console.print(f"append to the token file: {line}", soft_wrap=True)
 
 
 def codec_server(
