@@ -227,7 +227,9 @@ def bearer_auth(tokens: TokenSource) -> Middleware:
             return refused(503, f"the token file is unusable: {exc}; fix it (it is read again on every request)")
         entry = table.entry(given.strip())
         if entry is None:
-            return unauthenticated("unknown bearer token: it is not (or no longer) in the token file")
+            return unauthenticated(
+                "unknown bearer token: it is not in the token file (never added, or removed from it)"
+            )
         request[USER_KEY] = entry.user
         request[GRANTS_KEY] = entry.grants
         return await handler(request)

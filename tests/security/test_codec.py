@@ -161,7 +161,7 @@ def test_encryption_required_without_keys_is_refused_naming_the_setting() -> Non
     assert isinstance(data_converter(ring("k1"), require=True).payload_codec, EncryptionCodec)
 
 
-TOKEN, TOKEN_LINE = new_token("ui-user")
+TOKEN, TOKEN_LINE = new_token("ui-user", ["viewer:*"])
 
 
 async def test_the_codec_endpoint_does_not_encrypt_gate_answers() -> None:

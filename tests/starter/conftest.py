@@ -1,4 +1,5 @@
-"""CLI test helpers: a fake-activity worker on the dev server and the CLI run as a real subprocess."""
+"""CLI test helpers: a fake-activity worker on the dev server, the CLI run as a real subprocess, and the HTTP API
+served on a real loopback port."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest_asyncio
+from aiohttp import web
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.http_api import make_api_app
+from tenantflow.worker.tokens import TokenSource
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker
 
@@ -51,3 +57,18 @@ def unique_slug() -> str:
 async def fake_api(dev_env: WorkflowEnvironment) -> AsyncIterator[TenantflowClient]:
     async with fake_worker(dev_env, FakeWorld()) as api:
         yield api
+
+
+@asynccontextmanager
+async def http_api(api: TenantflowClient, tokens: TokenSource) -> AsyncIterator[httpx.AsyncClient]:
+    """``tenantflow serve-api``'s app, acting through ``api`` for the callers of ``tokens``, on a free loopback
+    port; a client of it."""
+    runner = web.AppRunner(make_api_app(api, tokens))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://{host}:{port}", timeout=30) as http:
+            yield http
+    finally:
+        await runner.cleanup()

@@ -33,7 +33,7 @@ from tenantflow.worker.tokens import new_token
 from tests.security.four_eyes import four_eyes_worker
 from tests.starter.conftest import CLI
 
-TOKEN, TOKEN_LINE = new_token("fuzzer")
+TOKEN, TOKEN_LINE = new_token("fuzzer", ["admin:*"])
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = 25
 """Inputs per operation and mode (valid, invalid): 15 operations x 2 x 25 keep the run near a minute."""

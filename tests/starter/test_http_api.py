@@ -13,23 +13,20 @@ from urllib.parse import quote
 
 import httpx
 import pytest_asyncio
-from aiohttp import web
 from openapi_spec_validator import validate
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.devserver import free_port
-from tenantflow.starter.http_api import make_api_app
 from tenantflow.worker.tokens import TokenTable, new_token
 from tests.security.four_eyes import client_as, four_eyes_worker
-from tests.starter.conftest import unique_slug
+from tests.starter.conftest import http_api, unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.harness import wait_for_stage
 from tests.workflows.test_gate_updates import ENROLLMENT
 
-ALICE, ALICE_LINE = new_token("alice")
-BOB, BOB_LINE = new_token("bob")
+ALICE, ALICE_LINE = new_token("alice", ["requester:*", "approver:*"])
+BOB, BOB_LINE = new_token("bob", ["requester:*", "approver:*"])
 AS_ALICE = {"Authorization": f"Bearer {ALICE}"}
 AS_BOB = {"Authorization": f"Bearer {BOB}"}
 
@@ -42,15 +39,8 @@ async def api(dev_env: WorkflowEnvironment) -> AsyncIterator[TenantflowClient]:
 
 @pytest_asyncio.fixture
 async def http(api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
-    runner = web.AppRunner(make_api_app(api, TokenTable.parse([ALICE_LINE, BOB_LINE])))
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            yield client
-    finally:
-        await runner.cleanup()
+    async with http_api(api, TokenTable.parse([ALICE_LINE, BOB_LINE])) as client:
+        yield client
 
 
 async def test_requests_without_a_known_token_are_refused(http: httpx.AsyncClient) -> None:

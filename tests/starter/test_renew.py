@@ -7,25 +7,21 @@ token's user), never a name the caller types."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
-import httpx
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL, TermStatus
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.http_api import make_api_app
 from tenantflow.worker.tokens import TokenTable, new_token
-from tests.starter.conftest import tenantflow, unique_slug
+from tests.starter.conftest import http_api, tenantflow, unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.lifecycle_harness import notify_sink, start_term, term_worker, wait_renewed
 
-TOKEN, TOKEN_LINE = new_token("svc")
+TOKEN, TOKEN_LINE = new_token("svc", ["requester:tenant-*", "approver:tenant-*"])
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -65,23 +61,9 @@ async def test_cli_renew_waits_for_approval_then_moves_the_end_and_refuses_bad_d
     assert code == 4 and "has no lifecycle" in err
 
 
-@asynccontextmanager
-async def http_api(api: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
-    """``tenantflow serve-api``'s app on a free loopback port, and a client of it."""
-    runner = web.AppRunner(make_api_app(api, TokenTable.parse([TOKEN_LINE])))
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    try:
-        async with httpx.AsyncClient(base_url=f"http://{host}:{port}", timeout=30) as http:
-            yield http
-    finally:
-        await runner.cleanup()
-
-
 async def test_http_renew_and_term(term_api: tuple[TenantflowClient, str, datetime]) -> None:
     api, slug, end = term_api
-    async with http_api(api) as http:
+    async with http_api(api, TokenTable.parse([TOKEN_LINE])) as http:
         bad = await http.post(f"/tenants/{slug}/renew", json={"days": 0}, headers=AUTH)
         assert bad.status_code == 422 and "days=0" in bad.json()["error"]
         typo = await http.post(f"/tenants/{slug}/renew", json={"dayz": 10}, headers=AUTH)
@@ -111,6 +93,6 @@ async def test_an_ended_term_is_not_renewed(dev_env: WorkflowEnvironment) -> Non
         assert (await handle.result()).status == "offboarded"
         code, _, err = await tenantflow(api, "renew", slug, "--days", "5")
         assert code == 4 and "ended (term:offboarded" in err
-        async with http_api(api) as http:
+        async with http_api(api, TokenTable.parse([TOKEN_LINE])) as http:
             refused = await http.post(f"/tenants/{slug}/renew", json={"days": 5}, headers=AUTH)
         assert refused.status_code == 409 and "ended (term:offboarded)" in refused.json()["error"]
