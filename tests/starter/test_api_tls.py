@@ -64,19 +64,19 @@ async def test_serve_api_speaks_https_with_per_user_tokens(served: tuple[str, st
     async with httpx.AsyncClient(base_url=base, verify=str(ca), timeout=10) as http:
         for _ in range(100):
             try:
-                anonymous = await http.get("/runs/tenant/none")
+                anonymous = await http.get("/runs/tenant/tenant-none")
                 break
             except httpx.ConnectError:
                 await asyncio.sleep(0.2)
         else:
             pytest.fail("serve-api did not start listening")
         assert anonymous.status_code == 401
-        known = await http.get("/runs/tenant/none", headers={"Authorization": f"Bearer {token}"})
+        known = await http.get("/runs/tenant/tenant-none", headers={"Authorization": f"Bearer {token}"})
         assert known.status_code == 404, known.text
     plain = base.replace("https://", "http://")
     async with httpx.AsyncClient(base_url=plain, timeout=10) as http:
         with pytest.raises(httpx.HTTPError):
-            await http.get("/runs/tenant/none", headers={"Authorization": f"Bearer {token}"})
+            await http.get("/runs/tenant/tenant-none", headers={"Authorization": f"Bearer {token}"})
 
 
 def test_token_refuses_a_role_it_does_not_know_naming_the_roles(fake_api: TenantflowClient) -> None:

@@ -80,3 +80,37 @@ def test_every_gate_command_is_a_gate_the_gate_route_answers() -> None:
     [gate] = [p for p in route["parameters"] if p["name"] == "gate"]
     gates = {command.replace("-", "_") for command, answered in ROUTE_OF.items() if answered == GATE}
     assert set(gate["schema"]["enum"]) == gates
+
+
+ROLE_OF: dict[tuple[str, str], str | None] = {
+    ("GET", "/openapi.json"): None,
+    ("GET", "/runs"): "viewer",
+    ("GET", "/runs/{id}"): "viewer",
+    ("GET", "/runs/{id}/result"): "viewer",
+    ("GET", "/tenants/{slug}/term"): "viewer",
+    ("POST", "/runs/onboarding"): "requester",
+    ("POST", "/runs/enrollment"): "requester",
+    ("POST", "/tenants/{slug}/change"): "requester",
+    ("POST", "/tenants/{slug}/renew"): "requester",
+    ("POST", "/tenants/{slug}/offboarding"): "requester",
+    ("POST", "/workerclusters/{namespace}/{worker}/decommission"): "requester",
+    ("POST", "/runs/{id}/cancel"): "requester",
+    ("POST", "/runs/{id}/gates/approve_plan"): "approver",
+    ("POST", "/runs/{id}/gates/reject_plan"): "approver",
+    ("POST", GATE[1]): "approver",
+}
+"""The role each route needs (issue 25): reads viewer, starts and changes requester, gate answers approver."""
+
+
+def test_every_route_declares_its_role_and_the_answers_of_a_token_without_it() -> None:
+    document = api_document()
+    assert document["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    assert document["security"] == [{"bearer": []}]
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            role = ROLE_OF[(method.upper(), path)]
+            assert operation.get("x-required-role") == role, (method, path)
+            assert "401" in operation["responses"], (method, path)
+            assert ("403" in operation["responses"]) is (role is not None), (method, path)
+            if role is not None:
+                assert f"no {role} role" in operation["responses"]["403"]["description"], (method, path)
