@@ -199,6 +199,8 @@ async def test_codec_endpoint_without_credentials_answers_401() -> None:
             assert anonymous.headers["Access-Control-Allow-Origin"] == UI, "the UI can read the 401"
             wrong = await http.post(path, content=body, headers={"Authorization": "Bearer guess"})
             assert wrong.status_code == 401
+            bare = await http.post(path, content=body, headers={"Authorization": TOKEN})
+            assert bare.status_code == 401 and "Bearer" in bare.json()["error"], "the scheme is required"
         allowed = await http.post("/decode", content=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert allowed.status_code == 200
         assert base64.b64decode(allowed.json()["payloads"][0]["data"]) == b'"secret"'
