@@ -56,7 +56,7 @@ def worker_cluster(namespace: str, worker: str) -> Target:
     return Target("worker cluster", f"workerclusters/{namespace}/{worker}")
 
 
-def run(workflow_id: str) -> Target:
+def target_of_run(workflow_id: str) -> Target:
     """The tenant or worker cluster a run's workflow id names, else the run itself (covered only by ``*``)."""
     slug = tenant_of_run(workflow_id)
     if slug is not None:
@@ -74,7 +74,7 @@ def of_worker_path(path: WorkerPath) -> Target:
 
 
 def of_run_path(path: RunPath) -> Target:
-    return run(path.id)
+    return target_of_run(path.id)
 
 
 def allowed(grants: tuple[Grant, ...], role: Role, target: Target | None) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 from pydantic import Field, field_validator
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError
 
 from tenantflow.models.api import (
     CancelRequested,
@@ -29,7 +29,7 @@ from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.run_ids import enrollment_id
-from tenantflow.starter.api_auth import authorize, may_view, run, worker_cluster
+from tenantflow.starter.api_auth import authorize, may_view, target_of_run, worker_cluster
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
@@ -167,9 +167,11 @@ async def list_runs(request: web.Request) -> web.Response:
         f"Stage = {quoted(query.stage)}" if query.stage else "",
         "ExecutionStatus = 'Running'" if query.running else "",
     ]
-    found = await client_of(request).list_runs(
-        " AND ".join(c for c in clauses if c), query.limit, keep=lambda execution: may_view(request, run(execution.id))
-    )
+
+    def viewable(execution: WorkflowExecution) -> bool:
+        return may_view(request, target_of_run(execution.id))
+
+    found = await client_of(request).list_runs(" AND ".join(c for c in clauses if c), query.limit, keep=viewable)
     rows = [
         RunSummary(
             id=run.id,
