@@ -68,13 +68,9 @@ class TenantChange(TenantWorkflow):
             state.gates.set_stage("refused", refusal)
             raise ApplicationError(refusal, type="Invalid", non_retryable=True)
 
-        state.gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
         facts = Facts(remove_users=removed_users(params.previous, contract))
-        run_id = workflow.info().workflow_id
-        facts = tenant.facts = await self._preflight(StepInput(contract=contract, facts=facts, run_id=run_id))
-        tenant.stop_on_preflight_errors()
-        step_input = StepInput(contract=contract, facts=facts, run_id=run_id)
-        outcome = await tenant.gated_writes(step_input, params, self._build_plan, self._apply_and_validate)
+        first = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)
+        outcome = await tenant.gated_writes(first, params, self._preflight, self._build_plan, self._apply_and_validate)
         if isinstance(outcome, OnboardingResult):
             return outcome
         plan, applied, handover = outcome

@@ -45,16 +45,10 @@ def troubleshoot(report: ConditionReport, wanted: list[str]) -> list[Finding]:
         cond = report.conditions.get(name)
         detail = f" ({cond.reason}: {cond.message})" if cond else " (not reported)"
         what, fix = TROUBLESHOOTING[name]
-        findings.append(Finding(check=f"condition.{name}", ok=False, message=f"{name}=False: {what}{detail}", fix=fix))
+        findings.append(Finding.failed(f"condition.{name}", f"{name}=False: {what}{detail}", fix))
     if findings and report.components:
-        findings.append(
-            Finding(
-                check="worker.components",
-                ok=True,
-                severity="info",
-                message="installed components on the worker: " + "; ".join(report.components),
-            )
-        )
+        components = "installed components on the worker: " + "; ".join(report.components)
+        findings.append(Finding.passed("worker.components", components))
     return findings
 
 

@@ -178,15 +178,11 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
             if cause is not None and cause.type == "CordonFailed":
                 raise
             if cause is not None and cause.type == "InvariantBroken":
-                self.state.findings.append(
-                    Finding(
-                        check="invariants",
-                        ok=False,
-                        message=cause.message,
-                        fix="the worker stays cordoned and nothing was adopted; find out "
-                        "what changed the recorded work before enrolling again",
-                    )
+                fix = (
+                    "the worker stays cordoned and nothing was adopted; find out what changed the recorded work "
+                    "before enrolling again"
                 )
+                self.state.findings.append(Finding.failed("invariants", cause.message, fix))
                 self.state.gates.set_stage("stopped-invariant", f"Stopped, worker stays cordoned: {cause.message}")
                 raise
             await self._after_failure(plan, err)
@@ -310,14 +306,8 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
             f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
             "runbook's brownfield steps or decommission the worker"
         )
-        self.state.findings.append(
-            Finding(
-                check="brownfield.cordon",
-                ok=False,
-                fix=fix,
-                message=f"{why}: Hub dispatch to the worker is NOT cordoned",
-            )
-        )
+        said = f"{why}: Hub dispatch to the worker is NOT cordoned"
+        self.state.findings.append(Finding.failed("brownfield.cordon", said, fix))
         self.state.gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
         raise ApplicationError(
             f"{why}; Hub dispatch is not cordoned, keep submissions paused", type="CordonFailed", non_retryable=True

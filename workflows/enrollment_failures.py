@@ -102,14 +102,8 @@ class EnrollmentFailures:
                 f"the worker stays enrolled and cordoned: fix the cause, then uncordon it ({uncordon}) "
                 f"or decommission it ({decommission})"
             )
-        self.state.findings.append(
-            Finding(
-                check="enrollment.stopped",
-                ok=False,
-                fix=fix,
-                message=f"stopped after the worker was {live}: {why}; the worker was not torn down",
-            )
-        )
+        said = f"stopped after the worker was {live}: {why}; the worker was not torn down"
+        self.state.findings.append(Finding.failed("enrollment.stopped", said, fix))
         headline = f"Stopped, `{c.worker_name}` left enrolled: {todo}"
         self.state.gates.set_stage("stopped-enrolled", self.state.gates.details(headline, commands, "What to run:"))
 

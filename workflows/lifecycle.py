@@ -149,21 +149,23 @@ class TenantLifecycle:
                 verified_by=proof_fingerprint(request.proof),
             )
             return self.term()
-        self._extend(
-            Renewal(
-                days=request.days,
-                approver=request.approver,
-                comment=request.comment,
-                at=workflow.now(),
-                term_end=self._term_end,
-            )
-        )
+        self._extend(request.days, request.approver, request.comment)
         return self.term()
 
-    def _extend(self, renewal: Renewal) -> None:
-        """Move the end by ``renewal`` (its ``term_end`` set to the new end), to be announced."""
-        self._term_end += timedelta(days=renewal.days)
-        self._renewals.append(renewal.model_copy(update={"term_end": self._term_end}))
+    def _extend(self, days: int, approver: str, comment: str, requested_by: str = "", verified_by: str = "") -> None:
+        """Move the end by ``days`` and record the renewal with the new end, to be announced (``requested_by`` and
+        ``verified_by`` for a renewal that waited at the gate)."""
+        self._term_end += timedelta(days=days)
+        renewal = Renewal(
+            days=days,
+            approver=approver,
+            comment=comment,
+            at=workflow.now(),
+            term_end=self._term_end,
+            requested_by=requested_by,
+            verified_by=verified_by,
+        )
+        self._renewals.append(renewal)
         self._unannounced += 1
 
     def requested_by(self, gate: str) -> str | None:
@@ -179,17 +181,8 @@ class TenantLifecycle:
         self._pending = None
         answer = GateAnswer(approver=approval.approver, comment=approval.comment, proof=approval.proof)
         self._approvals.append(recorded_approval("approve_plan", answer, workflow.now(), pending.plan_hash))
-        self._extend(
-            Renewal(
-                days=pending.days,
-                approver=approval.approver,
-                comment=pending.comment,
-                at=workflow.now(),
-                term_end=self._term_end,
-                requested_by=pending.requested_by,
-                verified_by=proof_fingerprint(approval.proof),
-            )
-        )
+        verified_by = proof_fingerprint(approval.proof)
+        self._extend(pending.days, approval.approver, pending.comment, pending.requested_by, verified_by)
         return f"renewal {pending.plan_hash} by {pending.days} days approved by {approval.approver}"
 
     @approve_plan.validator

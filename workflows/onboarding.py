@@ -42,7 +42,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import Facts, Handover, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.plan import Plan, PlanStep
-    from tenantflow.models.results import EnsureResult, Finding, Severity
+    from tenantflow.models.results import EnsureResult, Finding
     from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE, Step
 
 from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
@@ -91,12 +91,8 @@ class TenantOnboarding(TenantWorkflow):
         state.target = state.steps.target = contract.slug
         state.gates.label(TENANT_SLUG, contract.slug)
 
-        state.gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
-        run_id = workflow.info().workflow_id
-        facts = tenant.facts = await self._preflight(StepInput(contract=contract, run_id=run_id))
-        tenant.stop_on_preflight_errors()
-        step_input = StepInput(contract=contract, facts=facts, run_id=run_id)
-        outcome = await tenant.gated_writes(step_input, params, self._build_plan, self._apply_and_finish)
+        first = StepInput(contract=contract, run_id=workflow.info().workflow_id)
+        outcome = await tenant.gated_writes(first, params, self._preflight, self._build_plan, self._apply_and_finish)
         if isinstance(outcome, OnboardingResult):
             return outcome
         plan, applied, handover = outcome
@@ -105,7 +101,7 @@ class TenantOnboarding(TenantWorkflow):
         if state.patches.has(LIFECYCLE_PATCH):
             state.gates.set_stage("term", "Starting the tenant's lifecycle: the contract's term as a timer")
             said = await start_lifecycle(contract)
-            state.findings.append(Finding(check="term", ok=True, severity=Severity.info, message=said))
+            state.findings.append(Finding.passed("term", said))
         return tenant.completed(f"Tenant {contract.slug} onboarded", plan, applied, handover)
 
     async def _apply_and_finish(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:

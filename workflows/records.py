@@ -64,11 +64,10 @@ class Records:
             await self.state.steps.run(step, record)
         except ActivityError as err:
             self.state.findings.append(
-                Finding(
-                    check="record",
-                    ok=False,
-                    severity=Severity.warning,
-                    message=f"the record was not stored: {err.cause or err}",
-                    fix="until the history expires the CLI reads the contract from it; later pass --contract",
+                Finding.failed(
+                    "record",
+                    f"the record was not stored: {err.cause or err}",
+                    "until the history expires the CLI reads the contract from it; later pass --contract",
+                    Severity.warning,
                 )
             )

@@ -2,12 +2,12 @@
 
 Both workflows inherit :class:`TenantWorkflow` (siblings one level under it): the handlers they share, bound once
 with the tenant runs' texts, and the :class:`TenantRun` it builds over their run state.
-:meth:`TenantRun.gated_writes` builds the plan, waits for its approval (planned again right before the first
-write: a changed plan opens ``approve_plan`` again), runs the writes and, when they fail or the run is cancelled,
-unwinds the saga in the runbook's rollback order (``workflows/rollback.py``). :meth:`TenantRun.apply` runs the
-runbook's apply steps, each on the saga with the plan's creations for it (runs recorded with
-:data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but before its result is recorded, and an earlier
-attempt of a step may have created an object whose answer it lost.
+:meth:`TenantRun.gated_writes` runs the preflight (its errors stop the run before any write), builds the plan, waits
+for its approval (planned again right before the first write: a changed plan opens ``approve_plan`` again), runs the
+writes and, when they fail or the run is cancelled, unwinds the saga in the runbook's rollback order
+(``workflows/rollback.py``). :meth:`TenantRun.apply` runs the runbook's apply steps, each on the saga with the plan's
+creations for it (runs recorded with :data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but before its
+result is recorded, and an earlier attempt of a step may have created an object whose answer it lost.
 """
 
 from __future__ import annotations
@@ -88,14 +88,20 @@ class TenantRun:
 
     async def gated_writes(
         self,
-        step_input: StepInput,
+        first: StepInput,
         params: OnboardingInput | ChangeInput,
+        preflight: Callable[[StepInput], Awaitable[Facts]],
         build: Callable[[StepInput], Awaitable[Plan]],
         write: Callable[[StepInput, list[EnsureResult]], Awaitable[Handover]],
     ) -> Written | OnboardingResult:
-        """Build the plan, wait for its approval (re-planned before the first write), then ``write``; a failure or
-        cancel unwinds the saga and re-raises. (plan, applied, handover), or the result of a rejected plan."""
+        """``preflight`` from ``first`` (its errors stop the run before any write), build the plan with the facts it
+        found, wait for its approval (re-planned before the first write), then ``write``; a failure or cancel
+        unwinds the saga and re-raises. (plan, applied, handover), or the result of a rejected plan."""
         state = self.state
+        state.gates.set_stage("preflight", "Reading every layer; nothing is written before approval")
+        facts = self.facts = await preflight(first)
+        self.stop_on_preflight_errors()
+        step_input = StepInput(contract=first.contract, facts=facts, run_id=first.run_id)
         escalate = timedelta(seconds=params.approval_escalate_after_s)
         expire = timedelta(seconds=params.approval_expire_after_s)
         plan = await build(step_input)

@@ -204,10 +204,6 @@ def delete_argv(kind: str, name: str, data: SlurmObject) -> list[str]:
     return sacctmgr_write("delete", "qos" if kind == "qos" else "account", name)
 
 
-def _no_turn() -> AbstractContextManager[None]:
-    return nullcontext()
-
-
 @dataclass
 class Ensurer:
     """Applies wants one by one; on an error removes what it created in this attempt, then re-raises.
@@ -218,7 +214,7 @@ class Ensurer:
 
     ctl: SlurmCtl
     contract: TenantContract
-    turn: Callable[[], AbstractContextManager[None]] = _no_turn
+    turn: Callable[[], AbstractContextManager[None]] = nullcontext
     results: list[EnsureResult] = field(default_factory=list)
 
     def ensure(self, want: Want, world: World) -> None:
@@ -361,10 +357,10 @@ def undo_results(
             if before_delete is not None:
                 before_delete(res)
             out = ctl.run(delete_argv(kind, res.name, data), check=False)
-            gone = out.exit_code == 0 and "Nothing deleted" not in out.stdout + out.stderr
-            if out.exit_code != 0 and "Nothing deleted" not in out.stdout + out.stderr:
+            gone_before = "Nothing deleted" in out.stdout + out.stderr
+            if out.exit_code != 0 and not gone_before:
                 raise undo_error(kind, res.name, out.stderr or out.stdout)
-            done.append(res.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
+            done.append(res.model_copy(update={"outcome": Outcome.absent if gone_before else Outcome.deleted}))
         elif res.outcome == Outcome.updated and data.previous:
             previous = {k: v or cleared(kind, k) or v for k, v in data.previous.items()}
             want = Want(
