@@ -76,10 +76,12 @@ def poll_until(
 ) -> Polled[T]:
     """Probe until ``done(answer)``, the time budget or the number of attempts runs out (no budget: forever).
 
-    Between tries it heartbeats ``detail(answer)`` (with no ``detail``, a bare heartbeat) and sleeps."""
+    Between tries it heartbeats ``detail(answer)`` (with no ``detail``, a bare heartbeat) and sleeps; inside an
+    activity it also logs each new ``detail``, so the worker's log shows what a long wait is waiting on."""
     deadline = clock() + budget_s if budget_s is not None else math.inf
     delay = every.first_s
     tries = 0
+    shown: object = None
     while True:
         value = probe()
         tries += 1
@@ -88,6 +90,10 @@ def poll_until(
         left = deadline - clock()
         if left <= 0 or (attempts is not None and tries >= attempts):
             return Polled(value, False, tries)
-        heartbeat(*(() if detail is None else (detail(value),)))
+        note = None if detail is None else detail(value)
+        heartbeat(*(() if note is None else (note,)))
+        if note is not None and note != shown and activity.in_activity():
+            activity.logger.info("waiting: %s", note)
+            shown = note
         sleep(min(delay, left))
         delay = every.next(delay)

@@ -131,7 +131,7 @@ def _run_job_once(
         lambda info: info.get("JobState", "") in FINISHED,
         every=Backoff(0.5, 1.5, 10.0),
         budget_s=JOB_TIMEOUT_S,
-        detail=lambda info: f"job {job} {info.get('JobState', '')}",
+        detail=lambda info: f"{name} job {job} {info.get('JobState', '')} Reason={info.get('Reason', '')}",
     )
     info, state = ran.value, ran.value.get("JobState", "")
     if not ran.done:
