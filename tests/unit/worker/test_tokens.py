@@ -3,6 +3,7 @@ one, the role each grant gives, and the file read again when it changes."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from tenantflow.worker.tokens import Grant, Role, TokenFile, TokenFileError, TokenTable, new_token
 
 TOKEN, LINE = new_token("alice", ["requester:tenant-a*", "approver:tenant-*"])
-DIGEST = LINE.split()[0]
+DIGEST = hashlib.sha256(b"a token of alice's").hexdigest()
+"""A fixed digest for parameters: pytest-xdist workers must collect the same test ids."""
 
 
 def test_a_line_grants_its_user_each_role_over_its_pattern() -> None:
