@@ -14,10 +14,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tests.approvers import SessionApprovers, session_approvers
 from tests.chaos.kit import STATS
 from tests.labfixture import whole_lab
-from tests.loop_hygiene import no_task_outlives_its_test
 from tests.temporal_env import start_dev_server, start_time_skipping
-
-__all__ = ["no_task_outlives_its_test"]
 
 
 @pytest.fixture(scope="session", autouse=True)
