@@ -83,8 +83,8 @@ async def test_the_temporal_cli_cannot_approve_without_proof(dev_env: WorkflowEn
 async def test_alices_run_is_approved_only_by_another_principals_verified_identity(
     dev_env: WorkflowEnvironment,
 ) -> None:
-    keys = session_approvers().signers
-    async with four_eyes_worker(dev_env) as queue:
+    keys, world = session_approvers().signers, FakeWorld()
+    async with four_eyes_worker(dev_env, world) as queue:
         alice = await client_as(dev_env, "alice@laptop", queue)
         handle, plan_hash = await at_plan_gate(alice, unique_slug())
         same_principal = "started this run and cannot approve it"
@@ -98,7 +98,10 @@ async def test_alices_run_is_approved_only_by_another_principals_verified_identi
         bob = await client_as(dev_env, "bob@ops-host", queue)
         assert (await bob.approve(handle.id, plan_hash)).endswith("approved by bob@ops-host")
         result: OnboardingResult = await handle.result()
+        status = await bob.status(handle.id)
     assert result.status == "completed"
+    [record] = world.records
+    assert status.approvals == result.approvals == record.run.approvals, "status, result and record say the same"
     [approval] = result.approvals
     assert (approval.approver, approval.established) == ("bob@ops-host", "verified")
     assert approval.verified_by == keys["bob"].fingerprint
