@@ -56,6 +56,18 @@ async def test_a_raw_update_without_proof_does_not_approve_and_says_how(dev_env:
         await alice.reject(handle.id, "test over")
 
 
+async def test_a_raw_approve_plan_signal_without_proof_is_ignored(dev_env: WorkflowEnvironment) -> None:
+    """The signal form cannot be refused, so the run ignores it: the plan waits until bob's verified update."""
+    async with four_eyes_worker(dev_env) as queue:
+        alice = await client_as(dev_env, "alice@laptop", queue)
+        bob = await client_as(dev_env, "bob@ops-host", queue)
+        handle, plan_hash = await at_plan_gate(alice, unique_slug())
+        await handle.signal("approve_plan_signal", {"plan_hash": plan_hash, "approver": "bob@ops-host"})
+        assert (await bob.approve(handle.id, plan_hash)).endswith("approved by bob@ops-host"), "the gate still waited"
+        result: OnboardingResult = await handle.result()
+    assert [(a.approver, a.established) for a in result.approvals] == [("bob@ops-host", "verified")]
+
+
 async def test_the_temporal_cli_cannot_approve_without_proof(dev_env: WorkflowEnvironment) -> None:
     """The acceptance check as written: ``temporal workflow update execute --name approve_plan --input '{"plan_hash":
     H, "approver": "bob"}'`` (the real CLI, a client with no key) does not approve, and says how to."""
