@@ -22,47 +22,12 @@ A grant's pattern (fnmatch-style, case-sensitive) is matched against the target'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiohttp import web
 
 from tenantflow.models.api import RunPath, TenantPath, WorkerPath
-from tenantflow.models.run_ids import tenant_of_run, worker_of_run
 from tenantflow.starter.problems import ApiProblem
-from tenantflow.worker.tokens import GRANTS_KEY, USER_KEY, Grant, Role
-
-EVERY_TARGET = "*"
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a request acts on: its kind (``tenant``, ``worker cluster``, ``run``) and the name patterns match."""
-
-    kind: str
-    name: str
-
-    def covered_by(self, grant: Grant) -> bool:
-        return grant.pattern == EVERY_TARGET if self.kind == "run" else grant.covers(self.name)
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.name}"
-
-
-def tenant(slug: str) -> Target:
-    return Target("tenant", slug)
-
-
-def worker_cluster(namespace: str, worker: str) -> Target:
-    return Target("worker cluster", f"workerclusters/{namespace}/{worker}")
-
-
-def target_of_run(workflow_id: str) -> Target:
-    """The tenant or worker cluster a run's workflow id names, else the run itself (covered only by ``*``)."""
-    slug = tenant_of_run(workflow_id)
-    if slug is not None:
-        return tenant(slug)
-    worker = worker_of_run(workflow_id)
-    return worker_cluster(*worker) if worker is not None else Target("run", workflow_id)
+from tenantflow.worker.targets import EVERY_TARGET, Target, allowed, target_of_run, tenant, worker_cluster
+from tenantflow.worker.tokens import GRANTS_KEY, USER_KEY, Role
 
 
 def of_tenant_path(path: TenantPath) -> Target:
@@ -75,11 +40,6 @@ def of_worker_path(path: WorkerPath) -> Target:
 
 def of_run_path(path: RunPath) -> Target:
     return target_of_run(path.id)
-
-
-def allowed(grants: tuple[Grant, ...], role: Role, target: Target | None) -> bool:
-    """Whether ``grants`` give ``role`` over ``target`` (None: over any target at all)."""
-    return any(grant.includes(role) and (target is None or target.covered_by(grant)) for grant in grants)
 
 
 def may_view(request: web.Request, target: Target) -> bool:

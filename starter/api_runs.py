@@ -29,7 +29,7 @@ from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.run_ids import enrollment_id
-from tenantflow.starter.api_auth import authorize, may_view, target_of_run, worker_cluster
+from tenantflow.starter.api_auth import authorize, may_view
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
@@ -44,6 +44,7 @@ from tenantflow.starter.api_requests import (
 from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.problems import ApiProblem, or_404
+from tenantflow.worker.targets import target_of_run, worker_cluster
 from tenantflow.worker.tokens import Role
 from tenantflow.workflows.search import STAGE
 

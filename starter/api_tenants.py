@@ -17,7 +17,7 @@ from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.api_auth import authorize, tenant
+from tenantflow.starter.api_auth import authorize
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
@@ -32,6 +32,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.problems import ApiProblem, or_404
 from tenantflow.starter.records import tenant_record
+from tenantflow.worker.targets import tenant
 from tenantflow.worker.tokens import Role
 
 RENEW_BODY = answered_by_token_user(RenewTerm)

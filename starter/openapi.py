@@ -22,8 +22,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tenantflow.models.api import Problem
 from tenantflow.models.content_types import JSON
-from tenantflow.starter.api_auth import Target, authorize
+from tenantflow.starter.api_auth import authorize
 from tenantflow.starter.problems import invalid
+from tenantflow.worker.targets import Target
 from tenantflow.worker.tokens import Role
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

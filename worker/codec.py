@@ -24,12 +24,18 @@ makes a process without keys refuse to start (:func:`data_converter`) rather tha
 ``codec_app`` serves Temporal's remote codec protocol (``POST /encode`` and
 ``POST /decode`` with ``{"payloads": [...]}`` in protobuf JSON), with CORS for
 the UI's origin: run it with ``tenantflow codec-server`` and start the UI with
-``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file,
-whatever its roles (:mod:`worker.tokens`, read again on every request; the UI sends it with
-``--ui-codec-pass-access-token`` or from its auth provider): without one the server answers 401, so the endpoint
-never decrypts for an anonymous caller. ``/encode`` refuses (403) a payload that is a gate answer
-(:func:`is_gate_answer`): a token holder cannot mint an encrypted approval through it; gates are answered with
-``tenantflow`` or the HTTP API, which sign them.
+``--ui-codec-endpoint``. Every request but a CORS preflight needs a bearer token of the per-user token file
+(:mod:`worker.tokens`, read again on every request; the UI sends it with ``--ui-codec-pass-access-token`` or from
+its auth provider): without one the server answers 401, so the endpoint never decrypts for an anonymous caller.
+The token's roles (:mod:`worker.targets`) decide the rest, with 403 naming the role and the fix:
+
+- ``/decode`` needs a role (viewer or more) over the target each payload is sealed for: the tenant or worker
+  cluster its binding's workflow id names (``tenant/<slug>``: the tenant ``<slug>``), else that run, which only
+  ``*`` covers; a payload sealed for no workflow (by ``/encode``, or before the binding existed) may belong to
+  any, so only ``*`` covers it. A viewer of ``tenant-a*`` reads tenant-a's payloads in the UI and no other's.
+- ``/encode`` needs requester (or admin) over ``*``: what it seals is bound to no workflow and valid in any.
+  Even then it refuses (403) a payload that is a gate answer (:func:`is_gate_answer`): a token holder cannot
+  mint an encrypted approval through it; gates are answered with ``tenantflow`` or the HTTP API, which sign them.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ from tenantflow.models.content_types import JSON
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.lifecycle import RenewTerm
 from tenantflow.worker.converter import ExplainingPayloadConverter
-from tenantflow.worker.tokens import TokenSource, bearer_auth
+from tenantflow.worker.targets import Target, allowed, target_of_run
+from tenantflow.worker.tokens import GRANTS_KEY, USER_KEY, Role, TokenSource, bearer_auth
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
@@ -141,6 +148,15 @@ Binding = tuple[str, str]
 """The namespace and workflow id a payload is sealed for."""
 
 
+def parse_binding(binding: bytes) -> tuple[str, ...]:
+    """The namespace and workflow id of an ``encryption-binding`` value (empty when it is not one)."""
+    try:
+        value = json.loads(binding)
+    except ValueError:
+        return ()
+    return tuple(value) if isinstance(value, list) and all(isinstance(part, str) for part in value) else ()
+
+
 def associated_data(key_id: str, binding: bytes | None) -> bytes:
     """What AES-GCM authenticates with the ciphertext: the key id, and the binding when there is one."""
     return key_id.encode() if binding is None else key_id.encode() + b"\0" + binding
@@ -181,10 +197,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         """Refuse a payload sealed for another workflow than the one this codec decodes for."""
         if binding is None or self.binding is None:
             return
-        try:
-            sealed_for = tuple(json.loads(binding))
-        except (ValueError, TypeError):
-            sealed_for = ()
+        sealed_for = parse_binding(binding)
         if sealed_for != self.binding:
             raise CodecError(
                 f"payload sealed for {sealed_for!r} refused in workflow {self.binding[1]!r} of namespace "
@@ -256,6 +269,48 @@ GATE_ANSWER_REFUSED = (
     "the codec server does not encrypt gate answers: answer gates with `tenantflow approve` (or the gate's "
     "command) or through the HTTP API, which sign them for the worker to verify"
 )
+UNBOUND = Target("run", "of any workflow")
+"""What a payload sealed for no workflow may belong to: only the pattern ``*`` covers it."""
+
+
+def sealed_target(payload: Payload) -> Target | None:
+    """Whose payload ``payload`` is: the tenant or worker cluster of the workflow it is sealed for (the run itself
+    for another workflow id), :data:`UNBOUND` when it is sealed for none; None when it is not encrypted."""
+    if payload.metadata.get("encoding") != ENCODING:
+        return None
+    binding = payload.metadata.get(BINDING)
+    sealed_for = parse_binding(binding) if binding is not None else ()
+    return target_of_run(sealed_for[1]) if len(sealed_for) == 2 else UNBOUND
+
+
+def role_refusal(request: web.Request, payloads: Sequence[Payload], encode: bool) -> str | None:
+    """Why the request's token may not have ``payloads`` encoded (requester over every target: what the server
+    seals is bound to no workflow, so valid in any) or decoded (viewer over the target each is sealed for); None
+    when it may."""
+    user, grants = request[USER_KEY], request[GRANTS_KEY]
+    has = f"{user}'s token grants {' '.join(map(str, grants))}"
+    if encode:
+        if not payloads or allowed(grants, Role.requester, UNBOUND):
+            return None
+        return (
+            "/encode seals payloads for no workflow, valid in any workflow of the namespace, so it needs the "
+            f"requester role (or admin) over every target: {has}; add requester:* to {user}'s line of the token file"
+        )
+    for payload in payloads:
+        target = sealed_target(payload)
+        if target is None or allowed(grants, Role.viewer, target):
+            continue
+        if target is UNBOUND:
+            return (
+                "a payload sealed for no workflow (by /encode, or before payloads were bound to their workflow) may "
+                f"belong to any, so decoding it needs a role over every target (viewer:*): {has}"
+            )
+        pattern = "*" if target.kind == "run" else target.name
+        return (
+            f"decoding a payload of {target} needs a role over it (viewer or more): {has}; add viewer:{pattern} "
+            f"(or a pattern matching it) to {user}'s line of the token file"
+        )
+    return None
 
 
 def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenSource) -> web.Application:
@@ -276,6 +331,9 @@ def codec_app(codec: PayloadCodec, cors_origins: Sequence[str], tokens: TokenSou
         async def handle(request: web.Request) -> web.StreamResponse:
             try:
                 payloads = json_format.Parse(await request.text(), Payloads())
+                refusal = role_refusal(request, payloads.payloads, encode)
+                if refusal is not None:
+                    return web.json_response({"error": refusal}, status=403)
                 if encode and any(is_gate_answer(p) for p in payloads.payloads):
                     return web.json_response({"error": GATE_ANSWER_REFUSED}, status=403)
                 converted = await (codec.encode if encode else codec.decode)(payloads.payloads)

@@ -15,11 +15,12 @@ cluster as ``workerclusters/<namespace>/<worker>``; ``*`` matches everything). E
 A request carries ``Authorization: Bearer <token>`` (the scheme is required; a bare token is refused and told so).
 The middleware answers 401 without a known token and otherwise records the user as ``request[USER_KEY]`` (the
 identity an approval is recorded under: a client cannot name another approver) and the grants as
-``request[GRANTS_KEY]``, for the HTTP API's role checks (:mod:`tenantflow.starter.api_auth`); the codec server
-accepts any token of the file, whatever its roles. :class:`TokenFile` reads the file again on every request and
-parses it again when its bytes changed, so a token removed from it stops working at once, without a restart; a
-file that became invalid refuses every request (503, naming the line and the fix) until it is fixed, rather than
-keep serving tokens that may have been revoked in that edit.
+``request[GRANTS_KEY]``, for the role checks of the HTTP API (:mod:`tenantflow.starter.api_auth`) and of the codec
+server (:mod:`tenantflow.worker.codec`), over the targets of :mod:`tenantflow.worker.targets`.
+:class:`TokenFile` reads the file again on every request and parses it again when its bytes changed, so a token
+removed from it stops working at once, without a restart; a file that became invalid refuses every request (503,
+naming the line and the fix) until it is fixed, rather than keep serving tokens that may have been revoked in that
+edit.
 """
 
 from __future__ import annotations

@@ -56,6 +56,18 @@ async def test_a_raw_update_without_proof_does_not_approve_and_says_how(dev_env:
         await alice.reject(handle.id, "test over")
 
 
+async def test_a_raw_approve_plan_signal_without_proof_is_ignored(dev_env: WorkflowEnvironment) -> None:
+    """The signal form cannot be refused, so the run ignores it: the plan waits until bob's verified update."""
+    async with four_eyes_worker(dev_env) as queue:
+        alice = await client_as(dev_env, "alice@laptop", queue)
+        bob = await client_as(dev_env, "bob@ops-host", queue)
+        handle, plan_hash = await at_plan_gate(alice, unique_slug())
+        await handle.signal("approve_plan_signal", {"plan_hash": plan_hash, "approver": "bob@ops-host"})
+        assert (await bob.approve(handle.id, plan_hash)).endswith("approved by bob@ops-host"), "the gate still waited"
+        result: OnboardingResult = await handle.result()
+    assert [(a.approver, a.established) for a in result.approvals] == [("bob@ops-host", "verified")]
+
+
 async def test_the_temporal_cli_cannot_approve_without_proof(dev_env: WorkflowEnvironment) -> None:
     """The acceptance check as written: ``temporal workflow update execute --name approve_plan --input '{"plan_hash":
     H, "approver": "bob"}'`` (the real CLI, a client with no key) does not approve, and says how to."""
@@ -83,8 +95,8 @@ async def test_the_temporal_cli_cannot_approve_without_proof(dev_env: WorkflowEn
 async def test_alices_run_is_approved_only_by_another_principals_verified_identity(
     dev_env: WorkflowEnvironment,
 ) -> None:
-    keys = session_approvers().signers
-    async with four_eyes_worker(dev_env) as queue:
+    keys, world = session_approvers().signers, FakeWorld()
+    async with four_eyes_worker(dev_env, world) as queue:
         alice = await client_as(dev_env, "alice@laptop", queue)
         handle, plan_hash = await at_plan_gate(alice, unique_slug())
         same_principal = "started this run and cannot approve it"
@@ -98,7 +110,10 @@ async def test_alices_run_is_approved_only_by_another_principals_verified_identi
         bob = await client_as(dev_env, "bob@ops-host", queue)
         assert (await bob.approve(handle.id, plan_hash)).endswith("approved by bob@ops-host")
         result: OnboardingResult = await handle.result()
+        status = await bob.status(handle.id)
     assert result.status == "completed"
+    [record] = world.records
+    assert status.approvals == result.approvals == record.run.approvals, "status, result and record say the same"
     [approval] = result.approvals
     assert (approval.approver, approval.established) == ("bob@ops-host", "verified")
     assert approval.verified_by == keys["bob"].fingerprint

@@ -154,6 +154,31 @@ async def test_a_payload_sealed_for_one_workflow_is_refused_in_another() -> None
     assert await codec.with_context(sealed_for("default", "tenant/run-b")).decode([old]) == [approval]
 
 
+PREVIOUS_FORMAT = Payload(
+    metadata={"encoding": b"binary/encrypted", KEY_ID: b"k2025"},
+    data=base64.b64decode(
+        "+5o2Z8D51/ecTSXmq4jh4qN+OGfRGHrD8bDqn0vFxK8EBSS748OF2etAWTPhMceWyIRdk98rfm4nPrt4GAY+JHu/KJogBDRKTQ0Cosfb"
+        "xEBirBTDPpEclIH7"
+    ),
+)
+"""``{"contract": {"slug": "tenant-old"}}`` sealed by the codec before payloads were bound to their workflow (commit
+542481b^, key ``k2025`` below): AES-GCM with the key id alone as associated data, no binding in the metadata."""
+PREVIOUS_KEY = "k2025:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+
+async def test_a_payload_sealed_before_the_binding_still_decodes_and_a_tampered_one_is_refused() -> None:
+    codec = EncryptionCodec(KeyRing.parse([PREVIOUS_KEY, new_key_entry("k2026")]))
+    expected = payload('{"contract": {"slug": "tenant-old"}}')
+    assert await codec.decode([PREVIOUS_FORMAT]) == [expected], "the codec server"
+    assert await codec.with_context(sealed_for("default", "tenant/tenant-old")).decode([PREVIOUS_FORMAT]) == [expected]
+    binding = {BINDING: b'["default", "tenant/tenant-old"]'}
+    bound = Payload(metadata={**PREVIOUS_FORMAT.metadata, **binding}, data=PREVIOUS_FORMAT.data)
+    with pytest.raises(CodecError, match="key 'k2025' failed authentication"):
+        await codec.decode([bound])
+    with pytest.raises(CodecError, match="unknown codec key id 'k2025'"):
+        await EncryptionCodec(ring("k2026")).decode([PREVIOUS_FORMAT])
+
+
 def test_encryption_required_without_keys_is_refused_naming_the_setting() -> None:
     with pytest.raises(EncryptionRequired, match="TENANTFLOW_REQUIRE_ENCRYPTION=true but no codec key"):
         data_converter(None, require=True)
@@ -161,7 +186,7 @@ def test_encryption_required_without_keys_is_refused_naming_the_setting() -> Non
     assert isinstance(data_converter(ring("k1"), require=True).payload_codec, EncryptionCodec)
 
 
-TOKEN, TOKEN_LINE = new_token("ui-user", ["viewer:*"])
+TOKEN, TOKEN_LINE = new_token("ui-user", ["requester:*"])  # /encode needs requester over every target
 
 
 async def test_the_codec_endpoint_does_not_encrypt_gate_answers() -> None:

@@ -89,14 +89,18 @@ async def test_the_started_line_names_the_address_of_the_profile(dev_env: Workfl
     )
     assert proc.stderr is not None
     try:
-        started = None
+        started, said = None, []
         while started is None:
             line = await asyncio.wait_for(proc.stderr.readline(), 60)
             assert line, "the worker ended before it started"
             event = json.loads(line)
+            said.append(event.get("event", ""))
             if event.get("event") == "worker started":
                 started = event
         assert (started["address"], started["namespace"]) == (target, "default")
+        assert any(text.startswith("payloads are not encrypted: no TENANTFLOW_CODEC_KEY_FILE") for text in said), (
+            "a worker without codec keys says so"
+        )
         assert started["deployment"] is None and started["build_id"] is None, "unversioned unless configured"
     finally:
         proc.send_signal(signal.SIGTERM)
