@@ -10,14 +10,15 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
-from tenantflow.starter.output import OutputOpt, answered, console, emit, errors, print_outcome, run
+from tenantflow.starter.failures import explain
+from tenantflow.starter.output import OutputOpt, RunFailed, answered, console, emit, errors, print_outcome, run
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
 
@@ -179,9 +180,13 @@ def result(workflow_id: str, output: OutputOpt = "text") -> None:
     async def go() -> Any:
         api = await TenantflowClient.connect()
         described = await api.handle(workflow_id).describe()
-        if output == "json" or not errors.is_terminal:
-            return await api.result(workflow_id)
-        return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+        try:
+            if output == "json" or not errors.is_terminal:
+                return await api.result(workflow_id)
+            return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+        except WorkflowFailureError as exc:
+            ended = await api.handle(workflow_id).describe()
+            raise RunFailed(workflow_id, explain(exc, stage_of(ended.typed_search_attributes))) from None
 
     print_outcome(run(go()), output)
 

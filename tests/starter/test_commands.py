@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from temporalio.testing import WorkflowEnvironment
+
 from tenantflow.starter.client import TenantflowClient
 from tests.starter.conftest import tenantflow, tenantflow_json, unique_slug
 from tests.workflows.contract import example_tenant
-from tests.workflows.harness import wait_for_stage
+from tests.workflows.fakes import FakeWorld
+from tests.workflows.harness import approved_onboarding, fake_worker, wait_for_stage
 
 
 async def test_json_status_gates_list_and_exit_codes(fake_api: TenantflowClient) -> None:
@@ -51,3 +54,19 @@ async def test_rejected_run_exits_3(fake_api: TenantflowClient) -> None:
     assert code == 0, err
     code, out, _ = await tenantflow(fake_api, "result", handle.id)
     assert code == 3 and "rejected" in out
+
+
+async def test_a_step_failure_names_the_step_the_error_the_fix_and_the_rollback(dev_env: WorkflowEnvironment) -> None:
+    """Issue 27's first acceptance check: a run failing at a step's non-retryable error -- ``tenantflow result``
+    prints the step, the error's own message (not Temporal's ``Activity task failed``) and the fix; exit 3."""
+    async with fake_worker(dev_env, FakeWorld(fail_at="kube.quota")) as api:
+        handle = await approved_onboarding(api, example_tenant(unique_slug()))
+        code, out, err = await tenantflow(api, "result", handle.id)
+    assert code == 3, (out, err)
+    lines = err.strip().splitlines()
+    assert lines[0] == "run failed at step kube.quota: Invalid: injected failure at kube.quota", err
+    [fix] = [line for line in lines if line.startswith("fix: ")]
+    assert "tenantflow validate" in fix, fix
+    [rollback] = [line for line in lines if line.startswith("rollback: ")]
+    assert "undone" in rollback, rollback
+    assert "Activity task failed" not in err
