@@ -18,7 +18,17 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.failures import explain
-from tenantflow.starter.output import OutputOpt, RunFailed, answered, console, emit, errors, print_outcome, run
+from tenantflow.starter.output import (
+    EXIT_BAD_INPUT,
+    OutputOpt,
+    RunFailed,
+    answered,
+    console,
+    emit,
+    errors,
+    print_outcome,
+    run,
+)
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
 
@@ -154,14 +164,31 @@ retry_rollback = gate_command(
 )
 
 
-def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
-    """Cancel a run; what it applied is rolled back."""
+def cancel(
+    workflow_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="cancel without asking")] = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Cancel a run; what it applied is rolled back. Asks first (on stdin) unless --yes."""
+
+    async def stage() -> str:
+        api = await TenantflowClient.connect()
+        return (await api.status(workflow_id)).stage
 
     async def go() -> None:
         api = await TenantflowClient.connect()
         await api.cancel(workflow_id)
         answered(workflow_id, f"cancel requested for {workflow_id}", output)
 
+    if not yes:
+        question = f"{workflow_id} is at stage {run(stage())}: cancel it and roll back what it applied?"
+        try:
+            confirmed = typer.confirm(question, err=True)
+        except typer.Abort:
+            confirmed = False
+        if not confirmed:
+            errors.print(f"not cancelled: {workflow_id} goes on (--yes cancels without asking)", highlight=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
     run(go())
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
-from tests.starter.conftest import tenantflow, tenantflow_json, unique_slug
+from tests.starter.conftest import CLI, cli_env, tenantflow, tenantflow_json, unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, fake_worker, wait_for_stage
@@ -70,3 +72,28 @@ async def test_a_step_failure_names_the_step_the_error_the_fix_and_the_rollback(
     [rollback] = [line for line in lines if line.startswith("rollback: ")]
     assert "undone" in rollback, rollback
     assert "Activity task failed" not in err
+
+
+async def test_cancel_asks_before_it_rolls_back(fake_api: TenantflowClient) -> None:
+    """Issue 27: ``cancel`` asks before rolling a run back; anything but yes (or no answer at all) leaves the run
+    going, exit 2; ``--yes`` cancels without asking."""
+    handle = await fake_api.start_onboarding(example_tenant(unique_slug()))
+    await wait_for_stage(fake_api, handle, "gate:approve_plan")
+    for answer in (b"n\n", b""):
+        proc = await asyncio.create_subprocess_exec(
+            CLI,
+            "cancel",
+            handle.id,
+            env=cli_env(fake_api),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await proc.communicate(answer)
+        assert proc.returncode == 2, err
+        assert "gate:approve_plan" in err.decode() and "not cancelled" in err.decode(), err
+        assert await fake_api.running(handle.id)
+    code, out, err = await tenantflow(fake_api, "cancel", handle.id, "--yes")
+    assert code == 0 and f"cancel requested for {handle.id}" in out, err
+    code, _, err = await tenantflow(fake_api, "result", handle.id)
+    assert code == 3 and "Cancelled" in err, err
