@@ -17,6 +17,7 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.results import Finding
     from tenantflow.models.runbook import Step
     from tenantflow.models.status import StepRecord
 
@@ -79,8 +80,18 @@ async def execute_local(step: Step[I, R], arg: I, *, retry_policy: RetryPolicy, 
     return result
 
 
+def found_errors(result: object) -> bool:
+    """Whether a step's result carries a finding that blocks the run (a check that found an error): such a step
+    is shown ``failed``, not ``done``, although its activity completed."""
+    findings = getattr(result, "findings", None)
+    if findings is None:
+        findings = result if isinstance(result, list) else [result]
+    return any(isinstance(f, Finding) and f.blocks for f in findings)
+
+
 class StepTracker:
-    """Keeps one :class:`StepRecord` per executed step."""
+    """Keeps one :class:`StepRecord` per executed step; a step run again with the same summary (a re-plan)
+    replaces its earlier row."""
 
     def __init__(self) -> None:
         self.records: list[StepRecord] = []
@@ -99,9 +110,10 @@ class StepTracker:
         """Run ``step`` (``summary`` defaults to the catalogue's); with ``wait_for_cancel`` a cancel waits until the
         activity has ended, so compensation never races a step that is still writing; with ``local`` as a local
         activity (only a :attr:`Step.local` step)."""
-        index = len(self.records)
         said = step.summary if summary is None else summary
-        self.records.append(StepRecord(name=step.name, state="running", started_at=workflow.now(), summary=said))
+        row = StepRecord(name=step.name, state="running", started_at=workflow.now(), summary=said)
+        self.records = [r for r in self.records if (r.name, r.summary) != (step.name, said)]
+        self.records.append(row)
         shown = f"{step.name} [{self.target}]: {said}" if self.target else f"{step.name}: {said}"
         try:
             if local:
@@ -117,9 +129,13 @@ class StepTracker:
                     else ActivityCancellationType.TRY_CANCEL,
                 )
         except (Exception, asyncio.CancelledError):
-            self.records[index] = self.records[index].model_copy(
-                update={"state": "failed", "finished_at": workflow.now()}
-            )
+            self.finish(row, "failed")
             raise
-        self.records[index] = self.records[index].model_copy(update={"state": "done", "finished_at": workflow.now()})
+        self.finish(row, "failed" if found_errors(result) else "done")
         return result
+
+    def finish(self, row: StepRecord, state: str) -> None:
+        """Mark ``row`` (found by identity: steps running at once add and replace rows around it) ``state``."""
+        for index, record in enumerate(self.records):
+            if record is row:
+                self.records[index] = row.model_copy(update={"state": state, "finished_at": workflow.now()})
