@@ -21,6 +21,7 @@ from tenantflow.starter.failures import explain
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
     OutputOpt,
+    Refused,
     RunFailed,
     answered,
     console,
@@ -173,7 +174,10 @@ def cancel(
 
     async def stage() -> str:
         api = await TenantflowClient.connect()
-        return (await api.status(workflow_id)).stage
+        current = (await api.status(workflow_id)).stage
+        if not await api.running(workflow_id):
+            raise Refused(f"{workflow_id} has already ended (stage {current}): there is nothing to cancel")
+        return current
 
     async def go() -> None:
         api = await TenantflowClient.connect()

@@ -97,3 +97,5 @@ async def test_cancel_asks_before_it_rolls_back(fake_api: TenantflowClient) -> N
     assert code == 0 and f"cancel requested for {handle.id}" in out, err
     code, _, err = await tenantflow(fake_api, "result", handle.id)
     assert code == 3 and "Cancelled" in err, err
+    code, _, err = await tenantflow(fake_api, "cancel", handle.id)
+    assert code == 4 and "has already ended" in err, err
