@@ -4,6 +4,8 @@ the file names, and a file that is not there is a message naming the setting, no
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from tenantflow.activities.common import clusters
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.records import records_target
+from tests.starter.conftest import CLI
+from tests.workflows.contract import EXAMPLES
 
 
 @pytest.fixture
@@ -52,3 +56,16 @@ def test_a_missing_env_file_is_a_message_naming_the_setting(shell: pytest.Monkey
     shell.setenv("TENANTFLOW_ENV_FILE", str(tmp_path / "gone.env"))
     with pytest.raises(ContractError, match=r"TENANTFLOW_ENV_FILE=.*gone\.env: no such file"):
         records_target(None, "tenant-cluster")
+
+
+def test_plan_without_the_services_settings_says_which_to_set(tmp_path: Path) -> None:
+    """``plan`` still reads every service from the CLI's process (issue 27 would move it to the worker): without
+    their settings it says which to set, in one message, not a traceback."""
+    shell = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    done = subprocess.run(
+        [CLI, "plan", str(EXAMPLES / "tenant-foo.yaml")], env=shell, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("cannot plan here: UnknownCluster: cluster 'tenant-cluster'"), done.stderr
+    assert "export TENANTFLOW_ENV_FILE" in done.stderr, done.stderr
