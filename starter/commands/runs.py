@@ -217,7 +217,12 @@ def result(workflow_id: str, output: OutputOpt = "text") -> None:
             return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
         except WorkflowFailureError as exc:
             ended = await api.handle(workflow_id).describe()
-            raise RunFailed(workflow_id, explain(exc, stage_of(ended.typed_search_attributes))) from None
+            failure = explain(exc, stage_of(ended.typed_search_attributes))
+            if output == "json":
+                emit(
+                    {"workflow_id": workflow_id, "status": "failed", "failure": failure.model_dump(mode="json")}, output
+                )
+            raise RunFailed(workflow_id, failure) from None
 
     print_outcome(run(go()), output)
 

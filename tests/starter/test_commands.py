@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -72,6 +73,13 @@ async def test_a_step_failure_names_the_step_the_error_the_fix_and_the_rollback(
     [rollback] = [line for line in lines if line.startswith("rollback: ")]
     assert "undone" in rollback, rollback
     assert "Activity task failed" not in err
+    code, out, _ = await tenantflow(api, "result", handle.id, "-o", "json")
+    failure = json.loads(out)["failure"]
+    assert code == 3 and (failure["step"], failure["error_type"], failure["stage"]) == (
+        "kube.quota",
+        "Invalid",
+        "rolled-back",
+    ), failure
 
 
 async def test_cancel_asks_before_it_rolls_back(fake_api: TenantflowClient) -> None:
