@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
@@ -80,13 +81,25 @@ async def execute_local(step: Step[I, R], arg: I, *, retry_policy: RetryPolicy, 
     return result
 
 
-def found_errors(result: object) -> bool:
-    """Whether a step's result carries a finding that blocks the run (a check that found an error): such a step
-    is shown ``failed``, not ``done``, although its activity completed."""
+def found_errors(result: object) -> list[Finding]:
+    """The findings of a step's result that block the run (checks that found an error): such a step is shown
+    ``failed``, not ``done``, although its activity completed."""
     findings = getattr(result, "findings", None)
     if findings is None:
         findings = result if isinstance(result, list) else [result]
-    return any(isinstance(f, Finding) and f.blocks for f in findings)
+    return [f for f in findings if isinstance(f, Finding) and f.blocks]
+
+
+def error_text(exc: BaseException) -> str:
+    """A failed step's innermost error as ``Type: message`` (an activity's failure wraps it in ``ActivityError``,
+    whose own message is only "Activity task failed")."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, ApplicationError):
+        return f"{exc.type}: {exc.message}" if exc.type else exc.message
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    return str(exc) or type(exc).__name__
 
 
 class StepTracker:
@@ -128,14 +141,16 @@ class StepTracker:
                     if wait_for_cancel
                     else ActivityCancellationType.TRY_CANCEL,
                 )
-        except (Exception, asyncio.CancelledError):
-            self.finish(row, "failed")
+        except (Exception, asyncio.CancelledError) as exc:
+            self.finish(row, "failed", error_text(exc))
             raise
-        self.finish(row, "failed" if found_errors(result) else "done")
+        blocking = found_errors(result)
+        self.finish(row, "failed" if blocking else "done", "; ".join(f"{f.check}: {f.message}" for f in blocking))
         return result
 
-    def finish(self, row: StepRecord, state: str) -> None:
+    def finish(self, row: StepRecord, state: str, error: str = "") -> None:
         """Mark ``row`` (found by identity: steps running at once add and replace rows around it) ``state``."""
         for index, record in enumerate(self.records):
             if record is row:
-                self.records[index] = row.model_copy(update={"state": state, "finished_at": workflow.now()})
+                update = {"state": state, "finished_at": workflow.now(), "error": error}
+                self.records[index] = row.model_copy(update=update)
