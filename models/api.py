@@ -12,6 +12,7 @@ from tenantflow.models.base import Strict
 from tenantflow.models.contract_fields import SLUG_PATTERN
 from tenantflow.models.enrollment_contract import DNS_LABEL, WorkerEnrollment
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentResult
+from tenantflow.models.failure import RunFailure
 from tenantflow.models.lifecycle import LifecycleResult
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
@@ -58,6 +59,9 @@ class RunResult(Strict):
         Field(None, description="the run's result (COMPLETED only); an onboarding's includes its handover sheet")
     )
     failure: str | None = Field(None, description="why the run did not complete: each cause, outermost first")
+    explanation: RunFailure | None = Field(
+        None, description="why the run did not complete: the failing step, the error, its fix, what the rollback did"
+    )
 
 
 class RunSummary(Strict):

@@ -28,6 +28,11 @@ class StepRecord(Strict):
     started_at: datetime
     finished_at: datetime | None = None
     summary: str = ""
+    error: str = Field(
+        "",
+        exclude_if=lambda error: not error,
+        description="why the step failed: its error's type and message, or its blocking findings (empty: none)",
+    )
 
 
 class RunStatus(Strict):

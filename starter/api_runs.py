@@ -43,6 +43,7 @@ from tenantflow.starter.api_requests import (
 )
 from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
+from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, or_404
 from tenantflow.worker.targets import target_of_run, worker_cluster
 from tenantflow.worker.tokens import Role
@@ -115,7 +116,8 @@ async def run_result(request: web.Request) -> web.Response:
     try:
         answer = answer.model_copy(update={"result": await api.result(workflow_id)})
     except WorkflowFailureError as exc:
-        answer = answer.model_copy(update={"failure": failure_text(exc)})
+        stage = described.typed_search_attributes.get(STAGE) or ""
+        answer = answer.model_copy(update={"failure": failure_text(exc), "explanation": explain(exc, stage)})
     return json_of(answer)
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tenantflow.starter.commands import changes, contracts, drift, runs, services, tenants, worker_clusters
+from tenantflow.starter.commands import changes, contracts, drift, runs, services, setup, tenants, worker_clusters
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
@@ -59,6 +59,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("worker", services.worker),
     ("dev-server", services.dev_server),
     ("codec-server", services.codec_server),
+    ("setup", setup.setup),
     ("schema", contracts.schema),
     ("validate", contracts.validate),
     ("plan", contracts.plan),

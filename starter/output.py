@@ -28,9 +28,11 @@ from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from tenantflow.models.failure import RunFailure
 from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError
+from tenantflow.starter.failures import explain
 from tenantflow.worker.codec import CodecError
 from tenantflow.worker.signatures import ProofError
 
@@ -55,6 +57,15 @@ class Refused(RuntimeError):
     """The request makes no sense in the run's current state (exit 4)."""
 
 
+class RunFailed(RuntimeError):
+    """A run that did not complete, explained (exit 3): the step, the error, the fix, what the rollback did."""
+
+    def __init__(self, workflow_id: str, failure: RunFailure) -> None:
+        super().__init__(failure.message)
+        self.workflow_id = workflow_id
+        self.failure = failure
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine, turning known failures into messages and exit codes."""
     try:
@@ -72,9 +83,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         cause = exc.cause
         errors.print(f"[red]refused: {getattr(cause, 'message', None) or cause or exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
-    except WorkflowFailureError as exc:
-        cause = exc.cause
-        errors.print(f"[red]run failed: {getattr(cause, 'message', None) or cause}[/red]")
+    except (WorkflowFailureError, RunFailed) as exc:
+        failure = exc.failure if isinstance(exc, RunFailed) else explain(exc)
+        for line in failure.lines(exc.workflow_id if isinstance(exc, RunFailed) else "ID"):
+            errors.print(line, style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_RUN_FAILED) from None
     except RPCError as exc:
         errors.print(f"[red]temporal: {exc.message}[/red]")

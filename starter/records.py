@@ -29,6 +29,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import errors
+from tenantflow.worker.config import WorkerSettings, load_env_file
 
 KubeconfigOpt = Annotated[
     str | None,
@@ -42,12 +43,25 @@ ContextOpt = Annotated[
 ]
 
 
+def read_env_file() -> None:
+    """Export ``TENANTFLOW_ENV_FILE`` (the worker's configuration file, e.g. the lab's ``lab.env``) into this
+    process without overriding its environment, so the CLI reads the clusters the worker reads."""
+    try:
+        load_env_file(WorkerSettings())
+    except FileNotFoundError as exc:
+        raise ContractError(
+            f"{exc} (set TENANTFLOW_ENV_FILE in this shell to the worker's configuration file)"
+        ) from None
+
+
 def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
-    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``).
+    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG`` in
+    the environment or in the file ``TENANTFLOW_ENV_FILE`` names).
 
     The operator chooses this kubeconfig for the CLI's own reads, as for kubectl; it joins this process's cluster
     registry (:func:`activities.common.clusters.use_operator_kubeconfig`), never the worker's.
     """
+    read_env_file()
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:
         return None

@@ -125,7 +125,8 @@ def status_view(workflow_id: str, status: RunStatus) -> Group:
         if record.finished_at is not None:
             took = f"{(record.finished_at - record.started_at).total_seconds():.1f}s"
         style = STEP_STYLES[record.state]
-        steps.add_row(record.name, Text(record.state, style=style), took, record.summary)
+        what = f"{record.summary}\n{record.error}" if record.error else record.summary
+        steps.add_row(record.name, Text(record.state, style=style), took, Text(what))
     parts: list[Panel | Table | Text] = [
         Text(f"{status.workflow} {workflow_id}  target={status.target}  stage={status.stage}", style="bold")
     ]

@@ -14,9 +14,11 @@ from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.results import Finding
     from tenantflow.models.runbook import Step
     from tenantflow.models.status import StepRecord
 
@@ -79,8 +81,30 @@ async def execute_local(step: Step[I, R], arg: I, *, retry_policy: RetryPolicy, 
     return result
 
 
+def found_errors(result: object) -> list[Finding]:
+    """The findings of a step's result that block the run (checks that found an error): such a step is shown
+    ``failed``, not ``done``, although its activity completed."""
+    findings = getattr(result, "findings", None)
+    if findings is None:
+        findings = result if isinstance(result, list) else [result]
+    return [f for f in findings if isinstance(f, Finding) and f.blocks]
+
+
+def error_text(exc: BaseException) -> str:
+    """A failed step's innermost error as ``Type: message`` (an activity's failure wraps it in ``ActivityError``,
+    whose own message is only "Activity task failed")."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, ApplicationError):
+        return f"{exc.type}: {exc.message}" if exc.type else exc.message
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    return str(exc) or type(exc).__name__
+
+
 class StepTracker:
-    """Keeps one :class:`StepRecord` per executed step."""
+    """Keeps one :class:`StepRecord` per executed step; a step run again with the same summary (a re-plan)
+    replaces its earlier row."""
 
     def __init__(self) -> None:
         self.records: list[StepRecord] = []
@@ -99,9 +123,10 @@ class StepTracker:
         """Run ``step`` (``summary`` defaults to the catalogue's); with ``wait_for_cancel`` a cancel waits until the
         activity has ended, so compensation never races a step that is still writing; with ``local`` as a local
         activity (only a :attr:`Step.local` step)."""
-        index = len(self.records)
         said = step.summary if summary is None else summary
-        self.records.append(StepRecord(name=step.name, state="running", started_at=workflow.now(), summary=said))
+        row = StepRecord(name=step.name, state="running", started_at=workflow.now(), summary=said)
+        self.records = [r for r in self.records if (r.name, r.summary) != (step.name, said)]
+        self.records.append(row)
         shown = f"{step.name} [{self.target}]: {said}" if self.target else f"{step.name}: {said}"
         try:
             if local:
@@ -116,10 +141,16 @@ class StepTracker:
                     if wait_for_cancel
                     else ActivityCancellationType.TRY_CANCEL,
                 )
-        except (Exception, asyncio.CancelledError):
-            self.records[index] = self.records[index].model_copy(
-                update={"state": "failed", "finished_at": workflow.now()}
-            )
+        except (Exception, asyncio.CancelledError) as exc:
+            self.finish(row, "failed", error_text(exc))
             raise
-        self.records[index] = self.records[index].model_copy(update={"state": "done", "finished_at": workflow.now()})
+        blocking = found_errors(result)
+        self.finish(row, "failed" if blocking else "done", "; ".join(f"{f.check}: {f.message}" for f in blocking))
         return result
+
+    def finish(self, row: StepRecord, state: str, error: str = "") -> None:
+        """Mark ``row`` (found by identity: steps running at once add and replace rows around it) ``state``."""
+        for index, record in enumerate(self.records):
+            if record is row:
+                update = {"state": state, "finished_at": workflow.now(), "error": error}
+                self.records[index] = row.model_copy(update=update)

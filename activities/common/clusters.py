@@ -93,10 +93,13 @@ def resolve(target: KubeTarget) -> RegisteredCluster:
     clusters = registry()
     entry = clusters.get(target.context)
     if entry is None:
-        known = ", ".join(sorted(clusters)) or f"none: set {CLUSTERS_FILE_ENV} or {KUBECONFIG_ENV} on the worker"
+        known = ", ".join(sorted(clusters)) or (
+            f"none: set {CLUSTERS_FILE_ENV} or {KUBECONFIG_ENV}, or TENANTFLOW_ENV_FILE naming a file that sets one, "
+            "in the environment of this process"
+        )
         raise _refuse(
-            f"cluster {target.context!r} is not in the worker's cluster registry (known: {known}); "
-            "name a registered cluster in the contract's cluster.context"
+            f"cluster {target.context!r} is not in the cluster registry of this process (the worker's, or the CLI's "
+            f"when it reads records; known: {known}); name a registered cluster in the contract's cluster.context"
         )
     if target.kubeconfig is not None and (
         entry.kubeconfig is None or Path(target.kubeconfig).resolve() != entry.kubeconfig.resolve()

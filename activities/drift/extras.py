@@ -8,8 +8,9 @@
   not render (``GET .../networkpolicies?labelSelector=``). Policies the tenant's admins made (the ``edit``
   ClusterRole allows it) carry no such label and are not drift.
 
-And, for an object the plan would update, which owned fields differ from the contract of a Kubernetes object
-(the comparison :mod:`activities.common.kubeensure` makes).
+And, for an object the plan would update, which fields differ from the contract: the owned fields of a Kubernetes
+object (the comparison :mod:`activities.common.kubeensure` makes), the sacctmgr fields of a Slurm account, QoS or
+user association (the comparison the Slurm plan makes, :func:`activities.slurm.accounting.differences`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.kube.steps import step_manifests
-from tenantflow.activities.slurm.accounting import read_world
+from tenantflow.activities.slurm.accounting import current_values, differences, read_world
+from tenantflow.activities.slurm.wants import want_account_qos, want_accounts, want_qos, want_users
 from tenantflow.models import runbook
 from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.tenant import TenantContract
@@ -99,3 +101,25 @@ def kube_changes(contract: TenantContract, item: DriftItem) -> str:
     if desired is None or existing is None:
         return item.detail
     return "; ".join(leaf_differences(owned(desired), existing)) or item.detail
+
+
+def slurm_changes(contract: TenantContract, items: list[DriftItem]) -> list[DriftItem]:
+    """``items`` with each changed Slurm object's detail naming its differing fields: ``Field: found (want W)``."""
+    changed = [i for i in items if i.layer == "slurm" and i.drift is DriftKind.changed]
+    if not changed:
+        return items
+    wants = {
+        (w.kind, w.name): w
+        for w in [*want_accounts(contract), *want_qos(contract), want_account_qos(contract), *want_users(contract)]
+    }
+    world = read_world(SlurmCtl.connect(contract.cluster), contract)
+
+    def detail(item: DriftItem) -> str:
+        want = wants.get((item.kind, item.name))
+        have = current_values(world, want) if want is not None else None
+        if want is None or have is None:
+            return item.detail
+        fields = differences(want, have)
+        return "; ".join(f"{k}: {fields[k] or '(none)'} (want {want.values[k]})" for k in fields) or item.detail
+
+    return [item.model_copy(update={"detail": detail(item)}) if item in changed else item for item in items]

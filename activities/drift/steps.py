@@ -71,12 +71,15 @@ def plan_drift(contract: TenantContract) -> list[DriftItem]:
     for plan in PLANS:
         heartbeat(contract.slug, plan.__module__)
         items.extend(item for step in plan(step_input) if (item := DriftItem.of_step(step)) is not None)
-    return [
-        item.model_copy(update={"detail": drift_extras.kube_changes(contract, item)})
-        if item.layer == "kube" and item.drift is DriftKind.changed
-        else item
-        for item in items
-    ]
+    return drift_extras.slurm_changes(
+        contract,
+        [
+            item.model_copy(update={"detail": drift_extras.kube_changes(contract, item)})
+            if item.layer == "kube" and item.drift is DriftKind.changed
+            else item
+            for item in items
+        ],
+    )
 
 
 def check(contract: TenantContract) -> DriftReport:

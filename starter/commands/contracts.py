@@ -11,12 +11,14 @@ from typing import Annotated
 
 import typer
 from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
+    EXIT_ERROR,
     EXIT_RUN_FAILED,
     OutputOpt,
     WideOpt,
@@ -81,7 +83,18 @@ def plan(
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     use_configured_services()
-    report = preflight_and_plan(contract)
+    try:
+        report = preflight_and_plan(contract)
+    except ApplicationError as exc:  # a service this process cannot reach or is not configured for
+        errors.print(
+            f"cannot plan here: {exc.type}: {exc.message} (plan reads every service from this process: export "
+            "TENANTFLOW_ENV_FILE naming the worker's configuration file, or the services' settings)",
+            style="red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_ERROR) from None
     if output == "json":
         emit(
             report.model_dump(mode="json")

@@ -10,14 +10,26 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
-from tenantflow.starter.output import OutputOpt, answered, console, emit, errors, print_outcome, run
+from tenantflow.starter.failures import explain
+from tenantflow.starter.output import (
+    EXIT_BAD_INPUT,
+    OutputOpt,
+    Refused,
+    RunFailed,
+    answered,
+    console,
+    emit,
+    errors,
+    print_outcome,
+    run,
+)
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
 
@@ -153,14 +165,34 @@ retry_rollback = gate_command(
 )
 
 
-def cancel(workflow_id: str, output: OutputOpt = "text") -> None:
-    """Cancel a run; what it applied is rolled back."""
+def cancel(
+    workflow_id: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="cancel without asking")] = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Cancel a run; what it applied is rolled back. Asks first (on stdin) unless --yes."""
+
+    async def stage() -> str:
+        api = await TenantflowClient.connect()
+        current = (await api.status(workflow_id)).stage
+        if not await api.running(workflow_id):
+            raise Refused(f"{workflow_id} has already ended (stage {current}): there is nothing to cancel")
+        return current
 
     async def go() -> None:
         api = await TenantflowClient.connect()
         await api.cancel(workflow_id)
         answered(workflow_id, f"cancel requested for {workflow_id}", output)
 
+    if not yes:
+        question = f"{workflow_id} is at stage {run(stage())}: cancel it and roll back what it applied?"
+        try:
+            confirmed = typer.confirm(question, err=True)
+        except typer.Abort:
+            confirmed = False
+        if not confirmed:
+            errors.print(f"not cancelled: {workflow_id} goes on (--yes cancels without asking)", highlight=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
     run(go())
 
 
@@ -179,9 +211,18 @@ def result(workflow_id: str, output: OutputOpt = "text") -> None:
     async def go() -> Any:
         api = await TenantflowClient.connect()
         described = await api.handle(workflow_id).describe()
-        if output == "json" or not errors.is_terminal:
-            return await api.result(workflow_id)
-        return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+        try:
+            if output == "json" or not errors.is_terminal:
+                return await api.result(workflow_id)
+            return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+        except WorkflowFailureError as exc:
+            ended = await api.handle(workflow_id).describe()
+            failure = explain(exc, stage_of(ended.typed_search_attributes))
+            if output == "json":
+                emit(
+                    {"workflow_id": workflow_id, "status": "failed", "failure": failure.model_dump(mode="json")}, output
+                )
+            raise RunFailed(workflow_id, failure) from None
 
     print_outcome(run(go()), output)
 

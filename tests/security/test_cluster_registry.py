@@ -102,8 +102,8 @@ async def test_the_worker_loads_only_registered_kubeconfigs(evil: tuple[Path, Pa
     assert refused.value.non_retryable
     with pytest.raises(
         ApplicationError,
-        match=r"cluster 'elsewhere' is not in the worker's cluster registry "
-        r"\(known: tenant-cluster\)",
+        match=r"cluster 'elsewhere' is not in the cluster registry of this process "
+        r"\(the worker's, or the CLI's when it reads records; known: tenant-cluster\)",
     ) as unknown:
         await asyncio.to_thread(kubeclient.request, KubeTarget(context="elsewhere"), "GET", namespace)
     assert unknown.value.non_retryable

@@ -65,13 +65,17 @@ def named(report: dict[str, Any], slug: str) -> set[tuple[str, str, str, str]]:
 
 
 def edit_by_hand(contract: TenantContract, intruder: str) -> str:
-    """Halve the GPU quota, delete omar's Slurm association, add ``intruder`` to the group; the quota's name."""
+    """Halve the GPU quota, delete omar's Slurm association, set the tenant account's Fairshare to 7, add
+    ``intruder`` to the group; the quota's name."""
     quota = manifests.resource_quota(contract)["metadata"]["name"]
     KubeObjects(contract.cluster).patch(
         "ResourceQuota", quota, contract.namespace, {"spec": {"hard": {f"requests.{manifests.GPU_RESOURCE}": "8"}}}
     )
     SlurmCtl.connect(contract.cluster).run(
         ["sacctmgr", "-i", "delete", "user", "name=omar", f"account={contract.user_account}"]
+    )
+    SlurmCtl.connect(contract.cluster).run(
+        ["sacctmgr", "-i", "modify", "account", "where", f"name={contract.slug}", "set", "fairshare=7"]
     )
     with AuthentikClient.from_settings() as ak:
         user = ak.users.create({"username": intruder, "name": "Added By Hand", "email": f"{intruder}@example.org"})
@@ -107,10 +111,13 @@ async def test_drift_names_the_hand_edits_a_reonboard_repairs_them_and_the_sched
         assert named(report, contract.slug) == {
             ("kube", "ResourceQuota", quota, "changed"),
             ("slurm", "user", "omar", "missing"),
+            ("slurm", "account", contract.slug, "changed"),
             ("identity", "GroupMember", intruder, "extra"),
         }
         [changed] = [i for t in report["tenants"] for i in t["items"] if i["kind"] == "ResourceQuota"]
         assert f"requests.{manifests.GPU_RESOURCE}: 8 (want 16)" in changed["detail"]
+        [account] = [i for t in report["tenants"] for i in t["items"] if i["kind"] == "account"]
+        assert account["detail"] == f"Fairshare: 7 (want {contract.slurm.fairshare})", account
         text_code, text, _ = await tenantflow(
             api, "drift", contract.slug, *CONTEXT, "--kubeconfig", str(lab.kubeconfig)
         )
@@ -121,7 +128,7 @@ async def test_drift_names_the_hand_edits_a_reonboard_repairs_them_and_the_sched
             await onboard(api, contract)
         assert "identity.group_members" in str(refused.value.cause), refused.value.cause
         code, report = await drift(api, lab, contract.slug)
-        assert (code, len(named(report, contract.slug))) == (3, 3), "the rollback put the hand edits back"
+        assert (code, len(named(report, contract.slug))) == (3, 4), "the rollback put the hand edits back"
 
         await asyncio.to_thread(remove_by_hand, contract, intruder)
         repaired = await onboard(api, contract)

@@ -199,6 +199,7 @@ async def test_result_list_offboarding_and_cancel_over_http(http: httpx.AsyncCli
     await finished(api, leaving)
     ended = (await http.get(f"/runs/{leaving}/result", headers=AS_BOB)).json()
     assert (ended["status"], ended["result"]) == ("CANCELED", None) and ended["failure"], ended
+    assert (ended["explanation"]["error_type"], ended["explanation"]["stage"]) == ("Cancelled", "gate:approve_plan")
     other = example_tenant(unique_slug()).model_dump(mode="json")
     mismatch = await http.post(f"/tenants/{slug}/offboarding", json={"contract": other}, headers=AS_ALICE)
     assert mismatch.status_code == 422 and mismatch.json()["fields"] == ["contract.slug"]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.runbook import APPLY
+from tenantflow.models.runbook import APPLY, PLAN
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
@@ -27,6 +28,9 @@ async def test_changed_world_reopens_the_approval_with_the_new_plan(dev_env: Wor
             again = await wait_for_stage(api, handle, "gate:approve_plan")
         assert not {c for c in world.calls} & {s.name for s in APPLY}, "nothing applied on a changed plan"
         assert "+ adopt kube Namespace tenant-x" in again.gates[0].description
+        rows = Counter(record.name for record in again.steps)
+        assert [name for name, count in rows.items() if count > 1] == [], "a re-plan's rows replace the first's"
+        assert {step.name for step in PLAN} <= set(rows)
         with pytest.raises(WorkflowUpdateFailedError):
             await api.approve(handle.id, first.plan_hash or "")
         await api.approve(handle.id, again.plan_hash or "")

@@ -35,6 +35,7 @@ ROUTE_OF: dict[str, tuple[str, str]] = {
 NO_ROUTE: dict[str, str] = {
     "worker": "runs the worker process itself, where the services' credentials are",
     "dev-server": "starts a Temporal server on the operator's machine, for development",
+    "setup": "creates the namespace's search attributes once, with Temporal admin rights the API does not hold",
     "codec-server": "is a server of its own, which the Temporal UI calls",
     "serve-api": "is the API",
     "token": "mints a credential into the API's token file: a token must not be able to mint tokens",
