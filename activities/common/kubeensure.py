@@ -193,7 +193,8 @@ def ensure(
     result = EnsureResult(layer=layer, kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
     stamp = {"metadata": {"annotations": {RUN_ANNOTATION: run_id}}} if run_id else {}
     if existing is None:
-        made = objs.create(_merge(desired, {"metadata": {"annotations": {CREATED_ANNOTATION: run_id}}}, stamp))
+        created_by = {"metadata": {"annotations": {CREATED_ANNOTATION: run_id}}} if run_id else {}
+        made = objs.create(_merge(desired, created_by, stamp))
         uid = str((made.get("metadata") or {}).get("uid") or "")
         return result.model_copy(update={"outcome": Outcome.created, **({"data": WekaObject(uid=uid)} if uid else {})})
     other = (claimed_by or (lambda obj: foreign_owner(obj, slug)))(existing)

@@ -19,8 +19,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.runbook import APPLY
 from tenantflow.models.tenant import TenantContract
@@ -39,15 +37,7 @@ from tests.chaos.kit import (
 from tests.chaos.kit import world as chaos_world
 from tests.integration.runs import offboard
 from tests.integration.world import world_snapshot
-
-
-def authentik(lab: LabEndpoints) -> httpx.Client:
-    return httpx.Client(
-        base_url=f"{lab.authentik_url}/api/v3",
-        headers={"Authorization": f"Bearer {lab.authentik_token}"},
-        verify=False,
-        timeout=10,
-    )
+from tests.labfixture import authentik_api
 
 
 def kubectl(lab: LabEndpoints, *args: str) -> str:
@@ -68,20 +58,20 @@ def make_zara(lab: LabEndpoints) -> dict[str, Any]:
         "email": "zara@elsewhere.example",
         "attributes": {"ssh_keys": ZARA_KEY, "department": "physics"},
     }
-    with authentik(lab) as ak:
+    with authentik_api(lab) as ak:
         made = ak.post("/core/users/", json=body)
         made.raise_for_status()
         return dict(made.json())
 
 
 def zara_now(lab: LabEndpoints) -> dict[str, Any]:
-    with authentik(lab) as ak:
+    with authentik_api(lab) as ak:
         [user] = ak.get("/core/users/", params={"username": "zara"}).json()["results"]
     return dict(user)
 
 
 def remove_zara(lab: LabEndpoints, pk: int) -> None:
-    with authentik(lab) as ak:
+    with authentik_api(lab) as ak:
         ak.delete(f"/core/users/{pk}/").raise_for_status()
 
 
@@ -173,12 +163,11 @@ async def test_adopting_zara_shows_old_and_new_values_and_gives_her_account_back
 async def test_a_namespace_made_by_hand_after_the_replan_survives_the_rollback(
     rig: Rig, chaos_lab: LabEndpoints
 ) -> None:
+    clear_faults(chaos_lab)
     scenario = STATS.scenario("namespace made by hand after the re-plan, adopt answer lost, later failure")
     contract = small_tenant(chaos_lab, "tenant-nh", ("nh-a", "nh-b"))
     start, before = chaos_world(chaos_lab), world_snapshot(chaos_lab)
-    handle = await rig.api.start_onboarding(contract)
-    made = ""
-    clear_faults(chaos_lab)
+    made, handle = "", await rig.api.start_onboarding(contract)
     try:
         first = await rig.api.wait_for_plan(handle.id)
         assert first.plan_hash
