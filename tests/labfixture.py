@@ -27,6 +27,16 @@ SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""
 
 
+def authentik_api(lab: LabEndpoints) -> httpx.Client:
+    """An admin client of the lab's Authentik API (``/api/v3``), as a person making accounts by hand."""
+    return httpx.Client(
+        base_url=f"{lab.authentik_url}/api/v3",
+        headers={"Authorization": f"Bearer {lab.authentik_token}"},
+        verify=False,
+        timeout=10,
+    )
+
+
 def lab_services(lab: LabEndpoints) -> dict[str, str]:
     """Base URL of every HTTP stand-in, by name."""
     urls = {f"kube-{context}": url for context, url in lab.kube_urls.items()}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any
+
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.lab.kubeapi.patching import merge_patch
 
@@ -26,15 +29,24 @@ class MemoryCluster:
         return copy.deepcopy(found) if found is not None else None
 
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self.objects[self.key(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))] = copy.deepcopy(
-            obj
-        )
-        return obj
+        """Store ``obj`` with a fresh ``metadata.uid`` (as the API server gives every object); the stored copy."""
+        made = copy.deepcopy(obj)
+        made["metadata"] = {**made["metadata"], "uid": str(uuid.uuid4())}
+        self.objects[self.key(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))] = made
+        return copy.deepcopy(made)
 
     def patch(self, kind: str, name: str, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
         key = self.key(kind, name, namespace)
         self.objects[key] = merge_patch(self.objects[key], copy.deepcopy(body))
         return copy.deepcopy(self.objects[key])
 
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
+    def delete(self, kind: str, name: str, namespace: str | None = None, uid: str | None = None) -> bool:
+        """Delete; with ``uid`` only the object of that uid, else 409 Conflict as kube-apiserver's preconditions."""
+        found = self.objects.get(self.key(kind, name, namespace))
+        if found is not None and uid is not None and found["metadata"].get("uid") != uid:
+            raise ApplicationError(
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {found['metadata'].get('uid')}",
+                type="Conflict",
+                non_retryable=True,
+            )
         return self.objects.pop(self.key(kind, name, namespace), None) is not None

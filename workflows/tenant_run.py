@@ -3,7 +3,8 @@
 Both workflows inherit :class:`TenantWorkflow` (siblings one level under it): the handlers they share, bound once
 with the tenant runs' texts, and the :class:`TenantRun` it builds over their run state.
 :meth:`TenantRun.gated_writes` runs the preflight (its errors stop the run before any write), builds the plan, waits
-for its approval (planned again right before the first write: a changed plan opens ``approve_plan`` again), runs the
+for its approval (preflighted and planned again right before the first write, runs with
+:data:`REPLAN_PREFLIGHT_PATCH`: a refusal stops the run, a changed plan opens ``approve_plan`` again), runs the
 writes and, when they fail or the run is cancelled, unwinds the saga in the runbook's rollback order
 (``workflows/rollback.py``). :meth:`TenantRun.apply` runs the runbook's apply steps, each on the saga with the plan's
 creations for it (runs recorded with :data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but before its
@@ -34,6 +35,8 @@ from tenantflow.workflows.rollback import RETRY_ROLLBACK, Rollback, retry_rollba
 from tenantflow.workflows.run_state import RunState
 from tenantflow.workflows.saga import Saga, as_planned, undo_steps
 
+REPLAN_PREFLIGHT_PATCH = "replan-preflights"
+"""Histories recorded before the re-plan after approval ran preflight too replay without it."""
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
 
@@ -107,7 +110,15 @@ class TenantRun:
         plan = await build(step_input)
         approved = await state.wait_plan_approval(plan, escalate, expire)
         if approved:
-            approved, plan = await state.reapprove_if_changed(plan, lambda: build(step_input), escalate, expire)
+            current = [step_input]
+
+            async def replan() -> Plan:
+                if workflow.patched(REPLAN_PREFLIGHT_PATCH):
+                    current[0] = await self.preflight_again(first, preflight)
+                return await build(current[0])
+
+            approved, plan = await state.reapprove_if_changed(plan, replan, escalate, expire)
+            step_input = current[0]
         if not approved:
             state.gates.set_stage("rejected", "The plan was rejected; nothing was written")
             reason = state.rejected.reason if state.rejected else ""
@@ -129,6 +140,17 @@ class TenantRun:
             state.gates.set_stage("rolled-back", f"Rolled back after: {err}")
             raise
         return plan, applied, handover.with_approvals(self.records.approvals())
+
+    async def preflight_again(self, first: StepInput, preflight: Callable[[StepInput], Awaitable[Facts]]) -> StepInput:
+        """The re-plan's preflight (runs with :data:`REPLAN_PREFLIGHT_PATCH`): the same reads and refusals as the
+        first, its findings replacing the first's; an error stops the run before any write, with its fix, so what
+        preflight refuses (a username someone else took while the gate waited) never becomes an approvable line."""
+        state = self.state
+        state.gates.set_stage("replan-preflight", "Reading every layer again before the first write; nothing written")
+        state.findings = []
+        facts = self.facts = await preflight(first)
+        self.stop_on_preflight_errors()
+        return StepInput(contract=first.contract, facts=facts, run_id=first.run_id)
 
     async def apply(self, step_input: StepInput, applied: list[EnsureResult]) -> Facts:
         """The runbook's apply steps in order, each on the saga; what they wrote is added to ``applied``."""

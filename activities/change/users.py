@@ -9,7 +9,8 @@ For every username the recorded contract lists and the new one does not (``facts
 * Authentik: the user leaves the tenant's group (``POST /core/groups/<pk>/remove_user/``), loses the tenant's
   gid that tenantflow gave it (``attributes.gidNumber``; ``PATCH /core/users/<pk>/`` replaces ``attributes``) and is
   deactivated (``{"is_active": false}``, never deleted) only when tenantflow created it for this tenant
-  (``tenantflow.io/created-by`` is the tenant's run id, ``tenant/<slug>``); an adopted account stays active. A
+  (``tenantflow.io/created-by`` is the tenant's run id, ``tenant/<slug>``); an adopted account stays active and gets
+  back what the adoption overwrote (:func:`activities.common.adoption.give_back`). A
   user that is neither in the group nor ours is left alone.
 
 The SSH keys leave the login Secret with ``login.release`` (it renders the new contract's users); the Weka home
@@ -24,6 +25,7 @@ from typing import Any
 from temporalio import activity
 
 from tenantflow.activities.change.capacity import jobs
+from tenantflow.activities.common.adoption import ADOPTED, give_back
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
@@ -113,7 +115,9 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     member = group is not None and group.pk in user.groups
     tenant_gid = group.attributes.get("gidNumber") if group is not None else None
     patch: dict[str, Any] = {"is_active": False} if ours(user, c.slug) and user.is_active else {}
-    if tenant_gid is not None and str(user.attributes.get("gidNumber")) == str(tenant_gid):
+    if ADOPTED in user.attributes:  # adopted: what the adoption overwrote goes back, the account stays active
+        patch.update(give_back(user, "")[0])
+    elif tenant_gid is not None and str(user.attributes.get("gidNumber")) == str(tenant_gid):
         patch["attributes"] = {k: v for k, v in user.attributes.items() if k != "gidNumber"}
     if member and group is not None:
         ak.remove_user(group.pk, user.pk)
@@ -121,7 +125,7 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
         ak.users.patch(user.pk, patch)
     if not (member or patch):
         return None
-    previous = {key: user.is_active if key == "is_active" else user.attributes for key in patch}
+    previous = {key: getattr(user, key) for key in patch}
     data = AuthentikUser(
         group_pk=group.pk if member and group else None, previous=previous, added_to_group=member, pk=user.pk
     )

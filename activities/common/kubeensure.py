@@ -6,7 +6,8 @@ fields we own (everything the manifest sets, except the name), and creates,
 patches (``updated``; ``adopted`` when the object was not ours yet) or leaves it
 (``unchanged``). Updated and adopted results keep the previous values of the owned
 fields as :class:`models.results.KubeBefore` so :func:`undo` can put them back;
-created objects are deleted only while they still carry our owner labels. The
+a create records the object's uid and :data:`CREATED_ANNOTATION`, an adoption :data:`ADOPTED_ANNOTATION`, and a
+created object is deleted only by identity (:func:`delete_created`: the recorded uid as the delete's precondition). The
 comparisons (:func:`owned`, :func:`matches`, :func:`before_values`, :func:`merge_patch_for`,
 :func:`plan_action`) are pure functions of the manifests.
 """
@@ -17,12 +18,23 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes.utils import parse_quantity
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
-from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, RUN_ANNOTATION, TENANT_LABEL, Manifest
+from tenantflow.activities.common.manifests import (
+    ADOPTED_ANNOTATION,
+    CREATED_ANNOTATION,
+    MANAGED_BY,
+    MANAGER,
+    RUN_ANNOTATION,
+    TENANT_LABEL,
+    Manifest,
+)
+from tenantflow.activities.common.runs import this_run
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
+from tenantflow.models.results import EnsureResult, Kept, KubeBefore, Outcome, WekaObject
 
 
 # ---------------------------------------------------------------- comparing owned fields
@@ -181,8 +193,10 @@ def ensure(
     result = EnsureResult(layer=layer, kind=kind, name=name, namespace=namespace, outcome=Outcome.unchanged)
     stamp = {"metadata": {"annotations": {RUN_ANNOTATION: run_id}}} if run_id else {}
     if existing is None:
-        objs.create(_merge(desired, stamp))
-        return result.model_copy(update={"outcome": Outcome.created})
+        created_by = {"metadata": {"annotations": {CREATED_ANNOTATION: run_id}}} if run_id else {}
+        made = objs.create(_merge(desired, created_by, stamp))
+        uid = str((made.get("metadata") or {}).get("uid") or "")
+        return result.model_copy(update={"outcome": Outcome.created, **({"data": WekaObject(uid=uid)} if uid else {})})
     other = (claimed_by or (lambda obj: foreign_owner(obj, slug)))(existing)
     if other is not None:
         raise fail(
@@ -195,7 +209,7 @@ def ensure(
         return result
     outcome = Outcome.updated if is_ours(existing, slug) else Outcome.adopted
     if outcome is Outcome.adopted and stamp:
-        want = _merge(want, stamp)
+        want = _merge(want, stamp, {"metadata": {"annotations": {ADOPTED_ANNOTATION: run_id}}})
     before = before_values(undo_fields(kind, want, public_payload), existing)
     objs.patch(kind, name, namespace, merge_patch_for(want, existing))
     return result.model_copy(update={"outcome": outcome, "data": KubeBefore(before=before)})
@@ -215,10 +229,11 @@ def undo_fields(kind: str, want: Manifest, public_payload: bool) -> Manifest:
     return {key: value for key, value in want.items() if key not in SECRET_PAYLOAD}
 
 
-def _merge(base: Manifest, extra: Manifest) -> Manifest:
+def _merge(base: Manifest, *extras: Manifest) -> Manifest:
     out = dict(base)
-    for key, value in extra.items():
-        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    for extra in extras:
+        for key, value in extra.items():
+            out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
     return out
 
 
@@ -233,11 +248,7 @@ def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) 
         if existing is None or (existing.get("metadata") or {}).get("deletionTimestamp"):
             done.append(base)
         elif res.outcome is Outcome.created:
-            if not is_ours(existing, slug):
-                done.append(base.model_copy(update={"outcome": Outcome.unchanged}))
-                continue
-            gone = objs.delete(res.kind, res.name, res.namespace)
-            done.append(base.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent}))
+            done.append(delete_created(objs, existing, res, slug, base))
         else:
             before = res.data_as(KubeBefore).before
             if matches_before(before, existing):
@@ -246,6 +257,48 @@ def undo(objs: KubeObjects, layer: str, results: list[EnsureResult], slug: str) 
             objs.patch(res.kind, res.name, res.namespace, before)
             done.append(base.model_copy(update={"outcome": Outcome.updated}))
     return done
+
+
+def unproven(existing: Manifest, result: EnsureResult, slug: str) -> str:
+    """Why ``existing`` cannot be shown to be the object ``result`` created ("" when it can): the uid its create
+    recorded; without one (a create whose answer was lost, a planned creation of a failed step), this workflow's
+    :data:`CREATED_ANNOTATION`, which no adoption writes. In the tenant's approved teardown (``TenantOffboarding``,
+    which has no record of the creates) the tenant's labels, unless an adoption's :data:`ADOPTED_ANNOTATION` says
+    someone else made it."""
+    meta = existing.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    recorded = result.data.uid if isinstance(result.data, WekaObject) else None
+    if recorded:
+        return "" if meta.get("uid") == recorded else f"its uid is {meta.get('uid')}, not {recorded} this run created"
+    if not is_ours(existing, slug):
+        return "it does not carry this tenant's labels"
+    if annotations.get(ADOPTED_ANNOTATION):
+        return f"{ADOPTED_ANNOTATION}={annotations[ADOPTED_ANNOTATION]}: adopted, someone else made it"
+    teardown = activity.in_activity() and activity.info().workflow_type == "TenantOffboarding"
+    if teardown or (this_run() and annotations.get(CREATED_ANNOTATION) == this_run()):
+        return ""
+    return f"no uid recorded and {CREATED_ANNOTATION}={annotations.get(CREATED_ANNOTATION)!r} is not this workflow"
+
+
+def delete_created(
+    objs: KubeObjects, existing: Manifest, result: EnsureResult, slug: str, base: EnsureResult
+) -> EnsureResult:
+    """Delete an object ``result`` created, by identity: only when :func:`unproven` finds no reason against it, and
+    with ``preconditions.uid`` (DeleteOptions, https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/
+    delete-options/), so an object replaced since the read is left too (409 Conflict). Anything left is reported
+    unchanged with why (:class:`Kept`)."""
+    why = unproven(existing, result, slug)
+    uid = str((existing.get("metadata") or {}).get("uid") or "") or None
+    if not why:
+        try:
+            gone = objs.delete(result.kind, result.name, result.namespace, uid=uid)
+            return base.model_copy(update={"outcome": Outcome.deleted if gone else Outcome.absent})
+        except ApplicationError as err:
+            if err.type != "Conflict":
+                raise
+            why = f"replaced since it was read ({err})"
+    kept = f"{describe(result.kind, result.name, result.namespace)} left alone: {why}"
+    return base.model_copy(update={"outcome": Outcome.unchanged, "data": Kept(kept=kept)})
 
 
 def matches_before(before: Manifest, have: Any) -> bool:

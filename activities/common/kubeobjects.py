@@ -122,10 +122,13 @@ class KubeObjects:
         """A JSON merge patch (``None`` removes a key); the object as patched."""
         return self._send("PATCH", KINDS[kind].path(namespace, name), body, MERGE_PATCH)
 
-    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
-        """Delete; False when it was already gone."""
+    def delete(self, kind: str, name: str, namespace: str | None = None, uid: str | None = None) -> bool:
+        """Delete; False when it was already gone. With ``uid``, only the object of that uid: DeleteOptions
+        ``preconditions.uid`` (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/delete-options/);
+        another object of that name is a 409 ``Conflict``, raised."""
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}} if uid else None
         try:
-            self._send("DELETE", KINDS[kind].path(namespace, name))
+            self._send("DELETE", KINDS[kind].path(namespace, name), options)
         except ApplicationError as err:
             if _absent(err):
                 return False

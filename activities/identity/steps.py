@@ -25,6 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import directory_ids, ldap_check
+from tenantflow.activities.common.adoption import ADOPTED, adopted_by_this_run, adoption_detail, give_back, marker
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, User
 from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.fanout import fan_out
@@ -129,7 +130,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             }
             if existing is not None and not tenant_of(existing, contract.slug):
                 action = Action.adopt
-                detail["adopt_existing"] = f"{user.adopt_existing} (existing account: {account_state(existing)})"
+                detail.update(adoption_detail(existing, user, account_state(existing)))
             elif existing is not None:
                 member = group is not None and group.pk in existing.groups
                 in_sync = gid is not None and member and not user_patch(existing, desired_user(user, gid))[0]
@@ -260,11 +261,17 @@ def _ensure_user(
             data=AuthentikUser(group_pk=group.pk, pk=created.pk),
         )
     patch, previous = user_patch(existing, desired)
-    current = ak.users.patch(existing.pk, patch) if patch else existing
     added = group.pk not in existing.groups
-    if added:
+    if not tenant_of(existing, group.name):  # adopted: its marker keeps what is overwritten
+        previous.setdefault("attributes", existing.attributes)
+        patch["attributes"] = {**patch.get("attributes", existing.attributes), ADOPTED: marker(previous, added)}
+    elif not (patch or added) and (earlier := adopted_by_this_run(existing)) is not None:
+        previous, added = give_back(existing, "")[0], bool(earlier.get("added_to_group"))  # its answer was lost
+        patch = {}
+    current = ak.users.patch(existing.pk, patch) if patch else existing
+    if added and group.pk not in existing.groups:
         ak.add_user(group.pk, existing.pk)
-    outcome = Outcome.updated if patch or added else Outcome.unchanged
+    outcome = Outcome.updated if patch or added or previous else Outcome.unchanged
     data = (
         AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
         if outcome is Outcome.updated

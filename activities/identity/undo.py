@@ -1,6 +1,7 @@
 """Compensation of the identity layer: restore or deactivate users and remove or restore the tenant group.
 
-Undo deactivates users and removes them from the group, never deletes them; the group is deleted
+Undo deactivates the users it created and removes them from the group, never deletes them; an adopted account
+gets back what tenantflow overwrote and leaves the group, never deactivated; the group is deleted
 only when empty. It touches only what it can prove this workflow made or changed: a created user or
 group must carry :data:`~activities.identity.numbers.CREATED_BY` with this workflow's id (the tenant's
 offboarding may also undo the tenant's group and its members); an updated one must be the pk the
@@ -10,8 +11,7 @@ alone and reported as kept.
 
 from __future__ import annotations
 
-from typing import Any
-
+from tenantflow.activities.common.adoption import ADOPTED, give_back
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient
 from tenantflow.activities.identity.numbers import may_undo
 from tenantflow.models.results import (
@@ -39,7 +39,9 @@ def tenant_group_pk(ak: AuthentikClient, results: list[EnsureResult], slug: str)
 
 
 def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_found: str = "") -> EnsureResult:
-    """Created users: deactivate and leave the group. Updated users: restore what we changed.
+    """Created users: deactivate and leave the group. Updated users: restore what we changed. An adopted account
+    (:data:`~activities.common.adoption.ADOPTED`, or no tenantflow ``created-by`` marker at all) reported created
+    (the tenant's offboarding) gets back what the adoption overwrote and leaves the group; it stays active.
 
     A result without data (a planned creation whose step failed before returning) finds the user by
     username, and undoes it only when its :data:`CREATED_BY` marker names this workflow; the group it leaves is
@@ -58,8 +60,10 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_fou
                 f"user {user.username} (pk {user.pk}) was not created by this run "
                 f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone",
             )
-        patch: dict[str, Any] = {"is_active": False} if user.is_active else {}
-        leave = group_pk in user.groups
+        if ADOPTED in user.attributes or CREATED_BY not in user.attributes:
+            patch, leave = give_back(user, group_pk)  # adopted (or made by no tenantflow run): never deactivated
+        else:
+            patch, leave = ({"is_active": False} if user.is_active else {}), group_pk in user.groups
     elif not data.pk:
         return _kept(result, f"no record of what this run changed on user {user.username}; left alone")
     else:

@@ -342,7 +342,8 @@ def undo_csi(contract: TenantContract, result: EnsureResult) -> list[EnsureResul
     obj = objs.get(result.kind, result.name, namespace)
     if obj is not None and not _provably_ours(obj, result, contract.slug):
         return [left_alone(result, "not provably made by this run (uid or run annotation differ)")]
-    done = [deleted(obj is not None and objs.delete(result.kind, result.name, namespace), result)]
+    uid = str(((obj or {}).get("metadata") or {}).get("uid") or "") or None  # the one read: preconditions.uid
+    done = [deleted(obj is not None and objs.delete(result.kind, result.name, namespace, uid=uid), result)]
     if result.kind != "PersistentVolumeClaim":
         return done
     claim_uid = str((obj or {}).get("metadata", {}).get("uid") or "") or recorded_uid(result)

@@ -69,6 +69,25 @@ def conflict(resource: str, group: str, name: str) -> ApiError:
     )
 
 
+def precondition_failed(
+    resource: str, group: str, name: str, key: str, what: str, wanted: str, actual: str
+) -> ApiError:
+    """409 of a DELETE whose ``preconditions`` (DeleteOptions) do not hold, as kube-apiserver words it:
+    ``storage.Preconditions.Check`` (k8s.io/apiserver pkg/storage/interfaces.go) fails with an invalid-object
+    StorageError, which ``storeerr.InterpretDeleteError`` turns into ``NewConflict`` (k8s.io/apimachinery
+    pkg/api/errors) around the StorageError's text."""
+    storage = (
+        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+        f"Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
+    )
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {storage}',
+        _details(resource, group, name),
+    )
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
     """422 with one cause per ``(field, message)``; the message names every field."""
     text = "; ".join(f"{field}: {msg}" if field else msg for field, msg in causes)

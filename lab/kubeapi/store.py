@@ -336,10 +336,13 @@ class Store(Deletion):
             key = self._key(rt, name, namespace)
             current = self._existing(rt, key)
             meta = current["metadata"]
-            if precondition_rv and precondition_rv != meta["resourceVersion"]:
-                raise errors.conflict(rt.plural, rt.group, name)
-            if precondition_uid and precondition_uid != meta["uid"]:
-                raise errors.conflict(rt.plural, rt.group, name)
+            etcd_key = "/".join(["/registry", *(part for part in (rt.group, rt.plural, *key[2:]) if part)])
+            for what, wanted, actual in (
+                ("UID", precondition_uid, meta["uid"]),
+                ("ResourceVersion", precondition_rv, meta["resourceVersion"]),
+            ):
+                if wanted is not None and wanted != actual:
+                    raise errors.precondition_failed(rt.plural, rt.group, name, etcd_key, what, wanted, actual)
             if dry_run:
                 return copy.deepcopy(current)
             result = self._delete(key, current)

@@ -1,6 +1,7 @@
 """Record the histories of the failure and teardown paths for the replay tests, once.
 
-Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, a
+Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, the re-plan's preflight (a run
+completed through it, and one it refused), a
 failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
@@ -26,6 +27,7 @@ from tenantflow.models.enrollment_workflows import DecommissionInput, Decommissi
 from tenantflow.models.gates import GateAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import Finding
 from tenantflow.models.run_ids import offboarding_id
 from tenantflow.starter.client import TenantflowClient
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
@@ -48,6 +50,9 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
             status = await wait_for_stage(api, handle, "gate:approve_plan")
             if name == "replanned":
                 world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
+            if name == "replan-refused":  # someone else's account appeared: the re-plan's preflight refuses it
+                world.appeared = [PlanStep(layer="identity", kind="User", name="zara", action=Action.adopt)]
+                world.refusals = [Finding.failed("identity.username", "username zara is already an account", "rename")]
             await api.approve(handle.id, status.plan_hash or "")
             await after_approval(name, api, handle, status.plan_hash)
             await save(handle, f"onboarding-{name}")
@@ -199,6 +204,8 @@ async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[A
 RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "onboarding-cancelled": lambda: onboarding("cancelled", FakeWorld(hang_at="kube.quota")),
     "onboarding-replanned": lambda: onboarding("replanned", FakeWorld()),
+    "onboarding-replan-preflighted": lambda: onboarding("replan-preflighted", FakeWorld()),
+    "onboarding-replan-refused": lambda: onboarding("replan-refused", FakeWorld()),
     "onboarding-rollback-retried": lambda: onboarding(
         "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})
     ),

@@ -203,6 +203,8 @@ ROLLBACKS = (
     "onboarding-rollback-retried",
     "onboarding-rollback-incomplete",
 )
+REPLAN_PREFLIGHTS = ("onboarding-replan-preflighted", "onboarding-replan-refused")
+"""Runs whose re-plan after approval ran preflight too (patch ``replan-preflights``; lean-history runs)."""
 ENROLLMENTS = (
     "enrollment-greenfield",
     "enrollment-brownfield",
@@ -215,7 +217,7 @@ ENROLLMENTS = (
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[
         (name, OnboardingWithExtraStep, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS)
+        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS, *REPLAN_PREFLIGHTS)
     ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
@@ -224,7 +226,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     ],
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS)
+        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS)
     ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in ROLLBACKS],

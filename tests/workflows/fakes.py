@@ -51,6 +51,8 @@ class FakeWorld:
     """An apply step that heartbeats until it is cancelled (to cancel a run mid-apply)."""
     appeared: list[PlanStep] = field(default_factory=list)
     """Objects the plan activities of the same layer also report (something made by hand after planning)."""
+    refusals: list[Finding] = field(default_factory=list)
+    """Findings the preflight of each one's layer (its check's prefix) also reports (something that appeared later)."""
     flaky: dict[str, int] = field(default_factory=dict)
     """Read-only step name -> how many more times it fails retryably (a transient refusal)."""
     rendezvous: dict[str, asyncio.Barrier] = field(default_factory=dict)
@@ -93,6 +95,7 @@ class FakeWorld:
                 findings.append(
                     Finding(check="capacity.nodes", ok=False, message=self.preflight_error, fix="free some nodes")
                 )
+            findings += [f for f in self.refusals if f.check.split(".")[0] == step.layer]
             facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY_PREFLIGHT else inp.facts
             return StepResult(findings=findings, facts=facts)
 

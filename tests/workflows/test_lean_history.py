@@ -10,6 +10,7 @@ replay unchanged in tests/test_replay.py.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from typing import Any
 
@@ -27,14 +28,23 @@ from tenantflow.models.status import RunStatus
 from tenantflow.worker.codec import PLAIN
 from tenantflow.worker.registry import WORKFLOWS
 from tenantflow.workflows.onboarding import LEAN_HISTORY_PATCH
+from tenantflow.workflows.tenant_run import REPLAN_PREFLIGHT_PATCH
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, fake_worker
 
 CHANGE_VERSION = SearchAttributeKey.for_keyword_list("TemporalChangeVersion")
-PHASES = [[runbook.CAPACITY_PREFLIGHT], runbook.PREFLIGHT[1:], runbook.PLAN, runbook.PLAN, [runbook.HANDOVER]]
+PHASES = [
+    [runbook.CAPACITY_PREFLIGHT],
+    runbook.PREFLIGHT[1:],
+    runbook.PLAN,
+    [runbook.CAPACITY_PREFLIGHT],
+    runbook.PREFLIGHT[1:],
+    runbook.PLAN,
+    [runbook.HANDOVER],
+]
 """The read-only steps by phase: the capacity preflight (it chooses the nodes), the other preflights, the plan, the
-re-plan after approval, the handover render."""
+re-plan after approval (a full plan, preflights included: issue 26, item 2), the handover render."""
 LOCAL_STEPS = [step for phase in PHASES for step in phase]
 ACTIVITY_STEPS = [*runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.RECORD_TENANT]
 
@@ -69,14 +79,16 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     history = await handle.fetch_history()
     assert result.status == "completed", result.message
     recorded = local_steps(history.events)  # a phase's markers in the order its steps finished
-    phases = [recorded[:1], recorded[1:5], recorded[5:11], recorded[11:17], recorded[17:]]
+    bounds = [0, 1, 5, 11, 12, 16, 22, len(recorded)]
+    phases = [recorded[start:end] for start, end in itertools.pairwise(bounds)]
     assert [sorted(phase) for phase in phases] == [sorted((s.name, 1) for s in phase) for phase in PHASES], recorded
     assert scheduled(history.events) == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
     read = [runbook.CAPACITY_PREFLIGHT, *runbook.PREFLIGHT[1:], *runbook.PLAN]  # the re-plan's rows replace the plan's
     ran = [*read, *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed once, local or not
     assert {s.state for s in status.steps} == {"done"}
-    assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == [LEAN_HISTORY_PATCH]
+    patches = [LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
+    assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == patches
     await Replayer(workflows=WORKFLOWS, data_converter=PLAIN).replay_workflow(history)
 
 
@@ -86,6 +98,6 @@ async def test_a_read_only_step_that_fails_is_retried_on_its_own(dev_env: Workfl
     assert result.status == "completed", result.message
     attempts = local_steps((await handle.fetch_history()).events)
     assert ("slurm.preflight", 3) in attempts and ("identity.plan", 2) in attempts
-    assert world.calls.count("slurm.preflight") == 3 and world.calls.count("identity.plan") == 3  # 2 + the re-plan
-    assert world.calls.count("kube.plan") == 2 and world.calls.count("capacity.preflight") == 1
-    assert [s.state for s in status.steps if s.name == "identity.plan"] == ["done"]  # the re-plan's row only
+    assert world.calls.count("slurm.preflight") == 4 and world.calls.count("identity.plan") == 3  # + the re-plan
+    assert world.calls.count("kube.plan") == 2 and world.calls.count("capacity.preflight") == 2
+    assert [s.state for s in status.steps if s.name == "identity.plan"] == ["done"]  # the re-plan's row replaces the plan's

@@ -6,10 +6,11 @@ import uuid
 from collections import Counter
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.results import Finding
 from tenantflow.models.runbook import APPLY, PLAN
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -55,3 +56,26 @@ async def test_offboarding_reads_again_before_removing_anything(dev_env: Workflo
         result = await handle.result()
     assert result.status == "completed"
     assert "tenant-x" in {r.name for r in result.removed}
+
+
+async def test_the_replan_refuses_at_preflight_what_appeared_while_the_gate_waited(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    """Issue 26, item 2: the re-plan after approval is a full plan. A username someone else created meanwhile (another
+    email, no tenantflow marker) is a preflight refusal with its fix, never an approvable ``adopt`` line."""
+    world = FakeWorld()
+    async with fake_worker(dev_env, world) as api:
+        handle = await api.start_onboarding(example_tenant(f"tenant-p{uuid.uuid4().hex[:8]}"))
+        first = await wait_for_stage(api, handle, "gate:approve_plan")
+        world.appeared = [PlanStep(layer="identity", kind="User", name="zara", action=Action.adopt)]
+        taken = "username zara is already an Authentik account (active, pk 9, in no tenant)"
+        fix = "set adopt_existing: true for zara in the contract if that account is this person's"
+        world.refusals = [Finding.failed("identity.username", taken, fix)]
+        await api.approve(handle.id, first.plan_hash or "")
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+        status = await api.status(handle.id)
+    assert "preflight failed, nothing was written" in str(failed.value.cause) and fix in str(failed.value.cause)
+    assert status.stage == "preflight-failed" and status.plan_hash == first.plan_hash, "no plan with zara published"
+    assert not {c for c in world.calls} & {s.name for s in APPLY}, "nothing applied"
+    assert [c for c in world.calls if c == "identity.preflight"] == ["identity.preflight"] * 2

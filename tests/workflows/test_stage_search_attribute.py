@@ -18,7 +18,17 @@ from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage
 
-PHASES = ["preflight", "planning", "gate:approve_plan", "planning", "apply", "smoke", "validate", "handover"]
+PHASES = [
+    "preflight",
+    "planning",
+    "gate:approve_plan",
+    "replan-preflight",  # the re-plan after approval is a full plan (issue 26, item 2)
+    "planning",
+    "apply",
+    "smoke",
+    "validate",
+    "handover",
+]
 
 
 async def test_stage_changes_once_per_phase_and_steps_stay_visible(dev_env: WorkflowEnvironment) -> None:

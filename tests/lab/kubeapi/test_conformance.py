@@ -266,6 +266,40 @@ def test_conflicts_not_found_and_invalid(cluster: Cluster) -> None:
     assert [c.metadata.name for c in core.list_namespaced_config_map(ns).items] == ["a"]
 
 
+def test_delete_preconditions_as_kube_apiserver_words_them(cluster: Cluster) -> None:
+    """DeleteOptions ``preconditions`` (kubernetes.io/docs/reference/kubernetes-api/common-definitions/
+    delete-options/): a uid or resourceVersion that is not the object's is 409 Conflict with the message of
+    k8s.io/apiserver's ``Preconditions.Check``, and the object stays; the matching uid deletes."""
+    core = client.CoreV1Api(cluster.api())
+    ns = cluster.namespace()
+    made = core.create_namespaced_config_map(ns, _cm("pre"))
+    uid, rv = made.metadata.uid, made.metadata.resource_version
+    wrong = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-" + uid))
+    with pytest.raises(ApiException) as exc:
+        core.delete_namespaced_config_map("pre", ns, body=wrong)
+    assert exc.value.status == 409 and '"reason": "Conflict"' in exc.value.body
+    assert f"Precondition failed: UID in precondition: not-{uid}, UID in object meta: {uid}" in exc.value.body
+    assert 'Operation cannot be fulfilled on configmaps \\"pre\\"' in exc.value.body
+    core.patch_namespaced_config_map("pre", ns, {"data": {"k": "2"}})
+    stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=rv))
+    with pytest.raises(ApiException) as exc:
+        core.delete_namespaced_config_map("pre", ns, body=stale)
+    assert exc.value.status == 409 and f"ResourceVersion in precondition: {rv}, ResourceVersion in object" in (
+        exc.value.body
+    )
+    assert core.read_namespaced_config_map("pre", ns).metadata.uid == uid
+    code, status = cluster.raw(
+        "DELETE", f"/api/v1/namespaces/{ns}", {"kind": "DeleteOptions", "preconditions": {"uid": "someone-else"}}
+    )
+    assert code == 409 and "UID in precondition: someone-else" in status["message"], status
+    assert core.read_namespace(ns).status.phase != "Terminating"
+    right = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+    core.delete_namespaced_config_map("pre", ns, body=right)
+    with pytest.raises(ApiException) as exc:
+        core.read_namespaced_config_map("pre", ns)
+    assert exc.value.status == 404
+
+
 def test_core_quantities_read_back_in_canonical_form(cluster: Cluster) -> None:
     """kube-apiserver decodes a ResourceList into resource.Quantity values and stores them canonically, so
     ``kubectl get`` shows ``8Ti`` for a quota written as ``8192Gi`` (k8s.io/apimachinery resource.Quantity)."""

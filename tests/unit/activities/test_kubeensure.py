@@ -26,7 +26,7 @@ from tenantflow.activities.common.kubeobjects import KINDS
 from tenantflow.activities.common.manifests import MANAGED_BY, MANAGER, TENANT_LABEL
 from tenantflow.lab.kubeapi.patching import merge_patch
 from tenantflow.models.plan import Action
-from tenantflow.models.results import EnsureResult, KubeBefore, Outcome
+from tenantflow.models.results import EnsureResult, Kept, KubeBefore, Outcome, WekaObject
 from tests.memory_cluster import MemoryCluster
 
 OURS = {MANAGED_BY: MANAGER, TENANT_LABEL: "tenant-a"}
@@ -210,6 +210,44 @@ def test_undo_reports_what_it_found_for_each_result_latest_first() -> None:
         ("ResourceQuota", Outcome.updated)
     ]  # type: ignore[arg-type]
     assert both.get("ResourceQuota", "q", "tenant-a")["spec"] == {"hard": {"cpu": "2"}}  # type: ignore[index]
-    twice = MemoryCluster(quota({"cpu": "4"}))
-    order = [result(Outcome.created), result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})]
+    twice = MemoryCluster(quota({"cpu": "4"}, uid="u-1"))
+    made = result(Outcome.created).model_copy(update={"data": WekaObject(uid="u-1")})
+    order = [made, result(Outcome.updated, before={"spec": {"hard": {"cpu": "2"}}})]
     assert [r.outcome for r in undo(twice, "kube", order, "tenant-a")] == [Outcome.updated, Outcome.deleted]  # type: ignore[arg-type]
+
+
+def test_a_create_records_the_uid_and_its_undo_deletes_only_that_object() -> None:
+    cluster = MemoryCluster()
+    made = ensure(cluster, "kube", quota({"cpu": "4"}), "tenant-a", "tenant/tenant-a")  # type: ignore[arg-type]
+    first = cluster.get("ResourceQuota", "q", "tenant-a")
+    assert first is not None and made.outcome is Outcome.created
+    assert made.data == WekaObject(uid=first["metadata"]["uid"])
+    assert first["metadata"]["annotations"]["tenantflow.io/created-by"] == "tenant/tenant-a"
+    cluster.delete("ResourceQuota", "q", "tenant-a")
+    again = cluster.create(quota({"cpu": "4"}))  # same name and labels, made by someone else
+    (left,) = undo(cluster, "kube", [made], "tenant-a")  # type: ignore[arg-type]
+    assert left.outcome is Outcome.unchanged and isinstance(left.data, Kept)
+    assert again["metadata"]["uid"] in left.data.kept and first["metadata"]["uid"] in left.data.kept
+    assert cluster.get("ResourceQuota", "q", "tenant-a") == again
+    (gone,) = undo(
+        cluster, "kube", [made.model_copy(update={"data": WekaObject(uid=again["metadata"]["uid"])})], "tenant-a"
+    )  # type: ignore[arg-type]
+    assert gone.outcome is Outcome.deleted and cluster.get("ResourceQuota", "q", "tenant-a") is None
+
+
+def test_an_adopted_object_reported_created_without_a_uid_is_left_alone() -> None:
+    """A namespace made by hand after the re-plan and adopted by a step whose answer was lost: the retry finds it
+    ours and the saga counts the planned creation as made; its labels and the run annotation are the adoption's
+    own, so they prove nothing."""
+    cluster = MemoryCluster(quota({"cpu": "2"}, labels={"team": "ml"}))
+    adopted = ensure(cluster, "kube", quota({"cpu": "4"}), "tenant-a", "tenant/tenant-a")  # type: ignore[arg-type]
+    assert adopted.outcome is Outcome.adopted
+    assert cluster.get("ResourceQuota", "q", "tenant-a")["metadata"]["annotations"] == {  # type: ignore[index]
+        "tenantflow.io/run": "tenant/tenant-a",
+        "tenantflow.io/adopted-by": "tenant/tenant-a",
+    }
+    planned = EnsureResult(layer="kube", kind="ResourceQuota", name="q", namespace="tenant-a", outcome=Outcome.created)
+    (left,) = undo(cluster, "kube", [planned], "tenant-a")  # type: ignore[arg-type]
+    assert left.outcome is Outcome.unchanged and isinstance(left.data, Kept)
+    assert "adopted" in left.data.kept
+    assert cluster.get("ResourceQuota", "q", "tenant-a") is not None

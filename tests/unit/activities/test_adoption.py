@@ -1,0 +1,54 @@
+"""The pure parts of adoption (issue 26, item 1): fingerprints as OpenSSH prints them, the proof, giving back."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tenantflow.activities.common.adoption import ADOPTED, fingerprint, fingerprints, give_back, proven
+from tenantflow.activities.common.authentik_client import User
+from tenantflow.models.tenant import TenantUser
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl alice@laptop"
+
+
+def user(**fields: object) -> User:
+    return User.model_validate({"pk": 7, "username": "zara", "name": "Zara", "email": "", **fields})
+
+
+def test_a_fingerprint_is_the_one_ssh_keygen_prints(tmp_path: Path) -> None:
+    (tmp_path / "k.pub").write_text(KEY + "\n")
+    printed = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", str(tmp_path / "k.pub")], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert fingerprint(KEY) == printed
+    assert fingerprints(f"{KEY}\n\n{KEY}") == [printed, printed]
+    assert fingerprint("ssh-ed25519 not*base64") == "unreadable ssh-ed25519"
+
+
+def test_only_the_contracts_email_proves_the_account() -> None:
+    person = TenantUser(username="zara", name="Zara", email="zara@t.example", ssh_keys=[KEY])
+    assert proven(user(email=" Zara@T.example "), person)
+    assert not proven(user(email="zara@elsewhere.example"), person)
+    assert not proven(user(email=""), person)
+
+
+def test_giving_back_restores_what_the_adoption_overwrote_and_never_deactivates() -> None:
+    marker = {
+        "by": "tenant/t",
+        "run": "r1",
+        "previous": {"name": "Zara E", "email": "z@else", "is_active": False, "attributes": {"ssh_keys": None}},
+        "added_to_group": True,
+    }
+    adopted = user(
+        name="Zara",
+        email="zara@t.example",
+        groups=["g1"],
+        attributes={"ssh_keys": KEY, "gidNumber": "4001", "department": "physics", ADOPTED: marker},
+    )
+    patch, leave = give_back(adopted, "g1")
+    assert patch == {"name": "Zara E", "email": "z@else", "attributes": {"gidNumber": "4001", "department": "physics"}}
+    assert leave and "is_active" not in patch
+    unmarked = user(groups=["g1"], attributes={"department": "physics"})
+    assert give_back(unmarked, "g1") == ({}, True)
+    assert give_back(unmarked, "g2") == ({}, False)
