@@ -100,4 +100,4 @@ async def test_a_read_only_step_that_fails_is_retried_on_its_own(dev_env: Workfl
     assert ("slurm.preflight", 3) in attempts and ("identity.plan", 2) in attempts
     assert world.calls.count("slurm.preflight") == 4 and world.calls.count("identity.plan") == 3  # + the re-plan
     assert world.calls.count("kube.plan") == 2 and world.calls.count("capacity.preflight") == 2
-    assert [s.state for s in status.steps if s.name == "identity.plan"] == ["done"]  # the re-plan's row replaces the plan's
+    assert [s.state for s in status.steps if s.name == "identity.plan"] == ["done"]  # one row per step
