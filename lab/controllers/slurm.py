@@ -51,6 +51,7 @@ from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import host_users, weka_mounts
 from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
+from tenantflow.lab.daemons.slurm import LAB_BIN
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 from tenantflow.models.content_types import MERGE_PATCH
@@ -61,7 +62,6 @@ log = logging.getLogger(__name__)
 CONTEXT = "tenant-cluster"
 NAMESPACE = "slurm-control"
 CONFIGMAP = "slurm-partitions"
-LAB_BIN = Path(__file__).resolve().parent.parent / "bin"
 ALLOWED_COMMANDS = frozenset(
     {"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "getent", "cat"}
 )

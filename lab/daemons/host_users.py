@@ -288,8 +288,9 @@ def withdraw(state_dir: Path, root: Path = EXTRAUSERS_DIR) -> None:
         _merge(root)
 
 
-def _make_searchable(path: Path) -> None:
-    """Add o+x to ``path`` and its parents: a job running as the user must reach its home."""
+def make_searchable(path: Path) -> None:
+    """Add o+x to ``path`` and its parents: a job running as the user must reach its home and the lab's
+    stand-in commands (a checkout below a 0700 home would otherwise hide them: ``nvidia-smi: Permission denied``)."""
     for folder in (path, *path.parents):
         mode = folder.stat().st_mode
         if not mode & stat.S_IXOTH:
@@ -300,7 +301,7 @@ def ensure_homes(state_dir: Path, users: list[PasswdEntry]) -> None:
     """Create each user's home below :func:`home_root` (0700, owned by the user), as Weka /home would hold it."""
     root = home_root(state_dir)
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
-    _make_searchable(root)
+    make_searchable(root)
     for user in users:
         home = Path(user.home)
         if home.parent != root or user.uid < MIN_ID:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from tenantflow.lab.daemons.host_users import in_lab_namespace
+from tenantflow.lab.daemons.host_users import in_lab_namespace, make_searchable
 from tenantflow.lab.daemons.process import Daemon, command_succeeds, free_port, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
@@ -47,6 +47,8 @@ SLURM_TEMPLATE = HERE / "slurm.template.conf"
 SLURMDBD_TEMPLATE = HERE / "slurmdbd.template.conf"
 CLUSTER = "production"
 DEFAULT_NODES = tuple(f"gpu-{i:02d}" for i in range(1, 17))
+LAB_BIN = Path(__file__).resolve().parent.parent / "bin"
+"""The stand-ins of the node's commands (``nvidia-smi``, ``all_reduce_perf``, ``df``) that jobs find on their PATH."""
 NODE_CPUS = 32
 NODE_MEMORY_MB = 64000
 SPARE_NODE_SLOTS = 64
@@ -263,6 +265,7 @@ def start_slurm(
         raise ValueError(f"slurmd_nodes not among nodes: {unknown}")
     apply_loopback_quickack()
     slurm_dir = state_dir / "slurm"
+    make_searchable(LAB_BIN)
     for sub in ("state", "spool", "log"):
         (slurm_dir / sub).mkdir(parents=True, exist_ok=True)
     ports = SlurmPorts(
