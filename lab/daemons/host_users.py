@@ -58,6 +58,11 @@ NSSWITCH = Path("/etc/nsswitch.conf")
 NSS_MODULE = "extrausers"
 DATABASES = ("passwd", "group")
 MIN_ID = 1000
+NAMESPACE_SLURM_DIR = Path("/run/tenantflow-lab-slurm")
+"""Where a lab's Slurm daemons see its ``<state_dir>/slurm``: slurmd and slurmstepd make Unix sockets in
+``SlurmdSpoolDir`` and PMIx in ``TmpFS``, and a socket path longer than 108 bytes (``sun_path``) fails the job's
+launch (``_create_socket: Unix socket path ... is too long``), so those two settings name this short path rather
+than a state folder that may lie deep below a checkout or a test's temporary folder."""
 SHELL = "/bin/bash"
 OUTPOST_HOME = "/home/"
 SYNC_INTERVAL_S = 1.0
@@ -91,12 +96,16 @@ def lab_nss_dir(state_dir: Path) -> Path:
 
 
 def in_lab_namespace(state_dir: Path, argv: list[str]) -> list[str]:
-    """``argv`` in a private mount namespace that sees :func:`lab_nss_dir` as /var/lib/extrausers."""
+    """``argv`` in a private mount namespace that sees :func:`lab_nss_dir` as /var/lib/extrausers and the lab's
+    Slurm folder as :data:`NAMESPACE_SLURM_DIR`."""
     nss = lab_nss_dir(state_dir)
     nss.mkdir(mode=0o755, parents=True, exist_ok=True)
     for database in DATABASES:
         (nss / database).touch(mode=0o644)
-    EXTRAUSERS_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    slurm = state_dir / "slurm"
+    slurm.mkdir(parents=True, exist_ok=True)
+    for mountpoint in (EXTRAUSERS_DIR, NAMESPACE_SLURM_DIR):
+        mountpoint.mkdir(mode=0o755, parents=True, exist_ok=True)
     return [
         "unshare",
         "--mount",
@@ -105,8 +114,9 @@ def in_lab_namespace(state_dir: Path, argv: list[str]) -> list[str]:
         "--",
         "/bin/sh",
         "-c",
-        f'mount --bind "$0" {EXTRAUSERS_DIR} && exec "$@"',
+        f'mount --bind "$0" {EXTRAUSERS_DIR} && mount --bind "$1" {NAMESPACE_SLURM_DIR} && shift && exec "$@"',
         str(nss),
+        str(slurm),
         *argv,
     ]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from tenantflow.lab.daemons.host_users import in_lab_namespace, make_searchable
+from tenantflow.lab.daemons.host_users import NAMESPACE_SLURM_DIR, in_lab_namespace, make_searchable
 from tenantflow.lab.daemons.process import Daemon, command_succeeds, free_port, port_open, start_daemon, stop
 
 HERE = Path(__file__).parent
@@ -320,6 +320,7 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
         max_node_count=len(handle.nodes) + SPARE_NODE_SLOTS,
         node_lines=_node_lines(ports.slurmd, gpus_per_node),
         partitions_conf=handle.partitions_conf,
+        namespace_slurm_dir=NAMESPACE_SLURM_DIR,
         **common,
     ).chmod(0o644)
     env = handle.env

@@ -40,10 +40,19 @@ def slapd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlapdHandle]:
     _stop_and_check(state_dir)
 
 
+def deep_folder(base: Path) -> Path:
+    """A folder below ``base`` deep enough that a slurmstepd socket in ``<it>/slurm/spool/<node>`` would pass the
+    108-byte limit of a Unix socket path (as under a CI worker's numbered temporary folders): jobs must still run."""
+    step_socket = "/slurm/spool/gpu-01/gpu-01_1.4294967291"
+    folder = base / ("deep-" + "d" * max(1, 110 - len(str(base)) - len(step_socket)))
+    folder.mkdir()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmHandle]:
     _require("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sacctmgr")
-    state_dir = tmp_path_factory.mktemp("slurm")
+    state_dir = deep_folder(tmp_path_factory.mktemp("slurm"))
     handle = start_slurm(state_dir, slurmd_nodes=SLURMD_NODES)
     yield handle
     _stop_and_check(state_dir)
