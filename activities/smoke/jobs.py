@@ -43,6 +43,16 @@ FINISHED = {
     "BOOT_FAIL",
     "DEADLINE",
 }
+
+
+def requeued(info: dict[str, str]) -> bool:
+    """The job went back to PENDING after a start: slurmctld requeues a batch job whose launch failed on the node
+    (``scontrol show job`` counts it in ``Restarts``; ``JobRequeue``/``Requeue=1`` is the default) and holds it, so
+    it never finishes by itself (https://slurm.schedmd.com/scontrol.html, ``Restarts``; squeue's reason
+    ``launch_failed_requeued_held``)."""
+    return info.get("JobState", "") == "PENDING" and info.get("Restarts", "0") not in ("", "0")
+
+
 ASSOCIATION_LAG = re.compile(r"Invalid account or account/partition combination", re.IGNORECASE)
 """sbatch's answer while slurmctld has not yet loaded an association or partition made moments ago."""
 
@@ -128,12 +138,23 @@ def _run_job_once(
     job = parse_sbatch(submitted.stdout)
     ran = poll_until(
         lambda: parse_keyvalues(ctl.run(["scontrol", "show", "job", "-d", str(job)]).stdout),
-        lambda info: info.get("JobState", "") in FINISHED,
+        lambda info: info.get("JobState", "") in FINISHED or requeued(info),
         every=Backoff(0.5, 1.5, 10.0),
         budget_s=JOB_TIMEOUT_S,
         detail=lambda info: f"{name} job {job} {info.get('JobState', '')} Reason={info.get('Reason', '')}",
     )
     info, state = ran.value, ran.value.get("JobState", "")
+    if requeued(info):
+        ctl.run(["scancel", str(job)], check=False)
+        return JobRun(
+            "FAILED",
+            f"job {job} could not start on {','.join(nodes)} and was requeued (Restarts={info.get('Restarts')}, "
+            f"Reason={info.get('Reason', '')}); the node's slurmd log names the launch error",
+            info,
+            job,
+            tuple(nodes),
+            wrote_output=False,
+        )
     if not ran.done:
         ctl.run(["scancel", str(job)], check=False)
         return JobRun(

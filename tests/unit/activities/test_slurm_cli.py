@@ -31,6 +31,7 @@ from tenantflow.activities.common.slurm_cli import (
     word,
 )
 from tenantflow.activities.slurm.qos import parse_qos
+from tenantflow.activities.smoke.jobs import requeued
 from tenantflow.models.durations import duration_minutes
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
@@ -138,6 +139,14 @@ def test_job_details_as_key_values() -> None:
     assert job["Partition"] == "tenant-foo"
     assert job["TresPerNode"] == "gres:gpu:1"
     assert job["TRES"] == "cpu=32,node=1,billing=32,gres/gpu=8"
+
+
+def test_a_job_requeued_after_its_launch_failed_is_told_from_a_pending_one() -> None:
+    held = parse_keyvalues(output("job_requeued_held.txt"))
+    assert (held["JobState"], held["Reason"], held["Restarts"]) == ("PENDING", "launch_failed_requeued_held", "1")
+    assert requeued(held)
+    assert not requeued(parse_keyvalues(output("job.txt")))
+    assert not requeued({"JobState": "PENDING", "Reason": "Resources", "Restarts": "0"})
 
 
 def test_node_states_and_which_are_usable() -> None:
