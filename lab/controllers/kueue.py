@@ -4,7 +4,7 @@ A JobSet labelled ``kueue.x-k8s.io/queue-name`` that has no Workload yet is
 admitted when its LocalQueue exists and points at an existing ClusterQueue whose
 ``stopPolicy`` (and the LocalQueue's) is not ``Hold``/``HoldAndDrain``: the stand-in
 creates Workload ``jobset-<name>`` (QuotaReserved, Admitted, Finished) and marks
-the JobSet ``Completed``. JobSets that already have a Workload (running work) are
+the JobSet ``Completed`` (condition and ``status.terminalState``, as the JobSet controller does). JobSets that already have a Workload (running work) are
 never touched.
 """
 
@@ -87,6 +87,7 @@ class KueueStandIn:
                     **js,
                     "status": {
                         "restarts": 0,
+                        "terminalState": "Completed",
                         "conditions": [_cond("Completed", "AllJobsCompleted", "jobset completed successfully")],
                     },
                 }
