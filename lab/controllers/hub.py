@@ -104,6 +104,20 @@ def redeem(store: Store, token: str) -> Obj:
     )
 
 
+def workload_of(store: Store, job: Obj, name: str, labels: dict[str, str]) -> Obj:
+    """A Kueue Workload ``name`` for the queued JobSet ``job`` (one pod set), at the Kueue version ``store``
+    stores, labelled ``labels`` and with the job's queue label."""
+    meta = job["metadata"]
+    queue = meta["labels"][QUEUE_LABEL]
+    served = store.registry.get(KUEUE, "workloads")
+    return {
+        "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": meta["namespace"], "labels": {**labels, QUEUE_LABEL: queue}},
+        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1}]},
+    }
+
+
 def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -> Obj:
     return {
         "type": kind,
@@ -230,29 +244,18 @@ class HubController:
         """Kueue's Workload for ``job`` on the Hub (named and labelled the way Kueue does), dispatched to
         ``cluster``."""
         meta = job["metadata"]
-        served = self.hub.registry.get(KUEUE, "workloads")
-        workload = self.hub.create(
+        workload = workload_of(self.hub, job, f"jobset-{meta['name']}-{meta['uid'][:5]}", {JOB_UID: meta["uid"]})
+        workload["metadata"]["ownerReferences"] = [
             {
-                "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}",
-                "kind": "Workload",
-                "metadata": {
-                    "name": f"jobset-{meta['name']}-{meta['uid'][:5]}",
-                    "namespace": meta["namespace"],
-                    "labels": {JOB_UID: meta["uid"], QUEUE_LABEL: meta["labels"][QUEUE_LABEL]},
-                    "ownerReferences": [
-                        {
-                            "apiVersion": job["apiVersion"],
-                            "kind": "JobSet",
-                            "name": meta["name"],
-                            "uid": meta["uid"],
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
-                },
-                "spec": {"queueName": meta["labels"][QUEUE_LABEL], "podSets": [{"name": "main", "count": 1}]},
+                "apiVersion": job["apiVersion"],
+                "kind": "JobSet",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
             }
-        )
+        ]
+        workload = self.hub.create(workload)
         self.hub.update_status({**workload, "status": {"clusterName": cluster}})
 
     def _dispatch(self) -> None:

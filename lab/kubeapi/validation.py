@@ -129,8 +129,9 @@ def _cr_errors(err: jsonschema.ValidationError) -> list[tuple[str, str]]:
     as kube-apiserver reports it (apiextensions-apiserver pkg/apiserver/validation turns kube-openapi's
     RequiredFailCode into ``field.Required``): at the property's own path, ``Required value``."""
     path = list(err.absolute_path)
-    if err.validator == "required" and isinstance(err.instance, dict):
-        return [(dotted([*path, name]), errors.REQUIRED) for name in err.validator_value if name not in err.instance]
+    required = err.validator_value if err.validator == "required" else None
+    if isinstance(required, list) and isinstance(err.instance, dict):
+        return [(dotted([*path, name]), errors.REQUIRED) for name in required if name not in err.instance]
     return [(dotted(path), err.message)]
 
 

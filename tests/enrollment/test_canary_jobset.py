@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ def _with_old_template(doc: dict[str, Any]) -> dict[str, Any]:
     return old
 
 
+@lru_cache(maxsize=1)
 def _upstream() -> ResourceType:
     return resource_type_from_crd(yaml.safe_load(CRD.read_text()))
 
