@@ -16,7 +16,9 @@ and its own worker store), so canaries can be routed across a pool.
 
 from __future__ import annotations
 
+import copy
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +48,20 @@ OLD_JOBSET = "registry.k8s.io/jobset/jobset:v0.7.2"
 Obj = dict[str, Any]
 
 
+@lru_cache(maxsize=1)
+def _crd_files() -> tuple[Obj, ...]:
+    """The CRDs of ``lab/crds_enrollment/``, parsed once (the vendored JobSet CRD alone is 250 kB of YAML)."""
+    return tuple(yaml.safe_load(path.read_text()) for path in sorted(CRD_DIR.glob("*.yaml")))
+
+
 def crds(groups: tuple[str, ...], kueue_versions: tuple[str, ...] = KUEUE_BOTH) -> list[Obj]:
     """The CRDs of ``groups``; Kueue's serve only ``kueue_versions`` (the last one is the storage version)."""
-    docs = [yaml.safe_load(path.read_text()) for path in sorted(CRD_DIR.glob("*.yaml"))]
+    docs = [copy.deepcopy(doc) for doc in _crd_files() if doc["spec"]["group"] in groups]
     for doc in docs:
         if doc["spec"]["group"] == "kueue.x-k8s.io":
             versions = [v for v in doc["spec"]["versions"] if v["name"] in kueue_versions]
             doc["spec"]["versions"] = [{**v, "storage": v["name"] == kueue_versions[-1]} for v in versions]
-    return [d for d in docs if d["spec"]["group"] in groups]
+    return docs
 
 
 def kueue_version(store: Store) -> str:
@@ -131,13 +139,19 @@ def seed_hub(store: Store) -> None:
 
 def _running_work(namespace: str, name: str, kueue: str) -> list[Obj]:
     queue = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    pod = {"spec": {"containers": [{"name": "train", "image": "trainer:1"}], "restartPolicy": "Never"}}
     return [
         {
             "apiVersion": "jobset.x-k8s.io/v1alpha2",
             "kind": "JobSet",
             "metadata": {"name": name, "namespace": namespace, "labels": queue},
-            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {}}}]},
-            "status": {"restarts": 0, "replicatedJobsStatus": [{"name": "workers", "active": 1, "ready": 1}]},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {"template": pod}}}]},
+            "status": {
+                "restarts": 0,
+                "replicatedJobsStatus": [
+                    {"name": "workers", "active": 1, "ready": 1, "failed": 0, "succeeded": 0, "suspended": 0}
+                ],
+            },
         },
         {
             "apiVersion": "batch/v1",
@@ -147,11 +161,7 @@ def _running_work(namespace: str, name: str, kueue: str) -> list[Obj]:
                 "namespace": namespace,
                 "labels": {"jobset.sigs.k8s.io/jobset-name": name},
             },
-            "spec": {
-                "template": {
-                    "spec": {"containers": [{"name": "train", "image": "trainer:1"}], "restartPolicy": "Never"}
-                }
-            },
+            "spec": {"template": pod},
             "status": {"active": 1, "ready": 1},
         },
         {

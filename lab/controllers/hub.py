@@ -11,7 +11,12 @@
   ``ObservabilityIngestHealthy=Unknown`` (``NoTrafficYet``: the lab never ships telemetry).
 * JobSets created on the Hub with a ``kueue.x-k8s.io/queue-name`` label are
   dispatched to a DispatchReady worker of their namespace (copied there with
-  ``kueue.x-k8s.io/multikueue-origin=hub``) and their status is synced back.
+  ``kueue.x-k8s.io/multikueue-origin=hub``) and their status is synced back, as
+  MultiKueue does. Where a JobSet went is recorded where Kueue records it: the Hub
+  Workload labelled ``kueue.x-k8s.io/job-uid=<the JobSet's uid>`` has
+  ``status.clusterName`` (the WorkerCluster's name). The JobSet itself carries
+  nothing of the dispatch: the Hub serves the upstream JobSet CRD, whose status has
+  no such field.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ HEARTBEAT = "trainy.ai/agent-heartbeat"
 CONFIG_REPORT = "trainy.ai/worker-config"
 LAB_CONTEXT = "trainy.ai/lab-context"
 ORIGIN = "hub"
+KUEUE = "kueue.x-k8s.io"
+JOB_UID = "kueue.x-k8s.io/job-uid"
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
 
@@ -95,6 +102,20 @@ def redeem(store: Store, token: str) -> Obj:
             },
         }
     )
+
+
+def workload_of(store: Store, job: Obj, name: str, labels: dict[str, str]) -> Obj:
+    """A Kueue Workload ``name`` for the queued JobSet ``job`` (one pod set), at the Kueue version ``store``
+    stores, labelled ``labels`` and with the job's queue label."""
+    meta = job["metadata"]
+    queue = meta["labels"][QUEUE_LABEL]
+    served = store.registry.get(KUEUE, "workloads")
+    return {
+        "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": meta["namespace"], "labels": {**labels, QUEUE_LABEL: queue}},
+        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1}]},
+    }
 
 
 def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -> Obj:
@@ -196,44 +217,79 @@ class HubController:
             new["status"] = {**(wc.get("status") or {}), "conditions": stamped}
             self.hub.update_status(new)
 
-    def _ready_worker(self, namespace: str) -> Store | None:
+    def _ready_worker(self, namespace: str) -> tuple[str, Store] | None:
         for wc in self.hub.list(TRAINY, "workerclusters", namespace):
             conds = {c["type"]: c["status"] for c in (wc.get("status") or {}).get("conditions") or []}
             target = (wc["metadata"].get("annotations") or {}).get(LAB_CONTEXT, "")
             if conds.get("DispatchReady") == "True" and target in self.stores:
-                return self.stores[target]
+                return wc["metadata"]["name"], self.stores[target]
         return None
+
+    def _workload(self, job: Obj) -> Obj | None:
+        """The Hub Workload of ``job``: the one labelled with its uid."""
+        meta = job["metadata"]
+        found = self.hub.list(KUEUE, "workloads", meta["namespace"], label_selector=f"{JOB_UID}={meta['uid']}")
+        return found[0] if found else None
+
+    def _dispatched_to(self, workload: Obj) -> Store | None:
+        """The worker store of the WorkerCluster named by the Workload's ``status.clusterName``."""
+        cluster = (workload.get("status") or {}).get("clusterName", "")
+        try:
+            wc = self.hub.get(TRAINY, "workerclusters", cluster, workload["metadata"]["namespace"])
+        except ApiError:
+            return None
+        return self.stores.get((wc["metadata"].get("annotations") or {}).get(LAB_CONTEXT, ""))
+
+    def _admit(self, job: Obj, cluster: str) -> None:
+        """Kueue's Workload for ``job`` on the Hub (named and labelled the way Kueue does), dispatched to
+        ``cluster``."""
+        meta = job["metadata"]
+        workload = workload_of(self.hub, job, f"jobset-{meta['name']}-{meta['uid'][:5]}", {JOB_UID: meta["uid"]})
+        workload["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": job["apiVersion"],
+                "kind": "JobSet",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        workload = self.hub.create(workload)
+        self.hub.update_status({**workload, "status": {"clusterName": cluster}})
 
     def _dispatch(self) -> None:
         for job in self.hub.list("jobset.x-k8s.io", "jobsets", label_selector=QUEUE_LABEL):
-            meta, status = job["metadata"], job.get("status") or {}
-            remote_store = self.stores.get(status.get("clusterContext", ""))
-            if remote_store is None:
+            meta = job["metadata"]
+            workload = self._workload(job)
+            if workload is None:
                 worker = self._ready_worker(meta["namespace"])
                 if worker is None:
                     continue
-                remote = {
-                    "apiVersion": job["apiVersion"],
-                    "kind": "JobSet",
-                    "metadata": {
-                        "name": meta["name"],
-                        "namespace": meta["namespace"],
-                        "labels": {**meta.get("labels", {}), ORIGIN_LABEL: ORIGIN},
-                    },
-                    "spec": job.get("spec") or {},
-                }
-                worker.create(remote)
-                context = next(name for name, store in self.stores.items() if store is worker)
-                self.hub.update_status({**job, "status": {**status, "clusterContext": context}})
+                cluster, store = worker
+                store.create(
+                    {
+                        "apiVersion": job["apiVersion"],
+                        "kind": "JobSet",
+                        "metadata": {
+                            "name": meta["name"],
+                            "namespace": meta["namespace"],
+                            "labels": {**meta.get("labels", {}), ORIGIN_LABEL: ORIGIN},
+                        },
+                        "spec": job.get("spec") or {},
+                    }
+                )
+                self._admit(job, cluster)
+                continue
+            remote_store = self._dispatched_to(workload)
+            if remote_store is None:
                 continue
             try:
-                remote_status = (
-                    remote_store.get("jobset.x-k8s.io", "jobsets", meta["name"], meta["namespace"]).get("status") or {}
-                )
+                remote = remote_store.get("jobset.x-k8s.io", "jobsets", meta["name"], meta["namespace"])
             except ApiError:
                 continue
-            if remote_status.get("conditions") and remote_status["conditions"] != status.get("conditions"):
-                self.hub.update_status({**job, "status": {**status, "conditions": remote_status["conditions"]}})
+            if remote.get("status") and remote["status"] != job.get("status"):
+                self.hub.update_status({**job, "status": remote["status"]})
 
 
 async def reconcile_on_events(

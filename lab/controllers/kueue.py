@@ -4,8 +4,9 @@ A JobSet labelled ``kueue.x-k8s.io/queue-name`` that has no Workload yet is
 admitted when its LocalQueue exists and points at an existing ClusterQueue whose
 ``stopPolicy`` (and the LocalQueue's) is not ``Hold``/``HoldAndDrain``: the stand-in
 creates Workload ``jobset-<name>`` (QuotaReserved, Admitted, Finished) and marks
-the JobSet ``Completed``. JobSets that already have a Workload (running work) are
-never touched.
+the JobSet ``Completed`` (condition and ``status.terminalState``, as the JobSet
+controller does). JobSets that already have a Workload (running work) are never
+touched.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from typing import Any
 
 from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
-from tenantflow.lab.controllers.hub import HUB_CONTEXT, reconcile_on_events
+from tenantflow.lab.controllers.hub import HUB_CONTEXT, KUEUE, reconcile_on_events, workload_of
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.models.enrollment_workflows import QUEUE_LABEL
 
-KUEUE = "kueue.x-k8s.io"
 HELD = ("Hold", "HoldAndDrain")
 Obj = dict[str, Any]
 
@@ -60,18 +60,8 @@ class KueueStandIn:
             cq = self._queue_open(meta["namespace"], meta["labels"][QUEUE_LABEL])
             if cq is None:
                 continue
-            served = self.store.registry.get(KUEUE, "workloads")
             workload = self.store.create(
-                {
-                    "apiVersion": f"{KUEUE}/{served.storage_version if served else 'v1beta2'}",
-                    "kind": "Workload",
-                    "metadata": {
-                        "name": f"jobset-{meta['name']}",
-                        "namespace": meta["namespace"],
-                        "labels": dict(meta.get("labels") or {}),
-                    },
-                    "spec": {"queueName": meta["labels"][QUEUE_LABEL], "podSets": [{"name": "main", "count": 1}]},
-                }
+                workload_of(self.store, js, f"jobset-{meta['name']}", dict(meta.get("labels") or {}))
             )
             workload["status"] = {
                 "admission": {"clusterQueue": cq},
@@ -87,6 +77,7 @@ class KueueStandIn:
                     **js,
                     "status": {
                         "restarts": 0,
+                        "terminalState": "Completed",
                         "conditions": [_cond("Completed", "AllJobsCompleted", "jobset completed successfully")],
                     },
                 }

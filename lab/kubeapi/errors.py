@@ -88,13 +88,25 @@ def precondition_failed(
     )
 
 
+REQUIRED = "Required value"
+"""How k8s.io/apimachinery's ``field.Required`` error begins (reason ``FieldValueRequired``)."""
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 with one cause per ``(field, message)``; the message names every field."""
+    """422 with one cause per ``(field, message)``; the message names every field. A message beginning with
+    :data:`REQUIRED` is a ``FieldValueRequired`` cause, any other ``FieldValueInvalid``."""
     text = "; ".join(f"{field}: {msg}" if field else msg for field, msg in causes)
     details: dict[str, Any] = {
         "name": name,
         "kind": kind,
-        "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field} for field, msg in causes],
+        "causes": [
+            {
+                "reason": "FieldValueRequired" if msg.startswith(REQUIRED) else "FieldValueInvalid",
+                "message": msg,
+                "field": field,
+            }
+            for field, msg in causes
+        ],
     }
     if group:
         details["group"] = group

@@ -15,6 +15,7 @@ drop them) as the real apiserver does.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -85,15 +86,23 @@ def _openapi_to_jsonschema(schema: Any) -> Any:
     return out
 
 
-_cr_cache: dict[int, jsonschema.protocols.Validator] = {}
+CR_CACHE_SIZE = 64
+_cr_cache: OrderedDict[int, tuple[dict[str, Any], jsonschema.protocols.Validator]] = OrderedDict()
 
 
 def _cr_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """The compiled validator of ``schema``, cached by identity. An entry holds its schema, so while it is cached
+    no other schema can take that ``id``; the least recently used entries are dropped beyond
+    :data:`CR_CACHE_SIZE` (every store registers its own copies of its CRDs)."""
     with _lock:
-        validator = _cr_cache.get(id(schema))
-        if validator is None:
-            validator = jsonschema.Draft7Validator(_openapi_to_jsonschema(schema))
-            _cr_cache[id(schema)] = validator
+        cached = _cr_cache.get(id(schema))
+        if cached is not None:
+            _cr_cache.move_to_end(id(schema))
+            return cached[1]
+        validator = jsonschema.Draft7Validator(_openapi_to_jsonschema(schema))
+        _cr_cache[id(schema)] = (schema, validator)
+        while len(_cr_cache) > CR_CACHE_SIZE:
+            _cr_cache.popitem(last=False)
         return validator
 
 
@@ -115,6 +124,17 @@ def _unknown_cr_fields(schema: dict[str, Any], value: Any, path: list[str | int]
             _unknown_cr_fields(schema["items"], item, [*path, i], out)
 
 
+def _cr_errors(err: jsonschema.ValidationError) -> list[tuple[str, str]]:
+    """``(field, message)`` of one schema failure of a custom resource. A missing required property is reported
+    as kube-apiserver reports it (apiextensions-apiserver pkg/apiserver/validation turns kube-openapi's
+    RequiredFailCode into ``field.Required``): at the property's own path, ``Required value``."""
+    path = list(err.absolute_path)
+    required = err.validator_value if err.validator == "required" else None
+    if isinstance(required, list) and isinstance(err.instance, dict):
+        return [(dotted([*path, name]), errors.REQUIRED) for name in required if name not in err.instance]
+    return [(dotted(path), err.message)]
+
+
 def check(rt: ResourceType, obj: dict[str, Any], version: str) -> Findings:
     """Validate ``obj`` as type ``rt`` at ``version``; never raises for invalid input."""
     findings = Findings()
@@ -123,7 +143,9 @@ def check(rt: ResourceType, obj: dict[str, Any], version: str) -> Findings:
         if not schema:
             return findings
         for err in _cr_validator(schema).iter_errors(obj):
-            findings.errors.append((dotted(list(err.absolute_path)), err.message))
+            for entry in _cr_errors(err):
+                if entry not in findings.errors:
+                    findings.errors.append(entry)
         _unknown_cr_fields(schema, obj, [], findings.unknown)
         return findings
     validator = _builtin_validator(rt.api_version(version), rt.kind)

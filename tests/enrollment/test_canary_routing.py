@@ -45,10 +45,10 @@ async def test_canary_routing(dev_env: WorkflowEnvironment, pool: Lab, exact: bo
     assert not {CORDONED_BY, CORDON_REASON} & set(member["metadata"].get("annotations") or {})
     if exact:
         assert landed == {"worker": ["canary-forecasting-us"], POOL_CONTEXT: []}
-        assert canary.message.endswith("on worker")
+        assert canary.message.endswith("on forecasting-us"), "the Hub's Workload names the WorkerCluster it ran on"
         assert holds and holds[0][CORDONED_BY] == f"tenantflow {handle.id}"
         assert holds[0][CORDON_REASON] == "exact-routing canary for forecasting/forecasting-us"
     else:
         assert landed == {"worker": [], POOL_CONTEXT: ["canary-forecasting-us"]}
-        assert canary.message.endswith(f"on {POOL_CONTEXT}")
+        assert canary.message.endswith(f"on {POOL_MEMBER}")
         assert not holds
