@@ -154,7 +154,8 @@ class WorkerDecommissionWorkflow(GatedWorkflow):
                 changed, *self._gate_times(), dry_run_changes(plan.steps, steps), shown=dry_run_shown(steps)
             ):
                 self.state.gates.set_stage(
-                    "rejected", "The changed reset plan was rejected; the Hub enrollment is removed, the worker not reset"
+                    "rejected",
+                    "The changed reset plan was rejected; the Hub enrollment is removed, the worker not reset",
                 )
                 return self._result("rejected", changed, removed)
             plan = changed

@@ -109,7 +109,13 @@ Entry = tuple[str, str, str | None, str, str]
 
 def _shared_operators(worker: Rest) -> list[Entry]:
     return [
-        ("leave", "Deployment", d["metadata"]["namespace"], d["metadata"]["name"], "shared VictoriaMetrics operator is preserved")
+        (
+            "leave",
+            "Deployment",
+            d["metadata"]["namespace"],
+            d["metadata"]["name"],
+            "shared VictoriaMetrics operator is preserved",
+        )
         for d in worker.list("/apis/apps/v1/deployments", VM_OPERATOR_LABEL)
     ]
 
@@ -189,7 +195,9 @@ def table_lines(entries: list[Entry], dry_run: bool) -> list[str]:
     rows = [("ACTION", "KIND", "NAMESPACE", "NAME", "NOTE")]
     rows += [(TABLE_VERBS[action], kind, ns or "-", name, why) for action, kind, ns, name, why in entries]
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    body = ["   ".join(cell.ljust(width) for cell, width in zip(row, [*widths, 0], strict=True)).rstrip() for row in rows]
+    body = [
+        "   ".join(cell.ljust(width) for cell, width in zip(row, [*widths, 0], strict=True)).rstrip() for row in rows
+    ]
     count = {action: sum(1 for entry in entries if entry[0] == action) for action in TABLE_VERBS}
     total = f"{count['delete']} to delete, {count['release']} to release, {count['leave']} kept."
     if dry_run:
@@ -202,7 +210,9 @@ def reset(worker: Rest, dry_run: bool, table: bool = False) -> list[str]:
     ``dry_run`` it deletes and releases them."""
     installed, preset = _installed(worker), _managed_preset(worker)
     entries: list[Entry] = [("delete", k, ns, n, "") for k, ns, n in installed]
-    entries += [("release", k, ns, n, "ownership labels removed; object kept" if table else "") for _, k, ns, n in preset]
+    entries += [
+        ("release", k, ns, n, "ownership labels removed; object kept" if table else "") for _, k, ns, n in preset
+    ]
     entries += _shared_operators(worker)
     entries += [
         ("leave", "Deployment", ns, n, why)

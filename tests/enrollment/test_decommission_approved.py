@@ -77,7 +77,7 @@ async def test_a_dry_run_changed_since_approval_reopens_the_gate(dev_env: Workfl
         result = await dec.result()
     assert result.status == "completed" and result.plan_hash == again.plan_hash
     assert greenfield.konduktor_calls().count("worker worker reset") == 1
-    assert not greenfield.worker.get("", "serviceaccounts", "late-agent", "trainy-system")
+    assert not greenfield.worker.list("", "serviceaccounts", "trainy-system"), "the late ServiceAccount was reset too"
 
 
 async def test_a_dry_run_in_another_format_is_shown_verbatim_and_reset_once_approved(

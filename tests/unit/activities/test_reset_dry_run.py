@@ -20,7 +20,7 @@ ACTIONS = {"delete": "delete", "release": "update", "leave": "leave"}
 
 @pytest.mark.parametrize(
     "lines",
-    [runbook_lines(ENTRIES) + ["dry run: nothing was changed"], table_lines(ENTRIES, dry_run=True)],
+    [[*runbook_lines(ENTRIES), "dry run: nothing was changed"], table_lines(ENTRIES, dry_run=True)],
     ids=["runbook", "table"],
 )
 def test_each_object_of_either_format_is_read(lines: list[str]) -> None:
