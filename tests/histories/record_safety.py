@@ -174,12 +174,17 @@ async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any,
     )
     first = await wait_stage(handle, "gate:approve_plan")
     lab.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy-byoc-system"}})
+    await approve_twice(handle, first)
+    return handle
+
+
+async def approve_twice(handle: WorkflowHandle[Any, Any], first: RunStatus) -> None:
+    """Approve the plan of ``first``, wait until approve_plan opens again with another plan, approve that too."""
     await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
     again = await wait_stage(handle, "gate:approve_plan")
     while again.plan_hash == first.plan_hash:
         again = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", {"plan_hash": again.plan_hash})
-    return handle
 
 
 async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
@@ -193,11 +198,7 @@ async def decommission_reapproved(client: Client, queue: str, lab: Lab) -> Workf
     delete appears): the gate opens again with the new text, which is approved."""
     dec, first = await decommission_at_gate(client, queue, lab)
     lab.worker.create(LATE, "trainy-system")
-    await dec.execute_update("approve_plan", {"plan_hash": first.plan_hash})
-    again = await wait_stage(dec, "gate:approve_plan")
-    while again.plan_hash == first.plan_hash:
-        again = await wait_stage(dec, "gate:approve_plan")
-    await dec.execute_update("approve_plan", {"plan_hash": again.plan_hash})
+    await approve_twice(dec, first)
     return dec
 
 
