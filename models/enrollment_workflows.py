@@ -236,11 +236,37 @@ class DecommissionInput(Strict):
     drain_budget_s: float = Field(600.0, gt=0)
 
 
+RESET_DRY_RUN = "WorkerResetDryRun"
+"""The kind of the reset plan's step holding ``konduktor worker reset --dry-run``'s text as printed (trailing
+whitespace removed) and its SHA-256 (``detail``: ``dry_run``, ``sha256``): the plan hash covers it, so approving
+the plan approves exactly that text. The plan's other worker steps are read from the text: a summary."""
+
+
 class ApprovedReset(Strict):
-    """``worker reset`` of exactly an approved dry run: its ``delete`` and ``update`` (release) entries."""
+    """``worker reset`` of exactly an approved dry run: its text and hash (runs recorded before the text was
+    approved: its ``delete`` and ``update`` (release) entries)."""
 
     contract: WorkerEnrollment
     steps: list[PlanStep]
+    dry_run: str = Field("", exclude_if=lambda text: not text, description="the approved dry run, verbatim")
+    dry_run_sha256: str = Field("", exclude_if=lambda digest: not digest)
+
+    @classmethod
+    def of(cls, contract: WorkerEnrollment, plan: list[PlanStep]) -> ApprovedReset:
+        """The reset of an approved plan's worker steps, bound to its dry run's text when the plan holds one."""
+        shown = dry_run_of(plan)
+        return cls(
+            contract=contract,
+            steps=[s for s in plan if s.layer == "worker" and s.kind != RESET_DRY_RUN],
+            dry_run=shown.get("dry_run", ""),
+            dry_run_sha256=shown.get("sha256", ""),
+        )
+
+
+def dry_run_of(plan: list[PlanStep]) -> dict[str, str]:
+    """The ``detail`` (``dry_run``, ``sha256``) of a reset plan's :data:`RESET_DRY_RUN` step; empty when it has none
+    (plans made before the text was approved)."""
+    return next((s.detail for s in plan if s.kind == RESET_DRY_RUN), {})
 
 
 class DecommissionResult(Strict):

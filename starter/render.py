@@ -87,7 +87,9 @@ def _plan_rows(plan: Plan) -> list[Text]:
         line.append(f" {step.layer:<{layer_width}}  {step.kind:<{kind_width}}  ")
         line.append(_object(step), style=style)
         if step.detail:
-            line.append("  " + ", ".join(_pairs(step)), style="dim")
+            # a text of several lines (a dry run the plan binds) shows its first line here, all of it with --wide
+            pairs = [pair.split("\n", 1)[0] + (" …" if "\n" in pair else "") for pair in _pairs(step)]
+            line.append("  " + ", ".join(pairs), style="dim")
         lines.append(line)
     return lines
 
@@ -136,7 +138,8 @@ def status_view(workflow_id: str, status: RunStatus) -> Group:
     for gate in status.gates:
         body = "\n".join([gate.description, "", "answer with:", *(f"  {line}" for line in gate.how_to_answer)])
         title = f"waiting on gate {gate.name}" + (" (ESCALATED)" if gate.escalated else "")
-        parts.append(Panel(body, title=title, border_style="red" if gate.escalated else "yellow"))
+        # Text, not markup: a gate may show a command's output verbatim (a dry run), brackets and all
+        parts.append(Panel(Text(body), title=title, border_style="red" if gate.escalated else "yellow"))
     parts.append(steps)
     bad = [f for f in status.findings if not f.ok]
     if bad:

@@ -5,7 +5,12 @@ Every write is a ``konduktor`` CLI command the runbook documents (``cluster cord
 ``konduktor worker reset --dry-run``) is published and waits for ``approve_plan`` with its
 hash before the first write (or ``reject_plan``: nothing is written); then the worker is
 cordoned, remote work drained, the Hub enrollment removed and the approved dry run applied
-(``worker.reset_approved``: refused if the dry run changed since). Reset removes only what
+(``worker.reset_approved``). The dry run is approved as the CLI printed it: the gate shows
+its text verbatim and the plan hash covers it; a dry run with no line that reads as an action
+is refused before the gate (``ResetPlanUnreadable``). When the dry run prints other text
+right before the reset, nothing is reset and ``approve_plan`` opens again with the new text
+and its difference (runs recorded before the ``decommission-reset-text`` patch approved the
+entries read from the dry run and failed with ``ResetPlanChanged``). Reset removes only what
 Konduktor installed (by label), releases preset objects and leaves customer workloads,
 Kueue/JobSet objects, cert-manager and a shared VictoriaMetrics operator. It does
 not need the agent. Runs recorded before the ``decommission-gate-first`` patch
@@ -15,9 +20,11 @@ worker's record gets a last version with the status ``decommissioned``.
 
 from __future__ import annotations
 
+import difflib
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.enrollment_workflows import (
@@ -27,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         DecommissionInput,
         DecommissionResult,
         EnrollmentStep,
+        dry_run_of,
     )
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, WorkerClusterRecord
@@ -41,11 +49,28 @@ with workflow.unsafe.imports_passed_through():
         WORKER_WAIT_NO_REMOTE_WORK,
     )
 
+from tenantflow.workflows.enrollment_failures import application_error
 from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_update, status_query
 from tenantflow.workflows.records import WORKER_RECORD_PATCH, Records
 from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
+RESET_TEXT_PATCH = "decommission-reset-text"
+"""Runs with it approve the reset dry run's text and go back to the gate when it changed before the reset."""
+
+
+def dry_run_shown(steps: list[PlanStep]) -> str:
+    """The reset dry run of a plan's steps as the gate shows it: verbatim, in a fenced block ("" when none)."""
+    shown = dry_run_of(steps)
+    if not shown:
+        return ""
+    return f"`konduktor worker reset --dry-run` printed (sha256 {shown['sha256']}):\n```\n{shown['dry_run']}\n```"
+
+
+def dry_run_changes(before: list[PlanStep], after: list[PlanStep]) -> list[str]:
+    """The lines of the reset dry run that went (``-``) or came (``+``) between two plans."""
+    was, now = dry_run_of(before).get("dry_run", ""), dry_run_of(after).get("dry_run", "")
+    return [line for line in difflib.ndiff(was.split("\n"), now.split("\n")) if line[:2] in ("- ", "+ ")]
 
 
 @workflow.defn(name="WorkerDecommission")
@@ -84,6 +109,7 @@ class WorkerDecommissionWorkflow(GatedWorkflow):
 
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
+        text_approved = workflow.patched(RESET_TEXT_PATCH)
         self.state.gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
         hub = [
             PlanStep(
@@ -102,15 +128,49 @@ class WorkerDecommissionWorkflow(GatedWorkflow):
         plan = Plan(
             title=f"decommission {self.state.target}", steps=hub + await self.state.steps.run(WORKER_RESET_PLAN, step)
         )
-        if not await self.state.wait_plan_approval(plan, *self._gate_times()):
+        if not await self.state.wait_plan_approval(plan, *self._gate_times(), shown=dry_run_shown(plan.steps)):
             self.state.gates.set_stage("rejected", "The decommission plan was rejected; nothing was written")
             return self._result("rejected", plan, [])
         removed = await self._leave_hub(step)
         self.state.gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
+        if text_approved:
+            return await self._reset_as_approved(step, plan, removed)
         removed += await self.state.steps.run(
             WORKER_RESET_APPROVED, ApprovedReset(contract=c, steps=[s for s in plan.steps if s.layer == "worker"])
         )
         return await self._completed(plan, removed)
+
+    async def _reset_as_approved(
+        self, step: EnrollmentStep, plan: Plan, removed: list[EnsureResult]
+    ) -> DecommissionResult:
+        """Reset exactly the approved dry run; while the dry run prints other text right before the reset, nothing
+        is reset and ``approve_plan`` opens again with the new text (rejected: the run ends, the worker not reset)."""
+        while (reset := await self._reset_if_unchanged(step, plan)) is None:
+            steps = await self.state.steps.run(
+                WORKER_RESET_PLAN, step, summary="worker reset --dry-run again: it changed since the approval"
+            )
+            changed = Plan(title=f"worker reset {self.state.target} (the dry run changed since approval)", steps=steps)
+            if not await self.state.wait_plan_approval(
+                changed, *self._gate_times(), dry_run_changes(plan.steps, steps), shown=dry_run_shown(steps)
+            ):
+                self.state.gates.set_stage(
+                    "rejected",
+                    "The changed reset plan was rejected; the Hub enrollment is removed, the worker not reset",
+                )
+                return self._result("rejected", changed, removed)
+            plan = changed
+            self.state.gates.set_stage("reset", "Removing exactly the approved Trainy-installed worker components")
+        return await self._completed(plan, removed + reset)
+
+    async def _reset_if_unchanged(self, step: EnrollmentStep, plan: Plan) -> list[EnsureResult] | None:
+        """``worker.reset_approved`` of ``plan``'s dry run; None when it refused because the dry run changed."""
+        try:
+            return await self.state.steps.run(WORKER_RESET_APPROVED, ApprovedReset.of(step.contract, plan.steps))
+        except ActivityError as err:
+            cause = application_error(err)
+            if cause is None or cause.type != "ResetPlanChanged":
+                raise
+            return None
 
     async def _leave_hub(self, step: EnrollmentStep) -> list[EnsureResult]:
         """Cordon, wait until no admitted remote work remains, remove the WorkerCluster and its enrollment."""

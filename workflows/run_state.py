@@ -55,17 +55,24 @@ class RunState:
         return [f for f in self.findings if f.blocks]
 
     async def wait_plan_approval(
-        self, plan: Plan, escalate_after: timedelta, expire_after: timedelta, changes: list[str] | None = None
+        self,
+        plan: Plan,
+        escalate_after: timedelta,
+        expire_after: timedelta,
+        changes: list[str] | None = None,
+        shown: str = "",
     ) -> bool:
         """Publish ``plan`` and wait for approve_plan or reject_plan; True when approved. ``changes``: how it differs
-        from a plan approved earlier (the gate reopened because the world changed before apply)."""
+        from a plan approved earlier (the gate reopened because the world changed before apply); ``shown``: text
+        the gate shows as it is (a command's output that the plan binds)."""
         self.plan = plan
         self.rejected = None
         wid = workflow.info().workflow_id
         changed = f"; CHANGED since the last approval: {', '.join(changes)}" if changes else ""
+        verbatim = f"\n\n{shown}" if shown else ""
         await self.gates.wait(
             "approve_plan",
-            f"approve plan {plan.plan_hash} ({len(plan.writes())} writes){changed}",
+            f"approve plan {plan.plan_hash} ({len(plan.writes())} writes){changed}{verbatim}",
             [
                 f"tenantflow approve {wid} --plan-hash {plan.plan_hash}",
                 f"tenantflow reject {wid} --reason '...'",

@@ -9,6 +9,9 @@ operator are left. tenantflow installs nothing on the worker itself.
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
@@ -22,6 +25,7 @@ from tenantflow.models.enrollment_workflows import (
     DEPENDENCIES,
     MANAGED_BY,
     ORIGIN_LABEL,
+    RESET_DRY_RUN,
     SCHEDULING_MANAGER,
     VM_OPERATOR_LABEL,
     WORKER_LABEL,
@@ -79,27 +83,68 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
     return steps
 
 
-def reset_lines(step: EnrollmentStep, dry_run: bool) -> list[str]:
-    args = ("worker", "reset", "--dry-run") if dry_run else ("worker", "reset")
-    return konduktor_cli.run(step.contract.worker, *args).splitlines()
+def reset_lines(step: EnrollmentStep) -> list[str]:
+    """``konduktor worker reset`` (no dry run: it deletes and releases), its output's lines."""
+    return konduktor_cli.run(step.contract.worker, "worker", "reset").splitlines()
+
+
+RESET_VERBS = {"delete": Action.delete, "release": Action.update, "leave": Action.leave, "keep": Action.leave}
+KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
+NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 def _reset_entry(line: str) -> tuple[Action, str, str, str | None, str] | None:
-    """``delete|release|leave Kind ns/name [# why]`` of ``konduktor worker reset``, or None for other lines."""
+    """An action line of ``konduktor worker reset``, or None for other lines: ``delete|release|leave Kind ns/name
+    [# why]``, or a table row ``Delete|Release|Keep Kind NAMESPACE NAME [note]`` (``-``: cluster-scoped)."""
     text, _, why = line.partition("#")
     words = text.split()
-    actions = {"delete": Action.delete, "release": Action.update, "leave": Action.leave}
-    if len(words) != 3 or words[0] not in actions:
+    if len(words) < 3 or words[0].lower() not in RESET_VERBS or not KIND.fullmatch(words[1]):
         return None
-    namespace, _, name = words[2].rpartition("/")
-    return actions[words[0]], words[1], name, namespace or None, why.strip()
+    if len(words) == 3:
+        namespace, _, name = words[2].rpartition("/")
+    else:
+        namespace, name, why = words[2], words[3], " ".join(words[4:])
+        namespace = "" if namespace == "-" else namespace
+    if not NAME.fullmatch(name) or (namespace and not NAME.fullmatch(namespace)):
+        return None
+    return RESET_VERBS[words[0].lower()], words[1], name, namespace or None, why.strip()
+
+
+def reset_dry_run(step: EnrollmentStep) -> tuple[str, list[PlanStep]]:
+    """``konduktor worker reset --dry-run``: its text as printed but for trailing whitespace, and the plan steps
+    read from it (a summary); refused (``ResetPlanUnreadable``) when no line of it reads as an action."""
+    out = konduktor_cli.run(step.contract.worker, "worker", "reset", "--dry-run")
+    text = "\n".join(line.rstrip() for line in out.split("\n")).rstrip()
+    steps = reset_plan_steps(text.split("\n"))
+    if not steps:
+        printed = f"it printed:\n{text[:1000]}" if text else "it printed nothing on stdout"
+        raise fail(
+            "ResetPlanUnreadable",
+            "`konduktor worker reset --dry-run` listed nothing tenantflow can read as an action "
+            f"(delete, release, leave or keep an object), so there is no plan to approve and nothing was reset; "
+            f"{printed}. Run `konduktor --context {step.contract.worker.context} worker reset --dry-run` yourself, "
+            "check the CLI's version against the runbook, then reset the worker by hand as the runbook's "
+            "decommission says, or decommission again once the dry run lists what it would remove",
+        )
+    return text, steps
+
+
+def dry_run_step(step: EnrollmentStep, text: str) -> PlanStep:
+    """The plan step an approval of ``text`` (the dry run, verbatim) is bound to: its text and SHA-256."""
+    return PlanStep(
+        layer="worker",
+        kind=RESET_DRY_RUN,
+        name=step.contract.worker_name,
+        action=Action.update,
+        detail={"dry_run": text, "sha256": hashlib.sha256(text.encode()).hexdigest()},
+    )
 
 
 @defn(runbook.WORKER_UNINSTALL)
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
     objects; objects that existed before stay."""
-    return reset_results(reset_lines(step, dry_run=False))
+    return reset_results(reset_lines(step))
 
 
 @defn(runbook.WORKER_RECORD_INVARIANTS)
@@ -253,8 +298,10 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
 
 @defn(runbook.WORKER_RESET_PLAN)
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
-    """``konduktor worker reset --dry-run``: what reset deletes, releases and leaves."""
-    return reset_plan_steps(reset_lines(step, dry_run=True))
+    """``konduktor worker reset --dry-run`` as printed (the step an approval binds to), then what it deletes,
+    releases and leaves as read from it."""
+    text, steps = reset_dry_run(step)
+    return [dry_run_step(step, text), *steps]
 
 
 def reset_plan_steps(lines: list[str]) -> list[PlanStep]:
@@ -303,8 +350,10 @@ def reset_results(lines: list[str]) -> list[EnsureResult]:
 
 @defn(runbook.WORKER_RESET)
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
-    """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays."""
-    return reset_results(reset_lines(step, dry_run=False))
+    """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays; refused,
+    like an approved reset, when its dry run reads as no action."""
+    reset_dry_run(step)
+    return reset_results(reset_lines(step))
 
 
 ACTIVITIES = [

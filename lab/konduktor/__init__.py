@@ -25,5 +25,11 @@ Output formats (the runbook is silent on most; these are the lab's, kept small):
 * ``worker reset [--dry-run]`` prints ``delete|release|leave <Kind> <ref>`` lines (``release`` drops the
   ownership labels of a preset object, which stays); the dry run ends with ``dry run: nothing was changed``.
 
+The output of ``worker reset`` has a second dialect, for proving that tenantflow shows and approves what the CLI
+prints rather than what it expects: ``KONDUKTOR_LAB_DIALECT=table`` prints a title, a header
+``ACTION KIND NAMESPACE NAME NOTE``, one aligned row per object (``Delete``, ``Release``, ``Keep``; ``-`` for no
+namespace) and a count line; ``KONDUKTOR_LAB_DIALECT=quiet`` prints the dry run on stderr and nothing on stdout,
+as a CLI that logs its plan does. Unset or ``runbook``: the format above.
+
 Errors go to stderr with exit code 1 (2 for usage errors).
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import stat
 import sys
 from pathlib import Path
@@ -12,6 +13,9 @@ from tenantflow.lab.konduktor.blob import BlobError
 from tenantflow.lab.konduktor.rest import CommandError, Rest
 
 PROMPT = "Apply this plan? [y/N]"
+DIALECT_ENV = "KONDUKTOR_LAB_DIALECT"
+"""Which output the stand-in speaks (the package docstring): ``runbook`` (the default), ``table`` or ``quiet``."""
+DIALECTS = ("runbook", "table", "quiet")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -52,6 +56,19 @@ def read_blob(path: Path) -> str:
         raise CommandError(f"--blob-file {path}: {exc.strerror}") from None
 
 
+def reset(api: Rest, dry_run: bool) -> list[str]:
+    """``worker reset [--dry-run]`` in the dialect :data:`DIALECT_ENV` names; ``quiet`` prints its dry run on stderr
+    only."""
+    dialect = os.environ.get(DIALECT_ENV) or "runbook"
+    if dialect not in DIALECTS:
+        raise CommandError(f"{DIALECT_ENV}={dialect}: not one of {', '.join(DIALECTS)}")
+    lines = worker_commands.reset(api, dry_run, table=dialect == "table")
+    if dialect == "quiet" and dry_run:
+        print("\n".join(lines), file=sys.stderr, flush=True)
+        return []
+    return lines
+
+
 def run(args: argparse.Namespace) -> list[str]:
     if args.group == "cluster" and args.command == "decommission" and not args.yes:
         parser().error("cluster decommission removes the Hub enrollment; pass --yes to confirm")
@@ -60,7 +77,7 @@ def run(args: argparse.Namespace) -> list[str]:
         if args.command == "bootstrap":
             the_blob = args.blob if args.blob_file is None else read_blob(args.blob_file)
             return worker_commands.bootstrap(api, the_blob, confirm)
-        return worker_commands.reset(api, args.dry_run)
+        return reset(api, args.dry_run)
     if args.command == "enroll":
         return [hub_commands.enroll(api, args.worker, args.namespace)]
     if args.command == "status":
@@ -77,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     except (CommandError, BlobError) as exc:
         print(f"konduktor: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
-    print("\n".join(lines), flush=True)
+    if lines:
+        print("\n".join(lines), flush=True)
     if lines and lines[-1].startswith("bootstrap aborted"):
         raise SystemExit(1)

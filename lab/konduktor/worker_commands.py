@@ -103,12 +103,26 @@ def _cli_objects(token: str) -> list[Obj]:
     ]
 
 
-def _shared_operators(worker: Rest) -> list[str]:
+Entry = tuple[str, str, str | None, str, str]
+"""(action, kind, namespace, name, why) of one line of a plan."""
+
+
+def _shared_operators(worker: Rest) -> list[Entry]:
     return [
-        f"leave {ref('Deployment', d['metadata']['namespace'], d['metadata']['name'])} "
-        "# shared VictoriaMetrics operator is preserved"
+        (
+            "leave",
+            "Deployment",
+            d["metadata"]["namespace"],
+            d["metadata"]["name"],
+            "shared VictoriaMetrics operator is preserved",
+        )
         for d in worker.list("/apis/apps/v1/deployments", VM_OPERATOR_LABEL)
     ]
+
+
+def runbook_lines(entries: list[Entry]) -> list[str]:
+    """The runbook dialect: ``<action> <Kind> <namespace/name|name> [# why]``."""
+    return [f"{action} {ref(k, ns, n)}" + (f" # {why}" if why else "") for action, k, ns, n, why in entries]
 
 
 def bootstrap_plan(worker: Rest) -> list[str]:
@@ -116,7 +130,7 @@ def bootstrap_plan(worker: Rest) -> list[str]:
         f"{'exists' if worker.get(object_path(k, ns, n)) is not None else 'create'} {ref(k, ns, n)}"
         for k, ns, n in BOOTSTRAP_COMPONENTS
     ]
-    return lines + _shared_operators(worker)
+    return lines + runbook_lines(_shared_operators(worker))
 
 
 def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool]) -> list[str]:
@@ -173,13 +187,35 @@ def _managed_preset(worker: Rest) -> list[tuple[str, str, str | None, str]]:
     return found
 
 
-def reset(worker: Rest, dry_run: bool) -> list[str]:
+TABLE_VERBS = {"delete": "Delete", "release": "Release", "leave": "Keep"}
+
+
+def table_lines(entries: list[Entry], dry_run: bool) -> list[str]:
+    """The table dialect: a title, a header, one aligned row per object (``-`` for no namespace), a count."""
+    rows = [("ACTION", "KIND", "NAMESPACE", "NAME", "NOTE")]
+    rows += [(TABLE_VERBS[action], kind, ns or "-", name, why) for action, kind, ns, name, why in entries]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    body = [
+        "   ".join(cell.ljust(width) for cell, width in zip(row, [*widths, 0], strict=True)).rstrip() for row in rows
+    ]
+    count = {action: sum(1 for entry in entries if entry[0] == action) for action in TABLE_VERBS}
+    total = f"{count['delete']} to delete, {count['release']} to release, {count['leave']} kept."
+    if dry_run:
+        return ["Worker reset plan (dry run)", "", *body, "", f"{total} Nothing was changed."]
+    return ["Worker reset", "", *body, "", total]
+
+
+def reset(worker: Rest, dry_run: bool, table: bool = False) -> list[str]:
+    """The objects reset deletes, releases and leaves, in the runbook dialect or as a ``table``; without
+    ``dry_run`` it deletes and releases them."""
     installed, preset = _installed(worker), _managed_preset(worker)
-    lines = [f"delete {ref(k, ns, n)}" for k, ns, n in installed]
-    lines += [f"release {ref(k, ns, n)}" for _, k, ns, n in preset]
-    lines += _shared_operators(worker)
-    lines += [
-        f"leave {ref('Deployment', ns, n)} # {why}"
+    entries: list[Entry] = [("delete", k, ns, n, "") for k, ns, n in installed]
+    entries += [
+        ("release", k, ns, n, "ownership labels removed; object kept" if table else "") for _, k, ns, n in preset
+    ]
+    entries += _shared_operators(worker)
+    entries += [
+        ("leave", "Deployment", ns, n, why)
         for ns, n, why in (
             ("kueue-system", "kueue-controller-manager", "Kueue"),
             ("jobset-system", "jobset-controller-manager", "JobSet"),
@@ -187,8 +223,12 @@ def reset(worker: Rest, dry_run: bool) -> list[str]:
         )
         if worker.get(object_path("Deployment", ns, n)) is not None
     ]
+    if table:
+        lines = table_lines(entries, dry_run)
+    else:
+        lines = runbook_lines(entries) + (["dry run: nothing was changed"] if dry_run else [])
     if dry_run:
-        return [*lines, "dry run: nothing was changed"]
+        return lines
     for kind, namespace, name in installed:
         worker.delete(object_path(kind, namespace, name))
     for where, *_ in preset:

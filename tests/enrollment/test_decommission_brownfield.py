@@ -8,7 +8,13 @@ import uuid
 
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.enrollment_workflows import MANAGED_BY, WORKER_LABEL, DecommissionInput, DecommissionResult
+from tenantflow.models.enrollment_workflows import (
+    MANAGED_BY,
+    RESET_DRY_RUN,
+    WORKER_LABEL,
+    DecommissionInput,
+    DecommissionResult,
+)
 from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tests.enrollment.conftest import Lab, enrollment_worker, start_approved, wait_stage
 from tests.enrollment.test_brownfield import PRESET, uids
@@ -35,7 +41,11 @@ async def test_brownfield_decommission_and_reset_leave_the_customers_world(
         )
         status = await wait_stage(dec, "gate:approve_plan")
         assert status.plan is not None
-        plan = {(s.action, s.kind, s.namespace, s.name) for s in status.plan.steps if s.layer == "worker"}
+        plan = {
+            (s.action, s.kind, s.namespace, s.name)
+            for s in status.plan.steps
+            if s.layer == "worker" and s.kind != RESET_DRY_RUN  # the dry run's text: what the approval binds
+        }
         assert ("leave", "Deployment", "victoria-metrics", "victoria-metrics-operator") in plan
         assert ("leave", "Deployment", "cert-manager", "cert-manager") in plan
         assert ("delete", "Deployment", "trainy-system", "trainy-worker-agent") in plan

@@ -5,7 +5,8 @@ completed through it, and one it refused), a
 failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
-cancelled enrollment, an expired ``resume_submissions`` and a gated decommission.
+cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
+changed after approval.
 Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
 in-process kube emulators) only for a new path; commit the JSON files it writes
 beside this file and never record them again.
@@ -29,8 +30,10 @@ from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import Finding
 from tenantflow.models.run_ids import offboarding_id
+from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
+from tests.enrollment.test_decommission_approved import LATE
 from tests.enrollment.test_failure_paths import brownfield_until
 from tests.histories.record_more import save
 from tests.temporal_env import start_dev_server, start_time_skipping
@@ -171,15 +174,36 @@ async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any,
     )
     first = await wait_stage(handle, "gate:approve_plan")
     lab.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "trainy-byoc-system"}})
+    await approve_twice(handle, first)
+    return handle
+
+
+async def approve_twice(handle: WorkflowHandle[Any, Any], first: RunStatus) -> None:
+    """Approve the plan of ``first``, wait until approve_plan opens again with another plan, approve that too."""
     await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
     again = await wait_stage(handle, "gate:approve_plan")
     while again.plan_hash == first.plan_hash:
         again = await wait_stage(handle, "gate:approve_plan")
     await handle.execute_update("approve_plan", {"plan_hash": again.plan_hash})
-    return handle
 
 
 async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    dec, status = await decommission_at_gate(client, queue, lab)
+    await dec.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+    return dec
+
+
+async def decommission_reapproved(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    """A decommission whose reset dry run changes between approval and reset (a ServiceAccount Konduktor would
+    delete appears): the gate opens again with the new text, which is approved."""
+    dec, first = await decommission_at_gate(client, queue, lab)
+    lab.worker.create(LATE, "trainy-system")
+    await approve_twice(dec, first)
+    return dec
+
+
+async def decommission_at_gate(client: Client, queue: str, lab: Lab) -> tuple[WorkflowHandle[Any, Any], RunStatus]:
+    """An enrolled worker's decommission, waiting at its plan gate."""
     enroll = await client.start_workflow(
         "WorkerEnrollment",
         {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
@@ -196,9 +220,7 @@ async def decommission(client: Client, queue: str, lab: Lab) -> WorkflowHandle[A
         task_queue=queue,
         result_type=DecommissionResult,
     )
-    status = await wait_stage(dec, "gate:approve_plan")
-    await dec.execute_update("approve_plan", {"plan_hash": status.plan_hash})
-    return dec
+    return dec, await wait_stage(dec, "gate:approve_plan")
 
 
 RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
@@ -230,6 +252,9 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     ),
     "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
     "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
+    "decommission-reset-reapproved": lambda: with_lab(
+        "decommission-reset-reapproved", False, start_dev_server, decommission_reapproved
+    ),
 }
 """Each history this module records, by file name (without .json)."""
 

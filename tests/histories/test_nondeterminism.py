@@ -232,7 +232,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in ROLLBACKS],
     *[
         (name, DecommissionRemovingFirst, NondeterminismError)
-        for name in ("decommission-completed", "decommission-gated")
+        for name in ("decommission-completed", "decommission-gated", "decommission-reset-reapproved")
     ],
     *[(name, OnboardingWithOtherRunId, ArgumentsChanged) for name in ("onboarding-completed", *ROLLBACKS)],
     *[
