@@ -17,6 +17,7 @@ objects, running work untouched, presets adopted in place).
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from tests.enrollment.conftest import Lab, start_lab
 from tests.enrollment.test_brownfield import PRESET, uids
 
 BOUND_S = 20
+WORKLOAD_HASH = re.compile(r"-[0-9a-f]{5}$")
 
 
 @pytest.mark.heartbeat_bound(BOUND_S)
@@ -131,8 +133,11 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: Worke
 
 
 def keys(lab: Lab) -> list[str]:
+    """Every object of both clusters; a Kueue Workload by its owner's name, since Kueue appends a hash of the owner's
+    uid (``jobframework.GetWorkloadNameForOwnerWithGVK``), which differs between the two labs."""
     return [
-        f"{side}/{o['group']}/{o['resource']}/{o['namespace']}/{o['name']}"
+        f"{side}/{o['group']}/{o['resource']}/{o['namespace']}/"
+        + (WORKLOAD_HASH.sub("", o["name"]) if o["resource"] == "workloads" else o["name"])
         for side, store in (("hub", lab.hub), ("worker", lab.worker))
         for o in store.snapshot()["objects"]
     ]

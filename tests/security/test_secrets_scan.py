@@ -45,7 +45,8 @@ from tests.enrollment.conftest import Lab, start_lab
 from tests.integration.runs import offboard, onboard
 from tests.workflows.contract import EXAMPLES
 
-SLUG, USERS = "tenant-sec", ("sia", "sol")
+SLUG, USERS = "tenant-sec", ("sia", "sec-sam")
+"""Usernames no other test of the session's lab takes: one left inactive by another tenant is, rightly, refused."""
 
 
 def sec_tenant(lab: LabEndpoints) -> TenantContract:
