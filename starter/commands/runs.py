@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
@@ -220,7 +220,8 @@ def result(workflow_id: str, output: OutputOpt = "text") -> None:
     async def go() -> Any:
         api = await TenantflowClient.connect()
         described = await api.handle(workflow_id).describe()
-        stops = STOPPED_AT.get(described.workflow_type, ())
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        stops = STOPPED_AT.get(described.workflow_type, ()) if running else ()  # an ended run needs no worker
         try:
             if output == "json" or not errors.is_terminal:
                 return await api.result_unless_waiting(workflow_id, stops)
