@@ -3,15 +3,17 @@
 One whole lab for the module. Each case switches one pitfall on where it would happen on a real cluster
 (:mod:`lab.pitfalls`), onboards a small tenant of its own (two nodes, one user), and checks that the run does
 not end completed and that its failure names the finding and the runbook's fix; the failed run's rollback
-cleans up, and the switch goes off again. A pitfall the smoke checks find stops the run at ``smoke_failed``
-with nothing rolled back (issue 23): the reviewer rolls it back there, except for ``no_constrain_devices``,
-which is fixed (switched off) while the run waits, and the smoke checks re-run until it completes. With every
-switch off, the same onboarding completes and is offboarded. The table (pitfall, how injected, what tenantflow
-reported) is printed and written to ``<lab>/pitfalls-table.md``.
+cleans up, and the switch goes off again. A pitfall that fails a smoke check stops the run at ``smoke_failed``
+with nothing rolled back (issue 23): the reviewer rolls it back there, or, for a pitfall validation names
+(``gid_mismatch`` fails the storage job too), waives the smoke failures so that validation runs;
+``no_constrain_devices`` is fixed (switched off) while the run waits, and the smoke checks re-run until it
+completes. With every switch off, the same onboarding completes and is offboarded. The table (pitfall, how
+injected, what tenantflow reported) is printed and written to ``<lab>/pitfalls-table.md``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -27,9 +29,10 @@ from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.lab import pitfalls
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.pitfalls import Pitfall
-from tenantflow.models.status import StepState
+from tenantflow.models.status import RunStatus, StepState
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant
+from tenantflow.workflows.smoke_gate import SMOKE_FAILED
 from tests.approvers import reviewer
 from tests.integration.runs import approved, offboard, onboard
 from tests.labfixture import lab_env, lab_worker, whole_lab
@@ -145,20 +148,28 @@ async def failed_run(
     how: str,
     smoke: bool = False,
 ) -> tuple[str, int]:
-    """Onboard ``contract`` expecting the run to fail (``smoke``: to wait at ``smoke_failed``, where the reviewer
-    rolls it back): its failure text and ``tenantflow handover``'s exit code, recorded in the table."""
+    """Onboard ``contract`` expecting the run to fail: its failure text and ``tenantflow handover``'s exit code,
+    recorded in the table. A run that stops at ``smoke_failed`` (nothing rolled back) is rolled back there by the
+    reviewer when the pitfall is a smoke check's (``smoke``); a pitfall that breaks the smoke jobs too but is named
+    by validation gets its smoke failures waived, so that validation runs and names it."""
+    stopped = ""
     async with lab_worker(dev_env.client, lab) as api:
         with pytest.raises(WorkflowFailureError) as failed:
+            handle = await approved(api, contract)
+            outcome = await api.result_unless_waiting(handle.id, (SMOKE_FAILED,), refresh_s=1)
+            assert isinstance(outcome, RunStatus), f"{name}: the run completed"
+            stopped = "; ".join(f"{f.check}: {f.message}" for f in outcome.findings if f.blocks)
+            answer = reviewer(api)
             if smoke:
-                handle = await approved(api, contract)
-                await wait_for_stage(api, handle, "gate:smoke_failed", timeout_s=SMOKE_WAIT_S)
-                await reviewer(api).answer_smoke_failed(handle.id, "rollback")
-                await handle.result()
+                await answer.answer_smoke_failed(handle.id, "rollback")
             else:
-                await onboard(api, contract)
+                await answer.answer_smoke_failed(handle.id, "waive", "so that validation names the pitfall")
+            await handle.result()
         exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
     message = failure_text(failed.value)
-    TABLE.append((name, how, f"exit {exit_code}: {message[:400]}"))
+    then = "rolled back" if smoke else "waived"
+    waited = f"waited at smoke_failed ({stopped[:200]}), then {then}; " if stopped else ""
+    TABLE.append((name, how, f"{waited}exit {exit_code}: {message[:400]}"))
     return message, exit_code
 
 
@@ -248,7 +259,8 @@ async def test_a_smoke_failure_waits_at_smoke_failed_and_a_rerun_after_the_fix_c
             errors = {f.check: f for f in status.findings if f.blocks}
             assert check in errors and fix in errors[check].fix, status.findings
             assert any(r.name == check and r.state is StepState.failed for r in status.steps), status.steps
-            shown = tenantflow(dev_env, api.task_queue, "result", handle.id, "--output", "json")
+            # in a thread: the worker answering the command's status queries runs on this event loop
+            shown = await asyncio.to_thread(tenantflow, dev_env, api.task_queue, "result", handle.id, "-o", "json")
             assert shown.returncode == 4, shown.stderr
             waiting = json.loads(shown.stdout)["run"]
             assert [g["name"] for g in waiting["gates"]] == ["smoke_failed"]
