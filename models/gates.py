@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tenantflow.models.base import Strict
 from tenantflow.models.proofs import proof_fingerprint
@@ -59,6 +59,33 @@ class GateAnswer(Strict):
     approver: str = Field("operator", min_length=1, max_length=200, pattern=APPROVER_PATTERN)
     comment: str = Field("", max_length=1000)
     proof: str | None = proof_field()
+
+
+SmokeChoice = Literal["rerun", "rollback", "waive"]
+"""The answers to ``smoke_failed``: run the smoke checks again (after a fix), roll the tenant back, or accept the
+failures with a reason the handover sheet records."""
+
+
+class SmokeFailedAnswer(GateAnswer):
+    """The answer to ``smoke_failed``: a :class:`GateAnswer` and what to do; ``comment`` is the reason (a waiver
+    needs one). The proof signs the choice (:attr:`signed`), so a signature for a re-run never waives."""
+
+    choice: SmokeChoice = Field(
+        "rerun",
+        description="rerun: the smoke checks again, after the node or chart is fixed; rollback: undo the tenant; "
+        "waive: accept the failures (comment: the reason, recorded on the handover sheet)",
+    )
+
+    @model_validator(mode="after")
+    def _waiver_has_a_reason(self) -> SmokeFailedAnswer:
+        if self.choice == "waive" and not self.comment:
+            raise ValueError("a waiver needs a reason: say in comment why the failed smoke checks are accepted")
+        return self
+
+    @property
+    def signed(self) -> str:
+        """What the approval statement's ``plan`` says for this answer: the choice."""
+        return f"choice={self.choice}"
 
 
 class Approval(Strict):

@@ -107,6 +107,18 @@ class Handover(Strict):
         markdown = f"{self.markdown.rstrip()}\n\n## Approvals\n\n{lines}\n"
         return self.model_copy(update={"approvals": approvals, "markdown": markdown})
 
+    def with_waiver(self, waived: list[Finding], approval: Approval) -> Handover:
+        """The sheet with the failed smoke checks ``approval`` accepted at ``smoke_failed`` (its comment the
+        reason): in ``sheet["smoke_waived"]`` and as a markdown section, each check with its error and fix."""
+        said = {"by": approval.describe(), "reason": approval.comment}
+        entries = [f.model_dump(mode="json", include={"check", "message", "fix"}) | said for f in waived]
+        lines = "\n".join(f"- {f.check}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "") for f in waived)
+        markdown = (
+            f"{self.markdown.rstrip()}\n\n## Smoke checks waived\n\n{lines}\n\n"
+            f"Waived ({approval.describe()}): {approval.comment}\n"
+        )
+        return self.model_copy(update={"sheet": {**self.sheet, "smoke_waived": entries}, "markdown": markdown})
+
 
 class OnboardingResult(Strict):
     slug: str

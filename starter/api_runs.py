@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError
 
 from tenantflow.models.api import (
@@ -27,7 +27,7 @@ from tenantflow.models.api import (
 )
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
-from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan, SmokeFailedAnswer
 from tenantflow.models.run_ids import enrollment_id
 from tenantflow.starter.api_auth import authorize, may_view
 from tenantflow.starter.api_requests import (
@@ -44,18 +44,21 @@ from tenantflow.starter.api_requests import (
 from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.failures import explain
-from tenantflow.starter.problems import ApiProblem, or_404
+from tenantflow.starter.problems import ApiProblem, invalid, or_404
 from tenantflow.worker.targets import target_of_run, worker_cluster
 from tenantflow.worker.tokens import Role
 from tenantflow.workflows.search import STAGE
+from tenantflow.workflows.smoke_gate import SMOKE_FAILED
 
 APPROVE_BODY = answered_by_token_user(ApprovePlan)
 REJECT_BODY = answered_by_token_user(RejectPlan)
 GATE_BODY = answered_by_token_user(GateAnswer)
+SMOKE_BODY = answered_by_token_user(SmokeFailedAnswer)
 
 
 class GatePath(RunPath):
-    """The path of ``POST /runs/{id}/gates/{gate}``: a yes/no gate (``approve_plan``, ``reject_plan``: own routes)."""
+    """The path of ``POST /runs/{id}/gates/{gate}``: a yes/no gate (``approve_plan``, ``reject_plan``,
+    ``smoke_failed``: own routes)."""
 
     gate: str = Field(..., description="the gate to say yes at", json_schema_extra={"enum": list(YES_NO_GATES)})
 
@@ -64,8 +67,8 @@ class GatePath(RunPath):
     def _yes_no(cls, gate: str) -> str:
         if gate not in YES_NO_GATES:
             raise ValueError(
-                f"no yes/no gate {gate!r}: answer one of {', '.join(YES_NO_GATES)} here, approve_plan and "
-                "reject_plan at their own routes"
+                f"no yes/no gate {gate!r}: answer one of {', '.join(YES_NO_GATES)} here, approve_plan, "
+                "reject_plan and smoke_failed at their own routes"
             )
         return gate
 
@@ -153,6 +156,19 @@ async def answer_gate(request: web.Request) -> web.Response:
     yes = await as_token_user(request, GATE_BODY, GateAnswer)
     answer = await client_of(request).answer_gate(run_id_of(request), gate, yes.comment, on_behalf_of=yes.approver)
     return gate_answered(request, gate, answer)
+
+
+async def smoke_failed(request: web.Request) -> web.Response:
+    """Answer an onboarding that waits at smoke_failed (`tenantflow smoke-failed`), as the token's user: `rerun` the
+    smoke checks once the node or chart is fixed, `rollback` the tenant, or `waive` the failures (`comment`: the
+    reason, needed; the handover sheet records it)."""
+    try:
+        answer = await as_token_user(request, SMOKE_BODY, SmokeFailedAnswer)
+    except ValidationError as exc:
+        raise invalid("request body", exc) from None
+    api, workflow_id = client_of(request), run_id_of(request)
+    said = await api.answer_smoke_failed(workflow_id, answer.choice, answer.comment, on_behalf_of=answer.approver)
+    return gate_answered(request, SMOKE_FAILED, said)
 
 
 def quoted(value: str) -> str:

@@ -71,6 +71,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("approve", runs.approve),
     ("reject", runs.reject),
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
+    ("smoke-failed", tenants.smoke_failed),
     ("confirm-purge", tenants.confirm_purge),
     ("renew", tenants.renew),
     ("offboard", tenants.offboard),

@@ -15,7 +15,7 @@ gate, plan hash, approver), so the worker records the approver as verified (:mod
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
@@ -40,7 +40,14 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentInput,
     EnrollmentResult,
 )
-from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.gates import (
+    STARTED_BY_MEMO,
+    ApprovePlan,
+    GateAnswer,
+    RejectPlan,
+    SmokeChoice,
+    SmokeFailedAnswer,
+)
 from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
@@ -61,6 +68,7 @@ from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
+from tenantflow.workflows.smoke_gate import SMOKE_FAILED
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -340,6 +348,17 @@ class TenantflowClient:
             return await _answer(handle, YES_NO_GATES[gate], yes)
         return await _answer(handle, TenantOnboarding.answer_gate, gate, yes)
 
+    async def answer_smoke_failed(
+        self, workflow_id: str, choice: SmokeChoice, reason: str = "", on_behalf_of: str | None = None
+    ) -> str:
+        """Answer an onboarding's ``smoke_failed`` gate: ``rerun`` the smoke checks (after fixing the node or chart),
+        ``rollback`` the tenant, or ``waive`` the failures for ``reason`` (needed, recorded on the handover sheet);
+        recorded as answered by this client's identity (or ``on_behalf_of``), the proof signing the choice."""
+        approver, handle = self._approver(on_behalf_of), await self._gate_handle(workflow_id)
+        answer = SmokeFailedAnswer(approver=approver, choice=choice, comment=reason)
+        proof = await self._proof(handle, SMOKE_FAILED, approver, answer.signed)
+        return await _answer(handle, TenantOnboarding.smoke_failed, answer.model_copy(update={"proof": proof}))
+
     async def term(self, slug: str) -> TermStatus | None:
         """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
         needed); None when it has none, or it was terminated."""
@@ -379,6 +398,31 @@ class TenantflowClient:
         described = await self.handle(workflow_id).describe()
         run = RUNS.get(described.workflow_type, TenantOnboarding.run)
         return await self.client.get_workflow_handle_for(run, workflow_id).result()
+
+    async def result_unless_waiting(
+        self,
+        workflow_id: str,
+        at: Collection[str],
+        watch: Callable[[RunStatus], None] | None = None,
+        refresh_s: float = 0.5,
+    ) -> Any:
+        """The run's result (as :meth:`result`), or its status as soon as it waits at one of the gates ``at``: a run
+        stopped for the operator (``smoke_failed``), which waiting longer would not end. ``watch`` is shown every
+        status read (polled every ``refresh_s`` while the run goes on, only with ``at`` or ``watch``)."""
+        if not at and watch is None:
+            return await self.result(workflow_id)
+        result = asyncio.ensure_future(self.result(workflow_id))
+        try:
+            while not result.done():
+                current = await self.status(workflow_id)
+                if watch is not None:
+                    watch(current)
+                if any(gate.name in at for gate in current.gates):
+                    return current
+                await asyncio.wait([result], timeout=refresh_s)
+            return result.result()
+        finally:
+            result.cancel()
 
     async def list_runs(
         self, query: str = "", limit: int = 100, keep: Callable[[WorkflowExecution], bool] | None = None

@@ -121,6 +121,16 @@ ROUTES: list[Route] = [
     ),
     Route(
         "POST",
+        "/runs/{id:.+}/gates/smoke_failed",
+        api_runs.smoke_failed,
+        GATE,
+        body=api_runs.SMOKE_BODY,
+        path_params=RunPath,
+        role=Role.approver,
+        target=of_run_path,
+    ),
+    Route(
+        "POST",
         "/runs/{id:.+}/gates/{gate}",
         api_runs.answer_gate,
         GATE,

@@ -11,7 +11,8 @@ Exit codes scripts can rely on (the README's table compares them with terraform'
 * 3 the run failed, was rejected or rolled back; ``plan`` found preflight errors (the run would fail there);
   ``drift`` found drift
 * 4 refused: a run for the target is already active, a stale plan hash, a gate that is not open,
-  a run that has not finished (``handover``), a port ``dev-server`` would listen on is taken
+  a run that has not finished (``handover``; ``result`` of a run waiting at ``smoke_failed``), a port
+  ``dev-server`` would listen on is taken
 * 5 no such run
 """
 

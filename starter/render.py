@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -173,9 +174,15 @@ async def watch_status(console: Console, api: TenantflowClient, workflow_id: str
 
 
 async def wait_with_progress(
-    console: Console, api: TenantflowClient, workflow_id: str, total_steps: int | None, refresh_s: float = 0.5
+    console: Console,
+    api: TenantflowClient,
+    workflow_id: str,
+    total_steps: int | None,
+    refresh_s: float = 0.5,
+    stop_at: Collection[str] = (),
 ) -> Any:
-    """Wait for a run's result with a progress bar of finished steps and the current stage."""
+    """Wait for a run's result with a progress bar of finished steps and the current stage; its status instead
+    when it waits at a gate of ``stop_at`` (:meth:`TenantflowClient.result_unless_waiting`)."""
     columns = [
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -185,10 +192,9 @@ async def wait_with_progress(
     ]
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(workflow_id, total=total_steps)
-        result = asyncio.ensure_future(api.result(workflow_id))
-        while not result.done():
-            current = await api.status(workflow_id)
+
+        def show(current: RunStatus) -> None:
             done = sum(1 for record in current.steps if record.state is StepState.done)
             progress.update(task, completed=done, description=f"{workflow_id} [{current.stage}]")
-            await asyncio.wait([result], timeout=refresh_s)
-        return result.result()
+
+        return await api.result_unless_waiting(workflow_id, stop_at, show, refresh_s)

@@ -8,9 +8,10 @@ interceptor that checks every gate answer (``approve_plan``, ``reject_plan``, ea
 after the run's own validator (the gate is open, the hash current) and before the run sees it:
 
 1. **Proof.** An answer with ``proof`` must carry an SSH signature of its own approval statement (namespace,
-   workflow id, run id, gate, plan hash, approver: :mod:`tenantflow.models.proofs`) by a key the allowed-signers
-   file lists for the approver (:mod:`tenantflow.worker.signatures`); a proof for another run (a rerun of the same
-   plan), gate, hash or approver is refused. The run records the approver as *verified* (the key's fingerprint).
+   workflow id, run id, gate, plan hash or, at ``smoke_failed``, the choice, approver:
+   :mod:`tenantflow.models.proofs`) by a key the allowed-signers file lists for the approver
+   (:mod:`tenantflow.worker.signatures`); a proof for another run (a rerun of the same plan), gate, hash, choice or
+   approver is refused. The run records the approver as *verified* (the key's fingerprint).
 2. **Verified approvers.** Where ``TENANTFLOW_VERIFIED_APPROVERS`` covers the gate (by default every gate of
    onboarding, change, offboarding, decommission and the lifecycle's renew), an answer without proof (the Temporal
    UI, ``temporal workflow update``) is refused, naming how to approve; elsewhere it counts as *declared*.
@@ -41,7 +42,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan, SmokeFailedAnswer
 from tenantflow.models.lifecycle import RenewTerm
 from tenantflow.models.proofs import ApprovalStatement, Decision
 from tenantflow.worker.principals import PRINCIPALS_ENV, IdentityMap
@@ -74,7 +75,7 @@ def answer_in(name: str, args: Collection[object]) -> GateAnswerSeen | None:
         if isinstance(arg, GateAnswer):
             first = next(iter(args))
             gate = str(first) if name in GENERIC_UPDATES else name.removesuffix("_signal")
-            return GateAnswerSeen(gate, "", "approve", arg)
+            return GateAnswerSeen(gate, arg.signed if isinstance(arg, SmokeFailedAnswer) else "", "approve", arg)
     return None
 
 

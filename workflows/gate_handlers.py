@@ -32,6 +32,7 @@ APPROVE_PLAN = 'Approve the published plan by its exact hash (payload {"plan_has
 APPROVE_PLAN_SIGNAL = "Signal form of approve_plan (a stale hash is ignored)"
 ANSWER_GATE = 'Older form of the gate updates: args [gate, {"approver": "..."}]; prefer the update named for the gate'
 STATUS = "Stage, plan, open gates with how to answer, steps and findings"
+GATE_ANSWER_FIELDS = 'payload {"approver": "...", "comment": "..."}, both optional'
 
 ApprovePlanUpdate = UpdateMethodMultiParam[[Any, ApprovePlan], Awaitable[str]]
 AnswerGateUpdate = UpdateMethodMultiParam[[Any, str, GateAnswer], Awaitable[str]]
@@ -89,9 +90,12 @@ def status_query(description: str = STATUS) -> Callable[[Any], RunStatus]:
     return workflow.query(name="status", description=description)(status)
 
 
-def yes_no_gate(gate: str, description: str) -> tuple[GateUpdate, GateSignal]:
-    """The update ``gate`` (one :class:`GateAnswer` argument, refused unless the gate is open) and the signal
-    ``<gate>_signal`` (ignored unless open), both described by ``description`` for the UI."""
+def yes_no_gate(
+    gate: str, description: str, payload: type[GateAnswer] = GateAnswer, fields: str = GATE_ANSWER_FIELDS
+) -> tuple[GateUpdate, GateSignal]:
+    """The update ``gate`` (one ``payload`` argument, a :class:`GateAnswer` or a model extending it, refused unless
+    the gate is open) and the signal ``<gate>_signal`` (ignored unless open), both described by ``description`` and
+    the payload's ``fields`` for the UI."""
 
     async def answer(self, answer: GateAnswer) -> str:  # type: ignore[no-untyped-def]
         return str(self.state.answer(gate, answer))
@@ -102,8 +106,9 @@ def yes_no_gate(gate: str, description: str) -> tuple[GateUpdate, GateSignal]:
     def by_signal(self, answer: GateAnswer) -> None:  # type: ignore[no-untyped-def]
         self.state.answer_by_signal(gate, answer)
 
-    payload = ' (payload {"approver": "...", "comment": "..."}, both optional)'
-    update = workflow.update(name=gate, description=description + payload)(answer)
+    for handler in (answer, validate, by_signal):  # temporalio decodes the argument as its annotated type
+        handler.__annotations__["answer"] = payload
+    update = workflow.update(name=gate, description=f"{description} ({fields})")(answer)
     update.validator(validate)
     signal = workflow.signal(name=f"{gate}_signal", description=f"Signal form of {gate} (ignored unless open)")
     return update, signal(by_signal)

@@ -9,6 +9,9 @@ the objects the approved plan said the step would create, found by their
 deterministic names, because a step can crash after its writes but before its
 result is recorded; the same holds for objects an earlier attempt of a step
 created. Smoke tests, end-to-end validation and the handover sheet finish the run;
+a smoke check that finds an error stops the run at the ``smoke_failed`` gate, with
+nothing rolled back, to be re-run after a fix, rolled back or waived
+(``workflows/smoke_gate.py``, runs with its patch);
 the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them,
 and the tenant's ``TenantLifecycle`` (``workflows/lifecycle.py``) starts to keep the
 contract's term (runs recorded with the patch :data:`LIFECYCLE_PATCH`).
@@ -35,9 +38,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import Facts, Handover, OnboardingInput, OnboardingResult, StepInput
@@ -51,6 +56,14 @@ from tenantflow.workflows.records import APPROVALS_PATCH, TENANT_RECORD_PATCH
 from tenantflow.workflows.rollback import RETRY_ROLLBACK_PATCH
 from tenantflow.workflows.run_state import REPLAN_PATCH
 from tenantflow.workflows.search import TENANT_SLUG
+from tenantflow.workflows.smoke_gate import (
+    SMOKE_FAILED,
+    SMOKE_GATE_PATCH,
+    SmokeGate,
+    smoke_errors,
+    smoke_failed_gate,
+    step_failed,
+)
 from tenantflow.workflows.tenant_run import UNDO_PLANNED_PATCH, TenantWorkflow
 
 LIFECYCLE_PATCH = "tenant-lifecycle"
@@ -77,11 +90,16 @@ R = TypeVar("R")
 @workflow.defn(name="TenantOnboarding")
 class TenantOnboarding(TenantWorkflow):
     WORKFLOW = "TenantOnboarding"
+    YES_NO_GATES = (*TenantWorkflow.YES_NO_GATES, SMOKE_FAILED)
+    smoke_failed, smoke_failed_signal = smoke_failed_gate()
 
     def __init__(self) -> None:
         super().__init__()
+        self.smoke = SmokeGate(self.state)
         self._lean = False
         """Read-only steps run as local activities, a phase's at once (:data:`LEAN_HISTORY_PATCH`)."""
+        self._gate_times = (timedelta(0), timedelta(0))
+        """How long a gate waits before it escalates, and before it expires (the run's input)."""
 
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
@@ -90,6 +108,10 @@ class TenantOnboarding(TenantWorkflow):
         self._lean = state.patches.imply(LEAN_HISTORY_PATCH, IMPLIED_PATCHES)
         state.target = state.steps.target = contract.slug
         state.gates.label(TENANT_SLUG, contract.slug)
+        self._gate_times = (
+            timedelta(seconds=params.approval_escalate_after_s),
+            timedelta(seconds=params.approval_expire_after_s),
+        )
 
         first = StepInput(contract=contract, run_id=workflow.info().workflow_id)
         outcome = await tenant.gated_writes(first, params, self._preflight, self._build_plan, self._apply_and_finish)
@@ -146,21 +168,38 @@ class TenantOnboarding(TenantWorkflow):
         return state.plan
 
     async def _finish(self, step_input: StepInput) -> Handover:
+        """The smoke checks (waiting at ``smoke_failed`` while they fail: ``workflows/smoke_gate.py``), validation
+        and the handover sheet."""
+        checked = await self._smoke(step_input)
+        facts = await self.smoke.settle(checked, lambda: self._smoke(step_input), *self._gate_times)
+        final = step_input.model_copy(update={"facts": facts})
+        handover = await self.tenant.validate_and_hand_over(final, self._smoke_failures, local=self._lean)
+        return self.smoke.on_sheet(handover)
+
+    async def _smoke(self, step_input: StepInput) -> Facts:
+        """The smoke checks in runbook order from ``step_input``'s facts (those the apply steps left); the facts
+        with their evidence. A check whose activity fails is an error finding (runs with :data:`SMOKE_GATE_PATCH`),
+        so it stops at ``smoke_failed`` too."""
         state = self.state
         facts = step_input.facts
         for step in SMOKE:
             state.gates.set_stage(f"smoke:{step.short}", f"Smoke test: {step.summary}")
-            result = await state.steps.run(
-                step, step_input.model_copy(update={"facts": facts}), summary=f"smoke: {step.summary}"
-            )
+            try:
+                result = await state.steps.run(
+                    step, step_input.model_copy(update={"facts": facts}), summary=f"smoke: {step.summary}"
+                )
+            except ActivityError as err:
+                if isinstance(err.cause, CancelledError) or not state.patches.has(SMOKE_GATE_PATCH):
+                    raise
+                state.findings.append(step_failed(step.name, err))
+                continue
             state.findings.extend(result.findings)
             facts = result.facts
-        final = step_input.model_copy(update={"facts": facts})
-        return await self.tenant.validate_and_hand_over(final, self._smoke_failures, local=self._lean)
+        return facts
 
     def _smoke_failures(self) -> list[Finding]:
         """A failed smoke test fails the run like a failed validation (runs with :data:`SMOKE_FAILURES_PATCH`):
         never a "completed" handover."""
         if not self.state.patches.has(SMOKE_FAILURES_PATCH):
             return []
-        return [f for f in self.state.findings if f.check.startswith("smoke.") and f.blocks]
+        return smoke_errors(self.state.findings)

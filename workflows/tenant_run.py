@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import ClassVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -225,7 +226,7 @@ class TenantWorkflow(GatedWorkflow):
     """The base of the tenant runs that apply a contract: the tenant's plan gate, ``retry_rollback`` and a
     :class:`TenantRun` as ``self.tenant``."""
 
-    YES_NO_GATES = (RETRY_ROLLBACK,)
+    YES_NO_GATES: ClassVar[tuple[str, ...]] = (RETRY_ROLLBACK,)
     approve_plan = approve_plan_update(APPROVE_TENANT_PLAN)
     approve_plan_signal = approve_plan_signal_handler(APPROVE_TENANT_PLAN_SIGNAL)
     retry_rollback, retry_rollback_signal = retry_rollback_gate()

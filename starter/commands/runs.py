@@ -10,16 +10,18 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.failures import explain
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
+    EXIT_REFUSED,
     OutputOpt,
     Refused,
     RunFailed,
@@ -32,6 +34,7 @@ from tenantflow.starter.output import (
 )
 from tenantflow.starter.render import print_plan, status_view, wait_with_progress, watch_status
 from tenantflow.workflows.search import STAGE
+from tenantflow.workflows.smoke_gate import SMOKE_FAILED
 
 C = TypeVar("C", TenantContract, WorkerEnrollment)
 
@@ -205,16 +208,25 @@ def total_steps(workflow_type: str) -> int | None:
     return len(PREFLIGHT) + len(PLAN) + len(APPLY) + len(SMOKE) + 2
 
 
+STOPPED_AT: dict[str, tuple[str, ...]] = {"TenantOnboarding": (SMOKE_FAILED,)}
+"""The gates at which a run of each type waits for the operator to fix something: ``result`` stops waiting there."""
+
+
 def result(workflow_id: str, output: OutputOpt = "text") -> None:
-    """Wait for a run's result (progress bar on stderr); prints the handover sheet of an onboarding."""
+    """Wait for a run's result (progress bar on stderr); prints the handover sheet of an onboarding. An onboarding
+    that waits at smoke_failed is shown (the gate, its findings with their fixes) with exit 4: it ends only once
+    the gate is answered."""
 
     async def go() -> Any:
         api = await TenantflowClient.connect()
         described = await api.handle(workflow_id).describe()
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        stops = STOPPED_AT.get(described.workflow_type, ()) if running else ()  # an ended run needs no worker
         try:
             if output == "json" or not errors.is_terminal:
-                return await api.result(workflow_id)
-            return await wait_with_progress(errors, api, workflow_id, total_steps(described.workflow_type))
+                return await api.result_unless_waiting(workflow_id, stops)
+            steps = total_steps(described.workflow_type)
+            return await wait_with_progress(errors, api, workflow_id, steps, stop_at=stops)
         except WorkflowFailureError as exc:
             ended = await api.handle(workflow_id).describe()
             failure = explain(exc, stage_of(ended.typed_search_attributes))
@@ -224,7 +236,22 @@ def result(workflow_id: str, output: OutputOpt = "text") -> None:
                 )
             raise RunFailed(workflow_id, failure) from None
 
-    print_outcome(run(go()), output)
+    outcome = run(go())
+    if isinstance(outcome, RunStatus):
+        waiting(workflow_id, outcome, output)
+    print_outcome(outcome, output)
+
+
+def waiting(workflow_id: str, status: RunStatus, output: str) -> None:
+    """A run that waits at a gate for the operator: its status (the gate and how to answer it, the steps, the
+    findings with their fixes), then exit 4 (not finished)."""
+    if output == "json":
+        emit({"workflow_id": workflow_id, "status": "waiting", "run": status.model_dump(mode="json")}, output)
+    else:
+        console.print(status_view(workflow_id, status))
+    gates = ", ".join(gate.name for gate in status.gates)
+    errors.print(f"{workflow_id} has not finished: it waits at {gates} (answer it as shown)", highlight=False)
+    raise typer.Exit(EXIT_REFUSED)
 
 
 def stage_of(attributes: TypedSearchAttributes) -> str:

@@ -1,5 +1,5 @@
-"""Commands of a tenant's life: onboard, renew its term, offboard (with its purge gate), the handover sheet, the
-tenants recorded.
+"""Commands of a tenant's life: onboard (with its smoke_failed gate), renew its term, offboard (with its purge gate),
+the handover sheet, the tenants recorded.
 
 ``offboard``, ``handover`` and ``tenants`` read the tenant records in the cluster (:mod:`starter.records`);
 ``offboard`` and ``handover`` fall back to the latest onboarding run's history when there is none. ``renew``
@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 from temporalio.service import RPCError
 
+from tenantflow.models.gates import SmokeChoice
 from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
@@ -22,7 +23,19 @@ from tenantflow.models.status import RunOutcome
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
 from tenantflow.starter.contracts import ContractError, load_tenant
-from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
+from tenantflow.starter.output import (
+    EXIT_BAD_INPUT,
+    OutputOpt,
+    Refused,
+    WaitOpt,
+    WideOpt,
+    answered,
+    console,
+    emit,
+    errors,
+    print_outcome,
+    run,
+)
 from tenantflow.starter.records import (
     ContextOpt,
     KubeconfigOpt,
@@ -47,6 +60,29 @@ def onboard(
 confirm_purge = gate_command(
     "confirm_purge", "Confirm that offboarding deletes the tenant's Weka data (purge_data runs)."
 )
+
+
+def smoke_failed(
+    workflow_id: str,
+    choice: Annotated[
+        SmokeChoice, typer.Argument(help="rerun (after fixing the node or chart), rollback, or waive (with --reason)")
+    ],
+    reason: Annotated[
+        str, typer.Option(help="why the failures are accepted: needed to waive, shown on the handover")
+    ] = "",
+    output: OutputOpt = "text",
+) -> None:
+    """Answer an onboarding that waits at smoke_failed (nothing was rolled back): re-run the smoke checks once the
+    node or chart is fixed, roll the tenant back, or waive the failures with a reason."""
+    if choice == "waive" and not reason.strip():
+        errors.print("[red]waive needs --reason: why the failed smoke checks are accepted[/red]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+    async def go() -> None:
+        api = await TenantflowClient.connect()
+        answered(workflow_id, await api.answer_smoke_failed(workflow_id, choice, reason), output)
+
+    run(go())
 
 
 def offboard(

@@ -1,7 +1,7 @@
 """Record the histories of the failure and teardown paths for the replay tests, once.
 
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, the re-plan's preflight (a run
-completed through it, and one it refused), a
+completed through it, and one it refused), a failed smoke check re-run at ``smoke_failed``, a
 failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
@@ -25,7 +25,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult
-from tenantflow.models.gates import GateAnswer
+from tenantflow.models.gates import GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import Finding
@@ -77,6 +77,9 @@ async def after_approval(
     elif name == "rollback-retried":
         await wait_for_stage(api, handle, "gate:retry_rollback")
         await handle.execute_update("retry_rollback", GateAnswer(approver="ops"))
+    elif name == "smoke-rerun":
+        await wait_for_stage(api, handle, "gate:smoke_failed")
+        await handle.execute_update("smoke_failed", SmokeFailedAnswer(approver="ops", choice="rerun"))
 
 
 async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> None:
@@ -231,6 +234,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "onboarding-rollback-retried": lambda: onboarding(
         "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})
     ),
+    "onboarding-smoke-rerun": lambda: onboarding("smoke-rerun", FakeWorld(smoke_errors={"smoke.single_node": 1})),
     "onboarding-rollback-incomplete": lambda: onboarding(
         "rollback-incomplete",
         FakeWorld(fail_at="kube.rbac", undo_failures={"kube.undo:namespace": 99}),

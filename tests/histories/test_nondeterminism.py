@@ -10,6 +10,7 @@ since Temporal's own replay does not compare activity inputs).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,7 +44,9 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.workflows.lifecycle import TenantLifecycle
     from tenantflow.workflows.offboarding import TenantOffboarding
     from tenantflow.workflows.onboarding import TenantOnboarding
+    from tenantflow.workflows.patches import Patches
     from tenantflow.workflows.saga import Entry, Saga
+    from tenantflow.workflows.smoke_gate import SMOKE_GATE_PATCH, SmokeGate
     from tests.histories.strict_replay import ArgumentsChanged, replay_strictly
 
 HISTORIES = Path(__file__).parent
@@ -111,6 +114,48 @@ class OffboardingWithoutPurgeGate(TenantOffboarding):
 
     async def _confirm_purge(self, slug: str, escalate: timedelta, expire: timedelta) -> None:
         return None
+
+
+class NoSmokeGate(SmokeGate):
+    """Goes on past failed smoke checks without waiting."""
+
+    async def settle(
+        self, facts: Facts, check: Callable[[], Awaitable[Facts]], escalate_after: timedelta, expire_after: timedelta
+    ) -> Facts:
+        return facts
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithoutSmokeGate(TenantOnboarding):
+    """Onboarding whose smoke_failed gate no longer waits (removing the gate's timer and the checks' re-run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.smoke = NoSmokeGate(self.state)
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+
+class SmokeGateUnguarded(Patches):
+    """Takes the smoke gate's path without checking its patch."""
+
+    def has(self, patch_id: str) -> bool:
+        return patch_id == SMOKE_GATE_PATCH or super().has(patch_id)
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithUnguardedSmokeGate(TenantOnboarding):
+    """Onboarding whose smoke_failed gate is not behind its patch (adding the gate's timer to older runs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state.patches = self.state.gates.patches = SmokeGateUnguarded()
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
 
 
 class ReversedSaga(Saga):
@@ -205,6 +250,10 @@ ROLLBACKS = (
 )
 REPLAN_PREFLIGHTS = ("onboarding-replan-preflighted", "onboarding-replan-refused")
 """Runs whose re-plan after approval ran preflight too (patch ``replan-preflights``; lean-history runs)."""
+SMOKE_GATED = ("onboarding-smoke-rerun",)
+"""Runs that waited at ``smoke_failed`` (patch ``smoke-failed-gate``)."""
+SMOKE_ROLLED_BACK = ("onboarding-smoke-rolledback", "onboarding-smoke-step-rolledback")
+"""Runs recorded before that patch whose smoke check failed (an error finding; the step's activity) and rolled back."""
 ENROLLMENTS = (
     "enrollment-greenfield",
     "enrollment-brownfield",
@@ -217,7 +266,7 @@ ENROLLMENTS = (
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[
         (name, OnboardingWithExtraStep, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS, *REPLAN_PREFLIGHTS)
+        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS, *REPLAN_PREFLIGHTS, *SMOKE_GATED)
     ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
@@ -229,7 +278,9 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS)
     ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
-    *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in ROLLBACKS],
+    *[(name, OnboardingWithoutSmokeGate, NondeterminismError) for name in SMOKE_GATED],
+    *[(name, OnboardingWithUnguardedSmokeGate, NondeterminismError) for name in SMOKE_ROLLED_BACK],
+    *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in (*ROLLBACKS, *SMOKE_ROLLED_BACK)],
     *[
         (name, DecommissionRemovingFirst, NondeterminismError)
         for name in ("decommission-completed", "decommission-gated", "decommission-reset-reapproved")

@@ -3,6 +3,10 @@ reviewer, another principal, with proof: the worker's defaults require it), wait
 
 from __future__ import annotations
 
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+
 from tenantflow.models.gates import STARTED_BY_MEMO
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
@@ -13,13 +17,17 @@ from tests.approvers import reviewer
 from tests.workflows.harness import wait_for_stage
 
 
-async def onboard(api: TenantflowClient, contract: TenantContract) -> OnboardingResult:
+async def approved(api: TenantflowClient, contract: TenantContract) -> WorkflowHandle[Any, OnboardingResult]:
+    """Start onboarding ``contract`` and approve its plan as the reviewer."""
     handle = await api.start_onboarding(contract)
     status = await api.wait_for_plan(handle.id)
     assert status.plan_hash, status
     await reviewer(api).approve(handle.id, status.plan_hash)
-    result: OnboardingResult = await handle.result()
-    return result
+    return handle
+
+
+async def onboard(api: TenantflowClient, contract: TenantContract) -> OnboardingResult:
+    return await (await approved(api, contract)).result()
 
 
 async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:

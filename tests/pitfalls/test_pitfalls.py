@@ -3,13 +3,18 @@
 One whole lab for the module. Each case switches one pitfall on where it would happen on a real cluster
 (:mod:`lab.pitfalls`), onboards a small tenant of its own (two nodes, one user), and checks that the run does
 not end completed and that its failure names the finding and the runbook's fix; the failed run's rollback
-cleans up, and the switch goes off again. With every switch off, the same onboarding completes and is
-offboarded. The table (pitfall, how injected, what tenantflow reported) is printed and written to
-``<lab>/pitfalls-table.md``.
+cleans up, and the switch goes off again. A pitfall that fails a smoke check stops the run at ``smoke_failed``
+with nothing rolled back (issue 23): the reviewer rolls it back there, or, for a pitfall validation names
+(``gid_mismatch`` fails the storage job too), waives the smoke failures so that validation runs;
+``no_constrain_devices`` is fixed (switched off) while the run waits, and the smoke checks re-run until it
+completes. With every switch off, the same onboarding completes and is offboarded. The table (pitfall, how
+injected, what tenantflow reported) is printed and written to ``<lab>/pitfalls-table.md``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -24,11 +29,15 @@ from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.lab import pitfalls
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.pitfalls import Pitfall
+from tenantflow.models.status import RunStatus, StepState
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import load_tenant
-from tests.integration.runs import offboard, onboard
+from tenantflow.workflows.smoke_gate import SMOKE_FAILED
+from tests.approvers import reviewer
+from tests.integration.runs import approved, offboard, onboard
 from tests.labfixture import lab_env, lab_worker, whole_lab
 from tests.workflows.contract import EXAMPLES
+from tests.workflows.harness import wait_for_stage
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L p@lab"
 EXPECTED: dict[Pitfall, tuple[str, str]] = {
@@ -44,6 +53,10 @@ EXPECTED: dict[Pitfall, tuple[str, str]] = {
 }
 TABLE: list[tuple[str, str, str]] = []
 BIND_SECRET = "ldap-bind-creds"
+FIXED_WHILE_WAITING = Pitfall.no_constrain_devices
+"""The pitfall fixed while its run waits at ``smoke_failed``; the smoke checks then re-run."""
+SMOKE_WAIT_S = 900
+"""How long an onboarding may take to reach the smoke checks' verdict in the lab."""
 
 
 @pytest.fixture(scope="module")
@@ -91,22 +104,26 @@ def failure_text(error: BaseException) -> str:
     return " <- ".join(texts[1:] or texts)
 
 
-def handover_exit_code(dev_env: WorkflowEnvironment, api_queue: str, slug: str) -> int:
-    """``tenantflow handover <slug>``, as an operator would ask after the run."""
+def tenantflow(dev_env: WorkflowEnvironment, api_queue: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``tenantflow`` command, as an operator runs it beside the worker."""
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
         "TENANTFLOW_TASK_QUEUE": api_queue,
     }
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "tenantflow"), "handover", slug],
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "tenantflow"), *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    return done.returncode
+
+
+def handover_exit_code(dev_env: WorkflowEnvironment, api_queue: str, slug: str) -> int:
+    """``tenantflow handover <slug>``, as an operator would ask after the run."""
+    return tenantflow(dev_env, api_queue, "handover", slug).returncode
 
 
 async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints) -> None:
@@ -124,20 +141,39 @@ async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pit
 
 
 async def failed_run(
-    dev_env: WorkflowEnvironment, lab: LabEndpoints, contract: TenantContract, name: str, how: str
+    dev_env: WorkflowEnvironment,
+    lab: LabEndpoints,
+    contract: TenantContract,
+    name: str,
+    how: str,
+    smoke: bool = False,
 ) -> tuple[str, int]:
     """Onboard ``contract`` expecting the run to fail: its failure text and ``tenantflow handover``'s exit code,
-    recorded in the table."""
+    recorded in the table. A run that stops at ``smoke_failed`` (nothing rolled back) is rolled back there by the
+    reviewer when the pitfall is a smoke check's (``smoke``); a pitfall that breaks the smoke jobs too but is named
+    by validation gets its smoke failures waived, so that validation runs and names it."""
+    stopped = ""
     async with lab_worker(dev_env.client, lab) as api:
         with pytest.raises(WorkflowFailureError) as failed:
-            await onboard(api, contract)
+            handle = await approved(api, contract)
+            outcome = await api.result_unless_waiting(handle.id, (SMOKE_FAILED,), refresh_s=1)
+            assert isinstance(outcome, RunStatus), f"{name}: the run completed"
+            stopped = "; ".join(f"{f.check}: {f.message}" for f in outcome.findings if f.blocks)
+            answer = reviewer(api)
+            if smoke:
+                await answer.answer_smoke_failed(handle.id, "rollback")
+            else:
+                await answer.answer_smoke_failed(handle.id, "waive", "so that validation names the pitfall")
+            await handle.result()
         exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
     message = failure_text(failed.value)
-    TABLE.append((name, how, f"exit {exit_code}: {message[:400]}"))
+    then = "rolled back" if smoke else "waived"
+    waited = f"waited at smoke_failed ({stopped[:200]}), then {then}; " if stopped else ""
+    TABLE.append((name, how, f"{waited}exit {exit_code}: {message[:400]}"))
     return message, exit_code
 
 
-@pytest.mark.parametrize("pitfall", list(EXPECTED), ids=str)
+@pytest.mark.parametrize("pitfall", [p for p in EXPECTED if p is not FIXED_WHILE_WAITING], ids=str)
 async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints, pitfall: Pitfall
 ) -> None:
@@ -145,7 +181,9 @@ async def test_a_pitfall_switched_on_is_reported_by_name_with_the_fix(
     contract = contract_for(pitfall_lab, pitfall.value)
     pitfalls.switch(pitfall_lab.state_dir, pitfall, True)
     try:
-        message, exit_code = await failed_run(dev_env, pitfall_lab, contract, pitfall.value, pitfalls.INJECTED[pitfall])
+        message, exit_code = await failed_run(
+            dev_env, pitfall_lab, contract, pitfall.value, pitfalls.INJECTED[pitfall], check.startswith("smoke.")
+        )
     finally:
         pitfalls.switch(pitfall_lab.state_dir, pitfall, False)
     assert check in message and fix in message, message
@@ -186,8 +224,8 @@ async def test_the_ldap_bind_secret_in_the_wrong_namespace_is_reported_by_name_w
     assert_rolled_back(pitfall_lab, contract)
 
 
-def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
-    """The failed run's rollback left no Slurm account, QoS or partition of the tenant behind."""
+def slurm_objects(lab: LabEndpoints, contract: TenantContract) -> tuple[str, str, int]:
+    """The tenant's Slurm account and QoS as ``sacctmgr`` lists them, and ``scontrol show partition``'s exit code."""
     env = {**os.environ, **lab.to_env()}
 
     def run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -196,4 +234,49 @@ def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
     accounts = run(["sacctmgr", "-n", "-P", "show", "account", contract.slug, "format=account"]).stdout
     qos = run(["sacctmgr", "-n", "-P", "show", "qos", contract.normal_qos_name, "format=name"]).stdout
     partition = run(["scontrol", "show", "partition", contract.slug], check=False)
-    assert (accounts.strip(), qos.strip(), partition.returncode) == ("", "", 1), (accounts, qos, partition.stdout)
+    return accounts.strip(), qos.strip(), partition.returncode
+
+
+def assert_rolled_back(lab: LabEndpoints, contract: TenantContract) -> None:
+    """The failed run's rollback left no Slurm account, QoS or partition of the tenant behind."""
+    assert slurm_objects(lab, contract) == ("", "", 1)
+
+
+async def test_a_smoke_failure_waits_at_smoke_failed_and_a_rerun_after_the_fix_completes(
+    dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints
+) -> None:
+    """Issue 23: with ``ConstrainDevices`` missing the onboarding waits at ``smoke_failed`` with the finding and its
+    fix in ``status`` and ``result`` (exit 4), and nothing is rolled back; once the switch is off (the cgroup.conf
+    fixed), re-running the smoke checks completes the run."""
+    pitfall = FIXED_WHILE_WAITING
+    check, fix = EXPECTED[pitfall]
+    contract = contract_for(pitfall_lab, pitfall.value)
+    pitfalls.switch(pitfall_lab.state_dir, pitfall, True)
+    try:
+        async with lab_worker(dev_env.client, pitfall_lab) as api:
+            handle = await approved(api, contract)
+            status = await wait_for_stage(api, handle, "gate:smoke_failed", timeout_s=SMOKE_WAIT_S)
+            errors = {f.check: f for f in status.findings if f.blocks}
+            assert check in errors and fix in errors[check].fix, status.findings
+            assert any(r.name == check and r.state is StepState.failed for r in status.steps), status.steps
+            # in a thread: the worker answering the command's status queries runs on this event loop
+            shown = await asyncio.to_thread(tenantflow, dev_env, api.task_queue, "result", handle.id, "-o", "json")
+            assert shown.returncode == 4, shown.stderr
+            waiting = json.loads(shown.stdout)["run"]
+            assert [g["name"] for g in waiting["gates"]] == ["smoke_failed"]
+            assert any(f["check"] == check and fix in f["fix"] for f in waiting["findings"]), waiting["findings"]
+            assert slurm_objects(pitfall_lab, contract) == (contract.slug, contract.normal_qos_name, 0)
+
+            pitfalls.switch(pitfall_lab.state_dir, pitfall, False)
+            await reviewer(api).answer_smoke_failed(handle.id, "rerun")
+            result = await handle.result()
+            try:
+                assert result.status == "completed", result.message
+                assert [f for f in result.findings if f.blocks] == []
+                assert [a.gate for a in result.approvals] == ["approve_plan", "smoke_failed"]
+            finally:
+                await offboard(api, contract, purge=True)
+    finally:
+        pitfalls.switch(pitfall_lab.state_dir, pitfall, False)
+    said = f"waited at smoke_failed ({check}: fix {fix}), nothing rolled back; switched off, rerun: completed"
+    TABLE.append((pitfall.value, pitfalls.INJECTED[pitfall], said))

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.gates import ApprovePlan, GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.proofs import ApprovalStatement
@@ -218,3 +218,33 @@ async def test_every_gate_answer_of_the_starter_is_refused_and_its_signal_ignore
         ("approve_plan", "bob@ops-host", "verified"),
         ("confirm_purge", "bob@ops-host", "verified"),
     ], "neither the starter's signal nor a declared one answered"
+
+
+async def test_a_smoke_failed_proof_signs_its_choice(dev_env: WorkflowEnvironment) -> None:
+    """Issue 23's gate: its proof signs the choice, so a signature for re-running the smoke checks never waives them
+    (or rolls the tenant back); four-eyes holds there as at every gate."""
+    async with four_eyes_worker(dev_env, FakeWorld(smoke_errors={"smoke.storage": 1})) as queue:
+        alice = await client_as(dev_env, "alice@laptop", queue)
+        bob = await client_as(dev_env, "bob@ops-host", queue)
+        handle, plan_hash = await at_plan_gate(alice, unique_slug())
+        await bob.approve(handle.id, plan_hash)
+        await wait_for_stage(alice, handle, "gate:smoke_failed")
+        rerun = ApprovalStatement(
+            namespace=dev_env.client.namespace,
+            workflow_id=handle.id,
+            run_id=(await handle.describe()).run_id,
+            gate="smoke_failed",
+            plan="choice=rerun",
+            approver="bob@ops-host",
+        )
+        proof = session_approvers().signers["bob"].sign(rerun)
+        waiver = SmokeFailedAnswer(approver="bob@ops-host", choice="waive", comment="looks fine", proof=proof)
+        assert "does not sign this answer" in await refusal(handle.execute_update("smoke_failed", waiver))
+        assert "'alice@laptop' started this run" in await refusal(alice.answer_smoke_failed(handle.id, "rerun"))
+        assert await bob.answer_smoke_failed(handle.id, "rerun") == "smoke_failed answered by bob@ops-host"
+        result: OnboardingResult = await bob.result(handle.id, OnboardingResult)
+    assert result.status == "completed"
+    assert [(a.gate, a.established) for a in result.approvals] == [
+        ("approve_plan", "verified"),
+        ("smoke_failed", "verified"),
+    ]

@@ -90,6 +90,7 @@ async def test_a_viewer_reads_but_cannot_approve_change_renew_or_purge(served: S
         "approver": [
             (f"/runs/tenant/{tenant}/gates/approve_plan", {"plan_hash": "0" * 16}),
             (f"/runs/tenant/{tenant}/gates/reject_plan", {"reason": "no"}),
+            (f"/runs/tenant/{tenant}/gates/smoke_failed", {"choice": "rerun"}),
             (f"/runs/offboard/{tenant}/gates/confirm_purge", {}),
             (f"/runs/tenant/{tenant}/gates/retry_rollback", {}),
             (f"/runs/lifecycle/{tenant}/gates/approve_plan", {"plan_hash": "0" * 16}),

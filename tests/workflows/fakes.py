@@ -1,9 +1,10 @@
 """In-memory activities for the catalogue's onboarding steps (their names and types), for testing orchestration alone.
 
 They record every call so tests can assert order (apply, undo) and make a
-chosen step fail, a chosen undo fail a number of times, a read-only step fail
-retryably a number of times, read-only steps wait for each other (so they pass
-only when run at once), or a plan change between two planning rounds. Integration with
+chosen step fail, a smoke step report an error finding a number of times, a
+chosen undo fail a number of times, a read-only step fail retryably a number of
+times, read-only steps wait for each other (so they pass only when run at once),
+or a plan change between two planning rounds. Integration with
 the real systems is tested elsewhere.
 """
 
@@ -36,6 +37,7 @@ from tenantflow.models.runbook import (
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
 RENDEZVOUS_S = 30.0
+SMOKE_FIX = "set the injected switch right on the node, then re-run the smoke checks"
 """How long a read-only step waits at its rendezvous before it fails as having run alone."""
 
 
@@ -57,6 +59,8 @@ class FakeWorld:
     """Read-only step name -> how many more times it fails retryably (a transient refusal)."""
     rendezvous: dict[str, asyncio.Barrier] = field(default_factory=dict)
     """Read-only step name -> the barrier it waits at: it passes only when every step sharing the barrier runs."""
+    smoke_errors: dict[str, int] = field(default_factory=dict)
+    """Smoke step name -> how many more of its runs report an error finding (with the fix :data:`SMOKE_FIX`)."""
     calls: list[str] = field(default_factory=list)
     records: list[TenantRecord] = field(default_factory=list)
     """The tenant records the runs stored, in order."""
@@ -125,6 +129,10 @@ class FakeWorld:
             while self.hang_at == step.name:
                 activity.heartbeat()
                 await asyncio.sleep(0.1)
+            if self.smoke_errors.get(step.name, 0) > 0:
+                self.smoke_errors[step.name] -= 1
+                error = Finding.failed(step.name, f"injected error finding at {step.name}", SMOKE_FIX)
+                return StepResult(findings=[error], facts=inp.facts)
             result = EnsureResult(
                 layer=step.layer, kind="Thing", name=f"{inp.contract.slug}-{step.short}", outcome=Outcome.created
             )

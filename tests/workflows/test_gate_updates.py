@@ -10,7 +10,8 @@ read-only steps are local activities, which the workflow's own worker must run) 
 answered by name with the plain ``temporal`` CLI: offboarding's ``approve_plan`` and
 ``confirm_purge`` here, onboarding's ``approve_plan`` in tests/starter/test_temporal_cli.py,
 every gate of an enrollment and of a decommission in tests/enrollment/test_gate_updates.py,
-``retry_rollback`` in test_rollback_gate.py; tests/ui sends ``approve_plan`` from the UI.
+``retry_rollback`` in test_rollback_gate.py, ``smoke_failed`` in test_smoke_gate.py; tests/ui sends ``approve_plan``
+from the UI.
 """
 
 from __future__ import annotations

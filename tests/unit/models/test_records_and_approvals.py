@@ -8,10 +8,12 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
+from pydantic import ValidationError
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.gates import Approval
+from tenantflow.models.gates import Approval, SmokeFailedAnswer
 from tenantflow.models.onboarding import Handover
 from tenantflow.models.records import (
     RecordKey,
@@ -22,6 +24,7 @@ from tenantflow.models.records import (
     decode_payload,
     encode_payload,
 )
+from tenantflow.models.results import Finding
 from tenantflow.models.targets import KubeTarget
 from tests.unit.tenants import tenant
 
@@ -50,6 +53,28 @@ def test_the_handover_sheet_lists_the_approvals_last() -> None:
         "- approve_purge rejected by bob at 2026-03-04 05:06:07Z\n"
     )
     assert (signed.sheet, signed.capacity_contract) == (SHEET.sheet, SHEET.capacity_contract)
+
+
+def test_a_smoke_waiver_is_on_the_sheet_with_each_finding_its_fix_who_and_why() -> None:
+    waiver = Approval(gate="smoke_failed", approver="bob", at=AT, comment="ACS fix is scheduled")
+    finding = Finding.failed("smoke.nccl", "busbw 65 GB/s", "run the ACS disable runbook")
+    waived = SHEET.with_waiver([finding], waiver)
+    by = "smoke_failed approved by bob at 2026-03-04 05:06:07Z"
+    assert waived.markdown == (
+        "# Handover\n\nlogin: ssh\n\n## Smoke checks waived\n\n"
+        "- smoke.nccl: busbw 65 GB/s (fix: run the ACS disable runbook)\n\n"
+        f"Waived ({by}): ACS fix is scheduled\n"
+    )
+    entry = {"check": "smoke.nccl", "message": "busbw 65 GB/s", "fix": "run the ACS disable runbook"}
+    assert waived.sheet == {"a": 1, "smoke_waived": [entry | {"by": by, "reason": "ACS fix is scheduled"}]}
+
+
+def test_a_smoke_failed_answer_signs_its_choice_and_a_waiver_needs_a_reason() -> None:
+    assert SmokeFailedAnswer().signed == "choice=rerun"
+    assert SmokeFailedAnswer(choice="rollback").signed == "choice=rollback"
+    assert SmokeFailedAnswer(choice="waive", comment="accepted by the tenant").signed == "choice=waive"
+    with pytest.raises(ValidationError, match="a waiver needs a reason"):
+        SmokeFailedAnswer(choice="waive", comment="  ")
 
 
 def test_approvals_are_left_out_of_a_payload_only_while_there_are_none() -> None:

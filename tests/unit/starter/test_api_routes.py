@@ -23,6 +23,7 @@ ROUTE_OF: dict[str, tuple[str, str]] = {
     "cancel": ("POST", "/runs/{id}/cancel"),
     "approve": ("POST", "/runs/{id}/gates/approve_plan"),
     "reject": ("POST", "/runs/{id}/gates/reject_plan"),
+    "smoke-failed": ("POST", "/runs/{id}/gates/smoke_failed"),
     "submissions-paused": GATE,
     "approve-adoption": GATE,
     "uncordon": GATE,
@@ -98,6 +99,7 @@ ROLE_OF: dict[tuple[str, str], str | None] = {
     ("POST", "/runs/{id}/cancel"): "requester",
     ("POST", "/runs/{id}/gates/approve_plan"): "approver",
     ("POST", "/runs/{id}/gates/reject_plan"): "approver",
+    ("POST", "/runs/{id}/gates/smoke_failed"): "approver",
     ("POST", GATE[1]): "approver",
 }
 """The role each route needs (issue 25): reads viewer, starts and changes requester, gate answers approver."""
