@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,20 +110,52 @@ def lab_env(lab: LabEndpoints) -> AbstractContextManager[None]:
     return exported(lab.to_env())
 
 
+LEFTOVER_STOP_S = 30.0
+_running: dict[str, AbstractAsyncContextManager[None]] = {}
+"""The lab workers whose block has not ended, by task queue: a test stopped by pytest-timeout leaves its block
+suspended, its worker running and its lab's environment exported (the next test's activities would reach that lab)."""
+
+
+async def _stop_leftovers() -> None:
+    """Stop the workers of blocks a timed-out test left behind and restore the environment they exported."""
+    while _running:
+        queue, stopping = _running.popitem()
+        try:
+            await asyncio.wait_for(stopping.__aexit__(None, None, None), LEFTOVER_STOP_S)
+        except TimeoutError:
+            warnings.warn(
+                f"the worker of {queue}, left by an earlier test, did not stop in {LEFTOVER_STOP_S} s", stacklevel=2
+            )
+
+
 @asynccontextmanager
-async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> AsyncIterator[TenantflowClient]:
-    """A real worker (every workflow and activity) on a private task queue, pointed at the lab, with the shipped
-    settings (four-eyes and verified approvers on: tests/approvers.py) but for ``overrides``."""
-    queue = f"it-{uuid.uuid4().hex[:8]}"
-    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16, **overrides)
+async def _worker_in(lab: LabEndpoints, settings: WorkerSettings, client: Client) -> AsyncIterator[None]:
     stop = asyncio.Event()
     with lab_env(lab):
         task = asyncio.create_task(run_worker(settings, stop, client=client))
         try:
-            yield TenantflowClient(client, queue)
+            yield
         finally:
             stop.set()
             await task
+
+
+@asynccontextmanager
+async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> AsyncIterator[TenantflowClient]:
+    """A real worker (every workflow and activity) on a private task queue, pointed at the lab, with the shipped
+    settings (four-eyes and verified approvers on: tests/approvers.py) but for ``overrides``. Workers an earlier,
+    timed-out test left running are stopped first."""
+    await _stop_leftovers()
+    queue = f"it-{uuid.uuid4().hex[:8]}"
+    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_MAX_ACTIVITIES=16, **overrides)
+    running = _worker_in(lab, settings, client)
+    await running.__aenter__()
+    _running[queue] = running
+    try:
+        yield TenantflowClient(client, queue)
+    finally:
+        if _running.pop(queue, None) is not None:
+            await running.__aexit__(None, None, None)
 
 
 def lab_dir(base: Path) -> Path:
