@@ -6,7 +6,7 @@ step at once; and returns the findings and the plan (:class:`~tenantflow.models.
 is a read the catalogue marks local, so each runs as a local activity on the worker that runs the workflow, where
 the services' credentials are: the operator's machine needs only Temporal access. It writes nothing and has no
 gate; its activities read the world as the contract's onboarding would (``activities/common/runs.py``). A read
-that keeps failing fails the run with that step's error.
+that keeps failing fails the run with that step's error, named by the step.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import StepInput
@@ -29,14 +30,21 @@ from tenantflow.workflows.steps import execute_local
 R = TypeVar("R")
 
 
+async def read(step: Step[StepInput, R], step_input: StepInput) -> R:
+    """One read-only step as a local activity; a failure fails the run with the step's error, its message prefixed by
+    the step's name (a local activity's failure reaches the client without the step)."""
+    summary = f"{step.name} [{step_input.contract.slug}]: {step.summary}"
+    try:
+        return await execute_local(step, step_input, retry_policy=READ_RETRY, summary=summary)
+    except ApplicationError as cause:  # a local activity's failure reaches the workflow as the activity's own error
+        raise ApplicationError(
+            f"{step.name}: {cause.message}", *cause.details, type=cause.type, non_retryable=True
+        ) from None
+
+
 async def reads(steps: Sequence[Step[StepInput, R]], step_input: StepInput) -> list[R]:
-    """Read-only steps at once, as local activities: their results in ``steps`` order (the first failure is raised)."""
-    said = f"[{step_input.contract.slug}]"
-    run = (
-        execute_local(step, step_input, retry_policy=READ_RETRY, summary=f"{step.name} {said}: {step.summary}")
-        for step in steps
-    )
-    return list(await asyncio.gather(*run))
+    """Read-only steps at once: their results in ``steps`` order (the first failure is raised)."""
+    return list(await asyncio.gather(*(read(step, step_input) for step in steps)))
 
 
 @workflow.defn(name=PLAN_WORKFLOW)
@@ -45,7 +53,7 @@ class TenantPlan:
     async def run(self, params: PlanInput) -> PlanReport:
         contract = params.contract
         step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        [capacity] = await reads([CAPACITY_PREFLIGHT], step_input)
+        capacity = await read(CAPACITY_PREFLIGHT, step_input)
         step_input = step_input.model_copy(update={"facts": capacity.facts})
         rest = await reads(PREFLIGHT[1:], step_input)
         findings = [f for result in (capacity, *rest) for f in result.findings]

@@ -92,10 +92,9 @@ def plan(
         try:
             return await preflight_and_plan(await TenantflowClient.connect(), contract)
         except WorkflowFailureError as exc:  # a service the worker cannot reach or is not configured for
-            failure = explain(exc)
-            where = f" at {failure.step}" if failure.step else ""
+            failure = explain(exc)  # the message names the step (workflows/plan.py)
             errors.print(
-                f"cannot plan{where}: {failure.error_type}: {failure.message} (the worker reads every service: "
+                f"cannot plan: {failure.error_type}: {failure.message} (the worker reads every service: "
                 "set the service's settings in the worker's configuration)",
                 style="red",
                 markup=False,

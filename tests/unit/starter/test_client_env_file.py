@@ -110,4 +110,4 @@ async def test_a_read_the_worker_cannot_make_names_the_step(dev_env: WorkflowEnv
         code, _, err = await plan_with_only_temporal(api)
     assert code == 1, err
     assert "Traceback" not in err, err
-    assert err.startswith(f"cannot plan at {KUBE_PREFLIGHT.name}: Unavailable: injected transient failure"), err
+    assert err.startswith(f"cannot plan: Unavailable: {KUBE_PREFLIGHT.name}: injected transient failure"), err
