@@ -1,7 +1,8 @@
 """The workflow id of every kind of run, one function each: what the CLI, the API and the workflows address runs by.
 
 One run of a kind per target at a time: a start under an id that is running is refused. An onboarding and a
-change of the same tenant share ``tenant/<slug>``; its offboarding is ``offboard/<slug>``.
+change of the same tenant share ``tenant/<slug>``; its offboarding is ``offboard/<slug>``. A read-only plan
+(``tenantflow plan``) is ``plan/<slug>/<nonce>``, one per invocation: plans never exclude each other.
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ def decommission_id(namespace: str, workercluster: str) -> str:
 def lifecycle_id(slug: str) -> str:
     """The workflow id of a tenant's lifecycle: one per tenant."""
     return f"lifecycle/{slug}"
+
+
+def plan_id(slug: str, nonce: str) -> str:
+    """The workflow id of one read-only plan of a tenant's contract (``TenantPlan``)."""
+    return f"plan/{slug}/{nonce}"
+
+
+def planned_onboarding(workflow_id: str) -> str | None:
+    """The onboarding a plan run of :func:`plan_id` previews (its reads see the world as that run would); None for
+    any other id."""
+    parts = workflow_id.split("/")
+    if len(parts) == 3 and all(parts) and workflow_id == plan_id(parts[1], parts[2]):
+        return onboarding_id(parts[1])
+    return None
 
 
 def tenant_of_run(workflow_id: str) -> str | None:

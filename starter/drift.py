@@ -1,9 +1,9 @@
 """``tenantflow drift``: the drift check run in-process, and the Temporal Schedule that runs it nightly.
 
 In-process, the ``drift.tenants`` and ``drift.tenant`` activities (:mod:`activities.drift.steps`), the ones the
-``TenantDrift`` workflow runs, are called through ``temporalio.testing.ActivityEnvironment`` as ``tenantflow
-plan`` calls the plan activities, with the tenant's onboarding workflow id (the identity layer's ownership
-check reads it), at most ``concurrency`` tenants at a time. Nothing is written.
+``TenantDrift`` workflow runs, are called through ``temporalio.testing.ActivityEnvironment``, with the tenant's
+onboarding workflow id (the identity layer's ownership check reads it), at most ``concurrency`` tenants at a time.
+Nothing is written.
 
 The schedule (id :data:`models.drift.DRIFT_SCHEDULE_ID`) starts ``TenantDrift`` on the worker's task queue
 (Temporal Schedules: https://docs.temporal.io/schedule, ``Client.create_schedule``); creating it again updates
@@ -28,6 +28,7 @@ from temporalio.client import (
 )
 from temporalio.testing import ActivityEnvironment
 
+from tenantflow.activities.common.settings import settings as service_settings
 from tenantflow.activities.drift import steps as drift
 from tenantflow.models.drift import (
     DRIFT_SCHEDULE_ID,
@@ -40,7 +41,15 @@ from tenantflow.models.drift import (
 )
 from tenantflow.models.run_ids import onboarding_id
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.worker.config import WorkerSettings
+from tenantflow.worker.run import load_env_file
 from tenantflow.workflows.drift import TenantDrift
+
+
+def use_configured_services() -> None:
+    """Load ``TENANTFLOW_ENV_FILE`` (without overriding the environment) and re-read service settings."""
+    load_env_file(WorkerSettings())
+    service_settings.cache_clear()
 
 
 def _environment(workflow_id: str) -> ActivityEnvironment:

@@ -1,68 +1,34 @@
-"""``tenantflow plan``: the onboarding's read-only preflight and plan, run in-process without a workflow.
+"""``tenantflow plan``: the onboarding's read-only preflight and plan, run by the worker as a ``TenantPlan`` workflow.
 
-The catalogue's preflight and plan steps (``models/runbook.py``), the ones the
-workflow runs, are called here in the same order: each step's registered activity
-function through ``temporalio.testing.ActivityEnvironment`` (they read the
-services configured by the environment or ``TENANTFLOW_ENV_FILE``). Nothing is
-written: these activities only read.
+The worker runs the catalogue's preflight and plan steps (``models/runbook.py``), the ones the onboarding runs,
+with the services' credentials it has (:mod:`tenantflow.workflows.plan`); this process needs only Temporal access
+(``TEMPORAL_ADDRESS``, ``TENANTFLOW_TASK_QUEUE``). Nothing is written: those steps only read. Each plan is its own
+run (:func:`~tenantflow.models.run_ids.plan_id`), so plans of one tenant never refuse each other.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import uuid
+from datetime import timedelta
 
-from pydantic import Field
-from temporalio.testing import ActivityEnvironment
-
-from tenantflow.activities.common.settings import settings as service_settings
-from tenantflow.models.base import Strict
-from tenantflow.models.onboarding import StepInput
-from tenantflow.models.plan import Plan, PlanStep
-from tenantflow.models.results import Finding
-from tenantflow.models.run_ids import onboarding_id
-from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT
+from tenantflow.models.preview import PlanInput, PlanReport
+from tenantflow.models.run_ids import plan_id
 from tenantflow.models.tenant import TenantContract
-from tenantflow.worker.config import WorkerSettings
-from tenantflow.worker.registry import implementation
-from tenantflow.worker.run import load_env_file
+from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.plan import TenantPlan
+
+PLAN_TIMEOUT = timedelta(minutes=15)
+"""How long a plan may take, a worker's pickup included: without a worker on the task queue it ends then."""
 
 
-class PlanReport(Strict):
-    """What ``tenantflow plan`` found: every finding and, when preflight passed, the plan."""
-
-    slug: str
-    findings: list[Finding] = Field(default_factory=list)
-    plan: Plan | None = None
-    nodes: list[str] = Field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.blocks]
-
-
-def use_configured_services() -> None:
-    """Load ``TENANTFLOW_ENV_FILE`` (without overriding the environment) and re-read service settings."""
-    load_env_file(WorkerSettings())
-    service_settings.cache_clear()
-
-
-def preflight_and_plan(contract: TenantContract) -> PlanReport:
-    """Run every preflight, then (only if no error was found) every layer's plan, as the onboarding
-    workflow of ``contract`` would (its workflow id tells the identity layer which objects are its own)."""
-    env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, workflow_id=onboarding_id(contract.slug), workflow_type="TenantOnboarding")
-    step_input = StepInput(contract=contract, run_id=f"plan/{contract.slug}")
-    findings: list[Finding] = []
-    for step in PREFLIGHT:
-        result = env.run(implementation(step), step_input)
-        findings.extend(result.findings)
-        if step is CAPACITY_PREFLIGHT:
-            step_input = step_input.model_copy(update={"facts": result.facts})
-    report = PlanReport(slug=contract.slug, findings=findings, nodes=step_input.facts.nodes)
-    if report.errors:
-        return report
-    steps: list[PlanStep] = []
-    for read in PLAN:
-        steps.extend(env.run(implementation(read), step_input))
-    plan = Plan(title=f"Onboard {contract.slug}", steps=steps, notes=[f"nodes: {', '.join(step_input.facts.nodes)}"])
-    return report.model_copy(update={"plan": plan})
+async def preflight_and_plan(api: TenantflowClient, contract: TenantContract) -> PlanReport:
+    """Run every preflight, then (only if no error was found) every layer's plan, on the worker, as the onboarding
+    workflow of ``contract`` would."""
+    return await api.client.execute_workflow(
+        TenantPlan.run,
+        PlanInput(contract=contract),
+        id=plan_id(contract.slug, uuid.uuid4().hex[:12]),
+        task_queue=api.task_queue,
+        execution_timeout=PLAN_TIMEOUT,
+        static_summary=f"read-only plan of {contract.slug}",
+    )

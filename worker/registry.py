@@ -30,6 +30,7 @@ from tenantflow.workflows.drift import TenantDrift
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.plan import TenantPlan
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
@@ -42,6 +43,7 @@ WORKFLOWS: list[type] = [
     *enrollment.WORKFLOWS,
     *decommission.WORKFLOWS,
     TenantDrift,
+    TenantPlan,
 ]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (

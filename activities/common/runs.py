@@ -5,11 +5,21 @@ from __future__ import annotations
 from temporalio import activity
 
 from tenantflow.activities.common.errors import fail
+from tenantflow.models.preview import PLAN_WORKFLOW
+from tenantflow.models.run_ids import planned_onboarding
 
 
 def this_run() -> str:
-    """The workflow id of the running activity; "" outside an activity (or for an activity outside a workflow)."""
-    return (activity.info().workflow_id or "") if activity.in_activity() else ""
+    """The workflow id of the running activity; "" outside an activity (or for an activity outside a workflow). A
+    read-only ``TenantPlan`` run reads as the onboarding it previews, so its ownership checks (objects this run
+    made) see what that onboarding's would."""
+    if not activity.in_activity():
+        return ""
+    info = activity.info()
+    workflow_id = info.workflow_id or ""
+    if info.workflow_type == PLAN_WORKFLOW:
+        return planned_onboarding(workflow_id) or workflow_id
+    return workflow_id
 
 
 def this_workflow() -> str:

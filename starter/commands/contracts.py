@@ -11,11 +11,14 @@ from typing import Annotated
 
 import typer
 from pydantic import BaseModel
-from temporalio.exceptions import ApplicationError
+from temporalio.client import WorkflowFailureError
 
 from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.preview import PlanReport
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
+from tenantflow.starter.failures import explain
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
     EXIT_ERROR,
@@ -25,6 +28,7 @@ from tenantflow.starter.output import (
     console,
     emit,
     errors,
+    run,
 )
 from tenantflow.starter.render import findings_table, print_plan
 
@@ -74,27 +78,32 @@ def plan(
     output: OutputOpt = "text",
     wide: WideOpt = False,
 ) -> None:
-    """Read-only preflight and plan of a tenant contract, without starting a run; exit 3 on preflight errors."""
-    from tenantflow.starter.plan import preflight_and_plan, use_configured_services
+    """Read-only preflight and plan of a tenant contract, run by the worker without starting a run; exit 3 on
+    preflight errors."""
+    from tenantflow.starter.plan import preflight_and_plan
 
     try:
         contract = load_tenant(file)
     except ContractError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    use_configured_services()
-    try:
-        report = preflight_and_plan(contract)
-    except ApplicationError as exc:  # a service this process cannot reach or is not configured for
-        errors.print(
-            f"cannot plan here: {exc.type}: {exc.message} (plan reads every service from this process: export "
-            "TENANTFLOW_ENV_FILE naming the worker's configuration file, or the services' settings)",
-            style="red",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_ERROR) from None
+
+    async def go() -> PlanReport:
+        try:
+            return await preflight_and_plan(await TenantflowClient.connect(), contract)
+        except WorkflowFailureError as exc:  # a service the worker cannot reach or is not configured for
+            failure = explain(exc)  # the message names the step (workflows/plan.py)
+            errors.print(
+                f"cannot plan: {failure.error_type}: {failure.message} (the worker reads every service: "
+                "set the service's settings in the worker's configuration)",
+                style="red",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(EXIT_ERROR) from None
+
+    report = run(go())
     if output == "json":
         emit(
             report.model_dump(mode="json")

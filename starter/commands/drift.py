@@ -98,8 +98,7 @@ def drift(
     output: OutputOpt = "text",
 ) -> None:
     """Compare onboarded tenants with their recorded contracts: missing, changed and extra objects (exit 3 on drift)."""
-    from tenantflow.starter.drift import check_fleet, ensure_schedule
-    from tenantflow.starter.plan import use_configured_services
+    from tenantflow.starter.drift import check_fleet, ensure_schedule, use_configured_services
 
     async def go() -> FleetDriftReport | str:
         if schedule:

@@ -6,7 +6,7 @@ failed rollback resumed at ``retry_rollback`` and one left to expire, an offboar
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
-changed after approval.
+changed after approval; the read-only ``TenantPlan`` of a contract, one that plans and one its preflight stops.
 Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
 in-process kube emulators) only for a new path; commit the JSON files it writes
 beside this file and never record them again.
@@ -28,10 +28,12 @@ from tenantflow.models.enrollment_workflows import DecommissionInput, Decommissi
 from tenantflow.models.gates import GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
+from tenantflow.models.preview import PlanInput
 from tenantflow.models.results import Finding
-from tenantflow.models.run_ids import offboarding_id
+from tenantflow.models.run_ids import offboarding_id, plan_id
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.workflows.plan import TenantPlan
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
 from tests.enrollment.test_decommission_approved import LATE
 from tests.enrollment.test_failure_paths import brownfield_until
@@ -105,6 +107,23 @@ async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> No
             if name == "replanned":
                 await after_approval(name, api, handle, status.plan_hash)
             await save(handle, f"offboarding-{name}")
+    finally:
+        await server.shutdown()
+
+
+async def plan(name: str, world: FakeWorld) -> None:
+    """Record ``plan-<name>``: the read-only plan of a contract, started as ``tenantflow plan`` starts it."""
+    server = await start_dev_server()
+    contract = example_tenant(f"tenant-{name}")
+    try:
+        async with fake_worker(server, world) as api:
+            handle = await server.client.start_workflow(
+                TenantPlan.run,
+                PlanInput(contract=contract),
+                id=plan_id(contract.slug, "recorded"),
+                task_queue=api.task_queue,
+            )
+            await save(handle, f"plan-{name}")
     finally:
         await server.shutdown()
 
@@ -242,6 +261,8 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
         approval_escalate_after_s=3600,
         approval_expire_after_s=2 * 24 * 3600,
     ),
+    "plan-completed": lambda: plan("completed", FakeWorld()),
+    "plan-refused": lambda: plan("refused", FakeWorld(preflight_error="64 GPUs wanted, 8 free")),
     "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
     "enrollment-compensation-incomplete": lambda: with_lab(

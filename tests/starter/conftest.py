@@ -33,6 +33,17 @@ def cli_env(api: TenantflowClient) -> dict[str, str]:
     return {**os.environ, "TEMPORAL_ADDRESS": target, "TENANTFLOW_TASK_QUEUE": api.task_queue}
 
 
+def only_temporal_env(api: TenantflowClient) -> dict[str, str]:
+    """A shell with the Temporal settings of ``api`` and nothing of any service: no env file, no credentials."""
+    target = api.client.service_client.config.target_host
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/"),
+        "TEMPORAL_ADDRESS": target,
+        "TENANTFLOW_TASK_QUEUE": api.task_queue,
+    }
+
+
 async def tenantflow(api: TenantflowClient, *args: str) -> tuple[int, str, str]:
     """Run the CLI as a subprocess (it talks to the dev server over the network)."""
     proc = await asyncio.create_subprocess_exec(

@@ -19,6 +19,7 @@ EVERY_INPUT = {
     "DecommissionInput",
     "LifecycleInput",
     "FleetDriftInput",
+    "PlanInput",
 }
 
 

@@ -1,4 +1,4 @@
-"""Running the onboarding workflow against fake activities on a given Temporal environment."""
+"""Running the onboarding workflows (and the read-only plan) against fake activities on a given Temporal environment."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.plan import TenantPlan
 from tests.workflows.fakes import FakeWorld
 
 
@@ -24,7 +25,10 @@ from tests.workflows.fakes import FakeWorld
 async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterator[TenantflowClient]:
     queue = f"test-{uuid.uuid4().hex[:8]}"
     async with Worker(
-        env.client, task_queue=queue, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()
+        env.client,
+        task_queue=queue,
+        workflows=[TenantOnboarding, TenantOffboarding, TenantPlan],
+        activities=world.activities(),
     ):
         yield TenantflowClient(env.client, queue)
 

@@ -45,9 +45,8 @@ NO_ROUTE: dict[str, str] = {
     "bench": "measures runs against a local lab",
     "schema": "the contract schemas are in the document itself (components.schemas)",
     "validate": "every start validates its contract and refuses it (422, naming each field) before anything runs",
-    "plan": "runs the plan's read steps in the CLI's own process, with the services' credentials (issue 27 moves it "
-    "to a read-only workflow on the worker, which the API can then start)",
-    "drift": "runs its read steps in the CLI's own process, with the services' credentials (as plan)",
+    "plan": "runs as the read-only TenantPlan workflow on the worker; the API does not start it yet",
+    "drift": "runs its read steps in the CLI's own process, with the services' credentials",
     "handover": "the sheet is the `handover` of GET /runs/tenant/<slug>/result; its recorded copy is read with the "
     "operator's kubeconfig, which the API does not hold",
     "tenants": "reads the records with the operator's kubeconfig, which the API does not hold; "
