@@ -109,6 +109,22 @@ class RenewTerm(Strict):
 NoticeKind = Literal["term.reminder", "term.renewed", "term.expired"]
 
 
+class TenantRunWait(Strict):
+    """What ``lifecycle.wait_tenant_run`` waits for at expiry: the tenant's onboarding or change run to close."""
+
+    workflow_id: str = Field(..., description="the tenant's run id, tenant/<slug> (an onboarding or a change)")
+    wait_s: int = Field(..., ge=0, description="the longest wait; the run may still be running after it")
+
+
+class TenantRunSeen(Strict):
+    """What ``lifecycle.wait_tenant_run`` saw: whether it waited, and whether the run still runs after the wait."""
+
+    workflow_id: str
+    waited: bool = Field(False, description="the run was running when the wait began")
+    running: bool = Field(False, description="the run was still running when the wait ended")
+    workflow_type: str = Field("", description="TenantOnboarding or TenantChange; empty: no such run")
+
+
 class TermNotice(Strict):
     """What the notifier posts (as JSON) to the webhook."""
 

@@ -16,6 +16,11 @@ class OffboardingInput(Strict):
     contract: TenantContract
     purge_data: bool = Field(False, description="also delete Weka filesystems; needs the confirm_purge gate")
     approval_escalate_after_s: int = Field(3600, ge=1)
+    notes: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda notes: not notes,
+        description="what the starter could not establish (the lifecycle at expiry): shown in the teardown plan",
+    )
 
 
 class OffboardingResult(Strict):

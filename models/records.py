@@ -141,6 +141,14 @@ class RecordKey(Strict):
         return ",".join(f"{key}={value}" for key, value in sorted(self.labels.items()))
 
 
+class LatestContract(Strict):
+    """What ``records.latest_tenant`` read: the contract of the tenant's latest record and the run that wrote it."""
+
+    contract: TenantContract | None = Field(None, description="None: the cluster holds no record of the tenant")
+    recorded_by: str = Field("", description="the workflow id of the run that wrote that version")
+    status: RecordStatus | None = None
+
+
 class StoredRecord(Strict):
     """One version of a record as stored: where, which version, and what run wrote it."""
 

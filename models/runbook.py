@@ -27,10 +27,10 @@ from tenantflow.models.enrollment_workflows import (
     Invariants,
     ObjectRef,
 )
-from tenantflow.models.lifecycle import NoticeSent, TermNotice
+from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.records import StoredRecord, TenantRecord, WorkerClusterRecord
+from tenantflow.models.records import LatestContract, RecordKey, StoredRecord, TenantRecord, WorkerClusterRecord
 from tenantflow.models.results import EnsureResult, Finding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
@@ -375,7 +375,21 @@ NOTIFY: Step[TermNotice, NoticeSent] = Step(
     "lifecycle.notify", TermNotice, NoticeSent, summary="post a term notice to the notifier webhook"
 )
 
-LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY)
+TENANT_RUN_WAIT = timedelta(hours=1)
+"""How long an expiring lifecycle waits for a running onboarding or change of its tenant before it offboards."""
+WAIT_TENANT_RUN: Step[TenantRunWait, TenantRunSeen] = Step(
+    "lifecycle.wait_tenant_run",
+    TenantRunWait,
+    TenantRunSeen,
+    timeout=TENANT_RUN_WAIT + STEP_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+    summary="wait while the tenant's onboarding or change runs (bounded)",
+)
+LATEST_TENANT: Step[RecordKey, LatestContract] = Step(
+    "records.latest_tenant", RecordKey, LatestContract, summary="read the contract of the tenant's latest record"
+)
+
+LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY, WAIT_TENANT_RUN, LATEST_TENANT)
 """Every activity of TenantLifecycle."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {

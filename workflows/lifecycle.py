@@ -13,7 +13,11 @@ carried over); it also continues as new when Temporal suggests it. Runs recorded
 moved the end at ``renew`` itself and replay that way. At the end it starts the tenant's ``TenantOffboarding``
 (an abandoned child, id ``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until
 that plan is approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
-:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. An offboarding
+:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. Since
+:data:`LATEST_CONTRACT_PATCH` it offboards the contract of the tenant's latest record (users a ``tenantflow apply``
+added since the onboarding included), after waiting (at most ``runbook.TENANT_RUN_WAIT``, stage
+``term:settling``) for an onboarding or change of the tenant that is running; when the record cannot be read, or
+the change still runs, it offboards what it can and says so in the teardown plan's notes. An offboarding
 that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
 ``term`` query says where the term stands; ``status`` is the shared run status.
 """
@@ -45,28 +49,35 @@ with workflow.unsafe.imports_passed_through():
         PendingRenewal,
         Renewal,
         RenewTerm,
+        TenantRunWait,
         TermNotice,
         TermStatus,
         renew_days_problem,
     )
     from tenantflow.models.offboarding import OffboardingInput
     from tenantflow.models.proofs import proof_fingerprint
-    from tenantflow.models.run_ids import lifecycle_id, offboarding_id
-    from tenantflow.models.runbook import NOTIFY, REMINDER_DAYS
+    from tenantflow.models.records import RecordKey
+    from tenantflow.models.run_ids import lifecycle_id, offboarding_id, onboarding_id
+    from tenantflow.models.runbook import LATEST_TENANT, NOTIFY, REMINDER_DAYS, TENANT_RUN_WAIT, WAIT_TENANT_RUN
     from tenantflow.models.status import RunStatus
     from tenantflow.models.tenant import TenantContract
 
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG
-from tenantflow.workflows.steps import StepTracker
+from tenantflow.workflows.steps import StepTracker, error_text
 
 RUNNING = "term:running"
 EXPIRED = "term:expired"
 OFFBOARDED = "term:offboarded"
+SETTLING = "term:settling"
+"""The status stage while an expired term waits for the tenant's running onboarding or change and reads its record."""
 EXPIRY_STARTER_PATCH = "expiry-offboarding-started-by"
 """Runs with it give the offboarding started at expiry the memo ``started_by`` (the lifecycle's workflow id)."""
 RENEW_GATE_PATCH = "renew-gated"
 """Runs with it hold a ``renew`` at the ``approve_plan`` gate until another answer approves it."""
+LATEST_CONTRACT_PATCH = "expiry-offboards-latest-record"
+"""Runs with it, at expiry, wait (bounded) for the tenant's running onboarding or change and offboard the contract
+of its latest record; runs without it offboard the contract they were started with."""
 
 
 def days_left(term_end: datetime, now: datetime) -> int:
@@ -93,6 +104,7 @@ class TenantLifecycle:
         self._unannounced = 0
         self._stage = RUNNING
         self._offboarding = ""
+        self._settling = ""
         self._notices: list[TermNotice] = []
         self._steps = StepTracker()
         self._steps.target = params.contract.slug
@@ -276,12 +288,16 @@ class TenantLifecycle:
         return RunStatus(
             workflow="TenantLifecycle",
             target=self._contract.slug,
-            stage="gate:approve_plan" if pending is not None and self._stage == RUNNING else self._stage,
+            stage="gate:approve_plan"
+            if pending is not None and self._stage == RUNNING
+            else SETTLING
+            if self._settling
+            else self._stage,
             plan_hash=pending.plan_hash if pending else None,
             gates=gates,
             steps=self._steps.records,
             approvals=self._approvals,
-            message=f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
+            message=self._settling or f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
         )
 
     async def _announce_renewals(self) -> None:
@@ -331,24 +347,63 @@ class TenantLifecycle:
         workflow.upsert_search_attributes([STAGE.value_set(EXPIRED)])
         self._offboarding = offboarding_id(slug)
         starter = {STARTED_BY_MEMO: workflow.info().workflow_id} if workflow.patched(EXPIRY_STARTER_PATCH) else None
+        contract, notes, source = self._contract, [], ""
+        if workflow.patched(LATEST_CONTRACT_PATCH):
+            contract, notes, source = await self._latest_contract()
         try:
             await workflow.start_child_workflow(
                 TenantOffboarding.run,
-                OffboardingInput(contract=self._contract),
+                OffboardingInput(contract=contract, notes=notes),
                 id=self._offboarding,
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 memo=starter,
                 static_summary=f"Offboard {slug}: its term ended {self._term_end:%Y-%m-%d}",
                 static_details=f"Offboards tenant `{slug}` because its term ended; Weka data kept. Nothing is "
                 f"removed until its teardown plan is approved (`tenantflow approve {self._offboarding} --plan-hash "
-                f"...`); reject it to keep the tenant.\n\n- started by: `{workflow.info().workflow_id}`",
+                f"...`); reject it to keep the tenant.\n\n- started by: `{workflow.info().workflow_id}`"
+                + "".join(f"\n- {line}" for line in ([source] if source else []) + notes),
             )
             started = f"offboarding {self._offboarding} was started and waits at its approve_plan gate"
         except WorkflowAlreadyStartedError:
             started = f"offboarding {self._offboarding} was already running"
         message = f"the term of {slug} ended; {started}; nothing is removed until its plan is approved"
+        message += "".join(f"; {note}" for note in notes)
         await self._notify("term.expired", message)
         return self._result(message)
+
+    async def _latest_contract(self) -> tuple[TenantContract, list[str], str]:
+        """The contract to offboard at expiry, the notes for the teardown plan (what could not be established) and
+        where the contract came from: first wait (bounded) while the tenant's onboarding or change runs, then read
+        the contract of its latest record; the contract the lifecycle holds when there is none or it is unreadable."""
+        slug, run = self._contract.slug, onboarding_id(slug)
+        hours = f"{TENANT_RUN_WAIT / timedelta(hours=1):g}h"
+        self._settling = f"the term ended; waiting (at most {hours}) while {run} runs, then reading the latest record"
+        notes: list[str] = []
+        try:
+            wait = TenantRunWait(workflow_id=run, wait_s=int(TENANT_RUN_WAIT.total_seconds()))
+            seen = await self._steps.run(WAIT_TENANT_RUN, wait, summary=f"wait while {run} runs (at most {hours})")
+            if seen.running:
+                notes.append(
+                    f"{run} ({seen.workflow_type}) was still running after {hours}: what it changes from now on is "
+                    f"not in this plan; reject it and offboard again (`tenantflow offboard {slug}`) once {run} ends"
+                )
+        except ActivityError as err:
+            notes.append(f"whether {run} runs could not be read ({error_text(err)}): a change of it may be running")
+        held = "the contract the lifecycle holds (from the onboarding that started it)"
+        try:
+            latest = await self._steps.run(LATEST_TENANT, RecordKey.of_tenant(self._contract.cluster, slug))
+        except ActivityError as err:
+            notes.append(
+                f"the tenant's latest record could not be read ({error_text(err)}): this offboards {held}, so users "
+                f"added since by `tenantflow apply` are not in it; check `tenantflow handover {slug}` before approving"
+            )
+            return self._contract, notes, ""
+        finally:
+            self._settling = ""
+        if latest.contract is None:
+            notes.append(f"the cluster holds no record of {slug}: this offboards {held}")
+            return self._contract, notes, ""
+        return latest.contract, notes, f"contract: the tenant's latest record, written by `{latest.recorded_by}`"
 
     def _result(self, message: str) -> LifecycleResult:
         return LifecycleResult(

@@ -11,7 +11,8 @@ Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
 objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
 last version with the status ``offboarded``, and the tenant's lifecycle (the term's timer,
-``workflows/lifecycle.py``), if one runs, is told so and ends (runs recorded with :data:`END_TERM_PATCH`).
+``workflows/lifecycle.py``), if one runs, is told so and ends (runs recorded with :data:`END_TERM_PATCH`). What its
+starter could not establish (``OffboardingInput.notes``: the lifecycle at expiry) heads the teardown plan's notes.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ END_TERM_PATCH = "offboarding-ends-term"
 """Histories recorded before a completed offboarding ended the tenant's lifecycle replay without it."""
 
 
-def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) -> Plan:
-    """Every existing object of the tenant, marked delete, or leave for data kept."""
+def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool, notes: list[str] | None = None) -> Plan:
+    """Every existing object of the tenant, marked delete, or leave for data kept; ``notes`` (the starter's) first."""
     steps: list[PlanStep] = []
     for step in APPLY:
         keep = step in DATA_STEPS and not purge_data
@@ -56,8 +57,8 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool) 
                         }
                     )
                 )
-    notes = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
-    return Plan(title=f"Offboard {slug}", steps=steps, notes=notes)
+    kept = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
+    return Plan(title=f"Offboard {slug}", steps=steps, notes=[*(notes or []), *kept])
 
 
 @workflow.defn(name="TenantOffboarding")
@@ -147,4 +148,4 @@ class TenantOffboarding(GatedWorkflow):
         present: list[PlanStep] = []
         for read in PLAN:
             present += await steps.run(read, step_input, summary=f"{read.layer}: read")
-        return teardown_plan(contract.slug, present, self._params.purge_data)
+        return teardown_plan(contract.slug, present, self._params.purge_data, self._params.notes)

@@ -9,20 +9,31 @@ draft-ietf-httpapi-idempotency-key-header) that is the same on every retry: a re
 Failures map as every HTTP call's do (:mod:`activities.common.errors`: 429 and 5xx retried, 400/401/403/404/409/422
 not). Without a URL a notice is
 logged and reported undelivered; the lifecycle keeps going either way.
+
+At expiry ``lifecycle.wait_tenant_run`` waits (heartbeating, at most the input's bound) while the tenant's
+onboarding or change (``tenant/<slug>``) runs, asking Temporal through the worker's own client, so that the
+offboarding starts from the record that run writes.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from temporalio import activity
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.activities.common.errors import TRANSIENT, http_error
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.models import runbook
 from tenantflow.models.content_types import JSON
-from tenantflow.models.lifecycle import NoticeSent, TermNotice
+from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
+
+RUN_POLL_S = 1.0
+"""How often ``lifecycle.wait_tenant_run`` asks whether the tenant's run still runs."""
 
 
 def idempotency_key(notice: TermNotice) -> str:
@@ -57,4 +68,28 @@ def notify(notice: TermNotice) -> NoticeSent:
     return NoticeSent(delivered=True, status=answer.status_code)
 
 
-ACTIVITIES = [reminder_days, notify]
+@defn(runbook.WAIT_TENANT_RUN)
+async def wait_tenant_run(wait: TenantRunWait) -> TenantRunSeen:
+    """Wait while the run ``wait.workflow_id`` runs, at most ``wait.wait_s`` seconds; what was seen (no such run:
+    nothing to wait for)."""
+    handle = activity.client().get_workflow_handle(wait.workflow_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait.wait_s
+    waited = False
+    while True:
+        try:
+            described = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return TenantRunSeen(workflow_id=wait.workflow_id, waited=waited)
+            raise ApplicationError(f"could not describe {wait.workflow_id}: {err.message}", type=TRANSIENT) from None
+        running = described.status == WorkflowExecutionStatus.RUNNING
+        if not running or loop.time() >= deadline:
+            seen = {"waited": waited, "running": running, "workflow_type": described.workflow_type}
+            return TenantRunSeen(workflow_id=wait.workflow_id, **seen)
+        waited = True
+        activity.heartbeat(f"{wait.workflow_id} ({described.workflow_type}) is running")
+        await asyncio.sleep(min(RUN_POLL_S, max(0.0, deadline - loop.time())))
+
+
+ACTIVITIES = [reminder_days, notify, wait_tenant_run]

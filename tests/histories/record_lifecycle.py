@@ -8,7 +8,9 @@ the continue-as-new) and ``lifecycle-expired`` (the run after it: the reminders 
 offboarding started), both recorded before ``renew`` waited for an approval; ``lifecycle-renew-gated`` the first run
 of the same scenario since (a reminder, ``renew`` waiting at ``approve_plan``, its approval, the continue-as-new);
 ``onboarding-lifecycle`` a completed onboarding that starts the tenant's lifecycle; ``offboarding-ends-term`` a
-completed offboarding that ends the tenant's running lifecycle.
+completed offboarding that ends the tenant's running lifecycle; ``lifecycle-expired-latest-record`` a term's
+expiry since ``expiry-offboards-latest-record``: a reminder, the wait for a running onboarding or change (none
+runs), the latest record read (it holds a user an apply added) and the offboarding of its contract started.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle
@@ -27,7 +30,14 @@ from tests.temporal_env import start_time_skipping
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, wait_for_stage
-from tests.workflows.lifecycle_harness import drive_term, notify_sink, start_term, term_worker
+from tests.workflows.lifecycle_harness import (
+    change_record,
+    drive_term,
+    notify_sink,
+    start_term,
+    term_worker,
+    with_dave,
+)
 
 HERE = Path(__file__).resolve().parent
 Recorder = Callable[[WorkflowEnvironment, TenantflowClient, str], Awaitable[None]]
@@ -72,11 +82,23 @@ async def offboarding_ends_term(env: WorkflowEnvironment, api: TenantflowClient,
     await save(handle, "offboarding-ends-term")
 
 
+LATEST_RECORD_TENANT = "tenant-term-latest"
+WORLDS = {"lifecycle-expired-latest-record": [change_record(with_dave(example_tenant(LATEST_RECORD_TENANT)))]}
+"""The tenant records a recorder's fakes hold before it runs (``records.latest_tenant`` reads them)."""
+
+async def lifecycle_expired_latest_record(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    term, _ = await start_term(env, api, example_tenant(LATEST_RECORD_TENANT), days=2, reminder_days=[1])
+    await env.sleep(timedelta(days=2, minutes=1))
+    await term.result()
+    await save(term, "lifecycle-expired-latest-record")
+
+
 RECORDERS: dict[str, Recorder] = {
     "lifecycle": lifecycle,
     "lifecycle-renew-gated": lifecycle_renew_gated,
     "onboarding-lifecycle": onboarding_lifecycle,
     "offboarding-ends-term": offboarding_ends_term,
+    "lifecycle-expired-latest-record": lifecycle_expired_latest_record,
 }
 
 
@@ -87,7 +109,7 @@ async def main(names: list[str]) -> None:
     for name in names:
         env = await start_time_skipping()
         try:
-            async with notify_sink() as sink, term_worker(env, FakeWorld(present=True), sink) as api:
+            async with notify_sink() as sink, term_worker(env, FakeWorld(present=True, records=WORLDS.get(name, [])), sink) as api:
                 await RECORDERS[name](env, api, sink)
         finally:
             await env.shutdown()

@@ -33,6 +33,7 @@ TIME_SKIPPING_IDS = {
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",
     "lifecycle-renew-gated": "lifecycle/tenant-term-gated",
+    "lifecycle-expired-latest-record": "lifecycle/tenant-term-latest",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
     "offboarding-ends-term": "offboard/tenant-gone",
 }

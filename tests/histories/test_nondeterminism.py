@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.results import EnsureResult
+    from tenantflow.models.tenant import TenantContract
     from tenantflow.models.runbook import (
         CAPACITY_PREFLIGHT,
         HUB_CORDON,
@@ -241,6 +242,19 @@ class LifecycleWithOtherNotices(TenantLifecycle):
         await super()._notify(kind, f"{message}.")
 
 
+@workflow.defn(name="TenantLifecycle")
+class LifecycleOffboardingTheHeldContract(TenantLifecycle):
+    """A lifecycle that offboards the contract it holds again, without reading the latest record (removing the
+    wait and the read, its patch still checked)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        return await super().run(params)
+
+    async def _latest_contract(self) -> tuple[TenantContract, list[str], str]:
+        return self._contract, [], ""
+
+
 RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated")
 ROLLBACKS = (
     "onboarding-rolledback",
@@ -292,7 +306,11 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
     ],  # no condition wait
     *[(name, LifecycleNotAnnouncingRenewals, NondeterminismError) for name in RENEWALS],
-    *[(name, LifecycleWithOtherNotices, ArgumentsChanged) for name in (*RENEWALS, "lifecycle-expired")],
+    *[
+        (name, LifecycleWithOtherNotices, ArgumentsChanged)
+        for name in (*RENEWALS, "lifecycle-expired", "lifecycle-expired-latest-record")
+    ],
+    ("lifecycle-expired-latest-record", LifecycleOffboardingTheHeldContract, NondeterminismError),
 ]
 
 

@@ -14,9 +14,11 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import clusters
 from tenantflow.activities.common.recordstore import list_records, read_latest, store
+from tenantflow.activities.records.steps import latest_tenant
 from tenantflow.models.records import (
     DEFAULT_NAMESPACE,
     SECRET_TYPE,
+    LatestContract,
     RecordKey,
     RecordKind,
     RecordStatus,
@@ -29,6 +31,7 @@ from tenantflow.starter.contracts import ContractError, load_enrollment
 from tenantflow.starter.records import records_target
 from tests.lab.kubeapi.conftest import Cluster
 from tests.workflows.contract import EXAMPLES, example_tenant
+from tests.workflows.lifecycle_harness import with_dave
 
 
 @pytest.fixture(autouse=True)
@@ -104,6 +107,23 @@ def test_listing_gives_the_current_version_of_every_tenant(cluster: Cluster) -> 
     }
     assert listed[one.contract.slug] == (1, one)
     assert listed[two.contract.slug] == (2, newer)
+
+
+def test_an_expiring_lifecycle_reads_the_contract_an_apply_left(cluster: Cluster) -> None:
+    """``records.latest_tenant`` (the lifecycle's read at expiry) gives the contract of the highest version: a
+    change that added ``dave`` wrote it after the onboarding."""
+    first = tenant_record(cluster)
+    store(first, DEFAULT_NAMESPACE)
+    store(first.model_copy(update={"contract": with_dave(first.contract), "run": stamp()}), DEFAULT_NAMESPACE)
+    key = RecordKey.of(first)
+    latest = latest_tenant(key)
+    assert latest.contract is not None
+    assert [user.username for user in latest.contract.users] == ["alice", "bob", "carol", "dave"]
+    assert (latest.recorded_by, latest.status) == ("tenant/x", RecordStatus.onboarded)
+    assert latest_tenant(key.model_copy(update={"tenant": "tenant-nobody"})) == LatestContract()
+    with pytest.raises(ApplicationError) as refused:
+        latest_tenant(key.model_copy(update={"target": KubeTarget(context="restricted")}))
+    assert refused.value.type == "Forbidden"
 
 
 def test_a_worker_record_is_named_by_hub_namespace_and_worker(cluster: Cluster) -> None:

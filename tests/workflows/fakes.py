@@ -20,12 +20,13 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.records import RecordKind, StoredRecord, TenantRecord
+from tenantflow.models.records import LatestContract, RecordKey, RecordKind, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
     CAPACITY_PREFLIGHT,
     HANDOVER,
+    LATEST_TENANT,
     PLAN,
     PREFLIGHT,
     RECORD_TENANT,
@@ -63,7 +64,9 @@ class FakeWorld:
     """Smoke step name -> how many more of its runs report an error finding (with the fix :data:`SMOKE_FIX`)."""
     calls: list[str] = field(default_factory=list)
     records: list[TenantRecord] = field(default_factory=list)
-    """The tenant records the runs stored, in order."""
+    """The tenant records the runs stored, in order (``records.latest_tenant`` reads the last of a tenant's)."""
+    records_unreadable: str | None = None
+    """``records.latest_tenant`` fails (non-retryably, as a refusal does) with this message."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -73,6 +76,7 @@ class FakeWorld:
         made += [self._undo(step) for step in ROLLBACK]
         made.append(self._handover(HANDOVER))
         made.append(self._record(RECORD_TENANT))
+        made.append(self._latest(LATEST_TENANT))
         return made
 
     async def _read(self, name: str) -> None:
@@ -179,3 +183,16 @@ class FakeWorld:
             )
 
         return record
+
+    def _latest(self, step: Step[RecordKey, LatestContract]) -> Callable[[RecordKey], Awaitable[LatestContract]]:
+        @activity.defn(name=step.name)
+        async def latest(key: RecordKey) -> LatestContract:
+            self.calls.append(step.name)
+            if self.records_unreadable is not None:
+                raise ApplicationError(self.records_unreadable, type="Forbidden", non_retryable=True)
+            mine = [r for r in self.records if r.contract.slug == key.tenant]
+            if not mine:
+                return LatestContract()
+            return LatestContract(contract=mine[-1].contract, recorded_by=mine[-1].run.workflow_id, status=mine[-1].status)
+
+        return latest

@@ -5,7 +5,8 @@ orchestration fakes (:mod:`tests.workflows.fakes`) for the tenant's layers and t
 activities, configured through the worker's environment (``TENANTFLOW_NOTIFY_WEBHOOK_URL`` pointing at
 the sink, ``TENANTFLOW_TERM_REMINDER_DAYS``). :func:`drive_term` is the scenario the tests check and the
 replay recorder records: a reminder, a renewal asked for and approved by someone else (a continue-as-new), the
-reminders of the new end, expiry.
+reminders of the new end, expiry. :func:`change_record` of :func:`with_dave` is the record a ``tenantflow apply``
+that added a user leaves, for the fakes' ``records.latest_tenant`` to read at expiry.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -30,8 +31,9 @@ from tenantflow.activities.records import lifecycle
 from tenantflow.lab.notify_sink import build_app
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus
-from tenantflow.models.run_ids import lifecycle_id
-from tenantflow.models.tenant import TenantContract
+from tenantflow.models.records import RecordStatus, RunStamp, TenantRecord
+from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.models.tenant import TenantContract, TenantUser
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
@@ -174,3 +176,24 @@ async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str,
         requested=requested,
         renewed=renewed,
     )
+
+
+DAVE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L dave@laptop"
+
+
+def with_dave(contract: TenantContract) -> TenantContract:
+    """``contract`` as a ``tenantflow apply`` left it after adding the user ``dave``."""
+    dave = TenantUser(username="dave", name="Dave Added", email="dave@tenant-foo.example", ssh_keys=[DAVE_KEY])
+    return contract.model_copy(update={"users": [*contract.users, dave]})
+
+
+def change_record(contract: TenantContract) -> TenantRecord:
+    """The record a completed change of ``contract`` wrote (its version after the onboarding's)."""
+    stamp = RunStamp(
+        workflow_id=onboarding_id(contract.slug),
+        run_id="change-run",
+        plan_hash="0123456789abcdef",
+        approver="ops",
+        recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    return TenantRecord(contract=contract, run=stamp, status=RecordStatus.onboarded)
