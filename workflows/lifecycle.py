@@ -233,8 +233,8 @@ class TenantLifecycle:
         if self._stage != RUNNING:
             raise ValueError(
                 f"the term of {self._contract.slug} ended at {self._term_end:%Y-%m-%d %H:%M}Z and offboarding "
-                f"{self._offboarding} was started: reject its plan to keep the tenant, then onboard it again to "
-                "start a new term"
+                f"{self._offboarding} {'starts shortly' if self._settling else 'was started'}: reject its plan to "
+                "keep the tenant, then onboard it again to start a new term"
             )
         if self._pending is not None:
             raise ValueError(
@@ -375,7 +375,8 @@ class TenantLifecycle:
         """The contract to offboard at expiry, the notes for the teardown plan (what could not be established) and
         where the contract came from: first wait (bounded) while the tenant's onboarding or change runs, then read
         the contract of its latest record; the contract the lifecycle holds when there is none or it is unreadable."""
-        slug, run = self._contract.slug, onboarding_id(slug)
+        slug = self._contract.slug
+        run = onboarding_id(slug)
         hours = f"{TENANT_RUN_WAIT / timedelta(hours=1):g}h"
         self._settling = f"the term ended; waiting (at most {hours}) while {run} runs, then reading the latest record"
         notes: list[str] = []

@@ -86,6 +86,7 @@ LATEST_RECORD_TENANT = "tenant-term-latest"
 WORLDS = {"lifecycle-expired-latest-record": [change_record(with_dave(example_tenant(LATEST_RECORD_TENANT)))]}
 """The tenant records a recorder's fakes hold before it runs (``records.latest_tenant`` reads them)."""
 
+
 async def lifecycle_expired_latest_record(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
     term, _ = await start_term(env, api, example_tenant(LATEST_RECORD_TENANT), days=2, reminder_days=[1])
     await env.sleep(timedelta(days=2, minutes=1))
@@ -109,7 +110,8 @@ async def main(names: list[str]) -> None:
     for name in names:
         env = await start_time_skipping()
         try:
-            async with notify_sink() as sink, term_worker(env, FakeWorld(present=True, records=WORLDS.get(name, [])), sink) as api:
+            world = FakeWorld(present=True, records=WORLDS.get(name, []))
+            async with notify_sink() as sink, term_worker(env, world, sink) as api:
                 await RECORDERS[name](env, api, sink)
         finally:
             await env.shutdown()

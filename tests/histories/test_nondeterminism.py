@@ -32,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.results import EnsureResult
-    from tenantflow.models.tenant import TenantContract
     from tenantflow.models.runbook import (
         CAPACITY_PREFLIGHT,
         HUB_CORDON,
@@ -40,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         PREFLIGHT,
         WORKER_WAIT_NO_REMOTE_WORK,
     )
+    from tenantflow.models.tenant import TenantContract
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
     from tenantflow.workflows.lifecycle import TenantLifecycle

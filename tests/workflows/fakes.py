@@ -193,6 +193,7 @@ class FakeWorld:
             mine = [r for r in self.records if r.contract.slug == key.tenant]
             if not mine:
                 return LatestContract()
-            return LatestContract(contract=mine[-1].contract, recorded_by=mine[-1].run.workflow_id, status=mine[-1].status)
+            last = mine[-1]
+            return LatestContract(contract=last.contract, recorded_by=last.run.workflow_id, status=last.status)
 
         return latest

@@ -20,6 +20,7 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
 from tests.workflows.lifecycle_harness import change_record, notify_sink, start_term, term_worker, with_dave
 
+
 async def offboarding_input(client: Client, workflow_id: str) -> OffboardingInput:
     """The input the offboarding ``workflow_id`` was started with, read from its history's first event."""
     history = await client.get_workflow_handle(workflow_id).fetch_history()
@@ -71,10 +72,11 @@ async def test_expiry_waits_for_the_tenants_running_run(ts_env: WorkflowEnvironm
     first = example_tenant(f"tenant-w{uuid.uuid4().hex[:6]}")
     world = FakeWorld(present=True)
     async with notify_sink() as sink, term_worker(ts_env, world, sink) as api:
-        lifecycle, _ = await start_term(ts_env, api, first, days=1, reminder_days=[])
+        lifecycle, end = await start_term(ts_env, api, first, days=1, reminder_days=[])
         onboarding = await api.start_onboarding(first)
         await wait_for_stage(api, onboarding, "gate:approve_plan")
-        await ts_env.sleep(timedelta(days=1, minutes=1))
+        # to just past the end: time stops skipping while the lifecycle's wait activity runs
+        await ts_env.sleep(end - await ts_env.get_current_time() + timedelta(seconds=1))
         settling = await wait_for_stage(api, lifecycle, "term:settling")
         assert f"while tenant/{first.slug} runs" in settling.message
         assert "records.latest_tenant" not in world.calls, "the record is read once the run has closed"
