@@ -347,7 +347,8 @@ class TenantLifecycle:
         workflow.upsert_search_attributes([STAGE.value_set(EXPIRED)])
         self._offboarding = offboarding_id(slug)
         starter = {STARTED_BY_MEMO: workflow.info().workflow_id} if workflow.patched(EXPIRY_STARTER_PATCH) else None
-        contract, notes, source = self._contract, [], ""
+        contract, source = self._contract, ""
+        notes: list[str] = []
         if workflow.patched(LATEST_CONTRACT_PATCH):
             contract, notes, source = await self._latest_contract()
         try:
