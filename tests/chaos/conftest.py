@@ -31,6 +31,7 @@ from tests.labfixture import whole_lab
 from tests.workflows.contract import EXAMPLES
 
 HEARTBEAT_BOUND = "heartbeat_bound"
+EXEC_TIMEOUT = "exec_timeout"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,6 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{HEARTBEAT_BOUND}(seconds): the rig's worker lowers every step's heartbeat timeout to that bound "
         "(TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S), so a test that kills it mid-step waits that long, not the minute",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{EXEC_TIMEOUT}(seconds): the rig's worker gives up on a pod exec after that long (TENANTFLOW_EXEC_TIMEOUT), "
+        "so a test can make a command outlast it",
     )
 
 
@@ -81,8 +87,14 @@ async def rig(
 ) -> AsyncIterator[Rig]:
     queue = f"chaos-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "worker.log"
-    bound = request.node.get_closest_marker(HEARTBEAT_BOUND)
-    env = {} if bound is None else {"TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S": str(bound.args[0])}
+    env = {
+        variable: str(marker.args[0])
+        for name, variable in (
+            (HEARTBEAT_BOUND, "TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S"),
+            (EXEC_TIMEOUT, "TENANTFLOW_EXEC_TIMEOUT"),
+        )
+        if (marker := request.node.get_closest_marker(name)) is not None
+    }
     worker = WorkerProcess(chaos_server.address, queue, chaos_lab, log, **env)
     worker.start()
     try:

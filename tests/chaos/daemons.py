@@ -1,5 +1,6 @@
 """Chaos at the daemons: stop or SIGKILL the chaos lab's real slapd, slurmdbd and slurmctld and start them again,
-SIGKILL the Temporal dev server, and wait on what Temporal says about an activity in flight.
+hang one (SIGSTOP) and let it go on, SIGKILL the Temporal dev server, and wait on what Temporal says about an
+activity in flight.
 
 A lab daemon is found by its pid file (:func:`lab.daemons.process.recorded`) and restarted with the argv and
 environment it ran with, read from ``/proc`` before it goes; one that ran in a mount namespace of its own
@@ -91,6 +92,19 @@ def outage(lab: LabEndpoints, name: str, *, kill: bool, ready: Callable[[], bool
         yield down
     finally:
         down.start()
+
+
+@contextlib.contextmanager
+def hung(lab: LabEndpoints, name: str) -> Iterator[Callable[[], None]]:
+    """SIGSTOP the lab daemon ``name`` for the block: its sockets stay open, so a client connects, sends and waits
+    for an answer (a hung slurmdbd, not a dead one). The block gets the SIGCONT that lets it go on, which is
+    also sent on the way out; what it was sent meanwhile it then serves."""
+    daemon = next(d for d in recorded(lab.state_dir) if d.name == name)
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        yield lambda: os.kill(daemon.pid, signal.SIGCONT)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
 
 
 def slapd_ready(lab: LabEndpoints) -> Callable[[], bool]:

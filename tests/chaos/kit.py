@@ -213,9 +213,19 @@ def world(lab: LabEndpoints) -> dict[str, Any]:
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 RECREATED = frozenset(
-    {"uid", "resourceVersion", "creationTimestamp", "generation", "lastTransitionTime", "gidNumber", "gid"}
+    {
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "observedGeneration",
+        "lastTransitionTime",
+        "gidNumber",
+        "gid",
+    }
 )
-"""What recreating an object changes by itself: kube identity, versions and condition times, and the tenant
+"""What recreating (or changing and changing back) an object changes by itself: kube identity, versions (the
+generation and the controller's observedGeneration that follows it) and condition times, and the tenant
 group's gidNumber (Authentik's num_pk of the new group, copied to its users and set as the group of the tenant's
 Weka directories, ``owners/<path>/gid``)."""
 

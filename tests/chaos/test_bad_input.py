@@ -1,13 +1,22 @@
-"""Bad input table: malformed contracts and gate payloads each get a clear error naming the field, and write nothing."""
+"""Bad input table: malformed contracts and gate payloads each get a clear error naming the field, and write nothing.
+
+A display name with U+2028 (LINE SEPARATOR, which splits ``sacctmgr`` output rows) is also a scenario of its own
+(issue 26): ``tenantflow onboard`` refuses the contract naming ``display_name`` with the bad-input exit code, no run
+starts and the world is as it was.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.gates import ApprovePlan, GateAnswer
@@ -16,8 +25,10 @@ from tenantflow.starter.client import RunAlreadyActive
 from tenantflow.starter.contracts import ContractError, parse_contract
 from tests.approvers import reviewer
 from tests.chaos.conftest import Rig, small_tenant
-from tests.chaos.kit import STATS
+from tests.chaos.kit import ROOT, STATS, comparable, compare_worlds, foreign_touched, world
+from tests.integration.world import world_snapshot
 from tests.labfixture import journal_writes, reset_journals
+from tests.security.test_secrets_scan import cli
 from tests.workflows.contract import EXAMPLES
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsy1rAIiq4ryoQ4NeggdPKt8jjkGpiakSHAYtmHSX2L alice@laptop"
@@ -114,3 +125,27 @@ async def test_bad_gate_payloads_are_refused_and_write_nothing(rig: Rig, chaos_l
         await reviewer(api).approve(handle.id, status.plan_hash)
     assert sum(journal_writes(chaos_lab).values()) == 0, journal_writes(chaos_lab)
     scenario.outcome = "refused, nothing written"
+
+
+async def test_a_display_name_with_a_line_separator_is_refused_before_any_run(
+    rig: Rig, chaos_lab: LabEndpoints, tmp_path: Path
+) -> None:
+    scenario = STATS.scenario("display name with U+2028 refused at validation")
+    data = {**mutated("display_name", "Acme\u2028Labs"), "slug": "tenant-ls"}
+    path = tmp_path / "tenant-ls.json"
+    path.write_text(json.dumps(data))
+    start, before = world(chaos_lab), world_snapshot(chaos_lab)
+    reset_journals(chaos_lab)
+    env = {**os.environ, **{k: rig.worker.env[k] for k in ("TEMPORAL_ADDRESS", "TENANTFLOW_TASK_QUEUE")}}
+    env["PYTHONPATH"] = str(ROOT)
+    said = cli(env, "onboard", str(path))
+    assert " -> 2\n" in said and "display_name" in said, said
+    with pytest.raises(RPCError) as unknown:
+        await rig.api.handle("tenant/tenant-ls").describe()
+    assert unknown.value.status == RPCStatusCode.NOT_FOUND, "no run started"
+    assert sum(journal_writes(chaos_lab).values()) == 0, journal_writes(chaos_lab)
+    touched = foreign_touched(before, world_snapshot(chaos_lab), (), scenario)
+    compare_worlds(start, world(chaos_lab), comparable, scenario=scenario)
+    assert not touched, "\n".join(touched)
+    STATS.runs_failed_as_expected += 1
+    scenario.outcome = "refused naming display_name, no run, nothing written"
