@@ -28,6 +28,8 @@ from tests.integration.world import describe_diff, world_snapshot
 from tests.labfixture import exported, journal_writes, lab_worker, reset_journals
 
 Setup = Callable[[LabEndpoints, TenantContract], Iterator[None]]
+POOL = "gpu-h100-rack-a"
+"""The lab's GPU nodes' ``hardware-pool`` label and the example tenant's pool."""
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -67,13 +69,27 @@ async def _refused(api: TenantflowClient, lab: LabEndpoints, contract: TenantCon
     return cause.message
 
 
+def free_nodes(lab: LabEndpoints) -> list[str]:
+    """The pool's nodes ``kubectl`` shows Ready, schedulable and with no ``reserved.tenant`` label, by name: the
+    session's lab is shared by the modules of one test process, so another module's tenant may hold some."""
+    free = []
+    for node in json.loads(_kubectl(lab, "get", "nodes", "-o", "json"))["items"]:
+        labels = node["metadata"].get("labels") or {}
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
+        schedulable = not (node.get("spec") or {}).get("unschedulable")
+        if ready and schedulable and "reserved.tenant" not in labels and labels.get("hardware-pool") == POOL:
+            free.append(node["metadata"]["name"])
+    return sorted(free)
+
+
 async def test_not_enough_healthy_nodes(api: TenantflowClient, lab: LabEndpoints) -> None:
     base = tenant(lab, "pf-nodes")
     contract = base.model_copy(update={"capacity": base.capacity.model_copy(update={"gpus": 136})})
+    free = len(free_nodes(lab))
     message = await _refused(api, lab, contract)
     # the lab has 16 h100 nodes, one NotReady and one cordoned
-    assert "need 17 healthy unreserved nodes" in message and "only 14 are available" in message, message
-    assert "1 NotReady, 1 cordoned" in message and "lower capacity.gpus to at most 112" in message, message
+    assert "need 17 healthy unreserved nodes" in message and f"only {free} are available" in message, message
+    assert "1 NotReady, 1 cordoned" in message and f"lower capacity.gpus to at most {free * 8}" in message, message
 
 
 async def test_node_already_reserved(api: TenantflowClient, lab: LabEndpoints) -> None:
@@ -91,13 +107,14 @@ async def test_node_already_reserved(api: TenantflowClient, lab: LabEndpoints) -
 
 async def test_gpu_count_not_matching(api: TenantflowClient, lab: LabEndpoints) -> None:
     contract = tenant(lab, "pf-gpus")
+    node = free_nodes(lab)[0]  # the first free node by name is among the ones an onboarding chooses
     patch = '{"status":{"capacity":{"nvidia.com/gpu":"%s"}}}'
-    _kubectl(lab, "patch", "node", "gpu-01", "--subresource=status", "--type=merge", "-p", patch % "4")
+    _kubectl(lab, "patch", "node", node, "--subresource=status", "--type=merge", "-p", patch % "4")
     try:
         message = await _refused(api, lab, contract)
     finally:
-        _kubectl(lab, "patch", "node", "gpu-01", "--subresource=status", "--type=merge", "-p", patch % "8")
-    assert "node gpu-01 reports 4 nvidia.com/gpu but a h100-8x node has 8" in message, message
+        _kubectl(lab, "patch", "node", node, "--subresource=status", "--type=merge", "-p", patch % "8")
+    assert f"node {node} reports 4 nvidia.com/gpu but a h100-8x node has 8" in message, message
     assert "fix the node's GPU device plugin or pick another node" in message, message
 
 
