@@ -94,14 +94,15 @@ async def test_not_enough_healthy_nodes(api: TenantflowClient, lab: LabEndpoints
 
 async def test_node_already_reserved(api: TenantflowClient, lab: LabEndpoints) -> None:
     base = tenant(lab, "pf-held")
-    nodes = [f"gpu-{i:02d}" for i in range(1, 9)]
+    nodes = free_nodes(lab)[:8]
+    held = nodes[2]
     contract = base.model_copy(update={"capacity": base.capacity.model_copy(update={"nodes": nodes})})
-    _kubectl(lab, "label", "node", "gpu-03", "reserved.tenant=tenant-other")
+    _kubectl(lab, "label", "node", held, "reserved.tenant=tenant-other")
     try:
         message = await _refused(api, lab, contract)
     finally:
-        _kubectl(lab, "label", "node", "gpu-03", "reserved.tenant-")
-    assert "node gpu-03 is reserved by tenant tenant-other" in message, message
+        _kubectl(lab, "label", "node", held, "reserved.tenant-")
+    assert f"node {held} is reserved by tenant tenant-other" in message, message
     assert "choose another node; free nodes: " in message, message
 
 
