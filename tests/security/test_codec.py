@@ -18,7 +18,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import ActivitySerializationContext, WorkflowSerializationContext
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.gates import ApprovePlan, GateAnswer
+from tenantflow.models.gates import ApprovePlan, GateAnswer, SmokeFailedAnswer
 from tenantflow.models.lifecycle import LifecycleResult, RenewTerm
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.run_ids import lifecycle_id
@@ -195,7 +195,10 @@ async def test_the_codec_endpoint_does_not_encrypt_gate_answers() -> None:
         ApprovePlan(plan_hash="0123456789abcdef", approver="bob"),
         GateAnswer(),
         RenewTerm(days=3650),
+        SmokeFailedAnswer(choice="waive", comment="known bad node", approver="bob"),
         {"reason": "no", "approver": "bob"},
+        {"choice": "rerun", "approver": "bob"},
+        {"choice": "waive", "approver": "bob"},  # the run would refuse it (no reason); still not sealed
     ]
     async with TestServer(codec_app(codec, [UI], TokenTable.parse([TOKEN_LINE]))) as server:
         auth = {"Authorization": f"Bearer {TOKEN}"}
