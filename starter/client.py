@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
@@ -97,6 +99,22 @@ YES_NO_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
     "retry_rollback": TenantOnboarding.retry_rollback,
 }
 """Every yes/no gate of any workflow, by name: each is answered by the update of its own name (the method)."""
+
+
+@dataclass(frozen=True)
+class WorkerRun(Generic[W, P, R]):
+    """A kind of run on one worker cluster, started from its :class:`WorkerEnrollment`: the workflow's run method,
+    the input it takes (made of the contract and the start's options), its workflow id (of the Hub namespace and the
+    worker cluster) and its description (of the contract and who started it)."""
+
+    run: MethodAsyncSingleParam[W, P, R]
+    input: Callable[..., P]
+    workflow_id: Callable[[str, str], str]
+    describe: Callable[[WorkerEnrollment, str], RunDescription]
+
+
+ENROLLMENT_RUN = WorkerRun(WorkerEnrollmentWorkflow.run, EnrollmentInput, enrollment_id, summaries.enrollment)
+DECOMMISSION_RUN = WorkerRun(WorkerDecommissionWorkflow.run, DecommissionInput, decommission_id, summaries.decommission)
 
 
 class RunAlreadyActive(RuntimeError):
@@ -202,79 +220,77 @@ class TenantflowClient:
             )
         return handle
 
+    async def _start_on_tenant(
+        self,
+        run: MethodAsyncSingleParam[W, P, R],
+        arg: P,
+        slug: str,
+        describe: Callable[[str], RunDescription],
+        on_behalf_of: str | None,
+        offboarding: bool = False,
+    ) -> WorkflowHandle[W, R]:
+        """Start ``run`` with ``arg`` on the tenant ``slug``, labelled with it and described by ``describe`` of who
+        started it: this client, or ``on_behalf_of``. A tenant's onboarding or change (``tenant/<slug>``) and its
+        offboarding (``offboard/<slug>``) never run at the same time: each is withdrawn if the other started first."""
+        starter = self._approver(on_behalf_of)
+        workflow_id, rival = onboarding_id(slug), offboarding_id(slug)
+        if offboarding:
+            workflow_id, rival = rival, workflow_id
+        return await self._start(run, arg, workflow_id, (TENANT_SLUG, slug), describe(starter), starter, rival=rival)
+
     async def start_onboarding(
         self, contract: TenantContract, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[TenantOnboarding, OnboardingResult]:
         """Start onboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
-        starter = self._approver(on_behalf_of)
-        return await self._start(
-            TenantOnboarding.run,
-            OnboardingInput(contract=contract, **options),
-            onboarding_id(contract.slug),
-            (TENANT_SLUG, contract.slug),
-            summaries.onboarding(contract, starter),
-            starter,
-            rival=offboarding_id(contract.slug),
-        )
+        arg = OnboardingInput(contract=contract, **options)
+        describe = partial(summaries.onboarding, contract)
+        return await self._start_on_tenant(TenantOnboarding.run, arg, contract.slug, describe, on_behalf_of)
 
     async def start_change(
         self, contract: TenantContract, previous: TenantContract, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[TenantChange, OnboardingResult]:
         """Change the onboarded tenant ``previous`` to ``contract`` (``TenantChange``, id ``tenant/<slug>``),
         recorded as started by this client (or by ``on_behalf_of``)."""
-        starter = self._approver(on_behalf_of)
-        return await self._start(
-            TenantChange.run,
-            ChangeInput(contract=contract, previous=previous, **options),
-            onboarding_id(contract.slug),
-            (TENANT_SLUG, contract.slug),
-            summaries.change(contract, previous, starter),
-            starter,
-            rival=offboarding_id(contract.slug),
-        )
+        arg = ChangeInput(contract=contract, previous=previous, **options)
+        describe = partial(summaries.change, contract, previous)
+        return await self._start_on_tenant(TenantChange.run, arg, contract.slug, describe, on_behalf_of)
 
     async def start_offboarding(
         self, contract: TenantContract, purge_data: bool = False, on_behalf_of: str | None = None
     ) -> WorkflowHandle[TenantOffboarding, OffboardingResult]:
         """Start offboarding ``contract``, recorded as started by this client (or by ``on_behalf_of``)."""
+        arg = OffboardingInput(contract=contract, purge_data=purge_data)
+        describe = partial(summaries.offboarding, contract, purge_data)
+        return await self._start_on_tenant(
+            TenantOffboarding.run, arg, contract.slug, describe, on_behalf_of, offboarding=True
+        )
+
+    async def _start_on_worker(
+        self, kind: WorkerRun[W, P, R], contract: WorkerEnrollment, on_behalf_of: str | None, options: dict[str, Any]
+    ) -> WorkflowHandle[W, R]:
+        """Start a ``kind`` run on ``contract``'s worker cluster (its input of the contract and ``options``), labelled
+        with the worker cluster, recorded as started by this client (or by ``on_behalf_of``)."""
         starter = self._approver(on_behalf_of)
         return await self._start(
-            TenantOffboarding.run,
-            OffboardingInput(contract=contract, purge_data=purge_data),
-            offboarding_id(contract.slug),
-            (TENANT_SLUG, contract.slug),
-            summaries.offboarding(contract, purge_data, starter),
+            kind.run,
+            kind.input(contract=contract, **options),
+            kind.workflow_id(contract.tenant_namespace, contract.worker_name),
+            (WORKER_CLUSTER, contract.worker_name),
+            kind.describe(contract, starter),
             starter,
-            rival=onboarding_id(contract.slug),
         )
 
     async def start_enrollment(
         self, contract: WorkerEnrollment, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[WorkerEnrollmentWorkflow, EnrollmentResult]:
         """Start enrolling ``contract``'s worker, recorded as started by this client (or by ``on_behalf_of``)."""
-        starter = self._approver(on_behalf_of)
-        return await self._start(
-            WorkerEnrollmentWorkflow.run,
-            EnrollmentInput(contract=contract, **options),
-            enrollment_id(contract.tenant_namespace, contract.worker_name),
-            (WORKER_CLUSTER, contract.worker_name),
-            summaries.enrollment(contract, starter),
-            starter,
-        )
+        return await self._start_on_worker(ENROLLMENT_RUN, contract, on_behalf_of, options)
 
     async def start_decommission(
         self, contract: WorkerEnrollment, on_behalf_of: str | None = None, **options: Any
     ) -> WorkflowHandle[WorkerDecommissionWorkflow, DecommissionResult]:
         """Start decommissioning ``contract``'s worker, recorded as started by this client (or by ``on_behalf_of``)."""
-        starter = self._approver(on_behalf_of)
-        return await self._start(
-            WorkerDecommissionWorkflow.run,
-            DecommissionInput(contract=contract, **options),
-            decommission_id(contract.tenant_namespace, contract.worker_name),
-            (WORKER_CLUSTER, contract.worker_name),
-            summaries.decommission(contract, starter),
-            starter,
-        )
+        return await self._start_on_worker(DECOMMISSION_RUN, contract, on_behalf_of, options)
 
     async def _started_input(self, workflow_id: str, input_type: type[T]) -> T:
         """The input the latest run of ``workflow_id`` was started with."""

@@ -23,11 +23,14 @@ the run refuses.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel
 
 from tenantflow.models.api import (
     CancelRequested,
@@ -52,8 +55,9 @@ from tenantflow.starter import api_runs, api_tenants
 from tenantflow.starter.api_auth import of_run_path, of_tenant_path, of_worker_path
 from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.openapi import Reply, Route, openapi_document, register
+from tenantflow.starter.openapi import Handler, Reply, Route, openapi_document, register
 from tenantflow.starter.problems import problems
+from tenantflow.worker.targets import Target
 from tenantflow.worker.tokens import TOKENS_FILE_ENV, Role, TokenFile, TokenFileError, TokenSource, bearer_auth
 
 STARTED = {201: Reply("the run started: its workflow id and run id", StartedRun)}
@@ -73,6 +77,66 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(request.app[DOCUMENT_KEY])
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a family of routes acts on: the path prefix that names it, the model of that prefix's parameters and how
+    the target the token needs a role over is read from them. The three must agree (:func:`of_run_path` reads a
+    :class:`RunPath`), so each family states them once and its routes are made by :meth:`route`."""
+
+    prefix: str
+    params: type[BaseModel]
+    target: Callable[[Any], Target]
+
+    def route(
+        self,
+        method: str,
+        suffix: str,
+        handler: Handler,
+        replies: Mapping[int, Reply],
+        *,
+        role: Role,
+        body: Any = None,
+        body_required: bool = True,
+        params: type[BaseModel] | None = None,
+    ) -> Route:
+        """The route ``method`` at the prefix followed by ``suffix``; ``params``: a model extending the prefix's that
+        also reads the suffix's parameters."""
+        return Route(
+            method,
+            self.prefix + suffix,
+            handler,
+            replies,
+            body=body,
+            body_required=body_required,
+            path_params=params or self.params,
+            role=role,
+            target=self.target,
+        )
+
+    def teardown(self, action: str, handler: Handler, body: Any, made_by: str) -> Route:
+        """``POST <prefix>/<action>``, a requester's: start tearing the target down. The body's contract is optional:
+        without one, the contract of the run that made the target (``made_by``, e.g. the tenant's onboarding) is
+        used, and the answer is 404 when Temporal no longer has that run."""
+        missing = Reply(f"no contract given and Temporal no longer has the {made_by} run")
+        replies = {**STARTED, 404: missing, **ACTIVE}
+        return self.route("POST", f"/{action}", handler, replies, role=Role.requester, body=body, body_required=False)
+
+
+RUN = Subject("/runs/{id:.+}", RunPath, of_run_path)
+TENANT = Subject("/tenants/{slug}", TenantPath, of_tenant_path)
+WORKER = Subject("/workerclusters/{namespace}/{worker}", WorkerPath, of_worker_path)
+
+
+def start_route(kind: str, handler: Handler, body: Any) -> Route:
+    """``POST /runs/<kind>``: start a run from the contract (or the full input) in the body."""
+    return Route("POST", f"/runs/{kind}", handler, {**STARTED, **ACTIVE}, body=body, role=Role.requester)
+
+
+def gate_route(gate: str, handler: Handler, body: Any, **options: Any) -> Route:
+    """``POST /runs/{id}/gates/<gate>``: answer a gate of a run, for an approver of the run's target."""
+    return RUN.route("POST", f"/gates/{gate}", handler, GATE, role=Role.approver, body=body, **options)
+
+
 ROUTES: list[Route] = [
     Route("GET", "/openapi.json", openapi, {200: Reply("the document", dict[str, Any])}, role=None),
     Route(
@@ -83,127 +147,44 @@ ROUTES: list[Route] = [
         query=RunsQuery,
         role=Role.viewer,
     ),
-    Route(
+    start_route("onboarding", api_tenants.start_onboarding, OnboardingInput | TenantContract),
+    start_route("enrollment", api_runs.start_enrollment, EnrollmentInput | WorkerEnrollment),
+    gate_route("approve_plan", api_runs.approve_plan, api_runs.APPROVE_BODY),
+    gate_route("reject_plan", api_runs.reject_plan, api_runs.REJECT_BODY),
+    gate_route("smoke_failed", api_runs.smoke_failed, api_runs.SMOKE_BODY),
+    gate_route("{gate}", api_runs.answer_gate, api_runs.GATE_BODY, body_required=False, params=api_runs.GatePath),
+    RUN.route(
         "POST",
-        "/runs/onboarding",
-        api_tenants.start_onboarding,
-        {**STARTED, **ACTIVE},
-        body=OnboardingInput | TenantContract,
-        role=Role.requester,
-    ),
-    Route(
-        "POST",
-        "/runs/enrollment",
-        api_runs.start_enrollment,
-        {**STARTED, **ACTIVE},
-        body=EnrollmentInput | WorkerEnrollment,
-        role=Role.requester,
-    ),
-    Route(
-        "POST",
-        "/runs/{id:.+}/gates/approve_plan",
-        api_runs.approve_plan,
-        GATE,
-        body=api_runs.APPROVE_BODY,
-        path_params=RunPath,
-        role=Role.approver,
-        target=of_run_path,
-    ),
-    Route(
-        "POST",
-        "/runs/{id:.+}/gates/reject_plan",
-        api_runs.reject_plan,
-        GATE,
-        body=api_runs.REJECT_BODY,
-        path_params=RunPath,
-        role=Role.approver,
-        target=of_run_path,
-    ),
-    Route(
-        "POST",
-        "/runs/{id:.+}/gates/smoke_failed",
-        api_runs.smoke_failed,
-        GATE,
-        body=api_runs.SMOKE_BODY,
-        path_params=RunPath,
-        role=Role.approver,
-        target=of_run_path,
-    ),
-    Route(
-        "POST",
-        "/runs/{id:.+}/gates/{gate}",
-        api_runs.answer_gate,
-        GATE,
-        body=api_runs.GATE_BODY,
-        body_required=False,
-        path_params=api_runs.GatePath,
-        role=Role.approver,
-        target=of_run_path,
-    ),
-    Route(
-        "POST",
-        "/runs/{id:.+}/cancel",
+        "/cancel",
         api_runs.cancel_run,
         {202: Reply("cancel requested", CancelRequested), **NO_RUN},
-        path_params=RunPath,
         role=Role.requester,
-        target=of_run_path,
     ),
-    Route(
+    RUN.route(
         "GET",
-        "/runs/{id:.+}/result",
+        "/result",
         api_runs.run_result,
         {
             200: Reply("how the run ended", RunResult),
             404: Reply("Temporal knows no run of this id, or it is of a kind that reports no result"),
             409: Reply("the run is still in progress"),
         },
-        path_params=RunPath,
         role=Role.viewer,
-        target=of_run_path,
     ),
-    Route(
-        "GET",
-        "/runs/{id:.+}",
-        api_runs.run_status,
-        {200: Reply("the status", RunStatus), **NO_RUN},
-        path_params=RunPath,
-        role=Role.viewer,
-        target=of_run_path,
-    ),
-    Route(
+    RUN.route("GET", "", api_runs.run_status, {200: Reply("the status", RunStatus), **NO_RUN}, role=Role.viewer),
+    TENANT.route(
         "POST",
-        "/tenants/{slug}/change",
+        "/change",
         api_tenants.start_change,
         {**STARTED, 404: Reply("the tenant has no `onboarded` record in the contract's cluster"), **ACTIVE},
         body=TenantContract,
-        path_params=TenantPath,
         role=Role.requester,
-        target=of_tenant_path,
     ),
-    Route(
+    TENANT.teardown("offboarding", api_tenants.start_offboarding, OffboardRequest, made_by="tenant's onboarding"),
+    TENANT.route("GET", "/term", api_tenants.tenant_term, TERM, role=Role.viewer),
+    TENANT.route(
         "POST",
-        "/tenants/{slug}/offboarding",
-        api_tenants.start_offboarding,
-        {**STARTED, 404: Reply("no contract given and Temporal no longer has the tenant's onboarding run"), **ACTIVE},
-        body=OffboardRequest,
-        body_required=False,
-        path_params=TenantPath,
-        role=Role.requester,
-        target=of_tenant_path,
-    ),
-    Route(
-        "GET",
-        "/tenants/{slug}/term",
-        api_tenants.tenant_term,
-        TERM,
-        path_params=TenantPath,
-        role=Role.viewer,
-        target=of_tenant_path,
-    ),
-    Route(
-        "POST",
-        "/tenants/{slug}/renew",
+        "/renew",
         api_tenants.renew_term,
         {
             **TERM,
@@ -211,21 +192,9 @@ ROUTES: list[Route] = [
             409: Reply("the term has ended"),
         },
         body=api_tenants.RENEW_BODY,
-        path_params=TenantPath,
         role=Role.requester,
-        target=of_tenant_path,
     ),
-    Route(
-        "POST",
-        "/workerclusters/{namespace}/{worker}/decommission",
-        api_runs.start_decommission,
-        {**STARTED, 404: Reply("no contract given and Temporal no longer has the worker's enrollment run"), **ACTIVE},
-        body=DecommissionRequest,
-        body_required=False,
-        path_params=WorkerPath,
-        role=Role.requester,
-        target=of_worker_path,
-    ),
+    WORKER.teardown("decommission", api_runs.start_decommission, DecommissionRequest, made_by="worker's enrollment"),
 ]
 DOCUMENT_KEY: web.AppKey[dict[str, Any]] = web.AppKey("openapi", dict)
 
