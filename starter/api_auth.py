@@ -2,7 +2,8 @@
 the target it acts on, and a token without it is refused (403) with the role, the target and the fix.
 
 - ``viewer`` reads: a run's status and result, the run list, a tenant's term. Every other role includes it.
-- ``requester`` starts and stops: onboard, change, renew, offboard, enroll, decommission, cancel a run.
+- ``requester`` starts and stops: onboard, change, renew, offboard, enroll, decommission, cancel a run (but a
+  tenant's lifecycle, ``lifecycle/<slug>``: cancelling it would leave the tenant without an end, so admin).
 - ``approver`` answers gates: approve or reject a plan, confirm a purge, retry a rollback, every yes/no gate.
 - ``admin`` may do all of it.
 
@@ -55,9 +56,10 @@ def authorize(request: web.Request, role: Role, target: Target | None = None) ->
     user = request[USER_KEY]
     where = f"{target}" if target is not None else "any tenant or worker cluster"
     pattern = EVERY_TARGET if target is None or target.kind == "run" else target.name
+    needed = f"the {role} role" if role is Role.admin else f"the {role} role (or admin)"
     raise ApiProblem(
         403,
-        f"{request.method} {request.path} needs the {role} role (or admin) for {where}; {user}'s token grants "
+        f"{request.method} {request.path} needs {needed} for {where}; {user}'s token grants "
         f"{' '.join(map(str, grants))}: add {role}:{pattern} (or a pattern matching it) to {user}'s line of the "
         "token file",
     )

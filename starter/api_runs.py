@@ -28,7 +28,7 @@ from tenantflow.models.api import (
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan, SmokeFailedAnswer
-from tenantflow.models.run_ids import enrollment_id
+from tenantflow.models.run_ids import enrollment_id, lifecycle_id
 from tenantflow.starter.api_auth import authorize, may_view
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
@@ -125,8 +125,12 @@ async def run_result(request: web.Request) -> web.Response:
 
 
 async def cancel_run(request: web.Request) -> web.Response:
-    """Cancel the run (`tenantflow cancel`): what it applied is rolled back in the runbook's order."""
+    """Cancel the run (`tenantflow cancel`): what it applied is rolled back in the runbook's order. A tenant's
+    lifecycle needs admin: cancelling it ends the watch over the term, so the tenant would never expire."""
     workflow_id = run_id_of(request)
+    target = target_of_run(workflow_id)
+    if target.kind == "tenant" and workflow_id == lifecycle_id(target.name):
+        authorize(request, Role.admin, target)
     await client_of(request).cancel(workflow_id)
     return json_of(CancelRequested(workflow_id=workflow_id, answer=f"cancel requested for {workflow_id}"), 202)
 

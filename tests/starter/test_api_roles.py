@@ -10,15 +10,20 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest_asyncio
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.models.lifecycle import LifecycleInput
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.tokens import TokenFile, new_token
+from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.security.four_eyes import client_as, four_eyes_worker
 from tests.starter.conftest import http_api
 from tests.workflows.contract import example_tenant
@@ -213,3 +218,27 @@ async def test_malformed_json_is_a_400_naming_the_problem(served: Served) -> Non
     assert truncated.status_code == 400 and "request body: not JSON (Expecting value" in truncated.json()["error"]
     array = await http.post(f"/tenants/{tenant}/renew", content=b"[30]", headers=auth("alice"))
     assert array.status_code == 400 and "expected a JSON object, not list" in array.json()["error"], array.text
+
+
+async def test_only_an_admin_cancels_a_tenants_lifecycle(served: Served, dev_env: WorkflowEnvironment) -> None:
+    """Cancelling ``lifecycle/<slug>`` ends the watch over the term (the tenant would never expire): a requester of
+    the tenant, who may cancel its other runs, is refused; an admin is not."""
+    http, tenant = served.http, slug("a")
+    end = await dev_env.get_current_time() + timedelta(days=365)
+    lifecycle = await dev_env.client.start_workflow(  # no worker polls this queue: the run only has to exist
+        TenantLifecycle.run,
+        LifecycleInput(contract=example_tenant(tenant), term_end=end),
+        id=lifecycle_id(tenant),
+        task_queue=f"nobody-{tenant}",
+    )
+    try:
+        refused = await http.post(f"/runs/{lifecycle.id}/cancel", headers=auth("alice"))
+        assert refused_for(refused, "admin", f"tenant {tenant}"), refused.text
+        assert "(or admin)" not in refused.json()["error"]
+        assert (await lifecycle.describe()).status == WorkflowExecutionStatus.RUNNING, "the refusal cancelled nothing"
+        other = await http.post(f"/runs/tenant/{tenant}/cancel", headers=auth("alice"))
+        assert other.status_code == 404, other.text  # past the role check: her requester role covers other runs
+        cancelled = await http.post(f"/runs/{lifecycle.id}/cancel", headers=auth("reviewer"))
+        assert cancelled.status_code == 202, cancelled.text
+    finally:
+        await lifecycle.terminate("test over")
