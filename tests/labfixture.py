@@ -23,7 +23,7 @@ from tenantflow.lab.supervisor import down, up
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
-from tests.approvers import tester
+from tests.approvers import as_tester
 
 SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""
@@ -154,7 +154,7 @@ async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> Asy
     await running.__aenter__()
     _running[queue] = running
     try:
-        yield tester(client, queue)
+        yield as_tester(client, queue)
     finally:
         if _running.pop(queue, None) is not None:
             await running.__aexit__(None, None, None)

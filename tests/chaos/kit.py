@@ -23,7 +23,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.status import RunStatus, StepRecord
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import TemporalSettings
-from tests.approvers import tester_key
+from tests.approvers import key_of_tester
 from tests.integration.world import World, describe_diff, is_record, leaves
 from tests.labfixture import lab_services, snapshot
 
@@ -159,7 +159,9 @@ class WorkerProcess:
 
 def settings(address: str, queue: str) -> TemporalSettings:
     """A client's settings for the chaos worker's queue; it signs as the tester, so its runs carry a start proof."""
-    return TemporalSettings(TEMPORAL_ADDRESS=address, TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_APPROVAL_KEY=tester_key())
+    return TemporalSettings(
+        TEMPORAL_ADDRESS=address, TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_APPROVAL_KEY=key_of_tester()
+    )
 
 
 def normalized(value: Any) -> Any:
