@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO, ApprovePlan
@@ -140,13 +140,11 @@ async def test_a_starter_that_is_no_string_is_no_starter_and_fails_no_workflow_t
     dev_env: WorkflowEnvironment,
 ) -> None:
     """``temporal workflow start --memo started_by=42`` makes a number of the starter: approvals are refused (the
-    update) or ignored (the signal), and the run goes on waiting at its gate."""
+    update) or ignored (the signal), and the run goes on waiting at its gate. (Reading the memo as a string used to
+    raise a converter error there, which failed the whole run when it came with the signal.)"""
     async with four_eyes_worker(dev_env) as queue:
         bob = await client_as(dev_env, "bob@ops-host", queue)
         handle, plan_hash = await started_raw(bob, unique_slug(), {STARTED_BY_MEMO: 42})
-        message = await refusal(bob.approve(handle.id, plan_hash))
-        assert "does not record who started it (memo 'started_by' is missing or not a string)" in message
-        assert all(fix in message for fix in HOW_TO_START), message
         run_id = (await handle.describe()).run_id
         assert run_id
         statement = ApprovalStatement(
@@ -158,12 +156,15 @@ async def test_a_starter_that_is_no_string_is_no_starter_and_fails_no_workflow_t
             approver="bob@ops-host",
         )
         proof = session_approvers().signers["bob"].sign(statement)
-        await handle.signal(
-            "approve_plan_signal", ApprovePlan(plan_hash=plan_hash, approver="bob@ops-host", proof=proof)
-        )
+        signal = ApprovePlan(plan_hash=plan_hash, approver="bob@ops-host", proof=proof)
+        await handle.signal("approve_plan_signal", signal)
         await asyncio.sleep(1)
+        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING, "the signal ended the run"
         status = await bob.status(handle.id)
         assert status.stage == "gate:approve_plan" and not status.approvals, "the signal was ignored"
+        message = await refusal(bob.approve(handle.id, plan_hash))
+        assert "does not record who started it (memo 'started_by' is missing or not a string)" in message
+        assert all(fix in message for fix in HOW_TO_START), message
         await bob.reject(handle.id, "test over")
         assert (await handle.result())["status"] == "rejected"
         failed = [
