@@ -43,8 +43,7 @@ from tenantflow.bench.runs import APPROVER, REQUESTER, RunTiming, onboard_once
 from tenantflow.bench.users import UsersCurve, users_curve
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.approvers import StandInOperators
-from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.approvers import OperatorClients, StandInOperators
 
 DRIFT_CONCURRENCY = 64
 """Tenants the simulated fleet check runs at once (the most ``FleetDriftInput`` allows): checks wait on I/O."""
@@ -114,9 +113,10 @@ def percentile(values: list[float], q: float) -> float:
 @asynccontextmanager
 async def simulated_worker(
     client: Client, seconds: dict[str, float], max_activities: int, log: Path
-) -> AsyncIterator[tuple[TenantflowClient, int]]:
+) -> AsyncIterator[tuple[OperatorClients, int]]:
     """A ``bench.simworker`` process on a fresh task queue, and its pid; stopped with SIGTERM (it drains) on exit.
-    It checks approvals against the bench's two stand-in operators; the client approves as :data:`APPROVER`."""
+    It checks approvals against the bench's two stand-in operators; their clients: :data:`REQUESTER` starts runs,
+    :data:`APPROVER` approves them."""
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     table = log.with_suffix(".json")
     table.write_text(json.dumps(seconds))
@@ -128,23 +128,23 @@ async def simulated_worker(
         **operators.trust.env(),
     }
     async with worker_process(client, queue, ["tenantflow.bench.simworker", str(table)], env, log) as pid:
-        yield operators.client(client, queue, APPROVER), pid
+        yield operators.clients(client, queue), pid
 
 
-async def onboard_batch(api: TenantflowClient, contracts: list[TenantContract], meter: CpuMeter | None = None) -> Batch:
+async def onboard_batch(ops: OperatorClients, contracts: list[TenantContract], meter: CpuMeter | None = None) -> Batch:
     """Onboard ``contracts`` all at once; histories are read after the last one ends, not while they run (nor
     while ``meter`` counts the CPU time the runs cost)."""
     started = time.perf_counter()
     if meter:
         meter.start()
-    runs = await asyncio.gather(*(onboard_once(api, c) for c in contracts))
+    runs = await asyncio.gather(*(onboard_once(ops, c) for c in contracts))
     wall = time.perf_counter() - started
     cpu_s = meter.spent() / len(contracts) if meter and meter.server else None
     reading = asyncio.Semaphore(8)
 
     async def history(run: RunTiming) -> tuple[int, float | None]:
         async with reading:
-            events = (await api.handle(run.workflow_id).fetch_history()).events
+            events = (await ops.approver.handle(run.workflow_id).fetch_history()).events
         return len(events), gate_latency(events)
 
     read = await asyncio.gather(*(history(r) for r in runs))
@@ -198,11 +198,12 @@ async def bench(
         return template.model_copy(update={"slug": f"tenant-s{tag}-{n}"})
 
     slots = max_activities or max(tenants, DRIFT_CONCURRENCY)
-    async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as (api, pid):
-        solo = await onboard_once(api, tenant("solo"))
-        gate = await onboard_batch(api, [tenant(f"g{i}") for i in range(gate_runs)])
+    async with simulated_worker(client, seconds, slots, logs / f"simworker-{tag}.log") as (ops, pid):
+        api = ops.approver
+        solo = await onboard_once(ops, tenant("solo"))
+        gate = await onboard_batch(ops, [tenant(f"g{i}") for i in range(gate_runs)])
         meter = CpuMeter(pid, server_pid(client))
-        load = await onboard_batch(api, [tenant(f"{i:04d}") for i in range(tenants)], meter)
+        load = await onboard_batch(ops, [tenant(f"{i:04d}") for i in range(tenants)], meter)
         fleet = await fleet_drift(api, template, drift_tenants, concurrency=min(DRIFT_CONCURRENCY, slots))
         names = floor_names(activity_spans((await api.handle(solo.workflow_id).fetch_history()).events))
     return Figures(

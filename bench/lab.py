@@ -41,8 +41,7 @@ from tenantflow.models.onboarding import StepInput
 from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
 from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.approvers import StandInOperators
-from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.approvers import OperatorClients, StandInOperators
 from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.registry import BY_NAME
@@ -115,9 +114,10 @@ def log_to(path: Path) -> None:
 
 
 @asynccontextmanager
-async def lab_worker(client: Client, lab: LabEndpoints, log: Path) -> AsyncIterator[TenantflowClient]:
+async def lab_worker(client: Client, lab: LabEndpoints, log: Path) -> AsyncIterator[OperatorClients]:
     """The production worker (``worker.run.run_worker``) pointed at the lab, on a private task queue, checking
-    approvals against the bench's two stand-in operators; the client approves as :data:`APPROVER`."""
+    approvals against the bench's two stand-in operators; their clients: :data:`REQUESTER` starts runs,
+    :data:`APPROVER` approves them."""
     log_to(log)
     operators = StandInOperators.make(log.parent / "approvals", REQUESTER, APPROVER)
     os.environ.update(lab.to_env() | operators.trust.env())
@@ -126,7 +126,7 @@ async def lab_worker(client: Client, lab: LabEndpoints, log: Path) -> AsyncItera
     stop = asyncio.Event()
     worker = asyncio.create_task(run_worker(settings, stop, client=client))
     try:
-        yield operators.client(client, settings.task_queue, APPROVER)
+        yield operators.clients(client, settings.task_queue)
     finally:
         stop.set()
         await worker
@@ -221,9 +221,9 @@ class DurableRun(BaseModel):
         return covered
 
 
-async def durable_once(api: TenantflowClient, contract: TenantContract) -> DurableRun:
-    run = await onboard_once(api, contract)
-    history = await api.handle(run.workflow_id).fetch_history()
+async def durable_once(ops: OperatorClients, contract: TenantContract) -> DurableRun:
+    run = await onboard_once(ops, contract)
+    history = await ops.approver.handle(run.workflow_id).fetch_history()
     return DurableRun(run=run, spans=activity_spans(history.events), events=len(history.events))
 
 
@@ -242,7 +242,7 @@ async def lab_figures(
     cleaned = True
     calls: dict[str, dict[str, int]] = {}
     drift: LabDrift | None = None
-    async with lab_worker(client, lab, log) as api:
+    async with lab_worker(client, lab, log) as ops:
         for index in range(2 * pairs):
             through_temporal = (index % 2 == 0) == (index // 2 % 2 == 0)
             contract = bench_tenant(template, f"{tag}{'t' if through_temporal else 'd'}{index}")
@@ -250,13 +250,13 @@ async def lab_figures(
             since = time.time()
             try:
                 if through_temporal:
-                    durable.append(await durable_once(api, contract))
+                    durable.append(await durable_once(ops, contract))
                     if drift is None and durable[-1].run.ok:
                         drift = await lab_drift(contract)
                 else:
                     direct.append(await direct_once(lab_functions(), contract))
             finally:
-                cleaned = (await offboard(api, contract)).status == RunOutcome.completed and cleaned
+                cleaned = (await offboard(ops, contract)).status == RunOutcome.completed and cleaned
             if through_temporal and not calls:
                 spans = durable[-1].spans
                 calls = calls_per_layer(

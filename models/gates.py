@@ -8,6 +8,7 @@ run records the signing key's fingerprint as :attr:`Approval.verified_by`, and a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,9 +19,21 @@ from tenantflow.models.proofs import proof_fingerprint
 
 STARTED_BY_MEMO = "started_by"
 """The memo key holding the identity that started a run (what the four-eyes rule compares approvers with)."""
+STARTED_BY_PROOF_MEMO = "started_by_proof"
+"""The memo key holding the :class:`~tenantflow.models.proofs.StartProof` of ``started_by``: without it (or with one
+that does not verify) the starter is only declared, and the four-eyes rule refuses every approval of the run."""
 APPROVER_PATTERN = r"^[A-Za-z0-9@._ =,/:+-]+$"
 """An approver: a token's user name, a Temporal client identity (``user@host``) or a certificate subject."""
 Established = Literal["verified", "declared"]
+
+
+@dataclass(frozen=True)
+class Requested:
+    """Who asked for what a gate answers (a lifecycle's renewal), as a workflow's ``requested_by(gate)`` reports it
+    to the four-eyes rule: the name, and the fingerprint of the key that proved it (empty: only declared)."""
+
+    by: str
+    verified_by: str = ""
 
 
 def proof_field() -> Any:

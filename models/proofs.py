@@ -9,6 +9,12 @@ one gate of one run for one plan, as one approver: the same signature sent to an
 plan), another gate or another hash does not verify. The worker checks the signature and that the signing key is
 allowed for the approver (:mod:`tenantflow.worker.signatures`); this module only builds the statement and reads the
 signature's fields, which workflow code needs to record the signing key's fingerprint.
+
+The same mechanism proves who started a run (:class:`StartProof`, memo ``started_by_proof`` next to ``started_by``):
+the starter signs a statement with decision and gate ``start``, no run id (Temporal assigns it only at the start),
+and as plan the workflow type and the proof's issue time. The worker counts the starter for the four-eyes rule only
+when that proof verifies and was issued within a few minutes of the run's start as Temporal records it, so a proof
+copied from an earlier run of the same workflow id does not make a later run look started by someone else.
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ import binascii
 import hashlib
 import struct
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
+
+from pydantic import AwareDatetime, Field
 
 from tenantflow.models.base import Strict
 
@@ -30,7 +39,9 @@ ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 MAGIC = b"SSHSIG"
 VERSION = 1
-Decision = Literal["approve", "reject", "request"]
+Decision = Literal["approve", "reject", "request", "start"]
+START = "start"
+"""The gate and decision of a start statement (:class:`StartProof`)."""
 
 
 class ProofFormatError(ValueError):
@@ -55,6 +66,35 @@ class ApprovalStatement(Strict):
             if "\n" in str(value):
                 raise ValueError(f"approval statement field {name} must be one line")
         return "\n".join([STATEMENT_HEADER, *(f"{name}: {value}" for name, value in fields.items()), ""]).encode()
+
+
+class StartProof(Strict):
+    """What the memo ``started_by_proof`` holds: the starter's signature of the run's start statement and when it
+    was made. The signature is no secret (memos are in the history); it only counts for the run it was made for."""
+
+    issued_at: AwareDatetime = Field(..., description="when the starter signed (the client's clock)")
+    proof: str = Field(..., max_length=4000, description="an armored SSH signature of the start statement")
+
+    def statement(self, namespace: str, workflow_id: str, workflow_type: str, started_by: str) -> ApprovalStatement:
+        """The start statement this proof signs: ``started_by`` starts ``workflow_type`` as ``workflow_id`` in
+        ``namespace`` at ``issued_at`` (the run id is not known before the start, so it is left empty)."""
+        return start_statement(namespace, workflow_id, workflow_type, started_by, self.issued_at)
+
+
+def start_statement(
+    namespace: str, workflow_id: str, workflow_type: str, started_by: str, issued_at: datetime
+) -> ApprovalStatement:
+    """What a starter signs to prove that it starts ``workflow_type`` as ``workflow_id`` at ``issued_at``."""
+    issued = issued_at.astimezone(UTC).isoformat()
+    return ApprovalStatement(
+        namespace=namespace,
+        workflow_id=workflow_id,
+        run_id="",
+        gate=START,
+        plan=f"workflow_type={workflow_type} issued_at={issued}",
+        approver=started_by,
+        decision=START,
+    )
 
 
 def ssh_string(value: bytes) -> bytes:

@@ -73,3 +73,18 @@ class StandInOperators:
         return TenantflowClient(
             client, task_queue, ApprovalSigner(self.trust.directory / f"{principal}.key"), principal
         )
+
+    def clients(self, client: Client, task_queue: str) -> OperatorClients:
+        """The requester's client and the approver's, both signing with their own key: runs the requester starts
+        carry its start proof, so the four-eyes rule counts it as their starter and lets the approver approve."""
+        return OperatorClients(
+            self.client(client, task_queue, self.requester), self.client(client, task_queue, self.approver)
+        )
+
+
+@dataclass(frozen=True)
+class OperatorClients:
+    """The stand-in operators' clients: one starts runs, the other answers their gates."""
+
+    requester: TenantflowClient
+    approver: TenantflowClient

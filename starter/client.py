@@ -10,6 +10,9 @@ Example::
 With ``TENANTFLOW_APPROVAL_KEY`` set (or a :class:`~tenantflow.worker.signatures.ApprovalSigner` given), every gate
 answer carries a proof: the signature of its approval statement (namespace, workflow id, the run id it is sent to,
 gate, plan hash, approver), so the worker records the approver as verified (:mod:`tenantflow.worker.approvals`).
+Every run it starts carries one too, next to its starter (memo ``started_by``): the signature of the start statement
+(namespace, workflow id, workflow type, starter, issue time; memo ``started_by_proof``), without which the four-eyes
+rule counts the starter as only declared and refuses every approval of the run.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -44,6 +48,7 @@ from tenantflow.models.enrollment_workflows import (
 )
 from tenantflow.models.gates import (
     STARTED_BY_MEMO,
+    STARTED_BY_PROOF_MEMO,
     ApprovePlan,
     GateAnswer,
     RejectPlan,
@@ -53,7 +58,7 @@ from tenantflow.models.gates import (
 from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-from tenantflow.models.proofs import ApprovalStatement, Decision
+from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof, start_statement
 from tenantflow.models.run_ids import decommission_id, enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
@@ -87,6 +92,8 @@ RUNS: dict[str, MethodAsyncSingleParam[Any, Any, Any]] = {
 }
 """The run method of each workflow type the client starts, by the name Temporal reports (``describe``): a typed
 handle decodes the run's result as that method's return type."""
+WORKFLOW_TYPES: dict[Any, str] = {run: name for name, run in RUNS.items()}
+"""The workflow type name of each run method in :data:`RUNS` (what a start statement names)."""
 ENROLLMENT_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
     "submissions_paused": WorkerEnrollmentWorkflow.submissions_paused,
     "approve_adoption": WorkerEnrollmentWorkflow.approve_adoption,
@@ -175,6 +182,17 @@ class TenantflowClient:
         )
         return await asyncio.to_thread(self.signer.sign, statement)
 
+    async def start_memo(self, workflow_id: str, workflow_type: str, started_by: str) -> dict[str, Any]:
+        """The memo of a run this client starts as ``workflow_id`` of ``workflow_type`` for ``started_by``: the
+        starter, and with a signer its start proof (the four-eyes rule counts the starter only with one)."""
+        memo: dict[str, Any] = {STARTED_BY_MEMO: started_by}
+        if self.signer is not None:
+            issued_at = datetime.now(UTC).replace(microsecond=0)
+            statement = start_statement(self.client.namespace, workflow_id, workflow_type, started_by, issued_at)
+            proof = await asyncio.to_thread(self.signer.sign, statement)
+            memo[STARTED_BY_PROOF_MEMO] = StartProof(issued_at=issued_at, proof=proof)
+        return memo
+
     def _approver(self, on_behalf_of: str | None) -> str:
         """Who a start or a gate answer is recorded under: this client's identity, or the user a caller
         authenticated (the HTTP API's token user) that this client acts for."""
@@ -195,6 +213,7 @@ class TenantflowClient:
         withdrawn when that run started first (:mod:`starter.exclusive`)."""
         key, value = label
         attributes = TypedSearchAttributes([SearchAttributePair(key, value), SearchAttributePair(STAGE, "starting")])
+        memo = await self.start_memo(workflow_id, WORKFLOW_TYPES[run], started_by or self.identity)
         try:
             handle = await self.client.start_workflow(
                 run,
@@ -202,7 +221,7 @@ class TenantflowClient:
                 id=workflow_id,
                 task_queue=self.task_queue,
                 search_attributes=attributes,
-                memo={STARTED_BY_MEMO: started_by or self.identity},
+                memo=memo,
                 static_summary=description.summary,
                 static_details=description.details,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,

@@ -10,8 +10,9 @@ renews, offboards and cancels, ``approver`` answers gates, ``admin`` does all; a
 run's tenant is refused (403, naming the role and the tenant), and ``GET /runs`` lists only the runs it may view.
 The token's user is who starts a run and who answers a gate: it is recorded as the approver, a body naming another
 ``approver`` is refused (403), and the worker's four-eyes rule compares it with who started the run. Runs are
-started by the API's own Temporal identity on behalf of the token's user. ``tenantflow serve-api --tls-cert
---tls-key`` serves HTTPS.
+started by the API's own Temporal identity on behalf of the token's user, the start signed for that user with the
+API's ``TENANTFLOW_APPROVAL_KEY`` (a start proof: without one the four-eyes rule counts the starter as only
+declared and refuses every approval). ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
 
 :data:`ROUTES` is the table the app is built from and the OpenAPI document generated from (:mod:`starter.openapi`);
 handlers live in :mod:`starter.api_tenants` and :mod:`starter.api_runs`. Every refusal is a JSON problem naming

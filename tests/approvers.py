@@ -7,7 +7,8 @@ workflow type. :func:`session_approvers` makes, once per test process, an identi
 Each principal has its own key:
 
 - ``tester``: the identities this process starts runs under (the SDK's default client identity ``pid@host``,
-  tenantflow's ``user@host``, the subject of the tests' mTLS client certificate);
+  tenantflow's ``user@host``, the subject of the tests' mTLS client certificate); :func:`as_tester` signs as them, so
+  the runs it starts carry a start proof and the four-eyes rule counts the tester as their (verified) starter;
 - ``reviewer``: a second person: :func:`reviewer` answers gates as them, verified;
 - ``alice`` and ``bob`` (``alice@ops-host``, ``alice@laptop``; ``bob@ops-host``), for the four-eyes tests;
 - ``tenantflow-api`` (``tenantflow-api@api-host``), whose key may sign for anyone (``*``), as the HTTP API's does.
@@ -25,6 +26,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from temporalio.client import Client
 
 from tenantflow.starter.approvers import LocalApprovers
 from tenantflow.starter.client import TenantflowClient
@@ -75,3 +78,14 @@ def session_approvers() -> SessionApprovers:
 def reviewer(api: TenantflowClient) -> TenantflowClient:
     """``api`` answering gates as the reviewer, a principal other than the tester, with proof."""
     return TenantflowClient(api.client, api.task_queue, signer=session_approvers().signers[REVIEWER], identity=REVIEWER)
+
+
+def as_tester(client: Client, task_queue: str) -> TenantflowClient:
+    """A client on ``client`` (an identity of the tester) that signs with the tester's key: the runs it starts carry
+    a start proof, so that under the four-eyes rule the reviewer may approve them."""
+    return TenantflowClient(client, task_queue, signer=session_approvers().signers[TESTER])
+
+
+def key_of_tester() -> str:
+    """The path of the tester's key (``TENANTFLOW_APPROVAL_KEY`` of a client that starts runs as the tester)."""
+    return str(session_approvers().signers[TESTER].path)

@@ -23,6 +23,7 @@ from tenantflow.lab.supervisor import down, up
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
+from tests.approvers import as_tester
 
 SESSION_PATHS = ("/login", "/login/refresh")
 """Weka logins create a session, not state: they are not writes to the world."""
@@ -143,7 +144,8 @@ async def _worker_in(lab: LabEndpoints, settings: WorkerSettings, client: Client
 @asynccontextmanager
 async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> AsyncIterator[TenantflowClient]:
     """A real worker (every workflow and activity) on a private task queue, pointed at the lab, with the shipped
-    settings (four-eyes and verified approvers on: tests/approvers.py) but for ``overrides``. Workers an earlier,
+    settings (four-eyes and verified approvers on: tests/approvers.py) but for ``overrides``; its client starts runs
+    as the tester, signing them (a start proof), so that the reviewer may approve them. Workers an earlier,
     timed-out test left running are stopped first."""
     await _stop_leftovers()
     queue = f"it-{uuid.uuid4().hex[:8]}"
@@ -152,7 +154,7 @@ async def lab_worker(client: Client, lab: LabEndpoints, **overrides: str) -> Asy
     await running.__aenter__()
     _running[queue] = running
     try:
-        yield TenantflowClient(client, queue)
+        yield as_tester(client, queue)
     finally:
         if _running.pop(queue, None) is not None:
             await running.__aexit__(None, None, None)

@@ -17,10 +17,17 @@ after the run's own validator (the gate is open, the hash current) and before th
    UI, ``temporal workflow update``) is refused, naming how to approve; elsewhere it counts as *declared*.
    Rejections need no proof (they write nothing) and are recorded verified or declared alike.
 3. **Four-eyes.** Where ``TENANTFLOW_FOUR_EYES`` covers the gate, the approver's principal
-   (:mod:`tenantflow.worker.principals`) must be known and differ from that of the run's starter (memo
-   ``started_by``, :data:`models.gates.STARTED_BY_MEMO`, written by :class:`starter.client.TenantflowClient`), or,
-   for a renewal, of whoever asked for it (the workflow's ``requested_by(gate)``). A run started by its parent
-   workflow (the lifecycle's offboarding at expiry) may be approved by any principal.
+   (:mod:`tenantflow.worker.principals`) must be known and differ from that of the run's *verified* starter, or,
+   for a renewal, of whoever asked for it (the workflow's ``requested_by(gate)``, counted only when its ``renew``
+   carried a proof, which step 1 verified). The starter is the memo ``started_by``
+   (:data:`models.gates.STARTED_BY_MEMO`), which any Temporal client can set to any name, so it counts only with the
+   memo ``started_by_proof`` (:class:`models.proofs.StartProof`, written by :class:`starter.client.TenantflowClient`
+   with a key): a signature of the start statement (namespace, workflow id, workflow type, starter, issue time) by a
+   key the allowed-signers file lists for the starter, issued within :data:`START_PROOF_WINDOW` of the run's start
+   as Temporal records it (``workflow.info().workflow_start_time``), so that a proof copied from an earlier run of
+   the same workflow id does not count. A run whose starter is missing, not a string, or only declared cannot be
+   approved under the rule. A run started by its parent workflow (the lifecycle's offboarding at expiry; the parent
+   is set by the Temporal server) may be approved by any principal.
 
 A refused update is never written to the history, so changing these settings changes no history. The signal forms
 (``approve_plan_signal``, ``<gate>_signal``) cannot be refused: the same checks make the workflow ignore them, with
@@ -32,8 +39,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from datetime import UTC, timedelta
 
+from pydantic import ValidationError
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     HandleSignalInput,
     HandleUpdateInput,
@@ -42,15 +52,30 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan, GateAnswer, RejectPlan, SmokeFailedAnswer
+from tenantflow.models.gates import (
+    STARTED_BY_MEMO,
+    STARTED_BY_PROOF_MEMO,
+    ApprovePlan,
+    GateAnswer,
+    RejectPlan,
+    Requested,
+    SmokeFailedAnswer,
+)
 from tenantflow.models.lifecycle import RenewTerm
-from tenantflow.models.proofs import ApprovalStatement, Decision
+from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof
 from tenantflow.worker.principals import PRINCIPALS_ENV, IdentityMap
-from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, APPROVAL_KEY_ENV, AllowedSigners, verify
+from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, APPROVAL_KEY_ENV, AllowedSigners, ProofError, verify
 
 GENERIC_UPDATES = ("answer_gate", "answer_gate_signal")
 """Updates and signals whose first argument names the gate."""
 Payload = ApprovePlan | RejectPlan | GateAnswer | RenewTerm
+START_PROOF_WINDOW = timedelta(minutes=5)
+"""How far a start proof's issue time may lie from the run's start as Temporal records it: a proof copied from an
+earlier run of the same workflow id into a later run is refused."""
+HOW_TO_START = (
+    f"start runs with tenantflow with {APPROVAL_KEY_ENV} set to the starter's SSH key (listed for them in the "
+    f"worker's {ALLOWED_SIGNERS_ENV}), or through the HTTP API, so that another person can approve them"
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +136,7 @@ class ApprovalRules:
         principal = self.identities.principal(identity)
         return [principal, identity] if principal and principal != identity.casefold() else [identity]
 
-    def check(self, workflow_type: str, seen: GateAnswerSeen, requester: Callable[[], str | None]) -> None:
+    def check(self, workflow_type: str, seen: GateAnswerSeen) -> None:
         """Raise ``ValueError`` saying why the answer ``seen`` does not count."""
         info = workflow.info()
         approver = seen.payload.approver
@@ -129,15 +154,15 @@ class ApprovalRules:
         elif seen.decision != "reject" and self.verified.covers(workflow_type, seen.gate):
             raise ValueError(declared_refusal(workflow_type, seen.gate, approver, info.workflow_id))
         if seen.decision == "approve" and self.four_eyes.covers(workflow_type, seen.gate):
-            parent = info.parent.workflow_id if info.parent else None
-            self.check_four_eyes(approver, requester(), parent)
+            self.check_four_eyes(approver, self.requester(seen.gate))
 
-    def check_four_eyes(self, approver: str, started_by: str | None, parent: str | None = None) -> None:
-        """Raise when ``approver`` is no principal, or the principal of ``started_by``."""
-        if started_by is None:
+    def check_four_eyes(self, approver: str, requester: Requester) -> None:
+        """Raise when ``approver`` is no principal, or the principal of ``requester``, or ``requester`` is not shown
+        to be who started the run (or asked for the renewal)."""
+        if requester.name is None:
             raise ValueError(
-                "four-eyes rule: this run does not record who started it (memo 'started_by'); "
-                "start runs with tenantflow so that another person can approve them"
+                f"four-eyes rule: this run does not record who started it (memo {STARTED_BY_MEMO!r} is missing or not "
+                f"a string); {HOW_TO_START}"
             )
         mine = self.identities.principal(approver)
         if mine is None:
@@ -145,8 +170,11 @@ class ApprovalRules:
                 f"four-eyes rule: {approver!r} is no principal of the identity map ({PRINCIPALS_ENV}), so it cannot "
                 "be told apart from the run's starter; add it to its principal's identities there"
             )
-        if parent is not None and started_by == parent:
+        if requester.by_parent:
             return
+        if requester.unverified:
+            raise ValueError(f"four-eyes rule: {requester.unverified}")
+        started_by = requester.name
         theirs = self.identities.principal(started_by)
         if theirs is None:
             raise ValueError(
@@ -159,6 +187,82 @@ class ApprovalRules:
                 f"principal, {mine!r}); another person must approve"
             )
 
+    def requester(self, gate: str) -> Requester:
+        """Whom the four-eyes rule keeps from approving ``gate``: whoever the workflow says asked for it (its
+        ``requested_by(gate)``, the lifecycle's renewal), else the run's starter."""
+        asked: Callable[[str], Requested | None] | None = getattr(workflow.instance(), "requested_by", None)
+        named = asked(gate) if asked is not None else None
+        if named is None:
+            return self.starter()
+        if named.verified_by:
+            return Requester(named.by)
+        return Requester(
+            named.by,
+            unverified=f"the renewal was asked for by {named.by!r} without proof, so who asked is only declared; ask "
+            f"for renewals with `tenantflow renew` with {APPROVAL_KEY_ENV} set, or through the HTTP API",
+        )
+
+    def starter(self) -> Requester:
+        """The run's starter (memo ``started_by``) and whether it is verified: started by the parent workflow the
+        Temporal server names, or proven by the memo ``started_by_proof`` (this module's docstring)."""
+        info = workflow.info()
+        declared = memo_text(STARTED_BY_MEMO)
+        if declared is None:
+            return Requester(None)
+        if info.parent is not None and declared == info.parent.workflow_id:
+            return Requester(declared, by_parent=True)
+        unverified = (
+            f"this run's starter {declared!r} is only declared (memo {STARTED_BY_MEMO!r}, which any Temporal client "
+            "can set)"
+        )
+        try:
+            start = StartProof.model_validate(memo_value(STARTED_BY_PROOF_MEMO))
+        except ValidationError:
+            return Requester(
+                declared, f"{unverified}, without a start proof (memo {STARTED_BY_PROOF_MEMO!r}); {HOW_TO_START}"
+            )
+        statement = start.statement(info.namespace, info.workflow_id, info.workflow_type, declared)
+        try:
+            verify(start.proof, statement, self.signers, self.names(declared), info.workflow_start_time)
+        except ProofError as refused:
+            return Requester(declared, f"{unverified}: its start proof does not count ({refused}); {HOW_TO_START}")
+        issued, started = start.issued_at.astimezone(UTC), info.workflow_start_time.astimezone(UTC)
+        if abs(issued - started) > START_PROOF_WINDOW:
+            return Requester(
+                declared,
+                f"{unverified}: its start proof was issued at {issued:%Y-%m-%d %H:%M:%S}Z, not within "
+                f"{START_PROOF_WINDOW} of this run's start ({started:%Y-%m-%d %H:%M:%S}Z), so it was made for another "
+                f"run (or the starting client's clock is off); {HOW_TO_START}",
+            )
+        return Requester(declared)
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Whom the four-eyes rule compares an approver with: the run's starter or a renewal's requester."""
+
+    name: str | None
+    """None: the run does not record a starter (no memo ``started_by``, or one that is not a string)."""
+    unverified: str = ""
+    """Why ``name`` is not shown to be who started the run (or asked); empty: it is."""
+    by_parent: bool = False
+    """Started by its parent workflow (named by the Temporal server): any principal may approve."""
+
+
+def memo_value(key: str) -> object:
+    """The memo ``key`` as its JSON decodes (None: absent, or a payload that does not decode), never raising: the
+    memo is whatever the starting client wrote, and a workflow task must not fail on it."""
+    try:
+        return workflow.memo_value(key, None)
+    except (ApplicationError, ValueError, TypeError, RuntimeError):
+        return None
+
+
+def memo_text(key: str) -> str | None:
+    """The memo ``key`` when it is a string (a number set with ``temporal workflow start --memo`` is none)."""
+    value = memo_value(key)
+    return value if isinstance(value, str) else None
+
 
 def declared_refusal(workflow_type: str, gate: str, approver: str, workflow_id: str) -> str:
     """Why an answer without proof is refused, and how to answer properly."""
@@ -170,18 +274,6 @@ def declared_refusal(workflow_type: str, gate: str, approver: str, workflow_id: 
         "through the HTTP API; or let declared approvers count for this gate by removing it from "
         "TENANTFLOW_VERIFIED_APPROVERS"
     )
-
-
-def requester_of(gate: str) -> Callable[[], str | None]:
-    """Who the four-eyes rule keeps from approving ``gate``: whoever the workflow says asked for it (its
-    ``requested_by(gate)``, e.g. the lifecycle's renewal), else the run's starter (memo ``started_by``)."""
-
-    def requester() -> str | None:
-        asked: Callable[[str], str | None] | None = getattr(workflow.instance(), "requested_by", None)
-        named = asked(gate) if asked is not None else None
-        return named or workflow.memo_value(STARTED_BY_MEMO, None, type_hint=str)
-
-    return requester
 
 
 class Approvals(Interceptor):
@@ -198,7 +290,7 @@ class Approvals(Interceptor):
         def check(name: str, args: Collection[object]) -> None:
             seen = answer_in(name, args)
             if seen is not None:
-                rules.check(workflow.info().workflow_type, seen, requester_of(seen.gate))
+                rules.check(workflow.info().workflow_type, seen)
 
         class Inbound(WorkflowInboundInterceptor):
             def handle_update_validator(self, input: HandleUpdateInput) -> None:

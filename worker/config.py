@@ -16,9 +16,12 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TASK_QUEUE = "tenantflow"
-GUARDED_WORKFLOWS = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+GUARDED_WORKFLOWS = (
+    "TenantOnboarding,TenantChange,TenantOffboarding,WorkerEnrollment,WorkerDecommission,TenantLifecycle"
+)
 """Where the four-eyes rule and verified approvers hold by default: onboarding, change, offboarding (its plan and the
-purge), decommission (the reset plan) and renew."""
+purge), enrollment (its plan, submissions pause, adoption, uncordon and resume), decommission (the reset plan) and
+renew."""
 
 
 class TemporalSettings(BaseSettings):
@@ -63,7 +66,8 @@ class WorkerSettings(TemporalSettings):
         alias="TENANTFLOW_FOUR_EYES",
         description="comma-separated workflow types (TenantOnboarding) or gates of one "
         "(TenantOffboarding.confirm_purge) that the principal who started the run (or asked for the renewal) "
-        "cannot approve; empty: nowhere",
+        "cannot approve, the starter verified by its start proof (a run started without one cannot be approved "
+        "there); empty: nowhere",
     )
     verified_approvers: str = Field(
         GUARDED_WORKFLOWS,

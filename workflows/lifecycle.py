@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         GateAnswer,
         GateState,
         RejectPlan,
+        Requested,
         recorded_approval,
     )
     from tenantflow.models.lifecycle import (
@@ -180,10 +181,11 @@ class TenantLifecycle:
         self._renewals.append(renewal)
         self._unannounced += 1
 
-    def requested_by(self, gate: str) -> str | None:
+    def requested_by(self, gate: str) -> Requested | None:
         """Who asked for what ``gate`` answers, whom the four-eyes rule keeps from approving it: the requester of the
-        waiting renewal (``worker.approvals`` reads it)."""
-        return self._pending.requested_by if gate == "approve_plan" and self._pending else None
+        waiting renewal and the key that proved it, if one did (``worker.approvals`` reads it)."""
+        pending = self._pending
+        return Requested(pending.requested_by, pending.verified_by) if gate == "approve_plan" and pending else None
 
     @workflow.update(
         name="approve_plan", description='Approve the waiting renewal by its hash (payload {"plan_hash": "..."})'

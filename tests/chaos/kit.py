@@ -23,6 +23,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.status import RunStatus, StepRecord
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import TemporalSettings
+from tests.approvers import key_of_tester
 from tests.integration.world import World, describe_diff, is_record, leaves
 from tests.labfixture import lab_services, snapshot
 
@@ -157,7 +158,10 @@ class WorkerProcess:
 
 
 def settings(address: str, queue: str) -> TemporalSettings:
-    return TemporalSettings(TEMPORAL_ADDRESS=address, TENANTFLOW_TASK_QUEUE=queue)
+    """A client's settings for the chaos worker's queue; it signs as the tester, so its runs carry a start proof."""
+    return TemporalSettings(
+        TEMPORAL_ADDRESS=address, TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_APPROVAL_KEY=key_of_tester()
+    )
 
 
 def normalized(value: Any) -> Any:

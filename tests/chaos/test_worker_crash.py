@@ -28,7 +28,6 @@ from temporalio.client import WorkflowHandle
 from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.enrollment_workflows import WORKER_LABEL, EnrollmentInput, EnrollmentResult
-from tenantflow.models.gates import ApprovePlan, GateAnswer
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
 from tests.approvers import reviewer
@@ -94,24 +93,27 @@ def brownfield_labs(tmp_path: Path) -> Iterator[tuple[Lab, Lab]]:
 
 
 async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: WorkerProcess | None) -> EnrollmentResult:
-    """A brownfield enrollment answering every gate; with ``crash``, SIGKILL the worker at three points."""
+    """A brownfield enrollment started as the tester, every gate answered by the reviewer (enrollment is guarded by
+    default); with ``crash``, SIGKILL the worker at three points."""
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
         "WorkerEnrollment",
         EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30),
         id=workflow_id,
         task_queue=api.task_queue,
         result_type=EnrollmentResult,
+        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
     )
+    approver = reviewer(api)
 
     async def gate(name: str) -> RunStatus:
         return await wait_until(api, handle, lambda s: s.stage == f"gate:{name}", what=f"gate {name}")
 
     status = await gate("approve_plan")
-    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    await approver.approve(handle.id, status.plan_hash or "")
     await gate("submissions_paused")
     if crash:
         crash.restart_after_crash()
-    await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])
+    await approver.answer_gate(handle.id, "submissions_paused")
     if crash:
         await wait_until(
             api,
@@ -123,11 +125,11 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: Worke
     await gate("approve_adoption")
     if crash:
         crash.restart_after_crash()
-    await handle.execute_update("answer_gate", args=["approve_adoption", GateAnswer()])
+    await approver.answer_gate(handle.id, "approve_adoption")
     await gate("uncordon")
-    await handle.execute_update("answer_gate", args=["uncordon", GateAnswer()])
+    await approver.answer_gate(handle.id, "uncordon")
     await gate("resume_submissions")
-    await handle.execute_update("answer_gate", args=["resume_submissions", GateAnswer()])
+    await approver.answer_gate(handle.id, "resume_submissions")
     result: EnrollmentResult = await handle.result()
     return result
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from tenantflow.models.gates import STARTED_BY_MEMO
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.run_ids import offboarding_id
@@ -31,13 +30,14 @@ async def onboard(api: TenantflowClient, contract: TenantContract) -> Onboarding
 
 
 async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:
+    workflow_id = offboarding_id(contract.slug)
     handle = await api.client.start_workflow(
         "TenantOffboarding",
         OffboardingInput(contract=contract, purge_data=purge),
-        id=offboarding_id(contract.slug),
+        id=workflow_id,
         task_queue=api.task_queue,
         result_type=OffboardingResult,
-        memo={STARTED_BY_MEMO: api.identity},
+        memo=await api.start_memo(workflow_id, "TenantOffboarding", api.identity),
     )
     status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
     assert status.plan_hash

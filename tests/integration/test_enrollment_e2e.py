@@ -17,7 +17,6 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentInput,
     EnrollmentResult,
 )
-from tenantflow.models.gates import STARTED_BY_MEMO, ApprovePlan
 from tenantflow.starter.contracts import load_enrollment
 from tests.approvers import reviewer
 from tests.labfixture import lab_worker
@@ -42,16 +41,18 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
     assert kubectl(lab, "hub", "auth", "can-i", "create", "organizations.trainy.ai").startswith("no")
     contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     async with lab_worker(dev_env.client, lab) as api:
+        workflow_id = f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}"
         handle = await dev_env.client.start_workflow(
             "WorkerEnrollment",
             EnrollmentInput(contract=contract, condition_budget_s=30),
-            id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+            id=workflow_id,
             task_queue=api.task_queue,
             result_type=EnrollmentResult,
+            memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
         )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
-        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash))
+        await reviewer(api).approve(handle.id, status.plan_hash)
         result: EnrollmentResult = await handle.result()
     assert {name: c.status for name, c in result.conditions.items()} == {
         "Registered": "True",
@@ -91,13 +92,14 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
     ) in ("", "{}"), "the worker keeps no copy of the enrollment"
 
     async with lab_worker(dev_env.client, lab) as api:
+        dec_id = f"decommission/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}"
         dec = await dev_env.client.start_workflow(
             "WorkerDecommission",
             DecommissionInput(contract=contract),
-            id=f"decommission/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+            id=dec_id,
             task_queue=api.task_queue,
             result_type=DecommissionResult,
-            memo={STARTED_BY_MEMO: api.identity},
+            memo=await api.start_memo(dec_id, "WorkerDecommission", api.identity),
         )
         status = await wait_for_stage(api, dec, "gate:approve_plan")
         await reviewer(api).approve(dec.id, status.plan_hash or "")

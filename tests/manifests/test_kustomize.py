@@ -153,7 +153,7 @@ def test_the_codec_server_reads_its_per_user_token_file_from_a_secret(objects: l
 
 def test_the_worker_reads_its_approval_rules_from_a_config_map(objects: list[dict[str, Any]]) -> None:
     config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("tenantflow-w"))
-    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerEnrollment,WorkerDecommission,TenantLifecycle"
     assert config["data"]["TENANTFLOW_FOUR_EYES"] == config["data"]["TENANTFLOW_VERIFIED_APPROVERS"] == guarded
     worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
     (container,) = worker["containers"]

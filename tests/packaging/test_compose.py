@@ -140,7 +140,7 @@ def test_four_eyes_and_verified_approvers_are_on_in_what_ships(
     monkeypatch.delenv("TENANTFLOW_FOUR_EYES", raising=False)
     monkeypatch.delenv("TENANTFLOW_VERIFIED_APPROVERS", raising=False)
     defaults = WorkerSettings()
-    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerDecommission,TenantLifecycle"
+    guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerEnrollment,WorkerDecommission,TenantLifecycle"
     assert defaults.four_eyes == defaults.verified_approvers == guarded, "on without any setting"
     on = {"TENANTFLOW_FOUR_EYES": guarded, "TENANTFLOW_VERIFIED_APPROVERS": guarded}
     assert guarded_in(ROOT / "worker.env.example") == on

@@ -35,11 +35,11 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
-from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.run_ids import offboarding_id, onboarding_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
+from tests.approvers import reviewer
 from tests.chaos.kit import ROOT, WorkerProcess, settings
 from tests.enrollment.conftest import Lab, start_lab
 from tests.integration.runs import offboard, onboard
@@ -166,16 +166,18 @@ def cli(env: dict[str, str], *argv: str) -> str:
 async def enroll_greenfield(
     api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
 ) -> WorkflowHandle[Any, Any]:
+    workflow_id = f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}"
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
         "WorkerEnrollment",
         EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
-        id=f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}",
+        id=workflow_id,
         task_queue=api.task_queue,
         result_type=EnrollmentResult,
+        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
     )
     async with recorder.watching(handle.id):
         plan = await api.wait_for_plan(handle.id, timeout_s=120)
-        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=plan.plan_hash or ""))
+        await reviewer(api).approve(handle.id, plan.plan_hash or "")
         result: EnrollmentResult = await handle.result()
     assert result.status == "completed", result
     return handle

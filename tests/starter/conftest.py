@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.http_api import make_api_app
+from tenantflow.worker.signatures import APPROVAL_KEY_ENV
 from tenantflow.worker.tokens import TokenSource
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker
@@ -28,9 +29,11 @@ CLI = str(Path(sys.executable).parent / "tenantflow")
 
 
 def cli_env(api: TenantflowClient) -> dict[str, str]:
-    """The environment that points the ``tenantflow`` CLI at this dev server and task queue."""
+    """The environment that points the ``tenantflow`` CLI at this dev server and task queue, signing with the key
+    ``api`` signs with (if any): the runs the CLI starts carry a start proof as ``api``'s would."""
     target = api.client.service_client.config.target_host
-    return {**os.environ, "TEMPORAL_ADDRESS": target, "TENANTFLOW_TASK_QUEUE": api.task_queue}
+    key = {APPROVAL_KEY_ENV: str(api.signer.path)} if api.signer is not None else {}
+    return {**os.environ, "TEMPORAL_ADDRESS": target, "TENANTFLOW_TASK_QUEUE": api.task_queue, **key}
 
 
 def only_temporal_env(api: TenantflowClient) -> dict[str, str]:

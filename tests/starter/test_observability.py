@@ -13,13 +13,12 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import free_port
 from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
-from tests.approvers import reviewer
+from tests.approvers import as_tester, reviewer
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -55,7 +54,7 @@ async def test_log_context_and_metrics_after_a_run(
         )
     )
     try:
-        api = TenantflowClient(dev_env.client, settings.task_queue)
+        api = as_tester(dev_env.client, settings.task_queue)
         slug = unique_slug()
         handle = await api.start_onboarding(example_tenant(slug))
         status = await wait_for_stage(api, handle, "gate:approve_plan")

@@ -15,7 +15,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
-from tests.approvers import reviewer
+from tests.approvers import key_of_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
@@ -54,7 +54,9 @@ class Run:
 
 async def onboard_with_worker(slug: str) -> Run:
     """Start the worker on a fresh task queue, onboard ``slug`` through its plan gate, stop the worker."""
-    settings = WorkerSettings(TENANTFLOW_TASK_QUEUE=f"deploy-{uuid.uuid4().hex[:8]}")
+    settings = WorkerSettings(
+        TENANTFLOW_TASK_QUEUE=f"deploy-{uuid.uuid4().hex[:8]}", TENANTFLOW_APPROVAL_KEY=key_of_tester()
+    )
     stop = asyncio.Event()
     worker = asyncio.create_task(
         run_worker(settings, stop, workflows=[TenantOnboarding, TenantOffboarding], activities=FakeWorld().activities())

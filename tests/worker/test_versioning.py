@@ -23,12 +23,11 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.onboarding import OnboardingResult
-from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import deployment_config, run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
-from tests.approvers import reviewer
+from tests.approvers import as_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
@@ -83,7 +82,7 @@ async def task_versions(handle: WorkflowHandle[Any, Any]) -> set[tuple[str, int]
 async def test_a_run_started_on_version_a_finishes_on_a_while_b_takes_new_runs(dev_env: WorkflowEnvironment) -> None:
     client = dev_env.client
     queue, deployment = f"versioned-{uuid.uuid4().hex[:8]}", f"tenantflow-{uuid.uuid4().hex[:6]}"
-    api = TenantflowClient(client, queue)
+    api = as_tester(client, queue)
     world_a, world_b = FakeWorld(), FakeWorld()
     async with versioned_worker(client, queue, deployment, "build-a", world_a):
         await set_current(client, deployment, "build-a")

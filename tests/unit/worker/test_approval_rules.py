@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tenantflow.models.proofs import ApprovalStatement, SshSignature
+from tenantflow.models.proofs import ApprovalStatement, SshSignature, StartProof, start_statement
 from tenantflow.worker.approvals import ApprovalRules, GatePolicy
 from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
 from tenantflow.worker.signatures import AllowedSigners, ApprovalSigner, ProofError, SignersFileError, verify, write_key
@@ -44,6 +44,32 @@ def test_a_proof_verifies_only_for_its_own_statement(tmp_path: Path) -> None:
         verify(proof, STATEMENT, None, ["bob"], NOW)
     with pytest.raises(ProofError, match="not an SSH signature"):
         verify("bob says yes", STATEMENT, signers, ["bob"], NOW)
+
+
+def test_a_start_proof_signs_its_start_only_and_survives_the_memo(tmp_path: Path) -> None:
+    """A start statement (decision and gate ``start``, no run id) is no gate answer's statement, so a start proof
+    never approves a gate (nor a gate proof a start); and the memo's JSON gives the worker the statement the client
+    signed, the issue time included."""
+    bob, public = key(tmp_path, "bob")
+    signers = AllowedSigners.parse([f"bob {public}"])
+    start = start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW)
+    proof = StartProof(issued_at=NOW, proof=bob.sign(start))
+    memo = StartProof.model_validate_json(proof.model_dump_json())
+    statement = memo.statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host")
+    assert statement.text() == start.text() and b"issued_at=2026-06-01T00:00:00+00:00" in start.text()
+    assert verify(memo.proof, statement, signers, ["bob"], NOW) == bob.fingerprint
+    for other in (
+        memo.statement("default", "tenant/foo", "TenantChange", "bob@ops-host"),
+        memo.statement("default", "tenant/bar", "TenantOnboarding", "bob@ops-host"),
+        start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW.replace(minute=1)),
+        STATEMENT.model_copy(update={"run_id": "", "gate": "start", "decision": "start"}),
+    ):
+        with pytest.raises(ProofError, match="does not sign this answer"):
+            verify(memo.proof, other, signers, ["bob"], NOW)
+    with pytest.raises(ProofError, match="does not sign this answer"):
+        verify(bob.sign(STATEMENT), statement, signers, ["bob"], NOW)
+    with pytest.raises(ValueError, match="timezone"):
+        StartProof.model_validate({"issued_at": "2026-06-01T00:00:00", "proof": memo.proof})
 
 
 def test_allowed_signers_patterns_and_options(tmp_path: Path) -> None:
