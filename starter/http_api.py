@@ -56,7 +56,7 @@ from tenantflow.starter import api_runs, api_tenants
 from tenantflow.starter.api_auth import of_run_path, of_tenant_path, of_worker_path
 from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.openapi import Handler, Reply, Route, openapi_document, register
+from tenantflow.starter.openapi import BODY_LIMIT, Handler, Reply, Route, openapi_document, register
 from tenantflow.starter.problems import problems
 from tenantflow.worker.targets import Target
 from tenantflow.worker.tokens import TOKENS_FILE_ENV, Role, TokenFile, TokenFileError, TokenSource, bearer_auth
@@ -219,7 +219,7 @@ def api_tokens() -> TokenFile:
 
 
 def make_api_app(api: TenantflowClient, tokens: TokenSource) -> web.Application:
-    app = web.Application(middlewares=[problems, bearer_auth(tokens)])
+    app = web.Application(client_max_size=BODY_LIMIT, middlewares=[problems, bearer_auth(tokens)])
     app[API_KEY] = api
     app[DOCUMENT_KEY] = api_document()
     register(app, ROUTES)

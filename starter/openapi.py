@@ -34,6 +34,11 @@ REF_TEMPLATE = "#/components/schemas/{model}"
 SECURITY_SCHEME = "bearer"
 
 
+BODY_LIMIT = 2**20
+"""The largest request body the API reads (aiohttp's ``client_max_size``, whose default it is); a larger one is
+refused with 413 before any handler runs."""
+
+
 @dataclass(frozen=True)
 class Reply:
     """One documented answer: why it comes, and the type of its JSON body (None: no body)."""
@@ -66,11 +71,12 @@ class Route:
 
     def answers(self) -> dict[int, Reply]:
         """Its replies and those every route of its kind may give: a body or parameters their model refuses
-        (400 for a body that is no JSON, 422), a missing or unknown token (401), a token without the route's role
-        (403), a token file that is invalid since its last change (503)."""
+        (400 for a body that is no JSON, 413 for one over :data:`BODY_LIMIT`, 422), a missing or unknown token
+        (401), a token without the route's role (403), a token file that is invalid since its last change (503)."""
         common: dict[int, Reply] = {}
         if self.body is not None:
             common[400] = Reply("the body is not JSON, or not a JSON object")
+            common[413] = Reply(f"the body is over {BODY_LIMIT // 2**20} MiB")
         if self.body is not None or self.path_params is not None or self.query is not None:
             common[422] = Reply("a field of the body, path or query is invalid: `fields` names each one")
         common[401] = Reply("no `Authorization: Bearer TOKEN` header with a known token")
