@@ -16,6 +16,7 @@ from tenantflow.models.failure import RunFailure
 from tenantflow.models.lifecycle import LifecycleResult
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.preview import PlanReport
 from tenantflow.models.tenant import TenantContract
 
 TOKEN_USER = "omit it (or null): the token's user; any other name is refused (403)"
@@ -29,6 +30,18 @@ class Problem(Strict):
     fields: list[str] = Field(
         default_factory=list, description="the dotted path of each field of the body, path or query concerned"
     )
+
+
+class PlanPreview(PlanReport):
+    """A contract's read-only plan (``POST /plans``, ``tenantflow plan -o json``): the report, its hash and whether
+    preflight passed."""
+
+    plan_hash: str | None = Field(None, description="the hash `approve_plan` would need; none when preflight failed")
+    ok: bool = Field(..., description="no preflight finding blocks the onboarding")
+
+    @classmethod
+    def of(cls, report: PlanReport) -> PlanPreview:
+        return cls(**dict(report), plan_hash=report.plan.plan_hash if report.plan else None, ok=not report.errors)
 
 
 class StartedRun(Strict):

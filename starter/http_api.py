@@ -14,8 +14,9 @@ started by the API's own Temporal identity on behalf of the token's user. ``tena
 --tls-key`` serves HTTPS.
 
 :data:`ROUTES` is the table the app is built from and the OpenAPI document generated from (:mod:`starter.openapi`);
-handlers live in :mod:`starter.api_tenants` and :mod:`starter.api_runs`. Every refusal is a JSON problem naming
-the field and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 401 for a missing or
+handlers live in :mod:`starter.api_contracts`, :mod:`starter.api_tenants` and :mod:`starter.api_runs`; the CLI's
+commands without a route are :data:`NO_ROUTE`'s, with the reason. Every refusal is a JSON problem naming the field
+and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 401 for a missing or
 unknown token, 403 for a role the token lacks, 422 for a field a model refuses, 404 for an unknown run, 409 when
 the run refuses.
 """
@@ -37,6 +38,7 @@ from tenantflow.models.api import (
     DecommissionRequest,
     GateAnswered,
     OffboardRequest,
+    PlanPreview,
     RunPath,
     RunResult,
     RunsQuery,
@@ -51,7 +53,7 @@ from tenantflow.models.lifecycle import TermStatus
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter import api_runs, api_tenants
+from tenantflow.starter import api_contracts, api_runs, api_tenants
 from tenantflow.starter.api_auth import of_run_path, of_tenant_path, of_worker_path
 from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
@@ -147,6 +149,36 @@ ROUTES: list[Route] = [
         query=RunsQuery,
         role=Role.viewer,
     ),
+    Route(
+        "GET", "/schemas", api_contracts.schemas, {200: Reply("each schema by model name", dict[str, Any])}, role=None
+    ),
+    Route(
+        "POST",
+        "/contracts/tenant",
+        api_contracts.validate_tenant,
+        {200: Reply("the contract is valid: as the worker reads it", TenantContract)},
+        body=TenantContract,
+        role=None,
+    ),
+    Route(
+        "POST",
+        "/contracts/workercluster",
+        api_contracts.validate_workercluster,
+        {200: Reply("the contract is valid: as the worker reads it", WorkerEnrollment)},
+        body=WorkerEnrollment,
+        role=None,
+    ),
+    Route(
+        "POST",
+        "/plans",
+        api_contracts.plan_contract,
+        {
+            200: Reply("the findings and, when no preflight found an error, the plan", PlanPreview),
+            502: Reply("the worker could not read a service (the message names the step and the error)"),
+        },
+        body=TenantContract,
+        role=Role.requester,
+    ),
     start_route("onboarding", api_tenants.start_onboarding, OnboardingInput | TenantContract),
     start_route("enrollment", api_runs.start_enrollment, EnrollmentInput | WorkerEnrollment),
     gate_route("approve_plan", api_runs.approve_plan, api_runs.APPROVE_BODY),
@@ -196,6 +228,26 @@ ROUTES: list[Route] = [
     ),
     WORKER.teardown("decommission", api_runs.start_decommission, DecommissionRequest, made_by="worker's enrollment"),
 ]
+"""Every route, for every action of the CLI (``tenantflow --help``) but those of :data:`NO_ROUTE`."""
+
+NO_ROUTE: dict[str, str] = {
+    "worker": "runs the worker process itself, where the services' credentials are",
+    "dev-server": "starts a Temporal server on the operator's machine, for development",
+    "setup": "creates the namespace's search attributes once, with Temporal admin rights the API does not hold",
+    "codec-server": "is a server of its own, which the Temporal UI calls",
+    "serve-api": "is the API",
+    "token": "mints a credential into the API's token file: a token must not be able to mint tokens",
+    "demo": "brings the lab and Temporal up on the operator's machine",
+    "lab": "runs the stand-ins on the operator's machine, for development",
+    "bench": "measures runs against a local lab",
+    "drift": "runs its read steps in the CLI's own process, with the services' credentials",
+    "handover": "the sheet is the `handover` of GET /runs/tenant/<slug>/result; its recorded copy is read with the "
+    "operator's kubeconfig, which the API does not hold",
+    "tenants": "reads the records with the operator's kubeconfig, which the API does not hold; "
+    "GET /runs?tenant=SLUG lists a tenant's runs",
+}
+"""The CLI's commands that have no route, and why: servers and tools of the operator's machine, not actions
+(``tests/unit/starter/test_api_routes.py`` fails on a command that has neither a route nor a reason here)."""
 DOCUMENT_KEY: web.AppKey[dict[str, Any]] = web.AppKey("openapi", dict)
 
 
