@@ -1,7 +1,8 @@
 """Who may do what in the HTTP API: every route needs a role of the token file (:class:`~worker.tokens.Role`) over
 the target it acts on, and a token without it is refused (403) with the role, the target and the fix.
 
-- ``viewer`` reads: a run's status and result, the run list, a tenant's term. Every other role includes it.
+- ``viewer`` reads: a run's status and result, the run list, a tenant's term, handover sheet and drift (the worker
+  reads them), the tenants recorded in a cluster (only those it may view are listed). Every other role includes it.
 - ``requester`` starts and stops: onboard, change, renew, offboard, enroll, decommission, cancel a run (but a
   tenant's lifecycle, ``lifecycle/<slug>``: cancelling it would leave the tenant without an end, so admin); and
   plans a contract (``POST /plans``): a plan writes nothing, but it is the onboarding's own preflight and plan run

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from tenantflow.models.api import (
     CancelRequested,
+    ClusterQuery,
     DecommissionRequest,
     GateAnswered,
     OffboardRequest,
@@ -44,13 +45,16 @@ from tenantflow.models.api import (
     RunsQuery,
     RunSummary,
     StartedRun,
+    TenantClusterQuery,
     TenantPath,
+    TenantSummary,
     WorkerPath,
 )
+from tenantflow.models.drift import DriftReport
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.lifecycle import TermStatus
-from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import api_contracts, api_runs, api_tenants
@@ -71,6 +75,7 @@ GATE = {
     **NO_RUN,
     409: Reply("the run refused: a stale plan hash, a gate that is not open, four-eyes (the message says which)"),
 }
+WORKER_READ = {502: Reply("the worker could not read the records or a service (the message names the step)")}
 TERM = {200: Reply("the term", TermStatus), 404: Reply("the tenant has no lifecycle: its onboarding has not completed")}
 
 
@@ -100,6 +105,7 @@ class Subject:
         body: Any = None,
         body_required: bool = True,
         params: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
     ) -> Route:
         """The route ``method`` at the prefix followed by ``suffix``; ``params``: a model extending the prefix's that
         also reads the suffix's parameters."""
@@ -111,6 +117,7 @@ class Subject:
             body=body,
             body_required=body_required,
             path_params=params or self.params,
+            query=query,
             role=role,
             target=self.target,
         )
@@ -214,6 +221,43 @@ ROUTES: list[Route] = [
     ),
     TENANT.teardown("offboarding", api_tenants.start_offboarding, OffboardRequest, made_by="tenant's onboarding"),
     TENANT.route("GET", "/term", api_tenants.tenant_term, TERM, role=Role.viewer),
+    Route(
+        "GET",
+        "/tenants",
+        api_tenants.list_tenants,
+        {
+            200: Reply("the tenants recorded in the cluster that the token may view", list[TenantSummary]),
+            **WORKER_READ,
+        },
+        query=ClusterQuery,
+        role=Role.viewer,
+    ),
+    TENANT.route(
+        "GET",
+        "/handover",
+        api_tenants.tenant_handover,
+        {
+            200: Reply("the handover sheet, with what was applied and who approved it", OnboardingResult),
+            404: Reply("no record of the tenant and no completed onboarding run"),
+            409: Reply("the tenant's onboarding is still running, or its record says it is no longer onboarded"),
+            **WORKER_READ,
+        },
+        query=TenantClusterQuery,
+        role=Role.viewer,
+    ),
+    TENANT.route(
+        "GET",
+        "/drift",
+        api_tenants.tenant_drift,
+        {
+            200: Reply("what is missing, changed or extra; `error` when the check could not finish", DriftReport),
+            404: Reply("no record of the tenant in the cluster (nor an onboarding run naming one)"),
+            409: Reply("the tenant's record says it is no longer onboarded"),
+            **WORKER_READ,
+        },
+        query=TenantClusterQuery,
+        role=Role.viewer,
+    ),
     TENANT.route(
         "POST",
         "/renew",
@@ -240,11 +284,6 @@ NO_ROUTE: dict[str, str] = {
     "demo": "brings the lab and Temporal up on the operator's machine",
     "lab": "runs the stand-ins on the operator's machine, for development",
     "bench": "measures runs against a local lab",
-    "drift": "runs its read steps in the CLI's own process, with the services' credentials",
-    "handover": "the sheet is the `handover` of GET /runs/tenant/<slug>/result; its recorded copy is read with the "
-    "operator's kubeconfig, which the API does not hold",
-    "tenants": "reads the records with the operator's kubeconfig, which the API does not hold; "
-    "GET /runs?tenant=SLUG lists a tenant's runs",
 }
 """The CLI's commands that have no route, and why: servers and tools of the operator's machine, not actions
 (``tests/unit/starter/test_api_routes.py`` fails on a command that has neither a route nor a reason here)."""

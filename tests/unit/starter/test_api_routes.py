@@ -34,6 +34,9 @@ ROUTE_OF: dict[str, tuple[str, str]] = {
     "schema": ("GET", "/schemas"),
     "validate": ("POST", "/contracts/tenant"),
     "plan": ("POST", "/plans"),
+    "tenants": ("GET", "/tenants"),
+    "handover": ("GET", "/tenants/{slug}/handover"),
+    "drift": ("GET", "/tenants/{slug}/drift"),
 }
 """Each CLI command a service would run, and the route that does the same; the others are ``NO_ROUTE``'s."""
 API_ONLY = {
@@ -77,6 +80,9 @@ ROLE_OF: dict[tuple[str, str], str | None] = {
     ("POST", "/contracts/tenant"): None,
     ("POST", "/contracts/workercluster"): None,
     ("POST", "/plans"): "requester",
+    ("GET", "/tenants"): "viewer",
+    ("GET", "/tenants/{slug}/handover"): "viewer",
+    ("GET", "/tenants/{slug}/drift"): "viewer",
     ("GET", "/runs"): "viewer",
     ("GET", "/runs/{id}"): "viewer",
     ("GET", "/runs/{id}/result"): "viewer",
