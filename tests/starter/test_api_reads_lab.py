@@ -1,23 +1,39 @@
 """The HTTP API's routes that read without starting a run, over a real socket against the lab: a contract's plan
-(run by the worker as ``TenantPlan``, writing nothing), a contract's validation (pure) and the JSON Schemas."""
+(run by the worker as ``TenantPlan``, writing nothing), a contract's validation (pure), the JSON Schemas, and the
+tenant records, a handover sheet and a drift check (the worker's ``TenantRecords`` and ``TenantDrift``); and the
+CLI's ``tenants`` and ``handover`` with only Temporal settings in its environment."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 import pytest_asyncio
 import yaml
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.recordstore import store
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.records import DEFAULT_NAMESPACE, RunStamp, TenantRecord
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.runbook import PLAN
+from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.tokens import TokenTable, new_token
+from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import journal_writes, lab_worker, reset_journals
-from tests.starter.conftest import http_api
+from tests.starter.conftest import CLI, http_api, only_temporal_env, unique_slug
 from tests.workflows.contract import EXAMPLES
 
+OTHER, OTHER_LINE = new_token("olga", ["viewer:tenant-other*"])
+AS_OTHER = {"Authorization": f"Bearer {OTHER}"}
 PLANNER, PLANNER_LINE = new_token("petra", ["requester:tenant-foo"])
 VIEWER, VIEWER_LINE = new_token("victor", ["viewer:*"])
 AS_PLANNER = {"Authorization": f"Bearer {PLANNER}"}
@@ -25,12 +41,33 @@ AS_VIEWER = {"Authorization": f"Bearer {VIEWER}"}
 
 
 @pytest_asyncio.fixture
-async def http(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> AsyncIterator[httpx.AsyncClient]:
-    async with (
-        lab_worker(dev_env.client, lab) as api,
-        http_api(api, TokenTable.parse([PLANNER_LINE, VIEWER_LINE])) as client,
-    ):
+async def worker(dev_env: WorkflowEnvironment, lab: LabEndpoints) -> AsyncIterator[TenantflowClient]:
+    async with lab_worker(dev_env.client, lab) as api:
+        yield api
+
+
+@pytest_asyncio.fixture
+async def http(worker: TenantflowClient) -> AsyncIterator[httpx.AsyncClient]:
+    async with http_api(worker, TokenTable.parse([PLANNER_LINE, VIEWER_LINE, OTHER_LINE])) as client:
         yield client
+
+
+@pytest.fixture
+def recorded(lab: LabEndpoints) -> Iterator[TenantContract]:
+    """A tenant record in the lab's tenant cluster (of a tenant never applied), removed afterwards."""
+    contract = small_tenant(lab).model_copy(update={"slug": unique_slug()})
+    stamp = RunStamp(
+        workflow_id=onboarding_id(contract.slug),
+        run_id=uuid.uuid4().hex,
+        plan_hash="feedfacefeedface",
+        approver="recorder",
+        recorded_at=datetime.now(UTC),
+    )
+    stored = store(TenantRecord(contract=contract, run=stamp), DEFAULT_NAMESPACE)
+    try:
+        yield contract
+    finally:
+        KubeObjects(contract.cluster).delete("Secret", stored.name, DEFAULT_NAMESPACE)
 
 
 def tenant_foo() -> dict[str, Any]:
@@ -77,3 +114,48 @@ async def test_validation_and_schemas_over_http(http: httpx.AsyncClient) -> None
     assert schemas.status_code == 200
     assert {"TenantContract", "WorkerEnrollment", "PlanInput"} <= set(schemas.json())
     assert schemas.json()["TenantContract"]["properties"]["slug"]["pattern"]
+
+
+async def test_tenants_handover_and_drift_are_read_by_the_worker(
+    http: httpx.AsyncClient, worker: TenantflowClient, recorded: TenantContract, lab: LabEndpoints
+) -> None:
+    slug, cluster = recorded.slug, {"cluster": recorded.cluster.context}
+    listed = await http.get("/tenants", params=cluster, headers=AS_VIEWER)
+    assert listed.status_code == 200, listed.text
+    [row] = [r for r in listed.json() if r["slug"] == slug]
+    assert (row["status"], row["version"], row["plan_hash"]) == ("onboarded", 1, "feedfacefeedface")
+    hidden = await http.get("/tenants", params=cluster, headers=AS_OTHER)
+    assert hidden.status_code == 200 and slug not in {r["slug"] for r in hidden.json()}
+    unknown = await http.get("/tenants", params={"cluster": "no-such-cluster"}, headers=AS_VIEWER)
+    assert unknown.status_code == 422 and unknown.json()["fields"] == ["cluster"], unknown.text
+
+    sheet = await http.get(f"/tenants/{slug}/handover", params=cluster, headers=AS_VIEWER)
+    assert sheet.status_code == 200, sheet.text
+    assert (sheet.json()["slug"], sheet.json()["plan_hash"]) == (slug, "feedfacefeedface")
+    assert (await http.get(f"/tenants/{slug}/handover", params=cluster, headers=AS_OTHER)).status_code == 403
+
+    reset_journals(lab)
+    drifted = await http.get(f"/tenants/{slug}/drift", params=cluster, headers=AS_VIEWER)
+    assert drifted.status_code == 200, drifted.text
+    missing = {(i["layer"], i["kind"], i["drift"]) for i in drifted.json()["items"]}
+    assert ("kube", "Namespace", "missing") in missing, drifted.json()
+    assert set(journal_writes(lab).values()) == {0}, journal_writes(lab)
+    nobody = await http.get(f"/tenants/{unique_slug()}/drift", params=cluster, headers=AS_VIEWER)
+    assert nobody.status_code == 404, nobody.text
+
+    code, out, err = await cli(worker, "tenants", "--context", recorded.cluster.context, "-o", "json")
+    assert code == 0, err
+    assert slug in {r["slug"] for r in json.loads(out)}
+    code, out, err = await cli(worker, "handover", slug, "--context", recorded.cluster.context, "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["plan_hash"] == "feedfacefeedface"
+
+
+async def cli(api: TenantflowClient, *args: str) -> tuple[int, str, str]:
+    """The CLI with only the Temporal settings of ``api``: no kubeconfig, no service credential."""
+    proc = await asyncio.create_subprocess_exec(
+        CLI, *args, env=only_temporal_env(api), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
