@@ -104,7 +104,7 @@ async def test_validation_and_schemas_over_http(http: httpx.AsyncClient) -> None
     assert valid.status_code == 200, valid.text
     assert valid.json()["slug"] == "tenant-foo" and valid.json()["capacity"]["gpus"] == 64
     bad = await http.post("/contracts/tenant", json={**contract, "slug": "Not A Slug"}, headers=AS_VIEWER)
-    assert bad.status_code == 422 and bad.json()["fields"] == ["slug"], bad.text
+    assert bad.status_code == 422 and bad.json()["fields"] == ["contract.slug"], bad.text
     kubeconfig = {**contract, "cluster": {"context": "tenant-cluster", "kubeconfig": "/tmp/evil"}}
     named = await http.post("/contracts/tenant", json=kubeconfig, headers=AS_VIEWER)
     assert named.status_code == 422 and named.json()["fields"] == ["cluster.kubeconfig"], named.text
