@@ -112,17 +112,24 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 
-def records_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
+def named_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
     """The cluster holding the records as the worker's registry names it: ``--context``, else the current context of
-    the kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``); never a kubeconfig path, which the worker refuses."""
+    the kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``); None when neither is given. Never a kubeconfig
+    path, which the worker refuses."""
     if context:
         return KubeTarget(context=context)
     target = records_target(kubeconfig, context)
-    if target is None:
+    return None if target is None else KubeTarget(context=target.context)
+
+
+def records_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
+    """:func:`named_cluster`, required."""
+    cluster = named_cluster(kubeconfig, context)
+    if cluster is None:
         raise ContractError(
             "pass --context CLUSTER: the name, in the worker's cluster registry, of the cluster holding the records"
         )
-    return KubeTarget(context=target.context)
+    return cluster
 
 
 async def read_on_worker(api: TenantflowClient, cluster: KubeTarget, slug: str | None = None) -> list[RecordedTenant]:

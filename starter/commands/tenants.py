@@ -46,6 +46,7 @@ from tenantflow.starter.records import (
     CurrentContextOpt,
     KubeconfigOpt,
     WorkerClusterOpt,
+    named_cluster,
     onboarded_contract,
     read_on_worker,
     records_cluster,
@@ -158,12 +159,13 @@ async def recorded_handover(api: TenantflowClient, cluster: KubeTarget, slug: st
 def handover(
     slug: str, kubeconfig: CurrentContextOpt = None, context: WorkerClusterOpt = None, output: OutputOpt = "text"
 ) -> None:
-    """Print the handover sheet of the tenant's record, else of its finished onboarding (exit 4 while it runs)."""
+    """Print the handover sheet of the tenant's record (read by the worker in the cluster --context names), else of
+    its finished onboarding (exit 4 while it runs)."""
 
     async def go() -> Any:
-        cluster = records_cluster(kubeconfig, context)
+        cluster = named_cluster(kubeconfig, context)
         api = await TenantflowClient.connect()
-        recorded = await recorded_handover(api, cluster, slug)
+        recorded = None if cluster is None else await recorded_handover(api, cluster, slug)
         if recorded is not None:
             return recorded
         workflow_id = onboarding_id(slug)
