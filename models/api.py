@@ -16,6 +16,8 @@ from tenantflow.models.failure import RunFailure
 from tenantflow.models.lifecycle import LifecycleResult
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.preview import PlanReport
+from tenantflow.models.records import RecordedTenant, RecordStatus
 from tenantflow.models.tenant import TenantContract
 
 TOKEN_USER = "omit it (or null): the token's user; any other name is refused (403)"
@@ -29,6 +31,18 @@ class Problem(Strict):
     fields: list[str] = Field(
         default_factory=list, description="the dotted path of each field of the body, path or query concerned"
     )
+
+
+class PlanPreview(PlanReport):
+    """A contract's read-only plan (``POST /plans``, ``tenantflow plan -o json``): the report, its hash and whether
+    preflight passed."""
+
+    plan_hash: str | None = Field(None, description="the hash `approve_plan` would need; none when preflight failed")
+    ok: bool = Field(..., description="no preflight finding blocks the onboarding")
+
+    @classmethod
+    def of(cls, report: PlanReport) -> PlanPreview:
+        return cls(**dict(report), plan_hash=report.plan.plan_hash if report.plan else None, ok=not report.errors)
 
 
 class StartedRun(Strict):
@@ -89,6 +103,46 @@ class RunsQuery(Params):
     stage: str | None = Field(None, pattern=r"^[a-z_]+(:[a-z_.]+)?$", description="stage, e.g. gate:approve_plan")
     running: bool = Field(False, description="only runs still in progress")
     limit: int = Field(100, ge=1, le=1000)
+
+
+CLUSTER = "the cluster holding the tenant records, as the worker's cluster registry names it"
+
+
+class ClusterQuery(Params):
+    """``GET /tenants``: the cluster whose tenant records to read."""
+
+    cluster: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$", max_length=253, description=CLUSTER)
+
+
+class TenantClusterQuery(Params):
+    """The cluster holding one tenant's record; default: the cluster of the tenant's latest onboarding run."""
+
+    cluster: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$", max_length=253, description=CLUSTER)
+
+
+class TenantSummary(Strict):
+    """One tenant's current record, as ``tenantflow tenants`` lists it (its term: ``GET /tenants/{slug}/term``)."""
+
+    slug: str
+    status: RecordStatus
+    version: int
+    plan_hash: str
+    approver: str
+    recorded_at: datetime
+    run_id: str
+
+    @classmethod
+    def of(cls, recorded: RecordedTenant) -> TenantSummary:
+        record = recorded.record
+        return cls(
+            slug=record.contract.slug,
+            status=record.status,
+            version=recorded.version,
+            plan_hash=record.run.plan_hash,
+            approver=record.run.approver,
+            recorded_at=record.run.recorded_at,
+            run_id=record.run.run_id,
+        )
 
 
 class TenantPath(Params):

@@ -169,3 +169,27 @@ def encode_payload(record: BaseModel) -> str:
 def decode_payload(encoded: str) -> bytes:
     """The JSON of a record from :func:`encode_payload`'s text."""
     return gzip.decompress(base64.b64decode(encoded))
+
+
+RECORDS_WORKFLOW = "TenantRecords"
+"""The workflow type of the read-only read of tenant records (``tenantflow tenants``, ``handover``, ``drift``)."""
+
+
+class RecordsQuery(Strict):
+    """Which tenant records ``TenantRecords`` reads: every tenant's in ``records`` (or only ``slug``'s)."""
+
+    records: KubeTarget = Field(..., description="the cluster holding the tenant records, as the worker names it")
+    slug: str | None = Field(None, description="only this tenant's record (default: every tenant's)")
+
+
+class RecordedTenant(Strict):
+    """A tenant's current record and its version."""
+
+    version: int
+    record: TenantRecord
+
+
+class RecordsReport(Strict):
+    """What ``TenantRecords`` read: the current record of each tenant, by slug."""
+
+    tenants: list[RecordedTenant] = Field(default_factory=list)

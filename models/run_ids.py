@@ -38,6 +38,16 @@ def plan_id(slug: str, nonce: str) -> str:
     return f"plan/{slug}/{nonce}"
 
 
+def drift_check_id(nonce: str) -> str:
+    """The workflow id of one on-demand drift check (``tenantflow drift``, ``GET /tenants/{slug}/drift``)."""
+    return f"drift/{nonce}"
+
+
+def records_read_id(nonce: str) -> str:
+    """The workflow id of one read of tenant records (``TenantRecords``: ``tenantflow tenants``, ``handover``)."""
+    return f"records/{nonce}"
+
+
 def planned_onboarding(workflow_id: str) -> str | None:
     """The onboarding a plan run of :func:`plan_id` previews (its reads see the world as that run would); None for
     any other id."""

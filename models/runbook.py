@@ -30,7 +30,15 @@ from tenantflow.models.enrollment_workflows import (
 from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.records import LatestContract, RecordKey, StoredRecord, TenantRecord, WorkerClusterRecord
+from tenantflow.models.records import (
+    LatestContract,
+    RecordedTenant,
+    RecordKey,
+    RecordsQuery,
+    StoredRecord,
+    TenantRecord,
+    WorkerClusterRecord,
+)
 from tenantflow.models.results import EnsureResult, Finding
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
@@ -366,6 +374,18 @@ DRIFT_TENANT: Step[DriftTarget, DriftReport] = Step(
 DRIFT: tuple[Step[Any, Any], ...] = (DRIFT_TENANTS, DRIFT_TENANT)
 """Every activity of TenantDrift: both only read."""
 
+# --- TenantRecords ---------------------------------------------------------------------------------------------------
+
+READ_TENANT_RECORDS: Step[RecordsQuery, list[RecordedTenant]] = Step(
+    "records.read_tenants",
+    RecordsQuery,
+    list[RecordedTenant],
+    summary="read the tenants' current records",
+    local=True,
+)
+RECORD_READS: tuple[Step[Any, Any], ...] = (READ_TENANT_RECORDS,)
+"""Every activity of TenantRecords: it only reads."""
+
 # --- TenantLifecycle ----------------------------------------------------------------------------------------------
 
 REMINDER_DAYS: Step[str, list[int]] = Step(
@@ -393,6 +413,6 @@ LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY, WAIT_TENANT_RUN,
 """Every activity of TenantLifecycle."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {
-    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *LIFECYCLE)
+    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *RECORD_READS, *LIFECYCLE)
 }
 """Every step by activity name: the worker registers exactly these activities."""

@@ -1,9 +1,13 @@
 """Who may do what in the HTTP API: every route needs a role of the token file (:class:`~worker.tokens.Role`) over
 the target it acts on, and a token without it is refused (403) with the role, the target and the fix.
 
-- ``viewer`` reads: a run's status and result, the run list, a tenant's term. Every other role includes it.
+- ``viewer`` reads: a run's status and result, the run list, a tenant's term, handover sheet and drift (the worker
+  reads them), the tenants recorded in a cluster (only those it may view are listed). Every other role includes it.
 - ``requester`` starts and stops: onboard, change, renew, offboard, enroll, decommission, cancel a run (but a
-  tenant's lifecycle, ``lifecycle/<slug>``: cancelling it would leave the tenant without an end, so admin).
+  tenant's lifecycle, ``lifecycle/<slug>``: cancelling it would leave the tenant without an end, so admin); and
+  plans a contract (``POST /plans``): a plan writes nothing, but it is the onboarding's own preflight and plan run
+  by the worker against every service with its credentials, and it tells what the world holds under the names the
+  contract chooses (accounts, groups, quotas), so only who may start the tenant's onboarding may preview it.
 - ``approver`` answers gates: approve or reject a plan, confirm a purge, retry a rollback, every yes/no gate.
 - ``admin`` may do all of it.
 
@@ -18,7 +22,9 @@ A grant's pattern (fnmatch-style, case-sensitive) is matched against the target'
   worker clusters no tenant; ``*`` matches every tenant and worker cluster alike;
 - a run whose id is of no tenant or worker cluster is covered only by the pattern ``*``.
 
-``GET /runs`` lists only the runs the token may view. ``GET /openapi.json`` needs a token, no role.
+``GET /runs`` lists only the runs the token may view. ``GET /openapi.json``, ``GET /schemas`` and the validation of
+a contract (``POST /contracts/tenant``, ``/contracts/workercluster``) need a token, no role: they read nothing of
+any tenant or worker cluster, only the body sent and the code's own models.
 """
 
 from __future__ import annotations

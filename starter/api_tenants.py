@@ -1,4 +1,6 @@
-"""The HTTP API's routes of a tenant's life: onboard, change, offboard, its term and its renewal.
+"""The HTTP API's routes of a tenant's life: onboard, change, offboard, its term and its renewal; and the reads the
+worker runs for it: the tenants recorded in a cluster, a tenant's handover sheet and its drift (the read-only
+``TenantRecords`` and ``TenantDrift`` workflows, with the worker's credentials: this server needs only Temporal).
 
 Each needs a role over the tenant (:mod:`starter.api_auth`): an onboarding's tenant is its contract's slug,
 checked once the body is read. Each start is recorded as started by the token's user (the four-eyes rule compares
@@ -8,34 +10,45 @@ before anything starts.
 
 from __future__ import annotations
 
-from aiohttp import web
+from collections.abc import Awaitable
+from typing import TypeVar
 
-from tenantflow.models.api import OffboardRequest, TenantPath
+from aiohttp import web
+from temporalio.client import WorkflowFailureError
+
+from tenantflow.models.api import ClusterQuery, OffboardRequest, TenantClusterQuery, TenantPath, TenantSummary
 from tenantflow.models.change import slug_refusal
+from tenantflow.models.drift import DriftReport, FleetDriftInput
 from tenantflow.models.lifecycle import RenewTerm, renew_days_problem
-from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.models.records import RecordStatus
+from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
+from tenantflow.models.records import RecordStatus, TenantRecord
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.models.status import RunOutcome
+from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.api_auth import authorize
+from tenantflow.starter.api_auth import authorize, may_view
 from tenantflow.starter.api_requests import (
     answered_by_token_user,
     as_token_user,
     body_as,
     client_of,
     path_as,
+    query_as,
     start_input,
     started,
     user_of,
 )
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
+from tenantflow.starter.drift import check_on_worker
+from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, or_404
-from tenantflow.starter.records import tenant_record
+from tenantflow.starter.records import read_on_worker, tenant_record
 from tenantflow.worker.targets import tenant
 from tenantflow.worker.tokens import Role
 
 RENEW_BODY = answered_by_token_user(RenewTerm)
+T = TypeVar("T")
 
 
 async def start_onboarding(request: web.Request) -> web.Response:
@@ -124,3 +137,90 @@ async def renew_term(request: web.Request) -> web.Response:
         raise ApiProblem(409, f"the term of {slug} ended ({current.stage}): onboard it again to start a new term")
     term = await api.renew(slug, renewal.days, renewal.comment, on_behalf_of=user_of(request))
     return web.json_response(text=term.model_dump_json())
+
+
+async def read_by_worker(pending: Awaitable[T]) -> T:
+    """A read the worker runs (``TenantRecords``, ``TenantDrift``); a cluster its registry does not know is 422
+    naming ``cluster``, any other failure 502 naming the step and the error."""
+    try:
+        return await pending
+    except WorkflowFailureError as exc:
+        failure = explain(exc)
+        if failure.error_type == "UnknownCluster":
+            raise ApiProblem(422, f"cluster: {failure.message}", ["cluster"]) from None
+        raise ApiProblem(502, f"the worker could not read: {failure.error_type}: {failure.message}") from None
+
+
+async def tenant_cluster(request: web.Request, slug: str) -> KubeTarget:
+    """The cluster of the query, else that of the tenant's latest onboarding run (404 when Temporal has none)."""
+    query = query_as(request, TenantClusterQuery)
+    if query.cluster is not None:
+        return KubeTarget(context=query.cluster)
+    missing = f"no run {onboarding_id(slug)} in Temporal's history: name the records' cluster as `cluster`"
+    return (await or_404(client_of(request).onboarded_contract(slug), missing)).cluster
+
+
+async def onboarded_record(request: web.Request, slug: str) -> TenantRecord | None:
+    """``slug``'s current record, read by the worker; None when there is none; 409 when it is not onboarded."""
+    cluster = await tenant_cluster(request, slug)
+    found = await read_by_worker(read_on_worker(client_of(request), cluster, slug))
+    if not found:
+        return None
+    record = found[0].record
+    if record.status is not RecordStatus.onboarded:
+        raise ApiProblem(
+            409, f"{slug} was {record.status.value} by {record.run.workflow_id}: it is no longer an onboarded tenant"
+        )
+    return record
+
+
+async def list_tenants(request: web.Request) -> web.Response:
+    """The tenants recorded in a cluster (`tenantflow tenants`), read by the worker: each one's current record.
+
+    Only the tenants the token may view are listed; each one's term is at `GET /tenants/{slug}/term`.
+    """
+    cluster = KubeTarget(context=query_as(request, ClusterQuery).cluster)
+    found = await read_by_worker(read_on_worker(client_of(request), cluster))
+    rows = [TenantSummary.of(r) for r in found if may_view(request, tenant(r.record.contract.slug))]
+    return web.json_response([row.model_dump(mode="json") for row in rows])
+
+
+async def tenant_handover(request: web.Request) -> web.Response:
+    """The tenant's handover sheet (`tenantflow handover`): from its record (read by the worker), else from its
+    finished onboarding run."""
+    api, slug = client_of(request), path_as(request, TenantPath).slug
+    record = await onboarded_record(request, slug)
+    if record is not None:
+        result = OnboardingResult(
+            slug=slug,
+            status=RunOutcome.completed,
+            plan_hash=record.run.plan_hash,
+            applied=record.applied,
+            handover=record.handover,
+            approvals=record.run.approvals,
+        )
+        return web.json_response(text=result.model_dump_json())
+    workflow_id = onboarding_id(slug)
+    if await api.running(workflow_id):
+        raise ApiProblem(409, f"{workflow_id} has not finished: its handover sheet comes when it completes")
+    finished = await api.result(workflow_id)
+    if not isinstance(finished, OnboardingResult) or finished.handover is None:
+        raise ApiProblem(404, f"{slug} has no record and its onboarding {workflow_id} did not complete")
+    return web.json_response(text=finished.model_dump_json())
+
+
+async def tenant_drift(request: web.Request) -> web.Response:
+    """How the tenant differs from its recorded contract (`tenantflow drift SLUG`), checked by the worker.
+
+    The worker reads the tenant's record and runs the read-only drift check (`TenantDrift`, `drift/<nonce>`): every
+    object that is missing, changed or extra. Nothing is written; repair is an onboarding through its plan gate.
+    """
+    api, slug = client_of(request), path_as(request, TenantPath).slug
+    cluster = await tenant_cluster(request, slug)
+    if await onboarded_record(request, slug) is None:
+        raise ApiProblem(404, f"no record of {slug} in {cluster.describe()}: nothing to check")
+    report = await read_by_worker(check_on_worker(api, FleetDriftInput(records=cluster, slugs=[slug])))
+    [checked] = [t for t in report.tenants if t.slug == slug] or [
+        DriftReport(slug=slug, error="the worker found no onboarded record to check")
+    ]
+    return web.json_response(text=checked.model_dump_json())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,3 +66,22 @@ def load_tenant(path: Path) -> TenantContract:
 
 def load_enrollment(path: Path) -> WorkerEnrollment:
     return load_contract(WorkerEnrollment, path)
+
+
+def workflow_inputs() -> list[type[BaseModel]]:
+    """The input model of every workflow the worker registers: the parameter of its ``@workflow.run`` method."""
+    from tenantflow.worker.registry import WORKFLOWS
+
+    inputs: list[type[BaseModel]] = []
+    for workflow_class in WORKFLOWS:
+        hints = typing.get_type_hints(inspect.getattr_static(workflow_class, "run"))
+        hints.pop("return", None)
+        inputs.append(next(iter(hints.values())))
+    return inputs
+
+
+def contract_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of both contracts and of every workflow input, by model name (``tenantflow schema``,
+    ``GET /schemas``)."""
+    models: list[type[BaseModel]] = [TenantContract, WorkerEnrollment, *workflow_inputs()]
+    return {model.__name__: model.model_json_schema() for model in models}

@@ -1,9 +1,10 @@
-"""``tenantflow drift``: the drift check run in-process, and the Temporal Schedule that runs it nightly.
+"""``tenantflow drift``: the drift check run by the worker, and the Temporal Schedule that runs it nightly.
 
-In-process, the ``drift.tenants`` and ``drift.tenant`` activities (:mod:`activities.drift.steps`), the ones the
-``TenantDrift`` workflow runs, are called through ``temporalio.testing.ActivityEnvironment``, with the tenant's
-onboarding workflow id (the identity layer's ownership check reads it), at most ``concurrency`` tenants at a time.
-Nothing is written.
+:func:`check_on_worker` runs the read-only ``TenantDrift`` workflow (:mod:`workflows.drift`) on the worker's task
+queue, where the services' credentials are, and waits for its report: the CLI and the HTTP API need only Temporal
+access. Nothing is written. :func:`check_tenant` calls one tenant's ``drift.tenant`` activity in this process
+(through ``temporalio.testing.ActivityEnvironment``, with the tenant's onboarding workflow id): only the bench's
+measure of one check uses it.
 
 The schedule (id :data:`models.drift.DRIFT_SCHEDULE_ID`) starts ``TenantDrift`` on the worker's task queue
 (Temporal Schedules: https://docs.temporal.io/schedule, ``Client.create_schedule``); creating it again updates
@@ -13,8 +14,8 @@ its spec and action, so ``--schedule`` is idempotent. Overlapping runs are skipp
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+import uuid
+from datetime import timedelta
 
 from temporalio.client import (
     Schedule,
@@ -28,7 +29,6 @@ from temporalio.client import (
 )
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.common.settings import settings as service_settings
 from tenantflow.activities.drift import steps as drift
 from tenantflow.models.drift import (
     DRIFT_SCHEDULE_ID,
@@ -39,17 +39,12 @@ from tenantflow.models.drift import (
     FleetDriftInput,
     FleetDriftReport,
 )
-from tenantflow.models.run_ids import onboarding_id
+from tenantflow.models.run_ids import drift_check_id, onboarding_id
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.worker.config import WorkerSettings
-from tenantflow.worker.run import load_env_file
 from tenantflow.workflows.drift import TenantDrift
 
-
-def use_configured_services() -> None:
-    """Load ``TENANTFLOW_ENV_FILE`` (without overriding the environment) and re-read service settings."""
-    load_env_file(WorkerSettings())
-    service_settings.cache_clear()
+CHECK_TIMEOUT = timedelta(minutes=15)
+"""How long an on-demand check may take, a worker's pickup included: without a worker on the task queue it ends."""
 
 
 def _environment(workflow_id: str) -> ActivityEnvironment:
@@ -64,13 +59,16 @@ def check_tenant(target: DriftTarget) -> DriftReport:
     return report
 
 
-def check_fleet(params: FleetDriftInput) -> FleetDriftReport:
-    """Every tenant ``params`` selects, checked ``params.concurrency`` at a time."""
-    slugs: list[str] = _environment("drift").run(drift.tenants, params)
-    targets = [DriftTarget(records=params.records, slug=slug) for slug in slugs]
-    with ThreadPoolExecutor(max_workers=params.concurrency) as pool:
-        reports = list(pool.map(check_tenant, targets))
-    return FleetDriftReport(checked_at=datetime.now(UTC), tenants=reports)
+async def check_on_worker(api: TenantflowClient, params: FleetDriftInput) -> FleetDriftReport:
+    """The drift of every tenant ``params`` selects, checked by the worker (a ``TenantDrift`` run of its own)."""
+    return await api.client.execute_workflow(
+        TenantDrift.run,
+        params,
+        id=drift_check_id(uuid.uuid4().hex[:12]),
+        task_queue=api.task_queue,
+        execution_timeout=CHECK_TIMEOUT,
+        static_summary=f"read-only drift check of {', '.join(params.slugs) or 'every onboarded tenant'}",
+    )
 
 
 def nightly_schedule(api: TenantflowClient, params: FleetDriftInput, cron: str) -> Schedule:

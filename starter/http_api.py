@@ -15,8 +15,9 @@ API's ``TENANTFLOW_APPROVAL_KEY`` (a start proof: without one the four-eyes rule
 declared and refuses every approval). ``tenantflow serve-api --tls-cert --tls-key`` serves HTTPS.
 
 :data:`ROUTES` is the table the app is built from and the OpenAPI document generated from (:mod:`starter.openapi`);
-handlers live in :mod:`starter.api_tenants` and :mod:`starter.api_runs`. Every refusal is a JSON problem naming
-the field and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 401 for a missing or
+handlers live in :mod:`starter.api_contracts`, :mod:`starter.api_tenants` and :mod:`starter.api_runs`; the CLI's
+commands without a route are :data:`NO_ROUTE`'s, with the reason. Every refusal is a JSON problem naming the field
+and the fix (:mod:`starter.problems`): 400 for a body that is no JSON object, 401 for a missing or
 unknown token, 403 for a role the token lacks, 422 for a field a model refuses, 404 for an unknown run, 409 when
 the run refuses.
 """
@@ -35,24 +36,29 @@ from pydantic import BaseModel
 
 from tenantflow.models.api import (
     CancelRequested,
+    ClusterQuery,
     DecommissionRequest,
     GateAnswered,
     OffboardRequest,
+    PlanPreview,
     RunPath,
     RunResult,
     RunsQuery,
     RunSummary,
     StartedRun,
+    TenantClusterQuery,
     TenantPath,
+    TenantSummary,
     WorkerPath,
 )
+from tenantflow.models.drift import DriftReport
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.lifecycle import TermStatus
-from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter import api_runs, api_tenants
+from tenantflow.starter import api_contracts, api_runs, api_tenants
 from tenantflow.starter.api_auth import of_run_path, of_tenant_path, of_worker_path
 from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
@@ -70,6 +76,7 @@ GATE = {
     **NO_RUN,
     409: Reply("the run refused: a stale plan hash, a gate that is not open, four-eyes (the message says which)"),
 }
+WORKER_READ = {502: Reply("the worker could not read the records or a service (the message names the step)")}
 TERM = {200: Reply("the term", TermStatus), 404: Reply("the tenant has no lifecycle: its onboarding has not completed")}
 
 
@@ -99,6 +106,7 @@ class Subject:
         body: Any = None,
         body_required: bool = True,
         params: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
     ) -> Route:
         """The route ``method`` at the prefix followed by ``suffix``; ``params``: a model extending the prefix's that
         also reads the suffix's parameters."""
@@ -110,6 +118,7 @@ class Subject:
             body=body,
             body_required=body_required,
             path_params=params or self.params,
+            query=query,
             role=role,
             target=self.target,
         )
@@ -148,6 +157,36 @@ ROUTES: list[Route] = [
         query=RunsQuery,
         role=Role.viewer,
     ),
+    Route(
+        "GET", "/schemas", api_contracts.schemas, {200: Reply("each schema by model name", dict[str, Any])}, role=None
+    ),
+    Route(
+        "POST",
+        "/contracts/tenant",
+        api_contracts.validate_tenant,
+        {200: Reply("the contract is valid: as the worker reads it", TenantContract)},
+        body=TenantContract,
+        role=None,
+    ),
+    Route(
+        "POST",
+        "/contracts/workercluster",
+        api_contracts.validate_workercluster,
+        {200: Reply("the contract is valid: as the worker reads it", WorkerEnrollment)},
+        body=WorkerEnrollment,
+        role=None,
+    ),
+    Route(
+        "POST",
+        "/plans",
+        api_contracts.plan_contract,
+        {
+            200: Reply("the findings and, when no preflight found an error, the plan", PlanPreview),
+            502: Reply("the worker could not read a service (the message names the step and the error)"),
+        },
+        body=TenantContract,
+        role=Role.requester,
+    ),
     start_route("onboarding", api_tenants.start_onboarding, OnboardingInput | TenantContract),
     start_route("enrollment", api_runs.start_enrollment, EnrollmentInput | WorkerEnrollment),
     gate_route("approve_plan", api_runs.approve_plan, api_runs.APPROVE_BODY),
@@ -183,6 +222,43 @@ ROUTES: list[Route] = [
     ),
     TENANT.teardown("offboarding", api_tenants.start_offboarding, OffboardRequest, made_by="tenant's onboarding"),
     TENANT.route("GET", "/term", api_tenants.tenant_term, TERM, role=Role.viewer),
+    Route(
+        "GET",
+        "/tenants",
+        api_tenants.list_tenants,
+        {
+            200: Reply("the tenants recorded in the cluster that the token may view", list[TenantSummary]),
+            **WORKER_READ,
+        },
+        query=ClusterQuery,
+        role=Role.viewer,
+    ),
+    TENANT.route(
+        "GET",
+        "/handover",
+        api_tenants.tenant_handover,
+        {
+            200: Reply("the handover sheet, with what was applied and who approved it", OnboardingResult),
+            404: Reply("no record of the tenant and no completed onboarding run"),
+            409: Reply("the tenant's onboarding is still running, or its record says it is no longer onboarded"),
+            **WORKER_READ,
+        },
+        query=TenantClusterQuery,
+        role=Role.viewer,
+    ),
+    TENANT.route(
+        "GET",
+        "/drift",
+        api_tenants.tenant_drift,
+        {
+            200: Reply("what is missing, changed or extra; `error` when the check could not finish", DriftReport),
+            404: Reply("no record of the tenant in the cluster (nor an onboarding run naming one)"),
+            409: Reply("the tenant's record says it is no longer onboarded"),
+            **WORKER_READ,
+        },
+        query=TenantClusterQuery,
+        role=Role.viewer,
+    ),
     TENANT.route(
         "POST",
         "/renew",
@@ -197,6 +273,21 @@ ROUTES: list[Route] = [
     ),
     WORKER.teardown("decommission", api_runs.start_decommission, DecommissionRequest, made_by="worker's enrollment"),
 ]
+"""Every route, for every action of the CLI (``tenantflow --help``) but those of :data:`NO_ROUTE`."""
+
+NO_ROUTE: dict[str, str] = {
+    "worker": "runs the worker process itself, where the services' credentials are",
+    "dev-server": "starts a Temporal server on the operator's machine, for development",
+    "setup": "creates the namespace's search attributes once, with Temporal admin rights the API does not hold",
+    "codec-server": "is a server of its own, which the Temporal UI calls",
+    "serve-api": "is the API",
+    "token": "mints a credential into the API's token file: a token must not be able to mint tokens",
+    "demo": "brings the lab and Temporal up on the operator's machine",
+    "lab": "runs the stand-ins on the operator's machine, for development",
+    "bench": "measures runs against a local lab",
+}
+"""The CLI's commands that have no route, and why: servers and tools of the operator's machine, not actions
+(``tests/unit/starter/test_api_routes.py`` fails on a command that has neither a route nor a reason here)."""
 DOCUMENT_KEY: web.AppKey[dict[str, Any]] = web.AppKey("openapi", dict)
 
 

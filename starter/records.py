@@ -6,12 +6,19 @@ removes. The CLI reads it with the kubeconfig of ``--kubeconfig`` or ``TENANTFLO
 and the context of ``--context`` (default: that kubeconfig's current context), in the namespace
 ``TENANTFLOW_RECORDS_NAMESPACE`` (default ``tenantflow-system``). Without a kubeconfig, or
 when the cluster holds no record, the contract comes from the latest run's history.
+
+``tenantflow tenants``, ``handover`` and ``drift`` read no cluster themselves: the worker reads the records
+(:func:`read_on_worker`, the read-only ``TenantRecords`` workflow) in the cluster its registry names
+(:func:`records_cluster`: ``--context``, else the current context of ``--kubeconfig``/``TENANTFLOW_KUBECONFIG``,
+which must be a cluster of the worker's registry of the same name), so they need only Temporal access.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -21,19 +28,45 @@ from temporalio.exceptions import ApplicationError
 from urllib3.exceptions import HTTPError
 
 from tenantflow.activities.common import clusters
-from tenantflow.activities.common.recordstore import list_records, read_latest
+from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.records import RecordKey, RecordKind, TenantRecord, WorkerClusterRecord
+from tenantflow.models.records import (
+    RecordedTenant,
+    RecordKey,
+    RecordsQuery,
+    TenantRecord,
+    WorkerClusterRecord,
+)
+from tenantflow.models.run_ids import records_read_id
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
 from tenantflow.starter.output import errors
 from tenantflow.worker.config import WorkerSettings, load_env_file
+from tenantflow.workflows.record_reads import TenantRecords
 
+READ_TIMEOUT = timedelta(minutes=2)
+"""How long a read of records may take, a worker's pickup included: without a worker on the task queue it ends."""
 KubeconfigOpt = Annotated[
     str | None,
     typer.Option(help="kubeconfig of the cluster holding the records (default: TENANTFLOW_KUBECONFIG)"),
+]
+WorkerClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="the cluster holding the records, as the worker's cluster registry names it (default: the current "
+        "context of --kubeconfig)",
+    ),
+]
+CurrentContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig",
+        help="a kubeconfig whose current context names the records' cluster, when --context is not given (default: "
+        "TENANTFLOW_KUBECONFIG); the worker reads the records, with its own credentials",
+    ),
 ]
 ContextOpt = Annotated[
     str | None,
@@ -79,6 +112,39 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 
+def named_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
+    """The cluster holding the records as the worker's registry names it: ``--context``, else the current context of
+    the kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG``); None when neither is given. Never a kubeconfig
+    path, which the worker refuses."""
+    if context:
+        return KubeTarget(context=context)
+    target = records_target(kubeconfig, context)
+    return None if target is None else KubeTarget(context=target.context)
+
+
+def records_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
+    """:func:`named_cluster`, required."""
+    cluster = named_cluster(kubeconfig, context)
+    if cluster is None:
+        raise ContractError(
+            "pass --context CLUSTER: the name, in the worker's cluster registry, of the cluster holding the records"
+        )
+    return cluster
+
+
+async def read_on_worker(api: TenantflowClient, cluster: KubeTarget, slug: str | None = None) -> list[RecordedTenant]:
+    """The current record of every tenant in ``cluster`` (only ``slug``'s when given), read by the worker."""
+    report = await api.client.execute_workflow(
+        TenantRecords.run,
+        RecordsQuery(records=cluster, slug=slug),
+        id=records_read_id(uuid.uuid4().hex[:12]),
+        task_queue=api.task_queue,
+        execution_timeout=READ_TIMEOUT,
+        static_summary=f"read the tenant records of {cluster.describe()}" + (f" ({slug})" if slug else ""),
+    )
+    return report.tenants
+
+
 async def read_record(
     key: RecordKey, model: type[TenantRecord] | type[WorkerClusterRecord]
 ) -> TenantRecord | WorkerClusterRecord | None:
@@ -119,9 +185,3 @@ async def enrolled_contract(
     if isinstance(record, WorkerClusterRecord):
         return record.contract
     return await api.enrolled_contract(namespace, workercluster)
-
-
-async def tenant_records(target: KubeTarget) -> list[tuple[int, TenantRecord]]:
-    """The current version of every tenant record in ``target``."""
-    found = await asyncio.to_thread(list_records, target, RecordKind.tenant)
-    return [(version, record) for version, record in found if isinstance(record, TenantRecord)]

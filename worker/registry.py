@@ -31,6 +31,7 @@ from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
+from tenantflow.workflows.record_reads import TenantRecords
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
@@ -44,6 +45,7 @@ WORKFLOWS: list[type] = [
     *decommission.WORKFLOWS,
     TenantDrift,
     TenantPlan,
+    TenantRecords,
 ]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (

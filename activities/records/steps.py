@@ -1,16 +1,26 @@
 """``records.tenant`` and ``records.worker``: the last step of a run stores its record; ``records.latest_tenant``
-reads a tenant's latest record (an expiring lifecycle offboards its contract).
+reads a tenant's latest record (an expiring lifecycle offboards its contract); ``records.read_tenants`` reads the
+tenants' current records for ``TenantRecords`` (``tenantflow tenants``, ``handover``, ``drift``).
 
 The versioned store behind them is :mod:`activities.common.recordstore`.
 """
 
 from __future__ import annotations
 
-from tenantflow.activities.common.recordstore import read_latest, store
+from tenantflow.activities.common.recordstore import list_records, read_latest, store
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.models import runbook
-from tenantflow.models.records import LatestContract, RecordKey, StoredRecord, TenantRecord, WorkerClusterRecord
+from tenantflow.models.records import (
+    LatestContract,
+    RecordedTenant,
+    RecordKey,
+    RecordKind,
+    RecordsQuery,
+    StoredRecord,
+    TenantRecord,
+    WorkerClusterRecord,
+)
 
 
 @defn(runbook.RECORD_TENANT)
@@ -34,4 +44,14 @@ def latest_tenant(key: RecordKey) -> LatestContract:
     return LatestContract(contract=record.contract, recorded_by=record.run.workflow_id, status=record.status)
 
 
-ACTIVITIES = [record_tenant, record_worker, latest_tenant]
+@defn(runbook.READ_TENANT_RECORDS)
+def read_tenants(query: RecordsQuery) -> list[RecordedTenant]:
+    """The current record of every tenant in ``query.records`` (only ``query.slug``'s when given), by slug."""
+    return [
+        RecordedTenant(version=version, record=record)
+        for version, record in list_records(query.records, RecordKind.tenant, settings().records_namespace)
+        if isinstance(record, TenantRecord) and query.slug in (None, record.contract.slug)
+    ]
+
+
+ACTIVITIES = [record_tenant, record_worker, latest_tenant, read_tenants]

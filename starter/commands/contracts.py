@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
-import typing
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel
 from temporalio.client import WorkflowFailureError
 
-from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.api import PlanPreview
 from tenantflow.models.preview import PlanReport
-from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.contracts import ContractError, load_enrollment, load_tenant
+from tenantflow.starter.contracts import ContractError, contract_schemas, load_enrollment, load_tenant
 from tenantflow.starter.failures import explain
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
@@ -33,24 +29,11 @@ from tenantflow.starter.output import (
 from tenantflow.starter.render import findings_table, print_plan
 
 
-def workflow_inputs() -> list[type[BaseModel]]:
-    """The input model of every workflow the worker registers: the parameter of its ``@workflow.run`` method."""
-    from tenantflow.worker.registry import WORKFLOWS
-
-    inputs: list[type[BaseModel]] = []
-    for workflow_class in WORKFLOWS:
-        hints = typing.get_type_hints(inspect.getattr_static(workflow_class, "run"))
-        hints.pop("return", None)
-        inputs.append(next(iter(hints.values())))
-    return inputs
-
-
 def schema(
     out: Annotated[Path | None, typer.Option(help="write one <Name>.schema.json per model here")] = None,
 ) -> None:
     """Print the JSON Schema of every workflow input, for services in other languages."""
-    models: list[type[BaseModel]] = [TenantContract, WorkerEnrollment, *workflow_inputs()]
-    schemas = {model.__name__: model.model_json_schema() for model in models}
+    schemas = contract_schemas()
     if out is None:
         sys.stdout.write(json.dumps(schemas, indent=2) + "\n")
         return
@@ -105,11 +88,7 @@ def plan(
 
     report = run(go())
     if output == "json":
-        emit(
-            report.model_dump(mode="json")
-            | {"plan_hash": report.plan.plan_hash if report.plan else None, "ok": not report.errors},
-            output,
-        )
+        emit(PlanPreview.of(report).model_dump(mode="json"), output)
     else:
         problems = [f for f in report.findings if not f.ok]
         if problems:

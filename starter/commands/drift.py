@@ -1,15 +1,15 @@
 """``tenantflow drift``: how onboarded tenants differ from their recorded contracts, and its nightly schedule.
 
-``drift SLUG`` or ``drift --all`` checks, in this process, the tenants recorded in the cluster of
-``--kubeconfig``/``--context`` (the operator's kubeconfig, as for the other commands reading records; the tenants'
-own clusters come from this process's cluster registry, ``TENANTFLOW_KUBECONFIG``/``TENANTFLOW_CLUSTERS_FILE``)
-(:mod:`starter.drift`) and prints one row per object that is missing, changed or extra (80 columns), or JSON with
-``-o json``. Exit 0: no drift; 3: drift; 1: a tenant could not be checked (and none drifted); 4: the tenant's
-record says it is no longer onboarded; 5: no record of the tenant. ``drift --schedule`` creates (or updates) the
-Temporal Schedule that runs the ``TenantDrift`` workflow nightly on the worker: it names the records' cluster
-(``--context``, else the kubeconfig's current context) as the worker's cluster registry names it, never a
-kubeconfig path, which the worker would refuse. Repair: ``tenantflow onboard`` with the
-recorded contract, through the usual plan and approve gate.
+``drift SLUG`` or ``drift --all`` has the worker check the tenants recorded in the records' cluster: ``--context``
+names it as the worker's cluster registry does (else the current context of ``--kubeconfig``/
+``TENANTFLOW_KUBECONFIG``, :func:`starter.records.records_cluster`). The worker reads the record of ``SLUG``
+(``TenantRecords``) and checks the tenants (``TenantDrift``, :mod:`starter.drift`) with its own credentials: this
+process needs only Temporal access. It prints one row per object that is missing, changed or extra (80 columns),
+or JSON with ``-o json``. Exit 0: no drift; 3: drift; 1: a tenant could not be checked (and none drifted); 4: the
+tenant's record says it is no longer onboarded; 5: no record of the tenant. ``drift --schedule`` creates (or
+updates) the Temporal Schedule that runs ``TenantDrift`` nightly on the worker, naming the same cluster, never a
+kubeconfig path, which the worker would refuse. Repair: ``tenantflow onboard`` with the recorded contract, through
+the usual plan and approve gate.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from tenantflow.starter.output import (
     errors,
     run,
 )
-from tenantflow.starter.records import ContextOpt, KubeconfigOpt, records_target, tenant_record
+from tenantflow.starter.records import CurrentContextOpt, WorkerClusterOpt, read_on_worker, records_cluster
 
 NIGHTLY_HELP = "cron expression of the schedule (UTC), with --schedule"
 
@@ -57,32 +57,20 @@ def exit_code(report: FleetDriftReport) -> int:
     return EXIT_RUN_FAILED if report.drifted else EXIT_ERROR if report.failed else 0
 
 
-async def selected(target: KubeTarget, slug: str | None, every: bool) -> list[str]:
+async def selected(api: TenantflowClient, cluster: KubeTarget, slug: str | None, every: bool) -> list[str]:
     """The slugs to check: ``slug`` (refused unless its record says onboarded), or none for every onboarded one."""
     if every == (slug is not None):
         raise ContractError("name one tenant (drift SLUG) or pass --all")
     if slug is None:
         return []
-    record = await tenant_record(target, slug)
-    if record is None:
-        errors.print(f"[red]no record of {slug} in {target.describe()}[/red]")
+    found = await read_on_worker(api, cluster, slug)
+    if not found:
+        errors.print(f"[red]no record of {slug} in {cluster.describe()}[/red]")
         raise typer.Exit(EXIT_NOT_FOUND)
+    record = found[0].record
     if record.status is not RecordStatus.onboarded:
         raise Refused(f"{slug} was {record.status.value} by {record.run.workflow_id}: nothing to check")
     return [slug]
-
-
-def schedule_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
-    """The records' cluster as the schedule names it: ``--context`` (else the kubeconfig's current context), a
-    cluster of the worker's registry; the schedule never carries a kubeconfig path."""
-    if context:
-        return KubeTarget(context=context)
-    target = records_target(kubeconfig, context)
-    if target is None:
-        raise ContractError(
-            "--schedule: pass --context CLUSTER, the worker's cluster registry name of the cluster holding the records"
-        )
-    return KubeTarget(context=target.context)
 
 
 def drift(
@@ -93,26 +81,21 @@ def drift(
     ] = False,
     cron: Annotated[str, typer.Option(help=NIGHTLY_HELP)] = NIGHTLY,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="tenants checked at once")] = DEFAULT_CONCURRENCY,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
+    kubeconfig: CurrentContextOpt = None,
+    context: WorkerClusterOpt = None,
     output: OutputOpt = "text",
 ) -> None:
     """Compare onboarded tenants with their recorded contracts: missing, changed and extra objects (exit 3 on drift)."""
-    from tenantflow.starter.drift import check_fleet, ensure_schedule, use_configured_services
+    from tenantflow.starter.drift import check_on_worker, ensure_schedule
 
     async def go() -> FleetDriftReport | str:
+        cluster = records_cluster(kubeconfig, context)
+        api = await TenantflowClient.connect()
         if schedule:
-            cluster = schedule_cluster(kubeconfig, context)
-            return await ensure_schedule(
-                await TenantflowClient.connect(), FleetDriftInput(records=cluster, concurrency=concurrency), cron
-            )
-        target = records_target(kubeconfig, context)
-        if target is None:
-            raise ContractError("no kubeconfig for the records: pass --kubeconfig or export TENANTFLOW_KUBECONFIG")
-        slugs = await selected(target, slug, every)
-        return check_fleet(FleetDriftInput(records=target, slugs=slugs, concurrency=concurrency))
+            return await ensure_schedule(api, FleetDriftInput(records=cluster, concurrency=concurrency), cron)
+        slugs = await selected(api, cluster, slug, every)
+        return await check_on_worker(api, FleetDriftInput(records=cluster, slugs=slugs, concurrency=concurrency))
 
-    use_configured_services()
     outcome = run(go())
     if isinstance(outcome, str):
         emit(

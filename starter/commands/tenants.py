@@ -1,9 +1,11 @@
 """Commands of a tenant's life: onboard (with its smoke_failed gate), renew its term, offboard (with its purge gate),
 the handover sheet, the tenants recorded.
 
-``offboard``, ``handover`` and ``tenants`` read the tenant records in the cluster (:mod:`starter.records`);
-``offboard`` and ``handover`` fall back to the latest onboarding run's history when there is none. ``renew``
-and the term column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
+``offboard`` reads the tenant's record in the cluster of ``--kubeconfig`` itself; ``handover`` and ``tenants`` have
+the worker read the records (the read-only ``TenantRecords`` workflow, :func:`starter.records.read_on_worker`) in
+the cluster ``--context`` names as the worker's registry does, so they need only Temporal access. ``offboard`` and
+``handover`` fall back to the latest onboarding run's history when there is no record. ``renew`` and the term
+column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
 from tenantflow.models.gates import SmokeChoice
@@ -20,9 +23,11 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.status import RunOutcome
+from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
-from tenantflow.starter.contracts import ContractError, load_tenant
+from tenantflow.starter.contracts import load_tenant
+from tenantflow.starter.failures import explain
 from tenantflow.starter.output import (
     EXIT_BAD_INPUT,
     OutputOpt,
@@ -38,11 +43,14 @@ from tenantflow.starter.output import (
 )
 from tenantflow.starter.records import (
     ContextOpt,
+    CurrentContextOpt,
     KubeconfigOpt,
+    WorkerClusterOpt,
+    named_cluster,
     onboarded_contract,
+    read_on_worker,
+    records_cluster,
     records_target,
-    tenant_record,
-    tenant_records,
 )
 
 
@@ -116,28 +124,50 @@ def offboard(
     )
 
 
+async def recorded_handover(api: TenantflowClient, cluster: KubeTarget, slug: str) -> OnboardingResult | None:
+    """The handover of ``slug``'s record in ``cluster``, read by the worker; None when there is none, or (with a
+    warning) when the worker cannot read it. Refused when the record says the tenant is no longer onboarded."""
+    try:
+        found = await read_on_worker(api, cluster, slug)
+    except WorkflowFailureError as exc:
+        failure = explain(exc)
+        errors.print(
+            f"the worker cannot read the record of {slug} in {cluster.describe()} ({failure.error_type}: "
+            f"{failure.message}); trying the run's history",
+            style="yellow",
+            markup=False,
+        )
+        return None
+    if not found:
+        return None
+    record = found[0].record
+    if record.status is not RecordStatus.onboarded:
+        raise Refused(
+            f"{slug} was {record.status.value} by {record.run.workflow_id} at "
+            f"{record.run.recorded_at:%Y-%m-%d %H:%M}Z; it has no handover sheet"
+        )
+    return OnboardingResult(
+        slug=slug,
+        status=RunOutcome.completed,
+        plan_hash=record.run.plan_hash,
+        applied=record.applied,
+        handover=record.handover,
+        approvals=record.run.approvals,
+    )
+
+
 def handover(
-    slug: str, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, output: OutputOpt = "text"
+    slug: str, kubeconfig: CurrentContextOpt = None, context: WorkerClusterOpt = None, output: OutputOpt = "text"
 ) -> None:
-    """Print the handover sheet of the tenant's record, else of its finished onboarding (exit 4 while it runs)."""
+    """Print the handover sheet of the tenant's record (read by the worker in the cluster --context names), else of
+    its finished onboarding (exit 4 while it runs)."""
 
     async def go() -> Any:
-        record = await tenant_record(records_target(kubeconfig, context), slug)
-        if record is not None and record.status is not RecordStatus.onboarded:
-            raise Refused(
-                f"{slug} was {record.status.value} by {record.run.workflow_id} at "
-                f"{record.run.recorded_at:%Y-%m-%d %H:%M}Z; it has no handover sheet"
-            )
-        if record is not None:
-            return OnboardingResult(
-                slug=slug,
-                status=RunOutcome.completed,
-                plan_hash=record.run.plan_hash,
-                applied=record.applied,
-                handover=record.handover,
-                approvals=record.run.approvals,
-            )
+        cluster = named_cluster(kubeconfig, context)
         api = await TenantflowClient.connect()
+        recorded = None if cluster is None else await recorded_handover(api, cluster, slug)
+        if recorded is not None:
+            return recorded
         workflow_id = onboarding_id(slug)
         if await api.running(workflow_id):
             current = await api.status(workflow_id)
@@ -209,15 +239,13 @@ async def terms(slugs: list[str]) -> dict[str, TermStatus | None]:
 COLUMNS = ("slug", "status", "version", "term_end", "plan_hash", "approver", "recorded_at")
 
 
-def tenants(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None, output: OutputOpt = "text") -> None:
-    """List the tenants recorded in a cluster: slug, status, record version, term end (from the tenant's
-    lifecycle), plan hash, approver, time."""
+def tenants(kubeconfig: CurrentContextOpt = None, context: WorkerClusterOpt = None, output: OutputOpt = "text") -> None:
+    """List the tenants recorded in a cluster (read by the worker): slug, status, record version, term end (from the
+    tenant's lifecycle), plan hash, approver, time."""
 
     async def go() -> None:
-        target = records_target(kubeconfig, context)
-        if target is None:
-            raise ContractError("no kubeconfig: pass --kubeconfig or export TENANTFLOW_KUBECONFIG")
-        records = await tenant_records(target)
+        cluster = records_cluster(kubeconfig, context)
+        records = [(r.version, r.record) for r in await read_on_worker(await TenantflowClient.connect(), cluster)]
         term = await terms([r.contract.slug for _, r in records])
         rows: list[dict[str, str | int]] = [
             {

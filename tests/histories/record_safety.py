@@ -6,7 +6,8 @@ failed rollback resumed at ``retry_rollback`` and one left to expire, an offboar
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
-changed after approval; the read-only ``TenantPlan`` of a contract, one that plans and one its preflight stops.
+changed after approval; the read-only ``TenantPlan`` of a contract, one that plans and one its preflight stops;
+the read-only ``TenantRecords`` of a cluster's tenant records.
 Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
 in-process kube emulators) only for a new path; commit the JSON files it writes
 beside this file and never record them again.
@@ -18,6 +19,7 @@ import asyncio
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,13 @@ from tenantflow.models.gates import GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.preview import PlanInput
+from tenantflow.models.records import RecordsQuery, RunStamp, TenantRecord
 from tenantflow.models.results import Finding
-from tenantflow.models.run_ids import offboarding_id, plan_id
+from tenantflow.models.run_ids import offboarding_id, onboarding_id, plan_id, records_read_id
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.plan import TenantPlan
+from tenantflow.workflows.record_reads import TenantRecords
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
 from tests.enrollment.test_decommission_approved import LATE
 from tests.enrollment.test_failure_paths import brownfield_until
@@ -124,6 +128,31 @@ async def plan(name: str, world: FakeWorld) -> None:
                 task_queue=api.task_queue,
             )
             await save(handle, f"plan-{name}")
+    finally:
+        await server.shutdown()
+
+
+async def records(name: str, world: FakeWorld) -> None:
+    """Record ``records-<name>``: the tenant records of a cluster, read as ``tenantflow tenants`` reads them."""
+    server = await start_dev_server()
+    contract = example_tenant("tenant-recorded")
+    stamp = RunStamp(
+        workflow_id=onboarding_id(contract.slug),
+        run_id="recorded",
+        plan_hash="0123456789abcdef",
+        approver="recorder",
+        recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    world.records.append(TenantRecord(contract=contract, run=stamp))
+    try:
+        async with fake_worker(server, world) as api:
+            handle = await server.client.start_workflow(
+                TenantRecords.run,
+                RecordsQuery(records=contract.cluster),
+                id=records_read_id("recorded"),
+                task_queue=api.task_queue,
+            )
+            await save(handle, f"records-{name}")
     finally:
         await server.shutdown()
 
@@ -263,6 +292,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     ),
     "plan-completed": lambda: plan("completed", FakeWorld()),
     "plan-refused": lambda: plan("refused", FakeWorld(preflight_error="64 GPUs wanted, 8 free")),
+    "records-read": lambda: records("read", FakeWorld()),
     "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
     "enrollment-compensation-incomplete": lambda: with_lab(

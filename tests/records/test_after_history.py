@@ -92,16 +92,17 @@ async def test_offboarding_works_from_the_record_once_the_history_is_deleted(
         await wait_for_stage(api, api.handle(lifecycle_id(contract.slug)), "term:offboarded", timeout_s=60)
         ended = await asyncio.wait_for(api.result(lifecycle_id(contract.slug), LifecycleResult), 60)
         assert ended.status == "offboarded", "the lifecycle has ended before the worker stops"
+        # the worker reads the records for `tenants` and `handover`
+        [listed] = [
+            row
+            for row in await tenantflow_json(api, "tenants", *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
+            if row["slug"] == contract.slug
+        ]
+        assert (listed["status"], listed["version"], listed["approver"]) == ("offboarded", 2, REVIEWER)
+        assert listed["term_end"].endswith(" (offboarded)"), "the completed offboarding ended the tenant's term"
+        code, _, err = await tenantflow(api, "handover", contract.slug, *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
+        assert code == 4 and "offboarded" in err
 
     with lab_env(lab):  # this process reads the record with the lab's cluster registry
         last = read_latest(key, TenantRecord)
     assert last is not None and last.status is RecordStatus.offboarded and last.run.approver == REVIEWER
-    [listed] = [
-        row
-        for row in await tenantflow_json(api, "tenants", *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
-        if row["slug"] == contract.slug
-    ]
-    assert (listed["status"], listed["version"], listed["approver"]) == ("offboarded", 2, REVIEWER)
-    assert listed["term_end"].endswith(" (offboarded)"), "the completed offboarding ended the tenant's term"
-    code, _, err = await tenantflow(api, "handover", contract.slug, *CONTEXT, "--kubeconfig", str(lab.kubeconfig))
-    assert code == 4 and "offboarded" in err

@@ -24,6 +24,8 @@ from tenantflow.worker.signatures import ApprovalSigner
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.plan import TenantPlan
+from tenantflow.workflows.record_reads import TenantRecords
 from tests.approvers import session_approvers
 from tests.workflows.fakes import FakeWorld
 
@@ -58,7 +60,13 @@ async def four_eyes_worker(
         async with Worker(
             env.client,
             task_queue=queue,
-            workflows=[TenantOnboarding, TenantOffboarding, *([TenantLifecycle] if lifecycle_too else [])],
+            workflows=[
+                TenantOnboarding,
+                TenantOffboarding,
+                TenantPlan,
+                TenantRecords,
+                *([TenantLifecycle] if lifecycle_too else []),
+            ],
             activities=[*(world or FakeWorld()).activities(), *lifecycle.ACTIVITIES],
             activity_executor=pool,
             interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],

@@ -36,7 +36,7 @@ from tests.starter.conftest import CLI
 TOKEN, TOKEN_LINE = new_token("fuzzer", ["admin:*"])
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = 25
-"""Inputs per operation and mode (valid, invalid): 15 operations x 2 x 25 keep the run near a minute."""
+"""Inputs per operation and mode (valid, invalid): 19 operations x 2 x 25 keep the run near a minute."""
 PROBLEM_STATUSES = {400, 401, 403, 404, 405, 409, 413, 422}
 CONTRACT_BODIES = {
     "POST /runs/onboarding",
@@ -44,6 +44,9 @@ CONTRACT_BODIES = {
     "POST /tenants/{slug}/change",
     "POST /tenants/{slug}/offboarding",
     "POST /workerclusters/{namespace}/{worker}/decommission",
+    "POST /contracts/tenant",
+    "POST /contracts/workercluster",
+    "POST /plans",
 }
 """Operations whose body holds a contract: its models check what JSON Schema cannot say (an OpenSSH key decodes,
 a name is printable text, a soft quota is below its hard one, GPUs fill whole nodes), so a body the document

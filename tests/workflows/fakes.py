@@ -20,7 +20,15 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.records import LatestContract, RecordKey, RecordKind, StoredRecord, TenantRecord
+from tenantflow.models.records import (
+    LatestContract,
+    RecordedTenant,
+    RecordKey,
+    RecordKind,
+    RecordsQuery,
+    StoredRecord,
+    TenantRecord,
+)
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
@@ -29,6 +37,7 @@ from tenantflow.models.runbook import (
     LATEST_TENANT,
     PLAN,
     PREFLIGHT,
+    READ_TENANT_RECORDS,
     RECORD_TENANT,
     ROLLBACK,
     SMOKE,
@@ -77,6 +86,7 @@ class FakeWorld:
         made.append(self._handover(HANDOVER))
         made.append(self._record(RECORD_TENANT))
         made.append(self._latest(LATEST_TENANT))
+        made.append(self._read_tenants(READ_TENANT_RECORDS))
         return made
 
     async def _read(self, name: str) -> None:
@@ -197,3 +207,20 @@ class FakeWorld:
             return LatestContract(contract=last.contract, recorded_by=last.run.workflow_id, status=last.status)
 
         return latest
+
+    def _read_tenants(
+        self, step: Step[RecordsQuery, list[RecordedTenant]]
+    ) -> Callable[[RecordsQuery], Awaitable[list[RecordedTenant]]]:
+        @activity.defn(name=step.name)
+        async def read_tenants(query: RecordsQuery) -> list[RecordedTenant]:
+            self.calls.append(step.name)
+            latest: dict[str, RecordedTenant] = {}
+            for record in self.records:
+                slug = record.contract.slug
+                if record.contract.cluster.context == query.records.context and query.slug in (None, slug):
+                    latest[slug] = RecordedTenant(
+                        version=latest[slug].version + 1 if slug in latest else 1, record=record
+                    )
+            return list(latest.values())
+
+        return read_tenants

@@ -18,6 +18,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
+from tenantflow.workflows.record_reads import TenantRecords
 from tests.workflows.fakes import FakeWorld
 
 
@@ -27,7 +28,7 @@ async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterat
     async with Worker(
         env.client,
         task_queue=queue,
-        workflows=[TenantOnboarding, TenantOffboarding, TenantPlan],
+        workflows=[TenantOnboarding, TenantOffboarding, TenantPlan, TenantRecords],
         activities=world.activities(),
     ):
         yield TenantflowClient(env.client, queue)

@@ -8,7 +8,7 @@ from typing import Any
 from openapi_spec_validator import validate
 
 from tenantflow.starter.cli import app
-from tenantflow.starter.http_api import api_document
+from tenantflow.starter.http_api import NO_ROUTE, api_document
 
 GATE = ("POST", "/runs/{id}/gates/{gate}")
 ROUTE_OF: dict[str, tuple[str, str]] = {
@@ -31,30 +31,21 @@ ROUTE_OF: dict[str, tuple[str, str]] = {
     "confirm-purge": GATE,
     "retry-rollback": GATE,
     "renew": ("POST", "/tenants/{slug}/renew"),
+    "schema": ("GET", "/schemas"),
+    "validate": ("POST", "/contracts/tenant"),
+    "plan": ("POST", "/plans"),
+    "tenants": ("GET", "/tenants"),
+    "handover": ("GET", "/tenants/{slug}/handover"),
+    "drift": ("GET", "/tenants/{slug}/drift"),
 }
-"""Each CLI command a service would run, and the route that does the same."""
-NO_ROUTE: dict[str, str] = {
-    "worker": "runs the worker process itself, where the services' credentials are",
-    "dev-server": "starts a Temporal server on the operator's machine, for development",
-    "setup": "creates the namespace's search attributes once, with Temporal admin rights the API does not hold",
-    "codec-server": "is a server of its own, which the Temporal UI calls",
-    "serve-api": "is the API",
-    "token": "mints a credential into the API's token file: a token must not be able to mint tokens",
-    "demo": "brings the lab and Temporal up on the operator's machine",
-    "lab": "runs the stand-ins on the operator's machine, for development",
-    "bench": "measures runs against a local lab",
-    "schema": "the contract schemas are in the document itself (components.schemas)",
-    "validate": "every start validates its contract and refuses it (422, naming each field) before anything runs",
-    "plan": "runs as the read-only TenantPlan workflow on the worker; the API does not start it yet",
-    "drift": "runs its read steps in the CLI's own process, with the services' credentials",
-    "handover": "the sheet is the `handover` of GET /runs/tenant/<slug>/result; its recorded copy is read with the "
-    "operator's kubeconfig, which the API does not hold",
-    "tenants": "reads the records with the operator's kubeconfig, which the API does not hold; "
-    "GET /runs?tenant=SLUG lists a tenant's runs",
+"""Each CLI command a service would run, and the route that does the same; the others are ``NO_ROUTE``'s."""
+API_ONLY = {
+    ("GET", "/openapi.json"),
+    ("GET", "/tenants/{slug}/term"),
+    ("POST", "/contracts/workercluster"),
 }
-"""Each CLI command without a route, and why."""
-API_ONLY = {("GET", "/openapi.json"), ("GET", "/tenants/{slug}/term")}
-"""Routes no single CLI command matches: the document, and the term (`tenantflow tenants` shows it per tenant)."""
+"""Routes no single CLI command matches: the document, the term (`tenantflow tenants` shows it per tenant), and
+the validation of a worker cluster's contract (`tenantflow validate --kind worker`: one command, two routes)."""
 
 
 def cli_commands() -> set[str]:
@@ -85,6 +76,13 @@ def test_every_gate_command_is_a_gate_the_gate_route_answers() -> None:
 
 ROLE_OF: dict[tuple[str, str], str | None] = {
     ("GET", "/openapi.json"): None,
+    ("GET", "/schemas"): None,
+    ("POST", "/contracts/tenant"): None,
+    ("POST", "/contracts/workercluster"): None,
+    ("POST", "/plans"): "requester",
+    ("GET", "/tenants"): "viewer",
+    ("GET", "/tenants/{slug}/handover"): "viewer",
+    ("GET", "/tenants/{slug}/drift"): "viewer",
     ("GET", "/runs"): "viewer",
     ("GET", "/runs/{id}"): "viewer",
     ("GET", "/runs/{id}/result"): "viewer",
