@@ -18,6 +18,7 @@ from tenantflow.models.runbook import (
     CHANGE,
     DRIFT,
     ENROLLMENT,
+    GATES,
     LIFECYCLE,
     ONBOARDING,
     ROLLBACK,
@@ -42,9 +43,9 @@ def signature_types(step: Step[Any, Any]) -> tuple[object, object]:
 def test_every_registered_activity_is_in_the_catalogue_once() -> None:
     assert len(BY_NAME) == len(ACTIVITIES), "two activity functions share a name"
     assert set(BY_NAME) == set(CATALOGUE)
-    assert len(CATALOGUE) == len(ONBOARDING) + len(CHANGE) + len(ENROLLMENT) + len(DRIFT) + len(LIFECYCLE), (
-        "a step name appears twice in the catalogue"
-    )
+    assert len(CATALOGUE) == len(ONBOARDING) + len(CHANGE) + len(ENROLLMENT) + len(DRIFT) + len(LIFECYCLE) + len(
+        GATES
+    ), "a step name appears twice in the catalogue"
 
 
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: s.name)
