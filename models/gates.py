@@ -157,11 +157,11 @@ GateEvent = Literal["opened", "deadline", "escalated"]
 
 class GateNotice(Strict):
     """What a gated run tells people about one of its gates, through the notifier webhook (``gates.notify``): which
-    run, which gate, what happened, and the exact commands that answer it (the gate's ``how_to_answer``)."""
+    run, which gate, what happened, and the exact commands that answer it (the gate's ``how_to_answer``). The
+    namespace is the activity's own (a replay runs in another one, and the arguments must replay unchanged)."""
 
     event: GateEvent
     workflow_type: str
-    namespace: str
     workflow_id: str
     run_id: str
     gate: str

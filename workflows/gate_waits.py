@@ -201,7 +201,6 @@ class Gates:
         opened = GateNotice(
             event="opened",
             workflow_type=info.workflow_type,
-            namespace=info.namespace,
             workflow_id=info.workflow_id,
             run_id=info.run_id,
             gate=name,

@@ -44,10 +44,10 @@ def idempotency_key(notice: GateNotice) -> str:
     return f"{notice.workflow_id}/{notice.run_id}/{notice.gate}/{notice.opening}/{notice.event}"
 
 
-def ui_url(notice: GateNotice, base: str) -> str:
+def ui_url(notice: GateNotice, namespace: str, base: str) -> str:
     """The run's history in the Temporal UI at ``base`` (the workflow id URL-encoded: tenant ids hold a ``/``)."""
-    namespace, workflow_id = quote(notice.namespace, safe=""), quote(notice.workflow_id, safe="")
-    return f"{base}/namespaces/{namespace}/workflows/{workflow_id}/{notice.run_id}/history"
+    workflow_id = quote(notice.workflow_id, safe="")
+    return f"{base}/namespaces/{quote(namespace, safe='')}/workflows/{workflow_id}/{notice.run_id}/history"
 
 
 def escaped(text: str) -> str:
@@ -64,8 +64,8 @@ def headline(notice: GateNotice) -> str:
     return f"ESCALATED: {run} still waits at gate `{notice.gate}` (open since {notice.opened_at:%Y-%m-%d %H:%M}Z)"
 
 
-def message(notice: GateNotice, link: str) -> dict[str, Any]:
-    """The webhook's body: mrkdwn ``text`` and the facts as Slack message metadata."""
+def message(notice: GateNotice, namespace: str, link: str) -> dict[str, Any]:
+    """The webhook's body: mrkdwn ``text`` and the facts (``namespace``: the run's) as Slack message metadata."""
     description = notice.description
     if len(description) > DESCRIPTION_CHARS:
         description = description[:DESCRIPTION_CHARS] + " [...]"
@@ -79,7 +79,7 @@ def message(notice: GateNotice, link: str) -> dict[str, Any]:
         "text": text,
         "metadata": {
             "event_type": EVENT_TYPE.format(event=notice.event),
-            "event_payload": payload | {"commands": notice.how_to_answer, "ui_url": link},
+            "event_payload": payload | {"namespace": namespace, "commands": notice.how_to_answer, "ui_url": link},
         },
     }
 
@@ -93,8 +93,9 @@ def _say_unconfigured() -> None:
 @defn(runbook.GATE_NOTIFY)
 def notify_gate(notice: GateNotice) -> NoticeSent:
     """POST the notification of ``notice`` to the webhook; nothing (said once) when no webhook is configured."""
-    link = ui_url(notice, settings().temporal_ui_url)
-    sent = post_notice(json.dumps(message(notice, link)), idempotency_key(notice))
+    namespace = activity.info().namespace
+    link = ui_url(notice, namespace, settings().temporal_ui_url)
+    sent = post_notice(json.dumps(message(notice, namespace, link)), idempotency_key(notice))
     if not sent.delivered:
         _say_unconfigured()
     return sent

@@ -8,6 +8,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.records.gate_notify import idempotency_key, notify_gate
 from tenantflow.models.gates import GateNotice
@@ -15,10 +16,11 @@ from tests.labfixture import exported
 from tests.workflows.lifecycle_harness import notify_sink, received
 
 OPENED = datetime(2027, 3, 1, 9, tzinfo=UTC)
+IN_DEFAULT = ActivityEnvironment()
+"""Runs the activity as Temporal would, in a run of the namespace ``default`` (the activity's info says which)."""
 NOTICE = GateNotice(
     event="opened",
     workflow_type="TenantOffboarding",
-    namespace="default",
     workflow_id="offboard/tenant-foo",
     run_id="0195f0c2-0000-7000-8000-000000000001",
     gate="confirm_purge",
@@ -39,9 +41,9 @@ async def test_a_notification_is_a_slack_message_with_its_commands_and_the_runs_
     values = {"TENANTFLOW_TEMPORAL_UI_URL": "https://ui.example.internal/"}
     async with notify_sink() as sink:
         with exported(values | {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/chat"}):
-            sent = await asyncio.to_thread(notify_gate, NOTICE)
+            sent = await asyncio.to_thread(IN_DEFAULT.run, notify_gate, NOTICE)
             escalated = NOTICE.model_copy(update={"event": "escalated"})
-            await asyncio.to_thread(notify_gate, escalated)
+            await asyncio.to_thread(IN_DEFAULT.run, notify_gate, escalated)
         assert sent.delivered and sent.status == 200
         first, second = await received(sink)
     link = (
@@ -65,5 +67,5 @@ async def test_a_notification_is_a_slack_message_with_its_commands_and_the_runs_
 def test_without_a_webhook_nothing_is_posted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TENANTFLOW_NOTIFY_WEBHOOK_URL", raising=False)
     with exported({}):
-        sent = notify_gate(NOTICE)
+        sent = IN_DEFAULT.run(notify_gate, NOTICE)
     assert not sent.delivered and "TENANTFLOW_NOTIFY_WEBHOOK_URL" in sent.detail
