@@ -163,3 +163,24 @@ def test_the_worker_reads_its_approval_rules_from_a_config_map(objects: list[dic
     assert config["data"]["TENANTFLOW_PRINCIPALS"] == f"{mounts['approvals']}/principals.toml"
     assert config["data"]["TENANTFLOW_ALLOWED_SIGNERS"] == f"{mounts['approvals']}/allowed_signers"
     assert set(files) == {"principals.toml", "allowed_signers"}
+
+
+def test_a_job_creates_the_search_attributes_as_the_worker_connects(objects: list[dict[str, Any]]) -> None:
+    """``tenantflow setup`` from the worker's image, Temporal settings and credentials (README "Deploying"), hardened
+    as the worker is, and re-run by the next apply once it has removed itself."""
+    job = by_kind(objects, "Job")["tenantflow-setup"]["spec"]
+    pod = job["template"]["spec"]
+    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    [setup], [work] = pod["containers"], worker["containers"]
+    assert setup["args"] == ["setup"] and setup["image"] == work["image"]
+    assert setup["envFrom"] == work["envFrom"], "the worker's Temporal address, namespace, TLS paths and codec keys"
+    api_key = next(e for e in work["env"] if e["name"] == "TEMPORAL_API_KEY")
+    assert api_key in setup["env"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for mount in setup["volumeMounts"]:
+        if mount["name"] != "tmp":
+            assert mount in work["volumeMounts"] and volumes[mount["name"]] in worker["volumes"], mount
+    assert {"codec-keys", "temporal-tls"} <= set(volumes)
+    assert setup["securityContext"] == work["securityContext"] and pod["securityContext"] == worker["securityContext"]
+    assert pod["restartPolicy"] == "OnFailure" and pod["automountServiceAccountToken"] is False
+    assert job["ttlSecondsAfterFinished"] > 0, "a finished Job is removed, so the next apply can create it again"
