@@ -18,6 +18,7 @@ rule counts the starter as only declared and refuses every approval of the run.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,7 +67,7 @@ from tenantflow.starter import summaries
 from tenantflow.starter.exclusive import withdrawn_for
 from tenantflow.starter.summaries import RunDescription
 from tenantflow.worker.config import TemporalSettings
-from tenantflow.worker.signatures import ApprovalSigner
+from tenantflow.worker.signatures import APPROVAL_KEY_ENV, ApprovalSigner
 from tenantflow.worker.temporal import connect
 from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
@@ -76,6 +77,8 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 from tenantflow.workflows.smoke_gate import SMOKE_FAILED
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -186,7 +189,16 @@ class TenantflowClient:
         """The memo of a run this client starts as ``workflow_id`` of ``workflow_type`` for ``started_by``: the
         starter, and with a signer its start proof (the four-eyes rule counts the starter only with one)."""
         memo: dict[str, Any] = {STARTED_BY_MEMO: started_by}
-        if self.signer is not None:
+        if self.signer is None:
+            log.warning(
+                "%s starts %s without a start proof (no %s): its starter is only declared, so under the four-eyes "
+                "rule nobody can approve it; set %s to your SSH key, or start it through the HTTP API",
+                started_by,
+                workflow_id,
+                APPROVAL_KEY_ENV,
+                APPROVAL_KEY_ENV,
+            )
+        else:
             issued_at = datetime.now(UTC).replace(microsecond=0)
             statement = start_statement(self.client.namespace, workflow_id, workflow_type, started_by, issued_at)
             proof = await asyncio.to_thread(self.signer.sign, statement)

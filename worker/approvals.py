@@ -63,6 +63,7 @@ from tenantflow.models.gates import (
 )
 from tenantflow.models.lifecycle import RenewTerm
 from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof
+from tenantflow.models.run_ids import tenant_of_run
 from tenantflow.worker.principals import PRINCIPALS_ENV, IdentityMap
 from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, APPROVAL_KEY_ENV, AllowedSigners, ProofError, verify
 
@@ -266,10 +267,14 @@ def memo_text(key: str) -> str | None:
 
 def declared_refusal(workflow_type: str, gate: str, approver: str, workflow_id: str) -> str:
     """Why an answer without proof is refused, and how to answer properly."""
+    if gate == "renew":  # asked for by tenant, not answered by run
+        command = f"tenantflow renew {tenant_of_run(workflow_id) or 'SLUG'} --days N"
+    else:
+        command = f"tenantflow {'approve' if gate == 'approve_plan' else gate.replace('_', '-')} {workflow_id} ..."
     return (
         f"{gate} of {workflow_type} needs a verified approver, and this answer carries no proof: {approver!r} is only "
         "declared (the Temporal UI and `temporal workflow update` cannot prove who sends them). Answer with "
-        f"`tenantflow {'approve' if gate == 'approve_plan' else gate.replace('_', '-')} {workflow_id} ...` "
+        f"`{command}` "
         f"with {APPROVAL_KEY_ENV} set to your SSH key (listed for you in the worker's {ALLOWED_SIGNERS_ENV}), or "
         "through the HTTP API; or let declared approvers count for this gate by removing it from "
         "TENANTFLOW_VERIFIED_APPROVERS"

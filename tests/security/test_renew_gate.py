@@ -39,7 +39,9 @@ async def test_renew_waits_for_another_principals_verified_approval(dev_env: Wor
             task_queue=queue,
         )
         declared = lifecycle.execute_update("renew", RenewTerm(days=90, approver="alice@laptop"), result_type=str)
-        assert "renew of TenantLifecycle needs a verified approver" in await refusal(declared)
+        message = await refusal(declared)
+        assert "renew of TenantLifecycle needs a verified approver" in message
+        assert f"`tenantflow renew {slug} --days N` with TENANTFLOW_APPROVAL_KEY set" in message, message
 
         asked = await alice.renew(slug, 90, "next quarter")
         pending = asked.pending_renewal

@@ -10,6 +10,7 @@ a memo) and approves it herself with her own verified proof. The principals and 
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -194,3 +195,17 @@ async def test_a_renewal_asked_for_without_proof_is_only_declared(dev_env: Workf
         assert "the renewal was asked for by 'bob@ops-host' without proof" in message, message
         assert "TENANTFLOW_APPROVAL_KEY" in message and "through the HTTP API" in message
         await lifecycle.terminate("test over")
+
+
+async def test_a_start_without_a_key_warns_that_nobody_can_approve_it(
+    dev_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client without TENANTFLOW_APPROVAL_KEY still starts (four-eyes may be off), but says at once what the
+    operator would otherwise learn only at the gate."""
+    unsigned = TenantflowClient(dev_env.client, "no-queue", signer=None, identity="alice@laptop")
+    with caplog.at_level(logging.WARNING, logger="tenantflow.starter.client"):
+        memo = await unsigned.start_memo("tenant/tenant-x", "TenantOnboarding", "alice@laptop")
+    assert memo == {STARTED_BY_MEMO: "alice@laptop"}, "no proof without a key"
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "tenantflow.starter.client"]
+    assert "alice@laptop starts tenant/tenant-x without a start proof" in warning
+    assert "nobody can approve it; set TENANTFLOW_APPROVAL_KEY" in warning
