@@ -64,12 +64,13 @@ async def onboard_once(ops: OperatorClients, contract: TenantContract) -> RunTim
 async def offboard(ops: OperatorClients, contract: TenantContract) -> OffboardingResult:
     """Tear a bench tenant down with ``TenantOffboarding``, data purged: the lab is left as before."""
     workflow_id, api = offboarding_id(contract.slug), ops.approver
+    arg = OffboardingInput(contract=contract, purge_data=True)
     handle = await api.client.start_workflow(
         TenantOffboarding.run,
-        OffboardingInput(contract=contract, purge_data=True),
+        arg,
         id=workflow_id,
         task_queue=api.task_queue,
-        memo=await ops.requester.start_memo(workflow_id, "TenantOffboarding", REQUESTER),
+        memo=await ops.requester.start_memo(workflow_id, "TenantOffboarding", REQUESTER, arg),
     )
     await approve_when_open(api, handle)
     await wait_for_stage(handle, "gate:confirm_purge")

@@ -12,9 +12,11 @@ signature's fields, which workflow code needs to record the signing key's finger
 
 The same mechanism proves who started a run (:class:`StartProof`, memo ``started_by_proof`` next to ``started_by``):
 the starter signs a statement with decision and gate ``start``, no run id (Temporal assigns it only at the start),
-and as plan the workflow type and the proof's issue time. The worker counts the starter for the four-eyes rule only
-when that proof verifies and was issued within a few minutes of the run's start as Temporal records it, so a proof
-copied from an earlier run of the same workflow id does not make a later run look started by someone else.
+and as plan the workflow type, the digest of the run's input (:func:`input_digest`) and the proof's issue time. The
+worker counts the starter for the four-eyes rule only when that proof verifies for the input the run was started
+with and was issued within a few minutes of the run's start as Temporal records it, so a proof copied from an earlier
+run of the same workflow id, or into a run that replaced it with another input, does not make that run look started
+by someone else.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, BaseModel, Field, field_validator
 
 from tenantflow.models.base import Strict
 
@@ -74,24 +77,50 @@ class StartProof(Strict):
 
     issued_at: AwareDatetime = Field(..., description="when the starter signed (the client's clock)")
     proof: str = Field(..., max_length=4000, description="an armored SSH signature of the start statement")
+    input_sha256: str = Field(
+        "", max_length=64, description="the digest of the run's input the proof signs (:func:`input_digest`)"
+    )
 
-    def statement(self, namespace: str, workflow_id: str, workflow_type: str, started_by: str) -> ApprovalStatement:
-        """The start statement this proof signs: ``started_by`` starts ``workflow_type`` as ``workflow_id`` in
-        ``namespace`` at ``issued_at`` (the run id is not known before the start, so it is left empty)."""
-        return start_statement(namespace, workflow_id, workflow_type, started_by, self.issued_at)
+    @field_validator("issued_at")
+    @classmethod
+    def _in_utc(cls, issued_at: datetime) -> datetime:
+        """Refuse an issue time that has no UTC equivalent (``9999-12-31T23:59:59-23:59`` overflows)."""
+        try:
+            issued_at.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise ValueError(f"issued_at {issued_at.isoformat()} has no UTC equivalent") from None
+        return issued_at
+
+    def statement(
+        self, namespace: str, workflow_id: str, workflow_type: str, started_by: str, input_sha256: str
+    ) -> ApprovalStatement:
+        """The start statement this proof must sign: ``started_by`` starts ``workflow_type`` as ``workflow_id`` in
+        ``namespace`` with the input of digest ``input_sha256`` (the worker's own digest of the input the run
+        received, not the one this proof states) at ``issued_at`` (the run id is not known before the start, so it
+        is left empty)."""
+        return start_statement(namespace, workflow_id, workflow_type, started_by, self.issued_at, input_sha256)
+
+
+def input_digest(arg: BaseModel) -> str:
+    """The SHA-256 (hex) of a workflow argument's canonical JSON: what a start proof binds, so that it counts only
+    for a run started with that input. The client computes it of what it starts the run with, the worker of what
+    the run received (the same model, decoded), so both must serialize alike: sorted keys, no spaces."""
+    canonical = json.dumps(arg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def start_statement(
-    namespace: str, workflow_id: str, workflow_type: str, started_by: str, issued_at: datetime
+    namespace: str, workflow_id: str, workflow_type: str, started_by: str, issued_at: datetime, input_sha256: str
 ) -> ApprovalStatement:
-    """What a starter signs to prove that it starts ``workflow_type`` as ``workflow_id`` at ``issued_at``."""
+    """What a starter signs to prove that it starts ``workflow_type`` as ``workflow_id`` with the input of digest
+    ``input_sha256`` (:func:`input_digest`) at ``issued_at``."""
     issued = issued_at.astimezone(UTC).isoformat()
     return ApprovalStatement(
         namespace=namespace,
         workflow_id=workflow_id,
         run_id="",
         gate=START,
-        plan=f"workflow_type={workflow_type} issued_at={issued}",
+        plan=f"workflow_type={workflow_type} input_sha256={input_sha256} issued_at={issued}",
         approver=started_by,
         decision=START,
     )

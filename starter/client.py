@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
     SearchAttributeKey,
@@ -59,7 +60,7 @@ from tenantflow.models.gates import (
 from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof, start_statement
+from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof, input_digest, start_statement
 from tenantflow.models.run_ids import decommission_id, enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
@@ -82,7 +83,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 W = TypeVar("W")
-P = TypeVar("P")
+P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
 
 RUNS: dict[str, MethodAsyncSingleParam[Any, Any, Any]] = {
@@ -185,9 +186,10 @@ class TenantflowClient:
         )
         return await asyncio.to_thread(self.signer.sign, statement)
 
-    async def start_memo(self, workflow_id: str, workflow_type: str, started_by: str) -> dict[str, Any]:
-        """The memo of a run this client starts as ``workflow_id`` of ``workflow_type`` for ``started_by``: the
-        starter, and with a signer its start proof (the four-eyes rule counts the starter only with one)."""
+    async def start_memo(self, workflow_id: str, workflow_type: str, started_by: str, arg: BaseModel) -> dict[str, Any]:
+        """The memo of a run this client starts as ``workflow_id`` of ``workflow_type`` with the input ``arg`` for
+        ``started_by``: the starter, and with a signer its start proof, which binds the input's digest (the
+        four-eyes rule counts the starter only with one, and only for a run started with that input)."""
         memo: dict[str, Any] = {STARTED_BY_MEMO: started_by}
         if self.signer is None:
             log.warning(
@@ -200,9 +202,12 @@ class TenantflowClient:
             )
         else:
             issued_at = datetime.now(UTC).replace(microsecond=0)
-            statement = start_statement(self.client.namespace, workflow_id, workflow_type, started_by, issued_at)
+            digest = input_digest(arg)
+            statement = start_statement(
+                self.client.namespace, workflow_id, workflow_type, started_by, issued_at, digest
+            )
             proof = await asyncio.to_thread(self.signer.sign, statement)
-            memo[STARTED_BY_PROOF_MEMO] = StartProof(issued_at=issued_at, proof=proof)
+            memo[STARTED_BY_PROOF_MEMO] = StartProof(issued_at=issued_at, proof=proof, input_sha256=digest)
         return memo
 
     def _approver(self, on_behalf_of: str | None) -> str:
@@ -225,7 +230,7 @@ class TenantflowClient:
         withdrawn when that run started first (:mod:`starter.exclusive`)."""
         key, value = label
         attributes = TypedSearchAttributes([SearchAttributePair(key, value), SearchAttributePair(STAGE, "starting")])
-        memo = await self.start_memo(workflow_id, WORKFLOW_TYPES[run], started_by or self.identity)
+        memo = await self.start_memo(workflow_id, WORKFLOW_TYPES[run], started_by or self.identity, arg)
         try:
             handle = await self.client.start_workflow(
                 run,

@@ -22,17 +22,21 @@ after the run's own validator (the gate is open, the hash current) and before th
    carried a proof, which step 1 verified). The starter is the memo ``started_by``
    (:data:`models.gates.STARTED_BY_MEMO`), which any Temporal client can set to any name, so it counts only with the
    memo ``started_by_proof`` (:class:`models.proofs.StartProof`, written by :class:`starter.client.TenantflowClient`
-   with a key): a signature of the start statement (namespace, workflow id, workflow type, starter, issue time) by a
-   key the allowed-signers file lists for the starter, issued within :data:`START_PROOF_WINDOW` of the run's start
-   as Temporal records it (``workflow.info().workflow_start_time``), so that a proof copied from an earlier run of
-   the same workflow id does not count. A run whose starter is missing, not a string, or only declared cannot be
-   approved under the rule. A run started by its parent workflow (the lifecycle's offboarding at expiry; the parent
-   is set by the Temporal server) may be approved by any principal.
+   with a key): a signature of the start statement (namespace, workflow id, workflow type, starter, the digest of
+   the run's input, issue time) by a key the allowed-signers file lists for the starter, issued within
+   :data:`START_PROOF_WINDOW` of the run's start as Temporal records it (``workflow.info().workflow_start_time``),
+   so that a proof copied from an earlier run of the same workflow id does not count, nor one copied into a run that
+   replaced the proven one with another input (the interceptor keeps the input the run received, and the digest is
+   computed of it). A run whose starter is missing, not a string, or only declared cannot be approved under the
+   rule. An offboarding started by the tenant's lifecycle at expiry (its parent, as the Temporal server records it,
+   is ``lifecycle/<slug>`` of the offboarding's own tenant) may be approved by any principal.
 
 A refused update is never written to the history, so changing these settings changes no history. The signal forms
 (``approve_plan_signal``, ``<gate>_signal``) cannot be refused: the same checks make the workflow ignore them, with
-a warning. A signal is in the history and the checks run again when it replays, so change the settings (or the
-allowed signers and principals) only while no run holds a signal they would judge differently.
+a warning; a check that raises anything else (a memo no check foresaw) refuses the update and makes the workflow
+ignore the signal alike, never failing the workflow task. A signal is in the history and the checks run again when
+it replays, so change the settings (or the allowed signers and principals) only while no run holds a signal they
+would judge differently.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
+    ExecuteWorkflowInput,
     HandleSignalInput,
     HandleUpdateInput,
     Interceptor,
@@ -62,8 +67,8 @@ from tenantflow.models.gates import (
     SmokeFailedAnswer,
 )
 from tenantflow.models.lifecycle import RenewTerm
-from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof
-from tenantflow.models.run_ids import tenant_of_run
+from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof, input_digest
+from tenantflow.models.run_ids import lifecycle_id, tenant_of_run
 from tenantflow.worker.principals import PRINCIPALS_ENV, IdentityMap
 from tenantflow.worker.signatures import ALLOWED_SIGNERS_ENV, APPROVAL_KEY_ENV, AllowedSigners, ProofError, verify
 
@@ -137,8 +142,9 @@ class ApprovalRules:
         principal = self.identities.principal(identity)
         return [principal, identity] if principal and principal != identity.casefold() else [identity]
 
-    def check(self, workflow_type: str, seen: GateAnswerSeen) -> None:
-        """Raise ``ValueError`` saying why the answer ``seen`` does not count."""
+    def check(self, workflow_type: str, seen: GateAnswerSeen, input_sha256: str | None = None) -> None:
+        """Raise ``ValueError`` saying why the answer ``seen`` does not count; ``input_sha256`` is the digest of the
+        input the run received (None: not seen yet), which a start proof must sign."""
         info = workflow.info()
         approver = seen.payload.approver
         if seen.payload.proof is not None:
@@ -155,7 +161,7 @@ class ApprovalRules:
         elif seen.decision != "reject" and self.verified.covers(workflow_type, seen.gate):
             raise ValueError(declared_refusal(workflow_type, seen.gate, approver, info.workflow_id))
         if seen.decision == "approve" and self.four_eyes.covers(workflow_type, seen.gate):
-            self.check_four_eyes(approver, self.requester(seen.gate))
+            self.check_four_eyes(approver, self.requester(seen.gate, input_sha256))
 
     def check_four_eyes(self, approver: str, requester: Requester) -> None:
         """Raise when ``approver`` is no principal, or the principal of ``requester``, or ``requester`` is not shown
@@ -188,13 +194,13 @@ class ApprovalRules:
                 f"principal, {mine!r}); another person must approve"
             )
 
-    def requester(self, gate: str) -> Requester:
+    def requester(self, gate: str, input_sha256: str | None = None) -> Requester:
         """Whom the four-eyes rule keeps from approving ``gate``: whoever the workflow says asked for it (its
         ``requested_by(gate)``, the lifecycle's renewal), else the run's starter."""
         asked: Callable[[str], Requested | None] | None = getattr(workflow.instance(), "requested_by", None)
         named = asked(gate) if asked is not None else None
         if named is None:
-            return self.starter()
+            return self.starter(input_sha256)
         if named.verified_by:
             return Requester(named.by)
         return Requester(
@@ -203,14 +209,15 @@ class ApprovalRules:
             f"for renewals with `tenantflow renew` with {APPROVAL_KEY_ENV} set, or through the HTTP API",
         )
 
-    def starter(self) -> Requester:
-        """The run's starter (memo ``started_by``) and whether it is verified: started by the parent workflow the
-        Temporal server names, or proven by the memo ``started_by_proof`` (this module's docstring)."""
+    def starter(self, input_sha256: str | None = None) -> Requester:
+        """The run's starter (memo ``started_by``) and whether it is verified: the tenant's lifecycle as the parent
+        the Temporal server names, or proven by the memo ``started_by_proof`` for the input of digest
+        ``input_sha256`` (this module's docstring)."""
         info = workflow.info()
         declared = memo_text(STARTED_BY_MEMO)
         if declared is None:
             return Requester(None)
-        if info.parent is not None and declared == info.parent.workflow_id:
+        if info.parent is not None and declared == info.parent.workflow_id and started_by_lifecycle(info):
             return Requester(declared, by_parent=True)
         unverified = (
             f"this run's starter {declared!r} is only declared (memo {STARTED_BY_MEMO!r}, which any Temporal client "
@@ -222,12 +229,23 @@ class ApprovalRules:
             return Requester(
                 declared, f"{unverified}, without a start proof (memo {STARTED_BY_PROOF_MEMO!r}); {HOW_TO_START}"
             )
-        statement = start.statement(info.namespace, info.workflow_id, info.workflow_type, declared)
+        if input_sha256 is None:
+            return Requester(
+                declared, f"{unverified}: its start proof cannot be checked before the run has its input; try again"
+            )
+        if start.input_sha256 != input_sha256:
+            return Requester(
+                declared,
+                f"{unverified}: its start proof is for another input (sha256 {start.input_sha256 or 'not stated'}) "
+                f"than this run was started with (sha256 {input_sha256}), as when a proven start is copied into a run "
+                f"that replaced it; {HOW_TO_START}",
+            )
+        statement = start.statement(info.namespace, info.workflow_id, info.workflow_type, declared, input_sha256)
         try:
             verify(start.proof, statement, self.signers, self.names(declared), info.workflow_start_time)
-        except ProofError as refused:
+            issued, started = start.issued_at.astimezone(UTC), info.workflow_start_time.astimezone(UTC)
+        except (ProofError, ValueError, ArithmeticError) as refused:
             return Requester(declared, f"{unverified}: its start proof does not count ({refused}); {HOW_TO_START}")
-        issued, started = start.issued_at.astimezone(UTC), info.workflow_start_time.astimezone(UTC)
         if abs(issued - started) > START_PROOF_WINDOW:
             return Requester(
                 declared,
@@ -248,6 +266,14 @@ class Requester:
     """Why ``name`` is not shown to be who started the run (or asked); empty: it is."""
     by_parent: bool = False
     """Started by its parent workflow (named by the Temporal server): any principal may approve."""
+
+
+def started_by_lifecycle(info: workflow.Info) -> bool:
+    """Whether the run's parent (as the Temporal server records it) is the lifecycle of the run's own tenant: the
+    offboarding a lifecycle starts at expiry. Any other parent (a workflow anyone started on a queue of their own)
+    exempts nothing."""
+    slug = tenant_of_run(info.workflow_id)
+    return info.parent is not None and slug is not None and info.parent.workflow_id == lifecycle_id(slug)
 
 
 def memo_value(key: str) -> object:
@@ -292,20 +318,30 @@ class Approvals(Interceptor):
     ) -> type[WorkflowInboundInterceptor] | None:
         rules = self.rules
 
-        def check(name: str, args: Collection[object]) -> None:
-            seen = answer_in(name, args)
-            if seen is not None:
-                rules.check(workflow.info().workflow_type, seen)
-
         class Inbound(WorkflowInboundInterceptor):
+            """One per workflow run: it keeps the digest of the input the run received, which start proofs bind."""
+
+            input_sha256: str | None = None
+            """The digest of the run's input (None until the run starts, or when its input is no model)."""
+
+            async def execute_workflow(self, input: ExecuteWorkflowInput) -> object:
+                if len(input.args) == 1 and isinstance(input.args[0], BaseModel):
+                    self.input_sha256 = input_digest(input.args[0])
+                return await super().execute_workflow(input)
+
+            def check(self, name: str, args: Collection[object]) -> None:
+                seen = answer_in(name, args)
+                if seen is not None:
+                    rules.check(workflow.info().workflow_type, seen, self.input_sha256)
+
             def handle_update_validator(self, input: HandleUpdateInput) -> None:
                 super().handle_update_validator(input)  # the run's own checks first: the gate open, the hash current
-                check(input.update, input.args)
+                self.check(input.update, input.args)
 
             async def handle_signal(self, input: HandleSignalInput) -> None:
                 try:
-                    check(input.signal, input.args)
-                except ValueError as refused:
+                    self.check(input.signal, input.args)
+                except Exception as refused:  # whatever a check raises, the task must not fail: ignore the signal
                     workflow.logger.warning("ignored signal %s: %s", input.signal, refused)
                     return
                 await super().handle_signal(input)

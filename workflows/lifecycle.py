@@ -20,6 +20,13 @@ added since the onboarding included), after waiting (at most ``runbook.TENANT_RU
 the change still runs, it offboards what it can and says so in the teardown plan's notes. An offboarding
 that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
 ``term`` query says where the term stands; ``status`` is the shared run status.
+
+Only an onboarding (or change) starts a lifecycle, as its child, and the Temporal server keeps the parent across
+continue-as-new. Since :data:`PARENT_REQUIRED_PATCH` a run without a parent (one any Temporal client started, whose
+offboarding at expiry would otherwise be approvable by anyone) fails at once, non-retryable, saying why; and a run
+takes a waiting renewal from its input only when it continues an earlier run (the lifecycle's own continue-as-new
+carries it; a first run's input is whatever its starter wrote, so its ``requested_by`` proves nothing). Runs recorded
+before the patch replay as they ran.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import math
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -79,6 +86,10 @@ RENEW_GATE_PATCH = "renew-gated"
 LATEST_CONTRACT_PATCH = "expiry-offboards-latest-record"
 """Runs with it, at expiry, wait (bounded) for the tenant's running onboarding or change and offboard the contract
 of its latest record; runs without it offboard the contract they were started with."""
+PARENT_REQUIRED_PATCH = "lifecycle-parent-required"
+"""Runs with it fail at once without a parent workflow, and ignore a waiting renewal in the input of a first run."""
+NO_PARENT = "LifecycleWithoutParent"
+"""The failure type of a lifecycle run no onboarding or change started."""
 
 
 def days_left(term_end: datetime, now: datetime) -> int:
@@ -101,6 +112,13 @@ class TenantLifecycle:
         self._done = list(params.reminders_done or [])
         self._renewals = list(params.renewals)
         self._pending = params.pending_renewal
+        if (
+            self._pending is not None
+            and workflow.info().continued_run_id is None
+            and workflow.patched(PARENT_REQUIRED_PATCH)
+        ):
+            workflow.logger.warning("ignored the pending renewal of a first run's input: only a continued run has one")
+            self._pending = None
         self._approvals: list[Approval] = []
         self._unannounced = 0
         self._stage = RUNNING
@@ -113,6 +131,15 @@ class TenantLifecycle:
     @workflow.run
     async def run(self, params: LifecycleInput) -> LifecycleResult:
         slug = self._contract.slug
+        if workflow.info().parent is None and workflow.patched(PARENT_REQUIRED_PATCH):
+            raise ApplicationError(
+                f"{workflow.info().workflow_id} was started without a parent workflow: a tenant's lifecycle is "
+                f"started only by its completed onboarding (as its child), so that the offboarding it starts at the "
+                f"term's end is known to come from a real term; onboard {slug} (or `tenantflow renew {slug}` an "
+                f"existing term) instead of starting TenantLifecycle directly",
+                type=NO_PARENT,
+                non_retryable=True,
+            )
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(slug), STAGE.value_set(RUNNING)])
         if params.reminder_days is None:
             self._days = sorted(set(await self._steps.run(REMINDER_DAYS, slug)), reverse=True)

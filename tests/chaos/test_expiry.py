@@ -8,11 +8,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult
+from tenantflow.models.lifecycle import LifecycleInput
 from tenantflow.models.offboarding import OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.run_ids import lifecycle_id, offboarding_id
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.approvers import reviewer
 from tests.chaos.conftest import Rig, approve_and_wait, small_tenant
 from tests.chaos.kit import STATS, comparable, compare_worlds, foreign_touched
@@ -20,6 +19,7 @@ from tests.chaos.kit import world as chaos_world
 from tests.integration.runs import offboard
 from tests.integration.world import world_snapshot
 from tests.workflows.harness import wait_for_stage
+from tests.workflows.term_parent import start_lifecycle_child
 
 SLUG = "tenant-exp"
 
@@ -46,13 +46,8 @@ async def test_expiry_after_an_apply_that_added_a_user_deactivates_that_user(rig
     await api.client.get_workflow_handle(lifecycle_id(SLUG)).terminate("test: a term that ends now")
     now = (await api.client.get_workflow_handle(change.id).describe()).close_time
     assert now is not None
-    term = await api.client.start_workflow(
-        TenantLifecycle.run,
-        LifecycleInput(contract=first, term_end=now + timedelta(seconds=1), reminder_days=[]),
-        id=lifecycle_id(SLUG),
-        task_queue=api.task_queue,
-        result_type=LifecycleResult,
-    )
+    params = LifecycleInput(contract=first, term_end=now + timedelta(seconds=1), reminder_days=[])
+    term = await start_lifecycle_child(api.client, api.task_queue, params)
     assert (await term.result()).status == "expired"
     offboarding = api.client.get_workflow_handle(offboarding_id(SLUG), result_type=OffboardingResult)
     status = await wait_for_stage(api, offboarding, "gate:approve_plan", timeout_s=120)

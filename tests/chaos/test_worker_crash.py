@@ -95,13 +95,14 @@ def brownfield_labs(tmp_path: Path) -> Iterator[tuple[Lab, Lab]]:
 async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: WorkerProcess | None) -> EnrollmentResult:
     """A brownfield enrollment started as the tester, every gate answered by the reviewer (enrollment is guarded by
     default); with ``crash``, SIGKILL the worker at three points."""
+    arg = EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30)
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
         "WorkerEnrollment",
-        EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=30),
+        arg,
         id=workflow_id,
         task_queue=api.task_queue,
         result_type=EnrollmentResult,
-        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
+        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity, arg),
     )
     approver = reviewer(api)
 

@@ -31,13 +31,14 @@ async def onboard(api: TenantflowClient, contract: TenantContract) -> Onboarding
 
 async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:
     workflow_id = offboarding_id(contract.slug)
+    arg = OffboardingInput(contract=contract, purge_data=purge)
     handle = await api.client.start_workflow(
         "TenantOffboarding",
-        OffboardingInput(contract=contract, purge_data=purge),
+        arg,
         id=workflow_id,
         task_queue=api.task_queue,
         result_type=OffboardingResult,
-        memo=await api.start_memo(workflow_id, "TenantOffboarding", api.identity),
+        memo=await api.start_memo(workflow_id, "TenantOffboarding", api.identity, arg),
     )
     status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
     assert status.plan_hash

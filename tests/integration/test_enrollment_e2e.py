@@ -42,13 +42,14 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
     contract = load_enrollment(EXAMPLES / "worker-forecasting-us.yaml")
     async with lab_worker(dev_env.client, lab) as api:
         workflow_id = f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}"
+        arg = EnrollmentInput(contract=contract, condition_budget_s=30)
         handle = await dev_env.client.start_workflow(
             "WorkerEnrollment",
-            EnrollmentInput(contract=contract, condition_budget_s=30),
+            arg,
             id=workflow_id,
             task_queue=api.task_queue,
             result_type=EnrollmentResult,
-            memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
+            memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity, arg),
         )
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
@@ -93,13 +94,14 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
 
     async with lab_worker(dev_env.client, lab) as api:
         dec_id = f"decommission/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}"
+        dec_arg = DecommissionInput(contract=contract)
         dec = await dev_env.client.start_workflow(
             "WorkerDecommission",
-            DecommissionInput(contract=contract),
+            dec_arg,
             id=dec_id,
             task_queue=api.task_queue,
             result_type=DecommissionResult,
-            memo=await api.start_memo(dec_id, "WorkerDecommission", api.identity),
+            memo=await api.start_memo(dec_id, "WorkerDecommission", api.identity, dec_arg),
         )
         status = await wait_for_stage(api, dec, "gate:approve_plan")
         await reviewer(api).approve(dec.id, status.plan_hash or "")

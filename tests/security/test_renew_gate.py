@@ -11,12 +11,11 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.lifecycle import LifecycleInput, RenewTerm
-from tenantflow.models.run_ids import lifecycle_id
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.approvers import session_approvers
 from tests.security.four_eyes import client_as, four_eyes_worker
 from tests.workflows.contract import example_tenant
 from tests.workflows.lifecycle_harness import wait_renewed
+from tests.workflows.term_parent import start_lifecycle_child
 
 
 async def refusal(attempt: object) -> str:
@@ -32,12 +31,8 @@ async def test_renew_waits_for_another_principals_verified_approval(dev_env: Wor
         alice = await client_as(dev_env, "alice@laptop", queue)
         bob = await client_as(dev_env, "bob@ops-host", queue)
         end = await dev_env.get_current_time() + timedelta(days=365)
-        lifecycle = await dev_env.client.start_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=example_tenant(slug), term_end=end, reminder_days=[30]),
-            id=lifecycle_id(slug),
-            task_queue=queue,
-        )
+        params = LifecycleInput(contract=example_tenant(slug), term_end=end, reminder_days=[30])
+        lifecycle = await start_lifecycle_child(dev_env.client, queue, params)
         declared = lifecycle.execute_update("renew", RenewTerm(days=90, approver="alice@laptop"), result_type=str)
         message = await refusal(declared)
         assert "renew of TenantLifecycle needs a verified approver" in message

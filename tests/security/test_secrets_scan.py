@@ -167,13 +167,14 @@ async def enroll_greenfield(
     api: TenantflowClient, greenfield: Lab, recorder: StatusRecorder
 ) -> WorkflowHandle[Any, Any]:
     workflow_id = f"enroll/forecasting/secrets-{uuid.uuid4().hex[:6]}"
+    arg = EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30)
     handle: WorkflowHandle[Any, Any] = await api.client.start_workflow(
         "WorkerEnrollment",
-        EnrollmentInput(contract=greenfield.contract(), condition_budget_s=30),
+        arg,
         id=workflow_id,
         task_queue=api.task_queue,
         result_type=EnrollmentResult,
-        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity),
+        memo=await api.start_memo(workflow_id, "WorkerEnrollment", api.identity, arg),
     )
     async with recorder.watching(handle.id):
         plan = await api.wait_for_plan(handle.id, timeout_s=120)

@@ -22,15 +22,15 @@ from temporalio.testing import WorkflowEnvironment
 from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO, ApprovePlan
 from tenantflow.models.lifecycle import LifecycleInput
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-from tenantflow.models.proofs import ApprovalStatement, StartProof, start_statement
-from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.models.proofs import ApprovalStatement, StartProof, input_digest, start_statement
+from tenantflow.models.run_ids import onboarding_id, tenant_of_run
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.workflows.lifecycle import TenantLifecycle
 from tests.approvers import session_approvers
 from tests.security.four_eyes import client_as, four_eyes_worker
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.harness import wait_for_stage
+from tests.workflows.term_parent import start_lifecycle_child
 
 HOW_TO_START = ("TENANTFLOW_APPROVAL_KEY", "through the HTTP API")
 
@@ -57,10 +57,17 @@ async def started_raw(api: TenantflowClient, slug: str, memo: dict[str, Any]) ->
     return handle, status.plan_hash
 
 
-def signed_start(namespace: str, workflow_id: str, signer: str, started_by: str, issued_at: datetime) -> StartProof:
-    """The start proof ``signer``'s key makes for ``started_by`` starting an onboarding as ``workflow_id``."""
-    statement = start_statement(namespace, workflow_id, "TenantOnboarding", started_by, issued_at)
-    return StartProof(issued_at=issued_at, proof=session_approvers().signers[signer].sign(statement))
+def signed_start(
+    namespace: str, workflow_id: str, signer: str, started_by: str, issued_at: datetime, slug: str | None = None
+) -> StartProof:
+    """The start proof ``signer``'s key makes for ``started_by`` starting an onboarding as ``workflow_id`` with the
+    input :func:`started_raw` starts the tenant ``slug`` with (by default the tenant ``workflow_id`` names)."""
+    slug = slug or tenant_of_run(workflow_id) or ""
+    digest = input_digest(OnboardingInput(contract=example_tenant(slug)))
+    statement = start_statement(namespace, workflow_id, "TenantOnboarding", started_by, issued_at, digest)
+    return StartProof(
+        issued_at=issued_at, proof=session_approvers().signers[signer].sign(statement), input_sha256=digest
+    )
 
 
 async def test_a_declared_starter_does_not_let_its_declarer_approve(dev_env: WorkflowEnvironment) -> None:
@@ -103,9 +110,10 @@ async def test_a_start_proof_from_an_earlier_run_does_not_count(dev_env: Workflo
         assert "start proof was issued at" in message and "not within 0:05:00 of this run's start" in message
         assert all(fix in message for fix in HOW_TO_START), message
 
-        other = signed_start(namespace, onboarding_id(unique_slug()), "bob", "bob@ops-host", datetime.now(UTC))
+        slug = unique_slug()
+        other = signed_start(namespace, onboarding_id(unique_slug()), "bob", "bob@ops-host", datetime.now(UTC), slug)
         moved, moved_hash = await started_raw(
-            alice, unique_slug(), {STARTED_BY_MEMO: "bob@ops-host", STARTED_BY_PROOF_MEMO: other}
+            alice, slug, {STARTED_BY_MEMO: "bob@ops-host", STARTED_BY_PROOF_MEMO: other}
         )
         message = await refusal(alice.approve(moved.id, moved_hash))
         assert "its start proof does not count (the proof does not sign this answer" in message, message
@@ -183,12 +191,8 @@ async def test_a_renewal_asked_for_without_proof_is_only_declared(dev_env: Workf
     async with four_eyes_worker(dev_env, lifecycle_too=True, TENANTFLOW_VERIFIED_APPROVERS="") as queue:
         alice = await client_as(dev_env, "alice@laptop", queue)
         end = await dev_env.get_current_time() + timedelta(days=365)
-        lifecycle = await dev_env.client.start_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=example_tenant(slug), term_end=end, reminder_days=[30]),
-            id=lifecycle_id(slug),
-            task_queue=queue,
-        )
+        params = LifecycleInput(contract=example_tenant(slug), term_end=end, reminder_days=[30])
+        lifecycle = await start_lifecycle_child(dev_env.client, queue, params)
         asked = await lifecycle.execute_update("renew", {"days": 30, "approver": "bob@ops-host"}, result_type=dict)
         plan_hash = asked["pending_renewal"]["plan_hash"]
         message = await refusal(alice.approve(lifecycle.id, plan_hash))
@@ -204,7 +208,8 @@ async def test_a_start_without_a_key_warns_that_nobody_can_approve_it(
     operator would otherwise learn only at the gate."""
     unsigned = TenantflowClient(dev_env.client, "no-queue", signer=None, identity="alice@laptop")
     with caplog.at_level(logging.WARNING, logger="tenantflow.starter.client"):
-        memo = await unsigned.start_memo("tenant/tenant-x", "TenantOnboarding", "alice@laptop")
+        arg = OnboardingInput(contract=example_tenant("tenant-x"))
+        memo = await unsigned.start_memo("tenant/tenant-x", "TenantOnboarding", "alice@laptop", arg)
     assert memo == {STARTED_BY_MEMO: "alice@laptop"}, "no proof without a key"
     [warning] = [r.getMessage() for r in caplog.records if r.name == "tenantflow.starter.client"]
     assert "alice@laptop starts tenant/tenant-x without a start proof" in warning

@@ -32,7 +32,7 @@ from tenantflow.lab.notify_sink import build_app
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus
 from tenantflow.models.records import RecordStatus, RunStamp, TenantRecord
-from tenantflow.models.run_ids import lifecycle_id, onboarding_id
+from tenantflow.models.run_ids import onboarding_id
 from tenantflow.models.tenant import TenantContract, TenantUser
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle
@@ -40,6 +40,7 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.labfixture import exported
 from tests.workflows.fakes import FakeWorld
+from tests.workflows.term_parent import TermParent, start_lifecycle_child
 
 
 @asynccontextmanager
@@ -86,7 +87,7 @@ async def term_worker(
         async with Worker(
             env.client,
             task_queue=queue,
-            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle],
+            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle, TermParent],
             activities=[*world.activities(), *lifecycle.ACTIVITIES],
             activity_executor=pool,
         ):
@@ -115,16 +116,11 @@ async def start_term(
     days: int = 365,
     reminder_days: list[int] | None = [30],  # noqa: B006 - never mutated
 ) -> tuple[WorkflowHandle[Any, LifecycleResult], datetime]:
-    """Start the lifecycle of ``contract`` with a term ending ``days`` from now: (its handle, the end)."""
+    """Start the lifecycle of ``contract`` with a term ending ``days`` from now, as the child of a test parent (a
+    lifecycle without a parent fails at once): (its handle, the end)."""
     end = await env.get_current_time() + timedelta(days=days)
-    handle = await env.client.start_workflow(
-        TenantLifecycle.run,
-        LifecycleInput(contract=contract, term_end=end, reminder_days=reminder_days),
-        id=lifecycle_id(contract.slug),
-        task_queue=api.task_queue,
-        result_type=LifecycleResult,
-    )
-    return handle, end
+    params = LifecycleInput(contract=contract, term_end=end, reminder_days=reminder_days)
+    return await start_lifecycle_child(env.client, api.task_queue, params, parent_queue=api.task_queue), end
 
 
 async def wait_renewed(api: TenantflowClient, slug: str, timeout_s: float = 30) -> TermStatus:
@@ -153,7 +149,7 @@ async def drive_term(env: WorkflowEnvironment, api: TenantflowClient, sink: str,
     offboarding."""
     handle, first_end = await start_term(env, api, contract, days=40, reminder_days=None)
     start = first_end - timedelta(days=40)
-    first_run_id = handle.result_run_id or ""
+    first_run_id = handle.first_execution_run_id or ""
     await env.sleep(timedelta(days=10, hours=1))
     await wait_received(sink, 1)
     requested: TermStatus = await handle.execute_update(

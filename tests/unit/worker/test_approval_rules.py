@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tenantflow.models.proofs import ApprovalStatement, SshSignature, StartProof, start_statement
+from tenantflow.models.onboarding import OnboardingInput
+from tenantflow.models.proofs import ApprovalStatement, SshSignature, StartProof, input_digest, start_statement
 from tenantflow.worker.approvals import ApprovalRules, GatePolicy
 from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
 from tenantflow.worker.signatures import AllowedSigners, ApprovalSigner, ProofError, SignersFileError, verify, write_key
+from tests.workflows.contract import example_tenant
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 STATEMENT = ApprovalStatement(
@@ -52,16 +54,20 @@ def test_a_start_proof_signs_its_start_only_and_survives_the_memo(tmp_path: Path
     signed, the issue time included."""
     bob, public = key(tmp_path, "bob")
     signers = AllowedSigners.parse([f"bob {public}"])
-    start = start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW)
-    proof = StartProof(issued_at=NOW, proof=bob.sign(start))
+    digest = input_digest(OnboardingInput(contract=example_tenant("tenant-foo")))
+    start = start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW, digest)
+    proof = StartProof(issued_at=NOW, proof=bob.sign(start), input_sha256=digest)
     memo = StartProof.model_validate_json(proof.model_dump_json())
-    statement = memo.statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host")
+    statement = memo.statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", digest)
     assert statement.text() == start.text() and b"issued_at=2026-06-01T00:00:00+00:00" in start.text()
+    assert f"input_sha256={digest}".encode() in start.text() and memo.input_sha256 == digest
     assert verify(memo.proof, statement, signers, ["bob"], NOW) == bob.fingerprint
+    other_input = input_digest(OnboardingInput(contract=example_tenant("tenant-bar")))
     for other in (
-        memo.statement("default", "tenant/foo", "TenantChange", "bob@ops-host"),
-        memo.statement("default", "tenant/bar", "TenantOnboarding", "bob@ops-host"),
-        start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW.replace(minute=1)),
+        memo.statement("default", "tenant/foo", "TenantChange", "bob@ops-host", digest),
+        memo.statement("default", "tenant/bar", "TenantOnboarding", "bob@ops-host", digest),
+        memo.statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", other_input),
+        start_statement("default", "tenant/foo", "TenantOnboarding", "bob@ops-host", NOW.replace(minute=1), digest),
         STATEMENT.model_copy(update={"run_id": "", "gate": "start", "decision": "start"}),
     ):
         with pytest.raises(ProofError, match="does not sign this answer"):
@@ -70,6 +76,19 @@ def test_a_start_proof_signs_its_start_only_and_survives_the_memo(tmp_path: Path
         verify(bob.sign(STATEMENT), statement, signers, ["bob"], NOW)
     with pytest.raises(ValueError, match="timezone"):
         StartProof.model_validate({"issued_at": "2026-06-01T00:00:00", "proof": memo.proof})
+    with pytest.raises(ValueError, match="has no UTC equivalent"):
+        StartProof.model_validate({"issued_at": "9999-12-31T23:59:59-23:59", "proof": memo.proof})
+
+
+def test_the_input_digest_is_that_of_the_input_as_the_worker_decodes_it() -> None:
+    """The client digests the model it starts a run with, the worker the model it decoded from the payload: the two
+    agree, and any change of the input changes the digest."""
+    sent = OnboardingInput(contract=example_tenant("tenant-foo"))
+    received = OnboardingInput.model_validate_json(sent.model_dump_json())
+    assert input_digest(received) == input_digest(sent)
+    assert input_digest(
+        OnboardingInput(contract=example_tenant("tenant-foo"), approval_escalate_after_s=60)
+    ) != input_digest(sent)
 
 
 def test_allowed_signers_patterns_and_options(tmp_path: Path) -> None:
