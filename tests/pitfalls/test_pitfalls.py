@@ -121,9 +121,10 @@ def tenantflow(dev_env: WorkflowEnvironment, api_queue: str, *args: str) -> subp
     )
 
 
-def handover_exit_code(dev_env: WorkflowEnvironment, api_queue: str, slug: str) -> int:
-    """``tenantflow handover <slug>``, as an operator would ask after the run."""
-    return tenantflow(dev_env, api_queue, "handover", slug).returncode
+async def handover_exit_code(dev_env: WorkflowEnvironment, api_queue: str, slug: str) -> int:
+    """``tenantflow handover <slug>``, as an operator would ask after the run; in a thread, so that the worker of
+    this event loop can run the ``TenantRecords`` read the command asks it for."""
+    return (await asyncio.to_thread(tenantflow, dev_env, api_queue, "handover", slug)).returncode
 
 
 async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pitfall_lab: LabEndpoints) -> None:
@@ -134,7 +135,7 @@ async def test_all_switches_off_is_a_clean_run(dev_env: WorkflowEnvironment, pit
         try:
             assert result.status == "completed", result.message
             assert [f for f in result.findings if not f.ok and f.severity == "error"] == []
-            assert handover_exit_code(dev_env, api.task_queue, contract.slug) == 0
+            assert await handover_exit_code(dev_env, api.task_queue, contract.slug) == 0
         finally:
             await offboard(api, contract, purge=True)
     TABLE.append(("(none)", "every switch off", "completed, no error finding, handover exit 0"))
@@ -165,7 +166,7 @@ async def failed_run(
             else:
                 await answer.answer_smoke_failed(handle.id, "waive", "so that validation names the pitfall")
             await handle.result()
-        exit_code = handover_exit_code(dev_env, api.task_queue, contract.slug)
+        exit_code = await handover_exit_code(dev_env, api.task_queue, contract.slug)
     message = failure_text(failed.value)
     then = "rolled back" if smoke else "waived"
     waited = f"waited at smoke_failed ({stopped[:200]}), then {then}; " if stopped else ""

@@ -16,6 +16,7 @@ EVERY_INPUT = {
     "ChangeInput",
     "OffboardingInput",
     "EnrollmentInput",
+    "RecordsQuery",
     "DecommissionInput",
     "LifecycleInput",
     "FleetDriftInput",
