@@ -23,7 +23,6 @@ from tenantflow.models.lifecycle import RenewTerm, renew_days_problem
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.records import RecordStatus, TenantRecord
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
-from tenantflow.models.status import RunOutcome
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.api_auth import authorize, may_view
@@ -43,7 +42,7 @@ from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.drift import check_on_worker
 from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, or_404
-from tenantflow.starter.records import read_on_worker, tenant_record
+from tenantflow.starter.records import read_on_worker, recorded_result, tenant_record
 from tenantflow.worker.targets import tenant
 from tenantflow.worker.tokens import Role
 
@@ -191,15 +190,7 @@ async def tenant_handover(request: web.Request) -> web.Response:
     api, slug = client_of(request), path_as(request, TenantPath).slug
     record = await onboarded_record(request, slug)
     if record is not None:
-        result = OnboardingResult(
-            slug=slug,
-            status=RunOutcome.completed,
-            plan_hash=record.run.plan_hash,
-            applied=record.applied,
-            handover=record.handover,
-            approvals=record.run.approvals,
-        )
-        return web.json_response(text=result.model_dump_json())
+        return web.json_response(text=recorded_result(record).model_dump_json())
     workflow_id = onboarding_id(slug)
     if await api.running(workflow_id):
         raise ApiProblem(409, f"{workflow_id} has not finished: its handover sheet comes when it completes")

@@ -147,6 +147,20 @@ def gate_route(gate: str, handler: Handler, body: Any, **options: Any) -> Route:
     return RUN.route("POST", f"/gates/{gate}", handler, GATE, role=Role.approver, body=body, **options)
 
 
+def contract_check(kind: str, handler: Handler, model: type[BaseModel]) -> Route:
+    """``POST /contracts/<kind>``: validate a contract of ``model`` (``tenantflow validate``), for any known token:
+    it reads nothing of any tenant or worker cluster."""
+    valid = Reply("the contract is valid: as the worker reads it", model)
+    return Route("POST", f"/contracts/{kind}", handler, {200: valid}, body=model, role=None)
+
+
+def tenant_read(path: str, handler: Handler, found: Reply, missing: str, conflict: str) -> Route:
+    """``GET /tenants/{slug}<path>``: what the worker reads of a tenant's record (in the cluster of ``?cluster=``),
+    for a viewer of the tenant."""
+    replies = {200: found, 404: Reply(missing), 409: Reply(conflict), **WORKER_READ}
+    return TENANT.route("GET", path, handler, replies, query=TenantClusterQuery, role=Role.viewer)
+
+
 ROUTES: list[Route] = [
     Route("GET", "/openapi.json", openapi, {200: Reply("the document", dict[str, Any])}, role=None),
     Route(
@@ -160,22 +174,8 @@ ROUTES: list[Route] = [
     Route(
         "GET", "/schemas", api_contracts.schemas, {200: Reply("each schema by model name", dict[str, Any])}, role=None
     ),
-    Route(
-        "POST",
-        "/contracts/tenant",
-        api_contracts.validate_tenant,
-        {200: Reply("the contract is valid: as the worker reads it", TenantContract)},
-        body=TenantContract,
-        role=None,
-    ),
-    Route(
-        "POST",
-        "/contracts/workercluster",
-        api_contracts.validate_workercluster,
-        {200: Reply("the contract is valid: as the worker reads it", WorkerEnrollment)},
-        body=WorkerEnrollment,
-        role=None,
-    ),
+    contract_check("tenant", api_contracts.validate_tenant, TenantContract),
+    contract_check("workercluster", api_contracts.validate_workercluster, WorkerEnrollment),
     Route(
         "POST",
         "/plans",
@@ -233,31 +233,19 @@ ROUTES: list[Route] = [
         query=ClusterQuery,
         role=Role.viewer,
     ),
-    TENANT.route(
-        "GET",
+    tenant_read(
         "/handover",
         api_tenants.tenant_handover,
-        {
-            200: Reply("the handover sheet, with what was applied and who approved it", OnboardingResult),
-            404: Reply("no record of the tenant and no completed onboarding run"),
-            409: Reply("the tenant's onboarding is still running, or its record says it is no longer onboarded"),
-            **WORKER_READ,
-        },
-        query=TenantClusterQuery,
-        role=Role.viewer,
+        Reply("the handover sheet, with what was applied and who approved it", OnboardingResult),
+        missing="no record of the tenant and no completed onboarding run",
+        conflict="the tenant's onboarding is still running, or its record says it is no longer onboarded",
     ),
-    TENANT.route(
-        "GET",
+    tenant_read(
         "/drift",
         api_tenants.tenant_drift,
-        {
-            200: Reply("what is missing, changed or extra; `error` when the check could not finish", DriftReport),
-            404: Reply("no record of the tenant in the cluster (nor an onboarding run naming one)"),
-            409: Reply("the tenant's record says it is no longer onboarded"),
-            **WORKER_READ,
-        },
-        query=TenantClusterQuery,
-        role=Role.viewer,
+        Reply("what is missing, changed or extra; `error` when the check could not finish", DriftReport),
+        missing="no record of the tenant in the cluster (nor an onboarding run naming one)",
+        conflict="the tenant's record says it is no longer onboarded",
     ),
     TENANT.route(
         "POST",

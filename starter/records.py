@@ -30,6 +30,7 @@ from urllib3.exceptions import HTTPError
 from tenantflow.activities.common import clusters
 from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import (
     RecordedTenant,
     RecordKey,
@@ -38,6 +39,7 @@ from tenantflow.models.records import (
     WorkerClusterRecord,
 )
 from tenantflow.models.run_ids import records_read_id
+from tenantflow.models.status import RunOutcome
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
@@ -185,3 +187,16 @@ async def enrolled_contract(
     if isinstance(record, WorkerClusterRecord):
         return record.contract
     return await api.enrolled_contract(namespace, workercluster)
+
+
+def recorded_result(record: TenantRecord) -> OnboardingResult:
+    """The handover an onboarded tenant's record keeps, as its completed onboarding run reported it (what
+    ``tenantflow handover`` and ``GET /tenants/{slug}/handover`` show once the run's history is gone)."""
+    return OnboardingResult(
+        slug=record.contract.slug,
+        status=RunOutcome.completed,
+        plan_hash=record.run.plan_hash,
+        applied=record.applied,
+        handover=record.handover,
+        approvals=record.run.approvals,
+    )

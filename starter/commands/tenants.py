@@ -22,7 +22,6 @@ from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
-from tenantflow.models.status import RunOutcome
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
@@ -49,6 +48,7 @@ from tenantflow.starter.records import (
     named_cluster,
     onboarded_contract,
     read_on_worker,
+    recorded_result,
     records_cluster,
     records_target,
 )
@@ -146,14 +146,7 @@ async def recorded_handover(api: TenantflowClient, cluster: KubeTarget, slug: st
             f"{slug} was {record.status.value} by {record.run.workflow_id} at "
             f"{record.run.recorded_at:%Y-%m-%d %H:%M}Z; it has no handover sheet"
         )
-    return OnboardingResult(
-        slug=slug,
-        status=RunOutcome.completed,
-        plan_hash=record.run.plan_hash,
-        applied=record.applied,
-        handover=record.handover,
-        approvals=record.run.approvals,
-    )
+    return recorded_result(record)
 
 
 def handover(
