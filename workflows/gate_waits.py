@@ -6,14 +6,6 @@ run's current details and ``status`` query show both. Waiting is a durable
 log and the ``Stage`` search attribute ends in ``-escalated``) and keeps
 waiting; after ``expire_after`` the run fails with ``GateExpired``.
 
-Runs with :data:`GATE_NOTIFY_PATCH` also tell people (``gates.notify``, :mod:`activities.records.gate_notify`:
-a Slack-compatible message to the notifier webhook with the commands and the run's link in the Temporal UI) when
-the gate opens (``opened``), when it escalates (``escalated``) and, while it still waits, :data:`DEADLINE_LEAD` before
-it expires, or halfway from escalation to expiry when that is sooner (``deadline``: with the default 1 h and 7 days,
-six days after it opened). The activity is started and not awaited: the gate waits the same whether the
-notification is delivered, refused or never picked up, and a failure only logs a warning. Runs recorded before the
-patch wait without notifying and replay that way.
-
 ``Stage`` is the run's phase, upserted only when it changes: the steps of a phase
 (``apply:kube.quota``, ``smoke:nccl``) share one value (``apply``, ``smoke``), and
 each step stays visible in the current details, the activity's summary and ``status``.
@@ -24,34 +16,19 @@ skips the tenant or worker attribute the run was started with. Runs recorded bef
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.workflow import ActivityCancellationType
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateNotice, GateState, recorded_approval
-    from tenantflow.models.lifecycle import NoticeSent
-    from tenantflow.models.runbook import GATE_NOTIFY
+    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState, recorded_approval
 
 from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.search import STAGE
 
 STAGE_ON_CHANGE_PATCH = "stage-upsert-on-change"
-GATE_NOTIFY_PATCH = "gate-notifications"
-"""Runs with it tell people about their gates (``gates.notify``): opened, escalated, and the deadline near."""
-DEADLINE_LEAD = timedelta(hours=24)
-"""The ``deadline`` notification goes out this long before the gate expires (see :func:`deadline_lead`)."""
-NOTIFY_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
-)
-"""A notification is tried five times (about a quarter of a minute), then given up and logged."""
 PER_STEP_PHASES = ("apply", "smoke")
 """Phases whose stage names the step (``apply:<step>``); ``Stage`` shows only the phase."""
 
@@ -60,38 +37,6 @@ def phase_of(stage: str) -> str:
     """The ``Stage`` search attribute's value for ``stage``: its phase when the stage names a step of it."""
     phase, sep, _ = stage.partition(":")
     return phase if sep and phase in PER_STEP_PHASES else stage
-
-
-def deadline_lead(remaining: timedelta) -> timedelta | None:
-    """How long before expiry the ``deadline`` notification goes out, when the gate escalated ``remaining`` before
-    it: :data:`DEADLINE_LEAD`, or half of ``remaining`` when that is shorter; None below a second (expiry follows
-    escalation too closely for a notification between them)."""
-    lead = min(DEADLINE_LEAD, remaining / 2)
-    return lead if lead >= timedelta(seconds=1) else None
-
-
-def notify(notice: GateNotice) -> None:
-    """Start ``gates.notify`` for ``notice`` and go on: the gate never waits for it, and its failure (a webhook
-    refusing, no worker with the activity: :data:`NOTIFY_RETRY` bounds the attempts) is only logged."""
-    handle = workflow.start_activity(
-        GATE_NOTIFY.name,
-        notice,
-        result_type=GATE_NOTIFY.result,
-        start_to_close_timeout=GATE_NOTIFY.timeout,
-        retry_policy=NOTIFY_RETRY,
-        cancellation_type=ActivityCancellationType.ABANDON,
-        summary=f"notify: {notice.gate} {notice.event}",
-    )
-
-    def delivered(done: asyncio.Future[NoticeSent]) -> None:
-        if done.cancelled():
-            return
-        err = done.exception()
-        if err is not None:
-            cause = err.cause if isinstance(err, ActivityError) and err.cause else err
-            workflow.logger.warning("gate %s: the %s notification failed: %s", notice.gate, notice.event, cause)
-
-    handle.add_done_callback(delivered)
 
 
 def answer_of(approval: ApprovePlan) -> GateAnswer:
@@ -110,8 +55,6 @@ class Gates:
         self.stage = "starting"
         self.searchable: str | None = None
         """The ``Stage`` value last upserted by this run."""
-        self.openings: dict[str, int] = {}
-        """How many times each gate has opened in this run (with :data:`GATE_NOTIFY_PATCH`)."""
 
     def label(self, key: SearchAttributeKey[str], value: str) -> None:
         """Make the run findable by ``key`` = ``value``; no upsert when it was started with it (the starter's
@@ -177,74 +120,25 @@ class Gates:
             name=name, description=description, opened_at=workflow.now(), how_to_answer=how_to_answer
         )
         self.set_stage(f"gate:{name}", self.details(f"Waiting for `{name}`: {description}", how_to_answer))
-        if self.patches.has(GATE_NOTIFY_PATCH):
-            return await self._wait_notifying(name, escalate_after, expire_after)
         try:
             await workflow.wait_condition(lambda: name in self.answers, timeout=escalate_after)
         except TimeoutError:
-            self._escalate(name, escalate_after)
+            workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
+            self.open[name] = self.open[name].model_copy(update={"escalated": True})
+            self.set_stage(
+                f"gate:{name}-escalated",
+                self.details(f"**ESCALATED**: still waiting for `{name}`: {description}", how_to_answer),
+            )
             remaining = expire_after - escalate_after
             try:
                 await workflow.wait_condition(
                     lambda: name in self.answers, timeout=max(remaining, timedelta(seconds=1))
                 )
             except TimeoutError:
-                raise self._expire(name, expire_after) from None
+                self.open.pop(name, None)
+                raise ApplicationError(
+                    f"gate {name} expired after {expire_after} without an answer",
+                    type="GateExpired",
+                    non_retryable=True,
+                ) from None
         return self.answers[name]
-
-    async def _wait_notifying(self, name: str, escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
-        """:meth:`wait` of runs with :data:`GATE_NOTIFY_PATCH`: the same waits, telling people through
-        ``gates.notify`` when the gate opens, when it escalates and :func:`deadline_lead` before it expires."""
-        gate = self.open[name]
-        self.openings[name] = self.openings.get(name, 0) + 1
-        info = workflow.info()
-        opened = GateNotice(
-            event="opened",
-            workflow_type=info.workflow_type,
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            gate=name,
-            opening=self.openings[name],
-            description=gate.description,
-            how_to_answer=gate.how_to_answer,
-            opened_at=gate.opened_at,
-            escalates_at=gate.opened_at + escalate_after,
-            expires_at=gate.opened_at + expire_after,
-        )
-        notify(opened)
-        if await self._answered(name, escalate_after):
-            return self.answers[name]
-        self._escalate(name, escalate_after)
-        notify(opened.model_copy(update={"event": "escalated"}))
-        remaining = max(expire_after - escalate_after, timedelta(seconds=1))
-        lead = deadline_lead(remaining)
-        if lead is not None:
-            if await self._answered(name, remaining - lead):
-                return self.answers[name]
-            notify(opened.model_copy(update={"event": "deadline"}))
-            remaining = lead
-        if not await self._answered(name, remaining):
-            raise self._expire(name, expire_after)
-        return self.answers[name]
-
-    async def _answered(self, name: str, within: timedelta) -> bool:
-        """Wait at most ``within`` for an answer to ``name``; whether it came."""
-        try:
-            await workflow.wait_condition(lambda: name in self.answers, timeout=within)
-        except TimeoutError:
-            return False
-        return True
-
-    def _escalate(self, name: str, escalate_after: timedelta) -> None:
-        workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
-        gate = self.open[name] = self.open[name].model_copy(update={"escalated": True})
-        self.set_stage(
-            f"gate:{name}-escalated",
-            self.details(f"**ESCALATED**: still waiting for `{name}`: {gate.description}", gate.how_to_answer),
-        )
-
-    def _expire(self, name: str, expire_after: timedelta) -> ApplicationError:
-        self.open.pop(name, None)
-        return ApplicationError(
-            f"gate {name} expired after {expire_after} without an answer", type="GateExpired", non_retryable=True
-        )

@@ -1,7 +1,6 @@
 """Onboarding's read-only steps run as local activities, a phase's at once, each retried on its own by its retry
 policy and listed in ``status``; write and smoke steps stay activities in runbook order; the run writes one patch
-marker, and one for the gate notifications (issue 27); its history replays (issue 15: history events per
-onboarding).
+marker; its history replays (issue 15: history events per onboarding).
 
 The fake read-only steps of a phase wait for each other at a barrier, so the run completes only if the workflow
 started them at once. Runs recorded before ``onboarding-lean-history`` (every step an activity, a marker per patch)
@@ -28,7 +27,6 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.worker.codec import PLAIN
 from tenantflow.worker.registry import WORKFLOWS
-from tenantflow.workflows.gate_waits import GATE_NOTIFY_PATCH
 from tenantflow.workflows.onboarding import LEAN_HISTORY_PATCH
 from tenantflow.workflows.tenant_run import REPLAN_PREFLIGHT_PATCH
 from tests.workflows.contract import example_tenant
@@ -84,14 +82,12 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     bounds = [0, 1, 5, 11, 12, 16, 22, len(recorded)]
     phases = [recorded[start:end] for start, end in itertools.pairwise(bounds)]
     assert [sorted(phase) for phase in phases] == [sorted((s.name, 1) for s in phase) for phase in PHASES], recorded
-    steps = [name for name in scheduled(history.events) if name != runbook.GATE_NOTIFY.name]
-    assert steps == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
-    assert [(n.gate, n.event) for n in world.gate_notices] == [("approve_plan", "opened")]  # an activity, not waited
+    assert scheduled(history.events) == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
     read = [runbook.CAPACITY_PREFLIGHT, *runbook.PREFLIGHT[1:], *runbook.PLAN]  # the re-plan's rows replace the plan's
     ran = [*read, *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed once, local or not
     assert {s.state for s in status.steps} == {"done"}
-    patches = [GATE_NOTIFY_PATCH, LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
+    patches = [LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
     assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == patches
     await Replayer(workflows=WORKFLOWS, data_converter=PLAIN).replay_workflow(history)
 
