@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -78,6 +78,10 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG, WORKER_CLUSTER
 from tenantflow.workflows.smoke_gate import SMOKE_FAILED
+
+TERM_QUERY_TIMEOUT = timedelta(seconds=10)
+"""How long a lifecycle's ``term`` query may wait for a worker to answer (a running lifecycle whose worker is gone
+would otherwise hold ``tenantflow tenants`` until the server gives up)."""
 
 log = logging.getLogger(__name__)
 
@@ -422,7 +426,7 @@ class TenantflowClient:
                 return None
             raise
         if described.status == WorkflowExecutionStatus.RUNNING:
-            return await handle.query(TenantLifecycle.term)
+            return await handle.query(TenantLifecycle.term, rpc_timeout=TERM_QUERY_TIMEOUT)
         if described.status != WorkflowExecutionStatus.COMPLETED:
             return None
         ended = await handle.result()

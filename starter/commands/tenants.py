@@ -9,6 +9,7 @@ column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -219,13 +220,16 @@ async def terms(slugs: list[str]) -> dict[str, TermStatus | None]:
         errors.print(f"cannot ask Temporal for the terms ({exc.message}); the term column is empty", style="yellow")
         return {}
     found: dict[str, TermStatus | None] = {}
-    for slug in slugs:
+
+    async def ask(slug: str) -> None:
         try:
             found[slug] = await api.term(slug)
         except RPCError as exc:
             errors.print(
                 f"cannot ask Temporal for the term of {slug} ({exc.message}); its term is empty", style="yellow"
             )
+
+    await asyncio.gather(*(ask(slug) for slug in slugs))  # at once: each unanswered query waits its whole timeout
     return found
 
 
