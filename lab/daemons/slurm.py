@@ -227,18 +227,19 @@ def _start_mysql(state_dir: Path, slurm_dir: Path, port: int, password: str) -> 
         )
         if install.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed:\n{install.stdout}\n{install.stderr}")
-    daemon = start_daemon(state_dir, "mariadbd", ["mariadbd", *args], port_open(port), timeout=30)
+    client = ["mariadb", "--no-defaults", f"--socket={mysql_dir / 'mysqld.sock'}", "-uroot"]
+    # ready when the socket the setup below uses answers, not when the TCP port is open: on a restart the port of
+    # a mariadbd still shutting down, or one open before the socket, let the setup run too early
+    ready = command_succeeds([*client, "-e", "SELECT 1"])
+    daemon = start_daemon(state_dir, "mariadbd", ["mariadbd", *args], ready, timeout=30)
     sql = (
         "CREATE DATABASE IF NOT EXISTS slurm_acct_db;"
         f"CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}';"
         "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
     )
-    subprocess.run(
-        ["mariadb", "--no-defaults", f"--socket={mysql_dir / 'mysqld.sock'}", "-uroot", "-e", sql],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    made = subprocess.run([*client, "-e", sql], capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        raise RuntimeError(f"setting up slurm_acct_db failed (exit {made.returncode}): {made.stderr.strip()}")
     return daemon
 
 
