@@ -15,6 +15,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities.records import lifecycle
+from tenantflow.models.gates import ApprovePlan
+from tenantflow.models.proofs import ApprovalStatement
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.approvals import Approvals
 from tenantflow.worker.codec import PLAIN
@@ -72,3 +74,18 @@ async def four_eyes_worker(
             interceptors=[Approvals(approval_rules(WorkerSettings(**guarded | settings)))],
         ):
             yield queue
+
+
+def bobs_approval(namespace: str, workflow_id: str, run_id: str, plan_hash: str) -> ApprovePlan:
+    """``approve_plan`` of ``plan_hash`` by bob, signed with his key for exactly that run: what a raw Temporal
+    client (an update or a signal, no tenantflow client) sends when it holds bob's proof."""
+    statement = ApprovalStatement(
+        namespace=namespace,
+        workflow_id=workflow_id,
+        run_id=run_id,
+        gate="approve_plan",
+        plan=plan_hash,
+        approver="bob@ops-host",
+    )
+    proof = session_approvers().signers["bob"].sign(statement)
+    return ApprovePlan(plan_hash=plan_hash, approver="bob@ops-host", proof=proof)

@@ -22,7 +22,7 @@ from tenantflow.models.proofs import ApprovalStatement
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import binary
 from tests.approvers import API, session_approvers
-from tests.security.four_eyes import UNSIGNED, client_as, four_eyes_worker
+from tests.security.four_eyes import UNSIGNED, bobs_approval, client_as, four_eyes_worker
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -128,16 +128,8 @@ async def test_a_proof_for_one_run_is_refused_by_a_rerun_of_the_same_plan(dev_en
         slug = unique_slug()
         first, plan_hash = await at_plan_gate(alice, slug)
         run_a = (await first.describe()).run_id
-        bob_key = session_approvers().signers["bob"]
-        statement = ApprovalStatement(
-            namespace=dev_env.client.namespace,
-            workflow_id=first.id,
-            run_id=run_a,
-            gate="approve_plan",
-            plan=plan_hash,
-            approver="bob@ops-host",
-        )
-        approval = ApprovePlan(plan_hash=plan_hash, approver="bob@ops-host", proof=bob_key.sign(statement))
+        assert run_a
+        approval = bobs_approval(dev_env.client.namespace, first.id, run_a, plan_hash)
         await first.execute_update("approve_plan", approval, result_type=str)
         assert (await first.result()).status == "completed"
         rerun, rerun_hash = await at_plan_gate(alice, slug)

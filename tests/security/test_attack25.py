@@ -14,15 +14,13 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO, ApprovePlan
+from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO
 from tenantflow.models.lifecycle import LifecycleInput, PendingRenewal
 from tenantflow.models.offboarding import OffboardingInput
 from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.models.proofs import ApprovalStatement
 from tenantflow.models.run_ids import lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.workflows.lifecycle import TenantLifecycle
-from tests.approvers import session_approvers
-from tests.security.four_eyes import client_as, four_eyes_worker
+from tests.security.four_eyes import bobs_approval, client_as, four_eyes_worker
 from tests.security.test_verified_starter import refusal
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
@@ -152,17 +150,8 @@ async def test_an_overflowing_start_proof_memo_fails_no_workflow_task(dev_env: W
         assert status.plan_hash
         run_id = (await handle.describe()).run_id
         assert run_id
-        statement = ApprovalStatement(
-            namespace=dev_env.client.namespace,
-            workflow_id=handle.id,
-            run_id=run_id,
-            gate="approve_plan",
-            plan=status.plan_hash,
-            approver="bob@ops-host",
-        )
-        proof = session_approvers().signers["bob"].sign(statement)
         await handle.signal(
-            "approve_plan_signal", ApprovePlan(plan_hash=status.plan_hash, approver="bob@ops-host", proof=proof)
+            "approve_plan_signal", bobs_approval(dev_env.client.namespace, handle.id, run_id, status.plan_hash)
         )
         await asyncio.sleep(3)
         failed = [

@@ -19,14 +19,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO, ApprovePlan
+from tenantflow.models.gates import STARTED_BY_MEMO, STARTED_BY_PROOF_MEMO
 from tenantflow.models.lifecycle import LifecycleInput
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-from tenantflow.models.proofs import ApprovalStatement, StartProof, input_digest, start_statement
+from tenantflow.models.proofs import StartProof, input_digest, start_statement
 from tenantflow.models.run_ids import onboarding_id, tenant_of_run
 from tenantflow.starter.client import TenantflowClient
 from tests.approvers import session_approvers
-from tests.security.four_eyes import client_as, four_eyes_worker
+from tests.security.four_eyes import bobs_approval, client_as, four_eyes_worker
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
 from tests.workflows.harness import wait_for_stage
@@ -156,16 +156,7 @@ async def test_a_starter_that_is_no_string_is_no_starter_and_fails_no_workflow_t
         handle, plan_hash = await started_raw(bob, unique_slug(), {STARTED_BY_MEMO: 42})
         run_id = (await handle.describe()).run_id
         assert run_id
-        statement = ApprovalStatement(
-            namespace=dev_env.client.namespace,
-            workflow_id=handle.id,
-            run_id=run_id,
-            gate="approve_plan",
-            plan=plan_hash,
-            approver="bob@ops-host",
-        )
-        proof = session_approvers().signers["bob"].sign(statement)
-        signal = ApprovePlan(plan_hash=plan_hash, approver="bob@ops-host", proof=proof)
+        signal = bobs_approval(dev_env.client.namespace, handle.id, run_id, plan_hash)
         await handle.signal("approve_plan_signal", signal)
         await asyncio.sleep(1)
         assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING, "the signal ended the run"
