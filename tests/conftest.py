@@ -74,20 +74,27 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
 
 
 SLOWEST_FIRST = (
-    "tests/packaging/test_install.py",
     "tests/security/test_big_tenant_latency.py",
     "tests/chaos/test_daemon_faults.py",
-    "tests/chaos/test_worker_crash.py",
-    "tests/chaos/test_dependency_faults.py",
-    "tests/starter/test_apply_lab.py",
-    "tests/bench/test_bench_cli.py",
+    "tests/pitfalls/test_pitfalls.py",
+    "tests/packaging/test_install.py",
     "tests/integration/test_rollback.py",
+    "tests/chaos/test_dependency_faults.py",
+    "tests/chaos/test_worker_crash.py",
+    "tests/integration/test_shapes_e2e.py",
+    "tests/starter/test_apply_lab.py",
+    "tests/chaos/test_races.py",
+    "tests/bench/test_bench_cli.py",
+    "tests/integration/test_onboarding_e2e.py",
+    "tests/chaos/test_lost_responses.py",
     "tests/starter/test_drift_lab.py",
+    "tests/starter/test_api_fuzz.py",
     "tests/lab/test_restart.py",
     "tests/records/test_after_history.py",
 )
 """Files that take minutes, started first so that no worker begins one while the others are finishing (pytest-xdist
-hands out whole files in collection order); the rest keep their order. Measured with ``--durations`` on two cores."""
+hands out whole files in collection order); the rest keep their order. Longest first, by each file's total time in
+the JUnit report of a whole run on two cores (``./run.sh test --junitxml=FILE``)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
