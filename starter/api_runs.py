@@ -41,10 +41,10 @@ from tenantflow.starter.api_requests import (
     started,
     user_of,
 )
-from tenantflow.starter.client import RUNS, YES_NO_GATES
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, invalid, or_404
+from tenantflow.starter.run_kinds import RUNS, YES_NO_GATES
 from tenantflow.worker.targets import target_of_run, worker_cluster
 from tenantflow.worker.tokens import Role
 from tenantflow.workflows.search import STAGE

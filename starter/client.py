@@ -7,26 +7,20 @@ Example::
     status = await api.status(handle.id)
     await api.approve(handle.id, status.plan_hash)
 
-With ``TENANTFLOW_APPROVAL_KEY`` set (or a :class:`~tenantflow.worker.signatures.ApprovalSigner` given), every gate
-answer carries a proof: the signature of its approval statement (namespace, workflow id, the run id it is sent to,
-gate, plan hash, approver), so the worker records the approver as verified (:mod:`tenantflow.worker.approvals`).
-Every run it starts carries one too, next to its starter (memo ``started_by``): the signature of the start statement
-(namespace, workflow id, workflow type, starter, issue time; memo ``started_by_proof``), without which the four-eyes
-rule counts the starter as only declared and refuses every approval of the run.
+Who it acts as and the proofs its starts and gate answers carry are its base's (:mod:`starter.signing`); the
+workflows it reaches, by type and by gate, are :mod:`starter.run_kinds`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -42,34 +36,26 @@ from temporalio.workflow import UpdateMethodMultiParam
 
 from tenantflow.models.change import CHANGE_WORKFLOW, ChangeInput
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.enrollment_workflows import (
-    DecommissionInput,
-    DecommissionResult,
-    EnrollmentInput,
-    EnrollmentResult,
-)
-from tenantflow.models.gates import (
-    STARTED_BY_MEMO,
-    STARTED_BY_PROOF_MEMO,
-    ApprovePlan,
-    GateAnswer,
-    RejectPlan,
-    SmokeChoice,
-    SmokeFailedAnswer,
-)
+from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan, SmokeChoice, SmokeFailedAnswer
 from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-from tenantflow.models.proofs import ApprovalStatement, Decision, StartProof, input_digest, start_statement
-from tenantflow.models.run_ids import decommission_id, enrollment_id, lifecycle_id, offboarding_id, onboarding_id
+from tenantflow.models.run_ids import enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import summaries
 from tenantflow.starter.exclusive import withdrawn_for
+from tenantflow.starter.run_kinds import (
+    DECOMMISSION_RUN,
+    ENROLLMENT_RUN,
+    RUNS,
+    WORKFLOW_TYPES,
+    YES_NO_GATES,
+    WorkerRun,
+)
+from tenantflow.starter.signing import SigningClient
 from tenantflow.starter.summaries import RunDescription
-from tenantflow.worker.config import TemporalSettings
-from tenantflow.worker.signatures import APPROVAL_KEY_ENV, ApprovalSigner
-from tenantflow.worker.temporal import connect
 from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
 from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
@@ -83,53 +69,10 @@ TERM_QUERY_TIMEOUT = timedelta(seconds=10)
 """How long a lifecycle's ``term`` query may wait for a worker to answer (a running lifecycle whose worker is gone
 would otherwise hold ``tenantflow tenants`` until the server gives up)."""
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
 W = TypeVar("W")
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
-
-RUNS: dict[str, MethodAsyncSingleParam[Any, Any, Any]] = {
-    "TenantOnboarding": TenantOnboarding.run,
-    CHANGE_WORKFLOW: TenantChange.run,
-    "TenantOffboarding": TenantOffboarding.run,
-    "WorkerEnrollment": WorkerEnrollmentWorkflow.run,
-    "WorkerDecommission": WorkerDecommissionWorkflow.run,
-    "TenantLifecycle": TenantLifecycle.run,
-}
-"""The run method of each workflow type the client starts, by the name Temporal reports (``describe``): a typed
-handle decodes the run's result as that method's return type."""
-WORKFLOW_TYPES: dict[Any, str] = {run: name for name, run in RUNS.items()}
-"""The workflow type name of each run method in :data:`RUNS` (what a start statement names)."""
-ENROLLMENT_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
-    "submissions_paused": WorkerEnrollmentWorkflow.submissions_paused,
-    "approve_adoption": WorkerEnrollmentWorkflow.approve_adoption,
-    "uncordon": WorkerEnrollmentWorkflow.uncordon,
-    "resume_submissions": WorkerEnrollmentWorkflow.resume_submissions,
-}
-YES_NO_GATES: dict[str, UpdateMethodMultiParam[..., Any]] = {
-    **ENROLLMENT_GATES,
-    "confirm_purge": TenantOffboarding.confirm_purge,
-    "retry_rollback": TenantOnboarding.retry_rollback,
-}
-"""Every yes/no gate of any workflow, by name: each is answered by the update of its own name (the method)."""
-
-
-@dataclass(frozen=True)
-class WorkerRun(Generic[W, P, R]):
-    """A kind of run on one worker cluster, started from its :class:`WorkerEnrollment`: the workflow's run method,
-    the input it takes (made of the contract and the start's options), its workflow id (of the Hub namespace and the
-    worker cluster) and its description (of the contract and who started it)."""
-
-    run: MethodAsyncSingleParam[W, P, R]
-    input: Callable[..., P]
-    workflow_id: Callable[[str, str], str]
-    describe: Callable[[WorkerEnrollment, str], RunDescription]
-
-
-ENROLLMENT_RUN = WorkerRun(WorkerEnrollmentWorkflow.run, EnrollmentInput, enrollment_id, summaries.enrollment)
-DECOMMISSION_RUN = WorkerRun(WorkerDecommissionWorkflow.run, DecommissionInput, decommission_id, summaries.decommission)
 
 
 class RunAlreadyActive(RuntimeError):
@@ -143,81 +86,8 @@ async def _answer(handle: WorkflowHandle[Any, Any], update: UpdateMethodMultiPar
     return answer
 
 
-class TenantflowClient:
+class TenantflowClient(SigningClient):
     """Thin, typed operations on tenantflow runs."""
-
-    def __init__(
-        self, client: Client, task_queue: str, signer: ApprovalSigner | None = None, identity: str | None = None
-    ) -> None:
-        self.client = client
-        self.task_queue = task_queue
-        self.signer = signer
-        """Signs this client's gate answers (None: they carry no proof, the approver is declared)."""
-        self._identity = identity
-
-    @classmethod
-    async def connect(cls, settings: TemporalSettings | None = None) -> TenantflowClient:
-        settings = settings or TemporalSettings()
-        return cls(await connect(settings), settings.task_queue, ApprovalSigner.from_path(settings.approval_key))
-
-    @property
-    def identity(self) -> str:
-        """Who starts runs and answers gates through this client: the identity it was given, else the Temporal
-        client identity."""
-        return self._identity or self.client.identity
-
-    async def _gate_handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
-        """The run a gate answer goes to: with a signer, the latest run by its id (the proof names it)."""
-        if self.signer is None:
-            return self.handle(workflow_id)
-        run_id = (await self.handle(workflow_id).describe()).run_id
-        return self.client.get_workflow_handle(workflow_id, run_id=run_id)
-
-    async def _proof(
-        self, handle: WorkflowHandle[Any, Any], gate: str, approver: str, plan: str = "", decision: Decision = "approve"
-    ) -> str | None:
-        """The signature of this answer's approval statement; None without a signer."""
-        if self.signer is None or handle.run_id is None:
-            return None
-        statement = ApprovalStatement(
-            namespace=self.client.namespace,
-            workflow_id=handle.id,
-            run_id=handle.run_id,
-            gate=gate,
-            plan=plan,
-            approver=approver,
-            decision=decision,
-        )
-        return await asyncio.to_thread(self.signer.sign, statement)
-
-    async def start_memo(self, workflow_id: str, workflow_type: str, started_by: str, arg: BaseModel) -> dict[str, Any]:
-        """The memo of a run this client starts as ``workflow_id`` of ``workflow_type`` with the input ``arg`` for
-        ``started_by``: the starter, and with a signer its start proof, which binds the input's digest (the
-        four-eyes rule counts the starter only with one, and only for a run started with that input)."""
-        memo: dict[str, Any] = {STARTED_BY_MEMO: started_by}
-        if self.signer is None:
-            log.warning(
-                "%s starts %s without a start proof (no %s): its starter is only declared, so under the four-eyes "
-                "rule nobody can approve it; set %s to your SSH key, or start it through the HTTP API",
-                started_by,
-                workflow_id,
-                APPROVAL_KEY_ENV,
-                APPROVAL_KEY_ENV,
-            )
-        else:
-            issued_at = datetime.now(UTC).replace(microsecond=0)
-            digest = input_digest(arg)
-            statement = start_statement(
-                self.client.namespace, workflow_id, workflow_type, started_by, issued_at, digest
-            )
-            proof = await asyncio.to_thread(self.signer.sign, statement)
-            memo[STARTED_BY_PROOF_MEMO] = StartProof(issued_at=issued_at, proof=proof, input_sha256=digest)
-        return memo
-
-    def _approver(self, on_behalf_of: str | None) -> str:
-        """Who a start or a gate answer is recorded under: this client's identity, or the user a caller
-        authenticated (the HTTP API's token user) that this client acts for."""
-        return on_behalf_of or self.identity
 
     async def _start(
         self,
@@ -352,9 +222,6 @@ class TenantflowClient:
         if (await self.handle(workflow_id).describe()).workflow_type == CHANGE_WORKFLOW:
             return (await self._started_input(workflow_id, ChangeInput)).contract
         return (await self._started_input(workflow_id, OnboardingInput)).contract
-
-    def handle(self, workflow_id: str) -> WorkflowHandle[Any, Any]:
-        return self.client.get_workflow_handle(workflow_id)
 
     async def status(self, workflow_id: str) -> RunStatus:
         """The run's ``status`` query: every workflow answers one of this name and type (the onboarding's)."""

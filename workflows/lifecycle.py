@@ -1,25 +1,21 @@
 """``TenantLifecycle``: the contract's term as a durable timer, one run per tenant (id ``lifecycle/<slug>``).
 
-A completed onboarding starts it (:func:`start_lifecycle`, an abandoned child, so it outlives the onboarding)
-with the term's end: the completion time plus ``capacity.term_days``. It sleeps on timers until each reminder
-(``reminder_days`` days before the end: the worker's ``TENANTFLOW_TERM_REMINDER_DAYS``, default 30, 7 and 1)
-and sends a notice through the notifier (``lifecycle.notify``). The ``renew`` update (validated: 1 to 3650
-days, refused once the term has ended or while another renewal waits) is a request: it waits at the run's
-``approve_plan`` gate under a hash of its own (``term`` and ``status`` show it, with the command that answers it),
-so that under the four-eyes rule someone other than the requester approves it (the worker's checks ask the run's
-``requested_by``); ``reject_plan`` drops it. Approved, it moves the end, is kept in ``renewals`` and announced, and
-the run continues as new with the new end (reminders already past for it are skipped; a renewal still waiting is
-carried over); it also continues as new when Temporal suggests it. Runs recorded before :data:`RENEW_GATE_PATCH`
-moved the end at ``renew`` itself and replay that way. At the end it starts the tenant's ``TenantOffboarding``
-(an abandoned child, id ``offboard/<slug>``), which waits at its ``approve_plan`` gate: nothing is removed until
-that plan is approved. That offboarding is recorded as started by the lifecycle (memo ``started_by``, patch
-:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. Since
-:data:`LATEST_CONTRACT_PATCH` it offboards the contract of the tenant's latest record (users a ``tenantflow apply``
-added since the onboarding included), after waiting (at most ``runbook.TENANT_RUN_WAIT``, stage
-``term:settling``) for an onboarding or change of the tenant that is running; when the record cannot be read, or
-the change still runs, it offboards what it can and says so in the teardown plan's notes. An offboarding
-that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``). The
-``term`` query says where the term stands; ``status`` is the shared run status.
+A completed onboarding starts it (``workflows/term_start.py``) with the term's end: the completion time plus
+``capacity.term_days``. It sleeps on timers until each reminder (``reminder_days`` days before the end: the worker's
+``TENANTFLOW_TERM_REMINDER_DAYS``, default 30, 7 and 1) and sends a notice (``workflows/term_notices.py``). The
+``renew`` update (validated: 1 to 3650 days, refused once the term has ended or while another renewal waits) is a
+request: it waits at the run's ``approve_plan`` gate under a hash of its own (``term`` and ``status`` show it, with
+the command that answers it), so that under the four-eyes rule someone other than the requester approves it (the
+worker's checks ask the run's ``requested_by``); ``reject_plan`` drops it. Approved, it moves the end, is kept in
+``renewals`` and announced, and the run continues as new with the new end (reminders already past for it are
+skipped; a renewal still waiting is carried over); it also continues as new when Temporal suggests it. Runs recorded
+before :data:`RENEW_GATE_PATCH` moved the end at ``renew`` itself and replay that way. At the end it starts the
+tenant's gated ``TenantOffboarding`` (``workflows/term_expiry.py``), recorded as started by the lifecycle (memo
+``started_by``, patch :data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it.
+Since :data:`LATEST_CONTRACT_PATCH` it offboards the contract of the tenant's latest record, after waiting (stage
+``term:settling``) while the tenant's onboarding or change runs; what it cannot establish is noted in the teardown
+plan. An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends
+(``term:offboarded``). The ``term`` query says where the term stands; ``status`` is the shared run status.
 
 Only an onboarding (or change) starts a lifecycle, as its child, and the Temporal server keeps the parent across
 continue-as-new. Since :data:`PARENT_REQUIRED_PATCH` a run without a parent (one any Temporal client started, whose
@@ -31,12 +27,10 @@ before the patch replay as they ran.
 
 from __future__ import annotations
 
-import math
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
-from temporalio.workflow import ParentClosePolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import (
@@ -57,22 +51,21 @@ with workflow.unsafe.imports_passed_through():
         PendingRenewal,
         Renewal,
         RenewTerm,
-        TenantRunWait,
         TermNotice,
         TermStatus,
         renew_days_problem,
     )
     from tenantflow.models.offboarding import OffboardingInput
     from tenantflow.models.proofs import proof_fingerprint
-    from tenantflow.models.records import RecordKey
-    from tenantflow.models.run_ids import lifecycle_id, offboarding_id, onboarding_id
-    from tenantflow.models.runbook import LATEST_TENANT, NOTIFY, REMINDER_DAYS, TENANT_RUN_WAIT, WAIT_TENANT_RUN
+    from tenantflow.models.run_ids import offboarding_id
+    from tenantflow.models.runbook import REMINDER_DAYS
     from tenantflow.models.status import RunStatus
     from tenantflow.models.tenant import TenantContract
 
-from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.search import STAGE, TENANT_SLUG
-from tenantflow.workflows.steps import StepTracker, error_text
+from tenantflow.workflows.steps import StepTracker
+from tenantflow.workflows.term_expiry import latest_contract, settling, start_offboarding
+from tenantflow.workflows.term_notices import past_reminders, send_notice, term_notice
 
 RUNNING = "term:running"
 EXPIRED = "term:expired"
@@ -90,16 +83,6 @@ PARENT_REQUIRED_PATCH = "lifecycle-parent-required"
 """Runs with it fail at once without a parent workflow, and ignore a waiting renewal in the input of a first run."""
 NO_PARENT = "LifecycleWithoutParent"
 """The failure type of a lifecycle run no onboarding or change started."""
-
-
-def days_left(term_end: datetime, now: datetime) -> int:
-    """Whole days from ``now`` to ``term_end``, rounded up (0 once it has passed)."""
-    return max(0, math.ceil((term_end - now) / timedelta(days=1)))
-
-
-def past_reminders(term_end: datetime, reminder_days: list[int], now: datetime) -> list[int]:
-    """The reminders whose time has already come for ``term_end``: a new or renewed term skips them."""
-    return [day for day in reminder_days if term_end - timedelta(days=day) <= now]
 
 
 @workflow.defn(name="TenantLifecycle")
@@ -353,22 +336,9 @@ class TenantLifecycle:
         workflow.continue_as_new(self._carried())
 
     async def _notify(self, kind: NoticeKind, message: str) -> None:
-        notice = TermNotice(
-            event=kind,
-            tenant=self._contract.slug,
-            workflow_id=workflow.info().workflow_id,
-            term_end=self._term_end,
-            days_left=days_left(self._term_end, workflow.now()),
-            message=message,
-        )
+        notice = term_notice(kind, self._contract.slug, self._term_end, message)
         self._notices.append(notice)
-        try:
-            sent = await self._steps.run(NOTIFY, notice, summary=f"notify: {kind}")
-        except ActivityError as err:
-            workflow.logger.warning("term notice %s was not delivered: %s", kind, err.cause or err)
-            return
-        if not sent.delivered:
-            workflow.logger.warning("term notice %s was not delivered: %s", kind, sent.detail)
+        await send_notice(self._steps, notice)
 
     async def _expire(self) -> LifecycleResult:
         slug = self._contract.slug
@@ -380,61 +350,21 @@ class TenantLifecycle:
         notes: list[str] = []
         if workflow.patched(LATEST_CONTRACT_PATCH):
             contract, notes, source = await self._latest_contract()
-        try:
-            await workflow.start_child_workflow(
-                TenantOffboarding.run,
-                OffboardingInput(contract=contract, notes=notes),
-                id=self._offboarding,
-                parent_close_policy=ParentClosePolicy.ABANDON,
-                memo=starter,
-                static_summary=f"Offboard {slug}: its term ended {self._term_end:%Y-%m-%d}",
-                static_details=f"Offboards tenant `{slug}` because its term ended; Weka data kept. Nothing is "
-                f"removed until its teardown plan is approved (`tenantflow approve {self._offboarding} --plan-hash "
-                f"...`); reject it to keep the tenant.\n\n- started by: `{workflow.info().workflow_id}`"
-                + "".join(f"\n- {line}" for line in ([source] if source else []) + notes),
-            )
-            started = f"offboarding {self._offboarding} was started and waits at its approve_plan gate"
-        except WorkflowAlreadyStartedError:
-            started = f"offboarding {self._offboarding} was already running"
+        arg = OffboardingInput(contract=contract, notes=notes)
+        started = await start_offboarding(slug, self._term_end, self._offboarding, arg, starter, source)
         message = f"the term of {slug} ended; {started}; nothing is removed until its plan is approved"
         message += "".join(f"; {note}" for note in notes)
         await self._notify("term.expired", message)
         return self._result(message)
 
     async def _latest_contract(self) -> tuple[TenantContract, list[str], str]:
-        """The contract to offboard at expiry, the notes for the teardown plan (what could not be established) and
-        where the contract came from: first wait (bounded) while the tenant's onboarding or change runs, then read
-        the contract of its latest record; the contract the lifecycle holds when there is none or it is unreadable."""
-        slug = self._contract.slug
-        run = onboarding_id(slug)
-        hours = f"{TENANT_RUN_WAIT / timedelta(hours=1):g}h"
-        self._settling = f"the term ended; waiting (at most {hours}) while {run} runs, then reading the latest record"
-        notes: list[str] = []
+        """The contract to offboard at expiry, the teardown plan's notes and the contract's source
+        (:func:`term_expiry.latest_contract`); the status says what it waits for meanwhile."""
+        self._settling = settling(self._contract.slug)
         try:
-            wait = TenantRunWait(workflow_id=run, wait_s=int(TENANT_RUN_WAIT.total_seconds()))
-            seen = await self._steps.run(WAIT_TENANT_RUN, wait, summary=f"wait while {run} runs (at most {hours})")
-            if seen.running:
-                notes.append(
-                    f"{run} ({seen.workflow_type}) was still running after {hours}: what it changes from now on is "
-                    f"not in this plan; reject it and offboard again (`tenantflow offboard {slug}`) once {run} ends"
-                )
-        except ActivityError as err:
-            notes.append(f"whether {run} runs could not be read ({error_text(err)}): a change of it may be running")
-        held = "the contract the lifecycle holds (from the onboarding that started it)"
-        try:
-            latest = await self._steps.run(LATEST_TENANT, RecordKey.of_tenant(self._contract.cluster, slug))
-        except ActivityError as err:
-            notes.append(
-                f"the tenant's latest record could not be read ({error_text(err)}): this offboards {held}, so users "
-                f"added since by `tenantflow apply` are not in it; check `tenantflow handover {slug}` before approving"
-            )
-            return self._contract, notes, ""
+            return await latest_contract(self._steps, self._contract)
         finally:
             self._settling = ""
-        if latest.contract is None:
-            notes.append(f"the cluster holds no record of {slug}: this offboards {held}")
-            return self._contract, notes, ""
-        return latest.contract, notes, f"contract: the tenant's latest record, written by `{latest.recorded_by}`"
 
     def _result(self, message: str) -> LifecycleResult:
         return LifecycleResult(
@@ -444,26 +374,3 @@ class TenantLifecycle:
             offboarding=self._offboarding,
             message=message,
         )
-
-
-async def start_lifecycle(contract: TenantContract) -> str:
-    """Start the tenant's lifecycle as an abandoned child (it outlives the caller); what happened, in words."""
-    slug = contract.slug
-    term_end = workflow.now() + timedelta(days=contract.capacity.term_days)
-    child = lifecycle_id(slug)
-    try:
-        await workflow.start_child_workflow(
-            TenantLifecycle.run,
-            LifecycleInput(contract=contract, term_end=term_end),
-            id=child,
-            parent_close_policy=ParentClosePolicy.ABANDON,
-            static_summary=f"Term of {slug}: {contract.capacity.term_days} days, ends {term_end:%Y-%m-%d}",
-            static_details=f"Keeps the term of tenant `{slug}`: reminders before it ends, "
-            f"`tenantflow renew {slug} --days N` to extend it, at its end `offboard/{slug}` (gated).\n\n"
-            f"- started by: `{workflow.info().workflow_id}`",
-        )
-    except WorkflowAlreadyStartedError:
-        return (
-            f"{child} already keeps the term of {slug} (unchanged); extend it with `tenantflow renew {slug} --days N`"
-        )
-    return f"{child} keeps the term of {slug}: it ends {term_end:%Y-%m-%d %H:%M}Z"

@@ -51,7 +51,6 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE, Step
 
 from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
-from tenantflow.workflows.lifecycle import start_lifecycle
 from tenantflow.workflows.records import APPROVALS_PATCH, TENANT_RECORD_PATCH
 from tenantflow.workflows.rollback import RETRY_ROLLBACK_PATCH
 from tenantflow.workflows.run_state import REPLAN_PATCH
@@ -65,6 +64,7 @@ from tenantflow.workflows.smoke_gate import (
     step_failed,
 )
 from tenantflow.workflows.tenant_run import UNDO_PLANNED_PATCH, TenantWorkflow
+from tenantflow.workflows.term_start import start_lifecycle
 
 LIFECYCLE_PATCH = "tenant-lifecycle"
 """Histories recorded before a completed onboarding started the tenant's lifecycle replay without it."""

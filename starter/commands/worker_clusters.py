@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from tenantflow.starter.client import ENROLLMENT_GATES
 from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
 from tenantflow.starter.contracts import load_enrollment
 from tenantflow.starter.output import OutputOpt, WideOpt, run
 from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target
+from tenantflow.starter.run_kinds import ENROLLMENT_GATES
 
 GATE_HELP = {
     "submissions_paused": "Confirm every Hub submission path of the organization is paused (brownfield).",

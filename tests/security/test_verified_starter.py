@@ -198,10 +198,10 @@ async def test_a_start_without_a_key_warns_that_nobody_can_approve_it(
     """A client without TENANTFLOW_APPROVAL_KEY still starts (four-eyes may be off), but says at once what the
     operator would otherwise learn only at the gate."""
     unsigned = TenantflowClient(dev_env.client, "no-queue", signer=None, identity="alice@laptop")
-    with caplog.at_level(logging.WARNING, logger="tenantflow.starter.client"):
+    with caplog.at_level(logging.WARNING, logger="tenantflow.starter.signing"):
         arg = OnboardingInput(contract=example_tenant("tenant-x"))
         memo = await unsigned.start_memo("tenant/tenant-x", "TenantOnboarding", "alice@laptop", arg)
     assert memo == {STARTED_BY_MEMO: "alice@laptop"}, "no proof without a key"
-    [warning] = [r.getMessage() for r in caplog.records if r.name == "tenantflow.starter.client"]
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "tenantflow.starter.signing"]
     assert "alice@laptop starts tenant/tenant-x without a start proof" in warning
     assert "nobody can approve it; set TENANTFLOW_APPROVAL_KEY" in warning

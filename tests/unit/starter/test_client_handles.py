@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from temporalio import workflow
 
-from tenantflow.starter.client import ENROLLMENT_GATES, RUNS, YES_NO_GATES
+from tenantflow.starter.run_kinds import ENROLLMENT_GATES, RUNS, YES_NO_GATES
 
 
 @pytest.mark.parametrize("workflow_type", sorted(RUNS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tenantflow.models.lifecycle import renew_days_problem
-from tenantflow.workflows.lifecycle import days_left, past_reminders
+from tenantflow.workflows.term_notices import days_left, past_reminders
 
 END = datetime(2027, 12, 3, 12, tzinfo=UTC)
 
