@@ -38,8 +38,9 @@ from tenantflow.bench.noise import RatioInterval, ratio_interval
 from tenantflow.bench.runs import APPROVER, REQUESTER, RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
-from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE, Step
+from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE
 from tenantflow.models.status import RunOutcome
+from tenantflow.models.step import Step
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.approvers import OperatorClients, StandInOperators
 from tenantflow.worker import logs

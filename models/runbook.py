@@ -1,32 +1,20 @@
-"""The step catalogue: every activity the workflows run, defined once, with its types and how to run it.
+"""The tenant runbook's steps and the catalogue of every step the workflows run, defined once.
 
-A :class:`Step` names the activity exactly as Temporal records it (``kube.namespace``),
-carries its input and result types (so a workflow's call is checked by mypy, and
-``tests/unit/test_runbook_catalogue.py`` checks each entry against the registered
-activity function), its timeouts, the plan kinds it writes and the step that undoes
-it. The sequences (preflight, plan, apply, smoke, rollback order) are defined here
-too; the workflows, ``tenantflow plan``, the bench's direct run and the test fakes
-all drive these tables.
+The steps of TenantOnboarding and TenantOffboarding (preflight, plan, apply, smoke, validate, handover, record,
+and their undo in rollback order), of TenantChange, TenantDrift, TenantRecords and TenantLifecycle are defined
+here as :class:`~models.step.Step` entries; the sequences (preflight, plan, apply, smoke, rollback order) are
+defined here too, and the workflows, ``tenantflow plan``, the bench's direct run and the test fakes all drive
+these tables. :data:`CATALOGUE` joins them with the enrollment runs' steps (:mod:`models.enrollment_steps`):
+the worker registers exactly the activities it names.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
-from tenantflow.models.enrollment_workflows import (
-    AdoptionDiff,
-    ApprovedReset,
-    ConditionReport,
-    ConditionWait,
-    Cordon,
-    EnrollmentFacts,
-    EnrollmentStep,
-    Invariants,
-    ObjectRef,
-)
+from tenantflow.models.enrollment_steps import ENROLLMENT
 from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -37,52 +25,12 @@ from tenantflow.models.records import (
     RecordsQuery,
     StoredRecord,
     TenantRecord,
-    WorkerClusterRecord,
 )
-from tenantflow.models.results import EnsureResult, Finding
+from tenantflow.models.results import EnsureResult
+from tenantflow.models.step import STEP_TIMEOUT, WAIT_HEARTBEAT, Step
 
-I = TypeVar("I")  # noqa: E741 - the step's input type
-R = TypeVar("R", covariant=True)
-
-STEP_TIMEOUT = timedelta(minutes=5)
-HEARTBEAT = timedelta(seconds=60)
-"""Every step has a heartbeat timeout, so a crashed worker's step is retried within a minute rather than at its
-start-to-close timeout; steps that run longer heartbeat."""
 LONG_TIMEOUT = timedelta(minutes=15)
 SMOKE_TIMEOUT = timedelta(minutes=30)
-WAIT_TIMEOUT = timedelta(minutes=30)
-WAIT_HEARTBEAT = timedelta(seconds=30)
-
-
-@dataclass(frozen=True)
-class Step(Generic[I, R]):
-    """One activity: ``name`` is what Temporal records; it takes an ``I`` and returns an ``R``."""
-
-    name: str
-    input: type[I]
-    result: type[R]
-    summary: str = ""
-    """What the step does, in the runbook's words (onboarding's apply and smoke steps show it)."""
-    timeout: timedelta = STEP_TIMEOUT
-    """Start-to-close timeout of one attempt."""
-    heartbeat: timedelta | None = HEARTBEAT
-    """Heartbeat timeout; None schedules the activity without one."""
-    kinds: tuple[str, ...] = ()
-    """The plan kinds this step writes: the plan's ``create`` entries of these kinds are its own."""
-    undo: Step[UndoInput, list[EnsureResult]] | None = None
-    """The compensation of this step (called with the step's :attr:`short` name in ``UndoInput.step``)."""
-    local: bool = False
-    """Short and read-only, no heartbeat: a workflow may run it as a local activity (one history event, not six)."""
-
-    @property
-    def layer(self) -> str:
-        """``kube`` of ``kube.namespace``: the layer whose activity module implements the step."""
-        return self.name.partition(".")[0]
-
-    @property
-    def short(self) -> str:
-        """``namespace`` of ``kube.namespace``: the step's name inside its layer."""
-        return self.name.partition(".")[2]
 
 
 def _preflight(layer: str) -> Step[StepInput, StepResult]:
@@ -247,121 +195,6 @@ CHANGE: tuple[Step[Any, Any], ...] = (
 """The activities only TenantChange runs."""
 UNDO_ORDER: tuple[Step[UndoInput, list[EnsureResult]], ...] = (CHANGE_UNDO, *ROLLBACK)
 """The order a saga unwinds in: a change's own steps first (its users back, its drains lifted), then the runbook's."""
-
-# --- WorkerEnrollment and WorkerDecommission --------------------------------------------------------------------
-
-HUB_PREFLIGHT = Step("hub.preflight", EnrollmentStep, list[Finding], summary="preflight")
-HUB_CREATE_ENROLLMENT = Step(
-    "hub.create_enrollment",
-    EnrollmentStep,
-    EnrollmentFacts,
-    summary="retired: BootstrapEnrollment + signed blob (now konduktor.bootstrap)",
-)
-HUB_DESTROY_KEY = Step(
-    "hub.destroy_key", EnrollmentStep, bool, summary="destroy the signing key (a no-op: tenantflow holds none now)"
-)
-KONDUKTOR_BOOTSTRAP = Step(
-    "konduktor.bootstrap",
-    EnrollmentStep,
-    list[EnsureResult],
-    timeout=timedelta(minutes=5),
-    summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)",
-)
-HUB_WAIT_CONDITIONS = Step(
-    "hub.wait_conditions",
-    ConditionWait,
-    ConditionReport,
-    timeout=WAIT_TIMEOUT,
-    heartbeat=WAIT_HEARTBEAT,
-    summary="wait for WorkerCluster conditions",
-)
-HUB_WAIT_WORKERCLUSTER = Step(
-    "hub.wait_workercluster",
-    ConditionWait,
-    bool,
-    timeout=WAIT_TIMEOUT,
-    heartbeat=WAIT_HEARTBEAT,
-    summary="wait for the WorkerCluster",
-)
-HUB_CORDON = Step("hub.cordon", Cordon, EnsureResult, summary="cordon or uncordon")
-HUB_CORDON_POOL = Step(
-    "hub.cordon_pool",
-    Cordon,
-    list[EnsureResult],
-    timeout=timedelta(minutes=2),
-    heartbeat=WAIT_HEARTBEAT,
-    summary="cordon or uncordon the other pool members",
-)
-HUB_SELECT_PRESET = Step("hub.select_preset", EnrollmentStep, EnsureResult, summary="select the preset")
-HUB_CANARY = Step("hub.canary", EnrollmentStep, Finding, heartbeat=WAIT_HEARTBEAT, summary="canary")
-HUB_REMOVE_ENROLLMENT = Step(
-    "hub.remove_enrollment", EnrollmentStep, list[EnsureResult], summary="remove the enrollment record"
-)
-
-WORKER_PLAN = Step("worker.plan", EnrollmentStep, list[PlanStep], summary="bootstrap plan")
-WORKER_INSTALL = Step(
-    "worker.install", EnrollmentStep, list[EnsureResult], summary="retired: bootstrap (now konduktor.bootstrap)"
-)
-WORKER_UNINSTALL = Step("worker.uninstall", EnrollmentStep, list[EnsureResult], summary="remove installed objects")
-WORKER_RECORD_INVARIANTS = Step(
-    "worker.record_invariants", EnrollmentStep, Invariants, summary="record running workload invariants"
-)
-WORKER_CHECK_INVARIANTS = Step("worker.check_invariants", EnrollmentStep, list[Finding], summary="verify invariants")
-WORKER_WAIT_CONVERGENCE = Step(
-    "worker.wait_convergence",
-    ConditionWait,
-    list[ObjectRef],
-    timeout=WAIT_TIMEOUT,
-    heartbeat=WAIT_HEARTBEAT,
-    summary="Kueue/JobSet convergence",
-)
-WORKER_ADOPTION_DIFF = Step("worker.adoption_diff", EnrollmentStep, AdoptionDiff, summary="diff the preset objects")
-WORKER_ADOPT = Step("worker.adopt", EnrollmentStep, list[ObjectRef], summary="label the preset objects")
-WORKER_VERIFY_UIDS = Step("worker.verify_uids", EnrollmentStep, list[Finding], summary="verify adopted UIDs")
-WORKER_WAIT_NO_REMOTE_WORK = Step(
-    "worker.wait_no_remote_work", ConditionWait, bool, timeout=WAIT_TIMEOUT, heartbeat=WAIT_HEARTBEAT, summary="drain"
-)
-WORKER_RESET_PLAN = Step("worker.reset_plan", EnrollmentStep, list[PlanStep], summary="worker reset --dry-run")
-WORKER_RESET = Step("worker.reset", EnrollmentStep, list[EnsureResult], summary="worker reset")
-WORKER_RESET_APPROVED = Step(
-    "worker.reset_approved", ApprovedReset, list[EnsureResult], summary="worker reset of exactly the approved dry run"
-)
-
-RECORD_WORKERCLUSTER: Step[WorkerClusterRecord, StoredRecord] = Step(
-    "records.worker", WorkerClusterRecord, StoredRecord, summary="store the worker record in the worker cluster"
-)
-
-ENROLLMENT: tuple[Step[Any, Any], ...] = (
-    HUB_PREFLIGHT,
-    HUB_DESTROY_KEY,
-    KONDUKTOR_BOOTSTRAP,
-    HUB_WAIT_CONDITIONS,
-    HUB_WAIT_WORKERCLUSTER,
-    HUB_CORDON,
-    HUB_CORDON_POOL,
-    HUB_SELECT_PRESET,
-    HUB_CANARY,
-    HUB_REMOVE_ENROLLMENT,
-    WORKER_PLAN,
-    WORKER_UNINSTALL,
-    WORKER_RECORD_INVARIANTS,
-    WORKER_CHECK_INVARIANTS,
-    WORKER_WAIT_CONVERGENCE,
-    WORKER_ADOPTION_DIFF,
-    WORKER_ADOPT,
-    WORKER_VERIFY_UIDS,
-    WORKER_WAIT_NO_REMOTE_WORK,
-    WORKER_RESET_PLAN,
-    WORKER_RESET,
-    WORKER_RESET_APPROVED,
-    RECORD_WORKERCLUSTER,
-)
-"""Every activity of WorkerEnrollment and WorkerDecommission."""
-
-RETIRED: tuple[Step[Any, Any], ...] = (HUB_CREATE_ENROLLMENT, WORKER_INSTALL)
-"""Steps of runs recorded before ``konduktor.bootstrap`` (patch ``konduktor-cli-bootstrap``): the workflow still
-schedules them when it replays such a run, so their names stay; no worker registers them (a run started before
-that change and resumed now fails at the first of them with Temporal's "not registered" error)."""
 
 # --- TenantDrift ----------------------------------------------------------------------------------------------------
 

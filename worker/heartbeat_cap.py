@@ -1,6 +1,6 @@
 """An upper bound on every activity's heartbeat timeout, set by the worker (``TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S``).
 
-The step catalogue gives every step a heartbeat timeout (:data:`models.runbook.HEARTBEAT`, one minute), the time
+The step catalogue gives every step a heartbeat timeout (:data:`models.step.HEARTBEAT`, one minute), the time
 Temporal waits before it retries an attempt whose worker died. A test that SIGKILLs workers on purpose lowers it
 with this setting so that each crash costs less than that minute; unset (the default, and what a deployment
 runs), the catalogue's timeouts go to Temporal unchanged. :class:`HeartbeatCap` is a worker interceptor that

@@ -23,7 +23,7 @@ from tenantflow.activities.storage import steps as storage
 from tenantflow.activities.validate import steps as validate
 from tenantflow.activities.workercluster import reset as worker_reset
 from tenantflow.activities.workercluster import steps as workercluster
-from tenantflow.models.runbook import Step
+from tenantflow.models.step import Step
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.change import TenantChange
 from tenantflow.workflows.drift import TenantDrift
@@ -74,6 +74,6 @@ BY_NAME: dict[str, Callable[..., Any]] = {registered_name(fn): fn for fn in ACTI
 
 
 def implementation(step: Step[I, R]) -> Callable[[I], R]:
-    """The registered function of ``step``, to call directly (``tests/unit/test_runbook_catalogue.py`` checks that
+    """The registered function of ``step``, to call directly (``tests/unit/models/test_runbook.py`` checks that
     its parameter and return types are the step's)."""
     return cast(Callable[[I], R], BY_NAME[step.name])

@@ -46,8 +46,8 @@ with workflow.unsafe.imports_passed_through():
         RELEASE_NODES,
         REMOVE_USERS,
         WAIT_DRAINED,
-        Step,
     )
+    from tenantflow.models.step import Step
 
 from tenantflow.workflows.search import TENANT_SLUG
 from tenantflow.workflows.tenant_run import TenantWorkflow

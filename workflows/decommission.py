@@ -27,6 +27,15 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.enrollment_steps import (
+        HUB_CORDON,
+        HUB_REMOVE_ENROLLMENT,
+        RECORD_WORKERCLUSTER,
+        WORKER_RESET,
+        WORKER_RESET_APPROVED,
+        WORKER_RESET_PLAN,
+        WORKER_WAIT_NO_REMOTE_WORK,
+    )
     from tenantflow.models.enrollment_workflows import (
         ApprovedReset,
         ConditionWait,
@@ -39,15 +48,6 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, WorkerClusterRecord
     from tenantflow.models.results import EnsureResult
-    from tenantflow.models.runbook import (
-        HUB_CORDON,
-        HUB_REMOVE_ENROLLMENT,
-        RECORD_WORKERCLUSTER,
-        WORKER_RESET,
-        WORKER_RESET_APPROVED,
-        WORKER_RESET_PLAN,
-        WORKER_WAIT_NO_REMOTE_WORK,
-    )
 
 from tenantflow.workflows.enrollment_failures import application_error
 from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_update, status_query

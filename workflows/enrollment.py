@@ -32,22 +32,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_workflows import (
-        ADOPTION_REFUSAL,
-        AdoptionDiff,
-        ConditionReport,
-        ConditionWait,
-        Cordon,
-        EnrollmentFacts,
-        EnrollmentInput,
-        EnrollmentResult,
-        EnrollmentStep,
-    )
-    from tenantflow.models.gates import GateAnswer
-    from tenantflow.models.plan import Plan
-    from tenantflow.models.records import WorkerClusterRecord
-    from tenantflow.models.results import EnsureResult, Finding, Outcome
-    from tenantflow.models.runbook import (
+    from tenantflow.models.enrollment_steps import (
         HUB_CANARY,
         HUB_CORDON,
         HUB_CORDON_POOL,
@@ -68,6 +53,21 @@ with workflow.unsafe.imports_passed_through():
         WORKER_VERIFY_UIDS,
         WORKER_WAIT_CONVERGENCE,
     )
+    from tenantflow.models.enrollment_workflows import (
+        ADOPTION_REFUSAL,
+        AdoptionDiff,
+        ConditionReport,
+        ConditionWait,
+        Cordon,
+        EnrollmentFacts,
+        EnrollmentInput,
+        EnrollmentResult,
+        EnrollmentStep,
+    )
+    from tenantflow.models.gates import GateAnswer
+    from tenantflow.models.plan import Plan
+    from tenantflow.models.records import WorkerClusterRecord
+    from tenantflow.models.results import EnsureResult, Finding, Outcome
 
 from tenantflow.workflows.condition_findings import observability, troubleshoot
 from tenantflow.workflows.enrollment_failures import (

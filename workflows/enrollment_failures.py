@@ -22,10 +22,10 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.enrollment_steps import HUB_CORDON, HUB_DESTROY_KEY, HUB_REMOVE_ENROLLMENT, WORKER_UNINSTALL
     from tenantflow.models.enrollment_workflows import Cordon, EnrollmentStep
     from tenantflow.models.plan import Action, Plan
     from tenantflow.models.results import EnsureResult, Finding, Outcome
-    from tenantflow.models.runbook import HUB_CORDON, HUB_DESTROY_KEY, HUB_REMOVE_ENROLLMENT, WORKER_UNINSTALL
 
 from tenantflow.workflows.rollback import Rollback
 from tenantflow.workflows.run_state import RunState

@@ -48,7 +48,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import Facts, Handover, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.plan import Plan, PlanStep
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE, Step
+    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE
+    from tenantflow.models.step import Step
 
 from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
 from tenantflow.workflows.records import APPROVALS_PATCH, TENANT_RECORD_PATCH

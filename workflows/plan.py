@@ -22,7 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Plan
     from tenantflow.models.preview import PLAN_WORKFLOW, PlanInput, PlanReport
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, Step
+    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT
+    from tenantflow.models.step import Step
 
 from tenantflow.workflows.drift import READ_RETRY
 from tenantflow.workflows.steps import execute_local

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.gates import Approval
     from tenantflow.models.records import RunStamp, StoredRecord
     from tenantflow.models.results import Finding, Severity
-    from tenantflow.models.runbook import Step
+    from tenantflow.models.step import Step
 
 from tenantflow.workflows.run_state import RunState
 

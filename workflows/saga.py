@@ -35,7 +35,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import PlanStep
     from tenantflow.models.results import EnsureResult, Outcome
     from tenantflow.models.rollback import Leftover
-    from tenantflow.models.runbook import UNDO_ORDER, Step
+    from tenantflow.models.runbook import UNDO_ORDER
+    from tenantflow.models.step import Step
     from tenantflow.models.tenant import TenantContract
 
 from tenantflow.workflows.steps import execute

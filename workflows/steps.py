@@ -19,8 +19,8 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import Finding
-    from tenantflow.models.runbook import Step
     from tenantflow.models.status import StepRecord
+    from tenantflow.models.step import Step
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")

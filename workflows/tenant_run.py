@@ -27,7 +27,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import TenantRecord
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import APPLY, HANDOVER, RECORD_TENANT, VALIDATE, Step
+    from tenantflow.models.runbook import APPLY, HANDOVER, RECORD_TENANT, VALIDATE
+    from tenantflow.models.step import Step
     from tenantflow.models.tenant import TenantContract
 
 from tenantflow.workflows.gate_handlers import GatedWorkflow, approve_plan_signal_handler, approve_plan_update

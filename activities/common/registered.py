@@ -1,10 +1,10 @@
 """Declaring an activity under its catalogue name, and reading that name back from the function.
 
 An activity is declared with its catalogue step (``@defn(runbook.KUBE_QUOTA)``), so the name Temporal records
-is spelled once, in :mod:`models.runbook`. temporalio's public API registers a function under
-``@activity.defn(name=...)`` but offers no public way to ask a function for that name (only the private
-``activity._Definition``). :func:`defn` is ``activity.defn(name=step.name)`` that also remembers the name, and
-:func:`registered_name` reads it back; the worker's registry (:mod:`worker.registry`) maps each catalogue step
+is spelled once, in :mod:`models.runbook` (or :mod:`models.enrollment_steps`). temporalio's public API registers
+a function under ``@activity.defn(name=...)`` but offers no public way to ask a function for that name (only the
+private ``activity._Definition``). :func:`defn` is ``activity.defn(name=step.name)`` that also remembers the name,
+and :func:`registered_name` reads it back; the worker's registry (:mod:`worker.registry`) maps each catalogue step
 to its function with it.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from tenantflow.models.runbook import Step
+from tenantflow.models.step import Step
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -28,7 +28,7 @@ from temporalio import activity
 from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
-from tenantflow.models import runbook
+from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import BOOTSTRAP_COMPONENTS, EnrollmentStep
 from tenantflow.models.results import EnsureResult, Outcome
 
@@ -82,7 +82,7 @@ def _created(lines: list[str]) -> list[EnsureResult]:
     return results
 
 
-@defn(runbook.KONDUKTOR_BOOTSTRAP)
+@defn(enrollment_steps.KONDUKTOR_BOOTSTRAP)
 def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
     """``cluster enroll`` into a private file, ``worker bootstrap`` with it, the file removed whatever happens."""
     c = step.contract

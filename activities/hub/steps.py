@@ -1,49 +1,37 @@
-"""Hub-side enrollment activities: permission preflight, conditions, cordon, canary, decommission.
+"""Hub-side enrollment activities (permission preflight, conditions, preset, decommission) and the layer's list.
 
 Writes go through the ``konduktor`` CLI as the runbook documents them (:mod:`activities.common.konduktor_cli`:
-``cluster cordon``, ``cluster decommission --yes``; the enrollment itself is ``konduktor.bootstrap``); reads
-and the cordon record go to the explicit Hub target through :class:`activities.common.kubeobjects.KubeObjects`.
-Waits poll with heartbeats and backoff. Every cordon this module sets records who set it (:data:`CORDONED_BY`,
-the run's workflow id) and why (:data:`CORDON_REASON`); ``hub.cordon_pool`` holds the other dispatch-ready
-members of the tenant's pool for an exact-routing canary and releases only the
-members this run cordoned.
+``cluster decommission --yes``; the enrollment itself is ``konduktor.bootstrap``); reads and the preset go to
+the explicit Hub target through :class:`activities.common.kubeobjects.KubeObjects`. Waits poll with heartbeats
+and backoff. The cordons are in :mod:`activities.hub.cordon` and the canary in :mod:`activities.hub.canary`;
+:data:`ACTIVITIES` lists the ``hub.*`` activities of all three.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import konduktor_cli
-from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.common.runs import this_run
-from tenantflow.models import runbook
+from tenantflow.activities.hub import canary as hub_canary
+from tenantflow.activities.hub import cordon as hub_cordon
+from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
     ADOPTION_REFUSAL,
     AGENT_NAMESPACE,
     BYOC_NAMESPACE,
-    QUEUE_LABEL,
     Condition,
     ConditionReport,
     ConditionWait,
-    Cordon,
     EnrollmentStep,
 )
-from tenantflow.models.results import CordonState, EnsureResult, Finding, Outcome, PresetChoice
-
-CORDONED_BY = "trainy.ai/cordoned-by"
-CORDON_REASON = "trainy.ai/cordon-reason"
-CORDON_BUDGET_S = 60.0
-CANARY_BUDGET_S = 120.0
-Obj = dict[str, Any]
+from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetChoice
 
 
-@defn(runbook.HUB_PREFLIGHT)
+@defn(enrollment_steps.HUB_PREFLIGHT)
 def preflight(step: EnrollmentStep) -> list[Finding]:
     """Both endpoints answer, the runbook's three permission checks, and the worker name is free."""
     c = step.contract
@@ -103,7 +91,7 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@defn(runbook.HUB_DESTROY_KEY)
+@defn(enrollment_steps.HUB_DESTROY_KEY)
 def destroy_key(step: EnrollmentStep) -> bool:
     """Nothing to destroy: tenantflow holds no signing key (the blob lives only inside ``konduktor.bootstrap``).
 
@@ -144,7 +132,7 @@ def _report(hub: KubeObjects, step_contract: WorkerEnrollment) -> ConditionRepor
     return ConditionReport(generation=wc["metadata"].get("generation", 1), conditions=conds)
 
 
-@defn(runbook.HUB_WAIT_CONDITIONS)
+@defn(enrollment_steps.HUB_WAIT_CONDITIONS)
 def wait_conditions(wait: ConditionWait) -> ConditionReport:
     """Poll the WorkerCluster (heartbeat, backoff) until the conditions are True or the budget is spent."""
     hub = KubeObjects(wait.contract.hub)
@@ -183,7 +171,7 @@ def components(c: WorkerEnrollment) -> list[str]:
     return lines
 
 
-@defn(runbook.HUB_WAIT_WORKERCLUSTER)
+@defn(enrollment_steps.HUB_WAIT_WORKERCLUSTER)
 def wait_workercluster(wait: ConditionWait) -> bool:
     """True as soon as the WorkerCluster exists (so brownfield can cordon at once)."""
     hub, c = KubeObjects(wait.contract.hub), wait.contract
@@ -195,104 +183,7 @@ def wait_workercluster(wait: ConditionWait) -> bool:
     ).done
 
 
-def _set_cordon(c: WorkerEnrollment, name: str, cordoned: bool, reason: str) -> None:
-    """``konduktor cluster cordon [--uncordon]`` one WorkerCluster; who and why are recorded before a cordon and
-    cleared after an uncordon."""
-    who = f"tenantflow {this_run()}" if cordoned else None
-    record = {"metadata": {"annotations": {CORDON_REASON: reason if cordoned else None, CORDONED_BY: who}}}
-    if cordoned:
-        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
-    konduktor_cli.run(
-        c.hub, "cluster", "cordon", name, "-n", c.tenant_namespace, *(() if cordoned else ("--uncordon",))
-    )
-    if not cordoned:
-        KubeObjects(c.hub).patch("WorkerCluster", name, c.tenant_namespace, record)
-
-
-@defn(runbook.HUB_CORDON)
-def cordon(request: Cordon) -> EnsureResult:
-    c = request.contract
-    hub = KubeObjects(c.hub)
-    wc = hub.get("WorkerCluster", c.worker_name, c.tenant_namespace)
-    if wc is None:
-        return EnsureResult(
-            layer="hub", kind="WorkerCluster", name=c.worker_name, namespace=c.tenant_namespace, outcome=Outcome.absent
-        )
-    if bool((wc.get("spec") or {}).get("cordoned")) == request.cordoned:
-        outcome = Outcome.unchanged
-    else:
-        _set_cordon(c, c.worker_name, request.cordoned, request.reason)
-        outcome = Outcome.updated
-    return EnsureResult(
-        layer="hub",
-        kind="WorkerCluster",
-        name=c.worker_name,
-        namespace=c.tenant_namespace,
-        outcome=outcome,
-        data=CordonState(cordoned=request.cordoned),
-    )
-
-
-def _completed(status: Obj) -> bool:
-    return any(x["type"] == "Completed" and x["status"] == "True" for x in status.get("conditions") or [])
-
-
-def _dispatch_ready(wc: Obj) -> bool:
-    return any(
-        cond["type"] == "DispatchReady" and cond["status"] == "True"
-        for cond in (wc.get("status") or {}).get("conditions") or []
-    )
-
-
-@defn(runbook.HUB_CORDON_POOL)
-def cordon_pool(request: Cordon) -> list[EnsureResult]:
-    """Exact routing: cordon every other dispatch-ready member of the tenant's pool and wait until none is
-    DispatchReady; with ``cordoned=False`` uncordon exactly the members this run cordoned."""
-    c = request.contract
-    hub = KubeObjects(c.hub)
-    me = f"tenantflow {this_run()}"
-    results = []
-    for wc in hub.list("WorkerCluster", c.tenant_namespace):
-        name = wc["metadata"]["name"]
-        annotations = wc["metadata"].get("annotations") or {}
-        if name == c.worker_name:
-            continue
-        if request.cordoned and _dispatch_ready(wc) and not (wc.get("spec") or {}).get("cordoned"):
-            _set_cordon(c, name, True, request.reason)
-        elif request.cordoned or annotations.get(CORDONED_BY) != me:
-            continue
-        else:
-            _set_cordon(c, name, False, "")
-        results.append(
-            EnsureResult(
-                layer="hub",
-                kind="WorkerCluster",
-                name=name,
-                namespace=c.tenant_namespace,
-                outcome=Outcome.updated,
-                data=CordonState(cordoned=request.cordoned),
-            )
-        )
-    held = {r.name for r in results} if request.cordoned else set()
-    if not held:
-        return results
-    quiet = poll_until(
-        lambda: [
-            wc["metadata"]["name"]
-            for wc in hub.list("WorkerCluster", c.tenant_namespace)
-            if wc["metadata"]["name"] in held and _dispatch_ready(wc)
-        ],
-        lambda still: not still,
-        every=growing(0.2, max_s=2.0),
-        budget_s=CORDON_BUDGET_S,
-        detail=list,
-    )
-    if not quiet.done:
-        raise fail("CordonTimeout", f"pool members still DispatchReady after cordon: {', '.join(quiet.value)}")
-    return results
-
-
-@defn(runbook.HUB_SELECT_PRESET)
+@defn(enrollment_steps.HUB_SELECT_PRESET)
 def select_preset(step: EnrollmentStep) -> EnsureResult:
     c = step.contract
     KubeObjects(c.hub).patch(
@@ -308,91 +199,7 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
     )
 
 
-CANARY_IMAGE = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"
-"""A small, pinned image that has ``sh`` and ``echo``: the canary only has to start, print a line and exit 0."""
-CANARY_RESOURCES = {"cpu": "100m", "memory": "64Mi"}
-"""Requests and limits of the canary's one container: a short check, not a benchmark (the runbook asks for a
-short JobSet through ``user-queue`` and names no resources)."""
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""Kueue's label on the Workload it creates for a job, carrying the job's UID (the Workload's name is Kueue's)."""
-
-
-def canary_jobset(name: str, namespace: str, queue: str = "user-queue") -> Obj:
-    """The canary: one JobSet through ``queue`` whose one Job runs one pod (one container, ``restartPolicy:
-    Never``, ``backoffLimit: 0``; JobSet's default failure policy restarts nothing) that prints a line and exits.
-    No ``ttlSecondsAfterFinished``: on a worker it would delete the JobSet before its status syncs back to the
-    Hub, which then dispatches it again (kueue PR #14952)."""
-    return {
-        "apiVersion": KINDS["JobSet"].api_version,
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE_LABEL: queue}},
-        "spec": {
-            "replicatedJobs": [
-                {
-                    "name": "canary",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "backoffLimit": 0,
-                            "template": {
-                                "spec": {
-                                    "restartPolicy": "Never",
-                                    "containers": [
-                                        {
-                                            "name": "canary",
-                                            "image": CANARY_IMAGE,
-                                            "command": ["sh", "-c", f"echo tenantflow canary {namespace}/{name}"],
-                                            "resources": {
-                                                "requests": dict(CANARY_RESOURCES),
-                                                "limits": dict(CANARY_RESOURCES),
-                                            },
-                                        }
-                                    ],
-                                }
-                            },
-                        }
-                    },
-                }
-            ]
-        },
-    }
-
-
-def _cluster_of(hub: KubeObjects, job: Obj) -> str:
-    """The worker the Hub's Kueue dispatched ``job`` to: ``status.clusterName`` of the Workload labelled with the
-    job's UID (empty when the Hub does not say)."""
-    meta = job["metadata"]
-    for workload in hub.list("Workload", meta["namespace"], f"{JOB_UID_LABEL}={meta['uid']}"):
-        cluster = (workload.get("status") or {}).get("clusterName")
-        if cluster:
-            return str(cluster)
-    return ""
-
-
-@defn(runbook.HUB_CANARY)
-def canary(step: EnrollmentStep) -> Finding:
-    """A short JobSet through ``user-queue`` on the Hub (:func:`canary_jobset`); it must be dispatched and
-    complete."""
-    c = step.contract
-    hub = KubeObjects(c.hub)
-    ns = c.workload_namespaces[0] if c.tenant_namespace not in c.workload_namespaces else c.tenant_namespace
-    name = f"canary-{c.worker_name}"[:63]
-    job = hub.get("JobSet", name, ns) or hub.create(canary_jobset(name, ns))
-    run = poll_until(
-        lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}),
-        _completed,
-        every=growing(0.3),
-        budget_s=CANARY_BUDGET_S,
-        detail=dict,
-    )
-    if not run.done:
-        raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
-    where = _cluster_of(hub, job)
-    hub.delete("JobSet", name, ns)
-    return Finding.passed("canary", f"canary {ns}/{name} completed" + (f" on {where}" if where else ""))
-
-
-@defn(runbook.HUB_REMOVE_ENROLLMENT)
+@defn(enrollment_steps.HUB_REMOVE_ENROLLMENT)
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
     compensation)."""
@@ -422,9 +229,9 @@ ACTIVITIES = [
     destroy_key,
     wait_conditions,
     wait_workercluster,
-    cordon,
-    cordon_pool,
+    hub_cordon.cordon,
+    hub_cordon.cordon_pool,
     select_preset,
-    canary,
+    hub_canary.canary,
     remove_enrollment,
 ]

@@ -22,7 +22,7 @@ from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Finding
-from tenantflow.models.runbook import Step
+from tenantflow.models.step import Step
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "kube"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tenantflow.activities.common.recordstore import list_records, read_latest, store
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.models import runbook
+from tenantflow.models import enrollment_steps, runbook
 from tenantflow.models.records import (
     LatestContract,
     RecordedTenant,
@@ -29,7 +29,7 @@ def record_tenant(record: TenantRecord) -> StoredRecord:
     return store(record, settings().records_namespace)
 
 
-@defn(runbook.RECORD_WORKERCLUSTER)
+@defn(enrollment_steps.RECORD_WORKERCLUSTER)
 def record_worker(record: WorkerClusterRecord) -> StoredRecord:
     """Store the enrolled worker's record in the worker cluster."""
     return store(record, settings().records_namespace)

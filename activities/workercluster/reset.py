@@ -18,7 +18,7 @@ import hashlib
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.steps import reset_dry_run, reset_lines, reset_results
-from tenantflow.models import runbook
+from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import RESET_DRY_RUN, ApprovedReset, EnrollmentStep
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult
@@ -51,7 +51,7 @@ def _changed_text(reset: ApprovedReset, text: str) -> str | None:
     return "\n".join(diff) + "\nApprove the new dry run at the decommission's gate"
 
 
-@defn(runbook.WORKER_RESET_APPROVED)
+@defn(enrollment_steps.WORKER_RESET_APPROVED)
 def reset_approved(reset: ApprovedReset) -> list[EnsureResult]:
     """Re-run the dry run; reset only when it still prints the approved text (or lists the approved entries)."""
     step = EnrollmentStep(contract=reset.contract)

@@ -19,7 +19,7 @@ from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster.kueue import Kueue, spec_diff
-from tenantflow.models import runbook
+from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import (
     BOOTSTRAP_COMPONENTS,
     DEPENDENCIES,
@@ -41,7 +41,7 @@ from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRelease
 
 
-@defn(runbook.WORKER_PLAN)
+@defn(enrollment_steps.WORKER_PLAN)
 def plan(step: EnrollmentStep) -> list[PlanStep]:
     """The runbook's bootstrap, object by object: the one-shot BootstrapEnrollment on the Hub, then what
     ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
@@ -140,19 +140,19 @@ def dry_run_step(step: EnrollmentStep, text: str) -> PlanStep:
     )
 
 
-@defn(runbook.WORKER_UNINSTALL)
+@defn(enrollment_steps.WORKER_UNINSTALL)
 def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
     """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
     objects; objects that existed before stay."""
     return reset_results(reset_lines(step))
 
 
-@defn(runbook.WORKER_RECORD_INVARIANTS)
+@defn(enrollment_steps.WORKER_RECORD_INVARIANTS)
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
 
 
-@defn(runbook.WORKER_CHECK_INVARIANTS)
+@defn(enrollment_steps.WORKER_CHECK_INVARIANTS)
 def check_invariants(step: EnrollmentStep) -> list[Finding]:
     recorded = step.facts.invariants or Invariants()
     verify_invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces, recorded)
@@ -164,7 +164,7 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
     ]
 
 
-@defn(runbook.WORKER_WAIT_CONVERGENCE)
+@defn(enrollment_steps.WORKER_WAIT_CONVERGENCE)
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
@@ -196,7 +196,7 @@ def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
     return now.deployments
 
 
-@defn(runbook.WORKER_ADOPTION_DIFF)
+@defn(enrollment_steps.WORKER_ADOPTION_DIFF)
 def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     """Compare every preset object found on the worker with the preset as the worker's API server would store it
     (at the Kueue version it serves); note foreign owners and name every field that really differs."""
@@ -237,7 +237,7 @@ def adoption_diff(step: EnrollmentStep) -> AdoptionDiff:
     return AdoptionDiff(objects=objects, differences=diffs, foreign=foreign, findings=findings)
 
 
-@defn(runbook.WORKER_ADOPT)
+@defn(enrollment_steps.WORKER_ADOPT)
 def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     """Re-check the invariants, then label the reviewed objects as ours without recreating them; verify every
     UID is unchanged."""
@@ -260,7 +260,7 @@ def adopt(step: EnrollmentStep) -> list[ObjectRef]:
     return adopted
 
 
-@defn(runbook.WORKER_VERIFY_UIDS)
+@defn(enrollment_steps.WORKER_VERIFY_UIDS)
 def verify_uids(step: EnrollmentStep) -> list[Finding]:
     kueue = Kueue(step.contract.worker)
     findings = []
@@ -275,7 +275,7 @@ def verify_uids(step: EnrollmentStep) -> list[Finding]:
     return findings
 
 
-@defn(runbook.WORKER_WAIT_NO_REMOTE_WORK)
+@defn(enrollment_steps.WORKER_WAIT_NO_REMOTE_WORK)
 def wait_no_remote_work(wait: ConditionWait) -> bool:
     """Poll until no admitted, unfinished remote (Hub-dispatched) workload remains on the worker."""
     kueue = Kueue(wait.contract.worker)
@@ -296,7 +296,7 @@ def wait_no_remote_work(wait: ConditionWait) -> bool:
     return True
 
 
-@defn(runbook.WORKER_RESET_PLAN)
+@defn(enrollment_steps.WORKER_RESET_PLAN)
 def reset_plan(step: EnrollmentStep) -> list[PlanStep]:
     """``konduktor worker reset --dry-run`` as printed (the step an approval binds to), then what it deletes,
     releases and leaves as read from it."""
@@ -348,7 +348,7 @@ def reset_results(lines: list[str]) -> list[EnsureResult]:
     return results
 
 
-@defn(runbook.WORKER_RESET)
+@defn(enrollment_steps.WORKER_RESET)
 def reset(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor worker reset``: Konduktor's components go, preset objects are released, the rest stays; refused,
     like an approved reset, when its dry run reads as no action."""

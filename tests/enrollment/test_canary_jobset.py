@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tenantflow.activities.hub.steps import canary_jobset
+from tenantflow.activities.hub.canary import canary_jobset
 from tenantflow.lab.kubeapi import validation
 from tenantflow.lab.kubeapi.registry import ResourceType, resource_type_from_crd
 from tests.enrollment.conftest import Lab

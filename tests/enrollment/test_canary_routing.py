@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.activities.hub.steps import CORDON_REASON, CORDONED_BY
+from tenantflow.activities.hub.cordon import CORDON_REASON, CORDONED_BY
 from tenantflow.lab.kubeapi.store import ObjectKey
 from tenantflow.models.enrollment_workflows import ORIGIN_LABEL
 from tenantflow.models.gates import GateAnswer

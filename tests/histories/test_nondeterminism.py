@@ -19,6 +19,7 @@ from temporalio import workflow
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.enrollment_steps import HUB_CORDON, HUB_REMOVE_ENROLLMENT, WORKER_WAIT_NO_REMOTE_WORK
     from tenantflow.models.enrollment_workflows import (
         ConditionWait,
         Cordon,
@@ -32,13 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.results import EnsureResult
-    from tenantflow.models.runbook import (
-        CAPACITY_PREFLIGHT,
-        HUB_CORDON,
-        HUB_REMOVE_ENROLLMENT,
-        PREFLIGHT,
-        WORKER_WAIT_NO_REMOTE_WORK,
-    )
+    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PREFLIGHT
     from tenantflow.models.tenant import TenantContract
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow

@@ -42,8 +42,8 @@ from tenantflow.models.runbook import (
     ROLLBACK,
     SMOKE,
     VALIDATE,
-    Step,
 )
+from tenantflow.models.step import Step
 
 NODES = [f"gpu-0{i}" for i in range(1, 9)]
 RENDEZVOUS_S = 30.0

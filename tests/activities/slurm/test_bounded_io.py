@@ -17,7 +17,7 @@ from tenantflow.activities.common.settings import ServiceSettings, settings
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.models.results import EnsureResult
-from tenantflow.models.runbook import HEARTBEAT
+from tenantflow.models.step import HEARTBEAT
 from tenantflow.models.tenant import TenantContract
 from tests.activities.slurm.conftest import SlurmLab, make_contract, registered_kubeconfig, step_input
 

@@ -9,6 +9,7 @@ from typing import Any, get_type_hints
 import pytest
 
 from tenantflow.models import runbook
+from tenantflow.models.enrollment_steps import ENROLLMENT
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
@@ -17,15 +18,14 @@ from tenantflow.models.runbook import (
     CATALOGUE,
     CHANGE,
     DRIFT,
-    ENROLLMENT,
     LIFECYCLE,
     ONBOARDING,
     RECORD_READS,
     ROLLBACK,
     SMOKE,
     UNDO_ORDER,
-    Step,
 )
+from tenantflow.models.step import Step
 from tenantflow.worker.registry import ACTIVITIES, BY_NAME
 from tenantflow.workflows.saga import Saga
 
@@ -104,13 +104,11 @@ def test_the_catalogue_builders_give_the_names_types_and_options_the_wire_knows(
     """The catalogue is built from these when its module loads; called here, a change to one shows as a test
     failure (bench/mutation.py measures them so: its workers import the catalogue before a mutant is on)."""
     preflight, plan, undo = runbook._preflight("kube"), runbook._plan("kube"), runbook._undo("kube")
-    assert preflight == runbook.Step(
-        "kube.preflight", StepInput, StepResult, summary="kube: read-only preflight", local=True
-    )
-    assert plan == runbook.Step("kube.plan", StepInput, list[PlanStep], summary="kube: plan", local=True)
-    assert undo == runbook.Step("kube.undo", UndoInput, list[EnsureResult], summary="kube: undo one applied step")
+    assert preflight == Step("kube.preflight", StepInput, StepResult, summary="kube: read-only preflight", local=True)
+    assert plan == Step("kube.plan", StepInput, list[PlanStep], summary="kube: plan", local=True)
+    assert undo == Step("kube.undo", UndoInput, list[EnsureResult], summary="kube: undo one applied step")
     applied = runbook._apply("kube.quota", "quota", kinds=("ResourceQuota",), timeout=runbook.LONG_TIMEOUT)
-    assert applied == runbook.Step(
+    assert applied == Step(
         "kube.quota",
         StepInput,
         StepResult,
@@ -119,9 +117,9 @@ def test_the_catalogue_builders_give_the_names_types_and_options_the_wire_knows(
         kinds=("ResourceQuota",),
         undo=runbook.KUBE_UNDO,
     )
-    assert runbook._smoke("smoke.nccl", "all-reduce") == runbook.Step(
+    assert runbook._smoke("smoke.nccl", "all-reduce") == Step(
         "smoke.nccl", StepInput, StepResult, summary="all-reduce", timeout=runbook.SMOKE_TIMEOUT
     )
-    assert runbook._change("drain", "drain", kinds=("Node",)) == runbook.Step(
+    assert runbook._change("drain", "drain", kinds=("Node",)) == Step(
         "change.drain", StepInput, StepResult, summary="drain", kinds=("Node",)
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.runbook import APPLY, ROLLBACK, Step
+from tenantflow.models.runbook import APPLY, ROLLBACK
+from tenantflow.models.step import Step
 from tenantflow.workflows.saga import Saga, as_planned, with_planned
 
 STEP = {step.name: step for step in APPLY}
