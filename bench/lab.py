@@ -38,7 +38,7 @@ from tenantflow.bench.noise import RatioInterval, ratio_interval
 from tenantflow.bench.runs import APPROVER, REQUESTER, RunTiming, offboard, onboard_once
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.models.onboarding import StepInput
-from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE
+from tenantflow.models.runbook import APPLY, CAPACITY, HANDOVER, PLAN, PREFLIGHT, SMOKE, VALIDATE
 from tenantflow.models.status import RunOutcome
 from tenantflow.models.step import Step
 from tenantflow.models.tenant import TenantContract
@@ -188,7 +188,7 @@ async def direct_once(functions: dict[str, Callable[..., Any]], contract: Tenant
     try:
         for preflight in PREFLIGHT:
             outcome = await call(preflight, step)
-            if preflight is CAPACITY_PREFLIGHT:
+            if preflight is CAPACITY.preflight:
                 step = step.model_copy(update={"facts": outcome.facts})
         for read in PLAN:
             await call(read, step)

@@ -10,6 +10,7 @@ the worker registers exactly the activities it names.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -45,6 +46,29 @@ def _undo(layer: str) -> Step[UndoInput, list[EnsureResult]]:
     return Step(f"{layer}.undo", UndoInput, list[EnsureResult], summary=f"{layer}: undo one applied step")
 
 
+@dataclass(frozen=True)
+class LayerSteps:
+    """A tenant layer's steps besides its apply steps: the plan it reads and the undo its saga runs."""
+
+    plan: Step[StepInput, list[PlanStep]]
+    undo: Step[UndoInput, list[EnsureResult]]
+
+
+@dataclass(frozen=True)
+class LayerWithPreflight(LayerSteps):
+    """The steps of a layer that also checks its system, read-only, before anything is planned (all but login)."""
+
+    preflight: Step[StepInput, StepResult]
+
+
+def _layer(layer: str) -> LayerSteps:
+    return LayerSteps(plan=_plan(layer), undo=_undo(layer))
+
+
+def _layer_with_preflight(layer: str) -> LayerWithPreflight:
+    return LayerWithPreflight(plan=_plan(layer), undo=_undo(layer), preflight=_preflight(layer))
+
+
 def _apply(
     name: str, summary: str, kinds: tuple[str, ...] = (), timeout: timedelta = STEP_TIMEOUT
 ) -> Step[StepInput, StepResult]:
@@ -58,28 +82,16 @@ def _smoke(name: str, summary: str) -> Step[StepInput, StepResult]:
 
 # --- TenantOnboarding and TenantOffboarding ---------------------------------------------------------------------
 
-CAPACITY_PREFLIGHT = _preflight("capacity")
-"""The first preflight: it also chooses the nodes (``facts.nodes``) every later step uses."""
-IDENTITY_PREFLIGHT = _preflight("identity")
-KUBE_PREFLIGHT = _preflight("kube")
-SLURM_PREFLIGHT = _preflight("slurm")
-STORAGE_PREFLIGHT = _preflight("storage")
-PREFLIGHT = (CAPACITY_PREFLIGHT, IDENTITY_PREFLIGHT, KUBE_PREFLIGHT, SLURM_PREFLIGHT, STORAGE_PREFLIGHT)
-CAPACITY_PLAN = _plan("capacity")
-IDENTITY_PLAN = _plan("identity")
-KUBE_PLAN = _plan("kube")
-SLURM_PLAN = _plan("slurm")
-STORAGE_PLAN = _plan("storage")
-LOGIN_PLAN = _plan("login")
-PLAN = (CAPACITY_PLAN, IDENTITY_PLAN, KUBE_PLAN, SLURM_PLAN, STORAGE_PLAN, LOGIN_PLAN)
-
-LOGIN_UNDO = _undo("login")
-SLURM_UNDO = _undo("slurm")
-KUBE_UNDO = _undo("kube")
-CAPACITY_UNDO = _undo("capacity")
-STORAGE_UNDO = _undo("storage")
-IDENTITY_UNDO = _undo("identity")
-ROLLBACK = (LOGIN_UNDO, SLURM_UNDO, KUBE_UNDO, CAPACITY_UNDO, STORAGE_UNDO, IDENTITY_UNDO)
+CAPACITY = _layer_with_preflight("capacity")
+"""Its preflight comes first: it also chooses the nodes (``facts.nodes``) every later step uses."""
+IDENTITY = _layer_with_preflight("identity")
+KUBE = _layer_with_preflight("kube")
+SLURM = _layer_with_preflight("slurm")
+STORAGE = _layer_with_preflight("storage")
+LOGIN = _layer("login")
+PREFLIGHT = (CAPACITY.preflight, IDENTITY.preflight, KUBE.preflight, SLURM.preflight, STORAGE.preflight)
+PLAN = (CAPACITY.plan, IDENTITY.plan, KUBE.plan, SLURM.plan, STORAGE.plan, LOGIN.plan)
+ROLLBACK = (LOGIN.undo, SLURM.undo, KUBE.undo, CAPACITY.undo, STORAGE.undo, IDENTITY.undo)
 """The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
 Weka, and Authentik last (most disruptive)."""
 

@@ -1,8 +1,5 @@
 """What every HTTP API handler reads from a request: the client it acts through, the token's user it acts for, the
-body as a model; and the answer to a start.
-
-A gate answer's body is the gate payload with ``approver`` optional (:func:`answered_by_token_user`): the approver
-is the token's user, and a body naming anyone else is refused (403), so a caller cannot answer in another's name.
+body as a model; and the answer to a start. A gate answer's body and payload: :mod:`starter.api_answers`.
 """
 
 from __future__ import annotations
@@ -10,17 +7,16 @@ from __future__ import annotations
 from typing import Any, TypeVar, cast
 
 from aiohttp import web
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 from temporalio.client import WorkflowHandle
 
-from tenantflow.models.api import TOKEN_USER, StartedRun
-from tenantflow.models.base import Strict
+from tenantflow.models.api import StartedRun
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.onboarding import OnboardingInput
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.openapi import PATH_KEY, QUERY_KEY
-from tenantflow.starter.problems import ApiProblem, invalid, json_object
+from tenantflow.starter.problems import invalid, json_object
 from tenantflow.worker.tokens import USER_KEY
 
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
@@ -67,30 +63,6 @@ def path_as(request: web.Request, model: type[M]) -> M:
 def query_as(request: web.Request, model: type[M]) -> M:
     """The route's query parameters, validated as ``model`` before the handler ran (:func:`openapi.register`)."""
     return cast(M, request[QUERY_KEY])
-
-
-def answered_by_token_user(model: type[BaseModel]) -> type[BaseModel]:
-    """The body of a gate answer: the fields of the gate payload ``model``, with ``approver`` optional."""
-    fields: dict[str, Any] = {
-        name: (info.annotation, info) for name, info in model.model_fields.items() if name != "approver"
-    }
-    return create_model(
-        f"{model.__name__}Body",
-        __base__=Strict,
-        __doc__=model.__doc__,
-        approver=(str | None, Field(None, description=TOKEN_USER)),
-        **fields,
-    )
-
-
-async def as_token_user(request: web.Request, body: type[BaseModel], payload: type[M]) -> M:
-    """The gate payload of the request's ``body`` (a model of :func:`answered_by_token_user`), answered by the token's
-    user; 403 for a body naming another approver."""
-    answer, user = await body_as(request, body), user_of(request)
-    named = getattr(answer, "approver", None)
-    if named not in (None, user):
-        raise ApiProblem(403, f"approver must be the token's user {user!r}, not {named!r}: omit it", ["approver"])
-    return payload.model_validate({**answer.model_dump(exclude={"approver"}), "approver": user})
 
 
 def started(handle: WorkflowHandle[Any, Any]) -> web.Response:

@@ -29,18 +29,9 @@ from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import EnrollmentInput
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan, SmokeFailedAnswer
 from tenantflow.models.run_ids import enrollment_id, lifecycle_id
+from tenantflow.starter.api_answers import answered_by_token_user, as_token_user
 from tenantflow.starter.api_auth import authorize, may_view
-from tenantflow.starter.api_requests import (
-    answered_by_token_user,
-    as_token_user,
-    body_as,
-    client_of,
-    path_as,
-    query_as,
-    start_input,
-    started,
-    user_of,
-)
+from tenantflow.starter.api_requests import body_as, client_of, path_as, query_as, start_input, started, user_of
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, invalid, or_404

@@ -25,18 +25,9 @@ from tenantflow.models.records import RecordStatus, TenantRecord
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
+from tenantflow.starter.api_answers import answered_by_token_user, as_token_user
 from tenantflow.starter.api_auth import authorize, may_view
-from tenantflow.starter.api_requests import (
-    answered_by_token_user,
-    as_token_user,
-    body_as,
-    client_of,
-    path_as,
-    query_as,
-    start_input,
-    started,
-    user_of,
-)
+from tenantflow.starter.api_requests import body_as, client_of, path_as, query_as, start_input, started, user_of
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.drift import check_on_worker

@@ -17,7 +17,17 @@ from typing import Annotated, Any
 
 import typer
 
-from tenantflow.starter.commands import changes, contracts, drift, runs, services, setup, tenants, worker_clusters
+from tenantflow.starter.commands import (
+    changes,
+    contracts,
+    drift,
+    gates,
+    runs,
+    services,
+    setup,
+    tenants,
+    worker_clusters,
+)
 from tenantflow.starter.extras import require_extra
 from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
 
@@ -68,14 +78,14 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("enroll", worker_clusters.enroll),
     ("decommission", worker_clusters.decommission),
     ("status", runs.status),
-    ("approve", runs.approve),
-    ("reject", runs.reject),
+    ("approve", gates.approve),
+    ("reject", gates.reject),
     *((gate.replace("_", "-"), command) for gate, command in worker_clusters.GATE_COMMANDS.items()),
-    ("smoke-failed", tenants.smoke_failed),
-    ("confirm-purge", tenants.confirm_purge),
+    ("smoke-failed", gates.smoke_failed),
+    ("confirm-purge", gates.confirm_purge),
     ("renew", tenants.renew),
     ("offboard", tenants.offboard),
-    ("retry-rollback", runs.retry_rollback),
+    ("retry-rollback", gates.retry_rollback),
     ("cancel", runs.cancel),
     ("result", runs.result),
     ("handover", tenants.handover),

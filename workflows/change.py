@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import Plan, PlanStep
     from tenantflow.models.results import EnsureResult, Outcome
     from tenantflow.models.runbook import (
-        CAPACITY_PREFLIGHT,
+        CAPACITY,
         CHANGE_PLAN,
         CHANGE_PREFLIGHT,
         DRAIN_NODES,
@@ -83,7 +83,7 @@ class TenantChange(TenantWorkflow):
         findings.extend(result.findings)
         step_input = step_input.model_copy(update={"facts": result.facts})
         for step in PREFLIGHT:
-            if step is not CAPACITY_PREFLIGHT:
+            if step is not CAPACITY.preflight:
                 findings.extend((await steps.run(step, step_input)).findings)
         return result.facts
 

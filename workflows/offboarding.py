@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, TenantRecord
     from tenantflow.models.run_ids import lifecycle_id
-    from tenantflow.models.runbook import APPLY, CAPACITY_PREFLIGHT, DATA_STEPS, PLAN, RECORD_TENANT
+    from tenantflow.models.runbook import APPLY, CAPACITY, DATA_STEPS, PLAN, RECORD_TENANT
 
 from tenantflow.workflows.gate_handlers import GatedWorkflow, yes_no_gate
 from tenantflow.workflows.records import TENANT_RECORD_PATCH, Records
@@ -143,7 +143,7 @@ class TenantOffboarding(GatedWorkflow):
         steps = self.state.steps
         self.state.gates.set_stage("reading", "Reading every layer of the tenant; nothing is written before approval")
         step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        census = await steps.run(CAPACITY_PREFLIGHT, step_input, summary="capacity: find the tenant's nodes")
+        census = await steps.run(CAPACITY.preflight, step_input, summary="capacity: find the tenant's nodes")
         step_input = self._step_input = step_input.model_copy(update={"facts": census.facts})
         present: list[PlanStep] = []
         for read in PLAN:

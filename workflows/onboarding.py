@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import Facts, Handover, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.plan import Plan, PlanStep
     from tenantflow.models.results import EnsureResult, Finding
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT, SMOKE
+    from tenantflow.models.runbook import CAPACITY, PLAN, PREFLIGHT, SMOKE
     from tenantflow.models.step import Step
 
 from tenantflow.workflows.gate_waits import STAGE_ON_CHANGE_PATCH
@@ -134,7 +134,7 @@ class TenantOnboarding(TenantWorkflow):
     async def _preflight(self, step_input: StepInput) -> Facts:
         state = self.state
         if self._lean:
-            capacity = await state.steps.run(CAPACITY_PREFLIGHT, step_input, local=True)
+            capacity = await state.steps.run(CAPACITY.preflight, step_input, local=True)
             state.findings.extend(capacity.findings)
             rest = await self._reads(PREFLIGHT[1:], step_input.model_copy(update={"facts": capacity.facts}))
             state.findings.extend(finding for result in rest for finding in result.findings)
@@ -143,7 +143,7 @@ class TenantOnboarding(TenantWorkflow):
         for step in PREFLIGHT:
             result = await state.steps.run(step, step_input)
             state.findings.extend(result.findings)
-            if step is CAPACITY_PREFLIGHT:
+            if step is CAPACITY.preflight:
                 facts = result.facts
                 step_input = step_input.model_copy(update={"facts": facts})
         return facts

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Plan
     from tenantflow.models.preview import PLAN_WORKFLOW, PlanInput, PlanReport
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PLAN, PREFLIGHT
+    from tenantflow.models.runbook import CAPACITY, PLAN, PREFLIGHT
     from tenantflow.models.step import Step
 
 from tenantflow.workflows.drift import READ_RETRY
@@ -54,7 +54,7 @@ class TenantPlan:
     async def run(self, params: PlanInput) -> PlanReport:
         contract = params.contract
         step_input = StepInput(contract=contract, run_id=workflow.info().workflow_id)
-        capacity = await read(CAPACITY_PREFLIGHT, step_input)
+        capacity = await read(CAPACITY.preflight, step_input)
         step_input = step_input.model_copy(update={"facts": capacity.facts})
         rest = await reads(PREFLIGHT[1:], step_input)
         findings = [f for result in (capacity, *rest) for f in result.findings]

@@ -73,7 +73,7 @@ def list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
         raise
 
 
-@defn(runbook.CAPACITY_PREFLIGHT)
+@defn(runbook.CAPACITY.preflight)
 def preflight(inp: StepInput) -> StepResult:
     contract = inp.contract
     cap = contract.capacity
@@ -125,7 +125,7 @@ def _reservation_owner(contract: TenantContract) -> Any:
     return claimed_by
 
 
-@defn(runbook.CAPACITY_PLAN)
+@defn(runbook.CAPACITY.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     desired = manifests.reservation(contract, inp.facts.nodes)
@@ -222,7 +222,7 @@ def wait_reservation(inp: StepInput) -> StepResult:
     )
 
 
-@defn(runbook.CAPACITY_UNDO)
+@defn(runbook.CAPACITY.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the Reservation we created (or put back one we changed), then wait for the nodes' release."""
     contract = inp.contract

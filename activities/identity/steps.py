@@ -66,7 +66,7 @@ PROPERTY_MAPPING_HINT = (
 # -- preflight and plan --------------------------------------------------------------------------
 
 
-@defn(runbook.IDENTITY_PREFLIGHT)
+@defn(runbook.IDENTITY.preflight)
 def preflight(inp: StepInput) -> StepResult:
     """Authentik reachable with the token, LDAP outpost healthy, group and usernames free (read-only)."""
     findings = [
@@ -90,7 +90,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(runbook.IDENTITY_PLAN)
+@defn(runbook.IDENTITY.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     """The group and one step per user, with the action a run would take now."""
     contract = inp.contract
@@ -374,7 +374,7 @@ def verify_ldap(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=[finding])
 
 
-@defn(runbook.IDENTITY_UNDO)
+@defn(runbook.IDENTITY.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate ``identity.group`` or ``identity.users``; only objects this run created or updated, a few users at
     a time (:mod:`activities.common.fanout`, heartbeating), each with its own ownership check."""

@@ -98,7 +98,7 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     ]
 
 
-@defn(runbook.KUBE_PREFLIGHT)
+@defn(runbook.KUBE.preflight)
 def preflight(inp: StepInput) -> StepResult:
     """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
     contract = inp.contract
@@ -152,7 +152,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(runbook.KUBE_PLAN)
+@defn(runbook.KUBE.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -185,7 +185,7 @@ network_policy = _apply_step(runbook.KUBE_NETWORK_POLICY)
 rbac = _apply_step(runbook.KUBE_RBAC)
 
 
-@defn(runbook.KUBE_UNDO)
+@defn(runbook.KUBE.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     return kubeensure.undo(KubeObjects(inp.contract.cluster), LAYER, inp.results, inp.contract.slug)
 

@@ -60,7 +60,7 @@ def _objects(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
     return [bind_secret(objs, contract), manifests.authorized_keys_secret(contract), release_manifest(contract)]
 
 
-@defn(runbook.LOGIN_PLAN)
+@defn(runbook.LOGIN.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
@@ -258,7 +258,7 @@ def verify(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(runbook.LOGIN_UNDO)
+@defn(runbook.LOGIN.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Delete the release and Secret we created; wait until the chart's pods are gone."""
     contract = inp.contract

@@ -72,7 +72,7 @@ def _turn(c: TenantContract) -> Lease:
     return Lease(c.cluster, settings().slurm_namespace, SLURM_ACCOUNTING)
 
 
-@defn(runbook.SLURM_PREFLIGHT)
+@defn(runbook.SLURM.preflight)
 def preflight(inp: StepInput) -> StepResult:
     c = inp.contract
     findings: list[Finding] = []
@@ -174,7 +174,7 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
     )
 
 
-@defn(runbook.SLURM_PLAN)
+@defn(runbook.SLURM.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     c = inp.contract
     ctl = _ctl(c)
@@ -276,7 +276,7 @@ def partition(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts)
 
 
-@defn(runbook.SLURM_UNDO)
+@defn(runbook.SLURM.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     c = inp.contract
     ctl = _ctl(c)

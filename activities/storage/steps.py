@@ -115,7 +115,7 @@ def _weka_findings(weka: WekaClient, contract: TenantContract) -> list[Finding]:
     return findings
 
 
-@defn(runbook.STORAGE_PREFLIGHT)
+@defn(runbook.STORAGE.preflight)
 def preflight(inp: StepInput) -> StepResult:
     """Weka login works, free capacity >= requested + 20%, the org name is free or ours (read-only)."""
     try:
@@ -134,7 +134,7 @@ def preflight(inp: StepInput) -> StepResult:
     return StepResult(facts=inp.facts, findings=findings)
 
 
-@defn(runbook.STORAGE_PLAN)
+@defn(runbook.STORAGE.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     """Org, filesystems, directories and quotas (and for strict isolation the CSI objects)."""
     contract = inp.contract
@@ -307,7 +307,7 @@ def ensure_csi(inp: StepInput) -> StepResult:
 # -- undo ----------------------------------------------------------------------------------------
 
 
-@defn(runbook.STORAGE_UNDO)
+@defn(runbook.STORAGE.undo)
 def undo(inp: UndoInput) -> list[EnsureResult]:
     """Compensate one storage step: only what that step created (or restore what it updated); quotas a few at a
     time (:mod:`activities.common.fanout`, heartbeating)."""

@@ -13,7 +13,7 @@ from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, passwd_entries
-from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names
+from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names, login_release_name
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
@@ -205,7 +205,7 @@ def evict_on_release_off(inp: StepInput) -> Finding:
 def bind_secret_in_namespace(inp: StepInput) -> Finding:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
-    release = objs.get("HelmRelease", f"login-{contract.slug}", contract.namespace) or {}
+    release = objs.get("HelmRelease", login_release_name(contract), contract.namespace) or {}
     name = (((release.get("spec") or {}).get("values") or {}).get("ldap") or {}).get("bindPasswordSecret")
     present = bool(name) and objs.get("Secret", str(name), contract.namespace) is not None
     return Finding.verdict(

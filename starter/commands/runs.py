@@ -1,4 +1,5 @@
-"""Commands on a run of any type: follow it, answer its gates, cancel it, wait for its result, list runs."""
+"""Commands on a run of any type: follow it, cancel it, wait for its result, list runs (its gates are answered by
+:mod:`starter.commands.gates`)."""
 
 from __future__ import annotations
 
@@ -120,52 +121,6 @@ def status(
                 sys.stdout.flush()
 
     run(go())
-
-
-def approve(
-    workflow_id: str,
-    plan_hash: Annotated[str, typer.Option("--plan-hash", help="the hash `status` shows")],
-    comment: str = "",
-    output: OutputOpt = "text",
-) -> None:
-    """Approve a published plan (onboarding, enrollment, reset, a renewal) by its exact hash, as the Temporal
-    client's identity (TEMPORAL_IDENTITY, the mTLS certificate's subject, or user@host), signed with the SSH key
-    TENANTFLOW_APPROVAL_KEY names so that the worker records the approver as verified."""
-
-    async def go() -> None:
-        api = await TenantflowClient.connect()
-        answered(workflow_id, await api.approve(workflow_id, plan_hash, comment), output)
-
-    run(go())
-
-
-def reject(workflow_id: str, reason: Annotated[str, typer.Option()], output: OutputOpt = "text") -> None:
-    """Reject a published onboarding plan (as the Temporal client's identity): the run ends, nothing is written."""
-
-    async def go() -> None:
-        api = await TenantflowClient.connect()
-        answered(workflow_id, await api.reject(workflow_id, reason), output)
-
-    run(go())
-
-
-def gate_command(gate: str, help_text: str) -> Callable[..., None]:
-    """The command ``tenantflow <gate-with-dashes> ID``: answer one of a run's yes/no gates."""
-
-    def answer(workflow_id: str, comment: str = "", output: OutputOpt = "text") -> None:
-        async def go() -> None:
-            api = await TenantflowClient.connect()
-            answered(workflow_id, await api.answer_gate(workflow_id, gate, comment), output)
-
-        run(go())
-
-    answer.__doc__ = help_text
-    return answer
-
-
-retry_rollback = gate_command(
-    "retry_rollback", "Undo again the steps whose undo failed (status lists the objects left); fix their cause first."
-)
 
 
 def cancel(

@@ -1,5 +1,5 @@
-"""Commands of a tenant's life: onboard (with its smoke_failed gate), renew its term, offboard (with its purge gate),
-the handover sheet, the tenants recorded.
+"""Commands of a tenant's life: onboard, renew its term, offboard, the handover sheet, the tenants recorded (the
+onboarding's smoke_failed gate and the offboarding's purge gate are answered by :mod:`starter.commands.gates`).
 
 ``offboard`` reads the tenant's record in the cluster of ``--kubeconfig`` itself; ``handover`` and ``tenants`` have
 the worker read the records (the read-only ``TenantRecords`` workflow, :func:`starter.records.read_on_worker`) in
@@ -18,29 +18,16 @@ from rich.table import Table
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from tenantflow.models.gates import SmokeChoice
 from tenantflow.models.lifecycle import MAX_RENEW_DAYS, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import RecordStatus
 from tenantflow.models.run_ids import lifecycle_id, onboarding_id
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.client import TenantflowClient
-from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
+from tenantflow.starter.commands.runs import start_from_file, start_teardown
 from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.failures import explain
-from tenantflow.starter.output import (
-    EXIT_BAD_INPUT,
-    OutputOpt,
-    Refused,
-    WaitOpt,
-    WideOpt,
-    answered,
-    console,
-    emit,
-    errors,
-    print_outcome,
-    run,
-)
+from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
 from tenantflow.starter.records import (
     ContextOpt,
     CurrentContextOpt,
@@ -64,34 +51,6 @@ def onboard(
     """Start onboarding a tenant; prints the plan and how to approve it."""
 
     run(start_from_file(file, load_tenant, lambda api, contract: api.start_onboarding(contract), wait, output, wide))
-
-
-confirm_purge = gate_command(
-    "confirm_purge", "Confirm that offboarding deletes the tenant's Weka data (purge_data runs)."
-)
-
-
-def smoke_failed(
-    workflow_id: str,
-    choice: Annotated[
-        SmokeChoice, typer.Argument(help="rerun (after fixing the node or chart), rollback, or waive (with --reason)")
-    ],
-    reason: Annotated[
-        str, typer.Option(help="why the failures are accepted: needed to waive, shown on the handover")
-    ] = "",
-    output: OutputOpt = "text",
-) -> None:
-    """Answer an onboarding that waits at smoke_failed (nothing was rolled back): re-run the smoke checks once the
-    node or chart is fixed, roll the tenant back, or waive the failures with a reason."""
-    if choice == "waive" and not reason.strip():
-        errors.print("[red]waive needs --reason: why the failed smoke checks are accepted[/red]")
-        raise typer.Exit(EXIT_BAD_INPUT)
-
-    async def go() -> None:
-        api = await TenantflowClient.connect()
-        answered(workflow_id, await api.answer_smoke_failed(workflow_id, choice, reason), output)
-
-    run(go())
 
 
 def offboard(

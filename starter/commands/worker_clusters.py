@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tenantflow.starter.commands.runs import gate_command, start_from_file, start_teardown
+from tenantflow.starter.commands.gates import gate_command
+from tenantflow.starter.commands.runs import start_from_file, start_teardown
 from tenantflow.starter.contracts import load_enrollment
 from tenantflow.starter.output import OutputOpt, WideOpt, run
 from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.results import EnsureResult
-    from tenantflow.models.runbook import CAPACITY_PREFLIGHT, PREFLIGHT
+    from tenantflow.models.runbook import CAPACITY, PREFLIGHT
     from tenantflow.models.tenant import TenantContract
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
@@ -55,7 +55,7 @@ class OnboardingWithExtraStep(TenantOnboarding):
     @workflow.run
     async def run(self, params: OnboardingInput) -> OnboardingResult:
         await workflow.execute_activity(
-            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+            CAPACITY.preflight.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
         )
         return await super().run(params)
 
@@ -77,7 +77,7 @@ class OffboardingWithExtraStep(TenantOffboarding):
     @workflow.run
     async def run(self, params: OffboardingInput) -> OffboardingResult:
         await workflow.execute_activity(
-            CAPACITY_PREFLIGHT.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
+            CAPACITY.preflight.name, StepInput(contract=params.contract), start_to_close_timeout=timedelta(minutes=1)
         )
         return await super().run(params)
 
@@ -94,7 +94,7 @@ class OnboardingWithoutAPreflight(TenantOnboarding):
         facts = step_input.facts
         for step in PREFLIGHT[:-1]:
             result = await self.state.steps.run(step, step_input)
-            if step is CAPACITY_PREFLIGHT:
+            if step is CAPACITY.preflight:
                 facts = result.facts
                 step_input = step_input.model_copy(update={"facts": facts})
         return facts

@@ -32,7 +32,7 @@ from tenantflow.models.records import (
 from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
-    CAPACITY_PREFLIGHT,
+    CAPACITY,
     HANDOVER,
     LATEST_TENANT,
     PLAN,
@@ -109,12 +109,12 @@ class FakeWorld:
         async def preflight(inp: StepInput) -> StepResult:
             await self._read(step.name)
             findings = []
-            if self.preflight_error and step is CAPACITY_PREFLIGHT:
+            if self.preflight_error and step is CAPACITY.preflight:
                 findings.append(
                     Finding(check="capacity.nodes", ok=False, message=self.preflight_error, fix="free some nodes")
                 )
             findings += [f for f in self.refusals if f.check.split(".")[0] == step.layer]
-            facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY_PREFLIGHT else inp.facts
+            facts = inp.facts.model_copy(update={"nodes": NODES}) if step is CAPACITY.preflight else inp.facts
             return StepResult(findings=findings, facts=facts)
 
         return preflight

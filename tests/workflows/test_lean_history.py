@@ -35,10 +35,10 @@ from tests.workflows.harness import approved_onboarding, fake_worker
 
 CHANGE_VERSION = SearchAttributeKey.for_keyword_list("TemporalChangeVersion")
 PHASES = [
-    [runbook.CAPACITY_PREFLIGHT],
+    [runbook.CAPACITY.preflight],
     runbook.PREFLIGHT[1:],
     runbook.PLAN,
-    [runbook.CAPACITY_PREFLIGHT],
+    [runbook.CAPACITY.preflight],
     runbook.PREFLIGHT[1:],
     runbook.PLAN,
     [runbook.HANDOVER],
@@ -83,7 +83,7 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     phases = [recorded[start:end] for start, end in itertools.pairwise(bounds)]
     assert [sorted(phase) for phase in phases] == [sorted((s.name, 1) for s in phase) for phase in PHASES], recorded
     assert scheduled(history.events) == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
-    read = [runbook.CAPACITY_PREFLIGHT, *runbook.PREFLIGHT[1:], *runbook.PLAN]  # the re-plan's rows replace the plan's
+    read = [runbook.CAPACITY.preflight, *runbook.PREFLIGHT[1:], *runbook.PLAN]  # the re-plan's rows replace the plan's
     ran = [*read, *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed once, local or not
     assert {s.state for s in status.steps} == {"done"}

@@ -9,7 +9,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.models.runbook import CAPACITY_PREFLIGHT
+from tenantflow.models.runbook import CAPACITY
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import approved_onboarding, fake_worker
@@ -22,10 +22,10 @@ async def test_a_step_whose_check_found_an_error_is_failed_not_done(dev_env: Wor
             await handle.result()
         status = await api.status(handle.id)
     states = {record.name: record.state for record in status.steps}
-    assert states[CAPACITY_PREFLIGHT.name] == "failed", status.steps
-    [failed] = [record for record in status.steps if record.name == CAPACITY_PREFLIGHT.name]
+    assert states[CAPACITY.preflight.name] == "failed", status.steps
+    [failed] = [record for record in status.steps if record.name == CAPACITY.preflight.name]
     assert failed.error == "capacity.nodes: only 1 free node", failed
-    assert [state for name, state in states.items() if name != CAPACITY_PREFLIGHT.name] == ["done"] * (
+    assert [state for name, state in states.items() if name != CAPACITY.preflight.name] == ["done"] * (
         len(states) - 1
     ), status.steps
 

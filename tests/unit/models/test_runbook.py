@@ -107,6 +107,10 @@ def test_the_catalogue_builders_give_the_names_types_and_options_the_wire_knows(
     assert preflight == Step("kube.preflight", StepInput, StepResult, summary="kube: read-only preflight", local=True)
     assert plan == Step("kube.plan", StepInput, list[PlanStep], summary="kube: plan", local=True)
     assert undo == Step("kube.undo", UndoInput, list[EnsureResult], summary="kube: undo one applied step")
+    assert runbook._layer_with_preflight("kube") == runbook.LayerWithPreflight(
+        plan=plan, undo=undo, preflight=preflight
+    )
+    assert runbook._layer("login") == runbook.LayerSteps(plan=runbook._plan("login"), undo=runbook._undo("login"))
     applied = runbook._apply("kube.quota", "quota", kinds=("ResourceQuota",), timeout=runbook.LONG_TIMEOUT)
     assert applied == Step(
         "kube.quota",
@@ -115,7 +119,7 @@ def test_the_catalogue_builders_give_the_names_types_and_options_the_wire_knows(
         summary="quota",
         timeout=runbook.LONG_TIMEOUT,
         kinds=("ResourceQuota",),
-        undo=runbook.KUBE_UNDO,
+        undo=runbook.KUBE.undo,
     )
     assert runbook._smoke("smoke.nccl", "all-reduce") == Step(
         "smoke.nccl", StepInput, StepResult, summary="all-reduce", timeout=runbook.SMOKE_TIMEOUT

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.common import clusters
 from tenantflow.models.plan import Action, Plan, PlanStep
-from tenantflow.models.runbook import APPLY, KUBE_PREFLIGHT, PLAN, PREFLIGHT
+from tenantflow.models.runbook import APPLY, KUBE, PLAN, PREFLIGHT
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
@@ -106,8 +106,8 @@ async def test_plan_with_only_temporal_settings_prints_the_plan(dev_env: Workflo
 
 async def test_a_read_the_worker_cannot_make_names_the_step(dev_env: WorkflowEnvironment) -> None:
     """A read that keeps failing on the worker is one message naming the step and the error, exit 1."""
-    async with fake_worker(dev_env, FakeWorld(flaky={KUBE_PREFLIGHT.name: 100})) as api:
+    async with fake_worker(dev_env, FakeWorld(flaky={KUBE.preflight.name: 100})) as api:
         code, _, err = await plan_with_only_temporal(api)
     assert code == 1, err
     assert "Traceback" not in err, err
-    assert err.startswith(f"cannot plan: Unavailable: {KUBE_PREFLIGHT.name}: injected transient failure"), err
+    assert err.startswith(f"cannot plan: Unavailable: {KUBE.preflight.name}: injected transient failure"), err
