@@ -92,8 +92,8 @@ LOGIN = _layer("login")
 PREFLIGHT = (CAPACITY.preflight, IDENTITY.preflight, KUBE.preflight, SLURM.preflight, STORAGE.preflight)
 PLAN = (CAPACITY.plan, IDENTITY.plan, KUBE.plan, SLURM.plan, STORAGE.plan, LOGIN.plan)
 ROLLBACK = (LOGIN.undo, SLURM.undo, KUBE.undo, CAPACITY.undo, STORAGE.undo, IDENTITY.undo)
-"""The undo activities in the runbook's rollback order: Slurm first (cheap), then Kubernetes, the Reservation,
-Weka, and Authentik last (most disruptive)."""
+"""The undo activities in the runbook's rollback order: the login release first, then Slurm (cheap), Kubernetes,
+the Reservation, Weka, and Authentik last (most disruptive)."""
 
 CAPACITY_RESERVATION = _apply("capacity.reservation", "create the Reservation of the chosen nodes", ("Reservation",))
 CAPACITY_WAIT_RESERVATION = _apply(
