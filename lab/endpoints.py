@@ -8,6 +8,7 @@ read it back with :func:`LabEndpoints.load`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -91,10 +92,15 @@ class LabEndpoints(BaseModel):
         ]
 
     def write(self) -> Path:
+        """Write ``lab.env`` whole or not at all: the supervisor takes the file's existence as "the lab is up" and
+        reads it at once, so it is written beside (owner-only, it holds passwords) and renamed into place."""
         path = self.state_dir / "lab.env"
         lines = [f"{key}={value}" for key, value in sorted(self.to_env().items())]
-        path.write_text("\n".join(lines) + "\n")
-        path.chmod(0o600)
+        partial = path.with_name(".lab.env.partial")
+        partial.unlink(missing_ok=True)
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as stream:
+            stream.write("\n".join(lines) + "\n")
+        partial.replace(path)
         return path
 
     @classmethod
