@@ -1,12 +1,14 @@
 """The floor's worker (``python -m tenantflow.bench.floorworker QUEUE NAME...``): ``BenchFloor`` calls no-op
 activities with the given names one after another, on a plain ``temporalio.worker.Worker`` with default settings;
 a name ``local:<name>`` is called as a local activity (as the onboarding ran it).
-Only temporalio is imported here: the workflow sandbox re-imports this module for every run."""
+Only temporalio is imported at the top: the workflow sandbox re-imports this module for every run; the
+process ends as :mod:`worker.program` says."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from datetime import timedelta
 from typing import Any
@@ -40,11 +42,17 @@ def noop_activity(name: str) -> Any:
 
 
 async def serve(queue: str, names: list[str]) -> None:
+    """Poll ``queue`` until SIGTERM or SIGINT, then drain (the bench stops its workers with SIGTERM)."""
     client = await Client.connect(os.environ["TEMPORAL_ADDRESS"], namespace=os.environ["TEMPORAL_NAMESPACE"])
     activities = [noop_activity(name) for name in sorted({name.removeprefix(LOCAL) for name in names})]
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     async with Worker(client, task_queue=queue, workflows=[BenchFloor], activities=activities):
-        await asyncio.Event().wait()
+        await stop.wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(sys.argv[1], sys.argv[2:]))
+    from tenantflow.worker.program import run_program
+
+    run_program(lambda: asyncio.run(serve(sys.argv[1], sys.argv[2:])))

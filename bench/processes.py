@@ -47,6 +47,9 @@ async def worker_process(
         except TimeoutError:
             process.kill()
             await process.wait()
+            raise RuntimeError(f"the bench worker did not drain within 60 s of SIGTERM; its log: {log}") from None
+    if process.returncode != 0:
+        raise RuntimeError(f"the bench worker exited with status {process.returncode}; its log: {log}")
 
 
 async def wait_for_poller(

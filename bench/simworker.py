@@ -1,40 +1,31 @@
 """The worker process of the concurrency bench: the production worker with simulated activity bodies.
 
-``python -m bench.simworker SECONDS_JSON`` runs :func:`worker.run.run_worker`
-(its thread pool, interceptors, logging, every workflow) with the activities of
-:mod:`bench.fakes` sleeping the latencies in the JSON file (``{name: seconds}``,
-``{"*": s}`` for one latency everywhere). Temporal address, task queue and
-activity slots come from the usual environment (``TEMPORAL_ADDRESS``,
-``TENANTFLOW_TASK_QUEUE``, ``TENANTFLOW_MAX_ACTIVITIES``). A process of its own,
-so the bench's client work does not share the worker's interpreter lock.
+``python -m bench.simworker SECONDS_JSON`` runs :func:`worker.run.main`
+(its thread pool, interceptors, logging, every workflow, and its exit through
+:func:`worker.program.run_program`) with the activities of :mod:`bench.fakes`
+sleeping the latencies in the JSON file (``{name: seconds}``, ``{"*": s}`` for
+one latency everywhere). Temporal address, task queue and activity slots come
+from the usual environment (``TEMPORAL_ADDRESS``, ``TENANTFLOW_TASK_QUEUE``,
+``TENANTFLOW_MAX_ACTIVITIES``). A process of its own, so the bench's client work
+does not share the worker's interpreter lock.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 
 from tenantflow.bench.fakes import as_activities, simulated_activities
-from tenantflow.worker import logs
-from tenantflow.worker.config import WorkerSettings
-from tenantflow.worker.run import run_worker, stop_on_signals
+from tenantflow.worker.program import run_program
+from tenantflow.worker.run import main
 
 
-def main() -> None:
+def simulated_worker() -> None:
+    """The production worker's ``main`` with every activity sleeping its latency from the file in ``argv[1]``."""
     seconds: dict[str, float] = json.loads(Path(sys.argv[1]).read_text())
-    settings = WorkerSettings()
-    logs.configure(settings.log_format, settings.log_level)
-    activities = as_activities(simulated_activities(seconds, default_s=seconds.get("*", 0.01)))
-
-    async def serve() -> None:
-        stop = asyncio.Event()
-        stop_on_signals(stop)
-        await run_worker(settings, stop, activities=activities)
-
-    asyncio.run(serve())
+    main(activities=as_activities(simulated_activities(seconds, default_s=seconds.get("*", 0.01))))
 
 
 if __name__ == "__main__":
-    main()
+    run_program(simulated_worker)

@@ -7,9 +7,6 @@ bench's ``tenantflow bench``), and the ``lab`` group. Output and exit codes: :mo
 
 from __future__ import annotations
 
-import os
-import sys
-import traceback
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -29,35 +26,20 @@ from tenantflow.starter.commands import (
     worker_clusters,
 )
 from tenantflow.starter.extras import require_extra
-from tenantflow.starter.output import EXIT_ERROR, EXIT_REFUSED, OutputOpt, console, emit, errors
+from tenantflow.starter.output import EXIT_REFUSED, OutputOpt, console, emit, errors
+from tenantflow.worker.program import run_program
 
 PLUGIN_GROUP = "tenantflow.commands"
 """Entry point group of commands from other packages: ``name = "module:function"``, a typer command function."""
 
 
 class Tenantflow(typer.Typer):
-    """The CLI app; as a program it ends with ``os._exit`` once output is flushed.
-
-    The Temporal client's native threads can crash interpreter finalization of a short-lived
-    process (temporalio/sdk-python#300: "PyGILState_Release: thread state ... must be current");
-    skipping finalization keeps exit codes reliable for scripts.
-    """
+    """The CLI app; as a program it ends through :func:`worker.program.run_program` (output flushed, no
+    interpreter finalization, so the Temporal client's native threads cannot turn a finished command into exit
+    status 134)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        code = 0
-        try:
-            super().__call__(*args, **kwargs)
-        except SystemExit as exc:
-            if exc.code is not None and not isinstance(exc.code, int):
-                sys.stderr.write(f"{exc.code}\n")  # as the interpreter does for sys.exit("message")
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:
-            traceback.print_exc()
-            code = EXIT_ERROR
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+        run_program(lambda: super(Tenantflow, self).__call__(*args, **kwargs))
 
 
 def plugin_commands() -> list[tuple[str, Callable[..., Any]]]:

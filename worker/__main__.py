@@ -1,5 +1,6 @@
-"""``python -m worker``: start the tenantflow worker."""
+"""``python -m tenantflow.worker``: start the tenantflow worker (ended as :mod:`worker.program` says)."""
 
+from tenantflow.worker.program import run_program
 from tenantflow.worker.run import main
 
-main()
+run_program(main)

@@ -141,16 +141,17 @@ async def run_worker(
     log.info("worker stopped")
 
 
-def main() -> None:
-    """Run the worker; a connection that fails, encryption required without keys, or an identity map or
-    allowed-signers file that cannot be used ends it with exit code 1 and the message naming the setting."""
+def main(activities: Sequence[Callable[..., Any]] = ACTIVITIES) -> None:
+    """Run the worker (with ``activities``: the bench's simulated worker passes its own); a connection that
+    fails, encryption required without keys, or an identity map or allowed-signers file that cannot be used ends
+    it with exit code 1 and the message naming the setting."""
     settings = WorkerSettings()
     logs.configure(settings.log_format, settings.log_level)
 
     async def serve() -> None:
         stop = asyncio.Event()
         stop_on_signals(stop)
-        await run_worker(settings, stop)
+        await run_worker(settings, stop, activities=activities)
 
     try:
         asyncio.run(serve())
