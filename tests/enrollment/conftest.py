@@ -249,7 +249,9 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
         yield env.client, queue
 
 
-async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 20) -> RunStatus:
+async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 90) -> RunStatus:
+    """The run's status once its stage starts with ``prefix``; fails naming the stage it is stuck at after
+    ``timeout_s`` (a stuck run, not a slow one: a canary under a loaded machine took over 20 s)."""
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
         status = await handle.query("status", result_type=RunStatus)
