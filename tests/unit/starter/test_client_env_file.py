@@ -33,10 +33,7 @@ def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     for name in ("TENANTFLOW_KUBECONFIG", "TENANTFLOW_CLUSTERS_FILE", "TENANTFLOW_ENV_FILE"):
         monkeypatch.setenv(name, "-")
         monkeypatch.delenv(name)
-    try:
-        yield monkeypatch
-    finally:
-        clusters._operator.clear()
+    yield monkeypatch
 
 
 def kubeconfig(path: Path, context: str) -> Path:
