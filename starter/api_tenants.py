@@ -77,14 +77,23 @@ async def start_change(request: web.Request) -> web.Response:
 async def recorded_contract(request: web.Request, slug: str) -> TenantContract:
     """The contract of ``slug``'s record, read by the worker in the cluster of ``?cluster=``, else in the cluster its
     latest onboarding (or change) run named; else that run's own input (404 when Temporal no longer has the run)."""
-    api = client_of(request)
-    named = query_as(request, TenantClusterQuery).cluster is not None
-    cluster = await tenant_cluster(request, slug)
-    record = await read_by_worker(tenant_on_worker(api, cluster, slug), "cluster" if named else None)
+    api, named = client_of(request), query_as(request, TenantClusterQuery).cluster
+    missing = (
+        f"no run {onboarding_id(slug)} in Temporal's history: send the tenant's contract as `contract` (or name the "
+        "cluster holding its record as `cluster`)"
+    )
+    latest: TenantContract | None = None
+    if named is None:
+        latest = await or_404(api.onboarded_contract(slug), missing)
+        cluster, field = latest.cluster, None
+    else:
+        cluster, field = KubeTarget(context=named), "cluster"
+    record = await read_by_worker(tenant_on_worker(api, cluster, slug), field)
     if record is not None:
         return record.contract
-    missing = f"no record of {slug} in {cluster.describe()} and no run {onboarding_id(slug)} in Temporal's history: "
-    return await or_404(api.onboarded_contract(slug), missing + "send the tenant's contract as `contract`")
+    if latest is not None:
+        return latest
+    return await or_404(api.onboarded_contract(slug), missing)
 
 
 async def start_offboarding(request: web.Request) -> web.Response:
