@@ -172,7 +172,10 @@ def decode_payload(encoded: str) -> bytes:
 
 
 RECORDS_WORKFLOW = "TenantRecords"
-"""The workflow type of the read-only read of tenant records (``tenantflow tenants``, ``handover``, ``drift``)."""
+"""The workflow type of the read-only read of tenant records (``tenantflow tenants``, ``handover``, ``drift``,
+``apply``, ``offboard``; the HTTP API's change and offboarding)."""
+WORKER_RECORD_WORKFLOW = "WorkerClusterRecords"
+"""The workflow type of the read-only read of an enrolled worker's record (``tenantflow decommission``)."""
 
 
 class RecordsQuery(Strict):
@@ -193,3 +196,21 @@ class RecordsReport(Strict):
     """What ``TenantRecords`` read: the current record of each tenant, by slug."""
 
     tenants: list[RecordedTenant] = Field(default_factory=list)
+
+
+class WorkerRecordQuery(Strict):
+    """Which worker record ``WorkerClusterRecords`` reads: that of ``hub_namespace/worker`` in ``records``."""
+
+    records: KubeTarget = Field(..., description="the worker cluster holding the record, as the worker names it")
+    hub_namespace: str = Field(..., min_length=1)
+    worker: str = Field(..., min_length=1)
+
+    @property
+    def key(self) -> RecordKey:
+        return RecordKey.of_workercluster(self.records, self.hub_namespace, self.worker)
+
+
+class WorkerRecordReport(Strict):
+    """What ``WorkerClusterRecords`` read: the worker's current record, None when the cluster holds none."""
+
+    record: WorkerClusterRecord | None = None

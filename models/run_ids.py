@@ -44,7 +44,8 @@ def drift_check_id(nonce: str) -> str:
 
 
 def records_read_id(nonce: str) -> str:
-    """The workflow id of one read of tenant records (``TenantRecords``: ``tenantflow tenants``, ``handover``)."""
+    """The workflow id of one read of records (``TenantRecords``: ``tenantflow tenants``, ``handover``, ``apply``,
+    ``offboard``; ``WorkerClusterRecords``: ``decommission``)."""
     return f"records/{nonce}"
 
 

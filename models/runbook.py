@@ -26,6 +26,8 @@ from tenantflow.models.records import (
     RecordsQuery,
     StoredRecord,
     TenantRecord,
+    WorkerRecordQuery,
+    WorkerRecordReport,
 )
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.step import STEP_TIMEOUT, WAIT_HEARTBEAT, Step
@@ -228,8 +230,15 @@ READ_TENANT_RECORDS: Step[RecordsQuery, list[RecordedTenant]] = Step(
     summary="read the tenants' current records",
     local=True,
 )
-RECORD_READS: tuple[Step[Any, Any], ...] = (READ_TENANT_RECORDS,)
-"""Every activity of TenantRecords: it only reads."""
+READ_WORKER_RECORD: Step[WorkerRecordQuery, WorkerRecordReport] = Step(
+    "records.read_worker",
+    WorkerRecordQuery,
+    WorkerRecordReport,
+    summary="read an enrolled worker's current record",
+    local=True,
+)
+RECORD_READS: tuple[Step[Any, Any], ...] = (READ_TENANT_RECORDS, READ_WORKER_RECORD)
+"""Every activity of TenantRecords and WorkerClusterRecords: they only read."""
 
 # --- TenantLifecycle ----------------------------------------------------------------------------------------------
 

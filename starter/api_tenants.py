@@ -28,12 +28,11 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.api_answers import answered_by_token_user, as_token_user
 from tenantflow.starter.api_auth import authorize, may_view
 from tenantflow.starter.api_requests import body_as, client_of, path_as, query_as, start_input, started, user_of
-from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.drift import check_on_worker
 from tenantflow.starter.failures import explain
 from tenantflow.starter.problems import ApiProblem, or_404
-from tenantflow.starter.records import read_on_worker, recorded_result, tenant_record
+from tenantflow.starter.records import read_on_worker, recorded_result, tenant_on_worker
 from tenantflow.worker.targets import tenant
 from tenantflow.worker.tokens import Role
 
@@ -57,8 +56,8 @@ async def start_change(request: web.Request) -> web.Response:
     """Change an onboarded tenant to a new contract (`tenantflow apply`).
 
     The body is the new TenantContract; its slug is the path's (a tenant cannot be renamed). The tenant's record in
-    the contract's cluster gives the contract it changes from; the plan of creates, updates and removals waits at
-    the `approve_plan` gate of `tenant/<slug>`.
+    the contract's cluster, read by the worker, gives the contract it changes from; the plan of creates, updates and
+    removals waits at the `approve_plan` gate of `tenant/<slug>`.
     """
     slug = path_as(request, TenantPath).slug
     contract = await body_as(request, TenantContract)
@@ -66,32 +65,48 @@ async def start_change(request: web.Request) -> web.Response:
     if refusal:
         raise ApiProblem(422, refusal, ["slug"])
     refuse_kubeconfig_paths(contract, "request body")
-    record = await tenant_record(contract.cluster, contract.slug)
+    api = client_of(request)
+    record = await read_by_worker(tenant_on_worker(api, contract.cluster, contract.slug), "cluster.context")
     if record is None or record.status is not RecordStatus.onboarded:
         raise ApiProblem(
             404, f"{contract.slug} is not an onboarded tenant of {contract.cluster.describe()}; onboard it first"
         )
-    return started(await client_of(request).start_change(contract, record.contract, on_behalf_of=user_of(request)))
+    return started(await api.start_change(contract, record.contract, on_behalf_of=user_of(request)))
 
 
-async def recorded_contract(api: TenantflowClient, slug: str) -> TenantContract:
-    """The contract of ``slug``'s record in the cluster its latest onboarding (or change) run named, else that run's
-    own input; 404 when Temporal no longer has the run."""
-    missing = f"no run {onboarding_id(slug)} in Temporal's history: send the tenant's contract as `contract`"
-    latest = await or_404(api.onboarded_contract(slug), missing)
-    record = await tenant_record(latest.cluster, slug)
-    return record.contract if record is not None else latest
+async def recorded_contract(request: web.Request, slug: str) -> TenantContract:
+    """The contract of ``slug``'s record, read by the worker in the cluster of ``?cluster=``, else in the cluster its
+    latest onboarding (or change) run named; else that run's own input (404 when Temporal no longer has the run)."""
+    api, named = client_of(request), query_as(request, TenantClusterQuery).cluster
+    missing = (
+        f"no run {onboarding_id(slug)} in Temporal's history: send the tenant's contract as `contract` (or name the "
+        "cluster holding its record as `cluster`)"
+    )
+    latest: TenantContract | None = None
+    if named is None:
+        latest = await or_404(api.onboarded_contract(slug), missing)
+        cluster, field = latest.cluster, None
+    else:
+        cluster, field = KubeTarget(context=named), "cluster"
+    record = await read_by_worker(tenant_on_worker(api, cluster, slug), field)
+    if record is not None:
+        return record.contract
+    if latest is not None:
+        return latest
+    return await or_404(api.onboarded_contract(slug), missing)
 
 
 async def start_offboarding(request: web.Request) -> web.Response:
     """Start offboarding a tenant (`tenantflow offboard`).
 
     A teardown in rollback order, planned and gated at `approve_plan` like the onboarding (`offboard/<slug>`);
-    the tenant's data is kept unless `purge_data`, which also waits for `confirm_purge`.
+    the tenant's data is kept unless `purge_data`, which also waits for `confirm_purge`. Without `contract`, the
+    contract is that of the tenant's record, read by the worker in the cluster `?cluster=` names (default: that of
+    the tenant's latest onboarding or change run), else that run's input.
     """
     slug = path_as(request, TenantPath).slug
     body = await body_as(request, OffboardRequest)
-    contract = body.contract or await recorded_contract(client_of(request), slug)
+    contract = body.contract or await recorded_contract(request, slug)
     if contract.slug != slug:
         raise ApiProblem(
             422, f"contract.slug: is {contract.slug}, not {slug}; send the contract of {slug}", ["contract.slug"]
@@ -129,15 +144,16 @@ async def renew_term(request: web.Request) -> web.Response:
     return web.json_response(text=term.model_dump_json())
 
 
-async def read_by_worker(pending: Awaitable[T]) -> T:
+async def read_by_worker(pending: Awaitable[T], field: str | None = "cluster") -> T:
     """A read the worker runs (``TenantRecords``, ``TenantDrift``); a cluster its registry does not know is 422
-    naming ``cluster``, any other failure 502 naming the step and the error."""
+    naming ``field``, the request's field that named it (none: a run's contract named it, and the failure is the
+    worker's, 502), any other failure 502 naming the step and the error."""
     try:
         return await pending
     except WorkflowFailureError as exc:
         failure = explain(exc)
-        if failure.error_type == "UnknownCluster":
-            raise ApiProblem(422, f"cluster: {failure.message}", ["cluster"]) from None
+        if failure.error_type == "UnknownCluster" and field is not None:
+            raise ApiProblem(422, f"{field}: {failure.message}", [field]) from None
         raise ApiProblem(502, f"the worker could not read: {failure.error_type}: {failure.message}") from None
 
 

@@ -123,13 +123,18 @@ class Subject:
             target=self.target,
         )
 
-    def teardown(self, action: str, handler: Handler, body: Any, made_by: str) -> Route:
+    def teardown(
+        self, action: str, handler: Handler, body: Any, made_by: str, query: type[BaseModel] | None = None
+    ) -> Route:
         """``POST <prefix>/<action>``, a requester's: start tearing the target down. The body's contract is optional:
         without one, the contract of the run that made the target (``made_by``, e.g. the tenant's onboarding) is
-        used, and the answer is 404 when Temporal no longer has that run."""
+        used, and the answer is 404 when Temporal no longer has that run. With ``query`` (the cluster holding the
+        target's record), the worker reads the record first: its contract is used when there is one."""
         missing = Reply(f"no contract given and Temporal no longer has the {made_by} run")
-        replies = {**STARTED, 404: missing, **ACTIVE}
-        return self.route("POST", f"/{action}", handler, replies, role=Role.requester, body=body, body_required=False)
+        replies = {**STARTED, 404: missing, **ACTIVE, **(WORKER_READ if query is not None else {})}
+        return self.route(
+            "POST", f"/{action}", handler, replies, role=Role.requester, body=body, body_required=False, query=query
+        )
 
 
 RUN = Subject("/runs/{id:.+}", RunPath, of_run_path)
@@ -216,11 +221,22 @@ ROUTES: list[Route] = [
         "POST",
         "/change",
         api_tenants.start_change,
-        {**STARTED, 404: Reply("the tenant has no `onboarded` record in the contract's cluster"), **ACTIVE},
+        {
+            **STARTED,
+            404: Reply("the tenant has no `onboarded` record in the contract's cluster"),
+            **ACTIVE,
+            **WORKER_READ,
+        },
         body=TenantContract,
         role=Role.requester,
     ),
-    TENANT.teardown("offboarding", api_tenants.start_offboarding, OffboardRequest, made_by="tenant's onboarding"),
+    TENANT.teardown(
+        "offboarding",
+        api_tenants.start_offboarding,
+        OffboardRequest,
+        made_by="tenant's onboarding",
+        query=TenantClusterQuery,
+    ),
     TENANT.route("GET", "/term", api_tenants.tenant_term, TERM, role=Role.viewer),
     Route(
         "GET",

@@ -58,6 +58,11 @@ class Refused(RuntimeError):
     """The request makes no sense in the run's current state (exit 4)."""
 
 
+class WorkerError(RuntimeError):
+    """The worker could not do what this process asked of it (exit 1); the message names the worker's step and
+    error, and what to set where."""
+
+
 class RunFailed(RuntimeError):
     """A run that did not complete, explained (exit 3): the step, the error, the fix, what the rollback did."""
 
@@ -84,6 +89,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         cause = exc.cause
         errors.print(f"[red]refused: {getattr(cause, 'message', None) or cause or exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None
+    except WorkerError as exc:
+        errors.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_ERROR) from None
     except (WorkflowFailureError, RunFailed) as exc:
         failure = exc.failure if isinstance(exc, RunFailed) else explain(exc)
         for line in failure.lines(exc.workflow_id if isinstance(exc, RunFailed) else "ID"):

@@ -1,59 +1,61 @@
-"""Where the CLI finds what a finished run applied: the record in the cluster first, the run's history second.
+"""Where the CLI and the HTTP API find what a finished run applied: the record in the cluster, read by the worker,
+first; the run's history second.
 
-A completed onboarding (enrollment) stores a record in the tenant's (worker's) cluster
-(:mod:`models.records`); it outlives the Temporal history, which the namespace's retention
-removes. The CLI reads it with the kubeconfig of ``--kubeconfig`` or ``TENANTFLOW_KUBECONFIG``
-and the context of ``--context`` (default: that kubeconfig's current context), in the namespace
-``TENANTFLOW_RECORDS_NAMESPACE`` (default ``tenantflow-system``). Without a kubeconfig, or
-when the cluster holds no record, the contract comes from the latest run's history.
+A completed onboarding (enrollment) stores a record in the tenant's (worker's) cluster (:mod:`models.records`); it
+outlives the Temporal history, which the namespace's retention removes. Neither the CLI nor the API reads a cluster
+itself: the worker reads the records with its own credentials (the read-only ``TenantRecords`` and
+``WorkerClusterRecords`` workflows: :func:`read_on_worker`, :func:`tenant_on_worker`, :func:`worker_on_worker`), in
+the cluster its registry names, so they need only Temporal access. The CLI names that cluster with ``--context``,
+else the current context of ``--kubeconfig``/``TENANTFLOW_KUBECONFIG`` (:func:`named_cluster`; a context of the
+worker's registry of the same name): ``tenants``, ``handover``, ``drift``, ``offboard`` and ``decommission``;
+``apply`` reads in its contract's cluster. ``offboard`` and ``decommission`` without a cluster read in the cluster
+of the latest run's contract, and take that contract when the cluster holds no record.
 
-``tenantflow tenants``, ``handover`` and ``drift`` read no cluster themselves: the worker reads the records
-(:func:`read_on_worker`, the read-only ``TenantRecords`` workflow) in the cluster its registry names
-(:func:`records_cluster`: ``--context``, else the current context of ``--kubeconfig``/``TENANTFLOW_KUBECONFIG``,
-which must be a cluster of the worker's registry of the same name), so they need only Temporal access.
+A mistake of the CLI's own settings (a kubeconfig it cannot read, a ``TENANTFLOW_ENV_FILE`` that is gone) is a
+:class:`ContractError` naming that setting; a read the worker cannot do is a :class:`WorkerError` naming the
+worker's error and what named the cluster (:func:`read_by_worker`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
+from collections.abc import Awaitable
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from kubernetes import config
-from temporalio.exceptions import ApplicationError
-from urllib3.exceptions import HTTPError
+from temporalio.client import WorkflowFailureError
+from temporalio.types import MethodAsyncSingleParam
 
-from tenantflow.activities.common import clusters
-from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.records import (
     RecordedTenant,
-    RecordKey,
     RecordsQuery,
     TenantRecord,
     WorkerClusterRecord,
+    WorkerRecordQuery,
 )
-from tenantflow.models.run_ids import records_read_id
+from tenantflow.models.run_ids import enrollment_id, onboarding_id, records_read_id
 from tenantflow.models.status import RunOutcome
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import ContractError
-from tenantflow.starter.output import errors
+from tenantflow.starter.failures import explain
+from tenantflow.starter.output import WorkerError
 from tenantflow.worker.config import WorkerSettings, load_env_file
-from tenantflow.workflows.record_reads import TenantRecords
+from tenantflow.workflows.record_reads import TenantRecords, WorkerClusterRecords
+
+Q = TypeVar("Q")
+R = TypeVar("R")
+T = TypeVar("T")
 
 READ_TIMEOUT = timedelta(minutes=2)
 """How long a read of records may take, a worker's pickup included: without a worker on the task queue it ends."""
-KubeconfigOpt = Annotated[
-    str | None,
-    typer.Option(help="kubeconfig of the cluster holding the records (default: TENANTFLOW_KUBECONFIG)"),
-]
 WorkerClusterOpt = Annotated[
     str | None,
     typer.Option(
@@ -70,17 +72,11 @@ CurrentContextOpt = Annotated[
         "TENANTFLOW_KUBECONFIG); the worker reads the records, with its own credentials",
     ),
 ]
-ContextOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="kubeconfig context of the cluster holding the records (default: the kubeconfig's current context)"
-    ),
-]
 
 
 def read_env_file() -> None:
     """Export ``TENANTFLOW_ENV_FILE`` (the worker's configuration file, e.g. the lab's ``lab.env``) into this
-    process without overriding its environment, so the CLI reads the clusters the worker reads."""
+    process without overriding its environment, so the CLI names the clusters the worker reads."""
     try:
         load_env_file(WorkerSettings())
     except FileNotFoundError as exc:
@@ -90,12 +86,9 @@ def read_env_file() -> None:
 
 
 def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | None:
-    """The cluster to read records from; None without a kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG`` in
-    the environment or in the file ``TENANTFLOW_ENV_FILE`` names).
-
-    The operator chooses this kubeconfig for the CLI's own reads, as for kubectl; it joins this process's cluster
-    registry (:func:`activities.common.clusters.use_operator_kubeconfig`), never the worker's.
-    """
+    """The context of the kubeconfig (``--kubeconfig``, ``TENANTFLOW_KUBECONFIG`` in the environment or in the file
+    ``TENANTFLOW_ENV_FILE`` names) that names the records' cluster: ``context``, else its current context; None
+    without a kubeconfig. This process only reads the kubeconfig's context names, never the cluster."""
     read_env_file()
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:
@@ -110,7 +103,6 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
         raise ContractError(
             f"{path}: no context {context!r} to read records with (contexts: {', '.join(names)}); pass --context"
         )
-    clusters.use_operator_kubeconfig(Path(path).resolve())
     return KubeTarget(kubeconfig=str(Path(path).resolve()), context=context)
 
 
@@ -134,59 +126,92 @@ def records_cluster(kubeconfig: str | None, context: str | None) -> KubeTarget:
     return cluster
 
 
-async def read_on_worker(api: TenantflowClient, cluster: KubeTarget, slug: str | None = None) -> list[RecordedTenant]:
-    """The current record of every tenant in ``cluster`` (only ``slug``'s when given), read by the worker."""
-    report = await api.client.execute_workflow(
-        TenantRecords.run,
-        RecordsQuery(records=cluster, slug=slug),
+async def on_worker(api: TenantflowClient, read: MethodAsyncSingleParam[Any, Q, R], query: Q, summary: str) -> R:
+    """One read-only records workflow (``read``) run by the worker on ``query``, awaited."""
+    return await api.client.execute_workflow(
+        read,
+        query,
         id=records_read_id(uuid.uuid4().hex[:12]),
         task_queue=api.task_queue,
         execution_timeout=READ_TIMEOUT,
-        static_summary=f"read the tenant records of {cluster.describe()}" + (f" ({slug})" if slug else ""),
+        static_summary=summary,
     )
+
+
+async def read_on_worker(api: TenantflowClient, cluster: KubeTarget, slug: str | None = None) -> list[RecordedTenant]:
+    """The current record of every tenant in ``cluster`` (only ``slug``'s when given), read by the worker."""
+    summary = f"read the tenant records of {cluster.describe()}" + (f" ({slug})" if slug else "")
+    report = await on_worker(api, TenantRecords.run, RecordsQuery(records=cluster, slug=slug), summary)
     return report.tenants
 
 
-async def read_record(
-    key: RecordKey, model: type[TenantRecord] | type[WorkerClusterRecord]
-) -> TenantRecord | WorkerClusterRecord | None:
-    """The latest record of ``key``; None (with a warning on stderr) when the cluster cannot be read."""
+async def tenant_on_worker(api: TenantflowClient, cluster: KubeTarget, slug: str) -> TenantRecord | None:
+    """``slug``'s current record in ``cluster``, read by the worker; None when the cluster holds none."""
+    found = await read_on_worker(api, cluster, slug)
+    return found[0].record if found else None
+
+
+async def worker_on_worker(
+    api: TenantflowClient, cluster: KubeTarget, namespace: str, worker: str
+) -> WorkerClusterRecord | None:
+    """The current record of the enrolled worker ``namespace/worker`` in the worker cluster ``cluster``, read by the
+    worker (``WorkerClusterRecords``); None when the cluster holds none."""
+    query = WorkerRecordQuery(records=cluster, hub_namespace=namespace, worker=worker)
+    summary = f"read the record of the worker {namespace}/{worker} in {cluster.describe()}"
+    return (await on_worker(api, WorkerClusterRecords.run, query, summary)).record
+
+
+async def read_by_worker(pending: Awaitable[T], what: str, cluster: KubeTarget, named_by: str) -> T:
+    """A read the worker runs for the CLI; its failure a :class:`WorkerError` naming the cluster, what named it
+    (an option of this command, or a run's contract) and the worker's error with its fix."""
     try:
-        return await asyncio.to_thread(read_latest, key, model)
-    except (ApplicationError, HTTPError, OSError) as exc:
-        errors.print(
-            f"cannot read the record {key.stem} from {key.target.describe()} ({exc}); trying the run's history",
-            style="yellow",
-            markup=False,
+        return await pending
+    except WorkflowFailureError as exc:
+        failure = explain(exc)
+        fix = (
+            f"name a cluster of the worker's registry ({named_by}), or add {cluster.describe()} to it on the worker"
+            if failure.error_type == "UnknownCluster"
+            else "the worker reads with its own credentials: see its log"
         )
-        return None
+        raise WorkerError(
+            f"the worker cannot read {what} in {cluster.describe()} (named by {named_by}): "
+            f"{failure.error_type}: {failure.message}; {fix}"
+        ) from None
 
 
-async def tenant_record(target: KubeTarget | None, slug: str) -> TenantRecord | None:
-    if target is None:
-        return None
-    found = await read_record(RecordKey.of_tenant(target, slug), TenantRecord)
-    return found if isinstance(found, TenantRecord) else None
+CLUSTER_OPTIONS = "--context, else the current context of --kubeconfig or TENANTFLOW_KUBECONFIG"
+"""What names the records' cluster to ``offboard`` and ``decommission``, for their messages."""
 
 
-async def onboarded_contract(api: TenantflowClient, target: KubeTarget | None, slug: str) -> TenantContract:
-    """The contract of ``slug``'s record in ``target``, else of its latest onboarding run."""
-    record = await tenant_record(target, slug)
-    return record.contract if record is not None else await api.onboarded_contract(slug)
+async def onboarded_contract(api: TenantflowClient, cluster: KubeTarget | None, slug: str) -> TenantContract:
+    """The contract of ``slug``'s record, read by the worker in ``cluster`` (default: the cluster of the tenant's
+    latest onboarding or change run), else that run's own contract."""
+    latest = None
+    named_by = CLUSTER_OPTIONS
+    if cluster is None:
+        latest = await api.onboarded_contract(slug)
+        cluster, named_by = latest.cluster, f"the contract of {onboarding_id(slug)}"
+    record = await read_by_worker(tenant_on_worker(api, cluster, slug), f"the record of {slug}", cluster, named_by)
+    if record is not None:
+        return record.contract
+    return latest or await api.onboarded_contract(slug)
 
 
 async def enrolled_contract(
-    api: TenantflowClient, target: KubeTarget | None, namespace: str, workercluster: str
+    api: TenantflowClient, cluster: KubeTarget | None, namespace: str, worker: str
 ) -> WorkerEnrollment:
-    """The contract of ``namespace/workercluster``'s record in ``target`` (that cluster), else of its latest run."""
-    record = (
-        None
-        if target is None
-        else await read_record(RecordKey.of_workercluster(target, namespace, workercluster), WorkerClusterRecord)
-    )
-    if isinstance(record, WorkerClusterRecord):
+    """The contract of ``namespace/worker``'s record, read by the worker in the worker cluster ``cluster`` (default:
+    that of the worker's latest enrollment run), else that run's own contract."""
+    latest = None
+    named_by = CLUSTER_OPTIONS
+    if cluster is None:
+        latest = await api.enrolled_contract(namespace, worker)
+        cluster, named_by = latest.worker, f"the contract of {enrollment_id(namespace, worker)}"
+    pending = worker_on_worker(api, cluster, namespace, worker)
+    record = await read_by_worker(pending, f"the record of the worker {namespace}/{worker}", cluster, named_by)
+    if record is not None:
         return record.contract
-    return await api.enrolled_contract(namespace, workercluster)
+    return latest or await api.enrolled_contract(namespace, worker)
 
 
 def recorded_result(record: TenantRecord) -> OnboardingResult:

@@ -31,7 +31,7 @@ from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
-from tenantflow.workflows.record_reads import TenantRecords
+from tenantflow.workflows.record_reads import TenantRecords, WorkerClusterRecords
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
@@ -46,6 +46,7 @@ WORKFLOWS: list[type] = [
     TenantDrift,
     TenantPlan,
     TenantRecords,
+    WorkerClusterRecords,
 ]
 
 ACTIVITY_MODULES: tuple[ModuleType, ...] = (

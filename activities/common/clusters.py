@@ -56,16 +56,6 @@ def _from_kubeconfig(path: Path) -> dict[str, RegisteredCluster]:
     return {str(c["name"]): RegisteredCluster(kubeconfig=path, context=str(c["name"])) for c in contexts}
 
 
-_operator: dict[str, RegisteredCluster] = {}
-"""Contexts the CLI's operator named with ``--kubeconfig`` for the CLI's own reads (records); empty in a worker."""
-
-
-def use_operator_kubeconfig(path: Path) -> None:
-    """Register every context of ``path`` in this process: the CLI reads records with the kubeconfig its operator
-    chose (as kubectl would). Only the CLI calls this; a worker's registry comes from its environment alone."""
-    _operator.update(_from_kubeconfig(path))
-
-
 @lru_cache(maxsize=8)
 def _read(kind: str, path: Path, _mtime_ns: int) -> dict[str, RegisteredCluster]:
     return _from_file(path) if kind == CLUSTERS_FILE_ENV else _from_kubeconfig(path)
@@ -83,7 +73,6 @@ def registry() -> dict[str, RegisteredCluster]:
             except OSError as exc:
                 raise _refuse(f"{kind}={path}: {exc.strerror}") from None
             found.update(_read(kind, path, mtime))
-    found.update(_operator)
     return found
 
 
@@ -98,8 +87,8 @@ def resolve(target: KubeTarget) -> RegisteredCluster:
             "in the environment of this process"
         )
         raise _refuse(
-            f"cluster {target.context!r} is not in the cluster registry of this process (the worker's, or the CLI's "
-            f"when it reads records; known: {known}); name a registered cluster in the contract's cluster.context"
+            f"cluster {target.context!r} is not in the cluster registry of this process (the worker's; "
+            f"known: {known}); name a registered cluster in the contract's cluster.context"
         )
     if target.kubeconfig is not None and (
         entry.kubeconfig is None or Path(target.kubeconfig).resolve() != entry.kubeconfig.resolve()

@@ -8,8 +8,9 @@ by its annotation and returned, so a retried attempt never writes a second one; 
 run that leaves the record as it was (same contract, same status: a re-run) keeps
 the current version, so a re-run writes nothing.
 Two writers racing for one version number meet a 409 and the loser takes the next.
-:func:`read_latest` and :func:`list_records` (which lists, with the operator's credentials) are what the CLI
-reads; :func:`read_versions` is how the storage step learns which directories the tenant made.
+:func:`read_latest` and :func:`list_records` are what the worker reads for the CLI and the HTTP API (the read-only
+``TenantRecords`` and ``WorkerClusterRecords``), for the lifecycle and for drift, with the worker's credentials;
+:func:`read_versions` is how the storage step learns which directories the tenant made.
 """
 
 from __future__ import annotations

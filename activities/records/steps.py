@@ -1,6 +1,7 @@
 """``records.tenant`` and ``records.worker``: the last step of a run stores its record; ``records.latest_tenant``
 reads a tenant's latest record (an expiring lifecycle offboards its contract); ``records.read_tenants`` reads the
-tenants' current records for ``TenantRecords`` (``tenantflow tenants``, ``handover``, ``drift``).
+tenants' current records for ``TenantRecords`` (``tenantflow tenants``, ``handover``, ``drift``, ``apply``,
+``offboard``); ``records.read_worker`` an enrolled worker's for ``WorkerClusterRecords`` (``decommission``).
 
 The versioned store behind them is :mod:`activities.common.recordstore`.
 """
@@ -20,6 +21,8 @@ from tenantflow.models.records import (
     StoredRecord,
     TenantRecord,
     WorkerClusterRecord,
+    WorkerRecordQuery,
+    WorkerRecordReport,
 )
 
 
@@ -54,4 +57,10 @@ def read_tenants(query: RecordsQuery) -> list[RecordedTenant]:
     ]
 
 
-ACTIVITIES = [record_tenant, record_worker, latest_tenant, read_tenants]
+@defn(runbook.READ_WORKER_RECORD)
+def read_worker(query: WorkerRecordQuery) -> WorkerRecordReport:
+    """The current record of the enrolled worker ``query`` names, in the worker cluster it names."""
+    return WorkerRecordReport(record=read_latest(query.key, WorkerClusterRecord, settings().records_namespace))
+
+
+ACTIVITIES = [record_tenant, record_worker, latest_tenant, read_tenants, read_worker]

@@ -1,11 +1,11 @@
 """Commands of a tenant's life: onboard, renew its term, offboard, the handover sheet, the tenants recorded (the
 onboarding's smoke_failed gate and the offboarding's purge gate are answered by :mod:`starter.commands.gates`).
 
-``offboard`` reads the tenant's record in the cluster of ``--kubeconfig`` itself; ``handover`` and ``tenants`` have
-the worker read the records (the read-only ``TenantRecords`` workflow, :func:`starter.records.read_on_worker`) in
-the cluster ``--context`` names as the worker's registry does, so they need only Temporal access. ``offboard`` and
-``handover`` fall back to the latest onboarding run's history when there is no record. ``renew`` and the term
-column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
+``offboard``, ``handover`` and ``tenants`` have the worker read the records (the read-only ``TenantRecords``
+workflow, :func:`starter.records.read_on_worker`) in the cluster ``--context`` names as the worker's registry does
+(``offboard`` without one: the cluster of the latest onboarding or change run), so they need only Temporal access.
+``offboard`` and ``handover`` fall back to the latest onboarding run's history when there is no record. ``renew``
+and the term column of ``tenants`` ask the tenant's lifecycle (``lifecycle/SLUG``)."""
 
 from __future__ import annotations
 
@@ -29,16 +29,13 @@ from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.failures import explain
 from tenantflow.starter.output import OutputOpt, Refused, WaitOpt, WideOpt, console, emit, errors, print_outcome, run
 from tenantflow.starter.records import (
-    ContextOpt,
     CurrentContextOpt,
-    KubeconfigOpt,
     WorkerClusterOpt,
     named_cluster,
     onboarded_contract,
     read_on_worker,
     recorded_result,
     records_cluster,
-    records_target,
 )
 
 
@@ -58,15 +55,15 @@ def offboard(
     contract: Annotated[
         Path | None,
         typer.Option(
-            help="the tenant contract; default: the tenant's record in its cluster, else the input of the latest "
-            "tenant/SLUG onboarding run"
+            help="the tenant contract; default: the tenant's record (read by the worker in the cluster --context "
+            "names, else in that of the latest tenant/SLUG run), else the input of that run"
         ),
     ] = None,
     purge_data: Annotated[
         bool, typer.Option(help="also delete the Weka org, filesystems and quotas (asks for confirm-purge)")
     ] = False,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
+    kubeconfig: CurrentContextOpt = None,
+    context: WorkerClusterOpt = None,
     output: OutputOpt = "text",
 ) -> None:
     """Offboard a tenant: a gated teardown in rollback order; data is kept unless --purge-data."""
@@ -75,7 +72,7 @@ def offboard(
         start_teardown(
             contract,
             load_tenant,
-            lambda api: onboarded_contract(api, records_target(kubeconfig, context), slug),
+            lambda api: onboarded_contract(api, named_cluster(kubeconfig, context), slug),
             lambda tenant: tenant.slug,
             slug,
             lambda api, tenant: api.start_offboarding(tenant, purge_data),

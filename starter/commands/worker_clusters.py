@@ -1,4 +1,5 @@
-"""Commands of a worker cluster's life in the Hub: enroll (with its yes/no gates) and decommission."""
+"""Commands of a worker cluster's life in the Hub: enroll (with its yes/no gates) and decommission (the worker's
+record read by the worker, ``WorkerClusterRecords``: this process needs only Temporal access)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tenantflow.starter.commands.gates import gate_command
 from tenantflow.starter.commands.runs import start_from_file, start_teardown
 from tenantflow.starter.contracts import load_enrollment
 from tenantflow.starter.output import OutputOpt, WideOpt, run
-from tenantflow.starter.records import ContextOpt, KubeconfigOpt, enrolled_contract, records_target
+from tenantflow.starter.records import CurrentContextOpt, WorkerClusterOpt, enrolled_contract, named_cluster
 from tenantflow.starter.run_kinds import ENROLLMENT_GATES
 
 GATE_HELP = {
@@ -44,12 +45,12 @@ def decommission(
     contract: Annotated[
         Path | None,
         typer.Option(
-            help="the enrollment contract; default: the worker's record in the worker cluster (--context), else the "
-            "input of the latest enroll/NS/WORKER run"
+            help="the enrollment contract; default: the worker's record (read by the worker in the worker cluster "
+            "--context names, else in that of the latest enroll/NS/WORKER run), else the input of that run"
         ),
     ] = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
+    kubeconfig: CurrentContextOpt = None,
+    context: WorkerClusterOpt = None,
     output: OutputOpt = "text",
 ) -> None:
     """Decommission a worker: cordon, drain, remove from the Hub, then a gated `worker reset`."""
@@ -58,7 +59,7 @@ def decommission(
         start_teardown(
             contract,
             load_enrollment,
-            lambda api: enrolled_contract(api, records_target(kubeconfig, context), namespace, worker_name),
+            lambda api: enrolled_contract(api, named_cluster(kubeconfig, context), namespace, worker_name),
             lambda enrollment: f"{enrollment.tenant_namespace}/{enrollment.worker_name}",
             workercluster,
             lambda api, enrollment: api.start_decommission(enrollment),

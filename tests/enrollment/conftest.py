@@ -59,6 +59,7 @@ from tenantflow.models.status import RunStatus
 from tenantflow.models.targets import KubeTarget
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.enrollment import application_error
+from tenantflow.workflows.record_reads import WorkerClusterRecords
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
 POLICIES = {
@@ -238,7 +239,7 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
         *worker_reset.ACTIVITIES,
         *records.ACTIVITIES,
     ]
-    workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS]
+    workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS, WorkerClusterRecords]
     async with Worker(
         env.client,
         task_queue=queue,

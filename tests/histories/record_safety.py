@@ -7,7 +7,8 @@ and an enrollment whose plan changed after approval, enrollment compensation tha
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
 changed after approval; the read-only ``TenantPlan`` of a contract, one that plans and one its preflight stops;
-the read-only ``TenantRecords`` of a cluster's tenant records.
+the read-only ``TenantRecords`` of a cluster's tenant records and ``WorkerClusterRecords`` of an enrolled worker's
+record.
 Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
 in-process kube emulators) only for a new path; commit the JSON files it writes
 beside this file and never record them again.
@@ -26,18 +27,26 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.common.recordstore import store
 from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult
 from tenantflow.models.gates import GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.preview import PlanInput
-from tenantflow.models.records import RecordsQuery, RunStamp, TenantRecord
+from tenantflow.models.records import (
+    DEFAULT_NAMESPACE,
+    RecordsQuery,
+    RunStamp,
+    TenantRecord,
+    WorkerClusterRecord,
+    WorkerRecordQuery,
+)
 from tenantflow.models.results import Finding
-from tenantflow.models.run_ids import offboarding_id, onboarding_id, plan_id, records_read_id
+from tenantflow.models.run_ids import enrollment_id, offboarding_id, onboarding_id, plan_id, records_read_id
 from tenantflow.models.status import RunStatus
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.plan import TenantPlan
-from tenantflow.workflows.record_reads import TenantRecords
+from tenantflow.workflows.record_reads import TenantRecords, WorkerClusterRecords
 from tests.enrollment.conftest import Lab, enrollment_worker, start_lab, wait_stage
 from tests.enrollment.test_decommission_approved import LATE
 from tests.enrollment.test_failure_paths import brownfield_until
@@ -155,6 +164,27 @@ async def records(name: str, world: FakeWorld) -> None:
             await save(handle, f"records-{name}")
     finally:
         await server.shutdown()
+
+
+async def worker_record(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    """An enrolled worker's record in the lab's worker cluster, read as ``tenantflow decommission`` reads it."""
+    contract = lab.contract()
+    stamp = RunStamp(
+        workflow_id=enrollment_id(contract.tenant_namespace, contract.worker_name),
+        run_id="recorded",
+        plan_hash="0123456789abcdef",
+        approver="recorder",
+        recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    await asyncio.to_thread(store, WorkerClusterRecord(contract=contract, run=stamp), DEFAULT_NAMESPACE)
+    query = WorkerRecordQuery(
+        records=contract.worker, hub_namespace=contract.tenant_namespace, worker=contract.worker_name
+    )
+    handle = await client.start_workflow(
+        WorkerClusterRecords.run, query, id=records_read_id("recorded-worker"), task_queue=queue
+    )
+    assert (await handle.result()).record is not None, "the worker read the record it was given"
+    return handle
 
 
 async def with_lab(
@@ -293,6 +323,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "plan-completed": lambda: plan("completed", FakeWorld()),
     "plan-refused": lambda: plan("refused", FakeWorld(preflight_error="64 GPUs wanted, 8 free")),
     "records-read": lambda: records("read", FakeWorld()),
+    "records-worker": lambda: with_lab("records-worker", False, start_dev_server, worker_record),
     "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
     "enrollment-compensation-incomplete": lambda: with_lab(

@@ -36,10 +36,8 @@ from tests.workflows.lifecycle_harness import with_dave
 
 @pytest.fixture(autouse=True)
 def registered(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The emulated cluster's contexts are the worker's cluster registry; the CLI's own (records_target) is
-    this test's alone."""
+    """The emulated cluster's contexts are the worker's cluster registry."""
     monkeypatch.setenv(clusters.KUBECONFIG_ENV, str(cluster.kubeconfig))
-    monkeypatch.setattr(clusters, "_operator", {})
 
 
 def stamp(run_id: str | None = None) -> RunStamp:

@@ -1,6 +1,10 @@
-"""An enrolled worker outlives its enrollment's history: ``decommission NS W`` works from the worker's record."""
+"""An enrolled worker outlives its enrollment's history: ``decommission NS W`` works from the worker's record, which
+the worker reads (``WorkerClusterRecords``): the CLI runs with only the Temporal settings, no kubeconfig."""
 
 from __future__ import annotations
+
+import asyncio
+import json
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -12,7 +16,7 @@ from tenantflow.models.run_ids import enrollment_id
 from tenantflow.starter.client import TenantflowClient
 from tests.enrollment.conftest import Lab, enrollment_worker, wait_stage
 from tests.records.test_after_history import delete_history
-from tests.starter.conftest import tenantflow_json
+from tests.starter.conftest import CLI, only_temporal_env
 
 
 async def test_decommission_works_from_the_record_once_the_history_is_deleted(
@@ -43,17 +47,16 @@ async def test_decommission_works_from_the_record_once_the_history_is_deleted(
 
         await delete_history(api, workflow_id)
         greenfield.worker.delete("apps", "deployments", "trainy-worker-agent", "trainy-system")
-        started = await tenantflow_json(
-            api,
-            "decommission",
-            contract.tenant_namespace,
-            contract.worker_name,
-            "--kubeconfig",
-            str(greenfield.kubeconfig),
-            "--context",
-            "worker",
+        proc = await asyncio.create_subprocess_exec(
+            CLI,
+            *("decommission", contract.tenant_namespace, contract.worker_name, "--context", "worker", "-o", "json"),
+            env=only_temporal_env(api),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
-        dec = api.handle(started["workflow_id"])
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, err.decode()
+        dec = api.handle(json.loads(out)["workflow_id"])
         status = await wait_stage(dec, "gate:approve_plan")
         await dec.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or "", approver="gus"))
         assert (await api.result(dec.id, DecommissionResult)).status == "completed"

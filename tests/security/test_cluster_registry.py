@@ -103,7 +103,7 @@ async def test_the_worker_loads_only_registered_kubeconfigs(evil: tuple[Path, Pa
     with pytest.raises(
         ApplicationError,
         match=r"cluster 'elsewhere' is not in the cluster registry of this process "
-        r"\(the worker's, or the CLI's when it reads records; known: tenant-cluster\)",
+        r"\(the worker's; known: tenant-cluster\)",
     ) as unknown:
         await asyncio.to_thread(kubeclient.request, KubeTarget(context="elsewhere"), "GET", namespace)
     assert unknown.value.non_retryable

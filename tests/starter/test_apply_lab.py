@@ -98,13 +98,13 @@ def with_gpus(contract: TenantContract, gpus: int) -> TenantContract:
 
 
 async def apply(
-    api: TenantflowClient, lab: LabEndpoints, contract: TenantContract, tmp: Path, *args: str
+    api: TenantflowClient, contract: TenantContract, tmp: Path, *args: str
 ) -> tuple[int, dict[str, Any], str]:
-    """``tenantflow apply FILE -o json`` (the tenant's record read with the lab's kubeconfig): exit code, the
-    status it printed (plan and gate), stderr."""
+    """``tenantflow apply FILE -o json`` (the tenant's record read by the worker in the contract's cluster): exit
+    code, the status it printed (plan and gate), stderr."""
     path = tmp / f"{contract.slug}-{contract.capacity.gpus}-{'-'.join(contract.usernames)}.json"
     path.write_text(contract.model_dump_json())
-    code, out, err = await tenantflow(api, "apply", str(path), "--kubeconfig", str(lab.kubeconfig), "-o", "json", *args)
+    code, out, err = await tenantflow(api, "apply", str(path), "-o", "json", *args)
     return code, (json.loads(out) if out.strip() else {}), err
 
 
@@ -198,12 +198,12 @@ async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing
         assert onboarded.status == "completed", onboarded.message
 
         code, _, err = await apply(
-            api, lab, contract.model_copy(update={"slug": "tenant-chg2"}), tmp_path, "--tenant", contract.slug
+            api, contract.model_copy(update={"slug": "tenant-chg2"}), tmp_path, "--tenant", contract.slug
         )
         assert code == 2 and "cannot become" in err and "offboard" in err, err
 
         added = in_place(three)
-        code, status, err = await apply(api, lab, added, tmp_path)
+        code, status, err = await apply(api, added, tmp_path)
         assert code == 0, err
         assert {("identity", "User", "wes", "create"), ("slurm", "user", "wes", "create")} <= planned(status)
         updates = {(layer, kind, name) for layer, kind, name, action in planned(status) if action == "update"}
@@ -221,13 +221,13 @@ async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing
 
         job = await asyncio.to_thread(submit_held, added, "wes", hold, 1)
         assert await until_state(added, job, {"RUNNING"}) == "RUNNING"
-        code, _, err = await apply(api, lab, contract, tmp_path)
+        code, _, err = await apply(api, contract, tmp_path)
         assert code == 3 and "change.user_jobs" in err and job in err, err
         assert job_state(added, job) == "RUNNING", "the refused change killed nothing"
         (hold / "release").touch()
         assert await until_state(added, job, {"COMPLETED", "CANCELLED", "FAILED"}) == "COMPLETED"
 
-        code, status, err = await apply(api, lab, contract, tmp_path)
+        code, status, err = await apply(api, contract, tmp_path)
         assert code == 0, err
         assert {("identity", "User", "wes", "delete"), ("slurm", "user", "wes", "delete")} <= planned(status)
         await approved(api, status)
@@ -269,7 +269,7 @@ async def removal_rolled_back(
     Slurm and the group, active; the world matches the recorded contract again but for that member."""
     intruder = "mallory-chg"
     await asyncio.to_thread(intrude, current, intruder)
-    code, status, err = await apply(api, lab, target, tmp)
+    code, status, err = await apply(api, target, tmp)
     assert code == 0, err
     await reviewer(api).approve(f"tenant/{target.slug}", status["plan_hash"])
     handle = api.client.get_workflow_handle(f"tenant/{target.slug}", result_type=OnboardingResult)
@@ -290,7 +290,7 @@ async def shrink_and_grow(
     job = await asyncio.to_thread(submit_held, contract, contract.usernames[0], hold, 2)
     assert await until_state(contract, job, {"RUNNING"}) == "RUNNING"
     half = with_gpus(contract, 8)
-    code, status, err = await apply(api, lab, half, tmp)
+    code, status, err = await apply(api, half, tmp)
     assert code == 0, err
     [released] = [s for s in status["plan"]["steps"] if s["kind"] == "Node" and s["action"] == "delete"]
     assert job in released["detail"]["wait_for_jobs"], released
@@ -311,7 +311,7 @@ async def shrink_and_grow(
     assert node_state(contract, released["name"]) in ("idle", "idle*"), "the released node is resumed"
     await drift_clean(api, lab, contract.slug)
 
-    code, status, err = await apply(api, lab, contract, tmp)
+    code, status, err = await apply(api, contract, tmp)
     assert code == 0, err
     assert ("capacity", "Reservation", contract.reservation_name, "update") in planned(status)
     await approved(api, status)

@@ -1,7 +1,8 @@
 """The CLI reads the worker's configuration file (issue 27): with only ``TENANTFLOW_ENV_FILE`` in the shell, as the
-README says, the commands that read records (``apply``, ``tenants``, ``offboard``, ``handover``) find the clusters
-the file names, and a file that is not there is a message naming the setting, not a traceback. ``plan`` needs no
-service setting at all: the worker plans (a dev server and a worker on fakes here)."""
+README says, the commands whose records the worker reads (``tenants``, ``offboard``, ``handover``, ``drift``) take
+the records' cluster from the kubeconfig the file names, and a file that is not there is a message naming the
+setting, not a traceback. ``plan`` needs no service setting at all: the worker plans (a dev server and a worker on
+fakes here)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,7 @@ def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     for name in ("TENANTFLOW_KUBECONFIG", "TENANTFLOW_CLUSTERS_FILE", "TENANTFLOW_ENV_FILE"):
         monkeypatch.setenv(name, "-")
         monkeypatch.delenv(name)
-    try:
-        yield monkeypatch
-    finally:
-        clusters._operator.clear()
+    yield monkeypatch
 
 
 def kubeconfig(path: Path, context: str) -> Path:
