@@ -25,15 +25,10 @@ from typing import Any
 import yaml
 
 from tenantflow.lab.controllers.hub import CONFIG_REPORT, HEARTBEAT, LAB_CONTEXT
+from tenantflow.lab.konduktor.facts import MANAGED_BY, SCHEDULING_MANAGER, WORKER_LABEL, preset_objects, worker_identity
 from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.kueue_facts import JOBSET_DEPLOYMENT, KUEUE_DEPLOYMENT, QUEUE_LABEL
 from tenantflow.lab.workloads import deployment
-from tenantflow.models.enrollment_workflows import (
-    MANAGED_BY,
-    SCHEDULING_MANAGER,
-    WORKER_LABEL,
-    label_value,
-    preset_objects,
-)
 
 CRD_DIR = Path(__file__).parent / "crds_enrollment"
 BROWNFIELD_KUEUE = Path(__file__).parent / "brownfield" / "kueue-setup.yaml"
@@ -138,7 +133,7 @@ def seed_hub(store: Store) -> None:
 
 
 def _running_work(namespace: str, name: str, kueue: str) -> list[Obj]:
-    queue = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    queue = {QUEUE_LABEL: "user-queue"}
     pod = {"spec": {"containers": [{"name": "train", "image": "trainer:1"}], "restartPolicy": "Never"}}
     return [
         {
@@ -200,8 +195,8 @@ def seed_worker(store: Store, brownfield: bool = False, kueue_versions: tuple[st
         [
             _ns("kueue-system"),
             _ns("jobset-system"),
-            deployment("kueue-system", "kueue-controller-manager", OLD_KUEUE),
-            deployment("jobset-system", "jobset-controller-manager", OLD_JOBSET),
+            deployment(*KUEUE_DEPLOYMENT, OLD_KUEUE),
+            deployment(*JOBSET_DEPLOYMENT, OLD_JOBSET),
         ]
     )
     apply_manifests(store, BROWNFIELD_KUEUE.read_text())
@@ -212,7 +207,7 @@ def seed_worker(store: Store, brownfield: bool = False, kueue_versions: tuple[st
 def seed_pool_member(hub: Store, worker: Store, name: str, context: str, namespace: str = TENANT_NS) -> None:
     """WorkerCluster ``name`` (lab context ``context``): redeemed, connected, configured at generation 1, with
     the ``gke-dws`` preset objects it owns on ``worker``; the Hub controller makes it DispatchReady."""
-    identity = label_value(f"{len(namespace)}-{namespace}-{name}")
+    identity = worker_identity(namespace, name)
     seed_worker(worker)
     owned = {MANAGED_BY: SCHEDULING_MANAGER, WORKER_LABEL: identity}
     worker.seed(

@@ -1,6 +1,8 @@
-"""The HTTP media types tenantflow sends and the lab serves: one spelling of each, for the product and the lab.
+"""The HTTP media types tenantflow sends: one spelling of each across the product.
 
 The patch types are Kubernetes' (https://kubernetes.io/docs/reference/using-api/api-concepts/#patch-and-apply).
+The lab's API server spells them on its own (``lab/kubeapi/media_types.py``), so a type misspelled here is
+refused there as a real API server would refuse it.
 """
 
 from __future__ import annotations

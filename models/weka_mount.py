@@ -16,14 +16,13 @@ through such a static volume and runs :data:`DIRECTORY_SCRIPT`: per directory, w
 line ``before <path> <uid> <gid> <mode>`` on stdout (``stat -c '%u %g %a'``, GNU coreutils and BusyBox), then
 ``mkdir -p``, ``chown uid:gid`` and ``chmod mode``. The values are positional arguments of a fixed script, never
 part of it. The product builds the command with :func:`directory_command` and reads the container's log (the
-Kubernetes ``pods/log`` API) back with :func:`parse_owners`; the lab reads the command back with
-:func:`parse_directory_command` (refusing anything else) and writes its log with :func:`before_line`, so both
-sides share one definition.
+Kubernetes ``pods/log`` API) back with :func:`parse_owners`. The lab's csi-wekafs runs the script on its own
+terms (``lab/weka/csi_facts.py``), sharing nothing with this module, and tests compare the two.
 
 Nor has it an rmdir: a purge of a tenant whose directories live in the shared filesystems runs
 :data:`REMOVE_SCRIPT` the same way, which removes each directory that exists with everything in it
 (``rm -rf``) and prints ``removed <path>`` for it; :func:`removal_command` builds it, :func:`parse_removed`
-reads the log, :func:`parse_removal_command` and :func:`removed_line` are the lab's side.
+reads the log.
 """
 
 from __future__ import annotations
@@ -60,12 +59,6 @@ def secret_parameters(name: str, namespace: str) -> dict[str, str]:
 def filesystem_handle(filesystem: str) -> str:
     """The ``volumeHandle`` of a static volume mounting the whole filesystem."""
     return FS_HANDLE_PREFIX + filesystem
-
-
-def handle_filesystem(handle: str) -> str | None:
-    """The filesystem a ``weka/v2/<fs>`` handle mounts (None for other handles)."""
-    rest = handle.removeprefix(FS_HANDLE_PREFIX)
-    return rest if rest != handle and rest and "/" not in rest else None
 
 
 def check_path(path: str) -> str:
@@ -105,11 +98,6 @@ class Owner:
         return cls(spec.uid, spec.gid, int(spec.mode, 8))
 
 
-def before_line(path: str, owner: Owner) -> str:
-    """The line the script prints for a directory that existed: ``before <path> <uid> <gid> <octal mode>``."""
-    return f"before {path} {owner.uid} {owner.gid} {owner.mode:o}"
-
-
 def parse_owners(log: str) -> dict[str, Owner]:
     """The owners the script found before changing anything, by path (only directories that existed)."""
     owners: dict[str, Owner] = {}
@@ -126,35 +114,9 @@ def directory_command(specs: list[DirectorySpec]) -> list[str]:
     return ["/bin/sh", "-ec", DIRECTORY_SCRIPT, MOUNT_PATH, *args]
 
 
-def parse_directory_command(command: list[str]) -> list[DirectorySpec] | None:
-    """The directories a :func:`directory_command` makes; None for any other command."""
-    if command[:4] != ["/bin/sh", "-ec", DIRECTORY_SCRIPT, MOUNT_PATH] or len(command[4:]) % 4:
-        return None
-    args = command[4:]
-    try:
-        return [DirectorySpec(args[i], int(args[i + 1]), int(args[i + 2]), args[i + 3]) for i in range(0, len(args), 4)]
-    except ValueError:
-        return None
-
-
 def removal_command(paths: list[str]) -> list[str]:
     """The container command that removes ``paths`` (plain absolute paths) and all they hold."""
     return ["/bin/sh", "-ec", REMOVE_SCRIPT, MOUNT_PATH, *(check_path(path) for path in paths)]
-
-
-def parse_removal_command(command: list[str]) -> list[str] | None:
-    """The paths a :func:`removal_command` removes; None for any other command."""
-    if command[:4] != ["/bin/sh", "-ec", REMOVE_SCRIPT, MOUNT_PATH] or not command[4:]:
-        return None
-    try:
-        return [check_path(path) for path in command[4:]]
-    except ValueError:
-        return None
-
-
-def removed_line(path: str) -> str:
-    """The line the removal script prints for a directory it removed."""
-    return f"removed {path}"
 
 
 def parse_removed(log: str) -> set[str]:

@@ -8,18 +8,19 @@ cluster, acting on the Weka emulator's state as a real mount would.
   requested size is made, a PV created and both marked Bound. Otherwise the PVC stays Pending with a Warning
   event ``ProvisioningFailed`` whose message says why, as the external-provisioner reports.
 * A PVC naming a static PV (``volumeName``) of driver ``csi.weka.io`` is bound to it.
-* A Job whose container runs :func:`models.weka_mount.directory_command` on a PVC bound to a static
-  ``weka/v2/<filesystem>`` PV is "run": the PV's ``nodePublishSecretRef`` must log in to the organization owning
-  the filesystem (else the mount fails, and so does the Job), then for each directory the owner it had (when it
-  existed) is logged as the script's ``stat`` would (:func:`models.weka_mount.before_line`), and it is made
+* A Job whose one container runs :data:`lab.weka.csi_facts.MKDIR_SCRIPT` on a PVC bound to a static
+  ``weka/v2/<filesystem>`` PV, mounted where the script ``cd``s, is "run": the PV's ``nodePublishSecretRef`` must
+  log in to the organization owning the filesystem (else the mount fails, and so does the Job), then for each
+  directory the owner it had (when it existed) is logged as the script's ``stat`` would, and it is made
   (``mkdir -p``) and given its uid, gid and mode, which the Weka stand-in records. As the Job controller and the
   kubelet would, a Pod of the Job (labels ``batch.kubernetes.io/job-name``, ``job-name``, an ownerReference)
   carries that log (served by ``pods/log``) and ends ``Succeeded``; then the Job ends ``Complete``, or (the mount
   failed, no container ran) ``Failed`` with the mount's message. As the garbage collector would, a Job's Pods
   go when the Job is gone. Other Jobs are not touched.
-* A Job running :func:`models.weka_mount.removal_command` on such a mount removes each directory that exists with
-  all it holds (``rm -rf``: the directories under it and the quotas on their inodes go too) and logs
-  :func:`models.weka_mount.removed_line` for it; the rest is as for the directory Job.
+* A Job running :data:`lab.weka.csi_facts.REMOVE_SCRIPT` on such a mount removes each directory that exists
+  with all it holds (``rm -rf``: the directories under it and the quotas on their inodes go too) and logs
+  ``removed <path>`` for it; the rest is as for the directory Job. The facts (the driver, the Secret's keys, the
+  volume handle) are csi-wekafs's, from its examples (:mod:`lab.weka.csi_facts`).
 """
 
 from __future__ import annotations
@@ -34,21 +35,22 @@ from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import reconcile_on_events
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.podexec import LOG_ANNOTATION
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.lab.weka.service import WekaService
-from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
-from tenantflow.models.content_types import MERGE_PATCH
-from tenantflow.models.weka_mount import (
+from tenantflow.lab.weka.csi_facts import (
     DRIVER,
     REQUIRED_SECRET_KEYS,
-    DirectorySpec,
+    Mkdir,
     before_line,
     handle_filesystem,
-    parse_directory_command,
-    parse_removal_command,
+    mkdir_run,
+    mount_path,
+    remove_run,
     removed_line,
 )
+from tenantflow.lab.weka.service import WekaService
+from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROLE_CSI, ROLE_ORG_ADMIN, FileSystem, Quota, WekaError
 
 CONTEXT = "tenant-cluster"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -80,34 +82,32 @@ def _bytes(quantity: str) -> int:
     return int(float(quantity))
 
 
-def _directory_specs(pod: Obj) -> list[DirectorySpec] | None:
-    """What a pod spec's one container makes when it runs the directory helper's command; None for other pods."""
+MountRun = tuple[str, list[Mkdir] | None, list[str] | None]
+"""(mount path, directories made or None, paths removed or None) of a helper's run."""
+
+
+def _mount_run(pod: Obj) -> MountRun | None:
+    """What a pod spec's one container does on its mount when it runs one of the scripts the stand-in can run
+    (:mod:`lab.weka.csi_facts`); None for other pods."""
     containers = pod.get("containers") or []
-    return parse_directory_command(containers[0].get("command") or []) if len(containers) == 1 else None
+    command = [str(arg) for arg in (containers[0].get("command") or [])] if len(containers) == 1 else []
+    made, removals, where = mkdir_run(command), remove_run(command), mount_path(command)
+    return None if where is None or (made is None and removals is None) else (where, made, removals)
 
 
-def _removals(pod: Obj) -> list[str] | None:
-    """What a pod spec's one container removes when it runs the removal command; None for other pods."""
-    containers = pod.get("containers") or []
-    return parse_removal_command(containers[0].get("command") or []) if len(containers) == 1 else None
-
-
-def _runs_on_a_mount(pod: Obj) -> bool:
-    return _directory_specs(pod) is not None or _removals(pod) is not None
-
-
-def _run(fs: FileSystem, specs: list[DirectorySpec] | None, removals: list[str] | None) -> tuple[list[str], str]:
-    """Run the helper's script on ``fs``: its log lines and what it did, in words."""
+def _run(fs: FileSystem, made: list[Mkdir] | None, removals: list[str] | None) -> tuple[list[str], str]:
+    """Run the script on ``fs``: its log lines and what it did, in words."""
     if removals is not None:
         removed = [path for path in removals if fs.remove_tree(path)]
         return [removed_line(path) for path in removed], f"removed {len(removed)} directories from {fs.name}"
     log = []
-    for spec in specs or []:
-        if spec.path in fs.directories:
-            log.append(before_line(spec.path, fs.owner_of(spec.path)))
-        fs.mkdir(spec.path)
-        fs.set_owner(spec.path, spec.uid, spec.gid, int(spec.mode, 8))
-    return log, f"made {len(specs or [])} directories on {fs.name}"
+    for path, uid, gid, mode in made or []:
+        if path in fs.directories:
+            before = fs.owner_of(path)
+            log.append(before_line(path, before.uid, before.gid, before.mode))
+        fs.mkdir(path)
+        fs.set_owner(path, uid, gid, mode)
+    return log, f"made {len(made or [])} directories on {fs.name}"
 
 
 class CsiWekafs:
@@ -350,7 +350,7 @@ class CsiWekafs:
         jobs = {j["metadata"]["uid"] for j in self.store.list("batch", "jobs")}
         for pod in self.store.list("", "pods"):
             owners = [r for r in pod["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"]
-            if owners and _runs_on_a_mount(pod["spec"]) and not any(r.get("uid") in jobs for r in owners):
+            if owners and _mount_run(pod["spec"]) is not None and not any(r.get("uid") in jobs for r in owners):
                 with contextlib.suppress(ApiError):
                     self.store.delete("", "pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
@@ -359,22 +359,23 @@ class CsiWekafs:
             return
         pod = job["spec"]["template"]["spec"]
         containers = pod.get("containers") or []
-        specs, removals = _directory_specs(pod), _removals(pod)
-        if specs is None and removals is None:
+        run = _mount_run(pod)
+        if run is None:
             return
+        where, made, removals = run
         claims = {
             v["name"]: v["persistentVolumeClaim"]["claimName"]
             for v in pod.get("volumes") or []
             if v.get("persistentVolumeClaim")
         }
-        mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == "/weka"]
+        mounts = [m for m in containers[0].get("volumeMounts") or [] if m.get("mountPath") == where]
         try:
             if len(mounts) != 1 or mounts[0]["name"] not in claims:
-                raise Refused("/weka is not a mounted volume: mkdir: can't create directory")
+                raise Refused(f"{where} is not a mounted volume: sh: cd: can't cd to {where}")
             fs = self._mounted_filesystem(job["metadata"]["namespace"], claims[mounts[0]["name"]])
             if fs is None:
                 return
-            log, done = _run(fs, specs, removals)
+            log, done = _run(fs, made, removals)
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
             self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')

@@ -31,9 +31,10 @@ from typing import Any
 from tenantflow.lab.changes import RESYNC_MAX_S, RESYNC_MIN_S, Changes, Resync
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.konduktor import blob
+from tenantflow.lab.konduktor.facts import WORKER_LABEL, worker_identity
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_workflows import ORIGIN_LABEL, QUEUE_LABEL, WORKER_LABEL, label_value
+from tenantflow.lab.kueue_facts import ORIGIN_LABEL, QUEUE_LABEL
 
 HUB_CONTEXT = "hub"
 TRAINY = "trainy.ai"
@@ -51,7 +52,7 @@ class RedeemRefused(Exception):
     """The Hub refused a redemption token (bad signature, unknown enrollment, already redeemed)."""
 
 
-def _organization(store: Store, namespace: str) -> Obj:
+def organization(store: Store, namespace: str) -> Obj:
     """The Organization whose namespaces include ``namespace`` (empty when none does)."""
     for org in store.list(TRAINY, "organizations"):
         if namespace in ((org.get("spec") or {}).get("namespaces") or []):
@@ -84,7 +85,7 @@ def redeem(store: Store, token: str) -> Obj:
         raise RedeemRefused(f"enrollment {ns}/{worker} was already redeemed at {used}; create a new one")
     enrollment["status"] = {**(enrollment.get("status") or {}), "usedAt": now(), "workerCluster": worker}
     store.update_status(enrollment)
-    org = _organization(store, ns).get("spec") or {}
+    org = organization(store, ns).get("spec") or {}
     return store.create(
         {
             "apiVersion": "trainy.ai/v1alpha1",
@@ -92,7 +93,7 @@ def redeem(store: Store, token: str) -> Obj:
             "metadata": {
                 "name": worker,
                 "namespace": ns,
-                "labels": {WORKER_LABEL: label_value(f"{len(ns)}-{ns}-{worker}")},
+                "labels": {WORKER_LABEL: worker_identity(ns, worker)},
             },
             "spec": {
                 "cordoned": False,

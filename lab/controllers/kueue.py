@@ -18,7 +18,7 @@ from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import HUB_CONTEXT, KUEUE, reconcile_on_events, workload_of
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.models.enrollment_workflows import QUEUE_LABEL
+from tenantflow.lab.kueue_facts import QUEUE_LABEL
 
 HELD = ("Hold", "HoldAndDrain")
 Obj = dict[str, Any]

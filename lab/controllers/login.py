@@ -33,9 +33,9 @@ from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, probe_blocked
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.content_types import MERGE_PATCH
 
 CONTEXT = "tenant-cluster"
 GROUP = "helm.example.io"

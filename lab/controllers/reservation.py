@@ -26,8 +26,8 @@ from typing import Any
 from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.store import ObjectKey, Store, now
-from tenantflow.models.content_types import MERGE_PATCH
 
 CONTEXT = "tenant-cluster"
 GROUP = "scheduling.example.io"

@@ -53,8 +53,8 @@ from tenantflow.lab.daemons import host_users, weka_mounts
 from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
 from tenantflow.lab.daemons.slurm import LAB_BIN
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.hostlist import expand_hostlist
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ Deployment exists (``konduktor worker bootstrap`` creates it; reset removes it):
 5. it applies the WorkerCluster's scheduling preset: absent objects are created
    with the ownership labels, objects carrying this WorkerCluster's labels are
    updated in place, any other object is refused
-   (:data:`models.enrollment_workflows.ADOPTION_REFUSAL`), and reports the outcome
+   (:data:`lab.konduktor.facts.ADOPTION_REFUSAL`), and reports the outcome
    for the WorkerCluster's generation.
 """
 
@@ -27,6 +27,7 @@ import json
 import secrets
 from typing import Any
 
+from tenantflow.lab import kueue_facts
 from tenantflow.lab.changes import RESYNC_MAX_S
 from tenantflow.lab.context import LabContext
 from tenantflow.lab.controllers.hub import (
@@ -35,21 +36,16 @@ from tenantflow.lab.controllers.hub import (
     HUB_CONTEXT,
     LAB_CONTEXT,
     RedeemRefused,
+    organization,
     reconcile_on_events,
     redeem,
 )
-from tenantflow.lab.kubeapi.errors import ApiError
-from tenantflow.lab.kubeapi.objects import custom_defaults
-from tenantflow.lab.kubeapi.store import Store, now
-from tenantflow.lab.workloads import deployment
-from tenantflow.models.content_types import MERGE_PATCH
-from tenantflow.models.enrollment_workflows import (
+from tenantflow.lab.konduktor.facts import (
     ADOPTION_REFUSAL,
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_SECRET,
     BYOC_NAMESPACE,
-    DEPENDENCIES,
     INSTALLED_BY,
     INSTALLER,
     LOG_COLLECTOR,
@@ -58,9 +54,15 @@ from tenantflow.models.enrollment_workflows import (
     SCHEDULING_MANAGER,
     TUNNEL_SECRET,
     WORKER_LABEL,
-    label_value,
     preset_objects,
+    worker_identity,
 )
+from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
+from tenantflow.lab.kubeapi.objects import custom_defaults
+from tenantflow.lab.kubeapi.store import Store, now
+from tenantflow.lab.kueue_facts import JOBSET_DEPLOYMENT, JOBSET_IMAGE, KUEUE_DEPLOYMENT, KUEUE_IMAGE
+from tenantflow.lab.workloads import deployment
 
 REDEEMED = "trainy.ai/redeemed"
 REFUSED = "trainy.ai/redeem-refused"
@@ -100,7 +102,7 @@ class WorkerAgent:
         if wc is None:
             return
         self._heartbeat(wc)
-        if self._upgrade_dependencies():
+        if self._upgrade_dependencies(wc):
             self._apply_preset(wc)
 
     def _redeem(self, secret: Obj) -> None:
@@ -154,26 +156,40 @@ class WorkerAgent:
                 wc["metadata"]["namespace"],
             )
 
-    def _upgrade_dependencies(self) -> bool:
+    def _dependencies(self, wc: Obj) -> list[tuple[str, str, str]]:
+        """(namespace, Deployment, image) of Kueue and JobSet at the versions the WorkerCluster's Organization
+        selected (``spec.kueueVersion``, ``spec.jobsetVersion``; runbook: "The worker agent upgrades Kueue and
+        JobSet in place to the versions selected by the organization"); one it selects none of is left alone."""
+        spec = organization(self.hub, wc["metadata"]["namespace"]).get("spec") or {}
+        return [
+            (*where, kueue_facts.image(repository, spec[field]))
+            for where, repository, field in (
+                (KUEUE_DEPLOYMENT, KUEUE_IMAGE, "kueueVersion"),
+                (JOBSET_DEPLOYMENT, JOBSET_IMAGE, "jobsetVersion"),
+            )
+            if spec.get(field)
+        ]
+
+    def _upgrade_dependencies(self, wc: Obj) -> bool:
         """Move one Deployment toward the organization image per pass; True when all match."""
-        for namespace, name, image in DEPENDENCIES:
+        for namespace, name, wanted in self._dependencies(wc):
             current = _get(self.worker, "apps", "deployments", name, namespace)
             if current is None:
                 if _get(self.worker, "", "namespaces", namespace) is None:
                     self.worker.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-                self.worker.create(deployment(namespace, name, image))
+                self.worker.create(deployment(namespace, name, wanted))
                 return False
             containers = current["spec"]["template"]["spec"]["containers"]
-            if containers[0]["image"] != image:
+            if containers[0]["image"] != wanted:
                 new = copy.deepcopy(current)
-                new["spec"]["template"]["spec"]["containers"][0]["image"] = image
+                new["spec"]["template"]["spec"]["containers"][0]["image"] = wanted
                 self.worker.replace("apps", "deployments", name, new, namespace)
                 return False
         return True
 
     def _apply_preset(self, wc: Obj) -> None:
         meta, spec = wc["metadata"], wc.get("spec") or {}
-        identity = label_value(f"{len(meta['namespace'])}-{meta['namespace']}-{meta['name']}")
+        identity = worker_identity(meta["namespace"], meta["name"])
         served = self._served_kueue()
         objs = [
             {**obj, "apiVersion": served}

@@ -15,7 +15,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
-from tenantflow.models.enrollment_workflows import signed_claims
+from tenantflow.lab.konduktor.facts import signed_claims
 
 PREFIX = "kdk1."
 CLAIMS = ("hub", "namespace", "worker", "enrollmentId")

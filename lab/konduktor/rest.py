@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tenantflow.models.content_types import MERGE_PATCH
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 
 Obj = dict[str, Any]
 

@@ -14,9 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tenantflow.lab.konduktor import blob
-from tenantflow.lab.konduktor.rest import Rest, path
-from tenantflow.lab.workloads import deployment
-from tenantflow.models.enrollment_workflows import (
+from tenantflow.lab.konduktor.facts import (
     AGENT,
     AGENT_NAMESPACE,
     BOOTSTRAP_COMPONENTS,
@@ -29,6 +27,9 @@ from tenantflow.models.enrollment_workflows import (
     VM_OPERATOR_LABEL,
     WORKER_LABEL,
 )
+from tenantflow.lab.konduktor.rest import Rest, path
+from tenantflow.lab.kueue_facts import JOBSET_DEPLOYMENT, KUEUE_DEPLOYMENT
+from tenantflow.lab.workloads import deployment
 
 Obj = dict[str, Any]
 KINDS = {
@@ -217,8 +218,8 @@ def reset(worker: Rest, dry_run: bool, table: bool = False) -> list[str]:
     entries += [
         ("leave", "Deployment", ns, n, why)
         for ns, n, why in (
-            ("kueue-system", "kueue-controller-manager", "Kueue"),
-            ("jobset-system", "jobset-controller-manager", "JobSet"),
+            (*KUEUE_DEPLOYMENT, "Kueue"),
+            (*JOBSET_DEPLOYMENT, "JobSet"),
             ("cert-manager", "cert-manager", "cert-manager"),
         )
         if worker.get(object_path("Deployment", ns, n)) is not None

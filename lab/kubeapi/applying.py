@@ -19,10 +19,10 @@ from typing import Any
 from tenantflow.lab.kubeapi import errors, managedfields
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.managedfields import INNER, Entry, FieldPath, FieldSet, Record, Writer
+from tenantflow.lab.kubeapi.media_types import APPLY_PATCH
 from tenantflow.lab.kubeapi.objects import Obj
 from tenantflow.lab.kubeapi.patching import strategic_merge
 from tenantflow.lab.kubeapi.registry import ResourceType
-from tenantflow.models.content_types import APPLY_PATCH
 
 __all__ = ["APPLY_PATCH", "Plan", "Record", "conflict_error", "dotted", "plan"]
 

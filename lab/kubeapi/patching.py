@@ -17,7 +17,7 @@ import copy
 from typing import Any
 
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
-from tenantflow.models.content_types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from tenantflow.lab.kubeapi.media_types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 

@@ -22,6 +22,7 @@ from tenantflow.lab.httpbase import make_app
 from tenantflow.lab.kubeapi import discovery
 from tenantflow.lab.kubeapi.auth import User, access_review, authorize, user_for
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
+from tenantflow.lab.kubeapi.media_types import APPLY_PATCH
 from tenantflow.lab.kubeapi.patching import PATCH_TYPES, unsupported_patch
 from tenantflow.lab.kubeapi.podexec import ExecHandler, LogProvider, annotation_logs, no_exec_handler, serve_exec
 from tenantflow.lab.kubeapi.requestinfo import (
@@ -35,7 +36,6 @@ from tenantflow.lab.kubeapi.requestinfo import (
 )
 from tenantflow.lab.kubeapi.selectors import field_selector, label_selector
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.content_types import APPLY_PATCH
 
 STORE_KEY = web.AppKey("kube_store", Store)
 SSAR = ("authorization.k8s.io", "selfsubjectaccessreviews")

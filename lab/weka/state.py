@@ -17,13 +17,20 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tenantflow.models.weka_mount import Owner
-
 ROOT_ORG = "Root"
 ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN, ROLE_CSI = "ClusterAdmin", "OrgAdmin", "CSI"
 ROLE_REGULAR, ROLE_READ_ONLY = "Regular", "ReadOnly"
 USER_ROLES = frozenset({ROLE_CLUSTER_ADMIN, ROLE_ORG_ADMIN, ROLE_CSI, ROLE_REGULAR, ROLE_READ_ONLY})
 ROOT_INODE = 1
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A directory's owner, group and permission bits, as ``stat`` on a mount shows them."""
+
+    uid: int
+    gid: int
+    mode: int
 
 
 class WekaError(Exception):
