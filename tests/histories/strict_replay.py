@@ -29,6 +29,7 @@ Scheduled = tuple[str, list[Any]]
 TIME_SKIPPING_IDS = {
     "onboarding-gate-timeout": "tenant/tenant-timeout",
     "onboarding-rollback-incomplete": "tenant/tenant-rollback-incomplete",
+    "onboarding-gate-notified-local": "tenant/tenant-gate-notified",
     "enrollment-resume-expired": "enroll/forecasting/fp-411373",
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",

@@ -7,7 +7,6 @@ every activity of the catalogue, ``tests/unit/models/test_runbook.py``.)"""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -29,7 +28,7 @@ from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.labfixture import exported
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
-from tests.workflows.harness import wait_for_stage
+from tests.workflows.harness import wait_for_stage, waiting_on_a_timer
 from tests.workflows.lifecycle_harness import notify_sink, received, wait_received
 
 UI = "https://temporal.example.internal"
@@ -88,27 +87,6 @@ async def test_an_unanswered_gate_notifies_opened_escalated_and_deadline_with_it
         assert f"```{approve}```" in notice["body"]["text"] and f"<{link}|" in notice["body"]["text"]
     deadline = next(n["body"] for n in got if n["body"]["metadata"]["event_payload"]["event"] == "deadline")
     assert "expires at" in deadline["text"] and deadline["metadata"]["event_payload"]["expires_at"]
-
-
-TASK_EVENTS = {
-    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-}
-
-
-async def waiting_on_a_timer(handle: WorkflowHandle[Any, Any], timeout_s: float = 30) -> None:
-    """Until the run's last event but its workflow tasks is a started timer: the gate's notification is done and its
-    wait began (time skipped before that would pass before the escalation's timer exists)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        events = [e.event_type for e in (await handle.fetch_history()).events if e.event_type not in TASK_EVENTS]
-        if events[-1] == EventType.EVENT_TYPE_TIMER_STARTED:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"{handle.id} did not wait at its gate in {timeout_s} s: {events[-4:]}")
-        await asyncio.sleep(0.05)
 
 
 async def answer_after_escalation(env: WorkflowEnvironment, api: TenantflowClient) -> tuple[OnboardingResult, Any]:
