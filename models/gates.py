@@ -182,5 +182,7 @@ class GateNotice(Strict):
     description: str
     how_to_answer: list[str]
     opened_at: datetime
-    escalates_at: datetime
-    expires_at: datetime = Field(..., description="when the run fails with GateExpired unless the gate is answered")
+    escalates_at: datetime | None = Field(None, description="when it escalates; None: a gate that does not")
+    expires_at: datetime = Field(
+        ..., description="when the gate's wait ends unanswered (a run's gate: GateExpired; a renewal: the term's end)"
+    )

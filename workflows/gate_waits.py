@@ -209,6 +209,7 @@ class Gates:
         gate = self.open[name]
         self.openings[name] = self.openings.get(name, 0) + 1
         info = workflow.info()
+        escalates_at, expires_at = gate.opened_at + escalate_after, gate.opened_at + expire_after
         opened = GateNotice(
             event="opened",
             workflow_type=info.workflow_type,
@@ -219,16 +220,16 @@ class Gates:
             description=gate.description,
             how_to_answer=gate.how_to_answer,
             opened_at=gate.opened_at,
-            escalates_at=gate.opened_at + escalate_after,
-            expires_at=gate.opened_at + expire_after,
+            escalates_at=escalates_at,
+            expires_at=expires_at,
         )
         await notify(opened)
-        if await self._answered(name, opened.escalates_at):
+        if await self._answered(name, escalates_at):
             return self.answers[name]
         self._escalate(name, escalate_after)
         await notify(opened.model_copy(update={"event": "escalated"}))
-        expires_at = max(opened.expires_at, opened.escalates_at + timedelta(seconds=1))
-        lead = deadline_lead(expires_at - opened.escalates_at)
+        expires_at = max(expires_at, escalates_at + timedelta(seconds=1))
+        lead = deadline_lead(expires_at - escalates_at)
         if lead is not None:
             if await self._answered(name, expires_at - lead):
                 return self.answers[name]

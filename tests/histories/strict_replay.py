@@ -34,6 +34,7 @@ TIME_SKIPPING_IDS = {
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",
     "lifecycle-renew-gated": "lifecycle/tenant-term-gated",
+    "lifecycle-renewal-notified": "lifecycle/tenant-term-notified",
     "lifecycle-expired-latest-record": "lifecycle/tenant-term-latest",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
     "offboarding-ends-term": "offboard/tenant-gone",

@@ -267,6 +267,19 @@ class LifecycleNotAnnouncingRenewals(TenantLifecycle):
 
 
 @workflow.defn(name="TenantLifecycle")
+class LifecycleNotNotifyingWaitingRenewals(TenantLifecycle):
+    """A lifecycle that stopped telling people about a renewal waiting at its gate (removing a local activity)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        return await super().run(params)
+
+    async def _notify_renewal(self) -> None:
+        assert self._pending is not None
+        self._renewals_notified.append(self._pending.plan_hash)
+
+
+@workflow.defn(name="TenantLifecycle")
 class LifecycleWithOtherNotices(TenantLifecycle):
     """A lifecycle whose notices say something else (changing an activity's arguments)."""
 
@@ -291,7 +304,7 @@ class LifecycleOffboardingTheHeldContract(TenantLifecycle):
         return self._contract, [], ""
 
 
-RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated")
+RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated", "lifecycle-renewal-notified")
 ROLLBACKS = (
     "onboarding-rolledback",
     "onboarding-cancelled",
@@ -356,6 +369,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
     ],  # no condition wait
     *[(name, LifecycleNotAnnouncingRenewals, NondeterminismError) for name in RENEWALS],
+    ("lifecycle-renewal-notified", LifecycleNotNotifyingWaitingRenewals, NondeterminismError),
     *[
         (name, LifecycleWithOtherNotices, ArgumentsChanged)
         for name in (*RENEWALS, "lifecycle-expired", "lifecycle-expired-latest-record")

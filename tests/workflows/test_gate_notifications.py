@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -22,6 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities.records.gate_notify import notify_gate
+from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.onboarding import TenantOnboarding
@@ -29,7 +30,7 @@ from tests.labfixture import exported
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage, waiting_on_a_timer
-from tests.workflows.lifecycle_harness import notify_sink, received, wait_received
+from tests.workflows.lifecycle_harness import notify_sink, received, start_term, term_worker, wait_received
 
 UI = "https://temporal.example.internal"
 HOUR = 3600
@@ -133,3 +134,24 @@ async def test_without_a_webhook_nothing_is_sent_and_the_gate_runs(
         assert not await received(sink)
     assert result.status == "completed", result.message
     assert failed_notifications(history) == 0  # not sent is no failure
+
+
+async def test_a_renewal_waiting_at_approve_plan_notifies_with_its_commands(ts_env: WorkflowEnvironment) -> None:
+    contract = example_tenant(f"tenant-n{uuid.uuid4().hex[:6]}")
+    async with notify_sink() as sink, term_worker(ts_env, FakeWorld(gate_notifier=False), sink) as api:
+        handle, end = await start_term(ts_env, api, contract)
+        requested = await handle.execute_update("renew", RenewTerm(days=20, approver="ops"), result_type=TermStatus)
+        pending = requested.pending_renewal
+        assert pending is not None
+        [notice] = [n for n in await wait_received(sink, 1) if "metadata" in n["body"]]
+        [gate] = (await api.status(handle.id)).gates
+        await handle.terminate("test done")
+    payload = notice["body"]["metadata"]["event_payload"]
+    approve = f"tenantflow approve {handle.id} --plan-hash {pending.plan_hash}"
+    assert notice["path"] == "/hooks/term" and payload["event"] == "opened" and payload["gate"] == "approve_plan"
+    assert payload["workflow_type"] == "TenantLifecycle" and payload["commands"] == gate.how_to_answer
+    assert approve in payload["commands"] and f"```{approve}```" in notice["body"]["text"]
+    assert datetime.fromisoformat(payload["expires_at"]) == end and payload["escalates_at"] is None
+    link = f"{payload['ui_url']}|"
+    assert payload["ui_url"].endswith(f"/workflows/{quote(handle.id, safe='')}/{payload['run_id']}/history")
+    assert link in notice["body"]["text"]
