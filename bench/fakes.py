@@ -19,12 +19,13 @@ from typing import Any
 from temporalio import activity
 
 from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
-from tenantflow.models.lifecycle import DEFAULT_REMINDER_DAYS
+from tenantflow.models.gates import GateNotice
+from tenantflow.models.lifecycle import DEFAULT_REMINDER_DAYS, NoticeSent
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import RecordKey, StoredRecord, TenantRecord
 from tenantflow.models.results import EnsureResult, Outcome
-from tenantflow.models.runbook import APPLY, DRIFT_TENANT, DRIFT_TENANTS, PLAN, PREFLIGHT, ROLLBACK, SMOKE
+from tenantflow.models.runbook import APPLY, DRIFT_TENANT, DRIFT_TENANTS, GATE_NOTIFY, PLAN, PREFLIGHT, ROLLBACK, SMOKE
 
 NODES = [f"gpu-{i:03d}" for i in range(1, 9)]
 LAB_SECONDS: dict[str, float] = {
@@ -142,7 +143,14 @@ def simulated_activities(seconds: dict[str, float], default_s: float = 0.01) -> 
 
     made[DRIFT_TENANTS.name] = drift_tenants
     made[DRIFT_TENANT.name] = drift_tenant
+
+    def notify_gate(notice: GateNotice) -> NoticeSent:
+        """The plan gate's notification (a local activity the gated run awaits): sent nowhere."""
+        pause(GATE_NOTIFY.name)
+        return NoticeSent(delivered=False, detail="simulated")
+
     made["lifecycle.reminder_days"] = reminder_days
+    made[GATE_NOTIFY.name] = notify_gate
     return made
 
 

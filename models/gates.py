@@ -162,3 +162,27 @@ class GateState(Strict):
     opened_at: datetime
     how_to_answer: list[str]
     escalated: bool = False
+
+
+GateEvent = Literal["opened", "deadline", "escalated"]
+"""What a gate notification tells: the gate opened, its expiry is near, or it escalated (no answer in time)."""
+
+
+class GateNotice(Strict):
+    """What a gated run tells people about one of its gates, through the notifier webhook (``gates.notify``): which
+    run, which gate, what happened, and the exact commands that answer it (the gate's ``how_to_answer``). The
+    namespace is the activity's own (a replay runs in another one, and the arguments must replay unchanged)."""
+
+    event: GateEvent
+    workflow_type: str
+    workflow_id: str
+    run_id: str
+    gate: str
+    opening: int = Field(..., ge=1, description="which opening of the gate in this run (a gate opened again: 2, ...)")
+    description: str
+    how_to_answer: list[str]
+    opened_at: datetime
+    escalates_at: datetime | None = Field(None, description="when it escalates; None: a gate that does not")
+    expires_at: datetime = Field(
+        ..., description="when the gate's wait ends unanswered (a run's gate: GateExpired; a renewal: the term's end)"
+    )

@@ -16,6 +16,7 @@ from typing import Any
 
 from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.enrollment_steps import ENROLLMENT
+from tenantflow.models.gates import GateNotice
 from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -266,7 +267,23 @@ LATEST_TENANT: Step[RecordKey, LatestContract] = Step(
 LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY, WAIT_TENANT_RUN, LATEST_TENANT)
 """Every activity of TenantLifecycle."""
 
+# --- Every gated workflow --------------------------------------------------------------------------------------
+
+GATE_NOTIFY: Step[GateNotice, NoticeSent] = Step(
+    "gates.notify",
+    GateNotice,
+    NoticeSent,
+    summary="post a gate notification to the notifier webhook",
+    timeout=timedelta(seconds=15),
+    heartbeat=None,
+)
+"""A gate opened, its expiry is near or it escalated: one short POST (``TENANTFLOW_HTTP_TIMEOUT``) per attempt.
+Gated workflows run it as a local activity (``workflows/gate_waits.py`` says why), bounded as a whole there."""
+
+GATES: tuple[Step[Any, Any], ...] = (GATE_NOTIFY,)
+"""The activities every gated workflow may run at its gates (``workflows/gate_waits.py``)."""
+
 CATALOGUE: dict[str, Step[Any, Any]] = {
-    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *RECORD_READS, *LIFECYCLE)
+    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *RECORD_READS, *LIFECYCLE, *GATES)
 }
 """Every step by activity name: the worker registers exactly these activities."""

@@ -15,7 +15,7 @@ from tenantflow.activities.hub import steps as hub
 from tenantflow.activities.identity import steps as identity
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
-from tenantflow.activities.records import handover, lifecycle
+from tenantflow.activities.records import gate_notify, handover, lifecycle
 from tenantflow.activities.records import steps as records
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.smoke import steps as smoke
@@ -66,6 +66,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     records,
     drift,
     lifecycle,
+    gate_notify,
     change,
 )
 ACTIVITIES: list[Callable[..., Any]] = [fn for module in ACTIVITY_MODULES for fn in module.ACTIVITIES]

@@ -6,6 +6,26 @@ run's current details and ``status`` query show both. Waiting is a durable
 log and the ``Stage`` search attribute ends in ``-escalated``) and keeps
 waiting; after ``expire_after`` the run fails with ``GateExpired``.
 
+Runs with :data:`GATE_NOTIFY_PATCH` also tell people (``gates.notify``, :mod:`activities.records.gate_notify`:
+a Slack-compatible message to the notifier webhook with the commands that answer the gate and the run's link in
+the Temporal UI) when the gate opens (``opened``), when it escalates (``escalated``) and, while it still waits,
+:data:`DEADLINE_LEAD` before it expires, or halfway from escalation to expiry when that is sooner (``deadline``).
+
+Each notification is a *local* activity (https://docs.temporal.io/local-activity), awaited with a short
+:data:`NOTIFY_TIMEOUT` (schedule to close) and :data:`NOTIFY_RETRY`, its failure caught and logged as a warning.
+That is the design, not a detail: an earlier attempt (patch ``gate-notifications``, reverted) started a normal
+activity and never awaited it; its ``ActivityTaskCompleted`` event could arrive while the speculative workflow task
+that carried an ``approve_plan``/``reject_plan`` update was in flight, that task ended the run, the server refused
+the completion for its unhandled event and the update failed with ``WorkflowNotReadyFailure``. A local activity
+runs inside the workflow task that opens the gate and its result is recorded by that task's own completion (a
+marker), so nothing arrives asynchronously: once the gate waits, the only events the run awaits are its timers
+and the operator's answer, as before. An answer sent while the notification is being posted is taken by the
+update's handler as usual (the gate is open before the notification starts) and ends the wait at once; the
+escalation and expiry timers count from the gate's opening, not from the end of the notification. The webhook's
+URL is read from the worker's settings inside the activity, never passed (so it is in no history). Runs recorded
+before the patch wait without notifying and replay that way; the reverted attempt's id is not reused, so a run
+that recorded its (normal-activity) commands cannot replay through this code by mistake.
+
 ``Stage`` is the run's phase, upserted only when it changes: the steps of a phase
 (``apply:kube.quota``, ``smoke:nccl``) share one value (``apply``, ``smoke``), and
 each step stays visible in the current details, the activity's summary and ``status``.
@@ -16,19 +36,36 @@ skips the tenant or worker attribute the run was started with. Runs recorded bef
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateState, recorded_approval
+    from tenantflow.models.gates import Approval, ApprovePlan, GateAnswer, GateNotice, GateState, recorded_approval
+    from tenantflow.models.runbook import GATE_NOTIFY
 
 from tenantflow.workflows.patches import Patches
 from tenantflow.workflows.search import STAGE
 
 STAGE_ON_CHANGE_PATCH = "stage-upsert-on-change"
+GATE_NOTIFY_PATCH = "gate-notifications-local"
+"""Runs with it tell people about their gates (``gates.notify`` as a local activity): opened, escalated, the
+deadline near."""
+DEADLINE_LEAD = timedelta(hours=24)
+"""The ``deadline`` notification goes out this long before the gate expires (see :func:`deadline_lead`)."""
+NOTIFY_TIMEOUT = timedelta(seconds=30)
+"""Schedule to close of one notification, every attempt included: the longest a gate's opening or escalation waits
+for its notification (a gate's answer taken meanwhile is not delayed past it)."""
+NOTIFY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=4),
+    maximum_attempts=3,
+    non_retryable_error_types=["NotFoundError"],
+)
+"""A notification is tried three times (a worker without the activity: once), then given up and logged."""
 PER_STEP_PHASES = ("apply", "smoke")
 """Phases whose stage names the step (``apply:<step>``); ``Stage`` shows only the phase."""
 
@@ -37,6 +74,35 @@ def phase_of(stage: str) -> str:
     """The ``Stage`` search attribute's value for ``stage``: its phase when the stage names a step of it."""
     phase, sep, _ = stage.partition(":")
     return phase if sep and phase in PER_STEP_PHASES else stage
+
+
+def deadline_lead(remaining: timedelta) -> timedelta | None:
+    """How long before expiry the ``deadline`` notification goes out, when the gate escalated ``remaining`` before
+    it: :data:`DEADLINE_LEAD`, or half of ``remaining`` when that is shorter; None below a second (expiry follows
+    escalation too closely for a notification between them)."""
+    lead = min(DEADLINE_LEAD, remaining / 2)
+    return lead if lead >= timedelta(seconds=1) else None
+
+
+async def notify(notice: GateNotice) -> None:
+    """Post ``notice`` through ``gates.notify`` as a local activity, bounded by :data:`NOTIFY_TIMEOUT` and
+    :data:`NOTIFY_RETRY`; its failure (a webhook refusing or down, a worker without the activity) is only logged, and
+    only the run's own cancellation goes through."""
+    try:
+        await workflow.execute_local_activity(
+            GATE_NOTIFY.name,
+            notice,
+            result_type=GATE_NOTIFY.result,
+            start_to_close_timeout=GATE_NOTIFY.timeout,
+            schedule_to_close_timeout=NOTIFY_TIMEOUT,
+            retry_policy=NOTIFY_RETRY,
+            summary=f"notify: {notice.gate} {notice.event}",
+        )
+    except FailureError as err:  # a local activity's failure comes as its own error, not always in ActivityError
+        if is_cancelled_exception(err):
+            raise
+        cause = err.cause if isinstance(err, ActivityError) and err.cause else err
+        workflow.logger.warning("gate %s: the %s notification failed: %s", notice.gate, notice.event, cause)
 
 
 def answer_of(approval: ApprovePlan) -> GateAnswer:
@@ -55,6 +121,8 @@ class Gates:
         self.stage = "starting"
         self.searchable: str | None = None
         """The ``Stage`` value last upserted by this run."""
+        self.openings: dict[str, int] = {}
+        """How many times each gate has opened in this run (with :data:`GATE_NOTIFY_PATCH`)."""
 
     def label(self, key: SearchAttributeKey[str], value: str) -> None:
         """Make the run findable by ``key`` = ``value``; no upsert when it was started with it (the starter's
@@ -120,25 +188,80 @@ class Gates:
             name=name, description=description, opened_at=workflow.now(), how_to_answer=how_to_answer
         )
         self.set_stage(f"gate:{name}", self.details(f"Waiting for `{name}`: {description}", how_to_answer))
+        if self.patches.has(GATE_NOTIFY_PATCH):
+            return await self._wait_notifying(name, escalate_after, expire_after)
         try:
             await workflow.wait_condition(lambda: name in self.answers, timeout=escalate_after)
         except TimeoutError:
-            workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
-            self.open[name] = self.open[name].model_copy(update={"escalated": True})
-            self.set_stage(
-                f"gate:{name}-escalated",
-                self.details(f"**ESCALATED**: still waiting for `{name}`: {description}", how_to_answer),
-            )
+            self._escalate(name, escalate_after)
             remaining = expire_after - escalate_after
             try:
                 await workflow.wait_condition(
                     lambda: name in self.answers, timeout=max(remaining, timedelta(seconds=1))
                 )
             except TimeoutError:
-                self.open.pop(name, None)
-                raise ApplicationError(
-                    f"gate {name} expired after {expire_after} without an answer",
-                    type="GateExpired",
-                    non_retryable=True,
-                ) from None
+                raise self._expire(name, expire_after) from None
         return self.answers[name]
+
+    async def _wait_notifying(self, name: str, escalate_after: timedelta, expire_after: timedelta) -> GateAnswer:
+        """:meth:`wait` of runs with :data:`GATE_NOTIFY_PATCH`: the same waits, counted from the gate's opening,
+        telling people when the gate opens, when it escalates and :func:`deadline_lead` before it expires."""
+        gate = self.open[name]
+        self.openings[name] = self.openings.get(name, 0) + 1
+        info = workflow.info()
+        escalates_at, expires_at = gate.opened_at + escalate_after, gate.opened_at + expire_after
+        opened = GateNotice(
+            event="opened",
+            workflow_type=info.workflow_type,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            gate=name,
+            opening=self.openings[name],
+            description=gate.description,
+            how_to_answer=gate.how_to_answer,
+            opened_at=gate.opened_at,
+            escalates_at=escalates_at,
+            expires_at=expires_at,
+        )
+        await notify(opened)
+        if await self._answered(name, escalates_at):
+            return self.answers[name]
+        self._escalate(name, escalate_after)
+        await notify(opened.model_copy(update={"event": "escalated"}))
+        expires_at = max(expires_at, escalates_at + timedelta(seconds=1))
+        lead = deadline_lead(expires_at - escalates_at)
+        if lead is not None:
+            if await self._answered(name, expires_at - lead):
+                return self.answers[name]
+            await notify(opened.model_copy(update={"event": "deadline"}))
+        if not await self._answered(name, expires_at):
+            raise self._expire(name, expire_after)
+        return self.answers[name]
+
+    async def _answered(self, name: str, until: datetime) -> bool:
+        """Wait for an answer to ``name`` until ``until`` (workflow time); whether it came. Past ``until``, the
+        answers already taken decide, as a zero timeout would."""
+        if name in self.answers:
+            return True
+        left = until - workflow.now()
+        if left <= timedelta(0):
+            return False
+        try:
+            await workflow.wait_condition(lambda: name in self.answers, timeout=left)
+        except TimeoutError:
+            return False
+        return True
+
+    def _escalate(self, name: str, escalate_after: timedelta) -> None:
+        workflow.logger.warning("gate %s escalated: no answer after %s", name, escalate_after)
+        gate = self.open[name] = self.open[name].model_copy(update={"escalated": True})
+        self.set_stage(
+            f"gate:{name}-escalated",
+            self.details(f"**ESCALATED**: still waiting for `{name}`: {gate.description}", gate.how_to_answer),
+        )
+
+    def _expire(self, name: str, expire_after: timedelta) -> ApplicationError:
+        self.open.pop(name, None)
+        return ApplicationError(
+            f"gate {name} expired after {expire_after} without an answer", type="GateExpired", non_retryable=True
+        )

@@ -4,18 +4,20 @@ A completed onboarding starts it (``workflows/term_start.py``) with the term's e
 ``capacity.term_days``. It sleeps on timers until each reminder (``reminder_days`` days before the end: the worker's
 ``TENANTFLOW_TERM_REMINDER_DAYS``, default 30, 7 and 1) and sends a notice (``workflows/term_notices.py``). The
 ``renew`` update (validated: 1 to 3650 days, refused once the term has ended or while another renewal waits) is a
-request: it waits at the run's ``approve_plan`` gate under a hash of its own (``term`` and ``status`` show it, with
-the command that answers it), so that under the four-eyes rule someone other than the requester approves it (the
-worker's checks ask the run's ``requested_by``); ``reject_plan`` drops it. Approved, it moves the end, is kept in
-``renewals`` and announced, and the run continues as new with the new end (reminders already past for it are
-skipped; a renewal still waiting is carried over); it also continues as new when Temporal suggests it. Runs recorded
-before :data:`RENEW_GATE_PATCH` moved the end at ``renew`` itself and replay that way. At the end it starts the
-tenant's gated ``TenantOffboarding`` (``workflows/term_expiry.py``), recorded as started by the lifecycle (memo
-``started_by``, patch :data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it.
-Since :data:`LATEST_CONTRACT_PATCH` it offboards the contract of the tenant's latest record, after waiting (stage
-``term:settling``) while the tenant's onboarding or change runs; what it cannot establish is noted in the teardown
-plan. An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends
-(``term:offboarded``). The ``term`` query says where the term stands; ``status`` is the shared run status.
+request: it waits at the run's ``approve_plan`` gate under a hash of its own (``term`` and ``status`` show it, with the
+command that answers it), so that under the four-eyes rule someone other than the requester approves it (the worker's
+checks ask the run's ``requested_by``); ``reject_plan`` drops it. Since :data:`RENEWAL_NOTIFY_PATCH` a renewal that
+starts waiting is notified as every gate's opening is (``gates.notify``, a local activity: the commands that answer it
+and the run's UI link; ``workflows/gate_waits.py``); the term's end is its deadline. Approved, it moves the end, is kept
+in ``renewals`` and announced, and the run continues as new with the new end (reminders already past for it are skipped;
+a renewal still waiting is carried over); it also continues as new when Temporal suggests it. Runs recorded before
+:data:`RENEW_GATE_PATCH` moved the end at ``renew`` itself and replay that way. At the end it starts the tenant's gated
+``TenantOffboarding`` (``workflows/term_expiry.py``), recorded as started by the lifecycle (memo ``started_by``, patch
+:data:`EXPIRY_STARTER_PATCH`), so that under the four-eyes rule any person may approve it. Since
+:data:`LATEST_CONTRACT_PATCH` it offboards the contract of the tenant's latest record, after waiting (stage
+``term:settling``) while the tenant's onboarding or change runs; what it cannot establish is noted in the teardown plan.
+An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``).
+The ``term`` query says where the term stands; ``status`` is the shared run status.
 
 Only an onboarding (or change) starts a lifecycle, as its child, and the Temporal server keeps the parent across
 continue-as-new. Since :data:`PARENT_REQUIRED_PATCH` a run without a parent (one any Temporal client started, whose
@@ -38,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         Approval,
         ApprovePlan,
         GateAnswer,
+        GateNotice,
         GateState,
         RejectPlan,
         Requested,
@@ -62,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.status import RunStatus
     from tenantflow.models.tenant import TenantContract
 
+from tenantflow.workflows.gate_waits import notify
 from tenantflow.workflows.search import STAGE, TENANT_SLUG
 from tenantflow.workflows.steps import StepTracker
 from tenantflow.workflows.term_expiry import latest_contract, settling, start_offboarding
@@ -81,6 +85,9 @@ LATEST_CONTRACT_PATCH = "expiry-offboards-latest-record"
 of its latest record; runs without it offboard the contract they were started with."""
 PARENT_REQUIRED_PATCH = "lifecycle-parent-required"
 """Runs with it fail at once without a parent workflow, and ignore a waiting renewal in the input of a first run."""
+RENEWAL_NOTIFY_PATCH = "renewal-gate-notifications"
+"""Runs with it tell people when a renewal starts waiting at ``approve_plan`` (``gates.notify``, a local activity, as
+every gate's opening does: ``workflows/gate_waits.py`` says why local); checked once, as the run starts."""
 NO_PARENT = "LifecycleWithoutParent"
 """The failure type of a lifecycle run no onboarding or change started."""
 
@@ -110,6 +117,9 @@ class TenantLifecycle:
         self._notices: list[TermNotice] = []
         self._steps = StepTracker()
         self._steps.target = params.contract.slug
+        self._notifies_renewals = False
+        self._renewals_notified: list[str] = []
+        """The hashes of the renewals this run told people about (with :data:`RENEWAL_NOTIFY_PATCH`)."""
 
     @workflow.run
     async def run(self, params: LifecycleInput) -> LifecycleResult:
@@ -123,6 +133,7 @@ class TenantLifecycle:
                 type=NO_PARENT,
                 non_retryable=True,
             )
+        self._notifies_renewals = workflow.patched(RENEWAL_NOTIFY_PATCH)
         workflow.upsert_search_attributes([TENANT_SLUG.value_set(slug), STAGE.value_set(RUNNING)])
         if params.reminder_days is None:
             self._days = sorted(set(await self._steps.run(REMINDER_DAYS, slug)), reverse=True)
@@ -134,12 +145,16 @@ class TenantLifecycle:
                 return self._result(f"{self._offboarding} offboarded {slug} before its term ended")
             if self._unannounced:
                 await self._continue_as_new()
+            if self._renewal_unnotified():
+                await self._notify_renewal()
+                continue
             pending = [day for day in self._days if day not in self._done]
             wake = self._term_end - timedelta(days=pending[0]) if pending else self._term_end
             if wake > workflow.now():
                 try:
                     await workflow.wait_condition(
-                        lambda: self._unannounced > 0 or self._stage == OFFBOARDED, timeout=wake - workflow.now()
+                        lambda: self._unannounced > 0 or self._stage == OFFBOARDED or self._renewal_unnotified(),
+                        timeout=wake - workflow.now(),
                     )
                     continue
                 except TimeoutError:
@@ -288,15 +303,8 @@ class TenantLifecycle:
         name="status", description="Stage, steps (the notices sent), when the term ends and a renewal waiting"
     )
     def status(self) -> RunStatus:
-        pending, wid = self._pending, workflow.info().workflow_id
-        gates = []
-        if pending is not None:
-            how = [
-                f"tenantflow approve {wid} --plan-hash {pending.plan_hash}",
-                f"tenantflow reject {wid} --reason '...'",
-            ]
-            described = f"renew the term by {pending.days} days, asked for by {pending.requested_by}"
-            gates = [GateState(name="approve_plan", description=described, opened_at=pending.at, how_to_answer=how)]
+        pending = self._pending
+        gates = [self._renewal_gate(pending)] if pending is not None else []
         return RunStatus(
             workflow="TenantLifecycle",
             target=self._contract.slug,
@@ -310,6 +318,44 @@ class TenantLifecycle:
             steps=self._steps.records,
             approvals=self._approvals,
             message=self._settling or f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
+        )
+
+    def _renewal_gate(self, pending: PendingRenewal) -> GateState:
+        """The ``approve_plan`` gate a waiting renewal holds open, with the commands that answer it."""
+        wid = workflow.info().workflow_id
+        how = [
+            f"tenantflow approve {wid} --plan-hash {pending.plan_hash}",
+            f"tenantflow reject {wid} --reason '...'",
+        ]
+        described = f"renew the term by {pending.days} days, asked for by {pending.requested_by}"
+        return GateState(name="approve_plan", description=described, opened_at=pending.at, how_to_answer=how)
+
+    def _renewal_unnotified(self) -> bool:
+        """A renewal waits that this run (with :data:`RENEWAL_NOTIFY_PATCH`) has not told people about yet."""
+        pending = self._pending
+        return self._notifies_renewals and pending is not None and pending.plan_hash not in self._renewals_notified
+
+    async def _notify_renewal(self) -> None:
+        """Tell people that a renewal waits at ``approve_plan``: the commands that answer it, and that the term's end
+        is its deadline."""
+        assert self._pending is not None
+        gate = self._renewal_gate(self._pending)
+        self._renewals_notified.append(self._pending.plan_hash)
+        info = workflow.info()
+        await notify(
+            GateNotice(
+                event="opened",
+                workflow_type=info.workflow_type,
+                workflow_id=info.workflow_id,
+                run_id=info.run_id,
+                gate=gate.name,
+                opening=len(self._renewals_notified),
+                description=gate.description,
+                how_to_answer=gate.how_to_answer,
+                opened_at=gate.opened_at,
+                escalates_at=None,
+                expires_at=self._term_end,
+            )
         )
 
     async def _announce_renewals(self) -> None:

@@ -123,6 +123,12 @@ class ServiceSettings(BaseSettings):
         alias="TENANTFLOW_NOTIFY_WEBHOOK_URL",
         description="where term notices are POSTed as JSON; unset: notices are only logged and shown by `term`",
     )
+    temporal_ui_url: str = Field(
+        "http://localhost:8233",
+        alias="TENANTFLOW_TEMPORAL_UI_URL",
+        description="the Temporal UI's base URL that gate notifications link runs to "
+        "(`<url>/namespaces/<ns>/workflows/<id>/<run>/history`); default: the dev server's UI",
+    )
     term_reminder_days: Annotated[list[int], NoDecode] = Field(
         list(DEFAULT_REMINDER_DAYS),
         alias="TENANTFLOW_TERM_REMINDER_DAYS",
@@ -151,6 +157,15 @@ class ServiceSettings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("is not an http:// or https:// URL; set the receiver's URL or leave the variable unset")
         return value
+
+    @field_validator("temporal_ui_url")
+    @classmethod
+    def _ui_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(
+                "is not an http:// or https:// URL; set the Temporal UI's address, e.g. https://temporal.example.internal"
+            )
+        return value.rstrip("/")
 
     @field_validator("term_reminder_days", mode="before")
     @classmethod

@@ -7,8 +7,9 @@ the body; any 2xx is delivered. Delivery is at least once (an answer lost after 
 notice is retried), so every notice carries an ``Idempotency-Key`` header (IETF
 draft-ietf-httpapi-idempotency-key-header) that is the same on every retry: a receiver drops repeats by it.
 Failures map as every HTTP call's do (:mod:`activities.common.errors`: 429 and 5xx retried, 400/401/403/404/409/422
-not). Without a URL a notice is
-logged and reported undelivered; the lifecycle keeps going either way.
+not); the posting is :mod:`activities.common.webhook`'s, shared with the gate notifications
+(:mod:`activities.records.gate_notify`). Without a URL a notice is logged and reported undelivered; the lifecycle
+keeps going either way.
 
 At expiry ``lifecycle.wait_tenant_run`` waits (heartbeating, at most the input's bound) while the tenant's
 onboarding or change (``tenant/<slug>``) runs, asking Temporal through the worker's own client, so that the
@@ -19,17 +20,16 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from tenantflow.activities.common.errors import TRANSIENT, http_error
+from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.activities.common.webhook import NO_WEBHOOK, post_notice
 from tenantflow.models import runbook
-from tenantflow.models.content_types import JSON
 from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
 
 RUN_POLL_S = 1.0
@@ -50,22 +50,11 @@ def reminder_days(tenant: str) -> list[int]:
 @defn(runbook.NOTIFY)
 def notify(notice: TermNotice) -> NoticeSent:
     """POST ``notice`` to the webhook; undelivered (and logged) when no webhook is configured."""
-    config = settings()
-    if not config.notify_webhook_url:
+    sent = post_notice(notice.model_dump_json(), idempotency_key(notice))
+    if not sent.delivered:
         activity.logger.warning("no TENANTFLOW_NOTIFY_WEBHOOK_URL: %s %s", notice.event, notice.message)
-        return NoticeSent(delivered=False, detail="TENANTFLOW_NOTIFY_WEBHOOK_URL is not set; the notice was logged")
-    try:
-        answer = httpx.post(
-            config.notify_webhook_url,
-            content=notice.model_dump_json(),
-            headers={"Content-Type": JSON, "Idempotency-Key": idempotency_key(notice)},
-            timeout=config.http_timeout_s,
-        )
-    except httpx.HTTPError as exc:
-        raise ApplicationError(f"notifier webhook unreachable: {exc}", type=TRANSIENT) from None
-    if not answer.is_success:
-        raise http_error("notifier webhook", answer.status_code, answer.text[:200], answer.headers.get("Retry-After"))
-    return NoticeSent(delivered=True, status=answer.status_code)
+        return NoticeSent(delivered=False, detail=f"{NO_WEBHOOK}; the notice was logged")
+    return sent
 
 
 @defn(runbook.WAIT_TENANT_RUN)

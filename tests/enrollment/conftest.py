@@ -35,6 +35,7 @@ from temporalio.worker import Worker
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.hub import konduktor
 from tenantflow.activities.hub import steps as hub_activities
+from tenantflow.activities.records import gate_notify
 from tenantflow.activities.records import steps as records
 from tenantflow.activities.workercluster import reset as worker_reset
 from tenantflow.activities.workercluster import steps as workercluster
@@ -238,6 +239,7 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
         *workercluster.ACTIVITIES,
         *worker_reset.ACTIVITIES,
         *records.ACTIVITIES,
+        *gate_notify.ACTIVITIES,
     ]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS, WorkerClusterRecords]
     async with Worker(

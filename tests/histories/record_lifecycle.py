@@ -7,6 +7,7 @@ go in ``strict_replay.TIME_SKIPPING_IDS``): ``lifecycle`` writes ``lifecycle-ren
 the continue-as-new) and ``lifecycle-expired`` (the run after it: the reminders of the new end, expiry, the
 offboarding started), both recorded before ``renew`` waited for an approval; ``lifecycle-renew-gated`` the first run
 of the same scenario since (a reminder, ``renew`` waiting at ``approve_plan``, its approval, the continue-as-new);
+``lifecycle-renewal-notified`` that first run since ``renewal-gate-notifications`` (the waiting renewal notified);
 ``onboarding-lifecycle`` a completed onboarding that starts the tenant's lifecycle; ``offboarding-ends-term`` a
 completed offboarding that ends the tenant's running lifecycle; ``lifecycle-expired-latest-record`` a term's
 expiry since ``expiry-offboards-latest-record``: a reminder, the wait for a running onboarding or change (none
@@ -65,6 +66,14 @@ async def lifecycle_renew_gated(env: WorkflowEnvironment, api: TenantflowClient,
     )
 
 
+async def lifecycle_renewal_notified(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    seen = await drive_term(env, api, sink, example_tenant("tenant-term-notified"))
+    await save(
+        env.client.get_workflow_handle(lifecycle_id("tenant-term-notified"), run_id=seen.first_run_id),
+        "lifecycle-renewal-notified",
+    )
+
+
 async def onboarding_lifecycle(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
     handle = await approved_onboarding(api, example_tenant("tenant-onboard-term"))
     await handle.result()
@@ -97,6 +106,7 @@ async def lifecycle_expired_latest_record(env: WorkflowEnvironment, api: Tenantf
 RECORDERS: dict[str, Recorder] = {
     "lifecycle": lifecycle,
     "lifecycle-renew-gated": lifecycle_renew_gated,
+    "lifecycle-renewal-notified": lifecycle_renewal_notified,
     "onboarding-lifecycle": onboarding_lifecycle,
     "offboarding-ends-term": offboarding_ends_term,
     "lifecycle-expired-latest-record": lifecycle_expired_latest_record,

@@ -2,7 +2,8 @@
 
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, the re-plan's preflight (a run
 completed through it, and one it refused), a failed smoke check re-run at ``smoke_failed``, a
-failed rollback resumed at ``retry_rollback`` and one left to expire, an offboarding
+failed rollback resumed at ``retry_rollback`` and one left to expire, a plan gate that notified (local activities)
+when it opened, escalated and neared its expiry, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
@@ -20,7 +21,7 @@ import asyncio
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ from tests.histories.record_more import save
 from tests.temporal_env import start_dev_server, start_time_skipping
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
-from tests.workflows.harness import fake_worker, wait_for_stage
+from tests.workflows.harness import fake_worker, wait_for_stage, waiting_on_a_timer
 
 Env = Callable[[], Awaitable[WorkflowEnvironment]]
 
@@ -74,6 +75,27 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
             await api.approve(handle.id, status.plan_hash or "")
             await after_approval(name, api, handle, status.plan_hash)
             await save(handle, f"onboarding-{name}")
+    finally:
+        await server.shutdown()
+
+
+async def gate_notified() -> None:
+    """Record ``onboarding-gate-notified-local``: the plan gate notifies when it opens, escalates (after 1 h) and nears
+    its expiry (2 days; the time skipped), and is approved after that."""
+    server = await start_time_skipping()
+    try:
+        async with fake_worker(server, FakeWorld()) as api:
+            handle = await api.start_onboarding(
+                example_tenant("tenant-gate-notified"),
+                approval_escalate_after_s=3600,
+                approval_expire_after_s=2 * 86400,
+            )
+            await wait_for_stage(api, handle, "gate:approve_plan")
+            await waiting_on_a_timer(handle)
+            await server.sleep(timedelta(hours=30))
+            status = await wait_for_stage(api, handle, "gate:approve_plan-escalated")
+            await api.approve(handle.id, status.plan_hash or "")
+            await save(handle, "onboarding-gate-notified-local")
     finally:
         await server.shutdown()
 
@@ -320,6 +342,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
         approval_escalate_after_s=3600,
         approval_expire_after_s=2 * 24 * 3600,
     ),
+    "onboarding-gate-notified-local": gate_notified,
     "plan-completed": lambda: plan("completed", FakeWorld()),
     "plan-refused": lambda: plan("refused", FakeWorld(preflight_error="64 GPUs wanted, 8 free")),
     "records-read": lambda: records("read", FakeWorld()),

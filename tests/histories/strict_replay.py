@@ -29,10 +29,12 @@ Scheduled = tuple[str, list[Any]]
 TIME_SKIPPING_IDS = {
     "onboarding-gate-timeout": "tenant/tenant-timeout",
     "onboarding-rollback-incomplete": "tenant/tenant-rollback-incomplete",
+    "onboarding-gate-notified-local": "tenant/tenant-gate-notified",
     "enrollment-resume-expired": "enroll/forecasting/fp-411373",
     "lifecycle-renewed": "lifecycle/tenant-term",
     "lifecycle-expired": "lifecycle/tenant-term",
     "lifecycle-renew-gated": "lifecycle/tenant-term-gated",
+    "lifecycle-renewal-notified": "lifecycle/tenant-term-notified",
     "lifecycle-expired-latest-record": "lifecycle/tenant-term-latest",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
     "offboarding-ends-term": "offboard/tenant-gone",

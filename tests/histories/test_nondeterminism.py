@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.tenant import TenantContract
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
+    from tenantflow.workflows.gate_waits import GATE_NOTIFY_PATCH
     from tenantflow.workflows.lifecycle import TenantLifecycle
     from tenantflow.workflows.offboarding import TenantOffboarding
     from tenantflow.workflows.onboarding import TenantOnboarding
@@ -154,6 +155,46 @@ class OnboardingWithUnguardedSmokeGate(TenantOnboarding):
         return await super().run(params)
 
 
+class GateNotificationsUnguarded(Patches):
+    """Notifies at gates without checking the patch."""
+
+    def has(self, patch_id: str) -> bool:
+        return patch_id == GATE_NOTIFY_PATCH or super().has(patch_id)
+
+
+class GateNotificationsDropped(Patches):
+    """Never takes the gate notifications' path, even in a run that has the patch."""
+
+    def has(self, patch_id: str) -> bool:
+        return patch_id != GATE_NOTIFY_PATCH and super().has(patch_id)
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithUnguardedGateNotifications(TenantOnboarding):
+    """Onboarding whose gate notifications are not behind their patch (adding local activities to older runs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state.patches = self.state.gates.patches = GateNotificationsUnguarded()
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithoutGateNotifications(TenantOnboarding):
+    """Onboarding that stopped notifying at gates (removing local activities from runs that notified)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state.patches = self.state.gates.patches = GateNotificationsDropped()
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+
 class ReversedSaga(Saga):
     def ordered(self) -> list[Entry]:
         return list(reversed(super().ordered()))
@@ -226,6 +267,19 @@ class LifecycleNotAnnouncingRenewals(TenantLifecycle):
 
 
 @workflow.defn(name="TenantLifecycle")
+class LifecycleNotNotifyingWaitingRenewals(TenantLifecycle):
+    """A lifecycle that stopped telling people about a renewal waiting at its gate (removing a local activity)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        return await super().run(params)
+
+    async def _notify_renewal(self) -> None:
+        assert self._pending is not None
+        self._renewals_notified.append(self._pending.plan_hash)
+
+
+@workflow.defn(name="TenantLifecycle")
 class LifecycleWithOtherNotices(TenantLifecycle):
     """A lifecycle whose notices say something else (changing an activity's arguments)."""
 
@@ -250,7 +304,7 @@ class LifecycleOffboardingTheHeldContract(TenantLifecycle):
         return self._contract, [], ""
 
 
-RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated")
+RENEWALS = ("lifecycle-renewed", "lifecycle-renew-gated", "lifecycle-renewal-notified")
 ROLLBACKS = (
     "onboarding-rolledback",
     "onboarding-cancelled",
@@ -259,6 +313,8 @@ ROLLBACKS = (
 )
 REPLAN_PREFLIGHTS = ("onboarding-replan-preflighted", "onboarding-replan-refused")
 """Runs whose re-plan after approval ran preflight too (patch ``replan-preflights``; lean-history runs)."""
+GATE_NOTIFIED = ("onboarding-gate-notified-local",)
+"""Runs that notified at their gates (patch ``gate-notifications-local``): opened, escalated, deadline."""
 SMOKE_GATED = ("onboarding-smoke-rerun",)
 """Runs that waited at ``smoke_failed`` (patch ``smoke-failed-gate``)."""
 SMOKE_ROLLED_BACK = ("onboarding-smoke-rolledback", "onboarding-smoke-step-rolledback")
@@ -275,7 +331,14 @@ ENROLLMENTS = (
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[
         (name, OnboardingWithExtraStep, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-lifecycle", *ROLLBACKS, *REPLAN_PREFLIGHTS, *SMOKE_GATED)
+        for name in (
+            "onboarding-completed",
+            "onboarding-lifecycle",
+            *ROLLBACKS,
+            *REPLAN_PREFLIGHTS,
+            *SMOKE_GATED,
+            *GATE_NOTIFIED,
+        )
     ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
@@ -289,6 +352,11 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithoutSmokeGate, NondeterminismError) for name in SMOKE_GATED],
     *[(name, OnboardingWithUnguardedSmokeGate, NondeterminismError) for name in SMOKE_ROLLED_BACK],
+    *[
+        (name, OnboardingWithUnguardedGateNotifications, NondeterminismError)
+        for name in ("onboarding-completed", "onboarding-gate-timeout", *REPLAN_PREFLIGHTS, *SMOKE_GATED)
+    ],
+    *[(name, OnboardingWithoutGateNotifications, NondeterminismError) for name in GATE_NOTIFIED],
     *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in (*ROLLBACKS, *SMOKE_ROLLED_BACK)],
     *[
         (name, DecommissionRemovingFirst, NondeterminismError)
@@ -301,6 +369,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         if name not in ("enrollment-compensation-incomplete", "enrollment-rollback-retried")
     ],  # no condition wait
     *[(name, LifecycleNotAnnouncingRenewals, NondeterminismError) for name in RENEWALS],
+    ("lifecycle-renewal-notified", LifecycleNotNotifyingWaitingRenewals, NondeterminismError),
     *[
         (name, LifecycleWithOtherNotices, ArgumentsChanged)
         for name in (*RENEWALS, "lifecycle-expired", "lifecycle-expired-latest-record")

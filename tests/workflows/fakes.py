@@ -18,6 +18,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.models.gates import GateNotice
+from tenantflow.models.lifecycle import NoticeSent
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import (
@@ -33,6 +35,7 @@ from tenantflow.models.results import EnsureResult, Finding, Outcome
 from tenantflow.models.runbook import (
     APPLY,
     CAPACITY,
+    GATE_NOTIFY,
     HANDOVER,
     LATEST_TENANT,
     PLAN,
@@ -76,6 +79,10 @@ class FakeWorld:
     """The tenant records the runs stored, in order (``records.latest_tenant`` reads the last of a tenant's)."""
     records_unreadable: str | None = None
     """``records.latest_tenant`` fails (non-retryably, as a refusal does) with this message."""
+    gate_notifier: bool = True
+    """Register the fake ``gates.notify`` (False: the worker gets the real one, or none)."""
+    gate_notices: list[GateNotice] = field(default_factory=list)
+    """What ``gates.notify`` was given, in order (kept apart from ``calls``: a notification is no step of the run)."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -87,6 +94,8 @@ class FakeWorld:
         made.append(self._record(RECORD_TENANT))
         made.append(self._latest(LATEST_TENANT))
         made.append(self._read_tenants(READ_TENANT_RECORDS))
+        if self.gate_notifier:
+            made.append(self._gate_notify(GATE_NOTIFY))
         return made
 
     async def _read(self, name: str) -> None:
@@ -224,3 +233,11 @@ class FakeWorld:
             return list(latest.values())
 
         return read_tenants
+
+    def _gate_notify(self, step: Step[GateNotice, NoticeSent]) -> Callable[[GateNotice], Awaitable[NoticeSent]]:
+        @activity.defn(name=step.name)
+        async def notify(notice: GateNotice) -> NoticeSent:
+            self.gate_notices.append(notice)
+            return NoticeSent(delivered=True, status=200)
+
+        return notify

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -44,6 +45,27 @@ async def wait_for_stage(
             return status
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}")
+        await asyncio.sleep(0.05)
+
+
+TASK_EVENTS = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+}
+
+
+async def waiting_on_a_timer(handle: WorkflowHandle[Any, Any], timeout_s: float = 30) -> None:
+    """Until the run's last event but its workflow tasks is a started timer: the gate's notification is done and its
+    wait began (time skipped before that would pass before the escalation's timer exists)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        events = [e.event_type for e in (await handle.fetch_history()).events if e.event_type not in TASK_EVENTS]
+        if events[-1] == EventType.EVENT_TYPE_TIMER_STARTED:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"{handle.id} did not wait at its gate in {timeout_s} s: {events[-4:]}")
         await asyncio.sleep(0.05)
 
 

@@ -28,6 +28,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.activities.records import lifecycle
+from tenantflow.activities.records.gate_notify import notify_gate
 from tenantflow.lab.notify_sink import build_app
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, RenewTerm, TermStatus
@@ -80,7 +81,8 @@ async def wait_received(sink: str, count: int, timeout_s: float = 30) -> list[di
 async def term_worker(
     env: WorkflowEnvironment, world: FakeWorld, sink: str, reminder_days: str = "30,7,1"
 ) -> AsyncIterator[TenantflowClient]:
-    """A worker whose notifier posts to ``sink`` and whose lifecycles remind ``reminder_days`` before the end."""
+    """A worker whose notifier posts to ``sink`` and whose lifecycles remind ``reminder_days`` before the end; its gate
+    notifications go to the sink too when ``world`` has no fake notifier (``gate_notifier=False``)."""
     queue = f"term-{uuid.uuid4().hex[:8]}"
     values = {"TENANTFLOW_NOTIFY_WEBHOOK_URL": f"{sink}/hooks/term", "TENANTFLOW_TERM_REMINDER_DAYS": reminder_days}
     with exported(values), ThreadPoolExecutor(max_workers=4) as pool:
@@ -88,7 +90,7 @@ async def term_worker(
             env.client,
             task_queue=queue,
             workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle, TermParent],
-            activities=[*world.activities(), *lifecycle.ACTIVITIES],
+            activities=[*world.activities(), *lifecycle.ACTIVITIES, *([] if world.gate_notifier else [notify_gate])],
             activity_executor=pool,
         ):
             yield TenantflowClient(env.client, queue)

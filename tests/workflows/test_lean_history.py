@@ -1,6 +1,7 @@
 """Onboarding's read-only steps run as local activities, a phase's at once, each retried on its own by its retry
 policy and listed in ``status``; write and smoke steps stay activities in runbook order; the run writes one patch
-marker; its history replays (issue 15: history events per onboarding).
+marker, and one for the gate notifications (issue 27); its history replays (issue 15: history events per
+onboarding).
 
 The fake read-only steps of a phase wait for each other at a barrier, so the run completes only if the workflow
 started them at once. Runs recorded before ``onboarding-lean-history`` (every step an activity, a marker per patch)
@@ -27,6 +28,7 @@ from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.models.status import RunStatus
 from tenantflow.worker.codec import PLAIN
 from tenantflow.worker.registry import WORKFLOWS
+from tenantflow.workflows.gate_waits import GATE_NOTIFY_PATCH
 from tenantflow.workflows.onboarding import LEAN_HISTORY_PATCH
 from tenantflow.workflows.tenant_run import REPLAN_PREFLIGHT_PATCH
 from tests.workflows.contract import example_tenant
@@ -79,15 +81,19 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     history = await handle.fetch_history()
     assert result.status == "completed", result.message
     recorded = local_steps(history.events)  # a phase's markers in the order its steps finished
+    notified = [step for step in recorded if step[0] == runbook.GATE_NOTIFY.name]
+    recorded = [step for step in recorded if step[0] != runbook.GATE_NOTIFY.name]
     bounds = [0, 1, 5, 11, 12, 16, 22, len(recorded)]
     phases = [recorded[start:end] for start, end in itertools.pairwise(bounds)]
     assert [sorted(phase) for phase in phases] == [sorted((s.name, 1) for s in phase) for phase in PHASES], recorded
     assert scheduled(history.events) == [s.name for s in ACTIVITY_STEPS]  # writes in runbook order, as before
+    assert [(n.gate, n.event) for n in world.gate_notices] == [("approve_plan", "opened")]
+    assert notified == [(runbook.GATE_NOTIFY.name, 1)]  # a local activity: a marker, no scheduled activity
     read = [runbook.CAPACITY.preflight, *runbook.PREFLIGHT[1:], *runbook.PLAN]  # the re-plan's rows replace the plan's
     ran = [*read, *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed once, local or not
     assert {s.state for s in status.steps} == {"done"}
-    patches = [LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
+    patches = [GATE_NOTIFY_PATCH, LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
     assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == patches
     await Replayer(workflows=WORKFLOWS, data_converter=PLAIN).replay_workflow(history)
 
