@@ -182,6 +182,7 @@ async def test_the_using_it_block_runs_as_written(
     server_pid = listening_pid(int(address.rsplit(":", 1)[1]))
     clone = demo_clone(tmp_path, lab, server_pid)
     processes, before = lab_processes(lab), world_snapshot(lab)
+    assert processes, f"no pid files under {lab.state_dir}: the lab is not up"
 
     shell = fresh_shell(address, f"readme-{uuid.uuid4().hex[:8]}")
     done = await asyncio.to_thread(run_block, block, clone, shell, BLOCK_TIMEOUT_S)
