@@ -35,6 +35,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,8 @@ EXAMPLE_USERS = ("alice", "bob", "carol")
 """examples/tenant-foo.yaml's users: offboarding keeps their deactivated records."""
 BLOCK_TIMEOUT_S = 840
 FAILED = "README-BLOCK-FAILED"
+WORKER_STOP_S = 45.0
+"""How long a worker the block stopped may take to exit: it drains its tasks (the SDK waits up to 30 s)."""
 
 
 @dataclass(frozen=True)
@@ -103,14 +106,37 @@ def run_block(block: Block, cwd: Path, env: dict[str, str], timeout_s: float) ->
         )
     try:
         code = proc.wait(timeout=timeout_s)
-        timed_out = ""
+        left = "" if code else still_running(proc.pid)
+        problem = f"\n{FAILED} ? the block left processes running: {left}" if left else ""
     except subprocess.TimeoutExpired:
-        code, timed_out = -1, f"\n{FAILED} ? timed out after {timeout_s:.0f}s"
+        code, problem = -1, f"\n{FAILED} ? timed out after {timeout_s:.0f}s"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
-    return subprocess.CompletedProcess(proc.args, code, out.read_text(), err.read_text() + timed_out)
+    return subprocess.CompletedProcess(proc.args, code, out.read_text(), err.read_text() + problem)
+
+
+def group_members(pgid: int) -> list[str]:
+    """The command lines of the live processes of process group ``pgid`` (from /proc)."""
+    found = []
+    for proc in (p for p in Path("/proc").iterdir() if p.name.isdigit()):
+        try:
+            state, _ppid, group = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            if int(group) == pgid and state != "Z":
+                found.append((proc / "cmdline").read_text().replace("\0", " ").strip())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def still_running(pgid: int, grace_s: float = WORKER_STOP_S) -> str:
+    """What the block's shell left running once it exited (its workers must have been stopped by the block); a
+    stopped worker may take ``grace_s`` to drain its tasks."""
+    deadline = time.monotonic() + grace_s
+    while (left := group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return "; ".join(left)
 
 
 def failure(block: Block, done: subprocess.CompletedProcess[str]) -> str | None:
