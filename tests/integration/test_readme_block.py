@@ -20,10 +20,13 @@ written under ``.state/temporal``). The shell's environment is otherwise a fresh
 the lab or of the test session's approvers leaks in, so the block's exports are what configures it.
 
 The block runs as one bash script with ``set -e``, an ``ERR`` trap naming the README line that failed; its own last
-line stops the worker it started, and the test ends the shell's process group whatever happened. The block onboards,
-changes and offboards (with its data) ``tenant-foo`` and enrolls and decommissions ``forecasting-us``, so the lab is
-left as found but for the deactivated user records an offboarding keeps (the runbook's), which the world snapshot
-diff must be limited to. :func:`test_a_broken_line_is_named` shows that a failing line fails the run, named.
+line stops the worker it started (a process of the shell's group still running once the worker has had time to
+drain fails the test), and the test ends the shell's process group whatever happened. The block onboards, changes,
+renews and offboards (with its data) ``tenant-foo``, so the lab is left as found but for the deactivated user records
+an offboarding keeps (the runbook's), which the world snapshot diff must be limited to. The README's worker-cluster
+block is not run: it runs once per lab (the README says why), and the session lab is shared with
+``tests/integration/test_enrollment_e2e.py``. :func:`test_a_broken_line_is_named` shows that a failing line fails the
+run, named.
 """
 
 from __future__ import annotations
