@@ -90,6 +90,7 @@ SLOWEST_FIRST = (
     "tests/starter/test_drift_lab.py",
     "tests/starter/test_api_fuzz.py",
     "tests/lab/test_restart.py",
+    "tests/integration/test_readme_block.py",
     "tests/records/test_after_history.py",
 )
 """Files that take minutes, started first so that no worker begins one while the others are finishing (pytest-xdist

@@ -11,6 +11,7 @@ import typer
 
 from tenantflow.models.gates import SmokeChoice
 from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.commands.runs import wait_for_gate
 from tenantflow.starter.output import EXIT_BAD_INPUT, OutputOpt, answered, errors, run
 
 
@@ -44,9 +45,18 @@ def reject(workflow_id: str, reason: Annotated[str, typer.Option()], output: Out
 def gate_command(gate: str, help_text: str) -> Callable[..., None]:
     """The command ``tenantflow <gate-with-dashes> ID``: answer one of a run's yes/no gates."""
 
-    def answer(workflow_id: str, comment: str = "", output: OutputOpt = "text") -> None:
+    def answer(
+        workflow_id: str,
+        comment: str = "",
+        wait: Annotated[
+            bool, typer.Option("--wait", help="wait (up to 5 minutes) for the run to open the gate, then answer it")
+        ] = False,
+        output: OutputOpt = "text",
+    ) -> None:
         async def go() -> None:
             api = await TenantflowClient.connect()
+            if wait:
+                await wait_for_gate(api, workflow_id, gate)
             answered(workflow_id, await api.answer_gate(workflow_id, gate, comment), output)
 
         run(go())

@@ -96,15 +96,52 @@ async def start_teardown(
     await follow_start(api, await start(api, contract), False, output)
 
 
+GATE_WAIT_S = 300.0
+"""How long ``status --plan-hash`` and a gate command's ``--wait`` wait for the gate to open."""
+
+
+async def wait_for_gate(
+    api: TenantflowClient, workflow_id: str, gate: str, timeout_s: float = GATE_WAIT_S
+) -> RunStatus:
+    """The status of ``workflow_id`` once it waits at ``gate`` (while it plans, applies or tears down, no gate is
+    open); refused when it waits at another gate, has ended, or opens none in ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        current = await api.status(workflow_id)
+        open_gates = [g.name for g in current.gates]
+        if gate in open_gates:
+            return current
+        if open_gates:
+            raise Refused(f"{workflow_id} waits at {', '.join(open_gates)}, not at {gate} (stage {current.stage})")
+        if not await api.running(workflow_id):
+            raise Refused(f"{workflow_id} has ended (stage {current.stage}) without waiting at {gate}")
+        if loop.time() > deadline:
+            raise Refused(f"{workflow_id} did not wait at {gate} within {timeout_s:.0f}s (stage {current.stage})")
+        await asyncio.sleep(0.5)
+
+
 def status(
     workflow_id: str,
     output: OutputOpt = "text",
     watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until the run ends")] = False,
+    plan_hash: Annotated[
+        bool,
+        typer.Option(
+            "--plan-hash",
+            help="print only the hash of the plan the open approve_plan gate waits for (waiting for the gate to "
+            "open), for `approve --plan-hash`; exit 4 if the run waits at another gate or has ended",
+        ),
+    ] = False,
 ) -> None:
     """Show a run: stage, steps with durations, the gate it waits on and how to answer it."""
 
     async def go() -> None:
         api = await TenantflowClient.connect()
+        if plan_hash:
+            waiting_at = await wait_for_gate(api, workflow_id, "approve_plan")
+            sys.stdout.write(f"{waiting_at.plan_hash}\n")
+            return
         if watch and output != "json":
             await watch_status(console, api, workflow_id)
             return
