@@ -23,7 +23,8 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from tenantflow.models.base import Strict
-from tenantflow.models.enrollment_contract import WorkerEnrollment
+from tenantflow.models.contract_fields import SLUG_PATTERN
+from tenantflow.models.enrollment_contract import DNS_LABEL, WorkerEnrollment
 from tenantflow.models.enrollment_workflows import ObjectRef
 from tenantflow.models.gates import Approval, approvals_excluded
 from tenantflow.models.onboarding import Handover
@@ -182,7 +183,9 @@ class RecordsQuery(Strict):
     """Which tenant records ``TenantRecords`` reads: every tenant's in ``records`` (or only ``slug``'s)."""
 
     records: KubeTarget = Field(..., description="the cluster holding the tenant records, as the worker names it")
-    slug: str | None = Field(None, description="only this tenant's record (default: every tenant's)")
+    slug: str | None = Field(
+        None, pattern=SLUG_PATTERN, description="only this tenant's record (default: every tenant's)"
+    )
 
 
 class RecordedTenant(Strict):
@@ -202,8 +205,8 @@ class WorkerRecordQuery(Strict):
     """Which worker record ``WorkerClusterRecords`` reads: that of ``hub_namespace/worker`` in ``records``."""
 
     records: KubeTarget = Field(..., description="the worker cluster holding the record, as the worker names it")
-    hub_namespace: str = Field(..., min_length=1)
-    worker: str = Field(..., min_length=1)
+    hub_namespace: str = Field(..., pattern=DNS_LABEL, description="the organization's namespace on the Hub")
+    worker: str = Field(..., pattern=DNS_LABEL, description="the worker cluster's name in that namespace")
 
     @property
     def key(self) -> RecordKey:

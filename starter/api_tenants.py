@@ -93,7 +93,15 @@ async def recorded_contract(request: web.Request, slug: str) -> TenantContract:
         return record.contract
     if latest is not None:
         return latest
-    return await or_404(api.onboarded_contract(slug), missing)
+    latest = await or_404(api.onboarded_contract(slug), missing)
+    if latest.cluster.context != named:
+        raise ApiProblem(
+            404,
+            f"cluster: {named} holds no record of {slug}, and its latest run {onboarding_id(slug)} is of "
+            f"{latest.cluster.context}: name that cluster, or send the tenant's contract as `contract`",
+            ["cluster"],
+        )
+    return latest
 
 
 async def start_offboarding(request: web.Request) -> web.Response:

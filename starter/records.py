@@ -183,6 +183,17 @@ CLUSTER_OPTIONS = "--context, else the current context of --kubeconfig or TENANT
 """What names the records' cluster to ``offboard`` and ``decommission``, for their messages."""
 
 
+def same_cluster(contract: T, contracts_cluster: KubeTarget, named: KubeTarget, run: str) -> T:
+    """``contract`` (a run's, taken when the named cluster holds no record) only when it is of the cluster the
+    operator named: a run of another cluster is never offboarded or decommissioned in its place."""
+    if contracts_cluster.context != named.context:
+        raise ContractError(
+            f"{named.describe()} holds no record of it, and {run} is of {contracts_cluster.describe()}: name that "
+            "cluster with --context, or pass the contract with --contract"
+        )
+    return contract
+
+
 async def onboarded_contract(api: TenantflowClient, cluster: KubeTarget | None, slug: str) -> TenantContract:
     """The contract of ``slug``'s record, read by the worker in ``cluster`` (default: the cluster of the tenant's
     latest onboarding or change run), else that run's own contract."""
@@ -194,7 +205,8 @@ async def onboarded_contract(api: TenantflowClient, cluster: KubeTarget | None, 
     record = await read_by_worker(tenant_on_worker(api, cluster, slug), f"the record of {slug}", cluster, named_by)
     if record is not None:
         return record.contract
-    return latest or await api.onboarded_contract(slug)
+    latest = latest or await api.onboarded_contract(slug)
+    return same_cluster(latest, latest.cluster, cluster, f"{slug}'s latest run {onboarding_id(slug)}")
 
 
 async def enrolled_contract(
@@ -211,7 +223,8 @@ async def enrolled_contract(
     record = await read_by_worker(pending, f"the record of the worker {namespace}/{worker}", cluster, named_by)
     if record is not None:
         return record.contract
-    return latest or await api.enrolled_contract(namespace, worker)
+    latest = latest or await api.enrolled_contract(namespace, worker)
+    return same_cluster(latest, latest.worker, cluster, f"the latest run {enrollment_id(namespace, worker)}")
 
 
 def recorded_result(record: TenantRecord) -> OnboardingResult:

@@ -19,9 +19,10 @@ that carried an ``approve_plan``/``reject_plan`` update was in flight, that task
 the completion for its unhandled event and the update failed with ``WorkflowNotReadyFailure``. A local activity
 runs inside the workflow task that opens the gate and its result is recorded by that task's own completion (a
 marker), so nothing arrives asynchronously: once the gate waits, the only events the run awaits are its timers
-and the operator's answer, as before. An answer sent while the notification is being posted is taken by the
-update's handler as usual (the gate is open before the notification starts) and ends the wait at once; the
-escalation and expiry timers count from the gate's opening, not from the end of the notification. The webhook's
+and the operator's answer, as before. An answer sent while the notification is being posted is recorded by the
+update's handler at once (the gate is open before the notification starts), but the run goes on, and the update's
+reply comes, only when the notification has returned or failed (at most :data:`NOTIFY_TIMEOUT`); the escalation
+and expiry timers count from the gate's opening, not from the end of the notification. The webhook's
 URL is read from the worker's settings inside the activity, never passed (so it is in no history). Runs recorded
 before the patch wait without notifying and replay that way; the reverted attempt's id is not reused, so a run
 that recorded its (normal-activity) commands cannot replay through this code by mistake.

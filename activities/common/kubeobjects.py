@@ -33,10 +33,26 @@ class Kind:
 
     def path(self, namespace: str | None = None, name: str = "") -> str:
         """The collection (or, with ``name``, the object) URL path; a namespaced kind without a namespace lists
-        across all namespaces."""
+        across all namespaces. A name or namespace that cannot be one path segment is refused before any request
+        (:func:`path_segment`), so no input can steer the request to another object."""
+        path_segment(name, "name")
+        path_segment(namespace or "", "namespace")
         root = f"/apis/{self.api_version}" if "/" in self.api_version else f"/api/{self.api_version}"
         where = f"/namespaces/{namespace}" if self.namespaced and namespace else ""
         return f"{root}{where}/{self.plural}" + (f"/{name}" if name else "")
+
+
+def path_segment(value: str, field: str) -> None:
+    """Refuse ``value`` as an object's name or namespace in a URL path as the API server does
+    (k8s.io/apimachinery pkg/api/validation/path/name.go, ``IsValidPathSegmentName``: not ``.`` or ``..``, no ``/``
+    or ``%``), and ``?`` or ``#``, which would end the path; a non-retryable error naming the value."""
+    if value in (".", "..") or any(c in value for c in "/%?#"):
+        raise ApplicationError(
+            f"{field} {value!r} cannot be a Kubernetes object's {field}: it may not be '.' or '..' nor contain "
+            "'/', '%', '?' or '#'",
+            type="InvalidObjectName",
+            non_retryable=True,
+        )
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"

@@ -5,6 +5,10 @@ gate notifications' delivery.
 draft-ietf-httpapi-idempotency-key-header) that the caller keeps the same on every retry of one notice, so a
 receiver drops repeats by it; any 2xx is delivered. Failures map as every HTTP call's do
 (:mod:`activities.common.errors`: no answer, 429 and 5xx retried; 400/401/403/404/409/422 not).
+
+The URL may hold a token (a Slack incoming webhook's path is its secret), so an error names only the exception's
+type or the answer's status: never the URL, the exception's text (which httpx writes with the URL) or the answer's
+body (a receiver or proxy may echo the request path); errors reach the history and the log.
 """
 
 from __future__ import annotations
@@ -34,8 +38,7 @@ def post_notice(body: str, idempotency_key: str) -> NoticeSent:
             timeout=config.http_timeout_s,
         )
     except httpx.HTTPError as exc:
-        why = str(exc).replace(config.notify_webhook_url, "TENANTFLOW_NOTIFY_WEBHOOK_URL")  # the URL may hold a token
-        raise ApplicationError(f"notifier webhook unreachable: {why}", type=TRANSIENT) from None
+        raise ApplicationError(f"notifier webhook unreachable: {type(exc).__name__}", type=TRANSIENT) from None
     if not answer.is_success:
-        raise http_error("notifier webhook", answer.status_code, answer.text[:200], answer.headers.get("Retry-After"))
+        raise http_error("notifier webhook", answer.status_code, "body not recorded", answer.headers.get("Retry-After"))
     return NoticeSent(delivered=True, status=answer.status_code)

@@ -13,8 +13,9 @@ gate's times.
 It goes where the term notices go (``TENANTFLOW_NOTIFY_WEBHOOK_URL``) through the same poster
 (:mod:`activities.common.webhook`): the ``Idempotency-Key`` is the same on every retry of one notification and
 differs for every other (workflow id, run id, gate, opening, event), so a receiver drops a retry's repeat. Without a
-URL nothing is posted and the worker says so once. The run never waits for a notification and never fails by one
-(``workflows/gate_waits.py``).
+URL nothing is posted and the worker says so once. The run awaits a notification for at most 30 s and never fails by
+one (``workflows/gate_waits.py``). Text from a contract, a plan or a client (the gate's description, the workflow id)
+goes into code blocks and spans, where Slack neither formats it nor turns a URL in it into a link.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from tenantflow.models import runbook
 from tenantflow.models.gates import GateNotice
 from tenantflow.models.lifecycle import NoticeSent
 
+FENCE = "```"
+"""A mrkdwn code block's fence."""
 DESCRIPTION_CHARS = 3000
 """At most this much of a gate's description goes into the message (a plan gate may show a command's output)."""
 EVENT_TYPE = "tenantflow_gate_{event}"
@@ -55,13 +58,23 @@ def escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def code_block(text: str) -> str:
+    """``text`` in a mrkdwn code block, where Slack neither formats nor links; a fence inside cannot end it."""
+    return FENCE + escaped(text).replace(FENCE, "'''") + FENCE
+
+
+def code_span(text: str) -> str:
+    """``text`` (a workflow id any Temporal client may choose, a gate's name) in a code span it cannot leave."""
+    return "`" + text.replace("`", "'") + "`"
+
+
 def headline(notice: GateNotice) -> str:
-    run = f"{notice.workflow_type} `{notice.workflow_id}`"
+    run, gate = f"{notice.workflow_type} {code_span(notice.workflow_id)}", code_span(notice.gate)
     if notice.event == "opened":
-        return f"{run} waits at gate `{notice.gate}`"
+        return f"{run} waits at gate {gate}"
     if notice.event == "deadline":
-        return f"{run}: gate `{notice.gate}` expires at {notice.expires_at:%Y-%m-%d %H:%M}Z; unanswered, the run fails"
-    return f"ESCALATED: {run} still waits at gate `{notice.gate}` (open since {notice.opened_at:%Y-%m-%d %H:%M}Z)"
+        return f"{run}: gate {gate} expires at {notice.expires_at:%Y-%m-%d %H:%M}Z; unanswered, the run fails"
+    return f"ESCALATED: {run} still waits at gate {gate} (open since {notice.opened_at:%Y-%m-%d %H:%M}Z)"
 
 
 def message(notice: GateNotice, namespace: str, link: str) -> dict[str, Any]:
@@ -69,9 +82,9 @@ def message(notice: GateNotice, namespace: str, link: str) -> dict[str, Any]:
     description = notice.description
     if len(description) > DESCRIPTION_CHARS:
         description = description[:DESCRIPTION_CHARS] + " [...]"
-    commands = "\n".join(f"```{escaped(how)}```" for how in notice.how_to_answer)
+    commands = "\n".join(code_block(how) for how in notice.how_to_answer)
     text = (
-        f"*{escaped(headline(notice))}*\n{escaped(description)}\n"
+        f"*{escaped(headline(notice))}*\n{code_block(description)}\n"
         f"Answer with one of:\n{commands}\n<{link}|Open the run in the Temporal UI>"
     )
     payload = notice.model_dump(mode="json", exclude={"how_to_answer"})

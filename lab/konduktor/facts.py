@@ -104,21 +104,13 @@ def signed_claims(claims: dict[str, str]) -> bytes:
     return json.dumps(claims, sort_keys=True, separators=(",", ":")).encode()
 
 
-PRESET_OBJECTS = (
-    ("ResourceFlavor", "default-flavor"),
-    ("ClusterQueue", "cluster-queue"),
-    ("AdmissionCheck", "dws-prov"),
-    ("ProvisioningRequestConfig", "dws-config"),
-    ("LocalQueue", "user-queue"),
-)
-"""Runbook, "Adopt existing Kueue and DWS objects": "The ``gke-dws`` preset manages this complete graph" (the
-LocalQueue in every workload namespace)."""
-
-
 def preset_objects(preset: str, workload_namespaces: list[str]) -> list[Obj]:
     """The Kueue objects (``kueue.x-k8s.io/v1beta2``, specs only) the Hub's ``preset`` manages on a worker.
 
-    The names are the runbook's (:data:`PRESET_OBJECTS`). The ClusterQueue is Trainy's public
+    The names are the runbook's ("Adopt existing Kueue and DWS objects": "The ``gke-dws`` preset manages this
+    complete graph": ResourceFlavor ``default-flavor``, ClusterQueue ``cluster-queue``, AdmissionCheck
+    ``dws-prov``, ProvisioningRequestConfig ``dws-config``, and LocalQueue ``user-queue`` in every workload
+    namespace). The ClusterQueue is Trainy's public
     ``single-clusterqueue-setup.yaml`` (``namespaceSelector: {}``; quotas cpu 10000, memory 10000Gi,
     ``nvidia.com/gpu``; preemption ``reclaimWithinCohort: Any``, ``withinClusterQueue: LowerPriority``) with a
     64-GPU quota for the lab's workers; ``gke-dws`` adds GKE's DWS manifests: AdmissionCheck ``dws-prov``

@@ -214,6 +214,8 @@ async def test_apply_and_offboard_with_only_temporal_settings(
 
     code, _, err = await cli(worker, "offboard", slug, "--context", "no-such-cluster")
     assert code == 1 and "--context" in err and "'no-such-cluster' is not in the cluster registry" in err, err
+    code, _, err = await cli(worker, "offboard", slug, "--context", "worker")
+    assert code == 2 and "holds no record of it" in err and "tenant-cluster" in err, "never the run of another cluster"
     code, out, err = await cli(worker, "offboard", slug, "--context", recorded.cluster.context, "-o", "json")
     assert code == 0, err
     assert json.loads(out)["workflow_id"] == offboarding_id(slug)
@@ -280,6 +282,9 @@ async def test_a_change_and_an_offboarding_over_http_need_only_temporal(
     assert unknown.status_code == 422 and unknown.json()["fields"] == ["cluster.context"], unknown.text
     assert "'no-such-cluster' is not in the cluster registry" in unknown.json()["error"], unknown.text
 
+    other = await served.post(f"/tenants/{slug}/offboarding", json={}, params={"cluster": "worker"}, headers=AS_CHANGER)
+    assert other.status_code == 404 and other.json()["fields"] == ["cluster"], other.text
+    assert "is of tenant-cluster" in other.json()["error"], "never the run of another cluster"
     params = {"cluster": recorded.cluster.context}
     offboarding = await served.post(f"/tenants/{slug}/offboarding", json={}, params=params, headers=AS_CHANGER)
     assert offboarding.status_code == 201, offboarding.text
