@@ -15,7 +15,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tests.approvers import reviewer
 from tests.integration.rollback_rig import tenant
 from tests.labfixture import lab_worker
-from tests.workflows.lifecycle_harness import received
+from tests.workflows.lifecycle_harness import distinct, received
 
 NOTICE_WAIT_S = 30.0
 
@@ -27,12 +27,12 @@ async def notice_of(sink: str, run_id: str, event: str) -> dict[str, Any]:
     while True:
         found = [
             n
-            for n in await received(sink)
+            for n in distinct(await received(sink))
             if n["body"].get("metadata", {}).get("event_payload", {}).get("run_id") == run_id
             and n["body"]["metadata"]["event_payload"]["event"] == event
         ]
         if found:
-            assert len(found) == 1, f"the {event} notification arrived {len(found)} times: {found}"
+            assert len(found) == 1, f"{len(found)} distinct {event} notifications (by Idempotency-Key): {found}"
             return found[0]
         if loop.time() > deadline:
             raise AssertionError(f"no {event} notification of {run_id} in {NOTICE_WAIT_S} s: {await received(sink)}")

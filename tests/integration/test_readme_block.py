@@ -21,9 +21,11 @@ the lab or of the test session's approvers leaks in, so the block's exports are 
 
 The block runs as one bash script with ``set -e``, an ``ERR`` trap naming the README line that failed; its own last
 line stops the worker it started (a process of the shell's group still running once the worker has had time to
-drain fails the test), and the test ends the shell's process group whatever happened. The block onboards, changes,
-renews and offboards (with its data) ``tenant-foo``, so the lab is left as found but for the deactivated user records
-an offboarding keeps (the runbook's), which the world snapshot diff must be limited to. The README's worker-cluster
+drain fails the test), and the test ends the shell's process group whatever happened (SIGTERM, time to drain, then
+SIGKILL: :func:`end_group`). The block onboards, changes, renews and offboards (with its data) ``tenant-foo``, so the
+lab is left as found but for the deactivated user records an offboarding keeps (the runbook's), which the world
+snapshot diff must be limited to; a block that fails midway leaves tenant-foo's runs terminated and the tenant
+offboarded (:func:`clear_tenant_foo`), for the other tests of the lab that onboard it. The README's worker-cluster
 block is not run: it runs once per lab (the README says why), and the session lab is shared with
 ``tests/integration/test_enrollment_e2e.py``. :func:`test_a_broken_line_is_named` shows that a failing line fails the
 run, named.
@@ -32,7 +34,6 @@ run, named.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
@@ -40,16 +41,21 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.starter.approvers import StandInOperators
+from tenantflow.starter.contracts import load_tenant
 from tenantflow.starter.demo import APPROVER, REQUESTER
+from tests.integration.runs import clear_tenant
 from tests.integration.world import describe_diff, diff, world_snapshot
+from tests.labfixture import lab_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -60,6 +66,8 @@ BLOCK_TIMEOUT_S = 840
 FAILED = "README-BLOCK-FAILED"
 WORKER_STOP_S = 45.0
 """How long a worker the block stopped may take to exit: it drains its tasks (the SDK waits up to 30 s)."""
+CLEAR_S = 300.0
+"""How long clearing tenant-foo after a failed block may take (an offboarding with its data purged)."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +100,12 @@ def script(block: Block) -> str:
     return "\n".join([*header, *block.lines, ""])
 
 
-def run_block(block: Block, cwd: Path, env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """Run ``block`` with bash in ``cwd``; the shell and everything it started (the worker) are ended afterwards.
-    The output goes to files, not pipes: a worker left running by a failed block would hold a pipe open."""
+def run_block(
+    block: Block, cwd: Path, env: dict[str, str], timeout_s: float, stop_s: float = WORKER_STOP_S
+) -> subprocess.CompletedProcess[str]:
+    """Run ``block`` with bash in ``cwd``; the shell and everything it started (the worker) are ended afterwards
+    (:func:`end_group`, ``stop_s`` to drain). The output goes to files, not pipes: a worker left running by a failed
+    block would hold a pipe open."""
     path, out, err = cwd / "using-it.sh", cwd / "using-it.out", cwd / "using-it.err"
     path.write_text(script(block))
     with out.open("w") as stdout, err.open("w") as stderr:
@@ -109,13 +120,12 @@ def run_block(block: Block, cwd: Path, env: dict[str, str], timeout_s: float) ->
         )
     try:
         code = proc.wait(timeout=timeout_s)
-        left = "" if code else still_running(proc.pid)
+        left = "" if code else still_running(proc.pid, stop_s)
         problem = f"\n{FAILED} ? the block left processes running: {left}" if left else ""
     except subprocess.TimeoutExpired:
         code, problem = -1, f"\n{FAILED} ? timed out after {timeout_s:.0f}s"
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+        end_group(proc.pid, stop_s)
         proc.wait()
     return subprocess.CompletedProcess(proc.args, code, out.read_text(), err.read_text() + problem)
 
@@ -140,6 +150,19 @@ def still_running(pgid: int, grace_s: float = WORKER_STOP_S) -> str:
     while (left := group_members(pgid)) and time.monotonic() < deadline:
         time.sleep(0.5)
     return "; ".join(left)
+
+
+def end_group(pgid: int, stop_s: float) -> None:
+    """End what is left of process group ``pgid``: SIGTERM, up to ``stop_s`` for it to drain (a worker still applying
+    a run), then SIGKILL; the group is gone before the next test uses the lab."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        if not still_running(pgid, stop_s):
+            return
+    raise AssertionError(f"process group {pgid} outlived SIGKILL: {still_running(pgid, 0)}")
 
 
 def failure(block: Block, done: subprocess.CompletedProcess[str]) -> str | None:
@@ -197,12 +220,25 @@ def fresh_shell(temporal_address: str, task_queue: str) -> dict[str, str]:
     }
 
 
+async def clear_tenant_foo(client: Client, lab: LabEndpoints) -> None:
+    """After a failed block, best effort: end tenant-foo's open runs on the dev server and offboard it (data purged) if
+    its record says it is onboarded, for the tests of this lab that onboard it next. Never raises: a failure here is a
+    warning, the block's failure is the test's."""
+    contract = load_tenant(ROOT / "examples" / "tenant-foo.yaml")
+    try:
+        async with lab_worker(client, lab) as api:
+            reason = "the README block failed; clearing tenant-foo off the lab"
+            await asyncio.wait_for(clear_tenant(api, contract.cluster, contract.slug, reason), CLEAR_S)
+    except Exception as exc:
+        warnings.warn(f"tenant-foo may be left on the lab {lab.state_dir}: {exc!r}", stacklevel=1)
+
+
 def lab_processes(lab: LabEndpoints) -> dict[str, str]:
     """The pid files of the lab's processes, by name."""
     return {p.name: p.read_text() for p in sorted(Path(lab.state_dir).rglob("*.pid"))}
 
 
-@pytest.mark.timeout(BLOCK_TIMEOUT_S + 60)
+@pytest.mark.timeout(BLOCK_TIMEOUT_S + 2 * WORKER_STOP_S + CLEAR_S + 60)
 async def test_the_using_it_block_runs_as_written(
     dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path
 ) -> None:
@@ -214,9 +250,13 @@ async def test_the_using_it_block_runs_as_written(
     assert processes, f"no pid files under {lab.state_dir}: the lab is not up"
 
     shell = fresh_shell(address, f"readme-{uuid.uuid4().hex[:8]}")
-    done = await asyncio.to_thread(run_block, block, clone, shell, BLOCK_TIMEOUT_S)
-
-    problem = failure(block, done)
+    problem: str | None = "the block did not end"
+    try:
+        done = await asyncio.to_thread(run_block, block, clone, shell, BLOCK_TIMEOUT_S)
+        problem = failure(block, done)
+    finally:
+        if problem is not None:
+            await clear_tenant_foo(dev_env.client, lab)
     assert problem is None, problem
     assert lab_processes(lab) == processes, "lab up started or stopped a process of the running lab"
     temporal = clone / ".state" / "temporal"
@@ -236,3 +276,11 @@ def test_a_broken_line_is_named(tmp_path: Path) -> None:
     assert problem is not None
     assert problem.startswith("README.md line 41 failed (exit 1): false  # broken"), problem
     assert not (tmp_path / "third").exists()
+
+
+def test_a_process_that_outlives_sigterm_is_killed(tmp_path: Path) -> None:
+    """A failed block's process that ignores SIGTERM (a worker that does not drain) is killed before the run ends."""
+    block = Block(1, ["echo $$ > group", "(trap '' TERM; exec sleep 120) &", "false"])
+    done = run_block(block, tmp_path, {"PATH": os.environ["PATH"]}, 30, stop_s=2)
+    assert failure(block, done) is not None
+    assert group_members(int((tmp_path / "group").read_text())) == []

@@ -6,7 +6,8 @@ place; a removal that fails validation rolled back (the user is back); the user
 removed, first refused while a job of theirs runs (the job keeps running, the refusal names it), then removed once
 it ended; the GPUs shrunk to 8 while a job runs on both nodes (the run drains the released node and waits, the job
 completes: nothing is killed), then grown back to 16. Every change ends with validation passing and ``tenantflow
-drift`` clean. A slug change is refused with the reason before anything starts.
+drift`` clean. A slug change is refused with the reason before anything starts. Each tenant is offboarded (data
+purged) afterwards, whatever happened: its nodes are the lab's next tests' (the README block needs 8 of 16).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tests.approvers import reviewer
-from tests.integration.runs import onboard
+from tests.integration.runs import offboarded_after, onboard
 from tests.integration.test_offboarding_e2e import small_tenant
 from tests.labfixture import lab_worker
 from tests.starter.conftest import tenantflow
@@ -193,7 +194,7 @@ async def test_apply_adds_and_removes_users_and_changes_in_place_without_killing
 ) -> None:
     three = everyone(lab)
     contract = with_users(three, ["uma", "vic"], three)
-    async with lab_worker(dev_env.client, lab) as api:
+    async with lab_worker(dev_env.client, lab) as api, offboarded_after(api, contract.cluster, contract.slug):
         onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
 
@@ -240,7 +241,7 @@ async def test_apply_shrinks_onto_a_busy_node_without_killing_its_job_and_grows_
     dev_env: WorkflowEnvironment, lab: LabEndpoints, tmp_path: Path, hold: Path
 ) -> None:
     contract = everyone(lab, "tenant-cap", ("xia", "yan", "zed"))
-    async with lab_worker(dev_env.client, lab) as api:
+    async with lab_worker(dev_env.client, lab) as api, offboarded_after(api, contract.cluster, contract.slug):
         onboarded = await onboard(api, contract)
         assert onboarded.status == "completed", onboarded.message
         await shrink_and_grow(api, lab, contract, tmp_path, hold)

@@ -66,6 +66,19 @@ async def received(sink: str) -> list[dict[str, Any]]:
     return found
 
 
+def distinct(notices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``notices`` with one of each ``Idempotency-Key`` (the first): a notification is sent by a local activity,
+    which runs at least once (again if its workflow task fails after the POST), so a receiver dedupes by that key."""
+    seen: set[str] = set()
+    kept = []
+    for notice in notices:
+        key = notice["idempotency_key"]
+        if not key or key not in seen:
+            seen.add(key)
+            kept.append(notice)
+    return kept
+
+
 async def wait_received(sink: str, count: int, timeout_s: float = 30) -> list[dict[str, Any]]:
     """The sink's notices once it holds ``count`` of them (fails after ``timeout_s`` of real time)."""
     loop = asyncio.get_running_loop()

@@ -30,7 +30,14 @@ from tests.labfixture import exported
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage, waiting_on_a_timer
-from tests.workflows.lifecycle_harness import notify_sink, received, start_term, term_worker, wait_received
+from tests.workflows.lifecycle_harness import (
+    distinct,
+    notify_sink,
+    received,
+    start_term,
+    term_worker,
+    wait_received,
+)
 
 UI = "https://temporal.example.internal"
 HOUR = 3600
@@ -143,7 +150,7 @@ async def test_a_renewal_waiting_at_approve_plan_notifies_with_its_commands(ts_e
         requested = await handle.execute_update("renew", RenewTerm(days=20, approver="ops"), result_type=TermStatus)
         pending = requested.pending_renewal
         assert pending is not None
-        [notice] = [n for n in await wait_received(sink, 1) if "metadata" in n["body"]]
+        [notice] = [n for n in distinct(await wait_received(sink, 1)) if "metadata" in n["body"]]
         [gate] = (await api.status(handle.id)).gates
         await handle.terminate("test done")
     payload = notice["body"]["metadata"]["event_payload"]
