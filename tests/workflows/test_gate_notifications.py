@@ -7,6 +7,7 @@ every activity of the catalogue, ``tests/unit/models/test_runbook.py``.)"""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -124,6 +125,20 @@ def failed_notifications(history: Any) -> int:
     )
 
 
+def notifications(history: Any) -> list[dict[str, Any]]:
+    """The results of the run's ``gates.notify`` local activities (from their markers' ``data`` and ``result``)."""
+    found = []
+    for e in history.events:
+        marker = e.marker_recorded_event_attributes
+        if e.event_type != EventType.EVENT_TYPE_MARKER_RECORDED or marker.marker_name != "core_local_activity":
+            continue
+        if json.loads(marker.details["data"].payloads[0].data)["activity_type"] != "gates.notify":
+            continue
+        result = marker.details["result"].payloads if "result" in marker.details else []
+        found.append(json.loads(result[0].data) if result else {})
+    return found
+
+
 async def test_a_refused_notification_leaves_the_gate_waiting_and_answerable(ts_env: WorkflowEnvironment) -> None:
     async with notify_sink() as sink, gate_worker(ts_env, f"{sink}/no-such-hook", [notify_gate]) as api:
         result, history = await answer_after_escalation(ts_env, api)
@@ -141,6 +156,9 @@ async def test_without_a_webhook_nothing_is_sent_and_the_gate_runs(
         assert not await received(sink)
     assert result.status == "completed", result.message
     assert failed_notifications(history) == 0  # not sent is no failure
+    sent = notifications(history)
+    assert [n["delivered"] for n in sent] == [False, False], "opened and escalated ran, each saying it was not sent"
+    assert all("TENANTFLOW_NOTIFY_WEBHOOK_URL" in n["detail"] for n in sent), sent
 
 
 async def test_a_renewal_waiting_at_approve_plan_notifies_with_its_commands(ts_env: WorkflowEnvironment) -> None:
