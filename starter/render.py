@@ -163,13 +163,16 @@ def print_plan(console: Console, plan: Plan, wide: bool = False) -> None:
 
 
 async def watch_status(console: Console, api: TenantflowClient, workflow_id: str, refresh_s: float = 1.0) -> RunStatus:
-    """A live view of a run that refreshes until the run ends; returns its last status."""
+    """A live view of a run that refreshes until the run ends; returns its last status, read after it ended (a
+    status read while it still ran can be a stage behind its end)."""
     current = await api.status(workflow_id)
     with Live(status_view(workflow_id, current), console=console, auto_refresh=False) as live:
         while await api.running(workflow_id):
             await asyncio.sleep(refresh_s)
             current = await api.status(workflow_id)
             live.update(status_view(workflow_id, current), refresh=True)
+        current = await api.status(workflow_id)
+        live.update(status_view(workflow_id, current), refresh=True)
     return current
 
 

@@ -17,6 +17,7 @@ EVERY_INPUT = {
     "OffboardingInput",
     "EnrollmentInput",
     "RecordsQuery",
+    "WorkerRecordQuery",
     "DecommissionInput",
     "LifecycleInput",
     "FleetDriftInput",
