@@ -40,8 +40,6 @@ with workflow.unsafe.imports_passed_through():
         Approval,
         ApprovePlan,
         GateAnswer,
-        GateNotice,
-        GateState,
         RejectPlan,
         Requested,
         recorded_approval,
@@ -65,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.status import RunStatus
     from tenantflow.models.tenant import TenantContract
 
-from tenantflow.workflows.gate_waits import notify
+from tenantflow.workflows.renewal_gate import notify_renewal, renewal_gate
 from tenantflow.workflows.search import STAGE, TENANT_SLUG
 from tenantflow.workflows.steps import StepTracker
 from tenantflow.workflows.term_expiry import latest_contract, settling, start_offboarding
@@ -304,7 +302,7 @@ class TenantLifecycle:
     )
     def status(self) -> RunStatus:
         pending = self._pending
-        gates = [self._renewal_gate(pending)] if pending is not None else []
+        gates = [renewal_gate(pending)] if pending is not None else []
         return RunStatus(
             workflow="TenantLifecycle",
             target=self._contract.slug,
@@ -320,43 +318,16 @@ class TenantLifecycle:
             message=self._settling or f"the term ends {self._term_end:%Y-%m-%d %H:%M}Z",
         )
 
-    def _renewal_gate(self, pending: PendingRenewal) -> GateState:
-        """The ``approve_plan`` gate a waiting renewal holds open, with the commands that answer it."""
-        wid = workflow.info().workflow_id
-        how = [
-            f"tenantflow approve {wid} --plan-hash {pending.plan_hash}",
-            f"tenantflow reject {wid} --reason '...'",
-        ]
-        described = f"renew the term by {pending.days} days, asked for by {pending.requested_by}"
-        return GateState(name="approve_plan", description=described, opened_at=pending.at, how_to_answer=how)
-
     def _renewal_unnotified(self) -> bool:
         """A renewal waits that this run (with :data:`RENEWAL_NOTIFY_PATCH`) has not told people about yet."""
         pending = self._pending
         return self._notifies_renewals and pending is not None and pending.plan_hash not in self._renewals_notified
 
     async def _notify_renewal(self) -> None:
-        """Tell people that a renewal waits at ``approve_plan``: the commands that answer it, and that the term's end
-        is its deadline."""
+        """Tell people that the waiting renewal waits (:func:`workflows.renewal_gate.notify_renewal`)."""
         assert self._pending is not None
-        gate = self._renewal_gate(self._pending)
         self._renewals_notified.append(self._pending.plan_hash)
-        info = workflow.info()
-        await notify(
-            GateNotice(
-                event="opened",
-                workflow_type=info.workflow_type,
-                workflow_id=info.workflow_id,
-                run_id=info.run_id,
-                gate=gate.name,
-                opening=len(self._renewals_notified),
-                description=gate.description,
-                how_to_answer=gate.how_to_answer,
-                opened_at=gate.opened_at,
-                escalates_at=None,
-                expires_at=self._term_end,
-            )
-        )
+        await notify_renewal(self._pending, len(self._renewals_notified), self._term_end)
 
     async def _announce_renewals(self) -> None:
         """Notify each renewal not announced yet; the reminders start over for the new end."""
