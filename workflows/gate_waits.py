@@ -85,6 +85,15 @@ def deadline_lead(remaining: timedelta) -> timedelta | None:
     return lead if lead >= timedelta(seconds=1) else None
 
 
+def opened_notice(gate: GateState, opening: int, escalates_at: datetime | None, expires_at: datetime) -> GateNotice:
+    """The notice that this run's ``gate`` opened (its ``opening``-th time), with the commands that answer it."""
+    info = workflow.info()
+    run = {"workflow_type": info.workflow_type, "workflow_id": info.workflow_id, "run_id": info.run_id}
+    shown = gate.model_dump(include={"description", "how_to_answer", "opened_at"})
+    times = {"escalates_at": escalates_at, "expires_at": expires_at}
+    return GateNotice(event="opened", gate=gate.name, opening=opening, **run, **shown, **times)
+
+
 async def notify(notice: GateNotice) -> None:
     """Post ``notice`` through ``gates.notify`` as a local activity, bounded by :data:`NOTIFY_TIMEOUT` and
     :data:`NOTIFY_RETRY`; its failure (a webhook refusing or down, a worker without the activity) is only logged, and
@@ -209,21 +218,8 @@ class Gates:
         telling people when the gate opens, when it escalates and :func:`deadline_lead` before it expires."""
         gate = self.open[name]
         self.openings[name] = self.openings.get(name, 0) + 1
-        info = workflow.info()
         escalates_at, expires_at = gate.opened_at + escalate_after, gate.opened_at + expire_after
-        opened = GateNotice(
-            event="opened",
-            workflow_type=info.workflow_type,
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            gate=name,
-            opening=self.openings[name],
-            description=gate.description,
-            how_to_answer=gate.how_to_answer,
-            opened_at=gate.opened_at,
-            escalates_at=escalates_at,
-            expires_at=expires_at,
-        )
+        opened = opened_notice(gate, self.openings[name], escalates_at, expires_at)
         await notify(opened)
         if await self._answered(name, escalates_at):
             return self.answers[name]

@@ -9,10 +9,10 @@ from datetime import datetime
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import GateNotice, GateState
+    from tenantflow.models.gates import GateState
     from tenantflow.models.lifecycle import PendingRenewal
 
-from tenantflow.workflows.gate_waits import notify
+from tenantflow.workflows.gate_waits import notify, opened_notice
 
 
 def renewal_gate(pending: PendingRenewal) -> GateState:
@@ -29,20 +29,4 @@ def renewal_gate(pending: PendingRenewal) -> GateState:
 async def notify_renewal(pending: PendingRenewal, opening: int, term_end: datetime) -> None:
     """Tell people that ``pending`` waits at ``approve_plan`` (this run's ``opening``-th renewal to): the commands
     that answer it, and that ``term_end`` is its deadline."""
-    gate = renewal_gate(pending)
-    info = workflow.info()
-    await notify(
-        GateNotice(
-            event="opened",
-            workflow_type=info.workflow_type,
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            gate=gate.name,
-            opening=opening,
-            description=gate.description,
-            how_to_answer=gate.how_to_answer,
-            opened_at=gate.opened_at,
-            escalates_at=None,
-            expires_at=term_end,
-        )
-    )
+    await notify(opened_notice(renewal_gate(pending), opening, None, term_end))
