@@ -97,15 +97,16 @@ class Cluster:
         self, *args: str, context: str = "admin", check: bool = True, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBECACHEDIR": str(self.kubeconfig.parent / "cache")}
-        return subprocess.run(
+        done = subprocess.run(
             ["kubectl", "--context", context, *args],
             capture_output=True,
             text=True,
             env=env,
-            check=check,
             input=stdin,
             timeout=30,
         )
+        assert not check or done.returncode == 0, f"kubectl {' '.join(args)}: exit {done.returncode}: {done.stderr}"
+        return done
 
     def raw(
         self, method: str, path: str, body: object = None, content_type: str | None = None, context: str = "admin"
