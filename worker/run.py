@@ -1,8 +1,9 @@
 """Run the worker until SIGINT/SIGTERM, then drain in-flight tasks and exit.
 
 With ``TENANTFLOW_DEPLOYMENT_NAME`` and ``TENANTFLOW_BUILD_ID`` set, the worker joins that Temporal Worker
-Deployment as that version, and every workflow it starts is pinned to the version it started on
-(:func:`deployment_config`); unset, the worker is unversioned as before.
+Deployment as that version, and a workflow it starts is pinned to the version it started on unless its type declares
+otherwise (:func:`deployment_config`; ``TenantLifecycle`` auto-upgrades, ``workflows/README.md`` says why); unset, the
+worker is unversioned as before.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def stop_on_signals(stop: asyncio.Event) -> None:
 
 
 def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None:
-    """The Worker Deployment version of this worker, workflows pinned by default; None when unversioned."""
+    """The Worker Deployment version of this worker, workflows pinned unless their type declares a behaviour; None
+    when unversioned (https://docs.temporal.io/production-deployment/worker-deployments/worker-versioning)."""
     if settings.deployment_name is None or settings.build_id is None:
         return None
     return WorkerDeploymentConfig(

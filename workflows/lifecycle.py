@@ -19,6 +19,11 @@ a renewal still waiting is carried over); it also continues as new when Temporal
 An offboarding that completes before the end signals ``tenant_offboarded`` and the lifecycle ends (``term:offboarded``).
 The ``term`` query says where the term stands; ``status`` is the shared run status.
 
+On a versioned worker the lifecycle auto-upgrades (every other type is pinned): it sleeps for months between tasks, so
+pinned it would hold its build, across its continue-as-new too, for the whole term; auto-upgrading, its next task (a
+timer, ``renew``, ``tenant_offboarded``) and the run it continues as run on the deployment's current build. Every change
+to it therefore needs a patch (``workflows/README.md``).
+
 Only an onboarding (or change) starts a lifecycle, as its child, and the Temporal server keeps the parent across
 continue-as-new. Since :data:`PARENT_REQUIRED_PATCH` a run without a parent (one any Temporal client started, whose
 offboarding at expiry would otherwise be approvable by anyone) fails at once, non-retryable, saying why; and a run
@@ -32,6 +37,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -90,7 +96,7 @@ NO_PARENT = "LifecycleWithoutParent"
 """The failure type of a lifecycle run no onboarding or change started."""
 
 
-@workflow.defn(name="TenantLifecycle")
+@workflow.defn(name="TenantLifecycle", versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class TenantLifecycle:
     @workflow.init
     def __init__(self, params: LifecycleInput) -> None:

@@ -2,8 +2,9 @@
 
 Worker v1 (a Worker Deployment version, runs pinned) starts an onboarding that stops at the plan gate. v2 is
 started and made current, v1 is stopped and the plan approved: the pinned run stays on v1 (no task of it runs
-on v2, while v2 serves a new run's plan), and when v1's worker is back the run finishes there. Nothing is lost
-or duplicated, and after an offboarding with purge the world is the one before.
+on v2, while v2 serves a new run's plan), and when v1's worker is back the run finishes there. The tenant's
+lifecycle, which the run starts on v1 as it completes, auto-upgrades: the offboarding's ``tenant_offboarded``
+ends it on v2. Nothing is lost or duplicated, and after an offboarding with purge the world is the one before.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import WorkflowHandle
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.devserver import DevServer
@@ -28,6 +30,7 @@ from tests.integration.runs import offboard
 from tests.worker.test_versioning import set_current, task_versions
 
 PINNED = VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
+AUTO_UPGRADE = VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE
 
 
 async def test_a_run_pinned_to_v1_waits_for_v1_while_v2_takes_new_runs(
@@ -65,11 +68,14 @@ async def test_a_run_pinned_to_v1_waits_for_v1_while_v2_takes_new_runs(
                 await set_current(api.client, deployment, "v2")
             gone = await offboard(api, contract, purge=True)
             assert gone.status == "completed", gone.message
+        lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
+        await lifecycle.result()
+        assert await task_versions(lifecycle) == {("v1", AUTO_UPGRADE), ("v2", AUTO_UPGRADE)}
     finally:
         v1.stop()
         v2.stop()
     tally(scenario, chaos_lab, before, (contract.slug, *contract.usernames, contract.team_account or ""))
-    scenario.outcome = "pinned, ended on v1"
+    scenario.outcome = "v1 pinned, term on v2"
 
 
 def contract_probe(lab: LabEndpoints, nodes: list[str]) -> TenantContract:

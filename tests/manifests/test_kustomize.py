@@ -1,5 +1,6 @@
 """deploy/: the example overlay renders with ``kubectl kustomize``, passes ``kubernetes-validate --strict`` for the
-target minor, is applied by kubectl to the lab's Kubernetes emulator, and keeps the promises of its comments."""
+target minor, is applied by kubectl to the lab's Kubernetes emulator, and keeps the promises of its comments: one
+worker Deployment per build id, each polling as the Worker Deployment version its name, label and image say."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ SECRETS = {
 }
 FILE_SECRETS = {"TENANTFLOW_CODEC_KEYS": "codec-keys", "TEMPORAL_TLS_CLIENT_KEY_DATA": "temporal-tls"}
 LONGEST_HEARTBEAT_TIMEOUT_S = 60
+VERSION = "app.kubernetes.io/version"
+BUILDS = ("0.1.0", "0.2.0")
+"""The builds the example overlay runs (builds/): 0.1.0 draining, 0.2.0 current."""
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +51,18 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any
     return {obj["metadata"]["name"]: obj for obj in objects if obj["kind"] == kind}
 
 
+def worker_builds(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The worker Deployments by the build id of their version label."""
+    workers = [d for d in by_kind(objects, "Deployment").values() if d["metadata"]["name"].startswith("tenantflow-w")]
+    return {d["metadata"]["labels"][VERSION]: d for d in workers}
+
+
+def current_worker(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pod spec of the newest build's workers (the image the codec server and the setup Job run)."""
+    pod: dict[str, Any] = worker_builds(objects)[BUILDS[-1]]["spec"]["template"]["spec"]
+    return pod
+
+
 def test_passes_strict_validation_for_the_target_minor(rendered: Path, objects: list[dict[str, Any]]) -> None:
     validate = Path(sys.executable).parent / "kubernetes-validate"
     proc = subprocess.run(
@@ -64,24 +80,52 @@ def test_the_lab_apiserver_accepts_every_object(
 ) -> None:
     applied = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
     assert applied.stdout.count(" created") + applied.stdout.count(" configured") == len(objects), applied.stdout
-    pdb = ["get", "poddisruptionbudget", "tenantflow-worker", "-n", "tenantflow", "-o", "yaml"]
-    first = yaml.safe_load(cluster.kubectl(*pdb).stdout)
-    assert first["spec"]["maxUnavailable"] == 1
+    names = [f"tenantflow-worker-{build.replace('.', '-')}" for build in BUILDS]
+    pdbs = [["get", "poddisruptionbudget", name, "-n", "tenantflow", "-o", "yaml"] for name in names]
+    first = [yaml.safe_load(cluster.kubectl(*pdb).stdout) for pdb in pdbs]
+    assert [pdb["spec"]["maxUnavailable"] for pdb in first] == [1, 1]
     again = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
     # a PodDisruptionBudget's selector is patchStrategy=replace, so kubectl's patch for it is never empty and it
     # says "configured" on a real cluster too (Azure/eno#246); the server finds nothing to change
-    assert again.stdout.count(" unchanged") == len(objects) - 1, again.stdout
-    assert "poddisruptionbudget.policy/tenantflow-worker configured" in again.stdout, again.stdout
-    assert (
-        yaml.safe_load(cluster.kubectl(*pdb).stdout)["metadata"]["resourceVersion"]
-        == first["metadata"]["resourceVersion"]
+    assert again.stdout.count(" unchanged") == len(objects) - len(BUILDS), again.stdout
+    for name, pdb, before in zip(names, pdbs, first, strict=True):
+        assert f"poddisruptionbudget.policy/{name} configured" in again.stdout, again.stdout
+        after = yaml.safe_load(cluster.kubectl(*pdb).stdout)
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    for name in names:
+        worker = cluster.kubectl("get", "deployment", name, "-n", "tenantflow", "-o", "yaml").stdout
+        assert yaml.safe_load(worker)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
+
+
+def test_one_deployment_per_build_id_polls_as_that_version(objects: list[dict[str, Any]]) -> None:
+    """A build's workers are their own Deployment, named, labelled (selector included) and tagged with its build id,
+    and take TENANTFLOW_BUILD_ID from that label: a new build is a Deployment beside the old one, never a rolling
+    update that would replace the pods the old build's pinned runs need."""
+    builds = worker_builds(objects)
+    assert sorted(builds) == sorted(BUILDS) and len(by_kind(objects, "Deployment")) == len(BUILDS) + 1
+    config = next(
+        cm for cm in by_kind(objects, "ConfigMap").values() if cm["metadata"]["name"].startswith("tenantflow-wo")
     )
-    worker = cluster.kubectl("get", "deployment", "tenantflow-worker", "-n", "tenantflow", "-o", "yaml").stdout
-    assert yaml.safe_load(worker)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 90
+    assert config["data"]["TENANTFLOW_DEPLOYMENT_NAME"] == "tenantflow", "every build joins one Worker Deployment"
+    assert "TENANTFLOW_BUILD_ID" not in config["data"]
+    pdbs = by_kind(objects, "PodDisruptionBudget")
+    for build, deployment in builds.items():
+        name, spec = deployment["metadata"]["name"], deployment["spec"]
+        assert name == f"tenantflow-worker-{build.replace('.', '-')}"
+        assert spec["selector"]["matchLabels"] == {"app.kubernetes.io/name": "tenantflow-worker", VERSION: build}
+        assert spec["template"]["metadata"]["labels"][VERSION] == build
+        (container,) = spec["template"]["spec"]["containers"]
+        assert container["image"] == f"registry.example.internal/platform/tenantflow:{build}"
+        env = {e["name"]: e for e in container["env"]}
+        assert env["TENANTFLOW_BUILD_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == f"metadata.labels['{VERSION}']"
+        assert "TENANTFLOW_DEPLOYMENT_NAME" not in env
+        assert container["envFrom"] == [{"configMapRef": {"name": config["metadata"]["name"]}}]
+        assert pdbs[name]["spec"]["selector"] == spec["selector"], "each build's disruption budget is its own"
 
 
-def test_worker_pod_is_hardened_and_probed(objects: list[dict[str, Any]]) -> None:
-    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+@pytest.mark.parametrize("build", BUILDS)
+def test_worker_pod_is_hardened_and_probed(objects: list[dict[str, Any]], build: str) -> None:
+    worker = worker_builds(objects)[build]["spec"]["template"]["spec"]
     assert worker["terminationGracePeriodSeconds"] > LONGEST_HEARTBEAT_TIMEOUT_S
     assert worker["securityContext"]["runAsNonRoot"] is True and worker["securityContext"]["runAsUser"] >= 1000
     (container,) = worker["containers"]
@@ -91,7 +135,7 @@ def test_worker_pod_is_hardened_and_probed(objects: list[dict[str, Any]]) -> Non
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert {"cpu", "memory"} <= set(container["resources"]["requests"]) & set(container["resources"]["limits"])
-    assert container["image"] == "registry.example.internal/platform/tenantflow:0.1.0"
+    assert container["image"] == f"registry.example.internal/platform/tenantflow:{build}"
 
 
 def test_credentials_come_only_from_secret_references(objects: list[dict[str, Any]]) -> None:
@@ -99,13 +143,14 @@ def test_credentials_come_only_from_secret_references(objects: list[dict[str, An
     config = next(cm for name, cm in configmaps.items() if name.startswith("tenantflow-worker-config-"))
     assert not set(config["data"]) & SECRETS
     assert set(config["data"]) <= listed(ROOT / "worker.env.example")
-    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
-    env = {e["name"]: e for e in worker["containers"][0]["env"]}
-    for name in SECRETS - set(FILE_SECRETS):
-        assert env[name]["valueFrom"]["secretKeyRef"]["name"] == "tenantflow-credentials"
-    volumes = {v["name"]: v for v in worker["volumes"]}
-    for volume in FILE_SECRETS.values():
-        assert volumes[volume]["secret"]["secretName"] == f"tenantflow-{volume}"
+    for deployment in worker_builds(objects).values():
+        worker = deployment["spec"]["template"]["spec"]
+        env = {e["name"]: e for e in worker["containers"][0]["env"]}
+        for name in SECRETS - set(FILE_SECRETS):
+            assert env[name]["valueFrom"]["secretKeyRef"]["name"] == "tenantflow-credentials"
+        volumes = {v["name"]: v for v in worker["volumes"]}
+        for volume in FILE_SECRETS.values():
+            assert volumes[volume]["secret"]["secretName"] == f"tenantflow-{volume}"
     assert config["data"]["TENANTFLOW_CODEC_KEY_FILE"].startswith("/etc/tenantflow/codec/")
     assert config["data"]["TEMPORAL_TLS_CLIENT_KEY_PATH"].startswith("/etc/tenantflow/tls/")
 
@@ -131,11 +176,11 @@ def test_rbac_is_bounded(objects: list[dict[str, Any]]) -> None:
         ]
 
 
-def test_a_disruption_budget_and_a_metrics_service_select_the_worker(objects: list[dict[str, Any]]) -> None:
-    selector = {"app.kubernetes.io/name": "tenantflow-worker"}
-    assert by_kind(objects, "PodDisruptionBudget")["tenantflow-worker"]["spec"]["selector"]["matchLabels"] == selector
+def test_a_metrics_service_selects_every_build(objects: list[dict[str, Any]]) -> None:
     metrics = by_kind(objects, "Service")["tenantflow-worker-metrics"]["spec"]
-    assert metrics["selector"] == selector and metrics["ports"][0]["port"] == 9464
+    assert metrics["ports"][0]["port"] == 9464
+    for deployment in worker_builds(objects).values():
+        assert metrics["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
     codec = by_kind(objects, "Service")["tenantflow-codec-server"]["spec"]
     assert codec["ports"][0]["port"] == 8081
 
@@ -155,7 +200,7 @@ def test_the_worker_reads_its_approval_rules_from_a_config_map(objects: list[dic
     config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("tenantflow-w"))
     guarded = "TenantOnboarding,TenantChange,TenantOffboarding,WorkerEnrollment,WorkerDecommission,TenantLifecycle"
     assert config["data"]["TENANTFLOW_FOUR_EYES"] == config["data"]["TENANTFLOW_VERIFIED_APPROVERS"] == guarded
-    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    worker = current_worker(objects)
     (container,) = worker["containers"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     approvals = next(v for v in worker["volumes"] if v["name"] == "approvals")["configMap"]["name"]
@@ -170,7 +215,7 @@ def test_a_job_creates_the_search_attributes_as_the_worker_connects(objects: lis
     as the worker is, and re-run by the next apply once it has removed itself."""
     job = by_kind(objects, "Job")["tenantflow-setup"]["spec"]
     pod = job["template"]["spec"]
-    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    worker = current_worker(objects)
     [setup], [work] = pod["containers"], worker["containers"]
     assert setup["args"] == ["setup"] and setup["image"] == work["image"]
     assert setup["envFrom"] == work["envFrom"], "the worker's Temporal address, namespace, TLS paths and codec keys"

@@ -23,7 +23,7 @@ from tests.packaging.envvars import listed, worker_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = Path(__file__).with_name("compose_spec.json")
-ONE_SHOT = {"temporal-schema", "temporal-namespace"}
+ONE_SHOT = {"temporal-schema", "temporal-namespace", "worker-current"}
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,22 @@ def test_worker_runs_the_image_built_here(services: dict[str, dict[str, Any]]) -
     assert all(volume.endswith(":ro") for volume in worker["volumes"])
     assert "/readyz" in " ".join(worker["healthcheck"]["test"])
     assert worker["stop_grace_period"] == "90s"
+
+
+def test_each_worker_service_is_one_build_of_one_worker_deployment(services: dict[str, dict[str, Any]]) -> None:
+    """The image tag and TENANTFLOW_BUILD_ID of a worker service are one value; worker-current makes the worker's
+    build current, and the previous build runs beside it only while its pinned runs drain (profile drain)."""
+    builds = {"worker": "${TENANTFLOW_BUILD_ID:-local}", "worker-previous": "${TENANTFLOW_PREVIOUS_BUILD_ID:-previous}"}
+    for name, build in builds.items():
+        environment = services[name]["environment"]
+        assert services[name]["image"] == f"tenantflow:{build}" and environment["TENANTFLOW_BUILD_ID"] == build
+        assert environment["TENANTFLOW_DEPLOYMENT_NAME"] == "tenantflow"
+        assert environment == services["worker"]["environment"] | {"TENANTFLOW_BUILD_ID": build}, name
+    assert services["worker-previous"]["profiles"] == ["drain"] and "ports" not in services["worker-previous"]
+    current = services["worker-current"]
+    assert current["environment"]["BUILD_ID"] == builds["worker"]
+    assert current["depends_on"] == {"worker": {"condition": "service_healthy"}}
+    assert "set-current-version" in current["command"][0] and '--build-id "$$BUILD_ID"' in current["command"][0]
 
 
 def test_worker_env_example_lists_exactly_the_variables_the_worker_reads() -> None:

@@ -1,4 +1,5 @@
-"""Worker Deployment Versioning: a run started on version A finishes on A while version B takes the new runs.
+"""Worker Deployment Versioning: a run started on version A finishes on A while version B takes the new runs, and
+a tenant's lifecycle (auto-upgrade) moves to B, its continued run too.
 
 Two production workers (:func:`worker.run.run_worker`, versioning from ``TENANTFLOW_DEPLOYMENT_NAME`` and
 ``TENANTFLOW_BUILD_ID``) poll one task queue of the dev server, each with fake activities of its own; the
@@ -10,41 +11,55 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from temporalio.api.enums.v1 import EventType, VersioningBehavior
-from temporalio.api.workflowservice.v1 import SetWorkerDeploymentCurrentVersionRequest
+from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState, VersioningBehavior
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentRequest,
+    SetWorkerDeploymentCurrentVersionRequest,
+)
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.records import lifecycle as lifecycle_steps
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import deployment_config, run_worker
+from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tests.approvers import as_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import wait_for_stage
+from tests.workflows.lifecycle_harness import carried_over
+
+PINNED = VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
+AUTO_UPGRADE = VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE
 
 
 @asynccontextmanager
 async def versioned_worker(
-    client: Client, queue: str, deployment: str, build_id: str, world: FakeWorld
+    client: Client,
+    queue: str,
+    deployment: str,
+    build_id: str,
+    world: FakeWorld,
+    workflows: Sequence[type] = (TenantOnboarding, TenantOffboarding),
+    more: Sequence[Callable[..., Any]] = (),
 ) -> AsyncIterator[None]:
     settings = WorkerSettings(
         TENANTFLOW_TASK_QUEUE=queue, TENANTFLOW_DEPLOYMENT_NAME=deployment, TENANTFLOW_BUILD_ID=build_id
     )
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_worker(
-            settings, stop, client, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()
-        )
+        run_worker(settings, stop, client, workflows=workflows, activities=[*world.activities(), *more])
     )
     try:
         yield
@@ -54,7 +69,8 @@ async def versioned_worker(
 
 
 async def set_current(client: Client, deployment: str, build_id: str) -> None:
-    """Make ``build_id`` the deployment's current version, once its worker has polled (the server knows it)."""
+    """Make ``build_id`` the deployment's current version, once its worker has polled (the server knows it), and
+    wait until the server says the routing reached every task queue of the deployment."""
     request = SetWorkerDeploymentCurrentVersionRequest(
         namespace=client.namespace, deployment_name=deployment, build_id=build_id, identity="tenantflow-test"
     )
@@ -62,11 +78,18 @@ async def set_current(client: Client, deployment: str, build_id: str) -> None:
     while True:
         try:
             await client.workflow_service.set_worker_deployment_current_version(request)
-            return
+            break
         except RPCError:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.2)
+    described = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+    while True:
+        info = (await client.workflow_service.describe_worker_deployment(described)).worker_deployment_info
+        if info.routing_config_update_state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"{deployment}: {build_id} current, not propagated"
+        await asyncio.sleep(0.1)
 
 
 async def task_versions(handle: WorkflowHandle[Any, Any]) -> set[tuple[str, int]]:
@@ -76,6 +99,21 @@ async def task_versions(handle: WorkflowHandle[Any, Any]) -> set[tuple[str, int]
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             done = event.workflow_task_completed_event_attributes
             seen.add((done.deployment_version.build_id, done.versioning_behavior))
+    return seen
+
+
+async def continued_run(run: WorkflowHandle[Any, Any]) -> str:
+    """The run id ``run`` continued as new with (its history's last event)."""
+    last = (await run.fetch_history()).events[-1]
+    return last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+
+
+async def first_task_versions(run: WorkflowHandle[Any, Any]) -> set[tuple[str, int]]:
+    """:func:`task_versions` once the run has completed a workflow task."""
+    deadline = asyncio.get_running_loop().time() + 30
+    while not (seen := await task_versions(run)):
+        assert asyncio.get_running_loop().time() < deadline, f"{run.id} ({run.run_id}) completed no task"
+        await asyncio.sleep(0.1)
     return seen
 
 
@@ -98,12 +136,46 @@ async def test_a_run_started_on_version_a_finishes_on_a_while_b_takes_new_runs(d
             old_result: OnboardingResult = await old.result()
             new_result: OnboardingResult = await new.result()
     assert old_result.status == new_result.status == "completed"
-    pinned = VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
-    assert await task_versions(old) == {("build-a", pinned)}
-    assert await task_versions(new) == {("build-b", pinned)}
+    assert await task_versions(old) == {("build-a", PINNED)}
+    assert await task_versions(new) == {("build-b", PINNED)}
     assert [r.contract.slug for r in world_a.records] == [old_result.slug], "A ran the old run's activities"
     assert [r.contract.slug for r in world_b.records] == [new_result.slug], "B ran the new run's activities"
     assert "kube.namespace" in world_a.calls and "kube.namespace" in world_b.calls
+
+
+async def test_a_lifecycle_started_on_a_moves_to_b_and_continues_as_new_there(dev_env: WorkflowEnvironment) -> None:
+    """The onboarding (pinned) on A starts the lifecycle on A; once B is current, the renewal is served by B and
+    the run it continues as lives on B (a pinned lifecycle would keep A across continue-as-new, for the term)."""
+    client = dev_env.client
+    queue, deployment = f"versioned-{uuid.uuid4().hex[:8]}", f"tenantflow-{uuid.uuid4().hex[:6]}"
+    api, slug = as_tester(client, queue), f"tenant-l{uuid.uuid4().hex[:6]}"
+    types = (TenantOnboarding, TenantOffboarding, TenantLifecycle)
+    async with versioned_worker(client, queue, deployment, "build-a", FakeWorld(), types, lifecycle_steps.ACTIVITIES):
+        await set_current(client, deployment, "build-a")
+        onboarding = await api.start_onboarding(example_tenant(slug))
+        plan = await wait_for_stage(api, onboarding, "gate:approve_plan")
+        await reviewer(api).approve(onboarding.id, plan.plan_hash or "")
+        assert (await onboarding.result()).status == "completed"
+        first = await api.term(slug)
+        assert first is not None and not first.renewals
+        lifecycle = client.get_workflow_handle(lifecycle_id(slug))
+        first_run = client.get_workflow_handle(lifecycle.id, run_id=(await lifecycle.describe()).run_id)
+        try:
+            async with versioned_worker(
+                client, queue, deployment, "build-b", FakeWorld(), types, lifecycle_steps.ACTIVITIES
+            ):
+                await set_current(client, deployment, "build-b")
+                asked = await api.renew(slug, 30, "next quarter")
+                assert asked.pending_renewal is not None
+                await reviewer(api).approve(lifecycle.id, asked.pending_renewal.plan_hash)
+                carried = await carried_over(client, lifecycle.id, first_run.run_id or "")
+                assert carried.term_end > first.term_end and len(carried.renewals) == 1
+                continued = client.get_workflow_handle(lifecycle.id, run_id=await continued_run(first_run))
+                assert await first_task_versions(continued) == {("build-b", AUTO_UPGRADE)}
+                assert await task_versions(first_run) == {("build-a", AUTO_UPGRADE), ("build-b", AUTO_UPGRADE)}
+        finally:
+            await lifecycle.terminate("the test is over")
+    assert await task_versions(onboarding) == {("build-a", PINNED)}
 
 
 def test_a_deployment_name_without_a_build_id_is_refused() -> None:
