@@ -67,7 +67,7 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
         async with fake_worker(server, world) as api:
             handle = await api.start_onboarding(example_tenant(f"tenant-{name}"), **options)
             status = await wait_for_stage(api, handle, "gate:approve_plan")
-            if name == "replanned":
+            if name.endswith("replanned"):
                 world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
             if name == "replan-refused":  # someone else's account appeared: the re-plan's preflight refuses it
                 world.appeared = [PlanStep(layer="identity", kind="User", name="zara", action=Action.adopt)]
@@ -106,7 +106,7 @@ async def after_approval(
     if name == "cancelled":
         await wait_for_stage(api, handle, "apply:kube.quota")
         await handle.cancel()
-    elif name == "replanned":
+    elif name.endswith("replanned"):
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         while status.plan_hash == first_hash:
             status = await wait_for_stage(api, handle, "gate:approve_plan")
