@@ -5,7 +5,8 @@ activities, recorded as markers; runs recorded before it never reach that code. 
 path replays green against every history recorded before the patch, and only histories of lean runs catch it:
 ``onboarding-lean-*`` (``record_today.py``), the plain runs of today's code, and the earlier lean ones. A lifecycle
 started today checks ``renewal-gate-notifications`` first and, when it has no parent (bad input), refuses to run
-(``lifecycle-parentless``); ``lifecycle-expired-notifying`` is today's expiry.
+(``lifecycle-parentless``); ``lifecycle-expired-notifying`` is today's expiry. ``change-gate-notified`` is a
+change as one started today runs it (``record_change.py``), ``enrollment-gate-notified`` such an enrollment.
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ from temporalio import workflow
 from temporalio.workflow import NondeterminismError
 
 with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.change import ChangeInput
     from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
     from tenantflow.models.runbook import PREFLIGHT
+    from tenantflow.workflows.change import TenantChange
     from tenantflow.workflows.lifecycle import TenantLifecycle
     from tenantflow.workflows.onboarding import TenantOnboarding
     from tests.histories.strict_replay import ArgumentsChanged, patch_ids, replay_strictly
     from tests.histories.test_nondeterminism import (
         TODAY,
+        EnrollmentWithOtherBudget,
+        EnrollmentWithTimer,
         LifecycleOffboardingTheHeldContract,
         LifecycleWithOtherNotices,
     )
@@ -81,7 +86,24 @@ class LifecycleWithoutParentCheck(TenantLifecycle):
         return await super().run(params)
 
 
-LIFECYCLE_CHANGES: list[tuple[str, type, type[Exception]]] = [
+@workflow.defn(name="TenantChange")
+class ChangeReadingOnceMore(TenantChange):
+    """A change whose preflight reads the last layer once more (adding an activity)."""
+
+    @workflow.run
+    async def run(self, params: ChangeInput) -> OnboardingResult:
+        return await super().run(params)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        facts = await super()._preflight(step_input)
+        await self.state.steps.run(PREFLIGHT[-1], step_input.model_copy(update={"facts": facts}))
+        return facts
+
+
+TODAYS_CHANGES: list[tuple[str, type, type[Exception]]] = [
+    *[(name, ChangeReadingOnceMore, NondeterminismError) for name in ("change-completed", "change-gate-notified")],
+    ("enrollment-gate-notified", EnrollmentWithTimer, NondeterminismError),
+    ("enrollment-gate-notified", EnrollmentWithOtherBudget, ArgumentsChanged),
     ("lifecycle-expired-notifying", LifecycleWithOtherNotices, ArgumentsChanged),
     ("lifecycle-expired-notifying", LifecycleOffboardingTheHeldContract, NondeterminismError),
     ("lifecycle-parentless", LifecycleWithoutParentCheck, NondeterminismError),
@@ -90,10 +112,10 @@ LIFECYCLE_CHANGES: list[tuple[str, type, type[Exception]]] = [
 
 @pytest.mark.parametrize(
     ("name", "variant", "error"),
-    LIFECYCLE_CHANGES,
-    ids=[f"{name}-{variant.__name__}" for name, variant, _ in LIFECYCLE_CHANGES],
+    TODAYS_CHANGES,
+    ids=[f"{name}-{variant.__name__}" for name, variant, _ in TODAYS_CHANGES],
 )
-async def test_an_unversioned_lifecycle_change_fails_replay_of_todays_terms(
+async def test_an_unversioned_change_fails_replay_of_todays_runs(
     name: str, variant: type, error: type[Exception]
 ) -> None:
     with pytest.raises(error):
