@@ -35,8 +35,6 @@ with workflow.unsafe.imports_passed_through():
     )
 
 HISTORIES = Path(__file__).parent
-
-
 ONBOARDINGS = sorted(HISTORIES.glob("onboarding-*.json"))
 LEAN = [path.stem for path in ONBOARDINGS if "onboarding-lean-history" in patch_ids(path)]
 BEFORE_LEAN = [path.stem for path in ONBOARDINGS if path.stem not in LEAN]
