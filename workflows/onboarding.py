@@ -31,7 +31,12 @@ of one phase at once (after the capacity preflight, which chooses the nodes), ea
 still retried with the step retry policy and listed in ``status``; write and smoke
 steps stay activities in runbook order. That patch implies every earlier patch of
 the run (:class:`~tenantflow.workflows.patches.Patches`), so it is the run's one
-patch marker.
+patch marker. Runs recorded without it upsert ``TenantSlug`` first, before any patch check, as every onboarding
+did before d06ca5d; only lean runs go through :meth:`~tenantflow.workflows.gate_waits.Gates.label`, which checks
+``stage-upsert-on-change`` before that upsert. A run of 6408cad (the release before ``label``: its slug's upsert
+ahead of its ``stage-upsert-on-change`` marker, ``tests/histories/onboarding-refused-6408cad.json``) replays, so it
+can be queried after the upgrade. The price: a run of d06ca5d up to the lean-history commit b4b2636 (the marker
+first, the same events otherwise, so no code tells the two apart) does not.
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ class TenantOnboarding(TenantWorkflow):
         contract = params.contract
         self._lean = state.patches.imply(LEAN_HISTORY_PATCH, IMPLIED_PATCHES)
         state.target = state.steps.target = contract.slug
-        state.gates.label(TENANT_SLUG, contract.slug)
+        self._label(contract.slug)
         self._gate_times = (
             timedelta(seconds=params.approval_escalate_after_s),
             timedelta(seconds=params.approval_expire_after_s),
@@ -126,6 +131,14 @@ class TenantOnboarding(TenantWorkflow):
             said = await start_lifecycle(contract)
             state.findings.append(Finding.passed("term", said))
         return tenant.completed(f"Tenant {contract.slug} onboarded", plan, applied, handover)
+
+    def _label(self, slug: str) -> None:
+        """Make the run findable by its tenant: a lean run as :meth:`~tenantflow.workflows.gate_waits.Gates.label`
+        does, a run recorded before it by an upsert ahead of any patch check (as 6408cad and earlier releases did)."""
+        if self._lean:
+            self.state.gates.label(TENANT_SLUG, slug)
+        else:
+            workflow.upsert_search_attributes([TENANT_SLUG.value_set(slug)])
 
     async def _apply_and_finish(self, step_input: StepInput, applied: list[EnsureResult]) -> Handover:
         facts = await self.tenant.apply(step_input, applied)

@@ -12,19 +12,23 @@ of the same scenario since (a reminder, ``renew`` waiting at ``approve_plan``, i
 completed offboarding that ends the tenant's running lifecycle; ``lifecycle-expired-latest-record`` a term's
 expiry since ``expiry-offboards-latest-record``: a reminder, the wait for a running onboarding or change (none
 runs), the latest record read (it holds a user an apply added) and the offboarding of its contract started.
+``lifecycle-expired-notifying`` that expiry as a term started today runs it (``renewal-gate-notifications`` too);
+``lifecycle-parentless`` a lifecycle started without its onboarding as parent (bad input), refused at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.models.lifecycle import LifecycleInput
 from tenantflow.models.run_ids import lifecycle_id
 from tenantflow.starter.client import TenantflowClient
 from tests.temporal_env import start_time_skipping
@@ -92,7 +96,11 @@ async def offboarding_ends_term(env: WorkflowEnvironment, api: TenantflowClient,
 
 
 LATEST_RECORD_TENANT = "tenant-term-latest"
-WORLDS = {"lifecycle-expired-latest-record": [change_record(with_dave(example_tenant(LATEST_RECORD_TENANT)))]}
+NOTIFYING_TENANT = "tenant-term-today"
+WORLDS = {
+    "lifecycle-expired-latest-record": [change_record(with_dave(example_tenant(LATEST_RECORD_TENANT)))],
+    "lifecycle-expired-notifying": [change_record(with_dave(example_tenant(NOTIFYING_TENANT)))],
+}
 """The tenant records a recorder's fakes hold before it runs (``records.latest_tenant`` reads them)."""
 
 
@@ -103,6 +111,28 @@ async def lifecycle_expired_latest_record(env: WorkflowEnvironment, api: Tenantf
     await save(term, "lifecycle-expired-latest-record")
 
 
+async def lifecycle_expired_notifying(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    """The same expiry as a term started today runs it: with ``renewal-gate-notifications`` too."""
+    term, _ = await start_term(env, api, example_tenant(NOTIFYING_TENANT), days=2, reminder_days=[1])
+    await env.sleep(timedelta(days=2, minutes=1))
+    await term.result()
+    await save(term, "lifecycle-expired-notifying")
+
+
+async def lifecycle_parentless(env: WorkflowEnvironment, api: TenantflowClient, sink: str) -> None:
+    """A lifecycle started directly, without the onboarding as its parent (bad input): refused at once."""
+    end = await env.get_current_time() + timedelta(days=30)
+    term = await env.client.start_workflow(
+        "TenantLifecycle",
+        LifecycleInput(contract=example_tenant("tenant-term-orphan"), term_end=end),
+        id=lifecycle_id("tenant-term-orphan"),
+        task_queue=api.task_queue,
+    )
+    with contextlib.suppress(WorkflowFailureError):
+        await term.result()
+    await save(term, "lifecycle-parentless")
+
+
 RECORDERS: dict[str, Recorder] = {
     "lifecycle": lifecycle,
     "lifecycle-renew-gated": lifecycle_renew_gated,
@@ -110,6 +140,8 @@ RECORDERS: dict[str, Recorder] = {
     "onboarding-lifecycle": onboarding_lifecycle,
     "offboarding-ends-term": offboarding_ends_term,
     "lifecycle-expired-latest-record": lifecycle_expired_latest_record,
+    "lifecycle-expired-notifying": lifecycle_expired_notifying,
+    "lifecycle-parentless": lifecycle_parentless,
 }
 
 

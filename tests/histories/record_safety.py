@@ -7,7 +7,8 @@ when it opened, escalated and neared its expiry, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
-changed after approval; the read-only ``TenantPlan`` of a contract, one that plans and one its preflight stops;
+changed after approval, a greenfield enrollment as one started today runs it; the read-only ``TenantPlan`` of a
+contract, one that plans and one its preflight stops;
 the read-only ``TenantRecords`` of a cluster's tenant records and ``WorkerClusterRecords`` of an enrolled worker's
 record.
 Run ``python -m tests.histories.record_safety NAME...`` (as root, for the
@@ -67,7 +68,7 @@ async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, *
         async with fake_worker(server, world) as api:
             handle = await api.start_onboarding(example_tenant(f"tenant-{name}"), **options)
             status = await wait_for_stage(api, handle, "gate:approve_plan")
-            if name == "replanned":
+            if name.endswith("replanned"):
                 world.appeared = [PlanStep(layer="kube", kind="Namespace", name="tenant-x", action=Action.adopt)]
             if name == "replan-refused":  # someone else's account appeared: the re-plan's preflight refuses it
                 world.appeared = [PlanStep(layer="identity", kind="User", name="zara", action=Action.adopt)]
@@ -106,7 +107,7 @@ async def after_approval(
     if name == "cancelled":
         await wait_for_stage(api, handle, "apply:kube.quota")
         await handle.cancel()
-    elif name == "replanned":
+    elif name.endswith("replanned"):
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         while status.plan_hash == first_hash:
             status = await wait_for_stage(api, handle, "gate:approve_plan")
@@ -281,6 +282,19 @@ async def replanned(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any,
     return handle
 
 
+async def greenfield(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    """A greenfield enrollment approved at once, as one started today runs (every patch its path checks)."""
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        {"contract": lab.contract().model_dump(mode="json"), "condition_budget_s": 20},
+        id="enroll/forecasting/forecasting-us",
+        task_queue=queue,
+    )
+    status = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", {"plan_hash": status.plan_hash})
+    return handle
+
+
 async def approve_twice(handle: WorkflowHandle[Any, Any], first: RunStatus) -> None:
     """Approve the plan of ``first``, wait until approve_plan opens again with another plan, approve that too."""
     await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
@@ -360,6 +374,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
         "enrollment-resume-expired", True, start_time_skipping, resume_expired
     ),
     "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
+    "enrollment-gate-notified": lambda: with_lab("enrollment-gate-notified", False, start_dev_server, greenfield),
     "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
     "decommission-reset-reapproved": lambda: with_lab(
         "decommission-reset-reapproved", False, start_dev_server, decommission_reapproved

@@ -9,6 +9,7 @@ replayed code through a worker interceptor and compares it, in order, with the
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ TIME_SKIPPING_IDS = {
     "lifecycle-renew-gated": "lifecycle/tenant-term-gated",
     "lifecycle-renewal-notified": "lifecycle/tenant-term-notified",
     "lifecycle-expired-latest-record": "lifecycle/tenant-term-latest",
+    "lifecycle-expired-notifying": "lifecycle/tenant-term-today",
+    "lifecycle-parentless": "lifecycle/tenant-term-orphan",
     "onboarding-lifecycle": "tenant/tenant-onboard-term",
     "offboarding-ends-term": "offboard/tenant-gone",
 }
@@ -92,6 +95,17 @@ def load(path: Path) -> WorkflowHistory:
     text = path.read_text()
     started = WorkflowHistory.from_json(path.stem, text).events[0].workflow_execution_started_event_attributes
     return WorkflowHistory.from_json(started.workflow_id or TIME_SKIPPING_IDS[path.stem], text)
+
+
+@cache
+def patch_ids(path: Path) -> frozenset[str]:
+    """The patch ids of the markers ``path`` recorded (read once per process: test modules that define workflows are
+    imported again for each run in the sandbox)."""
+    return frozenset(
+        PLAIN.payload_converter.from_payloads(list(marker.details["patch-data"].payloads))[0]["id"]
+        for event in load(path).events
+        if (marker := event.marker_recorded_event_attributes).marker_name == "core_patch"
+    )
 
 
 async def replay_strictly(path: Path, workflows: list[type]) -> None:

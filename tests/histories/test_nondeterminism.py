@@ -313,6 +313,13 @@ ROLLBACKS = (
 )
 REPLAN_PREFLIGHTS = ("onboarding-replan-preflighted", "onboarding-replan-refused")
 """Runs whose re-plan after approval ran preflight too (patch ``replan-preflights``; lean-history runs)."""
+TODAY = (
+    "onboarding-lean-completed",
+    "onboarding-lean-rolledback",
+    "onboarding-lean-replanned",
+    "onboarding-lean-refused",
+)
+"""Plain runs of today's code, every patch their path checks (``record_today.py``); all but the last open a gate."""
 GATE_NOTIFIED = ("onboarding-gate-notified-local",)
 """Runs that notified at their gates (patch ``gate-notifications-local``): opened, escalated, deadline."""
 SMOKE_GATED = ("onboarding-smoke-rerun",)
@@ -338,6 +345,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
             *REPLAN_PREFLIGHTS,
             *SMOKE_GATED,
             *GATE_NOTIFIED,
+            *TODAY,
         )
     ],
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
@@ -347,7 +355,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     ],
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS)
+        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS, *TODAY)
     ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithoutSmokeGate, NondeterminismError) for name in SMOKE_GATED],
@@ -356,8 +364,11 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         (name, OnboardingWithUnguardedGateNotifications, NondeterminismError)
         for name in ("onboarding-completed", "onboarding-gate-timeout", *REPLAN_PREFLIGHTS, *SMOKE_GATED)
     ],
-    *[(name, OnboardingWithoutGateNotifications, NondeterminismError) for name in GATE_NOTIFIED],
-    *[(name, OnboardingWithReversedRollback, NondeterminismError) for name in (*ROLLBACKS, *SMOKE_ROLLED_BACK)],
+    *[(name, OnboardingWithoutGateNotifications, NondeterminismError) for name in (*GATE_NOTIFIED, *TODAY[:3])],
+    *[
+        (name, OnboardingWithReversedRollback, NondeterminismError)
+        for name in (*ROLLBACKS, *SMOKE_ROLLED_BACK, "onboarding-lean-rolledback")
+    ],
     *[
         (name, DecommissionRemovingFirst, NondeterminismError)
         for name in ("decommission-completed", "decommission-gated", "decommission-reset-reapproved")

@@ -1,0 +1,120 @@
+"""Unversioned edits of the paths runs started today take fail replay of those paths' histories (issue 26, item 10).
+
+Runs with the patch ``onboarding-lean-history`` (every onboarding started since) run their read-only steps as local
+activities, recorded as markers; runs recorded before it never reach that code. So an extra local read on the lean
+path replays green against every history recorded before the patch, and only histories of lean runs catch it:
+``onboarding-lean-*`` (``record_today.py``), the plain runs of today's code, and the earlier lean ones. A lifecycle
+started today checks ``renewal-gate-notifications`` first and, when it has no parent (bad input), refuses to run
+(``lifecycle-parentless``); ``lifecycle-expired-notifying`` is today's expiry. ``change-gate-notified`` is a
+change as one started today runs it (``record_change.py``), ``enrollment-gate-notified`` such an enrollment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.workflow import NondeterminismError
+
+with workflow.unsafe.imports_passed_through():
+    from tenantflow.models.change import ChangeInput
+    from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult
+    from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
+    from tenantflow.models.runbook import PREFLIGHT
+    from tenantflow.workflows.change import TenantChange
+    from tenantflow.workflows.lifecycle import TenantLifecycle
+    from tenantflow.workflows.onboarding import TenantOnboarding
+    from tests.histories.strict_replay import ArgumentsChanged, patch_ids, replay_strictly
+    from tests.histories.test_nondeterminism import (
+        TODAY,
+        EnrollmentWithOtherBudget,
+        EnrollmentWithTimer,
+        LifecycleOffboardingTheHeldContract,
+        LifecycleWithOtherNotices,
+    )
+
+HISTORIES = Path(__file__).parent
+ONBOARDINGS = sorted(HISTORIES.glob("onboarding-*.json"))
+LEAN = [path.stem for path in ONBOARDINGS if "onboarding-lean-history" in patch_ids(path)]
+BEFORE_LEAN = [path.stem for path in ONBOARDINGS if path.stem not in LEAN]
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithExtraLocalRead(TenantOnboarding):
+    """Today's onboarding whose lean preflight reads one layer once more, as a local activity, without a patch."""
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        facts = await super()._preflight(step_input)
+        if self._lean:
+            await self.state.steps.run(PREFLIGHT[-1], step_input, local=True)
+        return facts
+
+
+def test_todays_plain_runs_are_lean() -> None:
+    assert set(TODAY) <= set(LEAN), LEAN
+
+
+@pytest.mark.parametrize("name", LEAN)
+async def test_an_extra_local_read_fails_replay_of_a_lean_run(name: str) -> None:
+    with pytest.raises(NondeterminismError):
+        await replay_strictly(HISTORIES / f"{name}.json", [OnboardingWithExtraLocalRead])
+
+
+@pytest.mark.parametrize("name", BEFORE_LEAN)
+async def test_runs_recorded_before_the_lean_path_never_reach_it(name: str) -> None:
+    """Why the lean histories are needed: without them the edit above replays green."""
+    await replay_strictly(HISTORIES / f"{name}.json", [OnboardingWithExtraLocalRead])
+
+
+@workflow.defn(name="TenantLifecycle")
+class LifecycleWithoutParentCheck(TenantLifecycle):
+    """A lifecycle that runs without a parent, no longer refusing one (removing the patch check and the failure)."""
+
+    @workflow.run
+    async def run(self, params: LifecycleInput) -> LifecycleResult:
+        if workflow.info().parent is None:
+            return LifecycleResult(
+                tenant=params.contract.slug, status="expired", term_end=params.term_end, offboarding=""
+            )
+        return await super().run(params)
+
+
+@workflow.defn(name="TenantChange")
+class ChangeReadingOnceMore(TenantChange):
+    """A change whose preflight reads the last layer once more (adding an activity)."""
+
+    @workflow.run
+    async def run(self, params: ChangeInput) -> OnboardingResult:
+        return await super().run(params)
+
+    async def _preflight(self, step_input: StepInput) -> Facts:
+        facts = await super()._preflight(step_input)
+        await self.state.steps.run(PREFLIGHT[-1], step_input.model_copy(update={"facts": facts}))
+        return facts
+
+
+TODAYS_CHANGES: list[tuple[str, type, type[Exception]]] = [
+    *[(name, ChangeReadingOnceMore, NondeterminismError) for name in ("change-completed", "change-gate-notified")],
+    ("enrollment-gate-notified", EnrollmentWithTimer, NondeterminismError),
+    ("enrollment-gate-notified", EnrollmentWithOtherBudget, ArgumentsChanged),
+    ("lifecycle-expired-notifying", LifecycleWithOtherNotices, ArgumentsChanged),
+    ("lifecycle-expired-notifying", LifecycleOffboardingTheHeldContract, NondeterminismError),
+    ("lifecycle-parentless", LifecycleWithoutParentCheck, NondeterminismError),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "variant", "error"),
+    TODAYS_CHANGES,
+    ids=[f"{name}-{variant.__name__}" for name, variant, _ in TODAYS_CHANGES],
+)
+async def test_an_unversioned_change_fails_replay_of_todays_runs(
+    name: str, variant: type, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        await replay_strictly(HISTORIES / f"{name}.json", [variant])
