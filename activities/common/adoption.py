@@ -6,7 +6,9 @@ preflight refuses it, :func:`activities.identity.checks.username_findings`), and
 contract's person (:func:`proven`: the account's email is the contract's, compared case-insensitively) or the plan
 line shows what the adoption overwrites (:func:`adoption_detail`: the old and new email, name and the SHA256
 fingerprints of the SSH keys, as ``ssh-keygen -l`` prints them), so the approved plan hash covers exactly those
-values; the plan changes, and ``approve_plan`` opens again, when any of them changes.
+values; the plan changes, and ``approve_plan`` opens again, when any of them changes before the re-plan. At write
+time the step compares the account with the approved line again (:func:`changed_since_approval`) and writes
+nothing to an account that changed since.
 
 The adoption writes :data:`ADOPTED` into the account's attributes: the workflow and run that adopted it, what it
 overwrote (name, email, active, the attributes it set) and whether it added the account to the group. From it
@@ -82,6 +84,24 @@ def adoption_detail(existing: User, user: TenantUser, state: str) -> dict[str, o
     if not existing.is_active:
         detail["is_active"] = "false -> true"
     return detail
+
+
+SHOWN = ("adopt_existing", "proof", "email", "name", "ssh_keys", "is_active")
+"""The keys of an adoption's plan line that describe the existing account (:func:`adoption_detail`)."""
+
+
+def changed_since_approval(approved: dict[str, object], now: User | None, user: TenantUser, state: str) -> list[str]:
+    """How the account ``now`` differs from the adoption line the approver saw (its ``detail``), one
+    ``field: ... when approved, ... now`` each; empty when it is as approved. ``state``: as for
+    :func:`adoption_detail`."""
+    if now is None:
+        return ["account: existed when approved, deleted now"]
+    current = adoption_detail(now, user, state)
+    return [
+        f"{key}: {approved.get(key, 'not shown')} when approved, {current.get(key, 'not shown')} now"
+        for key in SHOWN
+        if approved.get(key) != current.get(key)
+    ]
 
 
 def this_run_ids() -> tuple[str, str]:

@@ -36,13 +36,14 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.checks import (
     account_state,
     authentik_findings,
+    changed_refusal,
+    foreign_refusal,
     ldap_finding,
 )
 from tenantflow.activities.identity.numbers import (
     choose_gid,
     desired_user,
     ldap_provider,
-    other_tenant,
     require_group,
     string_number,
     tenant_of,
@@ -203,39 +204,22 @@ def ensure_group(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _foreign(user: TenantUser, existing: User | None, slug: str) -> ApplicationError | None:
-    """The Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
-    and not adopted by the contract; None when it may be ensured."""
-    if existing is None:
-        return None
-    other = other_tenant(existing, slug)
-    if other:
-        return fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
-    if not tenant_of(existing, slug) and not user.adopt_existing:
-        return fail(
-            "Conflict",
-            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
-            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
-            "person's account",
-        )
-    return None
-
-
 def _raced(ak: AuthentikClient, user: TenantUser, slug: str) -> ApplicationError | None:
-    """After a failed create: the Conflict of :func:`_foreign` when another run created the username since the
-    lookup (two tenants racing for it); None when there is none or it cannot be read (the create's error
-    stands)."""
+    """After a failed create: the Conflict of :func:`~activities.identity.checks.foreign_refusal` when another run
+    created the username since the lookup (two tenants racing for it); None when there is none or it cannot be
+    read (the create's error stands)."""
     try:
         now = ak.users.named(user.username)
     except ApplicationError:
         return None
-    return _foreign(user, now, slug)
+    return foreign_refusal(user, now, slug)
 
 
 def _ensure_user(
     ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
 ) -> tuple[User, EnsureResult]:
-    """Create ``user``, or bring ``existing`` (already checked by :func:`_foreign`) to the contract."""
+    """Create ``user``, or bring ``existing`` (already checked by
+    :func:`~activities.identity.checks.foreign_refusal`) to the contract."""
     desired = desired_user(user, gid)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
@@ -283,8 +267,9 @@ def _ensure_user(
 @defn(runbook.IDENTITY_USERS)
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
-    account is looked up and checked first (a foreign one fails the step before any write), then the users are
-    created or updated a few at a time (:mod:`activities.common.fanout`)."""
+    account is looked up and checked first (a foreign one, or an adopted one that changed since the approval, fails
+    the step before any write), then the users are created or updated a few at a time
+    (:mod:`activities.common.fanout`)."""
     contract = inp.contract
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
@@ -292,9 +277,12 @@ def ensure_users(inp: StepInput) -> StepResult:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
         found = fan_out(ak.users.named, contract.usernames, "lookup")
+        approved = {line.name: line for line in inp.adoptions if line.kind == "User"}
         for user, existing in zip(contract.users, found, strict=True):
-            if (conflict := _foreign(user, existing, contract.slug)) is not None:
+            if (conflict := foreign_refusal(user, existing, contract.slug)) is not None:
                 raise conflict
+            if (changed := changed_refusal(approved.get(user.username), user, existing, contract.slug)) is not None:
+                raise changed
         pairs = list(zip(contract.users, found, strict=True))
         ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
         for user, (record, result) in zip(contract.users, ensured, strict=True):

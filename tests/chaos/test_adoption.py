@@ -6,6 +6,9 @@
 * With ``adopt_existing: true`` and another email the plan line of ``zara`` shows the old and new email, name and
   SSH key fingerprints (as ``ssh-keygen -l`` prints them); approved, the tenant is onboarded and offboarded, and her
   account gets back what tenantflow overwrote and leaves the group, never deactivated.
+* ``zara`` adopted as approved changes her email after the re-plan, while ``identity.group`` is held (its create
+  answered 503 until she has): ``identity.users`` compares her account with the approved line before any write and
+  refuses it naming the field and the fix; the run rolls back and her account is as she made it.
 * A namespace created by hand after the re-plan is adopted by ``kube.namespace`` whose answer is lost (the lab drops
   the PATCH's response after committing it); the retry finds it labelled as ours. A forced failure later
   (``kube.rbac``'s create refused with a 403) rolls the run back: the namespace, which tenantflow never made,
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.runbook import APPLY
+from tenantflow.models.runbook import APPLY, IDENTITY_GROUP
 from tenantflow.models.tenant import TenantContract
 from tests.approvers import reviewer
 from tests.chaos.conftest import Rig, outcome, small_tenant
@@ -158,6 +161,56 @@ async def test_adopting_zara_shows_old_and_new_values_and_gives_her_account_back
         remove_zara(chaos_lab, zara["pk"])
     STATS.runs_completed += 1
     scenario.outcome = "adopted as approved, given back at offboarding"
+
+
+async def test_zara_changed_after_the_approval_is_not_overwritten(rig: Rig, chaos_lab: LabEndpoints) -> None:
+    clear_faults(chaos_lab)
+    scenario = STATS.scenario("adopted account changed after approval: not overwritten")
+    base = small_tenant(chaos_lab, "tenant-zc", ("zara", "zc-b"))
+    users = [u.model_copy(update={"adopt_existing": u.username == "zara"}) for u in base.users]
+    contract = base.model_copy(update={"users": users})
+    zara = make_zara(chaos_lab)
+    try:
+        start, before = chaos_world(chaos_lab), world_snapshot(chaos_lab)
+        handle = await rig.api.start_onboarding(contract)
+        try:
+            status = await rig.api.wait_for_plan(handle.id)
+            assert status.plan_hash
+            create = r"/core/groups/$"
+            set_faults(chaos_lab, [{"methods": ["POST"], "path": create, "error_rate": 1.0}], services=["authentik"])
+            await reviewer(rig.api).approve(handle.id, status.plan_hash)
+            held = await wait_until(
+                rig.api,
+                handle,
+                lambda _: bool(faulted_requests(chaos_lab, "authentik", "POST", create)),
+                what="identity.group's create, held",
+            )
+            assert held.stage == f"apply:{IDENTITY_GROUP.name}", held.stage
+            with authentik_api(chaos_lab) as ak:
+                ak.patch(f"/core/users/{zara['pk']}/", json={"email": "zara@moved.example"}).raise_for_status()
+            moved = zara_now(chaos_lab)
+            clear_faults(chaos_lab)
+            state, message = await outcome(rig.api, handle.id)
+            assert state == "failed" and "zara changed after the plan adopting it was approved" in message, message
+            assert f"email: zara@elsewhere.example -> {contract.users[0].email} when approved" in message, message
+            assert f"zara@moved.example -> {contract.users[0].email} now" in message, message
+            final = await rig.api.status(handle.id)
+            assert final.stage == "rolled-back" and not final.leftovers, final.stage
+            assert zara_now(chaos_lab) == moved, "her account is as she changed it, nothing overwritten"
+        finally:
+            clear_faults(chaos_lab)
+            if await rig.api.running(handle.id):
+                await rig.api.client.get_workflow_handle(handle.id).terminate("the scenario failed")
+            with authentik_api(chaos_lab) as ak:  # she changes it back: the world is then the one before the run
+                ak.patch(f"/core/users/{zara['pk']}/", json={"email": zara["email"]}).raise_for_status()
+        touched = foreign_touched(before, world_snapshot(chaos_lab), (contract.slug, contract.slurm.team_account))
+        scenario.foreign_touched += len(touched)
+        assert not touched, "\n".join(touched)
+        compare_worlds(start, chaos_world(chaos_lab), comparable, scenario=scenario)
+    finally:
+        remove_zara(chaos_lab, zara["pk"])
+    STATS.runs_failed_as_expected += 1
+    scenario.outcome = "refused before any write, rolled back, her account kept"
 
 
 async def test_a_namespace_made_by_hand_after_the_replan_survives_the_rollback(

@@ -2,7 +2,8 @@
 
 The contract's rule: an existing account is adopted only when its email is the contract's, or when the plan line
 shows the old and new email, name and SSH key fingerprints (``ssh-keygen -l`` prints the same ones); undo and the
-tenant's offboarding give back what tenantflow overwrote and remove the membership, and never deactivate it.
+tenant's offboarding give back what tenantflow overwrote and remove the membership, and never deactivate it. An
+account that changed after the plan adopting it was approved is refused at write time, before any write.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from identity_harness import IdentityLab, make_contract, run_activity, ssh_key
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.identity import steps as identity
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
@@ -112,3 +115,24 @@ async def test_offboarding_gives_an_adopted_account_back_and_never_deactivates_i
         [],
         True,
     )
+
+
+async def test_an_adopted_account_changed_after_the_approval_is_not_written(with_parent: IdentityLab) -> None:
+    made = await zara(with_parent, "zara@elsewhere.example")
+    contract = make_contract(usernames=("alice", "zara"), adopt=("zara",))
+    inp = StepInput(contract=contract, run_id=WORKFLOW)
+    approved = [s for s in await run_activity(identity.plan, inp) if s.action.value == "adopt"]
+    group = await run_activity(identity.ensure_group, inp, workflow_id=WORKFLOW)
+    await with_parent.patch(f"/core/users/{made['pk']}/", {"email": "zara@moved.example"})
+    changed = await with_parent.user("zara")
+    await with_parent.reset_journal()
+    step_input = inp.model_copy(update={"facts": group.facts, "adoptions": approved})
+    with pytest.raises(ApplicationError) as caught:
+        await run_activity(identity.ensure_users, step_input, workflow_id=WORKFLOW)
+    assert caught.value.type == "AdoptionRefused" and caught.value.non_retryable
+    said = caught.value.message
+    assert "zara changed after the plan adopting it was approved" in said, said
+    assert "email: zara@elsewhere.example -> zara@tenant-foo.example when approved, " in said, said
+    assert "zara@moved.example -> zara@tenant-foo.example now" in said and "Fix: start the run again" in said, said
+    assert await with_parent.writes() == 0, "nothing written, alice not created either"
+    assert await with_parent.user("zara") == changed
