@@ -1,11 +1,20 @@
-"""The pure parts of adoption (issue 26, item 1): fingerprints as OpenSSH prints them, the proof, giving back."""
+"""The pure parts of adoption (issue 26, item 1): fingerprints as OpenSSH prints them, the proof, giving back, and
+what changed since the approval."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from tenantflow.activities.common.adoption import ADOPTED, fingerprint, fingerprints, give_back, proven
+from tenantflow.activities.common.adoption import (
+    ADOPTED,
+    adoption_detail,
+    changed_since_approval,
+    fingerprint,
+    fingerprints,
+    give_back,
+    proven,
+)
 from tenantflow.activities.common.authentik_client import User
 from tenantflow.models.tenant import TenantUser
 
@@ -52,3 +61,22 @@ def test_giving_back_restores_what_the_adoption_overwrote_and_never_deactivates(
     unmarked = user(groups=["g1"], attributes={"department": "physics"})
     assert give_back(unmarked, "g1") == ({}, True)
     assert give_back(unmarked, "g2") == ({}, False)
+
+
+def test_what_changed_since_the_approval_names_each_field_with_both_values() -> None:
+    person = TenantUser(username="zara", name="Zara", email="zara@t.example", ssh_keys=[KEY], adopt_existing=True)
+    seen = user(email="z@else", attributes={"ssh_keys": KEY})
+    approved = adoption_detail(seen, person, "active, pk 7")
+    assert changed_since_approval(approved, seen, person, "active, pk 7") == []
+    rekeyed = user(email="z@else", name="Zara B", attributes={})
+    assert changed_since_approval(approved, rekeyed, person, "active, pk 7") == [
+        "name: unchanged (Zara) when approved, Zara B -> Zara now",
+        f"ssh_keys: unchanged ({fingerprint(KEY)}) when approved, none -> {fingerprint(KEY)} now",
+    ]
+    off = user(email="z@else", attributes={"ssh_keys": KEY}, is_active=False)
+    assert changed_since_approval(approved, off, person, "inactive, pk 7") == [
+        "adopt_existing: True (existing account: active, pk 7) when approved, True (existing account: inactive, "
+        "pk 7) now",
+        "is_active: not shown when approved, false -> true now",
+    ]
+    assert changed_since_approval(approved, None, person, "") == ["account: existed when approved, deleted now"]
