@@ -13,7 +13,8 @@ serializes its groups with (:meth:`AuthentikClient.parent_field`). Users and gro
 the attribute ``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
 (:mod:`activities.identity.undo`). A username Authentik already knows (active or not) that is not this
 tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
-of another tenant is never taken.
+of another tenant is never taken. An adopted account that no longer is as the approved plan line showed it is
+refused before any write (:func:`~activities.identity.checks.changed_refusal`).
 """
 
 from __future__ import annotations
