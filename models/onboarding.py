@@ -74,7 +74,8 @@ class StepInput(Strict):
         default_factory=list,
         exclude_if=lambda lines: not lines,
         description="the approved plan's adopt lines of this apply step: the existing objects as the approver saw "
-        "them; the step writes none of them that changed since (empty: none, or a run recorded before the check)",
+        "them; the step writes none of them that changed since, nor an existing account of no tenant without a line "
+        "unless its email is the contract's (empty: none, or a run recorded before the check)",
     )
 
 

@@ -1,13 +1,13 @@
 """Identity checks: at preflight Authentik reachable and configured, usernames free or adopted, the LDAP outpost; at
-write time the refusals of ``identity.users`` before it writes (an account that is not ours, or an adopted one that
-changed since the approval)."""
+write time the refusals of ``identity.users`` before it writes (an account that is not ours, one the approved plan
+does not adopt, or an adopted one that changed since the approval)."""
 
 from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import ldap_check
-from tenantflow.activities.common.adoption import adopted_by_this_run, changed_since_approval
+from tenantflow.activities.common.adoption import adopted_by_this_run, changed_since_approval, proven
 from tenantflow.activities.common.authentik_client import AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.fanout import fan_out
@@ -164,4 +164,27 @@ def changed_refusal(
         f"Authentik user {user.username} changed after the plan adopting it was approved ({'; '.join(changes)}); "
         "nothing was written to it. Fix: start the run again, and approve its plan only if the account as it "
         "shows now is this person's",
+    )
+
+
+def unapproved_refusal(
+    line: PlanStep | None, user: TenantUser, existing: User | None, slug: str
+) -> ApplicationError | None:
+    """The refusal when writing ``user`` would adopt ``existing`` without an approval that names it: the account is
+    not the tenant's (no tenantflow marker, not in its group), the approved plan has no adopt line for it (``line``:
+    it appeared after the re-plan, whose line said create) and it does not provably belong to the contract's person
+    (its email is not the contract's). A run whose step got no adopt lines because it was recorded before they were
+    passed (patch ``adoptions-checked-at-write``) cannot be told from that, and is refused the same way: starting
+    again shows the account on the plan. None when the account may be written."""
+    if line is not None or existing is None or tenant_of(existing, slug) or proven(existing, user):
+        return None
+    if adopted_by_this_run(existing) is not None:
+        return None
+    return fail(
+        "AdoptionRefused",
+        f"Authentik user {user.username} exists ({account_state(existing)}, email {existing.email or 'none'}, in no "
+        f"tenant) and the approved plan does not adopt it: it appeared after the plan was made. adopt_existing: true "
+        f"takes an account without an approval naming it only when its email is the contract's ({user.email}); "
+        "nothing was written. Fix: start the run again so that its plan shows the account with its old and new "
+        "values, and approve it only if the account is this person's",
     )

@@ -14,7 +14,8 @@ the attribute ``tenantflow.io/created-by: <workflow id>``, and undo touches only
 (:mod:`activities.identity.undo`). A username Authentik already knows (active or not) that is not this
 tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
 of another tenant is never taken. An adopted account that no longer is as the approved plan line showed it is
-refused before any write (:func:`~activities.identity.checks.changed_refusal`).
+refused before any write (:func:`~activities.identity.checks.changed_refusal`), and so is one the approved plan does
+not adopt, unless its email is the contract's (:func:`~activities.identity.checks.unapproved_refusal`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from tenantflow.activities.identity.checks import (
     changed_refusal,
     foreign_refusal,
     ldap_finding,
+    unapproved_refusal,
 )
 from tenantflow.activities.identity.numbers import (
     choose_gid,
@@ -268,9 +270,9 @@ def _ensure_user(
 @defn(runbook.IDENTITY_USERS)
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
-    account is looked up and checked first (a foreign one, or an adopted one that changed since the approval, fails
-    the step before any write), then the users are created or updated a few at a time
-    (:mod:`activities.common.fanout`)."""
+    account is looked up and checked first (a foreign one, one the approved plan does not adopt and that is not
+    provably the person's, or an adopted one that changed since the approval, fails the step before any write),
+    then the users are created or updated a few at a time (:mod:`activities.common.fanout`)."""
     contract = inp.contract
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
@@ -282,8 +284,10 @@ def ensure_users(inp: StepInput) -> StepResult:
         for user, existing in zip(contract.users, found, strict=True):
             if (conflict := foreign_refusal(user, existing, contract.slug)) is not None:
                 raise conflict
-            if (changed := changed_refusal(approved.get(user.username), user, existing, contract.slug)) is not None:
-                raise changed
+            line = approved.get(user.username)
+            for refusal in (changed_refusal, unapproved_refusal):
+                if (refused := refusal(line, user, existing, contract.slug)) is not None:
+                    raise refused
         pairs = list(zip(contract.users, found, strict=True))
         ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
         for user, (record, result) in zip(contract.users, ensured, strict=True):
