@@ -251,16 +251,18 @@ def _ensure_user(
     added = group.pk not in existing.groups
     if not tenant_of(existing, group.name):  # adopted: its marker keeps what is overwritten
         previous.setdefault("attributes", existing.attributes)
-        patch["attributes"] = {**patch.get("attributes", existing.attributes), ADOPTED: marker(previous, added)}
+        adopted = marker(previous, patch, added)
+        patch["attributes"] = {**patch.get("attributes", existing.attributes), ADOPTED: adopted}
     elif not (patch or added) and (earlier := adopted_by_this_run(existing)) is not None:
         previous, added = give_back(existing, "")[0], bool(earlier.get("added_to_group"))  # its answer was lost
         patch = {}
+    wrote = {key: patch.get(key, getattr(existing, key)) for key in previous}
     current = ak.users.patch(existing.pk, patch) if patch else existing
     if added and group.pk not in existing.groups:
         ak.add_user(group.pk, existing.pk)
     outcome = Outcome.updated if patch or added or previous else Outcome.unchanged
     data = (
-        AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
+        AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk, wrote=wrote)
         if outcome is Outcome.updated
         else AuthentikUser(group_pk=group.pk, pk=existing.pk)
     )

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.identity import steps as identity
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.plan import Action, PlanStep
-from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.models.results import EnsureResult, Outcome, Restored
 
 WORKFLOW = "tenant/tenant-foo"
 
@@ -165,3 +165,34 @@ async def test_an_account_made_after_the_plan_is_adopted_only_when_its_email_is_
     await with_parent.patch(f"/core/users/{made['pk']}/", {"email": "zara@tenant-foo.example"})
     users = await run_activity(identity.ensure_users, step_input, workflow_id=WORKFLOW)
     assert [r.outcome for r in users.results] == [Outcome.created, Outcome.updated], "her own account: proven"
+
+
+@pytest.mark.parametrize("undo_by", ["rollback", "offboarding"])
+async def test_giving_back_leaves_the_email_the_person_set_after_the_adoption(
+    with_parent: IdentityLab, undo_by: str
+) -> None:
+    before = await zara(with_parent, "zara@elsewhere.example")
+    contract = make_contract(usernames=("zara",), adopt=("zara",))
+    inp = StepInput(contract=contract, run_id=WORKFLOW)
+    approved = await adopt_lines(inp)
+    group = await run_activity(identity.ensure_group, inp, workflow_id=WORKFLOW)
+    inp = inp.model_copy(update={"facts": group.facts, "adoptions": approved})
+    users = await run_activity(identity.ensure_users, inp, workflow_id=WORKFLOW)
+    await with_parent.patch(f"/core/users/{before['pk']}/", {"email": "zara@moved.example"})  # her own edit
+    undo = UndoInput(contract=contract, facts=users.facts, step="users", results=users.results)
+    workflow, kind = WORKFLOW, "TenantOnboarding"
+    if undo_by == "offboarding":  # no record of the onboarding's results: every user as a planned creation
+        planned = [EnsureResult(layer="identity", kind="User", name="zara", outcome=Outcome.created)]
+        undo = UndoInput(contract=contract, facts=Facts(), step="users", results=planned)
+        workflow, kind = "offboard/tenant-foo", "TenantOffboarding"
+    (undone,) = await run_activity(identity.undo, undo, workflow_id=workflow, workflow_type=kind)
+    after = await with_parent.user("zara")
+    assert (after["email"], after["name"], after["attributes"], after["groups"], after["is_active"]) == (
+        "zara@moved.example",
+        before["name"],
+        before["attributes"],
+        [],
+        True,
+    )
+    left = undone.data_as(Restored).left_alone or []
+    assert [line.split(", not the")[0] for line in left] == ["email: 'zara@moved.example'"], left

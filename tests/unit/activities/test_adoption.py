@@ -47,6 +47,7 @@ def test_giving_back_restores_what_the_adoption_overwrote_and_never_deactivates(
         "by": "tenant/t",
         "run": "r1",
         "previous": {"name": "Zara E", "email": "z@else", "is_active": False, "attributes": {"ssh_keys": None}},
+        "wrote": {"name": "Zara", "email": "zara@t.example", "attributes": {"ssh_keys": KEY}},
         "added_to_group": True,
     }
     adopted = user(
@@ -55,12 +56,33 @@ def test_giving_back_restores_what_the_adoption_overwrote_and_never_deactivates(
         groups=["g1"],
         attributes={"ssh_keys": KEY, "gidNumber": "4001", "department": "physics", ADOPTED: marker},
     )
-    patch, leave = give_back(adopted, "g1")
+    patch, leave, left = give_back(adopted, "g1")
     assert patch == {"name": "Zara E", "email": "z@else", "attributes": {"gidNumber": "4001", "department": "physics"}}
-    assert leave and "is_active" not in patch
+    assert leave and "is_active" not in patch and not left
     unmarked = user(groups=["g1"], attributes={"department": "physics"})
-    assert give_back(unmarked, "g1") == ({}, True)
-    assert give_back(unmarked, "g2") == ({}, False)
+    assert give_back(unmarked, "g1") == ({}, True, [])
+    assert give_back(unmarked, "g2") == ({}, False, [])
+
+
+def test_giving_back_leaves_what_the_person_changed_since() -> None:
+    marker = {
+        "previous": {"name": "Zara E", "email": "z@else", "attributes": {"ssh_keys": None}},
+        "wrote": {"name": "Zara", "email": "zara@t.example", "attributes": {"ssh_keys": KEY}},
+    }
+    moved = user(name="Zara", email="zara@moved.example", attributes={"ssh_keys": "her own", ADOPTED: marker})
+    patch, _, left = give_back(moved, "")
+    assert patch == {"name": "Zara E", "attributes": {"ssh_keys": "her own"}}
+    assert left == [
+        "email: 'zara@moved.example', not the 'zara@t.example' tenantflow wrote; left as it is, not put back to "
+        "'z@else'",
+        f"attributes.ssh_keys: 'her own', not the {KEY!r} tenantflow wrote; left as it is, not put back to None",
+    ]
+    legacy = user(name="Zara", attributes={ADOPTED: {"previous": {"name": "Zara E"}}})  # recorded before "wrote"
+    assert give_back(legacy, "") == (
+        {"attributes": {}},
+        False,
+        ["name: 'Zara', and no record of what tenantflow wrote; left as it is, not put back to 'Zara E'"],
+    )
 
 
 def test_what_changed_since_the_approval_names_each_field_with_both_values() -> None:
