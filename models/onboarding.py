@@ -11,7 +11,7 @@ from pydantic import Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.gates import Approval, approvals_excluded
-from tenantflow.models.plan import Plan
+from tenantflow.models.plan import Plan, PlanStep
 from tenantflow.models.results import EnsureResult, Finding
 from tenantflow.models.status import RunOutcome
 from tenantflow.models.tenant import TenantContract
@@ -70,6 +70,13 @@ class StepInput(Strict):
     contract: TenantContract
     facts: Facts = Facts()
     run_id: str = Field("", description="workflow id of the run, for idempotency keys and annotations")
+    adoptions: list[PlanStep] = Field(
+        default_factory=list,
+        exclude_if=lambda lines: not lines,
+        description="the approved plan's adopt lines of this apply step: the existing objects as the approver saw "
+        "them; the step writes none of them that changed since, nor an existing account of no tenant without a line "
+        "unless its email is the contract's (empty: none, or a run recorded before the check)",
+    )
 
 
 class StepResult(Strict):

@@ -86,6 +86,9 @@ class AuthentikUser(UndoRecord):
     previous: dict[str, Any] | None = None
     added_to_group: bool | None = None
     pk: int | None = None
+    wrote: dict[str, Any] | None = None
+    """What we wrote over ``previous`` (absent in results recorded before it was kept): undo puts a field back only
+    while it still holds it."""
 
 
 class AuthentikGroup(UndoRecord):
@@ -98,11 +101,13 @@ class AuthentikGroup(UndoRecord):
 
 
 class Restored(UndoRecord):
-    """What an identity undo put back (field names) and whether the user left the group."""
+    """What an identity undo put back (field names), whether the user left the group, and what it left alone."""
 
     tag, keys = "restored", ("restored",)
     restored: list[str] = Field(default_factory=list)
     left_group: bool | None = None
+    left_alone: list[str] | None = None
+    """Fields not put back because they no longer hold what tenantflow wrote (someone changed them since)."""
 
 
 class Kept(UndoRecord):

@@ -8,7 +8,9 @@ for its approval (preflighted and planned again right before the first write, ru
 writes and, when they fail or the run is cancelled, unwinds the saga in the runbook's rollback order
 (``workflows/rollback.py``). :meth:`TenantRun.apply` runs the runbook's apply steps, each on the saga with the plan's
 creations for it (runs recorded with :data:`UNDO_PLANNED_PATCH`): a step can crash after its writes but before its
-result is recorded, and an earlier attempt of a step may have created an object whose answer it lost.
+result is recorded, and an earlier attempt of a step may have created an object whose answer it lost. A step that
+adopts existing objects gets the approved plan's adopt lines for it (:data:`ADOPTIONS_PATCH`) and refuses, before it
+writes, one that changed after the approval: what is applied is exactly what was approved.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ REPLAN_PREFLIGHT_PATCH = "replan-preflights"
 """Histories recorded before the re-plan after approval ran preflight too replay without it."""
 UNDO_PLANNED_PATCH = "undo-planned-creates"
 """Histories recorded before failed steps were compensated replay without it."""
+ADOPTIONS_PATCH = "adoptions-checked-at-write"
+"""Runs recorded before an apply step got the approved plan's adopt lines (to refuse an object changed since the
+approval) replay without them; the marker is written only by a run whose plan adopts something."""
 
 APPROVE_TENANT_PLAN = (
     'Approve the published plan by its exact hash (payload {"plan_hash": "...", "approver": "..."}); '
@@ -162,10 +167,11 @@ class TenantRun:
             state.gates.set_stage(f"apply:{step.name}", f"Applying {step.name}: {step.summary}")
             patched = state.patches.has(UNDO_PLANNED_PATCH)
             planned = self.planned_creates(step) if patched else []
+            arg = step_input.model_copy(update={"facts": facts, "adoptions": self.approved_adoptions(step)})
             try:
                 result = await state.steps.run(
                     step,
-                    step_input.model_copy(update={"facts": facts}),
+                    arg,
                     summary=f"{step.layer}: {step.summary}",
                     wait_for_cancel=patched,
                 )
@@ -181,6 +187,14 @@ class TenantRun:
             state.findings.extend(result.findings)
             facts = self.facts = result.facts
         return facts
+
+    def approved_adoptions(self, step: Step[StepInput, StepResult]) -> list[PlanStep]:
+        """The approved plan's ``adopt`` entries this step writes, as the approver saw them (runs with
+        :data:`ADOPTIONS_PATCH`, asked only when there are any): the step refuses one that changed since."""
+        plan = self.state.plan
+        assert plan is not None
+        lines = [p for p in plan.steps if p.layer == step.layer and p.kind in step.kinds and p.action is Action.adopt]
+        return lines if lines and self.state.patches.has(ADOPTIONS_PATCH) else []
 
     def planned_creates(self, step: Step[StepInput, StepResult]) -> list[PlanStep]:
         """The plan's ``create`` entries this step writes: whatever of them exists later was made by this run."""

@@ -10,8 +10,8 @@ For every username the recorded contract lists and the new one does not (``facts
   gid that tenantflow gave it (``attributes.gidNumber``; ``PATCH /core/users/<pk>/`` replaces ``attributes``) and is
   deactivated (``{"is_active": false}``, never deleted) only when tenantflow created it for this tenant
   (``tenantflow.io/created-by`` is the tenant's run id, ``tenant/<slug>``); an adopted account stays active and gets
-  back what the adoption overwrote (:func:`activities.common.adoption.give_back`). A
-  user that is neither in the group nor ours is left alone.
+  back what the adoption overwrote where it still holds tenantflow's value
+  (:func:`activities.common.adoption.give_back`). A user that is neither in the group nor ours is left alone.
 
 The SSH keys leave the login Secret with ``login.release`` (it renders the new contract's users); the Weka home
 directory is kept. The undo (:func:`undo_removed`) re-adds the association and the membership and reactivates.
@@ -116,7 +116,10 @@ def _remove_member(ak: AuthentikClient, c: TenantContract, name: str) -> EnsureR
     tenant_gid = group.attributes.get("gidNumber") if group is not None else None
     patch: dict[str, Any] = {"is_active": False} if ours(user, c.slug) and user.is_active else {}
     if ADOPTED in user.attributes:  # adopted: what the adoption overwrote goes back, the account stays active
-        patch.update(give_back(user, "")[0])
+        back, _, left = give_back(user, "")
+        patch.update(back)
+        if left:
+            activity.logger.info("change: %s keeps what was changed since its adoption: %s", name, "; ".join(left))
     elif tenant_gid is not None and str(user.attributes.get("gidNumber")) == str(tenant_gid):
         patch["attributes"] = {k: v for k, v in user.attributes.items() if k != "gidNumber"}
     if member and group is not None:

@@ -6,13 +6,16 @@ preflight refuses it, :func:`activities.identity.checks.username_findings`), and
 contract's person (:func:`proven`: the account's email is the contract's, compared case-insensitively) or the plan
 line shows what the adoption overwrites (:func:`adoption_detail`: the old and new email, name and the SHA256
 fingerprints of the SSH keys, as ``ssh-keygen -l`` prints them), so the approved plan hash covers exactly those
-values; the plan changes, and ``approve_plan`` opens again, when any of them changes.
+values; the plan changes, and ``approve_plan`` opens again, when any of them changes before the re-plan. At write
+time the step compares the account with the approved line again (:func:`changed_since_approval`) and writes
+nothing to an account that changed since.
 
 The adoption writes :data:`ADOPTED` into the account's attributes: the workflow and run that adopted it, what it
-overwrote (name, email, active, the attributes it set) and whether it added the account to the group. From it
-an undo whose answer was lost, and the tenant's offboarding (which has no record of the onboarding's results), put
-back what tenantflow changed and remove the membership (:func:`give_back`); an adopted account is never
-deactivated nor deleted.
+overwrote (name, email, active, the attributes it set), what it wrote instead and whether it added the account to
+the group. From it an undo whose answer was lost, and the tenant's offboarding (which has no record of the
+onboarding's results), put back what tenantflow changed where the account still holds tenantflow's value (a field
+the person changed since is left as they made it, and reported) and remove the membership (:func:`give_back`); an
+adopted account is never deactivated nor deleted.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from tenantflow.activities.common.authentik_client import User
 from tenantflow.models.tenant import TenantUser
 
 ADOPTED = "tenantflow.io/adopted"
-"""Attribute of an adopted account: ``{"by": workflow id, "run": run id, "previous": {...}, "added_to_group": ..}``."""
+"""Attribute of an adopted account: ``{"by": workflow id, "run": run id, "previous": {...}, "wrote": {...},
+"added_to_group": ..}``."""
 SET_ATTRIBUTES = ("ssh_keys", "gidNumber")
 """The attributes tenantflow sets on a tenant user (:func:`activities.identity.numbers.desired_user`)."""
 
@@ -84,6 +88,24 @@ def adoption_detail(existing: User, user: TenantUser, state: str) -> dict[str, o
     return detail
 
 
+SHOWN = ("adopt_existing", "proof", "email", "name", "ssh_keys", "is_active")
+"""The keys of an adoption's plan line that describe the existing account (:func:`adoption_detail`)."""
+
+
+def changed_since_approval(approved: dict[str, object], now: User | None, user: TenantUser, state: str) -> list[str]:
+    """How the account ``now`` differs from the adoption line the approver saw (its ``detail``), one
+    ``field: ... when approved, ... now`` each; empty when it is as approved. ``state``: as for
+    :func:`adoption_detail`."""
+    if now is None:
+        return ["account: existed when approved, deleted now"]
+    current = adoption_detail(now, user, state)
+    return [
+        f"{key}: {approved.get(key, 'not shown')} when approved, {current.get(key, 'not shown')} now"
+        for key in SHOWN
+        if approved.get(key) != current.get(key)
+    ]
+
+
 def this_run_ids() -> tuple[str, str]:
     """The workflow id and run id of the running activity (empty outside one)."""
     if not activity.in_activity():
@@ -92,14 +114,17 @@ def this_run_ids() -> tuple[str, str]:
     return info.workflow_id or "", info.workflow_run_id or ""
 
 
-def marker(previous: dict[str, Any], added_to_group: bool) -> dict[str, Any]:
-    """The :data:`ADOPTED` attribute an adoption writes: who adopted, and what it overwrote."""
+def marker(previous: dict[str, Any], patch: dict[str, Any], added_to_group: bool) -> dict[str, Any]:
+    """The :data:`ADOPTED` attribute an adoption writes with ``patch``: who adopted, what it overwrote and what it
+    wrote instead (so giving back touches only what still holds tenantflow's value)."""
     by, run = this_run_ids()
     kept = {key: value for key, value in previous.items() if key != "attributes"}
+    wrote: dict[str, Any] = {key: patch[key] for key in ("name", "email") if key in previous}
     before = previous.get("attributes")
     if before is not None:
         kept["attributes"] = {key: before.get(key) for key in SET_ATTRIBUTES}
-    return {"by": by, "run": run, "previous": kept, "added_to_group": added_to_group}
+        wrote["attributes"] = {key: patch.get("attributes", before).get(key) for key in SET_ATTRIBUTES}
+    return {"by": by, "run": run, "previous": kept, "wrote": wrote, "added_to_group": added_to_group}
 
 
 def adopted_by_this_run(user: User) -> dict[str, Any] | None:
@@ -109,21 +134,53 @@ def adopted_by_this_run(user: User) -> dict[str, Any] | None:
     return found if isinstance(found, dict) and run and found.get("run") == run else None
 
 
-def give_back(user: User, group_pk: str) -> tuple[dict[str, Any], bool]:
+def restore(user: User, previous: dict[str, Any], wrote: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """The PATCH that puts ``previous`` back on ``user`` where it still holds the value tenantflow wrote (``wrote``;
+    attributes key by key), and each field left alone because it holds another value (the person's own later edit,
+    or no record of what tenantflow wrote: an adoption or result recorded before it was kept)."""
+    wrote = wrote or {}
+    patch: dict[str, Any] = {}
+    left: list[str] = []
+
+    def put_back(field: str, old: object, now: object, ours: object, recorded: bool) -> bool:
+        if now == old or (old == ours and recorded):
+            return False
+        if recorded and now == ours:
+            return True
+        wrote_what = f"not the {ours!r} tenantflow wrote" if recorded else "and no record of what tenantflow wrote"
+        left.append(f"{field}: {now!r}, {wrote_what}; left as it is, not put back to {old!r}")
+        return False
+
+    for key, old in previous.items():
+        if key != "attributes" and put_back(key, old, getattr(user, key), wrote.get(key), key in wrote):
+            patch[key] = old
+    if "attributes" in previous:
+        before: dict[str, Any] = previous["attributes"] or {}
+        written: dict[str, Any] = wrote.get("attributes") or {}
+        attributes = dict(user.attributes)
+        for key in sorted(set(before) | set(written)):
+            old, now = before.get(key), user.attributes.get(key)
+            if put_back(f"attributes.{key}", old, now, written.get(key), "attributes" in wrote):
+                if old is None:
+                    attributes.pop(key, None)
+                else:
+                    attributes[key] = old
+        if attributes != user.attributes:
+            patch["attributes"] = attributes
+    return patch, left
+
+
+def give_back(user: User, group_pk: str) -> tuple[dict[str, Any], bool, list[str]]:
     """For an account tenantflow adopted: the PATCH that puts back what the adoption overwrote (only where the
-    account still holds tenantflow's value) and drops the marker, and whether it leaves ``group_pk``. Never
-    ``is_active: false``: an adopted account stays the person's."""
+    account still holds tenantflow's value, :func:`restore`) and drops the marker, whether it leaves ``group_pk``,
+    and the fields left as the person has them now. Never ``is_active: false``: an adopted account stays the
+    person's."""
     found = user.attributes.get(ADOPTED)
+    leave = bool(group_pk) and group_pk in user.groups
     if not isinstance(found, dict):
-        return {}, bool(group_pk) and group_pk in user.groups
-    previous: dict[str, Any] = found.get("previous") or {}
-    patch: dict[str, Any] = {key: previous[key] for key in ("name", "email") if key in previous}
-    attributes = {key: value for key, value in user.attributes.items() if key != ADOPTED}
-    for key, value in (previous.get("attributes") or {}).items():
-        if value is None:
-            attributes.pop(key, None)
-        else:
-            attributes[key] = value
+        return {}, leave, []
+    previous = {key: value for key, value in (found.get("previous") or {}).items() if key != "is_active"}
+    patch, left = restore(user, previous, found.get("wrote"))
+    attributes = {key: value for key, value in patch.get("attributes", user.attributes).items() if key != ADOPTED}
     patch["attributes"] = attributes
-    patch = {key: value for key, value in patch.items() if getattr(user, key) != value}
-    return patch, bool(group_pk) and group_pk in user.groups
+    return {key: value for key, value in patch.items() if getattr(user, key) != value}, leave, left

@@ -1,11 +1,15 @@
-"""Identity preflight checks: Authentik reachable and configured, usernames free or adopted, the LDAP outpost."""
+"""Identity checks: at preflight Authentik reachable and configured, usernames free or adopted, the LDAP outpost; at
+write time the refusals of ``identity.users`` before it writes (an account that is not ours, one the approved plan
+does not adopt, or an adopted one that changed since the approval)."""
 
 from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import ldap_check
+from tenantflow.activities.common.adoption import adopted_by_this_run, changed_since_approval, proven
 from tenantflow.activities.common.authentik_client import AuthentikClient, User
+from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.numbers import (
@@ -13,6 +17,7 @@ from tenantflow.activities.identity.numbers import (
     tenant_of,
 )
 from tenantflow.models import runbook
+from tenantflow.models.plan import PlanStep
 from tenantflow.models.results import Finding, Severity
 from tenantflow.models.tenant import TenantContract, TenantUser
 
@@ -117,3 +122,69 @@ def ldap_finding() -> Finding:
             f"{settings().ldap_bind_secret_namespace}/{settings().ldap_bind_secret}",
         )
     return Finding.passed("identity.ldap_outpost", f"LDAP outpost answered (bind + search, {entries} users)")
+
+
+# -- at write time -------------------------------------------------------------------------------
+
+
+def foreign_refusal(user: TenantUser, existing: User | None, slug: str) -> ApplicationError | None:
+    """The Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
+    and not adopted by the contract; None when it may be ensured."""
+    if existing is None:
+        return None
+    other = other_tenant(existing, slug)
+    if other:
+        return fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
+    if not tenant_of(existing, slug) and not user.adopt_existing:
+        return fail(
+            "Conflict",
+            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
+            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
+            "person's account",
+        )
+    return None
+
+
+def changed_refusal(
+    line: PlanStep | None, user: TenantUser, existing: User | None, slug: str
+) -> ApplicationError | None:
+    """The refusal when ``line`` (the approved plan's adoption of ``user``'s account) no longer describes the account:
+    it changed, was deleted or joined the tenant's group since the approval; None when it is as approved, when this
+    run already adopted it (a retry whose answer was lost) or when the plan adopts nothing for it."""
+    if line is None or (existing is not None and adopted_by_this_run(existing) is not None):
+        return None
+    state = account_state(existing) if existing is not None else ""
+    changes = changed_since_approval(line.detail, existing, user, state)
+    if existing is not None and tenant_of(existing, slug):
+        changes.append(f"group: in no tenant when approved, a member of {slug} now")
+    if not changes:
+        return None
+    return fail(
+        "AdoptionRefused",
+        f"Authentik user {user.username} changed after the plan adopting it was approved ({'; '.join(changes)}); "
+        "nothing was written to it. Fix: start the run again, and approve its plan only if the account as it "
+        "shows now is this person's",
+    )
+
+
+def unapproved_refusal(
+    line: PlanStep | None, user: TenantUser, existing: User | None, slug: str
+) -> ApplicationError | None:
+    """The refusal when writing ``user`` would adopt ``existing`` without an approval that names it: the account is
+    not the tenant's (no tenantflow marker, not in its group), the approved plan has no adopt line for it (``line``:
+    it appeared after the re-plan, whose line said create) and it does not provably belong to the contract's person
+    (its email is not the contract's). A run whose step got no adopt lines because it was recorded before they were
+    passed (patch ``adoptions-checked-at-write``) cannot be told from that, and is refused the same way: starting
+    again shows the account on the plan. None when the account may be written."""
+    if line is not None or existing is None or tenant_of(existing, slug) or proven(existing, user):
+        return None
+    if adopted_by_this_run(existing) is not None:
+        return None
+    return fail(
+        "AdoptionRefused",
+        f"Authentik user {user.username} exists ({account_state(existing)}, email {existing.email or 'none'}, in no "
+        f"tenant) and the approved plan does not adopt it: it appeared after the plan was made. adopt_existing: true "
+        f"takes an account without an approval naming it only when its email is the contract's ({user.email}); "
+        "nothing was written. Fix: start the run again so that its plan shows the account with its old and new "
+        "values, and approve it only if the account is this person's",
+    )

@@ -13,7 +13,9 @@ serializes its groups with (:meth:`AuthentikClient.parent_field`). Users and gro
 the attribute ``tenantflow.io/created-by: <workflow id>``, and undo touches only what it can prove it made
 (:mod:`activities.identity.undo`). A username Authentik already knows (active or not) that is not this
 tenant's is refused at preflight unless the contract sets ``adopt_existing: true`` for that user; a user
-of another tenant is never taken.
+of another tenant is never taken. An adopted account that no longer is as the approved plan line showed it is
+refused before any write (:func:`~activities.identity.checks.changed_refusal`), and so is one the approved plan does
+not adopt, unless its email is the contract's (:func:`~activities.identity.checks.unapproved_refusal`).
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.checks import (
     account_state,
     authentik_findings,
+    changed_refusal,
+    foreign_refusal,
     ldap_finding,
+    unapproved_refusal,
 )
 from tenantflow.activities.identity.numbers import (
     choose_gid,
     desired_user,
     ldap_provider,
-    other_tenant,
     require_group,
     string_number,
     tenant_of,
@@ -203,39 +207,22 @@ def ensure_group(inp: StepInput) -> StepResult:
     return StepResult(results=[result], facts=inp.facts.model_copy(update={"group_pk": group.pk, "group_gid": gid}))
 
 
-def _foreign(user: TenantUser, existing: User | None, slug: str) -> ApplicationError | None:
-    """The Conflict when ``existing`` (the account named like ``user``) is another tenant's, or not this tenant's
-    and not adopted by the contract; None when it may be ensured."""
-    if existing is None:
-        return None
-    other = other_tenant(existing, slug)
-    if other:
-        return fail("Conflict", f"Authentik user {user.username} belongs to tenant {other}; choose another username")
-    if not tenant_of(existing, slug) and not user.adopt_existing:
-        return fail(
-            "Conflict",
-            f"Authentik user {user.username} appeared after the plan ({account_state(existing)}) "
-            "and is not this tenant's; re-plan, and set adopt_existing: true for it only if it is this "
-            "person's account",
-        )
-    return None
-
-
 def _raced(ak: AuthentikClient, user: TenantUser, slug: str) -> ApplicationError | None:
-    """After a failed create: the Conflict of :func:`_foreign` when another run created the username since the
-    lookup (two tenants racing for it); None when there is none or it cannot be read (the create's error
-    stands)."""
+    """After a failed create: the Conflict of :func:`~activities.identity.checks.foreign_refusal` when another run
+    created the username since the lookup (two tenants racing for it); None when there is none or it cannot be
+    read (the create's error stands)."""
     try:
         now = ak.users.named(user.username)
     except ApplicationError:
         return None
-    return _foreign(user, now, slug)
+    return foreign_refusal(user, now, slug)
 
 
 def _ensure_user(
     ak: AuthentikClient, user: TenantUser, existing: User | None, group: Group, gid: int
 ) -> tuple[User, EnsureResult]:
-    """Create ``user``, or bring ``existing`` (already checked by :func:`_foreign`) to the contract."""
+    """Create ``user``, or bring ``existing`` (already checked by
+    :func:`~activities.identity.checks.foreign_refusal`) to the contract."""
     desired = desired_user(user, gid)
     if existing is None:
         attributes = {**desired["attributes"], CREATED_BY: this_workflow()}
@@ -264,16 +251,18 @@ def _ensure_user(
     added = group.pk not in existing.groups
     if not tenant_of(existing, group.name):  # adopted: its marker keeps what is overwritten
         previous.setdefault("attributes", existing.attributes)
-        patch["attributes"] = {**patch.get("attributes", existing.attributes), ADOPTED: marker(previous, added)}
+        adopted = marker(previous, patch, added)
+        patch["attributes"] = {**patch.get("attributes", existing.attributes), ADOPTED: adopted}
     elif not (patch or added) and (earlier := adopted_by_this_run(existing)) is not None:
         previous, added = give_back(existing, "")[0], bool(earlier.get("added_to_group"))  # its answer was lost
         patch = {}
+    wrote = {key: patch.get(key, getattr(existing, key)) for key in previous}
     current = ak.users.patch(existing.pk, patch) if patch else existing
     if added and group.pk not in existing.groups:
         ak.add_user(group.pk, existing.pk)
     outcome = Outcome.updated if patch or added or previous else Outcome.unchanged
     data = (
-        AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk)
+        AuthentikUser(group_pk=group.pk, previous=previous, added_to_group=added, pk=existing.pk, wrote=wrote)
         if outcome is Outcome.updated
         else AuthentikUser(group_pk=group.pk, pk=existing.pk)
     )
@@ -283,8 +272,9 @@ def _ensure_user(
 @defn(runbook.IDENTITY_USERS)
 def ensure_users(inp: StepInput) -> StepResult:
     """Every contract user with name, email, ssh_keys, the tenant gid, and membership of the group. Every
-    account is looked up and checked first (a foreign one fails the step before any write), then the users are
-    created or updated a few at a time (:mod:`activities.common.fanout`)."""
+    account is looked up and checked first (a foreign one, one the approved plan does not adopt and that is not
+    provably the person's, or an adopted one that changed since the approval, fails the step before any write),
+    then the users are created or updated a few at a time (:mod:`activities.common.fanout`)."""
     contract = inp.contract
     results: list[EnsureResult] = []
     users: dict[str, UserFacts] = dict(inp.facts.users)
@@ -292,9 +282,14 @@ def ensure_users(inp: StepInput) -> StepResult:
         provider = ldap_provider(ak)
         group, gid = require_group(ak, contract.slug, provider)
         found = fan_out(ak.users.named, contract.usernames, "lookup")
+        approved = {line.name: line for line in inp.adoptions if line.kind == "User"}
         for user, existing in zip(contract.users, found, strict=True):
-            if (conflict := _foreign(user, existing, contract.slug)) is not None:
+            if (conflict := foreign_refusal(user, existing, contract.slug)) is not None:
                 raise conflict
+            line = approved.get(user.username)
+            for refusal in (changed_refusal, unapproved_refusal):
+                if (refused := refusal(line, user, existing, contract.slug)) is not None:
+                    raise refused
         pairs = list(zip(contract.users, found, strict=True))
         ensured = fan_out(lambda pair: _ensure_user(ak, *pair, group, gid), pairs, "users")
         for user, (record, result) in zip(contract.users, ensured, strict=True):

@@ -11,7 +11,7 @@ alone and reported as kept.
 
 from __future__ import annotations
 
-from tenantflow.activities.common.adoption import ADOPTED, give_back
+from tenantflow.activities.common.adoption import ADOPTED, give_back, restore
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient
 from tenantflow.activities.identity.numbers import may_undo
 from tenantflow.models.results import (
@@ -39,7 +39,9 @@ def tenant_group_pk(ak: AuthentikClient, results: list[EnsureResult], slug: str)
 
 
 def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_found: str = "") -> EnsureResult:
-    """Created users: deactivate and leave the group. Updated users: restore what we changed. An adopted account
+    """Created users: deactivate and leave the group. Updated users: restore what we changed, where it still holds
+    what we wrote (a field changed since is left alone and reported, :func:`~activities.common.adoption.restore`).
+    An adopted account
     (:data:`~activities.common.adoption.ADOPTED`, or no tenantflow ``created-by`` marker at all) reported created
     (the tenant's offboarding) gets back what the adoption overwrote and leaves the group; it stays active.
 
@@ -61,25 +63,21 @@ def undo_user(ak: AuthentikClient, result: EnsureResult, slug: str, group_pk_fou
                 f"({CREATED_BY}={user.attributes.get(CREATED_BY)!r}); left alone",
             )
         if ADOPTED in user.attributes or CREATED_BY not in user.attributes:
-            patch, leave = give_back(user, group_pk)  # adopted (or made by no tenantflow run): never deactivated
+            patch, leave, left = give_back(user, group_pk)  # adopted (or made by no tenantflow run): never deactivated
         else:
-            patch, leave = ({"is_active": False} if user.is_active else {}), group_pk in user.groups
+            patch, leave, left = ({"is_active": False} if user.is_active else {}), group_pk in user.groups, []
     elif not data.pk:
         return _kept(result, f"no record of what this run changed on user {user.username}; left alone")
     else:
-        patch = {key: value for key, value in (data.previous or {}).items() if getattr(user, key) != value}
+        patch, left = restore(user, data.previous or {}, data.wrote)
         leave = bool(data.added_to_group) and group_pk in user.groups
     if patch:
         ak.users.patch(user.pk, patch)
     if leave:
         ak.remove_user(group_pk, user.pk)
     changed = bool(patch or leave)
-    return result.model_copy(
-        update={
-            "outcome": Outcome.updated if changed else Outcome.absent,
-            "data": Restored(restored=sorted(patch), left_group=leave),
-        }
-    )
+    restored = Restored(restored=sorted(patch), left_group=leave, **({"left_alone": left} if left else {}))
+    return result.model_copy(update={"outcome": Outcome.updated if changed else Outcome.absent, "data": restored})
 
 
 def undo_group(ak: AuthentikClient, result: EnsureResult, slug: str) -> EnsureResult:

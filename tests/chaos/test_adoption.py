@@ -4,8 +4,15 @@
   re-plan after approval runs preflight too and refuses her with the fix; nothing is written, nothing adopted, and
   her account is as she left it.
 * With ``adopt_existing: true`` and another email the plan line of ``zara`` shows the old and new email, name and
-  SSH key fingerprints (as ``ssh-keygen -l`` prints them); approved, the tenant is onboarded and offboarded, and her
-  account gets back what tenantflow overwrote and leaves the group, never deactivated.
+  SSH key fingerprints (as ``ssh-keygen -l`` prints them); approved, the tenant is onboarded; she sets her own email,
+  and at offboarding her account gets back what tenantflow overwrote and still holds (her new email stays) and leaves
+  the group, never deactivated.
+* ``zara`` adopted as approved changes her email after the re-plan, while ``identity.group`` is held (its create
+  answered 503 until she has): ``identity.users`` compares her account with the approved line before any write and
+  refuses it naming the field and the fix; the run rolls back and her account is as she made it.
+* ``zara`` made by someone else (another email) after the re-plan, whose line said create, with ``adopt_existing:
+  true``: ``identity.users`` refuses her before any write (no approved line names her, her email is not the
+  contract's); the run rolls back and her account is as she made it.
 * A namespace created by hand after the re-plan is adopted by ``kube.namespace`` whose answer is lost (the lab drops
   the PATCH's response after committing it); the retry finds it labelled as ours. A forced failure later
   (``kube.rbac``'s create refused with a 403) rolls the run back: the namespace, which tenantflow never made,
@@ -20,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tenantflow.lab.endpoints import LabEndpoints
-from tenantflow.models.runbook import APPLY
+from tenantflow.models.runbook import APPLY, IDENTITY_GROUP
 from tenantflow.models.tenant import TenantContract
 from tests.approvers import reviewer
 from tests.chaos.conftest import Rig, outcome, small_tenant
@@ -147,9 +154,14 @@ async def test_adopting_zara_shows_old_and_new_values_and_gives_her_account_back
         assert state == "completed", message
         taken = zara_now(chaos_lab)
         assert taken["email"] == contract.users[0].email and taken["is_active"]
+        with authentik_api(chaos_lab) as ak:  # she sets her own email after the adoption
+            ak.patch(f"/core/users/{zara['pk']}/", json={"email": "zara@moved.example"}).raise_for_status()
         gone = await offboard(rig.api, contract, purge=True)
         assert gone.status == "completed", gone.message
-        assert as_she_left_it(zara_now(chaos_lab)) == as_she_left_it(zara), "her account is hers again, active"
+        mine = as_she_left_it({**zara, "email": "zara@moved.example"})
+        assert as_she_left_it(zara_now(chaos_lab)) == mine, "her account is hers again, active, with her new email"
+        with authentik_api(chaos_lab) as ak:  # she changes it back: the world is then the one before the run
+            ak.patch(f"/core/users/{zara['pk']}/", json={"email": zara["email"]}).raise_for_status()
         touched = foreign_touched(before, world_snapshot(chaos_lab), (contract.slug, contract.slurm.team_account))
         scenario.foreign_touched += len(touched)
         assert not touched, "\n".join(touched)
@@ -158,6 +170,103 @@ async def test_adopting_zara_shows_old_and_new_values_and_gives_her_account_back
         remove_zara(chaos_lab, zara["pk"])
     STATS.runs_completed += 1
     scenario.outcome = "adopted as approved, given back at offboarding"
+
+
+async def test_zara_changed_after_the_approval_is_not_overwritten(rig: Rig, chaos_lab: LabEndpoints) -> None:
+    clear_faults(chaos_lab)
+    scenario = STATS.scenario("adopted account changed after approval: not overwritten")
+    base = small_tenant(chaos_lab, "tenant-zc", ("zara", "zc-b"))
+    users = [u.model_copy(update={"adopt_existing": u.username == "zara"}) for u in base.users]
+    contract = base.model_copy(update={"users": users})
+    zara = make_zara(chaos_lab)
+    try:
+        start, before = chaos_world(chaos_lab), world_snapshot(chaos_lab)
+        handle = await rig.api.start_onboarding(contract)
+        try:
+            status = await rig.api.wait_for_plan(handle.id)
+            assert status.plan_hash
+            create = r"/core/groups/$"
+            set_faults(chaos_lab, [{"methods": ["POST"], "path": create, "error_rate": 1.0}], services=["authentik"])
+            await reviewer(rig.api).approve(handle.id, status.plan_hash)
+            held = await wait_until(
+                rig.api,
+                handle,
+                lambda _: bool(faulted_requests(chaos_lab, "authentik", "POST", create)),
+                what="identity.group's create, held",
+            )
+            assert held.stage == f"apply:{IDENTITY_GROUP.name}", held.stage
+            with authentik_api(chaos_lab) as ak:
+                ak.patch(f"/core/users/{zara['pk']}/", json={"email": "zara@moved.example"}).raise_for_status()
+            moved = zara_now(chaos_lab)
+            clear_faults(chaos_lab)
+            state, message = await outcome(rig.api, handle.id)
+            assert state == "failed" and "zara changed after the plan adopting it was approved" in message, message
+            assert f"email: zara@elsewhere.example -> {contract.users[0].email} when approved" in message, message
+            assert f"zara@moved.example -> {contract.users[0].email} now" in message, message
+            final = await rig.api.status(handle.id)
+            assert final.stage == "rolled-back" and not final.leftovers, final.stage
+            assert zara_now(chaos_lab) == moved, "her account is as she changed it, nothing overwritten"
+        finally:
+            clear_faults(chaos_lab)
+            if await rig.api.running(handle.id):
+                await rig.api.client.get_workflow_handle(handle.id).terminate("the scenario failed")
+            with authentik_api(chaos_lab) as ak:  # she changes it back: the world is then the one before the run
+                ak.patch(f"/core/users/{zara['pk']}/", json={"email": zara["email"]}).raise_for_status()
+        touched = foreign_touched(before, world_snapshot(chaos_lab), (contract.slug, contract.slurm.team_account))
+        scenario.foreign_touched += len(touched)
+        assert not touched, "\n".join(touched)
+        compare_worlds(start, chaos_world(chaos_lab), comparable, scenario=scenario)
+    finally:
+        remove_zara(chaos_lab, zara["pk"])
+    STATS.runs_failed_as_expected += 1
+    scenario.outcome = "refused before any write, rolled back, her account kept"
+
+
+async def test_zara_made_after_the_replan_is_not_adopted_without_an_approval_naming_her(
+    rig: Rig, chaos_lab: LabEndpoints
+) -> None:
+    clear_faults(chaos_lab)
+    scenario = STATS.scenario("zara made after the re-plan (adopt_existing, another email): not adopted")
+    base = small_tenant(chaos_lab, "tenant-zn", ("zara", "zn-b"))
+    users = [u.model_copy(update={"adopt_existing": u.username == "zara"}) for u in base.users]
+    contract = base.model_copy(update={"users": users})
+    start, before = chaos_world(chaos_lab), world_snapshot(chaos_lab)
+    handle = await rig.api.start_onboarding(contract)
+    zara: dict[str, Any] = {}
+    try:
+        status = await rig.api.wait_for_plan(handle.id)
+        assert status.plan is not None and status.plan_hash
+        assert ("zara", "create") in {(s.name, s.action.value) for s in status.plan.steps if s.kind == "User"}
+        create = r"/core/groups/$"
+        set_faults(chaos_lab, [{"methods": ["POST"], "path": create, "error_rate": 1.0}], services=["authentik"])
+        await reviewer(rig.api).approve(handle.id, status.plan_hash)
+        held = await wait_until(
+            rig.api,
+            handle,
+            lambda _: bool(faulted_requests(chaos_lab, "authentik", "POST", create)),
+            what="identity.group's create, held",
+        )
+        assert held.stage == f"apply:{IDENTITY_GROUP.name}", held.stage
+        zara = make_zara(chaos_lab)
+        clear_faults(chaos_lab)
+        state, message = await outcome(rig.api, handle.id)
+        assert state == "failed" and "zara exists" in message and "does not adopt it" in message, message
+        assert "adopt_existing: true" in message and "Fix: start the run again" in message, message
+        final = await rig.api.status(handle.id)
+        assert final.stage == "rolled-back" and not final.leftovers, final.stage
+        assert as_she_left_it(zara_now(chaos_lab)) == as_she_left_it(zara), "her account as she made it"
+    finally:
+        clear_faults(chaos_lab)
+        if await rig.api.running(handle.id):
+            await rig.api.client.get_workflow_handle(handle.id).terminate("the scenario failed")
+        if zara:
+            remove_zara(chaos_lab, zara["pk"])
+    touched = foreign_touched(before, world_snapshot(chaos_lab), (contract.slug, contract.slurm.team_account))
+    scenario.foreign_touched += len(touched)
+    assert not touched, "\n".join(touched)
+    compare_worlds(start, chaos_world(chaos_lab), comparable, scenario=scenario)
+    STATS.runs_failed_as_expected += 1
+    scenario.outcome = "refused before any write, rolled back, her account kept"
 
 
 async def test_a_namespace_made_by_hand_after_the_replan_survives_the_rollback(

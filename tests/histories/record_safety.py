@@ -1,9 +1,9 @@
 """Record the histories of the failure and teardown paths for the replay tests, once.
 
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, the re-plan's preflight (a run
-completed through it, and one it refused), a failed smoke check re-run at ``smoke_failed``, a
-failed rollback resumed at ``retry_rollback`` and one left to expire, a plan gate that notified (local activities)
-when it opened, escalated and neared its expiry, an offboarding
+completed through it, and one it refused), an onboarding that adopts an existing account, a failed smoke check
+re-run at ``smoke_failed``, a failed rollback resumed at ``retry_rollback`` and one left to expire, a plan gate
+that notified (local activities) when it opened, escalated and neared its expiry, an offboarding
 and an enrollment whose plan changed after approval, enrollment compensation that
 goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
 cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
@@ -59,6 +59,16 @@ from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import fake_worker, wait_for_stage, waiting_on_a_timer
 
 Env = Callable[[], Awaitable[WorkflowEnvironment]]
+
+
+ADOPTION = PlanStep(
+    layer="identity",
+    kind="User",
+    name="zara",
+    action=Action.adopt,
+    detail={"proof": "none: approving this plan overwrites the values below", "email": "zara@x.example -> zara@y"},
+)
+"""An approved adoption of an existing account: ``identity.users`` is given it (``adoptions-checked-at-write``)."""
 
 
 async def onboarding(name: str, world: FakeWorld, env: Env = start_dev_server, **options: Any) -> None:
@@ -345,6 +355,7 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "onboarding-replanned": lambda: onboarding("replanned", FakeWorld()),
     "onboarding-replan-preflighted": lambda: onboarding("replan-preflighted", FakeWorld()),
     "onboarding-replan-refused": lambda: onboarding("replan-refused", FakeWorld()),
+    "onboarding-adopted": lambda: onboarding("adopted", FakeWorld(appeared=[ADOPTION])),
     "onboarding-rollback-retried": lambda: onboarding(
         "rollback-retried", FakeWorld(fail_at="storage.quotas", undo_failures={"slurm.undo:accounts": 1})
     ),

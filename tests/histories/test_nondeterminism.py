@@ -31,9 +31,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, NoticeKind
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
-    from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
+    from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput, StepResult
+    from tenantflow.models.plan import PlanStep
     from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import CAPACITY, PREFLIGHT
+    from tenantflow.models.step import Step
     from tenantflow.models.tenant import TenantContract
     from tenantflow.workflows.decommission import WorkerDecommissionWorkflow
     from tenantflow.workflows.enrollment import WorkerEnrollmentWorkflow
@@ -44,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.workflows.patches import Patches
     from tenantflow.workflows.saga import Entry, Saga
     from tenantflow.workflows.smoke_gate import SMOKE_GATE_PATCH, SmokeGate
+    from tenantflow.workflows.tenant_run import TenantRun
     from tests.histories.strict_replay import ArgumentsChanged, replay_strictly
 
 HISTORIES = Path(__file__).parent
@@ -229,6 +232,27 @@ class DecommissionRemovingFirst(WorkerDecommissionWorkflow):
         return removed
 
 
+class RunWithoutAdoptions(TenantRun):
+    """Apply steps no longer given the approved plan's adopt lines, the patch still checked."""
+
+    def approved_adoptions(self, step: Step[StepInput, StepResult]) -> list[PlanStep]:
+        super().approved_adoptions(step)
+        return []
+
+
+@workflow.defn(name="TenantOnboarding")
+class OnboardingWithoutAdoptions(TenantOnboarding):
+    """Onboarding whose ``identity.users`` forgets the approved adoptions (changing an activity's arguments)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tenant = RunWithoutAdoptions(self.state)
+
+    @workflow.run
+    async def run(self, params: OnboardingInput) -> OnboardingResult:
+        return await super().run(params)
+
+
 @workflow.defn(name="TenantOnboarding")
 class OnboardingWithOtherRunId(TenantOnboarding):
     """Onboarding whose preflight gets another run id (changing an activity's arguments)."""
@@ -374,6 +398,8 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in ("decommission-completed", "decommission-gated", "decommission-reset-reapproved")
     ],
     *[(name, OnboardingWithOtherRunId, ArgumentsChanged) for name in ("onboarding-completed", *ROLLBACKS)],
+    ("onboarding-adopted", OnboardingWithoutAdoptions, ArgumentsChanged),
+    ("onboarding-adopted", OnboardingWithExtraStep, NondeterminismError),
     *[
         (name, EnrollmentWithOtherBudget, ArgumentsChanged)
         for name in ENROLLMENTS

@@ -130,7 +130,8 @@ async def test_existing_user_is_patched_and_restored_by_undo(with_parent: Identi
         "/core/users/", {"username": "alice", "name": "Old Name", "attributes": {"department": "ml"}}
     )
     inp = StepInput(contract=contract, run_id="tenant/tenant-foo")
-    _, users, _ = await apply_identity(inp)
+    approved = [s for s in await run_activity(identity.plan, inp) if s.kind == "User"]  # her adopt line
+    _, users, _ = await apply_identity(inp.model_copy(update={"adoptions": approved}))
     assert users.results[0].outcome is Outcome.updated
     patched = await with_parent.user("alice")
     assert patched["name"] == "Alice Researcher" and patched["attributes"]["department"] == "ml"
