@@ -82,12 +82,15 @@ def apply_manifests(store: Store, text: str) -> list[Obj]:
 
 
 def hub_policies(token: str = ORG_ADMIN_TOKEN, namespace: str = TENANT_NS) -> dict[str, Any]:
-    """An organization admin: enrollment objects in the tenant namespace, nothing cluster-scoped."""
+    """An organization admin: enrollment objects in the tenant namespace; of the cluster-scoped objects only reads
+    of Organizations (what the organization selected: its namespaces, Kueue and JobSet versions, preset), never a
+    write (the runbook: the check ``auth can-i create organizations.trainy.ai`` must print ``no``)."""
     return {
         token: {
             "user": f"{namespace}-admin",
             "groups": ["konduktor-hub-users", f"{namespace}-admins"],
             "rules": [
+                {"verbs": ["get", "list"], "apiGroups": ["trainy.ai"], "resources": ["organizations"]},
                 {
                     "verbs": ["*"],
                     "apiGroups": ["trainy.ai"],

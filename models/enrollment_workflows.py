@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
@@ -52,11 +52,29 @@ BOOTSTRAP_COMPONENTS: tuple[tuple[str, str | None, str], ...] = (
 agent, tunnel credentials, log collector, metrics agent and their namespaces and RBAC."""
 VM_OPERATOR_LABEL = "app.kubernetes.io/name=victoria-metrics-operator"
 ADOPTION_REFUSAL = "refuse to adopt existing object not owned by this WorkerCluster"
-KUEUE_IMAGE = "registry.k8s.io/kueue/kueue:v0.16.1"
-JOBSET_IMAGE = "registry.k8s.io/jobset/jobset:v0.8.1"
+
+
+class Dependency(NamedTuple):
+    """Kueue or JobSet on the worker: its controller Deployment, its release images and the Organization's field
+    naming the version the organization selected (runbook: the worker agent "upgrades Kueue and JobSet in place
+    to the versions selected by the organization")."""
+
+    namespace: str
+    deployment: str
+    repository: str
+    """Release images are ``<repository>:<version>`` (kueue.sigs.k8s.io "Installation"; JobSet's chart)."""
+    organization_field: str
+    """The ``spec`` field of the Hub's ``Organization`` (``organizations.trainy.ai``) holding the selected version;
+    no public document names it: the Hub's served CRD does (``tests/lab/test_facts_agree.py`` compares the lab's
+    spelling)."""
+
+    def image(self, version: str) -> str:
+        return f"{self.repository}:{version}"
+
+
 DEPENDENCIES = (
-    ("kueue-system", "kueue-controller-manager", KUEUE_IMAGE),
-    ("jobset-system", "jobset-controller-manager", JOBSET_IMAGE),
+    Dependency("kueue-system", "kueue-controller-manager", "registry.k8s.io/kueue/kueue", "kueueVersion"),
+    Dependency("jobset-system", "jobset-controller-manager", "registry.k8s.io/jobset/jobset", "jobsetVersion"),
 )
 
 Obj = dict[str, Any]

@@ -1,6 +1,7 @@
 """Plain-JSON reads and writes of Kubernetes objects by kind, on one explicit target.
 
-:data:`KINDS` says where each kind lives in the API (group/version, plural, scope);
+:data:`KINDS` says where each kind lives in the API (group/version, plural, scope; for Konduktor's ``trainy.ai``
+group only the group: the version is the one the API server's discovery prefers, asked once per object);
 :class:`KubeObjects` gets, lists, creates, replaces, merge-patches and deletes them as
 plain dicts over :func:`activities.common.kubeclient.request`, for built-in and custom kinds
 alike (no generated models, so fields a model does not know are kept). Every layer,
@@ -9,7 +10,7 @@ the Hub and the worker cluster use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -30,11 +31,19 @@ class Kind:
     api_version: str
     plural: str
     namespaced: bool
+    discovered: bool = False
+    """``api_version`` is only the group; :meth:`KubeObjects.kind` adds the version the target's discovery prefers."""
+
+    def at(self, version: str) -> Kind:
+        """This kind at ``version`` of its (discovered) group."""
+        return replace(self, api_version=f"{self.api_version}/{version}", discovered=False)
 
     def path(self, namespace: str | None = None, name: str = "") -> str:
         """The collection (or, with ``name``, the object) URL path; a namespaced kind without a namespace lists
         across all namespaces. A name or namespace that cannot be one path segment is refused before any request
         (:func:`path_segment`), so no input can steer the request to another object."""
+        if self.discovered:
+            raise ValueError(f"{self.kind}: the version of {self.api_version} comes from discovery (KubeObjects.kind)")
         path_segment(name, "name")
         path_segment(namespace or "", "namespace")
         root = f"/apis/{self.api_version}" if "/" in self.api_version else f"/api/{self.api_version}"
@@ -56,6 +65,8 @@ def path_segment(value: str, field: str) -> None:
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
+TRAINY = "trainy.ai"
+"""Konduktor's API group on the Hub; no public document pins its version, so it is read from discovery."""
 KINDS: dict[str, Kind] = {
     k.kind: k
     for k in (
@@ -82,8 +93,9 @@ KINDS: dict[str, Kind] = {
         Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
         Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
         Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
-        Kind("BootstrapEnrollment", "trainy.ai/v1alpha1", "bootstrapenrollments", True),
-        Kind("WorkerCluster", "trainy.ai/v1alpha1", "workerclusters", True),
+        Kind("BootstrapEnrollment", TRAINY, "bootstrapenrollments", True, discovered=True),
+        Kind("WorkerCluster", TRAINY, "workerclusters", True, discovered=True),
+        Kind("Organization", TRAINY, "organizations", False, discovered=True),
         Kind("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets", True),
         Kind("Workload", KUEUE, "workloads", True),
         Kind("LocalQueue", KUEUE, "localqueues", True),
@@ -105,6 +117,33 @@ class KubeObjects:
     def __init__(self, target: KubeTarget) -> None:
         self.target = target
         self._send = partial(kubeclient.request, target)  # every request of this object goes to its target
+        self._preferred: dict[str, str] = {}
+
+    def kind(self, kind: str) -> Kind:
+        """Where ``kind`` lives on this target: its :data:`KINDS` entry, at the preferred version of a discovered
+        group."""
+        found = KINDS[kind]
+        return found.at(self.preferred_version(found.api_version)) if found.discovered else found
+
+    def preferred_version(self, group: str) -> str:
+        """The version of ``group`` this target prefers: ``GET /apis/<group>``, an ``APIGroup`` whose
+        ``preferredVersion`` says it (Kubernetes API discovery,
+        https://kubernetes.io/docs/concepts/overview/kubernetes-api/#discovery-api); asked once per object. A
+        target that does not serve the group fails (``ApiGroupNotServed``, not retried): it is the wrong cluster
+        or Konduktor is not installed there."""
+        if group not in self._preferred:
+            try:
+                served = self._send("GET", f"/apis/{group}")
+            except ApplicationError as err:
+                if _absent(err):
+                    raise ApplicationError(
+                        f"{self.target.describe()} serves no {group} API (GET /apis/{group}: 404)",
+                        type="ApiGroupNotServed",
+                        non_retryable=True,
+                    ) from None
+                raise
+            self._preferred[group] = str(served["preferredVersion"]["version"])
+        return self._preferred[group]
 
     @property
     def host(self) -> str:
@@ -117,7 +156,7 @@ class KubeObjects:
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Manifest | None:
         try:
-            return self._send("GET", KINDS[kind].path(namespace, name))
+            return self._send("GET", self.kind(kind).path(namespace, name))
         except ApplicationError as err:
             if _absent(err):
                 return None
@@ -125,18 +164,18 @@ class KubeObjects:
 
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Manifest]:
         query = [("labelSelector", label_selector)] if label_selector else []
-        return list(self._send("GET", KINDS[kind].path(namespace), query=query).get("items") or [])
+        return list(self._send("GET", self.kind(kind).path(namespace), query=query).get("items") or [])
 
     def create(self, body: Manifest) -> Manifest:
-        return self._send("POST", KINDS[body["kind"]].path((body.get("metadata") or {}).get("namespace")), body)
+        return self._send("POST", self.kind(body["kind"]).path((body.get("metadata") or {}).get("namespace")), body)
 
     def replace(self, body: Manifest) -> Manifest:
         meta = body["metadata"]
-        return self._send("PUT", KINDS[body["kind"]].path(meta.get("namespace"), meta["name"]), body)
+        return self._send("PUT", self.kind(body["kind"]).path(meta.get("namespace"), meta["name"]), body)
 
     def patch(self, kind: str, name: str, namespace: str | None, body: Manifest) -> Manifest:
         """A JSON merge patch (``None`` removes a key); the object as patched."""
-        return self._send("PATCH", KINDS[kind].path(namespace, name), body, MERGE_PATCH)
+        return self._send("PATCH", self.kind(kind).path(namespace, name), body, MERGE_PATCH)
 
     def delete(self, kind: str, name: str, namespace: str | None = None, uid: str | None = None) -> bool:
         """Delete; False when it was already gone. With ``uid``, only the object of that uid: DeleteOptions
@@ -144,7 +183,7 @@ class KubeObjects:
         another object of that name is a 409 ``Conflict``, raised."""
         options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}} if uid else None
         try:
-            self._send("DELETE", KINDS[kind].path(namespace, name), options)
+            self._send("DELETE", self.kind(kind).path(namespace, name), options)
         except ApplicationError as err:
             if _absent(err):
                 return False

@@ -49,7 +49,7 @@ def invariants(objs: KubeObjects, namespaces: list[str]) -> Invariants:
                     )
                 )
     deps = []
-    for ns, name, _ in DEPENDENCIES:
+    for ns, name, *_ in DEPENDENCIES:
         dep = objs.get("Deployment", name, ns)
         if dep is not None:
             deps.append(

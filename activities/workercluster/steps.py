@@ -19,10 +19,10 @@ from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.workercluster.invariants import invariants, verify_invariants, work_state
 from tenantflow.activities.workercluster.kueue import Kueue, spec_diff
+from tenantflow.activities.workercluster.versions import selected_images
 from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import (
     BOOTSTRAP_COMPONENTS,
-    DEPENDENCIES,
     MANAGED_BY,
     ORIGIN_LABEL,
     RESET_DRY_RUN,
@@ -166,18 +166,16 @@ def check_invariants(step: EnrollmentStep) -> list[Finding]:
 
 @defn(enrollment_steps.WORKER_WAIT_CONVERGENCE)
 def wait_convergence(wait: ConditionWait) -> list[ObjectRef]:
-    """Poll until Kueue and JobSet run the organization images, re-checking the invariants each time."""
+    """Poll until Kueue and JobSet run the images of the versions the organization selected on the Hub,
+    re-checking the invariants each time."""
     objs = KubeObjects(wait.contract.worker)
     recorded = wait.invariants or Invariants()
+    wanted = selected_images(wait.contract)
 
     def pending() -> tuple[Invariants, list[str]]:
         now = verify_invariants(objs, wait.contract.workload_namespaces, recorded)
         images = {ref.key(): ref.image for ref in now.deployments}
-        return now, [
-            f"Deployment/{ns}/{name}"
-            for ns, name, image in DEPENDENCIES
-            if images.get(f"Deployment/{ns}/{name}") != image
-        ]
+        return now, [f"{key} (to {image})" for key, image in wanted.items() if images.get(key) != image]
 
     polled = poll_until(
         pending,

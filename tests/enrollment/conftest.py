@@ -6,7 +6,8 @@ has ``hub-viewer`` and ``worker-viewer`` (read-only tokens) for preflight refusa
 the ``konduktor`` stand-in is the worker's ``KONDUKTOR_BIN``;
 ``kueue_versions`` picks the worker's Kueue flavour (``brownfield_v1beta1``: only v1beta1 served);
 ``pool=True`` seeds a second dispatch-ready WorkerCluster ``forecasting-eu`` with its
-own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` over HTTP.
+own worker store. :meth:`Lab.fault` sets ``/_lab/faults`` and :meth:`Lab.requests` reads ``/_lab/requests`` over
+HTTP.
 """
 
 from __future__ import annotations
@@ -98,15 +99,27 @@ class Lab:
 
     def fault(self, context: str, rules: list[dict[str, object]]) -> None:
         """``PUT /_lab/faults`` on the ``context`` API server (over its HTTPS socket)."""
+        self._control(context, "PUT", "faults", {"rules": rules})
+
+    def requests(self, context: str, clear: bool = False) -> list[dict[str, Any]]:
+        """The ``context`` API server's request journal (``GET /_lab/requests``); ``clear`` empties it instead."""
+        if clear:
+            self._control(context, "DELETE", "requests")
+            return []
+        entries: list[dict[str, Any]] = self._control(context, "GET", "requests")["requests"]
+        return entries
+
+    def _control(self, context: str, method: str, route: str, body: object = None) -> Any:
         request = urllib.request.Request(
-            f"{self.urls[context]}/_lab/faults",
-            method="PUT",
-            data=json.dumps({"rules": rules}).encode(),
+            f"{self.urls[context]}/_lab/{route}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
         )
         tls = ssl.create_default_context(cadata=self.ca_pem.decode())
         with urllib.request.urlopen(request, context=tls) as response:
             assert response.status == 200
+            return json.loads(response.read() or b"null")
 
 
 def use_konduktor_stand_in(tmp: Path) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.enrollment_workflows import KUEUE_IMAGE, WORKER_LABEL
+from tenantflow.models.enrollment_workflows import WORKER_LABEL
 from tenantflow.models.gates import GateAnswer
 from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, wait_stage
 
@@ -39,10 +39,12 @@ async def test_changed_work_during_convergence_stops_cordoned(
     dev_env: WorkflowEnvironment, brownfield: Lab, change: Callable[[Store], None], expect: str
 ) -> None:
     done: list[bool] = []
+    organization = brownfield.hub.get("trainy.ai", "organizations", "forecasting")
+    selected = f"kueue:{organization['spec']['kueueVersion']}"
 
     def on_upgrade(_event: str, key: ObjectKey, obj: dict[str, object]) -> None:
         """The moment the agent moves Kueue to the organization image, someone disturbs the recorded work."""
-        if key.name == "kueue-controller-manager" and not done and KUEUE_IMAGE in str(obj.get("spec")):
+        if key.name == "kueue-controller-manager" and not done and selected in str(obj.get("spec")):
             done.append(True)
             change(brownfield.worker)
 

@@ -5,8 +5,12 @@ here, by name, before any run against the lab fails on it."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+
+from tenantflow import lab
 from tenantflow.lab.konduktor import blob, facts
 from tenantflow.lab.kubeapi import media_types
 from tenantflow.lab.kueue_facts import (
@@ -45,11 +49,22 @@ def test_the_product_names_konduktor_as_the_lab_does(name: str) -> None:
 
 def test_the_product_names_kueue_as_the_lab_does() -> None:
     assert (product.QUEUE_LABEL, product.ORIGIN_LABEL) == (QUEUE_LABEL, ORIGIN_LABEL)
-    organization = {"kueue": "v0.16.1", "jobset": "v0.8.1"}  # the lab's seeded Organization selects these
-    assert list(product.DEPENDENCIES) == [
-        (*KUEUE_DEPLOYMENT, image(KUEUE_IMAGE, organization["kueue"])),
-        (*JOBSET_DEPLOYMENT, image(JOBSET_IMAGE, organization["jobset"])),
+    assert [(d.namespace, d.deployment, d.repository) for d in product.DEPENDENCIES] == [
+        (*KUEUE_DEPLOYMENT, KUEUE_IMAGE),
+        (*JOBSET_DEPLOYMENT, JOBSET_IMAGE),
     ]
+    for dependency in product.DEPENDENCIES:
+        assert dependency.image("v0.9.0") == image(dependency.repository, "v0.9.0")
+
+
+def test_the_product_reads_the_selected_versions_where_the_lab_hub_serves_them() -> None:
+    """The Organization fields the product reads the selected Kueue and JobSet versions from are in the schema of
+    the lab Hub's Organization CRD."""
+    crd = yaml.safe_load((Path(lab.__file__).parent / "crds_enrollment" / "organizations.trainy.ai.yaml").read_text())
+    [served] = crd["spec"]["versions"]
+    fields = served["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    for dependency in product.DEPENDENCIES:
+        assert fields[dependency.organization_field] == {"type": "string"}, dependency
 
 
 @pytest.mark.parametrize(

@@ -229,3 +229,21 @@ def test_a_job_creates_the_search_attributes_as_the_worker_connects(objects: lis
     assert setup["securityContext"] == work["securityContext"] and pod["securityContext"] == worker["securityContext"]
     assert pod["restartPolicy"] == "OnFailure" and pod["automountServiceAccountToken"] is False
     assert job["ttlSecondsAfterFinished"] > 0, "a finished Job is removed, so the next apply can create it again"
+
+
+def test_the_worker_gets_the_konduktor_cli_from_an_init_container(objects: list[dict[str, Any]]) -> None:
+    """README "The konduktor CLI": the init container copies the CLI from the operator's image into an emptyDir the
+    worker mounts read-only, where ``KONDUKTOR_BIN`` points; a plain copy, nothing downloaded at run time."""
+    config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("tenantflow-w"))
+    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    [init], (container,) = worker["initContainers"], worker["containers"]
+    volumes = {v["name"]: v for v in worker["volumes"]}
+    konduktor = Path(config["data"]["KONDUKTOR_BIN"])
+    [mount] = [m for m in container["volumeMounts"] if konduktor.parent == Path(m["mountPath"])]
+    assert mount["readOnly"] is True and set(volumes[mount["name"]]) == {"name", "emptyDir"}
+    [filled] = [m for m in init["volumeMounts"] if m["name"] == mount["name"]]
+    assert not filled.get("readOnly")
+    assert init["command"] == ["cp", "/usr/local/bin/konduktor", str(Path(filled["mountPath"]) / konduktor.name)]
+    assert init["image"] == "registry.example.internal/platform/konduktor:0.1.0", "the overlay's images: entry"
+    assert init["securityContext"] == container["securityContext"]
+    assert {"cpu", "memory"} <= set(init["resources"]["requests"]) & set(init["resources"]["limits"])

@@ -82,7 +82,11 @@ def test_kind_paths_for_core_grouped_namespaced_and_cluster_scoped_kinds() -> No
     assert KINDS["Deployment"].path("ns") == "/apis/apps/v1/namespaces/ns/deployments"
     assert KINDS["Deployment"].path() == "/apis/apps/v1/deployments"
     assert KINDS["Reservation"].path("ignored", "r") == "/apis/scheduling.example.io/v1alpha1/reservations/r"
-    assert KINDS["WorkerCluster"].path("t", "w") == "/apis/trainy.ai/v1alpha1/namespaces/t/workerclusters/w"
+    assert (
+        KINDS["WorkerCluster"].at("v1alpha1").path("t", "w") == "/apis/trainy.ai/v1alpha1/namespaces/t/workerclusters/w"
+    )
+    with pytest.raises(ValueError, match="comes from discovery"):
+        KINDS["WorkerCluster"].path("t", "w")
 
 
 def test_resource_list_quantities_match_by_amount_and_nothing_else_does() -> None:
