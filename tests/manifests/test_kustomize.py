@@ -235,10 +235,16 @@ def test_the_worker_gets_the_konduktor_cli_from_an_init_container(objects: list[
     """README "The konduktor CLI": the init container copies the CLI from the operator's image into an emptyDir the
     worker mounts read-only, where ``KONDUKTOR_BIN`` points; a plain copy, nothing downloaded at run time."""
     config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("tenantflow-w"))
-    worker = by_kind(objects, "Deployment")["tenantflow-worker"]["spec"]["template"]["spec"]
+    deployments = by_kind(objects, "Deployment")
+    for build in BUILDS:
+        worker = deployments[f"tenantflow-worker-{build.replace('.', '-')}"]["spec"]["template"]["spec"]
+        check_konduktor_init(worker, Path(config["data"]["KONDUKTOR_BIN"]))
+
+
+def check_konduktor_init(worker: dict[str, Any], konduktor: Path) -> None:
+    """One build's worker pod: the init container fills the read-only mount ``KONDUKTOR_BIN`` names."""
     [init], (container,) = worker["initContainers"], worker["containers"]
     volumes = {v["name"]: v for v in worker["volumes"]}
-    konduktor = Path(config["data"]["KONDUKTOR_BIN"])
     [mount] = [m for m in container["volumeMounts"] if konduktor.parent == Path(m["mountPath"])]
     assert mount["readOnly"] is True and set(volumes[mount["name"]]) == {"name", "emptyDir"}
     [filled] = [m for m in init["volumeMounts"] if m["name"] == mount["name"]]
