@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.worker.registry import WORKFLOWS
     from tenantflow.workflows.onboarding import TenantOnboarding
     from tenantflow.workflows.search import TENANT_SLUG
+    from tests.chaos.kit import STATS
     from tests.histories.strict_replay import load, replay_strictly
 
 PREVIOUS = Path(__file__).parent / "onboarding-refused-6408cad.json"
@@ -47,7 +48,9 @@ def test_the_history_is_a_refused_run_of_the_previous_release() -> None:
 
 
 async def test_the_previous_release_refused_run_replays() -> None:
+    line = STATS.scenario("previous release's bad-input history (6408cad)")
     await replay_strictly(PREVIOUS, WORKFLOWS)
+    line.outcome = "replays"
 
 
 async def test_checking_the_patch_before_the_slug_fails_its_replay() -> None:
