@@ -1,6 +1,7 @@
 """Offboarding a tenant whose job runs, against the lab's real Slurm daemons (issue 23, item 7): the teardown plan
-lists the job, the job is cancelled (and gone from squeue) before the tenant's accounts are deleted, which
-sacctmgr refuses while a job of theirs is active, and nothing of the tenant is left."""
+lists the job, the job is cancelled (and gone from squeue) before the Slurm undo removes the partition and the
+accounts, and nothing of the tenant is left. Without the drain the job was killed by the partition's removal
+(``NODE_FAIL``), and sacctmgr refuses to delete an account while a job of it is active."""
 
 from __future__ import annotations
 
