@@ -31,3 +31,15 @@ class OffboardingResult(Strict):
     kept: list[PlanStep] = Field(default_factory=list, description="data kept because purge_data was not set")
     approvals: list[Approval] = Field(default_factory=list, description="who answered which gate, when")
     message: str = ""
+
+
+JOB_KIND = "job"
+"""The plan kind of a tenant's Slurm job in a teardown plan (a ``delete`` line: the job is cancelled)."""
+
+
+class JobsToCancel(Strict):
+    """What ``slurm.cancel_jobs`` gets: the tenant and the jobs its approved teardown plan lists (a job of the
+    tenant's accounts that is not among them appeared after the plan; it is cancelled too, and named)."""
+
+    contract: TenantContract
+    planned: list[str] = Field(default_factory=list, description="the ids of the jobs the approved plan lists")

@@ -18,6 +18,7 @@ from tenantflow.models.drift import DriftReport, DriftTarget, FleetDriftInput
 from tenantflow.models.enrollment_steps import ENROLLMENT
 from tenantflow.models.gates import GateNotice
 from tenantflow.models.lifecycle import NoticeSent, TenantRunSeen, TenantRunWait, TermNotice
+from tenantflow.models.offboarding import JobsToCancel
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
 from tenantflow.models.records import (
@@ -167,6 +168,21 @@ RECORD_TENANT: Step[TenantRecord, StoredRecord] = Step(
     "records.tenant", TenantRecord, StoredRecord, summary="store the tenant record in its cluster"
 )
 
+SLURM_JOBS = Step(
+    "slurm.jobs", StepInput, list[PlanStep], summary="slurm: the tenant's running and pending jobs", local=True
+)
+"""An offboarding's plan reads the jobs of the tenant's accounts: each is a ``delete`` line of kind ``job``."""
+CANCEL_TIMEOUT = timedelta(minutes=10)
+SLURM_CANCEL_JOBS = Step(
+    "slurm.cancel_jobs",
+    JobsToCancel,
+    StepResult,
+    summary="cancel the tenant's jobs and wait until none is left",
+    timeout=CANCEL_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+)
+"""Before an offboarding removes anything: sacctmgr refuses to delete an account or user that has active jobs."""
+
 ONBOARDING: tuple[Step[Any, Any], ...] = (
     *PREFLIGHT,
     *PLAN,
@@ -176,8 +192,10 @@ ONBOARDING: tuple[Step[Any, Any], ...] = (
     HANDOVER,
     RECORD_TENANT,
     *ROLLBACK,
+    SLURM_JOBS,
+    SLURM_CANCEL_JOBS,
 )
-"""Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset)."""
+"""Every activity of TenantOnboarding and TenantOffboarding (offboarding uses a subset, and the last two alone)."""
 
 # --- TenantChange (it also runs onboarding's plan, apply, validate, handover and record steps) ---------------------
 

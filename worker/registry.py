@@ -17,6 +17,7 @@ from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
 from tenantflow.activities.records import gate_notify, handover, lifecycle
 from tenantflow.activities.records import steps as records
+from tenantflow.activities.slurm import jobs as slurm_jobs
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.smoke import steps as smoke
 from tenantflow.activities.storage import steps as storage
@@ -54,6 +55,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     identity,
     kube,
     slurm,
+    slurm_jobs,
     storage,
     login,
     smoke,

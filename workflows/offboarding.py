@@ -9,7 +9,11 @@ the new plan and what changed. The teardown then runs the layers'
 ``undo`` activities in the runbook's rollback order (Slurm, Kubernetes,
 Reservation, Weka, Authentik last; users are deactivated, not deleted). An undo
 that keeps failing stops the teardown at the ``retry_rollback`` gate with the
-objects left in ``status`` (``workflows/rollback.py``). The tenant's record gets a
+objects left in ``status`` (``workflows/rollback.py``). Runs with :data:`DRAIN_PATCH` drain Slurm first: the
+plan lists the running and pending jobs of the tenant's accounts (``slurm.jobs``, one ``delete`` line of kind
+``job`` each), and right before the first removal ``slurm.cancel_jobs`` cancels them and waits until none is left
+(sacctmgr refuses to delete an account with active jobs); a job submitted after the plan is cancelled too and
+named in the result's message. The tenant's record gets a
 last version with the status ``offboarded``, and the tenant's lifecycle (the term's timer,
 ``workflows/lifecycle.py``), if one runs, is told so and ends (runs recorded with :data:`END_TERM_PATCH`). What its
 starter could not establish (``OffboardingInput.notes``: the lifecycle at expiry) heads the teardown plan's notes.
@@ -24,12 +28,21 @@ from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from tenantflow.models.lifecycle import OFFBOARDED_SIGNAL
-    from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
+    from tenantflow.models.offboarding import JOB_KIND, JobsToCancel, OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import StepInput
     from tenantflow.models.plan import Action, Plan, PlanStep
     from tenantflow.models.records import RecordStatus, TenantRecord
+    from tenantflow.models.results import EnsureResult, Finding
     from tenantflow.models.run_ids import lifecycle_id
-    from tenantflow.models.runbook import APPLY, CAPACITY, DATA_STEPS, PLAN, RECORD_TENANT
+    from tenantflow.models.runbook import (
+        APPLY,
+        CAPACITY,
+        DATA_STEPS,
+        PLAN,
+        RECORD_TENANT,
+        SLURM_CANCEL_JOBS,
+        SLURM_JOBS,
+    )
 
 from tenantflow.workflows.gate_handlers import GatedWorkflow, yes_no_gate
 from tenantflow.workflows.records import TENANT_RECORD_PATCH, Records
@@ -40,11 +53,27 @@ from tenantflow.workflows.search import TENANT_SLUG
 PRESENT = (Action.unchanged, Action.update)
 END_TERM_PATCH = "offboarding-ends-term"
 """Histories recorded before a completed offboarding ended the tenant's lifecycle replay without it."""
+DRAIN_PATCH = "offboarding-cancels-jobs"
+"""Histories recorded before the offboarding listed and cancelled the tenant's Slurm jobs replay without it."""
 
 
-def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool, notes: list[str] | None = None) -> Plan:
-    """Every existing object of the tenant, marked delete, or leave for data kept; ``notes`` (the starter's) first."""
-    steps: list[PlanStep] = []
+def jobs_note(jobs: list[PlanStep]) -> list[str]:
+    """The teardown plan's note on the tenant's jobs (none when it has none)."""
+    if not jobs:
+        return []
+    return [f"{len(jobs)} running or pending Slurm job(s) of the tenant are cancelled (scancel) and awaited first"]
+
+
+def teardown_plan(
+    slug: str,
+    onboarding_plan: list[PlanStep],
+    purge_data: bool,
+    notes: list[str] | None = None,
+    jobs: list[PlanStep] | None = None,
+) -> Plan:
+    """Every existing object of the tenant, marked delete, or leave for data kept, after the tenant's ``jobs`` to
+    cancel; ``notes`` (the starter's) first."""
+    steps: list[PlanStep] = list(jobs or [])
     for step in APPLY:
         keep = step in DATA_STEPS and not purge_data
         for entry in onboarding_plan:
@@ -58,7 +87,7 @@ def teardown_plan(slug: str, onboarding_plan: list[PlanStep], purge_data: bool, 
                     )
                 )
     kept = [] if purge_data else ["Weka organization, filesystems and quotas are kept (purge_data not set)"]
-    return Plan(title=f"Offboard {slug}", steps=steps, notes=[*(notes or []), *kept])
+    return Plan(title=f"Offboard {slug}", steps=steps, notes=[*(notes or []), *jobs_note(jobs or []), *kept])
 
 
 @workflow.defn(name="TenantOffboarding")
@@ -74,6 +103,7 @@ class TenantOffboarding(GatedWorkflow):
         super().__init__()
         self.records = Records(self.state)
         self.rollback = Rollback(self.state)
+        self._late_jobs: list[Finding] = []
 
     @workflow.run
     async def run(self, params: OffboardingInput) -> OffboardingResult:
@@ -102,6 +132,7 @@ class TenantOffboarding(GatedWorkflow):
             )
         step_input = self._step_input
 
+        cancelled = await self._cancel_jobs(plan) if workflow.patched(DRAIN_PATCH) else []
         saga = Saga()
         for step in APPLY:
             saga.push(
@@ -119,14 +150,27 @@ class TenantOffboarding(GatedWorkflow):
             slug=contract.slug,
             status="completed",
             plan=plan,
-            removed=removed,
+            removed=[*cancelled, *removed],
             kept=[p for p in plan.steps if p.action is Action.leave],
             approvals=state.gates.approvals,
+            message="; ".join(f.message for f in self._late_jobs),
         )
 
     async def _confirm_purge(self, slug: str, escalate: timedelta, expire: timedelta) -> None:
         """Wait at ``confirm_purge`` before the Weka data goes too."""
         await self.state.wait_gate("confirm_purge", f"permanently delete the Weka data of {slug}", escalate, expire)
+
+    async def _cancel_jobs(self, plan: Plan) -> list[EnsureResult]:
+        """Cancel the tenant's Slurm jobs and wait until none is left, before anything is removed; the jobs the plan
+        did not list (submitted after it was read) are cancelled too and kept for the result's message."""
+        planned = [p.name for p in plan.steps if p.layer == SLURM_JOBS.layer and p.kind == JOB_KIND]
+        self.state.gates.set_stage("cancelling-jobs", f"Cancelling the tenant's Slurm jobs ({len(planned)} planned)")
+        done = await self.state.steps.run(
+            SLURM_CANCEL_JOBS, JobsToCancel(contract=self._params.contract, planned=planned)
+        )
+        self._late_jobs = done.findings
+        self.state.findings += done.findings
+        return done.results
 
     async def _end_term(self, slug: str) -> None:
         """Tell the tenant's lifecycle it was offboarded; none runs when it started this offboarding at expiry."""
@@ -148,4 +192,5 @@ class TenantOffboarding(GatedWorkflow):
         present: list[PlanStep] = []
         for read in PLAN:
             present += await steps.run(read, step_input, summary=f"{read.layer}: read")
-        return teardown_plan(contract.slug, present, self._params.purge_data, self._params.notes)
+        jobs = await steps.run(SLURM_JOBS, step_input) if workflow.patched(DRAIN_PATCH) else []
+        return teardown_plan(contract.slug, present, self._params.purge_data, self._params.notes, jobs)

@@ -24,34 +24,16 @@ from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.slurm_cli import SlurmCtl, word, words
+from tenantflow.activities.common.slurm_jobs import jobs
 from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_MARK, DRAIN_REASON
-from tenantflow.models.hostlist import expand_hostlist
 from tenantflow.models.onboarding import StepInput, StepResult
 from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "change"
-JOB_FORMAT = "%i|%u|%T|%N"
 DRAIN_POLL = Backoff(2.0, 1.5, 10.0)
 """Well inside the step's heartbeat timeout: every probe heartbeats the jobs still running."""
-
-
-def jobs(ctl: SlurmCtl, *, users: list[str] | None = None, nodes: list[str] | None = None) -> dict[str, list[str]]:
-    """Running and pending jobs by user (``users``) or by node (``nodes``): key -> ``<id> (<state>)``. Users are
-    matched in the listing rather than with ``squeue -u``, which fails on a name the host cannot resolve."""
-    if not users and not nodes:
-        return {}
-    where = [] if users else ["-w", words(nodes or [])]
-    out = ctl.run(["squeue", "-h", *where, "-o", JOB_FORMAT]).stdout
-    found: dict[str, list[str]] = {}
-    wanted = set(users or nodes or [])
-    for line in out.split("\n"):
-        job, user, state, on = [*line.split("|"), "", "", ""][:4]
-        keys = [user] if users else (expand_hostlist(on) if on else [])
-        for key in (k for k in keys if k in wanted):
-            found.setdefault(key, []).append(f"{job} ({state})")
-    return found
 
 
 def _own_nodes(objs: KubeObjects, contract: TenantContract) -> tuple[list[str], list[Finding]]:

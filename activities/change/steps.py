@@ -14,6 +14,7 @@ from tenantflow.activities.change import capacity as change_capacity
 from tenantflow.activities.change import users as change_users
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.slurm_cli import SlurmCtl
+from tenantflow.activities.common.slurm_jobs import jobs
 from tenantflow.models import runbook
 from tenantflow.models.change import DRAIN_REASON
 from tenantflow.models.onboarding import StepInput, UndoInput
@@ -27,7 +28,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
     c = inp.contract
     steps = change_users.plan_users(c, inp.facts.remove_users) if inp.facts.remove_users else []
     if inp.facts.release_nodes:
-        busy = change_capacity.jobs(SlurmCtl.connect(c.cluster), nodes=inp.facts.release_nodes)
+        busy = jobs(SlurmCtl.connect(c.cluster), nodes=inp.facts.release_nodes)
         steps += [
             PlanStep(
                 layer="capacity",

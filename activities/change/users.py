@@ -24,12 +24,12 @@ from typing import Any
 
 from temporalio import activity
 
-from tenantflow.activities.change.capacity import jobs
 from tenantflow.activities.common.adoption import ADOPTED, give_back
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, User
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.slurm_cli import SlurmCtl
+from tenantflow.activities.common.slurm_jobs import jobs
 from tenantflow.activities.slurm.accounting import Want, add_argv, current_values, delete_argv, foreign, read_world
 from tenantflow.activities.slurm.wants import want_users
 from tenantflow.models import runbook

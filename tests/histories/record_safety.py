@@ -3,10 +3,10 @@
 Offboarding with a confirmed purge, a cancel mid-apply, a re-opened approval, the re-plan's preflight (a run
 completed through it, and one it refused), an onboarding that adopts an existing account, a failed smoke check
 re-run at ``smoke_failed``, a failed rollback resumed at ``retry_rollback`` and one left to expire, a plan gate
-that notified (local activities) when it opened, escalated and neared its expiry, an offboarding
-and an enrollment whose plan changed after approval, enrollment compensation that
-goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a
-cancelled enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
+that notified (local activities) when it opened, escalated and neared its expiry, an offboarding that cancelled
+the tenant's Slurm jobs first, an offboarding and an enrollment whose plan changed after approval, enrollment
+compensation that goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a cancelled
+enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
 changed after approval, a greenfield enrollment as one started today runs it; the read-only ``TenantPlan`` of a
 contract, one that plans and one its preflight stops;
 the read-only ``TenantRecords`` of a cluster's tenant records and ``WorkerClusterRecords`` of an enrolled worker's
@@ -131,7 +131,8 @@ async def after_approval(
 
 
 async def offboarding(name: str, world: FakeWorld, purge: bool, slug: str) -> None:
-    """Record ``offboarding-<name>``; ``replanned``: an object appears between approval and teardown."""
+    """Record ``offboarding-<name>``; ``replanned``: an object appears between approval and teardown;
+    ``cancels-jobs``: the tenant's jobs are planned and cancelled first, one submitted after the plan among them."""
     server = await start_dev_server()
     contract = example_tenant(slug)
     try:
@@ -374,6 +375,9 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "records-worker": lambda: with_lab("records-worker", False, start_dev_server, worker_record),
     "offboarding-purged": lambda: offboarding("purged", FakeWorld(present=True), True, "tenant-offboarded"),
     "offboarding-replanned": lambda: offboarding("replanned", FakeWorld(present=True), False, "tenant-replanned"),
+    "offboarding-cancels-jobs": lambda: offboarding(
+        "cancels-jobs", FakeWorld(present=True, jobs=["4101", "4102"], late_jobs=["4103"]), False, "tenant-drained"
+    ),
     "enrollment-compensation-incomplete": lambda: with_lab(
         "enrollment-compensation-incomplete", False, start_dev_server, compensation
     ),

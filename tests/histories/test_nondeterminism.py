@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult, NoticeKind
     from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
     from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput, StepResult
-    from tenantflow.models.plan import PlanStep
+    from tenantflow.models.plan import Plan, PlanStep
     from tenantflow.models.results import EnsureResult
     from tenantflow.models.runbook import CAPACITY, PREFLIGHT
     from tenantflow.models.step import Step
@@ -114,6 +114,18 @@ class OffboardingWithoutPurgeGate(TenantOffboarding):
 
     async def _confirm_purge(self, slug: str, escalate: timedelta, expire: timedelta) -> None:
         return None
+
+
+@workflow.defn(name="TenantOffboarding")
+class OffboardingLeavingJobs(TenantOffboarding):
+    """Offboarding that removes the accounts without cancelling the tenant's jobs first (removing an activity)."""
+
+    @workflow.run
+    async def run(self, params: OffboardingInput) -> OffboardingResult:
+        return await super().run(params)
+
+    async def _cancel_jobs(self, plan: Plan) -> list[EnsureResult]:
+        return []
 
 
 class NoSmokeGate(SmokeGate):
@@ -375,8 +387,9 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
         (name, OffboardingWithExtraStep, NondeterminismError)
-        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term")
+        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term", "offboarding-cancels-jobs")
     ],
+    ("offboarding-cancels-jobs", OffboardingLeavingJobs, NondeterminismError),
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
         for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS, *TODAY)

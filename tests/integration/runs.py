@@ -15,6 +15,7 @@ from temporalio.service import RPCError
 from tenantflow.activities.common.recordstore import read_latest
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingResult
+from tenantflow.models.plan import Plan
 from tenantflow.models.records import RecordKey, RecordStatus, TenantRecord
 from tenantflow.models.run_ids import lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.targets import KubeTarget
@@ -37,7 +38,10 @@ async def onboard(api: TenantflowClient, contract: TenantContract) -> Onboarding
     return await (await approved(api, contract)).result()
 
 
-async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool) -> OffboardingResult:
+async def offboard(
+    api: TenantflowClient, contract: TenantContract, purge: bool, plans: list[Plan] | None = None
+) -> OffboardingResult:
+    """Offboard ``contract``, approving its teardown plan (appended to ``plans`` when given) as the reviewer."""
     workflow_id = offboarding_id(contract.slug)
     arg = OffboardingInput(contract=contract, purge_data=purge)
     handle = await api.client.start_workflow(
@@ -49,7 +53,9 @@ async def offboard(api: TenantflowClient, contract: TenantContract, purge: bool)
         memo=await api.start_memo(workflow_id, "TenantOffboarding", api.identity, arg),
     )
     status = await wait_for_stage(api, handle, "gate:approve_plan", timeout_s=60)
-    assert status.plan_hash
+    assert status.plan_hash and status.plan is not None
+    if plans is not None:
+        plans.append(status.plan)
     await reviewer(api).approve(handle.id, status.plan_hash)
     if purge:
         await wait_for_stage(api, handle, "gate:confirm_purge")

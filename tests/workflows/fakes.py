@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.models.gates import GateNotice
 from tenantflow.models.lifecycle import NoticeSent
+from tenantflow.models.offboarding import JOB_KIND, JobsToCancel
 from tenantflow.models.onboarding import Handover, StepInput, StepResult, UndoInput
 from tenantflow.models.plan import Action, PlanStep
 from tenantflow.models.records import (
@@ -31,7 +32,7 @@ from tenantflow.models.records import (
     StoredRecord,
     TenantRecord,
 )
-from tenantflow.models.results import EnsureResult, Finding, Outcome
+from tenantflow.models.results import EnsureResult, Finding, Outcome, Severity
 from tenantflow.models.runbook import (
     APPLY,
     CAPACITY,
@@ -43,6 +44,8 @@ from tenantflow.models.runbook import (
     READ_TENANT_RECORDS,
     RECORD_TENANT,
     ROLLBACK,
+    SLURM_CANCEL_JOBS,
+    SLURM_JOBS,
     SMOKE,
     VALIDATE,
 )
@@ -83,6 +86,10 @@ class FakeWorld:
     """Register the fake ``gates.notify`` (False: the worker gets the real one, or none)."""
     gate_notices: list[GateNotice] = field(default_factory=list)
     """What ``gates.notify`` was given, in order (kept apart from ``calls``: a notification is no step of the run)."""
+    jobs: list[str] = field(default_factory=list)
+    """The ids of the tenant's running jobs: ``slurm.jobs`` lists them, ``slurm.cancel_jobs`` cancels them."""
+    late_jobs: list[str] = field(default_factory=list)
+    """Jobs ``slurm.jobs`` does not list but ``slurm.cancel_jobs`` finds (submitted after the plan was read)."""
 
     def activities(self) -> list[Callable[..., Any]]:
         made: list[Callable[..., Any]] = []
@@ -94,6 +101,7 @@ class FakeWorld:
         made.append(self._record(RECORD_TENANT))
         made.append(self._latest(LATEST_TENANT))
         made.append(self._read_tenants(READ_TENANT_RECORDS))
+        made += [self._jobs(SLURM_JOBS), self._cancel_jobs(SLURM_CANCEL_JOBS)]
         if self.gate_notifier:
             made.append(self._gate_notify(GATE_NOTIFY))
         return made
@@ -174,6 +182,31 @@ class FakeWorld:
             return [r.model_copy(update={"outcome": Outcome.deleted}) for r in inp.results]
 
         return undo
+
+    def _jobs(self, step: Step[StepInput, list[PlanStep]]) -> Callable[[StepInput], Awaitable[list[PlanStep]]]:
+        @activity.defn(name=step.name)
+        async def jobs(inp: StepInput) -> list[PlanStep]:
+            await self._read(step.name)
+            return [PlanStep(layer="slurm", kind=JOB_KIND, name=job, action=Action.delete) for job in self.jobs]
+
+        return jobs
+
+    def _cancel_jobs(self, step: Step[JobsToCancel, StepResult]) -> Callable[[JobsToCancel], Awaitable[StepResult]]:
+        @activity.defn(name=step.name)
+        async def cancel(inp: JobsToCancel) -> StepResult:
+            self.calls.append(f"{step.name}:{','.join(inp.planned)}")
+            gone = [*self.jobs, *self.late_jobs]
+            self.jobs, self.late_jobs = [], []
+            return StepResult(
+                results=[EnsureResult(layer="slurm", kind=JOB_KIND, name=job, outcome=Outcome.deleted) for job in gone],
+                findings=[
+                    Finding.failed("slurm.jobs_after_plan", f"job {job} was cancelled too", severity=Severity.warning)
+                    for job in gone
+                    if job not in inp.planned
+                ],
+            )
+
+        return cancel
 
     def _handover(self, step: Step[StepInput, Handover]) -> Callable[[StepInput], Awaitable[Handover]]:
         @activity.defn(name=step.name)

@@ -73,3 +73,21 @@ async def test_purge_needs_the_confirm_purge_gate(dev_env: WorkflowEnvironment) 
     result = await offboard(dev_env, world, purge=True)
     assert result.status == "completed" and not result.kept
     assert "storage.undo:filesystems" in world.calls and "storage.undo:quotas" in world.calls
+
+
+async def test_the_tenants_jobs_are_planned_then_cancelled_before_anything_is_removed(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    world = FakeWorld(present=True, jobs=["101", "102"], late_jobs=["103"])
+    result = await offboard(dev_env, world, purge=False)
+    assert result.status == "completed"
+    assert result.plan is not None
+    assert [(p.layer, p.kind, p.name, p.action) for p in result.plan.steps[:2]] == [
+        ("slurm", "job", "101", Action.delete),
+        ("slurm", "job", "102", Action.delete),
+    ]
+    steps = [c for c in world.calls if ":" in c]
+    assert steps[0] == "slurm.cancel_jobs:101,102", steps
+    assert steps[1] == "login.undo:release", steps
+    assert [r.name for r in result.removed if r.kind == "job"] == ["101", "102", "103"]
+    assert "103" in result.message and "101" not in result.message, result.message
