@@ -1,15 +1,16 @@
 """An offboarding drains the tenant's Slurm jobs first: its plan lists them, then they are cancelled and awaited.
 
-``sacctmgr`` refuses to delete an account or user association while a job of it is active (sacctmgr(1),
-``delete``: "Job(s) active, cancel job(s) before remove"), so an offboarding that removed the accounts with jobs
-running would stop at its undo. ``slurm.jobs`` lists the running and pending jobs charged to the tenant's accounts
-(the organization account and the team account, :func:`activities.slurm.wants.want_accounts`) with squeue
-(:func:`activities.common.slurm_jobs.queued`, ``squeue -h -A <accounts>``): one ``delete`` plan line of kind
-``job`` each, with its user and state. After approval, ``slurm.cancel_jobs`` cancels every job of those accounts
-(``scancel -A <account>`` as root: every user's jobs charged to it, job arrays too) and polls squeue with heartbeats
-until none is listed, within :data:`CANCEL_BUDGET_S`; a job the approved plan did not list (submitted after the
-plan was read) is cancelled as well, and named in a warning finding: the tenant's accounts go either way, and a job
-left running would stop the teardown half-way. Jobs still listed at the end of the budget fail the step, naming
+``sacctmgr`` refuses to delete an account or user association while a job of it is active (sacctmgr(1), ``delete``:
+"Job(s) active, cancel job(s) before remove"), so an offboarding that removed the accounts with jobs running would
+stop at its undo. ``slurm.jobs`` lists the running and pending jobs charged to the tenant's accounts (the organization
+account and the team account, :func:`activities.slurm.wants.want_accounts`) with squeue
+(:func:`activities.common.slurm_jobs.queued`, ``squeue -h -A <accounts>``): one ``delete`` plan line of kind ``job``
+each, with its user (not its state: a pending job that starts between approval and the re-read before the first
+removal would reopen the approval for nothing). After approval, ``slurm.cancel_jobs`` cancels every job of those
+accounts (``scancel -A <account>`` as root: every user's jobs charged to it, job arrays too) and polls squeue with
+heartbeats until none is listed, within :data:`CANCEL_BUDGET_S`; a job the approved plan did not list (submitted after
+the plan was read) is cancelled as well, and named in a warning finding: the tenant's accounts go either way, and a
+job left running would stop the teardown half-way. Jobs still listed at the end of the budget fail the step, naming
 them and the fix, before anything is removed.
 Sources: squeue(1) https://slurm.schedmd.com/squeue.html, scancel(1) https://slurm.schedmd.com/scancel.html
 (``-A, --account``), sacctmgr(1) https://slurm.schedmd.com/sacctmgr.html.
@@ -51,7 +52,7 @@ def plan_line(job: Job) -> PlanStep:
         kind=JOB_KIND,
         name=job.id,
         action=Action.delete,
-        detail={"cancel": f"job {job.id} ({job.user}, {job.state})", "account": job.account},
+        detail={"cancel": f"job {job.id} ({job.user})", "account": job.account},
     )
 
 
