@@ -30,6 +30,9 @@ class LabContext:
     slurm_env: dict[str, str] = field(default_factory=dict)
     """Environment (SLURM_CONF...) under which Slurm commands run on the host."""
     partitions_file: Path | None = None
+    volume_sync_s: float = 0.0
+    """How long a changed partitions ConfigMap takes to reach the slurmctld pod's files (on a cluster the kubelet's
+    sync period plus its cache TTL, often 60-90 s; 0 in the lab unless a test wants the lag). Read at each change."""
     ldap_url: str = ""
     ldap_bind_dn: str = ""
     ldap_bind_password: str = ""

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -64,6 +65,14 @@ def journal_writes(lab: LabEndpoints) -> dict[str, int]:
             and not e["path"].endswith(SESSION_PATHS)
         )
     return counts
+
+
+def exec_commands(lab: LabEndpoints, context: str = "tenant-cluster") -> list[list[str]]:
+    """The argv of every pod exec the apiserver of ``context`` served since the last reset, from its journal (the
+    exec request carries each argument as a ``command`` query parameter)."""
+    with _client(lab.kube_urls[context]) as http:
+        entries = http.get("/_lab/requests").json()["requests"]
+    return [parse_qs(e["query"]).get("command", []) for e in entries if e["path"].endswith("/exec")]
 
 
 def reset_journals(lab: LabEndpoints) -> None:

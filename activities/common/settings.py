@@ -107,6 +107,15 @@ class ServiceSettings(BaseSettings):
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    slurm_partition_budget_s: float = Field(
+        180.0,
+        ge=1,
+        alias="SLURM_PARTITION_BUDGET_S",
+        description="how long slurm.partition waits for a partition change to reach slurmctld: first for "
+        "slurmctld's configuration files to show it (a mounted ConfigMap reaches a pod after the kubelet's sync "
+        "period plus its cache TTL, often 60-90 s), then, after one scontrol reconfigure, for scontrol show "
+        "partition to report it; kept 30 s inside the step's start-to-close timeout",
+    )
     konduktor_bin: str = Field(
         "konduktor",
         alias="KONDUKTOR_BIN",

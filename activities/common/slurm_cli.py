@@ -190,6 +190,17 @@ def parse_keyvalues(output: str) -> dict[str, str]:
     return result
 
 
+def parse_config(output: str) -> dict[str, str]:
+    """``scontrol show config`` (``Key = Value`` lines, scontrol(1)) as a map; headers and lines without a
+    one-word key are skipped, a value keeps any ``=`` of its own."""
+    result: dict[str, str] = {}
+    for line in output.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and len(key.split()) == 1:
+            result[key.strip()] = value.strip()
+    return result
+
+
 def parse_partition(output: str) -> Partition | None:
     fields = parse_keyvalues(output)
     name = fields.get("PartitionName")
@@ -283,6 +294,11 @@ class SlurmCtl:
         if check and out.exit_code != 0:
             raise command_error(argv, out)
         return out
+
+    def config(self) -> dict[str, str]:
+        """The configuration slurmctld runs with and where the pod reads it from (``SLURM_CONF``), as
+        ``scontrol show config`` prints it (https://slurm.schedmd.com/scontrol.html)."""
+        return parse_config(self.run(["scontrol", "show", "config"]).stdout)
 
     def show(self, entity: str, where: Mapping[str, str], columns: Iterable[str]) -> str:
         return self.run(sacctmgr_show(entity, where, columns)).stdout

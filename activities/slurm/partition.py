@@ -1,28 +1,52 @@
 """The tenant's Slurm partition through the Slurm operator's ConfigMap ``slurm-partitions``.
 
 One ``<slug>.conf`` key per tenant, never ``scontrol create``. The operator renders
-the ConfigMap into slurm.conf (SUNK's slurm-operator; nothing of ours marks when it
-did), so after a write :func:`confirm_partition` runs ``scontrol reconfigure`` and
-``scontrol show partition`` with backoff until slurmctld itself reports the
-partition with the wanted nodes (or, after a removal, no longer knows it); then
-:func:`partition_problems` compares what slurmctld reports (Nodes, MaxTime,
-AllowAccounts, OverSubscribe, ...) with the contract. The partition's ``AllowAccounts`` lists the tenant account
-and its team sub-account, because Slurm matches job accounts exactly and users
-submit under the sub-account.
+the ConfigMap into a file slurm.conf ``Include``s, and the kubelet brings a changed ConfigMap
+volume into the slurmctld pod after its sync period plus its cache TTL, often 60-90 s
+(https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically;
+Slinky's chart mounts its slurm ConfigMap into the slurmctld container as a projected volume). Nothing of
+ours marks when that happened, so after a write :func:`confirm_partition` reads the files slurmctld reads
+(``SLURM_CONF`` from ``scontrol show config`` and what it ``Include``s, with ``cat`` in the slurmctld
+container) until they show the change, then runs ``scontrol reconfigure`` once ("instruct all Slurm daemons
+to re-read the configuration file", https://slurm.schedmd.com/scontrol.html; from Slurm 23.11 it restarts
+slurmctld, so it is never repeated on a shared controller), then polls ``scontrol show partition`` only until
+slurmctld reports the partition with the wanted nodes (or, after a removal, no longer knows it), all within
+``SLURM_PARTITION_BUDGET_S``, heartbeating. Then :func:`partition_problems` compares what slurmctld reports
+(Nodes, MaxTime, AllowAccounts, OverSubscribe, ...) with the contract. The partition's ``AllowAccounts`` lists
+the tenant account and its team sub-account, because Slurm matches job accounts exactly and users submit under
+the sub-account.
 """
 
 from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+
+from temporalio import activity
 
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.common.slurm_cli import Partition, SlurmCtl, parse_partition, same_duration, word
+from tenantflow.activities.common.slurm_cli import (
+    UNAVAILABLE_PATTERNS,
+    Partition,
+    SlurmCtl,
+    command_error,
+    parse_partition,
+    same_duration,
+    word,
+)
 from tenantflow.activities.slurm.wants import allow_accounts
 from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.tenant import TenantContract
 
-CONFIRM_BUDGET_S = 50.0
+RESTART_GRACE_S = 30.0
+"""How long slurmctld may not answer after ``scontrol reconfigure`` (from Slurm 23.11 a restart, seconds on a
+sound configuration) before the step fails with the command's retryable error."""
 MAX_TIME_FIX = (
     "set MaxTime=UNLIMITED (or at least the contract's wall limit) in the partition definition and "
     "tell the tenant the wall limit at handover"
@@ -78,34 +102,112 @@ def reports(part: Partition | None, nodes: list[str] | None) -> bool:
     return part is None if nodes is None else part is not None and sorted(part.nodes) == sorted(nodes)
 
 
+def confirm_budget_s() -> float:
+    """``SLURM_PARTITION_BUDGET_S``, kept 30 s inside what is left of the attempt's start-to-close timeout (a
+    restore after a failed wait gets the rest, not a second full budget)."""
+    budget = settings().slurm_partition_budget_s
+    info = activity.info() if activity.in_activity() else None
+    if info is None or info.start_to_close_timeout is None:
+        return budget
+    left = info.started_time + info.start_to_close_timeout - datetime.now(UTC)
+    return max(min(budget, left.total_seconds() - 30), 1.0)
+
+
+def config_files(ctl: SlurmCtl) -> list[str]:
+    """slurm.conf as the slurmctld container reads it (``SLURM_CONF`` of ``scontrol show config``) and the
+    files it ``Include``s, a relative one from slurm.conf's folder (https://slurm.schedmd.com/slurm.conf.html,
+    Include)."""
+    conf = ctl.config().get("SLURM_CONF", "")
+    if not conf.startswith("/"):
+        raise fail("Invalid", f"scontrol show config names no slurm.conf (SLURM_CONF={conf!r})")
+    text = ctl.run(["cat", conf]).stdout
+    folder = PurePosixPath(conf).parent
+    included = [str(folder / m) for m in re.findall(r"(?im)^[ \t]*include[ \t]+(\S+)", text)]
+    return [conf, *included]
+
+
+def configured_nodes(text: str, slug: str) -> list[str] | None:
+    """The nodes of partition ``slug`` in configuration ``text`` (None when no line defines it); keywords are
+    case-insensitive, the name is not."""
+    for line in text.splitlines():
+        tokens = line.split()
+        if not tokens or not tokens[0].lower().startswith("partitionname="):
+            continue
+        fields = {key.lower(): value for key, _, value in (t.partition("=") for t in tokens)}
+        if fields["partitionname"] == slug:
+            nodes = fields.get("nodes", "")
+            return sorted(expand_hostlist(nodes)) if nodes else []
+    return None
+
+
 def confirm_partition(
-    ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float = CONFIRM_BUDGET_S
+    ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float | None = None
 ) -> Partition | None:
-    """Reconfigure and read the partition back until slurmctld reports it with ``nodes`` (None: until it is
-    gone); a timeout error naming what slurmctld still reports."""
+    """Wait until slurmctld's configuration files define the partition with ``nodes`` (None: no longer define
+    it), run ``scontrol reconfigure`` once, then read the partition back until slurmctld reports it so; a
+    timeout error naming what the files or slurmctld still show."""
+    budget = confirm_budget_s() if budget_s is None else budget_s
+    deadline = time.monotonic() + budget
     want = None if nodes is None else sorted(nodes)
+    target = "to be gone" if want is None else f"with Nodes={compress_hostlist(want)}"
+    files = config_files(ctl)
 
-    def probe() -> Partition | None:
-        ctl.run(["scontrol", "reconfigure"])
-        return live_partition(ctl, c)
+    def in_files() -> list[str] | None:
+        return configured_nodes(ctl.run(["cat", *files]).stdout, c.slug)
 
+    observed = poll_until(
+        in_files,
+        lambda got: got == want,
+        every=from_poll_interval(),
+        budget_s=budget,
+        detail=lambda got: f"waiting for {', '.join(files)} to show partition {c.slug} {target}",
+    )
+    if not observed.done:
+        seen = "no such partition" if observed.value is None else f"Nodes={compress_hostlist(observed.value)}"
+        raise fail(
+            "Timeout",
+            f"slurmctld's configuration ({', '.join(files)}) still shows {seen} for partition {c.slug} "
+            f"{budget:.0f} s after ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); "
+            "check that the Slurm operator renders the ConfigMap into those files and its logs, or raise "
+            "SLURM_PARTITION_BUDGET_S",
+        )
+    ctl.run(["scontrol", "reconfigure"])
     waited = poll_until(
-        probe,
+        restarted_partition(ctl, c),
         lambda part: reports(part, nodes),
         every=from_poll_interval(),
-        budget_s=budget_s,
-        detail=lambda part: f"waiting for slurmctld to report partition {c.slug}",
+        budget_s=max(deadline - time.monotonic(), RESTART_GRACE_S),
+        detail=lambda part: f"waiting for slurmctld to report partition {c.slug} {target}",
     )
     if not waited.done:
         seen = "no such partition" if waited.value is None else f"Nodes={waited.value.get('Nodes')}"
-        target = "to be gone" if want is None else f"with Nodes={compress_hostlist(want)}"
         raise fail(
             "Timeout",
-            f"slurmctld still reports {seen} for partition {c.slug} {budget_s:.0f} s after "
-            f"ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); check "
-            "that the Slurm operator renders the ConfigMap into slurm.conf and its logs",
+            f"slurmctld still reports {seen} for partition {c.slug} after scontrol reconfigure although "
+            f"{files[0]} and its includes define it {target}; check slurmctld's log for errors in the "
+            "configuration",
         )
     return waited.value
+
+
+def restarted_partition(ctl: SlurmCtl, c: TenantContract) -> Callable[[], Partition | None]:
+    """A probe of the partition slurmctld reports after a reconfigure, which from Slurm 23.11 restarts it: while
+    it does not answer (:data:`UNAVAILABLE_PATTERNS`) the probe reports a partition without nodes (neither gone
+    nor the wanted one), and after :data:`RESTART_GRACE_S` of silence it raises the command's retryable error."""
+    argv = ["scontrol", "show", "partition", word(c.slug)]
+    silent: list[float] = []
+
+    def probe() -> Partition | None:
+        out = ctl.run(argv, check=False)
+        if out.exit_code == 0 or not UNAVAILABLE_PATTERNS.search(f"{out.stderr}\n{out.stdout}"):
+            silent.clear()
+            return parse_partition(out.stdout) if out.exit_code == 0 else None
+        silent.append(time.monotonic())
+        if silent[-1] - silent[0] > RESTART_GRACE_S:
+            raise command_error(argv, out)
+        return Partition(name=c.slug, fields={})
+
+    return probe
 
 
 def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> list[str]:

@@ -2,7 +2,8 @@
 
 Every command runs in the slurmctld pod of ``contract.cluster`` (see
 :class:`activities.common.slurm_cli.SlurmCtl`). The desired objects come from
-:mod:`activities.slurm.wants`, sacctmgr reads, writes and undo from
+:mod:`activities.slurm.wants`, the preflight's enforcement check from
+:mod:`activities.slurm.enforcement`, sacctmgr reads, writes and undo from
 :mod:`activities.slurm.accounting`, the partition from :mod:`activities.slurm.partition`.
 """
 
@@ -26,6 +27,7 @@ from tenantflow.activities.slurm.accounting import (
     read_world,
     undo_results,
 )
+from tenantflow.activities.slurm.enforcement import enforcement_problems
 from tenantflow.activities.slurm.partition import (
     confirm_partition,
     line_nodes,
@@ -113,6 +115,11 @@ def preflight(inp: StepInput) -> StepResult:
     )
     if findings and not all(f.ok for f in findings):
         return StepResult(facts=inp.facts, findings=findings)
+    problems = enforcement_problems(ctl.config())
+    for problem in problems:
+        check("enforcement", False, problem.message, problem.fix)
+    if not problems:
+        check("enforcement", True, "slurmctld enforces association and QoS limits and tracks gres/gpu")
     world = read_world(ctl, c)
     org = world.organizations.get(c.slug)
     check(

@@ -2,7 +2,10 @@
 
 Operator: the ConfigMap ``slurm-control/slurm-partitions`` (one ``<slug>.conf`` key
 per partition line, created empty if missing) is rendered into
-``ctx.partitions_file`` (pulled into slurm.conf by ``Include``); then the ConfigMap
+``ctx.partitions_file`` (pulled into slurm.conf by ``Include``), ``ctx.volume_sync_s`` after the change
+when set (the kubelet brings a changed ConfigMap volume into a pod after its sync period plus its cache TTL,
+https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically;
+what is rendered then is the ConfigMap as it is by that time); then the ConfigMap
 is annotated with ``slurm.tenantflow.io/rendered-hash`` = the hash of the data it
 rendered, so a client knows when its change is live and may ``scontrol
 reconfigure``. Data that is not a ``PartitionName=`` line is refused with
@@ -19,7 +22,8 @@ Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` r
 for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
 only for an allow-list of Slurm clients plus ``getent`` and ``cat`` (``cat`` only
 below the lab's job directory, the lab's home root, or the home of the file's owner:
-where jobs write their output).
+where jobs write their output; and slurm.conf and the partitions file it includes, which the
+slurmctld container of a real cluster reads from its mounted configuration too).
 The working directory is that job directory; ``lab/bin`` (stand-in ``nvidia-smi``,
 ``all_reduce_perf`` and ``df``, since the lab has no GPU and no Weka client) leads
 ``PATH`` and ``LAB_MOUNT_TABLE`` names the stand-in Weka mounts; ``sbatch`` exports
@@ -42,7 +46,7 @@ import logging
 import os
 import pwd
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +90,13 @@ def exec_env(ctx: LabContext) -> dict[str, str]:
     env["PATH"] = f"{LAB_BIN}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
     env["LAB_MOUNT_TABLE"] = str(weka_mounts.mount_table(ctx.state_dir))
     return env
+
+
+def config_files(ctx: LabContext) -> tuple[Path, ...]:
+    """The configuration files slurmctld reads: ``SLURM_CONF`` and the partitions file it includes."""
+    conf = ctx.slurm_env.get("SLURM_CONF")
+    files = (Path(conf) if conf else None, ctx.partitions_file)
+    return tuple(f.resolve() for f in files if f is not None)
 
 
 def pitfall_env(state_dir: Path | None) -> dict[str, str]:
@@ -162,10 +173,17 @@ class SlurmExec:
 class PartitionsOperator:
     """Renders the partitions ConfigMap into the partitions file and annotates what it rendered."""
 
-    def __init__(self, store: Store, partitions_file: Path, state_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        partitions_file: Path,
+        state_dir: Path | None = None,
+        sync_s: Callable[[], float] = lambda: 0.0,
+    ) -> None:
         self.store = store
         self.partitions_file = partitions_file
         self.state_dir = state_dir
+        self.sync_s = sync_s
 
     def ensure_configmap(self) -> None:
         try:
@@ -190,6 +208,24 @@ class PartitionsOperator:
     def on_event(self, event_type: str, key: ObjectKey, obj: dict[str, Any]) -> None:
         if key.resource != "configmaps" or key.namespace != NAMESPACE or key.name != CONFIGMAP:
             return
+        delay = self.sync_s()
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self.render_current)
+            return
+        self.render(event_type, obj)
+
+    def render_current(self) -> None:
+        """Render the ConfigMap as the store holds it now (a lagging kubelet sync sees the latest version)."""
+        try:
+            obj = self.store.get("", "configmaps", CONFIGMAP, NAMESPACE)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            self.render("DELETED", {})
+            return
+        self.render("MODIFIED", obj)
+
+    def render(self, event_type: str, obj: dict[str, Any]) -> None:
         data = {} if event_type == "DELETED" else dict(obj.get("data") or {})
         bad = sorted(k for k, v in data.items() if not k.endswith(".conf") or not _partition_line(v))
         annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -307,12 +343,14 @@ async def watch(sidecars: list[asyncio.Task[None]]) -> None:
 
 async def run(ctx: LabContext) -> None:
     store = ctx.stores[CONTEXT]
-    handler = SlurmExec(exec_env(ctx), job_dir(ctx), (host_users.home_root(ctx.state_dir),), ctx.state_dir)
+    handler = SlurmExec(
+        exec_env(ctx), job_dir(ctx), (host_users.home_root(ctx.state_dir), *config_files(ctx)), ctx.state_dir
+    )
     for prefix in ("slurmctld-", "slurmd-"):
         ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
     unsubscribe = None
     if ctx.partitions_file is not None:
-        operator = PartitionsOperator(store, ctx.partitions_file, ctx.state_dir)
+        operator = PartitionsOperator(store, ctx.partitions_file, ctx.state_dir, lambda: ctx.volume_sync_s)
         operator.ensure_configmap()
         unsubscribe = store.subscribe(operator.on_event, replay=True)
     sidecars: list[asyncio.Task[None]] = []

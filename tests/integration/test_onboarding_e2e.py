@@ -21,7 +21,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tests.integration.runs import offboard, onboard
-from tests.labfixture import journal_writes, lab_worker, reset_journals, snapshot, whole_lab
+from tests.labfixture import exec_commands, journal_writes, lab_worker, reset_journals, snapshot, whole_lab
 from tests.workflows.contract import EXAMPLES
 
 
@@ -86,12 +86,18 @@ def check_field_managers(lab: LabEndpoints, contract: TenantContract, result: On
         assert "tenantflow" in managers and "OpenAPI-Generator" not in managers, (res, managers)
 
 
+def reconfigures(lab: LabEndpoints) -> int:
+    """``scontrol reconfigure`` commands the slurmctld pod was asked to run since the journals were reset."""
+    return sum(1 for argv in exec_commands(lab) if argv == ["scontrol", "reconfigure"])
+
+
 async def check_rerun_writes_nothing(api: TenantflowClient, lab: LabEndpoints, contract: TenantContract) -> None:
     reset_journals(lab)
     again = await onboard(api, contract)
     assert again.status == "completed"
     assert all(not r.wrote for r in again.applied), [r for r in again.applied if r.wrote]
     assert sum(journal_writes(lab).values()) == 0, journal_writes(lab)
+    assert reconfigures(lab) == 0, "an unchanged partition needs no scontrol reconfigure"
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +124,11 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
     lab = any_lab
     contract = load_tenant(EXAMPLES / "tenant-foo.yaml")
     async with lab_worker(dev_env.client, lab) as api:
+        reset_journals(lab)
         result = await onboard(api, contract)
         try:
             check_runbook_objects(lab, result)
+            assert reconfigures(lab) == 1, "one onboarding issues exactly one scontrol reconfigure (issue 23)"
             check_field_managers(lab, contract, result)
             check_tenant_group_nested(lab)
             await check_rerun_writes_nothing(api, lab, contract)
