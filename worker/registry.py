@@ -15,7 +15,7 @@ from tenantflow.activities.hub import steps as hub
 from tenantflow.activities.identity import steps as identity
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
-from tenantflow.activities.records import gate_notify, handover, lifecycle
+from tenantflow.activities.records import gate_notify, handover, hold, lifecycle
 from tenantflow.activities.records import steps as records
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.smoke import steps as smoke
@@ -32,6 +32,7 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
 from tenantflow.workflows.record_reads import TenantRecords, WorkerClusterRecords
+from tenantflow.workflows.tenant_hold import TenantHold
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
@@ -40,6 +41,7 @@ WORKFLOWS: list[type] = [
     TenantOnboarding,
     TenantChange,
     TenantOffboarding,
+    TenantHold,
     TenantLifecycle,
     *enrollment.WORKFLOWS,
     *decommission.WORKFLOWS,
@@ -66,6 +68,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     records,
     drift,
     lifecycle,
+    hold,
     gate_notify,
     change,
 )

@@ -334,6 +334,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in (
             "onboarding-completed",
             "onboarding-lifecycle",
+            "onboarding-hold-completed",
             *ROLLBACKS,
             *REPLAN_PREFLIGHTS,
             *SMOKE_GATED,
@@ -343,11 +344,17 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
         (name, OffboardingWithExtraStep, NondeterminismError)
-        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term")
+        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term", "offboarding-hold-refused")
     ],
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS)
+        for name in (
+            "onboarding-completed",
+            "onboarding-hold-completed",
+            "onboarding-replanned",
+            *ROLLBACKS,
+            *REPLAN_PREFLIGHTS,
+        )
     ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithoutSmokeGate, NondeterminismError) for name in SMOKE_GATED],

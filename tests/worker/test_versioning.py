@@ -27,6 +27,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import deployment_config, run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.approvers import as_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -43,7 +44,11 @@ async def versioned_worker(
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_worker(
-            settings, stop, client, workflows=[TenantOnboarding, TenantOffboarding], activities=world.activities()
+            settings,
+            stop,
+            client,
+            workflows=[TenantOnboarding, TenantOffboarding, TenantHold],
+            activities=world.activities(),
         )
     )
     try:
