@@ -23,6 +23,10 @@ FIXES: dict[str, str] = {
     "ValidationError": "correct the contract value the message names (`tenantflow validate FILE`), then start the "
     "run again",
     "GateExpired": "nobody answered the gate in time: start the run again and answer its gate before the deadline",
+    "TenantHeld": "another run of the tenant holds it (the message names it): wait for it to end (`tenantflow "
+    "status` of it) or cancel it, then start the run again",
+    "TenantHoldStuck": "the tenant's hold outlived the run that held it: terminate `hold/<slug>` (`temporal workflow "
+    "terminate`), then start the run again",
     "RollbackIncomplete": "remove the objects `tenantflow status ID` lists as left (or fix why their undo fails and "
     "answer retry_rollback) before starting again",
 }
@@ -31,6 +35,7 @@ DEFAULT_FIX = "correct what the message names, then start the run again; the wor
 ROLLBACK_OF_STAGE: dict[str, str] = {
     "preflight-failed": "nothing was written: the run stopped at its preflight",
     "rejected": "nothing was written: the plan was rejected",
+    "refused": "nothing was written: the run was refused before its first step",
     "rolled-back": "everything the run applied was undone, in the runbook's rollback order",
     "rollback-incomplete": "incomplete: some objects are left (`tenantflow status ID` lists them, with why)",
     "stopped-enrolled": "the worker stays enrolled (it was uncordoned): see the findings of `tenantflow status ID`",

@@ -28,6 +28,12 @@ def decommission_id(namespace: str, workercluster: str) -> str:
     return f"decommission/{namespace}/{workercluster}"
 
 
+def hold_id(slug: str) -> str:
+    """The workflow id of a tenant's hold (``TenantHold``): the child its running onboarding, change or offboarding
+    starts first, so a second of them finds the id taken (``workflows/tenant_hold.py``)."""
+    return f"hold/{slug}"
+
+
 def lifecycle_id(slug: str) -> str:
     """The workflow id of a tenant's lifecycle: one per tenant."""
     return f"lifecycle/{slug}"

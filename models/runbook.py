@@ -33,6 +33,7 @@ from tenantflow.models.records import (
 )
 from tenantflow.models.results import EnsureResult
 from tenantflow.models.step import STEP_TIMEOUT, WAIT_HEARTBEAT, Step
+from tenantflow.models.tenant_hold import TenantHolder
 
 LONG_TIMEOUT = timedelta(minutes=15)
 SMOKE_TIMEOUT = timedelta(minutes=30)
@@ -285,6 +286,21 @@ LATEST_TENANT: Step[RecordKey, LatestContract] = Step(
 LIFECYCLE: tuple[Step[Any, Any], ...] = (REMINDER_DAYS, NOTIFY, WAIT_TENANT_RUN, LATEST_TENANT)
 """Every activity of TenantLifecycle."""
 
+# --- The tenant's hold (one run per tenant) ------------------------------------------------------------------------
+
+TENANT_HOLDER: Step[str, TenantHolder] = Step(
+    "records.tenant_holder",
+    str,
+    TenantHolder,
+    summary="ask which run holds the tenant (its hold's parent) and whether it still runs",
+    timeout=timedelta(seconds=30),
+    heartbeat=None,
+    local=True,
+)
+"""A run whose claim of the tenant's hold failed asks this (``workflows/tenant_hold.py``): two reads of Temporal."""
+HOLD: tuple[Step[Any, Any], ...] = (TENANT_HOLDER,)
+"""Every activity of claiming a tenant's hold (TenantOnboarding, TenantChange, TenantOffboarding)."""
+
 # --- Every gated workflow --------------------------------------------------------------------------------------
 
 GATE_NOTIFY: Step[GateNotice, NoticeSent] = Step(
@@ -302,6 +318,6 @@ GATES: tuple[Step[Any, Any], ...] = (GATE_NOTIFY,)
 """The activities every gated workflow may run at its gates (``workflows/gate_waits.py``)."""
 
 CATALOGUE: dict[str, Step[Any, Any]] = {
-    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *RECORD_READS, *LIFECYCLE, *GATES)
+    step.name: step for step in (*ONBOARDING, *CHANGE, *ENROLLMENT, *DRIFT, *RECORD_READS, *LIFECYCLE, *HOLD, *GATES)
 }
 """Every step by activity name: the worker registers exactly these activities."""

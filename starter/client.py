@@ -38,14 +38,14 @@ from tenantflow.models.change import CHANGE_WORKFLOW, ChangeInput
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import DecommissionResult, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan, SmokeChoice, SmokeFailedAnswer
-from tenantflow.models.lifecycle import RenewTerm, TermStatus
+from tenantflow.models.lifecycle import LifecycleResult, RenewTerm, TermStatus
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
 from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
 from tenantflow.models.run_ids import enrollment_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter import summaries
-from tenantflow.starter.exclusive import withdrawn_for
+from tenantflow.starter.exclusive import running
 from tenantflow.starter.run_kinds import (
     DECOMMISSION_RUN,
     ENROLLMENT_RUN,
@@ -100,8 +100,13 @@ class TenantflowClient(SigningClient):
         rival: str | None = None,
     ) -> WorkflowHandle[W, R]:
         """Start the workflow of ``run`` as ``workflow_id``, labelled with the search attribute ``label`` and the
-        stage ``starting``; with ``rival``, the id of a run that must not run at the same time, the start is
-        withdrawn when that run started first (:mod:`starter.exclusive`)."""
+        stage ``starting``; with ``rival``, the id of a run that must not run at the same time, nothing is started
+        while that run runs (:mod:`starter.exclusive`; the runs hold their tenant themselves)."""
+        if rival is not None and await running(self.client, rival):
+            raise RunAlreadyActive(
+                f"{rival} of the same tenant is in progress, so {workflow_id} was not started; wait for it to end "
+                f"(`tenantflow status {rival}`) or cancel it first"
+            )
         key, value = label
         attributes = TypedSearchAttributes([SearchAttributePair(key, value), SearchAttributePair(STAGE, "starting")])
         memo = await self.start_memo(workflow_id, WORKFLOW_TYPES[run], started_by or self.identity, arg)
@@ -123,11 +128,6 @@ class TenantflowClient(SigningClient):
                 f"a run with id {workflow_id} is already in progress; see "
                 f"`tenantflow status {workflow_id}` or cancel it first"
             ) from None
-        if rival is not None and await withdrawn_for(self.client, handle, rival):
-            raise RunAlreadyActive(
-                f"{rival} of the same tenant is in progress, so {workflow_id} was withdrawn before any write; "
-                f"wait for it to end (`tenantflow status {rival}`) or cancel it first"
-            )
         return handle
 
     async def _start_on_tenant(
@@ -141,7 +141,8 @@ class TenantflowClient(SigningClient):
     ) -> WorkflowHandle[W, R]:
         """Start ``run`` with ``arg`` on the tenant ``slug``, labelled with it and described by ``describe`` of who
         started it: this client, or ``on_behalf_of``. A tenant's onboarding or change (``tenant/<slug>``) and its
-        offboarding (``offboard/<slug>``) never run at the same time: each is withdrawn if the other started first."""
+        offboarding (``offboard/<slug>``) never run at the same time: neither is started while the other runs, and
+        of two started together the tenant's hold lets one run (``workflows/tenant_hold.py``)."""
         starter = self._approver(on_behalf_of)
         workflow_id, rival = onboarding_id(slug), offboarding_id(slug)
         if offboarding:
@@ -285,7 +286,7 @@ class TenantflowClient(SigningClient):
     async def term(self, slug: str) -> TermStatus | None:
         """Where the term of ``slug`` stands: a running lifecycle's ``term`` query, an ended one's result (no worker
         needed); None when it has none, or it was terminated."""
-        handle = self.client.get_workflow_handle_for(TenantLifecycle.run, lifecycle_id(slug))
+        handle = self.client.get_workflow_handle(lifecycle_id(slug), result_type=LifecycleResult)
         try:
             described = await handle.describe()
         except RPCError as exc:
@@ -307,7 +308,7 @@ class TenantflowClient(SigningClient):
         approver, handle = self._approver(on_behalf_of), await self._gate_handle(lifecycle_id(slug))
         proof = await self._proof(handle, "renew", approver, f"days={days}", "request")
         renewal = RenewTerm(days=days, approver=approver, comment=comment, proof=proof)
-        lifecycle = self.client.get_workflow_handle_for(TenantLifecycle.run, handle.id, run_id=handle.run_id)
+        lifecycle = self.client.get_workflow_handle(handle.id, run_id=handle.run_id, result_type=LifecycleResult)
         return await lifecycle.execute_update(TenantLifecycle.renew, renewal)
 
     async def cancel(self, workflow_id: str) -> None:

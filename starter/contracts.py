@@ -69,14 +69,15 @@ def load_enrollment(path: Path) -> WorkerEnrollment:
 
 
 def workflow_inputs() -> list[type[BaseModel]]:
-    """The input model of every workflow the worker registers: the parameter of its ``@workflow.run`` method."""
+    """The input model of every workflow the worker registers that takes one: the parameter of its ``@workflow.run``
+    method (``TenantHold`` takes none)."""
     from tenantflow.worker.registry import WORKFLOWS
 
     inputs: list[type[BaseModel]] = []
     for workflow_class in WORKFLOWS:
         hints = typing.get_type_hints(inspect.getattr_static(workflow_class, "run"))
         hints.pop("return", None)
-        inputs.append(next(iter(hints.values())))
+        inputs.extend(hints.values())
     return inputs
 
 

@@ -1,35 +1,27 @@
-"""One run per tenant at a time: an onboarding (or change) and an offboarding of one slug never run together.
+"""The client's early answer when a tenant is already being run: the other run of the tenant is looked up first.
 
-Their workflow ids differ (``tenant/<slug>``, ``offboard/<slug>``), so Temporal's id conflict policy cannot keep
-them apart. Each start is therefore checked right after it is made, against the other run of the tenant
-(register, then look): when both run, the one that started second (by the server's start time, the workflow id
-breaking a tie) terminates itself before its plan gate, that is before any write, and the caller is told which
-run holds the tenant. Two starts at the same moment see each other and exactly one of them withdraws.
-``WorkflowHandle.describe`` and ``terminate`` are the temporalio client API
-(https://python.temporal.io/temporalio.client.WorkflowHandle.html).
+An onboarding (or change) and an offboarding of one slug never run together; their workflow ids differ
+(``tenant/<slug>``, ``offboard/<slug>``), so Temporal's id conflict policy cannot keep them apart. The guarantee is
+the runs' own: each holds the tenant before any write (``workflows/tenant_hold.py``), whoever started it (a plain
+``temporal workflow start``, the lifecycle at expiry), and a run that finds it held ends naming the holder. This
+check only spares a tenantflow caller that run: before it starts one, the client looks up the tenant's other run,
+and while that runs it starts nothing and says so (:class:`~tenantflow.starter.client.RunAlreadyActive`). Two starts
+at the same moment both pass it; the hold then lets exactly one of them run. ``WorkflowHandle.describe`` is the
+temporalio client API (https://python.temporal.io/temporalio.client.WorkflowHandle.html).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 
-async def withdrawn_for(client: Client, mine: WorkflowHandle[Any, Any], rival_id: str) -> bool:
-    """True when ``rival_id`` runs and started before ``mine``; ``mine`` is then terminated (it has written
-    nothing: a run reads and waits for approval first)."""
+async def running(client: Client, workflow_id: str) -> bool:
+    """Whether the latest run of ``workflow_id`` is running."""
     try:
-        rival = await client.get_workflow_handle(rival_id).describe()
+        described = await client.get_workflow_handle(workflow_id).describe()
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
             return False
         raise
-    if rival.status != WorkflowExecutionStatus.RUNNING:
-        return False
-    own = await mine.describe()
-    if (own.start_time, own.id) < (rival.start_time, rival.id):
-        return False
-    await mine.terminate(f"withdrawn before any write: {rival_id} of the same tenant is in progress")
-    return True
+    return described.status == WorkflowExecutionStatus.RUNNING

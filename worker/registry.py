@@ -15,7 +15,7 @@ from tenantflow.activities.hub import steps as hub
 from tenantflow.activities.identity import steps as identity
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
-from tenantflow.activities.records import gate_notify, handover, lifecycle
+from tenantflow.activities.records import gate_notify, handover, hold, lifecycle
 from tenantflow.activities.records import steps as records
 from tenantflow.activities.slurm import jobs as slurm_jobs
 from tenantflow.activities.slurm import steps as slurm
@@ -33,6 +33,7 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
 from tenantflow.workflows.record_reads import TenantRecords, WorkerClusterRecords
+from tenantflow.workflows.tenant_hold import TenantHold
 
 I = TypeVar("I")  # noqa: E741 - the step's input type
 R = TypeVar("R")
@@ -41,6 +42,7 @@ WORKFLOWS: list[type] = [
     TenantOnboarding,
     TenantChange,
     TenantOffboarding,
+    TenantHold,
     TenantLifecycle,
     *enrollment.WORKFLOWS,
     *decommission.WORKFLOWS,
@@ -68,6 +70,7 @@ ACTIVITY_MODULES: tuple[ModuleType, ...] = (
     records,
     drift,
     lifecycle,
+    hold,
     gate_notify,
     change,
 )

@@ -5,7 +5,9 @@
 work as for onboarding, and one run per tenant at a time). A new workflow type, so recorded onboarding histories
 stay untouched. The run:
 
-1. refuses a slug change (:func:`models.change.slug_refusal`); reads the users the new contract drops;
+1. refuses a slug change (:func:`models.change.slug_refusal`); holds the tenant (``workflows/tenant_hold.py``, runs
+   with its patch: while another run of the tenant holds it, the change ends); reads the users the new contract
+   drops;
 2. preflight: ``change.preflight`` chooses the nodes after the change (grow: the Reservation's plus free ones;
    shrink: which to release, idle first) and refuses removing a user who has running or pending jobs, naming
    them; then the other layers' preflights, as onboarding runs them;
@@ -50,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.step import Step
 
 from tenantflow.workflows.search import TENANT_SLUG
+from tenantflow.workflows.tenant_hold import HOLD_PATCH, claim
 from tenantflow.workflows.tenant_run import TenantWorkflow
 
 
@@ -67,6 +70,8 @@ class TenantChange(TenantWorkflow):
         if refusal:
             state.gates.set_stage("refused", refusal)
             raise ApplicationError(refusal, type="Invalid", non_retryable=True)
+        if workflow.patched(HOLD_PATCH):
+            await claim(state, contract.slug)
 
         facts = Facts(remove_users=removed_users(params.previous, contract))
         first = StepInput(contract=contract, facts=facts, run_id=workflow.info().workflow_id)

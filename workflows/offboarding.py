@@ -17,6 +17,8 @@ named in the result's message. The tenant's record gets a
 last version with the status ``offboarded``, and the tenant's lifecycle (the term's timer,
 ``workflows/lifecycle.py``), if one runs, is told so and ends (runs recorded with :data:`END_TERM_PATCH`). What its
 starter could not establish (``OffboardingInput.notes``: the lifecycle at expiry) heads the teardown plan's notes.
+Before it reads, the run holds the tenant (``workflows/tenant_hold.py``, runs with :data:`HOLD_PATCH`): while the
+tenant's onboarding or change holds it, an offboarding ends, and the one the lifecycle starts at expiry waits.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from tenantflow.workflows.records import TENANT_RECORD_PATCH, Records
 from tenantflow.workflows.rollback import RETRY_ROLLBACK, Rollback, retry_rollback_gate
 from tenantflow.workflows.saga import Saga, undo_steps
 from tenantflow.workflows.search import TENANT_SLUG
+from tenantflow.workflows.tenant_hold import HOLD_PATCH, claim
 
 PRESENT = (Action.unchanged, Action.update)
 END_TERM_PATCH = "offboarding-ends-term"
@@ -115,6 +118,11 @@ class TenantOffboarding(GatedWorkflow):
         expire = timedelta(days=7)
 
         self._params = params
+        if workflow.patched(HOLD_PATCH):
+            parent = workflow.info().parent
+            await claim(
+                state, contract.slug, wait=parent is not None and parent.workflow_id == lifecycle_id(contract.slug)
+            )
         plan = await self._read()
         approved = await state.wait_plan_approval(plan, escalate, expire)
         if approved and params.purge_data:

@@ -14,7 +14,8 @@ nothing rolled back, to be re-run after a fix, rolled back or waived
 (``workflows/smoke_gate.py``, runs with its patch);
 the tenant record (:mod:`models.records`) stored in the tenant's cluster keeps them,
 and the tenant's ``TenantLifecycle`` (``workflows/lifecycle.py``) starts to keep the
-contract's term (runs recorded with the patch :data:`LIFECYCLE_PATCH`).
+contract's term (runs recorded with the patch :data:`LIFECYCLE_PATCH`). Before anything else the run holds the
+tenant (``workflows/tenant_hold.py``, runs with its patch): while another run of the tenant holds it, it ends.
 
 Approval binds what is applied: right after it the plan activities run again
 (read-only); if the plan's hash changed (an object appeared or changed while the
@@ -69,6 +70,7 @@ from tenantflow.workflows.smoke_gate import (
     smoke_failed_gate,
     step_failed,
 )
+from tenantflow.workflows.tenant_hold import HOLD_PATCH, claim
 from tenantflow.workflows.tenant_run import UNDO_PLANNED_PATCH, TenantWorkflow
 from tenantflow.workflows.term_start import start_lifecycle
 
@@ -118,6 +120,8 @@ class TenantOnboarding(TenantWorkflow):
             timedelta(seconds=params.approval_escalate_after_s),
             timedelta(seconds=params.approval_expire_after_s),
         )
+        if workflow.patched(HOLD_PATCH):
+            await claim(state, contract.slug)
 
         first = StepInput(contract=contract, run_id=workflow.info().workflow_id)
         outcome = await tenant.gated_writes(first, params, self._preflight, self._build_plan, self._apply_and_finish)

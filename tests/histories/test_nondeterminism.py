@@ -377,6 +377,7 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
         for name in (
             "onboarding-completed",
             "onboarding-lifecycle",
+            "onboarding-hold-completed",
             *ROLLBACKS,
             *REPLAN_PREFLIGHTS,
             *SMOKE_GATED,
@@ -387,12 +388,25 @@ CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[(name, EnrollmentWithTimer, NondeterminismError) for name in ENROLLMENTS],
     *[
         (name, OffboardingWithExtraStep, NondeterminismError)
-        for name in ("offboarding-purged", "offboarding-replanned", "offboarding-ends-term", "offboarding-cancels-jobs")
+        for name in (
+            "offboarding-purged",
+            "offboarding-replanned",
+            "offboarding-ends-term",
+            "offboarding-cancels-jobs",
+            "offboarding-hold-refused",
+        )
     ],
     ("offboarding-cancels-jobs", OffboardingLeavingJobs, NondeterminismError),
     *[
         (name, OnboardingWithoutAPreflight, NondeterminismError)
-        for name in ("onboarding-completed", "onboarding-replanned", *ROLLBACKS, *REPLAN_PREFLIGHTS, *TODAY)
+        for name in (
+            "onboarding-completed",
+            "onboarding-hold-completed",
+            "onboarding-replanned",
+            *ROLLBACKS,
+            *REPLAN_PREFLIGHTS,
+            *TODAY,
+        )
     ],
     ("offboarding-purged", OffboardingWithoutPurgeGate, NondeterminismError),
     *[(name, OnboardingWithoutSmokeGate, NondeterminismError) for name in SMOKE_GATED],

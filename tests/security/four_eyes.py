@@ -28,6 +28,7 @@ from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
 from tenantflow.workflows.record_reads import TenantRecords
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.approvers import session_approvers
 from tests.workflows.fakes import FakeWorld
 
@@ -65,6 +66,7 @@ async def four_eyes_worker(
             workflows=[
                 TenantOnboarding,
                 TenantOffboarding,
+                TenantHold,
                 TenantPlan,
                 TenantRecords,
                 *([TenantLifecycle] if lifecycle_too else []),

@@ -18,6 +18,7 @@ from tenantflow.worker import logs
 from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.approvers import as_tester, reviewer
 from tests.starter.conftest import unique_slug
 from tests.workflows.contract import example_tenant
@@ -50,7 +51,10 @@ async def test_log_context_and_metrics_after_a_run(
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_worker(
-            settings, stop, workflows=[TenantOnboarding], activities=FakeWorld(fail_at="kube.quota").activities()
+            settings,
+            stop,
+            workflows=[TenantOnboarding, TenantHold],
+            activities=FakeWorld(fail_at="kube.quota").activities(),
         )
     )
     try:

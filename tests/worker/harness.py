@@ -15,6 +15,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.approvers import key_of_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -59,7 +60,12 @@ async def onboard_with_worker(slug: str) -> Run:
     )
     stop = asyncio.Event()
     worker = asyncio.create_task(
-        run_worker(settings, stop, workflows=[TenantOnboarding, TenantOffboarding], activities=FakeWorld().activities())
+        run_worker(
+            settings,
+            stop,
+            workflows=[TenantOnboarding, TenantOffboarding, TenantHold],
+            activities=FakeWorld().activities(),
+        )
     )
     try:
         api = await TenantflowClient.connect(settings)

@@ -16,6 +16,7 @@ from tenantflow.worker.config import WorkerSettings
 from tenantflow.worker.health import HealthSettings, Probe, serve_health
 from tenantflow.worker.run import run_worker
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.workflows.fakes import FakeWorld
 
 
@@ -49,7 +50,7 @@ async def unstarted(dev_env: WorkflowEnvironment) -> AsyncIterator[tuple[Worker,
     worker = Worker(
         dev_env.client,
         task_queue=f"health-{uuid.uuid4().hex[:8]}",
-        workflows=[TenantOnboarding],
+        workflows=[TenantOnboarding, TenantHold],
         activities=FakeWorld().activities(),
     )
     yield worker, asyncio.Event()
@@ -64,7 +65,7 @@ async def test_a_running_worker_is_live_and_ready_then_gone_after_stop(
     )
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_worker(settings, stop, workflows=[TenantOnboarding], activities=FakeWorld().activities())
+        run_worker(settings, stop, workflows=[TenantOnboarding, TenantHold], activities=FakeWorld().activities())
     )
     try:
         ready = await asyncio.wait_for(until_ready(health_port), timeout=60)

@@ -34,6 +34,7 @@ from tenantflow.worker.run import deployment_config, run_worker
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.approvers import as_tester, reviewer
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -51,7 +52,7 @@ async def versioned_worker(
     deployment: str,
     build_id: str,
     world: FakeWorld,
-    workflows: Sequence[type] = (TenantOnboarding, TenantOffboarding),
+    workflows: Sequence[type] = (TenantOnboarding, TenantOffboarding, TenantHold),
     more: Sequence[Callable[..., Any]] = (),
 ) -> AsyncIterator[None]:
     settings = WorkerSettings(

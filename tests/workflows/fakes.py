@@ -4,7 +4,8 @@ They record every call so tests can assert order (apply, undo) and make a
 chosen step fail, a smoke step report an error finding a number of times, a
 chosen undo fail a number of times, a read-only step fail retryably a number of
 times, read-only steps wait for each other (so they pass only when run at once),
-or a plan change between two planning rounds. Integration with
+or a plan change between two planning rounds. The tenant's hold is asked about with the real
+``records.tenant_holder`` (it reads the test's own Temporal server). Integration with
 the real systems is tested elsewhere.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.records.hold import tenant_holder
 from tenantflow.models.gates import GateNotice
 from tenantflow.models.lifecycle import NoticeSent
 from tenantflow.models.offboarding import JOB_KIND, JobsToCancel
@@ -102,6 +104,7 @@ class FakeWorld:
         made.append(self._latest(LATEST_TENANT))
         made.append(self._read_tenants(READ_TENANT_RECORDS))
         made += [self._jobs(SLURM_JOBS), self._cancel_jobs(SLURM_CANCEL_JOBS)]
+        made.append(tenant_holder)
         if self.gate_notifier:
             made.append(self._gate_notify(GATE_NOTIFY))
         return made

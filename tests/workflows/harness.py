@@ -9,17 +9,18 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tenantflow.models.status import RunStatus
 from tenantflow.models.tenant import TenantContract
-from tenantflow.starter.client import TenantflowClient
+from tenantflow.starter.client import RunAlreadyActive, TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.plan import TenantPlan
 from tenantflow.workflows.record_reads import TenantRecords
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.workflows.fakes import FakeWorld
 
 
@@ -29,7 +30,7 @@ async def fake_worker(env: WorkflowEnvironment, world: FakeWorld) -> AsyncIterat
     async with Worker(
         env.client,
         task_queue=queue,
-        workflows=[TenantOnboarding, TenantOffboarding, TenantPlan, TenantRecords],
+        workflows=[TenantOnboarding, TenantOffboarding, TenantHold, TenantPlan, TenantRecords],
         activities=world.activities(),
     ):
         yield TenantflowClient(env.client, queue)
@@ -46,6 +47,33 @@ async def wait_for_stage(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}")
         await asyncio.sleep(0.05)
+
+
+async def one_holds(
+    api: TenantflowClient, started: list[WorkflowHandle[Any, Any] | BaseException], timeout_s: float = 60
+) -> tuple[WorkflowHandle[Any, Any], list[str]]:
+    """Of runs of one tenant started together (a start the client refused stands as its exception), the one that
+    holds the tenant, at its plan gate, and what each other was told: the client's ``RunAlreadyActive``, or the
+    ``TenantHeld`` failure its run ended with (stage ``refused``). Fails unless exactly one holds it."""
+    told = [str(s) for s in started if isinstance(s, BaseException)]
+    assert all(isinstance(s, RunAlreadyActive) for s in started if isinstance(s, BaseException)), started
+    holding: list[WorkflowHandle[Any, Any]] = []
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    for handle in [s for s in started if not isinstance(s, BaseException)]:
+        while (stage := (await api.status(handle.id)).stage) != "refused" and not stage.startswith("gate:"):
+            assert asyncio.get_running_loop().time() < deadline, f"{handle.id} is at {stage!r}"
+            await asyncio.sleep(0.05)
+        if stage != "refused":
+            holding.append(handle)
+            continue
+        try:
+            await handle.result()
+        except WorkflowFailureError as failed:
+            told.append(str(failed.cause))
+        else:
+            raise AssertionError(f"{handle.id} was refused but completed")
+    assert len(holding) == 1, (started, told)
+    return holding[0], told
 
 
 TASK_EVENTS = {

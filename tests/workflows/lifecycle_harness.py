@@ -39,6 +39,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.lifecycle import TenantLifecycle
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.labfixture import exported
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.term_parent import TermParent, start_lifecycle_child
@@ -102,7 +103,7 @@ async def term_worker(
         async with Worker(
             env.client,
             task_queue=queue,
-            workflows=[TenantOnboarding, TenantOffboarding, TenantLifecycle, TermParent],
+            workflows=[TenantOnboarding, TenantOffboarding, TenantHold, TenantLifecycle, TermParent],
             activities=[*world.activities(), *lifecycle.ACTIVITIES, *([] if world.gate_notifier else [notify_gate])],
             activity_executor=pool,
         ):

@@ -27,6 +27,7 @@ from tenantflow.models.lifecycle import RenewTerm, TermStatus
 from tenantflow.models.onboarding import OnboardingResult
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.onboarding import TenantOnboarding
+from tenantflow.workflows.tenant_hold import TenantHold
 from tests.labfixture import exported
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -61,7 +62,7 @@ async def gate_worker(
         async with Worker(
             env.client,
             task_queue=queue,
-            workflows=[TenantOnboarding],
+            workflows=[TenantOnboarding, TenantHold],
             activities=[*world.activities(), *notifier],
             activity_executor=pool,
         ):

@@ -1,7 +1,7 @@
 """Onboarding's read-only steps run as local activities, a phase's at once, each retried on its own by its retry
 policy and listed in ``status``; write and smoke steps stay activities in runbook order; the run writes one patch
-marker, and one for the gate notifications (issue 27); its history replays (issue 15: history events per
-onboarding).
+marker, one for the gate notifications (issue 27) and one for the tenant's hold; its history replays (issue 15:
+history events per onboarding).
 
 The fake read-only steps of a phase wait for each other at a barrier, so the run completes only if the workflow
 started them at once. Runs recorded before ``onboarding-lean-history`` (every step an activity, a marker per patch)
@@ -30,6 +30,7 @@ from tenantflow.worker.codec import PLAIN
 from tenantflow.worker.registry import WORKFLOWS
 from tenantflow.workflows.gate_waits import GATE_NOTIFY_PATCH
 from tenantflow.workflows.onboarding import LEAN_HISTORY_PATCH
+from tenantflow.workflows.tenant_hold import HOLD_PATCH
 from tenantflow.workflows.tenant_run import REPLAN_PREFLIGHT_PATCH
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
@@ -93,7 +94,7 @@ async def test_read_only_steps_of_a_phase_run_at_once_as_local_activities(dev_en
     ran = [*read, *runbook.APPLY, *runbook.SMOKE, runbook.VALIDATE, runbook.HANDOVER, runbook.RECORD_TENANT]
     assert [s.name for s in status.steps] == [s.name for s in ran]  # every step listed once, local or not
     assert {s.state for s in status.steps} == {"done"}
-    patches = [GATE_NOTIFY_PATCH, LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH]
+    patches = [GATE_NOTIFY_PATCH, LEAN_HISTORY_PATCH, REPLAN_PREFLIGHT_PATCH, HOLD_PATCH]
     assert (await handle.describe()).typed_search_attributes.get(CHANGE_VERSION) == patches
     await Replayer(workflows=WORKFLOWS, data_converter=PLAIN).replay_workflow(history)
 

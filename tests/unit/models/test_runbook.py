@@ -19,6 +19,7 @@ from tenantflow.models.runbook import (
     CHANGE,
     DRIFT,
     GATES,
+    HOLD,
     LIFECYCLE,
     ONBOARDING,
     RECORD_READS,
@@ -44,7 +45,7 @@ def signature_types(step: Step[Any, Any]) -> tuple[object, object]:
 def test_every_registered_activity_is_in_the_catalogue_once() -> None:
     assert len(BY_NAME) == len(ACTIVITIES), "two activity functions share a name"
     assert set(BY_NAME) == set(CATALOGUE)
-    parts = (ONBOARDING, CHANGE, ENROLLMENT, DRIFT, RECORD_READS, LIFECYCLE, GATES)
+    parts = (ONBOARDING, CHANGE, ENROLLMENT, DRIFT, RECORD_READS, LIFECYCLE, HOLD, GATES)
     assert len(CATALOGUE) == sum(map(len, parts)), "a step name appears twice in the catalogue"
 
 
