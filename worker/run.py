@@ -34,6 +34,7 @@ from tenantflow.worker.principals import IdentityMap, PrincipalsFileError
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
 from tenantflow.worker.signatures import AllowedSigners, SignersFileError
 from tenantflow.worker.temporal import TemporalConnectError, connect
+from tenantflow.workflows.lifecycle_versioned import for_versioned_worker
 
 log = structlog.get_logger("tenantflow.worker")
 
@@ -45,7 +46,8 @@ def stop_on_signals(stop: asyncio.Event) -> None:
 
 
 def deployment_config(settings: WorkerSettings) -> WorkerDeploymentConfig | None:
-    """The Worker Deployment version of this worker, workflows pinned unless their type declares a behaviour; None
+    """The Worker Deployment version of this worker, workflows pinned unless their type declares a behaviour (only
+    the lifecycle, :mod:`workflows.lifecycle_versioned`, registered in its place on a versioned worker); None
     when unversioned (https://docs.temporal.io/production-deployment/worker-deployments/worker-versioning)."""
     if settings.deployment_name is None or settings.build_id is None:
         return None
@@ -112,7 +114,7 @@ async def run_worker(
         worker = Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=workflows,
+            workflows=list(workflows) if versioning is None else for_versioned_worker(list(workflows)),
             activities=activities,
             activity_executor=pool,
             max_concurrent_activities=settings.max_concurrent_activities,

@@ -37,7 +37,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import VersioningBehavior
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -96,7 +95,7 @@ NO_PARENT = "LifecycleWithoutParent"
 """The failure type of a lifecycle run no onboarding or change started."""
 
 
-@workflow.defn(name="TenantLifecycle", versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name="TenantLifecycle")
 class TenantLifecycle:
     @workflow.init
     def __init__(self, params: LifecycleInput) -> None:
