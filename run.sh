@@ -42,13 +42,13 @@ case "${1:-}" in
   test)
     setup
     # the linters run beside the suite; the suite runs its files on TENANTFLOW_TEST_WORKERS processes (each
-    # worker starts the labs and servers its files need; 4 on 2 cores, because the slow files mostly wait on
+    # worker starts the labs and servers its files need; 5 on 2 cores, because the slow files mostly wait on
     # daemons, restarts and injected latency); both must pass
     mkdir -p build
     lint >build/lint.log 2>&1 &
     lint_pid=$!
     tests=0
-    .venv/bin/pytest -n "${TENANTFLOW_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder "${@:2}" || tests=$?
+    .venv/bin/pytest -n "${TENANTFLOW_TEST_WORKERS:-5}" --dist loadfile --no-loadscope-reorder "${@:2}" || tests=$?
     linted=0
     wait "$lint_pid" || linted=$?
     echo "== lint (ruff, ruff format, mypy, lint-imports) =="
