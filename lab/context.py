@@ -42,6 +42,9 @@ class LabContext:
     """The Weka emulator's state, which the csi-wekafs stand-in mounts (:mod:`lab.controllers.csi`)."""
     changes: Changes = field(default_factory=Changes)
     """Every write the lab sees (``lab serve`` wires it), for loops that sleep while the lab is idle."""
+    directory: Changes = field(default_factory=Changes)
+    """Writes to the Authentik stand-in only, the one writer of the outpost's directory: what the nsscache
+    stand-in follows (a kube or Weka write cannot change a passwd entry, so it need not re-read the directory)."""
 
     def register_exec(self, context: str, namespace: str, pod_prefix: str, handler: ExecFn) -> None:
         self.exec_handlers[(context, namespace, pod_prefix)] = handler

@@ -75,8 +75,9 @@ def dispatch_exec(ctx: LabContext, context: str) -> ExecHandler:
     return handler
 
 
-def count_writes(changes: Changes) -> Middleware:
-    """Bump ``changes`` after each write request a stand-in served (one an injected fault stopped never gets here)."""
+def count_writes(*changes: Changes) -> Middleware:
+    """Bump each of ``changes`` after each write request a stand-in served (one an injected fault stopped never
+    gets here)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -84,7 +85,8 @@ def count_writes(changes: Changes) -> Middleware:
             return await handler(request)
         finally:
             if request.method in WRITE_METHODS:
-                changes.bump()
+                for counter in changes:
+                    counter.bump()
 
     return middleware
 
@@ -160,7 +162,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         store=AuthentikStore.restore(saved_authentik) if saved_authentik else None,
         version=config.authentik_version,
     )
-    authentik.middlewares.append(count_writes(ctx.changes))
+    authentik.middlewares.append(count_writes(ctx.changes, ctx.directory))
     runners.append(await start_site(authentik, config.authentik_port))
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
     weka.middlewares.append(count_writes(ctx.changes))

@@ -317,7 +317,7 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
         tasks.append(
             asyncio.create_task(
                 host_users.sync_loop(
-                    ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir, ctx.changes
+                    ctx.ldap_url, ctx.ldap_bind_dn, ctx.ldap_bind_password, ctx.state_dir, ctx.directory
                 ),
                 name="host-users",
             )

@@ -8,7 +8,9 @@ nsscache) and :func:`publish` writes ``/var/lib/extrausers/passwd`` and ``group`
 after ``/etc/passwd`` once :func:`ensure_nsswitch` has added ``extrausers`` after ``files`` on the
 ``passwd`` and ``group`` lines of ``/etc/nsswitch.conf``. ``getent passwd alice``, ``sbatch --uid``,
 slurmctld and slurmstepd then all see the same uid/gid as the login pod. :func:`sync_loop` repeats the
-sync at most every second while the lab changes and on a resync period backing off to half a minute while it
+sync at most every second while the directory changes (``LabContext.directory``: writes to the Authentik
+stand-in, which projects them into slapd; following every write of the lab re-read the whole directory each
+second of every onboarding, a sixth of the lab's CPU) and on a resync period backing off to half a minute while it
 is idle (nsscache's cron, shortened) and :func:`withdraw` removes the lab's entries when it
 stops; ``lab down`` stops it with ``lab serve``.
 

@@ -11,12 +11,12 @@ manager's ``Apply`` entry then holds exactly the fields of its configuration (:m
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from tenantflow.lab.kubeapi import errors, managedfields
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.managedfields import INNER, Entry, FieldPath, FieldSet, Record, Writer
 from tenantflow.lab.kubeapi.media_types import APPLY_PATCH
@@ -128,7 +128,7 @@ def plan(rt: ResourceType, name: str, current: Obj | None, config: Any, manager:
     ]
     if found and not force:
         raise conflict_error(rt, name, found)
-    new = strategic_merge(copy.deepcopy(current) if current is not None else {}, config)
+    new = strategic_merge(clone(current) if current is not None else {}, config)
     new.setdefault("metadata", {})["name"] = name
     previous = next((e.fields for e in owners if e.key == (manager, "Apply", "")), frozenset())
     others = frozenset().union(*(e.fields for e in owners if e.key != (manager, "Apply", "")))
@@ -138,7 +138,7 @@ def plan(rt: ResourceType, name: str, current: Obj | None, config: Any, manager:
 
     def record(before: Obj | None, after: Obj) -> None:
         if before is not None and not forced and previous == mine and _unmanaged(before) == _unmanaged(after):
-            after["metadata"]["managedFields"] = copy.deepcopy(before["metadata"].get("managedFields"))
+            after["metadata"]["managedFields"] = clone(before["metadata"].get("managedFields"))
             return
         kept = managedfields.transfer(
             owners, writer, after.get("apiVersion", ""), mine, managedfields.nodes(after), lost=forced

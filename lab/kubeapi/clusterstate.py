@@ -7,12 +7,12 @@ subscriptions, reads and selectors, the served types (CRDs included), and the du
 from __future__ import annotations
 
 import builtins
-import copy
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Self
 
 from tenantflow.lab.kubeapi import errors, selectors
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.events import EventCallback, EventLog
 from tenantflow.lab.kubeapi.objects import CRD_KEY, VOLATILE_METADATA, Obj, ObjectKey
@@ -43,7 +43,7 @@ class ClusterState:
             return self._events.subscribe(callback, self._rv, self._current, replay=replay, since=since)
 
     def _current(self) -> Iterable[tuple[ObjectKey, Obj]]:
-        return ((key, copy.deepcopy(self._objects[key])) for key in sorted(self._objects))
+        return ((key, clone(self._objects[key])) for key in sorted(self._objects))
 
     # ---------------------------------------------------------------- helpers
     def _type(self, group: str, resource: str) -> ResourceType:
@@ -85,7 +85,7 @@ class ClusterState:
     def get(self, group: str, resource: str, name: str, namespace: str | None = None) -> Obj:
         with self._lock:
             rt = self._type(group, resource)
-            return copy.deepcopy(self._existing(rt, self._key(rt, name, namespace)))
+            return clone(self._existing(rt, self._key(rt, name, namespace)))
 
     def list(
         self,
@@ -111,7 +111,7 @@ class ClusterState:
         with self._lock:
             rt = self._type(group, resource)
             items = [
-                copy.deepcopy(obj)
+                clone(obj)
                 for key, obj in sorted(self._objects.items())
                 if key[:2] == rt.key and (not namespace or key.namespace == namespace) and labels(obj) and fields(obj)
             ]
@@ -127,7 +127,7 @@ class ClusterState:
         with self._lock:
             objects = []
             for key in sorted(self._objects):
-                obj = copy.deepcopy(self._objects[key])
+                obj = clone(self._objects[key])
                 if not include_volatile:
                     for field_name in VOLATILE_METADATA:
                         obj["metadata"].pop(field_name, None)

@@ -13,11 +13,12 @@ which kube-apiserver decodes into Quantities and so stores canonically: a Resour
 
 from __future__ import annotations
 
-import copy
 from decimal import Decimal
 from typing import Any
 
 from kubernetes.utils import parse_quantity
+
+from tenantflow.lab.kubeapi.clone import clone
 
 BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 DECIMAL = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3), ("", 0), ("m", -3), ("u", -6), ("n", -9))
@@ -28,7 +29,7 @@ def schema_defaults(schema: dict[str, Any], value: Any) -> None:
     if isinstance(value, dict):
         for name, sub in (schema.get("properties") or {}).items():
             if name not in value and "default" in sub:
-                value[name] = copy.deepcopy(sub["default"])
+                value[name] = clone(sub["default"])
             if name in value:
                 schema_defaults(sub, value[name])
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):

@@ -9,8 +9,7 @@ event with a new resourceVersion.
 
 from __future__ import annotations
 
-import copy
-
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.clusterstate import ClusterState
 from tenantflow.lab.kubeapi.objects import CRD_KEY, NAMESPACE_KEY, Obj, ObjectKey, now
 from tenantflow.lab.kubeapi.registry import resource_type_from_crd
@@ -25,19 +24,19 @@ class Deletion(ClusterState):
             return self._delete_namespace(key, current)
         if meta.get("finalizers"):
             if not meta.get("deletionTimestamp"):
-                marked = copy.deepcopy(current)
+                marked = clone(current)
                 marked["metadata"].update(
                     deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
                 )
                 self._objects[key] = marked
                 self._events.emit("MODIFIED", key, marked, self._rv)
-                return copy.deepcopy(marked)
-            return copy.deepcopy(current)
+                return clone(marked)
+            return clone(current)
         self._remove(key, current)
-        return copy.deepcopy(current)
+        return clone(current)
 
     def _remove(self, key: ObjectKey, last: Obj) -> None:
-        gone = copy.deepcopy(last)
+        gone = clone(last)
         gone["metadata"]["resourceVersion"] = self._bump()
         del self._objects[key]
         self._events.emit("DELETED", key, gone, self._rv)
@@ -54,7 +53,7 @@ class Deletion(ClusterState):
 
     def _delete_namespace(self, key: ObjectKey, current: Obj) -> Obj:
         if not current["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(current)
+            marked = clone(current)
             marked["metadata"].update(
                 deletionTimestamp=now(), deletionGracePeriodSeconds=0, resourceVersion=self._bump()
             )
@@ -66,7 +65,7 @@ class Deletion(ClusterState):
                     self._delete(child, self._objects[child])
             current = marked
         self._finish_namespace(key, current)
-        return copy.deepcopy(current)
+        return clone(current)
 
     def _finish_namespace(self, key: ObjectKey, ns: Obj) -> None:
         if key not in self._objects:

@@ -20,13 +20,13 @@ Exceptions in a callback are logged and swallowed.
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.objects import Obj, ObjectKey
 
@@ -95,7 +95,7 @@ class EventLog:
 
     def emit(self, event_type: str, key: ObjectKey, obj: Obj, rv: int) -> None:
         """Record an event of a committed write (call with the lock held)."""
-        event = Event(event_type, key, copy.deepcopy(obj), rv)
+        event = Event(event_type, key, clone(obj), rv)
         self._history.append(event)
         self._pending.append(event)
 

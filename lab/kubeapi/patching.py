@@ -13,9 +13,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.errors import ApiError, bad_request
 from tenantflow.lab.kubeapi.media_types import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 
@@ -38,7 +38,7 @@ PRIMITIVE_SET_LISTS = frozenset({"finalizers"})
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -79,9 +79,9 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
 
 def strategic_merge(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     if patch.get("$patch") == "delete":
         return None
     result = dict(target) if isinstance(target, dict) else {}
@@ -126,7 +126,7 @@ def _resolve(doc: Any, parts: list[str]) -> Any:
 def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
     kind, parts = op.get("op"), _pointer(op.get("path", ""))
     if kind in ("move", "copy"):
-        value = copy.deepcopy(_resolve(doc, _pointer(op["from"])))
+        value = clone(_resolve(doc, _pointer(op["from"])))
         if kind == "move":
             doc = _json_patch_op(doc, {"op": "remove", "path": op["from"]})
         return _json_patch_op(doc, {"op": "add", "path": op["path"], "value": value})
@@ -135,16 +135,16 @@ def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
             raise ApiError(422, "Invalid", f"json patch test operation failed at {op.get('path')}")
         return doc
     if not parts:
-        return copy.deepcopy(op.get("value")) if kind in ("add", "replace") else None
+        return clone(op.get("value")) if kind in ("add", "replace") else None
     parent, last = _resolve(doc, parts[:-1]), parts[-1]
     if kind == "add":
         if isinstance(parent, list):
-            parent.insert(len(parent) if last == "-" else int(last), copy.deepcopy(op["value"]))
+            parent.insert(len(parent) if last == "-" else int(last), clone(op["value"]))
         else:
-            parent[last] = copy.deepcopy(op["value"])
+            parent[last] = clone(op["value"])
     elif kind == "replace":
         _resolve(doc, parts)
-        parent[int(last) if isinstance(parent, list) else last] = copy.deepcopy(op["value"])
+        parent[int(last) if isinstance(parent, list) else last] = clone(op["value"])
     elif kind == "remove":
         del parent[int(last) if isinstance(parent, list) else last]
     else:
@@ -155,7 +155,7 @@ def _json_patch_op(doc: Any, op: dict[str, Any]) -> Any:
 def json_patch(target: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise bad_request("json patch: body must be a list of operations")
-    doc = copy.deepcopy(target)
+    doc = clone(target)
     for op in ops:
         try:
             doc = _json_patch_op(doc, op)
@@ -174,7 +174,7 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> Any:
     if media == MERGE_PATCH:
         return merge_patch(target, patch)
     if media == STRATEGIC_MERGE_PATCH:
-        return strategic_merge(copy.deepcopy(target), patch)
+        return strategic_merge(clone(target), patch)
     raise unsupported_patch()
 
 

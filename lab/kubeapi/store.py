@@ -34,13 +34,13 @@ that unsubscribes (the contract is in :mod:`lab.kubeapi.events`).
 from __future__ import annotations
 
 import builtins
-import copy
 import secrets
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from tenantflow.lab.kubeapi import applying, errors
+from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.deletion import Deletion
 from tenantflow.lab.kubeapi.events import EventCallback
 from tenantflow.lab.kubeapi.managedfields import LAB_MANAGER, Record, Writer, updates
@@ -69,9 +69,7 @@ class Store(Deletion):
         """Store start-up objects as given (status kept, no validation); namespaces first."""
         for obj in sorted(objs, key=lambda o: o.get("kind") != "Namespace"):
             rt = self.registry.for_object(obj)
-            self._create(
-                rt, copy.deepcopy(obj), obj.get("metadata", {}).get("namespace"), validate=False, keep_status=True
-            )
+            self._create(rt, clone(obj), obj.get("metadata", {}).get("namespace"), validate=False, keep_status=True)
 
     def create(
         self,
@@ -87,7 +85,7 @@ class Store(Deletion):
             rt = self.registry.for_object(obj)
         return self._create(
             rt,
-            copy.deepcopy(obj),
+            clone(obj),
             namespace,
             dry_run=dry_run,
             field_validation=field_validation,
@@ -150,7 +148,7 @@ class Store(Deletion):
             if rt.key == CRD_KEY:
                 self._register_crd(obj)
             self._events.emit("ADDED", key, obj, self._rv)
-            result = copy.deepcopy(obj)
+            result = clone(obj)
         self._events.drain()
         return result
 
@@ -173,7 +171,7 @@ class Store(Deletion):
             rt = self._type(group, resource)
             key = self._key(rt, name, namespace)
             current = self._existing(rt, key)
-            new = copy.deepcopy(obj)
+            new = clone(obj)
             sent_rv = (new.get("metadata") or {}).get("resourceVersion")
             if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name)
@@ -279,7 +277,7 @@ class Store(Deletion):
         new.setdefault("apiVersion", current["apiVersion"])
         new.setdefault("kind", current["kind"])
         if subresource == "status":
-            merged = copy.deepcopy(current)
+            merged = clone(current)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -287,7 +285,7 @@ class Store(Deletion):
             new = merged
         elif rt.status_subresource:
             if "status" in current:
-                new["status"] = copy.deepcopy(current["status"])
+                new["status"] = clone(current["status"])
             else:
                 new.pop("status", None)
         meta = new["metadata"]
@@ -308,16 +306,16 @@ class Store(Deletion):
         if rt.key == CRD_KEY:
             resource_type_from_crd(new)
         if new == current or dry_run:
-            return copy.deepcopy(new)
+            return clone(new)
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(key, new)
-            return copy.deepcopy(new)
+            return clone(new)
         meta["resourceVersion"] = self._bump()
         self._objects[key] = new
         if rt.key == CRD_KEY:
             self._register_crd(new)
         self._events.emit("MODIFIED", key, new, self._rv)
-        return copy.deepcopy(new)
+        return clone(new)
 
     def delete(
         self,
@@ -344,7 +342,7 @@ class Store(Deletion):
                 if wanted is not None and wanted != actual:
                     raise errors.precondition_failed(rt.plural, rt.group, name, etcd_key, what, wanted, actual)
             if dry_run:
-                return copy.deepcopy(current)
+                return clone(current)
             result = self._delete(key, current)
         self._events.drain()
         return result
