@@ -7,10 +7,15 @@ into :func:`activities.common.errors.http_error` (400/403/404 fail fast, 429 and
 ``Retry-After``), with the service's own error text (:meth:`HttpService.explain`). Credentials live in headers
 and never appear in a message. TLS is verified against httpx's default trust, or only against ``ca_file`` (a PEM
 bundle, as ``AUTHENTIK_CA_FILE``/``WEKA_CA_FILE`` name it) when given; verification is never switched off.
+The TLS context is built once per trust and shared by every session of the worker (loading a CA bundle costs
+more CPU than most calls; ``ssl.SSLContext`` is safe to share between connections, and httpx takes one as
+``verify``: https://www.python-httpx.org/advanced/ssl/); a CA file is read again when it changes on disk.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 from typing import Any, Self
 
@@ -22,13 +27,25 @@ from tenantflow.activities.common.httpretry import send
 from tenantflow.models.content_types import JSON
 
 
-def trust(ca_file: str | None) -> ssl.SSLContext | bool:
-    """TLS verification: httpx's default trust (``True``), or a context that trusts only the CAs in ``ca_file``.
-    A missing or unreadable file is a non-retryable error naming the file, raised before any request."""
+@functools.cache
+def _default_trust() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+@functools.lru_cache(maxsize=8)
+def _file_trust(ca_file: str, _stamp: tuple[int, int]) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def trust(ca_file: str | None) -> ssl.SSLContext:
+    """TLS verification: httpx's default trust, or a context that trusts only the CAs in ``ca_file`` (built again
+    when the file's modification time or size changed). A missing or unreadable file is a non-retryable error
+    naming the file, raised before any request."""
     if ca_file is None:
-        return True
+        return _default_trust()
     try:
-        return ssl.create_default_context(cafile=ca_file)
+        info = os.stat(ca_file)
+        return _file_trust(ca_file, (info.st_mtime_ns, info.st_size))
     except (OSError, ssl.SSLError) as exc:
         raise fail("Invalid", f"CA file {ca_file!r} cannot be used ({exc}); set it to a PEM bundle") from None
 

@@ -21,6 +21,7 @@ on a dead connection.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -58,17 +59,39 @@ _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
 
 
-def _new_client(target: KubeTarget) -> client.ApiClient:
+_configurations: dict[tuple[str, str, object], client.Configuration] = {}
+_configurations_lock = threading.Lock()
+
+
+def _configuration(target: KubeTarget) -> client.Configuration:
+    """The client configuration of ``target``'s cluster, loaded once per kubeconfig, context and kubeconfig file
+    version (parsing a kubeconfig took more CPU than the exec that needed it): the in-cluster service account, or
+    the kubeconfig's context. A token that expires is refreshed by the configuration's own hook, as for the
+    long-lived clients below."""
     entry = clusters.resolve(target)
+    context = entry.context or target.context
+    version: object = None
+    if entry.kubeconfig is not None and not entry.in_cluster:
+        with contextlib.suppress(OSError):  # a missing file: load_kube_config below says so
+            info = entry.kubeconfig.stat()
+            version = (info.st_mtime_ns, info.st_size)
+    key = (str(entry.kubeconfig), context, version)
+    with _configurations_lock:
+        conf = _configurations.get(key)
+    if conf is not None:
+        return conf
     conf = client.Configuration()
     if entry.in_cluster:
         config.load_incluster_config(client_configuration=conf)
     else:
-        config.load_kube_config(
-            config_file=str(entry.kubeconfig), context=entry.context or target.context, client_configuration=conf
-        )
+        config.load_kube_config(config_file=str(entry.kubeconfig), context=context, client_configuration=conf)
     conf.retries = kube_retries()
-    return client.ApiClient(configuration=conf)
+    with _configurations_lock:
+        return _configurations.setdefault(key, conf)
+
+
+def _new_client(target: KubeTarget) -> client.ApiClient:
+    return client.ApiClient(configuration=_configuration(target))
 
 
 def api_client(target: KubeTarget) -> client.ApiClient:
