@@ -3,7 +3,9 @@
 Each emulator is an aiohttp application built with :func:`make_app`, which adds:
 
 * a request journal (``GET /_lab/requests``, reset with ``DELETE``) so tests can
-  count the writes a workflow made ("a second run makes zero writes");
+  count the writes a workflow made ("a second run makes zero writes"); each entry's ``seq`` numbers it in the
+  order the lab answered requests across every stand-in of the process (the Hub's and a worker's API servers
+  alike), so a test can tell which of two servers saw what first without comparing clocks;
 * fault injection (``GET/PUT/DELETE /_lab/faults``): per-route latency (time a
   request waits before its handler; a client that gives up meanwhile is never
   served, as an apiserver drops a queued request whose client left, journaled as
@@ -21,6 +23,7 @@ Routes under ``/_lab/`` are never faulted nor journaled.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import re
 import time
@@ -43,6 +46,8 @@ LOST_RESPONSE = "lost_response"
 COMMITTED = frozenset({None, LOST_RESPONSE})
 """Journal marks of requests whose handler ran: a lost response's write happened all the same."""
 LOSE_RESPONSE_KEY = web.RequestKey("lab_lose_response", bool)
+ANSWERED = itertools.count(1)
+"""The journal's ``seq``: one counter for every stand-in of this process (``next`` of it is atomic)."""
 
 
 class FaultRule(BaseModel):
@@ -82,9 +87,11 @@ class JournalEntry:
     status: int
     at: float
     injected: str | None = None
+    seq: int = field(default_factory=lambda: next(ANSWERED))
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "seq": self.seq,
             "method": self.method,
             "path": self.path,
             "query": self.query,

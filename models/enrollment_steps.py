@@ -64,6 +64,14 @@ HUB_WAIT_WORKERCLUSTER = Step(
     summary="wait for the WorkerCluster",
 )
 HUB_CORDON = Step("hub.cordon", Cordon, EnsureResult, summary="cordon or uncordon")
+HUB_CORDON_ON_APPEARANCE = Step(
+    "hub.cordon_on_appearance",
+    ConditionWait,
+    EnsureResult,
+    timeout=WAIT_TIMEOUT,
+    heartbeat=WAIT_HEARTBEAT,
+    summary="cordon the WorkerCluster as soon as it appears (beside bootstrap)",
+)
 HUB_CORDON_POOL = Step(
     "hub.cordon_pool",
     Cordon,
@@ -118,6 +126,7 @@ ENROLLMENT: tuple[Step[Any, Any], ...] = (
     HUB_WAIT_CONDITIONS,
     HUB_WAIT_WORKERCLUSTER,
     HUB_CORDON,
+    HUB_CORDON_ON_APPEARANCE,
     HUB_CORDON_POOL,
     HUB_SELECT_PRESET,
     HUB_CANARY,

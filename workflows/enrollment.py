@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.results import EnsureResult, Finding, Outcome
 
 from tenantflow.workflows.condition_findings import observability, troubleshoot
+from tenantflow.workflows.enrollment_cordon import CORDON_BESIDE_BOOTSTRAP_PATCH, cordon_beside
 from tenantflow.workflows.enrollment_failures import (
     CANARY_PASSED,
     CANCEL_PATCH,
@@ -217,10 +218,16 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
                 "konduktor cluster enroll, then worker bootstrap with the one-shot "
                 "blob (it never leaves the worker host)",
             )
-            installed = await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
-            step = self._step = with_facts(step, installed=installed)
-            if c.brownfield:
-                await self._cordon_at_once(step)
+            if c.brownfield and workflow.patched(CORDON_BESIDE_BOOTSTRAP_PATCH):
+                bootstrap = self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
+                installed, why = await cordon_beside(self.state.steps, step, self._params.condition_budget_s, bootstrap)
+                step = self._step = with_facts(step, installed=installed)
+                self._stop_unless_cordoned(step, why)
+            else:
+                installed = await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
+                step = self._step = with_facts(step, installed=installed)
+                if c.brownfield:
+                    await self._cordon_at_once(step)
             await self._conditions(step, ["Registered", "Connected"])
             return await self._configured(step)
         self.state.gates.set_stage("enrollment", "Creating the one-shot BootstrapEnrollment and blob")
@@ -285,7 +292,6 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
 
     async def _cordon_at_once(self, step: EnrollmentStep) -> None:
         """Brownfield: cordon the WorkerCluster as soon as it appears; if that cannot be done, stop (never skip)."""
-        c = step.contract
         try:
             appeared = await self.state.steps.run(HUB_WAIT_WORKERCLUSTER, self._wait(step, []))
             outcome = (await self._cordon(step, True, "brownfield enrollment")).outcome if appeared else None
@@ -298,6 +304,11 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
             )
         except ActivityError as err:
             why = f"cordoning WorkerCluster {self.state.target} failed: {root_message(err)}"
+        self._stop_unless_cordoned(step, why)
+
+    def _stop_unless_cordoned(self, step: EnrollmentStep, why: str) -> None:
+        """Stop at :data:`STOPPED_NOT_CORDONED` with a finding saying what to do, unless ``why`` is empty."""
+        c = step.contract
         if not why:
             return
         fix = (

@@ -230,6 +230,7 @@ ACTIVITIES = [
     wait_conditions,
     wait_workercluster,
     hub_cordon.cordon,
+    hub_cordon.cordon_on_appearance,
     hub_cordon.cordon_pool,
     select_preset,
     hub_canary.canary,

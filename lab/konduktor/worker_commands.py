@@ -13,7 +13,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from tenantflow.lab.konduktor import blob
+from tenantflow.lab.konduktor import blob, registration
 from tenantflow.lab.konduktor.facts import (
     AGENT,
     AGENT_NAMESPACE,
@@ -151,6 +151,7 @@ def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool])
         *done,
         "bootstrap applied: the worker agent redeems the enrollment and installs the tunnel "
         "credentials, log collector and metrics agent",
+        *registration.await_registration(worker),
     ]
 
 

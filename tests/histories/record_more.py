@@ -2,14 +2,17 @@
 
 Run ``python -m tests.histories.record_more`` (as root, for nothing but the
 in-process kube emulators) after a deliberate, versioned workflow change; commit
-the JSON files it writes beside this file.
+the JSON files it writes beside this file. ``python -m tests.histories.record_more NAME ...`` records only the
+histories named (:data:`NAMED`): a new path's history, leaving the others as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,7 @@ async def save(handle: WorkflowHandle[Any, Any], name: str) -> None:
     (HERE / f"{name}.json").write_text((await handle.fetch_history()).to_json())
 
 
-async def record_enrollment(brownfield: bool) -> None:
+async def record_enrollment(brownfield: bool, name: str = "") -> None:
     env = await start_dev_server()
     with tempfile.TemporaryDirectory() as tmp:
         labs = start_lab(Path(tmp), brownfield=brownfield)
@@ -58,7 +61,7 @@ async def record_enrollment(brownfield: bool) -> None:
                 for gate in BROWNFIELD_GATES if brownfield else ():
                     await wait_stage(handle, f"gate:{gate}")
                     await handle.execute_update("answer_gate", args=[gate, GateAnswer()])
-                await save(handle, f"enrollment-{'brownfield' if brownfield else 'greenfield'}")
+                await save(handle, name or f"enrollment-{'brownfield' if brownfield else 'greenfield'}")
                 if brownfield:
                     return
                 dec = await client.start_workflow(
@@ -88,11 +91,21 @@ async def record_gate_timeout() -> None:
         await env.shutdown()
 
 
-async def main() -> None:
+NAMED: dict[str, Callable[[], Awaitable[None]]] = {
+    # patch brownfield-cordon-beside-bootstrap: the cordon runs beside konduktor.bootstrap
+    "enrollment-brownfield-cordon-beside": lambda: record_enrollment(True, "enrollment-brownfield-cordon-beside"),
+}
+
+
+async def main(names: list[str]) -> None:
+    for name in names:
+        await NAMED[name]()
+    if names:
+        return
     await record_enrollment(brownfield=False)
     await record_enrollment(brownfield=True)
     await record_gate_timeout()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

@@ -365,6 +365,7 @@ SMOKE_ROLLED_BACK = ("onboarding-smoke-rolledback", "onboarding-smoke-step-rolle
 ENROLLMENTS = (
     "enrollment-greenfield",
     "enrollment-brownfield",
+    "enrollment-brownfield-cordon-beside",
     "enrollment-cancelled",
     "enrollment-compensation-incomplete",
     "enrollment-resume-expired",
