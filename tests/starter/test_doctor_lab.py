@@ -215,6 +215,13 @@ def test_each_mismatch_fails_its_own_check_naming_the_fix(
     assert found in results[check]["found"] and fix in results[check]["fix"], results[check]
 
 
+def test_a_cluster_the_registry_does_not_know_is_refused_before_any_read(estate: LabEndpoints) -> None:
+    with lab_env(estate):
+        result = CliRunner().invoke(app, ["doctor", "--context", "no-such-cluster"])
+    assert result.exit_code == 2
+    assert "--context no-such-cluster: cluster 'no-such-cluster' is not in the cluster registry" in result.output
+
+
 def test_a_refused_read_fails_its_check_naming_the_access_to_grant(estate: LabEndpoints) -> None:
     code, out = doctor(estate, env={"AUTHENTIK_TOKEN": "not-the-token"})
     assert code == 3
