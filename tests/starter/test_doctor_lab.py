@@ -1,7 +1,8 @@
 """``tenantflow doctor`` against one lab of its own (issue 23): the lab as it starts passes every check and the
 run writes nothing (the stand-ins' journals show only reads, the Weka login's session aside, and every pod exec is
 a read-only command); then each of six estate mismatches, switched on where it happens on a real estate, fails
-exactly its own check naming the fix, with exit 3, and is switched off again. A refused read fails its check
+exactly its own check naming the fix, with exit 3, and is switched off again (and a seventh: the Weka directory
+Job's namespace enforcing restricted). A refused read fails its check
 naming the access to grant. Authentik 2025.10 serves ``parent`` and passes: tenantflow nests through either field,
 read from the server's answer, not from the release.
 
@@ -47,7 +48,7 @@ from tests.labfixture import (
 CONTEXT = "tenant-cluster"
 TARGET = KubeTarget(context=CONTEXT)
 READ_ONLY_EXECS = (["scontrol", "show", "config"], ["cat"], ["nvidia-smi", "-L"])
-CHECKS = 11
+CHECKS = 12
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +160,20 @@ def root_login_pod(lab: LabEndpoints) -> Iterator[None]:
 
 
 @contextmanager
+def restricted_helper_namespace(lab: LabEndpoints) -> Iterator[None]:
+    """The Weka directory Job's namespace labelled to enforce restricted, as tenant namespaces are."""
+    label = "pod-security.kubernetes.io/enforce"
+    with lab_env(lab):
+        objs = KubeObjects(TARGET)
+        objs.patch("Namespace", "tenantflow-system", None, {"metadata": {"labels": {label: "restricted"}}})
+    try:
+        yield
+    finally:
+        with lab_env(lab):
+            objs.patch("Namespace", "tenantflow-system", None, {"metadata": {"labels": {label: None}}})
+
+
+@contextmanager
 def no_csi_driver(lab: LabEndpoints) -> Iterator[None]:
     with lab_env(lab):
         objs = KubeObjects(TARGET)
@@ -198,6 +213,7 @@ MISMATCHES: list[tuple[Mismatch, str, str, str]] = [
     (outpost_to_6636, "ldap.outpost_port", "maps 636 -> pod port 6636", "egress rule to the outpost pods on 6636/TCP"),
     (enforce_without_limits, "slurm.enforcement", "associations,qos lacks limits", "associations,limits,qos"),
     (root_login_pod, "login.pod_security", "runAsNonRoot != true", "securityContext the level admits"),
+    (restricted_helper_namespace, "storage.helper_security", "runAsUser=0", "enforce=baseline"),
     (no_csi_driver, "storage.csi_driver", "no CSIDriver csi.weka.io", "install csi-wekafs"),
     (mig_on, "nodes.gpus", "MIG is on", "disable MIG"),
     (no_platform_group, "authentik.groups", "no platform group 'tenants'", "create the group 'tenants'"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tenantflow.activities.storage.dirs import helper_pod_spec
+from tenantflow.models.weka_mount import directory_command
 from tenantflow.starter.doctor.gpus import listing
 from tenantflow.starter.doctor.pss import violations
 from tenantflow.starter.doctor.report import exit_code, failed, ok, skipped
@@ -68,6 +70,12 @@ def test_baseline_refuses_host_namespaces_privilege_extra_capabilities_hostpath_
 def test_restricted_refuses_a_volume_type_outside_its_list() -> None:
     spec = {**RESTRICTED_OK, "volumes": [{"name": "nfs", "nfs": {"server": "s", "path": "/"}}]}
     assert violations("restricted", spec) == ['restricted volume types (volume "nfs" uses nfs)']
+
+
+def test_the_weka_directory_job_tenantflow_renders_runs_at_baseline_not_restricted() -> None:
+    spec = helper_pod_spec("claim", directory_command([]))
+    assert violations("baseline", spec) == []
+    assert "runAsUser=0" in " ".join(violations("restricted", spec))
 
 
 def test_gpus_are_lines_starting_gpu_and_mig_devices_the_indented_lines() -> None:
