@@ -31,7 +31,7 @@ from tenantflow.lab.endpoints import LabEndpoints
 from tenantflow.lab.httpbase import COMMITTED
 from tenantflow.models.targets import KubeTarget
 from tenantflow.starter.cli import app
-from tenantflow.starter.doctor import authentik
+from tenantflow.starter.doctor import authentik, konduktor, kueue
 from tenantflow.starter.doctor.report import Estate, Outcome
 from tests.labfixture import (
     SESSION_PATHS,
@@ -69,19 +69,17 @@ def doctor_json(lab: LabEndpoints) -> tuple[int, dict[str, dict[str, str]]]:
     return code, {c["check"]: c for c in json.loads(out)["checks"]}
 
 
-def writes(lab: LabEndpoints) -> list[str]:
-    """Every write a stand-in served since the journals were reset, but the Weka login's session."""
-    found = []
+def requests_by_kind(lab: LabEndpoints) -> dict[str, list[str]]:
+    """Every request a stand-in served since the journals were reset, as ``service: METHOD path``: ``writes`` (but
+    the Weka login's session) and ``reads``."""
+    found: dict[str, list[str]] = {"reads": [], "writes": []}
     for name, url in lab_services(lab).items():
         with _client(url) as http:
             entries = http.get("/_lab/requests").json()["requests"]
-        found += [
-            f"{name}: {e['method']} {e['path']}"
-            for e in entries
-            if e["method"] in {"POST", "PUT", "PATCH", "DELETE"}
-            and e["injected"] in COMMITTED
-            and not e["path"].endswith(SESSION_PATHS)
-        ]
+        for e in entries:
+            write = e["method"] in {"POST", "PUT", "PATCH", "DELETE"} and e["injected"] in COMMITTED
+            if not (write and e["path"].endswith(SESSION_PATHS)):
+                found["writes" if write else "reads"].append(f"{name}: {e['method']} {e['path']}")
     return found
 
 
@@ -94,7 +92,10 @@ def test_the_lab_passes_and_the_run_writes_nothing(estate: LabEndpoints) -> None
     assert all(line.split()[1] in ("ok", "skip") for line in lines[:-1]), out
     assert "kueue.version" in next(line for line in lines if " skip " in line), out
     assert "konduktor, version" in next(line for line in lines if line.startswith("konduktor.cli")), out
-    assert writes(estate) == []
+    seen = requests_by_kind(estate)
+    assert seen["writes"] == []
+    for read in ("authentik: GET /api/v3/admin/version/", "weka: GET /api/v2/fileSystems", f"kube-{CONTEXT}: GET /api"):
+        assert any(r.startswith(read) for r in seen["reads"]), (read, seen["reads"])
     execs = exec_commands(estate)
     assert execs and not any(map(is_write, execs)), execs
     assert all(any(argv[: len(read)] == read for read in READ_ONLY_EXECS) for argv in execs), execs
@@ -244,6 +245,14 @@ def test_a_refused_read_fails_its_check_naming_the_access_to_grant(estate: LabEn
     line = next(line for line in out.splitlines() if line.startswith("authentik.groups"))
     assert " FAIL cannot read: authentik answered HTTP 403" in line, line
     assert "fix: grant the API token (AUTHENTIK_TOKEN) read access" in line, line
+
+
+def test_kueue_is_checked_where_it_is_served_and_konduktor_skipped_without_its_setting(estate: LabEndpoints) -> None:
+    with lab_env(estate):
+        served = kueue.kueue_version(Estate(KubeTarget(context="worker")))
+    assert served.outcome is Outcome.ok and "v1beta2" in served.found, served
+    unconfigured = konduktor.konduktor_version(Estate(TARGET))
+    assert unconfigured.outcome is Outcome.skip and unconfigured.fix == "enrollment is not configured", unconfigured
 
 
 async def test_authentik_2025_10_nests_by_parent_and_passes(tmp_path: Path) -> None:
