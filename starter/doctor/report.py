@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
@@ -74,7 +73,6 @@ class Estate:
     settings, read lazily and at most once per run."""
 
     target: KubeTarget
-    cache: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def kube(self) -> KubeObjects:
