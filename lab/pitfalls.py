@@ -16,6 +16,8 @@ where it happens on a real cluster, never in tenantflow's code, which cannot rea
 * ``short_max_time``: the Slurm chart's partition template forces ``MaxTime=12:00:00`` on every partition.
 * ``evict_on_release``: the reservation operator defaults ``evictOnRelease`` to true on every Reservation.
 * ``keys_empty``: the ssh_keys sync has not run: the login pod's ``authorized_keys.d`` is empty.
+* ``mig_on``: MIG left enabled on the GPU nodes: ``nvidia-smi -L`` lists two indented ``MIG 3g.40gb`` devices
+  under each GPU (NVIDIA's MIG user guide), the ``nvidia-smi`` stand-in with ``LAB_MIG=on``.
 * ``outpost_throttled``: the LDAP outpost throttles the login pod's nslcd: every lookup is answered busy, so
   ``getent`` finds nothing (the runbook's first-wave rate limit, lasting).
 """
@@ -38,6 +40,7 @@ class Pitfall(StrEnum):
     evict_on_release = "evict_on_release"
     keys_empty = "keys_empty"
     outpost_throttled = "outpost_throttled"
+    mig_on = "mig_on"
 
 
 INJECTED: dict[Pitfall, str] = {
@@ -50,6 +53,7 @@ INJECTED: dict[Pitfall, str] = {
     Pitfall.evict_on_release: "reservation operator defaults spec.evictOnRelease to true",
     Pitfall.keys_empty: "ssh_keys sync never ran: login pod's /etc/ssh/authorized_keys.d is empty",
     Pitfall.outpost_throttled: "LDAP outpost answers the login pod's nslcd lookups busy (rate limit)",
+    Pitfall.mig_on: "MIG enabled: nvidia-smi -L lists MIG devices under every GPU",
 }
 ACS_ON_BUSBW_GBPS = "65.0"
 SHORT_MAX_TIME = "12:00:00"

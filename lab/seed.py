@@ -7,7 +7,7 @@ in ``auth`` the Secret ``ldap-bind-creds`` and the ``authentik-ldap-outpost``
 Service; in ``slurm-control`` the ``slurmctld`` Deployment, Service and pod
 ``slurmctld-0``, and per GPU node a SUNK NodeSet pod ``slurmd-<node>`` (containers ``slurmd`` and
 ``nsscache``, ``spec.nodeName`` the node, labelled ``app.kubernetes.io/component=slurmd``); ClusterRole
-``edit``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
+``edit``; csi-wekafs's ``CSIDriver`` ``csi.weka.io``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
 ``hardware-pool=gpu-h100-rack-a``, 8 ``nvidia.com/gpu``), of which
 :data:`NOT_READY` are NotReady and :data:`CORDONED` cordoned.
 """
@@ -22,6 +22,7 @@ import yaml
 
 from tenantflow.lab.enrollment_seed import seed_hub, seed_worker
 from tenantflow.lab.kubeapi.store import Store
+from tenantflow.lab.weka.csi_facts import CSI_DRIVER_OBJECT
 
 CRD_DIR = Path(__file__).parent / "crds"
 NOT_READY = ("gpu-14",)
@@ -137,6 +138,7 @@ def platform_objects(ldap_bind_password: str) -> list[Obj]:
             "data": {"password": base64.b64encode(ldap_bind_password.encode()).decode()},
         },
         _service("authentik-ldap-outpost", "auth", outpost, [("ldap", 3389), ("ldaps", 636)]),
+        CSI_DRIVER_OBJECT,
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -17,6 +17,7 @@ import typer
 from tenantflow.starter.commands import (
     changes,
     contracts,
+    doctor,
     drift,
     gates,
     runs,
@@ -52,6 +53,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("dev-server", services.dev_server),
     ("codec-server", services.codec_server),
     ("setup", setup.setup),
+    ("doctor", doctor.doctor),
     ("schema", contracts.schema),
     ("validate", contracts.validate),
     ("plan", contracts.plan),

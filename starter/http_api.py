@@ -283,6 +283,7 @@ NO_ROUTE: dict[str, str] = {
     "worker": "runs the worker process itself, where the services' credentials are",
     "dev-server": "starts a Temporal server on the operator's machine, for development",
     "setup": "creates the namespace's search attributes once, with Temporal admin rights the API does not hold",
+    "doctor": "probes the estate from the operator's shell with the worker's configuration, before any run",
     "codec-server": "is a server of its own, which the Temporal UI calls",
     "serve-api": "is the API",
     "token": "mints a credential into the API's token file: a token must not be able to mint tokens",

@@ -85,6 +85,7 @@ KINDS: dict[str, Kind] = {
         Kind("Deployment", "apps/v1", "deployments", True),
         Kind("Job", "batch/v1", "jobs", True),
         Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False),
+        Kind("CSIDriver", "storage.k8s.io/v1", "csidrivers", False),
         Kind("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True),
         Kind("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True),
         Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False),

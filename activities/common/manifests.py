@@ -28,6 +28,8 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HARDWARE_POOL_LABEL = "hardware-pool"
 GPU_RESOURCE = "nvidia.com/gpu"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
+POD_SECURITY_LEVEL = "restricted"
+"""The Pod Security Standard every tenant namespace enforces, audits and warns at (runbook step 3a)."""
 SCHEDULING_API = "scheduling.example.io/v1alpha1"
 HELM_API = "helm.example.io/v1"
 NETWORKING_API = "networking.k8s.io/v1"
@@ -94,7 +96,7 @@ def reservation(contract: TenantContract, nodes: list[str]) -> Manifest:
 def namespace(contract: TenantContract) -> Manifest:
     """Runbook step 3a: the namespace with the tenant and pod-security ``restricted`` labels."""
     labels = {"tenant": contract.slug}
-    labels.update({f"pod-security.kubernetes.io/{mode}": "restricted" for mode in POD_SECURITY_MODES})
+    labels.update({f"pod-security.kubernetes.io/{mode}": POD_SECURITY_LEVEL for mode in POD_SECURITY_MODES})
     return {
         "apiVersion": "v1",
         "kind": "Namespace",

@@ -89,6 +89,23 @@ def helper_name(contract: TenantContract, filesystem: str) -> str:
     return f"tenantflow-weka-dirs-{digest}"
 
 
+def helper_pod_spec(claim: str, command: list[str]) -> dict[str, Any]:
+    """The directory Job's pod: the helper image running ``command`` as root (``chown``) on the PVC ``claim``."""
+    return {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": CONTAINER,
+                "image": settings().weka_helper_image,
+                "command": command,
+                "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
+                "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}],
+            }
+        ],
+        "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": claim}}],
+    }
+
+
 def _manifests(
     contract: TenantContract, ns: str, filesystem: str, credentials: Credentials, command: list[str]
 ) -> list[dict[str, Any]]:
@@ -143,19 +160,7 @@ def _manifests(
                 "ttlSecondsAfterFinished": 600,
                 "template": {
                     "metadata": {"labels": {HELPER_LABEL: HELPER}},
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "containers": [
-                            {
-                                "name": CONTAINER,
-                                "image": settings().weka_helper_image,
-                                "command": command,
-                                "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": False},
-                                "volumeMounts": [{"name": "weka", "mountPath": MOUNT_PATH}],
-                            }
-                        ],
-                        "volumes": [{"name": "weka", "persistentVolumeClaim": {"claimName": name}}],
-                    },
+                    "spec": helper_pod_spec(name, command),
                 },
             },
         },

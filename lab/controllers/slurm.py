@@ -16,11 +16,13 @@ operator labels the slurmd pods of each partition's nodes
 ``app.kubernetes.io/managed-by=<partition>`` (and drops the label when the node leaves).
 The pitfall switches (:mod:`lab.pitfalls`) act here: ``short_max_time`` renders every
 partition with ``MaxTime=12:00:00``, ``wrong_node_labels`` labels the pods ``tenant=<partition>``
-instead, ``acs_on``, ``no_constrain_devices`` and ``scratch_missing`` change the environment jobs run in.
+instead, ``acs_on``, ``no_constrain_devices``, ``scratch_missing`` and ``mig_on`` change the environment jobs and
+execs run in.
 
 Exec: commands run in pods ``slurmctld-*`` / ``slurmd-*`` of ``slurm-control`` run
 for real on the host under ``ctx.slurm_env``, argv passed directly (no shell),
-only for an allow-list of Slurm clients plus ``getent`` and ``cat`` (``cat`` only
+only for an allow-list of Slurm clients plus ``getent``, ``nvidia-smi`` (a GPU node's slurmd container has the
+driver's tools) and ``cat`` (``cat`` only
 below the lab's job directory, the lab's home root, or the home of the file's owner:
 where jobs write their output; and slurm.conf and the partitions file it includes, which the
 slurmctld container of a real cluster reads from its mounted configuration too).
@@ -67,7 +69,7 @@ CONTEXT = "tenant-cluster"
 NAMESPACE = "slurm-control"
 CONFIGMAP = "slurm-partitions"
 ALLOWED_COMMANDS = frozenset(
-    {"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "getent", "cat"}
+    {"sacctmgr", "scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "getent", "cat", "nvidia-smi"}
 )
 EXEC_TIMEOUT_S = 120.0
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
@@ -107,6 +109,8 @@ def pitfall_env(state_dir: Path | None) -> dict[str, str]:
         env["LAB_CONSTRAIN_DEVICES"] = "no"
     if pitfalls.Pitfall.scratch_missing in on:
         env["LAB_MOUNT_TABLE"] = "/nonexistent/lab-mounts"
+    if pitfalls.Pitfall.mig_on in on:
+        env["LAB_MIG"] = "on"
     return env
 
 

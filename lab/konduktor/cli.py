@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tenantflow.lab.konduktor import hub_commands, worker_commands
 from tenantflow.lab.konduktor.blob import BlobError
+from tenantflow.lab.konduktor.facts import VERSION
 from tenantflow.lab.konduktor.rest import CommandError, Rest
 
 PROMPT = "Apply this plan? [y/N]"
@@ -22,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="konduktor", description="lab stand-in for the Konduktor CLI")
     root.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     root.add_argument("--context", help="kubeconfig context (default: the current context)")
+    root.add_argument("--version", action="version", version=VERSION)
     groups = root.add_subparsers(dest="group", required=True)
     cluster = groups.add_parser("cluster").add_subparsers(dest="command", required=True)
     for name in ("enroll", "status", "cordon", "decommission"):

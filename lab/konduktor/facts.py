@@ -22,6 +22,9 @@ from typing import Any
 
 Obj = dict[str, Any]
 
+VERSION = "konduktor, version 0.1.0.dev0 (lab stand-in)"
+"""What ``konduktor --version`` prints: the format of Click's ``version_option`` (``<prog>, version <v>``), the
+option a Click CLI such as Konduktor's answers; the number is the stand-in's own choice."""
 AGENT_NAMESPACE = "trainy-system"
 """Runbook, "Wait for readiness": ``kubectl -n trainy-system get pods`` lists the installed components."""
 BYOC_NAMESPACE = "trainy-byoc-system"

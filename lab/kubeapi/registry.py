@@ -115,6 +115,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _rt("coordination.k8s.io", "Lease", "leases", True),
     _rt("policy", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), True),
     _rt("storage.k8s.io", "StorageClass", "storageclasses", False, ("sc",), delete_returns_object=True),
+    _rt("storage.k8s.io", "CSIDriver", "csidrivers", False, (), delete_returns_object=True),
     _rt("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
     _rt("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", False, ("crd", "crds"), True),
 )

@@ -22,6 +22,19 @@ import re
 
 DRIVER = "csi.weka.io"
 """csi-wekafs's driver name (``CSIDriver`` ``csi.weka.io``; the examples' ``provisioner`` and ``csi.driver``)."""
+CSI_DRIVER_OBJECT = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "CSIDriver",
+    "metadata": {"name": DRIVER},
+    "spec": {
+        "attachRequired": True,
+        "podInfoOnMount": True,
+        "volumeLifecycleModes": ["Persistent"],
+        "fsGroupPolicy": "File",
+    },
+}
+"""The ``CSIDriver`` the csi-wekafs chart installs (``charts/csi-wekafsplugin/templates/driver.yaml``: name
+``csiDriverName``, attach required, pod info on mount, persistent volumes, ``fsGroupPolicy`` default ``File``)."""
 REQUIRED_SECRET_KEYS = ("username", "password", "organization", "endpoints")
 """``examples/common/csi-wekafs-api-secret.yaml``: the keys the plugin's API client cannot start without."""
 FS_HANDLE_PREFIX = "weka/v2/"
