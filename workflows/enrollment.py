@@ -4,7 +4,8 @@ Preflight (endpoints, the three permission checks, unique name) fails before any
 for ``approve_plan`` with its hash (planned again right before the first write: a changed plan opens the gate
 again); one step (``konduktor.bootstrap``, patch ``konduktor-cli-bootstrap``) runs ``konduktor cluster
 enroll`` and ``konduktor worker bootstrap``, so the one-shot blob never leaves the worker host (runs recorded
-before the patch created the enrollment and installed the agent themselves); the four conditions are awaited
+before the patch created the enrollment and installed the agent themselves), and the plan it prints is answered only
+once approved at ``approve_plan`` (``workflows/bootstrap_gate.py``); the four conditions are awaited
 with durable polling, and each one that does not converge yields the runbook's troubleshooting finding
 (``workflows/condition_findings.py``).
 Brownfield adds the invariants, ``submissions_paused``, an immediate cordon (a WorkerCluster that does not
@@ -42,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
-        KONDUKTOR_BOOTSTRAP,
         RECORD_WORKERCLUSTER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
@@ -56,6 +56,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.enrollment_workflows import (
         ADOPTION_REFUSAL,
         AdoptionDiff,
+        BootstrapAnswer,
+        BootstrapPlanPrinted,
         ConditionReport,
         ConditionWait,
         Cordon,
@@ -69,6 +71,7 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.records import WorkerClusterRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
 
+from tenantflow.workflows.bootstrap_gate import BootstrapGate
 from tenantflow.workflows.condition_findings import observability, troubleshoot
 from tenantflow.workflows.enrollment_failures import (
     CANARY_PASSED,
@@ -125,6 +128,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
         self._diff: AdoptionDiff | None = None
         self._live: str | None = None
         """None until the worker is uncordoned, then ``uncordoned`` or ``canary passed``."""
+        self.bootstrap_gate = BootstrapGate(self.state)
 
     @workflow.run
     async def run(self, params: EnrollmentInput) -> EnrollmentResult:
@@ -170,7 +174,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
                 message=f"rejected: {self.state.rejected.reason if self.state.rejected else ''}",
             )
 
-        self._step = step
+        self._step, self._plan = step, plan
         try:
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
@@ -217,7 +221,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
                 "konduktor cluster enroll, then worker bootstrap with the one-shot "
                 "blob (it never leaves the worker host)",
             )
-            installed = await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
+            installed = await self.bootstrap_gate.run(step, self._plan, *self._gate_times())
             step = self._step = with_facts(step, installed=installed)
             if c.brownfield:
                 await self._cordon_at_once(step)
@@ -376,6 +380,14 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self.state.wait_gate(name, description, *self._gate_times())
+
+    @workflow.signal(name="bootstrap_plan_printed", description="From konduktor.bootstrap: the CLI's plan as printed")
+    def bootstrap_plan_printed(self, printed: BootstrapPlanPrinted) -> None:
+        self.bootstrap_gate.on_printed(printed)
+
+    @workflow.query(name="bootstrap_plan_answer", description="For konduktor.bootstrap: the answer to a printed plan")
+    def bootstrap_plan_answer(self, sha256: str) -> BootstrapAnswer:
+        return self.bootstrap_gate.answer(sha256)
 
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:

@@ -22,14 +22,21 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -55,7 +62,7 @@ from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import BOOTSTRAP_PRINTED, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.status import RunStatus
 from tenantflow.models.targets import KubeTarget
@@ -125,13 +132,14 @@ class Lab:
 def use_konduktor_stand_in(tmp: Path) -> Path:
     """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``), behind a wrapper
     that appends ``<context> <group> <command> [<flag>]`` of every call to ``tmp/konduktor-calls`` (never the
-    blob: bootstrap's argument is not logged)."""
+    blob: of bootstrap's arguments only ``--help`` and ``--blob-file`` are logged)."""
     real = write_wrapper(tmp / "bin")
     calls = tmp / "spy-bin" / "konduktor"
     calls.parent.mkdir(exist_ok=True)
     calls.write_text(f'''#!/bin/sh
 flag=""
 [ "$6" = reset ] && flag="$7"
+[ "$6" = bootstrap ] && case "$7" in --help|--blob-file) flag="$7" ;; esac
 echo "$4 $5 $6 $flag" >> "{tmp / "konduktor-calls"}"
 exec "{real}" "$@"
 ''')
@@ -244,7 +252,11 @@ def world(lab: Lab) -> World:
 
 
 @asynccontextmanager
-async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
+async def enrollment_worker(
+    env: WorkflowEnvironment, approve_bootstrap: bool = True
+) -> AsyncIterator[tuple[Client, str]]:
+    """A worker of the enrollment workflows and activities on a queue of its own; with ``approve_bootstrap`` each
+    bootstrap plan the CLI prints is approved as shown (:func:`approve_bootstrap_plans`)."""
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
     activities: list[Any] = [
         *hub_activities.ACTIVITIES,
@@ -262,7 +274,29 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
         activities=activities,
         activity_executor=ThreadPoolExecutor(8),
     ):
-        yield env.client, queue
+        approver = asyncio.ensure_future(approve_bootstrap_plans(env.client, queue)) if approve_bootstrap else None
+        try:
+            yield env.client, queue
+        finally:
+            if approver is not None:
+                approver.cancel()
+                with suppress(asyncio.CancelledError):
+                    await approver
+
+
+def printed_plan(status: RunStatus) -> dict[str, str] | None:
+    """The detail (``printed``, ``sha256``, ``form``) of the plan step holding what ``konduktor worker bootstrap``
+    printed, when the run waits at ``approve_plan`` with it; else None."""
+    if not status.stage.startswith("gate:approve_plan") or status.plan is None:
+        return None
+    return next((s.detail for s in status.plan.steps if s.kind == BOOTSTRAP_PRINTED), None)
+
+
+async def approve_printed(handle: WorkflowHandle[Any, Any], status: RunStatus) -> None:
+    """Approve the bootstrap plan ``status`` shows (its hash), as an operator who read it; a gate another helper
+    answered meanwhile is no error."""
+    with suppress(WorkflowUpdateFailedError):
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
 
 
 async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 90) -> RunStatus:
@@ -275,6 +309,20 @@ async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: f
             return status
         assert asyncio.get_running_loop().time() < deadline, f"stuck at {status.stage}"
         await asyncio.sleep(0.1)
+
+
+async def approve_bootstrap_plans(client: Client, queue: str) -> None:
+    """Approve, as shown, each bootstrap plan a running WorkerEnrollment on ``queue`` prints (found through
+    visibility): what an operator does at that gate, for the tests that are about something else."""
+    running = f"TaskQueue = '{queue}' AND WorkflowType = 'WorkerEnrollment' AND ExecutionStatus = 'Running'"
+    while True:
+        async for run in client.list_workflows(running):
+            handle = client.get_workflow_handle(run.id, run_id=run.run_id)
+            with suppress(RPCError, WorkflowQueryFailedError):
+                status = await handle.query("status", result_type=RunStatus)
+                if printed_plan(status) is not None:
+                    await approve_printed(handle, status)
+        await asyncio.sleep(0.2)
 
 
 async def start_approved(
