@@ -1,13 +1,14 @@
-"""The bootstrap step of ``WorkerEnrollment`` with the CLI's own plan at ``approve_plan`` (patch
-``konduktor-bootstrap-plan-gate``).
+"""The bootstrap step of ``WorkerEnrollment`` with the CLI's own plan at ``approve_plan`` (patch ``konduktor-bootstrap-
+plan-gate``).
 
 ``konduktor.bootstrap`` runs ``konduktor worker bootstrap`` to its prompt and signals what the CLI printed
 (``bootstrap_plan_printed``: the text as printed, its SHA-256 and the form the blob was passed in). The run then
-opens ``approve_plan`` again with the approved enrollment plan plus one step (:data:`BOOTSTRAP_PRINTED`) holding that
-text, so the plan hash the approver names covers exactly that text; the gate shows it verbatim. The activity polls
-``bootstrap_plan_answer`` with the text's SHA-256 and writes ``y`` to the prompt only once the answer is
-``approved`` (``n`` on ``rejected``). A retried attempt whose fresh text hashes to an approved text proceeds
-without a gate; other text opens the gate again with the lines that changed. If the step ends while its plan waits
+opens ``approve_plan`` again with the approved enrollment plan plus one step (:data:`BOOTSTRAP_PRINTED`) holding
+that text, so the plan hash the approver names covers exactly that text; the gate shows it verbatim. The activity
+polls ``bootstrap_plan_answer`` with the text's SHA-256 and writes ``y`` to the prompt only once the answer is
+``approved`` (``n`` on ``rejected``). A retried attempt whose fresh text hashes to an approved text proceeds without
+a gate; other text opens the gate again with the lines that changed. The run's plan and its approval (what its
+record is stamped with) stay the enrollment plan's; every approval is listed. If the step ends while its plan waits
 (the CLI failed or was killed), the gate closes; if the gate expires or the run is cancelled, the step is cancelled
 (the activity kills the CLI at its prompt: nothing was answered).
 """
@@ -77,6 +78,7 @@ class BootstrapGate:
         if not workflow.patched(BOOTSTRAP_GATE_PATCH):
             return await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
         gated = step.model_copy(update={"plan_gate": True})
+        plan_answer = self.state.gates.answers.get("approve_plan")
         bootstrap = asyncio.ensure_future(self.state.steps.run(KONDUKTOR_BOOTSTRAP, gated))
         try:
             while True:
@@ -102,6 +104,8 @@ class BootstrapGate:
             raise
         finally:
             self.state.plan = plan
+            if plan_answer is not None:
+                self.state.gates.answers["approve_plan"] = plan_answer
         installed = await bootstrap
         if self.printed is not None:
             self.state.findings.append(

@@ -94,7 +94,7 @@ class PromptSession:
         while time.monotonic() < deadline:
             before = len(self._out)
             if not self._read(0.1):
-                raise PromptFailed(f"ended without asking (exit {self.proc.wait(5)})")
+                raise PromptFailed(f"exited {self.proc.wait(5)} without asking")
             now = time.monotonic()
             if len(self._out) != before:
                 last = now

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
+from temporalio import activity
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -38,7 +39,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, Worker
 
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.hub import konduktor
@@ -66,9 +67,11 @@ from tenantflow.models.enrollment_workflows import BOOTSTRAP_PRINTED, Enrollment
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.status import RunStatus
 from tenantflow.models.targets import KubeTarget
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.enrollment import application_error
 from tenantflow.workflows.record_reads import WorkerClusterRecords
+from tests.approvers import reviewer
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
 POLICIES = {
@@ -267,14 +270,16 @@ async def enrollment_worker(
         *gate_notify.ACTIVITIES,
     ]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS, WorkerClusterRecords]
+    seen = BootstrapRuns()
     async with Worker(
         env.client,
         task_queue=queue,
         workflows=workflows,
         activities=activities,
         activity_executor=ThreadPoolExecutor(8),
+        interceptors=[seen],
     ):
-        approver = asyncio.ensure_future(approve_bootstrap_plans(env.client, queue)) if approve_bootstrap else None
+        approver = asyncio.ensure_future(approve_bootstrap_plans(env.client, seen)) if approve_bootstrap else None
         try:
             yield env.client, queue
         finally:
@@ -311,13 +316,46 @@ async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: f
         await asyncio.sleep(0.1)
 
 
-async def approve_bootstrap_plans(client: Client, queue: str) -> None:
-    """Approve, as shown, each bootstrap plan a running WorkerEnrollment on ``queue`` prints (found through
-    visibility): what an operator does at that gate, for the tests that are about something else."""
-    running = f"TaskQueue = '{queue}' AND WorkflowType = 'WorkerEnrollment' AND ExecutionStatus = 'Running'"
+async def approve_printed_plan(
+    api: TenantflowClient, handle: WorkflowHandle[Any, Any], timeout_s: float = 120
+) -> RunStatus:
+    """Wait until the run shows the bootstrap plan the CLI printed at ``approve_plan``, then approve it as the
+    reviewer (with proof, for a worker with the shipped approval rules); the status that showed it."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while printed_plan(status := await handle.query("status", result_type=RunStatus)) is None:
+        assert asyncio.get_running_loop().time() < deadline, f"no printed bootstrap plan; stuck at {status.stage}"
+        await asyncio.sleep(0.2)
+    await reviewer(api).approve(handle.id, status.plan_hash or "")
+    return status
+
+
+class BootstrapRuns(Interceptor):
+    """A worker interceptor (Temporal's ``temporalio.worker.Interceptor``) that notes the run of every
+    ``konduktor.bootstrap`` the worker starts: the runs :func:`approve_bootstrap_plans` watches (the time-skipping
+    server has no visibility to list them)."""
+
+    def __init__(self) -> None:
+        self.runs: set[tuple[str, str]] = set()
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        runs = self.runs
+
+        class Noting(ActivityInboundInterceptor):
+            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+                info = activity.info()
+                if info.activity_type == "konduktor.bootstrap" and info.workflow_id and info.workflow_run_id:
+                    runs.add((info.workflow_id, info.workflow_run_id))
+                return await super().execute_activity(input)
+
+        return Noting(next)
+
+
+async def approve_bootstrap_plans(client: Client, seen: BootstrapRuns) -> None:
+    """Approve, as shown, each bootstrap plan a run that ``seen`` noted prints: what an operator does at that gate,
+    for the tests that are about something else."""
     while True:
-        async for run in client.list_workflows(running):
-            handle = client.get_workflow_handle(run.id, run_id=run.run_id)
+        for workflow_id, run_id in sorted(seen.runs):
+            handle = client.get_workflow_handle(workflow_id, run_id=run_id)
             with suppress(RPCError, WorkflowQueryFailedError):
                 status = await handle.query("status", result_type=RunStatus)
                 if printed_plan(status) is not None:
