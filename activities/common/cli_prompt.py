@@ -106,6 +106,13 @@ class PromptSession:
         self.kill()
         raise PromptFailed(f"asked nothing within {budget_s:.0f} s")
 
+    def printed_more(self) -> bool:
+        """Whether the command printed anything since the text was read (within :data:`QUIET_S`): then the text
+        that was decided on was not the whole question, and it must be decided again."""
+        before = len(self._out)
+        self._read(QUIET_S)
+        return len(self._out) != before
+
     def answer(self, reply: str, budget_s: float) -> tuple[int, str]:
         """Write ``reply`` and a newline to the prompt; the exit code and the output that followed it."""
         start = len(self._out)

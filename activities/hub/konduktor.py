@@ -1,12 +1,12 @@
 """Enrollment through the ``konduktor`` CLI: the one-shot blob is created and consumed inside one activity.
 
-``konduktor.bootstrap`` follows the runbook's "Create the one-shot bootstrap blob" and "Bootstrap the worker"
-steps on this worker host: a private ``0700`` directory (``mkdtemp``), the blob written by
-``konduktor cluster enroll`` straight into a ``0600`` file in it, then ``konduktor worker bootstrap`` in the form
-the CLI documents: it reads ``konduktor worker bootstrap --help`` once, and when that names a file option for the
-blob (an option ending in ``file`` on a line about the blob) passes the file's path with it, so the key stays out
-of the process list; otherwise the runbook's positional blob (``"$(cat "$BOOTSTRAP_BLOB")"``, which shows the key
-in the process list while bootstrap runs, as the runbook warns). The form used goes to the run with the plan.
+``konduktor.bootstrap`` follows the runbook's "Create the one-shot bootstrap blob" and "Bootstrap the worker" steps
+on this worker host: a private ``0700`` directory (``mkdtemp``), the blob written by ``konduktor cluster enroll``
+straight into a ``0600`` file in it, then ``konduktor worker bootstrap`` in the form the CLI documents: it reads
+``konduktor worker bootstrap --help`` once, and when that names a file option for the blob (an option ending in
+``file`` on a line about the blob) passes the file's path with it, so the key stays out of the process list;
+otherwise the runbook's positional blob (``"$(cat "$BOOTSTRAP_BLOB")"``, which shows the key in the process list
+while bootstrap runs, as the runbook warns). The form used goes to the run with the plan.
 
 The CLI runs on a pseudo-terminal (:mod:`activities.common.cli_prompt`); what it prints up to its prompt is opaque
 text. With ``plan_gate`` (runs with the ``konduktor-bootstrap-plan-gate`` patch) the activity signals it verbatim
@@ -14,15 +14,16 @@ text. With ``plan_gate`` (runs with the ``konduktor-bootstrap-plan-gate`` patch)
 worker's client: ``activity.client()``, Temporal's "Interacting with Workflows" guide), which shows it at its
 ``approve_plan`` gate, then heartbeats while it polls the run (query ``bootstrap_plan_answer``) with a growing
 interval; only when the run answers that this exact text is approved does it write ``y`` to the prompt; a rejection
-writes ``n`` and fails ``BootstrapPlanRejected``. A retried attempt whose fresh text hashes to an approved one
-proceeds at once; other text reopens the gate. Runs recorded before the patch approve as they did: ``y`` only when
-the plan's ``create``/``exists`` lines list exactly :data:`BOOTSTRAP_COMPONENTS`.
+writes ``n`` and fails ``BootstrapPlanRejected``. Output that arrives after the text was read (a prompt-like line in
+the middle of the plan) is never answered: the whole text so far is decided on again. A retried attempt whose fresh
+text hashes to an approved one proceeds at once; other text reopens the gate. Runs recorded before the patch approve
+as they did: ``y`` only when the plan's ``create``/``exists`` lines list exactly :data:`BOOTSTRAP_COMPONENTS`.
 
 In a ``finally`` the runbook's cleanup (``shred -u``, else ``rm``), whose result is verified: a file still there
-fails the step naming its path. The blob never leaves the activity: not in its result, a signal, a heartbeat, a
-log line or an error message (redacted wherever the CLI's output or an argument would show it). A worker killed
-mid-step (no ``finally``) leaves its directory; the next attempt for the same worker removes it first (the
-workflow id is the per-worker lock, so no other run uses it).
+fails the step naming its path. The blob never leaves the activity: not in its result, a signal, a heartbeat, a log
+line or an error message (redacted wherever the CLI's output or an argument would show it). A worker killed mid-step
+(no ``finally``) leaves its directory; the next attempt for the same worker removes it first (the workflow id is the
+per-worker lock, so no other run uses it).
 """
 
 from __future__ import annotations
@@ -184,11 +185,15 @@ async def _bootstrap(step: EnrollmentStep, command: list[str], form: str, blob: 
             text = await in_thread(lambda: session.read_to_prompt(konduktor_cli.CLI_TIMEOUT_S), f"konduktor {shown}")
         except PromptFailed as exc:
             raise fail("KonduktorFailed", f"konduktor {shown} {exc}: {session.stderr().strip()}") from None
-        if step.plan_gate:
-            printed = BootstrapPlanPrinted(text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), form=form)
-            approved = await _answer_of_run(printed) == "approved"
-        else:
-            approved = planned_components(text.splitlines()) == EXPECTED
+        while True:
+            if step.plan_gate:
+                sha256 = hashlib.sha256(text.encode()).hexdigest()
+                approved = await _answer_of_run(BootstrapPlanPrinted(text=text, sha256=sha256, form=form)) == "approved"
+            else:
+                approved = planned_components(text.splitlines()) == EXPECTED
+            if not approved or not await in_thread(session.printed_more, f"konduktor {shown}"):
+                break
+            text = session.text
         code, rest = await in_thread(
             lambda: session.answer("y" if approved else "n", konduktor_cli.CLI_TIMEOUT_S), f"konduktor {shown}"
         )
