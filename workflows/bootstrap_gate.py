@@ -1,5 +1,6 @@
-"""The bootstrap step of ``WorkerEnrollment`` with the CLI's own plan at ``approve_plan`` (patch ``konduktor-bootstrap-
-plan-gate``).
+"""The bootstrap step of ``WorkerEnrollment`` with the CLI's own plan at ``approve_plan``.
+
+Patch ``konduktor-bootstrap-plan-gate``.
 
 ``konduktor.bootstrap`` runs ``konduktor worker bootstrap`` to its prompt and signals what the CLI printed
 (``bootstrap_plan_printed``: the text as printed, its SHA-256 and the form the blob was passed in). The run then
@@ -8,9 +9,10 @@ that text, so the plan hash the approver names covers exactly that text; the gat
 polls ``bootstrap_plan_answer`` with the text's SHA-256 and writes ``y`` to the prompt only once the answer is
 ``approved`` (``n`` on ``rejected``). A retried attempt whose fresh text hashes to an approved text proceeds without
 a gate; other text opens the gate again with the lines that changed. The run's plan and its approval (what its
-record is stamped with) stay the enrollment plan's; every approval is listed. If the step ends while its plan waits
-(the CLI failed or was killed), the gate closes; if the gate expires or the run is cancelled, the step is cancelled
-(the activity kills the CLI at its prompt: nothing was answered).
+record is stamped with) stay the enrollment plan's; every approval is listed. A retried step that prints other text
+while the gate shows the earlier one replaces it at the gate. If the step ends while its plan waits (the CLI failed
+or was killed), the gate closes; if the gate expires or the run is cancelled, the step is cancelled (the activity
+kills the CLI at its prompt: nothing was answered).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -67,6 +70,10 @@ class BootstrapGate:
             return "approved"
         return "rejected" if sha256 in self.rejected else "waiting"
 
+    def _reprinted(self, printed: BootstrapPlanPrinted) -> Callable[[], bool]:
+        """Whether a retried step has printed other text than ``printed`` (while the gate shows it)."""
+        return lambda: self.printed is not None and self.printed.sha256 != printed.sha256
+
     def _unanswered(self) -> bool:
         return self.printed is not None and self.answer(self.printed.sha256) == "waiting"
 
@@ -88,11 +95,15 @@ class BootstrapGate:
                 printed = self.printed
                 assert printed is not None
                 gate = asyncio.ensure_future(self._ask(printed, plan, escalate_after, expire_after))
-                await workflow.wait([bootstrap, gate], return_when=asyncio.FIRST_COMPLETED)
+                reprinted = asyncio.ensure_future(workflow.wait_condition(self._reprinted(printed)))
+                await workflow.wait([bootstrap, gate, reprinted], return_when=asyncio.FIRST_COMPLETED)
+                reprinted.cancel()
                 if not gate.done():
                     gate.cancel()
                     self.state.gates.open.pop("approve_plan", None)
-                    break
+                    if bootstrap.done():
+                        break
+                    continue
                 if gate.result():
                     self.approved[printed.sha256] = printed.text
                 else:
