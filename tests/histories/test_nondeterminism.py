@@ -370,6 +370,7 @@ ENROLLMENTS = (
     "enrollment-resume-expired",
     "enrollment-replanned",
     "enrollment-rollback-retried",
+    "enrollment-bootstrap-plan-gate",
 )
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[
