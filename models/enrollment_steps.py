@@ -44,9 +44,12 @@ KONDUKTOR_BOOTSTRAP = Step(
     "konduktor.bootstrap",
     EnrollmentStep,
     list[EnsureResult],
-    timeout=timedelta(minutes=5),
+    timeout=timedelta(days=31),
+    heartbeat=WAIT_HEARTBEAT,
     summary="konduktor cluster enroll + worker bootstrap (the blob stays in this step)",
 )
+"""It holds the CLI at its prompt while the run's gate waits for the printed plan's approval (the gate's expiry or a
+cancel ends it first), hence a month to close; a crashed worker shows within its heartbeat timeout."""
 HUB_WAIT_CONDITIONS = Step(
     "hub.wait_conditions",
     ConditionWait,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
@@ -185,6 +185,28 @@ class EnrollmentFacts(Strict):
 class EnrollmentStep(Strict):
     contract: WorkerEnrollment
     facts: EnrollmentFacts = EnrollmentFacts()
+    plan_gate: bool = Field(
+        False,
+        exclude_if=lambda gated: not gated,
+        description="konduktor.bootstrap shows the CLI's plan at the run's gate (signal bootstrap_plan_printed) and "
+        "answers its prompt only once that exact text is approved; False: runs recorded before, which compare "
+        "the plan's components",
+    )
+
+
+class BootstrapPlanPrinted(Strict):
+    """What ``konduktor worker bootstrap`` printed up to its prompt, as printed (the blob redacted), its SHA-256,
+    and the form the blob was passed in; the bootstrap activity signals it to its run. The text is kept as it is,
+    its whitespace too (a prompt often ends in a space)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+    text: str
+    sha256: str = Field(..., pattern=r"^[0-9a-f]{64}$")
+    form: str = Field(..., description="how the blob was passed: the --help's file option, or the positional blob")
+
+
+BootstrapAnswer = Literal["waiting", "approved", "rejected"]
+"""The run's answer to a printed bootstrap plan (query ``bootstrap_plan_answer`` with its SHA-256)."""
 
 
 class ConditionWait(Strict):
@@ -254,6 +276,10 @@ class DecommissionInput(Strict):
     drain_budget_s: float = Field(600.0, gt=0)
 
 
+BOOTSTRAP_PRINTED = "KonduktorBootstrapPlan"
+"""The kind of the plan step holding what ``konduktor worker bootstrap`` printed up to its prompt, as printed
+(``detail``: ``printed``, ``sha256``, ``form``): the plan ``approve_plan`` shows again at the bootstrap step, whose
+hash covers that text, so approving it approves exactly what the CLI printed."""
 RESET_DRY_RUN = "WorkerResetDryRun"
 """The kind of the reset plan's step holding ``konduktor worker reset --dry-run``'s text as printed (trailing
 whitespace removed) and its SHA-256 (``detail``: ``dry_run``, ``sha256``): the plan hash covers it, so approving

@@ -4,7 +4,8 @@ Preflight (endpoints, the three permission checks, unique name) fails before any
 for ``approve_plan`` with its hash (planned again right before the first write: a changed plan opens the gate
 again); one step (``konduktor.bootstrap``, patch ``konduktor-cli-bootstrap``) runs ``konduktor cluster
 enroll`` and ``konduktor worker bootstrap``, so the one-shot blob never leaves the worker host (runs recorded
-before the patch created the enrollment and installed the agent themselves); the four conditions are awaited
+before the patch created the enrollment and installed the agent themselves), and the plan it prints is answered only
+once approved at ``approve_plan`` (``workflows/bootstrap_gate.py``); the four conditions are awaited
 with durable polling, and each one that does not converge yields the runbook's troubleshooting finding
 (``workflows/condition_findings.py``).
 Brownfield adds the invariants, ``submissions_paused``, an immediate cordon (a WorkerCluster that does not
@@ -42,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         HUB_SELECT_PRESET,
         HUB_WAIT_CONDITIONS,
         HUB_WAIT_WORKERCLUSTER,
-        KONDUKTOR_BOOTSTRAP,
         RECORD_WORKERCLUSTER,
         WORKER_ADOPT,
         WORKER_ADOPTION_DIFF,
@@ -56,6 +56,8 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.enrollment_workflows import (
         ADOPTION_REFUSAL,
         AdoptionDiff,
+        BootstrapAnswer,
+        BootstrapPlanPrinted,
         ConditionReport,
         ConditionWait,
         Cordon,
@@ -69,8 +71,9 @@ with workflow.unsafe.imports_passed_through():
     from tenantflow.models.records import WorkerClusterRecord
     from tenantflow.models.results import EnsureResult, Finding, Outcome
 
+from tenantflow.workflows.bootstrap_gate import BootstrapGate
 from tenantflow.workflows.condition_findings import observability, troubleshoot
-from tenantflow.workflows.enrollment_cordon import CORDON_BESIDE_BOOTSTRAP_PATCH, cordon_beside
+from tenantflow.workflows.enrollment_cordon import CORDON_BESIDE_BOOTSTRAP_PATCH, cordon_beside, stop_unless_cordoned
 from tenantflow.workflows.enrollment_failures import (
     CANARY_PASSED,
     CANCEL_PATCH,
@@ -84,7 +87,6 @@ from tenantflow.workflows.rollback import RETRY_ROLLBACK, retry_rollback_gate
 from tenantflow.workflows.saga import root_message
 from tenantflow.workflows.search import WORKER_CLUSTER
 
-STOPPED_NOT_CORDONED = "stopped-not-cordoned"
 KONDUKTOR_PATCH = "konduktor-cli-bootstrap"
 """Runs from before it created the enrollment itself (``hub.create_enrollment`` + ``worker.install``)."""
 BROWNFIELD_GATES = ("submissions_paused", "approve_adoption", "uncordon", "resume_submissions")
@@ -126,6 +128,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
         self._diff: AdoptionDiff | None = None
         self._live: str | None = None
         """None until the worker is uncordoned, then ``uncordoned`` or ``canary passed``."""
+        self.bootstrap_gate = BootstrapGate(self.state)
 
     @workflow.run
     async def run(self, params: EnrollmentInput) -> EnrollmentResult:
@@ -171,7 +174,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
                 message=f"rejected: {self.state.rejected.reason if self.state.rejected else ''}",
             )
 
-        self._step = step
+        self._step, self._plan = step, plan
         try:
             step = await self._enroll(step)
         except (ActivityError, ApplicationError) as err:
@@ -218,13 +221,16 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
                 "konduktor cluster enroll, then worker bootstrap with the one-shot "
                 "blob (it never leaves the worker host)",
             )
+            bootstrap = self.bootstrap_gate.run(step, self._plan, *self._gate_times())
             if c.brownfield and workflow.patched(CORDON_BESIDE_BOOTSTRAP_PATCH):
-                bootstrap = self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
-                installed, why = await cordon_beside(self.state.steps, step, self._params.condition_budget_s, bootstrap)
+                budget = self._params.condition_budget_s
+                installed, why = await cordon_beside(
+                    self.state.steps, step, budget, bootstrap, self.bootstrap_gate.answered_yes
+                )
                 step = self._step = with_facts(step, installed=installed)
-                self._stop_unless_cordoned(step, why)
+                stop_unless_cordoned(self.state, step, why)
             else:
-                installed = await self.state.steps.run(KONDUKTOR_BOOTSTRAP, step)
+                installed = await bootstrap
                 step = self._step = with_facts(step, installed=installed)
                 if c.brownfield:
                     await self._cordon_at_once(step)
@@ -304,25 +310,7 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
             )
         except ActivityError as err:
             why = f"cordoning WorkerCluster {self.state.target} failed: {root_message(err)}"
-        self._stop_unless_cordoned(step, why)
-
-    def _stop_unless_cordoned(self, step: EnrollmentStep, why: str) -> None:
-        """Stop at :data:`STOPPED_NOT_CORDONED` with a finding saying what to do, unless ``why`` is empty."""
-        c = step.contract
-        if not why:
-            return
-        fix = (
-            f"keep every organization submission path paused; cordon it by hand as soon as it appears "
-            f"(konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace}; check with "
-            f"konduktor --context HUB cluster status {c.worker_name} -n {c.tenant_namespace}), then finish the "
-            "runbook's brownfield steps or decommission the worker"
-        )
-        said = f"{why}: Hub dispatch to the worker is NOT cordoned"
-        self.state.findings.append(Finding.failed("brownfield.cordon", said, fix))
-        self.state.gates.set_stage(STOPPED_NOT_CORDONED, f"Stopped, submissions stay paused: {why}; {fix}")
-        raise ApplicationError(
-            f"{why}; Hub dispatch is not cordoned, keep submissions paused", type="CordonFailed", non_retryable=True
-        )
+        stop_unless_cordoned(self.state, step, why)
 
     async def _brownfield(self, step: EnrollmentStep) -> EnrollmentStep:
         self.state.gates.set_stage("convergence", "Waiting for Kueue/JobSet convergence; checking invariants")
@@ -387,6 +375,14 @@ class WorkerEnrollmentWorkflow(GatedWorkflow):
 
     async def _gate(self, name: str, description: str) -> GateAnswer:
         return await self.state.wait_gate(name, description, *self._gate_times())
+
+    @workflow.signal(name="bootstrap_plan_printed", description="From konduktor.bootstrap: the CLI's plan as printed")
+    def bootstrap_plan_printed(self, printed: BootstrapPlanPrinted) -> None:
+        self.bootstrap_gate.on_printed(printed)
+
+    @workflow.query(name="bootstrap_plan_answer", description="For konduktor.bootstrap: the answer to a printed plan")
+    def bootstrap_plan_answer(self, sha256: str) -> BootstrapAnswer:
+        return self.bootstrap_gate.answer(sha256)
 
     @workflow.query(name="adoption_diff")
     def adoption_diff(self) -> AdoptionDiff | None:

@@ -1,26 +1,27 @@
 """Running the ``konduktor`` CLI as the enroll-worker-cluster runbook documents it.
 
-Every call names its target explicitly: ``konduktor --kubeconfig PATH --context CTX <command>`` (root flags
-before the subcommand), never the current context; PATH and CTX are what the worker's cluster registry
+Every call names its target explicitly: ``konduktor --kubeconfig PATH --context CTX <command>`` (root flags before
+the subcommand), never the current context; PATH and CTX are what the worker's cluster registry
 (:mod:`activities.common.clusters`) has for the target's cluster, never a path from the contract. The binary comes
-from the worker's ``KONDUKTOR_BIN`` setting (default ``konduktor`` on PATH). No secret is ever an argument
-(house rule: secrets never in the argv of our processes); a caller that holds one (the bootstrap blob, passed
-as a file) names it in ``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output or stderr
-would show it. A failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted
-stderr; the CLI's own exceptions never escape. While a command runs, the calling activity heartbeats every
-:data:`BEAT_S` (far below the 60 s heartbeat timeout), so a command that takes longer than the heartbeat
-timeout (up to :data:`CLI_TIMEOUT_S`) never makes Temporal start a second attempt beside it.
+from the worker's ``KONDUKTOR_BIN`` setting (default ``konduktor`` on PATH). A caller that holds a secret (the
+bootstrap blob) names it in ``secrets`` so that it is replaced by ``<secret>`` wherever the CLI's output, stderr or
+its command line in an error would show it. :func:`version` reads ``konduktor --version`` for preflight
+(:data:`SUPPORTED_VERSIONS`) and :func:`blob_file_option` the file form ``worker bootstrap --help`` documents, if
+any. A failure raises a non-retryable ``KonduktorFailed`` holding the command and the redacted stderr; the CLI's own
+exceptions never escape. While a command runs, the calling activity heartbeats every :data:`BEAT_S` (far below the
+60 s heartbeat timeout), so a command that takes longer than the heartbeat timeout (up to :data:`CLI_TIMEOUT_S`)
+never makes Temporal start a second attempt beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import IO
 
 from tenantflow.activities.common import clusters
@@ -31,7 +32,6 @@ from tenantflow.models.targets import KubeTarget
 
 CLI_TIMEOUT_S = 120.0
 BEAT_S = 10.0
-PROMPT = "Apply this plan? [y/N]"
 REDACTED = "<secret>"
 
 
@@ -58,7 +58,44 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 
 def _failed(args: list[str], what: str, stderr: str = "", secrets: Sequence[str] = ()) -> Exception:
     detail = redact(stderr.strip(), secrets)
-    return fail("KonduktorFailed", f"`{' '.join(args)}` {what}" + (f": {detail}" if detail else ""))
+    shown = redact(" ".join(args), secrets)
+    return fail("KonduktorFailed", f"`{shown}` {what}" + (f": {detail}" if detail else ""))
+
+
+SUPPORTED_VERSIONS = ((0, 4), (1, 0))
+"""The ``konduktor`` CLI versions tenantflow drives, ``>= 0.4, < 1.0`` (README, "Enrolling a worker cluster"):
+the runbook's commands and the stand-in's version; another range is refused at preflight."""
+VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def supported_range() -> str:
+    (low_major, low_minor), (high_major, high_minor) = SUPPORTED_VERSIONS
+    return f">= {low_major}.{low_minor}, < {high_major}.{high_minor}"
+
+
+def version(target: KubeTarget) -> tuple[str, bool]:
+    """``konduktor --version`` as printed (its first line), and whether its version is in
+    :data:`SUPPORTED_VERSIONS`; a line with no version number is not."""
+    printed = (run(target, "--version").strip().splitlines() or [""])[0]
+    found = VERSION.search(printed)
+    if found is None:
+        return printed, False
+    number = (int(found.group(1)), int(found.group(2)))
+    return printed, SUPPORTED_VERSIONS[0] <= number < SUPPORTED_VERSIONS[1]
+
+
+FILE_OPTION = re.compile(r"(--[a-z][a-z0-9-]*file)\b")
+
+
+def blob_file_option(target: KubeTarget) -> str | None:
+    """The option ``konduktor worker bootstrap --help`` documents for reading the blob from a file (an option
+    ending in ``file`` on a help line that mentions the blob), or None: then only the runbook's positional blob.
+    A stdin form is never used: stdin is the terminal the plan's prompt is answered on."""
+    for line in run(target, "worker", "bootstrap", "--help").splitlines():
+        found = FILE_OPTION.search(line)
+        if found and "blob" in line.lower():
+            return found.group(1)
+    return None
 
 
 def run(
@@ -87,17 +124,13 @@ def _start(command: list[str], stdin: int, stdout: IO[str] | int) -> subprocess.
         raise _failed(command, f"could not start ({exc.strerror}); set KONDUKTOR_BIN") from None
 
 
-def _communicate(
-    proc: subprocess.Popen[str], command: list[str], timeout_s: float, answer: str | None = None
-) -> tuple[str, str]:
-    """Wait for ``proc`` (sending ``answer`` to its stdin), heartbeating every :data:`BEAT_S`; kill it and fail
-    after ``timeout_s``."""
+def _communicate(proc: subprocess.Popen[str], command: list[str], timeout_s: float) -> tuple[str, str]:
+    """Wait for ``proc``, heartbeating every :data:`BEAT_S`; kill it and fail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return proc.communicate(input=answer, timeout=max(0.0, min(BEAT_S, deadline - time.monotonic())))
+            return proc.communicate(timeout=max(0.0, min(BEAT_S, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
-            answer = None
             if time.monotonic() >= deadline:
                 _kill(proc)
                 proc.communicate()
@@ -109,41 +142,3 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     """SIGKILL the command and whatever it started (its own session), so nothing keeps its pipes open."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def answer_plan(
-    target: KubeTarget,
-    *args: str,
-    approve: Callable[[list[str]], bool],
-    secrets: Sequence[str] = (),
-    timeout_s: float = CLI_TIMEOUT_S,
-) -> list[str]:
-    """Run a command that prints a plan and asks :data:`PROMPT`; answer ``y`` only if ``approve(plan)``.
-
-    Returns the plan lines followed by the command's remaining output. Raises ``KonduktorFailed`` when the
-    command fails or never asks.
-    """
-    command = argv(target, *args)
-    proc = _start(command, subprocess.PIPE, subprocess.PIPE)
-    timer = threading.Timer(timeout_s, _kill, [proc])
-    timer.start()
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        plan: list[str] = []
-        for line in proc.stdout:
-            if line.strip() == PROMPT:
-                break
-            if line.strip():
-                plan.append(redact(line.rstrip("\n"), secrets))
-        else:
-            _, err = proc.communicate()
-            raise _failed(command, f"exited {proc.returncode} without asking to apply a plan", err, secrets)
-        ok = approve(plan)
-        out, err = _communicate(proc, command, timeout_s, "y\n" if ok else "n\n")
-    finally:
-        timer.cancel()
-    if not ok:
-        return plan
-    if proc.returncode != 0:
-        raise _failed(command, f"exited {proc.returncode}", err, secrets)
-    return plan + [redact(line, secrets) for line in out.splitlines() if line.strip()]

@@ -29,6 +29,7 @@ from tenantflow.models.enrollment_workflows import (
     EnrollmentStep,
 )
 from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetChoice
+from tenantflow.models.targets import KubeTarget
 
 
 @defn(enrollment_steps.HUB_PREFLIGHT)
@@ -88,7 +89,23 @@ def preflight(step: EnrollmentStep) -> list[Finding]:
                 "pick a worker name unique in the tenant namespace, or decommission the old one",
             )
         )
-    return findings
+    return [*findings, cli_version(c.worker)]
+
+
+def cli_version(worker: KubeTarget) -> Finding:
+    """``konduktor --version`` on this worker host, refused outside ``konduktor_cli.SUPPORTED_VERSIONS``."""
+    supported = konduktor_cli.supported_range()
+    fix = (
+        f"install a konduktor CLI {supported} on the worker host and point KONDUKTOR_BIN at it (README, "
+        '"Enrolling a worker cluster"); tenantflow drives only the CLI surface of those versions'
+    )
+    try:
+        printed, ok = konduktor_cli.version(worker)
+    except ApplicationError as exc:
+        return Finding.failed("konduktor.version", f"`konduktor --version` failed: {exc.message}", fix)
+    return Finding.verdict(
+        "konduktor.version", ok, f"`konduktor --version` printed {printed!r}; supported {supported}", fix
+    )
 
 
 @defn(enrollment_steps.HUB_DESTROY_KEY)

@@ -14,13 +14,26 @@ from tenantflow.lab.konduktor.facts import VERSION
 from tenantflow.lab.konduktor.rest import CommandError, Rest
 
 PROMPT = "Apply this plan? [y/N]"
+TABLE_PROMPT = "Proceed with bootstrap of this worker? (y/n): "
+"""The second dialect's prompt: no newline after it, the answer is read on the same line."""
 DIALECT_ENV = "KONDUKTOR_LAB_DIALECT"
 """Which output the stand-in speaks (the package docstring): ``runbook`` (the default), ``table`` or ``quiet``."""
 DIALECTS = ("runbook", "table", "quiet")
+VERSION = "0.4.2"
+"""What ``konduktor --version`` prints after ``konduktor, version `` (the stand-in's own number)."""
+
+
+def dialect() -> str:
+    """The dialect :data:`DIALECT_ENV` names; a usage error for an unknown one."""
+    chosen = os.environ.get(DIALECT_ENV) or "runbook"
+    if chosen not in DIALECTS:
+        raise CommandError(f"{DIALECT_ENV}={chosen}: not one of {', '.join(DIALECTS)}")
+    return chosen
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="konduktor", description="lab stand-in for the Konduktor CLI")
+    root.add_argument("--version", action="version", version=f"konduktor, version {VERSION}")
     root.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     root.add_argument("--context", help="kubeconfig context (default: the current context)")
     root.add_argument("--version", action="version", version=VERSION)
@@ -35,15 +48,24 @@ def parser() -> argparse.ArgumentParser:
         if name == "decommission":
             sub.add_argument("--yes", action="store_true", help="required: confirm removing the Hub enrollment")
     worker = groups.add_parser("worker").add_subparsers(dest="command", required=True)
-    given = worker.add_parser("bootstrap").add_mutually_exclusive_group(required=True)
-    given.add_argument("blob", nargs="?", help="the blob itself (the runbook's form: it shows in the process list)")
-    given.add_argument("--blob-file", type=Path, help="a file holding the blob, readable by its owner only")
+    bootstrap = worker.add_parser("bootstrap", description="Install the worker components with a one-shot blob.")
+    if os.environ.get(DIALECT_ENV) == "table":
+        bootstrap.add_argument("blob", help="the one-shot bootstrap blob printed by `cluster enroll`")
+    else:
+        given = bootstrap.add_mutually_exclusive_group(required=True)
+        given.add_argument("blob", nargs="?", help="the blob itself (the runbook's form: it shows in the process list)")
+        given.add_argument("--blob-file", type=Path, help="a file holding the blob, readable by its owner only")
     worker.add_parser("reset").add_argument("--dry-run", action="store_true")
     return root
 
 
 def confirm(plan: list[str]) -> bool:
-    print("\n".join(plan) + "\n\n" + PROMPT, flush=True)
+    """Show ``plan`` and ask; the second dialect (``table``) leaves its prompt open on the line it reads from."""
+    if os.environ.get(DIALECT_ENV) == "table":
+        print("\n".join(plan) + "\n", flush=True)
+        print(TABLE_PROMPT, end="", flush=True)
+    else:
+        print("\n".join(plan) + "\n\n" + PROMPT, flush=True)
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
@@ -61,11 +83,9 @@ def read_blob(path: Path) -> str:
 def reset(api: Rest, dry_run: bool) -> list[str]:
     """``worker reset [--dry-run]`` in the dialect :data:`DIALECT_ENV` names; ``quiet`` prints its dry run on stderr
     only."""
-    dialect = os.environ.get(DIALECT_ENV) or "runbook"
-    if dialect not in DIALECTS:
-        raise CommandError(f"{DIALECT_ENV}={dialect}: not one of {', '.join(DIALECTS)}")
-    lines = worker_commands.reset(api, dry_run, table=dialect == "table")
-    if dialect == "quiet" and dry_run:
+    spoken = dialect()
+    lines = worker_commands.reset(api, dry_run, table=spoken == "table")
+    if spoken == "quiet" and dry_run:
         print("\n".join(lines), file=sys.stderr, flush=True)
         return []
     return lines
@@ -77,8 +97,9 @@ def run(args: argparse.Namespace) -> list[str]:
     api = Rest(args.kubeconfig, args.context)
     if args.group == "worker":
         if args.command == "bootstrap":
-            the_blob = args.blob if args.blob_file is None else read_blob(args.blob_file)
-            return worker_commands.bootstrap(api, the_blob, confirm)
+            blob_file = getattr(args, "blob_file", None)
+            the_blob = args.blob if blob_file is None else read_blob(blob_file)
+            return worker_commands.bootstrap(api, the_blob, confirm, table=dialect() == "table")
         return reset(api, args.dry_run)
     if args.command == "enroll":
         return [hub_commands.enroll(api, args.worker, args.namespace)]

@@ -126,18 +126,43 @@ def runbook_lines(entries: list[Entry]) -> list[str]:
     return [f"{action} {ref(k, ns, n)}" + (f" # {why}" if why else "") for action, k, ns, n, why in entries]
 
 
-def bootstrap_plan(worker: Rest) -> list[str]:
-    lines = [
-        f"{'exists' if worker.get(object_path(k, ns, n)) is not None else 'create'} {ref(k, ns, n)}"
+def bootstrap_plan(worker: Rest, table: bool = False) -> list[str]:
+    """The plan ``worker bootstrap`` shows: runbook lines, or in the second dialect (``table``) a title, the API
+    server, a table of ``Install``/``Present``/``Keep`` rows and a count."""
+    entries: list[Entry] = [
+        ("exists" if worker.get(object_path(k, ns, n)) is not None else "create", k, ns, n, "")
         for k, ns, n in BOOTSTRAP_COMPONENTS
     ]
-    return lines + runbook_lines(_shared_operators(worker))
+    if not table:
+        return runbook_lines(entries) + runbook_lines(_shared_operators(worker))
+    entries += _shared_operators(worker)
+    verbs = {"create": "Install", "exists": "Present", "leave": "Keep"}
+    rows = [("ACTION", "KIND", "NAMESPACE", "NAME", "NOTE")]
+    rows += [(verbs[action], kind, ns or "-", name, why) for action, kind, ns, name, why in entries]
+    count = {verb: sum(1 for row in rows[1:] if row[0] == verb) for verb in verbs.values()}
+    return [
+        "Konduktor worker bootstrap",
+        f"  API server: {worker.server}",
+        "",
+        *_aligned(rows),
+        "",
+        f"{count['Install']} to install, {count['Present']} already present, {count['Keep']} kept.",
+        "The worker agent installs the tunnel credentials, log collector and metrics agent after it redeems "
+        "the enrollment.",
+    ]
 
 
-def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool]) -> list[str]:
+def _aligned(rows: list[tuple[str, str, str, str, str]]) -> list[str]:
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    return [
+        "   ".join(cell.ljust(width) for cell, width in zip(row, [*widths, 0], strict=True)).rstrip() for row in rows
+    ]
+
+
+def bootstrap(worker: Rest, the_blob: str, confirm: Callable[[list[str]], bool], table: bool = False) -> list[str]:
     """Show the plan, ask ``confirm``, then install; the private key never leaves this process."""
     token = blob.redemption_token(the_blob)
-    plan = bootstrap_plan(worker)
+    plan = bootstrap_plan(worker, table)
     if not confirm(plan):
         return ["bootstrap aborted: nothing was changed"]
     done = []
@@ -196,10 +221,7 @@ def table_lines(entries: list[Entry], dry_run: bool) -> list[str]:
     """The table dialect: a title, a header, one aligned row per object (``-`` for no namespace), a count."""
     rows = [("ACTION", "KIND", "NAMESPACE", "NAME", "NOTE")]
     rows += [(TABLE_VERBS[action], kind, ns or "-", name, why) for action, kind, ns, name, why in entries]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
-    body = [
-        "   ".join(cell.ljust(width) for cell, width in zip(row, [*widths, 0], strict=True)).rstrip() for row in rows
-    ]
+    body = _aligned(rows)
     count = {action: sum(1 for entry in entries if entry[0] == action) for action in TABLE_VERBS}
     total = f"{count['delete']} to delete, {count['release']} to release, {count['leave']} kept."
     if dry_run:

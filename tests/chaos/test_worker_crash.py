@@ -43,7 +43,7 @@ from tests.chaos.kit import (
     wait_until,
     world,
 )
-from tests.enrollment.conftest import Lab, start_lab
+from tests.enrollment.conftest import Lab, approve_printed_plan, start_lab
 from tests.enrollment.test_brownfield import PRESET, uids
 
 BOUND_S = 20
@@ -115,6 +115,7 @@ async def enroll(api: TenantflowClient, lab: Lab, workflow_id: str, crash: Worke
     if crash:
         crash.restart_after_crash()
     await approver.answer_gate(handle.id, "submissions_paused")
+    await approve_printed_plan(api, handle)
     if crash:
         await wait_until(
             api,

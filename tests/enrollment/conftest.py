@@ -22,16 +22,24 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio import activity
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, Worker
 
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.hub import konduktor
@@ -55,13 +63,15 @@ from tenantflow.lab.konduktor.wrapper import write_wrapper
 from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
 from tenantflow.lab.kubeapi.tls import self_signed
 from tenantflow.models.enrollment_contract import WorkerEnrollment
-from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
+from tenantflow.models.enrollment_workflows import BOOTSTRAP_PRINTED, EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan
 from tenantflow.models.status import RunStatus
 from tenantflow.models.targets import KubeTarget
+from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows import decommission, enrollment
 from tenantflow.workflows.enrollment import application_error
 from tenantflow.workflows.record_reads import WorkerClusterRecords
+from tests.approvers import reviewer
 
 VIEWER = {"rules": [{"verbs": ["get", "list", "watch"], "apiGroups": ["*"], "resources": ["*"]}]}
 POLICIES = {
@@ -125,13 +135,14 @@ class Lab:
 def use_konduktor_stand_in(tmp: Path) -> Path:
     """Put the lab's ``konduktor`` stand-in where the worker settings look (``KONDUKTOR_BIN``), behind a wrapper
     that appends ``<context> <group> <command> [<flag>]`` of every call to ``tmp/konduktor-calls`` (never the
-    blob: bootstrap's argument is not logged)."""
+    blob: of bootstrap's arguments only ``--help`` and ``--blob-file`` are logged)."""
     real = write_wrapper(tmp / "bin")
     calls = tmp / "spy-bin" / "konduktor"
     calls.parent.mkdir(exist_ok=True)
     calls.write_text(f'''#!/bin/sh
 flag=""
 [ "$6" = reset ] && flag="$7"
+[ "$6" = bootstrap ] && case "$7" in --help|--blob-file) flag="$7" ;; esac
 echo "$4 $5 $6 $flag" >> "{tmp / "konduktor-calls"}"
 exec "{real}" "$@"
 ''')
@@ -244,7 +255,11 @@ def world(lab: Lab) -> World:
 
 
 @asynccontextmanager
-async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Client, str]]:
+async def enrollment_worker(
+    env: WorkflowEnvironment, approve_bootstrap: bool = True
+) -> AsyncIterator[tuple[Client, str]]:
+    """A worker of the enrollment workflows and activities on a queue of its own; with ``approve_bootstrap`` each
+    bootstrap plan the CLI prints is approved as shown (:func:`approve_bootstrap_plans`)."""
     queue = f"enroll-{uuid.uuid4().hex[:8]}"
     activities: list[Any] = [
         *hub_activities.ACTIVITIES,
@@ -255,14 +270,38 @@ async def enrollment_worker(env: WorkflowEnvironment) -> AsyncIterator[tuple[Cli
         *gate_notify.ACTIVITIES,
     ]
     workflows: list[type] = [*enrollment.WORKFLOWS, *decommission.WORKFLOWS, WorkerClusterRecords]
+    seen = BootstrapRuns()
     async with Worker(
         env.client,
         task_queue=queue,
         workflows=workflows,
         activities=activities,
         activity_executor=ThreadPoolExecutor(8),
+        interceptors=[seen],
     ):
-        yield env.client, queue
+        approver = asyncio.ensure_future(approve_bootstrap_plans(env.client, seen)) if approve_bootstrap else None
+        try:
+            yield env.client, queue
+        finally:
+            if approver is not None:
+                approver.cancel()
+                with suppress(asyncio.CancelledError):
+                    await approver
+
+
+def printed_plan(status: RunStatus) -> dict[str, str] | None:
+    """The detail (``printed``, ``sha256``, ``form``) of the plan step holding what ``konduktor worker bootstrap``
+    printed, when the run waits at ``approve_plan`` with it; else None."""
+    if not status.stage.startswith("gate:approve_plan") or status.plan is None:
+        return None
+    return next((s.detail for s in status.plan.steps if s.kind == BOOTSTRAP_PRINTED), None)
+
+
+async def approve_printed(handle: WorkflowHandle[Any, Any], status: RunStatus) -> None:
+    """Approve the bootstrap plan ``status`` shows (its hash), as an operator who read it; a gate another helper
+    answered meanwhile is no error."""
+    with suppress(WorkflowUpdateFailedError):
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
 
 
 async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: float = 90) -> RunStatus:
@@ -275,6 +314,53 @@ async def wait_stage(handle: WorkflowHandle[Any, Any], prefix: str, timeout_s: f
             return status
         assert asyncio.get_running_loop().time() < deadline, f"stuck at {status.stage}"
         await asyncio.sleep(0.1)
+
+
+async def approve_printed_plan(
+    api: TenantflowClient, handle: WorkflowHandle[Any, Any], timeout_s: float = 120
+) -> RunStatus:
+    """Wait until the run shows the bootstrap plan the CLI printed at ``approve_plan``, then approve it as the
+    reviewer (with proof, for a worker with the shipped approval rules); the status that showed it."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while printed_plan(status := await handle.query("status", result_type=RunStatus)) is None:
+        assert asyncio.get_running_loop().time() < deadline, f"no printed bootstrap plan; stuck at {status.stage}"
+        await asyncio.sleep(0.2)
+    await reviewer(api).approve(handle.id, status.plan_hash or "")
+    return status
+
+
+class BootstrapRuns(Interceptor):
+    """A worker interceptor (Temporal's ``temporalio.worker.Interceptor``) that notes the run of every
+    ``konduktor.bootstrap`` the worker starts: the runs :func:`approve_bootstrap_plans` watches (the time-skipping
+    server has no visibility to list them)."""
+
+    def __init__(self) -> None:
+        self.runs: set[tuple[str, str]] = set()
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        runs = self.runs
+
+        class Noting(ActivityInboundInterceptor):
+            async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+                info = activity.info()
+                if info.activity_type == "konduktor.bootstrap" and info.workflow_id and info.workflow_run_id:
+                    runs.add((info.workflow_id, info.workflow_run_id))
+                return await super().execute_activity(input)
+
+        return Noting(next)
+
+
+async def approve_bootstrap_plans(client: Client, seen: BootstrapRuns) -> None:
+    """Approve, as shown, each bootstrap plan a run that ``seen`` noted prints: what an operator does at that gate,
+    for the tests that are about something else."""
+    while True:
+        for workflow_id, run_id in sorted(seen.runs):
+            handle = client.get_workflow_handle(workflow_id, run_id=run_id)
+            with suppress(RPCError, WorkflowQueryFailedError):
+                status = await handle.query("status", result_type=RunStatus)
+                if printed_plan(status) is not None:
+                    await approve_printed(handle, status)
+        await asyncio.sleep(0.2)
 
 
 async def start_approved(

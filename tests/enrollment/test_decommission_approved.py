@@ -6,6 +6,7 @@ refused, and ``konduktor worker reset`` never runs."""
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from tenantflow.activities.common.settings import settings
 from tenantflow.lab.konduktor.cli import DIALECT_ENV
 from tenantflow.models.enrollment_workflows import RESET_DRY_RUN, DecommissionInput, DecommissionResult
 from tenantflow.models.gates import RejectPlan
@@ -150,3 +152,58 @@ def dry_run(status: RunStatus) -> dict[str, str]:
     assert status.plan is not None
     [step] = [s for s in status.plan.steps if s.kind == RESET_DRY_RUN]
     return step.detail
+
+
+async def test_a_table_dry_run_changed_since_approval_reopens_the_gate(
+    dev_env: WorkflowEnvironment, greenfield: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DIALECT_ENV, "table")
+    async with enrollment_worker(dev_env) as (client, queue):
+        dec = await enrolled_then_decommission(client, queue, greenfield)
+        first = await wait_stage(dec, "gate:approve_plan")
+        greenfield.worker.create(LATE, "trainy-system")
+        await dec.execute_update("approve_plan", {"plan_hash": first.plan_hash})
+        again = await wait_stage(dec, "gate:approve_plan")
+        while again.plan_hash == first.plan_hash:
+            again = await wait_stage(dec, "gate:approve_plan")
+        assert "worker worker reset" not in greenfield.konduktor_calls(), "nothing was reset"
+        [gate] = again.gates
+        shown = dry_run(again)["dry_run"]
+        assert shown.startswith("Worker reset plan (dry run)\n") and "late-agent" in shown
+        assert shown in gate.description and "late-agent" not in dry_run(first)["dry_run"]
+        await dec.execute_update("approve_plan", {"plan_hash": again.plan_hash})
+        result = await dec.result()
+    assert result.status == "completed" and greenfield.konduktor_calls().count("worker worker reset") == 1
+    assert not greenfield.worker.list("", "serviceaccounts", "trainy-system")
+
+
+async def test_a_dry_run_nothing_reads_as_an_action_is_refused_and_nothing_is_reset(
+    dev_env: WorkflowEnvironment, greenfield: Lab, tmp_path: Path
+) -> None:
+    """A CLI whose dry run is prose (no line reads as an action on an object): no plan to approve, no reset."""
+    spy = os.environ["KONDUKTOR_BIN"]
+    prose = tmp_path / "konduktor-prose"
+    prose.write_text(f"""#!/bin/sh
+if [ "$5 $6 $7" = "worker reset --dry-run" ]; then
+  echo "Resetting this worker would remove every Trainy component it runs."; echo "Nothing was changed."; exit 0
+fi
+exec "{spy}" "$@"
+""")
+    prose.chmod(0o755)
+    async with enrollment_worker(dev_env) as (client, queue):
+        await (await start_approved(client, queue, greenfield.contract(), condition_budget_s=20)).result()
+        os.environ["KONDUKTOR_BIN"] = str(prose)
+        settings.cache_clear()
+        dec = await client.start_workflow(
+            "WorkerDecommission",
+            DecommissionInput(contract=greenfield.contract()),
+            id=f"decommission/forecasting/{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=DecommissionResult,
+        )
+        kind, status = await failure(dec)
+    assert kind == "ResetPlanUnreadable"
+    [failed] = [s for s in status.steps if s.name == "worker.reset_plan"]
+    assert "Nothing was changed." in failed.error, "the error shows what the CLI printed"
+    assert "worker worker reset" not in greenfield.konduktor_calls()
+    assert greenfield.worker.list("apps", "deployments", "trainy-system"), "nothing was reset"

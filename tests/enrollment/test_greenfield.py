@@ -36,5 +36,10 @@ async def test_greenfield_reaches_all_conditions(dev_env: WorkflowEnvironment, g
     enrollment = greenfield.hub.get("trainy.ai", "bootstrapenrollments", "forecasting-us", "forecasting")
     assert enrollment["status"]["usedAt"]
     assert not greenfield.hub.list("", "secrets", "forecasting")
-    assert greenfield.konduktor_calls() == ["hub cluster enroll", "worker worker bootstrap"]
+    assert greenfield.konduktor_calls() == [
+        "worker --version",
+        "hub cluster enroll",
+        "worker worker bootstrap --help",
+        "worker worker bootstrap --blob-file",
+    ], "the file form, since the CLI's --help documents it"
     assert not list(greenfield.tmp.glob("konduktor-bootstrap.*")), "the blob's private directory was removed"

@@ -7,7 +7,8 @@ that notified (local activities) when it opened, escalated and neared its expiry
 the tenant's Slurm jobs first, an offboarding and an enrollment whose plan changed after approval, enrollment
 compensation that goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a cancelled
 enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
-changed after approval, a greenfield enrollment as one started today runs it; the read-only ``TenantPlan`` of a
+changed after approval, a greenfield enrollment as one started today runs it, and one whose bootstrap plan (the
+stand-in's second dialect) waited at ``approve_plan``; the read-only ``TenantPlan`` of a
 contract, one that plans and one its preflight stops;
 the read-only ``TenantRecords`` of a cluster's tenant records and ``WorkerClusterRecords`` of an enrolled worker's
 record.
@@ -19,6 +20,7 @@ beside this file and never record them again.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -30,6 +32,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.activities.common.recordstore import store
+from tenantflow.lab.konduktor.cli import DIALECT_ENV
 from tenantflow.models.enrollment_workflows import DecommissionInput, DecommissionResult
 from tenantflow.models.gates import GateAnswer, SmokeFailedAnswer
 from tenantflow.models.offboarding import OffboardingInput, OffboardingResult
@@ -306,6 +309,18 @@ async def greenfield(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any
     return handle
 
 
+async def bootstrap_gated(client: Client, queue: str, lab: Lab) -> WorkflowHandle[Any, Any]:
+    """A greenfield enrollment with the stand-in in its second dialect: the plan ``konduktor worker bootstrap``
+    printed waits at ``approve_plan`` (the enrollment worker approves it as shown) before its prompt is answered."""
+    os.environ[DIALECT_ENV] = "table"
+    try:
+        handle = await greenfield(client, queue, lab)
+        await handle.result()
+    finally:
+        del os.environ[DIALECT_ENV]
+    return handle
+
+
 async def approve_twice(handle: WorkflowHandle[Any, Any], first: RunStatus) -> None:
     """Approve the plan of ``first``, wait until approve_plan opens again with another plan, approve that too."""
     await handle.execute_update("approve_plan", {"plan_hash": first.plan_hash})
@@ -390,6 +405,9 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     ),
     "enrollment-replanned": lambda: with_lab("enrollment-replanned", False, start_dev_server, replanned),
     "enrollment-gate-notified": lambda: with_lab("enrollment-gate-notified", False, start_dev_server, greenfield),
+    "enrollment-bootstrap-plan-gate": lambda: with_lab(
+        "enrollment-bootstrap-plan-gate", False, start_dev_server, bootstrap_gated
+    ),
     "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
     "decommission-reset-reapproved": lambda: with_lab(
         "decommission-reset-reapproved", False, start_dev_server, decommission_reapproved

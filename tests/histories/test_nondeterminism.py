@@ -371,6 +371,7 @@ ENROLLMENTS = (
     "enrollment-resume-expired",
     "enrollment-replanned",
     "enrollment-rollback-retried",
+    "enrollment-bootstrap-plan-gate",
 )
 CHANGES: list[tuple[str, type, type[Exception]]] = [
     *[

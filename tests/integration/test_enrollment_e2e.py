@@ -19,6 +19,7 @@ from tenantflow.models.enrollment_workflows import (
 )
 from tenantflow.starter.contracts import load_enrollment
 from tests.approvers import reviewer
+from tests.enrollment.conftest import approve_printed_plan
 from tests.labfixture import lab_worker
 from tests.workflows.contract import EXAMPLES
 from tests.workflows.harness import wait_for_stage
@@ -54,6 +55,7 @@ async def test_example_worker_enrolls_with_all_four_conditions(dev_env: Workflow
         status = await wait_for_stage(api, handle, "gate:approve_plan")
         assert status.plan_hash
         await reviewer(api).approve(handle.id, status.plan_hash)
+        await approve_printed_plan(api, handle)
         result: EnrollmentResult = await handle.result()
     assert {name: c.status for name, c in result.conditions.items()} == {
         "Registered": "True",

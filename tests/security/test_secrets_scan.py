@@ -41,7 +41,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import load_tenant
 from tests.approvers import reviewer
 from tests.chaos.kit import ROOT, WorkerProcess, settings
-from tests.enrollment.conftest import Lab, start_lab
+from tests.enrollment.conftest import Lab, approve_printed_plan, start_lab
 from tests.integration.runs import offboard, onboard
 from tests.workflows.contract import EXAMPLES
 
@@ -179,6 +179,7 @@ async def enroll_greenfield(
     async with recorder.watching(handle.id):
         plan = await api.wait_for_plan(handle.id, timeout_s=120)
         await reviewer(api).approve(handle.id, plan.plan_hash or "")
+        await approve_printed_plan(api, handle)
         result: EnrollmentResult = await handle.result()
     assert result.status == "completed", result
     return handle
@@ -299,7 +300,9 @@ async def test_no_secret_in_history_status_logs_or_cli(
     assert not leaks, leaks
 
     bootstraps = [
-        c for c in sources["process arguments while worker bootstrap ran"].splitlines() if " worker bootstrap " in c
+        c
+        for c in sources["process arguments while worker bootstrap ran"].splitlines()
+        if " worker bootstrap " in c and " worker bootstrap --help" not in c
     ]
     assert bootstraps and all("--blob-file" in c for c in bootstraps), "the bootstrap's own arguments were not seen"
     assert "konduktor.bootstrap" in sources[f"history {enrollment.id}"]

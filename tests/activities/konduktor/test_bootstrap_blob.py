@@ -24,14 +24,14 @@ def greenfield(tmp_path: Path) -> Iterator[Lab]:
 
 
 def spy(lab: Lab, behaviour: str) -> Path:
-    """A konduktor wrapper that, on ``worker bootstrap``, records the modes of the blob's directory and file, the
-    argument after ``bootstrap`` and the blob read from the file named next (for the test to look for), and then
-    ``behaviour`` (``run`` the stand-in, or ``fail``)."""
+    """A konduktor wrapper that, on ``worker bootstrap`` (not its ``--help``), records the modes of the blob's
+    directory and file, the argument after ``bootstrap`` and the blob read from the file named next (for the test to
+    look for), and then ``behaviour`` (``run`` the stand-in, or ``fail``)."""
     real = os.environ["KONDUKTOR_BIN"]
     script = lab.tmp.parent / f"spy-{behaviour}"
     record = lab.tmp.parent / "seen"
     script.write_text(f"""#!/bin/bash
-if [[ "$6" == bootstrap ]]; then
+if [[ "$6" == bootstrap && "$7" != --help ]]; then
   for d in "{lab.tmp}"/konduktor-bootstrap.*; do
     stat -c '%a' "$d" > "{record}"; stat -c '%a' "$d"/bootstrap.* >> "{record}"
   done
@@ -46,9 +46,9 @@ exec "{real}" "$@"
     return record
 
 
-def test_the_blob_is_private_while_it_exists_and_gone_after(greenfield: Lab) -> None:
+async def test_the_blob_is_private_while_it_exists_and_gone_after(greenfield: Lab) -> None:
     record = spy(greenfield, "run")
-    created = ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
+    created = await ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
     assert {r.name for r in created} >= {"trainy-worker-agent", "trainy-system", "trainy-bootstrap"}
     directory_mode, file_mode, flag, blob = record.read_text().split()
     assert (directory_mode, file_mode) == ("700", "600")
@@ -57,10 +57,10 @@ def test_the_blob_is_private_while_it_exists_and_gone_after(greenfield: Lab) -> 
     assert not list(greenfield.tmp.glob("konduktor-bootstrap.*"))
 
 
-def test_a_failing_bootstrap_removes_the_blob_and_never_names_it(greenfield: Lab) -> None:
+async def test_a_failing_bootstrap_removes_the_blob_and_never_names_it(greenfield: Lab) -> None:
     record = spy(greenfield, "fail")
     with pytest.raises(ApplicationError) as info:
-        ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
+        await ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
     blob = record.read_text().split()[3]
     assert info.value.type == "KonduktorFailed" and info.value.non_retryable
     assert blob not in str(info.value) and konduktor_cli.REDACTED in str(info.value)
@@ -77,13 +77,13 @@ def test_removal_falls_back_to_unlink_without_shred(tmp_path: Path, monkeypatch:
     assert not secret.parent.exists()
 
 
-def test_a_blob_left_by_a_killed_attempt_is_removed_by_the_next(greenfield: Lab) -> None:
+async def test_a_blob_left_by_a_killed_attempt_is_removed_by_the_next(greenfield: Lab) -> None:
     left = greenfield.tmp / "konduktor-bootstrap.forecasting.forecasting-us.killed" / "bootstrap.x.txt"
     left.parent.mkdir()
     left.write_text("kdk1.from-a-killed-attempt")
     other = greenfield.tmp / "konduktor-bootstrap.forecasting.another-worker.running" / "bootstrap.y.txt"
     other.parent.mkdir()
     other.write_text("kdk1.in-use")
-    ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
+    await ActivityEnvironment().run(bootstrap, EnrollmentStep(contract=greenfield.contract()))
     assert not left.parent.exists()
     assert other.exists(), "another worker's enrollment is not touched"

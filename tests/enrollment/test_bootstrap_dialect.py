@@ -1,0 +1,120 @@
+"""The stand-in in its second dialect (``KONDUKTOR_LAB_DIALECT=table``: a titled table for a plan, a prompt with no
+newline after it, no file form in ``--help``): greenfield and brownfield enrollments wait at ``approve_plan``
+showing what ``konduktor worker bootstrap`` printed, verbatim; the CLI's prompt is answered only after that exact
+plan is approved (another hash is refused), and a rejected plan is answered no and installs nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+
+from tenantflow.lab.konduktor import worker_commands
+from tenantflow.lab.konduktor.cli import DIALECT_ENV, TABLE_PROMPT
+from tenantflow.lab.konduktor.rest import Rest
+from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
+from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+from tenantflow.models.status import RunStatus
+from tests.enrollment.conftest import Lab, enrollment_worker, failure, printed_plan, wait_stage
+
+
+@pytest.fixture(autouse=True)
+def second_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DIALECT_ENV, "table")
+
+
+async def started(client: Client, queue: str, lab: Lab, brownfield: bool) -> WorkflowHandle[Any, EnrollmentResult]:
+    handle = await client.start_workflow(
+        "WorkerEnrollment",
+        EnrollmentInput(contract=lab.contract(brownfield=brownfield), condition_budget_s=20),
+        id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+        task_queue=queue,
+        result_type=EnrollmentResult,
+    )
+    status = await wait_stage(handle, "gate:approve_plan")
+    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    if brownfield:
+        await wait_stage(handle, "gate:submissions_paused")
+        await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])
+    return handle
+
+
+async def at_bootstrap_gate(handle: WorkflowHandle[Any, Any], lab: Lab) -> RunStatus:
+    """The run's status once it shows the CLI's printed plan; checks it is the stand-in's text, verbatim."""
+    status = await wait_stage(handle, "gate:approve_plan")
+    while printed_plan(status) is None:
+        status = await wait_stage(handle, "gate:approve_plan")
+    printed = printed_plan(status)
+    assert printed is not None
+    lines = worker_commands.bootstrap_plan(Rest(str(lab.kubeconfig), "worker"), table=True)
+    expected = "\n".join(lines) + "\n\n" + TABLE_PROMPT
+    assert printed["printed"] == expected, "the plan as the CLI printed it, its open prompt included"
+    assert printed["sha256"] == hashlib.sha256(expected.encode()).hexdigest()
+    assert "positional blob" in printed["form"], "the second dialect's --help documents no file form"
+    [gate] = status.gates
+    assert expected in gate.description, "the gate shows the text verbatim"
+    assert not lab.worker.list("apps", "deployments", "trainy-system"), "nothing installed before the approval"
+    return status
+
+
+async def approve_exactly(handle: WorkflowHandle[Any, Any], status: RunStatus) -> None:
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash="0123456789abcdef"))
+    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+
+
+def answered_after_approval(result: EnrollmentResult, status: RunStatus, lab: Lab) -> None:
+    printed = printed_plan(status)
+    assert printed is not None
+    [said] = [f for f in result.findings if f.check == "konduktor.bootstrap"]
+    assert printed["sha256"] in said.message and "positional blob" in said.message
+    assert status.plan_hash in {a.plan_hash for a in result.approvals}
+    calls = lab.konduktor_calls()
+    assert "worker worker bootstrap --help" in calls and calls[calls.index("worker worker bootstrap --help") + 1] == (
+        "worker worker bootstrap"
+    ), "the runbook's positional form"
+
+
+async def test_greenfield_waits_at_the_printed_plan_and_completes_once_it_is_approved(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
+    async with enrollment_worker(dev_env, approve_bootstrap=False) as (client, queue):
+        handle = await started(client, queue, greenfield, brownfield=False)
+        status = await at_bootstrap_gate(handle, greenfield)
+        await approve_exactly(handle, status)
+        result = await handle.result()
+    assert result.status == "completed"
+    answered_after_approval(result, status, greenfield)
+    assert greenfield.worker.list("apps", "deployments", "trainy-system")
+
+
+async def test_brownfield_waits_at_the_printed_plan_and_completes_once_it_is_approved(
+    dev_env: WorkflowEnvironment, brownfield: Lab
+) -> None:
+    async with enrollment_worker(dev_env, approve_bootstrap=False) as (client, queue):
+        handle = await started(client, queue, brownfield, brownfield=True)
+        status = await at_bootstrap_gate(handle, brownfield)
+        await approve_exactly(handle, status)
+        for gate in ("approve_adoption", "uncordon", "resume_submissions"):
+            await wait_stage(handle, f"gate:{gate}")
+            await handle.execute_update("answer_gate", args=[gate, GateAnswer()])
+        result = await handle.result()
+    assert result.status == "completed" and len(result.adopted) == 5
+    answered_after_approval(result, status, brownfield)
+
+
+async def test_a_rejected_printed_plan_is_answered_no_and_installs_nothing(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
+    async with enrollment_worker(dev_env, approve_bootstrap=False) as (client, queue):
+        handle = await started(client, queue, greenfield, brownfield=False)
+        await at_bootstrap_gate(handle, greenfield)
+        await handle.execute_update("reject_plan", RejectPlan(reason="not this plan"))
+        kind, _ = await failure(handle)
+    assert kind == "BootstrapPlanRejected"
+    assert not greenfield.worker.list("apps", "deployments", "trainy-system")
+    assert "trainy-system" not in {n["metadata"]["name"] for n in greenfield.worker.list("", "namespaces")}
