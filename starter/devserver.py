@@ -20,6 +20,9 @@ from tenantflow.starter.extras import BINARIES, MissingExtra
 from tenantflow.worker.ports import free_port as free_port  # re-exported: tests pick dev server ports with it
 
 SEARCH_ATTRIBUTES = ("TenantSlug=Keyword", "WorkerCluster=Keyword", "Stage=Keyword")
+PLAIN_CLI = ("--disable-config-file", "--disable-config-env")
+"""The CLI talking to this dev server ignores the operator's Temporal profile and TEMPORAL_* variables (an API key
+or TLS meant for another service would make it fail here); ``temporal options`` documents both flags."""
 
 
 def binary(name: str) -> str:
@@ -118,7 +121,7 @@ class DevServer:
         return pid
 
     def start(self, headless: bool = False, timeout_s: float = 60.0, codec_endpoint: str | None = None) -> int:
-        """Start in the background (idempotent) and wait until the frontend answers."""
+        """Start in the background (idempotent) and wait until the frontend is serving (:meth:`serving`)."""
         pid = self.running_pid()
         if pid is not None:
             return pid
@@ -140,11 +143,27 @@ class DevServer:
             if proc.poll() is not None:
                 tail = self.log_file.read_text()[-2000:]
                 raise RuntimeError(f"temporal dev server exited with {proc.returncode}:\n{tail}")
-            if port_open(self.ip, self.port) and (headless or port_open(self.ip, self.ui_port)):
+            if port_open(self.ip, self.port) and (headless or port_open(self.ip, self.ui_port)) and self.serving():
                 return proc.pid
             time.sleep(0.1)
         self.stop()
         raise TimeoutError(f"temporal dev server did not answer on {self.address} within {timeout_s}s")
+
+    def serving(self) -> bool:
+        """Whether the frontend says it is healthy: ``temporal operator cluster health`` prints ``SERVING``
+        (https://docs.temporal.io/cli/operator#cluster-health). An open port is not enough: until the frontend is
+        up, a client's first call fails with ``Unavailable: Frontend is not healthy yet``."""
+        try:
+            proc = subprocess.run(
+                [binary("temporal"), "operator", "cluster", "health", "--address", self.address, *PLAIN_CLI],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        return proc.returncode == 0 and "SERVING" in proc.stdout
 
     def stop(self, timeout_s: float = 15.0) -> bool:
         pid = self.running_pid()

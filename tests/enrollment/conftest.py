@@ -155,6 +155,7 @@ exec "{real}" "$@"
 def start_lab(
     tmp: Path, brownfield: bool, agent: bool = True, pool: bool = False, kueue_versions: tuple[str, ...] = KUEUE_BOTH
 ) -> Iterator[Lab]:
+    saved_bin = os.environ.get("KONDUKTOR_BIN")
     use_konduktor_stand_in(tmp)
     stores = {"hub": Store(), "worker": Store()}
     seed_hub(stores["hub"])
@@ -210,6 +211,12 @@ def start_lab(
             yield Lab(stores["hub"], stores["worker"], path, urls, cert.cert_pem, stores, worker_tmp)
     finally:
         tempfile.tempdir = saved_tempdir
+        # the stand-in leaves with its lab: a later test of this process must not find it configured
+        if saved_bin is None:
+            os.environ.pop("KONDUKTOR_BIN", None)
+        else:
+            os.environ["KONDUKTOR_BIN"] = saved_bin
+        settings.cache_clear()
     loop.call_soon_threadsafe(loop.stop)
     thread.join(5)
 
