@@ -29,7 +29,7 @@ class LabConfig(BaseModel):
     partitions_file: Path
     kube_tokens: dict[str, str]
     authentik_version: str = AUTHENTIK_CURRENT
-    """The Authentik release the stand-in plays (``lab up --authentik 2024.10|2025.10|current``)."""
+    """The Authentik release the stand-in plays (``lab up --authentik 2024.10|2025.2|2025.10|2025.12|current``)."""
 
     @property
     def path(self) -> Path:

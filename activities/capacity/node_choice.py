@@ -2,10 +2,11 @@
 
 :func:`census` sorts every node of the contract's SKU into free, this tenant's own,
 reserved by another tenant (its Reservation or node label), NotReady, cordoned or in
-another hardware pool; :func:`choose_nodes` picks the contract's nodes (the existing
-Reservation's, the listed ones, or the first free ones) with a finding naming each
+another hardware pool, or tainted against the tenant's pods; :func:`choose_nodes` picks
+the contract's nodes (the existing Reservation's, the listed ones, or the first free ones) with a finding naming each
 node that cannot be used; :func:`gpu_findings` checks each chosen node reports the
-SKU's GPU count. Pure functions of objects read by :mod:`activities.capacity.steps`.
+SKU's GPU count, :func:`taint_findings` that the tenant's pods tolerate each chosen node's taints
+(:mod:`activities.capacity.taints`). Pure functions of objects read by :mod:`activities.capacity.steps`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenantflow.activities.capacity.taints import untolerated
 from tenantflow.activities.common import manifests
 from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
@@ -29,13 +31,18 @@ class NodeCensus:
     not_ready: list[str] = field(default_factory=list)
     cordoned: list[str] = field(default_factory=list)
     other_pool: list[str] = field(default_factory=list)
+    tainted: list[str] = field(default_factory=list)
+    """otherwise free nodes with a taint the tenant's pods do not tolerate"""
+    untolerated: dict[str, list[str]] = field(default_factory=dict)
+    """node -> its taints the tenant's pods do not tolerate (every node that has one)"""
     gpus: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         return (
             f"{len(self.free)} free, {len(self.reserved)} reserved by other tenants, "
             f"{len(self.not_ready)} NotReady, {len(self.cordoned)} cordoned, "
-            f"{len(self.other_pool)} in other hardware pools"
+            f"{len(self.other_pool)} in other hardware pools, "
+            f"{len(self.tainted)} with taints the tenant's pods do not tolerate"
         )
 
     def problem(self, node: str) -> str | None:
@@ -47,7 +54,7 @@ class NodeCensus:
             return "is cordoned (SchedulingDisabled)"
         if node in self.other_pool:
             return "is in another hardware pool"
-        if node not in self.free and node not in self.ours:
+        if node not in self.free and node not in self.ours and node not in self.tainted:
             return "does not exist or is not of the contract's SKU"
         return None
 
@@ -87,6 +94,8 @@ def census(
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
         out.gpus[name] = _gpu_capacity(node)
+        if blocking := untolerated(node, contract.slug):
+            out.untolerated[name] = blocking
         holder = labels.get(manifests.RESERVED_LABEL)
         if name in own_nodes and (name not in claims or holder == contract.slug):
             out.ours.append(name)
@@ -100,6 +109,8 @@ def census(
             out.cordoned.append(name)
         elif labels.get(manifests.HARDWARE_POOL_LABEL) != contract.capacity.hardware_pool:
             out.other_pool.append(name)
+        elif name in out.untolerated:
+            out.tainted.append(name)
         else:
             out.free.append(name)
     return out
@@ -153,7 +164,7 @@ def choose_nodes(
                 f"pool {cap.hardware_pool}, but only {len(found.free)} are available "
                 f"({found.summary()})",
                 f"lower capacity.gpus to at most {len(found.free) * cap.gpus_per_node}, or uncordon, "
-                "repair or release nodes first",
+                "repair, untaint or release nodes first",
             )
         ]
     return found.free[:need], []
@@ -182,3 +193,20 @@ def gpu_findings(contract: TenantContract, chosen: list[str], found: NodeCensus)
             )
         )
     return findings
+
+
+def taint_findings(contract: TenantContract, chosen: list[str], found: NodeCensus) -> list[Finding]:
+    """Each chosen node with a ``NoSchedule``/``NoExecute`` taint the tenant's pods do not tolerate (its jobs and
+    login pod would never be scheduled there), naming the taint and the fix; a node refused for another reason
+    (reserved, NotReady, cordoned: each comes with a taint of its own) is not named twice."""
+    return [
+        Finding.failed(
+            "capacity.taints",
+            f"node {node} has taint {taint}, which the pods of {contract.slug} do not tolerate (the "
+            f"ReservationBinding gives them a toleration of {manifests.RESERVED_LABEL}={contract.slug} only)",
+            f"remove the taint if it is stale (kubectl taint nodes {node} {taint}-), or choose another node",
+        )
+        for node in chosen
+        if not found.problem(node)
+        for taint in found.untolerated.get(node, [])
+    ]

@@ -5,14 +5,15 @@ Growing keeps every node of the tenant's Reservation and adds the first free one
 node running or about to run a job is released only when there are not enough idle ones, and the run
 then drains it and waits for its jobs). A node an administrator drained or that is down for a reason of its own
 (``held``: an RMA, a failed GPU) is never chosen: releasing it would let the run's drain and resume put it back in
-service; a shrink that needs it is refused, naming it. A contract that lists ``capacity.nodes`` gets exactly those.
+service; a shrink that needs it is refused, naming it. A contract that lists ``capacity.nodes`` gets exactly those,
+each new one refused when it has a taint the tenant's pods do not tolerate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tenantflow.activities.capacity.node_choice import NodeCensus
+from tenantflow.activities.capacity.node_choice import NodeCensus, taint_findings
 from tenantflow.models.results import Finding
 from tenantflow.models.tenant import TenantContract
 
@@ -48,6 +49,7 @@ def resize_nodes(
             for node in wanted
             if node not in own and (problem := found.problem(node))
         ]
+        problems += taint_findings(contract, [node for node in wanted if node not in own], found)
         return Resize(wanted, sorted(set(own) - set(wanted)), problems)
     need = cap.node_count
     if need >= len(own):

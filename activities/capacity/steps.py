@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.capacity.node_choice import census, choose_nodes, gpu_findings
+from tenantflow.activities.capacity.node_choice import census, choose_nodes, gpu_findings, taint_findings
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
@@ -100,7 +100,7 @@ def preflight(inp: StepInput) -> StepResult:
     own_nodes = sorted((own.get("spec") or {}).get("reservedNodes") or []) if own else []
     found = census(nodes, reservations, contract, own_nodes)
     chosen, choice_findings = choose_nodes(contract, found, own)
-    findings += choice_findings + gpu_findings(contract, chosen, found)
+    findings += choice_findings + gpu_findings(contract, chosen, found) + taint_findings(contract, chosen, found)
     if not any(not f.ok for f in findings):
         reused = " (existing Reservation reused)" if own else ""
         nodes_text = f"{len(chosen)} {cap.sku} nodes ({cap.gpus} GPUs): {', '.join(chosen)}{reused}"

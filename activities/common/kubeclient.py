@@ -180,6 +180,28 @@ CONTROLLER_KINDS = ("deployments", "statefulsets")
 (``slurmctld-0``)."""
 
 
+SET_OPERATORS = {"In": "in", "NotIn": "notin"}
+"""``matchExpressions`` operators written as set-based requirements of a ``labelSelector`` query."""
+
+
+def selector_query(selector: dict[str, Any]) -> str:
+    """A ``LabelSelector`` (``matchLabels`` and ``matchExpressions``, meta/v1) as the ``labelSelector`` query the API
+    server reads (Kubernetes "Labels and Selectors": ``k=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``,
+    every requirement ANDed)."""
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression["key"], expression["operator"]
+        if operator in SET_OPERATORS:
+            terms.append(f"{key} {SET_OPERATORS[operator]} ({','.join(expression.get('values') or [])})")
+        elif operator == "Exists":
+            terms.append(key)
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+        else:
+            raise ApplicationError(f"label selector operator {operator!r} is not one of Kubernetes'", type="Invalid")
+    return ",".join(terms)
+
+
 def workload_pod(target: KubeTarget, namespace: str, name: str) -> str:
     """The name of a running pod of the Deployment or StatefulSet ``name`` (what ``kubectl exec deploy/NAME`` or
     ``sts/NAME`` picks), found through the workload's own selector."""
@@ -198,8 +220,13 @@ def workload_pod(target: KubeTarget, namespace: str, name: str) -> str:
             type="NotFound",
             non_retryable=True,
         )
-    labels = ((workload.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    selector = selector_query((workload.get("spec") or {}).get("selector") or {})
+    if not selector:
+        raise ApplicationError(
+            f"kubernetes {target.context}: {workload.get('kind', 'workload')} {namespace}/{name} has an empty selector",
+            type="Invalid",
+            non_retryable=True,
+        )
     pods = request(target, "GET", f"/api/v1/namespaces/{namespace}/pods", query=[("labelSelector", selector)])
     running = [
         str(p["metadata"]["name"]) for p in pods.get("items") or [] if (p.get("status") or {}).get("phase") == "Running"

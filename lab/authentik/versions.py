@@ -1,8 +1,10 @@
-"""Which Authentik release the stand-in plays: 2024.10 or 2025.10 (a group has one ``parent``), or current
-(``parents``).
+"""Which Authentik release the stand-in plays: 2024.10, 2025.2 or 2025.10 (a group has one ``parent``), or 2025.12
+or current (``parents``).
 
 Up to 2025.10 Authentik's ``GroupSerializer`` has ``parent`` (a group UUID or null) and ``parent_name`` (the
 authentik-client 2025.10 package on PyPI still models ``parent``); 2025.12 gave a group a list ``parents``
+(the digraph group hierarchy, goauthentik/authentik PR 17050, first released in 2025.12; authentik-client 2025.12
+models ``parents``)
 (``lab/authentik/schema.yaml``, Authentik 2026.5's OpenAPI schema: ``parents``, ``parents_obj``, ``children``).
 Like Django REST framework, each release ignores a field it does not know, so a client writing the other
 release's field gets a 2xx and an un-nested group. ``GET /api/v3/admin/version/`` reports the release.
@@ -13,9 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 AUTHENTIK_2024_10 = "2024.10.5"
+AUTHENTIK_2025_2 = "2025.2.4"
 AUTHENTIK_2025_10 = "2025.10.3"
+AUTHENTIK_2025_12 = "2025.12.1"
 AUTHENTIK_CURRENT = "2026.5.0"
-MODES = {"2024.10": AUTHENTIK_2024_10, "2025.10": AUTHENTIK_2025_10, "current": AUTHENTIK_CURRENT}
+MODES = {
+    "2024.10": AUTHENTIK_2024_10,
+    "2025.2": AUTHENTIK_2025_2,
+    "2025.10": AUTHENTIK_2025_10,
+    "2025.12": AUTHENTIK_2025_12,
+    "current": AUTHENTIK_CURRENT,
+}
 FIRST_PARENTS_RELEASE = (2025, 12)
 """The first release whose groups have a list ``parents`` instead of one ``parent``."""
 

@@ -113,8 +113,12 @@ def _limits(body: dict[str, Any], current: Quota | None) -> tuple[int, int, int]
 
 
 async def list_quotas(request: web.Request) -> web.Response:
+    """The filesystem's quotas in the shape the service answers in (:data:`lab.weka.service.QUOTA_LIST_SHAPES`)."""
     fs = _fs(request)
-    return data({str(q.inode_id): q.as_dict() for q in sorted(fs.quotas.values(), key=lambda q: q.inode_id)})
+    quotas = [q.as_dict() for q in sorted(fs.quotas.values(), key=lambda q: q.inode_id)]
+    if service_of(request).quota_list == "listed":
+        return data(quotas)
+    return data({str(q["inode_id"]): q for q in quotas})
 
 
 async def get_quota(request: web.Request) -> web.Response:

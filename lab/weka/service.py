@@ -18,6 +18,11 @@ from tenantflow.lab.weka.state import ROLE_CLUSTER_ADMIN, ROOT_ORG, ClusterState
 from tenantflow.lab.weka.tokens import Clock, Session, TokenStore
 
 PREFIX = "/api/v2"
+QUOTA_LIST_SHAPES = ("keyed", "listed")
+"""The two shapes of ``GET /fileSystems/{uid}/quota``'s ``data`` the stand-in can answer: ``keyed``, an object keyed
+by quota id (as Backend.AI's Weka client reads it), and ``listed``, a JSON array of quotas (weka/csi-wekafs
+``pkg/wekafs/apiclient/quota.go``, ``FindQuotaByFilter``: ``a.Get(ctx, query.GetBasePath(a), nil, &[]Quota{})``,
+the base path being ``fileSystems/<uid>/quota``)."""
 PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})
 
 
@@ -25,6 +30,8 @@ PUBLIC_PATHS = frozenset({f"{PREFIX}/login", f"{PREFIX}/login/refresh"})
 class WekaService:
     cluster: ClusterState
     tokens: TokenStore
+    quota_list: str = "keyed"
+    """Which of :data:`QUOTA_LIST_SHAPES` the quota list answers in (a setting of the lab, not of the cluster)."""
 
     def snapshot(self) -> dict[str, Any]:
         return self.cluster.snapshot()

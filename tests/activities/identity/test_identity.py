@@ -11,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 
 from tenantflow.activities.common.authentik_client import CREATED_BY
 from tenantflow.activities.identity import steps as identity
-from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_10
+from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_2, AUTHENTIK_2025_10, AUTHENTIK_2025_12
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome
 
@@ -275,21 +275,32 @@ async def test_the_tenants_offboarding_undoes_its_group_and_members_only(with_pa
     assert await with_parent.group("tenant-foo") is None and await with_parent.group("tenant-bar") is not None
 
 
-@pytest.mark.parametrize("authentik_version", [AUTHENTIK_2024_10, AUTHENTIK_2025_10])
-async def test_a_release_with_one_parent_nests_the_group_through_it(with_parent: IdentityLab) -> None:
+@pytest.mark.parametrize(
+    ("authentik_version", "field"),
+    [
+        (AUTHENTIK_2024_10, "parent"),
+        (AUTHENTIK_2025_2, "parent"),
+        (AUTHENTIK_2025_10, "parent"),
+        (AUTHENTIK_2025_12, "parents"),
+    ],
+)
+async def test_the_group_is_nested_through_the_field_the_release_serves(with_parent: IdentityLab, field: str) -> None:
+    """The field is read from how the server serializes the platform group, not from the year: ``parent`` up to
+    2025.10 (2025 releases included), ``parents`` from 2025.12; a second run writes nothing."""
     inp = StepInput(contract=make_contract(usernames=("alice",)))
     group, _, _ = await apply_identity(inp)
     assert [r.outcome for r in group.results] == [Outcome.created]
     ak_group = await with_parent.group("tenant-foo")
     parent = await with_parent.group("tenants")
     assert ak_group is not None and parent is not None
-    assert ak_group["parent"] == parent["pk"] and "parents" not in ak_group
+    other = "parents" if field == "parent" else "parent"
+    assert ak_group[field] == (parent["pk"] if field == "parent" else [parent["pk"]]) and other not in ak_group
     await with_parent.reset_journal()
     again = await run_activity(identity.ensure_group, inp)
     assert [r.outcome for r in again.results] == [Outcome.unchanged]
     assert await with_parent.writes() == 0
     plan = await run_activity(identity.plan, inp)
-    assert plan[0].detail["nested_by"] == "parent"
+    assert plan[0].detail["nested_by"] == field
 
 
 async def test_verify_waits_heartbeating_for_an_outpost_that_serves_the_fix_late(with_parent: IdentityLab) -> None:

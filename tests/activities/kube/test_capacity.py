@@ -50,6 +50,42 @@ def test_preflight_unknown_sku_and_explicit_node_problems(lab: Lab) -> None:
     assert lab.writes() == []
 
 
+def _taint(lab: Lab, node: str, taints: list[dict[str, str]]) -> None:
+    lab.store.patch("", "nodes", node, {"spec": {"taints": taints}}, "application/merge-patch+json", None)
+
+
+def test_a_node_tainted_against_the_tenant_is_refused_naming_the_taint_and_the_fix(lab: Lab) -> None:
+    """A listed node with a NoSchedule taint the tenant's pods do not tolerate is refused; the automatic choice
+    passes it over; the tenant's own reservation taint and a PreferNoSchedule taint keep nothing off."""
+    _taint(lab, "gpu-03", [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    _taint(lab, "gpu-04", [{"key": "maintenance", "effect": "NoExecute"}])
+    _taint(
+        lab,
+        "gpu-05",
+        [
+            {"key": "reserved.tenant", "value": "tenant-foo", "effect": "NoSchedule"},
+            {"key": "soft", "effect": "PreferNoSchedule"},
+        ],
+    )
+    lab.reset_journal()
+    messages = errors(preflight(contract(lab, gpus=64, nodes=HEALTHY[:8])))
+    assert messages == [
+        "node gpu-03 has taint nvidia.com/gpu=present:NoSchedule, which the pods of tenant-foo do not tolerate (the "
+        "ReservationBinding gives them a toleration of reserved.tenant=tenant-foo only)",
+        "node gpu-04 has taint maintenance:NoExecute, which the pods of tenant-foo do not tolerate (the "
+        "ReservationBinding gives them a toleration of reserved.tenant=tenant-foo only)",
+    ]
+    fixes = [f.fix for f in preflight(contract(lab, gpus=64, nodes=HEALTHY[:8])).findings if not f.ok]
+    assert fixes[0] == (
+        "remove the taint if it is stale (kubectl taint nodes gpu-03 nvidia.com/gpu=present:NoSchedule-), "
+        "or choose another node"
+    )
+    chosen = preflight(contract(lab))
+    assert errors(chosen) == []
+    assert chosen.facts.nodes == [n for n in HEALTHY if n not in ("gpu-03", "gpu-04")][:8]
+    assert lab.writes() == []
+
+
 def test_reservation_labels_exactly_the_nodes_and_reruns_are_idempotent(lab: Lab) -> None:
     c = contract(lab)
     [planned] = run(capacity.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8])))

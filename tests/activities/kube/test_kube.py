@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from tenantflow.activities.common.kubeensure import owned
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.drift.extras import leaf_differences
 from tenantflow.activities.kube import steps as kube
+from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.login import steps as login
+from tenantflow.models import runbook
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
@@ -132,6 +137,9 @@ def test_quantities_the_apiserver_respells_are_unchanged_on_a_second_run_and_no_
     assert [r.outcome for r in run(kube.quota, inp).results] == [Outcome.unchanged, Outcome.unchanged]
     actions = {(s.kind, s.action.value) for s in run(kube.plan, inp) if s.kind in {"ResourceQuota", "LimitRange"}}
     assert actions == {("ResourceQuota", "unchanged"), ("LimitRange", "unchanged")}
+    for desired in step_manifests(c)[runbook.KUBE_QUOTA]:
+        stored = KubeObjects(c.cluster).get(desired["kind"], desired["metadata"]["name"], c.namespace)
+        assert leaf_differences(owned(desired), stored) == [], "tenantflow drift's field comparison"
 
 
 def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContract:

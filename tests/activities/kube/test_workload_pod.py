@@ -62,3 +62,28 @@ def test_no_controller_names_the_setting(lab: Lab) -> None:
         workload_pod(lab.target, NAMESPACE, "slurmctld")
     assert missing.value.non_retryable and "no Deployment or StatefulSet slinky/slurmctld" in missing.value.message
     assert "SLURM_CONTROLLER" in missing.value.message
+
+
+def test_a_selector_with_match_expressions_selects_only_the_controllers_pods(lab: Lab) -> None:
+    """A selector's matchExpressions count as much as its matchLabels: a pod of another release that shares the
+    name label is not the controller."""
+    objects = _objects("StatefulSet", "slurmctld", {"slurmctld-0": "Running"})
+    workload = objects[1]
+    workload["spec"]["selector"] = {
+        "matchLabels": {"app.kubernetes.io/name": "slurmctld"},
+        "matchExpressions": [{"key": "app.kubernetes.io/instance", "operator": "In", "values": ["slurm"]}],
+    }
+    decoy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "other-slurmctld-0",
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "slurmctld", "app.kubernetes.io/instance": "other"},
+        },
+        "spec": workload["spec"]["template"]["spec"],
+        "status": {"phase": "Running"},
+    }
+    for obj in [*objects, decoy]:
+        lab.store.create(obj)
+    assert workload_pod(lab.target, NAMESPACE, "slurmctld") == "slurmctld-0"

@@ -11,6 +11,7 @@ from storage_harness import StorageLab, identity_facts, record_tenant, run_activ
 
 from tenantflow.activities.storage import steps as storage
 from tenantflow.lab.weka.app import TiB
+from tenantflow.lab.weka.service import QUOTA_LIST_SHAPES
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import StorageIsolation
@@ -137,6 +138,20 @@ async def test_shared_org_directories_and_quotas(storage_lab: StorageLab) -> Non
     )
     snap = await storage_lab.snapshot()
     assert quota_view(snap, "home") == {} and quota_view(snap, "scratch") == {}
+
+
+@pytest.mark.parametrize("shape", QUOTA_LIST_SHAPES)
+async def test_quotas_are_read_in_either_shape_the_quota_list_comes_in(storage_lab: StorageLab, shape: str) -> None:
+    """The Weka stand-in answers the quota list as an object keyed by quota id or as a list (as csi-wekafs decodes
+    it): either way the existing quotas are found, a second run writes nothing and the plan changes nothing."""
+    storage_lab.weka.quota_list = shape
+    contract = storage_lab.contract(StorageIsolation.shared_org)
+    inp = StepInput(contract=contract, facts=identity_facts(), run_id="tenant/tenant-foo")
+    await apply_storage(inp)
+    await storage_lab.reset()
+    again = await run_activity(storage.ensure_quotas, inp)
+    assert {r.outcome for r in again.results} == {Outcome.unchanged}
+    assert await storage_lab.writes() == 0
 
 
 @pytest.mark.parametrize("weka_total_bytes", [610 * TiB])

@@ -50,7 +50,8 @@ async def test_2024_10_mode_nests_by_parent_and_ignores_parents(authentik_2024: 
 
 
 def test_groups_have_one_parent_up_to_2025_10_and_parents_from_2025_12() -> None:
-    assert [single_parent(v) for v in ("2024.10.5", AUTHENTIK_2025_10, "2025.12.0", "2026.5.0")] == [
+    assert [single_parent(v) for v in ("2024.10.5", "2025.2.4", AUTHENTIK_2025_10, "2025.12.0", "2026.5.0")] == [
+        True,
         True,
         True,
         False,
@@ -62,4 +63,4 @@ def test_groups_have_one_parent_up_to_2025_10_and_parents_from_2025_12() -> None
 def test_lab_up_refuses_an_unknown_authentik_mode_before_starting_anything(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["lab", "up", "--state-dir", str(tmp_path / "lab"), "--authentik", "2023.1"])
     assert result.exit_code == EXIT_REFUSED, result.output
-    assert "2024.10, 2025.10, current" in result.output and not (tmp_path / "lab").exists()
+    assert "2024.10, 2025.2, 2025.10, 2025.12, current" in result.output and not (tmp_path / "lab").exists()

@@ -48,6 +48,20 @@ def test_a_listed_node_set_is_taken_as_it_is_and_its_unusable_nodes_named() -> N
     assert "gpu-10 is reserved by tenant tenant-bar" in finding.message
 
 
+def test_a_listed_new_node_tainted_against_the_tenant_is_refused_but_an_own_node_is_not_reexamined() -> None:
+    found = NodeCensus(
+        ours=OWN,
+        tainted=["gpu-09"],
+        untolerated={"gpu-09": ["maintenance:NoSchedule"], "gpu-01": ["maintenance:NoSchedule"]},
+    )
+    resize = resize_nodes(contract(24, ["gpu-01", "gpu-02", "gpu-09"]), found, OWN, {})
+    [finding] = resize.findings
+    assert finding.check == "capacity.taints" and finding.message.startswith(
+        "node gpu-09 has taint maintenance:NoSchedule, which the pods of tenant-foo do not tolerate"
+    )
+    assert "kubectl taint nodes gpu-09 maintenance:NoSchedule-" in finding.fix
+
+
 def test_the_slug_cannot_change_and_the_refusal_says_why_and_what_to_do() -> None:
     foo = contract(64)
     assert slug_refusal(foo.slug, foo) is None
