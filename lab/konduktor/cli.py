@@ -19,8 +19,6 @@ TABLE_PROMPT = "Proceed with bootstrap of this worker? (y/n): "
 DIALECT_ENV = "KONDUKTOR_LAB_DIALECT"
 """Which output the stand-in speaks (the package docstring): ``runbook`` (the default), ``table`` or ``quiet``."""
 DIALECTS = ("runbook", "table", "quiet")
-VERSION = "0.4.2"
-"""What ``konduktor --version`` prints after ``konduktor, version `` (the stand-in's own number)."""
 
 
 def dialect() -> str:
@@ -33,7 +31,6 @@ def dialect() -> str:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="konduktor", description="lab stand-in for the Konduktor CLI")
-    root.add_argument("--version", action="version", version=f"konduktor, version {VERSION}")
     root.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     root.add_argument("--context", help="kubeconfig context (default: the current context)")
     root.add_argument("--version", action="version", version=VERSION)

@@ -22,7 +22,7 @@ from typing import Any
 
 Obj = dict[str, Any]
 
-VERSION = "konduktor, version 0.1.0.dev0 (lab stand-in)"
+VERSION = "konduktor, version 0.4.2"
 """What ``konduktor --version`` prints: the format of Click's ``version_option`` (``<prog>, version <v>``), the
 option a Click CLI such as Konduktor's answers; the number is the stand-in's own choice."""
 AGENT_NAMESPACE = "trainy-system"
