@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.enrollment_steps import HUB_CORDON_ON_APPEARANCE, KONDUKTOR_BOOTSTRAP
+    from tenantflow.models.enrollment_steps import HUB_CORDON_ON_APPEARANCE
     from tenantflow.models.enrollment_workflows import ConditionWait, EnrollmentStep
     from tenantflow.models.results import EnsureResult, Finding, Outcome
 
@@ -30,6 +30,9 @@ from tenantflow.workflows.steps import StepTracker
 
 STOPPED_NOT_CORDONED = "stopped-not-cordoned"
 CORDON_BESIDE_BOOTSTRAP_PATCH = "brownfield-cordon-beside-bootstrap"
+BOOTSTRAP_RUN_S = 300.0
+"""How long the bootstrap command may run once answered (``konduktor.bootstrap``'s timeout before its plan gate held
+the CLI at its prompt): the cordon's wait budget is this plus the condition budget, as recorded runs have it."""
 """Runs from before it cordoned only after ``konduktor.bootstrap`` returned."""
 T = TypeVar("T")
 
@@ -46,9 +49,7 @@ async def cordon_beside(
     starts once ``ready()`` (the printed plan approved: a human may take hours at that gate, longer than the wait's
     own timeout, and nothing can register before the answer)."""
     target = f"{step.contract.tenant_namespace}/{step.contract.worker_name}"
-    watch = ConditionWait(
-        contract=step.contract, conditions=[], budget_s=KONDUKTOR_BOOTSTRAP.timeout.total_seconds() + budget_s
-    )
+    watch = ConditionWait(contract=step.contract, conditions=[], budget_s=BOOTSTRAP_RUN_S + budget_s)
     cordon = asyncio.ensure_future(_when(ready, lambda: steps.run(HUB_CORDON_ON_APPEARANCE, watch)))
     try:
         result = await bootstrap
