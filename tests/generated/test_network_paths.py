@@ -24,6 +24,7 @@ from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.tenant import TenantContract
 from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
+from tests.runbook_manifests import OUTPOST_PORTS
 
 DNS_TCP = Target("kube-system", "kube-dns", 53, "TCP", (("k8s-app", "kube-dns"),))
 EGRESS = {(6817, "TCP"): SLURMCTLD, (636, "TCP"): LDAP_OUTPOST, (53, "UDP"): DNS, (53, "TCP"): DNS_TCP}
@@ -71,7 +72,7 @@ def admits_ssh_from_anywhere(policies: list[dict[str, Any]], labels: dict[str, s
 @given(contracts())
 def test_the_generated_policies_open_every_path_the_login_pod_needs(drawn: Drawn) -> None:
     contract = contract_of(drawn)
-    policies = manifests.network_policies(contract)
+    policies = manifests.network_policies(contract, OUTPOST_PORTS)
     assert not lab_blocked(lab_cluster(contract, policies), contract)
     assert admits_ssh_from_anywhere(policies, login_labels(contract.slug))
 
@@ -166,7 +167,7 @@ def test_the_product_and_the_lab_agree_on_the_paths_a_contracts_own_policies_lea
 ) -> None:
     given_policies = data.draw(tenant_policies(drawn.data["slug"]))
     contract = TenantContract.model_validate({**drawn.data, "network": {"policies": given_policies}})
-    written = manifests.network_policies(contract)
+    written = manifests.network_policies(contract, OUTPOST_PORTS)
     lab = lab_blocked(lab_cluster(contract, written), contract)
     labels = {contract.namespace: manifests.namespace(contract)["metadata"]["labels"]}
     login = netpol.Endpoint(contract.namespace, login_labels(contract.slug))
