@@ -12,7 +12,8 @@ The exec handler is a documented stand-in for the login pod's userland, answerin
   ``outpost_throttled`` pitfall has the outpost answer busy);
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
-* ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it;
+* ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm), in the Slurm pods' view of the users (the
+  mount namespace where the lab's outpost users resolve, as nslcd resolves them on a login pod); exit 1 without it;
 * ``srun ...``, an interactive job, run the same way once the NetworkPolicies let each of its connections through
   (slurm.conf(5), ``SlurmdPort`` and ``SrunPortRange``): to slurmctld, to slurmd's pods on their port 6818, and
   slurmd's connections back to srun on every port of the lab's ``SrunPortRange``.
@@ -40,6 +41,7 @@ from ldap3.utils.conv import escape_filter_chars
 
 from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers.slurm import in_pod_view
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.slurm import SRUN_PORT_RANGE
 from tenantflow.lab.kubeapi.errors import ApiError
@@ -271,7 +273,7 @@ class LoginReleases:
         if not self.ctx.slurm_env:
             return "", f"{argv[0]}: error: Slurm is not running in this lab (no SLURM_CONF)\n", 1
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *in_pod_view(self.ctx.state_dir, argv),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **self.ctx.slurm_env},
