@@ -6,10 +6,12 @@ import os
 import subprocess
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.login import steps as login
 from tenantflow.lab.daemons.slapd import SlapdHandle
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
@@ -201,6 +203,24 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     lab.store.create(runbook_allow_policy())
     [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
+
+
+def test_an_outpost_service_whose_named_target_port_no_pod_declares_is_refused_at_preflight(lab: Lab) -> None:
+    ports = lab.store.get("", "services", "authentik-ldap-outpost", "auth")["spec"]["ports"]
+    ports = [{**p, "targetPort": "secure-ldap"} if p["port"] == 636 else p for p in ports]
+    lab.store.patch("", "services", "authentik-ldap-outpost", {"spec": {"ports": ports}}, MERGE_PATCH, namespace="auth")
+    c = contract(lab)
+    refused = [(f.check, f.message) for f in run(kube.preflight, StepInput(contract=c)).findings if not f.ok]
+    assert refused == [
+        (
+            "kube.network_policy",
+            "Service auth/authentik-ldap-outpost maps 636/TCP to the port name 'secure-ldap', which no pod it selects "
+            "declares ({'app': 'authentik-ldap-outpost'}); name the containerPort 'secure-ldap' in those pods, or "
+            "give the Service a numeric targetPort",
+        )
+    ]
+    with pytest.raises(ApplicationError, match="NetworkPolicy cannot be computed: Service auth/authentik-ldap-outpost"):
+        run(kube.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}"))
 
 
 def _exec(lab: Lab, c: TenantContract, *argv: str) -> subprocess.CompletedProcess[str]:
