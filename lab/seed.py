@@ -3,8 +3,10 @@
 :func:`seed_tenant_cluster` fills a :class:`lab.kubeapi.store.Store`: the CRDs in
 ``lab/crds/``; namespaces ``default``, ``auth``, ``slurm-control``, ``kube-system``, ``tenantflow-system``
 (where the Weka directory Job runs);
-in ``auth`` the Secret ``ldap-bind-creds`` and the ``authentik-ldap-outpost``
-Service; in ``slurm-control`` the ``slurmctld`` Deployment, Service and pod
+in ``auth`` the Secret ``ldap-bind-creds``, the ``authentik-ldap-outpost`` Service and its pod, which map LDAPS
+636 to container port 6636 as Authentik's outpost controller declares them (``DeploymentPort(636, "ldaps", "tcp",
+6636)`` in ``authentik/providers/ldap/controllers/kubernetes.py``: the Service's ``targetPort`` and the pod's
+``containerPort``); in ``slurm-control`` the ``slurmctld`` Deployment, Service and pod
 ``slurmctld-0``, and per GPU node a SUNK NodeSet pod ``slurmd-<node>`` (containers ``slurmd`` and
 ``nsscache``, ``spec.nodeName`` the node, labelled ``app.kubernetes.io/component=slurmd``); ClusterRole
 ``edit``; csi-wekafs's ``CSIDriver`` ``csi.weka.io``; and nodes ``gpu-01..gpu-NN`` (``h100-8x``,
@@ -28,6 +30,10 @@ CRD_DIR = Path(__file__).parent / "crds"
 NOT_READY = ("gpu-14",)
 CORDONED = ("gpu-15",)
 PLATFORM_NAMESPACES = ("default", "auth", "slurm-control", "kube-system", "tenantflow-system")
+OUTPOST_LDAPS_POD_PORT = 6636
+"""The outpost container's LDAPS port, behind the Service's 636."""
+SLURMD_PORT = 6818
+"""slurmd's port in its pod (slurm.conf(5) ``SlurmdPort``, default 6818)."""
 Obj = dict[str, Any]
 
 
@@ -80,17 +86,23 @@ def gpu_node(
     return node
 
 
-def _pod(name: str, namespace: str, labels: dict[str, str], image: str) -> Obj:
+def _pod(name: str, namespace: str, labels: dict[str, str], image: str, ports: list[tuple[str, int]]) -> Obj:
+    container = {
+        "name": labels["app"],
+        "image": image,
+        "ports": [{"name": pname, "containerPort": port, "protocol": "TCP"} for pname, port in ports],
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {"containers": [{"name": labels["app"], "image": image}]},
+        "spec": {"containers": [container]},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
     }
 
 
-def _service(name: str, namespace: str, selector: dict[str, str], ports: list[tuple[str, int]]) -> Obj:
+def _service(name: str, namespace: str, selector: dict[str, str], ports: list[tuple[str, int, int | None]]) -> Obj:
+    """A ClusterIP Service; a port's third field is its ``targetPort`` (None: the same number, left out)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -98,7 +110,10 @@ def _service(name: str, namespace: str, selector: dict[str, str], ports: list[tu
         "spec": {
             "type": "ClusterIP",
             "selector": selector,
-            "ports": [{"name": pname, "port": port, "protocol": "TCP"} for pname, port in ports],
+            "ports": [
+                {"name": pname, "port": port, "protocol": "TCP", **({"targetPort": target} if target else {})}
+                for pname, port, target in ports
+            ],
         },
     }
 
@@ -119,7 +134,14 @@ def slurmd_pod(node: str) -> Obj:
         },
         "spec": {
             "nodeName": node,
-            "containers": [{"name": "slurmd", "image": "slurm"}, {"name": "nsscache", "image": "nsscache"}],
+            "containers": [
+                {
+                    "name": "slurmd",
+                    "image": "slurm",
+                    "ports": [{"name": "slurmd", "containerPort": SLURMD_PORT, "protocol": "TCP"}],
+                },
+                {"name": "nsscache", "image": "nsscache"},
+            ],
         },
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
     }
@@ -137,7 +159,16 @@ def platform_objects(ldap_bind_password: str) -> list[Obj]:
             "metadata": {"name": "ldap-bind-creds", "namespace": "auth"},
             "data": {"password": base64.b64encode(ldap_bind_password.encode()).decode()},
         },
-        _service("authentik-ldap-outpost", "auth", outpost, [("ldap", 3389), ("ldaps", 636)]),
+        _service(
+            "authentik-ldap-outpost", "auth", outpost, [("ldap", 3389, None), ("ldaps", 636, OUTPOST_LDAPS_POD_PORT)]
+        ),
+        _pod(
+            "authentik-ldap-outpost-default-0",
+            "auth",
+            outpost,
+            "ghcr.io/goauthentik/ldap",
+            [("ldap", 3389), ("ldaps", OUTPOST_LDAPS_POD_PORT)],
+        ),
         CSI_DRIVER_OBJECT,
         {
             "apiVersion": "apps/v1",
@@ -153,8 +184,8 @@ def platform_objects(ldap_bind_password: str) -> list[Obj]:
             },
             "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
         },
-        _pod("slurmctld-0", "slurm-control", slurm, "slurm"),
-        _service("slurmctld", "slurm-control", slurm, [("slurmctld", 6817)]),
+        _pod("slurmctld-0", "slurm-control", slurm, "slurm", [("slurmctld", 6817)]),
+        _service("slurmctld", "slurm-control", slurm, [("slurmctld", 6817, None)]),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",

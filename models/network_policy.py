@@ -4,7 +4,9 @@ Only the fields whose meaning Kubernetes documents for NetworkPolicy are modelle
 (https://kubernetes.io/docs/concepts/services-networking/network-policies/ and the API reference of
 ``NetworkPolicySpec``): ``podSelector``, ``policyTypes``, ``ingress[].from``/``egress[].to`` peers
 (``podSelector``, ``namespaceSelector``, ``ipBlock``) and ``ports`` (``port``, ``endPort``, ``protocol``).
-:data:`REQUIRED_PATHS` lists the traffic the runbook's tenant cannot live without.
+:data:`REQUIRED_PATHS` lists the traffic the runbook's tenant cannot live without, on the ports clients dial (a
+Service's port): ``activities/kube/ports.py`` turns them into the pod ports a policy must allow, and adds
+interactive jobs' paths to slurmd (:data:`SLURMD`) once slurm.conf's ports are read.
 """
 
 from __future__ import annotations
@@ -150,6 +152,22 @@ class NetworkPolicy(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+@dataclass(frozen=True)
+class NetworkPorts:
+    """The pod ports the tenant's allow policy opens, as read from the cluster (``activities/kube/ports.py``), and
+    where each came from (``notes``, for the plan)."""
+
+    ldaps: int
+    slurmctld: int
+    dns_udp: int
+    dns_tcp: int
+    slurmd: int
+    srun_range: tuple[int, int] | None = None
+    notes: tuple[str, ...] = ()
+    slurm_config_read: bool = False
+    """Whether SlurmdPort and SrunPortRange come from slurmctld's configuration (else: slurm.conf(5)'s defaults)."""
+
+
 Direction = Literal["egress", "ingress"]
 
 
@@ -162,13 +180,22 @@ class RequiredPath(Strict):
     service: str | None = Field(None, description="the Service in peer_namespace whose selector gives its labels")
     peer_labels: dict[str, str] = Field(default_factory=dict, description="used when the Service is not found")
     port: int
+    end_port: int | None = Field(None, description="the last port of a range every port of which is needed")
     protocol: Protocol
     why: str
 
     @property
+    def ports(self) -> range:
+        return range(self.port, (self.end_port or self.port) + 1)
+
+    @property
+    def port_text(self) -> str:
+        return f"{self.port}-{self.end_port}" if self.end_port else str(self.port)
+
+    @property
     def label(self) -> str:
         arrow = "to" if self.direction == "egress" else "from"
-        return f"login pod {arrow} {self.peer} {self.port}/{self.protocol.value}"
+        return f"login pod {arrow} {self.peer} {self.port_text}/{self.protocol.value}"
 
 
 @dataclass(frozen=True)
@@ -178,16 +205,24 @@ class _Service:
 
     peer: str
     peer_namespace: str
-    service: str
+    service: str | None
     peer_labels: dict[str, str]
 
     def egress(self, port: int, protocol: Protocol, why: str) -> RequiredPath:
         return RequiredPath(direction="egress", port=port, protocol=protocol, why=why, **asdict(self))
 
+    def ingress(self, port: int, end_port: int, protocol: Protocol, why: str) -> RequiredPath:
+        """Connections the peer opens to the login pod on every port of ``port..end_port``."""
+        return RequiredPath(
+            direction="ingress", port=port, end_port=end_port, protocol=protocol, why=why, **asdict(self)
+        )
+
 
 SLURMCTLD = _Service("slurmctld", "slurm-control", "slurmctld", {"app": "slurmctld"})
 LDAP_OUTPOST = _Service("the LDAP outpost", "auth", "authentik-ldap-outpost", {"app": "authentik-ldap-outpost"})
 DNS = _Service("DNS", "kube-system", "kube-dns", {"k8s-app": "kube-dns"})
+SLURMD = _Service("slurmd", "slurm-control", None, {"app.kubernetes.io/component": "slurmd"})
+"""The slurmd (SUNK NodeSet) pods: srun reaches them pod to pod, through no Service."""
 
 REQUIRED_PATHS: tuple[RequiredPath, ...] = (
     SLURMCTLD.egress(6817, Protocol.tcp, "srun/sbatch/squeue talk to slurmctld on SlurmctldPort 6817"),

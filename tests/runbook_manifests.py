@@ -6,6 +6,8 @@ from typing import Any
 
 import yaml
 
+from tenantflow.models.network_policy import NetworkPorts
+
 QUOTA_MANIFEST = """\
 apiVersion: v1
 kind: ResourceQuota
@@ -75,3 +77,8 @@ def runbook_policies() -> list[dict[str, Any]]:
 def runbook_allow_policy() -> dict[str, Any]:
     """The allow policy alone."""
     return runbook_policies()[1]
+
+
+OUTPOST_PORTS = NetworkPorts(ldaps=6636, slurmctld=6817, dns_udp=53, dns_tcp=53, slurmd=6818, srun_range=(60001, 63000))
+"""The pod ports of an estate whose LDAP outpost Service maps 636 to 6636 (Authentik's), for tests of the pure
+rendering; written out here, not read by the code under test."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tenantflow.models.network_policy import NetworkPolicy
+from tenantflow.models.network_policy import NetworkPolicy, NetworkPorts
 from tenantflow.models.tenant import StorageIsolation, TenantContract
 
 Manifest = dict[str, Any]
@@ -44,7 +44,8 @@ EGRESS_PORTS = ((53, "UDP"), (636, "TCP"), (443, "TCP"))
 """The runbook's egress ports, verbatim; :func:`allow_policy` adds what they miss."""
 SLURM_NAMESPACE = "slurm-control"
 DNS_NAMESPACE = "kube-system"
-SLURMCTLD_PORT = 6817
+AUTH_NAMESPACE = "auth"
+LDAPS_PORT = 636
 
 
 def owner_labels(slug: str) -> dict[str, str]:
@@ -157,27 +158,33 @@ def _port(port: int, protocol: str) -> dict[str, Any]:
     return {"port": port, "protocol": protocol}
 
 
-def allow_policy(contract: TenantContract) -> Manifest:
-    """Runbook step 3d (tenant-internal traffic, Slurm, LDAP 636, DNS 53/UDP, HTTPS 443), plus the two egress
-    rules the runbook's policy lacks (:data:`POLICY_ADDITIONS` says why)."""
+def allow_policy(contract: TenantContract, ports: NetworkPorts) -> Manifest:
+    """Runbook step 3d (tenant-internal traffic, Slurm, LDAP 636, DNS 53/UDP, HTTPS 443) verbatim, then one rule per
+    path the login pod needs, on the pod ports the cluster really serves (``ports``, read by
+    ``activities/kube/ports.py``); :func:`policy_additions` says why each is there."""
     slug = contract.namespace
-    egress = [
+    egress: list[dict[str, Any]] = [
         {
             "to": [_namespace_peer(ns) for ns in (slug, *EGRESS_NAMESPACES)],
             "ports": [_port(port, protocol) for port, protocol in EGRESS_PORTS],
         },
-        {"to": [_namespace_peer(SLURM_NAMESPACE)], "ports": [_port(SLURMCTLD_PORT, "TCP")]},
-        {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(53, "TCP")]},
+        {"to": [_namespace_peer(slug)]},
+        {"to": [_namespace_peer(AUTH_NAMESPACE)], "ports": [_port(ports.ldaps, "TCP")]},
+        {
+            "to": [_namespace_peer(SLURM_NAMESPACE)],
+            "ports": [_port(ports.slurmctld, "TCP"), _port(ports.slurmd, "TCP")],
+        },
+        {"to": [_namespace_peer(DNS_NAMESPACE)], "ports": [_port(ports.dns_udp, "UDP"), _port(ports.dns_tcp, "TCP")]},
     ]
+    ingress: list[dict[str, Any]] = [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}]
+    if ports.srun_range:
+        low, high = ports.srun_range
+        srun = {"port": low, "endPort": high, "protocol": "TCP"}
+        ingress.append({"from": [_namespace_peer(SLURM_NAMESPACE)], "ports": [srun]})
     return _policy(
         contract,
         "allow",
-        {
-            "podSelector": {},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [_namespace_peer(ns) for ns in (slug, *ALLOWED_PEER_NAMESPACES)]}],
-            "egress": egress,
-        },
+        {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": ingress, "egress": egress},
     )
 
 
@@ -208,20 +215,40 @@ def contract_policy(contract: TenantContract, policy: NetworkPolicy) -> Manifest
     return body
 
 
-def network_policies(contract: TenantContract) -> list[Manifest]:
+def network_policies(contract: TenantContract, ports: NetworkPorts) -> list[Manifest]:
     """The deny-all, then the contract's own policies when it gives some, else the generated ones."""
     if contract.network.policies is not None:
         return [deny_all_policy(contract), *(contract_policy(contract, p) for p in contract.network.policies)]
-    return [deny_all_policy(contract), allow_policy(contract), login_ssh_policy(contract)]
+    return [deny_all_policy(contract), allow_policy(contract, ports), login_ssh_policy(contract)]
 
 
-POLICY_ADDITIONS = (
-    f"egress to {SLURM_NAMESPACE} on {SLURMCTLD_PORT}/TCP: the runbook's policy allows only 53/UDP, 636 and 443, "
-    "so srun/sbatch could not reach slurmctld",
-    f"egress to {DNS_NAMESPACE} on 53/TCP: DNS falls back to TCP for large answers (RFC 7766)",
-    "ingress on 22/TCP to the login pods: the runbook's policy admits only tenant and slurm-control pods, so no "
-    "SSH client could log in",
-)
+def policy_additions(ports: NetworkPorts) -> list[str]:
+    """Why the allow policy has more than the runbook's: one line per rule it adds, then where each port came from
+    (the plan shows them)."""
+    ldaps = (
+        f"the LDAP outpost Service maps 636 to pod port {ports.ldaps} and a NetworkPolicy port is a pod port, so the "
+        "runbook's literal 636 would drop LDAPS (the real system wins)"
+        if ports.ldaps != LDAPS_PORT
+        else "the LDAP outpost Service's 636 reaches pod port 636"
+    )
+    lines = [
+        "egress to the tenant's namespace on every port: the tenant's pods talk to each other (the runbook's rule "
+        "limits that to 53, 636 and 443)",
+        f"egress to {AUTH_NAMESPACE} on {ports.ldaps}/TCP: {ldaps}",
+        f"egress to {SLURM_NAMESPACE} on {ports.slurmctld}/TCP and {ports.slurmd}/TCP: srun/sbatch reach slurmctld "
+        "and interactive srun/salloc reach slurmd (SlurmdPort), which the runbook's policy does not allow",
+        f"egress to {DNS_NAMESPACE} on {ports.dns_udp}/UDP and {ports.dns_tcp}/TCP: the DNS pods' ports; DNS falls "
+        "back to TCP for large answers (RFC 7766)",
+        "ingress on 22/TCP to the login pods: the runbook's policy admits only tenant and slurm-control pods, so no "
+        "SSH client could log in",
+    ]
+    if ports.srun_range:
+        low, high = ports.srun_range
+        lines.append(
+            f"ingress from {SLURM_NAMESPACE} on {low}-{high}/TCP (SrunPortRange): slurmd connects back to an "
+            "interactive srun there"
+        )
+    return [*lines, *ports.notes]
 
 
 def admins_role_binding(contract: TenantContract) -> Manifest:

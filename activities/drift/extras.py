@@ -22,7 +22,7 @@ from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.slurm_cli import SlurmCtl
-from tenantflow.activities.kube.steps import step_manifests
+from tenantflow.activities.kube.steps import current_manifests
 from tenantflow.activities.slurm.accounting import current_values, differences, read_world
 from tenantflow.activities.slurm.wants import want_account_qos, want_accounts, want_qos, want_users
 from tenantflow.models import runbook
@@ -63,7 +63,7 @@ def kube_extras(contract: TenantContract) -> list[DriftItem]:
     """NetworkPolicies labelled as this tenant's that the contract does not render."""
     selector = ",".join(f"{key}={value}" for key, value in manifests.owner_labels(contract.slug).items())
     found = KubeObjects(contract.cluster).list("NetworkPolicy", contract.namespace, selector)
-    wanted = {obj["metadata"]["name"] for obj in step_manifests(contract)[runbook.KUBE_NETWORK_POLICY]}
+    wanted = {obj["metadata"]["name"] for obj in current_manifests(contract)[runbook.KUBE_NETWORK_POLICY]}
     return [
         extra("kube", "NetworkPolicy", name, "labelled as this tenant's, not in the contract", contract.namespace)
         for name in sorted(str(obj["metadata"]["name"]) for obj in found)
@@ -91,7 +91,7 @@ def kube_changes(contract: TenantContract, item: DriftItem) -> str:
     desired = next(
         (
             obj
-            for objects in step_manifests(contract).values()
+            for objects in current_manifests(contract).values()
             for obj in objects
             if (obj["kind"], obj["metadata"]["name"]) == (item.kind, item.name)
         ),

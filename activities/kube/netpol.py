@@ -134,14 +134,17 @@ def unreachable(
     peers: Mapping[str, Mapping[str, str]] | None = None,
     paths: Iterable[RequiredPath] = REQUIRED_PATHS,
 ) -> list[RequiredPath]:
-    """The required paths the policies block; ``peers`` maps a Service name to its pods' labels."""
+    """The required paths the policies block (a path with a port range: when any port of it is blocked); ``peers``
+    maps a Service name to its pods' labels; the paths' ports are pod ports (``activities/kube/ports.py``)."""
     policies = list(policies)
     found = peers or {}
     blocked = []
     for path in paths:
         labels = found.get(path.service or "", path.peer_labels)
         other = Endpoint(path.peer_namespace, labels)
-        if not allows(policies, login, other, path.port, path.protocol.value, path.direction, cluster):
+        if not all(
+            allows(policies, login, other, port, path.protocol.value, path.direction, cluster) for port in path.ports
+        ):
             blocked.append(path)
     return blocked
 

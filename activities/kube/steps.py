@@ -11,35 +11,77 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeensure import describe
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
-from tenantflow.activities.kube import netpol
+from tenantflow.activities.kube import netpol, ports
 from tenantflow.models import runbook
-from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
+from tenantflow.models.network_policy import NetworkPolicy, NetworkPorts
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
-from tenantflow.models.results import EnsureResult, Finding
+from tenantflow.models.results import EnsureResult, Finding, Severity
 from tenantflow.models.step import Step
 from tenantflow.models.tenant import TenantContract
 
 LAYER = "kube"
 
 
-def step_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
-    """The objects of each apply step, in the order they are written."""
+APPLY_ORDER = (
+    runbook.KUBE_NAMESPACE,
+    runbook.KUBE_QUOTA,
+    runbook.KUBE_BINDING,
+    runbook.KUBE_NETWORK_POLICY,
+    runbook.KUBE_RBAC,
+)
+
+
+def _fixed_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
+    """The objects of the apply steps that depend on the contract alone (all but the NetworkPolicy step)."""
     return {
         runbook.KUBE_NAMESPACE: [manifests.namespace(contract)],
         runbook.KUBE_QUOTA: [manifests.resource_quota(contract), manifests.limit_range(contract)],
         runbook.KUBE_BINDING: [manifests.reservation_binding(contract)],
-        runbook.KUBE_NETWORK_POLICY: manifests.network_policies(contract),
         runbook.KUBE_RBAC: [manifests.admins_role_binding(contract)] if contract.admins_group else [],
     }
 
 
-def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
+def step_manifests(
+    contract: TenantContract, network: NetworkPorts
+) -> dict[Step[StepInput, StepResult], list[Manifest]]:
+    """The objects of each apply step, in the order they are written; the allow policy on ``network``'s pod ports."""
+    fixed = _fixed_manifests(contract)
+    return {
+        step: manifests.network_policies(contract, network) if step is runbook.KUBE_NETWORK_POLICY else fixed[step]
+        for step in APPLY_ORDER
+    }
+
+
+def _step_objects(objs: KubeObjects, contract: TenantContract, step: Step[StepInput, StepResult]) -> list[Manifest]:
+    """The objects of one apply step; only the NetworkPolicy step reads the cluster's ports."""
+    if step is runbook.KUBE_NETWORK_POLICY:
+        return manifests.network_policies(contract, network_ports(objs, contract))
+    return _fixed_manifests(contract)[step]
+
+
+def network_ports(objs: KubeObjects, contract: TenantContract) -> NetworkPorts:
+    """The pod ports of the cluster (:func:`activities.kube.ports.read`); a Service that leads to no pod port is a
+    non-retryable failure naming the Service and the fix (preflight refuses it first)."""
+    try:
+        return ports.read(objs, contract.cluster)
+    except ports.PortUnresolved as exc:
+        raise fail("PreflightFailed", f"the tenant NetworkPolicy cannot be computed: {exc}") from None
+
+
+def current_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
+    """:func:`step_manifests` on the pod ports the cluster serves now."""
+    objs = KubeObjects(contract.cluster)
+    return step_manifests(contract, network_ports(objs, contract))
+
+
+def _detail(contract: TenantContract, obj: Manifest, network: NetworkPorts) -> dict[str, object]:
     kind = obj["kind"]
     if kind == "Namespace":
         return {"labels": obj["metadata"]["labels"]}
@@ -49,14 +91,15 @@ def _detail(contract: TenantContract, obj: Manifest) -> dict[str, object]:
         return {"limits": obj["spec"]["limits"]}
     if kind == "RoleBinding":
         return {"group": obj["subjects"][0]["name"], "clusterRole": obj["roleRef"]["name"]}
-    if kind == "NetworkPolicy" and obj["metadata"]["name"] == manifests.allow_policy(contract)["metadata"]["name"]:
-        return {**obj["spec"], "why": list(manifests.POLICY_ADDITIONS)}
+    if kind == "NetworkPolicy" and obj["metadata"]["name"] == f"{contract.slug}-allow":
+        return {**obj["spec"], "why": manifests.policy_additions(network)}
     return dict(obj.get("spec") or {})
 
 
-def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Finding]:
-    """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off."""
-    ours = manifests.network_policies(contract)
+def network_findings(objs: KubeObjects, contract: TenantContract, network: NetworkPorts) -> list[Finding]:
+    """Refuse a set of NetworkPolicies (ours, plus any already in the namespace) that cuts the login pod off, on
+    the pod ports the cluster serves (``network``)."""
+    ours = manifests.network_policies(contract, network)
     names = {p["metadata"]["name"] for p in ours}
     present = objs.list("NetworkPolicy", contract.namespace) if objs.get("Namespace", contract.namespace) else []
     policies = [
@@ -64,7 +107,8 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
     ]
     namespaces = {contract.namespace: manifests.namespace(contract)["metadata"]["labels"]}
     peers: dict[str, dict[str, str]] = {}
-    for path in REQUIRED_PATHS:
+    paths = ports.required_paths(network)
+    for path in paths:
         if path.peer_namespace is None:
             continue
         ns = objs.get("Namespace", path.peer_namespace)
@@ -76,20 +120,20 @@ def network_findings(objs: KubeObjects, contract: TenantContract) -> list[Findin
         contract.namespace,
         {manifests.WORKLOAD_LABEL: contract.slug, "app": "login", **manifests.login_selector(contract)},
     )
-    blocked = netpol.unreachable(policies, login, netpol.Cluster(namespaces), peers)
+    blocked = netpol.unreachable(policies, login, netpol.Cluster(namespaces), peers, paths)
     if not blocked:
         return [
             Finding.passed(
                 check=runbook.KUBE_NETWORK_POLICY.name,
-                message="the login pod reaches slurmctld 6817/TCP, the LDAP outpost 636/TCP, DNS 53/UDP+TCP "
-                "and receives SSH on 22/TCP under the tenant NetworkPolicies",
+                message="under the tenant NetworkPolicies the login pod reaches (pod ports) "
+                + ", ".join(p.label.removeprefix("login pod ") for p in paths),
             )
         ]
     return [
         Finding.failed(
             runbook.KUBE_NETWORK_POLICY.name,
             f"under the tenant's NetworkPolicies the {path.label} is blocked ({path.why})",
-            f"add an {path.direction} rule allowing {path.port}/{path.protocol.value} "
+            f"add an {path.direction} rule allowing {path.port_text}/{path.protocol.value} "
             f"{'to' if path.direction == 'egress' else 'from'} {path.peer} "
             f"({path.peer_namespace or 'outside the cluster'}), or drop network.policies to use the "
             "generated policy",
@@ -104,8 +148,12 @@ def preflight(inp: StepInput) -> StepResult:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     findings: list[Finding] = []
+    try:
+        network = ports.read(objs, contract.cluster)
+    except ports.PortUnresolved as exc:
+        return StepResult(facts=inp.facts, findings=[Finding.failed(runbook.KUBE_NETWORK_POLICY.name, str(exc))])
     namespace_exists = objs.get("Namespace", contract.namespace) is not None
-    for step, objects in step_manifests(contract).items():
+    for step, objects in step_manifests(contract, network).items():
         for obj in objects:
             if step is runbook.KUBE_NAMESPACE or not namespace_exists:
                 continue
@@ -130,7 +178,18 @@ def preflight(inp: StepInput) -> StepResult:
                     f"create the platform namespace {ns}",
                 )
             )
-    findings.extend(network_findings(objs, contract))
+    findings.extend(network_findings(objs, contract, network))
+    if network.slurm_config_read and network.srun_range is None:
+        findings.append(
+            Finding.failed(
+                "kube.srun_port_range",
+                f"slurmctld runs without {ports.SRUN_PORT_RANGE}: an interactive srun on the login pod listens on an "
+                "ephemeral port, so only a policy admitting slurmd on every port lets slurmd connect back to it",
+                f"set {ports.SRUN_PORT_RANGE}=60001-63000 (or another range) in slurm.conf so the NetworkPolicy can "
+                "name the ports slurmd connects back to",
+                severity=Severity.warning,
+            )
+        )
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
         findings.append(
@@ -156,9 +215,10 @@ def preflight(inp: StepInput) -> StepResult:
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
+    network = network_ports(objs, contract)
     return [
-        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(contract, obj))
-        for objects in step_manifests(contract).values()
+        kubeensure.plan_step(objs, LAYER, obj, contract.slug, _detail(contract, obj, network))
+        for objects in step_manifests(contract, network).values()
         for obj in objects
     ]
 
@@ -169,7 +229,7 @@ def _apply_step(step: Step[StepInput, StepResult]) -> Callable[[StepInput], Step
     def ensure_step(inp: StepInput) -> StepResult:
         contract = inp.contract
         objs = KubeObjects(contract.cluster)
-        wanted = step_manifests(contract)[step]
+        wanted = _step_objects(objs, contract, step)
         results = [kubeensure.ensure(objs, LAYER, obj, contract.slug, inp.run_id) for obj in wanted]
         return StepResult(results=results, facts=inp.facts)
 

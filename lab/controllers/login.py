@@ -12,10 +12,20 @@ The exec handler is a documented stand-in for the login pod's userland, answerin
   ``outpost_throttled`` pitfall has the outpost answer busy);
 * ``ls /etc/ssh/authorized_keys.d/`` and ``cat /etc/ssh/authorized_keys.d/<user>`` from the
   release's ``sshKeysSecret`` (what the projected volume shows);
-* ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm); exit 1 without it.
+* ``sinfo ...`` run on the host under ``ctx.slurm_env`` (the real Slurm), in the Slurm pods' view of the users (the
+  mount namespace where the lab's outpost users resolve, as nslcd resolves them on a login pod); exit 1 without it;
+* ``srun ...``, an interactive job, run the same way once the NetworkPolicies let each of its connections through
+  (slurm.conf(5), ``SlurmdPort`` and ``SrunPortRange``): to slurmctld, to slurmd's pods on their port 6818, and
+  slurmd's connections back to srun on every port of the lab's ``SrunPortRange``.
 
-``getent`` and ``sinfo`` fail as nslcd and Slurm would when the namespace's NetworkPolicies drop the
-connection to the LDAP outpost or slurmctld (:mod:`lab.kubeapi.netpolicy`).
+``getent``, ``sinfo`` and ``srun`` fail as nslcd and Slurm would when the namespaces' NetworkPolicies drop a
+connection (:mod:`lab.kubeapi.netpolicy`), with the client's own words: srun's from SchedMD/slurm's source, since
+the stand-in refuses before any allocation it names the slurmd pods by selector, not a step and node:
+``Task launch for %ps failed on node %s: %m`` (``src/api/step_launch.c``) with
+``SLURM_COMMUNICATIONS_CONNECTION_ERROR``'s text "Communication connection failure" (``src/common/slurm_errno.c``)
+when slurmd cannot be reached; slurmstepd's ``connect io: %m`` (``src/slurmd/slurmstepd/io.c``, here "Connection
+timed out") and srun's ``timeout waiting for task launch, started 0 of N tasks`` then ``Job step aborted``
+(``src/api/step_launch.c``) when slurmd cannot connect back.
 """
 
 from __future__ import annotations
@@ -31,10 +41,12 @@ from ldap3.utils.conv import escape_filter_chars
 
 from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers.slurm import in_pod_view
 from tenantflow.lab.daemons import ldap_tree
+from tenantflow.lab.daemons.slurm import SRUN_PORT_RANGE
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
-from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, probe_blocked
+from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, SLURMD, callback_blocked, probe_blocked
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
 CONTEXT = "tenant-cluster"
@@ -162,8 +174,15 @@ class LoginReleases:
         match argv:
             case ["getent", *_] if blocked := probe_blocked(self.store, namespace, pod, LDAP_OUTPOST):
                 return "", f"nslcd: failed to bind to LDAP server: Can't contact LDAP server ({blocked})\n", 2
-            case ["sinfo", *_] if blocked := probe_blocked(self.store, namespace, pod, SLURMCTLD):
-                return "", f"sinfo: error: Unable to contact slurm controller (connect failure; {blocked})\n", 1
+            case ["sinfo" | "srun" as client, *_] if blocked := probe_blocked(self.store, namespace, pod, SLURMCTLD):
+                doing = "Unable to allocate resources: " if client == "srun" else ""
+                return (
+                    "",
+                    f"{client}: error: {doing}Unable to contact slurm controller (connect failure; {blocked})\n",
+                    1,
+                )
+            case ["srun", *_] if refused := self._srun_blocked(namespace, pod):
+                return "", refused, 1
             case ["getent", "passwd", *users] if users:
                 return await asyncio.to_thread(self._getent_passwd, users)
             case ["getent", "group", name]:
@@ -177,8 +196,8 @@ class LoginReleases:
                 if user not in keys:
                     return "", f"cat: {path}: No such file or directory\n", 1
                 return keys[user], "", 0
-            case ["sinfo", *_]:
-                return await self._sinfo(argv)
+            case ["sinfo" | "srun", *_]:
+                return await self._slurm_client(argv)
         return "", f"{argv[0] if argv else 'sh'}: command not found (lab login pod stand-in)\n", 127
 
     def _synced_keys(self, namespace: str, secret: str) -> dict[str, str]:
@@ -234,11 +253,27 @@ class LoginReleases:
         members = [str(dn).split(",", 1)[0].split("=", 1)[1] for dn in e.member.values]
         return f"{e.cn.value}:*:{e.gidNumber.value}:{','.join(members)}\n", "", 0
 
-    async def _sinfo(self, argv: list[str]) -> ExecReply:
+    def _srun_blocked(self, namespace: str, pod: str) -> str | None:
+        """What srun prints when the policies drop its connection to slurmd or slurmd's back to it; None if neither."""
+        if blocked := probe_blocked(self.store, namespace, pod, SLURMD):
+            return (
+                f"srun: error: Task launch for StepId=(none yet) failed on node {SLURMD.name}: "
+                f"Communication connection failure ({blocked})\n"
+            )
+        low, high = SRUN_PORT_RANGE
+        if blocked := callback_blocked(self.store, namespace, pod, SLURMD, range(low, high + 1)):
+            return (
+                f"slurmstepd: error: connect io: Connection timed out ({blocked})\n"
+                "srun: error: timeout waiting for task launch, started 0 of 1 tasks\n"
+                "srun: Job step aborted\n"
+            )
+        return None
+
+    async def _slurm_client(self, argv: list[str]) -> ExecReply:
         if not self.ctx.slurm_env:
-            return "", "sinfo: error: Slurm is not running in this lab (no SLURM_CONF)\n", 1
+            return "", f"{argv[0]}: error: Slurm is not running in this lab (no SLURM_CONF)\n", 1
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *in_pod_view(self.ctx.state_dir, argv),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **self.ctx.slurm_env},

@@ -114,6 +114,13 @@ def pitfall_env(state_dir: Path | None) -> dict[str, str]:
     return env
 
 
+def in_pod_view(state_dir: Path | None, argv: list[str]) -> list[str]:
+    """``argv`` entering slurmctld's mount namespace (the pods' view of the users), when the lab recorded it."""
+    daemons = recorded(state_dir) if state_dir and pids_dir(state_dir).is_dir() else []
+    ctld = next((d for d in daemons if d.name == "slurmctld" and is_running(d)), None)
+    return argv if ctld is None else ["nsenter", f"--mount=/proc/{ctld.pid}/ns/mnt", "--", *argv]
+
+
 class SlurmExec:
     """Runs allow-listed commands of the slurmctld/slurmd pods on the host; remembers every argv."""
 
@@ -145,10 +152,7 @@ class SlurmExec:
             return False
 
     def _in_pod(self, argv: list[str]) -> list[str]:
-        """Enter slurmctld's mount namespace (its view of the users), when the lab recorded it."""
-        daemons = recorded(self.state_dir) if self.state_dir and pids_dir(self.state_dir).is_dir() else []
-        ctld = next((d for d in daemons if d.name == "slurmctld" and is_running(d)), None)
-        return argv if ctld is None else ["nsenter", f"--mount=/proc/{ctld.pid}/ns/mnt", "--", *argv]
+        return in_pod_view(self.state_dir, argv)
 
     async def __call__(
         self, namespace: str, pod: str, container: str | None, argv: list[str], stdin: bytes

@@ -52,6 +52,9 @@ LAB_BIN = Path(__file__).resolve().parent.parent / "bin"
 NODE_CPUS = 32
 NODE_MEMORY_MB = 64000
 SPARE_NODE_SLOTS = 64
+SRUN_PORT_RANGE = (60001, 63000)
+"""slurm.conf's ``SrunPortRange``: the ports srun listens on for slurmd's connections back (slurm.conf(5) suggests a
+range of this size for a busy login node), so a NetworkPolicy can name them."""
 QUICKACK_ROUTES = ("local 127.0.0.0/8", "local 127.0.0.1")
 QUICKACK_ROUTE_OPTIONS = (
     *("dev", "lo", "table", "local", "proto", "kernel"),
@@ -318,6 +321,7 @@ def _start_rest(state_dir: Path, handle: SlurmHandle, gpus_per_node: int) -> Non
         cluster=handle.cluster,
         hostname=socket.gethostname().split(".")[0],
         slurmctld_port=ports.slurmctld,
+        srun_port_range=f"{SRUN_PORT_RANGE[0]}-{SRUN_PORT_RANGE[1]}",
         max_node_count=len(handle.nodes) + SPARE_NODE_SLOTS,
         node_lines=_node_lines(ports.slurmd, gpus_per_node),
         partitions_conf=handle.partitions_conf,

@@ -12,7 +12,13 @@ tenantflow's own evaluator, over the raw objects in the emulator's store:
 * an isolated pod allows what at least one rule of a selecting policy allows; absent ``from``/``to``
   means any peer, absent ``ports`` any port; a peer is ``podSelector`` (the policy's namespace),
   ``namespaceSelector`` (all pods there) or both (those pods there); ``ipBlock`` never matches a pod here;
-* every namespace carries ``kubernetes.io/metadata.name`` as the apiserver sets it.
+* every namespace carries ``kubernetes.io/metadata.name`` as the apiserver sets it;
+* a policy port is "a port on a pod" (API reference of ``NetworkPolicyPort``,
+  https://kubernetes.io/docs/reference/kubernetes-api/policy-resources/network-policy-v1/): a probe to a Service
+  is matched on the pod port kube-proxy forwards it to, the Service port's ``targetPort`` (absent: the port
+  itself; a name: the ``containerPort`` of that name in the selected pods; no such port: nothing answers), as the
+  Service documentation says (https://kubernetes.io/docs/concepts/services-networking/service/#defining-a-service).
+  A target without a Service (slurmd, reached pod to pod) is matched on its own pod port.
 """
 
 from __future__ import annotations
@@ -29,18 +35,25 @@ GROUP = "networking.k8s.io"
 
 @dataclass(frozen=True)
 class Target:
-    """Something a pod connects to: a Service (its selector gives the pods' labels) and a port."""
+    """Something a pod connects to: a Service (its selector gives the pods' labels) and the Service's port, or,
+    with ``service`` None, pods of ``fallback_labels`` and their own port."""
 
     namespace: str
-    service: str
+    service: str | None
     port: int
     protocol: str = "TCP"
     fallback_labels: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.service or ",".join(f"{k}={v}" for k, v in self.fallback_labels)
 
 
 DNS = Target("kube-system", "kube-dns", 53, "UDP", (("k8s-app", "kube-dns"),))
 SLURMCTLD = Target("slurm-control", "slurmctld", 6817, "TCP", (("app", "slurmctld"),))
 LDAP_OUTPOST = Target("auth", "authentik-ldap-outpost", 636, "TCP", (("app", "authentik-ldap-outpost"),))
+SLURMD = Target("slurm-control", None, 6818, "TCP", (("app.kubernetes.io/component", "slurmd"),))
+"""slurmd's pods, dialled by srun pod to pod on SlurmdPort (slurm.conf(5): default 6818)."""
 
 
 def _selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
@@ -125,12 +138,47 @@ def _side_allows(
     return not isolated
 
 
-def _target_labels(store: Store, target: Target) -> dict[str, str]:
+def _service(store: Store, target: Target) -> Obj | None:
+    if target.service is None:
+        return None
     try:
-        selector = store.get("", "services", target.service, target.namespace).get("spec", {}).get("selector")
+        return store.get("", "services", target.service, target.namespace)
     except ApiError:
-        selector = None
+        return None
+
+
+def _target_labels(store: Store, target: Target) -> dict[str, str]:
+    service = _service(store, target)
+    selector = (service or {}).get("spec", {}).get("selector")
     return dict(selector or dict(target.fallback_labels))
+
+
+def pod_port(store: Store, target: Target) -> int | None:
+    """The pod port a connection to ``target`` reaches (kube-proxy's rewrite of a Service port to its
+    ``targetPort``); None when the Service has no such port or names a container port no selected pod declares."""
+    service = _service(store, target)
+    if service is None:
+        return target.port
+    entry = next(
+        (
+            p
+            for p in (service.get("spec") or {}).get("ports") or []
+            if p.get("port") == target.port and p.get("protocol", "TCP") == target.protocol
+        ),
+        None,
+    )
+    if entry is None:
+        return None
+    wanted = entry.get("targetPort", target.port)
+    if isinstance(wanted, int):
+        return wanted
+    selector = ",".join(f"{k}={v}" for k, v in _target_labels(store, target).items())
+    for pod in store.list("", "pods", target.namespace, label_selector=selector):
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            for port in container.get("ports") or []:
+                if port.get("name") == wanted and port.get("protocol", "TCP") == target.protocol:
+                    return int(port["containerPort"])
+    return None
 
 
 def probe_blocked(store: Store, namespace: str, pod: str, target: Target) -> str | None:
@@ -142,12 +190,32 @@ def probe_blocked(store: Store, namespace: str, pod: str, target: Target) -> str
         return f"pod {namespace}/{pod} does not exist"
     for hop in (DNS, target):
         hop_labels = _target_labels(store, hop)
-        egress = _side_allows(store, namespace, labels, "Egress", hop.namespace, hop_labels, hop.port, hop.protocol)
-        ingress = _side_allows(store, hop.namespace, hop_labels, "Ingress", namespace, labels, hop.port, hop.protocol)
+        port = pod_port(store, hop)
+        dialled = f"{hop.name}.{hop.namespace}:{hop.port}/{hop.protocol}"
+        if port is None:
+            return f"no pod answers {dialled} (the Service's targetPort leads to no container port)"
+        egress = _side_allows(store, namespace, labels, "Egress", hop.namespace, hop_labels, port, hop.protocol)
+        ingress = _side_allows(store, hop.namespace, hop_labels, "Ingress", namespace, labels, port, hop.protocol)
         if not (egress and ingress):
             side = "egress" if not egress else "ingress"
-            return (
-                f"NetworkPolicy drops {namespace}/{pod} -> {hop.service}.{hop.namespace}:{hop.port}/{hop.protocol} "
-                f"({side})"
-            )
+            via = f", pod port {port}" if port != hop.port else ""
+            return f"NetworkPolicy drops {namespace}/{pod} -> {dialled} ({side}{via})"
+    return None
+
+
+def callback_blocked(store: Store, namespace: str, pod: str, source: Target, ports: range) -> str | None:
+    """Why a connection the pods of ``source`` open back to ``pod`` on any of ``ports`` would be dropped (the
+    first port that is), or None when every port is allowed on both ends."""
+    try:
+        labels = dict(store.get("", "pods", pod, namespace).get("metadata", {}).get("labels") or {})
+    except ApiError:
+        return f"pod {namespace}/{pod} does not exist"
+    peer = _target_labels(store, source)
+    for port in ports:
+        egress = _side_allows(store, source.namespace, peer, "Egress", namespace, labels, port, source.protocol)
+        ingress = _side_allows(store, namespace, labels, "Ingress", source.namespace, peer, port, source.protocol)
+        if not (egress and ingress):
+            side = "egress" if not egress else "ingress"
+            dialled = f"{namespace}/{pod}:{port}/{source.protocol}"
+            return f"NetworkPolicy drops {source.name}.{source.namespace} -> {dialled} ({side})"
     return None

@@ -21,6 +21,7 @@ from tenantflow.activities.kube import steps as kube
 from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
 from tests.memory_cluster import MemoryCluster
+from tests.runbook_manifests import OUTPOST_PORTS
 
 SCALARS = st.one_of(st.text("abc019-", min_size=1, max_size=6), st.integers(0, 99), st.booleans())
 
@@ -60,7 +61,7 @@ def objects(drawn: Drawn) -> list[dict[str, Any]]:
     contract = contract_of(drawn)
     return [
         manifests.reservation(contract, ["gpu-01"]),
-        *(obj for group in kube.step_manifests(contract).values() for obj in group),
+        *(obj for group in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in group),
         manifests.authorized_keys_secret(contract),
     ]
 

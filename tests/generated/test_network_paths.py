@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tenantflow.activities.common import manifests
 from tenantflow.activities.kube import netpol
+from tenantflow.activities.kube.ports import required_paths
 from tenantflow.lab.kubeapi.netpolicy import DNS, LDAP_OUTPOST, SLURMCTLD, Target, probe_blocked
 from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.seed import platform_objects
@@ -24,6 +25,7 @@ from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
 from tenantflow.models.tenant import TenantContract
 from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
+from tests.runbook_manifests import OUTPOST_PORTS
 
 DNS_TCP = Target("kube-system", "kube-dns", 53, "TCP", (("k8s-app", "kube-dns"),))
 EGRESS = {(6817, "TCP"): SLURMCTLD, (636, "TCP"): LDAP_OUTPOST, (53, "UDP"): DNS, (53, "TCP"): DNS_TCP}
@@ -71,7 +73,7 @@ def admits_ssh_from_anywhere(policies: list[dict[str, Any]], labels: dict[str, s
 @given(contracts())
 def test_the_generated_policies_open_every_path_the_login_pod_needs(drawn: Drawn) -> None:
     contract = contract_of(drawn)
-    policies = manifests.network_policies(contract)
+    policies = manifests.network_policies(contract, OUTPOST_PORTS)
     assert not lab_blocked(lab_cluster(contract, policies), contract)
     assert admits_ssh_from_anywhere(policies, login_labels(contract.slug))
 
@@ -113,7 +115,7 @@ def peers(draw: st.DrawFn, slug: str, values: list[str]) -> dict[str, Any]:
 
 @st.composite
 def ports(draw: st.DrawFn) -> dict[str, Any]:
-    port = draw(st.sampled_from([53, 636, 6817, 22, 443, 1000]))
+    port = draw(st.sampled_from([53, 636, 6636, 6817, 22, 443, 1000]))
     entry: dict[str, Any] = {"port": port, "protocol": draw(st.sampled_from(["TCP", "UDP"]))}
     if draw(st.integers(0, 3)) == 0:
         entry["endPort"] = port + draw(st.integers(0, 7000))
@@ -166,15 +168,21 @@ def test_the_product_and_the_lab_agree_on_the_paths_a_contracts_own_policies_lea
 ) -> None:
     given_policies = data.draw(tenant_policies(drawn.data["slug"]))
     contract = TenantContract.model_validate({**drawn.data, "network": {"policies": given_policies}})
-    written = manifests.network_policies(contract)
+    written = manifests.network_policies(contract, OUTPOST_PORTS)
     lab = lab_blocked(lab_cluster(contract, written), contract)
     labels = {contract.namespace: manifests.namespace(contract)["metadata"]["labels"]}
     login = netpol.Endpoint(contract.namespace, login_labels(contract.slug))
     peers_found = {"slurmctld": {"app": "slurmctld"}, "authentik-ldap-outpost": {"app": "authentik-ldap-outpost"}}
+    on_pod_ports = required_paths(OUTPOST_PORTS)[: len(REQUIRED_PATHS)]  # REQUIRED_PATHS' order
     blocked = netpol.unreachable(
-        [NetworkPolicy.model_validate(p) for p in written], login, netpol.Cluster(labels), peers_found
+        [NetworkPolicy.model_validate(p) for p in written], login, netpol.Cluster(labels), peers_found, on_pod_ports
     )
-    product = {(p.port, p.protocol.value) for p in blocked if p.direction == "egress"}
+    # the lab's probes dial the Services' ports; the product's paths are on the pods' ports (636 -> 6636)
+    product = {
+        (dialled.port, dialled.protocol.value)
+        for dialled, path in zip(REQUIRED_PATHS, on_pod_ports, strict=True)
+        if path in blocked and path.direction == "egress"
+    }
     dns_blocked = (53, "UDP") in product
     expected = {path for path in EGRESS if path in product or dns_blocked}
     assert lab == expected, f"lab blocks {sorted(lab)}, the product {sorted(product)}: {given_policies}"

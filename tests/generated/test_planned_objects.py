@@ -30,6 +30,7 @@ from tenantflow.models.tenant import TenantContract
 from tenantflow.models.units import format_kube_quantity
 from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
+from tests.runbook_manifests import OUTPOST_PORTS
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -59,7 +60,7 @@ def planned_objects(contract: TenantContract, nodes: list[str]) -> list[dict[str
     )
     return [
         manifests.reservation(contract, nodes),
-        *(obj for objects in kube.step_manifests(contract).values() for obj in objects),
+        *(obj for objects in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in objects),
         manifests.authorized_keys_secret(contract),
         manifests.bind_secret_copy(contract, "ldap-bind-creds", {"password": "c2VjcmV0"}),
         login,
@@ -138,7 +139,7 @@ def kube_plan(contract: TenantContract, nodes: list[str]) -> Plan:
     """The plan of the objects rendered from the contract, in an empty cluster, as the kube layer builds it."""
     objects = [manifests.reservation(contract, nodes), *planned_objects(contract, nodes)[1:-3]]
     steps = [
-        kubeensure.plan_step(EmptyCluster(), "kube", obj, contract.slug, kube._detail(contract, obj))  # type: ignore[arg-type]
+        kubeensure.plan_step(EmptyCluster(), "kube", obj, contract.slug, kube._detail(contract, obj, OUTPOST_PORTS))  # type: ignore[arg-type]
         for obj in objects
     ]
     return Plan(title=f"onboard {contract.slug}", steps=steps)

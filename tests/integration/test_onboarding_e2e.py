@@ -70,6 +70,35 @@ def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
     assert "tenant-foo||300|gres/gpu=64|200" in assoc
 
 
+def check_interactive_srun(lab: LabEndpoints, contract: TenantContract) -> None:
+    """An interactive ``srun`` from the login pod, as a tenant user and group (root's ``--uid``/``--gid``, as the
+    smoke jobs are submitted), run on a node whose slurmd is up (the lab's outpost Service maps 636 to pod port
+    6636, and the tenant's policy must let srun reach slurmctld and slurmd and slurmd reach back on SrunPortRange)."""
+    up = [
+        line.split()[0]
+        for line in sh(lab, "sinfo", "-h", "-N", "-p", contract.slug, "-o", "%N %t").splitlines()
+        if line.split()[1] in {"idle", "mix", "alloc"}
+    ]
+    assert up, "the smoke tests left no tenant node with a running slurmd"
+    kubectl = ["kubectl", "--kubeconfig", str(lab.kubeconfig), "--context", contract.cluster.context]
+    user = contract.users[0].username
+    srun = [
+        "srun",
+        f"--uid={user}",
+        f"--gid={contract.slug}",
+        f"--partition={contract.slug}",
+        f"--account={contract.user_account}",
+        f"--nodelist={up[0]}",
+        "--time=00:01:00",
+        "--chdir=/tmp",
+        "printenv",
+        "SLURMD_NODENAME",
+    ]
+    argv = [*kubectl, "-n", contract.namespace, "exec", f"login-{contract.slug}-0", "--", *srun]
+    done = subprocess.run(argv, env={**os.environ, **lab.to_env()}, capture_output=True, text=True, timeout=90)
+    assert (done.returncode, done.stdout.strip()) == (0, up[0]), done.stderr
+
+
 def check_field_managers(lab: LabEndpoints, contract: TenantContract, result: OnboardingResult) -> None:
     """Every Kubernetes object the onboarding wrote lists the field manager ``tenantflow`` (issue 14), read back
     with kubectl; none names the client's default (``OpenAPI-Generator``)."""
@@ -128,6 +157,7 @@ async def test_onboard_tenant_foo_end_to_end_then_rerun_writes_nothing(
         result = await onboard(api, contract)
         try:
             check_runbook_objects(lab, result)
+            check_interactive_srun(lab, contract)
             assert reconfigures(lab) == 1, "one onboarding issues exactly one scontrol reconfigure (issue 23)"
             check_field_managers(lab, contract, result)
             check_tenant_group_nested(lab)

@@ -13,6 +13,7 @@ import yaml
 from tenantflow.activities.common import manifests
 from tenantflow.activities.kube import steps as kube
 from tenantflow.models.tenant import TenantContract
+from tests.runbook_manifests import OUTPOST_PORTS
 from tests.workflows.contract import example_tenant
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac.yaml"
@@ -20,7 +21,7 @@ ENSURE = {"get", "create", "patch", "delete"}
 
 
 def written(contract: TenantContract) -> list[dict[str, Any]]:
-    objects = [obj for step in kube.step_manifests(contract).values() for obj in step]
+    objects = [obj for step in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in step]
     objects += [
         manifests.reservation(contract, ["gpu-01"]),
         manifests.authorized_keys_secret(contract),

@@ -10,6 +10,7 @@ from tenantflow.activities.common import manifests
 from tenantflow.activities.kube import steps as kube
 from tenantflow.models.runbook import APPLY
 from tenantflow.models.tenant import TenantContract
+from tests.runbook_manifests import OUTPOST_PORTS
 from tests.workflows.contract import example_tenant
 
 CLUSTER_WIDE_RBAC = {"ClusterRole", "ClusterRoleBinding"}
@@ -18,7 +19,7 @@ TOO_STRONG_ROLES = {"cluster-admin", "admin"}
 
 def emitted(contract: TenantContract) -> list[dict[str, Any]]:
     """Every Kubernetes object the kube layer and the login release write, in write order."""
-    objects = [obj for step in kube.step_manifests(contract).values() for obj in step]
+    objects = [obj for step in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in step]
     objects.append(manifests.authorized_keys_secret(contract))
     return objects
 
@@ -47,7 +48,16 @@ def test_deny_all_network_policy_comes_first_and_denies_everything(contract: Ten
                 assert allow["spec"]["podSelector"] == {"matchLabels": manifests.login_selector(contract)}, allow
                 assert rule in allow["spec"].get("ingress", []) and rule["ports"] == [{"port": 22, "protocol": "TCP"}]
         ports = {(p["port"], p["protocol"]) for r in allow["spec"].get("egress", []) for p in r.get("ports", [])}
-        assert ports <= {(53, "UDP"), (53, "TCP"), (636, "TCP"), (443, "TCP"), (6817, "TCP")}
+        # the estate's pod ports (OUTPOST_PORTS): the outpost's LDAPS 6636 behind Service port 636, slurmd's 6818
+        assert ports <= {
+            (53, "UDP"),
+            (53, "TCP"),
+            (636, "TCP"),
+            (443, "TCP"),
+            (6636, "TCP"),
+            (6817, "TCP"),
+            (6818, "TCP"),
+        }
     order = [s.name for s in APPLY]
     assert order.index("kube.network_policy") < order.index("login.release"), "pods start before the deny-all"
     assert order.index("kube.namespace") < order.index("kube.network_policy")

@@ -102,18 +102,19 @@ def test_the_lab_passes_and_the_run_writes_nothing(estate: LabEndpoints) -> None
 
 
 @contextmanager
-def outpost_to_6636(lab: LabEndpoints) -> Iterator[None]:
-    """The outpost Service as Authentik's controller makes it: ldaps 636 -> container port 6636."""
+def outpost_named_port_undeclared(lab: LabEndpoints) -> Iterator[None]:
+    """The outpost Service's ldaps 636 pointing at a port name no outpost pod declares (the lab seeds 636 -> 6636,
+    as Authentik's controller makes it)."""
     with lab_env(lab):
         objs = KubeObjects(TARGET)
-        ports = [{"name": "ldap", "port": 3389}, {"name": "ldaps", "port": 636, "targetPort": 6636}]
-        objs.patch("Service", "authentik-ldap-outpost", "auth", {"spec": {"ports": ports}})
+        seeded = objs.get("Service", "authentik-ldap-outpost", "auth")["spec"]["ports"]  # type: ignore[index]
+        named = [{**p, "targetPort": "secure-ldap"} if p["port"] == 636 else p for p in seeded]
+        objs.patch("Service", "authentik-ldap-outpost", "auth", {"spec": {"ports": named}})
     try:
         yield
     finally:
         with lab_env(lab):
-            plain = [{"name": "ldap", "port": 3389}, {"name": "ldaps", "port": 636, "targetPort": 636}]
-            objs.patch("Service", "authentik-ldap-outpost", "auth", {"spec": {"ports": plain}})
+            objs.patch("Service", "authentik-ldap-outpost", "auth", {"spec": {"ports": seeded}})
 
 
 @contextmanager
@@ -211,7 +212,12 @@ def no_platform_group(lab: LabEndpoints) -> Iterator[None]:
 
 Mismatch = Callable[[LabEndpoints], AbstractContextManager[None]]
 MISMATCHES: list[tuple[Mismatch, str, str, str]] = [
-    (outpost_to_6636, "ldap.outpost_port", "maps 636 -> pod port 6636", "egress rule to the outpost pods on 6636/TCP"),
+    (
+        outpost_named_port_undeclared,
+        "ldap.outpost_port",
+        "maps 636/TCP to the port name 'secure-ldap', which no pod it selects declares",
+        "name the containerPort 'secure-ldap' in those pods, or give the Service a numeric targetPort",
+    ),
     (enforce_without_limits, "slurm.enforcement", "associations,qos lacks limits", "associations,limits,qos"),
     (root_login_pod, "login.pod_security", "runAsNonRoot != true", "securityContext the level admits"),
     (restricted_helper_namespace, "storage.helper_security", "runAsUser=0", "enforce=baseline"),

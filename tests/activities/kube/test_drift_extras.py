@@ -11,6 +11,7 @@ from tenantflow.models.drift import DriftItem, DriftKind
 from tenantflow.models.onboarding import StepInput
 from tests.activities.kube.conftest import Lab
 from tests.activities.kube.layer import contract, run
+from tests.runbook_manifests import OUTPOST_PORTS
 
 
 def policy(name: str, namespace: str, labels: dict[str, str]) -> dict[str, object]:
@@ -34,7 +35,7 @@ def test_kube_drift_names_extra_missing_and_changed_objects(lab: Lab) -> None:
     [extra] = kube_extras(c)
     assert (extra.kind, extra.name, extra.drift) == ("NetworkPolicy", "left-over", DriftKind.extra)
 
-    deleted = manifests.network_policies(c)[0]["metadata"]["name"]
+    deleted = manifests.network_policies(c, OUTPOST_PORTS)[0]["metadata"]["name"]
     lab.store.delete("networking.k8s.io", "networkpolicies", deleted, c.namespace)
     quota = f"{c.slug}-quota"
     lab.store.patch(

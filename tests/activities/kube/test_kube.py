@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
 from tenantflow.activities.common.kubeensure import owned
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.drift.extras import leaf_differences
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.login import steps as login
+from tenantflow.lab.daemons.slapd import SlapdHandle
+from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
@@ -15,6 +23,8 @@ from tenantflow.models.tenant import TenantContract
 from tests.activities.kube.conftest import Lab
 from tests.activities.kube.layer import HEALTHY, KUBE_STEPS, contract, errors, run
 from tests.runbook_manifests import runbook_allow_policy
+
+NAME = "kubernetes.io/metadata.name"
 
 
 def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
@@ -54,16 +64,15 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     allow = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)["spec"]
     assert [p["port"] for p in allow["egress"][0]["ports"]] == [53, 636, 443]
-    assert [(r["to"], r["ports"]) for r in allow["egress"][1:]] == [
-        (
-            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}],
-            [{"port": 6817, "protocol": "TCP"}],
-        ),
-        (
-            [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
-            [{"port": 53, "protocol": "TCP"}],
-        ),
+    assert [
+        ([p["namespaceSelector"]["matchLabels"][NAME] for p in r["to"]], r.get("ports")) for r in allow["egress"][1:]
+    ] == [
+        ([c.slug], None),
+        (["auth"], [{"port": 6636, "protocol": "TCP"}]),  # the lab's outpost Service maps 636 to pod port 6636
+        (["slurm-control"], [{"port": 6817, "protocol": "TCP"}, {"port": 6818, "protocol": "TCP"}]),
+        (["kube-system"], [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]),
     ]
+    assert len(allow["ingress"]) == 1, "no SrunPortRange without Slurm: the ingress from slurm-control admits it"
     ssh = lab.store.get("networking.k8s.io", "networkpolicies", f"{c.slug}-login-ssh", c.slug)["spec"]
     assert ssh["podSelector"] == {"matchLabels": {"app.kubernetes.io/instance": f"login-{c.slug}"}}
     assert ssh["ingress"][0]["ports"] == [{"port": 22, "protocol": "TCP"}]
@@ -149,14 +158,18 @@ def _with_policies(lab: Lab, policies: list[dict[str, object]]) -> TenantContrac
 
 
 def test_the_runbooks_verbatim_policy_is_refused_at_plan_time_naming_each_blocked_path(lab: Lab) -> None:
+    """The outpost Service maps 636 to pod port 6636: the runbook's literal 636 opens nothing LDAPS reaches."""
     c = _with_policies(lab, [runbook_allow_policy()])
     result = run(kube.preflight, StepInput(contract=c))
     blocked = [f.message for f in result.findings if f.check == "kube.network_policy" and not f.ok]
-    assert len(blocked) == 3, blocked
-    assert "login pod to slurmctld 6817/TCP is blocked" in blocked[0]
-    assert "login pod to DNS 53/TCP is blocked" in blocked[1]
-    assert "login pod from SSH clients 22/TCP is blocked" in blocked[2]
-    assert not any("636" in m or "53/UDP" in m for m in blocked)
+    assert [m.split(" is blocked")[0].removeprefix("under the tenant's NetworkPolicies the ") for m in blocked] == [
+        "login pod to slurmctld 6817/TCP",
+        "login pod to the LDAP outpost 6636/TCP",
+        "login pod to DNS 53/TCP",
+        "login pod from SSH clients 22/TCP",
+        "login pod to slurmd 6818/TCP",
+    ], blocked
+    assert not any("53/UDP" in m for m in blocked)
 
 
 def test_the_generated_policies_pass_and_the_plan_says_why_they_add_rules(lab: Lab) -> None:
@@ -166,6 +179,11 @@ def test_the_generated_policies_pass_and_the_plan_says_why_they_add_rules(lab: L
     plan = run(kube.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}"))
     [allow] = [s for s in plan if s.name == f"{c.slug}-allow"]
     assert any("6817/TCP" in why for why in allow.detail["why"])
+    assert any(
+        "maps 636 to pod port 6636" in why and "runbook's literal 636 would drop LDAPS" in why
+        for why in allow.detail["why"]
+    ), allow.detail["why"]
+    assert "the LDAP outpost: Service auth/authentik-ldap-outpost 636/TCP -> pod port 6636" in allow.detail["why"]
 
 
 def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) -> None:
@@ -177,7 +195,7 @@ def test_a_hand_made_policy_in_the_namespace_is_evaluated_with_ours(lab: Lab) ->
         for f in run(kube.preflight, StepInput(contract=c)).findings
         if f.check == "kube.network_policy" and not f.ok
     ]
-    assert len(messages) == 3 and "hand-made" not in messages[0]
+    assert len(messages) == 5 and "hand-made" not in messages[0]
 
 
 def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
@@ -193,6 +211,98 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     lab.store.create(runbook_allow_policy())
     [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
     assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
+
+
+def test_an_outpost_service_whose_named_target_port_no_pod_declares_is_refused_at_preflight(lab: Lab) -> None:
+    ports = lab.store.get("", "services", "authentik-ldap-outpost", "auth")["spec"]["ports"]
+    ports = [{**p, "targetPort": "secure-ldap"} if p["port"] == 636 else p for p in ports]
+    lab.store.patch("", "services", "authentik-ldap-outpost", {"spec": {"ports": ports}}, MERGE_PATCH, namespace="auth")
+    c = contract(lab)
+    refused = [(f.check, f.message) for f in run(kube.preflight, StepInput(contract=c)).findings if not f.ok]
+    assert refused == [
+        (
+            "kube.network_policy",
+            "Service auth/authentik-ldap-outpost maps 636/TCP to the port name 'secure-ldap', which no pod it selects "
+            "declares ({'app': 'authentik-ldap-outpost'}); name the containerPort 'secure-ldap' in those pods, or "
+            "give the Service a numeric targetPort",
+        )
+    ]
+    with pytest.raises(ApplicationError, match="NetworkPolicy cannot be computed: Service auth/authentik-ldap-outpost"):
+        run(kube.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}"))
+
+
+def _exec(lab: Lab, c: TenantContract, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl exec`` in the first login pod, its exit code and stderr kept."""
+    env = {**os.environ, "KUBECONFIG": os.environ["TENANTFLOW_KUBECONFIG"]}
+    args = ["kubectl", "--context", lab.target.context, "-n", c.slug, "exec", f"login-{c.slug}-0", "--", *argv]
+    return subprocess.run(args, capture_output=True, text=True, env=env, check=False, timeout=30)
+
+
+def test_the_runbooks_literal_636_policy_fails_the_login_check_on_an_outpost_serving_6636(
+    lab: Lab, slapd: SlapdHandle | None
+) -> None:
+    """The lab's outpost Service maps 636 to pod port 6636 (Authentik's): under the policy tenantflow computes, the
+    login pod's LDAPS lookups pass; under the runbook's literal allow policy (636 only) the login check fails."""
+    if slapd is None:
+        pytest.skip("slapd is not installed")
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    for fn in (kube.namespace, kube.network_policy, login.release):
+        run(fn, inp)
+    assert not [f for f in login.checks(inp) if f.check.startswith("login.getent") and not f.ok]
+    lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
+    lab.store.create(runbook_allow_policy())
+    failed = [f.message for f in login.checks(inp) if f.check == "login.getent_passwd" and not f.ok]
+    assert failed == [f"getent passwd {u.username} on login-{c.slug}-0 found nothing" for u in c.users]
+    getent = _exec(lab, c, "getent", "passwd", "alice")
+    assert getent.returncode == 2
+    assert "Can't contact LDAP server" in getent.stderr
+    assert "authentik-ldap-outpost.auth:636/TCP (egress, pod port 6636)" in getent.stderr, getent.stderr
+
+
+def test_an_interactive_srun_passes_the_computed_policy_and_the_runbooks_drops_it(lab: Lab) -> None:
+    """srun from the login pod needs slurmctld, slurmd's pods on 6818 and slurmd's connection back on
+    SrunPortRange; the lab refuses it with srun's own words when a policy drops one of them (this lab runs no
+    Slurm: a srun the policies let through says so)."""
+    c = contract(lab)
+    inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
+    for fn in (kube.namespace, kube.network_policy, login.release):
+        run(fn, inp)
+    passed = _exec(lab, c, "srun", "-N1", "hostname")
+    assert passed.stderr.startswith("srun: error: Slurm is not running in this lab (no SLURM_CONF)\n"), passed.stderr
+    lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
+    lab.store.create(runbook_allow_policy())
+    refused = _exec(lab, c, "srun", "-N1", "hostname")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("srun: error: Unable to allocate resources: Unable to contact slurm controller")
+    slurm = {"namespaceSelector": {"matchLabels": {NAME: "slurm-control"}}}
+    ctld_only = {"to": [slurm], "ports": [{"port": 6817, "protocol": "TCP"}]}
+    _allow(lab, c, "ctld", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [ctld_only]})
+    refused = _exec(lab, c, "srun", "-N1", "hostname")
+    assert "Communication connection failure" in refused.stderr, refused.stderr
+    assert "slurm-control:6818/TCP (egress)" in refused.stderr, refused.stderr
+    lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
+    dns = {"namespaceSelector": {"matchLabels": {NAME: "kube-system"}}}
+    _allow(lab, c, "out", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [slurm, dns]}]})
+    tenant_only = {"from": [{"namespaceSelector": {"matchLabels": {NAME: c.slug}}}]}
+    _allow(lab, c, "in", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [tenant_only]})
+    refused = _exec(lab, c, "srun", "-N1", "hostname")
+    assert refused.stderr.startswith("slurmstepd: error: connect io: Connection timed out"), refused.stderr
+    assert ":60001/TCP (ingress)" in refused.stderr
+    assert "srun: error: timeout waiting for task launch, started 0 of 1 tasks\nsrun: Job step aborted\n" in (
+        refused.stderr
+    )
+
+
+def _allow(lab: Lab, c: TenantContract, name: str, spec: dict[str, object]) -> None:
+    lab.store.create(
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": c.slug},
+            "spec": spec,
+        }
+    )
 
 
 def test_preflight_names_the_apply_step_of_an_object_another_tenant_holds(lab: Lab) -> None:

@@ -14,7 +14,9 @@ import kubernetes_validate
 import pytest
 
 from tenantflow.activities.common import manifests
+from tenantflow.models.network_policy import NetworkPorts
 from tenantflow.models.tenant import TenantContract
+from tests.runbook_manifests import OUTPOST_PORTS
 from tests.unit.tenants import tenant
 
 Render = Callable[[TenantContract], manifests.Manifest]
@@ -23,7 +25,7 @@ BUILTIN_KINDS: list[Render] = [
     manifests.resource_quota,
     manifests.limit_range,
     manifests.deny_all_policy,
-    manifests.allow_policy,
+    lambda c: manifests.allow_policy(c, OUTPOST_PORTS),
     manifests.admins_role_binding,
     manifests.authorized_keys_secret,
 ]
@@ -91,22 +93,37 @@ def peer_namespaces(peers: list[dict[str, Any]]) -> set[str]:
     return names
 
 
-def test_allow_policy_admits_the_tenant_itself_and_slurm_and_reaches_dns_and_ldap() -> None:
-    policy = manifests.allow_policy(tenant())
+def test_allow_policy_keeps_the_runbooks_rule_and_opens_each_path_on_its_pod_port() -> None:
+    policy = manifests.allow_policy(tenant(), OUTPOST_PORTS)
     spec = policy["spec"]
     assert policy["metadata"]["name"] == "tenant-foo-allow"
     assert spec["podSelector"] == {} and spec["policyTypes"] == ["Ingress", "Egress"]
-    (ingress,) = spec["ingress"]
+    ingress, srun = spec["ingress"]
     assert {"tenant-foo", "slurm-control"} <= peer_namespaces(ingress["from"])
-    egress, slurmctld, dns_tcp = spec["egress"]
-    assert {"tenant-foo", "slurm-control", "auth", "kube-system"} <= peer_namespaces(egress["to"])
-    ports = {(p["port"], p["protocol"]) for p in egress["ports"]}
-    assert {(53, "UDP"), (636, "TCP")} <= ports
-    assert (peer_namespaces(slurmctld["to"]), slurmctld["ports"]) == (
+    assert (peer_namespaces(srun["from"]), srun["ports"]) == (
         {"slurm-control"},
-        [{"port": 6817, "protocol": "TCP"}],
+        [{"port": 60001, "endPort": 63000, "protocol": "TCP"}],
     )
-    assert (peer_namespaces(dns_tcp["to"]), dns_tcp["ports"]) == ({"kube-system"}, [{"port": 53, "protocol": "TCP"}])
+    runbook, tenant_pods, outpost, slurm, dns = spec["egress"]
+    assert {"tenant-foo", "slurm-control", "auth", "kube-system"} <= peer_namespaces(runbook["to"])
+    assert {(p["port"], p["protocol"]) for p in runbook["ports"]} == {(53, "UDP"), (636, "TCP"), (443, "TCP")}
+    assert (peer_namespaces(tenant_pods["to"]), "ports" in tenant_pods) == ({"tenant-foo"}, False)
+    assert (peer_namespaces(outpost["to"]), outpost["ports"]) == ({"auth"}, [{"port": 6636, "protocol": "TCP"}])
+    assert (peer_namespaces(slurm["to"]), slurm["ports"]) == (
+        {"slurm-control"},
+        [{"port": 6817, "protocol": "TCP"}, {"port": 6818, "protocol": "TCP"}],
+    )
+    assert (peer_namespaces(dns["to"]), dns["ports"]) == (
+        {"kube-system"},
+        [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
+    )
+    assert any("maps 636 to pod port 6636" in why for why in manifests.policy_additions(OUTPOST_PORTS))
+
+
+def test_without_srun_port_range_no_range_rule_is_written() -> None:
+    ports = NetworkPorts(ldaps=636, slurmctld=6817, dns_udp=53, dns_tcp=53, slurmd=6818)
+    assert len(manifests.allow_policy(tenant(), ports)["spec"]["ingress"]) == 1
+    assert not any("SrunPortRange" in why for why in manifests.policy_additions(ports))
 
 
 def test_reservation_binding_selects_the_tenants_workloads() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tenantflow.activities.common import manifests
-from tenantflow.activities.kube import netpol
+from tenantflow.activities.kube import netpol, ports
 from tenantflow.models.network_policy import REQUIRED_PATHS, NetworkPolicy
+from tests.runbook_manifests import OUTPOST_PORTS
 from tests.unit.tenants import tenant
 
 LOGIN = netpol.Endpoint("tenant-foo", {"app": "login", "app.kubernetes.io/instance": "login-tenant-foo"})
@@ -85,24 +86,36 @@ def test_ssh_needs_an_ip_block_or_any_source_and_a_policy_of_other_pods_does_not
     assert blocked(deny, ssh) == []
 
 
-def test_the_generated_policies_open_every_path_and_the_runbooks_do_not() -> None:
+def test_the_generated_policies_open_every_pod_port_path_and_the_runbooks_do_not() -> None:
+    """On an estate whose outpost Service maps 636 to pod port 6636, with SlurmdPort 6818 and SrunPortRange
+    60001-63000, the generated policies open every path on its pod port; the runbook's literal rule drops LDAPS
+    (636 is the Service's port), slurmctld, slurmd and DNS over TCP."""
     contract = tenant()
-    generated = [NetworkPolicy.model_validate(m) for m in manifests.network_policies(contract)]
-    assert blocked(*generated) == []
-    runbook = [
-        NetworkPolicy.model_validate(manifests.deny_all_policy(contract)),
-        NetworkPolicy.model_validate(
-            manifests.allow_policy(contract)
-            | {
-                "spec": {
-                    **manifests.allow_policy(contract)["spec"],
-                    "egress": manifests.allow_policy(contract)["spec"]["egress"][:1],
-                }
-            }
-        ),
+    paths = ports.required_paths(OUTPOST_PORTS)
+    assert [p.label for p in paths if p.peer in {"the LDAP outpost", "slurmd"}] == [
+        "login pod to the LDAP outpost 6636/TCP",
+        "login pod to slurmd 6818/TCP",
+        "login pod from slurmd 60001-63000/TCP",
     ]
-    assert blocked(*runbook) == [
+    generated = [NetworkPolicy.model_validate(m) for m in manifests.network_policies(contract, OUTPOST_PORTS)]
+    assert [p.label for p in netpol.unreachable(generated, LOGIN, CLUSTER, paths=paths)] == []
+    allow = manifests.allow_policy(contract, OUTPOST_PORTS)
+    literal = allow | {"spec": {**allow["spec"], "egress": allow["spec"]["egress"][:1]}}
+    runbook = [NetworkPolicy.model_validate(manifests.deny_all_policy(contract)), NetworkPolicy.model_validate(literal)]
+    assert [p.label for p in netpol.unreachable(runbook, LOGIN, CLUSTER, paths=paths)] == [
         "login pod to slurmctld 6817/TCP",
+        "login pod to the LDAP outpost 6636/TCP",
         "login pod to DNS 53/TCP",
         "login pod from SSH clients 22/TCP",
+        "login pod to slurmd 6818/TCP",
     ]
+
+
+def test_a_policy_opening_part_of_the_srun_range_blocks_the_range() -> None:
+    [callback] = [p for p in ports.required_paths(OUTPOST_PORTS) if p.direction == "ingress" and p.end_port]
+    slurm = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}
+    part = pol({"podSelector": {}, "ingress": [{"from": [slurm], "ports": [{"port": 60001, "endPort": 62999}]}]})
+    whole = pol({"podSelector": {}, "ingress": [{"from": [slurm], "ports": [{"port": 60001, "endPort": 63000}]}]})
+    cluster = netpol.Cluster({"slurm-control": {}})
+    assert netpol.unreachable([part], LOGIN, cluster, paths=[callback]) == [callback]
+    assert netpol.unreachable([whole], LOGIN, cluster, paths=[callback]) == []
