@@ -22,7 +22,7 @@ from tenantflow.models.results import Outcome
 from tenantflow.models.tenant import TenantContract
 from tests.activities.kube.conftest import Lab
 from tests.activities.kube.layer import HEALTHY, KUBE_STEPS, contract, errors, run
-from tests.runbook_manifests import runbook_allow_policy
+from tests.runbook_manifests import OUTPOST_PORTS, runbook_allow_policy
 
 NAME = "kubernetes.io/metadata.name"
 
@@ -146,7 +146,7 @@ def test_quantities_the_apiserver_respells_are_unchanged_on_a_second_run_and_no_
     assert [r.outcome for r in run(kube.quota, inp).results] == [Outcome.unchanged, Outcome.unchanged]
     actions = {(s.kind, s.action.value) for s in run(kube.plan, inp) if s.kind in {"ResourceQuota", "LimitRange"}}
     assert actions == {("ResourceQuota", "unchanged"), ("LimitRange", "unchanged")}
-    for desired in step_manifests(c)[runbook.KUBE_QUOTA]:
+    for desired in step_manifests(c, OUTPOST_PORTS)[runbook.KUBE_QUOTA]:
         stored = KubeObjects(c.cluster).get(desired["kind"], desired["metadata"]["name"], c.namespace)
         assert leaf_differences(owned(desired), stored) == [], "tenantflow drift's field comparison"
 
