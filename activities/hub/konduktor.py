@@ -57,7 +57,7 @@ from tenantflow.models.results import EnsureResult, Outcome
 T = TypeVar("T")
 BEAT_S = 10.0
 """How often the activity heartbeats while a CLI call runs in its thread (far below the 30 s heartbeat timeout)."""
-POLL_S = (0.2, 5.0)
+POLL_S = (0.2, 2.0)
 """The first and the longest interval between two polls of the run for the plan's answer (doubling)."""
 
 

@@ -1,12 +1,13 @@
-"""``python -m tenantflow.lab.konduktor``: the lab's konduktor stand-in. ``--version`` alone is answered before the
-stand-in's client libraries load (a second, not three, on a busy machine), as a CLI's eager version option is."""
+"""``python -m tenantflow.lab.konduktor``: the lab's konduktor stand-in. ``--version`` and ``--help`` are answered
+before the stand-in's client libraries load (a second of CPU each, and tenantflow reads both before every bootstrap),
+as a CLI's eager options are."""
 
 import sys
 
-from tenantflow.lab.konduktor.facts import VERSION
+from tenantflow.lab.konduktor.args import parser
 
-if sys.argv[1:] == ["--version"]:
-    print(VERSION)
+if {"--version", "--help", "-h"} & set(sys.argv[1:]):
+    parser().parse_args()
 else:
     from tenantflow.lab.konduktor.cli import main
 
