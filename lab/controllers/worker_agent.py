@@ -51,6 +51,8 @@ from tenantflow.lab.konduktor.facts import (
     LOG_COLLECTOR,
     MANAGED_BY,
     METRICS_AGENT,
+    REDEEMED,
+    REFUSED,
     SCHEDULING_MANAGER,
     TUNNEL_SECRET,
     WORKER_LABEL,
@@ -64,8 +66,6 @@ from tenantflow.lab.kubeapi.store import Store, now
 from tenantflow.lab.kueue_facts import JOBSET_DEPLOYMENT, JOBSET_IMAGE, KUEUE_DEPLOYMENT, KUEUE_IMAGE
 from tenantflow.lab.workloads import deployment
 
-REDEEMED = "trainy.ai/redeemed"
-REFUSED = "trainy.ai/redeem-refused"
 Obj = dict[str, Any]
 
 

@@ -25,6 +25,10 @@ Obj = dict[str, Any]
 VERSION = "konduktor, version 0.4.2"
 """What ``konduktor --version`` prints: the format of Click's ``version_option`` (``<prog>, version <v>``), the
 option a Click CLI such as Konduktor's answers; the number is the stand-in's own choice."""
+REDEEMED = "trainy.ai/redeemed"
+REFUSED = "trainy.ai/redeem-refused"
+"""The marks the lab's worker agent leaves on a BootstrapEnrollment it redeemed or refused (the stand-in's bootstrap
+waits for one of them, :mod:`lab.konduktor.registration`)."""
 AGENT_NAMESPACE = "trainy-system"
 """Runbook, "Wait for readiness": ``kubectl -n trainy-system get pods`` lists the installed components."""
 BYOC_NAMESPACE = "trainy-byoc-system"

@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from tenantflow.lab.controllers.worker_agent import REDEEMED, REFUSED
-from tenantflow.lab.konduktor.facts import AGENT_NAMESPACE, BOOTSTRAP_SECRET
+from tenantflow.lab.konduktor.facts import AGENT_NAMESPACE, BOOTSTRAP_SECRET, REDEEMED, REFUSED
 from tenantflow.lab.konduktor.rest import Rest, path
 
 WAIT_ENV = "KONDUKTOR_LAB_REGISTRATION_WAIT_S"

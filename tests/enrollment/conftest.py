@@ -60,7 +60,10 @@ from tenantflow.lab.enrollment_seed import (
     seed_worker,
 )
 from tenantflow.lab.konduktor.wrapper import write_wrapper
-from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.auth import parse_policies
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import self_signed
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import BOOTSTRAP_PRINTED, EnrollmentInput, EnrollmentResult

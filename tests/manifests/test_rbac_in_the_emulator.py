@@ -16,7 +16,10 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from tenantflow.lab.kubeapi import KubeContext, Store, build_app, parse_policies, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.auth import parse_policies
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import self_signed
 from tests.manifests.test_rbac_covers_the_runbook import RBAC, written
 from tests.workflows.contract import example_tenant

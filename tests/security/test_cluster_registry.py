@@ -15,7 +15,9 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
 from tenantflow.activities.common.clusters import CLUSTERS_FILE_ENV, KUBECONFIG_ENV
-from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.models.targets import KubeTarget
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.contracts import ContractError, parse_contract

@@ -28,7 +28,9 @@ from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.process import free_port, stop_all
 from tenantflow.lab.daemons.slapd import SlapdHandle, start_slapd
 from tenantflow.lab.daemons.slurm import SlurmHandle, start_slurm
-from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.seed import seed_tenant_cluster
 from tenantflow.lab.serve import dispatch_exec
 from tenantflow.models.targets import KubeTarget

@@ -30,7 +30,9 @@ from tenantflow.lab.controllers import slurm as slurm_controller
 from tenantflow.lab.daemons import host_users
 from tenantflow.lab.daemons.process import stop_all
 from tenantflow.lab.daemons.slurm import SlurmHandle, start_slurm
-from tenantflow.lab.kubeapi import KubeContext, Store, build_app, start_kube_api, write_kubeconfig
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.seed import seed_tenant_cluster
 from tenantflow.lab.serve import dispatch_exec
 from tenantflow.models.onboarding import Facts, StepInput

@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tenantflow.lab.kubeapi import (
-    ExecResult,
-    KubeContext,
-    Store,
-    build_app,
-    parse_policies,
-    start_kube_api,
-    write_kubeconfig,
-)
+from tenantflow.lab.kubeapi.auth import parse_policies
+from tenantflow.lab.kubeapi.kubeconfig import KubeContext, write_kubeconfig
+from tenantflow.lab.kubeapi.podexec import ExecResult
+from tenantflow.lab.kubeapi.server import build_app, start_kube_api
+from tenantflow.lab.kubeapi.store import Store
 from tenantflow.lab.kubeapi.tls import self_signed
 
 RESTRICTED = {
