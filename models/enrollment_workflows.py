@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Self
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from tenantflow.models.base import Strict
 from tenantflow.models.enrollment_contract import LABEL_VALUE, WorkerEnrollment
@@ -203,6 +203,16 @@ class BootstrapPlanPrinted(Strict):
     text: str
     sha256: str = Field(..., pattern=r"^[0-9a-f]{64}$")
     form: str = Field(..., description="how the blob was passed: the --help's file option, or the positional blob")
+
+    @model_validator(mode="after")
+    def _bound_to_its_text(self) -> Self:
+        """``sha256`` must be the SHA-256 of ``text``: the run shows ``text`` at the gate and the activity answers
+        the CLI by ``sha256``, so a signal pairing another text with the CLI's hash (anyone reaching Temporal can
+        read the real one in the history and signal) would have an approver approve one text and the CLI answered
+        for another. A payload failing this is dropped by the SDK before the run sees it."""
+        if hashlib.sha256(self.text.encode()).hexdigest() != self.sha256:
+            raise ValueError("sha256 is not the SHA-256 of text: a printed plan is bound to its own text")
+        return self
 
 
 BootstrapAnswer = Literal["waiting", "approved", "rejected"]

@@ -118,3 +118,28 @@ async def test_a_rejected_printed_plan_is_answered_no_and_installs_nothing(
     assert kind == "BootstrapPlanRejected"
     assert not greenfield.worker.list("apps", "deployments", "trainy-system")
     assert "trainy-system" not in {n["metadata"]["name"] for n in greenfield.worker.list("", "namespaces")}
+
+
+async def test_a_signalled_text_that_is_not_its_hash_is_dropped(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
+    """Someone reaching Temporal signals ``bootstrap_plan_printed`` first, pairing a harmless text with the hash the
+    CLI's real plan will have (the stand-in's plan is predictable, as a real CLI's mostly is): were it taken, the gate
+    would show the harmless text and its approval would answer the real CLI. The payload is refused, so the gate
+    shows what the CLI printed."""
+    lines = worker_commands.bootstrap_plan(Rest(str(greenfield.kubeconfig), "worker"), table=True)
+    real = hashlib.sha256(("\n".join(lines) + "\n\n" + TABLE_PROMPT).encode()).hexdigest()
+    async with enrollment_worker(dev_env, approve_bootstrap=False) as (client, queue):
+        handle = await client.start_workflow(
+            "WorkerEnrollment",
+            EnrollmentInput(contract=greenfield.contract(brownfield=False), condition_budget_s=20),
+            id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=EnrollmentResult,
+        )
+        forged = {"text": "Nothing to install.", "sha256": real, "form": "positional blob"}
+        await handle.signal("bootstrap_plan_printed", forged)
+        status = await wait_stage(handle, "gate:approve_plan")
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+        status = await at_bootstrap_gate(handle, greenfield)
+        assert "Nothing to install." not in status.gates[0].description
+        await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+        assert (await handle.result()).status == "completed"
