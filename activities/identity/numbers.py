@@ -32,9 +32,20 @@ def user_uid(user: User, provider: LdapProvider) -> int:
 
 
 def _taken_numbers(ak: AuthentikClient, provider: LdapProvider, group_pk: str) -> set[int]:
-    """gidNumbers of every other group and of every user's own (virtual) group, i.e. their uidNumbers."""
+    """gidNumbers in use by anyone but the group and its members: every other group's, every user's own
+    (virtual) group's, i.e. their uidNumbers, and the ``gidNumber`` attribute of users outside the group.
+
+    The last matters after a rollback or an offboarding without purge: the deactivated users keep the
+    old group's gid as their attribute (the outpost still serves it), so a new group given that number
+    would share it with them. The group's own members hold its gid by design and do not count.
+    """
     taken = {group_gid(g, provider) for g in ak.groups.list(include_users="false") if g.pk != group_pk}
-    return taken | {user_uid(u, provider) for u in ak.users.list(include_groups="false")}
+    for user in ak.users.list(include_groups="false"):
+        taken.add(user_uid(user, provider))
+        held = string_number(user.attributes, "gidNumber")
+        if held is not None and group_pk not in user.groups:
+            taken.add(held)
+    return taken
 
 
 def choose_gid(ak: AuthentikClient, provider: LdapProvider, group: Group) -> int:

@@ -164,6 +164,25 @@ async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
     assert (await with_parent.group("tenant-foo") or {})["attributes"]["gidNumber"] == str(default_gid + 1)
 
 
+async def test_gid_moves_past_the_gid_a_former_tenants_user_keeps(with_parent: IdentityLab) -> None:
+    """A rolled-back tenant's users stay, deactivated, with its group's gid as their attribute: a new
+    group must not take that number (the directory would show both as owners of the same files)."""
+    parent = await with_parent.group("tenants")
+    assert parent is not None
+    ours = await with_parent.post(
+        "/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]], "attributes": {"tenant_slug": "tenant-foo"}}
+    )
+    default_gid = 4000 + ours["num_pk"]
+    await with_parent.post(
+        "/core/users/",
+        {"username": "former", "name": "Former", "is_active": False, "attributes": {"gidNumber": str(default_gid)}},
+    )
+    result = await run_activity(identity.ensure_group, StepInput(contract=make_contract(), run_id="r"))
+    assert result.facts.group_gid == default_gid + 1
+    again = await run_activity(identity.ensure_group, StepInput(contract=make_contract(), run_id="r"))
+    assert again.results[0].outcome is Outcome.unchanged
+
+
 async def test_preflight_names_each_problem_and_writes_nothing(identity_lab: IdentityLab) -> None:
     await identity_lab.post("/core/groups/", {"name": "tenant-foo", "attributes": {"tenant_slug": "tenant-bar"}})
     bar = await identity_lab.post("/core/groups/", {"name": "tenant-bar", "attributes": {"tenant_slug": "tenant-bar"}})
