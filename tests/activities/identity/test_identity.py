@@ -147,13 +147,18 @@ async def test_existing_user_is_patched_and_restored_by_undo(with_parent: Identi
     )
 
 
-async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
-    parent = await with_parent.group("tenants")
+async def unnumbered_group(lab: IdentityLab) -> int:
+    """Group tenant-foo under the platform group without a gidNumber; the gid the provider would give it."""
+    parent = await lab.group("tenants")
     assert parent is not None
-    ours = await with_parent.post(
+    ours = await lab.post(
         "/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]], "attributes": {"tenant_slug": "tenant-foo"}}
     )
-    default_gid = 4000 + ours["num_pk"]
+    return 4000 + int(ours["num_pk"])
+
+
+async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
+    default_gid = await unnumbered_group(with_parent)
     await with_parent.post(
         "/core/groups/",
         {"name": "tenant-bar", "attributes": {"tenant_slug": "tenant-bar", "gidNumber": str(default_gid)}},
@@ -167,12 +172,7 @@ async def test_gid_moves_past_a_taken_number(with_parent: IdentityLab) -> None:
 async def test_gid_moves_past_the_gid_a_former_tenants_user_keeps(with_parent: IdentityLab) -> None:
     """A rolled-back tenant's users stay, deactivated, with its group's gid as their attribute: a new
     group must not take that number (the directory would show both as owners of the same files)."""
-    parent = await with_parent.group("tenants")
-    assert parent is not None
-    ours = await with_parent.post(
-        "/core/groups/", {"name": "tenant-foo", "parents": [parent["pk"]], "attributes": {"tenant_slug": "tenant-foo"}}
-    )
-    default_gid = 4000 + ours["num_pk"]
+    default_gid = await unnumbered_group(with_parent)
     await with_parent.post(
         "/core/users/",
         {"username": "former", "name": "Former", "is_active": False, "attributes": {"gidNumber": str(default_gid)}},
