@@ -19,7 +19,7 @@ from tenantflow.lab.konduktor.rest import Rest
 from tenantflow.models.enrollment_workflows import EnrollmentInput, EnrollmentResult
 from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
 from tenantflow.models.status import RunStatus
-from tests.enrollment.conftest import Lab, enrollment_worker, failure, printed_plan, wait_stage
+from tests.enrollment.conftest import Lab, enrollment_worker, failure, printed_plan, start_approved, wait_stage
 
 
 @pytest.fixture(autouse=True)
@@ -28,15 +28,7 @@ def second_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def started(client: Client, queue: str, lab: Lab, brownfield: bool) -> WorkflowHandle[Any, EnrollmentResult]:
-    handle = await client.start_workflow(
-        "WorkerEnrollment",
-        EnrollmentInput(contract=lab.contract(brownfield=brownfield), condition_budget_s=20),
-        id=f"enroll/forecasting/forecasting-us-{uuid.uuid4().hex[:6]}",
-        task_queue=queue,
-        result_type=EnrollmentResult,
-    )
-    status = await wait_stage(handle, "gate:approve_plan")
-    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    handle = await start_approved(client, queue, lab.contract(brownfield=brownfield), condition_budget_s=20)
     if brownfield:
         await wait_stage(handle, "gate:submissions_paused")
         await handle.execute_update("answer_gate", args=["submissions_paused", GateAnswer()])

@@ -41,6 +41,22 @@ async def enrolled_then_decommission(client: Client, queue: str, lab: Lab) -> Wo
     )
 
 
+async def reopened_by_a_late_agent(
+    client: Client, queue: str, lab: Lab
+) -> tuple[WorkflowHandle[Any, DecommissionResult], RunStatus, RunStatus]:
+    """A decommission whose first plan is approved after an agent ServiceAccount appeared: the run, its first gate
+    and the gate it reopens with the changed dry run (nothing reset in between)."""
+    dec = await enrolled_then_decommission(client, queue, lab)
+    first = await wait_stage(dec, "gate:approve_plan")
+    lab.worker.create(LATE, "trainy-system")
+    await dec.execute_update("approve_plan", {"plan_hash": first.plan_hash})
+    again = await wait_stage(dec, "gate:approve_plan")
+    while again.plan_hash == first.plan_hash:
+        again = await wait_stage(dec, "gate:approve_plan")
+    assert "worker worker reset" not in lab.konduktor_calls(), "nothing was reset"
+    return dec, first, again
+
+
 async def test_rejected_decommission_writes_nothing(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
         dec = await enrolled_then_decommission(client, queue, greenfield)
@@ -62,14 +78,7 @@ async def test_rejected_decommission_writes_nothing(dev_env: WorkflowEnvironment
 
 async def test_a_dry_run_changed_since_approval_reopens_the_gate(dev_env: WorkflowEnvironment, greenfield: Lab) -> None:
     async with enrollment_worker(dev_env) as (client, queue):
-        dec = await enrolled_then_decommission(client, queue, greenfield)
-        first = await wait_stage(dec, "gate:approve_plan")
-        greenfield.worker.create(LATE, "trainy-system")
-        await dec.execute_update("approve_plan", {"plan_hash": first.plan_hash})
-        again = await wait_stage(dec, "gate:approve_plan")
-        while again.plan_hash == first.plan_hash:
-            again = await wait_stage(dec, "gate:approve_plan")
-        assert "worker worker reset" not in greenfield.konduktor_calls(), "nothing was reset"
+        dec, _, again = await reopened_by_a_late_agent(client, queue, greenfield)
         assert greenfield.worker.get("", "serviceaccounts", "late-agent", "trainy-system")
         assert greenfield.worker.list("apps", "deployments", "trainy-system")
         [gate] = again.gates
@@ -159,14 +168,7 @@ async def test_a_table_dry_run_changed_since_approval_reopens_the_gate(
 ) -> None:
     monkeypatch.setenv(DIALECT_ENV, "table")
     async with enrollment_worker(dev_env) as (client, queue):
-        dec = await enrolled_then_decommission(client, queue, greenfield)
-        first = await wait_stage(dec, "gate:approve_plan")
-        greenfield.worker.create(LATE, "trainy-system")
-        await dec.execute_update("approve_plan", {"plan_hash": first.plan_hash})
-        again = await wait_stage(dec, "gate:approve_plan")
-        while again.plan_hash == first.plan_hash:
-            again = await wait_stage(dec, "gate:approve_plan")
-        assert "worker worker reset" not in greenfield.konduktor_calls(), "nothing was reset"
+        dec, first, again = await reopened_by_a_late_agent(client, queue, greenfield)
         [gate] = again.gates
         shown = dry_run(again)["dry_run"]
         assert shown.startswith("Worker reset plan (dry run)\n") and "late-agent" in shown

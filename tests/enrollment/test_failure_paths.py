@@ -15,23 +15,15 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from tenantflow.models.enrollment_workflows import INSTALLED_BY, EnrollmentInput, EnrollmentResult
-from tenantflow.models.gates import ApprovePlan, GateAnswer
-from tests.enrollment.conftest import Lab, enrollment_worker, failure, wait_stage
+from tenantflow.models.gates import GateAnswer
+from tests.enrollment.conftest import Lab, enrollment_worker, failure, start_approved, wait_stage
 
 
 async def brownfield_until(
     client: Client, queue: str, lab: Lab, gates: tuple[str, ...], last: str
 ) -> WorkflowHandle[Any, EnrollmentResult]:
     """Start a brownfield enrollment, approve it and answer ``gates`` by name; return at gate ``last``."""
-    handle = await client.start_workflow(
-        "WorkerEnrollment",
-        EnrollmentInput(contract=lab.contract(brownfield=True), condition_budget_s=20),
-        id=f"enroll/forecasting/fp-{uuid.uuid4().hex[:6]}",
-        task_queue=queue,
-        result_type=EnrollmentResult,
-    )
-    status = await wait_stage(handle, "gate:approve_plan")
-    await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
+    handle = await start_approved(client, queue, lab.contract(brownfield=True), condition_budget_s=20)
     for gate in gates:
         await wait_stage(handle, f"gate:{gate}", timeout_s=60)
         assert await handle.execute_update(gate, GateAnswer(approver="ops")) == f"{gate} answered by ops"
