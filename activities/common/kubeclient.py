@@ -57,50 +57,48 @@ websocket.setdefaulttimeout(sum(REQUEST_TIMEOUT_S))
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, str], client.ApiClient] = {}
-
-
-_configurations: dict[tuple[str, str, object], client.Configuration] = {}
-_configurations_lock = threading.Lock()
+_configurations: dict[tuple[str, str], tuple[object, client.Configuration]] = {}
 
 
 def _configuration(target: KubeTarget) -> client.Configuration:
-    """The client configuration of ``target``'s cluster, loaded once per kubeconfig, context and kubeconfig file
-    version (parsing a kubeconfig took more CPU than the exec that needed it): the in-cluster service account, or
-    the kubeconfig's context. A token that expires is refreshed by the configuration's own hook, as for the
-    long-lived clients below."""
+    """The client configuration of ``target``'s cluster, loaded once per kubeconfig file version (parsing a
+    kubeconfig took more CPU than the exec that needed it) and again when the file changes (a rotated credential):
+    the in-cluster service account, or the kubeconfig's context. A token that expires is refreshed by the
+    configuration's own hook. Only the newest version of each kubeconfig and context is kept."""
     entry = clusters.resolve(target)
-    context = entry.context or target.context
+    key = (str(entry.kubeconfig), entry.context or target.context)
     version: object = None
     if entry.kubeconfig is not None and not entry.in_cluster:
         with contextlib.suppress(OSError):  # a missing file: load_kube_config below says so
             info = entry.kubeconfig.stat()
             version = (info.st_mtime_ns, info.st_size)
-    key = (str(entry.kubeconfig), context, version)
-    with _configurations_lock:
-        conf = _configurations.get(key)
-    if conf is not None:
-        return conf
+    with _lock:
+        known = _configurations.get(key)
+    if known is not None and known[0] == version:
+        return known[1]
     conf = client.Configuration()
     if entry.in_cluster:
         config.load_incluster_config(client_configuration=conf)
     else:
-        config.load_kube_config(config_file=str(entry.kubeconfig), context=context, client_configuration=conf)
+        config.load_kube_config(config_file=str(entry.kubeconfig), context=key[1], client_configuration=conf)
     conf.retries = kube_retries()
-    with _configurations_lock:
-        return _configurations.setdefault(key, conf)
-
-
-def _new_client(target: KubeTarget) -> client.ApiClient:
-    return client.ApiClient(configuration=_configuration(target))
+    with _lock:
+        known = _configurations.get(key)
+        if known is not None and known[0] == version:
+            return known[1]
+        _configurations[key] = (version, conf)
+    return conf
 
 
 def api_client(target: KubeTarget) -> client.ApiClient:
+    """One long-lived client per kubeconfig and context, replaced when its kubeconfig file changes."""
+    conf = _configuration(target)
     entry = clusters.resolve(target)
     key = (str(entry.kubeconfig), entry.context or target.context)
     with _lock:
         cached = _clients.get(key)
-        if cached is None:
-            cached = _clients[key] = _new_client(target)
+        if cached is None or cached.configuration is not conf:
+            cached = _clients[key] = client.ApiClient(configuration=conf)
         return cached
 
 
@@ -253,7 +251,7 @@ def exec_in(
     attempt = 0
     while True:
         attempt += 1
-        with _new_client(target) as api:
+        with client.ApiClient(configuration=_configuration(target)) as api:
             try:
                 resp = stream(
                     client.CoreV1Api(api).connect_get_namespaced_pod_exec,

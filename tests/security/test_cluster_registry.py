@@ -110,3 +110,19 @@ async def test_the_worker_loads_only_registered_kubeconfigs(evil: tuple[Path, Pa
         await asyncio.to_thread(kubeclient.request, KubeTarget(context="elsewhere"), "GET", namespace)
     assert unknown.value.non_retryable
     assert not pwned.exists()
+
+
+async def test_a_rewritten_kubeconfig_is_followed_by_the_long_lived_client(registered: Path) -> None:
+    """A rotated kubeconfig (here: the context moved to another API server) reaches the next request; the worker
+    does not keep talking with what the file said when it was first read."""
+    store = Store()
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "moved"}})
+    runner, url = await start_kube_api(build_app(store, name="rotated"))
+    target = KubeTarget(context="tenant-cluster")
+    try:
+        await asyncio.to_thread(kubeclient.request, target, "GET", "/api/v1/namespaces/tenant-foo")
+        write_kubeconfig(registered, [KubeContext("lab-admin", url, "rotated-token")])
+        found = await asyncio.to_thread(kubeclient.request, target, "GET", "/api/v1/namespaces/moved")
+    finally:
+        await runner.cleanup()
+    assert found["metadata"]["name"] == "moved"
