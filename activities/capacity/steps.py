@@ -21,6 +21,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.settings import settings
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -61,14 +62,17 @@ def _slug_findings(objs: KubeObjects, contract: TenantContract, own: dict[str, A
 
 
 def list_reservations(objs: KubeObjects) -> list[dict[str, Any]]:
+    api_version = settings().reservation_api_version
+    group = api_version.partition("/")[0]
     try:
         return objs.list("Reservation")
     except ApplicationError as err:
         if err.type == "NotFound":
             raise fail(
                 "PreflightFailed",
-                "the Reservation CRD (reservations.scheduling.example.io) is not "
-                "served by the cluster; install the reservation operator",
+                f"the Reservation CRD (reservations.{group}) is not served by the cluster at {api_version} "
+                "(RESERVATION_API_VERSION); install the reservation operator, or set RESERVATION_API_VERSION to "
+                "the group/version it serves",
             ) from None
         raise
 
@@ -128,7 +132,7 @@ def _reservation_owner(contract: TenantContract) -> Any:
 @defn(runbook.CAPACITY.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
     contract = inp.contract
-    desired = manifests.reservation(contract, inp.facts.nodes)
+    desired = manifests.reservation(contract, inp.facts.nodes, settings().reservation_api_version)
     return [
         kubeensure.plan_step(
             KubeObjects(contract.cluster),
@@ -157,7 +161,7 @@ def reservation(inp: StepInput) -> StepResult:
     result = kubeensure.ensure(
         KubeObjects(contract.cluster),
         LAYER,
-        manifests.reservation(contract, inp.facts.nodes),
+        manifests.reservation(contract, inp.facts.nodes, settings().reservation_api_version),
         contract.slug,
         inp.run_id,
         claimed_by=_reservation_owner(contract),

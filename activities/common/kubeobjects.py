@@ -17,6 +17,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.settings import settings
 from tenantflow.models.content_types import MERGE_PATCH
 from tenantflow.models.targets import KubeTarget
 
@@ -65,6 +66,8 @@ def path_segment(value: str, field: str) -> None:
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
+RUNBOOK_RESERVATION_API = "scheduling.example.io/v1alpha1"
+"""The runbook's sketch of the reservation operator's API; the worker's may differ (:func:`kind_of`)."""
 TRAINY = "trainy.ai"
 """Konduktor's API group on the Hub; no public document pins its version, so it is read from discovery."""
 KINDS: dict[str, Kind] = {
@@ -91,8 +94,8 @@ KINDS: dict[str, Kind] = {
         Kind("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False),
         Kind("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
         Kind("SelfSubjectAccessReview", "authorization.k8s.io/v1", "selfsubjectaccessreviews", False),
-        Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
-        Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
+        Kind("Reservation", RUNBOOK_RESERVATION_API, "reservations", False),
+        Kind("ReservationBinding", RUNBOOK_RESERVATION_API, "reservationbindings", True),
         Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
         Kind("BootstrapEnrollment", TRAINY, "bootstrapenrollments", True, discovered=True),
         Kind("WorkerCluster", TRAINY, "workerclusters", True, discovered=True),
@@ -106,6 +109,19 @@ KINDS: dict[str, Kind] = {
         Kind("ProvisioningRequestConfig", KUEUE, "provisioningrequestconfigs", False),
     )
 }
+
+
+RESERVATION_KINDS = ("Reservation", "ReservationBinding")
+"""The reservation operator's kinds: the runbook says to substitute your own CRDs, so their group/version is the
+worker's ``RESERVATION_API_VERSION`` (:func:`kind_of`)."""
+
+
+def kind_of(kind: str) -> Kind:
+    """:data:`KINDS`' entry for ``kind``, with the reservation operator's group/version as the worker configures it."""
+    found = KINDS[kind]
+    if kind in RESERVATION_KINDS:
+        return replace(found, api_version=settings().reservation_api_version)
+    return found
 
 
 def _absent(err: ApplicationError) -> bool:
@@ -123,7 +139,7 @@ class KubeObjects:
     def kind(self, kind: str) -> Kind:
         """Where ``kind`` lives on this target: its :data:`KINDS` entry, at the preferred version of a discovered
         group."""
-        found = KINDS[kind]
+        found = kind_of(kind)
         return found.at(self.preferred_version(found.api_version)) if found.discovered else found
 
     def preferred_version(self, group: str) -> str:

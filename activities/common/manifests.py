@@ -30,7 +30,6 @@ GPU_RESOURCE = "nvidia.com/gpu"
 POD_SECURITY_MODES = ("enforce", "audit", "warn")
 POD_SECURITY_LEVEL = "restricted"
 """The Pod Security Standard every tenant namespace enforces, audits and warns at (runbook step 3a)."""
-SCHEDULING_API = "scheduling.example.io/v1alpha1"
 HELM_API = "helm.example.io/v1"
 NETWORKING_API = "networking.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -77,10 +76,11 @@ def _namespaced(contract: TenantContract, api_version: str, kind: str, name: str
     }
 
 
-def reservation(contract: TenantContract, nodes: list[str]) -> Manifest:
-    """Runbook step 1: the cluster-scoped Reservation of the chosen nodes."""
+def reservation(contract: TenantContract, nodes: list[str], api_version: str) -> Manifest:
+    """Runbook step 1: the cluster-scoped Reservation of the chosen nodes, at the reservation operator's
+    ``api_version`` (``RESERVATION_API_VERSION``)."""
     return {
-        "apiVersion": SCHEDULING_API,
+        "apiVersion": api_version,
         "kind": "Reservation",
         "metadata": _meta(contract.reservation_name, contract.slug),
         "spec": {
@@ -130,15 +130,16 @@ def limit_range(contract: TenantContract) -> Manifest:
     return _namespaced(contract, "v1", "LimitRange", f"{contract.slug}-defaults", spec={"limits": [container]})
 
 
-def reservation_binding(contract: TenantContract) -> Manifest:
-    """Runbook step 3c: tenant pods (``app.kubernetes.io/managed-by: <slug>``) go to the Reservation."""
+def reservation_binding(contract: TenantContract, api_version: str) -> Manifest:
+    """Runbook step 3c: tenant pods (``app.kubernetes.io/managed-by: <slug>``) go to the Reservation, at the
+    reservation operator's ``api_version``."""
     spec = {
         "reservationName": contract.reservation_name,
         "podSelector": {"matchLabels": {WORKLOAD_LABEL: contract.slug}},
         "injectAffinity": True,
         "injectToleration": True,
     }
-    return _namespaced(contract, SCHEDULING_API, "ReservationBinding", f"{contract.slug}-binding", spec=spec)
+    return _namespaced(contract, api_version, "ReservationBinding", f"{contract.slug}-binding", spec=spec)
 
 
 def _namespace_peer(name: str) -> dict[str, Any]:

@@ -51,6 +51,14 @@ class ServiceSettings(BaseSettings):
         description="platform namespace (pod-security baseline at most) where that "
         "Job runs as root to chown; tenant namespaces are restricted",
     )
+    reservation_api_version: str = Field(
+        "scheduling.example.io/v1alpha1",  # the runbook's sketch (activities.common.kubeobjects)
+        alias="RESERVATION_API_VERSION",
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/v[0-9]+((alpha|beta)[0-9]+)?$",
+        description="group/version of the reservation operator's Reservation and ReservationBinding kinds (the "
+        "runbook's sketch is scheduling.example.io/v1alpha1; substitute your operator's, and grant the worker's "
+        "role that group)",
+    )
     ldap_url: str = Field("ldap://localhost:3389", alias="LDAP_URL")
     ldap_base_dn: str = Field("dc=auth,dc=example,dc=internal", alias="LDAP_BASE_DN")
     ldap_bind_dn: str = Field("cn=ldap-bind,ou=users,dc=auth,dc=example,dc=internal", alias="LDAP_BIND_DN")

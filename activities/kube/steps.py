@@ -43,7 +43,7 @@ def _fixed_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResul
     return {
         runbook.KUBE_NAMESPACE: [manifests.namespace(contract)],
         runbook.KUBE_QUOTA: [manifests.resource_quota(contract), manifests.limit_range(contract)],
-        runbook.KUBE_BINDING: [manifests.reservation_binding(contract)],
+        runbook.KUBE_BINDING: [manifests.reservation_binding(contract, settings().reservation_api_version)],
         runbook.KUBE_RBAC: [manifests.admins_role_binding(contract)] if contract.admins_group else [],
     }
 

@@ -2,8 +2,8 @@
 
 Kubernetes API discovery (``GET /apis/<group>``, an ``APIGroup`` listing the served versions,
 https://kubernetes.io/docs/concepts/overview/kubernetes-api/#discovery-api) for the groups of the kinds
-tenantflow creates through custom resources (:data:`activities.common.kubeobjects.KINDS`): ``Reservation``,
-``ReservationBinding`` and ``HelmRelease``.
+tenantflow creates through custom resources (:func:`activities.common.kubeobjects.kind_of`): ``Reservation`` and
+``ReservationBinding`` at the worker's ``RESERVATION_API_VERSION``, and ``HelmRelease``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
-from tenantflow.activities.common.kubeobjects import KINDS
+from tenantflow.activities.common.kubeobjects import kind_of
 from tenantflow.starter.doctor.report import Estate, Result, failed, ok
 
 NAME = "kube.crds"
@@ -35,7 +35,7 @@ def operator_crds(estate: Estate) -> Result:
     missing: list[str] = []
     seen: list[str] = []
     for kind in CUSTOM_KINDS:
-        group, version = KINDS[kind].api_version.split("/")
+        group, version = kind_of(kind).api_version.split("/")
         served = served_versions(estate, group)
         (seen if version in served else missing).append(
             f"{kind} {group}/{version}" + ("" if version in served else f" (served: {', '.join(served) or 'none'})")

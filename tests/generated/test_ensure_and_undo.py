@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.kubeobjects import RUNBOOK_RESERVATION_API
 from tenantflow.activities.kube import steps as kube
 from tests.generated.profile import GENERATED
 from tests.generated.strategies import Drawn, contract_of, contracts
@@ -60,7 +61,7 @@ def pruned(value: Any) -> Any:
 def objects(drawn: Drawn) -> list[dict[str, Any]]:
     contract = contract_of(drawn)
     return [
-        manifests.reservation(contract, ["gpu-01"]),
+        manifests.reservation(contract, ["gpu-01"], RUNBOOK_RESERVATION_API),
         *(obj for group in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in group),
         manifests.authorized_keys_secret(contract),
     ]

@@ -21,6 +21,7 @@ from hypothesis import given
 from kubernetes.utils import parse_quantity
 
 from tenantflow.activities.common import kubeensure, manifests
+from tenantflow.activities.common.kubeobjects import RUNBOOK_RESERVATION_API
 from tenantflow.activities.kube import steps as kube
 from tenantflow.lab.kubeapi import validation
 from tenantflow.lab.kubeapi.store import Store
@@ -59,7 +60,7 @@ def planned_objects(contract: TenantContract, nodes: list[str]) -> list[dict[str
         slurm_controller_host="slurmctld.slurm-control.svc",
     )
     return [
-        manifests.reservation(contract, nodes),
+        manifests.reservation(contract, nodes, RUNBOOK_RESERVATION_API),
         *(obj for objects in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in objects),
         manifests.authorized_keys_secret(contract),
         manifests.bind_secret_copy(contract, "ldap-bind-creds", {"password": "c2VjcmV0"}),
@@ -119,7 +120,7 @@ def test_quota_and_reservation_carry_the_contracts_values_and_the_tenant_pvc_fit
         "requests.storage": quota["requests_storage"],
     }
     nodes = nodes_of(drawn, contract)
-    spec = manifests.reservation(contract, random.Random(0).sample(nodes, len(nodes)))["spec"]
+    spec = manifests.reservation(contract, random.Random(0).sample(nodes, len(nodes)), RUNBOOK_RESERVATION_API)["spec"]
     assert spec["reservedNodes"] == sorted(nodes) and len(set(spec["reservedNodes"])) == drawn.node_count
     assert spec["evictOnRelease"] is data["capacity"]["evict_on_release"]
     pvc_request = format_kube_quantity(drawn.bytes["storage.pvc_size"])
@@ -137,7 +138,7 @@ class EmptyCluster:
 
 def kube_plan(contract: TenantContract, nodes: list[str]) -> Plan:
     """The plan of the objects rendered from the contract, in an empty cluster, as the kube layer builds it."""
-    objects = [manifests.reservation(contract, nodes), *planned_objects(contract, nodes)[1:-3]]
+    objects = [manifests.reservation(contract, nodes, RUNBOOK_RESERVATION_API), *planned_objects(contract, nodes)[1:-3]]
     steps = [
         kubeensure.plan_step(EmptyCluster(), "kube", obj, contract.slug, kube._detail(contract, obj, OUTPOST_PORTS))  # type: ignore[arg-type]
         for obj in objects

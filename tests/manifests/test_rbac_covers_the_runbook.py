@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tenantflow.activities.common import manifests
+from tenantflow.activities.common.kubeobjects import RUNBOOK_RESERVATION_API
 from tenantflow.activities.kube import steps as kube
 from tenantflow.models.tenant import TenantContract
 from tests.runbook_manifests import OUTPOST_PORTS
@@ -23,7 +24,7 @@ ENSURE = {"get", "create", "patch", "delete"}
 def written(contract: TenantContract) -> list[dict[str, Any]]:
     objects = [obj for step in kube.step_manifests(contract, OUTPOST_PORTS).values() for obj in step]
     objects += [
-        manifests.reservation(contract, ["gpu-01"]),
+        manifests.reservation(contract, ["gpu-01"], RUNBOOK_RESERVATION_API),
         manifests.authorized_keys_secret(contract),
         manifests.bind_secret_copy(contract, "ldap-bind", {"password": "x"}),
         manifests.login_release(

@@ -6,6 +6,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.capacity import steps as capacity
+from tenantflow.lab import seed
 from tenantflow.models.onboarding import Facts, StepInput, UndoInput
 from tenantflow.models.results import Outcome
 from tests.activities.kube.conftest import Lab
@@ -19,6 +20,7 @@ from tests.activities.kube.layer import (
     reserve,
     run,
 )
+from tests.labfixture import exported
 
 
 def test_preflight_picks_healthy_unreserved_nodes(lab: Lab) -> None:
@@ -171,4 +173,31 @@ def test_a_contract_asking_for_evict_on_release_is_a_plan_warning_not_a_refusal(
     assert warning.severity == "warning" and "kills the tenant's running jobs" in warning.message
     [planned] = run(capacity.plan, StepInput(contract=c, facts=pre.facts))
     assert planned.detail["evictOnRelease"] is True and "drains gracefully" in planned.detail["warning"]
+    assert lab.writes() == []
+
+
+def operator_at(lab: Lab, group: str, version: str) -> None:
+    """The lab's Reservation CRD served again under another operator's group and version (the runbook says to
+    substitute your own CRDs)."""
+    [crd] = [c for c in seed.crds() if c["spec"]["names"]["kind"] == "Reservation"]
+    spec = {**crd["spec"], "group": group, "versions": [{**crd["spec"]["versions"][0], "name": version}]}
+    lab.store.seed([{**crd, "metadata": {"name": f"reservations.{group}"}, "spec": spec}])
+
+
+def test_the_reservation_goes_to_the_operator_api_the_worker_configures(lab: Lab) -> None:
+    operator_at(lab, "capacity.acme.example", "v1beta1")
+    c = contract(lab)
+    with exported({"RESERVATION_API_VERSION": "capacity.acme.example/v1beta1"}):
+        nodes = preflight(c).facts.nodes
+        run(capacity.reservation, StepInput(contract=c, facts=Facts(nodes=nodes), run_id="x"))
+    written = lab.store.get("capacity.acme.example", "reservations", c.reservation_name)
+    assert written["apiVersion"] == "capacity.acme.example/v1beta1" and written["spec"]["reservedNodes"] == nodes
+    assert lab.store.list("scheduling.example.io", "reservations", None) == []
+
+
+def test_an_operator_api_the_cluster_does_not_serve_is_refused_naming_the_setting(lab: Lab) -> None:
+    with exported({"RESERVATION_API_VERSION": "capacity.acme.example/v1"}), pytest.raises(ApplicationError) as err:
+        preflight(contract(lab))
+    assert "reservations.capacity.acme.example" in err.value.message
+    assert "set RESERVATION_API_VERSION to the group/version it serves" in err.value.message
     assert lab.writes() == []

@@ -14,6 +14,7 @@ import kubernetes_validate
 import pytest
 
 from tenantflow.activities.common import manifests
+from tenantflow.activities.common.kubeobjects import RUNBOOK_RESERVATION_API
 from tenantflow.models.network_policy import NetworkPorts
 from tenantflow.models.tenant import TenantContract
 from tests.runbook_manifests import OUTPOST_PORTS
@@ -29,7 +30,11 @@ BUILTIN_KINDS: list[Render] = [
     manifests.admins_role_binding,
     manifests.authorized_keys_secret,
 ]
-EVERY_KIND = [*BUILTIN_KINDS, manifests.reservation_binding, lambda c: manifests.reservation(c, ["gpu-02", "gpu-01"])]
+EVERY_KIND = [
+    *BUILTIN_KINDS,
+    lambda c: manifests.reservation_binding(c, RUNBOOK_RESERVATION_API),
+    lambda c: manifests.reservation(c, ["gpu-02", "gpu-01"], RUNBOOK_RESERVATION_API),
+]
 
 
 @pytest.mark.parametrize("render", BUILTIN_KINDS)
@@ -127,13 +132,13 @@ def test_without_srun_port_range_no_range_rule_is_written() -> None:
 
 
 def test_reservation_binding_selects_the_tenants_workloads() -> None:
-    spec = manifests.reservation_binding(tenant())["spec"]
+    spec = manifests.reservation_binding(tenant(), RUNBOOK_RESERVATION_API)["spec"]
     assert spec["reservationName"] == "tenant-foo-reservation"
     assert spec["podSelector"] == {"matchLabels": {manifests.WORKLOAD_LABEL: "tenant-foo"}}
 
 
 def test_reservation_lists_nodes_sorted_and_never_evicts_by_default() -> None:
-    spec = manifests.reservation(tenant(), ["gpu-03", "gpu-01", "gpu-02"])["spec"]
+    spec = manifests.reservation(tenant(), ["gpu-03", "gpu-01", "gpu-02"], RUNBOOK_RESERVATION_API)["spec"]
     assert spec["reservedNodes"] == ["gpu-01", "gpu-02", "gpu-03"]
     assert spec["evictOnRelease"] is False
     assert spec["nodeSelector"] == {"matchLabels": {"hardware-pool": "gpu-h100-rack-a"}}
