@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AwareDatetime, Field, model_validator
 
 from tenantflow.models.base import Strict
 from tenantflow.models.proofs import proof_fingerprint
@@ -81,12 +81,20 @@ failures with a reason the handover sheet records."""
 
 class SmokeFailedAnswer(GateAnswer):
     """The answer to ``smoke_failed``: a :class:`GateAnswer` and what to do; ``comment`` is the reason (a waiver
-    needs one). The proof signs the choice (:attr:`signed`), so a signature for a re-run never waives."""
+    needs one). The proof signs the choice and the gate's opening (:attr:`signed`), so a signature for a re-run never
+    waives, and one made for an earlier opening (read from the run's history once the gate opens again after a
+    re-run) answers nothing."""
 
     choice: SmokeChoice = Field(
         "rerun",
         description="rerun: the smoke checks again, after the node or chart is fixed; rollback: undo the tenant; "
         "waive: accept the failures (comment: the reason, recorded on the handover sheet)",
+    )
+    opened_at: AwareDatetime | None = Field(
+        None,
+        exclude_if=lambda at: at is None,
+        description="when the smoke_failed gate this answers opened (status lists it): the answer counts only for "
+        "that opening, the failures it showed; needed with a proof, which signs it",
     )
 
     @model_validator(mode="after")
@@ -97,8 +105,9 @@ class SmokeFailedAnswer(GateAnswer):
 
     @property
     def signed(self) -> str:
-        """What the approval statement's ``plan`` says for this answer: the choice."""
-        return f"choice={self.choice}"
+        """What the approval statement's ``plan`` says for this answer: the choice and the opening it answers."""
+        opening = f" opened_at={self.opened_at.isoformat()}" if self.opened_at else ""
+        return f"choice={self.choice}{opening}"
 
 
 class Approval(Strict):

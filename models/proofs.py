@@ -4,11 +4,11 @@ A gate answer (``approve_plan``, ``reject_plan``, a yes/no gate, ``renew``) may 
 in the armored format ``ssh-keygen -Y sign -n tenantflow-approval`` writes and git verifies signed commits with
 (OpenSSH's PROTOCOL.sshsig: https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.sshsig), over the
 text of an :class:`ApprovalStatement`: the Temporal namespace, workflow id, run id, gate, plan (the plan hash,
-what a renewal adds, or the choice at ``smoke_failed``), approver and decision. A proof therefore answers exactly
-one gate of one run for one plan, as one approver: the same signature sent to another run (a rerun of the same
-plan), another gate or another hash does not verify. The worker checks the signature and that the signing key is
-allowed for the approver (:mod:`tenantflow.worker.signatures`); this module only builds the statement and reads the
-signature's fields, which workflow code needs to record the signing key's fingerprint.
+what a renewal adds, or at ``smoke_failed`` the choice and the gate's opening), approver and decision. A proof
+therefore answers exactly one gate of one run for one plan, as one approver: the same signature sent to another run
+(a rerun of the same plan), another gate or another hash does not verify. The worker checks the signature and
+that the signing key is allowed for the approver (:mod:`tenantflow.worker.signatures`); this module only builds the
+statement and reads the signature's fields, which workflow code needs to record the signing key's fingerprint.
 
 The same mechanism proves who started a run (:class:`StartProof`, memo ``started_by_proof`` next to ``started_by``):
 the starter signs a statement with decision and gate ``start``, no run id (Temporal assigns it only at the start),

@@ -162,7 +162,9 @@ async def smoke_failed(request: web.Request) -> web.Response:
     except ValidationError as exc:
         raise invalid("request body", exc) from None
     api, workflow_id = client_of(request), run_id_of(request)
-    said = await api.answer_smoke_failed(workflow_id, answer.choice, answer.comment, on_behalf_of=answer.approver)
+    said = await api.answer_smoke_failed(
+        workflow_id, answer.choice, answer.comment, on_behalf_of=answer.approver, opened_at=answer.opened_at
+    )
     return gate_answered(request, SMOKE_FAILED, said)
 
 

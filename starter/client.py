@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -273,13 +273,22 @@ class TenantflowClient(SigningClient):
         return await _answer(handle, TenantOnboarding.answer_gate, gate, yes)
 
     async def answer_smoke_failed(
-        self, workflow_id: str, choice: SmokeChoice, reason: str = "", on_behalf_of: str | None = None
+        self,
+        workflow_id: str,
+        choice: SmokeChoice,
+        reason: str = "",
+        on_behalf_of: str | None = None,
+        opened_at: datetime | None = None,
     ) -> str:
         """Answer an onboarding's ``smoke_failed`` gate: ``rerun`` the smoke checks (after fixing the node or chart),
         ``rollback`` the tenant, or ``waive`` the failures for ``reason`` (needed, recorded on the handover sheet);
-        recorded as answered by this client's identity (or ``on_behalf_of``), the proof signing the choice."""
+        recorded as answered by this client's identity (or ``on_behalf_of``), the proof signing the choice and the
+        gate's opening it answers: ``opened_at`` (the one its caller was shown), else the one ``status`` lists now."""
         approver, handle = self._approver(on_behalf_of), await self._gate_handle(workflow_id)
-        answer = SmokeFailedAnswer(approver=approver, choice=choice, comment=reason)
+        if opened_at is None:
+            status: RunStatus = await handle.query(TenantOnboarding.status)
+            opened_at = next((g.opened_at for g in status.gates if g.name == SMOKE_FAILED), None)
+        answer = SmokeFailedAnswer(approver=approver, choice=choice, comment=reason, opened_at=opened_at)
         proof = await self._proof(handle, SMOKE_FAILED, approver, answer.signed)
         return await _answer(handle, TenantOnboarding.smoke_failed, answer.model_copy(update={"proof": proof}))
 

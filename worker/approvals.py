@@ -8,7 +8,7 @@ interceptor that checks every gate answer (``approve_plan``, ``reject_plan``, ea
 after the run's own validator (the gate is open, the hash current) and before the run sees it:
 
 1. **Proof.** An answer with ``proof`` must carry an SSH signature of its own approval statement (namespace,
-   workflow id, run id, gate, plan hash or, at ``smoke_failed``, the choice, approver:
+   workflow id, run id, gate, plan hash or, at ``smoke_failed``, the choice and the gate's opening, approver:
    :mod:`tenantflow.models.proofs`) by a key the allowed-signers file lists for the approver
    (:mod:`tenantflow.worker.signatures`); a proof for another run (a rerun of the same plan), gate, hash, choice or
    approver is refused. The run records the approver as *verified* (the key's fingerprint).

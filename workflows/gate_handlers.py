@@ -73,7 +73,7 @@ def answer_gate_update(
         return str(self.state.answer(name, answer))
 
     def validate(self, name: str, answer: GateAnswer) -> None:  # type: ignore[no-untyped-def]
-        self.state.validate_answer(name)
+        self.state.validate_answer(name, answer)
 
     update = workflow.update(name="answer_gate", description=description)(answer_gate)
     update.validator(validate)
@@ -94,14 +94,15 @@ def yes_no_gate(
     gate: str, description: str, payload: type[GateAnswer] = GateAnswer, fields: str = GATE_ANSWER_FIELDS
 ) -> tuple[GateUpdate, GateSignal]:
     """The update ``gate`` (one ``payload`` argument, a :class:`GateAnswer` or a model extending it, refused unless
-    the gate is open) and the signal ``<gate>_signal`` (ignored unless open), both described by ``description`` and
-    the payload's ``fields`` for the UI."""
+    the gate is open and the run's check of the gate takes it, :attr:`RunState.answer_checks`) and the signal
+    ``<gate>_signal`` (ignored unless so), both described by ``description`` and the payload's ``fields`` for the
+    UI."""
 
     async def answer(self, answer: GateAnswer) -> str:  # type: ignore[no-untyped-def]
         return str(self.state.answer(gate, answer))
 
     def validate(self, answer: GateAnswer) -> None:  # type: ignore[no-untyped-def]
-        self.state.gates.require_open(gate)
+        self.state.check_answer(gate, answer)
 
     def by_signal(self, answer: GateAnswer) -> None:  # type: ignore[no-untyped-def]
         self.state.answer_by_signal(gate, answer)

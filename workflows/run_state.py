@@ -15,7 +15,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import ApprovePlan, GateAnswer, RejectPlan
+    from tenantflow.models.gates import ApprovePlan, GateAnswer, GateState, RejectPlan
     from tenantflow.models.plan import Plan, plan_changes
     from tenantflow.models.results import Finding
     from tenantflow.models.rollback import Leftover
@@ -46,6 +46,9 @@ class RunState:
         self.rejected: RejectPlan | None = None
         self.target = ""
         self.leftovers: list[Leftover] = []
+        self.answer_checks: dict[str, Callable[[GateAnswer, GateState], None]] = {}
+        """A gate's own check of an answer against the gate as it is open now (raises ``ValueError`` saying why the
+        answer does not count): an update carrying it is refused, a signal ignored."""
 
     @property
     def plan_hash(self) -> str | None:
@@ -142,18 +145,28 @@ class RunState:
         self.gates.answer(name, answer)
         return f"{name} answered by {answer.approver}"
 
-    def validate_answer(self, name: str) -> None:
-        """Refuse an answer to a gate that is not one of the run's or not open."""
+    def validate_answer(self, name: str, answer: GateAnswer) -> None:
+        """Refuse an answer to a gate that is not one of the run's or not open, or that the gate's check refuses."""
         if name not in self.yes_no_gates:
             raise ValueError(f"unknown gate {name!r}; gates: {', '.join(self.yes_no_gates) or 'none'}")
+        self.check_answer(name, answer)
+
+    def check_answer(self, name: str, answer: GateAnswer) -> None:
+        """Refuse an answer to gate ``name`` unless it is open and its check (:attr:`answer_checks`) takes it."""
         self.gates.require_open(name)
+        check = self.answer_checks.get(name)
+        if check is not None:
+            check(answer, self.gates.open[name])
 
     def answer_by_signal(self, name: str, answer: GateAnswer) -> None:
-        """The signal form of a yes/no gate: answer it only while it is open, else warn."""
-        if name in self.gates.open:
-            self.gates.answer(name, answer)
-        else:
-            workflow.logger.warning("ignored signal for gate %s that is not open", name)
+        """The signal form of a yes/no gate: answer it only while it is open and its check takes the answer, else
+        warn."""
+        try:
+            self.check_answer(name, answer)
+        except ValueError as refused:
+            workflow.logger.warning("ignored signal for gate %s: %s", name, refused)
+            return
+        self.gates.answer(name, answer)
 
     def status(self) -> RunStatus:
         return RunStatus(

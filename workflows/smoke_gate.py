@@ -13,6 +13,11 @@ failing steps are shown ``failed``) for a :class:`~tenantflow.models.gates.Smoke
 * ``waive`` (with a reason as ``comment``): the findings stay, as warnings that name who waived them and why;
   validation and the handover follow, and the handover sheet lists them under "Smoke checks waived".
 
+An answer counts only for the opening it names (``opened_at``, which ``status`` lists and the proof signs): the
+gate opens again after every re-run that still fails, and the signed answer to an earlier opening is in the run's
+history for any Temporal client to read and send again. Such an answer is refused (a signal: ignored), as is one
+with a proof that names no opening; the CLI and the HTTP API name the opening they answer.
+
 A smoke check whose activity fails after its retries (a node that does not answer, the worker refused) is an error
 finding with the step's error, and stops at the gate the same way. The gate expires like every other
 (``GateExpired``), and the tenant is then rolled back. The patch is checked only when a smoke check failed, so a run
@@ -28,7 +33,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.gates import Approval, GateAnswer, SmokeFailedAnswer
+    from tenantflow.models.gates import Approval, GateAnswer, GateState, SmokeFailedAnswer
     from tenantflow.models.onboarding import Facts, Handover
     from tenantflow.models.results import Finding, Severity
 
@@ -78,6 +83,22 @@ def step_failed(step: str, err: ActivityError) -> Finding:
     return Finding.failed(step, f"the check failed to run: {error_text(err)}", fix)
 
 
+def for_this_opening(answer: GateAnswer, gate: GateState) -> None:
+    """Refuse an answer to ``smoke_failed`` made for another opening of the gate, or one with a proof that names
+    none (the module's docstring)."""
+    at = answer.opened_at if isinstance(answer, SmokeFailedAnswer) else None
+    if at is None and answer.proof is not None:
+        raise ValueError(
+            f"an answer to {SMOKE_FAILED} with a proof must name the opening it answers and sign it: opened_at "
+            f"{gate.opened_at.isoformat()} (status lists it; `tenantflow smoke-failed` sends it)"
+        )
+    if at is not None and at != gate.opened_at:
+        raise ValueError(
+            f"this answer is for {SMOKE_FAILED} as it opened at {at.isoformat()}, which was answered; the gate "
+            f"opened again at {gate.opened_at.isoformat()} with the findings status shows now: answer those"
+        )
+
+
 def waived(finding: Finding, approval: Approval) -> Finding:
     """``finding`` accepted at ``smoke_failed``: a warning naming who waived it and why."""
     said = f"{finding.message} [waived by {approval.approver}: {approval.comment}]"
@@ -89,6 +110,7 @@ class SmokeGate:
 
     def __init__(self, state: RunState) -> None:
         self.state = state
+        state.answer_checks[SMOKE_FAILED] = for_this_opening
         self.waiver: tuple[list[Finding], Approval] | None = None
         """The findings waived and the answer that waived them."""
 

@@ -14,6 +14,12 @@ job left running would stop the teardown half-way. Jobs still listed at the end 
 them and the fix, before anything is removed.
 Sources: squeue(1) https://slurm.schedmd.com/squeue.html, scancel(1) https://slurm.schedmd.com/scancel.html
 (``-A, --account``), sacctmgr(1) https://slurm.schedmd.com/sacctmgr.html.
+
+Only accounts that carry the tenant's ownership marker (``Organization=<slug>``, as ``sacctmgr show account``
+lists it; :mod:`activities.slurm.accounting`) are drained, the accounts the Slurm undo deletes: a contract names its
+team account freely (``slurm.team_account``: another tenant's ``ml-team-<short>``, even its organization account),
+so an account of that name may be another tenant's, whose jobs are never listed or cancelled. With no such account
+there is nothing to drain (``squeue`` without ``-A`` would list every job of the cluster).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.common.slurm_cli import SlurmCtl, word
+from tenantflow.activities.common.slurm_cli import ACCOUNT_FORMAT, SlurmCtl, parse_accounts, word, words
 from tenantflow.activities.common.slurm_jobs import Job, queued
 from tenantflow.activities.slurm.wants import want_accounts
 from tenantflow.models import runbook
@@ -41,9 +47,13 @@ CANCEL_POLL = Backoff(1.0, 1.5, 10.0)
 """Well inside the step's heartbeat timeout: every probe heartbeats the jobs still listed."""
 
 
-def tenant_accounts(c: TenantContract) -> list[str]:
-    """The Slurm accounts the tenant's jobs are charged to: its organization account and its team account."""
-    return [want.name for want in want_accounts(c)]
+def tenant_accounts(ctl: SlurmCtl, c: TenantContract) -> list[str]:
+    """The Slurm accounts the tenant's jobs are charged to: its organization account and its team account, those
+    of them that exist with the tenant's marker ``Organization=<slug>`` (the module's docstring)."""
+    names = [want.name for want in want_accounts(c)]
+    records = parse_accounts(ctl.show("account", {"names": words(names)}, ACCOUNT_FORMAT))
+    ours = {r.account.lower() for r in records if r.organization.lower() == c.slug}
+    return [name for name in names if name in ours]
 
 
 def plan_line(job: Job) -> PlanStep:
@@ -60,7 +70,9 @@ def plan_line(job: Job) -> PlanStep:
 def jobs(inp: StepInput) -> list[PlanStep]:
     """The running and pending jobs of the tenant's accounts, as the teardown plan's ``cancel`` lines (read-only)."""
     c = inp.contract
-    return [plan_line(job) for job in queued(SlurmCtl.connect(c.cluster), accounts=tenant_accounts(c))]
+    ctl = SlurmCtl.connect(c.cluster)
+    accounts = tenant_accounts(ctl, c)
+    return [plan_line(job) for job in queued(ctl, accounts=accounts)] if accounts else []
 
 
 def jobs_left(left: list[Job], accounts: list[str], scancel_errors: list[str]) -> ApplicationError:
@@ -76,6 +88,11 @@ def jobs_left(left: list[Job], accounts: list[str], scancel_errors: list[str]) -
     )
 
 
+def absent(job: str) -> EnsureResult:
+    """A planned job that had ended by itself when the drain looked."""
+    return EnsureResult(layer=LAYER, kind=JOB_KIND, name=job, outcome=Outcome.absent)
+
+
 @defn(runbook.SLURM_CANCEL_JOBS)
 def cancel_jobs(inp: JobsToCancel) -> StepResult:
     """Cancel every job of the tenant's accounts and wait until squeue lists none: one ``deleted`` result per job
@@ -83,7 +100,9 @@ def cancel_jobs(inp: JobsToCancel) -> StepResult:
     list."""
     c = inp.contract
     ctl = SlurmCtl.connect(c.cluster)
-    accounts = tenant_accounts(c)
+    accounts = tenant_accounts(ctl, c)
+    if not accounts:
+        return StepResult(results=[absent(job) for job in inp.planned])
     seen: dict[str, Job] = {}
     errors: list[str] = []
 
@@ -107,11 +126,7 @@ def cancel_jobs(inp: JobsToCancel) -> StepResult:
     if not waited.done:
         raise jobs_left(waited.value, accounts, errors)
     results = [EnsureResult(layer=LAYER, kind=JOB_KIND, name=job, outcome=Outcome.deleted) for job in seen]
-    results += [
-        EnsureResult(layer=LAYER, kind=JOB_KIND, name=job, outcome=Outcome.absent)
-        for job in inp.planned
-        if job not in seen
-    ]
+    results += [absent(job) for job in inp.planned if job not in seen]
     findings = [
         Finding.failed(
             "slurm.jobs_after_plan",

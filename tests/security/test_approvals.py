@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 
 import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
@@ -220,17 +221,19 @@ async def test_a_smoke_failed_proof_signs_its_choice(dev_env: WorkflowEnvironmen
         bob = await client_as(dev_env, "bob@ops-host", queue)
         handle, plan_hash = await at_plan_gate(alice, unique_slug())
         await bob.approve(handle.id, plan_hash)
-        await wait_for_stage(alice, handle, "gate:smoke_failed")
+        opened_at = (await wait_for_stage(alice, handle, "gate:smoke_failed")).gates[0].opened_at
         rerun = ApprovalStatement(
             namespace=dev_env.client.namespace,
             workflow_id=handle.id,
             run_id=(await handle.describe()).run_id,
             gate="smoke_failed",
-            plan="choice=rerun",
+            plan=f"choice=rerun opened_at={opened_at.isoformat()}",
             approver="bob@ops-host",
         )
         proof = session_approvers().signers["bob"].sign(rerun)
-        waiver = SmokeFailedAnswer(approver="bob@ops-host", choice="waive", comment="looks fine", proof=proof)
+        waiver = SmokeFailedAnswer(
+            approver="bob@ops-host", choice="waive", comment="looks fine", proof=proof, opened_at=opened_at
+        )
         assert "does not sign this answer" in await refusal(handle.execute_update("smoke_failed", waiver))
         assert "'alice@laptop' started this run" in await refusal(alice.answer_smoke_failed(handle.id, "rerun"))
         assert await bob.answer_smoke_failed(handle.id, "rerun") == "smoke_failed answered by bob@ops-host"
@@ -240,3 +243,48 @@ async def test_a_smoke_failed_proof_signs_its_choice(dev_env: WorkflowEnvironmen
         ("approve_plan", "verified"),
         ("smoke_failed", "verified"),
     ]
+
+
+async def reopened(api: TenantflowClient, handle: WorkflowHandle[object, object], after: datetime) -> datetime:
+    """When ``smoke_failed`` opened again, after its opening at ``after`` was answered."""
+    for _ in range(600):
+        status = await api.status(handle.id)
+        gate = next((g for g in status.gates if g.name == "smoke_failed"), None)
+        if gate is not None and gate.opened_at > after:
+            return gate.opened_at
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"smoke_failed never opened again after {after}")
+
+
+async def test_a_smoke_failed_answer_read_from_the_history_does_not_answer_the_gate_again(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    """Whoever reads the run's history (any Temporal client) holds bob's signed re-run: sent again when the re-run
+    fails and the gate opens again, it must not answer that opening (nor would a waiver for the findings bob saw
+    then count for the ones shown now): an answer and its proof are bound to the gate's opening."""
+    async with four_eyes_worker(dev_env, FakeWorld(smoke_errors={"smoke.storage": 2})) as queue:
+        alice = await client_as(dev_env, "alice@laptop", queue)
+        bob = await client_as(dev_env, "bob@ops-host", queue)
+        handle, plan_hash = await at_plan_gate(alice, unique_slug())
+        await bob.approve(handle.id, plan_hash)
+        first = (await wait_for_stage(alice, handle, "gate:smoke_failed")).gates[0].opened_at
+        await bob.answer_smoke_failed(handle.id, "rerun")
+        await reopened(alice, handle, first)
+        history = await handle.fetch_history()
+        [sent] = [
+            e.workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads[0].data
+            for e in history.events
+            if e.HasField("workflow_execution_update_accepted_event_attributes")
+            and e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name == "smoke_failed"
+        ]
+        replayed = json.loads(sent)
+        assert replayed["proof"], "bob's answer carried his proof"
+        await handle.signal("smoke_failed_signal", replayed)
+        message = await refusal(handle.execute_update("smoke_failed", replayed, result_type=str))
+        assert "which was answered" in message and "opened again" in message, message
+        status = await alice.status(handle.id)
+        assert status.stage == "gate:smoke_failed", "the replayed answer re-ran the smoke checks"
+        assert [a.gate for a in status.approvals] == ["approve_plan", "smoke_failed"], status.approvals
+        assert await bob.answer_smoke_failed(handle.id, "rerun") == "smoke_failed answered by bob@ops-host"
+        result: OnboardingResult = await bob.result(handle.id, OnboardingResult)
+    assert result.status == "completed"

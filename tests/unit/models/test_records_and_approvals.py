@@ -73,6 +73,9 @@ def test_a_smoke_failed_answer_signs_its_choice_and_a_waiver_needs_a_reason() ->
     assert SmokeFailedAnswer().signed == "choice=rerun"
     assert SmokeFailedAnswer(choice="rollback").signed == "choice=rollback"
     assert SmokeFailedAnswer(choice="waive", comment="accepted by the tenant").signed == "choice=waive"
+    at_opening = SmokeFailedAnswer(choice="waive", comment="accepted", opened_at=AT)
+    assert at_opening.signed == "choice=waive opened_at=2026-03-04T05:06:07+00:00", "the proof binds the opening"
+    assert "opened_at" not in SmokeFailedAnswer().model_dump(), "an answer without it serializes as before"
     with pytest.raises(ValidationError, match="a waiver needs a reason"):
         SmokeFailedAnswer(choice="waive", comment="  ")
 
