@@ -45,6 +45,9 @@ class LabContext:
     directory: Changes = field(default_factory=Changes)
     """Writes to the Authentik stand-in only, the one writer of the outpost's directory: what the nsscache
     stand-in follows (a kube or Weka write cannot change a passwd entry, so it need not re-read the directory)."""
+    storage: Changes = field(default_factory=Changes)
+    """Changes of the Weka stand-in's state: its API's writes and the csi-wekafs stand-in's directories, what the
+    Weka mounts stand-in follows (a kube or Authentik write cannot change a filesystem)."""
 
     def register_exec(self, context: str, namespace: str, pod_prefix: str, handler: ExecFn) -> None:
         self.exec_handlers[(context, namespace, pod_prefix)] = handler

@@ -165,7 +165,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
     authentik.middlewares.append(count_writes(ctx.changes, ctx.directory))
     runners.append(await start_site(authentik, config.authentik_port))
     weka = build_weka(config.weka_username, config.weka_password, restored=load(state_file(config.state_dir, "weka")))
-    weka.middlewares.append(count_writes(ctx.changes))
+    weka.middlewares.append(count_writes(ctx.changes, ctx.storage))
     runners.append(await start_site(weka, config.weka_port))
     ctx.weka = weka[WEKA_SERVICE]
     notify_url = ""

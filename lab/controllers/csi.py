@@ -29,6 +29,7 @@ import base64
 import binascii
 import contextlib
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from tenantflow.lab.changes import RESYNC_MAX_S
@@ -111,9 +112,11 @@ def _run(fs: FileSystem, made: list[Mkdir] | None, removals: list[str] | None) -
 
 
 class CsiWekafs:
-    def __init__(self, store: Store, weka: WekaService) -> None:
+    def __init__(self, store: Store, weka: WekaService, changed: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.weka = weka
+        self.changed = changed
+        """Called after each change this stand-in makes to Weka's state (a directory made, owned or removed)."""
 
     # -- the API Secret and the filesystem it may reach ------------------------------------------
 
@@ -219,6 +222,7 @@ class CsiWekafs:
         name = f"pvc-{pvc['metadata']['uid']}"
         size = str(pvc["spec"]["resources"]["requests"]["storage"])
         inode = fs.mkdir(f"/csi-volumes/{name}")
+        self.changed()
         fs.quotas[inode] = Quota(
             inode_id=inode,
             path=f"/csi-volumes/{name}",
@@ -375,7 +379,10 @@ class CsiWekafs:
             fs = self._mounted_filesystem(job["metadata"]["namespace"], claims[mounts[0]["name"]])
             if fs is None:
                 return
-            log, done = _run(fs, made, removals)
+            try:
+                log, done = _run(fs, made, removals)
+            finally:
+                self.changed()  # a run that failed half-way may have made or removed some
         except (Refused, WekaError) as exc:
             message = exc.message if isinstance(exc, WekaError) else str(exc)
             self._finish(job, "Failed", f'MountVolume.SetUp failed for volume "weka": {message}')
@@ -397,5 +404,5 @@ async def run(ctx: LabContext) -> None:
         return
     # Weka's state changes by its API, not by events of the store: ctx.changes counts those writes too
     await reconcile_on_events(
-        [store], CsiWekafs(store, ctx.weka).reconcile, changes=ctx.changes, idle_max_s=RESYNC_MAX_S
+        [store], CsiWekafs(store, ctx.weka, ctx.storage.bump).reconcile, changes=ctx.changes, idle_max_s=RESYNC_MAX_S
     )

@@ -333,7 +333,7 @@ def _sidecars(ctx: LabContext) -> list[asyncio.Task[None]]:
     if (ctx.state_dir / "lab.json").exists():
         weka_url = f"http://127.0.0.1:{LabConfig.read(ctx.state_dir).weka_port}"
         tasks.append(
-            asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir, ctx.changes), name="weka-mounts")
+            asyncio.create_task(weka_mounts.sync_loop(weka_url, ctx.state_dir, ctx.storage), name="weka-mounts")
         )
     return tasks
 

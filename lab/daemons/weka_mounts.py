@@ -122,7 +122,8 @@ def sync_once(client: httpx.Client, weka_url: str, state_dir: Path) -> None:
 
 async def sync_loop(weka_url: str, state_dir: Path, changes: Changes, interval_s: float = SYNC_INTERVAL_S) -> None:
     """Follow the Weka emulator until cancelled (the mounts stay: they are the lab's data): at most once per
-    ``interval_s`` while the lab changes, on a backing-off resync period while it is idle (:func:`follow`)."""
+    ``interval_s`` while ``changes`` (the lab's count of Weka changes: its API's writes and the csi-wekafs
+    stand-in's directories) moves, on a backing-off resync period while it does not (:func:`follow`)."""
 
     async def step() -> None:
         try:
