@@ -8,7 +8,13 @@ account and the team account, :func:`activities.slurm.wants.want_accounts`) with
 each, with its user (not its state: a pending job that starts between approval and the re-read before the first
 removal would reopen the approval for nothing). After approval, ``slurm.cancel_jobs`` cancels every job of those
 accounts (``scancel -A <account>`` as root: every user's jobs charged to it, job arrays too) and polls squeue with
-heartbeats until none is listed, within :data:`CANCEL_BUDGET_S`; a job the approved plan did not list (submitted after
+heartbeats until none is listed, within :data:`CANCEL_BUDGET_S`. Before the first ``scancel`` it holds the accounts'
+submissions (:func:`hold_argv`: ``GrpSubmitJobs=0``, which slurmctld enforces with ``AccountingStorageEnforce=limits``,
+checked at preflight; sacctmgr(1): "Maximum number of jobs which can be in a pending or running state at any time in
+aggregate for this association and all associations which are children of this association"), so no job submitted
+between the drain and the removal of the accounts makes ``sacctmgr delete`` refuse and stop the teardown half-way; the
+accounts are deleted next, so the hold needs no undo (an offboarding stopped before that leaves them held, and its
+result says so). A job the approved plan did not list (submitted after
 the plan was read) is cancelled as well, and named in a warning finding: the tenant's accounts go either way, and a
 job left running would stop the teardown half-way. Jobs still listed at the end of the budget fail the step, naming
 them and the fix, before anything is removed.
@@ -28,7 +34,14 @@ from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.registered import defn
-from tenantflow.activities.common.slurm_cli import ACCOUNT_FORMAT, SlurmCtl, parse_accounts, word, words
+from tenantflow.activities.common.slurm_cli import (
+    ACCOUNT_FORMAT,
+    SlurmCtl,
+    parse_accounts,
+    sacctmgr_write,
+    word,
+    words,
+)
 from tenantflow.activities.common.slurm_jobs import Job, queued
 from tenantflow.activities.slurm.wants import want_accounts
 from tenantflow.models import runbook
@@ -56,6 +69,12 @@ def tenant_accounts(ctl: SlurmCtl, c: TenantContract) -> list[str]:
     return [name for name in names if name in ours]
 
 
+def hold_argv(accounts: list[str]) -> list[str]:
+    """``sacctmgr -i modify account where name=<accounts> set GrpSubmitJobs=0``: no new job of these accounts or of
+    their users' associations (children of the account's) is accepted."""
+    return sacctmgr_write("modify", "account", "", "GrpSubmitJobs=0", where={"name": words(accounts)}, set_mode=True)
+
+
 def plan_line(job: Job) -> PlanStep:
     return PlanStep(
         layer=LAYER,
@@ -80,9 +99,11 @@ def jobs_left(left: list[Job], accounts: list[str], scancel_errors: list[str]) -
     said = f"; scancel said: {'; '.join(scancel_errors)}" if scancel_errors else ""
     return ApplicationError(
         f"jobs {listed} of accounts {', '.join(accounts)} are still listed {CANCEL_BUDGET_S:.0f} s after scancel"
-        f"{said}; nothing was removed. Fix: see why they do not end (scontrol show job ID; a job COMPLETING on a "
-        "node whose slurmd does not answer ends once the node is set down: scontrol update NodeName=NODE "
-        "State=DOWN Reason=...), then offboard again",
+        f"{said}; nothing was removed, and the accounts take no new job (GrpSubmitJobs=0). Fix: see why they do "
+        "not end (scontrol show job ID; a job COMPLETING on a node whose slurmd does not answer ends once the node "
+        "is set down: scontrol update NodeName=NODE "
+        "State=DOWN Reason=...), then offboard again (if the tenant is to stay instead: sacctmgr modify account "
+        f"where name={','.join(accounts)} set GrpSubmitJobs=-1)",
         type="JobsLeft",
         non_retryable=True,
     )
@@ -103,6 +124,7 @@ def cancel_jobs(inp: JobsToCancel) -> StepResult:
     accounts = tenant_accounts(ctl, c)
     if not accounts:
         return StepResult(results=[absent(job) for job in inp.planned])
+    ctl.run(hold_argv(accounts))
     seen: dict[str, Job] = {}
     errors: list[str] = []
 

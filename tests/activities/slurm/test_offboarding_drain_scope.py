@@ -49,3 +49,18 @@ def test_a_contract_naming_another_tenants_account_neither_lists_nor_cancels_its
         assert [(s.name, s.detail["account"]) for s in planned] == [(ours, contract.slug)], planned
         assert [(r.name, r.outcome) for r in drained.results] == [(ours, Outcome.deleted)] and not drained.findings
         assert lab.sh("squeue", "-h", "-j", theirs, "-o", "%T").strip() == "PENDING", "another tenant's job went"
+
+
+def test_the_drain_holds_the_tenants_submissions_so_no_job_starts_before_the_accounts_go(lab: SlurmLab) -> None:
+    """Between the drain and the deletion of the accounts a user could submit again, and ``sacctmgr`` would then
+    refuse the deletion ("Job(s) active"), stopping the teardown half-way: the drain holds the tenant's accounts at
+    ``GrpSubmitJobs=0`` first, which slurmctld enforces (``AccountingStorageEnforce=limits``)."""
+    contract = make_contract(lab.target)
+    with held_job(lab, contract.slug, contract.slug) as ours:
+        ActivityEnvironment().run(slurm_jobs.cancel_jobs, JobsToCancel(contract=contract, planned=[ours]))
+        again = lab.slurm.run(
+            "sbatch", "--parsable", "--hold", f"--account={contract.slug}", "--partition=lab", "--chdir=/tmp",
+            "--output=/dev/null", "--time=00:05:00", "--wrap", "true", check=False,
+        )  # fmt: skip
+        assert again.returncode != 0 and "Job violates accounting/QOS policy" in again.stderr, again
+        assert lab.sh("squeue", "-h", "-A", contract.slug).strip() == ""
