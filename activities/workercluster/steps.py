@@ -140,13 +140,6 @@ def dry_run_step(step: EnrollmentStep, text: str) -> PlanStep:
     )
 
 
-@defn(enrollment_steps.WORKER_UNINSTALL)
-def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
-    """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
-    objects; objects that existed before stay."""
-    return reset_results(reset_lines(step))
-
-
 @defn(enrollment_steps.WORKER_RECORD_INVARIANTS)
 def record_invariants(step: EnrollmentStep) -> Invariants:
     return invariants(KubeObjects(step.contract.worker), step.contract.workload_namespaces)
@@ -356,7 +349,6 @@ def reset(step: EnrollmentStep) -> list[EnsureResult]:
 
 ACTIVITIES = [
     plan,
-    uninstall,
     record_invariants,
     check_invariants,
     wait_convergence,
