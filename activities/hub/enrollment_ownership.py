@@ -63,19 +63,27 @@ def mark(c: WorkerEnrollment, marks: dict[str, str]) -> None:
 
 def removable(c: WorkerEnrollment) -> bool:
     """Whether ``hub.remove_enrollment`` may run ``cluster decommission``: always in a decommission; in an enrollment
-    (its compensation) when this run's BootstrapEnrollment is there; False when the name is free (nothing to remove);
-    ``NotThisRunsEnrollment`` for someone else's."""
+    (its compensation) when this run's BootstrapEnrollment is there, and a WorkerCluster of the name only once that
+    was redeemed (the runbook's ``status.usedAt``: registration creates the WorkerCluster); False when the name is
+    free (nothing to remove); ``NotThisRunsEnrollment`` for someone else's."""
     if activity.info().workflow_type != ENROLLMENT_WORKFLOW:
         return True
     hub = KubeObjects(c.hub)
     enrollment = hub.get("BootstrapEnrollment", c.worker_name, c.tenant_namespace)
-    if enrollment is not None and _marks(enrollment) == run_marks():
-        return True
-    if enrollment is None and hub.get("WorkerCluster", c.worker_name, c.tenant_namespace) is None:
+    cluster = hub.get("WorkerCluster", c.worker_name, c.tenant_namespace)
+    if enrollment is None and cluster is None:
         return False
+    ours = enrollment is not None and _marks(enrollment) == run_marks()
+    redeemed = enrollment is not None and bool((enrollment.get("status") or {}).get("usedAt"))
+    if ours and (cluster is None or redeemed):
+        return True
+    why = (
+        "its WorkerCluster exists while this run's BootstrapEnrollment was never redeemed (status.usedAt is empty)"
+        if ours
+        else "its BootstrapEnrollment does not carry this run's mark"
+    )
     raise fail(
         "NotThisRunsEnrollment",
-        f"the Hub enrollment {c.tenant_namespace}/{c.worker_name} was not made by this run (its BootstrapEnrollment "
-        "does not carry this run's mark); it was not decommissioned. If it is this run's after all, decommission it "
-        "by hand (konduktor cluster decommission)",
+        f"the Hub enrollment {c.tenant_namespace}/{c.worker_name} was not made by this run ({why}); it was not "
+        "decommissioned. If it is this run's after all, decommission it by hand (konduktor cluster decommission)",
     )

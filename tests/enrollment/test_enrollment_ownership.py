@@ -57,3 +57,35 @@ def test_compensation_does_not_decommission_an_enrollment_it_did_not_make(no_age
     assert refused.value.type == "NotThisRunsEnrollment"
     assert _their_spec(no_agent) == theirs["spec"]
     assert no_agent.konduktor_calls() == []
+
+
+def test_compensation_does_not_decommission_a_workercluster_its_enrollment_did_not_register(no_agent: Lab) -> None:
+    """This run's BootstrapEnrollment, never redeemed, and a WorkerCluster of its name made by hand meanwhile: the
+    WorkerCluster is not this run's registration, and ``cluster decommission`` would delete it."""
+    env = _enrollment_env()
+    meta = {
+        "name": "forecasting-us",
+        "namespace": "forecasting",
+        "annotations": {
+            "tenantflow.io/created-by": env.info.workflow_id,
+            "tenantflow.io/run": env.info.workflow_run_id,
+        },
+    }
+    spec = {"workerName": "forecasting-us", "publicKey": "our-key", "enrollmentId": "ours"}
+    no_agent.hub.create(
+        {"apiVersion": f"{TRAINY}/v1alpha1", "kind": "BootstrapEnrollment", "metadata": meta, "spec": spec}
+    )
+    theirs = no_agent.hub.create(
+        {
+            "apiVersion": f"{TRAINY}/v1alpha1",
+            "kind": "WorkerCluster",
+            "metadata": {"name": "forecasting-us", "namespace": "forecasting"},
+            "spec": {"enrollment": "forecasting-us"},
+        }
+    )
+    with pytest.raises(ApplicationError) as refused:
+        env.run(remove_enrollment, EnrollmentStep(contract=no_agent.contract()))
+    assert refused.value.type == "NotThisRunsEnrollment"
+    kept = no_agent.hub.get(TRAINY, "workerclusters", "forecasting-us", "forecasting")
+    assert kept["metadata"]["uid"] == theirs["metadata"]["uid"]
+    assert no_agent.konduktor_calls() == []
