@@ -3,16 +3,17 @@
 Patch ``konduktor-bootstrap-plan-gate``.
 
 ``konduktor.bootstrap`` runs ``konduktor worker bootstrap`` to its prompt and signals what the CLI printed
-(``bootstrap_plan_printed``: the text as printed, its SHA-256 and the form the blob was passed in). The run then
-opens ``approve_plan`` again with the approved enrollment plan plus one step (:data:`BOOTSTRAP_PRINTED`) holding
-that text, so the plan hash the approver names covers exactly that text; the gate shows it verbatim. The activity
-polls ``bootstrap_plan_answer`` with the text's SHA-256 and writes ``y`` to the prompt only once the answer is
-``approved`` (``n`` on ``rejected``). A retried attempt whose fresh text hashes to an approved text proceeds without
-a gate; other text opens the gate again with the lines that changed. The run's plan and its approval (what its
-record is stamped with) stay the enrollment plan's; every approval is listed. A retried step that prints other text
-while the gate shows the earlier one replaces it at the gate. If the step ends while its plan waits (the CLI failed
-or was killed), the gate closes; if the gate expires or the run is cancelled, the step is cancelled (the activity
-kills the CLI at its prompt: nothing was answered).
+(``bootstrap_plan_printed``: the text as printed, its SHA-256 and the form the blob was passed in). The run then opens
+``approve_plan`` again with the approved enrollment plan plus one step (:data:`BOOTSTRAP_PRINTED`) holding that text, so
+the plan hash the approver names covers exactly that text; the gate shows it verbatim. The activity polls
+``bootstrap_plan_answer`` with the text's SHA-256 and writes ``y`` to the prompt only once the answer is ``approved``
+(``n`` on ``rejected``: once a printed text is rejected, every text not approved by then is answered ``rejected``, so a
+rejection at the gate rejects the bootstrap whatever text the gate showed). A retried attempt whose fresh text hashes to
+an approved text proceeds without a gate; other text opens the gate again with the lines that changed. The run's plan
+and its approval (what its record is stamped with) stay the enrollment plan's; every approval is listed. A retried step
+that prints other text while the gate shows the earlier one replaces it at the gate. If the step ends while its plan
+waits (the CLI failed or was killed), the gate closes; if the gate expires or the run is cancelled, the step is
+cancelled (the activity kills the CLI at its prompt: nothing was answered).
 """
 
 from __future__ import annotations
@@ -73,9 +74,13 @@ class BootstrapGate:
         self.printed = printed
 
     def answer(self, sha256: str) -> BootstrapAnswer:
+        """``approved`` for an approved text; once any printed text was rejected, ``rejected`` for every other (a
+        rejection at this gate rejects the bootstrap); else ``waiting``. Were only the rejected text refused, a text
+        signalled in place of the CLI's (anyone reaching Temporal can signal one) and rejected would leave the CLI
+        at its prompt, its own text neither shown nor answered, for the step's whole timeout."""
         if sha256 in self.approved:
             return "approved"
-        return "rejected" if sha256 in self.rejected else "waiting"
+        return "rejected" if self.rejected else "waiting"
 
     def _reprinted(self, printed: BootstrapPlanPrinted) -> Callable[[], bool]:
         """Whether a retried step has printed other text than ``printed`` (while the gate shows it)."""

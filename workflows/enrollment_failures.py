@@ -92,10 +92,7 @@ class EnrollmentFailures:
                 Cordon(contract=c, cordoned=True, reason=f"enrollment stopped: {why}"[:200]),
                 summary="cordon again",
             )
-            uncordon = (
-                f"kubectl --context HUB -n {c.tenant_namespace} patch workercluster {c.worker_name} --type merge "
-                f'-p \'{{"spec":{{"cordoned":false}}}}\''
-            )
+            uncordon = f"konduktor --context HUB cluster cordon {c.worker_name} -n {c.tenant_namespace} --uncordon"
             todo = "the worker stays enrolled and cordoned: fix the cause, then uncordon it, or decommission it"
             commands = [uncordon, decommission]
             fix = (

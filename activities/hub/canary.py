@@ -6,16 +6,26 @@ Reads, the create and the delete go to the explicit Hub target through
 :class:`activities.common.kubeobjects.KubeObjects`; the wait polls with heartbeats and backoff. For an
 exact-routing canary the workflow first holds the rest of the pool (``hub.cordon_pool``,
 :mod:`activities.hub.cordon`).
+
+The canary's name is fixed per worker (``canary-<worker>``), so a JobSet of that name may already be there: a
+user's, or a leftover of an earlier run. Only the JobSet this run created counts: it carries this run's workflow id
+and run id (:data:`CREATED_ANNOTATION`, :data:`RUN_ANNOTATION`), a retried attempt finds and waits for it, and it is
+deleted by its uid (DeleteOptions ``preconditions.uid``). Any other JobSet of that name is neither waited for (its
+completion says nothing of this worker) nor deleted: the step fails ``CanaryNameTaken`` naming it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from temporalio import activity
+
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
+from tenantflow.activities.common.manifests import CREATED_ANNOTATION, RUN_ANNOTATION
 from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.common.runs import this_workflow
 from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import QUEUE_LABEL, EnrollmentStep
 from tenantflow.models.results import Finding
@@ -95,7 +105,19 @@ def canary(step: EnrollmentStep) -> Finding:
     hub = KubeObjects(c.hub)
     ns = c.workload_namespaces[0] if c.tenant_namespace not in c.workload_namespaces else c.tenant_namespace
     name = f"canary-{c.worker_name}"[:63]
-    job = hub.get("JobSet", name, ns) or hub.create(canary_jobset(name, ns))
+    mark = {CREATED_ANNOTATION: this_workflow(), RUN_ANNOTATION: activity.info().workflow_run_id or ""}
+    job = hub.get("JobSet", name, ns)
+    if job is None:
+        doc = canary_jobset(name, ns)
+        doc["metadata"]["annotations"] = mark
+        job = hub.create(doc)
+    elif {k: (job["metadata"].get("annotations") or {}).get(k) for k in mark} != mark:
+        raise fail(
+            "CanaryNameTaken",
+            f"a JobSet {ns}/{name} that this run did not create is in the canary's place "
+            f"(annotations {CREATED_ANNOTATION}, {RUN_ANNOTATION} do not name this run); it was neither used nor "
+            "deleted. If it is a leftover canary, delete it and retry the enrollment; otherwise rename it",
+        )
     run = poll_until(
         lambda: dict((hub.get("JobSet", name, ns) or {}).get("status") or {}),
         _completed,
@@ -106,5 +128,5 @@ def canary(step: EnrollmentStep) -> Finding:
     if not run.done:
         raise fail("CanaryFailed", f"canary JobSet {ns}/{name} did not complete within {CANARY_BUDGET_S:.0f} s")
     where = _cluster_of(hub, job)
-    hub.delete("JobSet", name, ns)
+    hub.delete("JobSet", name, ns, uid=job["metadata"]["uid"])
     return Finding.passed("canary", f"canary {ns}/{name} completed" + (f" on {where}" if where else ""))

@@ -45,6 +45,7 @@ from tenantflow.activities.common import konduktor_cli
 from tenantflow.activities.common.cli_prompt import PromptFailed, PromptSession
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.registered import defn
+from tenantflow.activities.hub import enrollment_ownership
 from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_workflows import (
     BOOTSTRAP_COMPONENTS,
@@ -121,12 +122,16 @@ async def in_thread(fn: Callable[[], T], doing: str) -> T:
         activity.heartbeat(doing)
 
 
-def _enroll_into(step: EnrollmentStep, path: Path, fd: int) -> str:
-    """``konduktor cluster enroll`` straight into the ``0600`` file ``path`` (open as ``fd``); the blob."""
+def _enroll_into(step: EnrollmentStep, path: Path, fd: int, marks: dict[str, str]) -> str:
+    """``konduktor cluster enroll`` straight into the ``0600`` file ``path`` (open as ``fd``); the blob. Refused
+    (:func:`enrollment_ownership.refuse_unless_ours`) while a Hub enrollment of that name that this workflow did not
+    make is there; the BootstrapEnrollment it makes is marked as this run's (:func:`enrollment_ownership.mark`)."""
     c = step.contract
     os.fchmod(fd, 0o600)
+    enrollment_ownership.refuse_unless_ours(c, marks)
     with os.fdopen(fd, "w") as out:
         konduktor_cli.run(c.hub, "cluster", "enroll", c.worker_name, "--ns", c.tenant_namespace, stdout=out)
+    enrollment_ownership.mark(c, marks)
     blob = path.read_text().strip()
     if not blob:
         raise fail("KonduktorFailed", "konduktor cluster enroll printed no blob")
@@ -162,7 +167,8 @@ async def bootstrap(step: EnrollmentStep) -> list[EnsureResult]:
     fd, name = tempfile.mkstemp(prefix="bootstrap.", suffix=".txt", dir=directory)
     path = Path(name)
     try:
-        blob = await in_thread(lambda: _enroll_into(step, path, fd), "konduktor cluster enroll")
+        marks = enrollment_ownership.run_marks()
+        blob = await in_thread(lambda: _enroll_into(step, path, fd, marks), "konduktor cluster enroll")
         option = await in_thread(lambda: konduktor_cli.blob_file_option(c.worker), "konduktor worker bootstrap --help")
         form = (
             f"{option} PATH (documented by `worker bootstrap --help`)"

@@ -17,6 +17,7 @@ from tenantflow.activities.common.polling import growing, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.hub import canary as hub_canary
 from tenantflow.activities.hub import cordon as hub_cordon
+from tenantflow.activities.hub import enrollment_ownership
 from tenantflow.models import enrollment_steps
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.enrollment_workflows import (
@@ -219,8 +220,13 @@ def select_preset(step: EnrollmentStep) -> EnsureResult:
 @defn(enrollment_steps.HUB_REMOVE_ENROLLMENT)
 def remove_enrollment(step: EnrollmentStep) -> list[EnsureResult]:
     """``konduktor cluster decommission --yes``: the WorkerCluster and the BootstrapEnrollment (decommission, or
-    compensation)."""
+    compensation: only this run's, :mod:`activities.hub.enrollment_ownership`)."""
     c = step.contract
+    if not enrollment_ownership.removable(c):
+        return [
+            EnsureResult(layer="hub", kind=k, name=c.worker_name, namespace=c.tenant_namespace, outcome=Outcome.absent)
+            for k in ("WorkerCluster", "BootstrapEnrollment")
+        ]
     out = konduktor_cli.run(c.hub, "cluster", "decommission", c.worker_name, "-n", c.tenant_namespace, "--yes")
     results = []
     for line in out.splitlines():

@@ -44,7 +44,9 @@ from tenantflow.models.results import EnsureResult, Finding, Outcome, PresetRele
 @defn(enrollment_steps.WORKER_PLAN)
 def plan(step: EnrollmentStep) -> list[PlanStep]:
     """The runbook's bootstrap, object by object: the one-shot BootstrapEnrollment on the Hub, then what
-    ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved."""
+    ``konduktor worker bootstrap`` installs; a shared VictoriaMetrics operator is preserved. Each step names the
+    cluster it is on (the contract's registry names): the plan hash covers the steps only, so an approval of it
+    binds the clusters too, and a contract that names another cluster than its approver assumes is visible."""
     c = step.contract
     objs = KubeObjects(c.worker)
     steps = [
@@ -54,7 +56,7 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
             name=c.worker_name,
             namespace=c.tenant_namespace,
             action=Action.create,
-            detail={"one_shot": True, "by": "konduktor cluster enroll"},
+            detail={"one_shot": True, "by": "konduktor cluster enroll", "hub": c.hub.context},
         )
     ]
     for kind, namespace, name in BOOTSTRAP_COMPONENTS:
@@ -66,7 +68,7 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
                 name=name,
                 namespace=namespace,
                 action=action,
-                detail={"by": "konduktor worker bootstrap"},
+                detail={"by": "konduktor worker bootstrap", "cluster": c.worker.context},
             )
         )
     steps += [
@@ -76,7 +78,7 @@ def plan(step: EnrollmentStep) -> list[PlanStep]:
             name=d["metadata"]["name"],
             namespace=d["metadata"]["namespace"],
             action=Action.leave,
-            detail={"reason": "shared VictoriaMetrics operator is preserved"},
+            detail={"reason": "shared VictoriaMetrics operator is preserved", "cluster": c.worker.context},
         )
         for d in objs.list("Deployment", None, VM_OPERATOR_LABEL)
     ]
@@ -130,21 +132,19 @@ def reset_dry_run(step: EnrollmentStep) -> tuple[str, list[PlanStep]]:
 
 
 def dry_run_step(step: EnrollmentStep, text: str) -> PlanStep:
-    """The plan step an approval of ``text`` (the dry run, verbatim) is bound to: its text and SHA-256."""
+    """The plan step an approval of ``text`` (the dry run, verbatim) is bound to: its text, SHA-256 and the cluster
+    (registry name) it was printed for and will be reset."""
     return PlanStep(
         layer="worker",
         kind=RESET_DRY_RUN,
         name=step.contract.worker_name,
         action=Action.update,
-        detail={"dry_run": text, "sha256": hashlib.sha256(text.encode()).hexdigest()},
+        detail={
+            "dry_run": text,
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "cluster": step.contract.worker.context,
+        },
     )
-
-
-@defn(enrollment_steps.WORKER_UNINSTALL)
-def uninstall(step: EnrollmentStep) -> list[EnsureResult]:
-    """Compensation: ``konduktor worker reset`` removes what bootstrap and the agent installed and releases preset
-    objects; objects that existed before stay."""
-    return reset_results(reset_lines(step))
 
 
 @defn(enrollment_steps.WORKER_RECORD_INVARIANTS)
@@ -356,7 +356,6 @@ def reset(step: EnrollmentStep) -> list[EnsureResult]:
 
 ACTIVITIES = [
     plan,
-    uninstall,
     record_invariants,
     check_invariants,
     wait_convergence,

@@ -5,6 +5,7 @@ plan is approved (another hash is refused), and a rejected plan is answered no a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from typing import Any
@@ -135,3 +136,24 @@ async def test_a_signalled_text_that_is_not_its_hash_is_dropped(dev_env: Workflo
         assert "Nothing to install." not in status.gates[0].description
         await handle.execute_update("approve_plan", ApprovePlan(plan_hash=status.plan_hash or ""))
         assert (await handle.result()).status == "completed"
+
+
+async def test_rejecting_a_text_signalled_in_place_of_the_clis_answers_the_cli_no(
+    dev_env: WorkflowEnvironment, greenfield: Lab
+) -> None:
+    """Someone reaching Temporal signals a self-consistent text while the gate shows the CLI's: the gate shows theirs
+    instead, and the approver rejects it. The rejection rejects the bootstrap: the CLI waiting at its prompt for its
+    own text is answered no and the run ends, instead of holding the CLI there with no gate open (the wait is
+    bounded only so that the failing case ends)."""
+    forged = "Nothing to install."
+    async with enrollment_worker(dev_env, approve_bootstrap=False) as (client, queue):
+        handle = await started(client, queue, greenfield, brownfield=False)
+        await at_bootstrap_gate(handle, greenfield)
+        sha = hashlib.sha256(forged.encode()).hexdigest()
+        await handle.signal("bootstrap_plan_printed", {"text": forged, "sha256": sha, "form": "positional blob"})
+        while (printed_plan(await wait_stage(handle, "gate:approve_plan")) or {}).get("sha256") != sha:
+            await asyncio.sleep(0.2)
+        await handle.execute_update("reject_plan", RejectPlan(reason="not what konduktor printed"))
+        kind, _ = await asyncio.wait_for(failure(handle), timeout=90)
+    assert kind == "BootstrapPlanRejected"
+    assert not greenfield.worker.list("apps", "deployments", "trainy-system")

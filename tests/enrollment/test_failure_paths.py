@@ -124,10 +124,7 @@ async def test_canary_refused_after_uncordon_cordons_again_and_keeps_the_worker(
         metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
     assert kind == "Invalid"
     assert status.stage == "stopped-enrolled"
-    uncordon = (
-        "kubectl --context HUB -n forecasting patch workercluster forecasting-us --type merge "
-        """-p '{"spec":{"cordoned":false}}'"""
-    )
+    uncordon = "konduktor --context HUB cluster cordon forecasting-us -n forecasting --uncordon"
     shown = metadata.current_details
     assert f"```\n{uncordon}\n```" in shown and "```\ntenantflow decommission forecasting forecasting-us\n```" in shown
     wc = brownfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
