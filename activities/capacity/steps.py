@@ -131,6 +131,9 @@ def _reservation_owner(contract: TenantContract) -> Any:
 
 @defn(runbook.CAPACITY.plan)
 def plan(inp: StepInput) -> list[PlanStep]:
+    """The Reservation's plan step, naming the cluster (the contract's registry name) it goes to: a plan hash covers
+    the steps only, so the onboarding's, change's and offboarding's approvals bind the cluster through it, and a
+    contract that names another cluster of the worker's registry than its approver assumes shows it."""
     contract = inp.contract
     desired = manifests.reservation(contract, inp.facts.nodes, settings().reservation_api_version)
     return [
@@ -140,6 +143,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             desired,
             contract.slug,
             detail={
+                "cluster": contract.cluster.context,
                 "tenant": contract.slug,
                 "nodes": desired["spec"]["reservedNodes"],
                 "gpus": contract.capacity.gpus,

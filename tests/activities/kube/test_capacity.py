@@ -201,3 +201,12 @@ def test_an_operator_api_the_cluster_does_not_serve_is_refused_naming_the_settin
     assert "reservations.capacity.acme.example" in err.value.message
     assert "set RESERVATION_API_VERSION to the group/version it serves" in err.value.message
     assert lab.writes() == []
+
+
+def test_the_plan_names_the_cluster_so_an_approval_binds_it(lab: Lab) -> None:
+    """The plan hash covers the steps only: the Reservation's step names the contract's cluster, so an approval of
+    an onboarding, change or offboarding is an approval of that cluster."""
+    c = contract(lab)
+    nodes = preflight(c).facts.nodes
+    [step] = run(capacity.plan, StepInput(contract=c, facts=Facts(nodes=nodes), run_id="x"))
+    assert step.detail["cluster"] == c.cluster.context == "tenant-cluster"
