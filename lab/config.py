@@ -27,6 +27,8 @@ class LabConfig(BaseModel):
     ldap_bind_password: str
     slurm_conf: Path
     partitions_file: Path
+    slurm_operator: str = "configmap"
+    """The Slurm operator the lab plays (:mod:`lab.controllers.slurm`): ``configmap`` or ``slinky``."""
     kube_tokens: dict[str, str]
     authentik_version: str = AUTHENTIK_CURRENT
     """The Authentik release the stand-in plays (``lab up --authentik 2024.10|2025.2|2025.10|2025.12|current``)."""

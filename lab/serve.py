@@ -137,6 +137,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         stores=stores,
         slurm_env={"SLURM_CONF": str(config.slurm_conf)},
         partitions_file=config.partitions_file,
+        slurm_operator=config.slurm_operator,
         ldap_url=config.ldap_url,
         ldap_bind_dn=config.ldap_bind_dn,
         ldap_bind_password=config.ldap_bind_password,

@@ -128,12 +128,18 @@ class SlurmObject(UndoRecord):
 
 
 class SlurmPartition(UndoRecord):
-    """The tenant's line in the partitions ConfigMap and the line it replaced (None: there was none)."""
+    """The tenant's partition line, the line it replaced (None: there was none) and the backend that holds it."""
 
     tag, keys = "slurm-partition", ("line",)
     line: str = ""
     previous: str | None = None
     nodes: str = ""
+    backend: str = Field(
+        "include",
+        exclude_if=lambda backend: backend == "include",
+        description="the partition backend (SLURM_PARTITION_BACKEND) the line was written to, so an undo removes it "
+        "there even after the setting changed; left out while it is include, the only backend before it existed",
+    )
 
 
 class QuotaLimits(Strict):

@@ -94,6 +94,7 @@ KINDS: dict[str, Kind] = {
         Kind("Reservation", "scheduling.example.io/v1alpha1", "reservations", False),
         Kind("ReservationBinding", "scheduling.example.io/v1alpha1", "reservationbindings", True),
         Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
+        Kind("Controller", "slinky.slurm.net/v1beta1", "controllers", True),
         Kind("BootstrapEnrollment", TRAINY, "bootstrapenrollments", True, discovered=True),
         Kind("WorkerCluster", TRAINY, "workerclusters", True, discovered=True),
         Kind("Organization", TRAINY, "organizations", False, discovered=True),
