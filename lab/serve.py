@@ -192,6 +192,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         ldap_bind_password=config.ldap_bind_password,
         slurm_conf=config.slurm_conf,
         notify_url=notify_url,
+        slurm_operator=config.slurm_operator,
     ).write()
     try:
         await until_stopped_or_failed(stop, tasks)

@@ -134,11 +134,12 @@ class SlurmPartition(UndoRecord):
     line: str = ""
     previous: str | None = None
     nodes: str = ""
-    backend: str = Field(
-        "include",
-        exclude_if=lambda backend: backend == "include",
+    backend: str | None = Field(
+        None,
+        exclude_if=lambda backend: backend is None,
         description="the partition backend (SLURM_PARTITION_BACKEND) the line was written to, so an undo removes it "
-        "there even after the setting changed; left out while it is include, the only backend before it existed",
+        "there even after the setting changed; None (left out) in results recorded before backends existed and in "
+        "what an offboarding plans, whose undo uses the configured backend",
     )
 
 

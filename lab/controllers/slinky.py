@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tenantflow.lab.context import ExecFn
+from tenantflow.lab.endpoints import SLINKY_CONTROLLER
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
 
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 GROUP = "slinky.slurm.net"
 RESOURCE = "controllers"
-CONTROLLER = "slurm"
+CONTROLLER = SLINKY_CONTROLLER
 NAMESPACE = "slurm-control"
 SECTION = "#\n### EXTRA CONFIG ###\n"
 """How ``buildSlurmConf`` opens the ``extraConf`` section (``config.NewPropertyRaw`` lines)."""

@@ -18,6 +18,7 @@ from tenantflow.activities.common.settings import settings
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.lab.controllers import slinky as lab_slinky
 from tenantflow.lab.kubeapi.errors import ApiError
+from tenantflow.models.results import EnsureResult, Outcome
 from tests.activities.slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 from tests.activities.slurm.test_partition_reconfigure import reconfigures
 
@@ -132,3 +133,19 @@ def test_an_unknown_backend_is_refused_before_any_write(lab: SlurmLab, monkeypat
     assert len(lab.exec_handler.history) == commands, "nothing ran in the slurmctld pod"
     finding = next(f for f in slurm.preflight(inp).findings if f.check == "slurm.partition_backend")
     assert not finding.ok and "SLURM_PARTITION_BACKEND" in finding.message
+
+
+def test_an_offboarding_undo_removes_the_line_through_the_configured_backend(slinky: SlurmLab) -> None:
+    """An offboarding undoes what its teardown plan lists: a created partition with no record of the run that
+    made it (``workflows/saga.py`` ``with_planned``), so the undo takes the configured backend."""
+    lab = slinky
+    contract = make_contract(lab.target)
+    inp = step_input(contract)
+    slurm.partition(inp)
+    planned = EnsureResult(
+        layer="slurm", kind="partition", name=contract.slug, namespace=NAMESPACE, outcome=Outcome.created
+    )
+    undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=[planned]))
+    assert [r.outcome for r in undone] == [Outcome.deleted]
+    assert f"PartitionName={contract.slug}" not in extra_conf(lab)
+    assert lab.slurm.run("scontrol", "show", "partition", contract.slug, check=False).returncode != 0
