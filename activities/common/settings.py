@@ -126,8 +126,9 @@ class ServiceSettings(BaseSettings):
         alias="SLURM_PARTITION_BUDGET_S",
         description="how long slurm.partition waits for a partition change to reach slurmctld: first for "
         "slurmctld's configuration files to show it (a mounted ConfigMap reaches a pod after the kubelet's sync "
-        "period plus its cache TTL, often 60-90 s), then, after one scontrol reconfigure, for scontrol show "
-        "partition to report it; kept 30 s inside the step's start-to-close timeout",
+        "period plus its cache TTL, often 60-90 s), then, after one scontrol reconfigure (tenantflow's, or with the "
+        "slinky backend Slinky's), for scontrol show partition to report it; kept 30 s inside the step's "
+        "start-to-close timeout",
     )
     konduktor_bin: str = Field(
         "konduktor",
