@@ -16,7 +16,7 @@ key-value pairs passed through to the Slurm configuration" (a map, so one ``Part
 (https://docs.coreweave.com/products/sunk/reference/sunkcluster-reference); docs/runbooks.md says more.
 
 Every backend's change reaches slurmctld's own files (``SLURM_CONF`` and its ``Include``s), which
-:func:`activities.slurm.partition.confirm_partition` reads before anything else; :attr:`PartitionBackend.reconfigures`
+:func:`activities.slurm.partition.confirm_partition` reads before anything else; :meth:`PartitionBackend.reconfigures`
 says whether tenantflow then runs the one ``scontrol reconfigure`` or the platform's operator does.
 """
 
