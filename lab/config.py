@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
 from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
 from tenantflow.lab.endpoints import KUBE_CONTEXTS
+
+SLURM_OPERATORS = ("configmap", "slinky")
+"""The Slurm operators the lab can play (:mod:`lab.controllers.slurm`): a ConfigMap rendered into a file slurm.conf
+includes, or Slinky's Controller (:mod:`lab.controllers.slinky`)."""
 
 
 class LabConfig(BaseModel):
@@ -27,6 +32,8 @@ class LabConfig(BaseModel):
     ldap_bind_password: str
     slurm_conf: Path
     partitions_file: Path
+    slurm_operator: Literal["configmap", "slinky"] = "configmap"
+    """The Slurm operator the lab plays (:data:`SLURM_OPERATORS`, ``lab up --slurm-operator``)."""
     kube_tokens: dict[str, str]
     authentik_version: str = AUTHENTIK_CURRENT
     """The Authentik release the stand-in plays (``lab up --authentik 2024.10|2025.2|2025.10|2025.12|current``)."""

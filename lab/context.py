@@ -30,6 +30,10 @@ class LabContext:
     slurm_env: dict[str, str] = field(default_factory=dict)
     """Environment (SLURM_CONF...) under which Slurm commands run on the host."""
     partitions_file: Path | None = None
+    slurm_operator: str = "configmap"
+    """The Slurm operator the lab plays (:mod:`lab.controllers.slurm`): ``configmap`` renders ConfigMap
+    ``slurm-partitions`` into ``partitions_file``; ``slinky`` renders Slinky's ``Controller`` ``extraConf`` into
+    slurm.conf and reconfigures as its sidecar does. Read at each change."""
     volume_sync_s: float = 0.0
     """How long a changed partitions ConfigMap takes to reach the slurmctld pod's files (on a cluster the kubelet's
     sync period plus its cache TTL, often 60-90 s; 0 in the lab unless a test wants the lag). Read at each change."""

@@ -19,6 +19,8 @@ from tenantflow.lab.daemons.weka_mounts import mount_root
 KUBE_CONTEXTS = ("hub", "worker", "tenant-cluster")
 LDAP_BASE_DN = "dc=auth,dc=example,dc=internal"
 LDAP_BIND_DN = f"cn=ldap-bind,ou=users,{LDAP_BASE_DN}"
+SLINKY_CONTROLLER = "slurm"
+"""The Slinky ``Controller`` a lab playing Slinky seeds (:mod:`lab.controllers.slinky`)."""
 LAB_SMOKE_WRITE_MB = 16
 """Smoke 7c writes 16 MiB in the lab (the runbook's 10 GiB in production)."""
 
@@ -47,6 +49,8 @@ class LabEndpoints(BaseModel):
     slurm_conf: Path
     notify_url: str = ""
     """The webhook sink (:mod:`lab.notify_sink`): the worker posts term notices to ``<notify_url>/hooks/tenantflow``."""
+    slurm_operator: str = "configmap"
+    """The Slurm operator the lab plays (``lab up --slurm-operator``): the worker's partition backend follows it."""
 
     def to_env(self) -> dict[str, str]:
         env = {
@@ -69,6 +73,8 @@ class LabEndpoints(BaseModel):
         }
         if self.notify_url:
             env["TENANTFLOW_NOTIFY_WEBHOOK_URL"] = f"{self.notify_url}/hooks/tenantflow"
+        if self.slurm_operator == "slinky":
+            env |= {"SLURM_PARTITION_BACKEND": "slinky", "SLURM_SLINKY_CONTROLLER": SLINKY_CONTROLLER}
         for context, url in self.kube_urls.items():
             env[f"KUBE_URL_{context.upper().replace('-', '_')}"] = url
         return env
@@ -128,4 +134,5 @@ class LabEndpoints(BaseModel):
             ldap_bind_password=env["LDAP_BIND_PASSWORD"],
             slurm_conf=Path(env["SLURM_CONF"]),
             notify_url=env.get("TENANTFLOW_NOTIFY_WEBHOOK_URL", "").removesuffix("/hooks/tenantflow"),
+            slurm_operator="slinky" if env.get("SLURM_PARTITION_BACKEND") == "slinky" else "configmap",
         )

@@ -137,6 +137,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         stores=stores,
         slurm_env={"SLURM_CONF": str(config.slurm_conf)},
         partitions_file=config.partitions_file,
+        slurm_operator=config.slurm_operator,
         ldap_url=config.ldap_url,
         ldap_bind_dn=config.ldap_bind_dn,
         ldap_bind_password=config.ldap_bind_password,
@@ -191,6 +192,7 @@ async def serve(config: LabConfig, stop: asyncio.Event) -> None:
         ldap_bind_password=config.ldap_bind_password,
         slurm_conf=config.slurm_conf,
         notify_url=notify_url,
+        slurm_operator=config.slurm_operator,
     ).write()
     try:
         await until_stopped_or_failed(stop, tasks)

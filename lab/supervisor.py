@@ -26,7 +26,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from tenantflow.lab.authentik.versions import AUTHENTIK_CURRENT
@@ -113,12 +113,18 @@ def check_reusable(state_dir: Path) -> None:
 
 
 def up(
-    state_dir: Path, timeout_s: float = 90.0, *, reset: bool = False, authentik_version: str | None = None
+    state_dir: Path,
+    timeout_s: float = 90.0,
+    *,
+    reset: bool = False,
+    authentik_version: str | None = None,
+    slurm_operator: Literal["configmap", "slinky"] | None = None,
 ) -> LabEndpoints:
     """Start the lab in ``state_dir``, continuing the world the last run there left.
 
     ``authentik_version`` is the Authentik release the stand-in plays (:data:`lab.authentik.versions.MODES`);
-    by default the last run's on this folder, else current.
+    by default the last run's on this folder, else current. ``slurm_operator`` is the Slurm operator it plays
+    (:data:`lab.config.SLURM_OPERATORS`); by default the last run's, else ``configmap``.
 
     Idempotent: an already running lab is returned as is, unless ``reset``, which stops it, wipes the
     folder and starts a fresh lab.
@@ -127,11 +133,17 @@ def up(
     if reset:
         wipe(state_dir)
     if is_up(state_dir):
-        running = LabConfig.read(state_dir).authentik_version
+        running_config = LabConfig.read(state_dir)
+        running = running_config.authentik_version
         if authentik_version not in (None, running):
             raise LabStateError(
                 f"the lab in {state_dir} is up playing Authentik {running}; stop it "
                 f"(`tenantflow lab down`) to start it as {authentik_version}"
+            )
+        if slurm_operator not in (None, running_config.slurm_operator):
+            raise LabStateError(
+                f"the lab in {state_dir} is up playing the {running_config.slurm_operator} Slurm operator; stop it "
+                f"(`tenantflow lab down`) to start it as {slurm_operator}"
             )
         return LabEndpoints.load(state_dir)
     check_reusable(state_dir)
@@ -153,6 +165,7 @@ def up(
             slurm_conf=slurm.slurm_conf,
             partitions_file=slurm.partitions_conf,
             authentik_version=authentik_version or (previous.authentik_version if previous else AUTHENTIK_CURRENT),
+            slurm_operator=slurm_operator or (previous.slurm_operator if previous else "configmap"),
         )
         config.write()
         (state_dir / "lab.env").unlink(missing_ok=True)

@@ -128,12 +128,19 @@ class SlurmObject(UndoRecord):
 
 
 class SlurmPartition(UndoRecord):
-    """The tenant's line in the partitions ConfigMap and the line it replaced (None: there was none)."""
+    """The tenant's partition line, the line it replaced (None: there was none) and the backend that holds it."""
 
     tag, keys = "slurm-partition", ("line",)
     line: str = ""
     previous: str | None = None
     nodes: str = ""
+    backend: str | None = Field(
+        None,
+        exclude_if=lambda backend: backend is None,
+        description="the partition backend (SLURM_PARTITION_BACKEND) the line was written to, so an undo removes it "
+        "there even after the setting changed; None (left out) in results recorded before backends existed and in "
+        "what an offboarding plans, whose undo uses the configured backend",
+    )
 
 
 class QuotaLimits(Strict):

@@ -109,16 +109,33 @@ def lab_up(
             "default: the last run's, else current"
         ),
     ] = None,
+    slurm_operator: Annotated[
+        str | None,
+        typer.Option(
+            help="the Slurm operator to play: configmap (a ConfigMap rendered into a file slurm.conf includes) or "
+            "slinky (Slinky's Controller extraConf); lab.env sets the worker's partition backend to match; "
+            "default: the last run's, else configmap"
+        ),
+    ] = None,
 ) -> None:
     """Start every stand-in on loopback (continuing the world DIR holds); writes DIR/kubeconfig and DIR/lab.env."""
     from tenantflow.lab.authentik.versions import MODES
+    from tenantflow.lab.config import SLURM_OPERATORS
     from tenantflow.lab.supervisor import LabStateError, up
 
     if authentik is not None and authentik not in MODES:
         errors.print(f"[red]--authentik must be one of {', '.join(MODES)}[/red]")
         raise typer.Exit(EXIT_REFUSED)
+    if slurm_operator is not None and slurm_operator not in SLURM_OPERATORS:
+        errors.print(f"[red]--slurm-operator must be one of {', '.join(SLURM_OPERATORS)}[/red]")
+        raise typer.Exit(EXIT_REFUSED)
     try:
-        endpoints = up(state_dir, reset=reset, authentik_version=MODES[authentik] if authentik else None)
+        endpoints = up(
+            state_dir,
+            reset=reset,
+            authentik_version=MODES[authentik] if authentik else None,
+            slurm_operator="slinky" if slurm_operator == "slinky" else "configmap" if slurm_operator else None,
+        )
     except LabStateError as exc:
         errors.print(f"[red]{exc}[/red]")
         raise typer.Exit(EXIT_REFUSED) from None

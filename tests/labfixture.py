@@ -9,7 +9,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qs
 
 import httpx
@@ -174,14 +174,18 @@ def lab_dir(base: Path) -> Path:
 
 
 def whole_lab(
-    tmp_path_factory: pytest.TempPathFactory, name: str, authentik_version: str | None = None
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    authentik_version: str | None = None,
+    slurm_operator: Literal["configmap", "slinky"] | None = None,
 ) -> Iterator[LabEndpoints]:
     """A whole lab (``lab up``) in a fresh numbered folder, stopped by PID afterwards; skips without root.
-    ``authentik_version``: the Authentik release the lab plays (default current)."""
+    ``authentik_version``: the Authentik release the lab plays (default current); ``slurm_operator``: the Slurm
+    operator it plays (default configmap)."""
     if os.geteuid() != 0:
         pytest.skip("the lab's real slapd and Slurm need root")
     state = Path(tmp_path_factory.mktemp(name, numbered=True))
     try:
-        yield up(state, authentik_version=authentik_version)
+        yield up(state, authentik_version=authentik_version, slurm_operator=slurm_operator)
     finally:
         down(state)

@@ -114,15 +114,29 @@ class ServiceSettings(BaseSettings):
     login_container: str = Field(
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
     )
+    slurm_partition_backend: str = Field(
+        "include",
+        alias="SLURM_PARTITION_BACKEND",
+        description="where slurm.partition writes the tenant's partition line: include (a key of "
+        "SLURM_PARTITIONS_CONFIGMAP that a self-managed slurm.conf Includes) or slinky (a line of the extraConf of "
+        "Slinky's Controller SLURM_SLINKY_CONTROLLER); checked by the Slurm preflight",
+    )
     slurm_partitions_configmap: str = Field("slurm-partitions", alias="SLURM_PARTITIONS_CONFIGMAP")
+    slurm_slinky_controller: str = Field(
+        "slurm",
+        alias="SLURM_SLINKY_CONTROLLER",
+        description="the Slinky Controller (slinky.slurm.net) in SLURM_NAMESPACE whose extraConf holds the "
+        "tenant partitions (SLURM_PARTITION_BACKEND=slinky)",
+    )
     slurm_partition_budget_s: float = Field(
         180.0,
         ge=1,
         alias="SLURM_PARTITION_BUDGET_S",
         description="how long slurm.partition waits for a partition change to reach slurmctld: first for "
         "slurmctld's configuration files to show it (a mounted ConfigMap reaches a pod after the kubelet's sync "
-        "period plus its cache TTL, often 60-90 s), then, after one scontrol reconfigure, for scontrol show "
-        "partition to report it; kept 30 s inside the step's start-to-close timeout",
+        "period plus its cache TTL, often 60-90 s), then, after one scontrol reconfigure (tenantflow's, or with the "
+        "slinky backend Slinky's), for scontrol show partition to report it; kept 30 s inside the step's "
+        "start-to-close timeout",
     )
     konduktor_bin: str = Field(
         "konduktor",

@@ -1,20 +1,20 @@
-"""The tenant's Slurm partition through the Slurm operator's ConfigMap ``slurm-partitions``.
+"""The tenant's Slurm partition: the wait until slurmctld serves a changed line, and the check of what it serves.
 
-One ``<slug>.conf`` key per tenant, never ``scontrol create``. The operator renders
-the ConfigMap into a file slurm.conf ``Include``s, and the kubelet brings a changed ConfigMap
-volume into the slurmctld pod after its sync period plus its cache TTL, often 60-90 s
-(https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically;
-Slinky's chart mounts its slurm ConfigMap into the slurmctld container as a projected volume). Nothing of
-ours marks when that happened, so after a write :func:`confirm_partition` reads the files slurmctld reads
-(``SLURM_CONF`` from ``scontrol show config`` and what it ``Include``s, with ``cat`` in the slurmctld
-container) until they show the change, then runs ``scontrol reconfigure`` once ("instruct all Slurm daemons
-to re-read the configuration file", https://slurm.schedmd.com/scontrol.html; from Slurm 23.11 it restarts
-slurmctld, so it is never repeated on a shared controller), then polls ``scontrol show partition`` only until
-slurmctld reports the partition with the wanted nodes (or, after a removal, no longer knows it), all within
-``SLURM_PARTITION_BUDGET_S``, heartbeating. Then :func:`partition_problems` compares what slurmctld reports
-(Nodes, MaxTime, AllowAccounts, OverSubscribe, ...) with the contract. The partition's ``AllowAccounts`` lists
-the tenant account and its team sub-account, because Slurm matches job accounts exactly and users submit under
-the sub-account.
+Where the line is written is the chosen backend's business (:mod:`activities.slurm.partition_backends`:
+a ConfigMap key a self-managed slurm.conf includes, or Slinky's ``Controller.spec.extraConf``). Either way an
+operator renders it into a file slurmctld reads, and the kubelet brings a changed ConfigMap volume into the
+slurmctld pod after its sync period plus its cache TTL, often 60-90 s
+(https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically).
+Nothing of ours marks when that happened, so after a write :func:`confirm_partition` reads the files slurmctld
+reads (``SLURM_CONF`` from ``scontrol show config`` and what it ``Include``s, with ``cat`` in the slurmctld
+container) until they show the change; then, unless the backend's platform applies the change itself (Slinky's
+reconfigure sidecar or pod restart), runs ``scontrol reconfigure`` once ("instruct all Slurm daemons to re-read
+the configuration file", https://slurm.schedmd.com/scontrol.html; from Slurm 23.11 it restarts slurmctld, so it is
+never repeated on a shared controller); then polls ``scontrol show partition`` only until slurmctld reports the
+partition with the wanted nodes (or, after a removal, no longer knows it), all within ``SLURM_PARTITION_BUDGET_S``,
+heartbeating. Then :func:`partition_problems` compares what slurmctld reports (Nodes, MaxTime, AllowAccounts,
+OverSubscribe, ...) with the contract. The partition's ``AllowAccounts`` lists the tenant account and its team
+sub-account, because Slurm matches job accounts exactly and users submit under the sub-account.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from pathlib import PurePosixPath
 from temporalio import activity
 
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.slurm_cli import (
@@ -40,6 +39,7 @@ from tenantflow.activities.common.slurm_cli import (
     same_duration,
     word,
 )
+from tenantflow.activities.slurm.partition_backends import PartitionBackend, read
 from tenantflow.activities.slurm.wants import allow_accounts
 from tenantflow.models.hostlist import compress_hostlist, expand_hostlist
 from tenantflow.models.tenant import TenantContract
@@ -51,36 +51,6 @@ MAX_TIME_FIX = (
     "set MaxTime=UNLIMITED (or at least the contract's wall limit) in the partition definition and "
     "tell the tenant the wall limit at handover"
 )
-
-
-def _configmap(c: TenantContract) -> Manifest | None:
-    cfg = settings()
-    return KubeObjects(c.cluster).get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace)
-
-
-def read_partition_key(c: TenantContract) -> tuple[dict[str, str], str | None]:
-    data = dict((_configmap(c) or {}).get("data") or {})
-    return data, data.get(f"{c.slug}.conf")
-
-
-def write_partition_key(c: TenantContract, line: str | None) -> None:
-    """Set (or with None remove) the tenant's key in the partitions ConfigMap."""
-    cfg = settings()
-    key = f"{c.slug}.conf"
-    objs = KubeObjects(c.cluster)
-    if objs.get("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace) is None:
-        if line is None:
-            return
-        objs.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "data": {key: line},
-                "metadata": {"name": cfg.slurm_partitions_configmap, "namespace": cfg.slurm_namespace},
-            }
-        )
-        return
-    objs.patch("ConfigMap", cfg.slurm_partitions_configmap, cfg.slurm_namespace, {"data": {key: line}})
 
 
 def live_partition(ctl: SlurmCtl, c: TenantContract) -> Partition | None:
@@ -141,11 +111,15 @@ def configured_nodes(text: str, slug: str) -> list[str] | None:
 
 
 def confirm_partition(
-    ctl: SlurmCtl, c: TenantContract, nodes: list[str] | None, budget_s: float | None = None
+    ctl: SlurmCtl,
+    c: TenantContract,
+    nodes: list[str] | None,
+    backend: PartitionBackend,
+    budget_s: float | None = None,
 ) -> Partition | None:
     """Wait until slurmctld's configuration files define the partition with ``nodes`` (None: no longer define
-    it), run ``scontrol reconfigure`` once, then read the partition back until slurmctld reports it so; a
-    timeout error naming what the files or slurmctld still show."""
+    it), run ``scontrol reconfigure`` once unless ``backend``'s platform does, then read the partition back until
+    slurmctld reports it so; a timeout error naming what the files or slurmctld still show."""
     budget = confirm_budget_s() if budget_s is None else budget_s
     deadline = time.monotonic() + budget
     want = None if nodes is None else sorted(nodes)
@@ -167,11 +141,12 @@ def confirm_partition(
         raise fail(
             "Timeout",
             f"slurmctld's configuration ({', '.join(files)}) still shows {seen} for partition {c.slug} "
-            f"{budget:.0f} s after ConfigMap {settings().slurm_partitions_configmap} changed (want it {target}); "
-            "check that the Slurm operator renders the ConfigMap into those files and its logs, or raise "
+            f"{budget:.0f} s after {backend.where(c)} changed (want it {target}); check that the Slurm "
+            f"operator renders it into those files and its logs ({backend.name} backend), or raise "
             "SLURM_PARTITION_BUDGET_S",
         )
-    ctl.run(["scontrol", "reconfigure"])
+    if not backend.reconfigures(c):
+        ctl.run(["scontrol", "reconfigure"])
     waited = poll_until(
         restarted_partition(ctl, c),
         lambda part: reports(part, nodes),
@@ -183,7 +158,7 @@ def confirm_partition(
         seen = "no such partition" if waited.value is None else f"Nodes={waited.value.get('Nodes')}"
         raise fail(
             "Timeout",
-            f"slurmctld still reports {seen} for partition {c.slug} after scontrol reconfigure although "
+            f"slurmctld still reports {seen} for partition {c.slug} after the reconfigure although "
             f"{files[0]} and its includes define it {target}; check slurmctld's log for errors in the "
             "configuration",
         )
@@ -239,13 +214,12 @@ def partition_problems(ctl: SlurmCtl, c: TenantContract, nodes: list[str]) -> li
     return problems
 
 
-def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None) -> bool:
-    """Put the ConfigMap key back to ``previous`` and confirm slurmctld reports it; False when both already held
-    it. A key already back is not enough: an attempt that wrote it and died before ``scontrol reconfigure`` left
-    slurmctld serving the tenant's partition."""
-    _, current = read_partition_key(c)
-    if current == previous and reports(live_partition(ctl, c), line_nodes(previous)):
+def restore_partition(ctl: SlurmCtl, c: TenantContract, previous: str | None, backend: PartitionBackend) -> bool:
+    """Put the tenant's line in ``backend`` back to ``previous`` and confirm slurmctld reports it; False when both
+    already held it. A line already back is not enough: an attempt that wrote it and died before the reconfigure
+    left slurmctld serving the tenant's partition."""
+    if read(backend, c) == previous and reports(live_partition(ctl, c), line_nodes(previous)):
         return False
-    write_partition_key(c, previous)
-    confirm_partition(ctl, c, line_nodes(previous))
+    backend.write(c, previous)
+    confirm_partition(ctl, c, line_nodes(previous), backend)
     return True

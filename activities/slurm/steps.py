@@ -32,10 +32,9 @@ from tenantflow.activities.slurm.partition import (
     confirm_partition,
     line_nodes,
     partition_problems,
-    read_partition_key,
     restore_partition,
-    write_partition_key,
 )
+from tenantflow.activities.slurm.partition_backends import chosen, read
 from tenantflow.activities.slurm.qos import QOS_FORMAT, parse_qos
 from tenantflow.activities.slurm.user_batch import UserBatchEnsurer
 from tenantflow.activities.slurm.users import ensure_uids, wait_resolved
@@ -149,7 +148,13 @@ def preflight(inp: StepInput) -> StepResult:
 
 
 def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check: Callable[..., None]) -> None:
-    data, ours = read_partition_key(c)
+    try:
+        backend = chosen()
+    except ApplicationError as err:
+        check("partition_backend", False, err.message, "set SLURM_PARTITION_BACKEND in the worker's environment")
+        return
+    held = backend.lines(c)
+    ours = held.get(c.slug)
     live = ctl.run(["scontrol", "show", "partition", word(c.slug)], check=False)
     foreign = live.exit_code == 0 and ours is None
     check(
@@ -157,10 +162,10 @@ def _partition_checks(ctl: SlurmCtl, c: TenantContract, nodes: list[str], check:
         not foreign,
         f"partition {c.slug} is free"
         if not foreign
-        else f"partition {c.slug} exists in slurmctld but not in ConfigMap {settings().slurm_partitions_configmap}",
+        else f"partition {c.slug} exists in slurmctld but not in {backend.where(c)}",
         "remove the partition from slurm.conf or choose another slug",
     )
-    taken = {n: key for key, line in data.items() if key != f"{c.slug}.conf" for n in line_nodes(line) or []}
+    taken = {n: name for name, line in held.items() if name != c.slug for n in line_nodes(line) or []}
     clash = sorted(n for n in nodes if n in taken)
     check(
         "nodes_free",
@@ -194,7 +199,8 @@ def plan(inp: StepInput) -> list[PlanStep]:
             action = Action.update if have is None or differences(want, have) else Action.unchanged
         steps.append(PlanStep(layer=LAYER, kind=want.kind, name=want.name, action=action, detail=dict(want.values)))
     line = partition_line(c, inp.facts.nodes) if inp.facts.nodes else ""
-    _, current = read_partition_key(c)
+    backend = chosen()
+    current = read(backend, c)
     action = Action.create if current is None else Action.unchanged if current == line else Action.update
     steps.append(
         PlanStep(
@@ -203,7 +209,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             name=c.slug,
             action=action,
             namespace=settings().slurm_namespace,
-            detail={"line": line},
+            detail={"line": line, "backend": backend.name, "writes": backend.where(c)},
         )
     )
     return steps
@@ -255,22 +261,23 @@ def users(inp: StepInput) -> StepResult:
 @defn(runbook.SLURM_PARTITION)
 def partition(inp: StepInput) -> StepResult:
     c = inp.contract
+    backend = chosen()
     nodes = _nodes(inp)
     ctl = _ctl(c)
     line = partition_line(c, nodes)
-    _, current = read_partition_key(c)
+    current = read(backend, c)
     outcome = Outcome.created if current is None else Outcome.unchanged if current == line else Outcome.updated
     if outcome != Outcome.unchanged:
-        write_partition_key(c, line)
+        backend.write(c, line)
     try:
         if outcome != Outcome.unchanged or partition_problems(ctl, c, nodes):
-            confirm_partition(ctl, c, nodes)
+            confirm_partition(ctl, c, nodes, backend)
         problems = partition_problems(ctl, c, nodes)
         if problems:
             raise fail("Invalid", f"partition {c.slug} after reconfigure: " + "; ".join(problems))
     except Exception:
         if outcome != Outcome.unchanged:
-            restore_partition(ctl, c, current)
+            restore_partition(ctl, c, current, backend)
         raise
     result = EnsureResult(
         layer=LAYER,
@@ -278,7 +285,7 @@ def partition(inp: StepInput) -> StepResult:
         name=c.slug,
         namespace=settings().slurm_namespace,
         outcome=outcome,
-        data=SlurmPartition(line=line, previous=current, nodes=compress_hostlist(nodes)),
+        data=SlurmPartition(line=line, previous=current, nodes=compress_hostlist(nodes), backend=backend.name),
     )
     return StepResult(results=[result], facts=inp.facts)
 
@@ -299,8 +306,9 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
     for res in inp.results:
         if res.kind != "partition" or res.outcome not in (Outcome.created, Outcome.updated):
             continue
-        previous = res.data_as(SlurmPartition).previous
-        if not restore_partition(ctl, c, previous):
+        record = res.data_as(SlurmPartition)
+        previous = record.previous
+        if not restore_partition(ctl, c, previous, chosen(record.backend)):
             done.append(res.model_copy(update={"outcome": Outcome.absent}))
             continue
         done.append(res.model_copy(update={"outcome": Outcome.deleted if previous is None else Outcome.updated}))

@@ -1,6 +1,10 @@
 """The lab's Slurm side: the Slurm-operator stand-in and the exec handler of the slurmctld pod.
 
-Operator: the ConfigMap ``slurm-control/slurm-partitions`` (one ``<slug>.conf`` key
+Which operator the lab plays is its own setting, ``ctx.slurm_operator`` (``slurm_operator`` in ``lab.json``, read
+at each change): ``configmap`` (below) or ``slinky`` (:mod:`lab.controllers.slinky`, the Controller's
+``extraConf`` rendered into slurm.conf, with Slinky's reconfigure sidecar); both label the slurmd pods as below.
+
+ConfigMap operator: the ConfigMap ``slurm-control/slurm-partitions`` (one ``<slug>.conf`` key
 per partition line, created empty if missing) is rendered into
 ``ctx.partitions_file`` (pulled into slurm.conf by ``Include``), ``ctx.volume_sync_s`` after the change
 when set (the kubelet brings a changed ConfigMap volume into a pod after its sync period plus its cache TTL,
@@ -55,13 +59,14 @@ from typing import Any
 from tenantflow.lab import pitfalls
 from tenantflow.lab.config import LabConfig
 from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers import slinky
+from tenantflow.lab.controllers.slurmd_labels import label_nodesets
 from tenantflow.lab.daemons import host_users, weka_mounts
 from tenantflow.lab.daemons.process import is_running, pids_dir, recorded
 from tenantflow.lab.daemons.slurm import LAB_BIN
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.store import ObjectKey, Store
-from tenantflow.models.hostlist import expand_hostlist
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +79,6 @@ ALLOWED_COMMANDS = frozenset(
 EXEC_TIMEOUT_S = 120.0
 RENDERED_ANNOTATION = "slurm.tenantflow.io/rendered-hash"
 RENDER_ERROR_ANNOTATION = "slurm.tenantflow.io/render-error"
-SLURMD_SELECTOR = "app.kubernetes.io/component=slurmd"
-TENANT_LABEL = "app.kubernetes.io/managed-by"
-WRONG_TENANT_LABEL = "tenant"
 
 
 def job_dir(ctx: LabContext) -> Path:
@@ -187,11 +189,13 @@ class PartitionsOperator:
         partitions_file: Path,
         state_dir: Path | None = None,
         sync_s: Callable[[], float] = lambda: 0.0,
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = store
         self.partitions_file = partitions_file
         self.state_dir = state_dir
         self.sync_s = sync_s
+        self.active = active
 
     def ensure_configmap(self) -> None:
         try:
@@ -214,7 +218,7 @@ class PartitionsOperator:
             )
 
     def on_event(self, event_type: str, key: ObjectKey, obj: dict[str, Any]) -> None:
-        if key.resource != "configmaps" or key.namespace != NAMESPACE or key.name != CONFIGMAP:
+        if key.resource != "configmaps" or key.namespace != NAMESPACE or key.name != CONFIGMAP or not self.active():
             return
         delay = self.sync_s()
         if delay > 0:
@@ -244,7 +248,7 @@ class PartitionsOperator:
             return
         digest = rendered_hash(data)
         text = partitions_conf(data, pitfalls.is_on(self.state_dir, pitfalls.Pitfall.short_max_time))
-        self.label_nodesets(data)
+        label_nodesets(self.store, self.state_dir, {k.removesuffix(".conf"): v for k, v in data.items()})
         if not self.partitions_file.exists() or self.partitions_file.read_text() != text:
             tmp = self.partitions_file.with_suffix(".tmp")
             tmp.write_text(text)
@@ -253,29 +257,6 @@ class PartitionsOperator:
             annotations.get(RENDERED_ANNOTATION) != digest or RENDER_ERROR_ANNOTATION in annotations
         ):
             self._annotate({RENDERED_ANNOTATION: digest, RENDER_ERROR_ANNOTATION: None})
-
-    def label_nodesets(self, data: Mapping[str, str]) -> None:
-        """Label each partition's slurmd pods with their tenant, as the tenant's NodeSet template does."""
-        wrong = pitfalls.is_on(self.state_dir, pitfalls.Pitfall.wrong_node_labels)
-        owner = {node: key.removesuffix(".conf") for key, line in data.items() for node in _line_nodes(line)}
-        for pod in self.store.list("", "pods", NAMESPACE, label_selector=SLURMD_SELECTOR):
-            tenant = owner.get((pod.get("spec") or {}).get("nodeName", ""))
-            labels: dict[str, str | None] = {TENANT_LABEL: None, WRONG_TENANT_LABEL: None}
-            if tenant is not None:
-                labels[WRONG_TENANT_LABEL if wrong else TENANT_LABEL] = tenant
-            current = pod["metadata"].get("labels") or {}
-            if any(current.get(k) != v for k, v in labels.items()):
-                try:
-                    self.store.patch(
-                        "",
-                        "pods",
-                        pod["metadata"]["name"],
-                        {"metadata": {"labels": labels}},
-                        MERGE_PATCH,
-                        namespace=NAMESPACE,
-                    )
-                except ApiError as exc:
-                    log.warning("slurm operator: could not label %s: %s", pod["metadata"]["name"], exc)
 
     def _annotate(self, annotations: dict[str, str | None]) -> None:
         try:
@@ -306,11 +287,6 @@ def partitions_conf(data: Mapping[str, str], short_max_time: bool = False) -> st
     if short_max_time:
         lines = [re.sub(r"\bMaxTime=\S+", f"MaxTime={pitfalls.SHORT_MAX_TIME}", line) for line in lines]
     return "\n".join(lines) + "\n"
-
-
-def _line_nodes(line: str) -> list[str]:
-    match = re.search(r"\bNodes=(\S+)", line)
-    return expand_hostlist(match.group(1)) if match else []
 
 
 def _partition_line(value: str) -> bool:
@@ -356,17 +332,37 @@ async def run(ctx: LabContext) -> None:
     )
     for prefix in ("slurmctld-", "slurmd-"):
         ctx.register_exec(CONTEXT, NAMESPACE, prefix, handler)
-    unsubscribe = None
+    unsubscribes = []
+    slurm_conf = ctx.slurm_env.get("SLURM_CONF")
+    if slurm_conf:
+        slinky_operator = slinky.SlinkyOperator(
+            store,
+            Path(slurm_conf),
+            handler,
+            lambda lines: label_nodesets(store, ctx.state_dir, lines),
+            lambda: ctx.volume_sync_s,
+            lambda: ctx.slurm_operator == "slinky",
+        )
+        if ctx.slurm_operator == "slinky":
+            slinky_operator.ensure_controller()
+        unsubscribes.append(store.subscribe(slinky_operator.on_event, replay=True))
     if ctx.partitions_file is not None:
-        operator = PartitionsOperator(store, ctx.partitions_file, ctx.state_dir, lambda: ctx.volume_sync_s)
-        operator.ensure_configmap()
-        unsubscribe = store.subscribe(operator.on_event, replay=True)
+        operator = PartitionsOperator(
+            store,
+            ctx.partitions_file,
+            ctx.state_dir,
+            lambda: ctx.volume_sync_s,
+            lambda: ctx.slurm_operator == "configmap",
+        )
+        if ctx.slurm_operator == "configmap":
+            operator.ensure_configmap()
+        unsubscribes.append(store.subscribe(operator.on_event, replay=True))
     sidecars: list[asyncio.Task[None]] = []
     try:
         sidecars += _sidecars(ctx)
         await watch(sidecars)
     finally:
-        if unsubscribe is not None:
+        for unsubscribe in unsubscribes:
             unsubscribe()
         for task in sidecars:
             task.cancel()

@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.slurm.partition import confirm_partition
+from tenantflow.activities.slurm.partition_backends.include import Include
 from tests.activities.slurm.conftest import SLURMD_NODES, SlurmLab, make_contract, step_input
 
 RECONFIGURE = ["scontrol", "reconfigure"]
@@ -52,6 +53,6 @@ def test_no_reconfigure_before_the_files_show_the_change_and_the_budget_is_named
     contract = make_contract(lab.target)
     before = reconfigures(lab)
     with pytest.raises(ApplicationError, match=r"still shows no such partition.*SLURM_PARTITION_BUDGET_S") as err:
-        confirm_partition(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES), budget_s=2)
+        confirm_partition(SlurmCtl.connect(lab.target), contract, list(SLURMD_NODES), Include(), budget_s=2)
     assert str(lab.slurm.partitions_conf) in err.value.message
     assert reconfigures(lab) == before

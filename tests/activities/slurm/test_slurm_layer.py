@@ -8,7 +8,8 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.activities.slurm import steps as slurm
 from tenantflow.activities.slurm.accounting import Ensurer, read_world, undo_results
-from tenantflow.activities.slurm.partition import partition_problems, write_partition_key
+from tenantflow.activities.slurm.partition import partition_problems
+from tenantflow.activities.slurm.partition_backends.include import Include
 from tenantflow.activities.slurm.wants import want_accounts
 from tenantflow.activities.validate import steps as validate
 from tenantflow.lab import pitfalls
@@ -168,7 +169,7 @@ def test_partition_undo_finishes_what_a_crashed_attempt_left(lab: SlurmLab) -> N
     contract = make_contract(lab.target)
     inp = step_input(contract)
     res = slurm.partition(inp)
-    write_partition_key(contract, None)
+    Include().write(contract, None)
     assert "Nodes=gpu-[01-02]" in lab.sh("scontrol", "show", "partition", contract.slug)
     undone = slurm.undo(slurm.UndoInput(contract=contract, facts=inp.facts, step="partition", results=res.results))
     assert [r.outcome for r in undone] == [Outcome.deleted]
