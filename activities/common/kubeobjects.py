@@ -96,7 +96,7 @@ KINDS: dict[str, Kind] = {
         Kind("SelfSubjectAccessReview", "authorization.k8s.io/v1", "selfsubjectaccessreviews", False),
         Kind("Reservation", RUNBOOK_RESERVATION_API, "reservations", False),
         Kind("ReservationBinding", RUNBOOK_RESERVATION_API, "reservationbindings", True),
-        Kind("HelmRelease", "helm.example.io/v1", "helmreleases", True),
+        Kind("HelmRelease", "helm.toolkit.fluxcd.io/v2", "helmreleases", True),
         Kind("Controller", "slinky.slurm.net/v1beta1", "controllers", True),
         Kind("BootstrapEnrollment", TRAINY, "bootstrapenrollments", True, discovered=True),
         Kind("WorkerCluster", TRAINY, "workerclusters", True, discovered=True),

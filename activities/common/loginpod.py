@@ -1,12 +1,17 @@
-"""Reading a tenant's login pod: a command in its login container, and ``getent`` as the pod's NSS answers it.
+"""Reading a tenant's login pods: which they are, a command in their login container, and ``getent`` as a pod's
+NSS answers it.
 
-The login step verifies its pods with these (:mod:`activities.login.steps`) and validation reads them again
-(:mod:`activities.validate.steps`).
+The login chart's pods are found by the label the chart puts on them (:func:`activities.common.manifests.
+login_selector`, ``app.kubernetes.io/instance=login-<slug>``, Helm's release label), never by name: a StatefulSet
+names them ``-0..n-1``, a Deployment by hash. The login step waits for and verifies them with these
+(:mod:`activities.login.steps`) and validation reads them again (:mod:`activities.validate.steps`).
 """
 
 from __future__ import annotations
 
 from tenantflow.activities.common import kubeclient
+from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.manifests import Manifest, login_pod_selector
 from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
 from tenantflow.activities.common.settings import settings
 from tenantflow.models.tenant import TenantContract
@@ -15,6 +20,27 @@ KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
 GETENT_BATCH = 100
 """Users per ``getent passwd`` exec: keeps the exec's argv a few kilobytes."""
+
+
+def login_pods(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:
+    """The tenant's login pods (``GET pods?labelSelector=``), by name; those being deleted left out."""
+    pods = objs.list("Pod", contract.namespace, label_selector=login_pod_selector(contract))
+    return sorted(
+        (p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")), key=lambda p: p["metadata"]["name"]
+    )
+
+
+def is_ready(pod: Manifest) -> bool:
+    """Running with condition ``Ready`` True (Kubernetes "Pod Lifecycle": the pod can serve)."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+def ready_login_pods(objs: KubeObjects, contract: TenantContract) -> list[str]:
+    """The names of the tenant's Ready login pods."""
+    return [p["metadata"]["name"] for p in login_pods(objs, contract) if is_ready(p)]
 
 
 def login_exec(contract: TenantContract, pod: str, argv: list[str]) -> kubeclient.ExecOutput:

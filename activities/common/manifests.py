@@ -27,10 +27,25 @@ RESERVED_LABEL = "reserved.tenant"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 HARDWARE_POOL_LABEL = "hardware-pool"
 GPU_RESOURCE = "nvidia.com/gpu"
-POD_SECURITY_MODES = ("enforce", "audit", "warn")
-POD_SECURITY_LEVEL = "restricted"
-"""The Pod Security Standard every tenant namespace enforces, audits and warns at (runbook step 3a)."""
-HELM_API = "helm.example.io/v1"
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/"
+POD_SECURITY_ENFORCE = "baseline"
+"""The Pod Security Standard a tenant namespace enforces by default (setting ``TENANT_POD_SECURITY_ENFORCE``): the
+login pod's sshd runs as root and needs SETUID, SETGID and SYS_CHROOT, which ``baseline`` admits and ``restricted``
+refuses (:data:`LOGIN_POD_SECURITY_WHY`)."""
+POD_SECURITY_REPORT = "restricted"
+"""The standard a tenant namespace warns and audits at (runbook step 3a): every pod that would fail ``restricted``
+is still reported to whoever creates it and in the audit log."""
+LOGIN_POD_SECURITY_WHY = (
+    "the login pod's sshd runs as root and switches to each user (capabilities SETUID, SETGID, SYS_CHROOT), which "
+    "Pod Security 'restricted' refuses and 'baseline' admits; baseline still refuses privileged containers, host "
+    "namespaces, hostPath volumes, host ports and any other added capability, and 'restricted' stays on as "
+    "warn and audit, so every other pod that would fail it is reported"
+)
+HELM_API = "helm.toolkit.fluxcd.io/v2"
+"""Flux's HelmRelease (fluxcd/helm-controller ``api/v2/helmrelease_types.go``, the CRD
+``config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml``; https://fluxcd.io/flux/components/helm/helmreleases/)."""
+HELM_INTERVAL = "10m"
+"""``spec.interval``: how often helm-controller reconciles the release (and re-applies it after drift)."""
 NETWORKING_API = "networking.k8s.io/v1"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
@@ -94,10 +109,20 @@ def reservation(contract: TenantContract, nodes: list[str], api_version: str) ->
     }
 
 
-def namespace(contract: TenantContract) -> Manifest:
-    """Runbook step 3a: the namespace with the tenant and pod-security ``restricted`` labels."""
-    labels = {"tenant": contract.slug}
-    labels.update({f"pod-security.kubernetes.io/{mode}": POD_SECURITY_LEVEL for mode in POD_SECURITY_MODES})
+def pod_security_labels(enforce: str = POD_SECURITY_ENFORCE) -> dict[str, str]:
+    """Pod Security Admission's namespace labels (https://kubernetes.io/docs/concepts/security/pod-security-admission/):
+    ``enforce`` at ``enforce``, ``audit`` and ``warn`` at :data:`POD_SECURITY_REPORT`."""
+    return {
+        f"{POD_SECURITY_LABEL}enforce": enforce,
+        f"{POD_SECURITY_LABEL}audit": POD_SECURITY_REPORT,
+        f"{POD_SECURITY_LABEL}warn": POD_SECURITY_REPORT,
+    }
+
+
+def namespace(contract: TenantContract, pod_security: str = POD_SECURITY_ENFORCE) -> Manifest:
+    """Runbook step 3a: the namespace with the tenant label and the pod-security labels (enforce ``pod_security``,
+    warn and audit ``restricted``)."""
+    labels = {"tenant": contract.slug, **pod_security_labels(pod_security)}
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -291,8 +316,27 @@ def login_release_name(contract: TenantContract) -> str:
     return f"login-{contract.slug}"
 
 
-def login_pod_names(contract: TenantContract) -> list[str]:
-    return [f"{login_release_name(contract)}-{i}" for i in range(contract.login.replicas)]
+def login_pod_selector(contract: TenantContract) -> str:
+    """:func:`login_selector` as a label selector (``GET pods?labelSelector=``): the chart's pods, whatever their
+    names (a StatefulSet's ordinals, a Deployment's hashes)."""
+    return ",".join(f"{key}={value}" for key, value in login_selector(contract).items())
+
+
+LOGIN_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
+"""What sshd needs once every capability is dropped: bind port 22 (NET_BIND_SERVICE), switch to the user
+(SETUID, SETGID), its privilege-separation chroot (SYS_CHROOT), the session's tty owner (CHOWN) and login records
+(AUDIT_WRITE); all in the baseline standard's allowed list."""
+
+
+def login_security_context() -> Manifest:
+    """The sshd container's securityContext the release asks the chart for: root (sshd), no privilege, no
+    escalation, every capability dropped but :data:`LOGIN_CAPABILITIES`, the runtime's default seccomp profile."""
+    return {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": list(LOGIN_CAPABILITIES)},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
 
 
 def weka_mount_filesystem(contract: TenantContract, role: str) -> str:
@@ -310,15 +354,25 @@ def login_release(
     ldap_bind_dn: str,
     bind_password_secret: str,
     slurm_controller_host: str,
+    chart_source: tuple[str, str],
 ) -> Manifest:
-    """Runbook step 5a: the login pod chart release; the bind password only by Secret name."""
+    """Runbook step 5a: the login pod chart release, a Flux HelmRelease (:data:`HELM_API`) of chart
+    :data:`LOGIN_CHART` from the HelmRepository ``chart_source`` (namespace, name); the bind password only by
+    Secret name; the sshd container's securityContext (:func:`login_security_context`) in ``securityContext``."""
+    source_namespace, source_name = chart_source
+    chart = {
+        "chart": LOGIN_CHART,
+        "version": contract.login.chart_version,
+        "sourceRef": {"kind": "HelmRepository", "name": source_name, "namespace": source_namespace},
+    }
     return _namespaced(
         contract,
         HELM_API,
         "HelmRelease",
         login_release_name(contract),
         spec={
-            "chart": {"name": LOGIN_CHART, "version": contract.login.chart_version},
+            "interval": HELM_INTERVAL,
+            "chart": {"spec": chart},
             "values": {
                 "tenant": contract.slug,
                 "replicas": contract.login.replicas,
@@ -330,6 +384,7 @@ def login_release(
                 },
                 "slurm": {"controllerHost": slurm_controller_host},
                 "sshKeysSecret": authorized_keys_secret_name(contract),
+                "securityContext": login_security_context(),
                 "homeMount": {"type": "weka", "path": "/home", "filesystem": weka_mount_filesystem(contract, "home")},
                 "scratchMount": {
                     "type": "weka",

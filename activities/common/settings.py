@@ -7,7 +7,7 @@ inputs, histories and query results carry references such as Secret names.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -49,7 +49,7 @@ class ServiceSettings(BaseSettings):
         "tenantflow-system",
         alias="WEKA_HELPER_NAMESPACE",
         description="platform namespace (pod-security baseline at most) where that "
-        "Job runs as root to chown; tenant namespaces are restricted",
+        "Job runs as root to chown, so tenant namespaces need not admit it",
     )
     reservation_api_version: str = Field(
         "scheduling.example.io/v1alpha1",  # the runbook's sketch (activities.common.kubeobjects)
@@ -113,6 +113,28 @@ class ServiceSettings(BaseSettings):
     )
     login_container: str = Field(
         "sshd", alias="LOGIN_CONTAINER", description="the container of a tenant login pod that checks run in"
+    )
+    login_chart_source: str = Field(
+        "flux-system/sunk",
+        alias="LOGIN_CHART_SOURCE",
+        pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?/[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$",
+        description="the Flux HelmRepository (namespace/name) that serves the login chart: the login release's "
+        "spec.chart.spec.sourceRef (helm-controller must be allowed cross-namespace references to it)",
+    )
+    login_ready_budget_s: float = Field(
+        600.0,
+        ge=1,
+        le=840,
+        alias="LOGIN_READY_BUDGET_S",
+        description="how long login.release waits for every login pod to be Ready (image pulls, the Weka mounts, "
+        "sshd's start) before it gives up with a diagnosis from the release's conditions and the pods' events; "
+        "kept inside the step's 15-minute start-to-close timeout",
+    )
+    tenant_pod_security_enforce: Literal["privileged", "baseline", "restricted"] = Field(
+        "baseline",
+        alias="TENANT_POD_SECURITY_ENFORCE",
+        description="the Pod Security Standard a tenant namespace enforces (warn and audit stay restricted): "
+        "baseline admits the login pod's root sshd (SETUID, SETGID, SYS_CHROOT); restricted refuses it",
     )
     slurm_partition_backend: str = Field(
         "include",
@@ -181,6 +203,12 @@ class ServiceSettings(BaseSettings):
         alias="TENANTFLOW_FANOUT",
         description="per-user REST calls (Authentik, Weka) a step has in flight at once",
     )
+
+    @property
+    def login_chart_ref(self) -> tuple[str, str]:
+        """``LOGIN_CHART_SOURCE`` as (namespace, name)."""
+        namespace, _, name = self.login_chart_source.partition("/")
+        return namespace, name
 
     @field_validator("notify_webhook_url")
     @classmethod

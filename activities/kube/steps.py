@@ -41,7 +41,7 @@ APPLY_ORDER = (
 def _fixed_manifests(contract: TenantContract) -> dict[Step[StepInput, StepResult], list[Manifest]]:
     """The objects of the apply steps that depend on the contract alone (all but the NetworkPolicy step)."""
     return {
-        runbook.KUBE_NAMESPACE: [manifests.namespace(contract)],
+        runbook.KUBE_NAMESPACE: [manifests.namespace(contract, settings().tenant_pod_security_enforce)],
         runbook.KUBE_QUOTA: [manifests.resource_quota(contract), manifests.limit_range(contract)],
         runbook.KUBE_BINDING: [manifests.reservation_binding(contract, settings().reservation_api_version)],
         runbook.KUBE_RBAC: [manifests.admins_role_binding(contract)] if contract.admins_group else [],

@@ -2,11 +2,16 @@
 
 ``login.release`` ensures a copy of the platform's LDAP bind Secret in the tenant
 namespace (where the chart looks it up), the ``<slug>-authorized-keys`` Secret (one key
-per username, public keys only) and the ``login-<slug>`` HelmRelease (LDAP bind password
-by Secret name only), then waits, heartbeating, until the pods ``login-<slug>-0..`` are Running
-and Ready. ``login.verify`` execs into ``login-<slug>-0`` as runbook 5b does: ``getent
-passwd`` for every user, a hundred names an exec (pre-warming nslcd's cache; uid/gid must match what
-identity learned), ``getent group <slug>``, ``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
+per username, public keys only) and the ``login-<slug>`` Flux HelmRelease (``helm.toolkit.fluxcd.io/v2``, the chart
+from the HelmRepository ``LOGIN_CHART_SOURCE``; LDAP bind password by Secret name only), then waits, heartbeating,
+at most ``LOGIN_READY_BUDGET_S``, until as many pods labelled ``app.kubernetes.io/instance=login-<slug>`` as the
+contract's replicas are Running and Ready; when the budget runs out it fails, not to be retried, with a diagnosis
+(:mod:`activities.login.diagnosis`: the release's ``Ready``/``Released`` conditions, the pods, their events, such as
+a pod-security refusal). The plan shows the pod-security decision: the level the tenant namespace enforces, why,
+and whether it admits the login pod the release asks for (:mod:`activities.common.podsecurity`).
+``login.verify`` execs into every Ready login pod as runbook 5b does: ``getent passwd`` for every user, a hundred
+names an exec (pre-warming nslcd's cache; uid/gid must match what identity learned), ``getent group <slug>``,
+``ls /etc/ssh/authorized_keys.d/`` and ``sinfo -p <slug>``.
 """
 
 from __future__ import annotations
@@ -16,11 +21,21 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.common.loginpod import KEYS_DIR, getent_warm, login_exec, passwd_entries
+from tenantflow.activities.common.loginpod import (
+    KEYS_DIR,
+    getent_warm,
+    is_ready,
+    login_exec,
+    login_pods,
+    passwd_entries,
+    ready_login_pods,
+)
 from tenantflow.activities.common.manifests import Manifest
+from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
+from tenantflow.activities.login.diagnosis import diagnosis
 from tenantflow.models import runbook
 from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
 from tenantflow.models.plan import PlanStep
@@ -40,7 +55,24 @@ def release_manifest(contract: TenantContract) -> Manifest:
         ldap_bind_dn=cfg.ldap_bind_dn,
         bind_password_secret=cfg.ldap_bind_secret,
         slurm_controller_host=f"{cfg.slurm_controller}.{cfg.slurm_namespace}.svc",
+        chart_source=cfg.login_chart_ref,
     )
+
+
+def pod_security(contract: TenantContract, release: Manifest) -> dict[str, object]:
+    """The pod-security decision the plan shows: what the tenant namespace enforces (``TENANT_POD_SECURITY_ENFORCE``)
+    and reports, why, and whether that level admits the login container the release asks the chart for."""
+    cfg = settings()
+    level = cfg.tenant_pod_security_enforce
+    container = {"name": cfg.login_container, "securityContext": release["spec"]["values"]["securityContext"]}
+    refused = violations(level, {"containers": [container]})
+    labels = manifests.pod_security_labels(level)
+    return {
+        "namespace": contract.namespace,
+        **{mode.removeprefix(manifests.POD_SECURITY_LABEL): value for mode, value in labels.items()},
+        "why": manifests.LOGIN_POD_SECURITY_WHY,
+        "loginPod": f'refused: violates PodSecurity "{level}:latest": {", ".join(refused)}' if refused else "admitted",
+    }
 
 
 def bind_secret(objs: KubeObjects, contract: TenantContract) -> Manifest:
@@ -82,8 +114,10 @@ def plan(inp: StepInput) -> list[PlanStep]:
             release,
             contract.slug,
             {
-                "chart": release["spec"]["chart"],
+                "chart": release["spec"]["chart"]["spec"],
                 "replicas": values["replicas"],
+                "podSecurity": pod_security(contract, release),
+                "securityContext": values["securityContext"],
                 "hostname": contract.login_hostname,
                 "bindPasswordSecret": values["ldap"]["bindPasswordSecret"],
                 "sshKeysSecret": values["sshKeysSecret"],
@@ -93,19 +127,25 @@ def plan(inp: StepInput) -> list[PlanStep]:
     ]
 
 
-def _ready(pod: Manifest) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+def wait_ready(objs: KubeObjects, contract: TenantContract) -> None:
+    """Wait (heartbeating, at most ``LOGIN_READY_BUDGET_S``) until the contract's replicas of login pods are Ready;
+    then fail, not to be retried (a refused or crashing pod needs a person), with the diagnosis."""
+    polled = poll_until(
+        lambda: login_pods(objs, contract),
+        lambda pods: sum(map(is_ready, pods)) >= contract.login.replicas,
+        every=from_poll_interval(),
+        budget_s=settings().login_ready_budget_s,
+        detail=lambda pods: {"pods": {p["metadata"]["name"]: is_ready(p) for p in pods}},
     )
-
-
-def _pod_states(objs: KubeObjects, contract: TenantContract) -> dict[str, bool]:
-    states: dict[str, bool] = {}
-    for name in manifests.login_pod_names(contract):
-        pod = objs.get("Pod", name, contract.namespace)
-        states[name] = pod is not None and _ready(pod)
-    return states
+    if polled.done:
+        return
+    name = manifests.login_release_name(contract)
+    release = objs.get("HelmRelease", name, contract.namespace)
+    raise fail(
+        "LoginNotReady",
+        f"the login release gave up after {settings().login_ready_budget_s:g} s (LOGIN_READY_BUDGET_S): "
+        + diagnosis(objs, contract.namespace, name, release, polled.value, contract.login.replicas),
+    )
 
 
 @defn(runbook.LOGIN_RELEASE)
@@ -118,12 +158,7 @@ def release(inp: StepInput) -> StepResult:
         kubeensure.ensure(objs, LAYER, keys, contract.slug, inp.run_id, public_payload=True),
         kubeensure.ensure(objs, LAYER, chart, contract.slug, inp.run_id),
     ]
-    poll_until(
-        lambda: _pod_states(objs, contract),
-        lambda states: all(states.values()),
-        every=from_poll_interval(),
-        detail=lambda states: {"pods": states},
-    )
+    wait_ready(objs, contract)
     return StepResult(results=results, facts=inp.facts)
 
 
@@ -230,19 +265,36 @@ def _sinfo_findings(contract: TenantContract, pod: str) -> list[Finding]:
     return []
 
 
-def checks(inp: StepInput) -> list[Finding]:
-    """Runbook 5b on the first login pod; an ok finding when everything passed."""
+def _pod_findings(inp: StepInput, pod: str) -> list[Finding]:
     contract = inp.contract
-    pod = manifests.login_pod_names(contract)[0]
-    findings = (
+    return (
         _passwd_findings(inp, pod)
         + _group_findings(inp, pod)
         + _keys_findings(contract, pod)
         + _sinfo_findings(contract, pod)
     )
+
+
+def checks(inp: StepInput) -> list[Finding]:
+    """Runbook 5b on every Ready login pod (found by label: each replica serves logins behind the Service); an ok
+    finding when everything passed on all of them."""
+    contract = inp.contract
+    pods = ready_login_pods(KubeObjects(contract.cluster), contract)
+    findings: list[Finding] = []
+    if len(pods) < contract.login.replicas:
+        findings.append(
+            Finding.failed(
+                runbook.LOGIN_VERIFY.name,
+                f"{len(pods)} of {contract.login.replicas} login pods are Ready "
+                f"({manifests.login_pod_selector(contract)}): {', '.join(pods) or 'none'}",
+                "re-run login.release: it waits for every replica and says why one is not Ready",
+            )
+        )
+    for pod in pods:
+        findings += _pod_findings(inp, pod)
     if not findings:
         summary = f"{len(contract.users)} users resolve, group {contract.slug}, authorized_keys present, sinfo answers"
-        findings.append(Finding.passed(runbook.LOGIN_VERIFY.name, f"{pod}: {summary}"))
+        findings.append(Finding.passed(runbook.LOGIN_VERIFY.name, f"{', '.join(pods)}: {summary}"))
     return findings
 
 
@@ -271,9 +323,8 @@ def undo(inp: UndoInput) -> list[EnsureResult]:
         return done
     gone = poll_until(
         lambda: [
-            name
-            for name in manifests.login_pod_names(contract)
-            if objs.get("Pod", name, contract.namespace) is not None
+            p["metadata"]["name"]
+            for p in objs.list("Pod", contract.namespace, label_selector=manifests.login_pod_selector(contract))
         ],
         lambda left: not left,
         every=from_poll_interval(),

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from tenantflow.activities.common.authentik_client import AuthentikClient
 from tenantflow.activities.common.kubeclient import ExecOutput
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, passwd_entries
-from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_names, login_release_name
+from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, login_pods, passwd_entries, ready_login_pods
+from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_selector, login_release_name
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
@@ -70,7 +70,12 @@ def identity_consistent(inp: StepInput) -> Finding:
     """Runbook: the same uid/gid for every user on the login pod and on the slurmd pods, where jobs write."""
     contract = inp.contract
     ctl = SlurmCtl.connect(contract.cluster)
-    login_pod = login_pod_names(contract)[0]
+    ready = ready_login_pods(KubeObjects(contract.cluster), contract)
+    if not ready:
+        return Finding.failed(
+            "identity.uid_gid", f"no login pod is Ready ({login_pod_selector(contract)})", "re-run login.release"
+        )
+    login_pod = ready[0]
     login = {user: f"{fields[2]}:{fields[3]}" for user, fields in passwd_entries(contract, login_pod).items()}
     pods = slurmd_pods(contract.cluster, inp.facts.nodes)
     mismatched = (
@@ -142,14 +147,14 @@ def binding_selects_tenant_pods(inp: StepInput) -> Finding:
     objs = KubeObjects(contract.cluster)
     binding = objs.get("ReservationBinding", f"{contract.slug}-binding", contract.namespace) or {}
     selector = ((binding.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
-    login = [objs.get("Pod", name, contract.namespace) for name in login_pod_names(contract)]
+    login = login_pods(objs, contract)
     slurmd = slurmd_pods(contract.cluster, inp.facts.nodes)
-    pods = [p for p in login if p is not None] + list(slurmd.values())
+    pods = login + list(slurmd.values())
     unmatched = [
         p["metadata"]["name"] for p in pods if not selector.items() <= (p["metadata"].get("labels") or {}).items()
     ]
     without = sorted(set(inp.facts.nodes) - set(slurmd))
-    ok = bool(selector) and not unmatched and all(p is not None for p in login) and not without
+    ok = bool(selector) and not unmatched and len(login) >= contract.login.replicas and not without
     return Finding.verdict(
         "kube.binding_selector",
         ok,
@@ -218,14 +223,20 @@ def bind_secret_in_namespace(inp: StepInput) -> Finding:
 
 
 def authorized_keys_present(inp: StepInput) -> Finding:
+    """Every user's key in ``authorized_keys.d`` on every Ready login pod."""
     contract = inp.contract
-    out = login_exec(contract, login_pod_names(contract)[0], ["ls", KEYS_DIR])
-    listed = set(out.stdout.split())
-    missing = sorted(set(contract.usernames) - listed)
+    pods = ready_login_pods(KubeObjects(contract.cluster), contract)
+    seen, ok = [], len(pods) >= contract.login.replicas
+    for pod in pods:
+        out = login_exec(contract, pod, ["ls", KEYS_DIR])
+        listed = set(out.stdout.split())
+        missing = sorted(set(contract.usernames) - listed)
+        ok = ok and out.exit_code == 0 and not missing
+        seen.append(f"{pod}: authorized_keys.d lists {sorted(listed)}" + (f"; missing {missing}" if missing else ""))
     return Finding.verdict(
         "login.authorized_keys",
-        out.exit_code == 0 and not missing,
-        f"authorized_keys.d lists {sorted(listed)}" + (f"; missing {missing}" if missing else ""),
+        ok,
+        "; ".join(seen) or f"no login pod is Ready ({login_pod_selector(contract)})",
         "trigger the ssh_keys sync, check the Secret, restart the login pod",
     )
 

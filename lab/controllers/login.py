@@ -1,9 +1,20 @@
-"""The lab's stand-in for the ``sunk-login`` chart controller: HelmRelease ``login-*`` -> login pods.
+"""The lab's stand-in for Flux's helm-controller and the ``sunk-login`` chart: HelmRelease ``login-*`` -> login pods.
 
-On a HelmRelease named ``login-<slug>`` it creates the pods ``login-<slug>-0..replicas-1``
-(Running and Ready, labelled ``app=login`` and ``app.kubernetes.io/managed-by=<tenant>``)
-and a LoadBalancer Service carrying the chart's annotations, marks the release Deployed,
-and registers an exec handler for the pods. When the release goes, so do they.
+A ``helm.toolkit.fluxcd.io/v2`` HelmRelease (fluxcd/helm-controller ``api/v2``) named ``login-<slug>`` is
+"installed" as the chart would render it: pods ``login-<slug>-0..replicas-1`` (a StatefulSet's names; labelled
+``app=login``, Helm's ``app.kubernetes.io/instance=<release>`` and ``app.kubernetes.io/managed-by=<values.tenant>``),
+whose ``sshd`` container carries the values' ``securityContext`` (and the pod the values' ``podSecurityContext``),
+created through the API server's admission like any pod (Pod Security Admission, :mod:`lab.kubeapi.podsecurity`),
+then marked Running and Ready as a kubelet would; and a LoadBalancer Service carrying the values' annotations.
+The release's status then reads as helm-controller writes it (``internal/reconcile/install.go``): conditions
+``Ready`` and ``Released`` True with reason ``InstallSucceeded`` and ``Helm install succeeded for release
+<ns>/<name>.v1 with chart <chart>@<version>``; when a pod is refused, both False with reason ``InstallFailed`` and
+``Helm install failed for release <ns>/<name> with chart <chart>@<version>: <the API server's refusal>``, and a
+Warning Event ``InstallFailed`` on the release. (Real helm-controller reaches that failure only after Helm's wait
+times out, the refusal being in the StatefulSet's ``FailedCreate`` events; the stand-in reports it at once.) A
+release is reconciled when its generation moves past ``status.observedGeneration`` (not on its own status writes)
+or its namespace's labels change (as Flux retries on its interval). When
+the release goes, so do its pods and Service.
 
 The exec handler is a documented stand-in for the login pod's userland, answering only:
 
@@ -33,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import os
 from typing import Any
 
@@ -41,58 +53,35 @@ from ldap3.utils.conv import escape_filter_chars
 
 from tenantflow.lab import pitfalls
 from tenantflow.lab.context import LabContext
+from tenantflow.lab.controllers.login_chart import (
+    GROUP,
+    INSTANCE_LABEL,
+    KEYS_DIR,
+    Obj,
+    conditions_of,
+    pod,
+    same,
+    service,
+    values,
+)
 from tenantflow.lab.controllers.slurm import in_pod_view
 from tenantflow.lab.daemons import ldap_tree
 from tenantflow.lab.daemons.slurm import SRUN_PORT_RANGE
 from tenantflow.lab.kubeapi.errors import ApiError
 from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.lab.kubeapi.netpolicy import LDAP_OUTPOST, SLURMCTLD, SLURMD, callback_blocked, probe_blocked
-from tenantflow.lab.kubeapi.store import ObjectKey, Store
+from tenantflow.lab.kubeapi.store import ObjectKey, Store, now
 
 CONTEXT = "tenant-cluster"
-GROUP = "helm.example.io"
 PREFIX = "login-"
-KEYS_DIR = "/etc/ssh/authorized_keys.d"
-Obj = dict[str, Any]
+
 ExecReply = tuple[str, str, int]
 
 
-def _pod(release: Obj, index: int) -> Obj:
-    values = release["spec"].get("values") or {}
-    name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{name}-{index}",
-            "namespace": ns,
-            "labels": {
-                "app": "login",
-                "app.kubernetes.io/instance": name,
-                "app.kubernetes.io/managed-by": str(values.get("tenant", ns)),
-            },
-        },
-        "spec": {
-            "hostname": f"{name}-{index}",
-            "containers": [{"name": "sshd", "image": "sunk-login", "ports": [{"containerPort": 22}]}],
-        },
-    }
-
-
-def _service(release: Obj) -> Obj:
-    values = release["spec"].get("values") or {}
-    service = values.get("service") or {}
-    name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns, "annotations": dict(service.get("annotations") or {})},
-        "spec": {
-            "type": service.get("type", "LoadBalancer"),
-            "selector": {"app.kubernetes.io/instance": name},
-            "ports": [{"name": "ssh", "port": 22, "protocol": "TCP"}],
-        },
-    }
+def observed(release: Obj) -> object:
+    """``status.observedGeneration``: helm-controller reconciles a release when its generation moves past it (its
+    watch predicate), not when only its status changes."""
+    return (release.get("status") or {}).get("observedGeneration")
 
 
 class LoginReleases:
@@ -103,50 +92,82 @@ class LoginReleases:
         self.store: Store = ctx.stores[CONTEXT]
 
     def reconcile(self, release: Obj) -> None:
-        ns = release["metadata"]["namespace"]
-        replicas = int((release["spec"].get("values") or {}).get("replicas", 1))
-        wanted = {_pod(release, i)["metadata"]["name"]: _pod(release, i) for i in range(replicas)}
-        prefix = f"{release['metadata']['name']}-"
-        for pod in self.store.list(
-            "", "pods", ns, label_selector=f"app.kubernetes.io/instance={release['metadata']['name']}"
-        ):
-            if pod["metadata"]["name"] not in wanted:
-                self.store.delete("", "pods", pod["metadata"]["name"], ns)
-        for name, pod in wanted.items():
-            if not self._exists("", "pods", name, ns):
-                self.store.create(pod)
-                self.store.patch(
-                    "",
-                    "pods",
-                    name,
-                    {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
-                    MERGE_PATCH,
-                    namespace=ns,
-                    subresource="status",
-                )
-        if not self._exists("", "services", release["metadata"]["name"], ns):
-            self.store.create(_service(release))
-        self.ctx.register_exec(CONTEXT, ns, prefix, self.exec)
-        status = {
-            "phase": "Deployed",
-            "readyReplicas": replicas,
-            "observedGeneration": release["metadata"].get("generation", 1),
-        }
-        if release.get("status") != status:
+        ns, name = release["metadata"]["namespace"], release["metadata"]["name"]
+        replicas = int(values(release).get("replicas", 1))
+        wanted = {pod(release, i)["metadata"]["name"]: pod(release, i) for i in range(replicas)}
+        for present in self.store.list("", "pods", ns, label_selector=f"{INSTANCE_LABEL}={name}"):
+            if present["metadata"]["name"] not in wanted:
+                self.store.delete("", "pods", present["metadata"]["name"], ns)
+        refused = None
+        for pod_name, rendered in wanted.items():
+            if self._exists("", "pods", pod_name, ns):
+                continue
+            try:
+                self.store.create(rendered)
+            except ApiError as err:
+                if err.code != 403:
+                    raise
+                refused = err.message
+                break
             self.store.patch(
-                GROUP,
-                "helmreleases",
-                release["metadata"]["name"],
-                {"status": status},
+                "",
+                "pods",
+                pod_name,
+                {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
                 MERGE_PATCH,
                 namespace=ns,
                 subresource="status",
             )
+        if not self._exists("", "services", name, ns):
+            self.store.create(service(release))
+        self.ctx.register_exec(CONTEXT, ns, f"{name}-", self.exec)
+        conditions = conditions_of(release, refused)
+        if refused is not None:
+            self._event(release, conditions[0]["message"])
+        if not same((release.get("status") or {}).get("conditions") or [], conditions):
+            status = {"observedGeneration": release["metadata"].get("generation", 1), "conditions": conditions}
+            self.store.patch(
+                GROUP, "helmreleases", name, {"status": status}, MERGE_PATCH, namespace=ns, subresource="status"
+            )
+
+    def reconcile_namespace(self, namespace: str) -> None:
+        """Every login release of ``namespace`` again (its pod-security labels may have changed)."""
+        for release in self.store.list(GROUP, "helmreleases", namespace):
+            if release["metadata"]["name"].startswith(PREFIX) and not release["metadata"].get("deletionTimestamp"):
+                self.reconcile(release)
+
+    def _event(self, release: Obj, message: str) -> None:
+        """A Warning Event ``InstallFailed`` on the release, as helm-controller records one (once per message)."""
+        meta = release["metadata"]
+        name = f"{meta['name']}.{hashlib.sha256(message.encode()).hexdigest()[:10]}"
+        if self._exists("", "events", name, meta["namespace"]):
+            return
+        self.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "type": "Warning",
+                "reason": "InstallFailed",
+                "message": message,
+                "metadata": {"name": name, "namespace": meta["namespace"]},
+                "involvedObject": {
+                    "apiVersion": f"{GROUP}/v2",
+                    "kind": "HelmRelease",
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "uid": meta.get("uid", ""),
+                },
+                "source": {"component": "helm-controller"},
+                "count": 1,
+                "firstTimestamp": now(),
+                "lastTimestamp": now(),
+            }
+        )
 
     def remove(self, release: Obj) -> None:
         name, ns = release["metadata"]["name"], release["metadata"]["namespace"]
-        for pod in self.store.list("", "pods", ns, label_selector=f"app.kubernetes.io/instance={name}"):
-            self._delete("", "pods", pod["metadata"]["name"], ns)
+        for present in self.store.list("", "pods", ns, label_selector=f"{INSTANCE_LABEL}={name}"):
+            self._delete("", "pods", present["metadata"]["name"], ns)
         self._delete("", "services", name, ns)
 
     def _exists(self, group: str, resource: str, name: str, ns: str) -> bool:
@@ -161,16 +182,18 @@ class LoginReleases:
             self.store.delete(group, resource, name, ns)
 
     def _release_for(self, namespace: str, pod: str) -> Obj | None:
-        for release in self.store.list(GROUP, "helmreleases", namespace):
-            if pod.startswith(f"{release['metadata']['name']}-"):
-                return release
-        return None
+        """The release whose chart made ``pod`` (Helm's instance label names it)."""
+        try:
+            labels = self.store.get("", "pods", pod, namespace)["metadata"].get("labels") or {}
+            return self.store.get(GROUP, "helmreleases", str(labels.get(INSTANCE_LABEL, "")), namespace)
+        except ApiError:
+            return None
 
     async def exec(self, namespace: str, pod: str, container: str | None, argv: list[str], stdin: bytes) -> ExecReply:
         release = self._release_for(namespace, pod)
-        if release is None or not self._exists("", "pods", pod, namespace):
+        if release is None:
             return "", f'pods "{pod}" not found\n', 1
-        values = release["spec"].get("values") or {}
+        chart_values = values(release)
         match argv:
             case ["getent", *_] if blocked := probe_blocked(self.store, namespace, pod, LDAP_OUTPOST):
                 return "", f"nslcd: failed to bind to LDAP server: Can't contact LDAP server ({blocked})\n", 2
@@ -188,10 +211,10 @@ class LoginReleases:
             case ["getent", "group", name]:
                 return await asyncio.to_thread(self._getent_group, name)
             case ["ls", path] if path.rstrip("/") == KEYS_DIR:
-                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(chart_values.get("sshKeysSecret", "")))
                 return "".join(f"{user}\n" for user in sorted(keys)), "", 0
             case ["cat", path] if path.startswith(KEYS_DIR + "/"):
-                keys = self._synced_keys(namespace, str(values.get("sshKeysSecret", "")))
+                keys = self._synced_keys(namespace, str(chart_values.get("sshKeysSecret", "")))
                 user = path.removeprefix(KEYS_DIR + "/")
                 if user not in keys:
                     return "", f"cat: {path}: No such file or directory\n", 1
@@ -292,18 +315,22 @@ async def run(ctx: LabContext) -> None:
     def on_event(event_type: str, key: ObjectKey, obj: Obj) -> None:
         if (key.group, key.resource) == (GROUP, "helmreleases") and key.name.startswith(PREFIX):
             loop.call_soon_threadsafe(queue.put_nowait, (event_type, obj))
+        elif (key.group, key.resource) == ("", "namespaces") and event_type == "MODIFIED":
+            loop.call_soon_threadsafe(queue.put_nowait, ("NAMESPACE", obj))
 
     unsubscribe = store.subscribe(on_event, replay=True)
     try:
         while True:
             event_type, obj = await queue.get()
             try:
-                if event_type == "DELETED":
+                if event_type == "NAMESPACE":
+                    releases.reconcile_namespace(obj["metadata"]["name"])
+                elif event_type == "DELETED":
                     releases.remove(obj)
                 elif not obj["metadata"].get("deletionTimestamp"):
-                    releases.reconcile(
-                        store.get(GROUP, "helmreleases", obj["metadata"]["name"], obj["metadata"]["namespace"])
-                    )
+                    current = store.get(GROUP, "helmreleases", obj["metadata"]["name"], obj["metadata"]["namespace"])
+                    if observed(current) != current["metadata"].get("generation"):
+                        releases.reconcile(current)
             except ApiError:
                 continue
     finally:

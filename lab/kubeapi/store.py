@@ -3,7 +3,8 @@
 Objects are dicts keyed by :class:`lab.kubeapi.objects.ObjectKey`. The store fills server metadata (uid,
 resourceVersion from one global counter bumped on every write, generation bumped when anything outside
 metadata/status changes, creationTimestamp, namespace), enforces AlreadyExists / NotFound / Conflict on a
-stale resourceVersion / Invalid (schema validation) / namespace existence, keeps status-subresource
+stale resourceVersion / Invalid (schema validation) / namespace existence / Pod Security Admission on a pod's
+creation (:mod:`lab.kubeapi.podsecurity`: 403 Forbidden under the namespace's enforced level), keeps status-subresource
 semantics, finalizers (delete sets deletionTimestamp; the object goes when its finalizers are emptied),
 namespace deletion (contents go too; in :mod:`lab.kubeapi.deletion`) and CRD registration (creating a CRD
 serves its kind at once).
@@ -39,7 +40,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from tenantflow.lab.kubeapi import applying, errors
+from tenantflow.lab.kubeapi import applying, errors, podsecurity
 from tenantflow.lab.kubeapi.clone import clone
 from tenantflow.lab.kubeapi.deletion import Deletion
 from tenantflow.lab.kubeapi.events import EventCallback
@@ -60,6 +61,7 @@ from tenantflow.lab.kubeapi.registry import ResourceType, resource_type_from_crd
 from tenantflow.lab.kubeapi.validation import enforce
 
 __all__ = ["EventCallback", "Obj", "ObjectKey", "Store", "now"]
+POD_KEY = ("", "pods")
 
 
 class Store(Deletion):
@@ -138,6 +140,9 @@ class Store(Deletion):
             meta["resourceVersion"] = str(self._rv + 1)
             if validate:
                 enforce(rt, obj, field_validation, warnings)
+            if validate and rt.key == POD_KEY:
+                labels = self._objects[ObjectKey("", "namespaces", "", ns)]["metadata"].get("labels") or {}
+                podsecurity.admit(obj, labels, warnings)
             (record or updates(Writer(LAB_MANAGER), rt.status_subresource))(None, obj)
             if rt.key == CRD_KEY:
                 resource_type_from_crd(obj)

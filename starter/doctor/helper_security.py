@@ -4,15 +4,15 @@ The storage layer runs its directory Job in ``WEKA_HELPER_NAMESPACE`` as root (t
 directories), with the pod :func:`activities.storage.dirs.helper_pod_spec` renders. The namespace's level is its
 ``pod-security.kubernetes.io/enforce`` label (``privileged`` when unset, the admission's default: Pod Security
 Admission, https://kubernetes.io/docs/concepts/security/pod-security-admission/), read with
-``GET /api/v1/namespaces/<ns>``; the spec is checked statically against it (:mod:`starter.doctor.pss`).
+``GET /api/v1/namespaces/<ns>``; the spec is checked statically against it (:mod:`activities.common.podsecurity`).
 """
 
 from __future__ import annotations
 
+from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.storage.dirs import helper_pod_spec
 from tenantflow.models.weka_mount import directory_command
-from tenantflow.starter.doctor.pss import violations
 from tenantflow.starter.doctor.report import Estate, Result, failed, ok
 
 NAME = "storage.helper_security"

@@ -1,42 +1,70 @@
-"""Pod security: would the level tenantflow gives tenant namespaces refuse the login release's pods?
+"""Pod security: does the level tenant namespaces enforce admit the login pod, and do the login pods that run pass
+the level their own namespace enforces?
 
-Tenant namespaces enforce :data:`activities.common.manifests.POD_SECURITY_LEVEL` (``restricted``, runbook step
-3a). tenantflow renders the login release (a HelmRelease of the login chart), not its pods: the chart does. So the
-check reads the login pods the chart runs (``GET /api/v1/pods?labelSelector=app=login``, the chart's label) and
-evaluates each spec statically against that level (:mod:`starter.doctor.pss`, the Pod Security Standards); before
-the first onboarding there is none, and the line says so.
+Tenant namespaces enforce ``TENANT_POD_SECURITY_ENFORCE`` (``baseline`` by default, with ``warn`` and ``audit`` at
+``restricted``: :data:`activities.common.manifests.LOGIN_POD_SECURITY_WHY`). tenantflow renders the login release
+(a Flux HelmRelease of the login chart), not its pods: the chart does, with the ``securityContext`` the release's
+values ask for. So the check evaluates statically (:mod:`activities.common.podsecurity`, the Pod Security
+Standards) the login container tenantflow asks for against that level, and each login pod the chart runs
+(``GET /api/v1/pods?labelSelector=app=login``, the chart's label) against the ``pod-security.kubernetes.io/enforce``
+label of its namespace (``GET /api/v1/namespaces/<ns>``; ``privileged`` when unset, Pod Security Admission's
+default, https://kubernetes.io/docs/concepts/security/pod-security-admission/): a pod that level refuses is not
+recreated after a restart or an upgrade.
 """
 
 from __future__ import annotations
 
-from tenantflow.activities.common.manifests import POD_SECURITY_LEVEL
-from tenantflow.starter.doctor.pss import violations
+from typing import Any
+
+from tenantflow.activities.common.manifests import login_security_context
+from tenantflow.activities.common.podsecurity import violations
+from tenantflow.activities.common.settings import settings
 from tenantflow.starter.doctor.report import Estate, Result, failed, ok
 
 NAME = "login.pod_security"
-GRANT = "list on Pods in every namespace"
+GRANT = "list on Pods in every namespace and get on Namespaces"
 LOGIN_SELECTOR = "app=login"
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+ADMISSION_DEFAULT = "privileged"
+FIX = (
+    "give the login pods a securityContext the level admits (root sshd needs baseline: capabilities SETUID, SETGID, "
+    "SYS_CHROOT), or label the namespace {label}=baseline (TENANT_POD_SECURITY_ENFORCE=baseline for new tenants)"
+)
+
+
+def _refused(level: str, spec: dict[str, Any]) -> str:
+    found = violations(level, spec)
+    return f'violates PodSecurity "{level}:latest": {", ".join(found)}' if found else ""
 
 
 def login_pod_security(estate: Estate) -> Result:
-    """Every login pod admitted by ``POD_SECURITY_LEVEL``, checked statically against its spec."""
-    pods = estate.kube.list("Pod", None, label_selector=LOGIN_SELECTOR)
-    refused = {
-        f"{p['metadata'].get('namespace')}/{p['metadata']['name']}": found
-        for p in pods
-        if (found := violations(POD_SECURITY_LEVEL, p.get("spec") or {}))
-    }
-    if refused:
-        where, found = next(iter(refused.items()))
-        others = f" (and {len(refused) - 1} more login pod(s))" if len(refused) > 1 else ""
+    """The login container tenantflow renders against ``TENANT_POD_SECURITY_ENFORCE``; every login pod that runs
+    against its namespace's enforced level."""
+    cfg = settings()
+    level = cfg.tenant_pod_security_enforce
+    fix = FIX.format(label=ENFORCE_LABEL)
+    asked = {"containers": [{"name": cfg.login_container, "securityContext": login_security_context()}]}
+    if refused := _refused(level, asked):
         return failed(
             NAME,
-            f"tenant namespaces enforce {POD_SECURITY_LEVEL}, which would refuse login pod {where}{others}: "
-            f'violates PodSecurity "{POD_SECURITY_LEVEL}:latest": {", ".join(found)}',
-            "give the login pods a securityContext the level admits (runAsNonRoot, no privilege escalation, "
-            "capabilities dropped, RuntimeDefault seccomp) or run the login release in a namespace of its own "
-            "at baseline",
+            f"tenant namespaces enforce {level} (TENANT_POD_SECURITY_ENFORCE), which would refuse the login pod "
+            f"tenantflow's release asks for: {refused}",
+            fix,
         )
-    if not pods:
-        return ok(NAME, f"tenant namespaces enforce {POD_SECURITY_LEVEL}; no login pod runs yet to check against it")
-    return ok(NAME, f"tenant namespaces enforce {POD_SECURITY_LEVEL}; its {len(pods)} login pod(s) pass it")
+    pods = estate.kube.list("Pod", None, label_selector=LOGIN_SELECTOR)
+    levels: dict[str, str] = {}
+    bad: dict[str, str] = {}
+    for pod in pods:
+        ns = str(pod["metadata"].get("namespace"))
+        if ns not in levels:
+            namespace = estate.kube.get("Namespace", ns) or {}
+            labels = (namespace.get("metadata") or {}).get("labels") or {}
+            levels[ns] = labels.get(ENFORCE_LABEL, ADMISSION_DEFAULT)
+        if refused := _refused(levels[ns], pod.get("spec") or {}):
+            bad[f"{ns}/{pod['metadata']['name']}"] = f"namespace {ns} enforces {levels[ns]}: {refused}"
+    if bad:
+        where, why = next(iter(bad.items()))
+        others = f" (and {len(bad) - 1} more login pod(s))" if len(bad) > 1 else ""
+        return failed(NAME, f"login pod {where}{others} would be refused when recreated; {why}", fix)
+    running = f"; its {len(pods)} login pod(s) pass their namespaces' levels" if pods else "; no login pod runs yet"
+    return ok(NAME, f"tenant namespaces enforce {level}, which admits the login pod tenantflow asks for{running}")

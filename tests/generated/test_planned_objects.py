@@ -58,6 +58,7 @@ def planned_objects(contract: TenantContract, nodes: list[str]) -> list[dict[str
         ldap_bind_dn="cn=ldapservice,ou=users,dc=ldap,dc=goauthentik,dc=io",
         bind_password_secret="ldap-bind-creds",
         slurm_controller_host="slurmctld.slurm-control.svc",
+        chart_source=("flux-system", "sunk"),
     )
     return [
         manifests.reservation(contract, nodes, RUNBOOK_RESERVATION_API),

@@ -134,7 +134,13 @@ def test_weka_filesystems_quotas_and_mounts_follow_the_storage_mode(drawn: Drawn
         ),
     ]
     mounts = manifests.login_release(
-        contract, ldap_uri="", ldap_base_dn="", ldap_bind_dn="", bind_password_secret="s", slurm_controller_host=""
+        contract,
+        ldap_uri="",
+        ldap_base_dn="",
+        ldap_bind_dn="",
+        bind_password_secret="s",
+        slurm_controller_host="",
+        chart_source=("flux-system", "sunk"),
     )["spec"]["values"]
     expected = (f"{slug}-home", f"{slug}-scratch") if strict else (f"home/{slug}", f"scratch/{slug}")
     assert (mounts["homeMount"]["filesystem"], mounts["scratchMount"]["filesystem"]) == expected

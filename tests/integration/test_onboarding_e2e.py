@@ -54,7 +54,7 @@ def check_runbook_objects(lab: LabEndpoints, result: OnboardingResult) -> None:
         "-o",
         "jsonpath={.metadata.labels.pod-security\\.kubernetes\\.io/enforce}",
     )
-    assert labels == "restricted"
+    assert labels == "baseline"
     ldap = sh(lab, *lab.ldapsearch("(uid=alice)", "uidNumber", "gidNumber", "memberOf"))
     assert "memberOf: cn=tenant-foo,ou=groups,dc=auth,dc=example,dc=internal" in ldap
     assoc = sh(

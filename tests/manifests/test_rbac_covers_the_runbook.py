@@ -34,6 +34,7 @@ def written(contract: TenantContract) -> list[dict[str, Any]]:
             ldap_bind_dn="cn=x",
             bind_password_secret="ldap-bind",
             slurm_controller_host="slurmctld",
+            chart_source=("flux-system", "sunk"),
         ),
     ]
     return objects

@@ -1,10 +1,10 @@
 """``tenantflow doctor`` against one lab of its own (issue 23): the lab as it starts passes every check and the
 run writes nothing (the stand-ins' journals show only reads, the Weka login's session aside, and every pod exec is
 a read-only command); then each of six estate mismatches, switched on where it happens on a real estate, fails
-exactly its own check naming the fix, with exit 3, and is switched off again (and a seventh: the Weka directory
-Job's namespace enforcing restricted). A refused read fails its check
-naming the access to grant. Authentik 2025.10 serves ``parent`` and passes: tenantflow nests through either field,
-read from the server's answer, not from the release.
+exactly its own check naming the fix, with exit 3, and is switched off again (and two more: tenantflow configured
+to give tenant namespaces enforce=restricted; the Weka directory Job's namespace enforcing restricted). A refused
+read fails its check naming the access to grant. Authentik 2025.10 serves ``parent`` and passes: tenantflow nests
+through either field, read from the server's answer, not from the release.
 
 The lab is this module's own (fresh: a login pod another test's onboarding left would be judged too)."""
 
@@ -152,13 +152,26 @@ ROOT_SSHD: dict[str, Any] = {
 
 @contextmanager
 def root_login_pod(lab: LabEndpoints) -> Iterator[None]:
+    """A root sshd login pod running in a namespace labelled, since, to enforce restricted: it would be refused when
+    recreated (Pod Security Admission checks pods only as they are created)."""
+    label = "pod-security.kubernetes.io/enforce"
     with lab_env(lab):
-        KubeObjects(TARGET).create(ROOT_SSHD)
+        objs = KubeObjects(TARGET)
+        objs.create(ROOT_SSHD)
+        objs.patch("Namespace", "default", None, {"metadata": {"labels": {label: "restricted"}}})
     try:
         yield
     finally:
         with lab_env(lab):
-            KubeObjects(TARGET).delete("Pod", "login-rooted-0", "default")
+            objs.patch("Namespace", "default", None, {"metadata": {"labels": {label: None}}})
+            objs.delete("Pod", "login-rooted-0", "default")
+
+
+@contextmanager
+def tenants_enforce_restricted(lab: LabEndpoints) -> Iterator[None]:
+    """tenantflow configured to give tenant namespaces enforce=restricted, which refuses the login pod it asks for."""
+    with exported({"TENANT_POD_SECURITY_ENFORCE": "restricted"}):
+        yield
 
 
 @contextmanager
@@ -220,6 +233,12 @@ MISMATCHES: list[tuple[Mismatch, str, str, str]] = [
     ),
     (enforce_without_limits, "slurm.enforcement", "associations,qos lacks limits", "associations,limits,qos"),
     (root_login_pod, "login.pod_security", "runAsNonRoot != true", "securityContext the level admits"),
+    (
+        tenants_enforce_restricted,
+        "login.pod_security",
+        'refuse the login pod tenantflow\'s release asks for: violates PodSecurity "restricted:latest"',
+        "TENANT_POD_SECURITY_ENFORCE=baseline",
+    ),
     (restricted_helper_namespace, "storage.helper_security", "runAsUser=0", "enforce=baseline"),
     (no_csi_driver, "storage.csi_driver", "no CSIDriver csi.weka.io", "install csi-wekafs"),
     (mig_on, "nodes.gpus", "MIG is on", "disable MIG"),

@@ -45,7 +45,8 @@ def test_kube_objects_have_runbook_values_and_undo_cleanly(lab: Lab) -> None:
     applied = {fn.__name__: run(fn, inp).results for fn in KUBE_STEPS}
     ns = lab.store.get("", "namespaces", c.slug)["metadata"]["labels"]
     assert ns["tenant"] == c.slug
-    assert all(ns[f"pod-security.kubernetes.io/{m}"] == "restricted" for m in ("enforce", "audit", "warn"))
+    assert ns["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert all(ns[f"pod-security.kubernetes.io/{m}"] == "restricted" for m in ("audit", "warn"))
     quota = lab.store.get("", "resourcequotas", f"{c.slug}-quota", c.slug)["spec"]["hard"]
     assert quota == {
         "requests.nvidia.com/gpu": "64",
@@ -209,8 +210,10 @@ def test_the_labs_login_probes_obey_the_tenant_policies(lab: Lab) -> None:
     assert not any("NetworkPolicy" in m for m in ours), ours
     lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
     lab.store.create(runbook_allow_policy())
-    [sinfo] = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
-    assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
+    refused = [f.message for f in login.checks(inp) if f.check == "login.sinfo"]
+    assert [m.split(" failed: ")[0] for m in refused] == [f"sinfo -p {c.slug} on login-{c.slug}-{i}" for i in (0, 1)]
+    for sinfo in refused:
+        assert "Unable to contact slurm controller" in sinfo and "slurmctld.slurm-control:6817/TCP" in sinfo, sinfo
 
 
 def test_an_outpost_service_whose_named_target_port_no_pod_declares_is_refused_at_preflight(lab: Lab) -> None:
@@ -253,7 +256,9 @@ def test_the_runbooks_literal_636_policy_fails_the_login_check_on_an_outpost_ser
     lab.store.delete("networking.k8s.io", "networkpolicies", f"{c.slug}-allow", c.slug)
     lab.store.create(runbook_allow_policy())
     failed = [f.message for f in login.checks(inp) if f.check == "login.getent_passwd" and not f.ok]
-    assert failed == [f"getent passwd {u.username} on login-{c.slug}-0 found nothing" for u in c.users]
+    assert failed == [
+        f"getent passwd {u.username} on login-{c.slug}-{i} found nothing" for i in (0, 1) for u in c.users
+    ]
     getent = _exec(lab, c, "getent", "passwd", "alice")
     assert getent.returncode == 2
     assert "Can't contact LDAP server" in getent.stderr

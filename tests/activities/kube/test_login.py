@@ -21,7 +21,17 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
     c = contract(lab)
     inp = StepInput(contract=c, run_id=f"tenant/{c.slug}")
     run(kube.namespace, inp)
-    assert [s.action.value for s in run(login.plan, inp)] == ["create", "create", "create"]
+    planned = run(login.plan, inp)
+    assert [s.action.value for s in planned] == ["create", "create", "create"]
+    decision = planned[2].detail["podSecurity"]
+    assert {k: decision[k] for k in ("namespace", "enforce", "warn", "audit", "loginPod")} == {
+        "namespace": c.slug,
+        "enforce": "baseline",
+        "warn": "restricted",
+        "audit": "restricted",
+        "loginPod": "admitted",
+    }
+    assert "SETUID" in decision["why"] and "restricted" in decision["why"]
     released = run(login.release, inp).results
     assert [(r.kind, r.name) for r in released] == [
         ("Secret", "ldap-bind-creds"),
@@ -32,7 +42,12 @@ def test_login_release_pods_and_verify(lab: Lab, slapd: SlapdHandle | None) -> N
     assert copied == lab.store.get("", "secrets", "ldap-bind-creds", "auth")["data"]
     pods = {p["metadata"]["name"] for p in lab.store.list("", "pods", c.slug)}
     assert pods == {"login-tenant-foo-0", "login-tenant-foo-1"}
-    values = lab.store.get("helm.example.io", "helmreleases", "login-tenant-foo", c.slug)["spec"]["values"]
+    release = lab.store.get("helm.toolkit.fluxcd.io", "helmreleases", "login-tenant-foo", c.slug)
+    assert {(x["type"], x["status"], x["reason"]) for x in release["status"]["conditions"]} == {
+        ("Ready", "True", "InstallSucceeded"),
+        ("Released", "True", "InstallSucceeded"),
+    }
+    values = release["spec"]["values"]
     assert values["ldap"]["bindPasswordSecret"] == "ldap-bind-creds" and "password" not in str(values["ldap"])
     assert values["service"]["annotations"]["external-dns.alpha.kubernetes.io/hostname"] == c.login_hostname
     lab.reset_journal()
@@ -82,7 +97,10 @@ def test_login_verify_finds_empty_authorized_keys(lab: Lab, slapd: SlapdHandle |
     run(login.release, inp)
     lab.store.patch("", "secrets", f"{c.slug}-authorized-keys", {"data": None}, "application/merge-patch+json", c.slug)
     messages = [f.message for f in login.checks(inp) if f.check == "login.authorized_keys"]
-    assert messages == ["authorized_keys is empty on login-tenant-foo-0 (/etc/ssh/authorized_keys.d/ lists nothing)"]
+    assert messages == [
+        "authorized_keys is empty on login-tenant-foo-0 (/etc/ssh/authorized_keys.d/ lists nothing)",
+        "authorized_keys is empty on login-tenant-foo-1 (/etc/ssh/authorized_keys.d/ lists nothing)",
+    ]
 
 
 @pytest.mark.ldap
@@ -101,7 +119,10 @@ def test_login_pod_resolves_users_from_slapd(lab: Lab, slapd: SlapdHandle | None
         update={"facts": Facts(users={"bob": UserFacts(pk=1, uid_number=2999, gid_number=4099)}, group_gid=4099)}
     )
     messages = [f.message for f in login.checks(wrong) if f.check.startswith("login.getent")]
-    assert messages == ["bob is uid 2148 gid 4099 on login-tenant-foo-0 but 2999/4099 in LDAP"]
+    assert messages == [
+        "bob is uid 2148 gid 4099 on login-tenant-foo-0 but 2999/4099 in LDAP",
+        "bob is uid 2148 gid 4099 on login-tenant-foo-1 but 2999/4099 in LDAP",
+    ]
 
 
 @pytest.mark.slurm

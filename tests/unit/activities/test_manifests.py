@@ -52,14 +52,17 @@ def test_every_object_carries_the_owner_labels(render: Render) -> None:
     assert labels[manifests.TENANT_LABEL] == "tenant-foo"
 
 
-def test_namespace_enforces_restricted_pod_security_in_every_mode() -> None:
+def test_namespace_enforces_baseline_and_warns_and_audits_restricted() -> None:
+    """The login pod's root sshd needs baseline; restricted stays on as warn and audit (issue 23)."""
     labels = manifests.namespace(tenant())["metadata"]["labels"]
     assert {k: v for k, v in labels.items() if k.startswith("pod-security.kubernetes.io/")} == {
-        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/audit": "restricted",
         "pod-security.kubernetes.io/warn": "restricted",
     }
     assert labels["tenant"] == "tenant-foo"
+    forced = manifests.namespace(tenant(), "restricted")["metadata"]["labels"]
+    assert forced["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
 def test_resource_quota_takes_gpus_from_capacity_and_the_rest_from_the_contract() -> None:
@@ -170,6 +173,7 @@ def test_login_release_points_at_secrets_by_name_and_mounts_the_tenants_storage(
         ldap_bind_dn="cn=bind",
         bind_password_secret="ldap-bind",
         slurm_controller_host="slurmctld.slurm-control",
+        chart_source=("flux-system", "sunk"),
     )
     values = release["spec"]["values"]
     assert values["ldap"]["bindPasswordSecret"] == "ldap-bind"
@@ -183,13 +187,35 @@ def test_login_release_points_at_secrets_by_name_and_mounts_the_tenants_storage(
         ldap_bind_dn="",
         bind_password_secret="",
         slurm_controller_host="",
+        chart_source=("flux-system", "sunk"),
     )
     assert shared["spec"]["values"]["homeMount"]["filesystem"] == "home/tenant-foo"
 
 
-def test_login_pod_names_follow_the_replicas() -> None:
-    assert manifests.login_pod_names(tenant(login__replicas=3)) == [
-        "login-tenant-foo-0",
-        "login-tenant-foo-1",
-        "login-tenant-foo-2",
-    ]
+def test_login_release_is_a_flux_helmrelease_v2_of_the_configured_source() -> None:
+    release = manifests.login_release(
+        tenant(),
+        ldap_uri="",
+        ldap_base_dn="",
+        ldap_bind_dn="",
+        bind_password_secret="ldap-bind",
+        slurm_controller_host="",
+        chart_source=("flux-system", "sunk"),
+    )
+    assert release["apiVersion"] == "helm.toolkit.fluxcd.io/v2"
+    assert release["spec"]["interval"] == "10m"
+    assert release["spec"]["chart"] == {
+        "spec": {
+            "chart": "sunk-login",
+            "version": "1.4.x",
+            "sourceRef": {"kind": "HelmRepository", "name": "sunk", "namespace": "flux-system"},
+        }
+    }
+    context = release["spec"]["values"]["securityContext"]
+    assert context["privileged"] is False and context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"]
+    assert set(context["capabilities"]["add"]) >= {"SETUID", "SETGID", "SYS_CHROOT"}
+
+
+def test_login_pods_are_selected_by_the_release_label() -> None:
+    assert manifests.login_pod_selector(tenant()) == "app.kubernetes.io/instance=login-tenant-foo"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.storage.dirs import helper_pod_spec
 from tenantflow.models.weka_mount import directory_command
 from tenantflow.starter.doctor.gpus import listing
-from tenantflow.starter.doctor.pss import violations
 from tenantflow.starter.doctor.report import exit_code, failed, ok, skipped
 
 RESTRICTED_OK: dict[str, Any] = {

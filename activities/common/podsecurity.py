@@ -1,4 +1,6 @@
-"""The Pod Security Standards' ``baseline`` and ``restricted`` checks of a pod spec, statically (pure).
+"""The Pod Security Standards' ``baseline`` and ``restricted`` checks of a pod spec, statically (pure): the login
+plan shows with them whether the level tenant namespaces enforce admits the login pod, and ``tenantflow doctor``
+checks the login pods and the Weka directory Job's pod.
 
 From the standards (https://kubernetes.io/docs/concepts/security/pod-security-standards/), with the wording of
 pod-security-admission's refusals (``violates PodSecurity "restricted:latest": <check> (<detail>), ...``):
