@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from tenantflow import lab
+from tenantflow.activities.common import manifests
+from tenantflow.lab.controllers import login_chart
 from tenantflow.lab.konduktor import blob, facts
 from tenantflow.lab.kubeapi import media_types
 from tenantflow.lab.kueue_facts import (
@@ -27,6 +29,7 @@ from tenantflow.models import content_types, weka_mount
 from tenantflow.models import enrollment_workflows as product
 from tenantflow.models.enrollment_contract import WorkerEnrollment
 from tenantflow.models.targets import KubeTarget
+from tests.workflows.contract import example_tenant
 
 NAMES = (
     "WORKER_LABEL",
@@ -120,6 +123,12 @@ def test_the_lab_runs_the_products_directory_helper_and_the_product_reads_its_lo
     assert weka_mount.parse_owners(log) == {"/scratch/foo": weka_mount.Owner(0, 4000, 0o2770)}
     assert csi_facts.remove_run(weka_mount.removal_command(["/scratch/foo"])) == ["/scratch/foo"]
     assert weka_mount.parse_removed(csi_facts.removed_line("/scratch/foo")) == {"/scratch/foo"}
+
+
+def test_the_product_releases_and_finds_the_login_pods_as_the_lab_chart_does() -> None:
+    """Flux's HelmRelease group and Helm's instance label, each stated by the product and by the lab's chart."""
+    assert manifests.HELM_API.split("/")[0] == login_chart.GROUP
+    assert manifests.login_selector(example_tenant()) == {login_chart.INSTANCE_LABEL: "login-tenant-foo"}
 
 
 def test_the_lab_leaves_a_command_it_cannot_run() -> None:
