@@ -2,7 +2,8 @@
 
 :func:`seed_tenant_cluster` fills a :class:`lab.kubeapi.store.Store`: the CRDs in
 ``lab/crds/``; namespaces ``default``, ``auth``, ``slurm-control``, ``kube-system``, ``tenantflow-system``
-(where the Weka directory Job runs);
+(where the Weka directory Job runs; it enforces pod-security ``baseline``, as a platform namespace that runs a root
+``chown`` Job would, so the lab's admission checks that Job's pod);
 in ``auth`` the Secret ``ldap-bind-creds``, the ``authentik-ldap-outpost`` Service and its pod, which map LDAPS
 636 to container port 6636 as Authentik's outpost controller declares them (``DeploymentPort(636, "ldaps", "tcp",
 6636)`` in ``authentik/providers/ldap/controllers/kubernetes.py``: the Service's ``targetPort`` and the pod's
@@ -29,7 +30,8 @@ from tenantflow.lab.weka.csi_facts import CSI_DRIVER_OBJECT
 CRD_DIR = Path(__file__).parent / "crds"
 NOT_READY = ("gpu-14",)
 CORDONED = ("gpu-15",)
-PLATFORM_NAMESPACES = ("default", "auth", "slurm-control", "kube-system", "tenantflow-system")
+PLATFORM_NAMESPACES = ("default", "auth", "slurm-control", "kube-system")
+HELPER_NAMESPACE = "tenantflow-system"
 OUTPOST_LDAPS_POD_PORT = 6636
 """The outpost container's LDAPS port, behind the Service's 636."""
 SLURMD_PORT = 6818
@@ -152,6 +154,11 @@ def platform_objects(ldap_bind_password: str) -> list[Obj]:
     outpost = {"app": "authentik-ldap-outpost"}
     return [
         *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in PLATFORM_NAMESPACES),
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": HELPER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "baseline"}},
+        },
         {
             "apiVersion": "v1",
             "kind": "Secret",

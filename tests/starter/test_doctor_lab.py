@@ -180,12 +180,13 @@ def restricted_helper_namespace(lab: LabEndpoints) -> Iterator[None]:
     label = "pod-security.kubernetes.io/enforce"
     with lab_env(lab):
         objs = KubeObjects(TARGET)
+        seeded = ((objs.get("Namespace", "tenantflow-system") or {}).get("metadata") or {}).get("labels", {}).get(label)
         objs.patch("Namespace", "tenantflow-system", None, {"metadata": {"labels": {label: "restricted"}}})
     try:
         yield
     finally:
         with lab_env(lab):
-            objs.patch("Namespace", "tenantflow-system", None, {"metadata": {"labels": {label: None}}})
+            objs.patch("Namespace", "tenantflow-system", None, {"metadata": {"labels": {label: seeded}}})
 
 
 @contextmanager
