@@ -2,8 +2,9 @@
 no mkdir).
 
 For one filesystem the helper creates, in the platform namespace ``WEKA_HELPER_NAMESPACE`` (the Job runs as
-root to ``chown``, which the tenant namespace's pod-security ``restricted`` forbids; the platform namespace
-must allow ``baseline``), an API Secret in csi-wekafs's format (the
+root to ``chown``, which pod-security ``restricted`` forbids, and mounts a whole filesystem with its owner's
+login, which the tenant's admins, ``edit`` in the tenant namespace, must not read; the platform namespace must allow
+``baseline``), an API Secret in csi-wekafs's format (the
 login of the filesystem's owner: the tenant org admin, or the platform user for the shared filesystems), a
 static PersistentVolume ``weka/v2/<filesystem>`` with a PVC bound to it (csi-wekafs
 ``examples/static_volume/static_filesystem``), and a Job that mounts it at ``/weka`` and runs ``mkdir -p``,
