@@ -95,6 +95,8 @@ class LoginReleases:
         ns, name = release["metadata"]["namespace"], release["metadata"]["name"]
         replicas = int(values(release).get("replicas", 1))
         wanted = {pod(release, i)["metadata"]["name"]: pod(release, i) for i in range(replicas)}
+        # the pods' userland answers before any of them is Ready: a client that sees a Ready pod may exec at once
+        self.ctx.register_exec(CONTEXT, ns, f"{name}-", self.exec)
         for present in self.store.list("", "pods", ns, label_selector=f"{INSTANCE_LABEL}={name}"):
             if present["metadata"]["name"] not in wanted:
                 self.store.delete("", "pods", present["metadata"]["name"], ns)
@@ -120,7 +122,6 @@ class LoginReleases:
             )
         if not self._exists("", "services", name, ns):
             self.store.create(service(release))
-        self.ctx.register_exec(CONTEXT, ns, f"{name}-", self.exec)
         conditions = conditions_of(release, refused)
         if refused is not None:
             self._event(release, conditions[0]["message"])
