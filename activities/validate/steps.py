@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tenantflow.activities.common.authentik_client import AuthentikClient
-from tenantflow.activities.common.kubeclient import ExecOutput
+from tenantflow.activities.common.kubeclient import ExecOutput, selector_query
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.loginpod import KEYS_DIR, login_exec, login_pods, passwd_entries, ready_login_pods
 from tenantflow.activities.common.manifests import RESERVED_LABEL, login_pod_selector, login_release_name
@@ -142,24 +142,33 @@ def group_members(inp: StepInput) -> Finding:
 
 
 def binding_selects_tenant_pods(inp: StepInput) -> Finding:
-    """The ReservationBinding selects the login pods and the slurmd (NodeSet) pods of the partition's nodes."""
+    """The ReservationBinding selects the login pods and the slurmd (NodeSet) pods of the partition's nodes. Which pods
+    its ``podSelector`` (a LabelSelector: ``matchLabels`` and ``matchExpressions``) selects is the API server's answer
+    to the selector as a ``labelSelector`` query in each namespace concerned, not a comparison made here."""
     contract = inp.contract
     objs = KubeObjects(contract.cluster)
     binding = objs.get("ReservationBinding", f"{contract.slug}-binding", contract.namespace) or {}
-    selector = ((binding.get("spec") or {}).get("podSelector") or {}).get("matchLabels") or {}
+    selector = (binding.get("spec") or {}).get("podSelector") or {}
     login = login_pods(objs, contract)
     slurmd = slurmd_pods(contract.cluster, inp.facts.nodes)
     pods = login + list(slurmd.values())
+    query = selector_query(selector)
+    selected = {
+        (namespace, p["metadata"]["name"])
+        for namespace in sorted({p["metadata"]["namespace"] for p in pods})
+        for p in (objs.list("Pod", namespace, label_selector=query) if query else [])
+    }
     unmatched = [
-        p["metadata"]["name"] for p in pods if not selector.items() <= (p["metadata"].get("labels") or {}).items()
+        p["metadata"]["name"] for p in pods if (p["metadata"]["namespace"], p["metadata"]["name"]) not in selected
     ]
     without = sorted(set(inp.facts.nodes) - set(slurmd))
-    ok = bool(selector) and not unmatched and len(login) >= contract.login.replicas and not without
+    ok = bool(query) and not unmatched and len(login) >= contract.login.replicas and not without
     return Finding.verdict(
         "kube.binding_selector",
         ok,
-        f"ReservationBinding selects {selector}; pods not selected (jobs land on whatever toleration "
-        f"matches): {unmatched or 'none'}" + (f"; no slurmd pod on {compress_hostlist(without)}" if without else ""),
+        f"ReservationBinding selects {query or 'nothing (no podSelector)'}; pods not selected (jobs land on whatever "
+        f"toleration matches): {unmatched or 'none'}"
+        + (f"; no slurmd pod on {compress_hostlist(without)}" if without else ""),
         f"make the SUNK chart set app.kubernetes.io/managed-by: {contract.slug} on every pod template "
         "(login and the NodeSet), the label the ReservationBinding selects",
     )

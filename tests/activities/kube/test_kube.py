@@ -14,6 +14,7 @@ from tenantflow.activities.drift.extras import leaf_differences
 from tenantflow.activities.kube import steps as kube
 from tenantflow.activities.kube.steps import step_manifests
 from tenantflow.activities.login import steps as login
+from tenantflow.activities.validate import steps as validate
 from tenantflow.lab.daemons.slapd import SlapdHandle
 from tenantflow.lab.kubeapi.media_types import MERGE_PATCH
 from tenantflow.models import runbook
@@ -325,3 +326,35 @@ def test_preflight_names_the_apply_step_of_an_object_another_tenant_holds(lab: L
     assert [(f.check, f.message) for f in refused] == [
         ("kube.quota", f"ResourceQuota {c.slug}/{c.slug}-quota already exists and belongs to tenant-other")
     ]
+
+
+def test_the_binding_check_asks_the_api_server_which_pods_the_selector_selects(lab: Lab) -> None:
+    """A ReservationBinding's podSelector may use matchExpressions (a LabelSelector): which pods it selects is the API
+    server's answer to it as a labelSelector query, so an expression that selects the tenant's pods passes and one
+    that leaves out the login pods names them."""
+    c = contract(lab)
+    inp = StepInput(contract=c, facts=Facts(nodes=HEALTHY[:2]), run_id=f"tenant/{c.slug}")
+    for fn in (kube.namespace, kube.binding, login.release):
+        run(fn, inp)
+    name = f"{c.slug}-binding"
+    for node in HEALTHY[:2]:  # what the SUNK chart's NodeSet template does for the tenant's slurmd pods
+        labels = {"metadata": {"labels": {"app.kubernetes.io/managed-by": c.slug}}}
+        lab.store.patch("", "pods", f"slurmd-{node}", labels, MERGE_PATCH, "slurm-control")
+
+    def select(expression: dict[str, object]) -> str:
+        selector = {"matchLabels": None, "matchExpressions": [expression]}
+        lab.store.patch(
+            "scheduling.example.io",
+            "reservationbindings",
+            name,
+            {"spec": {"podSelector": selector}},
+            MERGE_PATCH,
+            c.slug,
+        )
+        found = validate.binding_selects_tenant_pods(inp)
+        return "ok" if found.ok else found.message
+
+    key = "app.kubernetes.io/managed-by"
+    assert select({"key": key, "operator": "In", "values": [c.slug]}) == "ok"
+    refused = select({"key": key, "operator": "NotIn", "values": [c.slug]})
+    assert f"selects {key} notin ({c.slug})" in refused and f"login-{c.slug}-0" in refused, refused
