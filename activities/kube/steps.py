@@ -15,6 +15,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeensure import describe
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import Manifest
+from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.kube import netpol, ports
@@ -142,6 +143,27 @@ def network_findings(objs: KubeObjects, contract: TenantContract, network: Netwo
     ]
 
 
+def login_admission_findings() -> list[Finding]:
+    """Refused before any write: a tenant namespace enforcing ``TENANT_POD_SECURITY_ENFORCE`` that refuses the login
+    container tenantflow's release asks the chart for (its securityContext, root sshd), checked against the Pod
+    Security Standards as the namespace's admission would (:mod:`activities.common.podsecurity`)."""
+    cfg = settings()
+    level = cfg.tenant_pod_security_enforce
+    container = {"name": cfg.login_container, "securityContext": manifests.login_security_context()}
+    refused = violations(level, {"containers": [container]})
+    if not refused:
+        return []
+    return [
+        Finding.failed(
+            "kube.pod_security",
+            f"tenant namespaces would enforce pod-security {level!r} (TENANT_POD_SECURITY_ENFORCE), which refuses the "
+            f"login pod's sshd container: {', '.join(refused)}",
+            "set TENANT_POD_SECURITY_ENFORCE=baseline (the login pod's root sshd needs SETUID, SETGID and "
+            "SYS_CHROOT), or use a login chart whose sshd runs without root and set the level it admits",
+        )
+    ]
+
+
 @defn(runbook.KUBE.preflight)
 def preflight(inp: StepInput) -> StepResult:
     """Objects we would create that belong to someone else; platform namespaces; the LDAP bind Secret."""
@@ -190,6 +212,7 @@ def preflight(inp: StepInput) -> StepResult:
                 severity=Severity.warning,
             )
         )
+    findings.extend(login_admission_findings())
     cfg = settings()
     if objs.get("Secret", cfg.ldap_bind_secret, cfg.ldap_bind_secret_namespace) is None:
         findings.append(

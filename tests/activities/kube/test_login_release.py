@@ -79,3 +79,16 @@ def test_the_login_pods_are_found_by_label_not_by_name(lab: Lab) -> None:
         f"authorized_keys is empty on login-{c.slug}-0 (/etc/ssh/authorized_keys.d/ lists nothing)",
         f"authorized_keys is empty on login-{c.slug}-6d9f7-x2x4q (/etc/ssh/authorized_keys.d/ lists nothing)",
     ]
+
+
+def test_a_level_that_refuses_the_login_pod_is_refused_at_preflight_before_any_write(lab: Lab) -> None:
+    c = contract(lab)
+    with exported({"TENANT_POD_SECURITY_ENFORCE": "restricted"}):
+        refused = [f for f in run(kube.preflight, StepInput(contract=c)).findings if f.check == "kube.pod_security"]
+    assert [f.ok for f in refused] == [False], refused
+    assert "enforce pod-security 'restricted' (TENANT_POD_SECURITY_ENFORCE)" in refused[0].message
+    assert "runAsNonRoot != true" in refused[0].message
+    assert "TENANT_POD_SECURITY_ENFORCE=baseline" in (refused[0].fix or "")
+    admitted = run(kube.preflight, StepInput(contract=c)).findings
+    assert not [f for f in admitted if f.check == "kube.pod_security"]
+    assert lab.writes() == []
