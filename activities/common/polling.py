@@ -6,6 +6,10 @@ answer it is still waiting on (when running inside an activity), so Temporal
 knows the attempt is alive. It never raises on its own: it returns a
 :class:`Polled` saying whether the wait converged and with the last answer, and
 the caller raises its own error (or carries on) with the message its step owns.
+With ``tolerate``, a probe that fails with an error it accepts (a dependency's
+transient answer: :func:`transient`) is a try without news, not the end of the
+wait: one lost read in a minute of polling should not throw the whole attempt
+away, and its writes with it.
 """
 
 from __future__ import annotations
@@ -14,13 +18,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.settings import settings
 
 T = TypeVar("T")
+
+_NOTHING: object = object()
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,12 @@ class Polled(Generic[T]):
     attempts: int
 
 
+def transient(error: Exception) -> bool:
+    """Whether ``error`` is a dependency's transient answer (a 429, a 5xx, a lost connection: type
+    ``Unavailable``), which a poll may take as a try without news."""
+    return isinstance(error, ApplicationError) and error.type == TRANSIENT
+
+
 def heartbeat(*details: object) -> None:
     """``activity.heartbeat`` when running in an activity (a plain call, as in a unit test, has no one to tell; a
     local activity has no heartbeat: its worker holds the workflow task meanwhile)."""
@@ -71,26 +85,38 @@ def poll_until(
     budget_s: float | None = None,
     attempts: int | None = None,
     detail: Callable[[T], object] | None = None,
+    tolerate: Callable[[Exception], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> Polled[T]:
     """Probe until ``done(answer)``, the time budget or the number of attempts runs out (no budget: forever).
 
     Between tries it heartbeats ``detail(answer)`` (with no ``detail``, a bare heartbeat) and sleeps; inside an
-    activity it also logs each new ``detail``, so the worker's log shows what a long wait is waiting on."""
+    activity it also logs each new ``detail``, so the worker's log shows what a long wait is waiting on. A probe
+    failing with an error ``tolerate`` accepts counts as a try that changed nothing (the last answer stands);
+    when the wait ends without any answer, that error is raised."""
     deadline = clock() + budget_s if budget_s is not None else math.inf
     delay = every.first_s
     tries = 0
     shown: object = None
+    value: Any = _NOTHING
     while True:
-        value = probe()
+        failure: Exception | None = None
+        try:
+            value = probe()
+        except Exception as error:
+            if tolerate is None or not tolerate(error):
+                raise
+            failure = error
         tries += 1
-        if done(value):
+        if value is not _NOTHING and failure is None and done(value):
             return Polled(value, True, tries)
         left = deadline - clock()
         if left <= 0 or (attempts is not None and tries >= attempts):
+            if value is _NOTHING and failure is not None:
+                raise failure
             return Polled(value, False, tries)
-        note = None if detail is None else detail(value)
+        note = None if detail is None or value is _NOTHING else detail(value)
         heartbeat(*(() if note is None else (note,)))
         if note is not None and note != shown and activity.in_activity():
             activity.logger.info("waiting: %s", note)

@@ -32,7 +32,7 @@ from tenantflow.activities.common.loginpod import (
 )
 from tenantflow.activities.common.manifests import Manifest
 from tenantflow.activities.common.podsecurity import violations
-from tenantflow.activities.common.polling import from_poll_interval, poll_until
+from tenantflow.activities.common.polling import from_poll_interval, poll_until, transient
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.login.diagnosis import diagnosis
@@ -136,6 +136,7 @@ def wait_ready(objs: KubeObjects, contract: TenantContract) -> None:
         every=from_poll_interval(),
         budget_s=settings().login_ready_budget_s,
         detail=lambda pods: {"pods": {p["metadata"]["name"]: is_ready(p) for p in pods}},
+        tolerate=transient,
     )
     if polled.done:
         return

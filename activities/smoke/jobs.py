@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
+from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until, transient
 from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
     command_error,
@@ -142,6 +142,7 @@ def _run_job_once(
         every=Backoff(0.5, 1.5, 10.0),
         budget_s=JOB_TIMEOUT_S,
         detail=lambda info: f"{name} job {job} {info.get('JobState', '')} Reason={info.get('Reason', '')}",
+        tolerate=transient,
     )
     info, state = ran.value, ran.value.get("JobState", "")
     if requeued(info):

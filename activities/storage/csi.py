@@ -23,7 +23,7 @@ from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RUN_ANNOTATION, owner_labels
-from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
+from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until, transient
 from tenantflow.activities.common.runs import this_run
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import WekaClient, csi_user_credentials, org_admin_credentials
@@ -252,6 +252,7 @@ def wait_bound(contract: TenantContract, objs: KubeObjects) -> None:
         every=Backoff(settings().poll_interval_s, 1.5, 5.0),
         budget_s=BIND_BUDGET_S,
         detail=lambda p: f"PVC {ns}/{name}: {p}",
+        tolerate=transient,
     )
     if not polled.done:
         raise fail(

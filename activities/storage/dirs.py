@@ -34,7 +34,7 @@ from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeensure import is_ours
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.manifests import owner_labels
-from tenantflow.activities.common.polling import Backoff, poll_until
+from tenantflow.activities.common.polling import Backoff, poll_until, transient
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import Credentials
 from tenantflow.models.tenant import TenantContract
@@ -54,6 +54,9 @@ HELPER_LABEL = "tenantflow.io/helper"
 HELPER = "weka-directories"
 JOB_BUDGET_S = 120.0
 """Per Job (one per filesystem, two at most), so a step stays inside its 5-minute start-to-close timeout."""
+REMOVE_TRIES = 4
+REMOVE_BACKOFF_S = 0.2
+"""A helper object's removal is tried up to four times, waiting 0.2, 0.4 and 0.8 s between tries."""
 CONTAINER = "mkdir"
 JOB_NAME_LABEL = "job-name"
 """Set by the Job controller on the Job's pods (all versions; ``batch.kubernetes.io/job-name`` too from 1.27)."""
@@ -168,12 +171,13 @@ def _manifests(
     ]
 
 
-def _remove(objs: KubeObjects, body: dict[str, Any], slug: str) -> None:
-    """Delete a helper object while it is ours (a Job with its pods); refuse to touch a foreign one."""
+def _delete_once(objs: KubeObjects, body: dict[str, Any], slug: str) -> bool:
+    """Delete a helper object while it is ours (a Job with its pods); refuse to touch a foreign one. True once it
+    is gone or its deletion accepted."""
     kind, meta = body["kind"], body["metadata"]
     existing = objs.get(kind, meta["name"], meta.get("namespace"))
     if existing is None:
-        return
+        return True
     labels = (existing.get("metadata") or {}).get("labels") or {}
     if not is_ours(existing, slug) or labels.get(HELPER_LABEL) != HELPER:
         raise fail(
@@ -190,6 +194,21 @@ def _remove(objs: KubeObjects, body: dict[str, Any], slug: str) -> None:
     except ApplicationError as err:
         if err.type != "NotFound":
             raise
+    return True
+
+
+def _remove(objs: KubeObjects, body: dict[str, Any], slug: str) -> None:
+    """Delete a helper object (:func:`_delete_once`), tried again in place when the API server's answer is
+    transient or lost: a DELETE is idempotent (RFC 9110, section 9.2.2) and each try reads the object first, so a
+    deletion that did happen is seen as done. Without this, a lost answer to the cleanup after the Job completed
+    failed the whole attempt, and the next attempt ran the Job again."""
+    poll_until(
+        lambda: _delete_once(objs, body, slug),
+        bool,
+        every=Backoff(REMOVE_BACKOFF_S, 2.0),
+        attempts=REMOVE_TRIES,
+        tolerate=transient,
+    )
 
 
 @contextmanager
@@ -241,6 +260,7 @@ def _run_job(contract: TenantContract, filesystem: str, credentials: Credentials
             every=Backoff(settings().poll_interval_s, 1.5, 5.0),
             budget_s=JOB_BUDGET_S,
             detail=lambda job: f"weka directory Job {ns}/{name}: {_job_state(job)[0] or 'running'}",
+            tolerate=transient,
         )
         state, message = _job_state(polled.value)
         if state == "Complete":

@@ -157,3 +157,24 @@ async def test_a_missing_helper_namespace_is_named(storage_lab: StorageLab) -> N
     contract = storage_lab.contract(StorageIsolation.shared_org)
     with pytest.raises(ApplicationError, match="WEKA_HELPER_NAMESPACE"):
         await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
+
+
+async def test_lost_answers_while_waiting_and_cleaning_up_do_not_run_the_job_again(storage_lab: StorageLab) -> None:
+    """The Job's status read answers 503 four times running (more than a read is retried in place) and the answer
+    to each helper's DELETE is lost after the deletion happened: one attempt still ends well, with one Job per
+    filesystem and no helper left."""
+    jobs = _jobs_seen(storage_lab)
+    helper = r"/tenantflow-weka-dirs-[0-9a-f]+$"
+    rules = [
+        {"path": "/jobs" + helper, "methods": ["GET"], "error_rate": 1.0, "max_fires": 4},
+        {"path": helper, "methods": ["DELETE"], "drop_after_rate": 1.0, "max_fires": 4},
+    ]
+    (await storage_lab.api.put(storage_lab.kube_url + "/_lab/faults", json={"rules": rules})).raise_for_status()
+    contract = storage_lab.contract(StorageIsolation.shared_org)
+    done = await run_activity(storage.ensure_filesystems, StepInput(contract=contract, facts=identity_facts()))
+    entries = (await storage_lab.api.get(storage_lab.kube_url + "/_lab/requests")).json()["requests"]
+    faulted = [(e["method"], e["status"]) for e in entries if e["injected"]]
+    assert faulted.count(("GET", 503)) == 4 and sum(m == "DELETE" for m, _ in faulted) == 4, faulted
+    assert {r.outcome.value for r in done.results} == {"created"}
+    assert len(jobs) == 2, "one Job per filesystem: no lost answer made the step run a Job again"
+    assert await _helpers_gone(storage_lab) == []

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.common.polling import Backoff, growing, poll_until
+from tenantflow.activities.common.errors import TRANSIENT
+from tenantflow.activities.common.polling import Backoff, growing, poll_until, transient
 
 
 class FakeClock:
@@ -94,3 +96,72 @@ def test_a_growing_backoff_starts_quick_and_is_capped() -> None:
         delays.append(backoff.next(delays[-1]))
     assert delays[:4] == pytest.approx([0.1, 0.15, 0.225, 0.3375])
     assert max(delays) == 2.0 and delays[-1] == 2.0
+
+
+def flaky(*steps: int | Exception) -> Callable[[], int]:
+    """A probe answering ``steps`` in order, raising those that are errors."""
+    queue = list(steps)
+
+    def probe() -> int:
+        step = queue.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    return probe
+
+
+def lost() -> ApplicationError:
+    return ApplicationError("kubernetes x answered HTTP 503: unavailable", type=TRANSIENT)
+
+
+def test_a_tolerated_transient_failure_is_a_try_without_news_and_the_wait_goes_on() -> None:
+    clock = FakeClock()
+    probe = flaky(0, lost(), lost(), 1)
+    polled = poll_until(probe, bool, every=Backoff(1.0), sleep=clock.sleep, clock=clock, tolerate=transient)
+    assert (polled.value, polled.done, polled.attempts) == (1, True, 4)
+
+
+def test_a_wait_ending_on_a_tolerated_failure_keeps_the_last_answer() -> None:
+    clock = FakeClock()
+    polled = poll_until(
+        flaky(5, lost(), lost()),
+        lambda v: v > 9,
+        every=Backoff(1.0),
+        attempts=3,
+        sleep=clock.sleep,
+        clock=clock,
+        tolerate=transient,
+    )
+    assert (polled.value, polled.done, polled.attempts) == (5, False, 3)
+
+
+def test_a_wait_that_never_had_an_answer_raises_the_last_failure() -> None:
+    clock = FakeClock()
+    with pytest.raises(ApplicationError, match="503"):
+        poll_until(
+            flaky(lost(), lost()),
+            bool,
+            every=Backoff(1.0),
+            attempts=2,
+            sleep=clock.sleep,
+            clock=clock,
+            tolerate=transient,
+        )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ApplicationError("forbidden", type="Forbidden"), ValueError("not a dependency's answer")],
+)
+def test_an_error_not_tolerated_ends_the_wait_at_once(error: Exception) -> None:
+    clock = FakeClock()
+    with pytest.raises(type(error)):
+        poll_until(flaky(0, error, 1), bool, every=Backoff(1.0), sleep=clock.sleep, clock=clock, tolerate=transient)
+    assert clock.sleeps == [1.0]
+
+
+def test_without_tolerate_a_transient_failure_ends_the_wait() -> None:
+    clock = FakeClock()
+    with pytest.raises(ApplicationError):
+        poll_until(flaky(0, lost(), 1), bool, every=Backoff(1.0), sleep=clock.sleep, clock=clock)
