@@ -18,6 +18,7 @@ class TenantHolder(Strict):
     hold_id: str = Field(..., description="the hold's workflow id, hold/<slug>")
     held: bool = Field(False, description="the hold runs; false: it closed (or never ran) since the claim failed")
     holder: str = Field("", description="the workflow id of the run holding the tenant: the hold's parent")
+    holder_run_id: str = Field("", description="the run id of the run holding the tenant; empty: unknown")
     holder_type: str = Field("", description="TenantOnboarding, TenantChange or TenantOffboarding; empty: unknown")
     holder_running: bool = Field(
         False, description="the holding run still runs; false: it closed and its hold is about to be terminated"

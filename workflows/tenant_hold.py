@@ -14,6 +14,9 @@ A run that finds the hold taken (``WorkflowAlreadyStartedError``) asks who holds
 - the holder runs: the run ends before any write with the non-retryable failure ``TenantHeld`` naming the holder
   and what to do; the offboarding the lifecycle starts at expiry waits instead (``lifecycle.wait_tenant_run`` on
   the holder, again while it runs) and then claims, as the lifecycle waited for a running change before;
+- the holder is this very run (a start of the hold that took effect though the run was told it had not): the
+  run holds the tenant already and goes on, rather than refusing itself; recorded answers without the holder's
+  run id never match, so older histories replay as before;
 - the holder closed: the server applies the parent-close policy asynchronously, so the hold may outlive its parent
   a moment; the activity waits for it with backoff (real time, no workflow timer), terminates it if it still runs
   then (it holds the tenant for nobody), and the claim is tried again, :data:`CLAIM_TRIES` times at most (then
@@ -93,6 +96,8 @@ async def claim(state: RunState, slug: str, wait: bool = False) -> None:
         except WorkflowAlreadyStartedError:
             pass
         seen = await state.steps.run(TENANT_HOLDER, hold, local=True)
+        if seen.held and (seen.holder, seen.holder_run_id) == (me, workflow.info().run_id):
+            return
         if seen.held and seen.holder_running:
             if not wait:
                 error = held_by(seen, slug)

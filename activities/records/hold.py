@@ -55,7 +55,12 @@ async def tenant_holder(hold_id: str) -> TenantHolder:
             hold_id=hold_id, held=True, holder=hold_id, holder_type=hold.workflow_type, holder_running=True
         )
     parent = await described(client.get_workflow_handle(hold.parent_id, run_id=hold.parent_run_id))
-    holder = {"hold_id": hold_id, "holder": hold.parent_id, "holder_type": parent.workflow_type if parent else ""}
+    holder = {
+        "hold_id": hold_id,
+        "holder": hold.parent_id,
+        "holder_run_id": hold.parent_run_id or "",
+        "holder_type": parent.workflow_type if parent else "",
+    }
     if parent is not None and parent.status == WorkflowExecutionStatus.RUNNING:
         return TenantHolder(held=True, holder_running=True, **holder)
     stale = client.get_workflow_handle(hold_id, run_id=hold.run_id)

@@ -44,8 +44,10 @@ async def wait_for_stage(
         status = await api.status(handle.id)
         if status.stage.startswith(prefix):
             return status
+        if status.stage == "refused" != prefix:
+            raise AssertionError(f"the run was refused, never reaching {prefix!r}: {status.message}")
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}")
+            raise AssertionError(f"stage {status.stage!r} never reached {prefix!r}: {status.message}")
         await asyncio.sleep(0.05)
 
 

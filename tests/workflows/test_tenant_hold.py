@@ -18,15 +18,16 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tenantflow.activities.records import lifecycle
+from tenantflow.activities.records import hold, lifecycle
 from tenantflow.models.offboarding import OffboardingInput
 from tenantflow.models.onboarding import OnboardingInput
-from tenantflow.models.run_ids import lifecycle_id, offboarding_id, onboarding_id
+from tenantflow.models.run_ids import hold_id, lifecycle_id, offboarding_id, onboarding_id
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.workflows.offboarding import TenantOffboarding
 from tenantflow.workflows.onboarding import TenantOnboarding
 from tenantflow.workflows.tenant_hold import TenantHold
 from tests.starter.conftest import unique_slug
+from tests.workflows.claim_twice import ClaimTwice
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
 from tests.workflows.harness import one_holds, wait_for_stage
@@ -135,3 +136,17 @@ async def test_an_onboarding_and_an_offboarding_started_together_leave_one_holdi
         holder, told = await one_holds(api, list(started))
         assert len(told) == 1 and "of the same tenant is in progress" in told[0], told
         await holder.terminate("test done")
+
+
+async def test_a_run_that_finds_the_hold_its_own_goes_on_instead_of_refusing_itself(
+    dev_env: WorkflowEnvironment,
+) -> None:
+    slug = unique_slug()
+    queue = f"hold-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        dev_env.client, task_queue=queue, workflows=[ClaimTwice, TenantHold], activities=[hold.tenant_holder]
+    ):
+        handle = await dev_env.client.start_workflow(ClaimTwice.run, slug, id=f"claim-twice/{slug}", task_queue=queue)
+        assert await handle.result() != "refused"
+        held = await dev_env.client.get_workflow_handle(hold_id(slug)).describe()
+        assert (held.parent_id, held.parent_run_id) == (handle.id, handle.result_run_id)
