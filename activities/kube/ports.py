@@ -15,7 +15,9 @@ slurmd connects back to srun on a port of ``SrunPortRange`` (slurm.conf(5),
 https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmdPort and #OPT_SrunPortRange). Both are read from
 ``scontrol show config`` in the slurmctld pod (https://slurm.schedmd.com/scontrol.html), as the Slurm layer's
 preflight reads its settings; when that cannot be read, ``SlurmdPort`` is slurm.conf(5)'s default 6818 and the
-range is unknown, and the plan says so.
+range is unknown, and the plan says so. A transient failure of that read (a 5xx, a lost exec) fails the attempt
+instead, to be retried: a plan read again before the first write (``reapprove_if_changed``) must not come out
+different, and the gate reopen, because one read was unlucky.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
+from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.models.network_policy import (
@@ -123,6 +126,8 @@ def slurm_settings(target: KubeTarget) -> tuple[int, tuple[int, int] | None, str
     try:
         config = SlurmCtl.connect(target).config()
     except ApplicationError as exc:
+        if exc.type == TRANSIENT:
+            raise
         return DEFAULT_SLURMD_PORT, None, str(exc).splitlines()[0][:200]
     port = config.get(SLURMD_PORT, "")
     slurmd = int(port) if port.isdigit() else DEFAULT_SLURMD_PORT

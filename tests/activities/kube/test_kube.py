@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import httpx
 import pytest
 from temporalio.exceptions import ApplicationError
 
@@ -358,3 +359,16 @@ def test_the_binding_check_asks_the_api_server_which_pods_the_selector_selects(l
     assert select({"key": key, "operator": "In", "values": [c.slug]}) == "ok"
     refused = select({"key": key, "operator": "NotIn", "values": [c.slug]})
     assert f"selects {key} notin ({c.slug})" in refused and f"login-{c.slug}-0" in refused, refused
+
+
+def test_a_transient_failure_reading_slurms_ports_fails_the_plan_attempt_instead_of_changing_the_plan(
+    lab: Lab,
+) -> None:
+    """slurmctld's exec answered 503 on every try: the attempt fails to be retried, rather than planning with
+    slurm.conf's default port (a plan read again before the first write would differ and reopen the gate)."""
+    c = contract(lab)
+    rule = {"path": "/pods/slurmctld-0/exec$", "error_rate": 1.0, "error_status": 503}
+    httpx.put(f"{lab.url}/_lab/faults", json={"rules": [rule]}, verify=False).raise_for_status()
+    with pytest.raises(ApplicationError) as failed:
+        run(kube.plan, StepInput(contract=c, facts=Facts(nodes=HEALTHY[:8]), run_id=f"tenant/{c.slug}"))
+    assert failed.value.type == "Unavailable" and "503" in failed.value.message, failed.value
