@@ -56,6 +56,10 @@ from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
 RESET_TEXT_PATCH = "decommission-reset-text"
+PLAN_NAMES_HUB_PATCH = "decommission-plan-names-hub"
+"""Runs with it name the Hub (the contract's registry name) in the plan's Hub steps, so the plan hash an approval
+names binds the Hub whose enrollment is removed, as the reset dry run's step binds the worker (a contract sent to
+the HTTP API may name any Hub of the worker's registry); runs recorded before plan the Hub steps without it."""
 """Runs with it approve the reset dry run's text and go back to the gate when it changed before the reset."""
 
 
@@ -110,6 +114,7 @@ class WorkerDecommissionWorkflow(GatedWorkflow):
     async def _approved_first(self, step: EnrollmentStep) -> DecommissionResult:
         c = step.contract
         text_approved = workflow.patched(RESET_TEXT_PATCH)
+        on_hub = {"hub": c.hub.context} if workflow.patched(PLAN_NAMES_HUB_PATCH) else {}
         self.state.gates.set_stage("planning", "`worker reset --dry-run`; nothing is written before approval")
         hub = [
             PlanStep(
@@ -118,7 +123,7 @@ class WorkerDecommissionWorkflow(GatedWorkflow):
                 name=c.worker_name,
                 namespace=c.tenant_namespace,
                 action=Action.delete,
-                detail=detail,
+                detail={**detail, **on_hub},
             )
             for kind, detail in (
                 ("WorkerCluster", {"first": "cordon, then drain admitted remote work"}),

@@ -62,10 +62,10 @@ async def test_rejected_decommission_writes_nothing(dev_env: WorkflowEnvironment
         dec = await enrolled_then_decommission(client, queue, greenfield)
         status = await wait_stage(dec, "gate:approve_plan")
         assert status.plan is not None
-        assert {(s.layer, s.kind, s.action) for s in status.plan.steps if s.layer == "hub"} == {
-            ("hub", "WorkerCluster", "delete"),
-            ("hub", "BootstrapEnrollment", "delete"),
-        }
+        assert {(s.layer, s.kind, s.action, s.detail.get("hub")) for s in status.plan.steps if s.layer == "hub"} == {
+            ("hub", "WorkerCluster", "delete", "hub"),
+            ("hub", "BootstrapEnrollment", "delete", "hub"),
+        }, "each Hub step names the Hub, so the approval binds it"
         before = greenfield.hub.get("trainy.ai", "workerclusters", "forecasting-us", "forecasting")
         await dec.execute_update("reject_plan", RejectPlan(reason="not today"))
         result = await dec.result()
