@@ -6,9 +6,9 @@ re-run at ``smoke_failed``, a failed rollback resumed at ``retry_rollback`` and 
 that notified (local activities) when it opened, escalated and neared its expiry, an offboarding that cancelled
 the tenant's Slurm jobs first, an offboarding and an enrollment whose plan changed after approval, enrollment
 compensation that goes past a failing step (left incomplete, and resumed at ``retry_rollback``), a cancelled
-enrollment, an expired ``resume_submissions``, a gated decommission and one whose reset dry run
-changed after approval, a greenfield enrollment as one started today runs it, and one whose bootstrap plan (the
-stand-in's second dialect) waited at ``approve_plan``; the read-only ``TenantPlan`` of a
+enrollment, an expired ``resume_submissions``, a gated decommission (before and after its plan named the Hub) and
+one whose reset dry run changed after approval, a greenfield enrollment as one started today runs it, and one
+whose bootstrap plan (the stand-in's second dialect) waited at ``approve_plan``; the read-only ``TenantPlan`` of a
 contract, one that plans and one its preflight stops;
 the read-only ``TenantRecords`` of a cluster's tenant records and ``WorkerClusterRecords`` of an enrolled worker's
 record.
@@ -411,6 +411,9 @@ RECORDINGS: dict[str, Callable[[], Awaitable[None]]] = {
     "decommission-gated": lambda: with_lab("decommission-gated", False, start_dev_server, decommission),
     "decommission-reset-reapproved": lambda: with_lab(
         "decommission-reset-reapproved", False, start_dev_server, decommission_reapproved
+    ),
+    "decommission-plan-names-hub": lambda: with_lab(
+        "decommission-plan-names-hub", False, start_dev_server, decommission
     ),
 }
 """Each history this module records, by file name (without .json)."""
