@@ -6,7 +6,8 @@ heartbeat timeout, which then retries it on the new worker. The catalogue's
 timeout is 60 s for every step (30 s for condition waits); the rig's worker
 bounds it to :data:`BOUND_S` (``TENANTFLOW_MAX_HEARTBEAT_TIMEOUT_S``), which
 each such kill costs, so the suite makes one per workflow (login.release, made
-slow by a latency fault, and the brownfield convergence wait).
+slow by a latency fault on its list of the login pods by label, and the
+brownfield convergence wait).
 
 Onboarding is compared with the session's undisturbed run of the same tenant
 (the whole lab world, Slurm included: nothing lost, nothing duplicated);
@@ -65,9 +66,13 @@ async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     rig.worker.restart_after_crash()
     await reviewer(api).approve(handle.id, status.plan_hash)
 
-    set_faults(
-        chaos_lab, [{"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500}], services=["kube-tenant-cluster"]
-    )
+    slow_release = {  # login.release waits on its pods by label; the lab holds them Ready from the baseline run
+        "path": "/namespaces/[^/]+/pods$",
+        "query": "labelSelector=app.kubernetes.io(%2F|/)instance",
+        "methods": ["GET"],
+        "latency_ms": 5000,
+    }
+    set_faults(chaos_lab, [slow_release], services=["kube-tenant-cluster"])
     await wait_until(api, handle, running("login.release"), what="login.release running")
     await asyncio.sleep(1.0)
     rig.worker.kill()
