@@ -339,6 +339,17 @@ def foreign_touched(before: World, after: World, ours: tuple[str, ...], scenario
     return touched
 
 
+def slow_login_release(latency_ms: int) -> dict[str, Any]:
+    """A kube fault rule that keeps ``login.release`` in flight: it waits on the tenant's login pods by label
+    (``GET pods?labelSelector=app.kubernetes.io/instance=login-<slug>``), and each such list takes ``latency_ms``."""
+    return {
+        "path": "/namespaces/[^/]+/pods$",
+        "query": "labelSelector=app.kubernetes.io(%2F|/)instance",
+        "methods": ["GET"],
+        "latency_ms": latency_ms,
+    }
+
+
 def set_faults(
     lab: LabEndpoints, rules: list[dict[str, Any]], seed: int = 7, services: list[str] | None = None
 ) -> None:

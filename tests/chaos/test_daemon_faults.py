@@ -54,6 +54,7 @@ from tests.chaos.kit import (
     foreign_touched,
     running,
     set_faults,
+    slow_login_release,
     wait_until,
     world,
 )
@@ -90,7 +91,7 @@ async def test_fresh_onboarding_outlives_slapd_slurmctld_worker_and_server_kills
     slow_kube = [
         {"path": "/resourcequotas", "latency_ms": 3000},
         {"path": "/configmaps/slurm-partitions", "latency_ms": 1500},
-        {"path": "/pods/login-", "methods": ["GET"], "latency_ms": 2500},
+        slow_login_release(2500),
     ]
     set_faults(chaos_lab, slow_kube, services=["kube-tenant-cluster"])
     try:

@@ -41,6 +41,7 @@ from tests.chaos.kit import (
     compare_worlds,
     running,
     set_faults,
+    slow_login_release,
     wait_until,
     world,
 )
@@ -66,13 +67,8 @@ async def test_onboarding_survives_sigkill_at_boundaries_and_mid_activity(
     rig.worker.restart_after_crash()
     await reviewer(api).approve(handle.id, status.plan_hash)
 
-    slow_release = {  # login.release waits on its pods by label; the lab holds them Ready from the baseline run
-        "path": "/namespaces/[^/]+/pods$",
-        "query": "labelSelector=app.kubernetes.io(%2F|/)instance",
-        "methods": ["GET"],
-        "latency_ms": 5000,
-    }
-    set_faults(chaos_lab, [slow_release], services=["kube-tenant-cluster"])
+    # the lab holds tenant-foo's login pods Ready from the baseline run: only a slow list keeps the release in flight
+    set_faults(chaos_lab, [slow_login_release(5000)], services=["kube-tenant-cluster"])
     await wait_until(api, handle, running("login.release"), what="login.release running")
     await asyncio.sleep(1.0)
     rig.worker.kill()
