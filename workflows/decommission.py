@@ -56,11 +56,11 @@ from tenantflow.workflows.search import WORKER_CLUSTER
 
 GATE_FIRST_PATCH = "decommission-gate-first"
 RESET_TEXT_PATCH = "decommission-reset-text"
+"""Runs with it approve the reset dry run's text and go back to the gate when it changed before the reset."""
 PLAN_NAMES_HUB_PATCH = "decommission-plan-names-hub"
 """Runs with it name the Hub (the contract's registry name) in the plan's Hub steps, so the plan hash an approval
 names binds the Hub whose enrollment is removed, as the reset dry run's step binds the worker (a contract sent to
 the HTTP API may name any Hub of the worker's registry); runs recorded before plan the Hub steps without it."""
-"""Runs with it approve the reset dry run's text and go back to the gate when it changed before the reset."""
 
 
 def dry_run_shown(steps: list[PlanStep]) -> str:

@@ -23,6 +23,12 @@ NON_RETRYABLE_STATUS = {
 }
 
 
+def transient(error: Exception) -> bool:
+    """Whether ``error`` is a dependency's transient answer (:data:`TRANSIENT`: a 429, a 5xx, a lost connection),
+    which a poll may take as a try without news (:func:`activities.common.polling.poll_until`'s ``tolerate``)."""
+    return isinstance(error, ApplicationError) and error.type == TRANSIENT
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     if not value:
         return None

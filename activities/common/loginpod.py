@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from tenantflow.activities.common import kubeclient
 from tenantflow.activities.common.kubeobjects import KubeObjects
-from tenantflow.activities.common.manifests import Manifest, login_pod_selector
+from tenantflow.activities.common.manifests import Manifest, login_pod_selector, login_security_context
+from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.polling import from_poll_interval, heartbeat, poll_until
 from tenantflow.activities.common.settings import settings
 from tenantflow.models.tenant import TenantContract
@@ -20,6 +21,14 @@ KEYS_DIR = "/etc/ssh/authorized_keys.d/"
 GETENT_ATTEMPTS = 3
 GETENT_BATCH = 100
 """Users per ``getent passwd`` exec: keeps the exec's argv a few kilobytes."""
+
+
+def login_pod_refusals(level: str) -> list[str]:
+    """What pod-security ``level`` refuses in the login container tenantflow's release asks the chart for (its
+    securityContext: a root sshd), checked as the namespace's admission would (:mod:`activities.common.podsecurity`);
+    empty when the level admits it."""
+    container = {"name": settings().login_container, "securityContext": login_security_context()}
+    return violations(level, {"containers": [container]})
 
 
 def login_pods(objs: KubeObjects, contract: TenantContract) -> list[Manifest]:

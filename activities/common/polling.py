@@ -7,7 +7,7 @@ knows the attempt is alive. It never raises on its own: it returns a
 :class:`Polled` saying whether the wait converged and with the last answer, and
 the caller raises its own error (or carries on) with the message its step owns.
 With ``tolerate``, a probe that fails with an error it accepts (a dependency's
-transient answer: :func:`transient`) is a try without news, not the end of the
+transient answer: :func:`activities.common.errors.transient`) is a try without news, not the end of the
 wait: one lost read in a minute of polling should not throw the whole attempt
 away, and its writes with it.
 """
@@ -21,9 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT
 from tenantflow.activities.common.settings import settings
 
 T = TypeVar("T")
@@ -62,12 +60,6 @@ class Polled(Generic[T]):
     value: T
     done: bool
     attempts: int
-
-
-def transient(error: Exception) -> bool:
-    """Whether ``error`` is a dependency's transient answer (a 429, a 5xx, a lost connection: type
-    ``Unavailable``), which a poll may take as a try without news."""
-    return isinstance(error, ApplicationError) and error.type == TRANSIENT
 
 
 def heartbeat(*details: object) -> None:
@@ -109,7 +101,7 @@ def poll_until(
                 raise
             failure = error
         tries += 1
-        if value is not _NOTHING and failure is None and done(value):
+        if failure is None and done(value):
             return Polled(value, True, tries)
         left = deadline - clock()
         if left <= 0 or (attempts is not None and tries >= attempts):

@@ -14,8 +14,8 @@ from tenantflow.activities.common import kubeensure, manifests
 from tenantflow.activities.common.errors import fail
 from tenantflow.activities.common.kubeensure import describe
 from tenantflow.activities.common.kubeobjects import KubeObjects
+from tenantflow.activities.common.loginpod import login_pod_refusals
 from tenantflow.activities.common.manifests import Manifest
-from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.kube import netpol, ports
@@ -145,12 +145,9 @@ def network_findings(objs: KubeObjects, contract: TenantContract, network: Netwo
 
 def login_admission_findings() -> list[Finding]:
     """Refused before any write: a tenant namespace enforcing ``TENANT_POD_SECURITY_ENFORCE`` that refuses the login
-    container tenantflow's release asks the chart for (its securityContext, root sshd), checked against the Pod
-    Security Standards as the namespace's admission would (:mod:`activities.common.podsecurity`)."""
-    cfg = settings()
-    level = cfg.tenant_pod_security_enforce
-    container = {"name": cfg.login_container, "securityContext": manifests.login_security_context()}
-    refused = violations(level, {"containers": [container]})
+    container tenantflow's release asks the chart for (:func:`activities.common.loginpod.login_pod_refusals`)."""
+    level = settings().tenant_pod_security_enforce
+    refused = login_pod_refusals(level)
     if not refused:
         return []
     return [

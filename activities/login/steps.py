@@ -19,20 +19,20 @@ from __future__ import annotations
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeensure, manifests
-from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.loginpod import (
     KEYS_DIR,
     getent_warm,
     is_ready,
     login_exec,
+    login_pod_refusals,
     login_pods,
     passwd_entries,
     ready_login_pods,
 )
 from tenantflow.activities.common.manifests import Manifest
-from tenantflow.activities.common.podsecurity import violations
-from tenantflow.activities.common.polling import from_poll_interval, poll_until, transient
+from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.login.diagnosis import diagnosis
@@ -59,13 +59,11 @@ def release_manifest(contract: TenantContract) -> Manifest:
     )
 
 
-def pod_security(contract: TenantContract, release: Manifest) -> dict[str, object]:
+def pod_security(contract: TenantContract) -> dict[str, object]:
     """The pod-security decision the plan shows: what the tenant namespace enforces (``TENANT_POD_SECURITY_ENFORCE``)
     and reports, why, and whether that level admits the login container the release asks the chart for."""
-    cfg = settings()
-    level = cfg.tenant_pod_security_enforce
-    container = {"name": cfg.login_container, "securityContext": release["spec"]["values"]["securityContext"]}
-    refused = violations(level, {"containers": [container]})
+    level = settings().tenant_pod_security_enforce
+    refused = login_pod_refusals(level)
     labels = manifests.pod_security_labels(level)
     return {
         "namespace": contract.namespace,
@@ -116,7 +114,7 @@ def plan(inp: StepInput) -> list[PlanStep]:
             {
                 "chart": release["spec"]["chart"]["spec"],
                 "replicas": values["replicas"],
-                "podSecurity": pod_security(contract, release),
+                "podSecurity": pod_security(contract),
                 "securityContext": values["securityContext"],
                 "hostname": contract.login_hostname,
                 "bindPasswordSecret": values["ldap"]["bindPasswordSecret"],

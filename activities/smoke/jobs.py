@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import fail
-from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until, transient
+from tenantflow.activities.common.errors import fail, transient
+from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
 from tenantflow.activities.common.slurm_cli import (
     SlurmCtl,
     command_error,

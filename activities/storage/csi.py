@@ -19,11 +19,11 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT, fail
+from tenantflow.activities.common.errors import TRANSIENT, fail, transient
 from tenantflow.activities.common.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RUN_ANNOTATION, owner_labels
-from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until, transient
+from tenantflow.activities.common.polling import Backoff, heartbeat, poll_until
 from tenantflow.activities.common.runs import this_run
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import WekaClient, csi_user_credentials, org_admin_credentials

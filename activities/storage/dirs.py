@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.common import kubeclient
-from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.kubeensure import is_ours
 from tenantflow.activities.common.kubeobjects import KINDS, KubeObjects
 from tenantflow.activities.common.manifests import owner_labels
-from tenantflow.activities.common.polling import Backoff, poll_until, transient
+from tenantflow.activities.common.polling import Backoff, poll_until
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.common.weka_client import Credentials
 from tenantflow.models.tenant import TenantContract

@@ -14,9 +14,7 @@ recreated after a restart or an upgrade.
 
 from __future__ import annotations
 
-from typing import Any
-
-from tenantflow.activities.common.manifests import login_security_context
+from tenantflow.activities.common.loginpod import login_pod_refusals
 from tenantflow.activities.common.podsecurity import violations
 from tenantflow.activities.common.settings import settings
 from tenantflow.starter.doctor.report import Estate, Result, failed, ok
@@ -32,8 +30,7 @@ FIX = (
 )
 
 
-def _refused(level: str, spec: dict[str, Any]) -> str:
-    found = violations(level, spec)
+def _refused(level: str, found: list[str]) -> str:
     return f'violates PodSecurity "{level}:latest": {", ".join(found)}' if found else ""
 
 
@@ -43,8 +40,7 @@ def login_pod_security(estate: Estate) -> Result:
     cfg = settings()
     level = cfg.tenant_pod_security_enforce
     fix = FIX.format(label=ENFORCE_LABEL)
-    asked = {"containers": [{"name": cfg.login_container, "securityContext": login_security_context()}]}
-    if refused := _refused(level, asked):
+    if refused := _refused(level, login_pod_refusals(level)):
         return failed(
             NAME,
             f"tenant namespaces enforce {level} (TENANT_POD_SECURITY_ENFORCE), which would refuse the login pod "
@@ -60,7 +56,7 @@ def login_pod_security(estate: Estate) -> Result:
             namespace = estate.kube.get("Namespace", ns) or {}
             labels = (namespace.get("metadata") or {}).get("labels") or {}
             levels[ns] = labels.get(ENFORCE_LABEL, ADMISSION_DEFAULT)
-        if refused := _refused(levels[ns], pod.get("spec") or {}):
+        if refused := _refused(levels[ns], violations(levels[ns], pod.get("spec") or {})):
             bad[f"{ns}/{pod['metadata']['name']}"] = f"namespace {ns} enforces {levels[ns]}: {refused}"
     if bad:
         where, why = next(iter(bad.items()))

@@ -8,8 +8,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from tenantflow.activities.common.errors import TRANSIENT
-from tenantflow.activities.common.polling import Backoff, growing, poll_until, transient
+from tenantflow.activities.common.errors import TRANSIENT, transient
+from tenantflow.activities.common.polling import Backoff, growing, poll_until
 
 
 class FakeClock:
