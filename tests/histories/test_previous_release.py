@@ -13,30 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio import workflow
 from temporalio.workflow import NondeterminismError
 
-with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.onboarding import OnboardingInput, OnboardingResult
-    from tenantflow.worker.registry import WORKFLOWS
-    from tenantflow.workflows.onboarding import TenantOnboarding
-    from tenantflow.workflows.search import TENANT_SLUG
-    from tests.chaos.kit import STATS
-    from tests.histories.strict_replay import load, replay_strictly
+from tenantflow.worker.registry import WORKFLOWS
+from tests.chaos.kit import STATS
+from tests.histories.changed_workflows import OnboardingLabellingFirst
+from tests.histories.strict_replay import load, replay_strictly
 
 PREVIOUS = Path(__file__).parent / "onboarding-refused-6408cad.json"
-
-
-@workflow.defn(name="TenantOnboarding")
-class OnboardingLabellingFirst(TenantOnboarding):
-    """Onboarding as d06ca5d up to today labelled every run without the lean-history marker: ``Gates.label``."""
-
-    @workflow.run
-    async def run(self, params: OnboardingInput) -> OnboardingResult:
-        return await super().run(params)
-
-    def _label(self, slug: str) -> None:
-        self.state.gates.label(TENANT_SLUG, slug)
 
 
 def test_the_history_is_a_refused_run_of_the_previous_release() -> None:

@@ -14,46 +14,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio import workflow
 from temporalio.workflow import NondeterminismError
 
-with workflow.unsafe.imports_passed_through():
-    from tenantflow.models.change import ChangeInput
-    from tenantflow.models.lifecycle import LifecycleInput, LifecycleResult
-    from tenantflow.models.onboarding import Facts, OnboardingInput, OnboardingResult, StepInput
-    from tenantflow.models.runbook import PREFLIGHT
-    from tenantflow.workflows.change import TenantChange
-    from tenantflow.workflows.lifecycle import TenantLifecycle
-    from tenantflow.workflows.onboarding import TenantOnboarding
-    from tests.chaos.kit import STATS
-    from tests.histories.strict_replay import ArgumentsChanged, patch_ids, replay_strictly
-    from tests.histories.test_nondeterminism import (
-        TODAY,
-        EnrollmentWithOtherBudget,
-        EnrollmentWithTimer,
-        LifecycleOffboardingTheHeldContract,
-        LifecycleWithOtherNotices,
-    )
+from tests.chaos.kit import STATS
+from tests.histories.changed_workflows import (
+    ChangeReadingOnceMore,
+    EnrollmentWithOtherBudget,
+    EnrollmentWithTimer,
+    LifecycleOffboardingTheHeldContract,
+    LifecycleWithOtherNotices,
+    LifecycleWithoutParentCheck,
+    OnboardingWithExtraLocalRead,
+)
+from tests.histories.strict_replay import ArgumentsChanged, patch_ids, replay_strictly
+from tests.histories.test_nondeterminism import TODAY
 
 HISTORIES = Path(__file__).parent
 ONBOARDINGS = sorted(HISTORIES.glob("onboarding-*.json"))
 LEAN = [path.stem for path in ONBOARDINGS if "onboarding-lean-history" in patch_ids(path)]
 BEFORE_LEAN = [path.stem for path in ONBOARDINGS if path.stem not in LEAN]
-
-
-@workflow.defn(name="TenantOnboarding")
-class OnboardingWithExtraLocalRead(TenantOnboarding):
-    """Today's onboarding whose lean preflight reads one layer once more, as a local activity, without a patch."""
-
-    @workflow.run
-    async def run(self, params: OnboardingInput) -> OnboardingResult:
-        return await super().run(params)
-
-    async def _preflight(self, step_input: StepInput) -> Facts:
-        facts = await super()._preflight(step_input)
-        if self._lean:
-            await self.state.steps.run(PREFLIGHT[-1], step_input, local=True)
-        return facts
 
 
 def test_todays_plain_runs_are_lean() -> None:
@@ -73,33 +52,6 @@ async def test_an_extra_local_read_fails_replay_of_every_lean_run() -> None:
 async def test_runs_recorded_before_the_lean_path_never_reach_it(name: str) -> None:
     """Why the lean histories are needed: without them the edit above replays green."""
     await replay_strictly(HISTORIES / f"{name}.json", [OnboardingWithExtraLocalRead])
-
-
-@workflow.defn(name="TenantLifecycle")
-class LifecycleWithoutParentCheck(TenantLifecycle):
-    """A lifecycle that runs without a parent, no longer refusing one (removing the patch check and the failure)."""
-
-    @workflow.run
-    async def run(self, params: LifecycleInput) -> LifecycleResult:
-        if workflow.info().parent is None:
-            return LifecycleResult(
-                tenant=params.contract.slug, status="expired", term_end=params.term_end, offboarding=""
-            )
-        return await super().run(params)
-
-
-@workflow.defn(name="TenantChange")
-class ChangeReadingOnceMore(TenantChange):
-    """A change whose preflight reads the last layer once more (adding an activity)."""
-
-    @workflow.run
-    async def run(self, params: ChangeInput) -> OnboardingResult:
-        return await super().run(params)
-
-    async def _preflight(self, step_input: StepInput) -> Facts:
-        facts = await super()._preflight(step_input)
-        await self.state.steps.run(PREFLIGHT[-1], step_input.model_copy(update={"facts": facts}))
-        return facts
 
 
 TODAYS_CHANGES: list[tuple[str, type, type[Exception]]] = [
