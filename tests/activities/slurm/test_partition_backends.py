@@ -74,9 +74,13 @@ def slinky(lab: SlurmLab, monkeypatch: pytest.MonkeyPatch) -> Iterator[SlurmLab]
     )
     settled(lambda: reconfigures(lab) > before, "the sidecar to apply the platform's extraConf")
     yield lab
+    removed = reconfigures(lab)
     lab.store.delete(lab_slinky.GROUP, lab_slinky.RESOURCE, lab_slinky.CONTROLLER, NAMESPACE)
     conf = lab.slurm.slurm_conf
     settled(lambda: lab_slinky.SECTION not in conf.read_text(), f"the extraConf section to leave {conf}")
+    # the sidecar reconfigures after it rewrote the file: wait for it here, or the next test's count of the
+    # slurmctld pod's commands sees it (an unknown-backend test once counted 150 commands where 149 ran before)
+    settled(lambda: reconfigures(lab) > removed, "the sidecar's reconfigure after the extraConf section left")
 
 
 def settled(done: Callable[[], bool], what: str) -> None:
