@@ -3,7 +3,8 @@
 The outpost serves users as ``cn=<username>,ou=users,<base>`` (posixAccount with uidNumber,
 gidNumber and the operational ``memberOf``) and groups as ``cn=<name>,ou=groups,<base>``. The bind
 DN and password come from :func:`activities.common.settings.settings`; LDAP failures become Temporal errors
-(bad credentials and an untrusted certificate fail fast, an unreachable server retries) without the
+(bad credentials, an untrusted certificate and a base DN that is not served fail fast; an unreachable or
+busy server retries) without the
 password in any message. Over ldaps:// the certificate is verified (:func:`server`).
 """
 
@@ -17,7 +18,9 @@ from ldap3 import BASE, LEVEL, Connection, Entry, Server, Tls
 from ldap3.core.exceptions import (
     LDAPBindError,
     LDAPException,
+    LDAPInsufficientAccessRightsResult,
     LDAPInvalidCredentialsResult,
+    LDAPInvalidDNSyntaxResult,
     LDAPNoSuchObjectResult,
     LDAPSocketOpenError,
     LDAPSSLConfigurationError,
@@ -26,11 +29,15 @@ from ldap3.utils.conv import escape_filter_chars
 from pydantic import BaseModel, Field
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.errors import TRANSIENT, fail
 from tenantflow.activities.common.settings import settings
 from tenantflow.models.results import Finding, Severity
 
 SERVICE = "LDAP outpost"
+MISCONFIGURED = (LDAPNoSuchObjectResult, LDAPInsufficientAccessRightsResult, LDAPInvalidDNSyntaxResult)
+"""Answers (RFC 4511 result codes 32, 50, 34) that a retry will not change: the entries under the configured base DN
+do not exist, the bind user may not read them, or a DN is malformed. They fail at once naming the settings; every
+other failure (no connection, a dropped session, busy or unavailable) is transient and retried."""
 
 
 class DirectoryUser(BaseModel):
@@ -72,8 +79,14 @@ def _ldap_failure(exc: LDAPException) -> ApplicationError:
             f"check the bind password in Secret {settings().ldap_bind_secret_namespace}/"
             f"{settings().ldap_bind_secret}",
         )
+    if isinstance(exc, MISCONFIGURED):
+        return fail(
+            "Invalid",
+            f"{SERVICE} at {settings().ldap_url} refused the read: {type(exc).__name__}; check LDAP_BASE_DN "
+            f"({settings().ldap_base_dn}) and that {settings().ldap_bind_dn} may read the users under it",
+        )
     reason = "is unreachable" if isinstance(exc, LDAPSocketOpenError) else "failed"
-    return ApplicationError(f"{SERVICE} at {settings().ldap_url} {reason}: {type(exc).__name__}", type="Unavailable")
+    return ApplicationError(f"{SERVICE} at {settings().ldap_url} {reason}: {type(exc).__name__}", type=TRANSIENT)
 
 
 def server() -> Server:

@@ -9,7 +9,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import ldap_check
 from tenantflow.activities.common.adoption import adopted_by_this_run, changed_since_approval, proven
 from tenantflow.activities.common.authentik_client import AuthentikClient, User
-from tenantflow.activities.common.errors import fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.settings import settings
 from tenantflow.activities.identity.numbers import (
@@ -112,9 +112,14 @@ def username_findings(existing: User | None, user: TenantUser, slug: str) -> lis
 
 
 def ldap_finding() -> Finding:
+    """The outpost's bind and search as a finding. A transient failure (no connection, busy) fails the attempt, to
+    be retried like Authentik's 5xx: as a finding it refused an approved run when the outpost blinked during the
+    re-plan before the first write."""
     try:
         entries = ldap_check.probe()
     except ApplicationError as err:
+        if transient(err):
+            raise
         return Finding.failed(
             "identity.ldap_outpost",
             f"the LDAP outpost does not answer a bind and search: {err}",

@@ -14,6 +14,7 @@ from tenantflow.activities.identity import steps as identity
 from tenantflow.lab.authentik.versions import AUTHENTIK_2024_10, AUTHENTIK_2025_2, AUTHENTIK_2025_10, AUTHENTIK_2025_12
 from tenantflow.models.onboarding import Facts, StepInput, StepResult, UndoInput
 from tenantflow.models.results import EnsureResult, Outcome
+from tenantflow.starter.devserver import free_port
 
 pytestmark = pytest.mark.ldap
 
@@ -211,6 +212,35 @@ async def test_preflight_reports_a_bad_token_and_a_dead_outpost(
     assert "HTTP 403" in failed["identity.authentik"]
     assert "refused the bind" in failed["identity.ldap_outpost"]
     assert "wrong" not in " ".join(failed.values())
+
+
+async def test_an_outpost_that_does_not_answer_fails_the_preflight_attempt_to_be_retried(
+    identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing listens on the outpost's port: the attempt fails retryably, as for a 5xx from Authentik, instead of a
+    finding that would refuse an approved run during its re-plan before the first write."""
+    from tenantflow.activities.common.settings import settings
+
+    monkeypatch.setenv("LDAP_URL", f"ldap://127.0.0.1:{free_port()}")
+    settings.cache_clear()
+    with pytest.raises(ApplicationError) as raised:
+        await run_activity(identity.preflight, StepInput(contract=make_contract()))
+    assert raised.value.type == "Unavailable" and not raised.value.non_retryable, raised.value
+    assert "is unreachable" in str(raised.value)
+
+
+async def test_a_base_dn_the_outpost_does_not_serve_is_a_finding_naming_the_setting(
+    identity_lab: IdentityLab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """slapd answers noSuchObject for ``ou=users`` under a base it does not hold: a setting to fix, not a blip."""
+    from tenantflow.activities.common.settings import settings
+
+    monkeypatch.setenv("LDAP_BASE_DN", "dc=nowhere,dc=example")
+    settings.cache_clear()
+    result = await run_activity(identity.preflight, StepInput(contract=make_contract()))
+    failed = {f.check: f.message for f in result.findings if not f.ok}
+    assert "LDAPNoSuchObjectResult" in failed["identity.ldap_outpost"], failed
+    assert "LDAP_BASE_DN (dc=nowhere,dc=example)" in failed["identity.ldap_outpost"], failed
 
 
 async def test_a_username_authentik_already_knows_is_refused_unless_adopted(with_parent: IdentityLab) -> None:
