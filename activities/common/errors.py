@@ -25,7 +25,8 @@ NON_RETRYABLE_STATUS = {
 
 def transient(error: Exception) -> bool:
     """Whether ``error`` is a dependency's transient answer (:data:`TRANSIENT`: a 429, a 5xx, a lost connection),
-    which a poll may take as a try without news (:func:`activities.common.polling.poll_until`'s ``tolerate``)."""
+    which a preflight re-raises and a poll may take as a try without news
+    (:func:`activities.common.polling.poll_until`'s ``tolerate``)."""
     return isinstance(error, ApplicationError) and error.type == TRANSIENT
 
 

@@ -4,8 +4,8 @@ The outpost serves users as ``cn=<username>,ou=users,<base>`` (posixAccount with
 gidNumber and the operational ``memberOf``) and groups as ``cn=<name>,ou=groups,<base>``. The bind
 DN and password come from :func:`activities.common.settings.settings`; LDAP failures become Temporal errors
 (bad credentials, an untrusted certificate and a base DN that is not served fail fast; an unreachable or
-busy server retries) without the
-password in any message. Over ldaps:// the certificate is verified (:func:`server`).
+busy server retries) without the password in any message. Over ldaps:// the certificate is verified
+(:func:`server`).
 """
 
 from __future__ import annotations

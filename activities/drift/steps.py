@@ -14,7 +14,7 @@ from collections.abc import Callable
 from temporalio.exceptions import ApplicationError
 
 from tenantflow.activities.capacity import steps as capacity
-from tenantflow.activities.common.errors import TRANSIENT
+from tenantflow.activities.common.errors import transient
 from tenantflow.activities.common.polling import heartbeat
 from tenantflow.activities.common.recordstore import list_records, read_latest
 from tenantflow.activities.common.registered import defn
@@ -90,7 +90,7 @@ def check(contract: TenantContract) -> DriftReport:
             heartbeat(contract.slug, extras.__name__)
             items.extend(extras(contract))
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         return DriftReport(slug=contract.slug, error=str(err))
     return DriftReport(slug=contract.slug, items=items)

@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 from tenantflow.activities.common import directory_ids, ldap_check
 from tenantflow.activities.common.adoption import ADOPTED, adopted_by_this_run, adoption_detail, give_back, marker
 from tenantflow.activities.common.authentik_client import CREATED_BY, AuthentikClient, Group, User
-from tenantflow.activities.common.errors import TRANSIENT, fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.polling import from_poll_interval, poll_until
 from tenantflow.activities.common.registered import defn
@@ -82,7 +82,7 @@ def preflight(inp: StepInput) -> StepResult:
         with AuthentikClient.from_settings() as ak:
             findings.extend(authentik_findings(ak, inp.contract))
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         findings.append(
             Finding.failed(

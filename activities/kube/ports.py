@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT
+from tenantflow.activities.common.errors import transient
 from tenantflow.activities.common.kubeobjects import KubeObjects, Manifest
 from tenantflow.activities.common.slurm_cli import SlurmCtl
 from tenantflow.models.network_policy import (
@@ -126,7 +126,7 @@ def slurm_settings(target: KubeTarget) -> tuple[int, tuple[int, int] | None, str
     try:
         config = SlurmCtl.connect(target).config()
     except ApplicationError as exc:
-        if exc.type == TRANSIENT:
+        if transient(exc):
             raise
         return DEFAULT_SLURMD_PORT, None, str(exc).splitlines()[0][:200]
     port = config.get(SLURMD_PORT, "")

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT, fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.kubelease import SLURM_ACCOUNTING, Lease
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.settings import settings
@@ -84,7 +84,7 @@ def preflight(inp: StepInput) -> StepResult:
     try:
         ctl = _ctl(c)
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         cfg = settings()
         check(

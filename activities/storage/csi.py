@@ -19,7 +19,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT, fail, transient
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.kubeensure import foreign_owner, is_ours
 from tenantflow.activities.common.kubeobjects import KubeObjects
 from tenantflow.activities.common.manifests import RUN_ANNOTATION, owner_labels
@@ -135,7 +135,7 @@ def _ensure_csi_user(contract: TenantContract) -> EnsureResult:
         with WekaClient.from_settings(creds) as csi:
             csi.login()
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         raise fail(
             "Conflict",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT
+from tenantflow.activities.common.errors import transient
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.weka_client import Credentials, WekaClient, org_admin_credentials
 from tenantflow.models.plan import Action
@@ -115,7 +115,7 @@ def org_is_ours(contract: TenantContract) -> bool:
         with WekaClient.from_settings(org_admin_credentials(contract.slug)) as org:
             org.login()
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         return False
     return True

@@ -26,7 +26,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from tenantflow.activities.common.errors import TRANSIENT, fail
+from tenantflow.activities.common.errors import fail, transient
 from tenantflow.activities.common.fanout import fan_out
 from tenantflow.activities.common.registered import defn
 from tenantflow.activities.common.weka_client import Filesystem, Quota, WekaClient, org_admin_credentials
@@ -122,7 +122,7 @@ def preflight(inp: StepInput) -> StepResult:
         with WekaClient.from_settings() as weka:
             findings = _weka_findings(weka, inp.contract)
     except ApplicationError as err:
-        if err.type == TRANSIENT:
+        if transient(err):
             raise
         findings = [
             Finding.failed(
