@@ -9,16 +9,15 @@ ending in ``B`` is in Weka's byte units: decimal ``KB MB GB TB PB EB`` or binary
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
 from typing import Annotated, cast
 
-from kubernetes.utils.quantity import parse_quantity as _untyped_parse_quantity
 from pydantic import AfterValidator
-
-parse_quantity = cast(Callable[[str], Decimal], _untyped_parse_quantity)
-"""The Kubernetes client's quantity parser (untyped upstream), which returns a Decimal."""
 
 KUBE_QUANTITY = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,2}|[KMGTPE]i|[numkMGTPE])?$")
 """``<signedNumber><suffix>`` of apimachinery's Quantity: binary ``Ki..Ei``, decimal ``n u m k M G T P E``
@@ -32,6 +31,28 @@ BYTE_UNITS: dict[str, int] = {
 _BYTES = re.compile(r"^([+-]?\d+(?:\.\d+)?)([KMGTPE]?i?B)$")
 _UNIT = re.compile(r"^[+-]?[\d.]+([A-Za-z]+)$")
 _SPACE_BEFORE_UNIT = re.compile(r"(?<=[\d.])\s+(?=[A-Za-z])")
+
+
+def _kube_quantity() -> ModuleType:
+    """``kubernetes/utils/quantity.py`` of the installed client, loaded by itself. It imports only ``decimal``;
+    imported through its package it would load the whole client first (``kubernetes/__init__`` imports every API,
+    a quarter of a second), which every ``tenantflow`` command would pay for reading a contract."""
+    package = importlib.util.find_spec("kubernetes")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the kubernetes client is not installed (pip install kubernetes)")
+    source = Path(next(iter(package.submodule_search_locations))) / "utils" / "quantity.py"
+    spec = importlib.util.spec_from_file_location("tenantflow.models._kube_quantity", source)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {source}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+parse_quantity = cast(Callable[[str], Decimal], _kube_quantity().parse_quantity)
+"""The Kubernetes client's quantity parser, ``kubernetes.utils.quantity.parse_quantity`` (untyped upstream), which
+returns a Decimal."""
+
 EXAMPLES = "a Kubernetes quantity such as 10Ti or 500G, or bytes such as 100GB or 5TB"
 
 

@@ -33,8 +33,9 @@ from aiohttp import web
 
 from tenantflow.models.api import RunPath, TenantPath, WorkerPath
 from tenantflow.starter.problems import ApiProblem
+from tenantflow.worker.bearer import GRANTS_KEY, USER_KEY
 from tenantflow.worker.targets import EVERY_TARGET, Target, allowed, target_of_run, tenant, worker_cluster
-from tenantflow.worker.tokens import GRANTS_KEY, USER_KEY, Role
+from tenantflow.worker.tokens import Role
 
 
 def of_tenant_path(path: TenantPath) -> Target:

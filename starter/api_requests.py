@@ -17,7 +17,7 @@ from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.contracts import refuse_kubeconfig_paths
 from tenantflow.starter.openapi import PATH_KEY, QUERY_KEY
 from tenantflow.starter.problems import invalid, json_object
-from tenantflow.worker.tokens import USER_KEY
+from tenantflow.worker.bearer import USER_KEY
 
 API_KEY: web.AppKey[TenantflowClient] = web.AppKey("api", TenantflowClient)
 M = TypeVar("M", bound=BaseModel)

@@ -64,8 +64,9 @@ from tenantflow.starter.api_requests import API_KEY
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.starter.openapi import BODY_LIMIT, Handler, Reply, Route, openapi_document, register
 from tenantflow.starter.problems import problems
+from tenantflow.worker.bearer import bearer_auth
 from tenantflow.worker.targets import Target
-from tenantflow.worker.tokens import TOKENS_FILE_ENV, Role, TokenFile, TokenFileError, TokenSource, bearer_auth
+from tenantflow.worker.tokens import TOKENS_FILE_ENV, Role, TokenFile, TokenFileError, TokenSource
 
 STARTED = {201: Reply("the run started: its workflow id and run id", StartedRun)}
 ACTIVE = {409: Reply("a run for the same target is in progress (the message names it)")}

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from kubernetes import config
 from temporalio.client import WorkflowFailureError
 from temporalio.types import MethodAsyncSingleParam
 
@@ -93,6 +92,8 @@ def records_target(kubeconfig: str | None, context: str | None) -> KubeTarget | 
     path = kubeconfig or os.environ.get("TENANTFLOW_KUBECONFIG")
     if not path:
         return None
+    from kubernetes import config  # on first use: the whole client loads with it, which other commands need not pay
+
     try:
         contexts, active = config.list_kube_config_contexts(config_file=path)
     except (config.ConfigException, OSError) as exc:

@@ -12,15 +12,11 @@ token and the line to append. Each ``ROLE:PATTERN`` is a :class:`Grant`: a role 
 whose name the fnmatch-style, case-sensitive ``PATTERN`` matches (a tenant by its slug, ``tenant-*``; a worker
 cluster as ``workerclusters/<namespace>/<worker>``; ``*`` matches everything). Every line needs at least one grant.
 
-A request carries ``Authorization: Bearer <token>`` (the scheme is required; a bare token is refused and told so).
-The middleware answers 401 without a known token and otherwise records the user as ``request[USER_KEY]`` (the
-identity an approval is recorded under: a client cannot name another approver) and the grants as
-``request[GRANTS_KEY]``, for the role checks of the HTTP API (:mod:`tenantflow.starter.api_auth`) and of the codec
-server (:mod:`tenantflow.worker.codec`), over the targets of :mod:`tenantflow.worker.targets`.
-:class:`TokenFile` reads the file again on every request and parses it again when its bytes changed, so a token
-removed from it stops working at once, without a restart; a file that became invalid refuses every request (503,
-naming the line and the fix) until it is fixed, rather than keep serving tokens that may have been revoked in that
-edit.
+Requests are checked against it by the middleware of :mod:`tenantflow.worker.bearer`, over the targets of
+:mod:`tenantflow.worker.targets`. :class:`TokenFile` reads the file again on every request and parses it again when
+its bytes changed, so a token removed from it stops working at once, without a restart; a file that became invalid
+refuses every request (503, naming the line and the fix) until it is fixed, rather than keep serving tokens that
+may have been revoked in that edit.
 """
 
 from __future__ import annotations
@@ -29,24 +25,18 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Protocol
 
-import structlog
-from aiohttp import web
-from aiohttp.typedefs import Middleware
-
 TOKENS_FILE_ENV = "TENANTFLOW_API_TOKENS_FILE"
 USER_FORMAT = re.compile(r"^[A-Za-z0-9@._-]{1,100}$")
 HASH_FORMAT = re.compile(r"^[0-9a-f]{64}$")
 PATTERN_FORMAT = re.compile(r"^[A-Za-z0-9*?\[\]!/._-]{1,200}$")
 ENTRY_FORMAT = "'SHA256_HEX USER ROLE:PATTERN ...' (make one with `tenantflow token USER --role ROLE:PATTERN`)"
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-log = structlog.get_logger("tenantflow.tokens")
 
 
 class Role(StrEnum):
@@ -95,10 +85,6 @@ class TokenEntry:
 
     user: str
     grants: tuple[Grant, ...]
-
-
-USER_KEY: web.RequestKey[str] = web.RequestKey("user", str)
-GRANTS_KEY: web.RequestKey[tuple[Grant, ...]] = web.RequestKey("grants", tuple)
 
 
 class TokenFileError(ValueError):
@@ -197,42 +183,3 @@ class TokenFile:
                 raise TokenFileError(f"{self.path}: not UTF-8 text; expected {ENTRY_FORMAT}") from None
             self._parsed = (raw, TokenTable.parse(text.splitlines(), str(self.path)))
         return self._parsed[1]
-
-
-def refused(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.json_response({"error": message, "fields": []}, status=status, headers=headers)
-
-
-def unauthenticated(message: str) -> web.Response:
-    return refused(401, message, {"WWW-Authenticate": "Bearer"})
-
-
-def bearer_auth(tokens: TokenSource) -> Middleware:
-    """401 without ``Authorization: Bearer <known token>`` (CORS preflights pass: browsers send them without
-    credentials); 503 while the token file is invalid."""
-
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method == "OPTIONS":
-            return await handler(request)
-        header = request.headers.get("Authorization", "").strip()
-        if not header:
-            return unauthenticated("no Authorization header: send `Authorization: Bearer <token>`")
-        scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not given.strip():
-            return unauthenticated("the Authorization header must be `Bearer <token>`: put `Bearer ` before the token")
-        try:
-            table = tokens.current()
-        except TokenFileError as exc:
-            log.error("token file unusable", error=str(exc))
-            return refused(503, f"the token file is unusable: {exc}; fix it (it is read again on every request)")
-        entry = table.entry(given.strip())
-        if entry is None:
-            return unauthenticated(
-                "unknown bearer token: it is not in the token file (never added, or removed from it)"
-            )
-        request[USER_KEY] = entry.user
-        request[GRANTS_KEY] = entry.grants
-        return await handler(request)
-
-    return check

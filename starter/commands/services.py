@@ -110,7 +110,8 @@ def codec_server(
     callers with a token of TENANTFLOW_API_TOKENS_FILE."""
     from aiohttp import web
 
-    from tenantflow.worker.codec import EncryptionCodec, KeyRing, codec_app
+    from tenantflow.worker.codec import EncryptionCodec, KeyRing
+    from tenantflow.worker.codec_server import codec_app
     from tenantflow.worker.config import TemporalSettings
 
     settings = TemporalSettings()

@@ -30,10 +30,10 @@ from tenantflow.worker.codec import (
     EncryptionCodec,
     EncryptionRequired,
     KeyRing,
-    codec_app,
     data_converter,
     new_key_entry,
 )
+from tenantflow.worker.codec_server import codec_app
 from tenantflow.worker.config import TemporalSettings
 from tenantflow.worker.temporal import connect
 from tenantflow.worker.tokens import TokenTable, new_token

@@ -26,7 +26,8 @@ from temporalio.client import Client
 from temporalio.converter import WorkflowSerializationContext
 from temporalio.testing import WorkflowEnvironment
 
-from tenantflow.worker.codec import BINDING, EncryptionCodec, KeyRing, codec_app, data_converter, new_key_entry
+from tenantflow.worker.codec import BINDING, EncryptionCodec, KeyRing, data_converter, new_key_entry
+from tenantflow.worker.codec_server import codec_app
 from tenantflow.worker.tokens import TokenFile, new_token
 from tests.workflows.contract import example_tenant
 from tests.workflows.fakes import FakeWorld
