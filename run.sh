@@ -47,6 +47,13 @@ case "${1:-}" in
     mkdir -p build
     lint >build/lint.log 2>&1 &
     lint_pid=$!
+    # hundreds of Python processes (workers, CLI calls, lab servers) import this tree: where the environment sets
+    # PYTHONDONTWRITEBYTECODE (CI's does), each would compile it from source again, and each xdist worker would
+    # rewrite every test module's asserts again; so write the bytecode once, and pytest's rewritten modules
+    # with one collection before the workers start
+    unset PYTHONDONTWRITEBYTECODE
+    .venv/bin/python -m compileall -q -j 0 models workflows activities worker starter lab bench tests >/dev/null
+    .venv/bin/pytest --collect-only -q "${@:2}" >/dev/null 2>&1 || true
     tests=0
     .venv/bin/pytest -n "${TENANTFLOW_TEST_WORKERS:-5}" --dist loadfile --no-loadscope-reorder "${@:2}" || tests=$?
     linted=0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -102,3 +103,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {path: index for index, path in enumerate(SLOWEST_FIRST)}
     root = config.rootpath
     items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
+
+
+GC_THRESHOLDS = (7000, 20, 20)
+"""The cyclic collector of each test process runs ten times less often than Python's default (700, 10, 10), with
+everything collection loaded frozen out of its scans: the in-process workers allocate payloads, protos and JSON
+trees by the million over a large heap, and at the default thresholds a rollback test process spent 8% more CPU."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)

@@ -14,7 +14,7 @@ import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ldap3 import BASE, LEVEL, Connection, Entry, Server, Tls
+from ldap3 import BASE, LEVEL, NONE, Connection, Entry, Server, Tls
 from ldap3.core.exceptions import (
     LDAPBindError,
     LDAPException,
@@ -91,14 +91,19 @@ def _ldap_failure(exc: LDAPException) -> ApplicationError:
 
 def server() -> Server:
     """The outpost; over ldaps:// the certificate is verified (``LDAP_CA_FILE``, else the system trust store)
-    unless ``LDAP_TLS_INSECURE`` (labs only) turns verification off."""
+    unless ``LDAP_TLS_INSECURE`` (labs only) turns verification off. ``get_info=NONE``: ldap3 would otherwise read
+    the root DSE and the whole subschema after every bind (two searches, and parsing the schema costs more CPU than
+    the lookups) only to type the values, which these lookups convert themselves
+    (https://ldap3.readthedocs.io/en/latest/server.html)."""
     conf = settings()
     tls = Tls(
         validate=ssl.CERT_NONE if conf.ldap_tls_insecure else ssl.CERT_REQUIRED,
         ca_certs_file=conf.ldap_ca_file or None,
         version=ssl.PROTOCOL_TLS_CLIENT,
     )
-    return Server(conf.ldap_url, use_ssl=conf.ldap_url.lower().startswith("ldaps://"), tls=tls, connect_timeout=5)
+    return Server(
+        conf.ldap_url, use_ssl=conf.ldap_url.lower().startswith("ldaps://"), tls=tls, get_info=NONE, connect_timeout=5
+    )
 
 
 def tls_findings() -> list[Finding]:

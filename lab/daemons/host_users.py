@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ldap3 import SUBTREE
+from ldap3 import SUBTREE, Entry
 
 from tenantflow.lab import pitfalls
 from tenantflow.lab.changes import Changes, follow
@@ -162,11 +162,11 @@ def read_directory(
         )
         users = [
             PasswdEntry(
-                str(e.uid.value),
-                int(e.uidNumber.value),
-                int(e.gidNumber.value),
-                str(e.displayName.value or ""),
-                _home(str(e.homeDirectory.value), state_dir),
+                _one(e, "uid"),
+                int(_one(e, "uidNumber")),
+                int(_one(e, "gidNumber")),
+                _one(e, "displayName"),
+                _home(_one(e, "homeDirectory"), state_dir),
             )
             for e in conn.entries
         ]
@@ -178,13 +178,23 @@ def read_directory(
         )
         groups = [
             GroupEntry(
-                str(e.cn.value),
-                int(e.gidNumber.value),
-                tuple(sorted(str(dn).split(",", 1)[0].split("=", 1)[1] for dn in e.member.values)),
+                _one(e, "cn"),
+                int(_one(e, "gidNumber")),
+                tuple(sorted(dn.split(",", 1)[0].split("=", 1)[1] for dn in _all(e, "member"))),
             )
             for e in conn.entries
         ]
     return users, groups
+
+
+def _all(entry: Entry, attribute: str) -> list[str]:
+    """The values of ``attribute`` as slapd sent them (strings: the connection reads no schema)."""
+    return [str(value) for value in entry.entry_attributes_as_dict.get(attribute, [])]
+
+
+def _one(entry: Entry, attribute: str) -> str:
+    """The first value of ``attribute``, or "" without one."""
+    return next(iter(_all(entry, attribute)), "")
 
 
 def _home(outpost_home: str, state_dir: Path) -> str:

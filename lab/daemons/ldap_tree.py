@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldap3 import BASE, LEVEL, MODIFY_ADD, MODIFY_DELETE, MODIFY_REPLACE, Connection, Server
+from ldap3 import BASE, LEVEL, MODIFY_ADD, MODIFY_DELETE, MODIFY_REPLACE, NONE, Connection, Server
 from ldap3.core.exceptions import (
     LDAPAttributeOrValueExistsResult,
     LDAPEntryAlreadyExistsResult,
@@ -199,9 +199,11 @@ def group_attributes(group: LdapGroup) -> dict[str, list[str]]:
 
 
 def connect(url: str, bind_dn: str, password: str) -> Connection:
-    """A bound, synchronous ldap3 connection that raises on every LDAP error."""
+    """A bound, synchronous ldap3 connection that raises on every LDAP error. Without the server's schema
+    (``get_info=NONE``): reading and parsing it after each bind cost more than the host-user syncs it served, so
+    values come back as the strings slapd sent."""
     return Connection(
-        Server(url, connect_timeout=5),
+        Server(url, get_info=NONE, connect_timeout=5),
         user=bind_dn,
         password=password,
         auto_bind=True,
