@@ -48,7 +48,7 @@ case "${1:-}" in
     lint >build/lint.log 2>&1 &
     lint_pid=$!
     # hundreds of Python processes (workers, CLI calls, lab servers) import this tree: where the environment sets
-    # PYTHONDONTWRITEBYTECODE (CI's does), each would compile it from source again, and each xdist worker would
+    # PYTHONDONTWRITEBYTECODE (this workplace's sessions do), each would compile it from source again, and each xdist worker would
     # rewrite every test module's asserts again; so write the bytecode once, and pytest's rewritten modules
     # with one collection before the workers start
     unset PYTHONDONTWRITEBYTECODE

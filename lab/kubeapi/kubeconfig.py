@@ -99,17 +99,24 @@ def read_endpoint(kubeconfig: str | None, context: str | None) -> Endpoint:
     chosen = _entry(config, "context", name, path)
     cluster = _entry(config, "cluster", str(chosen.get("cluster")), path)
     user = _entry(config, "user", str(chosen.get("user")), path)
-    if "certificate-authority-data" in cluster:
-        ca_pem: bytes | None = base64.b64decode(str(cluster["certificate-authority-data"]))
-    elif "certificate-authority" in cluster:
-        ca_pem = Path(str(cluster["certificate-authority"])).read_bytes()
-    else:
-        ca_pem = None
-    if "token" in user:
-        token = str(user["token"])
-    elif "tokenFile" in user:
-        token = Path(str(user["tokenFile"])).read_text().strip()
-    else:
+    if "server" not in cluster:
+        raise KubeconfigError(f"{path}: cluster {chosen.get('cluster')!r} has no server; add its URL")
+    try:
+        if "certificate-authority-data" in cluster:
+            ca_pem: bytes | None = base64.b64decode(str(cluster["certificate-authority-data"]))
+        elif "certificate-authority" in cluster:
+            ca_pem = Path(str(cluster["certificate-authority"])).read_bytes()
+        else:
+            ca_pem = None
+        if "token" in user:
+            token: str | None = str(user["token"])
+        elif "tokenFile" in user:
+            token = Path(str(user["tokenFile"])).read_text().strip()
+        else:
+            token = None
+    except OSError as exc:
+        raise KubeconfigError(f"{path}: cannot read a file it names: {exc}") from None
+    if token is None:
         raise KubeconfigError(
             f"{path}: user {chosen.get('user')!r} has no token or tokenFile; the lab's users are "
             "bearer tokens (client certificates and exec plugins are not read)"

@@ -46,6 +46,7 @@ def test_kubeconfig_env_and_token_file_are_honoured(tmp_path: Path, monkeypatch:
     [
         ({"client-certificate-data": "x", "client-key-data": "y"}, "c", "has no token or tokenFile"),
         ({"token": "t"}, "missing", "no context named 'missing'"),
+        ({"tokenFile": "/nonexistent/token"}, "c", "cannot read a file it names"),
     ],
 )
 def test_what_it_cannot_use_is_refused_naming_the_entry(
