@@ -7,8 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 setup() {
+  # the Debian packages (lab daemons) install beside pip: apt mostly waits on downloads and dpkg, pip on one core
+  local system_pid=
   if [ "$(id -u)" = 0 ]; then
-    bash scripts/install-system-packages.sh >/dev/null
+    bash scripts/install-system-packages.sh >/dev/null &
+    system_pid=$!
   fi
   local py
   py=$(command -v python3.11 || command -v python3)
@@ -19,6 +22,7 @@ setup() {
     .venv/bin/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[lab,dev]'
     touch "$stamp"
   fi
+  [ -z "$system_pid" ] || wait "$system_pid"
   typecheck_tree
 }
 

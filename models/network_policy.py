@@ -185,10 +185,6 @@ class RequiredPath(Strict):
     why: str
 
     @property
-    def ports(self) -> range:
-        return range(self.port, (self.end_port or self.port) + 1)
-
-    @property
     def port_text(self) -> str:
         return f"{self.port}-{self.end_port}" if self.end_port else str(self.port)
 

@@ -72,23 +72,72 @@ def _peer_matches(peer: Peer, policy_ns: str, other: Endpoint, cluster: Cluster)
     return peer.pod_selector is None or _selects(peer.pod_selector, other.labels)
 
 
-def _port_matches(ports: Iterable[PolicyPort], port: int, protocol: str) -> bool:
+Span = tuple[int, int]
+"""An inclusive range of port numbers."""
+
+EVERY_PORT: Span = (0, 65535)
+
+
+def _rule_spans(ports: Iterable[PolicyPort], protocol: str) -> list[Span]:
+    """The ports of ``protocol`` a rule's ``ports`` list admits (no list: every port)."""
     ports = list(ports)
     if not ports:
-        return True
+        return [EVERY_PORT]
+    spans = []
     for rule in ports:
         if rule.protocol.value != protocol:
             continue
+        if rule.port is None:
+            return [EVERY_PORT]
         number = NAMED_PORTS.get(rule.port) if isinstance(rule.port, str) else rule.port
-        if number is None and rule.port is None:
-            return True
-        if number is not None and (number == port or (rule.end_port is not None and number <= port <= rule.end_port)):
-            return True
-    return False
+        if number is not None:
+            spans.append((number, max(number, rule.end_port or number)))
+    return spans
 
 
 def _peers_match(peers: list[Peer], policy_ns: str, other: Endpoint, cluster: Cluster) -> bool:
     return not peers or any(_peer_matches(p, policy_ns, other, cluster) for p in peers)
+
+
+def allowed_spans(
+    policies: Iterable[NetworkPolicy], pod: Endpoint, other: Endpoint, protocol: str, direction: str, cluster: Cluster
+) -> list[Span]:
+    """The ports on which ``pod`` may open (egress) or accept (ingress) a connection with ``other``: every port
+    when no policy isolates the pod in that direction, else the union of what the rules that match ``other``
+    admit (policies are additive)."""
+    kind = "Egress" if direction == "egress" else "Ingress"
+    selecting = [
+        p
+        for p in policies
+        if (p.metadata.namespace or pod.namespace) == pod.namespace
+        and _selects(p.spec.pod_selector, pod.labels)
+        and kind in p.spec.types()
+    ]
+    if not selecting:
+        return [EVERY_PORT]
+    spans = []
+    for policy in selecting:
+        ns = policy.metadata.namespace or str(pod.namespace)
+        if direction == "egress":
+            rules = [(rule.to, rule.ports) for rule in policy.spec.egress or []]
+        else:
+            rules = [(rule.from_, rule.ports) for rule in policy.spec.ingress or []]
+        for peers, ports in rules:
+            if _peers_match(peers, ns, other, cluster):
+                spans.extend(_rule_spans(ports, protocol))
+    return spans
+
+
+def covers(spans: Iterable[Span], low: int, high: int) -> bool:
+    """Whether the union of ``spans`` holds every port of ``low..high``."""
+    reach = low
+    for start, end in sorted(spans):
+        if start > reach:
+            return False
+        reach = max(reach, end + 1)
+        if reach > high:
+            return True
+    return reach > high
 
 
 def allows(
@@ -101,30 +150,7 @@ def allows(
     cluster: Cluster,
 ) -> bool:
     """Whether ``pod`` may open (egress) or accept (ingress) a connection with ``other`` on ``port``."""
-    kind = "Egress" if direction == "egress" else "Ingress"
-    selecting = [
-        p
-        for p in policies
-        if (p.metadata.namespace or pod.namespace) == pod.namespace
-        and _selects(p.spec.pod_selector, pod.labels)
-        and kind in p.spec.types()
-    ]
-    if not selecting:
-        return True
-    for policy in selecting:
-        ns = policy.metadata.namespace or str(pod.namespace)
-        if direction == "egress":
-            if any(
-                _peers_match(rule.to, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
-                for rule in policy.spec.egress or []
-            ):
-                return True
-        elif any(
-            _peers_match(rule.from_, ns, other, cluster) and _port_matches(rule.ports, port, protocol)
-            for rule in policy.spec.ingress or []
-        ):
-            return True
-    return False
+    return covers(allowed_spans(policies, pod, other, protocol, direction, cluster), port, port)
 
 
 def unreachable(
@@ -142,9 +168,8 @@ def unreachable(
     for path in paths:
         labels = found.get(path.service or "", path.peer_labels)
         other = Endpoint(path.peer_namespace, labels)
-        if not all(
-            allows(policies, login, other, port, path.protocol.value, path.direction, cluster) for port in path.ports
-        ):
+        spans = allowed_spans(policies, login, other, path.protocol.value, path.direction, cluster)
+        if not covers(spans, path.port, path.end_port or path.port):
             blocked.append(path)
     return blocked
 

@@ -111,19 +111,19 @@ def _port_ok(ports: list[Obj] | None, port: int, protocol: str) -> bool:
     return False
 
 
-def _side_allows(
-    store: Store,
-    ns: str,
-    labels: dict[str, str],
-    kind: str,
-    other_ns: str,
-    other_labels: dict[str, str],
-    port: int,
-    protocol: str,
-) -> bool:
-    """Whether the pod (ns, labels) allows the connection in direction ``kind`` (Ingress or Egress)."""
+Side = list[list[Obj] | None] | None
+"""One end of a connection: None when no policy isolates the pod in that direction, else the ``ports`` of each
+rule whose peers match the other end (a rule without ``ports`` admits any)."""
+
+
+def _side(
+    store: Store, ns: str, labels: dict[str, str], kind: str, other_ns: str, other_labels: dict[str, str]
+) -> Side:
+    """What the policies of the pod (ns, labels) say about connections with the other end in direction ``kind``
+    (Ingress or Egress)."""
     rules_key, peers_key = ("egress", "to") if kind == "Egress" else ("ingress", "from")
     isolated = False
+    admitting: list[list[Obj] | None] = []
     for policy in store.list(GROUP, "networkpolicies", ns):
         spec = policy.get("spec") or {}
         if not _selector_matches(spec.get("podSelector"), labels) or kind not in _policy_types(spec):
@@ -131,11 +131,13 @@ def _side_allows(
         isolated = True
         for rule in spec.get(rules_key) or []:
             peers = rule.get(peers_key) or []
-            if (not peers or any(_peer_ok(store, p, ns, other_ns, other_labels) for p in peers)) and _port_ok(
-                rule.get("ports"), port, protocol
-            ):
-                return True
-    return not isolated
+            if not peers or any(_peer_ok(store, p, ns, other_ns, other_labels) for p in peers):
+                admitting.append(rule.get("ports"))
+    return admitting if isolated else None
+
+
+def _side_allows(side: Side, port: int, protocol: str) -> bool:
+    return side is None or any(_port_ok(ports, port, protocol) for ports in side)
 
 
 def _service(store: Store, target: Target) -> Obj | None:
@@ -194,8 +196,10 @@ def probe_blocked(store: Store, namespace: str, pod: str, target: Target) -> str
         dialled = f"{hop.name}.{hop.namespace}:{hop.port}/{hop.protocol}"
         if port is None:
             return f"no pod answers {dialled} (the Service's targetPort leads to no container port)"
-        egress = _side_allows(store, namespace, labels, "Egress", hop.namespace, hop_labels, port, hop.protocol)
-        ingress = _side_allows(store, hop.namespace, hop_labels, "Ingress", namespace, labels, port, hop.protocol)
+        egress = _side_allows(_side(store, namespace, labels, "Egress", hop.namespace, hop_labels), port, hop.protocol)
+        ingress = _side_allows(
+            _side(store, hop.namespace, hop_labels, "Ingress", namespace, labels), port, hop.protocol
+        )
         if not (egress and ingress):
             side = "egress" if not egress else "ingress"
             via = f", pod port {port}" if port != hop.port else ""
@@ -211,9 +215,11 @@ def callback_blocked(store: Store, namespace: str, pod: str, source: Target, por
     except ApiError:
         return f"pod {namespace}/{pod} does not exist"
     peer = _target_labels(store, source)
+    source_side = _side(store, source.namespace, peer, "Egress", namespace, labels)
+    pod_side = _side(store, namespace, labels, "Ingress", source.namespace, peer)
     for port in ports:
-        egress = _side_allows(store, source.namespace, peer, "Egress", namespace, labels, port, source.protocol)
-        ingress = _side_allows(store, namespace, labels, "Ingress", source.namespace, peer, port, source.protocol)
+        egress = _side_allows(source_side, port, source.protocol)
+        ingress = _side_allows(pod_side, port, source.protocol)
         if not (egress and ingress):
             side = "egress" if not egress else "ingress"
             dialled = f"{namespace}/{pod}:{port}/{source.protocol}"

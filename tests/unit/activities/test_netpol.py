@@ -119,3 +119,34 @@ def test_a_policy_opening_part_of_the_srun_range_blocks_the_range() -> None:
     cluster = netpol.Cluster({"slurm-control": {}})
     assert netpol.unreachable([part], LOGIN, cluster, paths=[callback]) == [callback]
     assert netpol.unreachable([whole], LOGIN, cluster, paths=[callback]) == []
+
+
+def test_the_srun_range_may_be_opened_by_several_rules_and_policies_but_not_with_a_gap() -> None:
+    [callback] = [p for p in ports.required_paths(OUTPOST_PORTS) if p.direction == "ingress" and p.end_port]
+    slurm = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "slurm-control"}}}
+    cluster = netpol.Cluster({"slurm-control": {}})
+
+    def opening(*ranges: tuple[int, int]) -> NetworkPolicy:
+        rules = [{"from": [slurm], "ports": [{"port": low, "endPort": high}]} for low, high in ranges]
+        return pol({"podSelector": {}, "ingress": rules})
+
+    halves = [opening((60001, 61500)), opening((61501, 63000))]
+    overlapping = [opening((61000, 63000), (60001, 61200))]
+    gap = [opening((60001, 61499), (61501, 63000))]
+    other_protocol = [pol({"podSelector": {}, "ingress": [{"from": [slurm], "ports": [{"protocol": "UDP"}]}]})]
+    any_tcp_port = [pol({"podSelector": {}, "ingress": [{"from": [slurm], "ports": [{"protocol": "TCP"}]}]})]
+    assert netpol.unreachable(halves, LOGIN, cluster, paths=[callback]) == []
+    assert netpol.unreachable(overlapping, LOGIN, cluster, paths=[callback]) == []
+    assert netpol.unreachable(gap, LOGIN, cluster, paths=[callback]) == [callback]
+    assert netpol.unreachable(other_protocol, LOGIN, cluster, paths=[callback]) == [callback]
+    assert netpol.unreachable(any_tcp_port, LOGIN, cluster, paths=[callback]) == []
+
+
+def test_covers_needs_every_port_of_the_range() -> None:
+    assert netpol.covers([(10, 20)], 10, 20)
+    assert netpol.covers([(15, 20), (10, 14)], 10, 20)
+    assert not netpol.covers([(10, 14), (16, 20)], 10, 20)
+    assert not netpol.covers([(11, 20)], 10, 20)
+    assert not netpol.covers([(10, 19)], 10, 20)
+    assert netpol.covers([(0, 65535)], 22, 22)
+    assert not netpol.covers([], 22, 22)
