@@ -56,7 +56,7 @@ async def test_a_run_pinned_to_v1_waits_for_v1_while_v2_takes_new_runs(
     v1.start()
     api = await TenantflowClient.connect(settings(chaos_server.address, queue))
     try:
-        await set_current(api.client, deployment, "v1")
+        await set_current(api.client, deployment, "v1", queue)
         old = await api.start_onboarding(contract)
         try:
             await pinned_through_a_deploy(api, old, (v1, v2), deployment, contract_probe(chaos_lab, nodes))
@@ -65,7 +65,7 @@ async def test_a_run_pinned_to_v1_waits_for_v1_while_v2_takes_new_runs(
                 await old.terminate("the scenario failed")
             if v2.proc is None:
                 v2.start()
-                await set_current(api.client, deployment, "v2")
+                await set_current(api.client, deployment, "v2", queue)
             gone = await offboard(api, contract, purge=True)
             assert gone.status == "completed", gone.message
         lifecycle = api.client.get_workflow_handle(lifecycle_id(contract.slug))
@@ -94,7 +94,7 @@ async def pinned_through_a_deploy(
     v1, v2 = workers
     plan = await api.wait_for_plan(old.id)
     v2.start()
-    await set_current(api.client, deployment, "v2")
+    await set_current(api.client, deployment, "v2", api.task_queue)
     v1.stop()
     approval = asyncio.create_task(reviewer(api).approve(old.id, plan.plan_hash or ""))
     probe = await api.start_onboarding(probe_contract)

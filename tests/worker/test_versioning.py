@@ -10,6 +10,7 @@ set-current-version`` does.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -17,8 +18,10 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState, VersioningBehavior
+from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState, TaskQueueType, VersioningBehavior
+from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import (
+    DescribeTaskQueueRequest,
     DescribeWorkerDeploymentRequest,
     SetWorkerDeploymentCurrentVersionRequest,
 )
@@ -76,10 +79,21 @@ NOT_POLLED_YET = frozenset({RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECON
 """What setting a current version answers while the deployment or the version has had no poller yet."""
 
 
-async def set_current(client: Client, deployment: str, build_id: str) -> None:
+WEDGED_AFTER_S = 15.0
+"""How long the deployment's routing update may stay IN_PROGRESS before :func:`set_current` reads the routing
+from the task queue instead (it completes in about a second here)."""
+
+
+async def set_current(client: Client, deployment: str, build_id: str, task_queue: str) -> None:
     """Make ``build_id`` the deployment's current version once its worker has polled (till then the server answers
-    NOT_FOUND: "does your Worker Deployment have pollers?"), then wait until the server says the routing reached
-    every task queue of the deployment.
+    NOT_FOUND: "does your Worker Deployment have pollers?"), then wait until ``task_queue`` routes to it.
+
+    Routing has reached the queue when the server says the routing update COMPLETED (every partition of every
+    queue of the deployment has it). For temporalio/temporal#11842 (on a queue that serves workflows and
+    activities, ``routingConfigUpdateState`` can stay IN_PROGRESS for ever although the queue already routes to
+    the new version; a 300 s hang of tests/chaos/test_deploy.py here), once the update has been IN_PROGRESS for
+    :data:`WEDGED_AFTER_S` the queue's own versioning data is enough: ``DescribeTaskQueue`` naming the build as
+    current for both its workflow and its activity tasks.
 
     Neither wait has a deadline of its own: each ends on the server's state, and pytest-timeout stops a hang (a
     deadline shared by a worker process's start-up and the propagation failed on a loaded machine, cc35).
@@ -95,17 +109,38 @@ async def set_current(client: Client, deployment: str, build_id: str) -> None:
             if err.status not in NOT_POLLED_YET | SERVER_BUSY:
                 raise
             await asyncio.sleep(0.2)
-    described = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+    wedged_at = time.monotonic() + WEDGED_AFTER_S
     while True:
         try:
-            info = (await client.workflow_service.describe_worker_deployment(described)).worker_deployment_info
+            if await routing_completed(client, deployment):
+                return
+            if time.monotonic() > wedged_at and await queue_routes_to(client, deployment, build_id, task_queue):
+                return
         except RPCError as err:  # a loaded dev server cancels or drops a call now and then: ask again
             if err.status not in SERVER_BUSY:
                 raise
-        else:
-            if info.routing_config_update_state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED:
-                return
         await asyncio.sleep(0.1)
+
+
+async def routing_completed(client: Client, deployment: str) -> bool:
+    described = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+    info = (await client.workflow_service.describe_worker_deployment(described)).worker_deployment_info
+    return info.routing_config_update_state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+
+
+async def queue_routes_to(client: Client, deployment: str, build_id: str, task_queue: str) -> bool:
+    """Whether ``task_queue``'s versioning data names ``build_id`` of ``deployment`` current for workflow and
+    activity tasks."""
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        queue = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+            )
+        )
+        current = queue.versioning_info.current_deployment_version
+        if (current.deployment_name, current.build_id) != (deployment, build_id):
+            return False
+    return True
 
 
 async def task_versions(handle: WorkflowHandle[Any, Any]) -> set[tuple[str, int]]:
@@ -137,11 +172,13 @@ async def test_a_run_started_on_version_a_finishes_on_a_while_b_takes_new_runs(d
     api = as_tester(client, queue)
     world_a, world_b = FakeWorld(), FakeWorld()
     async with versioned_worker(client, queue, deployment, "build-a", world_a):
-        await set_current(client, deployment, "build-a")
+        await set_current(client, deployment, "build-a", queue)
         old = await api.start_onboarding(example_tenant(f"tenant-v{uuid.uuid4().hex[:6]}"))
         old_plan = await wait_for_stage(api, old, "gate:approve_plan")
         async with versioned_worker(client, queue, deployment, "build-b", world_b):
-            await set_current(client, deployment, "build-b")
+            await set_current(client, deployment, "build-b", queue)
+            assert await queue_routes_to(client, deployment, "build-b", queue)
+            assert not await queue_routes_to(client, deployment, "build-a", queue)
             new = await api.start_onboarding(example_tenant(f"tenant-v{uuid.uuid4().hex[:6]}"))
             new_plan = await wait_for_stage(api, new, "gate:approve_plan")
             assert old_plan.plan_hash and new_plan.plan_hash
@@ -165,7 +202,7 @@ async def test_a_lifecycle_started_on_a_moves_to_b_and_continues_as_new_there(de
     api, slug = as_tester(client, queue), f"tenant-l{uuid.uuid4().hex[:6]}"
     types = (TenantOnboarding, TenantOffboarding, TenantLifecycle)
     async with versioned_worker(client, queue, deployment, "build-a", FakeWorld(), types, lifecycle_steps.ACTIVITIES):
-        await set_current(client, deployment, "build-a")
+        await set_current(client, deployment, "build-a", queue)
         onboarding = await api.start_onboarding(example_tenant(slug))
         plan = await wait_for_stage(api, onboarding, "gate:approve_plan")
         await reviewer(api).approve(onboarding.id, plan.plan_hash or "")
@@ -178,7 +215,7 @@ async def test_a_lifecycle_started_on_a_moves_to_b_and_continues_as_new_there(de
             async with versioned_worker(
                 client, queue, deployment, "build-b", FakeWorld(), types, lifecycle_steps.ACTIVITIES
             ):
-                await set_current(client, deployment, "build-b")
+                await set_current(client, deployment, "build-b", queue)
                 asked = await api.renew(slug, 30, "next quarter")
                 assert asked.pending_renewal is not None
                 await reviewer(api).approve(lifecycle.id, asked.pending_renewal.plan_hash)
