@@ -93,10 +93,20 @@ SLOWEST_FIRST = (
     "tests/lab/test_restart.py",
     "tests/integration/test_readme_block.py",
     "tests/records/test_after_history.py",
+    "tests/chaos/test_adoption.py",
+    "tests/enrollment/test_decommission_approved.py",
+    "tests/security/test_secrets_scan.py",
+    "tests/ui/test_approve_in_ui.py",
+    "tests/chaos/test_others_objects.py",
+    "tests/starter/test_commands.py",
+    "tests/chaos/test_deploy.py",
+    "tests/chaos/test_plain_start.py",
+    "tests/enrollment/test_failure_paths.py",
 )
-"""Files that take minutes, started first so that no worker begins one while the others are finishing (pytest-xdist
-hands out whole files in collection order); the rest keep their order. Longest first, by each file's total time in
-the JUnit report of a whole run on two cores (``./run.sh test --junitxml=FILE``), except that the files which
+"""Files that take a minute or more, started first so that no worker begins one while the others are finishing
+(pytest-xdist hands out whole files in collection order); the rest keep their order. Longest first, by each file's
+total time in the JUnit report of a whole run on two cores (``./run.sh test --junitxml=FILE``; the last nine, of
+one to two minutes, by the mean of two runs), except that the files which
 mostly wait (injected latency, killed daemons: test_big_tenant_latency, test_daemon_faults, test_dependency_faults
 and test_worker_crash use a fifth to a third of a core) are spread between the busy ones: started together, as
 plain longest-first had them, they left a core idle for minutes at the start."""
