@@ -52,9 +52,9 @@ case "${1:-}" in
     lint >build/lint.log 2>&1 &
     lint_pid=$!
     # hundreds of Python processes (workers, CLI calls, lab servers) import this tree: where the environment sets
-    # PYTHONDONTWRITEBYTECODE (this workplace's sessions do), each would compile it from source again, and each xdist worker would
-    # rewrite every test module's asserts again; so write the bytecode once, and pytest's rewritten modules
-    # with one collection before the workers start
+    # PYTHONDONTWRITEBYTECODE (this workplace's sessions do), each would compile it from source again, and each
+    # xdist worker would rewrite every test module's asserts again; so write the bytecode once, and pytest's
+    # rewritten modules with one collection before the workers start
     unset PYTHONDONTWRITEBYTECODE
     .venv/bin/python -m compileall -q -j 0 models workflows activities worker starter lab bench tests >/dev/null
     .venv/bin/pytest --collect-only -q "${@:2}" >/dev/null 2>&1 || true

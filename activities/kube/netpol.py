@@ -140,19 +140,6 @@ def covers(spans: Iterable[Span], low: int, high: int) -> bool:
     return reach > high
 
 
-def allows(
-    policies: Iterable[NetworkPolicy],
-    pod: Endpoint,
-    other: Endpoint,
-    port: int,
-    protocol: str,
-    direction: str,
-    cluster: Cluster,
-) -> bool:
-    """Whether ``pod`` may open (egress) or accept (ingress) a connection with ``other`` on ``port``."""
-    return covers(allowed_spans(policies, pod, other, protocol, direction, cluster), port, port)
-
-
 def unreachable(
     policies: Iterable[NetworkPolicy],
     login: Endpoint,
