@@ -2,7 +2,10 @@
 
 :class:`FailStep` is a real Temporal worker interceptor: it makes one activity raise a
 non-retryable ``ApplicationError`` either before its body runs or after it ran (a crash
-after the writes, before the result is recorded). Clients and servers stay real.
+after the writes, before the result is recorded), and, when asked, has every apply step
+report success without running its body (nothing written, its facts passed on), so that a
+run's saga holds every step while nothing of it exists. It notes each undo it sees. Clients
+and servers stay real.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import activity
@@ -26,6 +29,8 @@ from temporalio.worker import (
 )
 
 from tenantflow.lab.endpoints import LabEndpoints
+from tenantflow.models.onboarding import StepInput, StepResult, UndoInput
+from tenantflow.models.runbook import APPLY, ROLLBACK
 from tenantflow.models.tenant import TenantContract
 from tenantflow.starter.client import TenantflowClient
 from tenantflow.worker.registry import ACTIVITIES, WORKFLOWS
@@ -47,13 +52,21 @@ def tenant(lab: LabEndpoints, tag: str) -> TenantContract:
     return base.model_copy(update={"users": users, "slurm": base.slurm.model_copy(update={"team_account": None})})
 
 
+APPLY_NAMES = frozenset(step.name for step in APPLY)
+UNDO_NAMES = frozenset(step.name for step in ROLLBACK)
+
+
 @dataclass
 class Injection:
-    """Which activity fails and when (``before`` its body or ``after`` it); empty means none."""
+    """Which activity fails and when (``before`` its body or ``after`` it); empty means none. With
+    ``skip_bodies``, every apply step reports success without running its body. ``undone``: each undo the worker
+    ran, as ``<undo activity> <step>``."""
 
     activity: str = ""
     when: str = ""
     fired: int = 0
+    skip_bodies: bool = False
+    undone: list[str] = field(default_factory=list)
 
     def check(self, name: str, when: str) -> None:
         if name == self.activity and when == self.when:
@@ -68,7 +81,15 @@ class _FailingActivity(ActivityInboundInterceptor):
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         name = activity.info().activity_type
+        if name in UNDO_NAMES:
+            (undo,) = input.args
+            assert isinstance(undo, UndoInput)
+            self._injection.undone.append(f"{name} {undo.step}")
         self._injection.check(name, "before")
+        if self._injection.skip_bodies and name in APPLY_NAMES:
+            (step_input,) = input.args
+            assert isinstance(step_input, StepInput)
+            return StepResult(facts=step_input.facts)
         result = await self.next.execute_activity(input)
         self._injection.check(name, "after")
         return result

@@ -5,6 +5,12 @@ snapshots the whole world, onboards its own tenant, approves, makes one step fai
 interceptor, before the step's body or after it, or a lab fault on a route used mid-step),
 waits for the failed run and compares the world with the snapshot. The one allowed difference
 is the runbook's: Authentik users the run created stay, deactivated and in no group.
+
+Every step fails after its body (its writes made, its answer lost): its undo finds the plan's objects for it and
+removes them, and every step before it is undone from what it reported. A step that fails before its body goes
+on the saga the same way, with the plan's objects absent: one case has every step report success without
+running, the last one failing, so that each step's undo meets its objects absent (and must leave the world
+alone); one more fails a step before its body in the middle of a real run.
 """
 
 from __future__ import annotations
@@ -57,7 +63,8 @@ async def api(dev_env: WorkflowEnvironment, lab: LabEndpoints, injection: Inject
 @pytest.fixture
 def inject(injection: Injection) -> Iterator[Injection]:
     yield injection
-    injection.activity, injection.when, injection.fired = "", "", 0
+    injection.activity, injection.when, injection.fired, injection.skip_bodies = "", "", 0, False
+    injection.undone.clear()
 
 
 def _tag(step: str, when: str) -> str:
@@ -74,8 +81,7 @@ async def _fails_and_restores(api: TenantflowClient, lab: LabEndpoints, tag: str
     return cause
 
 
-@pytest.mark.parametrize("when", ["before", "after"])
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize(("step", "when"), [(step, "after") for step in STEPS] + [("storage.filesystems", "before")])
 async def test_failed_step_rolls_back_every_layer(
     api: TenantflowClient, lab: LabEndpoints, inject: Injection, step: str, when: str
 ) -> None:
@@ -83,6 +89,41 @@ async def test_failed_step_rolls_back_every_layer(
     cause = await _fails_and_restores(api, lab, _tag(step, when))
     assert inject.fired == 1
     assert isinstance(cause, Exception) and INJECTED in str(cause.__cause__ or cause), repr(cause)
+
+
+UNDONE_WHEN_NOTHING_RAN = [
+    # the runbook's rollback order (login, Slurm, Kubernetes, capacity, Weka, Authentik), later steps first in a
+    # layer: each step the plan creates something for, the checks (wait_reservation, verify_ldap, verify) not
+    "login.undo release",
+    "slurm.undo partition",
+    "slurm.undo users",
+    "slurm.undo qos",
+    "slurm.undo accounts",
+    "kube.undo rbac",
+    "kube.undo network_policy",
+    "kube.undo binding",
+    "kube.undo quota",
+    "kube.undo namespace",
+    "capacity.undo reservation",
+    "storage.undo csi",
+    "storage.undo quotas",
+    "storage.undo filesystems",
+    "identity.undo users",
+    "identity.undo group",
+]
+
+
+async def test_every_undo_leaves_the_world_alone_when_its_step_wrote_nothing(
+    api: TenantflowClient, lab: LabEndpoints, inject: Injection
+) -> None:
+    inject.skip_bodies = True
+    inject.activity, inject.when = STEPS[-1], "before"
+    cause = await _fails_and_restores(api, lab, "rbnone")
+    assert inject.fired == 1
+    assert isinstance(cause, Exception) and INJECTED in str(cause.__cause__ or cause), repr(cause)
+    assert inject.undone == UNDONE_WHEN_NOTHING_RAN
+    users = world_snapshot(lab)["authentik"]["users"]
+    assert not [name for name in tenant(lab, "rbnone").usernames if name in users], "a step's body ran"
 
 
 def _set_fault(lab: LabEndpoints, service: str, rules: list[dict[str, Any]]) -> None:
