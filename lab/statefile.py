@@ -23,10 +23,11 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SAVE_INTERVAL_S = 1.0
+SAVE_INTERVAL_S = 3.0
 """Each save dumps and fsyncs a whole stand-in; at 0.25 s the session lab's saves were a tenth of its busy CPU
-during onboardings. ``lab down`` saves once more after its servers stop, so only a killed ``lab serve`` loses
-the writes of its last second."""
+during onboardings, and still a tenth at 1 s (py-spy of ``lab serve`` during the rollback tests: the kube stores
+grow with every run's records). ``lab down`` saves once more after its servers stop, so only a killed
+``lab serve`` loses the writes of its last seconds."""
 
 
 def state_file(state_dir: Path, name: str) -> Path:
