@@ -68,6 +68,11 @@ class Injection:
     skip_bodies: bool = False
     undone: list[str] = field(default_factory=list)
 
+    def reset(self) -> None:
+        """No failure, no skipped bodies, no undo seen: as made, for the next case (the worker holds this one)."""
+        self.activity, self.when, self.fired, self.skip_bodies = "", "", 0, False
+        self.undone.clear()
+
     def check(self, name: str, when: str) -> None:
         if name == self.activity and when == self.when:
             self.fired += 1

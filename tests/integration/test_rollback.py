@@ -63,8 +63,7 @@ async def api(dev_env: WorkflowEnvironment, lab: LabEndpoints, injection: Inject
 @pytest.fixture
 def inject(injection: Injection) -> Iterator[Injection]:
     yield injection
-    injection.activity, injection.when, injection.fired, injection.skip_bodies = "", "", 0, False
-    injection.undone.clear()
+    injection.reset()
 
 
 def _tag(step: str, when: str) -> str:
